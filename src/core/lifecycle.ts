@@ -1,0 +1,113 @@
+import type { Task, TaskState } from "./task.ts";
+
+/**
+ * Every legal state change. Anything not listed here is a bug and `transition` throws.
+ *
+ * Main path: queued -> (blocked) -> dispatched -> planning -> (awaiting-approval) -> running -> pr-open -> done.
+ * Side exits: failed, cancelled, rate-limited (back to queued once the provider's limit resets).
+ * Also: dispatched -> running (plan phase off); dispatched/planning/running -> queued (a lost run or an
+ * expired lease goes back to the queue for a retry); pr-open -> running (a review-loop iteration);
+ * running -> done (the agent finished with nothing to change, so there is no PR); failed/cancelled -> queued (retry).
+ */
+export const TRANSITIONS: Readonly<Record<TaskState, readonly TaskState[]>> = Object.freeze({
+  queued: Object.freeze(["blocked", "dispatched", "cancelled", "failed"] as const),
+  blocked: Object.freeze(["queued", "cancelled", "failed"] as const),
+  dispatched: Object.freeze([
+    "planning",
+    "running",
+    "queued",
+    "rate-limited",
+    "cancelled",
+    "failed",
+  ] as const),
+  planning: Object.freeze([
+    "awaiting-approval",
+    "running",
+    "queued",
+    "rate-limited",
+    "cancelled",
+    "failed",
+  ] as const),
+  "awaiting-approval": Object.freeze(["running", "cancelled", "failed"] as const),
+  running: Object.freeze(["pr-open", "done", "queued", "rate-limited", "cancelled", "failed"] as const),
+  "pr-open": Object.freeze(["running", "done", "cancelled", "failed"] as const),
+  done: Object.freeze([] as const),
+  failed: Object.freeze(["queued"] as const),
+  cancelled: Object.freeze(["queued"] as const),
+  "rate-limited": Object.freeze(["queued", "cancelled", "failed"] as const),
+});
+
+/**
+ * States that hold a concurrency slot: an agent process is (or is about to be) running.
+ * `awaiting-approval` does not: the plan waits for a human, possibly for days, and must not starve the queue.
+ * `pr-open` does not either; a review-loop iteration re-enters `running` and takes a slot again.
+ */
+export const ACTIVE_STATES: ReadonlySet<TaskState> = new Set<TaskState>([
+  "dispatched",
+  "planning",
+  "running",
+]);
+
+/**
+ * States in which nothing happens without a human: `done` is final; `failed` and `cancelled` only
+ * leave through an explicit retry.
+ */
+export const TERMINAL_STATES: ReadonlySet<TaskState> = new Set<TaskState>(["done", "failed", "cancelled"]);
+
+/** States the scheduler still has to act on or wait for (neither terminal nor parked with a human). */
+export const isActive = (state: TaskState): boolean => ACTIVE_STATES.has(state);
+export const isTerminal = (state: TaskState): boolean => TERMINAL_STATES.has(state);
+
+/** States whose `reason` field says why the task is there. */
+const STATES_WITH_REASON: ReadonlySet<TaskState> = new Set<TaskState>([
+  "failed",
+  "cancelled",
+  "blocked",
+  "rate-limited",
+]);
+
+export class IllegalTransitionError extends Error {
+  override readonly name = "IllegalTransitionError";
+  constructor(
+    readonly taskId: string,
+    readonly from: TaskState,
+    readonly to: TaskState,
+  ) {
+    const allowed = TRANSITIONS[from];
+    const hint =
+      allowed.length === 0 ? `${from} is final` : `from ${from} a task can move to: ${allowed.join(", ")}`;
+    super(`cannot move task ${taskId} from ${from} to ${to} (${hint})`);
+  }
+}
+
+export function canTransition(from: TaskState, to: TaskState): boolean {
+  return TRANSITIONS[from]?.includes(to) ?? false;
+}
+
+export interface TransitionOptions {
+  /** RFC3339; becomes `updatedAt` (and `queuedAt` when the task re-enters the queue). */
+  now: string;
+  /** Why the task failed, was cancelled, blocked or rate-limited. Dropped for other states. */
+  reason?: string;
+  /** For `rate-limited`: when the provider's limit resets (RFC3339). */
+  resetAt?: string;
+}
+
+/**
+ * The task in its new state; the input is not modified. Bookkeeping that follows from the move:
+ * entering `queued` resets the FIFO key to `now` (a retry goes to the back of its priority);
+ * entering `dispatched` counts a started run in `attempts`; leaving the slot-holding states drops
+ * the lease; `reason` is kept only where it explains the state; `resetAt` only while rate-limited.
+ */
+export function transition(task: Task, to: TaskState, options: TransitionOptions): Task {
+  if (!canTransition(task.state, to)) throw new IllegalTransitionError(task.id, task.state, to);
+  const next: Task = { ...task, state: to, updatedAt: options.now };
+  if (to === "queued") next.queuedAt = options.now;
+  if (to === "dispatched") next.attempts = task.attempts + 1;
+  if (!ACTIVE_STATES.has(to)) delete next.lease;
+  if (STATES_WITH_REASON.has(to) && options.reason !== undefined) next.reason = options.reason;
+  else delete next.reason;
+  if (to === "rate-limited" && options.resetAt !== undefined) next.resetAt = options.resetAt;
+  else delete next.resetAt;
+  return next;
+}

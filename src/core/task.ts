@@ -1,0 +1,118 @@
+import type { RunTotals } from "./usage.ts";
+
+/** A coder's name ("claude", "codex", "agy", ...). The registry lives in src/agents; core treats coders as names. */
+export type Coder = string;
+
+export type TaskState =
+  | "queued"
+  | "blocked"
+  | "dispatched"
+  | "planning"
+  | "awaiting-approval"
+  | "running"
+  | "pr-open"
+  | "done"
+  | "failed"
+  | "cancelled"
+  | "rate-limited";
+
+/** Every state, in lifecycle order. */
+export const TASK_STATES: readonly TaskState[] = [
+  "queued",
+  "blocked",
+  "dispatched",
+  "planning",
+  "awaiting-approval",
+  "running",
+  "pr-open",
+  "done",
+  "failed",
+  "cancelled",
+  "rate-limited",
+];
+
+/** Beads priority: 0 is most urgent, 2 is the default. */
+export type Priority = 0 | 1 | 2 | 3 | 4;
+export const DEFAULT_PRIORITY: Priority = 2;
+
+/** A worker's claim on a concurrency slot; it frees the slot once `expiresAt` passes without a heartbeat. */
+export interface Lease {
+  holder: string;
+  slot: number;
+  acquiredAt: string;
+  heartbeatAt: string;
+  expiresAt: string;
+}
+
+export interface Task {
+  /** Bead id, e.g. "fl-a3f". */
+  id: string;
+  /** "owner/name". */
+  repo: string;
+  /** GitHub issue number (the bead's external_ref `gh-<n>`). */
+  issue: number;
+  title: string;
+  coder: Coder;
+  model: string;
+  priority: Priority;
+  state: TaskState;
+  /** Issue numbers this task waits for. */
+  dependsOn: number[];
+  /** RFC3339. */
+  createdAt: string;
+  updatedAt: string;
+  /** FIFO key within a priority; reset whenever the task re-enters the queue. */
+  queuedAt: string;
+  /** Runs started. */
+  attempts: number;
+  branch?: string;
+  pr?: number;
+  runId?: string;
+  lease?: Lease;
+  /** Why the task failed, was cancelled, is blocked or is rate-limited. */
+  reason?: string;
+  /** For a rate-limited task: when the provider's limit resets (RFC3339). */
+  resetAt?: string;
+  totals?: RunTotals;
+  requestedBy?: string;
+}
+
+export const isTaskState = (value: unknown): value is TaskState =>
+  typeof value === "string" && (TASK_STATES as readonly string[]).includes(value);
+
+export const isPriority = (value: unknown): value is Priority =>
+  typeof value === "number" && Number.isInteger(value) && value >= 0 && value <= 4;
+
+export interface NewTaskInput {
+  id: string;
+  repo: string;
+  issue: number;
+  title: string;
+  coder: Coder;
+  model: string;
+  now: string;
+  priority?: Priority;
+  dependsOn?: number[];
+  requestedBy?: string;
+}
+
+/** A fresh task, queued at `now`. */
+export function newTask(input: NewTaskInput): Task {
+  const task: Task = {
+    id: input.id,
+    repo: input.repo,
+    issue: input.issue,
+    title: input.title,
+    coder: input.coder,
+    model: input.model,
+    priority: input.priority ?? DEFAULT_PRIORITY,
+    state: "queued",
+    dependsOn: [...new Set(input.dependsOn ?? [])].filter((n) => n !== input.issue),
+    createdAt: input.now,
+    updatedAt: input.now,
+    queuedAt: input.now,
+    attempts: 0,
+  };
+  if (input.requestedBy !== undefined) task.requestedBy = input.requestedBy;
+  return task;
+}
