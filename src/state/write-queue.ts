@@ -1,0 +1,114 @@
+import type { FleetStateDoc } from "./doc.ts";
+import type { Mutation, StateStore, UpdateResult } from "./store.ts";
+
+export interface WriteQueueOptions {
+  /** How long the first mutation of a batch waits for others to join it. */
+  maxDelayMs?: number;
+  /** A batch closes early when this many mutations are waiting. */
+  maxBatch?: number;
+  maxRetries?: number;
+}
+
+export interface WriteQueue {
+  /** Resolves once the batch holding this mutation is committed (or this mutation was dropped). */
+  enqueue(mutation: Mutation): Promise<UpdateResult>;
+  /** Writes whatever is waiting now. */
+  flush(): Promise<void>;
+  /** Commits written by this queue. */
+  readonly commits: number;
+}
+
+interface Pending {
+  mutation: Mutation;
+  resolve: (r: UpdateResult) => void;
+  reject: (e: unknown) => void;
+}
+
+/**
+ * Coalesces mutations that arrive together into one commit: they are applied in arrival order on the
+ * freshest state, each may drop out (returns null) or fail (throws) on its own, the commit message lists
+ * them, and every caller learns whether its own mutation was applied.
+ */
+export function createWriteQueue(store: StateStore, opts: WriteQueueOptions = {}): WriteQueue {
+  const maxDelayMs = opts.maxDelayMs ?? 50;
+  const maxBatch = opts.maxBatch ?? 200;
+  const waiting: Pending[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> = Promise.resolve();
+  let commits = 0;
+
+  async function writeBatch(batch: Pending[]): Promise<void> {
+    let outcomes: Array<"applied" | "dropped" | { error: unknown }> = [];
+    const combined: Mutation = (s) => {
+      // Runs once per compare-and-swap attempt, so outcomes are recomputed on each fresh state.
+      outcomes = [];
+      let doc: FleetStateDoc = s.doc;
+      let beads = s.beads;
+      const messages: string[] = [];
+      for (const p of batch) {
+        let out: ReturnType<Mutation>;
+        try {
+          out = p.mutation({ doc: structuredClone(doc), beads });
+        } catch (error) {
+          outcomes.push({ error });
+          continue;
+        }
+        if (out === null) {
+          outcomes.push("dropped");
+          continue;
+        }
+        outcomes.push("applied");
+        doc = out.doc ?? doc;
+        beads = out.beads ?? beads;
+        messages.push(out.message);
+      }
+      if (messages.length === 0) return null;
+      const message =
+        messages.length === 1
+          ? messages[0]!
+          : `${messages.length} transitions\n\n${messages.map((m) => `- ${m.split("\n")[0]}`).join("\n")}`;
+      return { doc, beads, message };
+    };
+    let result: UpdateResult;
+    try {
+      result = await store.update(combined, { maxRetries: opts.maxRetries });
+    } catch (error) {
+      for (const p of batch) p.reject(error);
+      return;
+    }
+    if (result.commit) commits++;
+    batch.forEach((p, i) => {
+      const o = outcomes[i];
+      if (o === undefined || o === "dropped") p.resolve({ ...result, applied: false, commit: undefined });
+      else if (o === "applied") p.resolve(result);
+      else p.reject(o.error);
+    });
+  }
+
+  function flush(): Promise<void> {
+    if (timer) clearTimeout(timer);
+    timer = undefined;
+    // One batch at a time per queue, so a queue never races itself.
+    running = running.then(async () => {
+      while (waiting.length > 0) {
+        const batch = waiting.splice(0, maxBatch);
+        await writeBatch(batch);
+      }
+    });
+    return running;
+  }
+
+  return {
+    enqueue(mutation) {
+      return new Promise<UpdateResult>((resolve, reject) => {
+        waiting.push({ mutation, resolve, reject });
+        if (waiting.length >= maxBatch) void flush();
+        else if (!timer) timer = setTimeout(() => void flush(), maxDelayMs);
+      });
+    },
+    flush,
+    get commits() {
+      return commits;
+    },
+  };
+}
