@@ -21,7 +21,7 @@ const problems = (input: unknown): ConfigProblem[] => {
 };
 
 describe("parseFleetConfig defaults", () => {
-  it.each([
+  it.each<[unknown, string]>([
     ["", "empty text"],
     [null, "null"],
     [undefined, "undefined"],
