@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { GitHubClient } from "../github/client.ts";
 import {
   BEADS_PATH,
@@ -77,6 +78,12 @@ interface HttpishError {
   message?: string;
 }
 const statusOf = (error: unknown): number | undefined => (error as HttpishError)?.status;
+
+/** Git's blob id for a text, the same sha GitHub reports for the file. */
+export const gitBlobSha = (text: string): string => {
+  const body = Buffer.from(text, "utf8");
+  return createHash("sha1").update(`blob ${body.length}\0`).update(body).digest("hex");
+};
 
 const decodeBase64 = (s: string): string => Buffer.from(s, "base64").toString("utf8");
 const encodeBase64 = (s: string): string => Buffer.from(s, "utf8").toString("base64");
@@ -225,6 +232,8 @@ export function createGitHubStateStore(opts: GitHubStateStoreOptions): GitHubSta
     }
   }
 
+  const written = (text: string): CachedFile => ({ text, sha: gitBlobSha(text) });
+
   async function commitFiles(
     c: Cache,
     files: { state?: string; beads?: string },
@@ -280,9 +289,8 @@ export function createGitHubStateStore(opts: GitHubStateStoreOptions): GitHubSta
         commit: commit.data.sha,
         tree: tree.data.sha,
         refEtag: c.refEtag,
-        // Blob shas are unknown without another request; a later contents PUT re-reads them on conflict.
-        state: files.state !== undefined || orphan ? { text: files.state ?? c.state.text } : c.state,
-        beads: files.beads !== undefined || orphan ? { text: files.beads ?? c.beads.text } : c.beads,
+        state: files.state !== undefined || orphan ? written(files.state ?? c.state.text) : c.state,
+        beads: files.beads !== undefined || orphan ? written(files.beads ?? c.beads.text) : c.beads,
         doc: c.doc,
       };
       return { ok: true };

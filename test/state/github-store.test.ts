@@ -1,0 +1,262 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { Octokit } from "@octokit/rest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { newTask } from "../../src/core/task.ts";
+import { BEADS_PATH, type FleetStateDoc, recordLedger, STATE_PATH } from "../../src/state/doc.ts";
+import { StateCorruptError } from "../../src/state/errors.ts";
+import { createGitHubStateStore } from "../../src/state/github-store.ts";
+import { acquireSlot } from "../../src/state/leases.ts";
+import type { Mutation } from "../../src/state/store.ts";
+import { createWriteQueue } from "../../src/state/write-queue.ts";
+import { type FakeGitHub, startFakeGitHub } from "./fake-git-github.ts";
+
+const FIXTURES = "/work/shared/fixtures/beads";
+const BRANCH = "fleet/state";
+let gh: FakeGitHub;
+beforeEach(async () => {
+  gh = await startFakeGitHub();
+});
+afterEach(async () => {
+  await gh.close();
+});
+
+const noSleep = async () => {};
+const makeStore = (extra: Partial<Parameters<typeof createGitHubStateStore>[0]> = {}) =>
+  createGitHubStateStore({
+    octokit: new Octokit({ baseUrl: gh.url, auth: "test-token" }),
+    owner: "octo",
+    repo: "widgets",
+    sleep: noSleep,
+    random: () => 0.5,
+    ...extra,
+  });
+
+const increment: Mutation = ({ doc }) => ({
+  doc: recordLedger(doc, { day: "2026-01-01", coder: "claude", usage: { input: 1 } }),
+  message: "count a run",
+});
+const runsOf = (doc: FleetStateDoc) => doc.ledger["2026-01-01"]?.claude?.runs ?? 0;
+
+const withTask = (doc: FleetStateDoc, issue: number): FleetStateDoc => {
+  const t = newTask({
+    id: `fl-${issue}`,
+    repo: "octo/widgets",
+    issue,
+    title: `#${issue}`,
+    coder: "claude",
+    model: "opus",
+    now: "2026-01-01T00:00:00Z",
+  });
+  return { ...doc, tasks: { ...doc.tasks, [t.id]: t } };
+};
+const dispatch =
+  (issue: number, holder: string, now = new Date("2026-01-01T01:00:00Z")): Mutation =>
+  ({ doc }) => {
+    const r = acquireSlot(doc, `fl-${issue}`, { holder, now, maxConcurrent: 1 });
+    return r.ok ? { doc: r.doc, message: `dispatch gh-${issue} to claude (slot ${r.slot}/${r.of})` } : null;
+  };
+
+describe("GitHub state store", () => {
+  it("creates the state branch on first use as an orphan commit holding both files", async () => {
+    const store = makeStore();
+    const empty = await store.read();
+    expect(empty.version).toBe("");
+    const r = await store.update(increment);
+    expect(r.applied).toBe(true);
+    const head = gh.refs.get(BRANCH)!;
+    expect(r.commit).toBe(head);
+    expect(gh.commits.get(head)!.parents).toEqual([]);
+    expect(Object.keys(gh.files(BRANCH)).sort()).toEqual([BEADS_PATH, STATE_PATH]);
+    expect(JSON.parse(gh.files(BRANCH)[STATE_PATH]!).ledger["2026-01-01"].claude.runs).toBe(1);
+    // tree + commit + ref, after the one read that found no branch.
+    expect(store.stats().byRoute).toMatchObject({
+      "POST /repos/{owner}/{repo}/git/trees": 1,
+      "POST /repos/{owner}/{repo}/git/commits": 1,
+      "POST /repos/{owner}/{repo}/git/refs": 1,
+    });
+  });
+
+  it("round-trips the beads fixtures byte for byte", async () => {
+    const store = makeStore();
+    for (const name of ["2025-12-01-64ef220", "2026-01-21-1f8a6bf", "head-fbcee6c"]) {
+      const text = await readFile(join(FIXTURES, name, "issues.jsonl"), "utf8");
+      const r = await store.update(() => ({ beads: text, message: `import ${name}` }));
+      expect(r.applied).toBe(true);
+      expect(gh.files(BRANCH)[BEADS_PATH]).toBe(text);
+      const fresh = await makeStore().read();
+      expect(fresh.beads).toBe(text);
+      expect(fresh.version).toBe(gh.refs.get(BRANCH));
+    }
+  });
+
+  it("a single-file change is one request when nobody else wrote", async () => {
+    const store = makeStore();
+    await store.update(increment);
+    store.resetStats();
+    const r = await store.update(increment);
+    expect(r.retries).toBe(0);
+    expect(store.stats().requests).toBe(1);
+    expect(store.stats().byRoute["PUT /repos/{owner}/{repo}/contents/{path}"]).toBe(1);
+  });
+
+  it("a change to both files is one commit through the git data API", async () => {
+    const store = makeStore();
+    await store.update(increment);
+    const before = gh.refs.get(BRANCH)!;
+    const r = await store.update(({ doc }) => ({
+      doc: { ...doc, config: { max_concurrent: 4 } },
+      beads: "{}\n",
+      message: "both",
+    }));
+    expect(gh.commits.get(r.commit!)!.parents).toEqual([before]);
+    expect(gh.files(BRANCH)[BEADS_PATH]).toBe("{}\n");
+    expect(JSON.parse(gh.files(BRANCH)[STATE_PATH]!).config.max_concurrent).toBe(4);
+  });
+
+  it("retries a conflicting write on fresh state and applies it once", async () => {
+    const a = makeStore();
+    const b = makeStore();
+    await a.update(increment);
+    await b.read(); // b caches the state after one run
+    await a.update(increment); // a moves the branch; b's cache is now stale
+    const rb = await b.update(increment);
+    expect(rb.applied).toBe(true);
+    expect(rb.retries).toBe(1);
+    expect(runsOf((await makeStore().read()).doc)).toBe(3);
+    expect(b.stats().conflicts).toBe(1);
+  });
+
+  it("interleaved writers in a commit-consistency store also never lose an update", async () => {
+    const a = makeStore({ consistency: "commit" });
+    const b = makeStore({ consistency: "commit" });
+    await a.update(increment);
+    await b.read();
+    await a.update(increment);
+    const rb = await b.update(increment);
+    expect(rb.retries).toBe(1);
+    expect(runsOf((await makeStore().read()).doc)).toBe(3);
+  });
+
+  it("drops a transition that no longer applies after another writer took the slot", async () => {
+    const a = makeStore();
+    const b = makeStore();
+    await a.update(({ doc }) => ({ doc: withTask(withTask(doc, 1), 2), message: "queue gh-1, gh-2" }));
+    await b.read();
+    expect((await a.update(dispatch(1, "replica-a"))).applied).toBe(true);
+    const rb = await b.update(dispatch(2, "replica-b"));
+    expect(rb).toMatchObject({ applied: false, retries: 1 });
+    const { doc } = await makeStore().read();
+    expect(doc.tasks["fl-1"]!.lease?.holder).toBe("replica-a");
+    expect(doc.tasks["fl-2"]!.lease).toBeUndefined();
+    expect((await a.history(10))[0]!.message).toBe("dispatch gh-1 to claude (slot 1/1)");
+  });
+
+  it("re-checks fresh state before dropping a transition judged on its cache", async () => {
+    const a = makeStore();
+    const b = makeStore();
+    await a.update(({ doc }) => ({ doc: withTask(withTask(doc, 1), 2), message: "queue" }));
+    await a.update(dispatch(1, "replica-a"));
+    await b.read(); // b sees the slot taken
+    await a.update(({ doc }) => {
+      const { lease: _l, ...t } = doc.tasks["fl-1"]!;
+      return { doc: { ...doc, tasks: { ...doc.tasks, "fl-1": t } }, message: "release gh-1" };
+    });
+    const rb = await b.update(dispatch(2, "replica-b"));
+    expect(rb.applied).toBe(true);
+  });
+
+  it("reclaims a stale lease's slot for a new task", async () => {
+    const store = makeStore();
+    await store.update(({ doc }) => ({ doc: withTask(withTask(doc, 1), 2), message: "queue" }));
+    await store.update(dispatch(1, "worker-gone", new Date("2026-01-01T01:00:00Z")));
+    // Ten minutes later the lease is still live: no slot.
+    expect((await store.update(dispatch(2, "worker-2", new Date("2026-01-01T01:05:00Z")))).applied).toBe(
+      false,
+    );
+    const r = await store.update(dispatch(2, "worker-2", new Date("2026-01-01T01:11:00Z")));
+    expect(r.applied).toBe(true);
+    expect(r.snapshot.doc.tasks["fl-1"]!.lease).toBeUndefined();
+    expect(r.snapshot.doc.tasks["fl-2"]!.lease).toMatchObject({ holder: "worker-2", slot: 1 });
+  });
+
+  it("reports a corrupt state document and leaves the branch as it was", async () => {
+    const store = makeStore();
+    await store.update(increment);
+    const bad = gh.push(BRANCH, { [STATE_PATH]: '{"version": 1, "tasks": {', [BEADS_PATH]: "" }, "hand edit");
+    await expect(makeStore().read()).rejects.toThrow(StateCorruptError);
+    await expect(store.update(increment)).rejects.toThrow(
+      /not valid JSON.*revert the last commit on fleet\/state/,
+    );
+    expect(gh.refs.get(BRANCH)).toBe(bad);
+    gh.push(BRANCH, { [STATE_PATH]: '{"version": 7}', [BEADS_PATH]: "" }, "from the future");
+    await expect(store.read()).rejects.toThrow(/version 7.*newer Fleet/);
+  });
+
+  it("a second read with no change costs one 304", async () => {
+    const store = makeStore();
+    await makeStore().update(increment);
+    await store.read();
+    store.resetStats();
+    const again = await store.read();
+    expect(runsOf(again.doc)).toBe(1);
+    expect(store.stats()).toMatchObject({ requests: 1, notModified: 1 });
+    // After another writer changes one file, the other file's read is a 304 too.
+    await makeStore().update(increment);
+    store.resetStats();
+    expect(runsOf((await store.read()).doc)).toBe(2);
+    expect(store.stats()).toMatchObject({ requests: 3, notModified: 1 });
+  });
+
+  it("coalesces a burst of 50 mutations into a few commits, each caller told its outcome", async () => {
+    const store = makeStore();
+    await store.update(({ doc }) => ({ doc: withTask(doc, 1), message: "queue gh-1" }));
+    const queue = createWriteQueue(store, { maxDelayMs: 20 });
+    const before = gh.commits.size;
+    const results = await Promise.all([
+      ...Array.from({ length: 50 }, (_, i) =>
+        queue.enqueue(({ doc }) => ({
+          doc: recordLedger(doc, { day: "2026-01-01", coder: "claude", usage: { input: i } }),
+          message: `label ${i}`,
+        })),
+      ),
+      queue.enqueue(dispatch(1, "a")),
+      queue.enqueue(dispatch(1, "b")), // fl-1 already leased by the one before: dropped
+    ]);
+    expect(results.slice(0, 51).every((r) => r.applied)).toBe(true);
+    expect(results[51]!.applied).toBe(false);
+    const commits = gh.commits.size - before;
+    expect(commits).toBeGreaterThanOrEqual(1);
+    expect(commits).toBeLessThanOrEqual(3);
+    const { doc } = await makeStore().read();
+    expect(runsOf(doc)).toBe(50);
+    expect(doc.tasks["fl-1"]!.lease?.holder).toBe("a");
+    expect((await store.history(1))[0]!.message).toMatch(/^51 transitions\n\n- label 0\n/);
+  });
+
+  it("racing stores with a slot cap never over-grant and never lose an update", async () => {
+    const stores = Array.from({ length: 4 }, () => makeStore({ random: Math.random }));
+    await stores[0]!.update(({ doc }) => {
+      let d: FleetStateDoc = { ...doc, config: { max_concurrent: 2 } };
+      for (let i = 1; i <= 8; i++) d = withTask(d, i);
+      return { doc: d, message: "queue 8" };
+    });
+    await Promise.all(
+      stores.map(async (s, w) => {
+        for (let i = 0; i < 10; i++) {
+          await s.update(({ doc }) => {
+            const r = acquireSlot(doc, `fl-${w * 2 + (i % 2) + 1}`, {
+              holder: `w${w}`,
+              now: new Date("2026-01-01T01:00:00Z"),
+            });
+            const base = recordLedger(r.ok ? r.doc : doc, { day: "2026-01-01", coder: "claude" });
+            return { doc: base, message: `w${w} step ${i}` };
+          });
+        }
+      }),
+    );
+    const { doc } = await makeStore().read();
+    expect(runsOf(doc)).toBe(40);
+    expect(Object.values(doc.tasks).filter((t) => t.lease).length).toBe(2);
+  });
+});
