@@ -1,0 +1,193 @@
+import type { TokenUsage } from "../core/usage.ts";
+import {
+  arr,
+  contentText,
+  isoTime,
+  type Json,
+  num,
+  obj,
+  optNum,
+  safeParse,
+  str,
+  totals,
+} from "./json-line.ts";
+import type { AgentAdapter, AgentEvent, AgentInvocation } from "./types.ts";
+
+/** Tools the work phase may use without asking (headless runs cannot answer a permission prompt). */
+export const CLAUDE_WORK_TOOLS = ["Bash", "Edit", "Write", "Read", "Glob", "Grep"];
+
+/**
+ * Claude Code (`@anthropic-ai/claude-code`), headless: `claude -p --output-format stream-json --verbose`.
+ * The prompt goes on stdin (no argv length limit, no option parsing of prompts that start with "-").
+ * As root the CLI refuses --dangerously-skip-permissions, so the work phase uses
+ * `--permission-mode acceptEdits` plus `--allowedTools`; the plan phase uses `--permission-mode plan`.
+ */
+export const claudeAdapter: AgentAdapter = {
+  coder: "claude",
+  displayName: "Claude Code",
+  defaultModel: "claude-sonnet-4-5",
+  binary: "claude",
+  credentialEnv: "ANTHROPIC_API_KEY",
+
+  command(inv: AgentInvocation) {
+    const args = ["-p", "--output-format", "stream-json", "--verbose", "--model", inv.model];
+    if (inv.phase === "plan") args.push("--permission-mode", "plan");
+    else args.push("--permission-mode", "acceptEdits", "--allowedTools", CLAUDE_WORK_TOOLS.join(","));
+    if (inv.resumeSessionId) args.push("--resume", inv.resumeSessionId);
+    const env: Record<string, string> = {
+      DISABLE_TELEMETRY: "1",
+      DISABLE_ERROR_REPORTING: "1",
+      DISABLE_AUTOUPDATER: "1",
+      // Also stops the side request for a session title.
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    };
+    if (inv.modelBaseUrl) env.ANTHROPIC_BASE_URL = inv.modelBaseUrl;
+    if (inv.credential) env[inv.credential.name] = inv.credential.value;
+    if (inv.home) env.HOME = inv.home;
+    Object.assign(env, inv.env);
+    return { file: "claude", args, env, stdin: { text: inv.prompt } };
+  },
+
+  parseLine(line: string): AgentEvent[] {
+    return safeParse(line, parseClaude);
+  },
+};
+
+function parseClaude(o: Json): AgentEvent[] | null {
+  switch (o.type) {
+    case "system":
+      return parseSystem(o);
+    case "assistant":
+      return parseAssistant(o);
+    case "user":
+      return arr(obj(o.message).content)
+        .map(obj)
+        .filter((b) => b.type === "tool_result")
+        .map((b) => ({
+          type: "tool_result" as const,
+          id: str(b.tool_use_id),
+          isError: b.is_error === true,
+          output: contentText(b.content),
+        }));
+    case "result":
+      return parseResult(o);
+    case "rate_limit_event": {
+      const info = obj(o.rate_limit_info);
+      // "allowed" / "allowed_warning" are status updates; only a rejection stops work.
+      if (info.status !== "rejected") return [];
+      return [
+        {
+          type: "rate_limit",
+          resetsAt: isoTime(info.resetsAt),
+          message: `Claude usage limit reached${str(info.rateLimitType) ? ` (${info.rateLimitType})` : ""}`,
+        },
+      ];
+    }
+    default:
+      return null;
+  }
+}
+
+function parseSystem(o: Json): AgentEvent[] | null {
+  if (o.subtype === "init") {
+    const tools = arr(o.tools).filter((t): t is string => typeof t === "string");
+    return [{ type: "init", sessionId: str(o.session_id), model: str(o.model), tools }];
+  }
+  if (o.subtype === "api_retry") {
+    // The CLI retries on its own (CLAUDE_CODE_MAX_RETRIES, default 10) and says so here.
+    const status = optNum(o.error_status);
+    const delay = optNum(o.retry_delay_ms);
+    const message = `API ${status ?? "error"} (${str(o.error) ?? "unknown"}); retry ${num(o.attempt)}/${num(o.max_retries)}`;
+    if (status === 429 || o.error === "rate_limit") {
+      return [
+        {
+          type: "rate_limit",
+          retryAfterSeconds: delay === undefined ? undefined : Math.round(delay / 100) / 10,
+          message,
+        },
+      ];
+    }
+    return [{ type: "error", message }];
+  }
+  return null;
+}
+
+function parseAssistant(o: Json): AgentEvent[] {
+  const message = obj(o.message);
+  const events: AgentEvent[] = [];
+  for (const b of arr(message.content).map(obj)) {
+    if (b.type === "text" && typeof b.text === "string") events.push({ type: "text", text: b.text });
+    else if (b.type === "tool_use")
+      events.push({ type: "tool_use", name: str(b.name) ?? "", input: b.input, id: str(b.id) });
+  }
+  const u = obj(message.usage);
+  // Synthetic messages (model "<synthetic>") carry API errors as text and zero usage.
+  if (Object.keys(u).length > 0 && message.model !== "<synthetic>") {
+    events.push({
+      type: "usage",
+      id: str(message.id),
+      usage: {
+        input: num(u.input_tokens),
+        output: num(u.output_tokens),
+        cacheRead: num(u.cache_read_input_tokens),
+        cacheWrite: num(u.cache_creation_input_tokens),
+      },
+    });
+  }
+  if (typeof o.error === "string" && o.error !== "rate_limit") {
+    events.push({ type: "error", message: contentText(message.content) || o.error });
+  }
+  return events;
+}
+
+/**
+ * Totals from the final `result`: `modelUsage` summed over models (it also counts side requests,
+ * which the top-level `usage` leaves out), `total_cost_usd`, `num_turns`, `duration_ms`.
+ */
+function parseResult(o: Json): AgentEvent[] {
+  const modelUsage = obj(o.modelUsage);
+  const models = Object.entries(modelUsage).map(([name, v]) => ({ name, u: obj(v) }));
+  let usage: Partial<TokenUsage>;
+  let model = "";
+  let cost: number | null = optNum(o.total_cost_usd) ?? null;
+  if (models.length > 0) {
+    usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+    let modelCost = 0;
+    for (const { u } of models) {
+      usage.input = (usage.input ?? 0) + num(u.inputTokens);
+      usage.output = (usage.output ?? 0) + num(u.outputTokens);
+      usage.cacheRead = (usage.cacheRead ?? 0) + num(u.cacheReadInputTokens);
+      usage.cacheWrite = (usage.cacheWrite ?? 0) + num(u.cacheCreationInputTokens);
+      modelCost += num(u.costUSD);
+    }
+    cost ??= modelCost;
+    // The model that produced the most output did the work; side requests use smaller ones.
+    model = models.reduce((a, b) => (num(b.u.outputTokens) > num(a.u.outputTokens) ? b : a)).name;
+  } else {
+    const u = obj(o.usage);
+    usage = {
+      input: num(u.input_tokens),
+      output: num(u.output_tokens),
+      cacheRead: num(u.cache_read_input_tokens),
+      cacheWrite: num(u.cache_creation_input_tokens),
+    };
+  }
+  const sessionId = str(o.session_id);
+  const summary = str(o.result);
+  const ok = o.is_error !== true && (o.subtype === undefined || o.subtype === "success");
+  const events: AgentEvent[] = [];
+  if (o.api_error_status === 429) {
+    events.push({ type: "rate_limit", message: summary ?? "API rate limit (429)" });
+  } else if (!ok) {
+    const errors = arr(o.errors).filter((e): e is string => typeof e === "string");
+    events.push({ type: "error", message: summary ?? (errors.join("; ") || `claude: ${String(o.subtype)}`) });
+  }
+  events.push({
+    type: "result",
+    ok,
+    sessionId,
+    summary,
+    totals: totals(usage, { costUsd: cost, turns: num(o.num_turns), durationMs: num(o.duration_ms), model }),
+  });
+  return events;
+}

@@ -1,0 +1,174 @@
+import { type Json, looksRateLimited, num, obj, safeParse, str, totals } from "./json-line.ts";
+import type { AgentAdapter, AgentEvent, AgentInvocation } from "./types.ts";
+
+/** Model provider name Fleet configures when it points Codex at its own base URL. */
+const PROVIDER = "fleet";
+
+/**
+ * OpenAI Codex CLI (`@openai/codex`), headless: `codex exec --json`. The prompt goes on stdin (`-`).
+ * Codex ignores OPENAI_BASE_URL, so a base URL is configured as its own model provider with
+ * `-c model_providers.fleet.*` (wire_api "responses"). Plan phase: `--sandbox read-only`; work
+ * phase: `--sandbox workspace-write` (writes inside the working directory only).
+ *
+ * Usage: Codex's `input_tokens` INCLUDES the cached (and cache-written) prompt tokens. Fleet's
+ * TokenUsage counts them apart, so input = input_tokens - cached_input_tokens - cache_write_input_tokens,
+ * cacheRead = cached_input_tokens, cacheWrite = cache_write_input_tokens; input + cacheRead + cacheWrite
+ * is Codex's input_tokens again. Reasoning tokens are already inside output_tokens. Codex reports no
+ * cost (costUsd null), no duration and no model: the runner fills those in.
+ */
+export const codexAdapter: AgentAdapter = {
+  coder: "codex",
+  displayName: "Codex",
+  defaultModel: "gpt-5-codex",
+  binary: "codex",
+  credentialEnv: "OPENAI_API_KEY",
+
+  command(inv: AgentInvocation) {
+    const options = ["--json", "--model", inv.model, "--skip-git-repo-check"];
+    options.push("--sandbox", inv.phase === "plan" ? "read-only" : "workspace-write");
+    options.push("-c", 'approval_policy="never"');
+    const env: Record<string, string> = {};
+    if (inv.modelBaseUrl) {
+      const keyEnv = inv.credential?.name ?? "OPENAI_API_KEY";
+      // modelBaseUrl is the server root (as for ANTHROPIC_BASE_URL); Codex wants the /v1 prefix.
+      const root = inv.modelBaseUrl.replace(/\/+$/, "");
+      const baseUrl = root.endsWith("/v1") ? root : `${root}/v1`;
+      options.push(
+        "-c",
+        `model_provider=${PROVIDER}`,
+        "-c",
+        `model_providers.${PROVIDER}.name=${PROVIDER}`,
+        "-c",
+        `model_providers.${PROVIDER}.base_url=${JSON.stringify(baseUrl)}`,
+        "-c",
+        `model_providers.${PROVIDER}.wire_api="responses"`,
+        "-c",
+        `model_providers.${PROVIDER}.env_key=${JSON.stringify(keyEnv)}`,
+      );
+    }
+    if (inv.credential) env[inv.credential.name] = inv.credential.value;
+    if (inv.home) {
+      env.HOME = inv.home;
+      env.CODEX_HOME = inv.home;
+    }
+    Object.assign(env, inv.env);
+    const args = inv.resumeSessionId
+      ? ["exec", ...options, "resume", inv.resumeSessionId, "-"]
+      : ["exec", ...options, "-"];
+    return { file: "codex", args, env, stdin: { text: inv.prompt } };
+  },
+
+  parseLine(line: string): AgentEvent[] {
+    return safeParse(line, parseCodex);
+  },
+};
+
+function parseCodex(o: Json): AgentEvent[] | null {
+  switch (o.type) {
+    case "thread.started":
+      return [{ type: "init", sessionId: str(o.thread_id) }];
+    case "turn.started":
+      return [];
+    case "item.started":
+      return itemStarted(obj(o.item));
+    case "item.updated":
+      return [];
+    case "item.completed":
+      return itemCompleted(obj(o.item));
+    case "turn.completed": {
+      const u = obj(o.usage);
+      const cached = num(u.cached_input_tokens);
+      const cacheWrite = num(u.cache_write_input_tokens);
+      const usage = {
+        input: Math.max(0, num(u.input_tokens) - cached - cacheWrite),
+        cacheRead: cached,
+        cacheWrite,
+        output: num(u.output_tokens),
+        reasoning: num(u.reasoning_output_tokens),
+      };
+      return [
+        { type: "usage", usage },
+        { type: "result", ok: true, totals: totals(usage, { turns: 1 }) },
+      ];
+    }
+    case "turn.failed": {
+      const message = str(obj(o.error).message) ?? "codex: turn failed";
+      const events: AgentEvent[] = [];
+      events.push(looksRateLimited(message) ? { type: "rate_limit", message } : { type: "error", message });
+      events.push({ type: "result", ok: false, totals: totals({}, { turns: 1 }), summary: message });
+      return events;
+    }
+    case "error": {
+      // Also used for transient notices ("Reconnecting... 1/5 (...429...)"); turn.failed is the verdict.
+      const message = str(o.message) ?? "codex: error";
+      return [looksRateLimited(message) ? { type: "rate_limit", message } : { type: "error", message }];
+    }
+    default:
+      return null;
+  }
+}
+
+function itemStarted(item: Json): AgentEvent[] {
+  switch (item.type) {
+    case "command_execution":
+      return [{ type: "tool_use", name: "command", id: str(item.id), input: { command: item.command } }];
+    case "mcp_tool_call":
+      return [
+        {
+          type: "tool_use",
+          name: `${str(item.server) ?? "mcp"}.${str(item.tool) ?? "tool"}`,
+          id: str(item.id),
+          input: item.arguments,
+        },
+      ];
+    default:
+      return [];
+  }
+}
+
+function itemCompleted(item: Json): AgentEvent[] {
+  const id = str(item.id);
+  switch (item.type) {
+    case "agent_message":
+      return [{ type: "text", text: str(item.text) ?? "" }];
+    case "reasoning":
+      return [];
+    case "command_execution":
+      return [
+        {
+          type: "tool_result",
+          id,
+          isError: item.status === "failed" || (typeof item.exit_code === "number" && item.exit_code !== 0),
+          output: str(item.aggregated_output) ?? "",
+        },
+      ];
+    case "file_change":
+      return [
+        { type: "tool_use", name: "file_change", id, input: { changes: item.changes } },
+        {
+          type: "tool_result",
+          id,
+          isError: item.status === "failed",
+          output: JSON.stringify(item.changes ?? []),
+        },
+      ];
+    case "mcp_tool_call":
+      return [
+        {
+          type: "tool_result",
+          id,
+          isError: item.status === "failed",
+          output: JSON.stringify(item.result ?? item.error ?? null),
+        },
+      ];
+    case "web_search":
+      return [{ type: "tool_use", name: "web_search", id, input: { query: item.query } }];
+    case "todo_list":
+      return [];
+    case "error":
+      // Non-fatal notices such as "Model metadata for `o4-mini` not found".
+      return [{ type: "error", message: str(item.message) ?? "codex: error item" }];
+    default:
+      return [{ type: "unknown", raw: JSON.stringify({ type: "item.completed", item }) }];
+  }
+}

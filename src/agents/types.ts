@@ -1,0 +1,61 @@
+import type { RunTotals, TokenUsage } from "../core/usage.ts";
+
+export type AgentPhase = "plan" | "work";
+
+export interface AgentInvocation {
+  prompt: string;
+  model: string;
+  phase: AgentPhase;
+  cwd: string;
+  resumeSessionId?: string;
+  /** The one credential the agent gets: `name` is the environment variable it is passed in. */
+  credential?: { name: string; value: string };
+  /** Model API base URL (tests/offline: a scripted server on loopback). */
+  modelBaseUrl?: string;
+  /** Isolated HOME (and CODEX_HOME) for the agent; keep it to resume a session later. */
+  home?: string;
+  /** Extra environment for this run (e.g. CLAUDE_CODE_MAX_RETRIES=0); applied after the adapter's own. */
+  env?: Record<string, string>;
+}
+
+export interface AgentCommand {
+  file: string;
+  args: string[];
+  /** Only what this coder needs; the runner adds a minimal base (PATH, HOME, LANG, TMPDIR) and nothing else. */
+  env: Record<string, string>;
+  stdin: "ignore" | { text: string };
+}
+
+/**
+ * A normalized event from one line of an agent's machine output.
+ * `error` and `rate_limit` are reports, not verdicts: the run's outcome is the `result` event and
+ * the exit code (agents retry on their own and say so).
+ */
+export type AgentEvent =
+  | { type: "init"; sessionId?: string; model?: string; tools?: string[] }
+  | { type: "text"; text: string }
+  | { type: "tool_use"; name: string; input: unknown; id?: string }
+  | { type: "tool_result"; id?: string; isError: boolean; output: string }
+  /**
+   * Incremental usage for live progress. When `id` is set (one model message), a later usage event
+   * with the same id replaces the earlier one instead of adding to it (Claude repeats a message's
+   * usage on every content-block line).
+   */
+  | { type: "usage"; usage: Partial<TokenUsage>; id?: string }
+  | { type: "rate_limit"; resetsAt?: string; retryAfterSeconds?: number; message: string }
+  | { type: "result"; ok: boolean; totals: RunTotals; sessionId?: string; summary?: string }
+  | { type: "error"; message: string }
+  | { type: "unknown"; raw: string };
+
+export interface AgentAdapter {
+  coder: string;
+  displayName: string;
+  defaultModel: string;
+  /** Executable name looked up on PATH, e.g. "claude". */
+  binary: string;
+  /** Environment variable the coder reads its credential from, e.g. ANTHROPIC_API_KEY. */
+  credentialEnv: string;
+  command(inv: AgentInvocation): AgentCommand;
+  /** One line of stdout -> events. Never throws: anything it cannot read is `{type:"unknown"}`. */
+  parseLine(line: string): AgentEvent[];
+}
