@@ -1,0 +1,31 @@
+import { GITHUB_COMMENT_LIMIT, truncateMiddle } from "./run-report.ts";
+
+export const planMarker = (taskId: string): string => `<!-- fleet:plan ${taskId} -->`;
+
+/** Plans longer than this (lines) are collapsed so the issue stays readable. */
+const COLLAPSE_LINES = 25;
+
+export interface PlanCommentView {
+  taskId: string;
+  plan: string;
+  /** True when the worker stopped and waits for `/fleet approve`. */
+  awaitingApproval: boolean;
+}
+
+export function renderPlanComment(v: PlanCommentView): string {
+  const head = [planMarker(v.taskId), `### 🧭 Fleet's plan for task \`${v.taskId}\``, ""];
+  const tail = [
+    "",
+    v.awaitingApproval
+      ? "✋ Work starts once a maintainer comments `/fleet approve`."
+      : "<sub>Posted before work starts; the agent follows it unless the code says otherwise.</sub>",
+  ];
+  const room = GITHUB_COMMENT_LIMIT - head.join("\n").length - tail.join("\n").length - 200;
+  const plan = truncateMiddle(v.plan.trim() || "_The agent wrote no plan._", room);
+  const lines = plan.split("\n").length;
+  const shown =
+    lines > COLLAPSE_LINES
+      ? ["<details>", `<summary>Plan (${lines} lines)</summary>`, "", plan, "", "</details>"]
+      : [plan];
+  return [...head, ...shown, ...tail].join("\n");
+}

@@ -1,0 +1,129 @@
+/** GitHub rejects issue comments and PR bodies longer than this many characters. */
+export const GITHUB_COMMENT_LIMIT = 65_536;
+
+export const runReportMarker = (taskId: string): string => `<!-- fleet:run-report ${taskId} -->`;
+
+/** A code fence longer than any backtick run in `text`, so the text cannot close it. */
+export function fence(text: string, lang = ""): string {
+  const longest = Math.max(0, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  const ticks = "`".repeat(Math.max(3, longest + 1));
+  return `${ticks}${lang}\n${text}\n${ticks}`;
+}
+
+/** Keeps the start and end of a text that is too long, with a note in between. */
+export function truncateMiddle(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const note = `\n\n… ${text.length - max} characters left out …\n\n`;
+  const half = Math.max(0, Math.floor((max - note.length) / 2));
+  return text.slice(0, half) + note + text.slice(text.length - half);
+}
+
+/** The last whole lines of `log` that fit in `max` characters, and how many lines were left out. */
+export function logTail(
+  log: string,
+  max: number,
+): { text: string; omittedLines: number; totalLines: number } {
+  const lines = log.replace(/\n$/, "").split("\n");
+  const kept: string[] = [];
+  let size = 0;
+  for (let i = lines.length - 1; i >= 0; i--) {
+    let line = lines[i]!;
+    if (size + line.length + 1 > max) {
+      // A single huge line (a stream-json record) is cut rather than dropped when nothing fits yet.
+      if (kept.length === 0) {
+        line = `…${line.slice(line.length - (max - 2))}`;
+        kept.unshift(line);
+      }
+      break;
+    }
+    kept.unshift(line);
+    size += line.length + 1;
+  }
+  return { text: kept.join("\n"), omittedLines: lines.length - kept.length, totalLines: lines.length };
+}
+
+export type RunOutcomeKind =
+  | "pr-opened"
+  | "no-changes"
+  | "awaiting-approval"
+  | "failed"
+  | "timeout"
+  | "stall"
+  | "cancelled"
+  | "rate-limited";
+
+export interface RunReportView {
+  taskId: string;
+  outcome: RunOutcomeKind;
+  reason?: string;
+  pr?: { number: number; url: string };
+  /** The agent's own summary, from RESULT.json. */
+  summary?: string;
+  /** Why RESULT.json could not be used, when it could not. */
+  resultProblem?: string;
+  /** The agent's log (already redacted); only its tail is shown. */
+  log?: string;
+  resetsAt?: string;
+}
+
+const HEADLINE: Record<RunOutcomeKind, string> = {
+  "pr-opened": "✅ opened a pull request",
+  "no-changes": "ℹ️ finished without changes, so no pull request was opened",
+  "awaiting-approval": "✋ is waiting for approval of its plan",
+  failed: "❌ failed",
+  timeout: "⏱️ ran out of time and was stopped",
+  stall: "💤 stalled (no output for too long) and was stopped",
+  cancelled: "🚫 was cancelled",
+  "rate-limited": "🧊 hit the model provider's rate limit",
+};
+
+const NEXT_STEP: Partial<Record<RunOutcomeKind, string>> = {
+  "no-changes":
+    "If a change was expected, add detail to the issue (what to change, where) and comment `/fleet retry`.",
+  failed:
+    "Check the log below, fix the cause (issue text, configuration or credential) and comment `/fleet retry`.",
+  timeout:
+    "Split the issue into smaller tasks or raise `timeouts.run` in `.github/fleet.yml`, then `/fleet retry`.",
+  stall:
+    "The agent produced no output for too long. `/fleet retry` starts it again; raise `timeouts.stall` if it needs to think longer.",
+  "rate-limited": "Fleet queues the task again once the limit resets.",
+};
+
+/** The run report comment: how the run ended, what to do next, and the tail of the agent's log. */
+export function renderRunReport(v: RunReportView): string {
+  const head: string[] = [
+    runReportMarker(v.taskId),
+    `### Fleet task \`${v.taskId}\` ${HEADLINE[v.outcome]}`,
+    "",
+  ];
+  if (v.pr) head.push(`Pull request: #${v.pr.number} (${v.pr.url})`, "");
+  if (v.reason) head.push(`> ${v.reason.replace(/\n/g, "\n> ")}`, "");
+  if (v.outcome === "rate-limited" && v.resetsAt) head.push(`The limit resets at ${v.resetsAt}.`, "");
+  if (v.summary) head.push("**Agent's summary:**", "", v.summary.trim(), "");
+  if (v.resultProblem) head.push(`⚠️ ${v.resultProblem}`, "");
+  const next = NEXT_STEP[v.outcome];
+  if (next) head.push(next, "");
+  let body = head.join("\n");
+  if (v.log !== undefined && v.log.length > 0) {
+    const wrapper = 400;
+    const room = GITHUB_COMMENT_LIMIT - body.length - wrapper;
+    if (room > 1000) {
+      const tail = logTail(v.log, room);
+      const note =
+        tail.omittedLines > 0
+          ? `Showing the last ${tail.totalLines - tail.omittedLines} of ${tail.totalLines} lines (GitHub comments hold at most ${GITHUB_COMMENT_LIMIT.toLocaleString("en-US")} characters). The full log: \`fleet task ${v.taskId} log\`.`
+          : `The full log: \`fleet task ${v.taskId} log\`.`;
+      body += [
+        "<details>",
+        "<summary>Agent log</summary>",
+        "",
+        note,
+        "",
+        fence(tail.text),
+        "",
+        "</details>",
+      ].join("\n");
+    }
+  }
+  return body.length > GITHUB_COMMENT_LIMIT ? truncateMiddle(body, GITHUB_COMMENT_LIMIT) : body;
+}

@@ -1,0 +1,68 @@
+import type { RunTotals } from "../core/usage.ts";
+
+export const tokenReportMarker = (taskId: string): string => `<!-- fleet:token-report ${taskId} -->`;
+
+const n = (v: number): string => v.toLocaleString("en-US");
+const usd = (v: number | null): string => (v == null ? "not reported" : `$${v.toFixed(4)}`);
+
+export function formatDuration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${s % 60}s`;
+  return `${Math.floor(m / 60)}h ${m % 60}m`;
+}
+
+/** A markdown table of one or two phases' token figures (plan, work) and their sum. */
+export function renderTokenTable(work: RunTotals | undefined, plan?: RunTotals): string {
+  const phases: Array<[string, RunTotals]> = [];
+  if (plan) phases.push(["Plan", plan]);
+  if (work) phases.push(["Work", work]);
+  if (phases.length === 0) return "_No token figures: the agent reported none._";
+  const header = ["", ...phases.map(([name]) => name)];
+  if (phases.length > 1) header.push("Total");
+  const sum = (f: (t: RunTotals) => number): number => phases.reduce((acc, [, t]) => acc + f(t), 0);
+  const costs = phases.map(([, t]) => t.costUsd);
+  const totalCost = costs.every((c) => c == null) ? null : costs.reduce<number>((a, c) => a + (c ?? 0), 0);
+  const row = (label: string, cell: (t: RunTotals) => string, total?: string): string => {
+    const cells = [label, ...phases.map(([, t]) => cell(t))];
+    if (phases.length > 1) cells.push(total ?? "");
+    return `| ${cells.join(" | ")} |`;
+  };
+  const numRow = (label: string, f: (t: RunTotals) => number) => row(label, (t) => n(f(t)), n(sum(f)));
+  return [
+    `| ${header.join(" | ")} |`,
+    `|${header.map((_, i) => (i === 0 ? "---" : "---:")).join("|")}|`,
+    numRow("Input tokens", (t) => t.usage.input),
+    numRow("Output tokens", (t) => t.usage.output),
+    numRow("Cache read", (t) => t.usage.cacheRead),
+    numRow("Cache write", (t) => t.usage.cacheWrite),
+    row("Cost", (t) => usd(t.costUsd), usd(totalCost)),
+    numRow("Turns", (t) => t.turns),
+    row("Duration", (t) => formatDuration(t.durationMs), formatDuration(sum((t) => t.durationMs))),
+    row("Model", (t) => `\`${t.model}\``),
+    row("Credential", (t) => (t.credential ? `\`${t.credential}\`` : "—")),
+  ].join("\n");
+}
+
+export interface TokenReportView {
+  taskId: string;
+  /** One line on how the run ended, e.g. "pull request #12 opened". */
+  outcome: string;
+  totals?: RunTotals;
+  planTotals?: RunTotals;
+}
+
+/** The final token report comment on the issue. */
+export function renderTokenReport(v: TokenReportView): string {
+  return [
+    tokenReportMarker(v.taskId),
+    `### 🧮 Fleet token report for task \`${v.taskId}\``,
+    "",
+    `Outcome: ${v.outcome}`,
+    "",
+    renderTokenTable(v.totals, v.planTotals),
+    "",
+    "<sub>Figures are the agent's own final totals. Edited in place by Fleet on a rerun.</sub>",
+  ].join("\n");
+}

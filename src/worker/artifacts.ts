@@ -1,0 +1,101 @@
+import { copyFile, mkdir, readFile, rm } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { z } from "zod";
+
+export const PLAN_FILE = "PLAN.md";
+export const KNOWLEDGE_FILE = "KNOWLEDGE.md";
+export const RESULT_FILE = "RESULT.json";
+export const LOG_FILE = "agent.log";
+
+/** Where a task's artifacts and full log are kept for `fleet task <id> log|plan|knowledge|result`. */
+export const taskArtifactsDir = (workDir: string, taskId: string): string =>
+  join(workDir, "tasks", safeSegment(taskId));
+
+/** The agent's notes folder: next to the worktree, so nothing in it can land in the commit. */
+export const agentNotesDir = (worktree: string, taskId: string): string =>
+  join(dirname(worktree), `.fleet-task-${safeSegment(taskId)}`);
+
+/** Task ids name folders; anything but a plain name would let a crafted id escape workDir. */
+export function safeSegment(id: string): string {
+  const s = id.replace(/[^A-Za-z0-9._-]/g, "_");
+  if (s === "" || s === "." || s === "..")
+    throw new Error(`"${id}" cannot be used as a task id: use letters, digits, ".", "_" or "-".`);
+  return s;
+}
+
+export const ResultSchema = z.object({
+  status: z.enum(["done", "partial", "blocked", "failed"]),
+  summary: z.string(),
+  testsRun: z.array(z.string()).default([]),
+  followUps: z.array(z.string()).default([]),
+});
+export type TaskResult = z.infer<typeof ResultSchema>;
+
+export interface AgentArtifacts {
+  plan?: string;
+  knowledge?: string;
+  /** RESULT.json as the agent wrote it (parsed JSON), whether or not it is valid. */
+  rawResult?: unknown;
+  result?: TaskResult;
+  /** Why RESULT.json could not be used; absent when it was valid. */
+  resultProblem?: string;
+}
+
+const readText = async (path: string): Promise<string | undefined> => {
+  try {
+    return await readFile(path, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  }
+};
+
+/** A fresh, empty notes folder for the agent (a crashed earlier run may have left one). */
+export async function prepareNotesDir(dir: string, keep: string[] = []): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE]) {
+    if (!keep.includes(name)) await rm(join(dir, name), { force: true });
+  }
+}
+
+/** Reads what the agent left; a missing or malformed RESULT.json is reported, never thrown. */
+export async function readArtifacts(dir: string): Promise<AgentArtifacts> {
+  const out: AgentArtifacts = {};
+  const plan = await readText(join(dir, PLAN_FILE));
+  if (plan !== undefined) out.plan = plan;
+  const knowledge = await readText(join(dir, KNOWLEDGE_FILE));
+  if (knowledge !== undefined) out.knowledge = knowledge;
+  const raw = await readText(join(dir, RESULT_FILE));
+  if (raw === undefined) {
+    out.resultProblem = `The agent wrote no ${RESULT_FILE}, so there is no summary from it.`;
+    return out;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch (error) {
+    out.rawResult = raw;
+    out.resultProblem = `The agent's ${RESULT_FILE} is not valid JSON (${(error as Error).message}).`;
+    return out;
+  }
+  out.rawResult = json;
+  const parsed = ResultSchema.safeParse(json);
+  if (parsed.success) out.result = parsed.data;
+  else
+    out.resultProblem = `The agent's ${RESULT_FILE} does not have the expected shape: ${parsed.error.issues
+      .map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`)
+      .join("; ")}.`;
+  return out;
+}
+
+/** Copies the notes into the task's artifacts folder so they outlive the worktree. */
+export async function keepArtifacts(notesDir: string, artifactsDir: string): Promise<void> {
+  await mkdir(artifactsDir, { recursive: true });
+  for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE]) {
+    try {
+      await copyFile(join(notesDir, name), join(artifactsDir, name));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    }
+  }
+}

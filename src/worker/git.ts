@@ -1,0 +1,81 @@
+import { execa } from "execa";
+
+export interface GitAuth {
+  username: string;
+  token: string;
+}
+
+// Results must not depend on the machine's git config, and git must never prompt.
+const ISOLATED = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0" };
+
+/**
+ * Config every Fleet git command runs with, as `-c` flags (never written to any config file):
+ * the commit identity, and no hooks or fsmonitor, because the agent could have planted them in
+ * the repository and they would run with the worker's environment.
+ */
+const FLAGS = [
+  "-c",
+  "user.name=Fleet",
+  "-c",
+  "user.email=fleet@users.noreply.github.com",
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false",
+  "-c",
+  "commit.gpgSign=false",
+];
+
+/**
+ * Credentials travel in the environment only (git's GIT_CONFIG_COUNT mechanism), so they appear
+ * in no argv, no config file and no remote URL.
+ */
+export function gitAuthEnv(auth?: GitAuth): Record<string, string> {
+  if (!auth) return {};
+  const basic = Buffer.from(`${auth.username}:${auth.token}`).toString("base64");
+  return {
+    GIT_CONFIG_COUNT: "1",
+    GIT_CONFIG_KEY_0: "http.extraHeader",
+    GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}`,
+  };
+}
+
+export class GitError extends Error {
+  constructor(
+    message: string,
+    readonly args: string[],
+    readonly stderr: string,
+  ) {
+    super(message);
+    this.name = "GitError";
+  }
+}
+
+export interface GitOptions {
+  cwd: string;
+  auth?: GitAuth;
+  input?: string;
+  /** Exit codes that are answers, not failures (e.g. 1 for `diff --quiet`). */
+  okCodes?: number[];
+}
+
+export async function git(args: string[], opts: GitOptions): Promise<{ stdout: string; exitCode: number }> {
+  const r = await execa("git", [...FLAGS, ...args], {
+    cwd: opts.cwd,
+    env: { ...ISOLATED, ...gitAuthEnv(opts.auth) },
+    extendEnv: true,
+    input: opts.input,
+    reject: false,
+    stripFinalNewline: true,
+  });
+  const code = r.exitCode ?? -1;
+  if (code !== 0 && !(opts.okCodes ?? []).includes(code)) {
+    const stderr = String(r.stderr ?? "").trim();
+    throw new GitError(
+      `git ${args[0]} failed (exit ${code}): ${stderr.split("\n").slice(-3).join(" ")}`,
+      args,
+      stderr,
+    );
+  }
+  return { stdout: String(r.stdout ?? ""), exitCode: code };
+}

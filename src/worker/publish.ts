@@ -1,0 +1,112 @@
+import type { GitHubClient, RepoRef } from "../github/client.ts";
+import { type GitAuth, git } from "./git.ts";
+
+/** Agents push only to fleet/* branches; anything else is refused before git is asked. */
+export function assertFleetBranch(branch: string): void {
+  if (
+    !/^fleet\/[A-Za-z0-9._/-]+$/.test(branch) ||
+    branch.includes("..") ||
+    branch.endsWith(".lock") ||
+    branch.endsWith("/")
+  ) {
+    throw new Error(`Fleet pushes only to fleet/* branches; refusing to push "${branch}".`);
+  }
+}
+
+const CO_AUTHORS: Record<string, string> = {
+  claude: "Claude <noreply@anthropic.com>",
+  codex: "Codex <noreply@openai.com>",
+};
+
+export function coAuthorTrailer(coder: string): string {
+  const who =
+    CO_AUTHORS[coder] ?? `${coder} <${coder.replace(/[^A-Za-z0-9-]/g, "-")}@users.noreply.github.com>`;
+  return `Co-authored-by: ${who}`;
+}
+
+/** Subject line of at most 72 characters from the summary's first line, the rest as the body. */
+export function commitMessage(opts: {
+  summary?: string;
+  title: string;
+  issue: number;
+  taskId: string;
+  coder: string;
+}): string {
+  const summary = opts.summary?.trim() ?? "";
+  const first = summary.split("\n")[0]!.trim();
+  let subject = first || `${opts.title} (#${opts.issue})`;
+  if (subject.length > 72) subject = `${subject.slice(0, 71).trimEnd()}…`;
+  const body = summary && (summary !== first || first.length > 72) ? `${summary}\n\n` : "";
+  return `${subject}\n\n${body}Fleet task ${opts.taskId} for #${opts.issue}.\n\n${coAuthorTrailer(opts.coder)}\n`;
+}
+
+/** Stages everything the agent left and commits it; undefined when there is nothing to commit. */
+export async function commitAll(worktree: string, message: string): Promise<string | undefined> {
+  await git(["add", "-A"], { cwd: worktree });
+  const diff = await git(["diff", "--cached", "--quiet"], { cwd: worktree, okCodes: [1] });
+  if (diff.exitCode === 0) return undefined;
+  await git(["commit", "-q", "--no-verify", "-F", "-"], { cwd: worktree, input: message });
+  return (await git(["rev-parse", "HEAD"], { cwd: worktree })).stdout.trim();
+}
+
+/** True when HEAD has commits the start point lacks (e.g. the agent committed despite the contract). */
+export async function hasNewCommits(worktree: string, startSha: string): Promise<boolean> {
+  const r = await git(["rev-list", "--count", `${startSha}..HEAD`], { cwd: worktree });
+  return Number(r.stdout.trim()) > 0;
+}
+
+/** The staged-and-committed diff against the start point, for the secret check before a push. */
+export async function diffSince(worktree: string, startSha: string): Promise<string> {
+  return (await git(["diff", startSha, "HEAD"], { cwd: worktree })).stdout;
+}
+
+export async function pushBranch(
+  worktree: string,
+  cloneUrl: string,
+  branch: string,
+  auth?: GitAuth,
+): Promise<void> {
+  assertFleetBranch(branch);
+  await git(["push", "-q", cloneUrl, `HEAD:refs/heads/${branch}`], { cwd: worktree, auth });
+}
+
+export interface PullRef {
+  number: number;
+  url: string;
+  head: string;
+  created: boolean;
+}
+
+/** Opens the pull request for `branch`, or updates the open one (found by head first, so reruns edit). */
+export async function openOrUpdatePullRequest(
+  octokit: GitHubClient,
+  ref: RepoRef,
+  pr: { branch: string; base: string; title: string; body: string },
+): Promise<PullRef> {
+  assertFleetBranch(pr.branch);
+  const { data: open } = await octokit.rest.pulls.list({
+    ...ref,
+    head: `${ref.owner}:${pr.branch}`,
+    state: "open",
+    per_page: 10,
+  });
+  const existing = open.find((p) => p.head.ref === pr.branch);
+  if (existing) {
+    const { data } = await octokit.rest.pulls.update({
+      ...ref,
+      pull_number: existing.number,
+      title: pr.title,
+      body: pr.body,
+    });
+    return { number: data.number, url: data.html_url, head: pr.branch, created: false };
+  }
+  const { data } = await octokit.rest.pulls.create({
+    ...ref,
+    head: pr.branch,
+    base: pr.base,
+    title: pr.title,
+    body: pr.body,
+    maintainer_can_modify: true,
+  });
+  return { number: data.number, url: data.html_url, head: pr.branch, created: true };
+}

@@ -1,0 +1,135 @@
+import { access, mkdir, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { safeSegment } from "./artifacts.ts";
+import { type GitAuth, git } from "./git.ts";
+
+export interface RepoSource {
+  /** "owner/name". */
+  repo: string;
+  /** file:// or https URL; used per command and never stored in the clone's config. */
+  cloneUrl: string;
+  auth?: GitAuth;
+}
+
+export interface Worktree {
+  /** The bare cache clone the worktree belongs to. */
+  cacheDir: string;
+  path: string;
+  branch: string;
+  /** The branch the pull request targets. */
+  baseBranch: string;
+  /** The commit the worktree started from. */
+  startSha: string;
+  /** True when the task branch already existed on the remote and the worktree continues it. */
+  continued: boolean;
+}
+
+const exists = (p: string) =>
+  access(p).then(
+    () => true,
+    () => false,
+  );
+
+// Git commands on one cache clone are serialized: concurrent fetches race on ref locks.
+const locks = new Map<string, Promise<unknown>>();
+function exclusive<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  const run = (locks.get(key) ?? Promise.resolve()).then(fn, fn);
+  locks.set(
+    key,
+    run.catch(() => undefined),
+  );
+  return run;
+}
+
+export const cacheCloneDir = (workDir: string, repo: string): string => {
+  const [owner, name] = repo.split("/");
+  return join(workDir, "repos", safeSegment(owner ?? ""), `${safeSegment(name ?? "")}.git`);
+};
+
+export const worktreePath = (workDir: string, taskId: string): string =>
+  join(workDir, "worktrees", safeSegment(taskId), "repo");
+
+/** The bare cache clone for a repository, created on first use and fetched on every use. */
+export async function syncCacheClone(
+  workDir: string,
+  src: RepoSource,
+): Promise<{ dir: string; defaultBranch: string }> {
+  const dir = cacheCloneDir(workDir, src.repo);
+  return exclusive(dir, async () => {
+    if (!(await exists(join(dir, "HEAD")))) {
+      await mkdir(dir, { recursive: true });
+      await git(["init", "--bare", "-q", dir], { cwd: workDir });
+    }
+    await git(["fetch", "--prune", "--no-tags", "-q", src.cloneUrl, "+refs/heads/*:refs/remotes/origin/*"], {
+      cwd: dir,
+      auth: src.auth,
+    });
+    const head = await git(["ls-remote", "--symref", src.cloneUrl, "HEAD"], { cwd: dir, auth: src.auth });
+    const m = /^ref: refs\/heads\/(\S+)\s+HEAD/m.exec(head.stdout);
+    return { dir, defaultBranch: m?.[1] ?? "main" };
+  });
+}
+
+async function remoteBranchSha(cacheDir: string, branch: string): Promise<string | undefined> {
+  const r = await git(["rev-parse", "--verify", "-q", `refs/remotes/origin/${branch}^{commit}`], {
+    cwd: cacheDir,
+    okCodes: [1],
+  });
+  return r.exitCode === 0 ? r.stdout.trim() : undefined;
+}
+
+/**
+ * Removes whatever a crashed earlier run left: registered worktrees of the same branch or path,
+ * and a stray directory at the path.
+ */
+async function clearStale(cacheDir: string, path: string, branch: string): Promise<void> {
+  await git(["worktree", "prune"], { cwd: cacheDir });
+  const list = await git(["worktree", "list", "--porcelain"], { cwd: cacheDir });
+  for (const entry of list.stdout.split("\n\n")) {
+    const wt = /^worktree (.+)$/m.exec(entry)?.[1];
+    const br = /^branch (.+)$/m.exec(entry)?.[1];
+    if (wt && (wt === path || br === `refs/heads/${branch}`) && !/^bare$/m.test(entry)) {
+      await git(["worktree", "remove", "--force", "--force", wt], { cwd: cacheDir, okCodes: [128] });
+      await rm(wt, { recursive: true, force: true });
+    }
+  }
+  await rm(path, { recursive: true, force: true });
+  await git(["worktree", "prune"], { cwd: cacheDir });
+}
+
+/** A fresh worktree on `branch`: continuing the remote branch if it exists, else from the default branch. */
+export async function addWorktree(
+  workDir: string,
+  src: RepoSource,
+  taskId: string,
+  branch: string,
+): Promise<Worktree> {
+  const { dir: cacheDir, defaultBranch } = await syncCacheClone(workDir, src);
+  const path = worktreePath(workDir, taskId);
+  return exclusive(cacheDir, async () => {
+    await clearStale(cacheDir, path, branch);
+    await mkdir(join(path, ".."), { recursive: true });
+    const existing = await remoteBranchSha(cacheDir, branch);
+    const base = existing ? `refs/remotes/origin/${branch}` : `refs/remotes/origin/${defaultBranch}`;
+    if (!existing && !(await remoteBranchSha(cacheDir, defaultBranch))) {
+      throw new Error(
+        `${src.repo} has no branch "${defaultBranch}" to start from; push a first commit, then retry.`,
+      );
+    }
+    await git(["worktree", "add", "-q", "--force", "-B", branch, path, base], { cwd: cacheDir });
+    const startSha = (await git(["rev-parse", "HEAD"], { cwd: path })).stdout.trim();
+    return { cacheDir, path, branch, baseBranch: defaultBranch, startSha, continued: existing !== undefined };
+  });
+}
+
+/** Removes the worktree and its folder (including the agent's notes next to it); never throws. */
+export async function removeWorktree(wt: { cacheDir: string; path: string }): Promise<void> {
+  await exclusive(wt.cacheDir, async () => {
+    await git(["worktree", "remove", "--force", "--force", wt.path], {
+      cwd: wt.cacheDir,
+      okCodes: [128],
+    }).catch(() => undefined);
+    await rm(join(wt.path, ".."), { recursive: true, force: true });
+    await git(["worktree", "prune"], { cwd: wt.cacheDir }).catch(() => undefined);
+  });
+}

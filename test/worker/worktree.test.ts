@@ -1,0 +1,129 @@
+import { access, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { execa } from "execa";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { gitAuthEnv } from "../../src/worker/git.ts";
+import {
+  assertFleetBranch,
+  commitAll,
+  commitMessage,
+  hasNewCommits,
+  pushBranch,
+} from "../../src/worker/publish.ts";
+import { addWorktree, removeWorktree, worktreePath } from "../../src/worker/worktree.ts";
+
+const env = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" };
+const id = ["-c", "user.name=Seed", "-c", "user.email=seed@example.invalid"];
+const gitIn = (cwd: string, ...args: string[]) => execa("git", [...id, ...args], { cwd, env });
+const exists = (p: string) =>
+  access(p).then(
+    () => true,
+    () => false,
+  );
+
+let root: string;
+let bare: string;
+let url: string;
+let workDir: string;
+
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), "fleet-wt-"));
+  bare = join(root, "origin.git");
+  workDir = join(root, "work");
+  await execa("git", ["init", "--bare", "-q", "-b", "main", bare], { env });
+  const seed = join(root, "seed");
+  await execa("git", ["init", "-q", "-b", "main", seed], { env });
+  await writeFile(join(seed, "README.md"), "# widgets\n");
+  await gitIn(seed, "add", "-A");
+  await gitIn(seed, "commit", "-q", "-m", "seed");
+  await gitIn(seed, "push", "-q", bare, "main");
+  url = `file://${bare}`;
+});
+afterEach(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describe("worktree and publish, against a real bare repository", () => {
+  it("adds a worktree on a fleet branch, commits as Fleet with a co-author, pushes, removes", async () => {
+    const wt = await addWorktree(workDir, { repo: "octo/widgets", cloneUrl: url }, "t1", "fleet/1-hello");
+    expect(wt.baseBranch).toBe("main");
+    expect(wt.continued).toBe(false);
+    await writeFile(join(wt.path, "HELLO.md"), "hi\n");
+    const msg = commitMessage({
+      summary: "Add HELLO.md",
+      title: "Hello",
+      issue: 1,
+      taskId: "t1",
+      coder: "claude",
+    });
+    const sha = await commitAll(wt.path, msg);
+    expect(sha).toMatch(/^[0-9a-f]{40}$/);
+    expect(await hasNewCommits(wt.path, wt.startSha)).toBe(true);
+    await pushBranch(wt.path, url, "fleet/1-hello");
+    const log = await execa(
+      "git",
+      ["--git-dir", bare, "log", "-1", "--format=%an <%ae>%n%B", "fleet/1-hello"],
+      { env },
+    );
+    expect(log.stdout).toContain("Fleet <fleet@users.noreply.github.com>");
+    expect(log.stdout).toContain("Add HELLO.md");
+    expect(log.stdout).toContain("Co-authored-by: Claude <noreply@anthropic.com>");
+    const config = await execa("git", ["--git-dir", wt.cacheDir, "config", "--list", "--local"], { env });
+    expect(config.stdout).not.toContain(url);
+    await removeWorktree(wt);
+    expect(await exists(wt.path)).toBe(false);
+    expect(await exists(join(wt.path, ".."))).toBe(false);
+  });
+
+  it("commits nothing when nothing changed", async () => {
+    const wt = await addWorktree(workDir, { repo: "octo/widgets", cloneUrl: url }, "t2", "fleet/2-x");
+    expect(await commitAll(wt.path, "nothing\n")).toBeUndefined();
+    expect(await hasNewCommits(wt.path, wt.startSha)).toBe(false);
+    await removeWorktree(wt);
+  });
+
+  it("recovers from a crashed run's worktree of the same branch and continues a pushed branch", async () => {
+    const first = await addWorktree(workDir, { repo: "octo/widgets", cloneUrl: url }, "t3", "fleet/3-y");
+    await writeFile(join(first.path, "A.md"), "a\n");
+    await commitAll(first.path, "a\n");
+    await pushBranch(first.path, url, "fleet/3-y");
+    // Crash: the worktree stays registered and on disk; a different task id then claims the branch.
+    const again = await addWorktree(
+      workDir,
+      { repo: "octo/widgets", cloneUrl: url },
+      "t3-retry",
+      "fleet/3-y",
+    );
+    expect(again.continued).toBe(true);
+    expect(await exists(join(again.path, "A.md"))).toBe(true);
+    expect(await exists(first.path)).toBe(false);
+    // A stray directory at the worktree path is cleared too.
+    await removeWorktree(again);
+    await mkdir(worktreePath(workDir, "t3-retry"), { recursive: true });
+    await writeFile(join(worktreePath(workDir, "t3-retry"), "junk"), "x");
+    const third = await addWorktree(
+      workDir,
+      { repo: "octo/widgets", cloneUrl: url },
+      "t3-retry",
+      "fleet/3-y",
+    );
+    expect(await exists(join(third.path, "junk"))).toBe(false);
+    await removeWorktree(third);
+  });
+
+  it("refuses to push anything but a fleet/* branch", async () => {
+    for (const b of ["main", "fleet/../main", "feature/x", "fleet/", "refs/heads/main"]) {
+      expect(() => assertFleetBranch(b)).toThrow(/only to fleet\/\*/);
+    }
+    await expect(pushBranch(root, url, "main")).rejects.toThrow(/refusing to push "main"/);
+  });
+
+  it("puts git credentials in the environment only", () => {
+    const e = gitAuthEnv({ username: "x-access-token", token: "ghs_secret" });
+    expect(e.GIT_CONFIG_KEY_0).toBe("http.extraHeader");
+    expect(Buffer.from(e.GIT_CONFIG_VALUE_0!.split(" ").at(-1)!, "base64").toString()).toBe(
+      "x-access-token:ghs_secret",
+    );
+  });
+});
