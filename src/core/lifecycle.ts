@@ -95,14 +95,16 @@ export interface TransitionOptions {
 
 /**
  * The task in its new state; the input is not modified. Bookkeeping that follows from the move:
- * entering `queued` resets the FIFO key to `now` (a retry goes to the back of its priority);
+ * entering `queued` resets the FIFO key to `now` (a retry goes to the back of its priority), except
+ * from `blocked` (a task that waited for its dependencies keeps its place);
  * entering `dispatched` counts a started run in `attempts`; leaving the slot-holding states drops
  * the lease; `reason` is kept only where it explains the state; `resetAt` only while rate-limited.
  */
 export function transition(task: Task, to: TaskState, options: TransitionOptions): Task {
   if (!canTransition(task.state, to)) throw new IllegalTransitionError(task.id, task.state, to);
   const next: Task = { ...task, state: to, updatedAt: options.now };
-  if (to === "queued") next.queuedAt = options.now;
+  // A retry goes to the back of its priority; a task whose dependencies cleared keeps its place.
+  if (to === "queued" && task.state !== "blocked") next.queuedAt = options.now;
   if (to === "dispatched") next.attempts = task.attempts + 1;
   if (!ACTIVE_STATES.has(to)) delete next.lease;
   if (STATES_WITH_REASON.has(to) && options.reason !== undefined) next.reason = options.reason;

@@ -150,6 +150,11 @@ describe("transition", () => {
     expect(t.reason).toBeUndefined();
   });
 
+  it("an unblocked task keeps its place in the queue", () => {
+    const t = transition(task("blocked", { reason: "waits for #3" }), "queued", { now: T1 });
+    expect(t.queuedAt).toBe(T0);
+  });
+
   it("keeps the reason only for states it explains", () => {
     expect(transition(task("running"), "failed", { now: T1, reason: "timeout" }).reason).toBe("timeout");
     expect(transition(task("queued"), "blocked", { now: T1, reason: "waits for #3" }).reason).toBe(
