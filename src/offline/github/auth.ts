@@ -1,0 +1,88 @@
+import { generateKeyPairSync, type KeyObject, randomBytes, verify } from "node:crypto";
+import { HttpError } from "./http-error.ts";
+import type { Actor, EmulatorState } from "./state.ts";
+
+type TokenRecord =
+  | { kind: "user"; login: string }
+  | { kind: "installation"; installationId: number; expiresAt: number };
+
+/** App credentials and the tokens the emulator has issued. */
+export class Auth {
+  readonly privateKey: string;
+  private readonly publicKey: KeyObject;
+  private readonly tokens = new Map<string, TokenRecord>();
+
+  constructor(
+    readonly appId: number,
+    private readonly state: EmulatorState,
+    private readonly botLogin: string,
+  ) {
+    const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    // PKCS#1 ("BEGIN RSA PRIVATE KEY") is the format GitHub hands out for app keys.
+    this.privateKey = privateKey.export({ type: "pkcs1", format: "pem" }).toString();
+    this.publicKey = publicKey;
+  }
+
+  userToken(login: string): string {
+    for (const [t, rec] of this.tokens) if (rec.kind === "user" && rec.login === login) return t;
+    const token = `ghp_${randomBytes(18).toString("hex")}`;
+    this.tokens.set(token, { kind: "user", login });
+    this.state.user(login);
+    return token;
+  }
+
+  installationToken(installationId: number): { token: string; expiresAt: string } {
+    const token = `ghs_${randomBytes(18).toString("hex")}`;
+    const expiresAt = Date.now() + 3600_000;
+    this.tokens.set(token, { kind: "installation", installationId, expiresAt });
+    return { token, expiresAt: new Date(expiresAt).toISOString().replace(/\.\d{3}Z$/, "Z") };
+  }
+
+  /** Who is calling, from the Authorization header; 401 with GitHub's messages when invalid. */
+  actor(header: string | undefined): Actor {
+    if (!header) return { kind: "anonymous" };
+    const m = /^(?:token|bearer)\s+(\S+)$/i.exec(header.trim());
+    if (!m) throw new HttpError(401, "Bad credentials");
+    const token = m[1]!;
+    if (token.split(".").length === 3 && token.startsWith("eyJ")) {
+      this.verifyJwt(token);
+      return { kind: "app" };
+    }
+    const rec = this.tokens.get(token);
+    if (!rec) throw new HttpError(401, "Bad credentials");
+    if (rec.kind === "user") return { kind: "user", user: this.state.user(rec.login) };
+    if (rec.expiresAt < Date.now()) throw new HttpError(401, "Bad credentials");
+    return {
+      kind: "installation",
+      installationId: rec.installationId,
+      user: this.state.user(this.botLogin, "Bot"),
+    };
+  }
+
+  private verifyJwt(jwt: string): void {
+    const [h, p, s] = jwt.split(".") as [string, string, string];
+    const bad = (why: string) =>
+      new HttpError(401, `'${why}' A JSON web token could not be decoded`, {
+        documentation_url: "https://docs.github.com/rest",
+      });
+    let header: { alg?: string };
+    let payload: { iss?: string | number; iat?: number; exp?: number };
+    try {
+      header = JSON.parse(Buffer.from(h, "base64url").toString());
+      payload = JSON.parse(Buffer.from(p, "base64url").toString());
+    } catch {
+      throw bad("malformed");
+    }
+    if (header.alg !== "RS256") throw bad("alg");
+    const ok = verify("RSA-SHA256", Buffer.from(`${h}.${p}`), this.publicKey, Buffer.from(s, "base64url"));
+    if (!ok) throw bad("signature");
+    const now = Math.floor(Date.now() / 1000);
+    if (String(payload.iss) !== String(this.appId)) throw bad("Issuer claim ('iss') must be the app id");
+    // GitHub refuses tokens living longer than 10 minutes and allows some clock drift.
+    if (typeof payload.exp !== "number" || payload.exp < now - 30)
+      throw bad("Expiration time' claim ('exp') is too far in the past");
+    if (typeof payload.iat !== "number" || payload.exp - payload.iat > 660) {
+      throw bad("Expiration time' claim ('exp') is too far in the future");
+    }
+  }
+}

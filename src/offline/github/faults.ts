@@ -1,0 +1,46 @@
+export interface FaultSpec {
+  /** A route template ("/repos/{owner}/{repo}/issues") or "METHOD /template"; "*" matches all. */
+  route: string;
+  status?: number;
+  retryAfter?: number;
+  latencyMs?: number;
+  /** How many matching requests the fault applies to; unlimited when omitted. */
+  times?: number;
+  /** Record the webhooks this route emits but never send them (a lost delivery). */
+  dropDelivery?: boolean;
+}
+
+interface ActiveFault extends FaultSpec {
+  used: number;
+}
+
+/** Faults injected by tests, consumed by matching requests in arrival order. */
+export class Faults {
+  private list: ActiveFault[] = [];
+
+  inject(f: FaultSpec): void {
+    this.list.push({ ...f, used: 0 });
+  }
+
+  clear(): void {
+    this.list = [];
+  }
+
+  /** The fault to apply to this request, counted as used. */
+  take(method: string, template: string): FaultSpec | undefined {
+    for (const f of this.list) {
+      if (f.times !== undefined && f.used >= f.times) continue;
+      if (!matches(f.route, method, template)) continue;
+      f.used += 1;
+      return f;
+    }
+    return undefined;
+  }
+}
+
+function matches(route: string, method: string, template: string): boolean {
+  if (route === "*") return true;
+  const sp = route.indexOf(" ");
+  if (sp > 0) return route.slice(0, sp).toUpperCase() === method && route.slice(sp + 1) === template;
+  return route === template;
+}

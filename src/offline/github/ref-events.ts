@@ -1,0 +1,89 @@
+import { refreshPull } from "./routes/pulls.ts";
+import type { Repo, User } from "./state.ts";
+import type { World } from "./world.ts";
+
+const ZERO = "0".repeat(40);
+
+/**
+ * What GitHub does when a branch moves, by API or by `git push`: a push webhook, and a
+ * `synchronize` for open pull requests whose head is that branch.
+ */
+export function makeRefMoved(w: World) {
+  return async (
+    repo: Repo,
+    ref: string,
+    before: string | null,
+    after: string | null,
+    pusher?: User,
+  ): Promise<void> => {
+    repo.pushedAt = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
+    const commits = [];
+    if (after) {
+      const range = before ? [`${before}..${after}`] : [after, "--not", "--branches", "--exclude", ref];
+      const shas = (await repo.git.revList(["--reverse", "--max-count=20", ...range])).slice(-20);
+      for (const sha of shas) {
+        const c = await repo.git.readCommit(sha);
+        if (!c) continue;
+        const parent = c.parents[0];
+        const files = parent ? await repo.git.changedFiles(parent, sha) : [];
+        commits.push({
+          id: sha,
+          tree_id: c.tree,
+          distinct: true,
+          message: c.message,
+          timestamp: c.committer.date,
+          url: `${w.shapes.html}/${repo.fullName}/commit/${sha}`,
+          author: { name: c.author.name, email: c.author.email },
+          committer: { name: c.committer.name, email: c.committer.email },
+          added: files.filter((f) => f.status === "A").map((f) => f.path),
+          removed: files.filter((f) => f.status === "D").map((f) => f.path),
+          modified: files.filter((f) => f.status !== "A" && f.status !== "D").map((f) => f.path),
+        });
+      }
+    }
+    const forced = !!(before && after && !(await repo.git.isAncestor(before, after)));
+    w.emit(
+      repo,
+      "push",
+      {
+        ref,
+        before: before ?? ZERO,
+        after: after ?? ZERO,
+        created: before === null,
+        deleted: after === null,
+        forced,
+        base_ref: null,
+        compare: `${w.shapes.html}/${repo.fullName}/compare/${(before ?? ZERO).slice(0, 12)}...${(after ?? ZERO).slice(0, 12)}`,
+        commits,
+        head_commit: commits[commits.length - 1] ?? null,
+        pusher: pusher ? { name: pusher.login, email: null } : { name: repo.owner.login, email: null },
+      },
+      pusher,
+    );
+    if (!ref.startsWith("refs/heads/")) return;
+    const branch = ref.slice("refs/heads/".length);
+    for (const i of repo.issues.values()) {
+      if (!i.pull || i.state !== "open") continue;
+      if (i.pull.headRef === branch && after) {
+        const prev = i.pull.headSha;
+        await refreshPull(repo, i);
+        if (prev !== i.pull.headSha) {
+          w.emit(
+            repo,
+            "pull_request",
+            {
+              action: "synchronize",
+              number: i.number,
+              before: prev,
+              after: i.pull.headSha,
+              pull_request: w.pullJsonSync(repo, i),
+            },
+            pusher,
+          );
+        }
+      } else if (i.pull.baseRef === branch) {
+        await refreshPull(repo, i);
+      }
+    }
+  };
+}

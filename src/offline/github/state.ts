@@ -1,0 +1,181 @@
+import type { GitRepo } from "./git-repo.ts";
+
+export type Permission = "admin" | "maintain" | "write" | "triage" | "read";
+
+export interface User {
+  login: string;
+  id: number;
+  type: "User" | "Bot" | "Organization";
+}
+
+export interface Label {
+  id: number;
+  name: string;
+  color: string;
+  description: string | null;
+  default: boolean;
+}
+
+export interface Comment {
+  id: number;
+  issueNumber: number;
+  body: string;
+  user: User;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface PullData {
+  headRef: string;
+  headSha: string;
+  baseRef: string;
+  baseSha: string;
+  draft: boolean;
+  merged: boolean;
+  mergedAt: string | null;
+  mergedBy: User | null;
+  mergeCommitSha: string | null;
+  maintainerCanModify: boolean;
+  reviews: Review[];
+  /** Diff figures, recomputed from git when the PR is opened or its head moves. */
+  stats: {
+    commits: number;
+    additions: number;
+    deletions: number;
+    changedFiles: number;
+    mergeable: boolean | null;
+  };
+}
+
+export interface Review {
+  id: number;
+  user: User;
+  body: string;
+  state: "APPROVED" | "CHANGES_REQUESTED" | "COMMENTED" | "PENDING";
+  commitId: string;
+  submittedAt: string;
+}
+
+export interface Issue {
+  id: number;
+  number: number;
+  title: string;
+  body: string | null;
+  state: "open" | "closed";
+  stateReason: string | null;
+  user: User;
+  labels: string[];
+  assignees: string[];
+  comments: Comment[];
+  createdAt: string;
+  updatedAt: string;
+  closedAt: string | null;
+  closedBy: User | null;
+  locked: boolean;
+  pull?: PullData;
+  subIssues: number[];
+  parent?: number;
+}
+
+export interface WorkflowRun {
+  id: number;
+  jobId: number;
+  runNumber: number;
+  workflowId: number;
+  workflowPath: string;
+  name: string;
+  headBranch: string;
+  headSha: string;
+  event: string;
+  status: "queued" | "in_progress" | "completed";
+  conclusion: string | null;
+  inputs: Record<string, unknown>;
+  actor: User;
+  createdAt: string;
+  updatedAt: string;
+  runStartedAt: string;
+}
+
+export interface Repo {
+  id: number;
+  owner: User;
+  name: string;
+  fullName: string;
+  defaultBranch: string;
+  private: boolean;
+  git: GitRepo;
+  installationId: number;
+  labels: Map<string, Label>;
+  issues: Map<number, Issue>;
+  nextNumber: number;
+  collaborators: Map<string, Permission>;
+  runs: WorkflowRun[];
+  workflowIds: Map<string, number>;
+  createdAt: string;
+  pushedAt: string;
+}
+
+export interface Installation {
+  id: number;
+  account: User;
+  repos: Set<string>;
+  createdAt: string;
+}
+
+export type Actor =
+  | { kind: "anonymous" }
+  | { kind: "app" }
+  | { kind: "installation"; installationId: number; user: User }
+  | { kind: "user"; user: User };
+
+export const nowIso = (): string => new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
+
+/** Everything the emulator knows, in memory; git data stays in the bare repositories. */
+export class EmulatorState {
+  private seq = 1000;
+  readonly users = new Map<string, User>();
+  readonly repos = new Map<string, Repo>();
+  readonly installations = new Map<number, Installation>();
+  readonly comments = new Map<number, { repo: Repo; comment: Comment }>();
+  readonly issuesById = new Map<number, { repo: Repo; issue: Issue }>();
+
+  nextId(): number {
+    this.seq += 1;
+    return this.seq;
+  }
+
+  user(login: string, type: User["type"] = "User"): User {
+    const key = login.toLowerCase();
+    let u = this.users.get(key);
+    if (!u) {
+      u = { login, id: this.nextId(), type };
+      this.users.set(key, u);
+    }
+    return u;
+  }
+
+  repo(owner: string, name: string): Repo | undefined {
+    return this.repos.get(`${owner}/${name}`.toLowerCase());
+  }
+
+  /** GitHub's effective permission: owner is admin, then collaborators, then public read. */
+  permission(repo: Repo, login: string): Permission | "none" {
+    if (login.toLowerCase() === repo.owner.login.toLowerCase()) return "admin";
+    const p = repo.collaborators.get(login.toLowerCase());
+    if (p) return p;
+    return repo.private ? "none" : "read";
+  }
+}
+
+const rank: Record<Permission | "none", number> = {
+  none: 0,
+  read: 1,
+  triage: 2,
+  write: 3,
+  maintain: 4,
+  admin: 5,
+};
+
+export function atLeast(p: Permission | "none", needed: Permission): boolean {
+  return rank[p] >= rank[needed];
+}
