@@ -169,7 +169,7 @@ export function scheduleNext(input: SchedulerInput): SchedulerDecision[] {
     for (const { task } of candidates) {
       if (free <= 0) break;
       const coder = config.coders[task.coder];
-      if (!coder || !coder.enabled) {
+      if (!coder?.enabled) {
         held.push({
           kind: "hold",
           taskId: task.id,
@@ -224,7 +224,7 @@ export function queuePosition(
   config: Pick<FleetConfig, "max_concurrent"> = { max_concurrent: 3 },
 ): QueuePosition | undefined {
   const target = tasks.find((t) => t.id === taskId);
-  if (!target || target.state !== "queued") return undefined;
+  if (target?.state !== "queued") return undefined;
   const mine: Candidate = { task: target, queuedMs: ms(target.queuedAt) };
   let ahead = 0;
   let of = 0;
