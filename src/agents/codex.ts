@@ -15,6 +15,8 @@ const PROVIDER = "fleet";
  * cacheRead = cached_input_tokens, cacheWrite = cache_write_input_tokens; input + cacheRead + cacheWrite
  * is Codex's input_tokens again. Reasoning tokens are already inside output_tokens. Codex reports no
  * cost (costUsd null), no duration and no model: the runner fills those in.
+ * On `exec resume`, turn.completed.usage is the THREAD's running total (codex-cli 0.171.0), so a
+ * resumed run's own share is its totals minus the earlier run's; Claude's result counts one run only.
  */
 export const codexAdapter: AgentAdapter = {
   coder: "codex",

@@ -117,6 +117,9 @@ describe("real claude CLI against the scripted Anthropic server", () => {
     );
     expect(work.reason).toBe("completed");
     expect(work.sessionId).toBe(plan.sessionId);
+    // Claude's result counts this invocation only, not the resumed session's earlier turns.
+    expect(plan.totals?.usage).toMatchObject({ input: 10, output: 5 });
+    expect(work.totals?.usage).toMatchObject({ input: 20, output: 6 });
     // The resumed request carries the earlier conversation.
     const last = server?.requests.filter((q) => q.kind === "main").at(-1);
     expect(JSON.stringify(last?.body.messages)).toContain("Plan: write HELLO.md");

@@ -96,4 +96,19 @@ describe("real codex CLI against the scripted OpenAI server", () => {
     expect(r.reason).toBe("rate-limited");
     expect(r.rateLimit?.message).toMatch(/usage limit/i);
   });
+
+  it("resume continues the thread; its turn.completed.usage is the THREAD's running total", async () => {
+    const { inv } = await setup([
+      { text: "first", usage: { input_tokens: 5, output_tokens: 1 } },
+      { text: "second", usage: { input_tokens: 7, output_tokens: 2 } },
+    ]);
+    const opts = { timeoutMs: 45_000, stallMs: 30_000, binaryPath: CODEX };
+    const a = await runAgent(codexAdapter, inv, opts);
+    const b = await runAgent(codexAdapter, { ...inv, prompt: "two", resumeSessionId: a.sessionId }, opts);
+    expect(b.reason).toBe("completed");
+    expect(b.sessionId).toBe(a.sessionId);
+    expect(JSON.stringify(server?.requests.at(-1)?.body.input)).toContain("first");
+    // Not 7/2: a resumed run's own share is this minus the earlier run's totals (the caller knows those).
+    expect(b.totals?.usage).toMatchObject({ input: 12, output: 3 });
+  });
 });
