@@ -218,7 +218,8 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions = {}): Pro
       res.end();
     });
   });
-  server.keepAliveTimeout = 5_000;
+  // Longer than clients' idle timeouts, so a client never reuses a socket the server is closing.
+  server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.port ?? 0, "127.0.0.1", () => resolve());
@@ -363,7 +364,6 @@ fetch(${JSON.stringify(`${baseUrl}/_emulator/push/${encodeURIComponent(repo.full
             private: r.private,
           };
         }),
-        requester: null,
         sender: shapes.user(inst.account),
       };
       webhooks.enqueue(`installation:${inst.id}`, "installation", payload);

@@ -36,7 +36,6 @@ export class Shapes {
       events_url: `${api}/events{/privacy}`,
       received_events_url: `${api}/received_events`,
       type: u.type,
-      user_view_type: "public",
       site_admin: false,
     };
   }
@@ -411,8 +410,8 @@ export class Shapes {
             committer: person(headCommit.committer),
           }
         : null,
-      repository: repoJson,
-      head_repository: repoJson,
+      repository: repoLite(repoJson),
+      head_repository: repoLite(repoJson),
     };
   }
 
@@ -445,4 +444,59 @@ export class Shapes {
       head_branch: run.headBranch,
     };
   }
+}
+
+// The subset of repository fields GitHub sends where it embeds a "repository lite".
+const liteKeys = [
+  "id",
+  "node_id",
+  "name",
+  "full_name",
+  "private",
+  "owner",
+  "html_url",
+  "description",
+  "fork",
+  "url",
+  "forks_url",
+  "keys_url",
+  "collaborators_url",
+  "teams_url",
+  "hooks_url",
+  "issue_events_url",
+  "events_url",
+  "assignees_url",
+  "branches_url",
+  "tags_url",
+  "blobs_url",
+  "git_tags_url",
+  "git_refs_url",
+  "trees_url",
+  "statuses_url",
+  "languages_url",
+  "stargazers_url",
+  "contributors_url",
+  "subscribers_url",
+  "subscription_url",
+  "commits_url",
+  "git_commits_url",
+  "comments_url",
+  "issue_comment_url",
+  "contents_url",
+  "compare_url",
+  "merges_url",
+  "archive_url",
+  "downloads_url",
+  "issues_url",
+  "pulls_url",
+  "milestones_url",
+  "notifications_url",
+  "labels_url",
+  "releases_url",
+  "deployments_url",
+];
+
+export function repoLite(repoJson: unknown): Record<string, unknown> {
+  const full = repoJson as Record<string, unknown>;
+  return Object.fromEntries(liteKeys.map((k) => [k, full[k]]));
 }
