@@ -1,0 +1,63 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createNodeMiddleware, createProbot, ProbotOctokit } from "probot";
+import { createFleetApp, type FleetAppOptions } from "./index.ts";
+
+export interface FleetServerOptions extends FleetAppOptions {
+  appId: number | string;
+  privateKey: string;
+  webhookSecret: string;
+  /** GitHub's API base URL; the emulator's URL offline, GitHub Enterprise's `/api/v3` URL there. */
+  baseUrl?: string;
+  port?: number;
+  logLevel?: "trace" | "debug" | "info" | "warn" | "error" | "fatal";
+  /** Octokit's retry and throttling; tests that count requests turn them off. */
+  resilient?: boolean;
+}
+
+export interface FleetServer {
+  url: string;
+  webhookUrl: string;
+  stop(): Promise<void>;
+}
+
+export const WEBHOOK_PATH = "/api/github/webhooks";
+
+/**
+ * Serves the Probot app on a node:http server. `fleet serve` uses Probot's own runner (which adds
+ * smee forwarding and the setup flow); this is for embedding: the demo, tests and benchmarks.
+ */
+export async function startFleetServer(options: FleetServerOptions): Promise<FleetServer> {
+  const resilient = options.resilient ?? true;
+  const probot = createProbot({
+    overrides: {
+      appId: options.appId,
+      privateKey: options.privateKey,
+      secret: options.webhookSecret,
+      baseUrl: options.baseUrl,
+      logLevel: options.logLevel ?? "warn",
+      Octokit: ProbotOctokit.defaults({
+        throttle: { enabled: resilient },
+        retry: { enabled: resilient },
+      }),
+    },
+  });
+  const middleware = await createNodeMiddleware(createFleetApp(options), {
+    probot,
+    webhooksPath: WEBHOOK_PATH,
+  });
+  const server: Server = createServer((req, res) => {
+    void middleware(req, res, () => {
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ message: `Not found: ${req.url}. Webhooks go to ${WEBHOOK_PATH}.` }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    webhookUrl: `${url}${WEBHOOK_PATH}`,
+    stop: () => new Promise<void>((resolve, reject) => server.close((e) => (e ? reject(e) : resolve()))),
+  };
+}

@@ -1,0 +1,41 @@
+import { hasMarker } from "../render/markers.ts";
+import type { GitHubClient, IssueRef } from "./client.ts";
+
+export interface UpsertResult {
+  id: number;
+  created: boolean;
+  url: string;
+}
+
+/**
+ * Finds Fleet's comment carrying `marker` on the issue and edits it, or creates it. The marker
+ * (not a stored id) is what makes a redelivered or repeated event edit rather than re-post.
+ * `knownId` skips the listing when the caller already knows the comment.
+ */
+export async function upsertMarkedComment(
+  octokit: GitHubClient,
+  ref: IssueRef,
+  marker: string,
+  body: string,
+  knownId?: number,
+): Promise<UpsertResult> {
+  let id = knownId;
+  if (id === undefined) {
+    const comments = await octokit.paginate(octokit.rest.issues.listComments, { ...ref, per_page: 100 });
+    // Only a bot's comment counts, so a person quoting the marker cannot redirect Fleet's edits.
+    const existing = comments.find((c) => hasMarker(c.body, marker) && c.user?.type === "Bot");
+    if (existing?.body === body) return { id: existing.id, created: false, url: existing.html_url };
+    id = existing?.id;
+  }
+  if (id !== undefined) {
+    const { data } = await octokit.rest.issues.updateComment({
+      owner: ref.owner,
+      repo: ref.repo,
+      comment_id: id,
+      body,
+    });
+    return { id: data.id, created: false, url: data.html_url };
+  }
+  const { data } = await octokit.rest.issues.createComment({ ...ref, body });
+  return { id: data.id, created: true, url: data.html_url };
+}

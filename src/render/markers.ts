@@ -1,0 +1,11 @@
+/**
+ * Hidden markers let Fleet find its own comments again (to edit them in place) without storing
+ * comment ids anywhere: a redelivered webhook finds the marker and edits rather than re-posts.
+ */
+export const trackingMarker = (taskKey: string): string => `<!-- fleet:tracking ${taskKey} -->`;
+export const labelErrorMarker = (label: string): string =>
+  `<!-- fleet:label-error ${encodeURIComponent(label.toLowerCase())} -->`;
+export const noticeMarker = (kind: string): string => `<!-- fleet:notice ${kind} -->`;
+
+export const hasMarker = (body: string | undefined | null, marker: string): boolean =>
+  typeof body === "string" && body.includes(marker);

@@ -1,0 +1,80 @@
+import type { TaskState } from "../core/task.ts";
+import { type TokenUsage, totalTokens } from "../core/usage.ts";
+import { trackingMarker } from "./markers.ts";
+
+export interface TrackingView {
+  taskKey: string;
+  taskId?: string;
+  state: TaskState;
+  coder: string;
+  model: string;
+  priority: number;
+  /** Present while queued: "position 2 of 5, 3 of 3 slots busy". */
+  queue?: { position: number; of: number; busy: number; cap: number };
+  blockedBy?: number[];
+  step?: string;
+  reason?: string;
+  runUrl?: string;
+  prUrl?: string;
+  tokens?: TokenUsage;
+  costUsd?: number | null;
+  resetsAt?: string;
+}
+
+const STATE_ICON: Record<TaskState, string> = {
+  queued: "⏳",
+  blocked: "⛔",
+  dispatched: "🚀",
+  planning: "🧭",
+  "awaiting-approval": "✋",
+  running: "⚙️",
+  "pr-open": "👀",
+  done: "✅",
+  failed: "❌",
+  cancelled: "🚫",
+  "rate-limited": "🧊",
+};
+
+export function describeState(v: TrackingView): string {
+  switch (v.state) {
+    case "queued":
+      return v.queue
+        ? `queued: position ${v.queue.position} of ${v.queue.of}, ${v.queue.busy} of ${v.queue.cap} slots busy`
+        : "queued";
+    case "blocked":
+      return v.blockedBy?.length ? `blocked by ${v.blockedBy.map((n) => `#${n}`).join(", ")}` : "blocked";
+    case "rate-limited":
+      return v.resetsAt ? `rate-limited until ${v.resetsAt}` : "rate-limited";
+    case "awaiting-approval":
+      return "awaiting approval: comment `/fleet approve` to start the work";
+    default:
+      return v.state;
+  }
+}
+
+/** The one comment per task that Fleet edits in place as the task moves. */
+export function renderTrackingComment(v: TrackingView): string {
+  const lines = [
+    trackingMarker(v.taskKey),
+    `### ${STATE_ICON[v.state]} Fleet task${v.taskId ? ` \`${v.taskId}\`` : ""}: ${describeState(v)}`,
+    "",
+    "| | |",
+    "|---|---|",
+    `| Coder | \`${v.coder}\` |`,
+    `| Model | \`${v.model}\` |`,
+    `| Priority | p${v.priority} |`,
+  ];
+  if (v.step) lines.push(`| Step | ${v.step} |`);
+  if (v.runUrl) lines.push(`| Run | ${v.runUrl} |`);
+  if (v.prUrl) lines.push(`| Pull request | ${v.prUrl} |`);
+  if (v.tokens) {
+    const cost = v.costUsd == null ? "" : ` ($${v.costUsd.toFixed(4)})`;
+    lines.push(`| Tokens | ${totalTokens(v.tokens).toLocaleString("en-US")}${cost} |`);
+  }
+  if (v.reason) lines.push("", `> ${v.reason.replace(/\n/g, "\n> ")}`);
+  lines.push(
+    "",
+    "<sub>Commands: `/fleet status`, `/fleet cancel`, `/fleet retry`. Edited in place by Fleet.</sub>",
+  );
+  return lines.join("\n");
+}
