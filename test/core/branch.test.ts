@@ -13,7 +13,7 @@ describe("taskBranchName", () => {
   });
 
   it("caps the slug at 40 characters without a trailing dash", () => {
-    const name = taskBranchName(7, "a".repeat(39) + " bcd");
+    const name = taskBranchName(7, `${"a".repeat(39)} bcd`);
     const slug = name.slice("fleet/7-".length);
     expect(slug.length).toBeLessThanOrEqual(40);
     expect(slug).toBe("a".repeat(39));
