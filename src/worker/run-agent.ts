@@ -124,13 +124,12 @@ export async function runAgent(
   inv: AgentInvocation,
   opts: RunAgentOptions,
 ): Promise<RunAgentResult> {
-  const command = adapter.command(inv);
   const startedAt = Date.now();
   // Without a given HOME the agent gets a fresh one, removed afterwards (no session to resume then).
   const ownHome = inv.home ? undefined : await mkdtemp(join(tmpdir(), "fleet-agent-home-"));
   const home = inv.home ?? ownHome!;
+  const command = adapter.command({ ...inv, home });
   const env = buildAgentEnv(command, { home, path: opts.path });
-  if (ownHome && command.env.CODEX_HOME === undefined && adapter.coder === "codex") env.CODEX_HOME = ownHome;
 
   const log: WriteStream | undefined = opts.logFile
     ? createWriteStream(opts.logFile, { flags: "a" })
@@ -185,7 +184,6 @@ export async function runAgent(
   }>((resolve) => {
     let stopReason: RunAgentReason | undefined;
     let spawnError: string | undefined;
-    void spawnError;
     let killTimer: NodeJS.Timeout | undefined;
     const stdout = new LineSplitter((l) => handleLine(l, "stdout"));
     const stderr = new LineSplitter((l) => handleLine(l, "stderr"));
