@@ -37,6 +37,13 @@ export interface GitHubStateStoreOptions {
    * covers both files (3 requests instead of 1).
    */
   consistency?: "file" | "commit";
+  /**
+   * Pacing: after a write that took d ms, the next optimistic write from this store waits a random
+   * [0, pacing * d) ms if it comes sooner than that. Without it a store writing in a loop on its own
+   * cache (1 round trip) starves stores that lost a CAS and must re-read first (2 round trips).
+   * Default 3; 0 turns it off. Bursts from one process belong in `createWriteQueue` anyway.
+   */
+  pacing?: number;
 }
 
 /** Requests this store sent, by route; `notModified` counts 304s (free against GitHub's rate limit). */
@@ -67,6 +74,8 @@ interface Cache {
   commit: string;
   tree?: string;
   refEtag?: string;
+  /** The files were re-read after `commit`: the head has moved past it (the contents are newer). */
+  commitStale?: boolean;
   state: CachedFile;
   beads: CachedFile;
   doc: FleetStateDoc;
@@ -102,6 +111,8 @@ export function createGitHubStateStore(opts: GitHubStateStoreOptions): GitHubSta
   const where = `${owner}/${repo}@${branch}`;
   const remedy = `fix or revert the last commit on ${branch} (\`git revert\` on that branch, then push), or delete the branch to start over`;
 
+  const pacing = opts.pacing ?? 3;
+  let lastWrite = { endedAt: Number.NEGATIVE_INFINITY, tookMs: 0 };
   let stats: RequestStats = { requests: 0, notModified: 0, conflicts: 0, byRoute: {} };
   let cache: Cache | undefined;
 
@@ -180,7 +191,7 @@ export function createGitHubStateStore(opts: GitHubStateStoreOptions): GitHubSta
       cache = { commit: "", state: { text: "" }, beads: { text: "" }, doc: parse("") };
       return cache;
     }
-    if (cache && cache.commit === head) {
+    if (cache && cache.commit === head && !cache.commitStale) {
       cache.refEtag = refEtag;
       return cache;
     }
@@ -191,6 +202,22 @@ export function createGitHubStateStore(opts: GitHubStateStoreOptions): GitHubSta
     // Parse before caching: a corrupt document must fail every read, not just the first.
     const doc = parse(state.text);
     cache = { commit: head, refEtag, state, beads, doc };
+    return cache;
+  }
+
+  /**
+   * After a lost contents-API CAS: re-read just that file (conditionally), not the ref.
+   * This keeps a loser's read-to-write window at one round trip, so writers that keep winning with
+   * one-request writes on their cache cannot starve it. The commit sha is learnt again from the next write.
+   */
+  async function refreshFiles(which: "state" | "beads"): Promise<Cache> {
+    if (!cache || cache.commit === "") return refresh();
+    const before = cache;
+    // Per-file CAS: only the file whose write lost is re-read; the other one is re-read by the next full refresh.
+    const file = await fetchFile(which === "state" ? STATE_PATH : BEADS_PATH, before[which]);
+    if (file.sha === before[which].sha) return before;
+    const doc = which === "state" ? parse(file.text) : before.doc;
+    cache = { ...before, [which]: file, doc, tree: undefined, commitStale: true };
     return cache;
   }
 
@@ -219,6 +246,7 @@ export function createGitHubStateStore(opts: GitHubStateStoreOptions): GitHubSta
         ...c,
         commit: r.data.commit.sha,
         tree: r.data.commit.tree?.sha,
+        commitStale: false,
         [which]: { text, sha: r.data.content.sha },
       };
       cache = next;
@@ -327,8 +355,20 @@ export function createGitHubStateStore(opts: GitHubStateStoreOptions): GitHubSta
       if (!stateChanged && !beadsChanged && c.commit !== "") {
         return { applied: true, snapshot: snapshotOf(c), retries };
       }
+      const sinceLast = performance.now() - lastWrite.endedAt;
+      if (retries === 0 && pacing > 0 && sinceLast < pacing * lastWrite.tookMs) {
+        await sleep(Math.floor(random() * pacing * lastWrite.tookMs));
+      }
+      const writeStarted = performance.now();
       let outcome: WriteOutcome;
-      if (c.commit === "" || consistency === "commit" || (stateChanged && beadsChanged)) {
+      const viaGitData = c.commit === "" || consistency === "commit" || (stateChanged && beadsChanged);
+      if (viaGitData && c.commitStale) {
+        // A git-data commit needs the true parent; learn it before writing.
+        c = await refresh();
+        fresh = true;
+        continue;
+      }
+      if (viaGitData) {
         outcome = await commitFiles(
           c,
           {
@@ -340,6 +380,8 @@ export function createGitHubStateStore(opts: GitHubStateStoreOptions): GitHubSta
       } else if (stateChanged) outcome = await putFile(c, "state", stateText, out.message);
       else outcome = await putFile(c, "beads", beadsText, out.message);
 
+      const writeEnded = performance.now();
+      lastWrite = { endedAt: writeEnded, tookMs: writeEnded - writeStarted };
       if (outcome.ok) {
         cache!.doc = doc;
         return { applied: true, snapshot: snapshotOf(cache!), retries, commit: cache!.commit };
@@ -355,8 +397,13 @@ export function createGitHubStateStore(opts: GitHubStateStoreOptions): GitHubSta
       if (retries >= maxRetries) throw new StateConflictError(where, retries + 1);
       await sleep(backoffDelay(retries, random));
       retries++;
-      c = await refresh();
-      fresh = true;
+      if (viaGitData || outcome.ambiguous) {
+        c = await refresh();
+        fresh = true;
+      } else {
+        c = await refreshFiles(stateChanged ? "state" : "beads");
+        fresh = false;
+      }
     }
   }
 

@@ -40,10 +40,10 @@ export interface StateStore {
   history?(limit: number): Promise<Array<{ sha: string; message: string; date: string }>>;
 }
 
-export const DEFAULT_MAX_RETRIES = 10;
+export const DEFAULT_MAX_RETRIES = 25;
 
 /** Exponential backoff with full jitter: a random delay in [0, min(cap, base * 2^attempt)). */
-export function backoffDelay(attempt: number, random: () => number, baseMs = 25, capMs = 2_000): number {
+export function backoffDelay(attempt: number, random: () => number, baseMs = 20, capMs = 1_000): number {
   return Math.floor(random() * Math.min(capMs, baseMs * 2 ** attempt));
 }
 

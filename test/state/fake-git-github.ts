@@ -20,6 +20,7 @@ export interface FakeGitHub {
   commits: Map<string, Commit>;
   /** Files of the commit a branch points at. */
   files(branch: string): Record<string, string>;
+  filesAt(commit: string): Record<string, string>;
   /** Commit directly, as a person pushing would (no API request counted). */
   push(branch: string, files: Record<string, string>, message: string): string;
   close(): Promise<void>;
@@ -67,6 +68,7 @@ export async function startFakeGitHub(): Promise<FakeGitHub> {
     refs,
     commits,
     files: (branch) => filesAt(refs.get(branch)!),
+    filesAt,
     push(branch, files, message) {
       const entries = Object.fromEntries(Object.entries(files).map(([p, t]) => [p, putBlob(t)]));
       const sha = putCommit(putTree(entries), refs.has(branch) ? [refs.get(branch)!] : [], message);
@@ -98,17 +100,25 @@ export async function startFakeGitHub(): Promise<FakeGitHub> {
     if (!m) return fail(404, "Not Found");
     const rest = decodeURIComponent(m[3]!);
     let route = `${method} ${rest}`;
-    let mm: RegExpExecArray | null;
-    if (method === "GET" && (mm = /^git\/ref\/heads\/(.+)$/.exec(rest))) {
+    fake.requests++;
+    res.on("finish", () => {
+      fake.byRoute[route] = (fake.byRoute[route] ?? 0) + 1;
+    });
+    let mm: RegExpExecArray | null = null;
+    const match = (re: RegExp): boolean => {
+      mm = re.exec(rest);
+      return mm !== null;
+    };
+    if (method === "GET" && match(/^git\/ref\/heads\/(.+)$/)) {
       route = "GET git/ref";
-      const sha = refs.get(mm[1]!);
+      const sha = refs.get(mm![1]!);
       if (!sha) fail(404, "Not Found");
-      else send(200, { ref: `refs/heads/${mm[1]}`, object: { type: "commit", sha } }, true);
-    } else if (method === "GET" && (mm = /^contents\/(.+)$/.exec(rest))) {
+      else send(200, { ref: `refs/heads/${mm![1]}`, object: { type: "commit", sha } }, true);
+    } else if (method === "GET" && match(/^contents\/(.+)$/)) {
       route = "GET contents";
       const ref = url.searchParams.get("ref")!;
       const head = refs.get(ref) ?? (commits.has(ref) ? ref : undefined);
-      const sha = head ? trees.get(commits.get(head)!.tree)![mm[1]!] : undefined;
+      const sha = head ? trees.get(commits.get(head)!.tree)![mm![1]!] : undefined;
       if (!sha) fail(404, "Not Found");
       else {
         const text = blobs.get(sha)!;
@@ -116,7 +126,7 @@ export async function startFakeGitHub(): Promise<FakeGitHub> {
           200,
           {
             type: "file",
-            path: mm[1],
+            path: mm![1],
             sha,
             encoding: "base64",
             content: Buffer.from(text).toString("base64"),
@@ -124,9 +134,9 @@ export async function startFakeGitHub(): Promise<FakeGitHub> {
           true,
         );
       }
-    } else if (method === "PUT" && (mm = /^contents\/(.+)$/.exec(rest))) {
+    } else if (method === "PUT" && match(/^contents\/(.+)$/)) {
       route = "PUT contents";
-      const path = mm[1]!;
+      const path = mm![1]!;
       const head = refs.get(body.branch);
       if (!head) return fail(404, "Branch not found");
       const entries = { ...trees.get(commits.get(head)!.tree)! };
@@ -138,9 +148,9 @@ export async function startFakeGitHub(): Promise<FakeGitHub> {
       const commit = putCommit(tree, [head], body.message);
       refs.set(body.branch, commit);
       send(200, { content: { path, sha: entries[path] }, commit: { sha: commit, tree: { sha: tree } } });
-    } else if (method === "GET" && (mm = /^git\/commits\/([0-9a-f]+)$/.exec(rest))) {
+    } else if (method === "GET" && match(/^git\/commits\/([0-9a-f]+)$/)) {
       route = "GET git/commits";
-      const c = commits.get(mm[1]!);
+      const c = commits.get(mm![1]!);
       if (!c) fail(404, "Not Found");
       else
         send(200, {
@@ -149,9 +159,9 @@ export async function startFakeGitHub(): Promise<FakeGitHub> {
           parents: c.parents.map((sha) => ({ sha })),
           message: c.message,
         });
-    } else if (method === "GET" && (mm = /^git\/blobs\/([0-9a-f]+)$/.exec(rest))) {
+    } else if (method === "GET" && match(/^git\/blobs\/([0-9a-f]+)$/)) {
       route = "GET git/blobs";
-      const b = blobs.get(mm[1]!);
+      const b = blobs.get(mm![1]!);
       if (b === undefined) fail(404, "Not Found");
       else res.writeHead(200, { "content-type": "application/vnd.github.raw" }).end(b);
     } else if (method === "POST" && rest === "git/trees") {
@@ -166,15 +176,15 @@ export async function startFakeGitHub(): Promise<FakeGitHub> {
       if (refs.has(name)) return fail(422, "Reference already exists");
       refs.set(name, body.sha);
       send(201, { ref: body.ref, object: { sha: body.sha } });
-    } else if (method === "PATCH" && (mm = /^git\/refs\/heads\/(.+)$/.exec(rest))) {
+    } else if (method === "PATCH" && match(/^git\/refs\/heads\/(.+)$/)) {
       route = "PATCH git/refs";
-      const head = refs.get(mm[1]!);
+      const head = refs.get(mm![1]!);
       if (!head) return fail(422, "Reference does not exist");
       if (!body.force && !commits.get(body.sha)!.parents.includes(head) && body.sha !== head) {
         return fail(422, "Update is not a fast forward");
       }
-      refs.set(mm[1]!, body.sha);
-      send(200, { ref: `refs/heads/${mm[1]}`, object: { sha: body.sha } });
+      refs.set(mm![1]!, body.sha);
+      send(200, { ref: `refs/heads/${mm![1]}`, object: { sha: body.sha } });
     } else if (method === "GET" && rest === "commits") {
       route = "GET commits";
       const out: Commit[] = [];
@@ -190,8 +200,6 @@ export async function startFakeGitHub(): Promise<FakeGitHub> {
         out.map((c) => ({ sha: c.sha, commit: { message: c.message, committer: { date: c.date } } })),
       );
     } else fail(404, `fake: no route ${method} ${rest}`);
-    fake.requests++;
-    fake.byRoute[route] = (fake.byRoute[route] ?? 0) + 1;
   }
 
   const server = createServer((req, res) => {

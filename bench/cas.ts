@@ -1,0 +1,251 @@
+// Compare-and-swap benchmark: 4 writer processes race 200 transitions each on one state branch
+// (acquire or release a slot under max_concurrent 3, plus a counter increment per transition), then
+// 2 local processes x 200 increments on a $FLEET_HOME store. Run: npx tsx bench/cas.ts
+import { execFile } from "node:child_process";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { Octokit } from "@octokit/rest";
+import { newTask } from "../src/core/task.ts";
+import { type FleetStateDoc, parseStateDoc, recordLedger, STATE_PATH } from "../src/state/doc.ts";
+import { StateConflictError } from "../src/state/errors.ts";
+import { createGitHubStateStore } from "../src/state/github-store.ts";
+import { acquireSlot, releaseLease, slotsInUse } from "../src/state/leases.ts";
+import { createLocalStateStore } from "../src/state/local-store.ts";
+import { startFakeGitHub } from "../test/state/fake-git-github.ts";
+
+const run = promisify(execFile);
+const WRITERS = 4;
+const TRANSITIONS = 200;
+const MAX_CONCURRENT = 3;
+const TASKS_PER_WRITER = 2;
+const LOCAL_PROCS = 2;
+const LOCAL_INCREMENTS = 200;
+const NOW = new Date("2026-01-01T01:00:00Z");
+const DAY = "2026-01-01";
+const here = import.meta.dirname;
+const tsx = join(here, "../node_modules/.bin/tsx");
+
+const taskId = (w: number, k: number) => `fl-w${w}t${k}`;
+
+async function writer(url: string, w: number, n: number, startAt: number): Promise<void> {
+  const store = createGitHubStateStore({
+    octokit: new Octokit({ baseUrl: url, auth: `writer-${w}` }),
+    owner: "octo",
+    repo: "widgets",
+  });
+  // Every writer starts at the same moment, whatever its process start-up took.
+  await new Promise((r) => setTimeout(r, Math.max(0, startAt - Date.now())));
+  const began = Date.now();
+  let retries = 0;
+  let granted = 0;
+  let released = 0;
+  let noSlot = 0;
+  let gaveUp = 0;
+  for (let i = 0; i < n; i++) {
+    let outcome = "";
+    const attempt = () =>
+      store.update(({ doc }) => {
+        // Two steps taking slots for this writer's two tasks, then two steps giving them back: 8 tasks want 3 slots.
+        const id = taskId(w, i % TASKS_PER_WRITER);
+        let next: FleetStateDoc = doc;
+        let message: string;
+        const released = i % 4 >= 2 ? releaseLease(doc, id, { holder: `w${w}`, now: NOW }) : null;
+        if (i % 4 >= 2) {
+          next = released ?? doc;
+          outcome = released ? "released" : "nothing-held";
+          message = released ? `release ${id} (w${w})` : `w${w}: ${id} holds no slot`;
+        } else {
+          const a = acquireSlot(doc, id, { holder: `w${w}`, now: NOW, maxConcurrent: MAX_CONCURRENT });
+          if (a.ok) {
+            next = a.doc;
+            outcome = "granted";
+            message = `dispatch ${id} to claude (slot ${a.slot}/${a.of})`;
+          } else {
+            outcome = "no-slot";
+            message = `w${w}: no free slot for ${id}`;
+          }
+        }
+        return { doc: recordLedger(next, { day: DAY, coder: `w${w}` }), message };
+      });
+    let r: Awaited<ReturnType<typeof attempt>>;
+    for (;;) {
+      try {
+        r = await attempt();
+        break;
+      } catch (error) {
+        // StateConflictError: nothing was written; the caller retries, as its message says.
+        if (!(error instanceof StateConflictError)) throw error;
+        gaveUp++;
+      }
+    }
+    retries += r.retries;
+    if (outcome === "granted") granted++;
+    else if (outcome === "released") released++;
+    else if (outcome === "no-slot") noSlot++;
+  }
+  process.stdout.write(
+    JSON.stringify({
+      writer: w,
+      lateStartMs: began - startAt,
+      ranMs: Date.now() - began,
+      gaveUp,
+      retries,
+      granted,
+      released,
+      noSlot,
+      stats: store.stats(),
+    }),
+  );
+}
+
+async function githubBench() {
+  const server = await startFakeGitHub();
+  try {
+    const seed = createGitHubStateStore({
+      octokit: new Octokit({ baseUrl: server.url, auth: "seed" }),
+      owner: "octo",
+      repo: "widgets",
+    });
+    await seed.update(({ doc }) => {
+      const tasks = { ...doc.tasks };
+      for (let w = 0; w < WRITERS; w++) {
+        for (let k = 0; k < TASKS_PER_WRITER; k++) {
+          const t = newTask({
+            id: taskId(w, k),
+            repo: "octo/widgets",
+            issue: w * 10 + k + 1,
+            title: "bench",
+            coder: "claude",
+            model: "opus",
+            now: NOW.toISOString(),
+          });
+          tasks[t.id] = t;
+        }
+      }
+      return {
+        doc: { ...doc, config: { max_concurrent: MAX_CONCURRENT }, tasks },
+        message: "bench: seed tasks",
+      };
+    });
+    const seedCommits = server.commits.size;
+    const requestsBefore = server.requests;
+    const startAt = Date.now() + 4_000;
+    const outs = await Promise.all(
+      Array.from({ length: WRITERS }, (_, w) =>
+        run(
+          tsx,
+          [join(here, "cas.ts"), "writer", server.url, String(w), String(TRANSITIONS), String(startAt)],
+          {
+            maxBuffer: 1 << 24,
+          },
+        ),
+      ),
+    );
+    const results0 = outs.map((o) => JSON.parse(o.stdout));
+    const elapsedMs =
+      Math.max(...results0.map((r) => r.lateStartMs + r.ranMs)) -
+      Math.min(...results0.map((r) => r.lateStartMs));
+    const results = outs.map((o) => JSON.parse(o.stdout));
+    const serverRequests = server.requests - requestsBefore;
+    // Check every state the branch ever held for over-granted slots.
+    let overGranted = 0;
+    let maxLive = 0;
+    const headFiles = server.files("fleet/state");
+    const final = parseStateDoc(headFiles[STATE_PATH]!, "bench", "bench");
+    let sha: string | undefined = server.refs.get("fleet/state");
+    let statesChecked = 0;
+    while (sha) {
+      const commit = server.commits.get(sha)!;
+      const doc = parseStateDoc(server.filesAt(sha)[STATE_PATH] ?? "", "bench", "bench");
+      const live = slotsInUse(doc, NOW).size;
+      const leases = Object.values(doc.tasks).filter((t) => t.lease).length;
+      maxLive = Math.max(maxLive, leases);
+      if (live > MAX_CONCURRENT || leases > MAX_CONCURRENT) overGranted++;
+      statesChecked++;
+      sha = commit.parents[0];
+    }
+    const perWriter = results.map((r) => ({
+      writer: r.writer,
+      expected: TRANSITIONS,
+      counted: final.ledger[DAY]?.[`w${r.writer}`]?.runs ?? 0,
+      lateStartMs: r.lateStartMs,
+      ranMs: r.ranMs,
+      gaveUp: r.gaveUp,
+      retries: r.retries,
+      granted: r.granted,
+      released: r.released,
+      noSlot: r.noSlot,
+      requests: r.stats.requests,
+      notModified: r.stats.notModified,
+      byRoute: r.stats.byRoute,
+    }));
+    const total = WRITERS * TRANSITIONS;
+    const clientRequests = perWriter.reduce((s, r) => s + r.requests, 0);
+    const notModified = perWriter.reduce((s, r) => s + r.notModified, 0);
+    const retries = perWriter.reduce((s, r) => s + r.retries, 0);
+    const gaveUp = perWriter.reduce((s, r) => s + r.gaveUp, 0);
+    return {
+      server:
+        "test/state/fake-git-github.ts (the emulator in src/offline/github has no git-data/contents routes yet)",
+      writers: WRITERS,
+      transitionsPerWriter: TRANSITIONS,
+      maxConcurrent: MAX_CONCURRENT,
+      transitions: total,
+      lostUpdates: total - perWriter.reduce((s, r) => s + r.counted, 0),
+      slotsOverGranted: overGranted,
+      maxLeasesSeen: maxLive,
+      statesChecked,
+      commits: server.commits.size - seedCommits,
+      casRetries: retries,
+      updatesThatGaveUp: gaveUp,
+      retriesPerTransition: +(retries / total).toFixed(3),
+      requests: clientRequests,
+      serverRequests,
+      requestsPerTransition: +(clientRequests / total).toFixed(3),
+      notModified304: notModified,
+      rateLimitedRequestsPerTransition: +((clientRequests - notModified) / total).toFixed(3),
+      elapsedMs: Math.round(elapsedMs),
+      perWriter,
+    };
+  } finally {
+    await server.close();
+  }
+}
+
+async function localBench() {
+  const home = await mkdtemp(join(tmpdir(), "fleet-bench-"));
+  try {
+    const script = join(here, "../test/state/fixtures/local-increment.ts");
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: LOCAL_PROCS }, (_, p) =>
+        run(tsx, [script, home, String(LOCAL_INCREMENTS), `p${p}`]),
+      ),
+    );
+    const elapsedMs = performance.now() - started;
+    const { doc } = await createLocalStateStore({ home }).read();
+    const counted = doc.ledger["2026-01-01"]?.bench?.runs ?? 0;
+    return {
+      processes: LOCAL_PROCS,
+      incrementsPerProcess: LOCAL_INCREMENTS,
+      counted,
+      lostUpdates: LOCAL_PROCS * LOCAL_INCREMENTS - counted,
+      elapsedMs: Math.round(elapsedMs),
+    };
+  } finally {
+    await rm(home, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[2] === "writer") {
+  await writer(process.argv[3]!, Number(process.argv[4]), Number(process.argv[5]), Number(process.argv[6]));
+} else {
+  const github = await githubBench();
+  const local = await localBench();
+  const out = { date: new Date().toISOString(), node: process.version, github, local };
+  console.log(JSON.stringify(out, null, 2));
+  await mkdir(join(here, "results"), { recursive: true });
+  await writeFile(join(here, "results/cas.json"), `${JSON.stringify(out, null, 2)}\n`);
+}
