@@ -1,0 +1,525 @@
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { AgentAdapter, AgentEvent, AgentInvocation } from "../agents/types.ts";
+import { taskBranchName } from "../core/branch.ts";
+import { redactSecrets } from "../core/redact.ts";
+import type { TaskState } from "../core/task.ts";
+import { addUsage, emptyUsage, type RunTotals, type TokenUsage } from "../core/usage.ts";
+import { type GitHubClient, type IssueRef, parseRepoFullName } from "../github/client.ts";
+import { renderPrBody } from "../render/pr-body.ts";
+import {
+  type AgentArtifacts,
+  agentNotesDir,
+  keepArtifacts,
+  LOG_FILE,
+  PLAN_FILE,
+  prepareNotesDir,
+  readArtifacts,
+  taskArtifactsDir,
+} from "./artifacts.ts";
+import type { GitAuth } from "./git.ts";
+import { buildPrompt } from "./prompt.ts";
+import {
+  assertFleetBranch,
+  commitAll,
+  commitMessage,
+  diffSince,
+  hasNewCommits,
+  openOrUpdatePullRequest,
+  pushBranch,
+} from "./publish.ts";
+import { createIssueReporter, type IssueReporter, type Progress, throttleProgress } from "./reports.ts";
+import { runAgent } from "./run-agent.ts";
+import { addWorktree, removeWorktree, type Worktree } from "./worktree.ts";
+
+export { taskArtifactsDir } from "./artifacts.ts";
+
+export interface TaskSpec {
+  taskId: string;
+  /** "owner/name". */
+  repo: string;
+  issue: number;
+  title: string;
+  body: string;
+  comments: Array<{ author: string; body: string; trusted: boolean }>;
+  coder: string;
+  model: string;
+  branch?: string;
+  planPhase: boolean;
+  planApproval: boolean;
+  approved?: boolean;
+  timeouts: { runMs: number; stallMs: number };
+  attempt: number;
+}
+
+export interface WorkerDeps {
+  /** Token with contents/issues/pulls write on the repo. */
+  octokit: GitHubClient;
+  /** file:// or https URL. */
+  cloneUrl: string;
+  /** For https pushes; travels in git's environment only, never on disk, argv or logs. */
+  gitAuth?: GitAuth;
+  /** Where clones, worktrees and task artifacts live (a cache clone per repo, reused across tasks). */
+  workDir: string;
+  adapter: AgentAdapter;
+  /** `name` is what reports show; the value reaches the agent in its coder's credential variable. */
+  credential?: { name: string; value: string };
+  /** Scripted model server offline. */
+  modelBaseUrl?: string;
+  clock?: () => Date;
+  signal?: AbortSignal;
+  /**
+   * Extra variables for the agent, chosen by the operator (e.g. CLAUDE_CODE_MAX_RETRIES); never
+   * copied from the worker's own environment.
+   */
+  agentEnv?: Record<string, string>;
+  /** Extra values to redact. */
+  secrets?: string[];
+  onProgress?: (p: {
+    state: TaskState;
+    step: string;
+    usage?: TokenUsage;
+    costUsd?: number | null;
+  }) => void | Promise<void>;
+}
+
+export type OutcomeKind =
+  | "pr-opened"
+  | "no-changes"
+  | "awaiting-approval"
+  | "failed"
+  | "timeout"
+  | "stall"
+  | "cancelled"
+  | "rate-limited";
+
+export interface TaskOutcome {
+  outcome: OutcomeKind;
+  pr?: { number: number; url: string; head: string };
+  totals?: RunTotals;
+  planTotals?: RunTotals;
+  reason?: string;
+  logPath: string;
+  artifacts: { plan?: string; knowledge?: string; result?: unknown };
+  sessionId?: string;
+  rateLimit?: { resetsAt?: string; retryAfterSeconds?: number };
+}
+
+/** What a plan phase leaves for the work phase of a later call (after `/fleet approve`). */
+interface SavedPlan {
+  sessionId?: string;
+  totals?: RunTotals;
+}
+const PLAN_STATE_FILE = "plan-phase.json";
+const PLAN_LOG_FILE = "plan.log";
+
+const STATE_OF: Record<OutcomeKind, TaskState> = {
+  "pr-opened": "pr-open",
+  "no-changes": "done",
+  "awaiting-approval": "awaiting-approval",
+  failed: "failed",
+  timeout: "failed",
+  stall: "failed",
+  cancelled: "cancelled",
+  "rate-limited": "rate-limited",
+};
+
+// Coders read a few alternative credential variables; any other name is a label for reports only.
+const CREDENTIAL_VARIABLES = new Set([
+  "ANTHROPIC_API_KEY",
+  "ANTHROPIC_AUTH_TOKEN",
+  "CLAUDE_CODE_OAUTH_TOKEN",
+  "OPENAI_API_KEY",
+  "CODEX_API_KEY",
+]);
+
+/**
+ * Runs one task, start to finish, in its own worktree:
+ *
+ * 1. Check the branch is a fleet/* branch and prepare the artifacts folder.
+ * 2. Create the worktree (pruning whatever a crashed run left) and the agent's notes folder.
+ * 3. Plan phase (read-only), if asked: post the plan; stop with `awaiting-approval` if it needs approval.
+ * 4. Work phase, under the run and stall timeouts, with throttled live progress.
+ * 5. Keep PLAN.md, KNOWLEDGE.md, RESULT.json and the log under `<workDir>/tasks/<taskId>/`.
+ * 6. Commit what the agent left; no changes -> no PR, and the issue says why.
+ * 7. Refuse to push a diff that contains a known secret; else push the branch.
+ * 8. Open the pull request, or update the open one.
+ * 9. Post the token report and the run report (with the log's tail), redacted.
+ * 10. Always remove the worktree.
+ */
+export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOutcome> {
+  const clock = deps.clock ?? (() => new Date());
+  const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
+  const logPath = join(artifactsDir, LOG_FILE);
+  const knownSecrets = [
+    ...(deps.secrets ?? []),
+    ...(deps.credential ? [deps.credential.value] : []),
+    ...(deps.gitAuth ? [deps.gitAuth.token] : []),
+  ].filter((s) => s.length > 0);
+  const redact = (text: string) => redactSecrets(text, knownSecrets);
+  const issueRef: IssueRef = { ...parseRepoFullName(spec.repo), issue_number: spec.issue };
+  const reporter = createIssueReporter(deps.octokit, issueRef, spec.taskId, redact);
+  const progress = throttleProgress(deps.onProgress, clock);
+  const result: TaskOutcome = { outcome: "failed", logPath, artifacts: {} };
+
+  // Step 1
+  const branch = spec.branch ?? taskBranchName(spec.issue, spec.title);
+  await mkdir(artifactsDir, { recursive: true });
+  const ctx: RunContext = {
+    spec,
+    deps,
+    redact,
+    reporter,
+    progress,
+    artifactsDir,
+    branch,
+    knownSecrets,
+    result,
+  };
+  let wt: Worktree | undefined;
+  try {
+    assertFleetBranch(branch);
+    if (deps.signal?.aborted) return await finish(ctx, "cancelled", "Cancelled before the run started.");
+
+    // Step 2
+    await progress(
+      { state: spec.planPhase && !spec.approved ? "planning" : "running", step: "preparing the worktree" },
+      true,
+    );
+    wt = await addWorktree(
+      deps.workDir,
+      { repo: spec.repo, cloneUrl: deps.cloneUrl, auth: deps.gitAuth },
+      spec.taskId,
+      branch,
+    );
+    const notesDir = agentNotesDir(wt.path, spec.taskId);
+    await prepareNotesDir(notesDir);
+
+    // Step 3
+    let plan: string | undefined;
+    let resumeSessionId: string | undefined;
+    const resuming = spec.planPhase && spec.planApproval && spec.approved === true;
+    if (resuming) {
+      const saved = await loadPlan(artifactsDir);
+      plan = saved.plan;
+      resumeSessionId = saved.state.sessionId;
+      if (saved.state.totals) result.planTotals = saved.state.totals;
+      if (plan !== undefined) await writeFile(join(notesDir, PLAN_FILE), plan);
+    } else if (spec.planPhase) {
+      await progress({ state: "planning", step: "planning (read-only)" }, true);
+      const run = await runPhase(ctx, wt, notesDir, "plan", undefined, undefined);
+      result.planTotals = run.totals;
+      if (run.kind !== "ok") return await finish(ctx, run.kind, run.reason, run);
+      const notes = await readArtifacts(notesDir);
+      plan = notes.plan ?? run.planText ?? "";
+      await writeFile(join(artifactsDir, PLAN_FILE), plan);
+      await writeFile(
+        join(artifactsDir, PLAN_STATE_FILE),
+        JSON.stringify({ sessionId: run.sessionId, totals: run.totals } satisfies SavedPlan),
+      );
+      result.artifacts.plan = plan;
+      resumeSessionId = run.sessionId;
+      const waiting = spec.planApproval && !spec.approved;
+      await reporter.plan(plan, waiting);
+      if (waiting) {
+        result.sessionId = run.sessionId;
+        return await finish(ctx, "awaiting-approval", "The plan is posted and waits for `/fleet approve`.");
+      }
+    }
+
+    // Step 4
+    await progress({ state: "running", step: "agent working" }, true);
+    const run = await runPhase(ctx, wt, notesDir, "work", plan, resumeSessionId);
+    result.totals = run.totals;
+    if (run.sessionId) result.sessionId = run.sessionId;
+
+    // Step 5
+    const notes = await readArtifacts(notesDir);
+    await keepArtifacts(notesDir, artifactsDir);
+    result.artifacts = { plan: notes.plan ?? plan, knowledge: notes.knowledge, result: notes.rawResult };
+    if (run.kind !== "ok") return await finish(ctx, run.kind, run.reason, run, notes);
+
+    // Step 6
+    await progress(
+      { state: "running", step: "committing", usage: run.totals?.usage, costUsd: run.totals?.costUsd },
+      true,
+    );
+    const message = redact(
+      commitMessage({
+        summary: notes.result?.summary,
+        title: spec.title,
+        issue: spec.issue,
+        taskId: spec.taskId,
+        coder: spec.coder,
+      }),
+    );
+    await commitAll(wt.path, message);
+    if (!(await hasNewCommits(wt.path, wt.startSha))) {
+      const why = notes.result?.summary
+        ? `The agent changed no files. Its summary: ${notes.result.summary}`
+        : "The agent changed no files in the repository.";
+      return await finish(ctx, "no-changes", why, run, notes);
+    }
+
+    // Step 7
+    const leaked = findKnownSecret(await diffSince(wt.path, wt.startSha), knownSecrets);
+    if (leaked) {
+      return await finish(
+        ctx,
+        "failed",
+        "The agent's changes contain a secret value from the worker's environment, so Fleet did not push them.",
+        run,
+        notes,
+      );
+    }
+    await progress({ state: "running", step: "pushing the branch" }, true);
+    await pushBranch(wt.path, deps.cloneUrl, branch, deps.gitAuth);
+
+    // Step 8
+    const pr = await openOrUpdatePullRequest(deps.octokit, parseRepoFullName(spec.repo), {
+      branch,
+      base: wt.baseBranch,
+      title: spec.title,
+      body: redact(
+        renderPrBody({
+          taskId: spec.taskId,
+          issue: spec.issue,
+          coder: spec.coder,
+          model: spec.model,
+          summary: notes.result?.summary,
+          testsRun: notes.result?.testsRun,
+          followUps: notes.result?.followUps,
+          resultProblem: notes.resultProblem,
+          totals: run.totals,
+          planTotals: result.planTotals,
+        }),
+      ),
+    });
+    result.pr = { number: pr.number, url: pr.url, head: pr.head };
+
+    // Step 9
+    return await finish(ctx, "pr-opened", undefined, run, notes);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return await finish(ctx, deps.signal?.aborted ? "cancelled" : "failed", reason);
+  } finally {
+    // Step 10
+    if (wt) await removeWorktree(wt);
+  }
+}
+
+interface RunContext {
+  spec: TaskSpec;
+  deps: WorkerDeps;
+  redact: (text: string) => string;
+  reporter: IssueReporter;
+  progress: (p: Progress, force?: boolean) => Promise<void>;
+  artifactsDir: string;
+  branch: string;
+  knownSecrets: string[];
+  result: TaskOutcome;
+}
+
+interface PhaseRun {
+  kind: "ok" | "failed" | "timeout" | "stall" | "cancelled" | "rate-limited";
+  reason?: string;
+  totals?: RunTotals;
+  sessionId?: string;
+  rateLimit?: { resetsAt?: string; retryAfterSeconds?: number };
+  /** The plan as the agent stated it in plan mode (ExitPlanMode input or final text). */
+  planText?: string;
+  logFile: string;
+}
+
+async function runPhase(
+  ctx: RunContext,
+  wt: Worktree,
+  notesDir: string,
+  phase: "plan" | "work",
+  plan: string | undefined,
+  resumeSessionId: string | undefined,
+): Promise<PhaseRun> {
+  const { spec, deps } = ctx;
+  const prompt = buildPrompt({
+    repo: spec.repo,
+    issue: spec.issue,
+    title: spec.title,
+    body: spec.body,
+    comments: spec.comments,
+    notesDir,
+    branch: ctx.branch,
+    phase,
+    plan,
+  });
+  const logFile = join(ctx.artifactsDir, phase === "plan" ? PLAN_LOG_FILE : LOG_FILE);
+  const invocation: AgentInvocation = {
+    prompt,
+    model: spec.model,
+    phase,
+    cwd: wt.path,
+    home: join(ctx.artifactsDir, "home"),
+  };
+  if (resumeSessionId) invocation.resumeSessionId = resumeSessionId;
+  if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
+  if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
+  if (deps.credential) {
+    // Only the coder's own credential; nothing else from the worker's environment is handed on.
+    const name = CREDENTIAL_VARIABLES.has(deps.credential.name)
+      ? deps.credential.name
+      : deps.adapter.credentialEnv;
+    invocation.credential = { name, value: deps.credential.value };
+  }
+  await mkdir(invocation.home!, { recursive: true });
+  // runAgent appends; one attempt's log per file keeps the posted tail about this run.
+  await writeFile(logFile, "");
+
+  let usage = emptyUsage();
+  const byMessage = new Map<string, Partial<TokenUsage>>();
+  let planText: string | undefined;
+  const state: TaskState = phase === "plan" ? "planning" : "running";
+  const onEvent = (e: AgentEvent) => {
+    if (e.type === "usage") {
+      if (e.id) byMessage.set(e.id, e.usage);
+      else usage = addUsage(usage, e.usage);
+      const live = [...byMessage.values()].reduce<TokenUsage>((a, u) => addUsage(a, u), usage);
+      void ctx.progress({ state, step: phase === "plan" ? "planning" : "agent working", usage: live });
+    } else if (e.type === "tool_use") {
+      const input = e.input as { plan?: unknown } | undefined;
+      if (e.name === "ExitPlanMode" && typeof input?.plan === "string") planText = input.plan;
+      void ctx.progress({ state, step: `${phase === "plan" ? "planning" : "working"}: ${e.name}` });
+    } else if (e.type === "result" && phase === "plan" && planText === undefined && e.summary) {
+      planText = e.summary;
+    }
+  };
+  const r = await runAgent(deps.adapter, invocation, {
+    timeoutMs: spec.timeouts.runMs,
+    stallMs: spec.timeouts.stallMs,
+    signal: deps.signal,
+    onEvent,
+    logFile,
+  });
+  // Reports name the credential as configured, not the variable it travelled in.
+  const totals = r.totals && deps.credential ? { ...r.totals, credential: deps.credential.name } : r.totals;
+  const kind = phaseKind(r.reason);
+  return {
+    kind,
+    reason: kind === "ok" ? undefined : describeStop(kind, r, spec),
+    totals,
+    sessionId: r.sessionId,
+    rateLimit: r.rateLimit,
+    planText,
+    logFile,
+  };
+}
+
+type RunAgentResult = Awaited<ReturnType<typeof runAgent>>;
+
+function phaseKind(reason: RunAgentResult["reason"]): PhaseRun["kind"] {
+  switch (reason) {
+    case "completed":
+      return "ok";
+    case "timeout":
+    case "stall":
+    case "cancelled":
+    case "rate-limited":
+      return reason;
+    default:
+      return "failed";
+  }
+}
+
+function describeStop(kind: PhaseRun["kind"], r: RunAgentResult, spec: TaskSpec): string {
+  switch (kind) {
+    case "timeout":
+      return `The agent ran longer than ${Math.round(spec.timeouts.runMs / 1000)}s and was stopped (its whole process tree).`;
+    case "stall":
+      return `The agent produced no output for ${Math.round(spec.timeouts.stallMs / 1000)}s and was stopped (its whole process tree).`;
+    case "cancelled":
+      return "The run was cancelled; the agent and its process tree were stopped.";
+    case "rate-limited":
+      return `The model provider answered with a rate limit${r.rateLimit?.resetsAt ? ` (resets at ${r.rateLimit.resetsAt})` : ""}.`;
+    default:
+      return r.error
+        ? `The agent failed: ${r.error}`
+        : `The agent exited with code ${r.exitCode ?? "unknown"}.`;
+  }
+}
+
+function findKnownSecret(text: string, secrets: string[]): string | undefined {
+  // Very short values would match by chance; those are left to token-shape redaction.
+  return secrets.find((s) => s.length >= 8 && text.includes(s));
+}
+
+async function loadPlan(artifactsDir: string): Promise<{ plan?: string; state: SavedPlan }> {
+  const read = (name: string) => readFile(join(artifactsDir, name), "utf8").catch(() => undefined);
+  const plan = await read(PLAN_FILE);
+  let state: SavedPlan = {};
+  try {
+    state = JSON.parse((await read(PLAN_STATE_FILE)) ?? "{}") as SavedPlan;
+  } catch {
+    state = {};
+  }
+  return { plan, state };
+}
+
+/** Records the outcome, posts the reports (never throwing) and tells the caller the final state. */
+async function finish(
+  ctx: RunContext,
+  outcome: OutcomeKind,
+  reason: string | undefined,
+  run?: PhaseRun,
+  notes?: AgentArtifacts,
+): Promise<TaskOutcome> {
+  const { result, reporter, redact } = ctx;
+  result.outcome = outcome;
+  if (reason !== undefined) result.reason = redact(reason);
+  if (run?.rateLimit) result.rateLimit = run.rateLimit;
+  if (run?.sessionId && !result.sessionId) result.sessionId = run.sessionId;
+  if (outcome !== "awaiting-approval") {
+    try {
+      const log = run ? await readFile(run.logFile, "utf8").catch(() => "") : "";
+      if (result.totals || result.planTotals) {
+        await reporter.tokens({
+          outcome: outcomeLine(result),
+          totals: result.totals,
+          planTotals: result.planTotals,
+        });
+      }
+      await reporter.run({
+        outcome,
+        reason: result.reason,
+        pr: result.pr,
+        summary: notes?.result?.summary,
+        resultProblem: outcome === "pr-opened" || outcome === "no-changes" ? notes?.resultProblem : undefined,
+        log,
+        resetsAt: result.rateLimit?.resetsAt,
+      });
+    } catch (error) {
+      // The outcome stands even when GitHub refuses the report; the caller still learns it.
+      result.reason = redact(
+        `${result.reason ? `${result.reason} ` : ""}(Posting the report failed: ${(error as Error).message})`,
+      );
+    }
+  }
+  await ctx.progress(
+    {
+      state: STATE_OF[outcome],
+      step: outcome,
+      usage: result.totals?.usage,
+      costUsd: result.totals?.costUsd,
+    },
+    true,
+  );
+  return result;
+}
+
+function outcomeLine(r: TaskOutcome): string {
+  switch (r.outcome) {
+    case "pr-opened":
+      return `pull request #${r.pr?.number} opened or updated`;
+    case "no-changes":
+      return "finished without changes; no pull request";
+    default:
+      return r.outcome;
+  }
+}
