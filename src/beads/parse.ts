@@ -22,6 +22,8 @@ export interface ParsedBeads {
   trailingNewline: boolean;
 }
 
+const BLANK = /^\s*$/;
+
 /** Split into lines without their "\n"; a final newline does not start another line. */
 export function splitLines(text: string): { lines: string[]; trailingNewline: boolean } {
   if (text === "") return { lines: [], trailingNewline: true };
@@ -70,7 +72,7 @@ export function parseJsonl(text: string): ParsedBeads {
   for (let i = 0; i < rawLines.length; i++) {
     const raw = rawLines[i]!;
     const line = i + 1;
-    if (raw.trim() === "") {
+    if (BLANK.test(raw)) {
       lines.push({ kind: "blank", line, raw });
       continue;
     }
@@ -89,7 +91,8 @@ export function parseJsonl(text: string): ParsedBeads {
 
 /**
  * The live issue set, as `bd import` sees it: legacy tombstones (status "tombstone") and ids listed
- * in a legacy deletions manifest are skipped. When an id occurs twice the later line wins.
+ * in a legacy deletions manifest are skipped. When an id occurs twice the later line wins
+ * (a later tombstone removes it).
  */
 export function liveIssues(
   parsed: ParsedBeads | readonly BeadRecord[],
@@ -98,12 +101,8 @@ export function liveIssues(
   const records = Array.isArray(parsed) ? (parsed as readonly BeadRecord[]) : (parsed as ParsedBeads).records;
   const byId = new Map<string, BeadIssue>();
   for (const { issue } of records) {
-    if (isTombstone(issue) || deleted.has(issue.id)) {
-      byId.delete(issue.id);
-      continue;
-    }
-    byId.delete(issue.id);
-    byId.set(issue.id, issue);
+    if (isTombstone(issue) || deleted.has(issue.id)) byId.delete(issue.id);
+    else byId.set(issue.id, issue);
   }
   return [...byId.values()];
 }

@@ -151,7 +151,7 @@ export function computeReadiness(issues: readonly BeadIssue[], options: ReadyOpt
     }
     ready.push(issue);
   }
-  ready.sort(byPriorityThenAge);
+  sortByPriorityThenAge(ready);
   return { ready, blocked };
 }
 
@@ -177,13 +177,17 @@ function waitsForBlocks(
   return gate === "all-children" ? children.some((c) => !done(c)) : !children.some(done);
 }
 
-/** bd ready's "priority" order: priority, then oldest first, then id. */
-function byPriorityThenAge(a: BeadIssue, b: BeadIssue): number {
-  if (a.priority !== b.priority) return (a.priority ?? 0) - (b.priority ?? 0);
-  const ta = epochMs(a.created_at) ?? 0;
-  const tb = epochMs(b.created_at) ?? 0;
-  if (ta !== tb) return ta - tb;
-  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+/** bd ready's "priority" order: priority, then oldest first, then id (times parsed once). */
+function sortByPriorityThenAge(issues: BeadIssue[]): void {
+  const created = new Map<BeadIssue, number>();
+  for (const issue of issues) created.set(issue, epochMs(issue.created_at) ?? 0);
+  issues.sort((a, b) => {
+    if (a.priority !== b.priority) return (a.priority ?? 0) - (b.priority ?? 0);
+    const ta = created.get(a)!;
+    const tb = created.get(b)!;
+    if (ta !== tb) return ta - tb;
+    return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+  });
 }
 
 /** The issues `bd ready` would list, most urgent first. */
