@@ -272,6 +272,7 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
         notes,
       );
     }
+    if (deps.signal?.aborted) return await finish(ctx, "cancelled", "Cancelled before the push.", run, notes);
     await progress({ state: "running", step: "pushing the branch" }, true);
     await pushBranch(wt.path, deps.cloneUrl, branch, deps.gitAuth);
 

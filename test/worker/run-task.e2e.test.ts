@@ -397,4 +397,25 @@ describe("runTask end to end: real git, the GitHub emulator, the real Claude Cod
     expect(pr.body).toContain("| Input tokens |");
     expect(pr.body).toMatch(/\| Plan \| Work \| Total \|/);
   });
+
+  it("refuses to push changes that contain the agent's credential", async () => {
+    const r = await run("Leaky change", ({ path, notes }) => [
+      {
+        toolUses: [
+          { name: "Write", input: { file_path: join(path, "config.txt"), content: `key=${CREDENTIAL}\n` } },
+          result(notes, { status: "done", summary: "Added config" }),
+        ],
+        usage: { input_tokens: 5, output_tokens: 5 },
+      },
+      { text: "Done.", usage: { input_tokens: 5, output_tokens: 5 } },
+    ]);
+    expect(r.outcome.outcome).toBe("failed");
+    expect(r.outcome.reason).toMatch(/secret/);
+    const refs = await execa("git", ["--git-dir", repo.gitDir, "for-each-ref", "--format=%(refname)"], {
+      env: GIT_ENV,
+    });
+    expect(refs.stdout).not.toContain(`fleet/${r.issue}-`);
+    expect(fleetComments(r.issue).join("\n")).not.toContain(CREDENTIAL);
+    expect(await exists(r.path)).toBe(false);
+  });
 });
