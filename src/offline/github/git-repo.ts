@@ -137,8 +137,9 @@ export class GitRepo {
   }
 
   async readCommit(sha: string): Promise<CommitInfo | undefined> {
-    if ((await this.objectType(sha)) !== "commit") return undefined;
-    const raw = (await this.git(["cat-file", "commit", sha])).stdout;
+    const r = await this.git(["cat-file", "commit", sha], { reject: false });
+    if (r.exitCode !== 0) return undefined;
+    const raw = r.stdout;
     const split = raw.indexOf("\n\n");
     const header = split >= 0 ? raw.slice(0, split) : raw;
     const message = split >= 0 ? raw.slice(split + 2) : "";
@@ -231,18 +232,16 @@ export class GitRepo {
     const env = { GIT_INDEX_FILE: join(dir, "index") };
     try {
       if (base) await this.git(["read-tree", base], { env });
-      else await this.git(["read-tree", "--empty"], { env });
+      // One `--index-info` call for every change: mode 0 removes a path.
+      const lines = changes.map((c) =>
+        c.sha === null ? `0 ${"0".repeat(40)}\t${c.path}` : `${c.mode} ${c.sha}\t${c.path}`,
+      );
+      if (lines.length)
+        await this.git(["update-index", "--index-info"], { env, input: `${lines.join("\n")}\n` });
       for (const c of changes) {
-        if (c.sha === null) {
-          await this.git(["update-index", "--force-remove", "--", c.path], { env });
-          // A deleted directory path removes everything beneath it.
-          await this.git(["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", c.path], {
-            env,
-            reject: false,
-          });
-        } else {
-          await this.git(["update-index", "--add", "--cacheinfo", `${c.mode},${c.sha},${c.path}`], { env });
-        }
+        // Deleting a directory path removes everything beneath it.
+        if (c.sha === null && base)
+          await this.git(["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", c.path], { env });
       }
       return (await this.git(["write-tree"], { env })).stdout.trim();
     } finally {

@@ -153,6 +153,7 @@ export function createHandler(d: ServerDeps) {
             ? "app"
             : "anonymous";
 
+      [, bucket] = bucketFor(actor, req.socket.remoteAddress ?? "");
       const match = matchRoute(d.spec, method, url.pathname);
       if (!match) {
         d.unimplemented.push({ method, path: url.pathname, route, inSpec: false });
@@ -165,7 +166,6 @@ export function createHandler(d: ServerDeps) {
       }
       route = `${method === "HEAD" ? "GET" : method} ${match.operation.template}`;
 
-      [, bucket] = bucketFor(actor, req.socket.remoteAddress ?? "");
       if (!url.pathname.startsWith("/rate_limit")) {
         if (bucket.used >= bucket.limit) {
           return sendError(

@@ -98,6 +98,28 @@ export class World {
     return this.shapes.pull(r, i, this.repoJson(r), this.association(r), i.pull!.stats);
   }
 
+  /** The "simple pull request" embedded in review events: no merge state or diff figures. */
+  simplePullJson(r: Repo, i: Issue) {
+    const full = this.pullJsonSync(r, i) as Record<string, unknown>;
+    for (const k of [
+      "merged",
+      "mergeable",
+      "rebaseable",
+      "mergeable_state",
+      "merged_by",
+      "comments",
+      "review_comments",
+      "maintainer_can_modify",
+      "commits",
+      "additions",
+      "deletions",
+      "changed_files",
+    ]) {
+      delete full[k];
+    }
+    return full;
+  }
+
   installationLite(r: Repo) {
     return { id: r.installationId, node_id: this.shapes.nodeId("Installation", r.installationId) };
   }

@@ -379,7 +379,7 @@ export function registerPullRoutes(
       w.emit(repo, "pull_request_review", {
         action: "submitted",
         review: reviewJson(repo, i, rv),
-        pull_request: w.pullJsonSync(repo, i),
+        pull_request: w.simplePullJson(repo, i),
       });
     }
     return { status: 200, body: reviewJson(repo, i, rv) };
