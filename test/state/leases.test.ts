@@ -70,7 +70,8 @@ describe("leases", () => {
     expect(heartbeatLease(a.doc, "fl-1", { holder: "gone", now: later(1000) })).toBeNull();
     const { doc, expired } = expireLeases(a.doc, later(1000));
     expect(expired).toEqual([{ taskId: "fl-1", issue: 1, slot: 1, holder: "gone" }]);
-    expect(doc.tasks["fl-1"]).toMatchObject({ state: "queued", reason: expect.stringContaining("gone") });
+    expect(doc.tasks["fl-1"]).toMatchObject({ state: "queued" });
+    expect(doc.tasks["fl-1"]!.lease).toBeUndefined();
     const b = acquireSlot(a.doc, "fl-2", { holder: "w2", now: later(1000) });
     expect(b).toMatchObject({ ok: true, slot: 1, expired: [{ taskId: "fl-1" }] });
   });
