@@ -269,6 +269,65 @@ export class GitRepo {
     return r.exitCode === 0 ? r.stdout.split("\n").filter(Boolean) : [];
   }
 
+  /**
+   * Commits of a range, oldest first, with the files each touched, in one `git log` call
+   * (push payloads need this on every ref move, so it must stay cheap).
+   */
+  async logWithFiles(
+    range: string[],
+    max: number,
+  ): Promise<Array<CommitInfo & { files: Array<{ status: string; path: string }> }>> {
+    const fmt = "%x1e%H%x1f%T%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%cn%x1f%ce%x1f%cI%x1f%B%x1f";
+    const r = await this.git(
+      [
+        "log",
+        "--reverse",
+        `--max-count=${max}`,
+        "--no-renames",
+        "--name-status",
+        "-z",
+        `--format=${fmt}`,
+        ...range,
+      ],
+      { reject: false },
+    );
+    if (r.exitCode !== 0) return [];
+    const iso = (d: string) => new Date(d).toISOString().replace(".000Z", "Z");
+    return r.stdout
+      .split("\x1e")
+      .filter(Boolean)
+      .map((rec) => {
+        const f = rec.split("\x1f");
+        const [sha, tree, parents, an, ae, ad, cn, ce, cd, message] = f as [
+          string,
+          string,
+          string,
+          string,
+          string,
+          string,
+          string,
+          string,
+          string,
+          string,
+        ];
+        const rest = (f[10] ?? "")
+          .split("\0")
+          .map((x) => x.replace(/^\n/, ""))
+          .filter(Boolean);
+        const files: Array<{ status: string; path: string }> = [];
+        for (let i = 0; i + 1 < rest.length; i += 2) files.push({ status: rest[i]!, path: rest[i + 1]! });
+        return {
+          sha,
+          tree,
+          parents: parents.split(" ").filter(Boolean),
+          author: { name: an, email: ae, date: iso(ad) },
+          committer: { name: cn, email: ce, date: iso(cd) },
+          message: message.replace(/\n$/, ""),
+          files,
+        };
+      });
+  }
+
   async changedFiles(from: string, to: string): Promise<Array<{ status: string; path: string }>> {
     const r = await this.git(["diff", "--no-renames", "--name-status", "-z", from, to], { reject: false });
     const parts = r.stdout.split("\0").filter(Boolean);

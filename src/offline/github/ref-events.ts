@@ -19,25 +19,21 @@ export function makeRefMoved(w: World) {
     repo.pushedAt = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
     const commits = [];
     if (after) {
-      const range = before ? [`${before}..${after}`] : [after, "--not", "--branches", "--exclude", ref];
-      const shas = (await repo.git.revList(["--reverse", "--max-count=20", ...range])).slice(-20);
-      for (const sha of shas) {
-        const c = await repo.git.readCommit(sha);
-        if (!c) continue;
-        const parent = c.parents[0];
-        const files = parent ? await repo.git.changedFiles(parent, sha) : [];
+      const range = before ? [`${before}..${after}`] : [after, "--not", "--exclude", ref, "--branches"];
+      // GitHub lists at most 20 commits in a push payload.
+      for (const c of await repo.git.logWithFiles(range, 20)) {
         commits.push({
-          id: sha,
+          id: c.sha,
           tree_id: c.tree,
           distinct: true,
           message: c.message,
           timestamp: c.committer.date,
-          url: `${w.shapes.html}/${repo.fullName}/commit/${sha}`,
+          url: `${w.shapes.html}/${repo.fullName}/commit/${c.sha}`,
           author: { name: c.author.name, email: c.author.email },
           committer: { name: c.committer.name, email: c.committer.email },
-          added: files.filter((f) => f.status === "A").map((f) => f.path),
-          removed: files.filter((f) => f.status === "D").map((f) => f.path),
-          modified: files.filter((f) => f.status !== "A" && f.status !== "D").map((f) => f.path),
+          added: c.files.filter((f) => f.status === "A").map((f) => f.path),
+          removed: c.files.filter((f) => f.status === "D").map((f) => f.path),
+          modified: c.files.filter((f) => f.status !== "A" && f.status !== "D").map((f) => f.path),
         });
       }
     }

@@ -55,12 +55,13 @@ export function registerGitRoutes(
     if (!ref.startsWith("refs/") || ref.split("/").length < 3)
       throw new HttpError(422, "Reference name must start with 'refs/' and have at least two slashes.");
     return repo.git.exclusive(async () => {
-      if (!(await repo.git.objectType(sha))) throw new HttpError(422, "Object does not exist");
+      const type = await repo.git.objectType(sha);
+      if (!type) throw new HttpError(422, "Object does not exist");
       if (!(await repo.git.updateRef(ref, sha, ""))) throw new HttpError(422, "Reference already exists");
       await onRefMoved(repo, ref, null, sha);
       return {
         status: 201,
-        body: await refJson(repo, ref, sha),
+        body: await refJson(repo, ref, sha, type),
         headers: { location: `${api(repo)}/${ref}` },
       };
     });
@@ -73,9 +74,9 @@ export function registerGitRoutes(
     const sha = String(b.sha);
     return repo.git.exclusive(async () => {
       const current = await repo.git.resolveRef(ref);
-      if (!current || !(await repo.git.listRefs(ref)).some((x) => x.ref === ref))
-        throw new HttpError(422, "Reference does not exist");
-      if (!(await repo.git.objectType(sha))) throw new HttpError(422, "Object does not exist");
+      if (!current) throw new HttpError(422, "Reference does not exist");
+      const type = await repo.git.objectType(sha);
+      if (!type) throw new HttpError(422, "Object does not exist");
       if (b.force !== true && current !== sha && !(await repo.git.isAncestor(current, sha))) {
         throw new HttpError(422, "Update is not a fast forward");
       }
@@ -83,7 +84,7 @@ export function registerGitRoutes(
       if (!(await repo.git.updateRef(ref, sha, current)))
         throw new HttpError(422, "Reference cannot be updated");
       if (current !== sha) await onRefMoved(repo, ref, current, sha);
-      return { status: 200, body: await refJson(repo, ref, sha) };
+      return { status: 200, body: await refJson(repo, ref, sha, type) };
     });
   });
 
