@@ -14,10 +14,12 @@ import { type LoggedRequest, RequestLog } from "./request-log.ts";
 import { Router } from "./router.ts";
 import { Actions, type DispatchListener } from "./routes/actions.ts";
 import { registerAppRoutes } from "./routes/app.ts";
+import { registerCommitRoutes } from "./routes/commits.ts";
 import { registerContentsRoutes } from "./routes/contents.ts";
 import { registerGitRoutes } from "./routes/git.ts";
 import { registerIssueRoutes } from "./routes/issues.ts";
 import { registerPullRoutes } from "./routes/pulls.ts";
+import { registerReactionRoutes } from "./routes/reactions.ts";
 import { registerRepoRoutes } from "./routes/repos.ts";
 import { createHandler } from "./server.ts";
 import { EmulatorState, nowIso, type Permission, type Repo, type WorkflowRun } from "./state.ts";
@@ -40,6 +42,11 @@ export interface GitHubEmulatorOptions {
   appSlug?: string;
   /** Primary rate limit per token per hour; default 5000 (GitHub's installation limit). */
   rateLimit?: number;
+  /**
+   * Enforce GitHub's content-creation secondary limits per token (GitHub: 80 a minute, 500 an
+   * hour) with 403 + retry-after. Off by default so ordinary tests are not throttled.
+   */
+  contentLimits?: { perMinute?: number; perHour?: number };
 }
 
 export interface EmulatedIssue {
@@ -182,6 +189,8 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions = {}): Pro
   registerContentsRoutes(router, world, (r, ref, b, a) => refMoved(r, ref, b, a));
   registerPullRoutes(router, world, (r, ref, b, a) => refMoved(r, ref, b, a));
   actions.register(router);
+  registerCommitRoutes(router, world);
+  registerReactionRoutes(router, world);
 
   const handler = createHandler({
     spec,
@@ -192,6 +201,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions = {}): Pro
     faults,
     validate: opts.validate ?? true,
     rateLimit: opts.rateLimit ?? 5000,
+    contentLimits: opts.contentLimits,
     baseUrl: () => baseUrl,
     unimplemented,
     // Reports from the bare repositories' post-receive hooks: a `git push` happened.

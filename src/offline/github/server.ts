@@ -28,6 +28,8 @@ export interface ServerDeps {
   faults: Faults;
   validate: boolean;
   rateLimit: number;
+  /** GitHub's content-creation secondary limits (80/minute, 500/hour); off when undefined. */
+  contentLimits?: { perMinute?: number; perHour?: number };
   baseUrl: () => string;
   unimplemented: Array<{ method: string; path: string; route: string; inSpec: boolean }>;
   internal: (path: string, body: Buffer) => Promise<Reply | undefined>;
@@ -36,6 +38,23 @@ export interface ServerDeps {
 /** The HTTP pipeline: auth, route match, faults, OpenAPI check, handler, rate limit, ETag. */
 export function createHandler(d: ServerDeps) {
   const buckets = new Map<string, Bucket>();
+  const contentTimes = new Map<string, number[]>();
+
+  /** Seconds to wait when this content-creating request would exceed a secondary limit. */
+  const contentWait = (key: string): number | undefined => {
+    const lim = d.contentLimits;
+    if (!lim) return undefined;
+    const now = Date.now();
+    const times = (contentTimes.get(key) ?? []).filter((t) => t > now - 3600_000);
+    contentTimes.set(key, times);
+    const lastMinute = times.filter((t) => t > now - 60_000);
+    if (lim.perMinute !== undefined && lastMinute.length >= lim.perMinute)
+      return Math.ceil((lastMinute[0]! + 60_000 - now) / 1000);
+    if (lim.perHour !== undefined && times.length >= lim.perHour)
+      return Math.ceil((times[0]! + 3600_000 - now) / 1000);
+    times.push(now);
+    return undefined;
+  };
   const warned = new Set<string>();
 
   const bucketFor = (actor: Actor, remote: string): [string, Bucket] => {
@@ -191,6 +210,20 @@ export function createHandler(d: ServerDeps) {
             ? "Server Error"
             : "Injected fault";
         return sendError(new HttpError(fault.status, message, {}, headers));
+      }
+
+      if (classify(method, route) === "content") {
+        const wait = contentWait(bucketFor(actor, req.socket.remoteAddress ?? "")[0]);
+        if (wait !== undefined) {
+          return sendError(
+            new HttpError(
+              403,
+              `You have exceeded a secondary rate limit and have been temporarily blocked from content creation. Please retry your request again later. If you reach out to GitHub Support for help, please include the request ID ${requestId}.`,
+              {},
+              { "retry-after": String(Math.max(wait, 1)) },
+            ),
+          );
+        }
       }
 
       let body: unknown;

@@ -153,3 +153,58 @@ describe("OpenAPI check, faults, counts, app auth", () => {
     expect(repo.permissions?.push).toBe(true);
   });
 });
+
+describe("limits and extra routes", () => {
+  it("enforces content-creation secondary limits when asked, and the primary rate limit", async () => {
+    const limited = await startGitHubEmulator({ contentLimits: { perMinute: 3 }, rateLimit: 10 });
+    try {
+      await limited.createRepo({ owner: "acme", name: "lim" });
+      const gh = userOctokit(limited, "acme");
+      for (let i = 0; i < 3; i++) await gh.issues.create({ owner: "acme", repo: "lim", title: `t${i}` });
+      const err = await gh.issues.create({ owner: "acme", repo: "lim", title: "t4" }).catch((e) => e);
+      expect(err.status).toBe(403);
+      expect(Number(err.response.headers["retry-after"])).toBeGreaterThan(0);
+      expect(err.response.data.message).toMatch(/secondary rate limit/);
+      // Reads are not content creation, but they spend the primary limit of 10 until it runs out.
+      let over: { status?: number; response?: { headers: Record<string, string> } } = {};
+      for (let i = 0; i < 12 && over.status !== 403; i++) {
+        over = await gh.issues.get({ owner: "acme", repo: "lim", issue_number: 1 }).catch((e) => e);
+      }
+      expect(over.status).toBe(403);
+      expect(over.response?.headers["x-ratelimit-remaining"]).toBe("0");
+    } finally {
+      await limited.stop();
+    }
+  });
+
+  it("serves commits, compare and comment reactions", async () => {
+    const gh = userOctokit(em, "maria");
+    const { data: c } = await gh.repos.getCommit({ owner: "acme", repo: "api", ref: "main" });
+    expect(c.commit.message).toBe("Initial commit");
+    const { data: cmp } = await gh.repos.compareCommitsWithBasehead({
+      owner: "acme",
+      repo: "api",
+      basehead: "main...main",
+    });
+    expect(cmp.status).toBe("identical");
+    const { data: comment } = await gh.issues.createComment({
+      owner: "acme",
+      repo: "api",
+      issue_number: 1,
+      body: "/fleet status",
+    });
+    const first = await gh.reactions.createForIssueComment({
+      owner: "acme",
+      repo: "api",
+      comment_id: comment.id,
+      content: "eyes",
+    });
+    const again = await gh.reactions.createForIssueComment({
+      owner: "acme",
+      repo: "api",
+      comment_id: comment.id,
+      content: "eyes",
+    });
+    expect([first.status, again.status]).toEqual([201, 200]);
+  });
+});
