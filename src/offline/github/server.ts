@@ -107,7 +107,9 @@ export function createHandler(d: ServerDeps) {
         };
         let payload: Buffer | undefined;
         if (body !== undefined && status !== 204 && status !== 304) {
-          payload = Buffer.from(typeof body === "string" ? body : JSON.stringify(body));
+          payload = Buffer.isBuffer(body)
+            ? body
+            : Buffer.from(typeof body === "string" ? body : JSON.stringify(body));
           h["content-type"] ??= "application/json; charset=utf-8";
           if ((method === "GET" || method === "HEAD") && status === 200) {
             const etag = `W/"${createHash("sha256").update(payload).digest("hex").slice(0, 40)}"`;

@@ -51,12 +51,14 @@ export function registerContentsRoutes(
         headers: { "content-type": "text/plain; charset=utf-8" },
       };
     }
+    // Like GitHub, files over 1 MB come back without content: use the raw media type for them.
+    const large = data.length > 1024 * 1024;
     return {
       status: 200,
       body: {
         ...entryJson(repo, path, entry.sha, "file", data.length, ref),
-        content: wrap64(data.toString("base64")),
-        encoding: "base64",
+        content: large ? "" : wrap64(data.toString("base64")),
+        encoding: large ? "none" : "base64",
       },
     };
   });
