@@ -7,7 +7,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { Octokit } from "@octokit/rest";
+import { execa } from "execa";
 import { newTask } from "../src/core/task.ts";
+import { startGitHubEmulator } from "../src/offline/github/index.ts";
 import { type FleetStateDoc, parseStateDoc, recordLedger, STATE_PATH } from "../src/state/doc.ts";
 import { StateConflictError } from "../src/state/errors.ts";
 import { createGitHubStateStore } from "../src/state/github-store.ts";
@@ -29,9 +31,9 @@ const tsx = join(here, "../node_modules/.bin/tsx");
 
 const taskId = (w: number, k: number) => `fl-w${w}t${k}`;
 
-async function writer(url: string, w: number, n: number, startAt: number): Promise<void> {
+async function writer(url: string, token: string, w: number, n: number, startAt: number): Promise<void> {
   const store = createGitHubStateStore({
-    octokit: new Octokit({ baseUrl: url, auth: `writer-${w}` }),
+    octokit: new Octokit({ baseUrl: url, auth: token }),
     owner: "octo",
     repo: "widgets",
   });
@@ -100,11 +102,74 @@ async function writer(url: string, w: number, n: number, startAt: number): Promi
   );
 }
 
-async function githubBench() {
-  const server = await startFakeGitHub();
+interface BenchServer {
+  name: string;
+  url: string;
+  token: string;
+  /** state.json of every commit on the branch, newest first, and the requests the server saw. */
+  branchStates(): Promise<string[]>;
+  requests(): number;
+  close(): Promise<void>;
+}
+
+async function emulatorServer(): Promise<BenchServer> {
+  const emulator = await startGitHubEmulator();
+  const repo = await emulator.createRepo({
+    owner: "octo",
+    name: "widgets",
+    files: { "README.md": "# widgets\n" },
+  });
+  emulator.addCollaborator(repo.fullName, "maintainer", "write");
+  return {
+    name: "offline emulator (src/offline/github, bare git repository)",
+    url: emulator.url,
+    token: emulator.userToken("maintainer"),
+    async branchStates() {
+      const shas = (
+        await execa("git", ["-C", repo.gitDir, "rev-list", "refs/heads/fleet/state"])
+      ).stdout.split("\n");
+      const input = shas.map((sha) => `${sha}:${STATE_PATH}`).join("\n");
+      const out = (
+        await execa("git", ["-C", repo.gitDir, "cat-file", "--batch"], { input, stripFinalNewline: false })
+      ).stdout;
+      const docs: string[] = [];
+      let at = 0;
+      while (at < out.length) {
+        const nl = out.indexOf("\n", at);
+        const size = Number(out.slice(at, nl).split(" ")[2]);
+        docs.push(out.slice(nl + 1, nl + 1 + size));
+        at = nl + 1 + size + 1;
+      }
+      return docs;
+    },
+    requests: () => emulator.counts().total,
+    close: () => emulator.stop(),
+  };
+}
+
+async function fakeServer(): Promise<BenchServer> {
+  const fake = await startFakeGitHub();
+  return {
+    name: "test/state/fake-git-github.ts (in-memory)",
+    url: fake.url,
+    token: "bench",
+    async branchStates() {
+      const docs: string[] = [];
+      for (let sha = fake.refs.get("fleet/state"); sha; sha = fake.commits.get(sha)!.parents[0]) {
+        docs.push(fake.filesAt(sha)[STATE_PATH] ?? "");
+      }
+      return docs;
+    },
+    requests: () => fake.requests,
+    close: () => fake.close(),
+  };
+}
+
+async function githubBench(kind: "emulator" | "fake") {
+  const server = kind === "emulator" ? await emulatorServer() : await fakeServer();
   try {
     const seed = createGitHubStateStore({
-      octokit: new Octokit({ baseUrl: server.url, auth: "seed" }),
+      octokit: new Octokit({ baseUrl: server.url, auth: server.token }),
       owner: "octo",
       repo: "widgets",
     });
@@ -129,14 +194,22 @@ async function githubBench() {
         message: "bench: seed tasks",
       };
     });
-    const seedCommits = server.commits.size;
-    const requestsBefore = server.requests;
-    const startAt = Date.now() + 4_000;
+    const seedCommits = (await server.branchStates()).length;
+    const requestsBefore = server.requests();
+    const startAt = Date.now() + 8_000;
     const outs = await Promise.all(
       Array.from({ length: WRITERS }, (_, w) =>
         run(
           tsx,
-          [join(here, "cas.ts"), "writer", server.url, String(w), String(TRANSITIONS), String(startAt)],
+          [
+            join(here, "cas.ts"),
+            "writer",
+            server.url,
+            server.token,
+            String(w),
+            String(TRANSITIONS),
+            String(startAt),
+          ],
           {
             maxBuffer: 1 << 24,
           },
@@ -148,24 +221,20 @@ async function githubBench() {
       Math.max(...results0.map((r) => r.lateStartMs + r.ranMs)) -
       Math.min(...results0.map((r) => r.lateStartMs));
     const results = outs.map((o) => JSON.parse(o.stdout));
-    const serverRequests = server.requests - requestsBefore;
+    const serverRequests = server.requests() - requestsBefore;
     // Check every state the branch ever held for over-granted slots.
     let overGranted = 0;
     let maxLive = 0;
-    const headFiles = server.files("fleet/state");
-    const final = parseStateDoc(headFiles[STATE_PATH]!, "bench", "bench");
-    let sha: string | undefined = server.refs.get("fleet/state");
-    let statesChecked = 0;
-    while (sha) {
-      const commit = server.commits.get(sha)!;
-      const doc = parseStateDoc(server.filesAt(sha)[STATE_PATH] ?? "", "bench", "bench");
+    const states = await server.branchStates();
+    const final = parseStateDoc(states[0]!, "bench", "bench");
+    for (const text of states) {
+      const doc = parseStateDoc(text, "bench", "bench");
       const live = slotsInUse(doc, NOW).size;
       const leases = Object.values(doc.tasks).filter((t) => t.lease).length;
       maxLive = Math.max(maxLive, leases);
       if (live > MAX_CONCURRENT || leases > MAX_CONCURRENT) overGranted++;
-      statesChecked++;
-      sha = commit.parents[0];
     }
+    const statesChecked = states.length;
     const perWriter = results.map((r) => ({
       writer: r.writer,
       expected: TRANSITIONS,
@@ -187,8 +256,7 @@ async function githubBench() {
     const retries = perWriter.reduce((s, r) => s + r.retries, 0);
     const gaveUp = perWriter.reduce((s, r) => s + r.gaveUp, 0);
     return {
-      server:
-        "test/state/fake-git-github.ts (the emulator in src/offline/github has no git-data/contents routes yet)",
+      server: server.name,
       writers: WRITERS,
       transitionsPerWriter: TRANSITIONS,
       maxConcurrent: MAX_CONCURRENT,
@@ -197,7 +265,7 @@ async function githubBench() {
       slotsOverGranted: overGranted,
       maxLeasesSeen: maxLive,
       statesChecked,
-      commits: server.commits.size - seedCommits,
+      commits: states.length - seedCommits,
       casRetries: retries,
       updatesThatGaveUp: gaveUp,
       retriesPerTransition: +(retries / total).toFixed(3),
@@ -240,12 +308,17 @@ async function localBench() {
 }
 
 if (process.argv[2] === "writer") {
-  await writer(process.argv[3]!, Number(process.argv[4]), Number(process.argv[5]), Number(process.argv[6]));
+  const [url, token, w, n, startAt] = process.argv.slice(3);
+  await writer(url!, token!, Number(w), Number(n), Number(startAt));
 } else {
-  const github = await githubBench();
+  const kind = process.argv.includes("--server=fake") ? "fake" : "emulator";
+  const github = await githubBench(kind);
   const local = await localBench();
   const out = { date: new Date().toISOString(), node: process.version, github, local };
   console.log(JSON.stringify(out, null, 2));
   await mkdir(join(here, "results"), { recursive: true });
-  await writeFile(join(here, "results/cas.json"), `${JSON.stringify(out, null, 2)}\n`);
+  await writeFile(
+    join(here, kind === "emulator" ? "results/cas.json" : "results/cas-fake.json"),
+    `${JSON.stringify(out, null, 2)}\n`,
+  );
 }

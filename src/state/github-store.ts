@@ -180,7 +180,8 @@ export function createGitHubStateStore(opts: GitHubStateStoreOptions): GitHubSta
     try {
       const r = await call<{ object: { sha: string } }>("GET /repos/{owner}/{repo}/git/ref/{ref}", {
         ref: `heads/${branch}`,
-        headers: cache?.refEtag ? { "if-none-match": cache.refEtag } : {},
+        // A stale commit sha must be learnt again even if the ref did not move since the last read.
+        headers: cache?.refEtag && !cache.commitStale ? { "if-none-match": cache.refEtag } : {},
       });
       head = r.data.object.sha;
       refEtag = r.headers.etag;
