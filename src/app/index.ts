@@ -1,19 +1,49 @@
-import type { ApplicationFunction } from "probot";
+import type { ApplicationFunction, Context } from "probot";
 import { knownCoders } from "../agents/index.ts";
-import { onIssueLabeled } from "./on-issue-labeled.ts";
+import { fleetLabelDefinitions } from "../core/labels.ts";
+import { ensureFleetLabels } from "../github/labels.ts";
+import { onCommand } from "./on-command.ts";
+import { onIssueEnded } from "./on-issue-ended.ts";
+import { type HandlerDeps, onIssueLabeled } from "./on-issue-labeled.ts";
+import { onPullRequest } from "./on-pull-request.ts";
+import { createRepoQueues, type RepoQueueFactoryOptions, type RepoQueues } from "./repo-queues.ts";
 
-export interface FleetAppOptions {
+export interface FleetAppOptions extends RepoQueueFactoryOptions {
   knownCoders?: readonly string[];
+  /** Called with the app's per-repository queues, e.g. for a periodic reconcile or a test's flush. */
+  onReady?: (queues: RepoQueues) => void;
 }
 
 /** The Probot application: wires webhook events to Fleet's handlers. */
 export function createFleetApp(options: FleetAppOptions = {}): ApplicationFunction {
-  const deps = { knownCoders: options.knownCoders ?? knownCoders };
   return (app) => {
-    app.on("issues.labeled", async (context) => {
-      // Fleet's own label changes (and other bots') never start work.
-      if (context.isBot) return;
-      await onIssueLabeled(context, deps);
+    const deps: HandlerDeps = {
+      knownCoders: options.knownCoders ?? knownCoders,
+      queues: createRepoQueues(app, options),
+    };
+    options.onReady?.(deps.queues);
+    // Fleet's own actions (and other bots') never drive it: only people label, close and command.
+    const human =
+      <C extends Context>(handler: (context: C, deps: HandlerDeps) => Promise<void>) =>
+      async (context: C) => {
+        if (context.isBot) return;
+        await handler(context, deps);
+      };
+
+    app.on("issues.labeled", human(onIssueLabeled));
+    app.on(["issues.unlabeled", "issues.closed"], human(onIssueEnded));
+    app.on("issue_comment.created", human(onCommand));
+    // PR events come from Fleet's own bot when it opens the PR: they are not filtered by sender.
+    app.on(["pull_request.opened", "pull_request.closed"], (context) => onPullRequest(context, deps));
+    app.on(["installation.created", "installation_repositories.added"], async (context) => {
+      const repos =
+        "repositories_added" in context.payload
+          ? context.payload.repositories_added
+          : (context.payload.repositories ?? []);
+      for (const r of repos) {
+        const [owner, repo] = r.full_name.split("/") as [string, string];
+        await ensureFleetLabels(context.octokit, { owner, repo }, fleetLabelDefinitions(deps.knownCoders));
+      }
     });
   };
 }

@@ -28,7 +28,8 @@ export const TRANSITIONS: Readonly<Record<TaskState, readonly TaskState[]>> = Ob
     "cancelled",
     "failed",
   ] as const),
-  "awaiting-approval": Object.freeze(["running", "cancelled", "failed"] as const),
+  // Approval sends the task back to the queue: the work phase needs a slot like any run.
+  "awaiting-approval": Object.freeze(["queued", "running", "cancelled", "failed"] as const),
   running: Object.freeze(["pr-open", "done", "queued", "rate-limited", "cancelled", "failed"] as const),
   "pr-open": Object.freeze(["running", "done", "cancelled", "failed"] as const),
   done: Object.freeze([] as const),

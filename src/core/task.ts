@@ -75,6 +75,10 @@ export interface Task {
   resetAt?: string;
   totals?: RunTotals;
   requestedBy?: string;
+  /** The plan was approved with `/fleet approve`: the next run skips the plan phase. */
+  approved?: boolean;
+  /** Where the task's run can be followed (an Actions run page). */
+  runUrl?: string;
 }
 
 export const isTaskState = (value: unknown): value is TaskState =>

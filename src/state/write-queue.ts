@@ -112,3 +112,12 @@ export function createWriteQueue(store: StateStore, opts: WriteQueueOptions = {}
     },
   };
 }
+
+/**
+ * The store seen through a write queue: every update from this process goes through one queue, so the
+ * process never races itself (a heartbeat against a transition) and updates arriving together share a commit.
+ */
+export function coalescingStore(store: StateStore, opts: WriteQueueOptions = {}): StateStore {
+  const queue = createWriteQueue(store, opts);
+  return { read: () => store.read(), update: (m) => queue.enqueue(m) };
+}

@@ -81,7 +81,7 @@ describe("TRANSITIONS", () => {
     ["queued", "running"],
     ["queued", "pr-open"],
     ["blocked", "dispatched"],
-    ["awaiting-approval", "queued"],
+    ["awaiting-approval", "pr-open"],
     ["rate-limited", "running"],
     ["queued", "queued"],
     ["failed", "running"],

@@ -23,6 +23,7 @@ describe("labeled issue -> tracking comment, over real HTTP", () => {
       baseUrl: gh.url,
       resilient: false,
       logLevel: "fatal",
+      trackerIntervalMs: 0,
     });
     gh.setWebhookUrl(app.webhookUrl);
     maintainer = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
@@ -58,7 +59,7 @@ describe("labeled issue -> tracking comment, over real HTTP", () => {
 
     const comments = fleetComments(issue);
     expect(comments).toHaveLength(1);
-    expect(comments[0]!.body).toContain("<!-- fleet:tracking claude -->");
+    expect(comments[0]!.body).toMatch(/<!-- fleet:tracking fl-[0-9a-z]+ -->/);
     expect(comments[0]!.body).toMatch(/queued/);
     expect(comments[0]!.body).toContain("`claude`");
 
@@ -104,7 +105,9 @@ describe("labeled issue -> tracking comment, over real HTTP", () => {
       labels: ["fleet:codex"],
     });
     await gh.waitForDeliveries();
-    expect(fleetComments(issue).some((c) => c.body.includes("<!-- fleet:tracking codex -->"))).toBe(true);
+    expect(
+      fleetComments(issue).some((c) => c.body.includes("fleet:tracking") && c.body.includes("`codex`")),
+    ).toBe(true);
   });
 
   it("refuses a sender without write access and queues nothing", async () => {

@@ -1,0 +1,109 @@
+import type { Context } from "probot";
+import { FLEET_COMMAND_HELP, parseFleetCommand } from "../core/commands.ts";
+import { fleetLabelDefinitions } from "../core/labels.ts";
+import { queuePosition } from "../core/scheduler.ts";
+import { ensureFleetLabels } from "../github/labels.ts";
+import { renderCommandReply, renderStatus } from "../render/command-replies.ts";
+import { allowedOrExplain, configOrExplain } from "./guard.ts";
+import type { HandlerDeps } from "./on-issue-labeled.ts";
+
+/** `issue_comment.created`: `/fleet status|cancel|retry|approve|config set|labels|help` from a maintainer. */
+export async function onCommand(context: Context<"issue_comment.created">, deps: HandlerDeps): Promise<void> {
+  const { payload } = context;
+  const onPullRequest = Boolean(payload.issue.pull_request);
+  const command = parseFleetCommand(payload.comment.body, { onPullRequest });
+  if (command.kind === "none") return;
+  const reply = (text: string) =>
+    context.octokit.rest.issues.createComment(
+      context.issue({ body: renderCommandReply(command.kind, text) }),
+    );
+
+  if (command.kind === "error") {
+    await reply(command.message);
+    return;
+  }
+  if (command.kind === "help") {
+    await reply(FLEET_COMMAND_HELP);
+    return;
+  }
+  const config = await configOrExplain(context);
+  if (!config) return;
+  const sender = payload.comment.user?.login ?? payload.sender.login;
+  if (!(await allowedOrExplain(context, config, sender))) return;
+
+  const queue = await deps.queues.forContext(context, config);
+  const issue = payload.issue.number;
+  switch (command.kind) {
+    case "status": {
+      const doc = await queue.snapshot();
+      const all = Object.values(doc.tasks);
+      const mine = all.filter((t) => t.issue === issue);
+      const cap = queue.config(doc).max_concurrent;
+      const positions = new Map(
+        mine.flatMap((t) => {
+          const p = queuePosition(all, t.id, { max_concurrent: cap });
+          return p ? [[t.id, p] as const] : [];
+        }),
+      );
+      await reply(renderStatus(mine, positions));
+      return;
+    }
+    case "cancel": {
+      const moved = await queue.move(issue, "cancelled", {
+        reason: `cancelled by @${sender}${command.reason ? `: ${command.reason}` : ""}`,
+        from: [
+          "queued",
+          "blocked",
+          "dispatched",
+          "planning",
+          "awaiting-approval",
+          "running",
+          "rate-limited",
+          "pr-open",
+        ],
+      });
+      if (moved.length === 0) await reply("Nothing to cancel: this issue has no live Fleet task.");
+      return;
+    }
+    case "retry": {
+      const moved = await queue.move(issue, "queued", { from: ["failed", "cancelled"] });
+      if (moved.length === 0)
+        await reply("Nothing to retry: only a failed or cancelled task can be retried.");
+      return;
+    }
+    case "approve": {
+      const moved = await queue.move(issue, "queued", {
+        from: ["awaiting-approval"],
+        patch: { approved: true },
+      });
+      if (moved.length === 0)
+        await reply("Nothing to approve: no task of this issue is waiting for plan approval.");
+      return;
+    }
+    case "config-set": {
+      await queue.setConfig(command.assignments, sender);
+      const doc = await queue.snapshot();
+      await reply(
+        `Config updated by @${sender}: ${command.assignments.map((a) => `\`${a.key}=${String(a.value)}\``).join(", ")}. ` +
+          `Now ${queue.config(doc).max_concurrent} slots.`,
+      );
+      return;
+    }
+    case "labels": {
+      const created = await ensureFleetLabels(
+        context.octokit,
+        context.repo(),
+        fleetLabelDefinitions(deps.knownCoders),
+      );
+      await reply(
+        created.length
+          ? `Created labels: ${created.map((l) => `\`${l}\``).join(", ")}.`
+          : "All Fleet labels exist.",
+      );
+      return;
+    }
+    case "instructions":
+      await reply("Review-loop instructions are not supported yet; the task's PR was left as it is.");
+      return;
+  }
+}

@@ -1,0 +1,44 @@
+import type { Context } from "probot";
+import { parseFleetLabel } from "../core/labels.ts";
+import type { TaskState } from "../core/task.ts";
+import { loadRepoConfig } from "./load-config.ts";
+import type { HandlerDeps } from "./on-issue-labeled.ts";
+
+// Live states a person can cancel by unlabeling or closing; a task with an open PR ends with its PR.
+const CANCELLABLE: TaskState[] = [
+  "queued",
+  "blocked",
+  "dispatched",
+  "planning",
+  "awaiting-approval",
+  "running",
+  "rate-limited",
+];
+
+/** `issues.unlabeled` (a coder label) and `issues.closed`: the task is cancelled and its agent stopped. */
+export async function onIssueEnded(
+  context: Context<"issues.unlabeled"> | Context<"issues.closed">,
+  deps: HandlerDeps,
+): Promise<void> {
+  const { payload } = context;
+  let coder: string | undefined;
+  let reason: string;
+  if (payload.action === "unlabeled") {
+    const parsed = parseFleetLabel(payload.label?.name ?? "", deps.knownCoders);
+    if (parsed.kind !== "coder") return;
+    coder = parsed.coder;
+    reason = `label ${payload.label?.name} removed by @${payload.sender.login}`;
+  } else {
+    reason = `issue closed by @${payload.sender.login}`;
+  }
+  const loaded = await loadRepoConfig(context);
+  if (!loaded.ok) return;
+  const queue = await deps.queues.forContext(context, loaded.config);
+  const doc = await queue.snapshot();
+  const live = Object.values(doc.tasks).filter(
+    (t) => t.issue === payload.issue.number && CANCELLABLE.includes(t.state) && (!coder || t.coder === coder),
+  );
+  for (const t of live) {
+    await queue.move(t.issue, "cancelled", { reason, taskId: t.id, from: CANCELLABLE });
+  }
+}

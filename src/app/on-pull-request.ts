@@ -1,0 +1,45 @@
+import type { Context } from "probot";
+import type { Task } from "../core/task.ts";
+import type { FleetStateDoc } from "../state/doc.ts";
+import { loadRepoConfig } from "./load-config.ts";
+import type { HandlerDeps } from "./on-issue-labeled.ts";
+
+/** The task whose branch or PR this is. */
+export function taskForPullRequest(
+  doc: FleetStateDoc,
+  pr: { number: number; head: string },
+): Task | undefined {
+  const tasks = Object.values(doc.tasks);
+  return (
+    tasks.find((t) => t.pr === pr.number) ?? tasks.find((t) => t.branch === pr.head && t.state !== "done")
+  );
+}
+
+/**
+ * `pull_request.opened|closed` on a `fleet/*` branch: opened -> pr-open; merged -> done (dependents
+ * unblocked, slot already free); closed unmerged -> failed, retry allowed.
+ */
+export async function onPullRequest(
+  context: Context<"pull_request.opened"> | Context<"pull_request.closed">,
+  deps: HandlerDeps,
+): Promise<void> {
+  const pr = context.payload.pull_request;
+  if (!pr.head.ref.startsWith("fleet/")) return;
+  const loaded = await loadRepoConfig(context as unknown as Context<"issues">);
+  if (!loaded.ok) return;
+  const queue = await deps.queues.forContext(context, loaded.config);
+  const task = taskForPullRequest(await queue.snapshot(), { number: pr.number, head: pr.head.ref });
+  if (!task) return;
+  if (context.payload.action === "opened") {
+    await queue.move(task.issue, "pr-open", { taskId: task.id, from: ["running"], patch: { pr: pr.number } });
+    return;
+  }
+  if (pr.merged) {
+    await queue.move(task.issue, "done", { taskId: task.id, patch: { pr: pr.number } });
+  } else {
+    await queue.move(task.issue, "failed", {
+      taskId: task.id,
+      reason: `pull request #${pr.number} was closed without merging; comment \`/fleet retry\` to run it again`,
+    });
+  }
+}

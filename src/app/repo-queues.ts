@@ -1,0 +1,85 @@
+import type { Context, Probot } from "probot";
+import type { FleetConfig } from "../core/config.ts";
+import type { GitHubClient } from "../github/client.ts";
+import type { Dispatcher } from "../queue/dispatcher.ts";
+import { localDispatcher } from "../queue/dispatcher.ts";
+import { createRepoQueue, type RepoQueue } from "../queue/repo-queue.ts";
+import { createTracker, type Tracker } from "../queue/tracker.ts";
+import { createGitHubStateStore, type GitHubStateStore } from "../state/github-store.ts";
+import type { StateStore } from "../state/store.ts";
+import { coalescingStore } from "../state/write-queue.ts";
+
+export interface RepoQueueFactoryOptions {
+  clock?: () => Date;
+  trackerIntervalMs?: number;
+  /** Builds the dispatcher for a repository's dispatch mode; local mode by default. */
+  dispatcherFor?: (
+    mode: FleetConfig["dispatch"],
+    octokit: GitHubClient,
+    repo: { owner: string; repo: string },
+  ) => Dispatcher;
+}
+
+interface RepoHandle {
+  store: GitHubStateStore;
+  /** The store seen through a write queue: transitions arriving together share one commit. */
+  coalesced: StateStore;
+  tracker: Tracker;
+  octokit: GitHubClient;
+}
+
+/**
+ * One state store (with its ETag cache) and one tracker (with its throttle windows) per repository,
+ * kept across events so that consecutive events cost conditional reads, not full ones. They use an
+ * installation client from `app.auth`, which renews its token by itself.
+ */
+export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions = {}) {
+  const handles = new Map<string, Promise<RepoHandle>>();
+
+  async function handleFor(owner: string, repo: string, installationId: number): Promise<RepoHandle> {
+    const key = `${owner}/${repo}`.toLowerCase();
+    let h = handles.get(key);
+    if (!h) {
+      h = (async () => {
+        const octokit = (await app.auth(installationId)) as unknown as GitHubClient;
+        const store = createGitHubStateStore({ octokit, owner, repo, clock: options.clock });
+        const tracker = createTracker({
+          octokit,
+          repo: { owner, repo },
+          minIntervalMs: options.trackerIntervalMs,
+        });
+        const coalesced = coalescingStore(store, { maxDelayMs: 50 });
+        return { store, coalesced, tracker, octokit };
+      })();
+      handles.set(key, h);
+      h.catch(() => handles.delete(key));
+    }
+    return h;
+  }
+
+  return {
+    async forContext(context: Context, fileConfig: FleetConfig): Promise<RepoQueue> {
+      const { owner, repo } = context.repo();
+      const installationId = (context.payload as { installation?: { id: number } }).installation?.id;
+      if (installationId === undefined)
+        throw new Error("The webhook carries no installation; Fleet runs as an installed GitHub App.");
+      const h = await handleFor(owner, repo, installationId);
+      const dispatcher =
+        options.dispatcherFor?.(fileConfig.dispatch, h.octokit, { owner, repo }) ?? localDispatcher;
+      return createRepoQueue({
+        repo: `${owner}/${repo}`,
+        store: h.coalesced,
+        fileConfig,
+        dispatcher,
+        tracker: h.tracker,
+        clock: options.clock,
+        log: (m) => context.log.warn(m),
+      });
+    },
+    async flush(): Promise<void> {
+      for (const h of handles.values()) await (await h).tracker.flush();
+    },
+  };
+}
+
+export type RepoQueues = ReturnType<typeof createRepoQueues>;

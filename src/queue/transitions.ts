@@ -1,0 +1,221 @@
+import { newBeadId } from "../beads/index.ts";
+import { taskBranchName } from "../core/branch.ts";
+import { applyOverrides, type FleetConfig } from "../core/config.ts";
+import { canTransition, isTerminal, transition } from "../core/lifecycle.ts";
+import { scheduleNext } from "../core/scheduler.ts";
+import { type Lease, newTask, type Priority, type Task, type TaskState } from "../core/task.ts";
+import type { FleetStateDoc } from "../state/doc.ts";
+
+// Pure transitions over the state document: each returns the new document and what changed, so the
+// caller can run it inside a compare-and-swap mutation (possibly several times) and act afterwards.
+
+export const DEFAULT_LEASE_TTL_MS = 15 * 60_000;
+
+export interface TaskChange {
+  task: Task;
+  from?: TaskState;
+}
+
+export interface TransitionResult {
+  doc: FleetStateDoc;
+  changes: TaskChange[];
+  /** One line per change for the commit message. */
+  messages: string[];
+}
+
+const withTasks = (doc: FleetStateDoc, tasks: Task[]): FleetStateDoc => {
+  if (tasks.length === 0) return doc;
+  const next = { ...doc.tasks };
+  for (const t of tasks) next[t.id] = t;
+  return { ...doc, tasks: next };
+};
+
+/** The repository's config with `config set` overrides from the state applied; bad overrides are skipped. */
+export function effectiveConfig(fileConfig: FleetConfig, doc: FleetStateDoc): FleetConfig {
+  const overrides: Record<string, string> = {};
+  for (const [k, v] of Object.entries(doc.config)) {
+    if (v === undefined || v === null) continue;
+    overrides[k] = Array.isArray(v) ? v.join(",") : String(v);
+  }
+  if (Object.keys(overrides).length === 0) return fileConfig;
+  const applied = applyOverrides(fileConfig, overrides);
+  return applied.ok ? applied.config : fileConfig;
+}
+
+export const tasksOf = (doc: FleetStateDoc): Task[] => Object.values(doc.tasks);
+
+/** The task for this issue and coder/model that is still live (not done, failed or cancelled). */
+export function findTask(
+  doc: FleetStateDoc,
+  q: { issue: number; coder?: string; model?: string; live?: boolean },
+): Task | undefined {
+  let found: Task | undefined;
+  for (const t of tasksOf(doc)) {
+    if (t.issue !== q.issue) continue;
+    if (q.coder !== undefined && t.coder !== q.coder) continue;
+    if (q.model !== undefined && t.model !== q.model) continue;
+    if (q.live && isTerminal(t.state)) continue;
+    // Prefer the most recently updated one: a retried task supersedes its older records.
+    if (!found || t.updatedAt > found.updatedAt) found = t;
+  }
+  return found;
+}
+
+export interface EnqueueInput {
+  repo: string;
+  issue: number;
+  title: string;
+  coder: string;
+  model: string;
+  priority: Priority;
+  dependsOn: number[];
+  requestedBy: string;
+  now: string;
+  idPrefix?: string;
+}
+
+/**
+ * Queues a task for (issue, coder, model). Idempotent: a live task for the same triple is left as it
+ * is (a redelivered webhook changes nothing); a failed or cancelled one is queued again.
+ */
+export function enqueueTask(doc: FleetStateDoc, input: EnqueueInput): TransitionResult & { task: Task } {
+  const existing = findTask(doc, { issue: input.issue, coder: input.coder, model: input.model });
+  if (existing && !isTerminal(existing.state)) return { doc, changes: [], messages: [], task: existing };
+  if (existing && existing.state !== "done" && canTransition(existing.state, "queued")) {
+    const task = { ...transition(existing, "queued", { now: input.now }), priority: input.priority };
+    return {
+      doc: withTasks(doc, [task]),
+      changes: [{ task, from: existing.state }],
+      messages: [`requeue gh-${input.issue} for ${input.coder} (${task.id})`],
+      task,
+    };
+  }
+  const id = newBeadId(
+    {
+      title: input.title,
+      creator: input.requestedBy,
+      createdAt: input.now,
+      description: `${input.coder}:${input.model}`,
+    },
+    { prefix: input.idPrefix ?? "fl", existing: Object.keys(doc.tasks) },
+  );
+  const task = newTask({ ...input, id });
+  return {
+    doc: withTasks(doc, [task]),
+    changes: [{ task }],
+    messages: [`queue gh-${input.issue} for ${input.coder}:${input.model} (${id}, p${input.priority})`],
+    task,
+  };
+}
+
+/** Moves one task; null when the move is not legal any more (a late or repeated event), so it is dropped. */
+export function moveTask(
+  doc: FleetStateDoc,
+  taskId: string,
+  to: TaskState,
+  opts: { now: string; reason?: string; resetAt?: string; patch?: Partial<Task> },
+): TransitionResult | null {
+  const current = doc.tasks[taskId];
+  if (!current || !canTransition(current.state, to)) return null;
+  const task = { ...transition(current, to, opts), ...opts.patch };
+  return {
+    doc: withTasks(doc, [task]),
+    changes: [{ task, from: current.state }],
+    messages: [
+      `${current.state} -> ${to}: gh-${current.issue} (${taskId})${opts.reason ? `: ${opts.reason}` : ""}`,
+    ],
+  };
+}
+
+export interface ScheduleOptions {
+  now: string;
+  /** Who holds the leases of dispatched tasks until a worker claims them. */
+  holder: string;
+  leaseTtlMs?: number;
+  closedIssues?: ReadonlySet<number>;
+}
+
+/**
+ * One scheduling pass applied to the document: expired leases retried or failed, rate-limited tasks
+ * back in the queue after their reset, blocked tasks released, and queued tasks dispatched into free
+ * slots. Because it runs inside a compare-and-swap, two replicas can never both take the last slot.
+ */
+export function applySchedule(
+  doc: FleetStateDoc,
+  config: FleetConfig,
+  opts: ScheduleOptions,
+): TransitionResult {
+  const decisions = scheduleNext({
+    tasks: tasksOf(doc),
+    config,
+    now: opts.now,
+    closedIssues: opts.closedIssues,
+  });
+  const tasks = { ...doc.tasks };
+  const changes = new Map<string, TaskChange>();
+  const messages: string[] = [];
+  const note = (before: Task, after: Task) => {
+    tasks[after.id] = after;
+    const prior = changes.get(after.id);
+    changes.set(after.id, { task: after, from: prior ? prior.from : before.state });
+  };
+  const busy = () => Object.values(tasks).filter((t) => t.lease).length;
+
+  for (const d of decisions) {
+    const task = tasks[d.taskId];
+    if (!task) continue;
+    switch (d.kind) {
+      case "expire-lease": {
+        const reason = `the run stopped reporting (lease ${task.lease?.holder ?? ""} expired)`;
+        const retry = task.attempts <= config.retries.max;
+        const to = retry ? "queued" : "failed";
+        if (!canTransition(task.state, to)) break;
+        note(
+          task,
+          transition(task, to, { now: opts.now, reason: retry ? reason : `${reason}; no retries left` }),
+        );
+        messages.push(`expire lease of gh-${task.issue} (${task.id}) -> ${to}`);
+        break;
+      }
+      case "requeue-rate-limited":
+      case "unblock": {
+        if (!canTransition(task.state, "queued")) break;
+        note(task, transition(task, "queued", { now: opts.now }));
+        messages.push(
+          `${d.kind === "unblock" ? "unblock" : "rate limit over for"} gh-${task.issue} (${task.id})`,
+        );
+        break;
+      }
+      case "block": {
+        if (task.state === "blocked" || !canTransition(task.state, "blocked")) break;
+        const reason = `blocked by ${d.blockedBy.map((n) => `#${n}`).join(", ")}`;
+        note(task, { ...transition(task, "blocked", { now: opts.now, reason }), dependsOn: task.dependsOn });
+        messages.push(`block gh-${task.issue} (${task.id}): ${reason}`);
+        break;
+      }
+      case "hold":
+        break;
+      case "dispatch": {
+        if (!canTransition(task.state, "dispatched")) break;
+        const expiresAt = new Date(
+          Date.parse(opts.now) + (opts.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS),
+        ).toISOString();
+        const lease: Lease = {
+          holder: opts.holder,
+          slot: d.slot,
+          acquiredAt: opts.now,
+          heartbeatAt: opts.now,
+          expiresAt,
+        };
+        const moved = transition(task, "dispatched", { now: opts.now });
+        note(task, { ...moved, lease, branch: task.branch ?? taskBranchName(task.issue, task.title) });
+        messages.push(
+          `dispatch gh-${task.issue} to ${task.coder} (slot ${d.slot}/${config.max_concurrent}, ${busy()} busy)`,
+        );
+        break;
+      }
+    }
+  }
+  const changed = [...changes.values()];
+  return { doc: changed.length ? { ...doc, tasks } : doc, changes: changed, messages };
+}

@@ -1,0 +1,249 @@
+import type { AgentAdapter } from "../agents/types.ts";
+import type { FleetConfig } from "../core/config.ts";
+import type { Task, TaskState } from "../core/task.ts";
+import type { GitHubClient, RepoRef } from "../github/client.ts";
+import { getRepoRole } from "../github/permissions.ts";
+import type { RepoQueue } from "../queue/repo-queue.ts";
+import { recordLedger } from "../state/doc.ts";
+import type { StateStore } from "../state/store.ts";
+import type { GitAuth } from "./git.ts";
+import { runTask, type TaskOutcome } from "./run-task.ts";
+
+export interface ExecuteDeps {
+  repo: RepoRef;
+  octokit: GitHubClient;
+  store: StateStore;
+  queue: RepoQueue;
+  config: FleetConfig;
+  cloneUrl: string;
+  gitAuth?: GitAuth;
+  workDir: string;
+  adapterFor: (coder: string) => AgentAdapter | undefined;
+  /** The credential for a coder: its name and value, looked up by name in the worker's environment. */
+  credentialFor?: (coder: string) => { name: string; value: string } | undefined;
+  modelBaseUrl?: string;
+  agentEnv?: Record<string, string>;
+  /** Lease holder: this worker or Actions run. */
+  holder: string;
+  clock?: () => Date;
+  signal?: AbortSignal;
+  heartbeatMs?: number;
+  leaseTtlMs?: number;
+  secrets?: string[];
+  log?: (message: string) => void;
+}
+
+const UNCLAIMED = /^dispatch:/;
+
+/** Claims a dispatched task's lease for `holder` (compare-and-swap); false when someone else has it. */
+export async function claimTask(store: StateStore, taskId: string, holder: string, now: Date, ttlMs: number) {
+  const result = await store.update(({ doc }) => {
+    const task = doc.tasks[taskId];
+    if (task?.state !== "dispatched" || !task.lease) return null;
+    if (task.lease.holder !== holder && !UNCLAIMED.test(task.lease.holder)) return null;
+    const at = now.toISOString();
+    const lease = {
+      ...task.lease,
+      holder,
+      heartbeatAt: at,
+      expiresAt: new Date(now.getTime() + ttlMs).toISOString(),
+    };
+    return {
+      doc: { ...doc, tasks: { ...doc.tasks, [taskId]: { ...task, lease, updatedAt: at } } },
+      message: `claim gh-${task.issue} (${taskId}) by ${holder} (slot ${task.lease.slot})`,
+    };
+  });
+  return result.applied ? result.snapshot.doc.tasks[taskId] : undefined;
+}
+
+/**
+ * Runs one dispatched task to its end, as its lease holder, and records every transition in
+ * repository state: the one path both the local worker and the Action take.
+ * 1. claim the lease; 2. read the issue (collaborators' comments only are trusted);
+ * 3. heartbeat while running, stopping the agent if the task is cancelled or the lease is lost;
+ * 4. run the task; 5. record the outcome, the ledger, and free the slot; 6. schedule what is next.
+ */
+export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<TaskOutcome | undefined> {
+  const clock = deps.clock ?? (() => new Date());
+  const ttl = deps.leaseTtlMs ?? 15 * 60_000;
+  const log = deps.log ?? (() => {});
+
+  // 1.
+  const task = await claimTask(deps.store, taskId, deps.holder, clock(), ttl);
+  if (!task) return undefined;
+  const adapter = deps.adapterFor(task.coder);
+  if (!adapter) {
+    await deps.queue.move(task.issue, "failed", {
+      taskId,
+      reason: `no adapter for coder "${task.coder}" on this worker`,
+    });
+    return undefined;
+  }
+
+  // 2.
+  const { data: issue } = await deps.octokit.rest.issues.get({ ...deps.repo, issue_number: task.issue });
+  const comments = await deps.octokit.paginate(deps.octokit.rest.issues.listComments, {
+    ...deps.repo,
+    issue_number: task.issue,
+    per_page: 100,
+  });
+  const roles = new Map<string, boolean>();
+  const trusted = async (login: string, type?: string) => {
+    if (type === "Bot") return false;
+    if (!roles.has(login)) {
+      const role = await getRepoRole(deps.octokit, deps.repo, login);
+      roles.set(login, ["admin", "maintain", "write"].includes(role));
+    }
+    return roles.get(login)!;
+  };
+  const promptComments = [];
+  for (const c of comments) {
+    const login = c.user?.login ?? "ghost";
+    if (c.user?.type === "Bot") continue;
+    promptComments.push({ author: login, body: c.body ?? "", trusted: await trusted(login, c.user?.type) });
+  }
+
+  // 3.
+  const abort = new AbortController();
+  const onOuterAbort = () => abort.abort();
+  deps.signal?.addEventListener("abort", onOuterAbort);
+  let lost: string | undefined;
+  const heartbeat = setInterval(
+    () =>
+      void deps.store
+        .update(({ doc }) => {
+          const t = doc.tasks[taskId];
+          if (!t?.lease || t.lease.holder !== deps.holder) {
+            lost = t?.state === "cancelled" ? "cancelled" : "lease lost";
+            abort.abort();
+            return null;
+          }
+          const now = clock();
+          const lease = {
+            ...t.lease,
+            heartbeatAt: now.toISOString(),
+            expiresAt: new Date(now.getTime() + ttl).toISOString(),
+          };
+          return {
+            doc: { ...doc, tasks: { ...doc.tasks, [taskId]: { ...t, lease } } },
+            message: `heartbeat gh-${t.issue} (${taskId}) by ${deps.holder}`,
+          };
+        })
+        .catch((e) => log(`heartbeat of ${taskId} failed: ${(e as Error).message}`)),
+    deps.heartbeatMs ?? 60_000,
+  );
+  heartbeat.unref?.();
+
+  // 4.
+  let current: TaskState = "dispatched";
+  const planPhase = deps.config.plan_phase && !task.approved;
+  let outcome: TaskOutcome;
+  try {
+    outcome = await runTask(
+      {
+        taskId,
+        repo: `${deps.repo.owner}/${deps.repo.repo}`,
+        issue: task.issue,
+        title: issue.title,
+        body: issue.body ?? "",
+        comments: promptComments,
+        coder: task.coder,
+        model: task.model,
+        branch: task.branch,
+        planPhase: deps.config.plan_phase,
+        planApproval: deps.config.plan_approval,
+        approved: task.approved ?? !planPhase,
+        timeouts: {
+          runMs: deps.config.timeouts.run_minutes * 60_000,
+          stallMs: deps.config.timeouts.stall_minutes * 60_000,
+        },
+        attempt: task.attempts,
+      },
+      {
+        octokit: deps.octokit,
+        cloneUrl: deps.cloneUrl,
+        gitAuth: deps.gitAuth,
+        workDir: deps.workDir,
+        adapter,
+        credential: deps.credentialFor?.(task.coder),
+        modelBaseUrl: deps.modelBaseUrl,
+        agentEnv: deps.agentEnv,
+        clock,
+        signal: abort.signal,
+        secrets: deps.secrets,
+        onProgress: async (p) => {
+          if (p.state !== current && (p.state === "planning" || p.state === "running")) {
+            const from = current;
+            current = p.state;
+            await deps.queue.move(task.issue, p.state, { taskId, from: [from] });
+          }
+        },
+      },
+    );
+  } finally {
+    clearInterval(heartbeat);
+    deps.signal?.removeEventListener("abort", onOuterAbort);
+  }
+
+  // 5.
+  await recordOutcome(task, outcome, deps, lost);
+  return outcome;
+}
+
+async function recordOutcome(task: Task, outcome: TaskOutcome, deps: ExecuteDeps, lost: string | undefined) {
+  const clock = deps.clock ?? (() => new Date());
+  const totals = outcome.totals ?? outcome.planTotals;
+  const patch: Partial<Task> = {};
+  if (totals) patch.totals = totals;
+  if (outcome.pr) patch.pr = outcome.pr.number;
+  const reason = outcome.reason;
+  const retriesLeft = task.attempts <= deps.config.retries.max;
+  let to: TaskState;
+  switch (outcome.outcome) {
+    case "pr-opened":
+      to = "pr-open";
+      break;
+    case "no-changes":
+      to = "done";
+      break;
+    case "awaiting-approval":
+      to = "awaiting-approval";
+      break;
+    case "rate-limited":
+      to = "rate-limited";
+      break;
+    case "cancelled":
+      // A cancel from the issue already moved the task; a worker shutting down puts it back in the queue.
+      to = lost === "cancelled" ? "cancelled" : "queued";
+      break;
+    default:
+      to = retriesLeft ? "queued" : "failed";
+  }
+  const resetAt =
+    outcome.rateLimit?.resetsAt ??
+    (outcome.rateLimit?.retryAfterSeconds !== undefined
+      ? new Date(clock().getTime() + outcome.rateLimit.retryAfterSeconds * 1000).toISOString()
+      : undefined);
+  const why =
+    to === "queued" && outcome.outcome !== "cancelled"
+      ? `attempt ${task.attempts} ended (${outcome.outcome}${reason ? `: ${reason}` : ""}); retrying`
+      : reason;
+  await deps.queue.move(task.issue, to, {
+    taskId: task.id,
+    from: ["dispatched", "planning", "running"],
+    reason: why,
+    resetAt,
+    patch,
+  });
+  if (totals) {
+    await deps.store.update(({ doc }) => ({
+      doc: recordLedger(doc, {
+        day: clock().toISOString().slice(0, 10),
+        coder: task.coder,
+        usage: totals.usage,
+        costUsd: totals.costUsd,
+      }),
+      message: `ledger: ${task.coder} run of gh-${task.issue} (${task.id})`,
+    }));
+  }
+}

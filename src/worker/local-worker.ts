@@ -1,0 +1,165 @@
+import { hostname } from "node:os";
+import type { AgentAdapter } from "../agents/types.ts";
+import type { GitHubClient, RepoRef } from "../github/client.ts";
+import { readFleetConfig } from "../github/read-config.ts";
+import { localDispatcher } from "../queue/dispatcher.ts";
+import { createRepoQueue } from "../queue/repo-queue.ts";
+import { createTracker } from "../queue/tracker.ts";
+import type { StateStore } from "../state/store.ts";
+import { coalescingStore } from "../state/write-queue.ts";
+import { executeTask } from "./execute-task.ts";
+import type { GitAuth } from "./git.ts";
+import type { TaskOutcome } from "./run-task.ts";
+
+export interface LocalWorkerOptions {
+  repo: RepoRef;
+  octokit: GitHubClient;
+  store: StateStore;
+  cloneUrl: string;
+  gitAuth?: GitAuth;
+  workDir: string;
+  adapterFor: (coder: string) => AgentAdapter | undefined;
+  credentialFor?: (coder: string) => { name: string; value: string } | undefined;
+  modelBaseUrl?: string;
+  agentEnv?: Record<string, string>;
+  /** Tasks this worker runs at once (its share of the repository's slots). */
+  concurrency?: number;
+  /** How often the state is read for dispatched tasks; a read that finds nothing new costs a 304. */
+  pollMs?: number;
+  heartbeatMs?: number;
+  leaseTtlMs?: number;
+  name?: string;
+  clock?: () => Date;
+  trackerIntervalMs?: number;
+  log?: (message: string) => void;
+  onOutcome?: (taskId: string, outcome: TaskOutcome) => void;
+}
+
+export interface LocalWorker {
+  readonly name: string;
+  readonly running: number;
+  /** Stops taking tasks, stops running agents (their tasks go back to the queue) and waits for them. */
+  stop(): Promise<void>;
+  /** One poll now: claims and starts what is dispatched (resolves when started, not finished). */
+  poll(): Promise<void>;
+  /** Resolves when no task is running. */
+  idle(): Promise<void>;
+}
+
+/**
+ * `dispatch: local`: a worker process that claims dispatched tasks from the repository state and runs
+ * them in worktrees on this machine, up to `concurrency` at once.
+ */
+export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
+  const name = opts.name ?? `local:${hostname()}:${process.pid}`;
+  // Heartbeats, claims and transitions of all this worker's tasks share one write queue.
+  const store = coalescingStore(opts.store, { maxDelayMs: 50 });
+  const log = opts.log ?? (() => {});
+  const concurrency = opts.concurrency ?? 2;
+  const running = new Map<string, Promise<void>>();
+  const stopping = new AbortController();
+  let polling: Promise<void> | undefined;
+  let idleWaiters: Array<() => void> = [];
+
+  // The config file is read at most once a minute: polls are frequent, config changes are not.
+  let configCache: { at: number; value: Awaited<ReturnType<typeof readFleetConfig>> } | undefined;
+  const readConfig = async () => {
+    const now = Date.now();
+    if (!configCache || now - configCache.at > 60_000) {
+      configCache = { at: now, value: await readFleetConfig(opts.octokit, opts.repo) };
+    }
+    return configCache.value;
+  };
+
+  async function pollOnce(): Promise<void> {
+    if (stopping.signal.aborted || running.size >= concurrency) return;
+    const config = await readConfig();
+    if (!config.ok) {
+      log(
+        `.github/fleet.yml is invalid: ${config.problems.map((p) => `${p.path}: ${p.message}`).join("; ")}`,
+      );
+      return;
+    }
+    const snapshot = await store.read();
+    const waiting = Object.values(snapshot.doc.tasks).filter(
+      (t) => t.state === "dispatched" && t.lease?.holder.startsWith("dispatch:local") && !running.has(t.id),
+    );
+    const queue = createRepoQueue({
+      repo: `${opts.repo.owner}/${opts.repo.repo}`,
+      store: store,
+      fileConfig: config.config,
+      dispatcher: localDispatcher,
+      tracker: createTracker({
+        octokit: opts.octokit,
+        repo: opts.repo,
+        minIntervalMs: opts.trackerIntervalMs,
+      }),
+      clock: opts.clock,
+      log,
+    });
+    for (const task of waiting) {
+      if (running.size >= concurrency) break;
+      const job = executeTask(task.id, {
+        repo: opts.repo,
+        octokit: opts.octokit,
+        store: store,
+        queue,
+        config: queue.config(snapshot.doc),
+        cloneUrl: opts.cloneUrl,
+        gitAuth: opts.gitAuth,
+        workDir: opts.workDir,
+        adapterFor: opts.adapterFor,
+        credentialFor: opts.credentialFor,
+        modelBaseUrl: opts.modelBaseUrl,
+        agentEnv: opts.agentEnv,
+        holder: name,
+        clock: opts.clock,
+        signal: stopping.signal,
+        heartbeatMs: opts.heartbeatMs,
+        leaseTtlMs: opts.leaseTtlMs,
+        log,
+      })
+        .then((outcome) => {
+          if (outcome) opts.onOutcome?.(task.id, outcome);
+        })
+        .catch((error) => log(`task ${task.id} failed in the worker: ${(error as Error).stack ?? error}`))
+        .finally(() => {
+          running.delete(task.id);
+          if (running.size === 0) {
+            for (const w of idleWaiters) w();
+            idleWaiters = [];
+          }
+          // A finished task frees a slot: look again at once rather than at the next tick.
+          if (!stopping.signal.aborted) void poll();
+        });
+      running.set(task.id, job);
+    }
+  }
+
+  function poll(): Promise<void> {
+    polling ??= pollOnce()
+      .catch((error) => log(`poll failed: ${(error as Error).message}`))
+      .finally(() => {
+        polling = undefined;
+      });
+    return polling;
+  }
+
+  const timer = setInterval(() => void poll(), opts.pollMs ?? 5_000);
+  void poll();
+
+  return {
+    name,
+    get running() {
+      return running.size;
+    },
+    poll,
+    idle: () => (running.size === 0 ? Promise.resolve() : new Promise<void>((r) => idleWaiters.push(r))),
+    async stop() {
+      clearInterval(timer);
+      stopping.abort();
+      await polling;
+      await Promise.allSettled(running.values());
+    },
+  };
+}

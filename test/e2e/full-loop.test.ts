@@ -1,0 +1,118 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getAdapter } from "../../src/agents/index.ts";
+import type { Task } from "../../src/core/task.ts";
+import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
+import { createGitHubStateStore } from "../../src/state/github-store.ts";
+import { type LocalWorker, startLocalWorker } from "../../src/worker/local-worker.ts";
+import { botClient, waitFor } from "../support/bot-client.ts";
+import { type Harness, startHarness } from "../support/harness.ts";
+
+const FLEET_YML =
+  "dispatch: local\nmax_concurrent: 1\nplan_phase: false\ntimeouts: { run_minutes: 2, stall_minutes: 1 }\n";
+const USAGE = {
+  input_tokens: 1200,
+  output_tokens: 80,
+  cache_read_input_tokens: 300,
+  cache_creation_input_tokens: 40,
+};
+
+/** Two model turns per task: a Bash call that writes a file, then a final answer. */
+const taskTurns = (file: string) => [
+  {
+    toolUses: [
+      { name: "Bash", input: { command: `echo "made by fleet" > ${file}`, description: "write file" } },
+    ],
+    usage: USAGE,
+  },
+  { text: `Wrote ${file}.`, usage: USAGE },
+];
+
+describe("label -> queue -> local worker runs the real Claude CLI -> PR -> merge -> next task", () => {
+  let h: Harness;
+  let model: ScriptServer;
+  let worker: LocalWorker;
+  let workDir: string;
+
+  beforeAll(async () => {
+    process.env.PATH = `${resolve("node_modules/.bin")}:${process.env.PATH}`;
+    h = await startHarness({ files: { ".github/fleet.yml": FLEET_YML } });
+    model = await startAnthropicScriptServer({
+      turns: [...taskTurns("FIRST.md"), ...taskTurns("SECOND.md")],
+    });
+    workDir = await mkdtemp(join(tmpdir(), "fleet-loop-"));
+    const octokit = await botClient(h.gh, h.full);
+    worker = startLocalWorker({
+      repo: { owner: h.owner, repo: h.name },
+      octokit,
+      store: createGitHubStateStore({ octokit, owner: h.owner, repo: h.name }),
+      cloneUrl: h.cloneUrl,
+      workDir,
+      adapterFor: getAdapter,
+      credentialFor: () => ({ name: "anthropic-demo", value: "sk-ant-demo-credential-000000" }),
+      modelBaseUrl: model.url,
+      agentEnv: { CLAUDE_CODE_MAX_RETRIES: "0" },
+      pollMs: 200,
+      heartbeatMs: 1_000,
+      trackerIntervalMs: 0,
+      log: (m) => console.error(`[worker] ${m}`),
+    });
+  });
+
+  afterAll(async () => {
+    await worker?.stop();
+    await model?.stop();
+    await h?.stop();
+    if (workDir) await rm(workDir, { recursive: true, force: true });
+  });
+
+  const taskOf = async (issue: number): Promise<Task | undefined> =>
+    (await h.tasks()).find((t) => t.issue === issue);
+
+  it("runs the first task to a PR while its dependent waits, and starts the dependent when the PR merges", async () => {
+    const first = await h.newIssue("Add FIRST.md", "Create FIRST.md.");
+    const second = await h.newIssue("Add SECOND.md", `Create SECOND.md.\n\nDepends on #${first}`);
+    await h.label(first, "fleet:claude");
+    await h.label(second, "fleet:claude");
+
+    const opened = await waitFor(
+      "the first task's PR",
+      async () => {
+        const t = await taskOf(first);
+        return t?.state === "pr-open" ? t : undefined;
+      },
+      120_000,
+    );
+    expect(opened.pr).toBeGreaterThan(0);
+    expect((await taskOf(second))?.state).toBe("blocked");
+
+    // The agent's work is in the PR, with the script's token figures on the task.
+    const pr = h.gh.pulls(h.full).find((p) => p.number === opened.pr)!;
+    expect(pr.head).toMatch(/^fleet\/\d+-add-first-md/);
+    expect(pr.body).toContain(`Closes #${first}`);
+    expect(opened.totals?.usage.input).toBe(2400);
+    expect(opened.totals?.usage.output).toBe(160);
+    expect(opened.totals?.usage.cacheRead).toBe(600);
+    expect(opened.totals?.usage.cacheWrite).toBe(80);
+
+    const tracking = h.botComments(first).find((c) => c.body.includes("fleet:tracking"));
+    expect(tracking?.body).toContain("pr-open");
+
+    await h.mona.rest.pulls.merge({ owner: h.owner, repo: h.name, pull_number: opened.pr! });
+    await h.settle();
+    expect((await taskOf(first))?.state).toBe("done");
+
+    const secondOpened = await waitFor(
+      "the second task's PR",
+      async () => {
+        const t = await taskOf(second);
+        return t?.state === "pr-open" ? t : undefined;
+      },
+      120_000,
+    );
+    const pr2 = h.gh.pulls(h.full).find((p) => p.number === secondOpened.pr)!;
+    expect(pr2.head).toMatch(/^fleet\/\d+-add-second-md/);
+  }, 300_000);
+});

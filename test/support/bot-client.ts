@@ -1,0 +1,32 @@
+import { createProbot, ProbotOctokit } from "probot";
+import type { GitHubClient } from "../../src/github/client.ts";
+import type { GitHubEmulator } from "../../src/offline/github/index.ts";
+
+/** An installation client for the emulated app, as a worker or the Action gets one. */
+export async function botClient(gh: GitHubEmulator, fullName: string): Promise<GitHubClient> {
+  const probot = createProbot({
+    overrides: {
+      appId: gh.appId,
+      privateKey: gh.privateKey,
+      baseUrl: gh.url,
+      logLevel: "fatal",
+      Octokit: ProbotOctokit.defaults({ throttle: { enabled: false }, retry: { enabled: false } }),
+    },
+  });
+  return (await probot.auth(gh.installationId(fullName))) as unknown as GitHubClient;
+}
+
+/** Polls `check` until it returns a value (not undefined/false), or fails after `timeoutMs`. */
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined | false>,
+  timeoutMs = 60_000,
+): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 150));
+  }
+}

@@ -1,0 +1,83 @@
+import { Octokit } from "@octokit/rest";
+import { type FleetServer, startFleetServer } from "../../src/app/server.ts";
+import type { Task } from "../../src/core/task.ts";
+import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
+import { createGitHubStateStore } from "../../src/state/github-store.ts";
+
+export interface Harness {
+  gh: GitHubEmulator;
+  app: FleetServer;
+  owner: string;
+  name: string;
+  full: string;
+  cloneUrl: string;
+  /** Acting as a maintainer with write access. */
+  mona: Octokit;
+  newIssue(title: string, body?: string): Promise<number>;
+  label(issue: number, ...labels: string[]): Promise<void>;
+  comment(issue: number, body: string, as?: Octokit): Promise<void>;
+  /** Fleet's tasks as the state branch holds them now. */
+  tasks(): Promise<Task[]>;
+  botComments(issue: number): Array<{ id: number; body: string }>;
+  settle(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The offline GitHub plus the real Fleet app on loopback, one repository seeded. */
+export async function startHarness(
+  opts: { files?: Record<string, string>; name?: string; trackerIntervalMs?: number } = {},
+): Promise<Harness> {
+  const gh = await startGitHubEmulator();
+  const owner = "octo-org";
+  const name = opts.name ?? "widgets";
+  const full = `${owner}/${name}`;
+  const { cloneUrl } = await gh.createRepo({
+    owner,
+    name,
+    files: { "README.md": "# widgets\n", ...opts.files },
+  });
+  gh.addCollaborator(full, "mona", "write");
+  const app = await startFleetServer({
+    appId: gh.appId,
+    privateKey: gh.privateKey,
+    webhookSecret: gh.webhookSecret,
+    baseUrl: gh.url,
+    resilient: false,
+    logLevel: "fatal",
+    trackerIntervalMs: opts.trackerIntervalMs ?? 0,
+  });
+  gh.setWebhookUrl(app.webhookUrl);
+  const mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
+  const reader = createGitHubStateStore({ octokit: mona, owner, repo: name });
+  const settle = () => gh.waitForDeliveries();
+  return {
+    gh,
+    app,
+    owner,
+    name,
+    full,
+    cloneUrl,
+    mona,
+    async newIssue(title, body = "") {
+      const { data } = await mona.rest.issues.create({ owner, repo: name, title, body });
+      return data.number;
+    },
+    async label(issue, ...labels) {
+      await mona.rest.issues.addLabels({ owner, repo: name, issue_number: issue, labels });
+      await settle();
+    },
+    async comment(issue, body, as = mona) {
+      await as.rest.issues.createComment({ owner, repo: name, issue_number: issue, body });
+      await settle();
+    },
+    async tasks() {
+      return Object.values((await reader.read()).doc.tasks);
+    },
+    botComments: (issue) => gh.comments(full, issue).filter((c) => c.user.type === "Bot"),
+    settle,
+    async stop() {
+      await app.stop();
+      await gh.stop();
+    },
+  };
+}
