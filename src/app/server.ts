@@ -36,10 +36,13 @@ export async function startFleetServer(options: FleetServerOptions): Promise<Fle
       secret: options.webhookSecret,
       baseUrl: options.baseUrl,
       logLevel: options.logLevel ?? "warn",
-      Octokit: ProbotOctokit.defaults({
-        throttle: { enabled: resilient },
-        retry: { enabled: resilient },
-      }),
+      // A function, not an object: Probot merges its own throttle options over an object's (shallow
+      // Object.assign), which silently turned throttling back on (1 s between writes) with resilient: false.
+      Octokit: ProbotOctokit.defaults((instance: Record<string, unknown>) => ({
+        ...instance,
+        throttle: { ...(instance.throttle as object), enabled: resilient },
+        retry: { ...(instance.retry as object), enabled: resilient },
+      })),
     },
   });
   const middleware = await createNodeMiddleware(createFleetApp(options), {
