@@ -1,24 +1,118 @@
-import { serve } from "./serve.ts";
+import { pathToFileURL } from "node:url";
+import { StateCorruptError } from "../state/errors.ts";
+import { BD_USAGE, bdCommand } from "./commands/bd.ts";
+import { CONFIG_USAGE, configCommand } from "./commands/config.ts";
+import { KILL_USAGE, moveCommand, RETRY_USAGE } from "./commands/kill-retry.ts";
+import { RUN_USAGE, runCommand } from "./commands/run.ts";
+import { TASK_USAGE, taskCommand } from "./commands/task.ts";
+import { TASKS_USAGE, tasksCommand } from "./commands/tasks.ts";
+import { EXIT, exitCodeOf, UsageError } from "./errors.ts";
+import { err, out } from "./io.ts";
 
-const USAGE = `Usage: fleet <command>
+const USAGE = `Usage: fleet <command> [options]
 
 Commands:
-  serve     run the Fleet GitHub App (Probot): reads .env, forwards webhooks via smee when WEBHOOK_PROXY_URL is set
+  tasks                     running and queued tasks (--all, --watch, --json)
+  task <id> log|plan|knowledge|result
+                            what a task's agent left: its log (-f follows), plan, context, verdict
+  config show|set k=v ...   the effective config; validated overrides
+  bd create|list|ready|show|update|close
+                            the task list (beads): create a task, see what is ready
+  run                       a worker in the foreground: runs dispatched tasks' agents
+  kill <id>                 cancel a task and stop its agent
+  retry <id>                queue a failed or cancelled task again
+  serve                     run the Fleet GitHub App (Probot): reads .env, forwards webhooks via smee
+                            when WEBHOOK_PROXY_URL is set
+
+Targets: a GitHub repository (--repo owner/name, or the origin remote; token from GITHUB_TOKEN or
+\`gh auth token\`; --api-url for GitHub Enterprise) or local mode (--local, or when no repository
+is found; state in $FLEET_HOME, default ~/.fleet).
+\`fleet <command> --help\` for a command's options. Exit codes: 0 ok, 1 failure, 2 usage error, 3 not found.
 `;
 
+const HELP: Record<string, string> = {
+  tasks: TASKS_USAGE,
+  task: TASK_USAGE,
+  config: CONFIG_USAGE,
+  bd: BD_USAGE,
+  run: RUN_USAGE,
+  kill: KILL_USAGE,
+  retry: RETRY_USAGE,
+  serve:
+    "Usage: fleet serve\n\nRuns the Fleet GitHub App with Probot's runner (APP_ID, PRIVATE_KEY or PRIVATE_KEY_PATH,\nWEBHOOK_SECRET, WEBHOOK_PROXY_URL, GHE_HOST from the environment or .env).",
+};
+
 export async function main(argv: string[]): Promise<number> {
-  const [command] = argv;
+  const [command, ...rest] = argv;
   if (!command || command === "--help" || command === "-h" || command === "help") {
-    process.stdout.write(USAGE);
-    return command ? 0 : 2;
+    const topic = command === "help" ? rest[0] : undefined;
+    if (topic && HELP[topic]) out(HELP[topic]);
+    else (command ? out : err)(USAGE);
+    return command ? EXIT.ok : EXIT.usage;
   }
-  if (command === "serve") {
-    await serve();
-    return 0;
+  try {
+    switch (command) {
+      case "tasks":
+        return await tasksCommand(rest);
+      case "task":
+        return await taskCommand(rest);
+      case "config":
+        return await configCommand(rest);
+      case "bd":
+        return await bdCommand(rest);
+      case "run":
+        return await runCommand(rest);
+      case "kill":
+        return await moveCommand("kill", rest);
+      case "retry":
+        return await moveCommand("retry", rest);
+      case "serve": {
+        if (rest.includes("--help") || rest.includes("-h")) return (out(HELP.serve!), EXIT.ok);
+        const { serve } = await import("./serve.ts");
+        await serve();
+        return EXIT.ok;
+      }
+      default:
+        err(`fleet: unknown command "${command}".\n\n${USAGE}`);
+        return EXIT.usage;
+    }
+  } catch (error) {
+    return report(command, error);
   }
-  process.stderr.write(`fleet: unknown command "${command}".\n\n${USAGE}`);
-  return 2;
 }
 
-const code = await main(process.argv.slice(2));
-if (code !== 0) process.exitCode = code;
+function report(command: string, error: unknown): number {
+  const e = error as Error & { status?: number };
+  if (error instanceof UsageError) {
+    err(`fleet ${command}: ${e.message}`);
+    err(error.usage ? `\n${error.usage}` : `Run \`fleet ${command} --help\` for usage.`);
+  } else if (error instanceof StateCorruptError) {
+    err(`fleet ${command}: ${e.message}`);
+  } else if (typeof e?.status === "number") {
+    // GitHub answered with an error: say which and what usually fixes it.
+    const hint =
+      e.status === 401
+        ? " The token was refused: check GITHUB_TOKEN (or `gh auth login`)."
+        : e.status === 403
+          ? " The token lacks access (or a rate limit was hit): it needs repo (contents, issues, pull requests) write."
+          : e.status === 404
+            ? " Check --repo (owner/name) and that the token can see the repository; --api-url for GitHub Enterprise."
+            : "";
+    err(`fleet ${command}: GitHub answered ${e.status}: ${e.message}.${hint}`);
+  } else if (e instanceof Error && "exitCode" in e) {
+    err(`fleet ${command}: ${e.message}`);
+  } else {
+    err(`fleet ${command}: ${e?.stack ?? String(error)}`);
+  }
+  return exitCodeOf(error);
+}
+
+/** Runs `main` and sets the exit code; the process ends when its handles close (the worker's, `--watch`). */
+export async function runMain(argv: string[]): Promise<void> {
+  const code = await main(argv);
+  process.exitCode = code;
+}
+
+// `tsx src/cli/main.ts serve` (npm start) runs this file directly; bin/fleet.js calls runMain.
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href)
+  await runMain(process.argv.slice(2));

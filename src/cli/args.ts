@@ -1,0 +1,54 @@
+import { type ParseArgsConfig, parseArgs } from "node:util";
+import { UsageError } from "./errors.ts";
+
+// node's util.parseArgs rather than commander: commander 15 needs node >= 22.12 and Fleet runs on
+// node 20; the commands here are few enough that a table per command reads as well as a builder.
+
+export type OptionSpec = NonNullable<ParseArgsConfig["options"]>;
+
+/** Options every command takes: where the state is and how to print. */
+export const TARGET_OPTIONS = {
+  repo: { type: "string" },
+  "api-url": { type: "string" },
+  local: { type: "boolean" },
+  home: { type: "string" },
+  "repo-path": { type: "string" },
+  "work-dir": { type: "string" },
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const satisfies OptionSpec;
+
+export const TARGET_HELP = `Target (all commands):
+  --repo owner/name   a GitHub repository (default: from \`git remote get-url origin\`)
+  --api-url URL       GitHub API URL (GitHub Enterprise, the offline emulator); or GITHUB_API_URL
+  --local             use the local state in $FLEET_HOME (default ~/.fleet) instead of GitHub;
+                      also used when no repository can be found
+  --home DIR          $FLEET_HOME for this call
+  --repo-path DIR     local git repository tasks run against (local mode; default: cwd)
+  --work-dir DIR      where worktrees and task artifacts live (default: $FLEET_HOME/work)
+  --json              machine-readable output
+  -h, --help          this help
+Token: GITHUB_TOKEN, else \`gh auth token\` when gh is installed.
+Exit codes: 0 ok, 1 failure, 2 usage error, 3 not found.`;
+
+export interface Parsed<T extends OptionSpec> {
+  values: {
+    [K in keyof T]?: T[K] extends { type: "boolean" }
+      ? boolean
+      : T[K] extends { multiple: true }
+        ? string[]
+        : string;
+  };
+  positionals: string[];
+}
+
+/** parseArgs with Fleet's wording: an unknown flag or a missing value is a UsageError with the usage text. */
+export function parse<T extends OptionSpec>(argv: string[], options: T, usage: string): Parsed<T> {
+  try {
+    const r = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+    return r as unknown as Parsed<T>;
+  } catch (error) {
+    const message = (error as Error).message.replace(/^TypeError \[[A-Z_]+\]: /, "");
+    throw new UsageError(message.replace(/\. To specify a positional argument.*$/s, "."), usage);
+  }
+}

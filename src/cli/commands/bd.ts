@@ -1,0 +1,395 @@
+import { getAdapter, knownCoders } from "../../agents/index.ts";
+import { type BeadIssue, issueNumberOf, liveIssues, parseJsonl, readyIssues } from "../../beads/index.ts";
+import type { FleetConfig } from "../../core/config.ts";
+import { parseFleetLabel } from "../../core/labels.ts";
+import { isTerminal } from "../../core/lifecycle.ts";
+import type { Priority, Task } from "../../core/task.ts";
+import { syncBeads } from "../../queue/beads-sync.ts";
+import { localDispatcher } from "../../queue/dispatcher.ts";
+import { createRepoQueue } from "../../queue/repo-queue.ts";
+import { enqueueTask, moveTask, type TaskChange, tasksOf } from "../../queue/transitions.ts";
+import type { FleetStateDoc } from "../../state/doc.ts";
+import { mirrorIssue } from "../../state/mirror.ts";
+import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
+import { CliError, NotFoundError, UsageError } from "../errors.ts";
+import { table } from "../format.ts";
+import { json, out } from "../io.ts";
+import { LOCAL_ISSUES_KEY, type LocalIssue, localIssuesOf, nextLocalIssueNumber } from "../local-github.ts";
+import { describeTarget, resolveTarget, type Target } from "../target.ts";
+import { findTaskRef } from "../task-ref.ts";
+
+export const BD_USAGE = `Usage: fleet bd create --title T --description D [--coder C] [--model M] [--priority 0-4]
+                       [--deps 12,fl-a3f] [--labels a,b]
+       fleet bd list [--all]      beads of Fleet's tasks (open ones unless --all)
+       fleet bd ready             open beads nothing blocks (as \`bd ready\`)
+       fleet bd show <id>         one bead and its task
+       fleet bd update <id> [--title T] [--description D] [--priority 0-4]
+       fleet bd close <id> [--reason R]
+
+Against GitHub, create opens an issue labeled fleet:<coder>[:<model>] (and fleet:p<n>), with a
+"Depends on #N" line per dependency; the Fleet app queues it. In local mode the task and its bead
+are written to $FLEET_HOME directly and \`fleet run\` picks it up.
+<id> is a bead/task id (fl-a3f) or an issue (#12).
+
+${TARGET_HELP}`;
+
+const OPTIONS = {
+  ...TARGET_OPTIONS,
+  title: { type: "string" },
+  description: { type: "string" },
+  coder: { type: "string" },
+  model: { type: "string" },
+  priority: { type: "string" },
+  deps: { type: "string" },
+  labels: { type: "string" },
+  reason: { type: "string" },
+  all: { type: "boolean" },
+} as const;
+
+function parsePriority(text: string | undefined): Priority | undefined {
+  if (text === undefined) return undefined;
+  const t = text.replace(/^p/i, "");
+  if (!/^[0-4]$/.test(t)) throw new UsageError(`--priority must be 0 (most urgent) to 4; got "${text}".`);
+  return Number(t) as Priority;
+}
+
+const list = (text: string | undefined): string[] =>
+  (text ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+/** Dependencies as issue numbers: `12`, `#12` or the id of a task in the state. */
+function resolveDeps(doc: FleetStateDoc, text: string | undefined, where: string): number[] {
+  return list(text).map((d) => {
+    const m = /^(?:#|gh-)?(\d+)$/.exec(d);
+    if (m) return Number(m[1]);
+    const t = doc.tasks[d];
+    if (!t) throw new UsageError(`--deps: "${d}" is neither an issue number nor a task in ${where}.`);
+    return t.issue;
+  });
+}
+
+function checkCoder(config: FleetConfig, coder: string, model: string | undefined): string {
+  const label = model === undefined ? `fleet:${coder}` : `fleet:${coder}:${model}`;
+  const parsed = parseFleetLabel(label, knownCoders);
+  if (parsed.kind === "error")
+    throw new UsageError(parsed.message.replace(/Label /, "--coder/--model: label "));
+  const c = config.coders[coder];
+  if (!c || !c.enabled || !getAdapter(coder)) {
+    const enabled = Object.keys(config.coders).filter((k) => config.coders[k]!.enabled && getAdapter(k));
+    throw new UsageError(`Coder "${coder}" is not enabled here; use one of: ${enabled.join(", ")}.`);
+  }
+  if (model !== undefined && c.models && !c.models.includes(model))
+    throw new UsageError(`Model "${model}" is not allowed for ${coder}; use one of: ${c.models.join(", ")}.`);
+  return model ?? c.model;
+}
+
+const issueBody = (description: string, deps: number[]): string =>
+  [description.trim(), deps.map((n) => `Depends on #${n}`).join("\n")].filter(Boolean).join("\n\n");
+
+/** The beads text after `changes`, with the local issue's description and labels on its bead. */
+function localBeads(
+  beads: string,
+  doc: FleetStateDoc,
+  changes: TaskChange[],
+  issue: LocalIssue,
+  repo: string,
+): string {
+  const synced = syncBeads(
+    beads,
+    changes.map((c) => c.task),
+    tasksOf(doc),
+  );
+  const task = changes.find((c) => c.task.issue === issue.number)?.task ?? latestTask(doc, issue.number);
+  return mirrorIssue(synced, { issue, task, repo, now: new Date() }).beads;
+}
+
+const latestTask = (doc: FleetStateDoc, issue: number): Task | undefined =>
+  tasksOf(doc)
+    .filter((t) => t.issue === issue)
+    .sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : -1))[0];
+
+async function scheduleLocal(target: Target, doc: FleetStateDoc): Promise<void> {
+  const config = await target.config(doc);
+  if (target.kind !== "local" && config.dispatch !== "local") return;
+  await createRepoQueue({
+    repo: target.full,
+    store: target.store,
+    fileConfig: (await target.fileConfig()).config,
+    dispatcher: localDispatcher,
+  }).schedule();
+}
+
+function beadOf(
+  beads: string,
+  ref: string,
+  doc: FleetStateDoc,
+  where: string,
+): { bead?: BeadIssue; task?: Task } {
+  const live = liveIssues(parseJsonl(beads));
+  const byId = live.find((b) => b.id === ref);
+  if (byId) return { bead: byId, task: doc.tasks[ref] };
+  const task = findTaskRef(doc, ref, where);
+  return {
+    bead: live.find((b) => b.id === task.id) ?? live.find((b) => issueNumberOf(b) === task.issue),
+    task,
+  };
+}
+
+const beadRows = (beads: BeadIssue[], doc: FleetStateDoc) =>
+  table(
+    ["ID", "STATUS", "P", "ISSUE", "TASK", "TITLE"],
+    beads.map((b) => [
+      b.id,
+      b.status ?? "open",
+      `p${b.priority}`,
+      b.external_ref ?? "-",
+      doc.tasks[b.id]?.state ?? "-",
+      b.title,
+    ]),
+  );
+
+export async function bdCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, OPTIONS, BD_USAGE);
+  if (values.help) return (out(BD_USAGE), 0);
+  const [sub, ref, ...extra] = positionals;
+  if (!sub)
+    throw new UsageError("fleet bd needs a command: create, list, ready, show, update or close.", BD_USAGE);
+  const needsId = sub === "show" || sub === "update" || sub === "close";
+  if (needsId && !ref)
+    throw new UsageError(`fleet bd ${sub} needs a bead id or issue (e.g. fl-a3f or #12).`, BD_USAGE);
+  if (
+    (needsId ? extra.length : ref !== undefined) &&
+    ["create", "list", "ready", "show", "update", "close"].includes(sub)
+  )
+    throw new UsageError(`Unexpected argument "${needsId ? extra[0] : ref}" for fleet bd ${sub}.`, BD_USAGE);
+
+  switch (sub) {
+    case "create":
+      return create(values);
+    case "list":
+    case "ready": {
+      const target = await resolveTarget(values);
+      const { doc, beads } = await target.store.read();
+      const live = liveIssues(parseJsonl(beads));
+      const shown =
+        sub === "ready"
+          ? readyIssues(live, { now: new Date() })
+          : live.filter((b) => values.all || (b.status ?? "open") !== "closed");
+      shown.sort((a, b) => a.priority - b.priority || (a.created_at < b.created_at ? -1 : 1));
+      if (values.json) json(shown);
+      else out(shown.length ? beadRows(shown, doc) : sub === "ready" ? "Nothing is ready." : "No beads.");
+      return 0;
+    }
+    case "show": {
+      const target = await resolveTarget(values);
+      const { doc, beads } = await target.store.read();
+      const { bead, task } = beadOf(beads, ref!, doc, describeTarget(target));
+      if (!bead && !task) throw new NotFoundError(`No bead "${ref}" in ${describeTarget(target)}.`);
+      if (values.json) json({ bead, task });
+      else {
+        if (bead)
+          out(
+            `${bead.id}: ${bead.title}\nstatus: ${bead.status ?? "open"}  priority: p${bead.priority}  ref: ${bead.external_ref ?? "-"}`,
+          );
+        if (bead?.dependencies?.length)
+          out(`depends on: ${bead.dependencies.map((d) => `${d.depends_on_id} (${d.type})`).join(", ")}`);
+        if (task)
+          out(
+            `task: ${task.state}  coder: ${task.coder}:${task.model}  attempts: ${task.attempts}${task.pr ? `  PR #${task.pr}` : ""}${task.reason ? `\nreason: ${task.reason}` : ""}`,
+          );
+        if (bead?.description) out(`\n${bead.description}`);
+      }
+      return 0;
+    }
+    case "update":
+      return update(ref!, values);
+    case "close":
+      return close(ref!, values);
+    default:
+      throw new UsageError(
+        `Unknown bd command "${sub}": use create, list, ready, show, update or close.`,
+        BD_USAGE,
+      );
+  }
+}
+
+type Values = ReturnType<typeof parse<typeof OPTIONS>>["values"];
+
+async function create(values: Values): Promise<number> {
+  if (!values.title?.trim()) throw new UsageError("fleet bd create needs --title.", BD_USAGE);
+  if (values.description === undefined)
+    throw new UsageError("fleet bd create needs --description (the task the agent gets).", BD_USAGE);
+  const priority = parsePriority(values.priority);
+  const target = await resolveTarget(values);
+  const { doc } = await target.store.read();
+  const config = await target.config(doc);
+  const coder = values.coder ?? config.default_coder;
+  const model = checkCoder(config, coder, values.model);
+  const where = describeTarget(target);
+  const deps = resolveDeps(doc, values.deps, where);
+  const extraLabels = list(values.labels);
+  const title = values.title.trim();
+  const body = issueBody(values.description, deps);
+  const labels = [
+    values.model === undefined ? `fleet:${coder}` : `fleet:${coder}:${values.model}`,
+    ...(priority !== undefined ? [`fleet:p${priority}`] : []),
+    ...extraLabels,
+  ];
+
+  if (target.kind === "github") {
+    const { data } = await target.octokit.rest.issues.create({ ...target.repo, title, body, labels });
+    if (values.json) json({ issue: data.number, url: data.html_url, labels });
+    else
+      out(`created #${data.number} ${data.html_url}\nlabeled ${labels.join(", ")}: the Fleet app queues it.`);
+    return 0;
+  }
+
+  const now = new Date().toISOString();
+  let created: Task | undefined;
+  let number = 0;
+  await target.store.update(({ doc: d, beads }) => {
+    number = nextLocalIssueNumber(d);
+    const issue: LocalIssue = { number, title, body, labels, state: "open", createdAt: now };
+    const r = enqueueTask(d, {
+      repo: target.full,
+      issue: number,
+      title,
+      coder,
+      model,
+      priority: priority ?? 2,
+      dependsOn: deps,
+      requestedBy: process.env.USER ?? "cli",
+      now,
+    });
+    created = r.task;
+    const next = { ...r.doc, [LOCAL_ISSUES_KEY]: { ...localIssuesOf(r.doc), [number]: issue } };
+    return {
+      doc: next,
+      beads: localBeads(beads, next, r.changes, issue, target.full),
+      message: r.messages.join("\n") || `create local issue #${number}`,
+    };
+  });
+  if (!created) throw new CliError(`Could not write the task to ${where}; try again.`);
+  await scheduleLocal(target, (await target.store.read()).doc);
+  const task = (await target.store.read()).doc.tasks[created.id] ?? created;
+  if (values.json)
+    json({ id: task.id, issue: number, state: task.state, coder, model, priority: task.priority });
+  else out(`created ${task.id} (#${number}) for ${coder}:${model}, ${task.state}`);
+  return 0;
+}
+
+async function update(ref: string, values: Values): Promise<number> {
+  const priority = parsePriority(values.priority);
+  if (values.title === undefined && values.description === undefined && priority === undefined)
+    throw new UsageError("fleet bd update needs --title, --description or --priority.", BD_USAGE);
+  if (values.coder || values.model || values.deps)
+    throw new UsageError(
+      "fleet bd update changes --title, --description and --priority only; to switch coder, close and create again.",
+    );
+  const target = await resolveTarget(values);
+  const where = describeTarget(target);
+  const task = findTaskRef((await target.store.read()).doc, ref, where);
+  if (target.kind === "github") {
+    const patch: { title?: string; body?: string } = {};
+    if (values.title !== undefined) patch.title = values.title;
+    if (values.description !== undefined) patch.body = issueBody(values.description, task.dependsOn);
+    if (Object.keys(patch).length)
+      await target.octokit.rest.issues.update({ ...target.repo, issue_number: task.issue, ...patch });
+    if (priority !== undefined) {
+      const { data: current } = await target.octokit.rest.issues.get({
+        ...target.repo,
+        issue_number: task.issue,
+      });
+      for (const l of current.labels) {
+        const name = typeof l === "string" ? l : l.name;
+        if (name && /^fleet:p\d$/i.test(name) && name !== `fleet:p${priority}`)
+          await target.octokit.rest.issues.removeLabel({ ...target.repo, issue_number: task.issue, name });
+      }
+      await target.octokit.rest.issues.addLabels({
+        ...target.repo,
+        issue_number: task.issue,
+        labels: [`fleet:p${priority}`],
+      });
+    }
+  } else {
+    const now = new Date().toISOString();
+    await target.store.update(({ doc, beads }) => {
+      const t = doc.tasks[task.id];
+      if (!t) return null;
+      const next: Task = { ...t, updatedAt: now };
+      if (values.title !== undefined) next.title = values.title;
+      if (priority !== undefined) next.priority = priority;
+      const old = localIssuesOf(doc)[String(t.issue)];
+      const issue: LocalIssue = {
+        ...(old ?? {
+          number: t.issue,
+          title: t.title,
+          body: "",
+          labels: [],
+          state: "open",
+          createdAt: t.createdAt,
+        }),
+      };
+      if (values.title !== undefined) issue.title = values.title;
+      if (values.description !== undefined) issue.body = issueBody(values.description, t.dependsOn);
+      const nextDoc = {
+        ...doc,
+        tasks: { ...doc.tasks, [t.id]: next },
+        [LOCAL_ISSUES_KEY]: { ...localIssuesOf(doc), [t.issue]: issue },
+      };
+      return {
+        doc: nextDoc,
+        beads: localBeads(beads, nextDoc, [{ task: next, from: t.state }], issue, target.full),
+        message: `update ${t.id} (#${t.issue})`,
+      };
+    });
+  }
+  const after = (await target.store.read()).doc.tasks[task.id];
+  if (values.json) json(after ?? task);
+  else out(`updated ${task.id} (#${task.issue})${target.kind === "github" ? " on GitHub" : ""}`);
+  return 0;
+}
+
+async function close(ref: string, values: Values): Promise<number> {
+  const target = await resolveTarget(values);
+  const where = describeTarget(target);
+  const task = findTaskRef((await target.store.read()).doc, ref, where);
+  const reason = values.reason ?? "closed with fleet bd close";
+  if (target.kind === "github") {
+    await target.octokit.rest.issues.update({
+      ...target.repo,
+      issue_number: task.issue,
+      state: "closed",
+      state_reason: task.state === "pr-open" ? "completed" : "not_planned",
+    });
+    if (values.json) json({ id: task.id, issue: task.issue, closed: true });
+    else out(`closed #${task.issue} on GitHub; the Fleet app stops its task.`);
+    return 0;
+  }
+  const now = new Date().toISOString();
+  await target.store.update(({ doc, beads }) => {
+    const t = doc.tasks[task.id];
+    if (!t) return null;
+    const to = t.state === "pr-open" ? "done" : "cancelled";
+    const moved = isTerminal(t.state) ? null : moveTask(doc, t.id, to, { now, reason });
+    const d = moved?.doc ?? doc;
+    const old = localIssuesOf(d)[String(t.issue)];
+    const issue: LocalIssue = {
+      ...(old ?? { number: t.issue, title: t.title, body: "", labels: [], createdAt: t.createdAt }),
+      state: "closed",
+    } as LocalIssue;
+    const nextDoc = { ...d, [LOCAL_ISSUES_KEY]: { ...localIssuesOf(d), [t.issue]: issue } };
+    return {
+      doc: nextDoc,
+      beads: localBeads(beads, nextDoc, moved?.changes ?? [], issue, target.full),
+      message: `close #${t.issue} (${t.id}): ${reason}`,
+    };
+  });
+  await scheduleLocal(target, (await target.store.read()).doc);
+  const after = (await target.store.read()).doc.tasks[task.id];
+  if (values.json) json(after);
+  else out(`closed ${task.id} (#${task.issue}): task ${after?.state ?? task.state}`);
+  return 0;
+}

@@ -1,0 +1,200 @@
+import { getAdapter } from "../../agents/index.ts";
+import type { FleetConfig } from "../../core/config.ts";
+import { isActive } from "../../core/lifecycle.ts";
+import type { Task } from "../../core/task.ts";
+import { totalTokens } from "../../core/usage.ts";
+import { localDispatcher } from "../../queue/dispatcher.ts";
+import { createRepoQueue } from "../../queue/repo-queue.ts";
+import { git } from "../../worker/git.ts";
+import { startLocalWorker } from "../../worker/local-worker.ts";
+import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
+import { CliError, UsageError } from "../errors.ts";
+import { formatTokens, liveUsage } from "../format.ts";
+import { err, sleep, untilSignal } from "../io.ts";
+import { describeTarget, resolveTarget, type Target } from "../target.ts";
+
+export const RUN_USAGE = `Usage: fleet run [--concurrency N] [--until-idle] [--poll MS]
+                 [--model-base-url URL] [--agent-env KEY=VALUE ...]
+
+A worker in the foreground: claims dispatched tasks and runs their agents in git worktrees under
+--work-dir, up to --concurrency at once. Against GitHub it opens the pull requests; in local mode it
+runs against the git repository at --repo-path (default: cwd) and pushes each task's fleet/* branch
+there. Ctrl-C or SIGTERM stops it cleanly: agents are stopped and their tasks go back to the queue.
+
+  --concurrency N        tasks this worker runs at once (default: the repository's max_concurrent)
+  --until-idle           exit once no task is queued or running (scripts, CI)
+  --poll MS              how often the state is read (default 1000 local, 5000 GitHub)
+  --model-base-url URL   model API base URL for the agents (or FLEET_MODEL_BASE_URL)
+  --agent-env KEY=VALUE  extra environment for the agents (repeatable), e.g. CLAUDE_CODE_MAX_RETRIES=0
+Agents get only their own credential, found by the names in coders.<coder>.credentials
+(e.g. ANTHROPIC_API_KEY) in this environment.
+
+${TARGET_HELP}`;
+
+const OPTIONS = {
+  ...TARGET_OPTIONS,
+  concurrency: { type: "string" },
+  "until-idle": { type: "boolean" },
+  poll: { type: "string" },
+  "model-base-url": { type: "string" },
+  "agent-env": { type: "string", multiple: true },
+} as const;
+
+const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+function positiveInt(name: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1)
+    throw new UsageError(`${name} must be a whole number above 0; got "${text}".`);
+  return n;
+}
+
+function credentialFor(config: FleetConfig, env: NodeJS.ProcessEnv) {
+  return (coder: string) => {
+    const names = [...(config.coders[coder]?.credentials ?? [])];
+    const fallback = getAdapter(coder)?.credentialEnv;
+    if (fallback && !names.includes(fallback)) names.push(fallback);
+    const name = names.find((n) => env[n]);
+    return name ? { name, value: env[name]! } : undefined;
+  };
+}
+
+async function cloneSource(
+  target: Target,
+): Promise<{ cloneUrl: string; gitAuth?: { username: string; token: string } }> {
+  if (target.kind === "local") {
+    const r = await git(["rev-parse", "--verify", "-q", "HEAD"], { cwd: target.repoPath, okCodes: [1, 128] });
+    if (r.exitCode !== 0)
+      throw new CliError(
+        `${target.repoPath} is not a git repository with a commit; pass --repo-path to one (tasks branch off its HEAD branch).`,
+      );
+    return { cloneUrl: target.repoPath };
+  }
+  const { data } = await target.octokit.rest.repos.get({ ...target.repo });
+  return { cloneUrl: data.clone_url, gitAuth: { username: "x-access-token", token: target.token } };
+}
+
+export async function runCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, OPTIONS, RUN_USAGE);
+  if (values.help) return (process.stdout.write(RUN_USAGE), 0);
+  if (positionals.length)
+    throw new UsageError(`fleet run takes no arguments (got "${positionals[0]}").`, RUN_USAGE);
+  const agentEnv: Record<string, string> = {};
+  for (const kv of values["agent-env"] ?? []) {
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(kv);
+    if (!m) throw new UsageError(`--agent-env takes KEY=VALUE; got "${kv}".`);
+    agentEnv[m[1]!] = m[2]!;
+  }
+  const target = await resolveTarget(values);
+  const pollMs = positiveInt("--poll", values.poll, target.kind === "local" ? 1000 : 5000);
+  const { doc } = await target.store.read();
+  const file = await target.fileConfig();
+  if (file.problems.length)
+    throw new CliError(
+      `.github/fleet.yml is invalid:\n${file.problems.map((p) => `  ${p}`).join("\n")}\nFix it, then run again.`,
+    );
+  const config = await target.config(doc);
+  const concurrency = positiveInt("--concurrency", values.concurrency, config.max_concurrent);
+  const { cloneUrl, gitAuth } = await cloneSource(target);
+  const schedules = target.kind === "local" || config.dispatch === "local";
+  const queue = createRepoQueue({
+    repo: target.full,
+    store: target.store,
+    fileConfig: file.config,
+    dispatcher: localDispatcher,
+  });
+
+  const tty = Boolean(process.stderr.isTTY);
+  let statusLine = "";
+  const print = (line: string) => {
+    const stamp = new Date().toISOString().slice(11, 19);
+    if (tty && statusLine) process.stderr.write("\r\x1b[K");
+    err(`[${stamp}] ${line}`);
+    if (tty && statusLine) process.stderr.write(statusLine);
+  };
+
+  print(
+    `fleet run: worker for ${describeTarget(target)}, up to ${concurrency} at once, work dir ${target.workDir}`,
+  );
+  const worker = startLocalWorker({
+    repo: target.repo,
+    octokit: target.octokit,
+    store: target.store,
+    cloneUrl,
+    gitAuth,
+    workDir: target.workDir,
+    adapterFor: getAdapter,
+    credentialFor: credentialFor(config, process.env),
+    modelBaseUrl: values["model-base-url"] ?? process.env.FLEET_MODEL_BASE_URL,
+    agentEnv,
+    concurrency,
+    pollMs,
+    heartbeatMs: Math.min(30_000, Math.max(1_000, pollMs * 5)),
+    trackerIntervalMs: target.kind === "local" ? 0 : undefined,
+    log: (m) => print(m),
+    onOutcome: (id, o) =>
+      print(
+        `${id}: ${o.outcome}${o.pr ? ` (PR #${o.pr.number} ${o.pr.url})` : ""}${o.reason ? `: ${o.reason}` : ""}${
+          o.totals ? ` [${formatTokens(totalTokens(o.totals.usage))} tokens]` : ""
+        }`,
+      ),
+  });
+
+  const signal = untilSignal();
+  let stopping: NodeJS.Signals | undefined;
+  void signal.promise.then((s) => {
+    stopping = s;
+  });
+  const seen = new Map<string, string>();
+  let frame = 0;
+  let sawWork = false;
+  try {
+    if (schedules) await queue.schedule();
+    while (!stopping) {
+      const snapshot = (await target.store.read()).doc;
+      const tasks = Object.values(snapshot.tasks);
+      for (const t of tasks) {
+        const before = seen.get(t.id);
+        if (before !== undefined && before !== t.state)
+          print(
+            `${t.id} #${t.issue} ${t.coder}:${t.model}: ${before} -> ${t.state}${t.reason ? ` (${t.reason})` : ""}`,
+          );
+        seen.set(t.id, t.state);
+      }
+      const running = tasks.filter((t) => isActive(t.state));
+      const queued = tasks.filter((t) => t.state === "queued");
+      if (running.length || queued.length) sawWork = true;
+      if (tty) {
+        const mine = await Promise.all(
+          running.slice(0, 3).map(async (t: Task) => {
+            const u = await liveUsage(target.workDir, t);
+            return `${t.id} ${t.state}${u ? ` ${formatTokens(totalTokens(u))} tok` : ""}`;
+          }),
+        );
+        statusLine = `${SPINNER[frame++ % SPINNER.length]} ${running.length} running, ${queued.length} queued${mine.length ? ` | ${mine.join(", ")}` : ""}`;
+        process.stderr.write(`\r\x1b[K${statusLine}`);
+      }
+      if (values["until-idle"] && running.length === 0 && queued.length === 0 && worker.running === 0) {
+        print(sawWork ? "idle: nothing queued or running" : "nothing to do: no task is queued or running");
+        break;
+      }
+      if (schedules) await queue.schedule();
+      await Promise.race([sleep(tty ? Math.min(pollMs, 250) : pollMs), signal.promise]);
+    }
+  } finally {
+    if (tty) process.stderr.write("\r\x1b[K");
+    statusLine = "";
+    if (stopping) print(`${stopping}: stopping agents; their tasks go back to the queue`);
+    // A second signal while stopping means "now".
+    const force = () => process.exit(130);
+    process.once("SIGINT", force);
+    process.once("SIGTERM", force);
+    await worker.stop();
+    signal.dispose();
+    process.off("SIGINT", force);
+    process.off("SIGTERM", force);
+    print("worker stopped");
+  }
+  return stopping ? 0 : 0;
+}

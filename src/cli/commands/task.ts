@@ -1,0 +1,177 @@
+import { open, readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { isActive } from "../../core/lifecycle.ts";
+import { redactSecrets } from "../../core/redact.ts";
+import {
+  KNOWLEDGE_FILE,
+  LOG_FILE,
+  PLAN_FILE,
+  RESULT_FILE,
+  taskArtifactsDir,
+} from "../../worker/artifacts.ts";
+import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
+import { NotFoundError, UsageError } from "../errors.ts";
+import { json, out, sleep, untilSignal } from "../io.ts";
+import { describeTarget, resolveTarget } from "../target.ts";
+import { findTaskRef } from "../task-ref.ts";
+
+export const TASK_USAGE = `Usage: fleet task <id> log|plan|knowledge|result [-f] [--json]
+
+What a task's agent left on this machine (under --work-dir, default $FLEET_HOME/work):
+  log          the agent's log (agent.log; the plan phase's plan.log when there is no work log yet)
+  plan         PLAN.md, the agent's plan
+  knowledge    KNOWLEDGE.md, the context the agent was given and gathered
+  result       RESULT.json, the agent's own verdict
+
+<id> is a task id (fl-a3f) or an issue (#12, gh-12, 12: its latest task).
+Secrets (known credential values and token shapes) are redacted.
+
+  -f, --follow   log only: keep printing as the agent writes, until the task leaves its run
+
+${TARGET_HELP}`;
+
+const OPTIONS = { ...TARGET_OPTIONS, follow: { type: "boolean", short: "f" } } as const;
+const WHAT = { log: LOG_FILE, plan: PLAN_FILE, knowledge: KNOWLEDGE_FILE, result: RESULT_FILE } as const;
+
+/** Values that must never be printed: the credentials in this environment. */
+function knownSecrets(env: NodeJS.ProcessEnv): string[] {
+  return Object.entries(env)
+    .filter(([k, v]) => v && /(TOKEN|KEY|SECRET|PASSWORD|CREDENTIAL)/i.test(k))
+    .map(([, v]) => v as string);
+}
+
+const readText = (path: string) =>
+  readFile(path, "utf8").catch((e: NodeJS.ErrnoException) => {
+    if (e.code === "ENOENT") return undefined;
+    throw e;
+  });
+
+export async function taskCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, OPTIONS, TASK_USAGE);
+  if (values.help) return (out(TASK_USAGE), 0);
+  const [ref, what, ...extra] = positionals;
+  if (!ref || !what) throw new UsageError("fleet task needs a task and what to show.", TASK_USAGE);
+  if (!(what in WHAT))
+    throw new UsageError(
+      `"${what}" is not something a task has: use log, plan, knowledge or result.`,
+      TASK_USAGE,
+    );
+  if (extra.length) throw new UsageError(`Unexpected argument "${extra[0]}".`, TASK_USAGE);
+  if (values.follow && what !== "log") throw new UsageError("-f/--follow applies to log only.", TASK_USAGE);
+
+  const target = await resolveTarget(values);
+  const { doc } = await target.store.read();
+  let id = ref;
+  try {
+    id = findTaskRef(doc, ref, describeTarget(target)).id;
+  } catch (error) {
+    // Artifacts outlive the state: a task id with a folder here is still shown.
+    if (!(error instanceof NotFoundError)) throw error;
+    const dir = taskArtifactsDir(target.workDir, ref);
+    if (!(await stat(dir).catch(() => undefined)))
+      throw new NotFoundError(`${error.message} No artifacts at ${dir} either.`);
+  }
+  const dir = taskArtifactsDir(target.workDir, id);
+  const secrets = knownSecrets(process.env);
+  const redact = (t: string) => redactSecrets(t, secrets);
+  const file = WHAT[what as keyof typeof WHAT];
+  let path = join(dir, file);
+  let text = await readText(path);
+  if (text === undefined && what === "log") {
+    const planLog = join(dir, "plan.log");
+    const plan = await readText(planLog);
+    if (plan !== undefined) {
+      path = planLog;
+      text = plan;
+    }
+  }
+  if (text === undefined && !(values.follow && isActive(doc.tasks[id]?.state ?? "done"))) {
+    const state = doc.tasks[id]?.state;
+    throw new NotFoundError(
+      `Task ${id} has no ${file}: looked for ${path}${state ? ` (task state: ${state})` : ""}. ` +
+        (what === "log"
+          ? "The log exists once a run started on this machine; pass --work-dir if the worker used another one."
+          : `The agent writes ${file} during its run; pass --work-dir if the worker used another one.`),
+    );
+  }
+
+  if (what === "result") {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(redact(text ?? ""));
+    } catch {
+      parsed = undefined;
+    }
+    if (values.json) json(parsed ?? { invalid: redact(text ?? "") });
+    else out(parsed === undefined ? redact(text ?? "") : JSON.stringify(parsed, null, 2));
+    return 0;
+  }
+  if (values.json) {
+    json({ task: id, what, path, text: redact(text ?? "") });
+    return 0;
+  }
+  if (!values.follow) {
+    if (text) process.stdout.write(redact(text));
+    return 0;
+  }
+  return follow(path, text ?? "", redact, async () => {
+    const t = (await target.store.read()).doc.tasks[id];
+    return t !== undefined && isActive(t.state);
+  });
+}
+
+/** Prints the file and then what is appended, line by line, while `running()` says the task runs. */
+async function follow(
+  path: string,
+  initial: string,
+  redact: (t: string) => string,
+  running: () => Promise<boolean>,
+): Promise<number> {
+  // Only whole lines are redacted and printed, so a secret split across two reads is still caught.
+  let pending = "";
+  const emit = (chunk: string, flush = false) => {
+    pending += chunk;
+    const cut = flush ? pending.length : pending.lastIndexOf("\n") + 1;
+    if (cut > 0) process.stdout.write(redact(pending.slice(0, cut)));
+    pending = pending.slice(cut);
+  };
+  emit(initial);
+  let offset = Buffer.byteLength(initial);
+  const signal = untilSignal();
+  let stopped = false;
+  void signal.promise.then(() => {
+    stopped = true;
+  });
+  let lastCheck = 0;
+  let alive = true;
+  try {
+    while (!stopped) {
+      const size = (await stat(path).catch(() => undefined))?.size ?? 0;
+      if (size < offset) offset = 0; // a new attempt starts a fresh log
+      if (size > offset) {
+        const fh = await open(path, "r");
+        try {
+          const buf = Buffer.alloc(size - offset);
+          await fh.read(buf, 0, buf.length, offset);
+          offset = size;
+          emit(buf.toString("utf8"));
+        } finally {
+          await fh.close();
+        }
+        continue;
+      }
+      if (!alive) break;
+      if (Date.now() - lastCheck > 1000) {
+        lastCheck = Date.now();
+        // One more read after the task stops, for what it wrote last.
+        alive = await running();
+        if (!alive) continue;
+      }
+      await Promise.race([sleep(200), signal.promise]);
+    }
+  } finally {
+    signal.dispose();
+    emit("", true);
+  }
+  return 0;
+}

@@ -1,0 +1,75 @@
+import { isTerminal } from "../../core/lifecycle.ts";
+import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
+import { UsageError } from "../errors.ts";
+import { renderTaskTable, type TaskRow, taskRow } from "../format.ts";
+import { json, out, sleep, untilSignal } from "../io.ts";
+import { resolveTarget, type Target } from "../target.ts";
+
+export const TASKS_USAGE = `Usage: fleet tasks [--all] [--watch [--interval MS]] [--json]
+
+Running and queued tasks: id, issue, coder, model, state, priority, elapsed time, tokens
+(input, output, cache read/write; * = live from a run on this machine) and cost.
+
+  --all            include finished tasks (done, failed, cancelled)
+  --watch          refresh in place on a terminal; otherwise print again whenever it changes
+  --interval MS    refresh interval for --watch (default 1000)
+
+${TARGET_HELP}`;
+
+const OPTIONS = {
+  ...TARGET_OPTIONS,
+  all: { type: "boolean" },
+  watch: { type: "boolean", short: "w" },
+  interval: { type: "string" },
+} as const;
+
+async function rows(target: Target, all: boolean): Promise<TaskRow[]> {
+  const { doc } = await target.store.read();
+  const now = Date.now();
+  const tasks = Object.values(doc.tasks)
+    .filter((t) => all || !isTerminal(t.state))
+    .sort((a, b) => a.priority - b.priority || (a.queuedAt < b.queuedAt ? -1 : 1));
+  return Promise.all(tasks.map((t) => taskRow(t, now, target.workDir)));
+}
+
+export async function tasksCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, OPTIONS, TASKS_USAGE);
+  if (values.help) return (out(TASKS_USAGE), 0);
+  if (positionals.length)
+    throw new UsageError(`fleet tasks takes no arguments (got "${positionals[0]}").`, TASKS_USAGE);
+  const interval = values.interval === undefined ? 1000 : Number(values.interval);
+  if (!Number.isInteger(interval) || interval < 100)
+    throw new UsageError(
+      `--interval must be a whole number of milliseconds, at least 100 (got "${values.interval}").`,
+    );
+  const target = await resolveTarget(values);
+  const all = Boolean(values.all);
+  const text = (r: TaskRow[]) => (values.json ? JSON.stringify(r, null, 2) : renderTaskTable(r));
+  if (!values.watch) {
+    const r = await rows(target, all);
+    if (values.json) json(r);
+    else out(renderTaskTable(r));
+    return 0;
+  }
+  const tty = process.stdout.isTTY && !values.json;
+  const signal = untilSignal();
+  let stopped = false;
+  void signal.promise.then(() => {
+    stopped = true;
+  });
+  let lastKey = "";
+  try {
+    while (!stopped) {
+      const r = await rows(target, all);
+      // Elapsed time changes every tick; a non-terminal reader wants the other changes only.
+      const key = JSON.stringify(r.map(({ elapsedMs: _e, ...rest }) => rest));
+      if (tty) process.stdout.write(`\x1b[H\x1b[2J${text(r)}\n\n(every ${interval} ms; Ctrl-C to stop)\n`);
+      else if (key !== lastKey) out(text(r));
+      lastKey = key;
+      await Promise.race([sleep(interval), signal.promise]);
+    }
+  } finally {
+    signal.dispose();
+  }
+  return 0;
+}

@@ -1,0 +1,37 @@
+/** Exit codes scripts can rely on. */
+export const EXIT = { ok: 0, failure: 1, usage: 2, notFound: 3 } as const;
+
+/** Bad arguments: what was wrong and how to call the command instead (exit 2). */
+export class UsageError extends Error {
+  readonly exitCode = EXIT.usage;
+  constructor(
+    message: string,
+    readonly usage?: string,
+  ) {
+    super(message);
+    this.name = "UsageError";
+  }
+}
+
+/** A task, issue or artifact that does not exist (exit 3). */
+export class NotFoundError extends Error {
+  readonly exitCode = EXIT.notFound;
+  constructor(message: string) {
+    super(message);
+    this.name = "NotFoundError";
+  }
+}
+
+/** Anything else a user can hit and fix (exit 1). */
+export class CliError extends Error {
+  readonly exitCode = EXIT.failure;
+  constructor(message: string) {
+    super(message);
+    this.name = "CliError";
+  }
+}
+
+export const exitCodeOf = (error: unknown): number =>
+  error instanceof UsageError || error instanceof NotFoundError || error instanceof CliError
+    ? error.exitCode
+    : EXIT.failure;

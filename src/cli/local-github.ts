@@ -1,0 +1,230 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import type { GitHubClient } from "../github/client.ts";
+import type { FleetStateDoc } from "../state/doc.ts";
+import type { StateStore } from "../state/store.ts";
+
+/**
+ * Local mode has no GitHub: the issues `fleet bd create` writes live in the state document under
+ * `local_issues`, and what the worker would post (comments) or open (pull requests) is recorded
+ * under `$FLEET_HOME/local/`. This client answers the handful of REST calls the worker makes with
+ * those records, so the same worker code runs a task end to end; its "pull request" is the pushed
+ * `fleet/*` branch of the local repository.
+ */
+
+export interface LocalIssue {
+  number: number;
+  title: string;
+  body: string;
+  labels: string[];
+  state: "open" | "closed";
+  createdAt: string;
+}
+
+export interface LocalComment {
+  id: number;
+  body: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface LocalPull {
+  number: number;
+  head: string;
+  base: string;
+  title: string;
+  body: string;
+  state: "open" | "closed";
+  url: string;
+}
+
+export const LOCAL_ISSUES_KEY = "local_issues";
+
+export const localIssuesOf = (doc: FleetStateDoc): Record<string, LocalIssue> =>
+  (doc[LOCAL_ISSUES_KEY] as Record<string, LocalIssue> | undefined) ?? {};
+
+/** The next issue number for a locally created task: above every local issue and every task. */
+export function nextLocalIssueNumber(doc: FleetStateDoc): number {
+  let max = 0;
+  for (const k of Object.keys(localIssuesOf(doc))) max = Math.max(max, Number(k));
+  for (const t of Object.values(doc.tasks)) max = Math.max(max, t.issue);
+  return max + 1;
+}
+
+const notFound = (what: string) => Object.assign(new Error(`Not Found: ${what}`), { status: 404 });
+
+async function readJson<T>(path: string, fallback: T): Promise<T> {
+  try {
+    return JSON.parse(await readFile(path, "utf8")) as T;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return fallback;
+    throw error;
+  }
+}
+
+async function writeJson(path: string, value: unknown): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const tmp = `${path}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
+  await writeFile(tmp, `${JSON.stringify(value, null, 2)}\n`);
+  await rename(tmp, path);
+}
+
+export interface LocalGitHubOptions {
+  home: string;
+  repoPath: string;
+  store: StateStore;
+  clock?: () => Date;
+}
+
+export const localCommentsPath = (home: string, issue: number) =>
+  join(home, "local", "issues", `${issue}.comments.json`);
+export const localPullsPath = (home: string) => join(home, "local", "pulls.json");
+
+export function readLocalComments(home: string, issue: number): Promise<LocalComment[]> {
+  return readJson<LocalComment[]>(localCommentsPath(home, issue), []);
+}
+
+export function readLocalPulls(home: string): Promise<LocalPull[]> {
+  return readJson<LocalPull[]>(localPullsPath(home), []);
+}
+
+/** A GitHubClient over the local records (see the file comment); unknown calls fail loudly. */
+export function createLocalGitHub(opts: LocalGitHubOptions): GitHubClient {
+  const clock = opts.clock ?? (() => new Date());
+  const bot = { login: "fleet[bot]", type: "Bot" };
+  // Writes from one process are serialized; comments and pulls are written only by `fleet run`.
+  let chain: Promise<unknown> = Promise.resolve();
+  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
+    const run = chain.then(fn, fn);
+    chain = run.catch(() => undefined);
+    return run;
+  };
+  const commentView = (issue: number, c: LocalComment) => ({
+    id: c.id,
+    body: c.body,
+    user: bot,
+    created_at: c.createdAt,
+    updated_at: c.updatedAt,
+    html_url: `${localCommentsPath(opts.home, issue)}#${c.id}`,
+  });
+  const allComments = async () => {
+    // Comment ids are unique across issues, as on GitHub; the id says which file holds it.
+    return readJson<Record<string, number>>(join(opts.home, "local", "comment-index.json"), {});
+  };
+
+  const rest = {
+    issues: {
+      async get(p: { issue_number: number }) {
+        const issue = localIssuesOf((await opts.store.read()).doc)[String(p.issue_number)];
+        if (!issue) throw notFound(`local issue #${p.issue_number}`);
+        return {
+          data: {
+            number: issue.number,
+            title: issue.title,
+            body: issue.body,
+            state: issue.state,
+            labels: issue.labels.map((name) => ({ name })),
+            user: { login: "local", type: "User" },
+          },
+        };
+      },
+      async listComments(p: { issue_number: number }) {
+        const list = await readLocalComments(opts.home, p.issue_number);
+        return { data: list.map((c) => commentView(p.issue_number, c)) };
+      },
+      createComment: (p: { issue_number: number; body: string }) =>
+        serial(async () => {
+          const index = await allComments();
+          const id = Math.max(0, ...Object.keys(index).map(Number)) + 1;
+          const at = clock().toISOString();
+          const list = await readLocalComments(opts.home, p.issue_number);
+          const c: LocalComment = { id, body: p.body, createdAt: at, updatedAt: at };
+          await writeJson(localCommentsPath(opts.home, p.issue_number), [...list, c]);
+          await writeJson(join(opts.home, "local", "comment-index.json"), {
+            ...index,
+            [id]: p.issue_number,
+          });
+          return { data: commentView(p.issue_number, c) };
+        }),
+      updateComment: (p: { comment_id: number; body: string }) =>
+        serial(async () => {
+          const issue = (await allComments())[String(p.comment_id)];
+          if (issue === undefined) throw notFound(`local comment ${p.comment_id}`);
+          const list = await readLocalComments(opts.home, issue);
+          const c = list.find((x) => x.id === p.comment_id);
+          if (!c) throw notFound(`local comment ${p.comment_id}`);
+          c.body = p.body;
+          c.updatedAt = clock().toISOString();
+          await writeJson(localCommentsPath(opts.home, issue), list);
+          return { data: commentView(issue, c) };
+        }),
+    },
+    repos: {
+      // The person at the terminal owns the local repository.
+      async getCollaboratorPermissionLevel() {
+        return { data: { permission: "admin", role_name: "admin" } };
+      },
+      async getContent(p: { path: string }) {
+        try {
+          const text = await readFile(join(opts.repoPath, p.path));
+          return { data: { type: "file", content: text.toString("base64"), encoding: "base64" } };
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === "ENOENT") throw notFound(p.path);
+          throw error;
+        }
+      },
+    },
+    pulls: {
+      async list(p: { head?: string; state?: string }) {
+        const branch = p.head?.split(":").pop();
+        const pulls = await readLocalPulls(opts.home);
+        return {
+          data: pulls
+            .filter(
+              (x) => (!branch || x.head === branch) && (!p.state || p.state === "all" || x.state === p.state),
+            )
+            .map((x) => ({ ...x, html_url: x.url, head: { ref: x.head } })),
+        };
+      },
+      create: (p: { head: string; base: string; title: string; body?: string }) =>
+        serial(async () => {
+          const pulls = await readLocalPulls(opts.home);
+          const number = Math.max(0, ...pulls.map((x) => x.number)) + 1;
+          const pull: LocalPull = {
+            number,
+            head: p.head,
+            base: p.base,
+            title: p.title,
+            body: p.body ?? "",
+            state: "open",
+            url: `${opts.repoPath} (branch ${p.head})`,
+          };
+          await writeJson(localPullsPath(opts.home), [...pulls, pull]);
+          return { data: { number, html_url: pull.url, head: { ref: p.head } } };
+        }),
+      update: (p: { pull_number: number; title?: string; body?: string }) =>
+        serial(async () => {
+          const pulls = await readLocalPulls(opts.home);
+          const pull = pulls.find((x) => x.number === p.pull_number);
+          if (!pull) throw notFound(`local pull ${p.pull_number}`);
+          if (p.title !== undefined) pull.title = p.title;
+          if (p.body !== undefined) pull.body = p.body;
+          await writeJson(localPullsPath(opts.home), pulls);
+          return { data: { number: pull.number, html_url: pull.url, head: { ref: pull.head } } };
+        }),
+    },
+  };
+
+  const client = {
+    rest,
+    // Local lists are never paged: one call returns everything.
+    async paginate(fn: (p: unknown) => Promise<{ data: unknown[] }>, params: unknown) {
+      return (await fn(params)).data;
+    },
+    async request(route: string) {
+      throw new Error(`local mode has no GitHub API (asked for ${route})`);
+    },
+  };
+  return client as unknown as GitHubClient;
+}

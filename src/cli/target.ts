@@ -1,0 +1,161 @@
+import { readFile, stat } from "node:fs/promises";
+import { basename, join, resolve } from "node:path";
+import { Octokit } from "@octokit/rest";
+import { execa } from "execa";
+import { defaultFleetConfig, FLEET_CONFIG_PATH, type FleetConfig, parseFleetConfig } from "../core/config.ts";
+import type { GitHubClient, RepoRef } from "../github/client.ts";
+import { readFleetConfig } from "../github/read-config.ts";
+import { effectiveConfig } from "../queue/transitions.ts";
+import type { FleetStateDoc } from "../state/doc.ts";
+import { createGitHubStateStore } from "../state/github-store.ts";
+import { createLocalStateStore, defaultFleetHome } from "../state/local-store.ts";
+import type { StateStore } from "../state/store.ts";
+import { CliError, UsageError } from "./errors.ts";
+import { createLocalGitHub } from "./local-github.ts";
+
+/** Where a command reads and writes: a GitHub repository's state branch, or `$FLEET_HOME`. */
+export interface TargetBase {
+  /** "owner/name"; `local/<dir name>` in local mode. */
+  full: string;
+  repo: RepoRef;
+  home: string;
+  workDir: string;
+  store: StateStore;
+  /** GitHub, or the local records in local mode (see local-github.ts). */
+  octokit: GitHubClient;
+  /** `.github/fleet.yml` as found (defaults when absent); problems when it is invalid. */
+  fileConfig(): Promise<{ config: FleetConfig; problems: string[] }>;
+  /** File config with the state's `config set` overrides. */
+  config(doc: FleetStateDoc): Promise<FleetConfig>;
+}
+
+export interface GitHubTarget extends TargetBase {
+  kind: "github";
+  token: string;
+  apiUrl: string;
+}
+
+export interface LocalTarget extends TargetBase {
+  kind: "local";
+  repoPath: string;
+}
+
+export type Target = GitHubTarget | LocalTarget;
+
+export interface TargetFlags {
+  repo?: string;
+  "api-url"?: string;
+  local?: boolean;
+  home?: string;
+  "repo-path"?: string;
+  "work-dir"?: string;
+}
+
+const REPO_NAME = /^([A-Za-z0-9-_.]+)\/([A-Za-z0-9-_.]+)$/;
+
+/** owner/name from a GitHub remote URL (https, ssh or scp-like); undefined for anything else. */
+export function repoFromRemoteUrl(url: string): string | undefined {
+  const m =
+    /^(?:https?:\/\/|ssh:\/\/git@|git@)[^/:]+[/:]([A-Za-z0-9-_.]+)\/([A-Za-z0-9-_.]+?)(?:\.git)?\/?$/.exec(
+      url.trim(),
+    );
+  return m ? `${m[1]}/${m[2]}` : undefined;
+}
+
+async function originRepo(cwd: string): Promise<string | undefined> {
+  const r = await execa("git", ["remote", "get-url", "origin"], { cwd, reject: false });
+  return r.exitCode === 0 ? repoFromRemoteUrl(String(r.stdout)) : undefined;
+}
+
+async function githubToken(env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  const fromEnv = env.GITHUB_TOKEN || env.GH_TOKEN;
+  if (fromEnv) return fromEnv;
+  const gh = await execa("gh", ["auth", "token"], { reject: false }).catch(() => undefined);
+  const token = gh && gh.exitCode === 0 ? String(gh.stdout).trim() : "";
+  return token || undefined;
+}
+
+const problemsOf = (r: ReturnType<typeof parseFleetConfig>): string[] =>
+  r.ok ? [] : r.problems.map((p) => `${p.path}: ${p.message}`);
+
+/** Resolves the target from the flags: --local, --repo, the origin remote, else local mode. */
+export async function resolveTarget(
+  flags: TargetFlags,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Target> {
+  const home = resolve(flags.home ?? defaultFleetHome(env));
+  const workDir = resolve(flags["work-dir"] ?? join(home, "work"));
+  const repoPath = resolve(flags["repo-path"] ?? process.cwd());
+  if (flags.local && flags.repo) throw new UsageError("--local and --repo exclude each other: pick one.");
+
+  const full = flags.local ? undefined : (flags.repo ?? (await originRepo(repoPath)));
+  if (full) {
+    const m = REPO_NAME.exec(full);
+    if (!m) throw new UsageError(`"${full}" is not a repository name; use --repo owner/name.`);
+    const token = await githubToken(env);
+    if (!token) {
+      throw new CliError(
+        `No GitHub token for ${full}: set GITHUB_TOKEN (or run \`gh auth login\`), or use --local for local mode.`,
+      );
+    }
+    const apiUrl = (flags["api-url"] ?? env.GITHUB_API_URL ?? "https://api.github.com").replace(/\/$/, "");
+    const repo = { owner: m[1]!, repo: m[2]! };
+    const octokit = new Octokit({ auth: token, baseUrl: apiUrl, userAgent: "fleet-cli" });
+    const store = createGitHubStateStore({ octokit, owner: repo.owner, repo: repo.repo });
+    let cached: Promise<{ config: FleetConfig; problems: string[] }> | undefined;
+    const fileConfig = () => {
+      cached ??= readFleetConfig(octokit, repo).then((r) => ({
+        config: r.ok ? r.config : defaultFleetConfig(),
+        problems: problemsOf(r),
+      }));
+      return cached;
+    };
+    return {
+      kind: "github",
+      full,
+      repo,
+      home,
+      workDir,
+      store,
+      octokit,
+      token,
+      apiUrl,
+      fileConfig,
+      config: async (doc) => effectiveConfig((await fileConfig()).config, doc),
+    };
+  }
+
+  const isDir = await stat(repoPath).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
+  if (!isDir) throw new UsageError(`--repo-path ${repoPath} is not a directory.`);
+  const name = basename(repoPath).replace(/[^A-Za-z0-9-_.]/g, "-") || "repo";
+  const store = createLocalStateStore({ home });
+  const fileConfig = async () => {
+    let text: string;
+    try {
+      text = await readFile(join(repoPath, FLEET_CONFIG_PATH), "utf8");
+    } catch {
+      return { config: defaultFleetConfig(), problems: [] };
+    }
+    const r = parseFleetConfig(text);
+    return { config: r.ok ? r.config : defaultFleetConfig(), problems: problemsOf(r) };
+  };
+  return {
+    kind: "local",
+    full: `local/${name}`,
+    repo: { owner: "local", repo: name },
+    home,
+    workDir,
+    store,
+    octokit: createLocalGitHub({ home, repoPath, store }),
+    repoPath,
+    fileConfig,
+    config: async (doc) => effectiveConfig((await fileConfig()).config, doc),
+  };
+}
+
+/** Where a target is, in words, for messages. */
+export const describeTarget = (t: Target): string =>
+  t.kind === "github" ? `${t.full} (${t.apiUrl})` : `local state in ${t.home} (repository ${t.repoPath})`;
