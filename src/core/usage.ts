@@ -40,3 +40,16 @@ export function addUsage(a: TokenUsage, b: Partial<TokenUsage>): TokenUsage {
 
 /** Every token the model processed or produced: what a budget counts. */
 export const totalTokens = (u: TokenUsage): number => u.input + u.output + u.cacheRead + u.cacheWrite;
+
+/** Two runs (e.g. a plan phase and its work phase) as one: figures added, the later run's model. */
+export function combineTotals(a: RunTotals | undefined, b: RunTotals | undefined): RunTotals | undefined {
+  if (!a || !b) return a ?? b;
+  return {
+    usage: addUsage(a.usage, b.usage),
+    costUsd: a.costUsd === null && b.costUsd === null ? null : (a.costUsd ?? 0) + (b.costUsd ?? 0),
+    turns: a.turns + b.turns,
+    durationMs: a.durationMs + b.durationMs,
+    model: b.model || a.model,
+    ...((b.credential ?? a.credential) ? { credential: b.credential ?? a.credential } : {}),
+  };
+}

@@ -12,6 +12,7 @@ import {
   enqueueTask,
   findTask,
   moveTask,
+  patchTask,
   type TaskChange,
   type TransitionResult,
   tasksOf,
@@ -95,6 +96,7 @@ export function createRepoQueue(deps: RepoQueueDeps) {
           resetsAt: task.resetAt,
           tokens: task.totals?.usage,
           costUsd: task.totals?.costUsd,
+          runUrl: task.runUrl,
         });
       }),
     );
@@ -111,15 +113,22 @@ export function createRepoQueue(deps: RepoQueueDeps) {
       try {
         const run = await deps.dispatcher.start(task);
         if (run.runId) {
+          const withRun = (t: Task): Task => ({
+            ...t,
+            runId: run.runId,
+            ...(run.runUrl ? { runUrl: run.runUrl } : {}),
+          });
           await commit((d) =>
             d.tasks[task.id]?.state === "dispatched"
               ? {
-                  doc: { ...d, tasks: { ...d.tasks, [task.id]: { ...d.tasks[task.id]!, runId: run.runId } } },
-                  changes: [{ task: { ...d.tasks[task.id]!, runId: run.runId }, from: "dispatched" }],
+                  doc: { ...d, tasks: { ...d.tasks, [task.id]: withRun(d.tasks[task.id]!) } },
+                  changes: [{ task: withRun(d.tasks[task.id]!), from: "dispatched" }],
                   messages: [`run ${run.runId} started for gh-${task.issue}`],
                 }
               : null,
           );
+          // The tracking comment links the run.
+          for (const c of result.changes) if (c.task.id === task.id) c.task = withRun(c.task);
         }
       } catch (error) {
         deps.log?.(`dispatch of ${task.id} failed: ${(error as Error).message}`);
@@ -180,7 +189,11 @@ export function createRepoQueue(deps: RepoQueueDeps) {
         );
         let acc: TransitionResult = { doc: d, changes: [], messages: [] };
         for (const t of targets) {
-          const moved = moveTask(acc.doc, t.id, to, { now: now(), ...opts });
+          // Already there (an event got ahead of the worker): keep the fields the mover brings.
+          const moved =
+            t.state === to
+              ? opts.patch && patchTask(acc.doc, t.id, opts.patch, now())
+              : moveTask(acc.doc, t.id, to, { now: now(), ...opts });
           if (moved)
             acc = {
               doc: moved.doc,

@@ -108,6 +108,23 @@ export function enqueueTask(doc: FleetStateDoc, input: EnqueueInput): Transition
   };
 }
 
+/** Records fields on a task without a state change (e.g. a run's totals when an event already moved it). */
+export function patchTask(
+  doc: FleetStateDoc,
+  taskId: string,
+  patch: Partial<Task>,
+  now: string,
+): TransitionResult | null {
+  const current = doc.tasks[taskId];
+  if (!current) return null;
+  const task = { ...current, ...patch, updatedAt: now };
+  return {
+    doc: withTasks(doc, [task]),
+    changes: [{ task, from: current.state }],
+    messages: [`update gh-${current.issue} (${taskId}): ${Object.keys(patch).join(", ")}`],
+  };
+}
+
 /** Moves one task; null when the move is not legal any more (a late or repeated event), so it is dropped. */
 export function moveTask(
   doc: FleetStateDoc,

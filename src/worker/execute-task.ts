@@ -1,6 +1,7 @@
 import type { AgentAdapter } from "../agents/types.ts";
 import type { FleetConfig } from "../core/config.ts";
 import type { Task, TaskState } from "../core/task.ts";
+import { combineTotals } from "../core/usage.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
 import { getRepoRole } from "../github/permissions.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
@@ -192,7 +193,7 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
 
 async function recordOutcome(task: Task, outcome: TaskOutcome, deps: ExecuteDeps, lost: string | undefined) {
   const clock = deps.clock ?? (() => new Date());
-  const totals = outcome.totals ?? outcome.planTotals;
+  const totals = combineTotals(outcome.planTotals, outcome.totals);
   const patch: Partial<Task> = {};
   if (totals) patch.totals = totals;
   if (outcome.pr) patch.pr = outcome.pr.number;
@@ -230,7 +231,8 @@ async function recordOutcome(task: Task, outcome: TaskOutcome, deps: ExecuteDeps
       : reason;
   await deps.queue.move(task.issue, to, {
     taskId: task.id,
-    from: ["dispatched", "planning", "running"],
+    // The PR's own webhook may have moved the task to pr-open already: then only the fields are added.
+    from: ["dispatched", "planning", "running", to],
     reason: why,
     resetAt,
     patch,

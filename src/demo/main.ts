@@ -1,0 +1,238 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { delimiter, join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { Octokit } from "@octokit/rest";
+import { createProbot, ProbotOctokit } from "probot";
+import { getAdapter } from "../agents/index.ts";
+import { startFleetServer } from "../app/server.ts";
+import type { Task } from "../core/task.ts";
+import { totalTokens } from "../core/usage.ts";
+import type { GitHubClient } from "../github/client.ts";
+import { startGitHubEmulator } from "../offline/github/index.ts";
+import { startAnthropicScriptServer } from "../offline/models/anthropic-server.ts";
+import { createGitHubStateStore } from "../state/github-store.ts";
+import { startLocalWorker } from "../worker/local-worker.ts";
+
+const HELP = `npm run demo [-- --json] [-- --keep]
+
+Runs Fleet's whole loop offline: an emulated GitHub, the real Fleet app, a local worker, and the real
+Claude Code CLI answering from a scripted model server on loopback. A maintainer labels an issue
+fleet:claude; Fleet queues it, the worker runs Claude, and the demo ends with the pull request, the
+issue's comments and the token totals.
+
+  --json   print one JSON object instead of the narrated run
+  --keep   keep the work directory (worktrees, agent logs) and print where it is
+`;
+
+// The scripted model's turns: a plan, then a Bash call that makes the change and writes RESULT.json, then a summary.
+const USAGE = {
+  input_tokens: 2_150,
+  output_tokens: 140,
+  cache_read_input_tokens: 9_800,
+  cache_creation_input_tokens: 1_200,
+};
+const RESULT = JSON.stringify({
+  status: "done",
+  summary: "Added CHANGELOG.md with an Unreleased section, as the issue asks.",
+  testsRun: ["cat CHANGELOG.md: ok"],
+  followUps: [],
+});
+const SCRIPT = [
+  {
+    text: "1. Create CHANGELOG.md with a title and an Unreleased section.\n2. Record the result.",
+    usage: USAGE,
+  },
+  {
+    text: "Creating the changelog.",
+    toolUses: [
+      {
+        name: "Bash",
+        input: {
+          command: `printf '# Changelog\\n\\n## Unreleased\\n\\n- Nothing yet.\\n' > CHANGELOG.md && for d in ../.fleet-task-*; do echo '${RESULT}' > "$d/RESULT.json"; done`,
+          description: "Write CHANGELOG.md and the result",
+        },
+      },
+    ],
+    usage: USAGE,
+  },
+  { text: "CHANGELOG.md is in place.", usage: USAGE },
+];
+
+export interface DemoResult {
+  pr: { number: number; url: string; head: string };
+  issue: { number: number; comments: number };
+  tokens: { input: number; output: number; cacheRead: number; cacheWrite: number; costUsd: number | null };
+  api: { total: number; contentCreating: number };
+}
+
+export async function runDemo(opts: { json: boolean; keep: boolean }): Promise<DemoResult> {
+  const started = Date.now();
+  const say = (line: string) => {
+    if (!opts.json)
+      process.stdout.write(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${line}\n`);
+  };
+  // The real Claude Code CLI installed with the project's devDependencies.
+  process.env.PATH = `${resolve("node_modules/.bin")}${delimiter}${process.env.PATH ?? ""}`;
+
+  say("starting the offline GitHub (emulator on loopback, real bare git repositories)");
+  const gh = await startGitHubEmulator();
+  const workDir = await mkdtemp(join(tmpdir(), "fleet-demo-"));
+  const stops: Array<() => Promise<unknown>> = [() => gh.stop()];
+  try {
+    const owner = "octo-org";
+    const name = "widgets";
+    const full = `${owner}/${name}`;
+    const repo = await gh.createRepo({
+      owner,
+      name,
+      files: {
+        "README.md": "# widgets\n\nA small library.\n",
+        ".github/fleet.yml": "dispatch: local\nmax_concurrent: 2\nplan_phase: true\n",
+      },
+    });
+    gh.addCollaborator(full, "mona", "write");
+
+    say("starting the Fleet app (Probot) and pointing the emulator's webhooks at it");
+    const app = await startFleetServer({
+      appId: gh.appId,
+      privateKey: gh.privateKey,
+      webhookSecret: gh.webhookSecret,
+      baseUrl: gh.url,
+      logLevel: "fatal",
+      trackerIntervalMs: 2_000,
+    });
+    stops.unshift(() => app.stop());
+    gh.setWebhookUrl(app.webhookUrl);
+
+    say("starting the scripted model server the real Claude Code CLI will talk to");
+    const model = await startAnthropicScriptServer({ turns: SCRIPT });
+    stops.unshift(() => model.stop());
+
+    say("starting a local worker (dispatch: local) with its own installation token");
+    const probot = createProbot({
+      overrides: {
+        appId: gh.appId,
+        privateKey: gh.privateKey,
+        baseUrl: gh.url,
+        logLevel: "fatal",
+        Octokit: ProbotOctokit.defaults({ throttle: { enabled: false } }),
+      },
+    });
+    const octokit = (await probot.auth(repo.installationId)) as unknown as GitHubClient;
+    let finished: ((t: string) => void) | undefined;
+    const done = new Promise<string>((r) => {
+      finished = r;
+    });
+    const worker = startLocalWorker({
+      repo: { owner, repo: name },
+      octokit,
+      store: createGitHubStateStore({ octokit, owner, repo: name }),
+      cloneUrl: repo.cloneUrl,
+      workDir,
+      adapterFor: getAdapter,
+      credentialFor: () => ({ name: "demo-anthropic-key", value: "sk-ant-demo-not-a-real-key-0000" }),
+      modelBaseUrl: model.url,
+      agentEnv: { CLAUDE_CODE_MAX_RETRIES: "0" },
+      pollMs: 500,
+      trackerIntervalMs: 2_000,
+      onOutcome: (id, outcome) => {
+        say(`worker: task ${id} ended: ${outcome.outcome}${outcome.reason ? ` (${outcome.reason})` : ""}`);
+        finished?.(outcome.outcome);
+      },
+    });
+    stops.unshift(() => worker.stop());
+
+    const mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
+    const { data: issue } = await mona.rest.issues.create({
+      owner,
+      repo: name,
+      title: "Add a changelog",
+      body: "We need a CHANGELOG.md with an Unreleased section.",
+    });
+    say(`@mona opened issue #${issue.number} and labels it fleet:claude`);
+    await mona.rest.issues.addLabels({
+      owner,
+      repo: name,
+      issue_number: issue.number,
+      labels: ["fleet:claude"],
+    });
+
+    const outcome = await Promise.race([
+      done,
+      new Promise<string>((_, reject) =>
+        setTimeout(
+          () => reject(new Error("the demo's task did not finish within 5 minutes")),
+          300_000,
+        ).unref(),
+      ),
+    ]);
+    if (outcome !== "pr-opened")
+      throw new Error(`the task ended with "${outcome}" instead of a pull request`);
+
+    await gh.waitForDeliveries();
+    const state = await createGitHubStateStore({ octokit: mona, owner, repo: name }).read();
+    const task = Object.values(state.doc.tasks).find((t: Task) => t.issue === issue.number)!;
+    const pr = gh.pulls(full).find((p) => p.number === task.pr)!;
+    const comments = gh.comments(full, issue.number);
+    const totals = task.totals;
+    const counts = gh.counts();
+    const result: DemoResult = {
+      pr: { number: pr.number, url: `${gh.url.replace(/\/$/, "")}/${full}/pull/${pr.number}`, head: pr.head },
+      issue: { number: issue.number, comments: comments.length },
+      tokens: {
+        input: totals?.usage.input ?? 0,
+        output: totals?.usage.output ?? 0,
+        cacheRead: totals?.usage.cacheRead ?? 0,
+        cacheWrite: totals?.usage.cacheWrite ?? 0,
+        costUsd: totals?.costUsd ?? null,
+      },
+      api: { total: counts.total, contentCreating: counts.contentCreating },
+    };
+    if (!opts.json) {
+      say(`pull request #${pr.number} "${pr.title}" from ${pr.head} (${task.state})`);
+      process.stdout.write(`\n--- pull request #${pr.number} ---\n${pr.body}\n`);
+      process.stdout.write(`\n--- issue #${issue.number}: ${comments.length} comments ---\n`);
+      for (const c of comments) {
+        const firstLine = c.body.split("\n").find((l) => l.trim() && !l.startsWith("<!--")) ?? "";
+        process.stdout.write(`@${c.user.login}: ${firstLine.slice(0, 110)}\n`);
+      }
+      const t = result.tokens;
+      process.stdout.write(
+        `\ntokens: ${t.input} input, ${t.output} output, ${t.cacheRead} cache read, ${t.cacheWrite} cache write` +
+          ` (${totalTokens({ ...t, reasoning: 0 })} in all)${t.costUsd == null ? "" : `, $${t.costUsd.toFixed(4)}`}\n`,
+      );
+      process.stdout.write(
+        `GitHub API: ${result.api.total} requests, ${result.api.contentCreating} content-creating\n`,
+      );
+      if (opts.keep) process.stdout.write(`work directory kept: ${workDir}\n`);
+    }
+    return result;
+  } finally {
+    for (const stop of stops) await stop().catch(() => {});
+    if (!opts.keep) await rm(workDir, { recursive: true, force: true });
+  }
+}
+
+const isMain = process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname);
+if (isMain) {
+  const { values } = parseArgs({
+    options: {
+      json: { type: "boolean", default: false },
+      keep: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(HELP);
+  } else {
+    try {
+      const result = await runDemo({ json: values.json ?? false, keep: values.keep ?? false });
+      if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+      process.exit(0);
+    } catch (error) {
+      process.stderr.write(`demo failed: ${(error as Error).message}\n`);
+      process.exit(1);
+    }
+  }
+}

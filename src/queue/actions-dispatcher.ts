@@ -1,0 +1,110 @@
+import { randomBytes } from "node:crypto";
+import type { FleetConfig } from "../core/config.ts";
+import type { Task } from "../core/task.ts";
+import type { GitHubClient, RepoRef } from "../github/client.ts";
+import type { Dispatcher, DispatchStart } from "./dispatcher.ts";
+
+export interface ActionsDispatcherOptions {
+  octokit: GitHubClient;
+  repo: RepoRef;
+  config: Pick<FleetConfig, "workflow" | "runner_labels">;
+  /** Waits between looks for the run a dispatch started (runs appear after a delay). */
+  findRunDelaysMs?: number[];
+  sleep?: (ms: number) => Promise<void>;
+  log?: (message: string) => void;
+}
+
+const DEFAULT_DELAYS = [1_000, 2_000, 4_000, 8_000];
+
+/** A dispatch's id, unique per attempt; the workflow's `run-name` carries it so the run can be found. */
+export const newCorrelationId = (task: Task): string =>
+  `${task.id}.${task.attempts}.${randomBytes(4).toString("hex")}`;
+
+/** What went wrong with a dispatch, in words a maintainer can act on. */
+function explainDispatchError(error: unknown, workflow: string, ref: string): Error {
+  const status = (error as { status?: number }).status;
+  const message = (error as Error).message;
+  const path = `.github/workflows/${workflow}`;
+  if (status === 404)
+    return new Error(
+      `${path} was not found on ${ref}. Add Fleet's workflow there (see docs/actions.md), set \`workflow:\` in .github/fleet.yml to the right file, or set \`dispatch: local\`.`,
+    );
+  if (status === 422)
+    return new Error(
+      `GitHub refused to dispatch ${path} on ${ref} (${message}). The workflow needs a \`workflow_dispatch\` trigger with inputs task_id, correlation_id and runner_labels.`,
+    );
+  if (status === 403)
+    return new Error(
+      `Fleet may not dispatch ${path} (${message}). The GitHub App needs the "Actions: write" permission.`,
+    );
+  return new Error(`dispatching ${path} on ${ref} failed: ${message}`);
+}
+
+/**
+ * `dispatch: actions`: each dispatched task becomes a `workflow_dispatch` of the repository's Fleet
+ * workflow, whose job runs Fleet's action on a runner with `runner_labels`; stopping a task cancels its run.
+ */
+export function createActionsDispatcher(opts: ActionsDispatcherOptions): Dispatcher {
+  const { octokit, repo, config } = opts;
+  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const delays = opts.findRunDelaysMs ?? DEFAULT_DELAYS;
+  let defaultBranch: string | undefined;
+
+  /** The run whose run-name carries the correlation id: GitHub lists it some time after the dispatch. */
+  async function findRun(correlationId: string): Promise<DispatchStart> {
+    for (const delay of [0, ...delays]) {
+      if (delay > 0) await sleep(delay);
+      const { data } = await octokit.rest.actions.listWorkflowRuns({
+        ...repo,
+        workflow_id: config.workflow,
+        event: "workflow_dispatch",
+        per_page: 50,
+      });
+      const run = data.workflow_runs.find(
+        (r) => r.display_title?.includes(correlationId) || r.name?.includes(correlationId),
+      );
+      if (run) return { runId: String(run.id), runUrl: run.html_url };
+    }
+    // The run exists but cannot be told apart: the lease expiry still notices if it never reports.
+    opts.log?.(`could not find the Actions run of dispatch ${correlationId}; its run link stays empty`);
+    return {};
+  }
+
+  return {
+    mode: "actions",
+    async start(task) {
+      defaultBranch ??= (await octokit.rest.repos.get({ ...repo })).data.default_branch;
+      const correlationId = newCorrelationId(task);
+      let details: { workflow_run_id?: number; html_url?: string } | undefined;
+      try {
+        const response = await octokit.rest.actions.createWorkflowDispatch({
+          ...repo,
+          workflow_id: config.workflow,
+          ref: defaultBranch,
+          inputs: {
+            task_id: task.id,
+            correlation_id: correlationId,
+            runner_labels: JSON.stringify(config.runner_labels),
+          },
+          // GitHub answers with the run's id when asked; older servers ignore it (204, no body).
+          return_run_details: true,
+        });
+        details = (response.data ?? undefined) as typeof details;
+      } catch (error) {
+        throw explainDispatchError(error, config.workflow, defaultBranch);
+      }
+      if (details?.workflow_run_id !== undefined)
+        return { runId: String(details.workflow_run_id), runUrl: details.html_url };
+      return findRun(correlationId);
+    },
+    async stop(task) {
+      if (!task.runId) return;
+      try {
+        await octokit.rest.actions.cancelWorkflowRun({ ...repo, run_id: Number(task.runId) });
+      } catch (error) {
+        // 409: the run already ended, which is what stopping wanted.
+        if ((error as { status?: number }).status !== 409) throw error;
+      }
+    },
+  };
+}

@@ -1,0 +1,21 @@
+import { execa } from "execa";
+import { describe, expect, it } from "vitest";
+
+describe("npm run demo -- --json", () => {
+  it("runs the whole loop offline and prints the PR, the comments and the token totals", async () => {
+    const { stdout, exitCode } = await execa("npx", ["tsx", "src/demo/main.ts", "--json"], {
+      reject: false,
+      timeout: 240_000,
+    });
+    expect(exitCode).toBe(0);
+    const result = JSON.parse(stdout.trim().split("\n").at(-1)!);
+    expect(result.pr.number).toBeGreaterThan(0);
+    expect(result.pr.head).toMatch(/^fleet\/\d+-add-a-changelog$/);
+    expect(result.issue.comments).toBeGreaterThanOrEqual(2);
+    // Three scripted turns (plan, work, summary) of 2,150 input / 140 output / 9,800 cache read / 1,200 cache write.
+    expect(result.tokens).toMatchObject({ input: 6450, output: 420, cacheRead: 29400, cacheWrite: 3600 });
+    expect(result.tokens.costUsd).toBeGreaterThan(0);
+    expect(result.api.total).toBeGreaterThan(0);
+    expect(result.api.contentCreating).toBeGreaterThan(0);
+  }, 300_000);
+});
