@@ -6,6 +6,7 @@ import { onCommand } from "./on-command.ts";
 import { onIssueEnded } from "./on-issue-ended.ts";
 import { type HandlerDeps, onIssueLabeled } from "./on-issue-labeled.ts";
 import { onPullRequest } from "./on-pull-request.ts";
+import { onWorkflowRunCompleted } from "./on-workflow-run.ts";
 import { createRepoQueues, type RepoQueueFactoryOptions, type RepoQueues } from "./repo-queues.ts";
 
 export interface FleetAppOptions extends RepoQueueFactoryOptions {
@@ -35,6 +36,10 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
     app.on("issue_comment.created", human(onCommand));
     // PR events come from Fleet's own bot when it opens the PR: they are not filtered by sender.
     app.on(["pull_request.opened", "pull_request.closed"], (context) => onPullRequest(context, deps));
+    // Runs are started by Fleet's own bot, and their ends come from GitHub: not filtered by sender.
+    app.on(["workflow_run.completed", "workflow_job.completed"], (context) =>
+      onWorkflowRunCompleted(context, deps),
+    );
     app.on(["installation.created", "installation_repositories.added"], async (context) => {
       const repos =
         "repositories_added" in context.payload

@@ -1,6 +1,7 @@
 import type { Context, Probot } from "probot";
 import type { FleetConfig } from "../core/config.ts";
 import type { GitHubClient } from "../github/client.ts";
+import { createActionsDispatcher } from "../queue/actions-dispatcher.ts";
 import type { Dispatcher } from "../queue/dispatcher.ts";
 import { localDispatcher } from "../queue/dispatcher.ts";
 import { createRepoQueue, type RepoQueue } from "../queue/repo-queue.ts";
@@ -12,7 +13,7 @@ import { coalescingStore } from "../state/write-queue.ts";
 export interface RepoQueueFactoryOptions {
   clock?: () => Date;
   trackerIntervalMs?: number;
-  /** Builds the dispatcher for a repository's dispatch mode; local mode by default. */
+  /** Builds the dispatcher for a repository's dispatch mode; by default Actions for `actions`, else local. */
   dispatcherFor?: (
     mode: FleetConfig["dispatch"],
     octokit: GitHubClient,
@@ -65,7 +66,15 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
         throw new Error("The webhook carries no installation; Fleet runs as an installed GitHub App.");
       const h = await handleFor(owner, repo, installationId);
       const dispatcher =
-        options.dispatcherFor?.(fileConfig.dispatch, h.octokit, { owner, repo }) ?? localDispatcher;
+        options.dispatcherFor?.(fileConfig.dispatch, h.octokit, { owner, repo }) ??
+        (fileConfig.dispatch === "actions"
+          ? createActionsDispatcher({
+              octokit: h.octokit,
+              repo: { owner, repo },
+              config: fileConfig,
+              log: (m) => context.log.warn(m),
+            })
+          : localDispatcher);
       return createRepoQueue({
         repo: `${owner}/${repo}`,
         store: h.coalesced,

@@ -1,0 +1,201 @@
+import { getAdapter } from "../agents/index.ts";
+import type { FleetConfig } from "../core/config.ts";
+import { redactSecrets } from "../core/redact.ts";
+import { addUsage, emptyUsage, type RunTotals, type TokenUsage } from "../core/usage.ts";
+import type { GitHubClient, RepoRef } from "../github/client.ts";
+import { readFleetConfig } from "../github/read-config.ts";
+import { createActionsDispatcher } from "../queue/actions-dispatcher.ts";
+import { localDispatcher } from "../queue/dispatcher.ts";
+import { createRepoQueue } from "../queue/repo-queue.ts";
+import { createTracker } from "../queue/tracker.ts";
+import { renderTokenTable } from "../render/token-report.ts";
+import { createGitHubStateStore } from "../state/github-store.ts";
+import { coalescingStore } from "../state/write-queue.ts";
+import { executeTask } from "../worker/execute-task.ts";
+import type { GitAuth } from "../worker/git.ts";
+import type { TaskOutcome } from "../worker/run-task.ts";
+
+export interface ActionInputs {
+  taskId: string;
+  repo: RepoRef;
+  /** The Actions run this job belongs to: the lease holder is `actions:<runId>`. */
+  runId: string;
+  cloneUrl: string;
+  gitAuth?: GitAuth;
+  workDir: string;
+  /** Credential values by name (`NAME=value` lines of the `credentials` input). */
+  credentials: ReadonlyMap<string, string>;
+  modelBaseUrl?: string;
+  /** Variables the operator chose for the agent (`agent-env`), never copied from the runner's env. */
+  agentEnv: Record<string, string>;
+  /** Values to redact from everything posted (the token, every credential). */
+  secrets: string[];
+}
+
+export interface ActionDeps {
+  octokit: GitHubClient;
+  log: (message: string) => void;
+  warn: (message: string) => void;
+  /** Tracking-comment throttle; tests use 0. */
+  trackerIntervalMs?: number;
+  heartbeatMs?: number;
+}
+
+export type Conclusion = TaskOutcome["outcome"] | "not-claimed";
+
+export interface ActionResult {
+  conclusion: Conclusion;
+  /** True when the run should fail the job (the agent failed, timed out or stalled). */
+  failed: boolean;
+  message: string;
+  prNumber?: number;
+  prUrl?: string;
+  usage: TokenUsage;
+  costUsd: number | null;
+  logPath?: string;
+  summary: string;
+}
+
+/** A user-facing error of the Action: its message says what to fix. */
+export class ActionInputError extends Error {
+  override readonly name = "ActionInputError";
+}
+
+/** The credential a coder may use: the first of its configured names that the runner was given. */
+export function credentialFor(
+  config: FleetConfig,
+  credentials: ReadonlyMap<string, string>,
+  coder: string,
+): { name: string; value: string } | undefined {
+  for (const name of config.coders[coder]?.credentials ?? []) {
+    const value = credentials.get(name);
+    if (value) return { name, value };
+  }
+  return undefined;
+}
+
+const FAILED: ReadonlySet<Conclusion> = new Set(["failed", "timeout", "stall"]);
+
+/**
+ * One dispatched task on an Actions runner:
+ * 1. read `.github/fleet.yml`; 2. open the repository state (one write queue for this process);
+ * 3. build the repository queue with the mode's dispatcher (a finished task schedules the next one);
+ * 4. run the task through `executeTask`, holding its lease as `actions:<run id>`;
+ * 5. flush the tracking comment; 6. sum the token figures and render the job summary.
+ */
+export async function runAction(inputs: ActionInputs, deps: ActionDeps): Promise<ActionResult> {
+  // 1.
+  const loaded = await readFleetConfig(deps.octokit, inputs.repo);
+  if (!loaded.ok)
+    throw new ActionInputError(
+      `.github/fleet.yml is invalid: ${loaded.problems.map((p) => `${p.path}: ${p.message}`).join("; ")}`,
+    );
+  const fileConfig = loaded.config;
+
+  // 2.
+  const store = coalescingStore(
+    createGitHubStateStore({ octokit: deps.octokit, owner: inputs.repo.owner, repo: inputs.repo.repo }),
+    { maxDelayMs: 50 },
+  );
+
+  // 3.
+  const tracker = createTracker({
+    octokit: deps.octokit,
+    repo: inputs.repo,
+    minIntervalMs: deps.trackerIntervalMs,
+  });
+  const queue = createRepoQueue({
+    repo: `${inputs.repo.owner}/${inputs.repo.repo}`,
+    store,
+    fileConfig,
+    dispatcher:
+      fileConfig.dispatch === "actions"
+        ? createActionsDispatcher({
+            octokit: deps.octokit,
+            repo: inputs.repo,
+            config: fileConfig,
+            log: deps.warn,
+          })
+        : localDispatcher,
+    tracker,
+    log: deps.warn,
+  });
+  const snapshot = await store.read();
+  const config = queue.config(snapshot.doc);
+  const task = snapshot.doc.tasks[inputs.taskId];
+  if (task && !credentialFor(config, inputs.credentials, task.coder)) {
+    const names = config.coders[task.coder]?.credentials ?? [];
+    deps.warn(
+      `No credential for coder "${task.coder}": pass one of ${names.join(", ") || "(none configured)"} in the \`credentials\` input (NAME=value lines from secrets).`,
+    );
+  }
+
+  // 4.
+  const holder = `actions:${inputs.runId}`;
+  let outcome: TaskOutcome | undefined;
+  try {
+    outcome = await executeTask(inputs.taskId, {
+      repo: inputs.repo,
+      octokit: deps.octokit,
+      store,
+      queue,
+      config,
+      cloneUrl: inputs.cloneUrl,
+      gitAuth: inputs.gitAuth,
+      workDir: inputs.workDir,
+      adapterFor: getAdapter,
+      credentialFor: (coder) => credentialFor(config, inputs.credentials, coder),
+      modelBaseUrl: inputs.modelBaseUrl,
+      agentEnv: inputs.agentEnv,
+      holder,
+      heartbeatMs: deps.heartbeatMs,
+      secrets: inputs.secrets,
+      log: deps.log,
+    });
+  } finally {
+    // 5.
+    await tracker.flush();
+  }
+
+  // 6.
+  if (!outcome) {
+    const message = `Task ${inputs.taskId} was not claimed by ${holder}: it is no longer dispatched (cancelled, retried elsewhere, or taken by another run).`;
+    return {
+      conclusion: "not-claimed",
+      failed: false,
+      message,
+      usage: emptyUsage(),
+      costUsd: null,
+      summary: `### Fleet task \`${inputs.taskId}\`\n\n${message}\n`,
+    };
+  }
+  const phases = [outcome.planTotals, outcome.totals].filter((t): t is RunTotals => Boolean(t));
+  const usage = phases.reduce((acc, t) => addUsage(acc, t.usage), emptyUsage());
+  const costs = phases.map((t) => t.costUsd).filter((c): c is number => c !== null);
+  const costUsd = costs.length ? costs.reduce((a, c) => a + c, 0) : null;
+  const message = redactSecrets(
+    outcome.pr
+      ? `pull request #${outcome.pr.number} opened for task ${inputs.taskId}`
+      : `task ${inputs.taskId} ended: ${outcome.outcome}${outcome.reason ? ` (${outcome.reason})` : ""}`,
+    inputs.secrets,
+  );
+  const summary = [
+    `### Fleet task \`${inputs.taskId}\``,
+    "",
+    `Outcome: ${message}${outcome.pr ? ` — ${outcome.pr.url}` : ""}`,
+    "",
+    renderTokenTable(outcome.totals, outcome.planTotals),
+    "",
+  ].join("\n");
+  return {
+    conclusion: outcome.outcome,
+    failed: FAILED.has(outcome.outcome),
+    message,
+    prNumber: outcome.pr?.number,
+    prUrl: outcome.pr?.url,
+    usage,
+    costUsd,
+    logPath: outcome.logPath,
+    summary,
+  };
+}

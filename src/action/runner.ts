@@ -1,0 +1,115 @@
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import * as core from "@actions/core";
+import { Octokit } from "@octokit/rest";
+import { parseRepoFullName } from "../github/client.ts";
+import { ActionInputError, type ActionResult, runAction } from "./main.ts";
+
+const NAME = /^[A-Z_][A-Z0-9_]*$/;
+
+/**
+ * `NAME=value` lines (the `credentials` and `agent-env` inputs). Blank lines and `#` comments are
+ * skipped; an empty value (a secret the repository does not have) is left out. Errors name the line,
+ * never its value.
+ */
+export function parseNameValueLines(input: string, inputName: string): Map<string, string> {
+  const values = new Map<string, string>();
+  input.split(/\r?\n/).forEach((raw, i) => {
+    const line = raw.trim();
+    if (line === "" || line.startsWith("#")) return;
+    const eq = line.indexOf("=");
+    const name = eq < 0 ? "" : line.slice(0, eq).trim();
+    if (!NAME.test(name))
+      throw new ActionInputError(
+        `The \`${inputName}\` input, line ${i + 1}: write NAME=value with an upper-case NAME (e.g. ANTHROPIC_API_KEY=\${{ secrets.ANTHROPIC_API_KEY }}).`,
+      );
+    const value = line.slice(eq + 1).trim();
+    if (value !== "") values.set(name, value);
+  });
+  return values;
+}
+
+function required(env: NodeJS.ProcessEnv, name: string): string {
+  const value = env[name];
+  if (!value) throw new ActionInputError(`${name} is not set: this action runs inside a GitHub Actions job.`);
+  return value;
+}
+
+/** Reads the inputs and the runner's environment, runs the task, and reports outputs and the summary. */
+export async function runner(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  try {
+    const taskId = core.getInput("task-id");
+    const token = core.getInput("github-token");
+    if (!taskId)
+      throw new ActionInputError(
+        "The `task-id` input is empty: the workflow passes `${{ inputs.task_id }}`.",
+      );
+    if (!token)
+      throw new ActionInputError(
+        "The `github-token` input is empty: pass a token with contents, issues and pull-requests write (e.g. `${{ github.token }}` or an app installation token).",
+      );
+    core.setSecret(token);
+    const credentials = parseNameValueLines(core.getInput("credentials"), "credentials");
+    for (const value of credentials.values()) core.setSecret(value);
+    const agentEnv = Object.fromEntries(parseNameValueLines(core.getInput("agent-env"), "agent-env"));
+    const apiUrl = core.getInput("api-url") || env.GITHUB_API_URL || "https://api.github.com";
+    const modelBaseUrl = core.getInput("model-base-url") || undefined;
+    const workDir = core.getInput("work-dir") || join(env.RUNNER_TEMP || tmpdir(), "fleet");
+    const fullName = required(env, "GITHUB_REPOSITORY");
+    const runId = required(env, "GITHUB_RUN_ID");
+    const serverUrl = env.GITHUB_SERVER_URL || "https://github.com";
+    const cloneUrl = core.getInput("clone-url") || `${serverUrl}/${fullName}.git`;
+    const repo = parseRepoFullName(fullName);
+    const octokit = new Octokit({
+      baseUrl: apiUrl.replace(/\/$/, ""),
+      auth: token,
+      userAgent: "fleet-action",
+    });
+
+    const result = await runAction(
+      {
+        taskId,
+        repo,
+        runId,
+        cloneUrl,
+        // Token auth only over http(s); it travels in git's environment, never in the URL.
+        gitAuth: /^https?:/.test(cloneUrl) ? { username: "x-access-token", token } : undefined,
+        workDir,
+        credentials,
+        modelBaseUrl,
+        agentEnv,
+        secrets: [token, ...credentials.values()],
+      },
+      {
+        octokit,
+        log: (m) => core.info(m),
+        warn: (m) => core.warning(m),
+      },
+    );
+    await report(result);
+  } catch (error) {
+    const message =
+      error instanceof ActionInputError
+        ? error.message
+        : `Fleet failed: ${(error as Error).message ?? error}`;
+    if (!(error instanceof ActionInputError)) core.debug(String((error as Error).stack ?? error));
+    core.setOutput("conclusion", "error");
+    core.setFailed(message);
+  }
+}
+
+async function report(result: ActionResult): Promise<void> {
+  core.setOutput("conclusion", result.conclusion);
+  core.setOutput("pr-number", result.prNumber === undefined ? "" : String(result.prNumber));
+  core.setOutput("tokens-input", String(result.usage.input));
+  core.setOutput("tokens-output", String(result.usage.output));
+  core.setOutput("tokens-cache-read", String(result.usage.cacheRead));
+  core.setOutput("tokens-cache-write", String(result.usage.cacheWrite));
+  core.setOutput("cost-usd", result.costUsd === null ? "" : result.costUsd.toFixed(6));
+  core.setOutput("log-path", result.logPath ?? "");
+  // Outside a runner (no $GITHUB_STEP_SUMMARY) there is nowhere to write the summary.
+  if (process.env.GITHUB_STEP_SUMMARY) await core.summary.addRaw(result.summary, true).write();
+  if (result.failed) core.setFailed(result.message);
+  else if (result.conclusion === "not-claimed") core.notice(result.message);
+  else core.info(result.message);
+}

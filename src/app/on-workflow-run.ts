@@ -1,0 +1,42 @@
+import type { Context } from "probot";
+import { isActive } from "../core/lifecycle.ts";
+import type { Task } from "../core/task.ts";
+import { loadRepoConfig } from "./load-config.ts";
+import type { HandlerDeps } from "./on-issue-labeled.ts";
+
+/** The run id and how it ended, from a `workflow_run` or a `workflow_job` event. */
+function endedRun(context: Context<"workflow_run.completed"> | Context<"workflow_job.completed">): {
+  runId: string;
+  conclusion: string;
+} {
+  const p = context.payload;
+  if ("workflow_run" in p)
+    return { runId: String(p.workflow_run.id), conclusion: p.workflow_run.conclusion ?? "unknown" };
+  return { runId: String(p.workflow_job.run_id), conclusion: p.workflow_job.conclusion ?? "unknown" };
+}
+
+/**
+ * `workflow_run.completed` / `workflow_job.completed` of a task's run. A run that reported reaches a
+ * state past `running` before it ends; one whose task is still active died without reporting (runner
+ * lost, cancelled, timed out). Its slot is freed and the task retried while retries are left, else failed.
+ */
+export async function onWorkflowRunCompleted(
+  context: Context<"workflow_run.completed"> | Context<"workflow_job.completed">,
+  deps: HandlerDeps,
+): Promise<void> {
+  const { runId, conclusion } = endedRun(context);
+  const loaded = await loadRepoConfig(context as unknown as Context<"issues">);
+  if (!loaded.ok) return;
+  const queue = await deps.queues.forContext(context, loaded.config);
+  const doc = await queue.snapshot();
+  const task: Task | undefined = Object.values(doc.tasks).find((t) => t.runId === runId);
+  if (!task || !isActive(task.state)) return;
+  const retry = task.attempts <= queue.config(doc).retries.max;
+  const reason = `the Actions run ${runId} ended with conclusion \`${conclusion}\` before the task reported`;
+  await queue.move(task.issue, retry ? "queued" : "failed", {
+    taskId: task.id,
+    // Only while it is still this run's: a report that lands first wins.
+    from: ["dispatched", "planning", "running"],
+    reason: retry ? `${reason}; retrying` : `${reason}; no retries left (attempt ${task.attempts})`,
+  });
+}

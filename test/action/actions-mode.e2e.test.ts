@@ -1,0 +1,272 @@
+import { spawn } from "node:child_process";
+import { createSign } from "node:crypto";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Task } from "../../src/core/task.ts";
+import type { WorkflowRun } from "../../src/offline/github/index.ts";
+import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
+import { waitFor } from "../support/bot-client.ts";
+import { type Harness, startHarness } from "../support/harness.ts";
+
+const FLEET_YML = [
+  "dispatch: actions",
+  "runner_labels: [self-hosted, fleet, test]",
+  "max_concurrent: 2",
+  "plan_phase: false",
+  "retries: { max: 1 }",
+  "timeouts: { run_minutes: 2, stall_minutes: 1 }",
+  "",
+].join("\n");
+const USAGE = {
+  input_tokens: 1200,
+  output_tokens: 80,
+  cache_read_input_tokens: 300,
+  cache_creation_input_tokens: 40,
+};
+const CREDENTIAL = "sk-ant-action-credential-0000000000";
+const UNRELATED = "sk-openai-unrelated-credential-1111111111";
+
+type Dispatched = WorkflowRun & { repo: string };
+
+interface ActionRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  outputs: Record<string, string>;
+  summary: string;
+}
+
+/** GITHUB_OUTPUT's `name<<delimiter` blocks. */
+function parseOutputs(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const m of text.matchAll(/^([\w-]+)<<(\S+)\n([\s\S]*?)\n\2$/gm)) out[m[1]!] = m[3]!;
+  return out;
+}
+
+/** An installation token, the way a workflow gets one (app JWT -> access token). */
+async function installationToken(h: Harness): Promise<string> {
+  const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");
+  const now = Math.floor(Date.now() / 1000);
+  const unsigned = `${b64({ alg: "RS256", typ: "JWT" })}.${b64({ iat: now - 30, exp: now + 540, iss: String(h.gh.appId) })}`;
+  const jwt = `${unsigned}.${createSign("RSA-SHA256").update(unsigned).sign(h.gh.privateKey, "base64url")}`;
+  const res = await fetch(`${h.gh.url}/app/installations/${h.gh.installationId(h.full)}/access_tokens`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${jwt}`, accept: "application/vnd.github+json" },
+  });
+  if (!res.ok) throw new Error(`installation token: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { token: string }).token;
+}
+
+describe("dispatch: actions — the app dispatches the workflow, the runner runs dist/index.js", () => {
+  let h: Harness;
+  let model: ScriptServer;
+  let scratch: string;
+  let token: string;
+  /** What the test's "runner" does with each dispatch. */
+  let onDispatch: (run: Dispatched) => void = () => {};
+
+  beforeAll(async () => {
+    const workflow = await readFile(".github/workflows/fleet-task.yml", "utf8");
+    h = await startHarness({
+      files: { ".github/fleet.yml": FLEET_YML, ".github/workflows/fleet-task.yml": workflow },
+    });
+    model = await startAnthropicScriptServer({
+      turns: [
+        {
+          toolUses: [
+            {
+              name: "Bash",
+              input: { command: 'echo "made on a runner" > RUNNER.md', description: "write file" },
+            },
+          ],
+          usage: USAGE,
+        },
+        { text: "Wrote RUNNER.md.", usage: USAGE },
+      ],
+    });
+    scratch = await mkdtemp(join(tmpdir(), "fleet-action-e2e-"));
+    token = await installationToken(h);
+    h.gh.onWorkflowDispatch((run) => onDispatch(run));
+  }, 60_000);
+
+  afterAll(async () => {
+    await model?.stop();
+    await h?.stop();
+    if (scratch) await rm(scratch, { recursive: true, force: true });
+  });
+
+  const taskOf = async (issue: number): Promise<Task | undefined> =>
+    (await h.tasks()).find((t) => t.issue === issue);
+  const runOf = (id: number | string) => h.gh.workflowRuns(h.full).find((r) => r.id === Number(id));
+
+  /** Runs the bundled action the way a runner does: INPUT_* variables and the GITHUB_* files. */
+  async function runAction(run: Dispatched): Promise<ActionRun> {
+    const dir = await mkdtemp(join(scratch, `run-${run.id}-`));
+    const files = {
+      event: join(dir, "event.json"),
+      output: join(dir, "output"),
+      summary: join(dir, "summary.md"),
+    };
+    await writeFile(files.event, JSON.stringify({ inputs: run.inputs }));
+    await writeFile(files.output, "");
+    await writeFile(files.summary, "");
+    const env: Record<string, string> = {
+      PATH: `${resolve("node_modules/.bin")}:${process.env.PATH}`,
+      HOME: process.env.HOME ?? dir,
+      GITHUB_ACTIONS: "true",
+      GITHUB_REPOSITORY: h.full,
+      GITHUB_RUN_ID: String(run.id),
+      GITHUB_API_URL: h.gh.url,
+      GITHUB_SERVER_URL: h.gh.url,
+      GITHUB_EVENT_NAME: "workflow_dispatch",
+      GITHUB_EVENT_PATH: files.event,
+      GITHUB_OUTPUT: files.output,
+      GITHUB_STEP_SUMMARY: files.summary,
+      RUNNER_TEMP: dir,
+      "INPUT_TASK-ID": String(run.inputs.task_id),
+      "INPUT_GITHUB-TOKEN": token,
+      "INPUT_API-URL": h.gh.url,
+      "INPUT_CLONE-URL": h.cloneUrl,
+      INPUT_CREDENTIALS: `ANTHROPIC_API_KEY=${CREDENTIAL}\nOPENAI_API_KEY=${UNRELATED}\n`,
+      "INPUT_MODEL-BASE-URL": model.url,
+      "INPUT_AGENT-ENV": "CLAUDE_CODE_MAX_RETRIES=0",
+      "INPUT_WORK-DIR": join(dir, "work"),
+    };
+    const child = spawn(process.execPath, ["dist/index.js"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => {
+      stdout += d;
+    });
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    const code = await new Promise<number | null>((r) => child.on("close", r));
+    return {
+      code,
+      stdout,
+      stderr,
+      outputs: parseOutputs(await readFile(files.output, "utf8")),
+      summary: await readFile(files.summary, "utf8"),
+    };
+  }
+
+  it("runs the task on the 'runner': PR, outputs, job summary, then follows the run to done", async () => {
+    const finished = new Promise<{ run: Dispatched; result: ActionRun }>((resolveRun, reject) => {
+      onDispatch = (run) => {
+        void (async () => {
+          await h.gh.setWorkflowRunStatus(h.full, run.id, "in_progress");
+          const result = await runAction(run);
+          await h.gh.setWorkflowRunStatus(
+            h.full,
+            run.id,
+            "completed",
+            result.code === 0 ? "success" : "failure",
+          );
+          resolveRun({ run, result });
+        })().catch(reject);
+      };
+    });
+    const issue = await h.newIssue("Add RUNNER.md", "Create RUNNER.md.");
+    await h.label(issue, "fleet:claude");
+
+    const { run, result } = await finished;
+    expect(run.inputs.task_id).toBe((await taskOf(issue))?.id);
+    expect(JSON.parse(String(run.inputs.runner_labels))).toEqual(["self-hosted", "fleet", "test"]);
+    expect(String(run.inputs.correlation_id)).toContain(String(run.inputs.task_id));
+    expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
+
+    // The PR on the emulator, and the action's outputs and summary.
+    const pr = h.gh.pulls(h.full).find((p) => p.head.startsWith(`fleet/${issue}-`));
+    expect(pr?.body).toContain(`Closes #${issue}`);
+    expect(result.outputs["conclusion"]).toBe("pr-opened");
+    expect(result.outputs["pr-number"]).toBe(String(pr?.number));
+    expect(result.outputs["tokens-input"]).toBe("2400");
+    expect(result.outputs["tokens-output"]).toBe("160");
+    expect(result.outputs["tokens-cache-read"]).toBe("600");
+    expect(result.outputs["tokens-cache-write"]).toBe("80");
+    expect(result.outputs["log-path"]).toMatch(/agent\.log$/);
+    expect(await readFile(result.outputs["log-path"]!, "utf8")).not.toHaveLength(0);
+    expect(result.summary).toContain("| Input tokens | 2,400 |");
+    expect(result.summary).toContain("| Credential | `ANTHROPIC_API_KEY` |");
+    // Secrets are masked in the log and appear in nothing posted.
+    expect(result.stdout).toContain(`::add-mask::${CREDENTIAL}`);
+    const posted = h.gh.comments(h.full, issue).map((c) => c.body);
+    expect(posted.join("\n")).not.toContain(CREDENTIAL);
+    expect(posted.join("\n")).not.toContain(token);
+
+    // The app followed the run: the task holds it, its run link is on the tracking comment.
+    await h.settle();
+    const task = await taskOf(issue);
+    expect(task?.state).toBe("pr-open");
+    expect(task?.runId).toBe(String(run.id));
+    expect(runOf(run.id)).toMatchObject({ status: "completed", conclusion: "success" });
+    const tracking = h.botComments(issue).find((c) => c.body.includes("fleet:tracking"));
+    expect(tracking?.body).toContain(`/actions/runs/${run.id}`);
+
+    await h.mona.rest.pulls.merge({ owner: h.owner, repo: h.name, pull_number: pr!.number });
+    await h.settle();
+    expect((await taskOf(issue))?.state).toBe("done");
+  }, 60_000);
+
+  it("notices a runner lost mid-run (the run ends without a report): retries, then fails with the reason", async () => {
+    const dispatched: Dispatched[] = [];
+    onDispatch = (run) => {
+      dispatched.push(run);
+      void h.gh.setWorkflowRunStatus(h.full, run.id, "in_progress");
+    };
+    const issue = await h.newIssue("Lost runner", "A runner that never reports.");
+    await h.label(issue, "fleet:claude");
+    const first = await waitFor("the first run to be recorded", async () => {
+      const t = await taskOf(issue);
+      return t?.runId ? t : undefined;
+    });
+    expect(first).toMatchObject({ state: "dispatched", attempts: 1, runId: String(dispatched[0]?.id) });
+
+    await h.gh.setWorkflowRunStatus(h.full, Number(first.runId), "completed", "cancelled");
+    await h.settle();
+    // Retried: back in the queue and dispatched again, as a new run.
+    const second = await waitFor("the retry's run", async () => {
+      const t = await taskOf(issue);
+      return t?.attempts === 2 && t.runId && t.runId !== first.runId ? t : undefined;
+    });
+    expect(second.state).toBe("dispatched");
+    expect(dispatched).toHaveLength(2);
+
+    await h.gh.setWorkflowRunStatus(h.full, Number(second.runId), "completed", "failure");
+    await h.settle();
+    const failed = await waitFor("the task to fail", async () => {
+      const t = await taskOf(issue);
+      return t?.state === "failed" ? t : undefined;
+    });
+    expect(failed.reason).toContain(
+      `the Actions run ${second.runId} ended with conclusion \`failure\` before the task reported`,
+    );
+    expect(failed.lease).toBeUndefined();
+  }, 60_000);
+
+  it("a cancel on the issue cancels the task's run", async () => {
+    onDispatch = (run) => void h.gh.setWorkflowRunStatus(h.full, run.id, "in_progress");
+    const issue = await h.newIssue("Cancelled", "Will be cancelled.");
+    await h.label(issue, "fleet:claude");
+    const task = await waitFor("the run to be recorded", async () => {
+      const t = await taskOf(issue);
+      return t?.runId ? t : undefined;
+    });
+    expect(runOf(task.runId!)?.status).toBe("in_progress");
+
+    await h.mona.rest.issues.removeLabel({
+      owner: h.owner,
+      repo: h.name,
+      issue_number: issue,
+      name: "fleet:claude",
+    });
+    await h.settle();
+    await waitFor("the run to be cancelled", async () => runOf(task.runId!)?.conclusion === "cancelled");
+    expect(runOf(task.runId!)).toMatchObject({ status: "completed", conclusion: "cancelled" });
+    await h.settle();
+    expect((await taskOf(issue))?.state).toBe("cancelled");
+  }, 60_000);
+});
