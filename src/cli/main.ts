@@ -1,11 +1,4 @@
 import { pathToFileURL } from "node:url";
-import { StateCorruptError } from "../state/errors.ts";
-import { BD_USAGE, bdCommand } from "./commands/bd.ts";
-import { CONFIG_USAGE, configCommand } from "./commands/config.ts";
-import { KILL_USAGE, moveCommand, RETRY_USAGE } from "./commands/kill-retry.ts";
-import { RUN_USAGE, runCommand } from "./commands/run.ts";
-import { TASK_USAGE, taskCommand } from "./commands/task.ts";
-import { TASKS_USAGE, tasksCommand } from "./commands/tasks.ts";
 import { EXIT, exitCodeOf, UsageError } from "./errors.ts";
 import { err, out } from "./io.ts";
 
@@ -30,52 +23,67 @@ is found; state in $FLEET_HOME, default ~/.fleet).
 \`fleet <command> --help\` for a command's options. Exit codes: 0 ok, 1 failure, 2 usage error, 3 not found.
 `;
 
-const HELP: Record<string, string> = {
-  tasks: TASKS_USAGE,
-  task: TASK_USAGE,
-  config: CONFIG_USAGE,
-  bd: BD_USAGE,
-  run: RUN_USAGE,
-  kill: KILL_USAGE,
-  retry: RETRY_USAGE,
-  serve:
-    "Usage: fleet serve\n\nRuns the Fleet GitHub App with Probot's runner (APP_ID, PRIVATE_KEY or PRIVATE_KEY_PATH,\nWEBHOOK_SECRET, WEBHOOK_PROXY_URL, GHE_HOST from the environment or .env).",
+const SERVE_USAGE =
+  "Usage: fleet serve\n\nRuns the Fleet GitHub App with Probot's runner (APP_ID, PRIVATE_KEY or PRIVATE_KEY_PATH,\nWEBHOOK_SECRET, WEBHOOK_PROXY_URL, GHE_HOST from the environment or .env).";
+
+// Each command's module is loaded when it runs: `fleet --help` or a typo should not pay for
+// Octokit, the worker and the agents.
+const COMMANDS: Record<string, () => Promise<{ run: (argv: string[]) => Promise<number>; usage: string }>> = {
+  tasks: async () => {
+    const m = await import("./commands/tasks.ts");
+    return { run: m.tasksCommand, usage: m.TASKS_USAGE };
+  },
+  task: async () => {
+    const m = await import("./commands/task.ts");
+    return { run: m.taskCommand, usage: m.TASK_USAGE };
+  },
+  config: async () => {
+    const m = await import("./commands/config.ts");
+    return { run: m.configCommand, usage: m.CONFIG_USAGE };
+  },
+  bd: async () => {
+    const m = await import("./commands/bd.ts");
+    return { run: m.bdCommand, usage: m.BD_USAGE };
+  },
+  run: async () => {
+    const m = await import("./commands/run.ts");
+    return { run: m.runCommand, usage: m.RUN_USAGE };
+  },
+  kill: async () => {
+    const m = await import("./commands/kill-retry.ts");
+    return { run: (argv) => m.moveCommand("kill", argv), usage: m.KILL_USAGE };
+  },
+  retry: async () => {
+    const m = await import("./commands/kill-retry.ts");
+    return { run: (argv) => m.moveCommand("retry", argv), usage: m.RETRY_USAGE };
+  },
+  serve: async () => ({
+    run: async (argv) => {
+      if (argv.includes("--help") || argv.includes("-h")) return out(SERVE_USAGE), EXIT.ok;
+      const { serve } = await import("./serve.ts");
+      await serve();
+      return EXIT.ok;
+    },
+    usage: SERVE_USAGE,
+  }),
 };
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (!command || command === "--help" || command === "-h" || command === "help") {
     const topic = command === "help" ? rest[0] : undefined;
-    if (topic && HELP[topic]) out(HELP[topic]);
+    const load = topic ? COMMANDS[topic] : undefined;
+    if (load) out((await load()).usage);
     else (command ? out : err)(USAGE);
     return command ? EXIT.ok : EXIT.usage;
   }
+  const load = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
+  if (!load) {
+    err(`fleet: unknown command "${command}".\n\n${USAGE}`);
+    return EXIT.usage;
+  }
   try {
-    switch (command) {
-      case "tasks":
-        return await tasksCommand(rest);
-      case "task":
-        return await taskCommand(rest);
-      case "config":
-        return await configCommand(rest);
-      case "bd":
-        return await bdCommand(rest);
-      case "run":
-        return await runCommand(rest);
-      case "kill":
-        return await moveCommand("kill", rest);
-      case "retry":
-        return await moveCommand("retry", rest);
-      case "serve": {
-        if (rest.includes("--help") || rest.includes("-h")) return (out(HELP.serve!), EXIT.ok);
-        const { serve } = await import("./serve.ts");
-        await serve();
-        return EXIT.ok;
-      }
-      default:
-        err(`fleet: unknown command "${command}".\n\n${USAGE}`);
-        return EXIT.usage;
-    }
+    return await (await load()).run(rest);
   } catch (error) {
     return report(command, error);
   }
@@ -86,7 +94,7 @@ function report(command: string, error: unknown): number {
   if (error instanceof UsageError) {
     err(`fleet ${command}: ${e.message}`);
     err(error.usage ? `\n${error.usage}` : `Run \`fleet ${command} --help\` for usage.`);
-  } else if (error instanceof StateCorruptError) {
+  } else if (e?.name === "StateCorruptError") {
     err(`fleet ${command}: ${e.message}`);
   } else if (typeof e?.status === "number") {
     // GitHub answered with an error: say which and what usually fixes it.
