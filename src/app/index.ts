@@ -11,8 +11,10 @@ import { createRepoQueues, type RepoQueueFactoryOptions, type RepoQueues } from 
 
 export interface FleetAppOptions extends RepoQueueFactoryOptions {
   knownCoders?: readonly string[];
-  /** Called with the app's per-repository queues, e.g. for a periodic reconcile or a test's flush. */
+  /** Called with the app's per-repository queues, e.g. for a test's flush or reconcile. */
   onReady?: (queues: RepoQueues) => void;
+  /** Period of the reconcile safety net (lease expiry, missed webhooks); 0 turns it off. Default 5 minutes. */
+  reconcileMs?: number;
 }
 
 /** The Probot application: wires webhook events to Fleet's handlers. */
@@ -23,6 +25,14 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
       queues: createRepoQueues(app, options),
     };
     options.onReady?.(deps.queues);
+    const period = options.reconcileMs ?? 5 * 60_000;
+    if (period > 0) {
+      const timer = setInterval(
+        () => void deps.queues.reconcileKnown(deps.knownCoders, (m) => app.log.warn(m)),
+        period,
+      );
+      timer.unref();
+    }
     // Fleet's own actions (and other bots') never drive it: only people label, close and command.
     const human =
       <C extends Context>(handler: (context: C, deps: HandlerDeps) => Promise<void>) =>

@@ -1,9 +1,11 @@
 import type { Context, Probot } from "probot";
 import type { FleetConfig } from "../core/config.ts";
 import type { GitHubClient } from "../github/client.ts";
+import { readFleetConfig } from "../github/read-config.ts";
 import { createActionsDispatcher } from "../queue/actions-dispatcher.ts";
 import type { Dispatcher } from "../queue/dispatcher.ts";
 import { localDispatcher } from "../queue/dispatcher.ts";
+import { reconcileRepo } from "../queue/reconcile.ts";
 import { createRepoQueue, type RepoQueue } from "../queue/repo-queue.ts";
 import { createTracker, type Tracker } from "../queue/tracker.ts";
 import { createGitHubStateStore, type GitHubStateStore } from "../state/github-store.ts";
@@ -58,6 +60,29 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
     return h;
   }
 
+  function queueFor(
+    owner: string,
+    repo: string,
+    h: RepoHandle,
+    fileConfig: FleetConfig,
+    log: (m: string) => void,
+  ) {
+    const dispatcher =
+      options.dispatcherFor?.(fileConfig.dispatch, h.octokit, { owner, repo }) ??
+      (fileConfig.dispatch === "actions"
+        ? createActionsDispatcher({ octokit: h.octokit, repo: { owner, repo }, config: fileConfig, log })
+        : localDispatcher);
+    return createRepoQueue({
+      repo: `${owner}/${repo}`,
+      store: h.coalesced,
+      fileConfig,
+      dispatcher,
+      tracker: h.tracker,
+      clock: options.clock,
+      log,
+    });
+  }
+
   return {
     async forContext(context: Context, fileConfig: FleetConfig): Promise<RepoQueue> {
       const { owner, repo } = context.repo();
@@ -65,25 +90,26 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
       if (installationId === undefined)
         throw new Error("The webhook carries no installation; Fleet runs as an installed GitHub App.");
       const h = await handleFor(owner, repo, installationId);
-      const dispatcher =
-        options.dispatcherFor?.(fileConfig.dispatch, h.octokit, { owner, repo }) ??
-        (fileConfig.dispatch === "actions"
-          ? createActionsDispatcher({
-              octokit: h.octokit,
-              repo: { owner, repo },
-              config: fileConfig,
-              log: (m) => context.log.warn(m),
-            })
-          : localDispatcher);
-      return createRepoQueue({
-        repo: `${owner}/${repo}`,
-        store: h.coalesced,
-        fileConfig,
-        dispatcher,
-        tracker: h.tracker,
-        clock: options.clock,
-        log: (m) => context.log.warn(m),
-      });
+      return queueFor(owner, repo, h, fileConfig, (m) => context.log.warn(m));
+    },
+    /** Reconciles every repository this process has seen an event from (see reconcileRepo). */
+    async reconcileKnown(knownCoders: readonly string[], log: (m: string) => void): Promise<void> {
+      for (const [key, pending] of handles) {
+        try {
+          const h = await pending;
+          const [owner, repo] = key.split("/") as [string, string];
+          const config = await readFleetConfig(h.octokit, { owner, repo });
+          if (!config.ok) continue;
+          await reconcileRepo(
+            queueFor(owner, repo, h, config.config, log),
+            h.octokit,
+            { owner, repo },
+            knownCoders,
+          );
+        } catch (error) {
+          log(`reconcile of ${key} failed: ${(error as Error).message}`);
+        }
+      }
     },
     async flush(): Promise<void> {
       for (const h of handles.values()) await (await h).tracker.flush();

@@ -1,7 +1,9 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createNodeMiddleware, createProbot, ProbotOctokit } from "probot";
+import { knownCoders } from "../agents/index.ts";
 import { createFleetApp, type FleetAppOptions } from "./index.ts";
+import type { RepoQueues } from "./repo-queues.ts";
 
 export interface FleetServerOptions extends FleetAppOptions {
   appId: number | string;
@@ -18,6 +20,10 @@ export interface FleetServerOptions extends FleetAppOptions {
 export interface FleetServer {
   url: string;
   webhookUrl: string;
+  /** One reconcile pass over the repositories this server has seen (what the periodic timer runs). */
+  reconcile(): Promise<void>;
+  /** Writes tracking comments still waiting for their throttle window. */
+  flush(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -45,10 +51,15 @@ export async function startFleetServer(options: FleetServerOptions): Promise<Fle
       })),
     },
   });
-  const middleware = await createNodeMiddleware(createFleetApp(options), {
-    probot,
-    webhooksPath: WEBHOOK_PATH,
+  let queues: RepoQueues | undefined;
+  const appFn = createFleetApp({
+    ...options,
+    onReady: (q) => {
+      queues = q;
+      options.onReady?.(q);
+    },
   });
+  const middleware = await createNodeMiddleware(appFn, { probot, webhooksPath: WEBHOOK_PATH });
   const server: Server = createServer((req, res) => {
     void middleware(req, res, () => {
       res.writeHead(404, { "content-type": "application/json" });
@@ -61,6 +72,12 @@ export async function startFleetServer(options: FleetServerOptions): Promise<Fle
   return {
     url,
     webhookUrl: `${url}${WEBHOOK_PATH}`,
-    stop: () => new Promise<void>((resolve, reject) => server.close((e) => (e ? reject(e) : resolve()))),
+    reconcile: async () => queues?.reconcileKnown(options.knownCoders ?? knownCoders, () => {}),
+    flush: async () => queues?.flush(),
+    stop: () =>
+      new Promise<void>((resolve, reject) => {
+        if (!server.listening) return resolve();
+        server.close((e) => (e ? reject(e) : resolve()));
+      }),
   };
 }

@@ -1,0 +1,207 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFleetServer } from "../../src/app/server.ts";
+import type { Task } from "../../src/core/task.ts";
+import { botClient, waitFor } from "../support/bot-client.ts";
+import { type Harness, startHarness } from "../support/harness.ts";
+
+const SLOT_STATES = new Set(["dispatched", "planning", "running"]);
+const byIssue = (tasks: Task[], issue: number) => tasks.find((t) => t.issue === issue);
+const busy = (tasks: Task[]) => tasks.filter((t) => SLOT_STATES.has(t.state));
+
+describe("task lifecycle in the app (dispatch: local, nothing claims the tasks)", () => {
+  let h: Harness;
+  const issues: number[] = [];
+
+  beforeAll(async () => {
+    h = await startHarness({ files: { ".github/fleet.yml": "dispatch: local\nmax_concurrent: 2\n" } });
+    for (let i = 1; i <= 5; i++) issues.push(await h.newIssue(`Task ${i}`, `Do thing ${i}.`));
+  });
+  afterAll(async () => h?.stop());
+
+  it("holds the cap under a burst of labels and queues the rest in order", async () => {
+    await Promise.all(issues.slice(0, 4).map((n) => h.label(n, "fleet:claude")));
+    const tasks = await waitFor("four tasks", async () => {
+      const t = await h.tasks();
+      return t.length === 4 ? t : undefined;
+    });
+    expect(busy(tasks)).toHaveLength(2);
+    expect(tasks.filter((t) => t.state === "queued")).toHaveLength(2);
+    // The tracking comment of a queued task says where it stands.
+    const queued = tasks.find((t) => t.state === "queued")!;
+    await h.app.flush();
+    const tracking = h.botComments(queued.issue).find((c) => c.body.includes("fleet:tracking"));
+    // Written when the task was queued; later arrivals behind it do not cost it an edit.
+    expect(tracking?.body).toMatch(/queued: position 1 of [12], 2 of 2 slots busy/);
+  });
+
+  it("puts a p0 task ahead of the queue, and starts it when a slot frees (cancel by command)", async () => {
+    const urgent = issues[4]!;
+    await h.label(urgent, "fleet:p0");
+    await h.label(urgent, "fleet:claude");
+    let tasks = await h.tasks();
+    expect(byIssue(tasks, urgent)?.priority).toBe(0);
+    expect(byIssue(tasks, urgent)?.state).toBe("queued");
+
+    const running = busy(tasks)[0]!;
+    await h.comment(running.issue, "/fleet cancel no longer needed");
+    tasks = await waitFor("the p0 task dispatched", async () => {
+      const t = await h.tasks();
+      return byIssue(t, urgent)?.state === "dispatched" ? t : undefined;
+    });
+    expect(byIssue(tasks, running.issue)?.state).toBe("cancelled");
+    expect(byIssue(tasks, running.issue)?.reason).toContain("cancelled by @mona");
+    expect(busy(tasks)).toHaveLength(2);
+  });
+
+  it("cancels on unlabel and on close, and a retry queues the task again", async () => {
+    let tasks = await h.tasks();
+    const [a, b] = busy(tasks);
+    await h.mona.rest.issues.removeLabel({
+      owner: h.owner,
+      repo: h.name,
+      issue_number: a!.issue,
+      name: "fleet:claude",
+    });
+    await h.mona.rest.issues.update({
+      owner: h.owner,
+      repo: h.name,
+      issue_number: b!.issue,
+      state: "closed",
+    });
+    await h.settle();
+    tasks = await waitFor("both cancelled", async () => {
+      const t = await h.tasks();
+      return byIssue(t, a!.issue)?.state === "cancelled" && byIssue(t, b!.issue)?.state === "cancelled"
+        ? t
+        : undefined;
+    });
+    expect(byIssue(tasks, a!.issue)?.reason).toMatch(/label fleet:claude removed by @mona/);
+    expect(byIssue(tasks, b!.issue)?.reason).toMatch(/issue closed by @mona/);
+
+    await h.comment(a!.issue, "/fleet retry");
+    tasks = await h.tasks();
+    expect(["queued", "dispatched"]).toContain(byIssue(tasks, a!.issue)?.state);
+    expect(busy(tasks).length).toBeLessThanOrEqual(2);
+  });
+
+  it("applies /fleet config set at once and answers bad values with the valid forms", async () => {
+    await h.comment(issues[0]!, "/fleet config set max_concurrent=4");
+    const tasks = await h.tasks();
+    const live = tasks.filter((t) => t.state === "queued" || SLOT_STATES.has(t.state));
+    expect(busy(tasks)).toHaveLength(Math.min(4, live.length));
+
+    await h.comment(issues[0]!, "/fleet config set max_concurrent=lots");
+    const replies = h.botComments(issues[0]!).map((c) => c.body);
+    expect(replies.some((b) => b.includes("max_concurrent") && /must be/.test(b))).toBe(true);
+  });
+
+  it("refuses commands from users without write access, and ignores the bot's own labels", async () => {
+    h.gh.addCollaborator(h.full, "mallory", "read");
+    const { Octokit } = await import("@octokit/rest");
+    const mallory = new Octokit({ baseUrl: h.gh.url, auth: h.gh.userToken("mallory") });
+    const before = await h.tasks();
+    await h.comment(issues[0]!, "/fleet config set max_concurrent=1", mallory);
+    expect(h.botComments(issues[0]!).some((c) => c.body.includes("ignored a request from @mallory"))).toBe(
+      true,
+    );
+
+    const issue = await h.newIssue("Labeled by the bot");
+    const bot = await botClient(h.gh, h.full);
+    await bot.rest.issues.addLabels({
+      owner: h.owner,
+      repo: h.name,
+      issue_number: issue,
+      labels: ["fleet:claude"],
+    });
+    await h.settle();
+    const after = await h.tasks();
+    expect(byIssue(after, issue)).toBeUndefined();
+    expect(after.length).toBe(before.length);
+  });
+});
+
+describe("restart and reconcile", () => {
+  let h: Harness;
+  afterAll(async () => h?.stop());
+
+  it("a new app instance neither double-dispatches nor leaks a slot, and reclaims expired leases", async () => {
+    h = await startHarness({
+      files: { ".github/fleet.yml": "dispatch: local\nmax_concurrent: 1\nretries: { max: 2 }\n" },
+    });
+    const one = await h.newIssue("One");
+    const two = await h.newIssue("Two");
+    await h.label(one, "fleet:claude");
+    await h.label(two, "fleet:claude");
+    let tasks = await h.tasks();
+    expect(busy(tasks).map((t) => t.issue)).toEqual([one]);
+
+    // The app dies; a new instance comes up on the same GitHub.
+    await h.app.stop();
+    const app2 = await startFleetServer({
+      appId: h.gh.appId,
+      privateKey: h.gh.privateKey,
+      webhookSecret: h.gh.webhookSecret,
+      baseUrl: h.gh.url,
+      resilient: false,
+      logLevel: "fatal",
+      trackerIntervalMs: 0,
+      reconcileMs: 0,
+    });
+    h.gh.setWebhookUrl(app2.webhookUrl);
+    const three = await h.newIssue("Three");
+    await h.label(three, "fleet:claude");
+    await app2.reconcile();
+    tasks = await h.tasks();
+    expect(busy(tasks).map((t) => t.issue)).toEqual([one]);
+    expect(byIssue(tasks, one)?.attempts).toBe(1);
+    await app2.stop();
+
+    // Later still, with the first lease long expired (no worker ever claimed it): reclaimed and retried.
+    const later = new Date(Date.now() + 60 * 60_000);
+    const app3 = await startFleetServer({
+      appId: h.gh.appId,
+      privateKey: h.gh.privateKey,
+      webhookSecret: h.gh.webhookSecret,
+      baseUrl: h.gh.url,
+      resilient: false,
+      logLevel: "fatal",
+      trackerIntervalMs: 0,
+      reconcileMs: 0,
+      clock: () => later,
+    });
+    h.gh.setWebhookUrl(app3.webhookUrl);
+    await h.comment(one, "/fleet status");
+    await app3.reconcile();
+    tasks = await h.tasks();
+    expect(busy(tasks)).toHaveLength(1);
+    const requeued = byIssue(tasks, one)!;
+    // Expired: back in the queue behind the others (FIFO reset), so "two" now holds the slot.
+    expect(requeued.state).toBe("queued");
+    expect(busy(tasks)[0]!.issue).toBe(two);
+    await app3.stop();
+  });
+});
+
+describe("invalid configuration", () => {
+  it("is explained on the issue with every problem and its key path, and nothing is queued", async () => {
+    const h = await startHarness({
+      files: {
+        ".github/fleet.yml": "max_concurrent: -2\ndispatch: cloud\ncoders:\n  claude:\n    model: 42\n",
+      },
+    });
+    try {
+      const issue = await h.newIssue("Config is broken");
+      await h.label(issue, "fleet:claude");
+      const body = await waitFor(
+        "the config comment",
+        async () => h.botComments(issue).find((c) => c.body.includes("fleet.yml"))?.body,
+      );
+      expect(body).toContain("max_concurrent");
+      expect(body).toContain("dispatch");
+      expect(body).toContain("coders.claude.model");
+      expect(await h.tasks()).toHaveLength(0);
+    } finally {
+      await h.stop();
+    }
+  });
+});
