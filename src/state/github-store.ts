@@ -157,8 +157,14 @@ export function createGitHubStateStore(opts: GitHubStateStoreOptions): GitHubSta
           file_sha: r.data.sha,
           headers: { accept: "application/vnd.github.raw+json" },
         });
+        const d = raw.data as unknown;
+        // Raw text or bytes; a server that ignores the raw media type answers the JSON blob (base64).
         text =
-          typeof raw.data === "string" ? raw.data : Buffer.from(raw.data as ArrayBuffer).toString("utf8");
+          typeof d === "string"
+            ? d
+            : d instanceof ArrayBuffer
+              ? Buffer.from(d).toString("utf8")
+              : decodeBase64((d as { content: string }).content);
       }
       return { text, sha: r.data.sha, etag: r.headers.etag };
     } catch (error) {

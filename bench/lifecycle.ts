@@ -1,0 +1,127 @@
+// One task's whole life on the offline GitHub: label -> queued -> dispatched -> the local worker runs
+// the REAL Claude CLI against the scripted Anthropic server -> PR -> maintainer merges -> done.
+// Counts every REST request Fleet (app + worker, both `fleet[bot]`) sends, and state-branch commits.
+// Run alone: npx tsx bench/lifecycle.ts
+import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { getAdapter } from "../src/agents/index.ts";
+import type { Task } from "../src/core/task.ts";
+import { startAnthropicScriptServer } from "../src/offline/models/anthropic-server.ts";
+import { createGitHubStateStore } from "../src/state/github-store.ts";
+import { startLocalWorker } from "../src/worker/local-worker.ts";
+import { waitFor } from "../test/support/bot-client.ts";
+import { startHarness } from "../test/support/harness.ts";
+import { countingBotClient } from "./lib/bot.ts";
+
+const git = promisify(execFile);
+const USAGE = {
+  input_tokens: 1200,
+  output_tokens: 80,
+  cache_read_input_tokens: 300,
+  cache_creation_input_tokens: 40,
+};
+
+export interface LifecycleResult {
+  restCalls: number;
+  reads: number;
+  writes: number;
+  contentCreating: number;
+  stateWrites: number;
+  labelToPrMs: number;
+  labelToDoneMs: number;
+  byRoute: Record<string, number>;
+  agent: string;
+}
+
+export async function runLifecycle(): Promise<LifecycleResult> {
+  process.env.PATH = `${resolve("node_modules/.bin")}:${process.env.PATH}`;
+  const h = await startHarness({
+    name: "lifecycle",
+    files: {
+      ".github/fleet.yml":
+        "dispatch: local\nmax_concurrent: 1\nplan_phase: false\ntimeouts: { run_minutes: 2, stall_minutes: 1 }\n",
+    },
+  });
+  const model = await startAnthropicScriptServer({
+    turns: [
+      {
+        toolUses: [
+          { name: "Bash", input: { command: 'echo "made by fleet" > DONE.md', description: "write file" } },
+        ],
+        usage: USAGE,
+      },
+      { text: "Wrote DONE.md.", usage: USAGE },
+    ],
+  });
+  const workDir = await mkdtemp(join(tmpdir(), "fleet-bench-life-"));
+  const gitDir = join(h.gh.dataDir, h.owner, `${h.name}.git`);
+  const commitsOnState = async () =>
+    Number(
+      (
+        await git("git", ["-C", gitDir, "rev-list", "--count", "fleet/state"]).catch(() => ({ stdout: "0" }))
+      ).stdout.trim(),
+    );
+  const octokit = await countingBotClient(h.gh, h.full);
+  const worker = startLocalWorker({
+    repo: { owner: h.owner, repo: h.name },
+    octokit,
+    store: createGitHubStateStore({ octokit, owner: h.owner, repo: h.name }),
+    cloneUrl: h.cloneUrl,
+    workDir,
+    adapterFor: getAdapter,
+    credentialFor: () => ({ name: "anthropic-demo", value: "sk-ant-demo-credential-000000" }),
+    modelBaseUrl: model.url,
+    agentEnv: { CLAUDE_CODE_MAX_RETRIES: "0" },
+    pollMs: 1_000,
+    heartbeatMs: 5_000,
+    trackerIntervalMs: 0,
+  });
+  try {
+    const issue = await h.newIssue("Add DONE.md", "Create DONE.md.");
+    const statesBefore = await commitsOnState();
+    const mark = h.gh.requests.mark();
+    const t0 = performance.now();
+    await h.label(issue, "fleet:claude");
+    const taskOf = async (): Promise<Task | undefined> => (await h.tasks()).find((t) => t.issue === issue);
+    // Polls of the bench itself go through mona's token and are left out of the counts below.
+    const opened = await waitFor(
+      "the PR",
+      async () => ((await taskOf())?.state === "pr-open" ? await taskOf() : undefined),
+      180_000,
+    );
+    const labelToPrMs = performance.now() - t0;
+    await h.mona.rest.pulls.merge({ owner: h.owner, repo: h.name, pull_number: opened!.pr! });
+    await h.settle();
+    await waitFor("done", async () => (await taskOf())?.state === "done", 60_000);
+    const labelToDoneMs = performance.now() - t0;
+    await worker.stop();
+    await new Promise((r) => setTimeout(r, 500));
+    const fleet = h.gh.requests.entries.filter(
+      (e) => e.seq > mark && (e.actor === h.gh.botLogin || e.actor === "app"),
+    );
+    const byRoute: Record<string, number> = {};
+    for (const e of fleet) byRoute[e.route] = (byRoute[e.route] ?? 0) + 1;
+    return {
+      restCalls: fleet.length,
+      reads: fleet.filter((e) => e.class === "read").length,
+      writes: fleet.filter((e) => e.class !== "read").length,
+      contentCreating: fleet.filter((e) => e.class === "content").length,
+      stateWrites: (await commitsOnState()) - statesBefore,
+      labelToPrMs: Math.round(labelToPrMs),
+      labelToDoneMs: Math.round(labelToDoneMs),
+      byRoute,
+      agent: "real Claude CLI (@anthropic-ai/claude-code) against src/offline/models/anthropic-server.ts",
+    };
+  } finally {
+    await worker.stop().catch(() => {});
+    await model.stop();
+    await h.stop();
+    await rm(workDir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`)
+  console.log(JSON.stringify(await runLifecycle(), null, 2));

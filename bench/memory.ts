@@ -1,0 +1,128 @@
+// App memory with 10,000 queued tasks: a child process loads a 10k-task state document (and its beads
+// mirror) through the GitHub state store from the offline GitHub, runs a scheduling pass, and reports
+// its RSS; a second child does the same imports and reads an empty state, as the baseline.
+// Run alone: npx tsx bench/memory.ts
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { Octokit } from "@octokit/rest";
+import { defaultFleetConfig } from "../src/core/config.ts";
+import { scheduleNext } from "../src/core/scheduler.ts";
+import { newTask } from "../src/core/task.ts";
+import { startGitHubEmulator } from "../src/offline/github/index.ts";
+import { syncBeads } from "../src/queue/beads-sync.ts";
+import { emptyStateDoc, serializeStateDoc } from "../src/state/doc.ts";
+import { createGitHubStateStore } from "../src/state/github-store.ts";
+
+const run = promisify(execFile);
+const tsx = join(import.meta.dirname, "../node_modules/.bin/tsx");
+
+async function child(url: string, token: string, repo: string) {
+  const store = createGitHubStateStore({
+    octokit: new Octokit({ baseUrl: url, auth: token }),
+    owner: "octo",
+    repo,
+  });
+  const snap = await store.read();
+  const tasks = Object.values(snap.doc.tasks);
+  const decisions = scheduleNext({
+    tasks,
+    config: { ...defaultFleetConfig(), max_concurrent: 10 },
+    now: new Date().toISOString(),
+  });
+  globalThis.gc?.();
+  const m = process.memoryUsage();
+  console.log(
+    JSON.stringify({
+      tasks: tasks.length,
+      beadsBytes: snap.beads.length,
+      decisions: decisions.length,
+      rssMB: +(m.rss / 2 ** 20).toFixed(1),
+      heapUsedMB: +(m.heapUsed / 2 ** 20).toFixed(1),
+    }),
+  );
+}
+
+export async function runMemory(n = 10_000) {
+  const gh = await startGitHubEmulator();
+  try {
+    const mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("octo") });
+    const doc = emptyStateDoc();
+    const now = "2026-01-01T00:00:00.000Z";
+    for (let i = 1; i <= n; i++) {
+      const t = newTask({
+        id: `fl-${i.toString(36)}`,
+        repo: "octo/full",
+        issue: i,
+        title: `Task ${i}: do something useful`,
+        coder: "claude",
+        model: "default",
+        priority: 2,
+        dependsOn: i > 1 && i % 3 === 0 ? [i - 1] : [],
+        requestedBy: "mona",
+        now,
+      });
+      doc.tasks[t.id] = t;
+    }
+    const beads = syncBeads("", Object.values(doc.tasks), Object.values(doc.tasks));
+    for (const [name, files] of [
+      ["full", { ".fleet/state.json": serializeStateDoc(doc), ".beads/issues.jsonl": beads }],
+      ["empty", { ".fleet/state.json": serializeStateDoc(emptyStateDoc()), ".beads/issues.jsonl": "" }],
+    ] as const) {
+      await gh.createRepo({ owner: "octo", name, files: { "README.md": "x\n" } });
+      // The state branch is written the way Fleet writes it: one commit holding both files.
+      const head = await mona.rest.git.getRef({ owner: "octo", repo: name, ref: "heads/main" });
+      const tree = await mona.rest.git.createTree({
+        owner: "octo",
+        repo: name,
+        tree: Object.entries(files).map(([path, content]) => ({
+          path,
+          mode: "100644" as const,
+          type: "blob" as const,
+          content,
+        })),
+      });
+      const commit = await mona.rest.git.createCommit({
+        owner: "octo",
+        repo: name,
+        message: "seed",
+        tree: tree.data.sha,
+        parents: [],
+      });
+      void head;
+      await mona.rest.git.createRef({
+        owner: "octo",
+        repo: name,
+        ref: "refs/heads/fleet/state",
+        sha: commit.data.sha,
+      });
+    }
+    const measure = async (repo: string) =>
+      JSON.parse(
+        (
+          await run(tsx, [import.meta.filename, "child", gh.url, gh.userToken("octo"), repo], {
+            maxBuffer: 1 << 20,
+          })
+        ).stdout
+          .trim()
+          .split("\n")
+          .at(-1)!,
+      );
+    const full = await measure("full");
+    const empty = await measure("empty");
+    return {
+      tasks: full.tasks,
+      rssMB: full.rssMB,
+      heapUsedMB: full.heapUsedMB,
+      baselineRssMB: empty.rssMB,
+      beadsBytes: full.beadsBytes,
+      decisions: full.decisions,
+    };
+  } finally {
+    await gh.stop();
+  }
+}
+
+if (process.argv[2] === "child") await child(process.argv[3]!, process.argv[4]!, process.argv[5]!);
+else if (import.meta.url === `file://${process.argv[1]}`)
+  console.log(JSON.stringify(await runMemory(), null, 2));

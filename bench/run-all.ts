@@ -1,0 +1,165 @@
+// `npm run bench`: every benchmark in one run (< 10 min on 2 cores), one JSON object in
+// bench/results/latest.json, a table on stdout and bench/results/README-table.md for the README.
+// The existing scripts (scheduler, beads, cas) run as child processes and are read from their JSON.
+// cas runs in its `--server=fake` mode (4 writers x 200 on the in-memory git GitHub); the emulator mode
+// takes ~12 minutes, its last figures are in bench/results/cas.json and are reported beside it.
+import { execFile } from "node:child_process";
+import { readFile, writeFile } from "node:fs/promises";
+import { cpus, loadavg } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { runBurst } from "./burst.ts";
+import { runLifecycle } from "./lifecycle.ts";
+import { runMemory } from "./memory.ts";
+import { runWorkerBench } from "./worker.ts";
+
+const run = promisify(execFile);
+const here = import.meta.dirname;
+const tsx = join(here, "../node_modules/.bin/tsx");
+const results = join(here, "results");
+const issues = Number(process.argv.find((a) => a.startsWith("--issues="))?.split("=")[1] ?? 500);
+const json = async (f: string) => JSON.parse(await readFile(join(results, f), "utf8"));
+const timed = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
+  const t0 = performance.now();
+  process.stderr.write(`bench: ${name}...\n`);
+  const r = await fn();
+  process.stderr.write(`bench: ${name} done in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+  return r;
+};
+
+const started = Date.now();
+await timed("scheduler", () => run(tsx, [join(here, "scheduler.ts")]));
+const sched = await json("scheduler.json");
+await timed("beads", () => run(tsx, [join(here, "beads.ts")]));
+const beads = await json("beads.json");
+await timed("cas (fake server)", () =>
+  run(tsx, [join(here, "cas.ts"), "--server=fake"], { maxBuffer: 64 << 20 }),
+);
+const casFake = (await json("cas-fake.json")).github;
+const casEmu = (await json("cas.json")).github;
+const memory = await timed("memory", () => runMemory());
+const worker = await timed("worker", () => runWorkerBench());
+const lifecycle = await timed("lifecycle", () => runLifecycle());
+const burst = await timed("burst", () => runBurst({ issues, seconds: 10, cap: 10 }));
+
+const casRow = (g: Record<string, number | string>) => ({
+  server: g.server,
+  writers: g.writers,
+  transitionsPerWriter: g.transitionsPerWriter,
+  lostUpdates: g.lostUpdates,
+  overGranted: g.slotsOverGranted,
+  retries: g.casRetries,
+  requestsPerTransition: g.requestsPerTransition,
+});
+const beadsRow = (n: number) => beads.rows.find((r: { records: number }) => r.records === n);
+const latest = {
+  date: new Date().toISOString(),
+  node: process.version,
+  cores: cpus().length,
+  loadAverage1m: +loadavg()[0]!.toFixed(2),
+  command: `npm run bench${issues !== 500 ? ` -- --issues=${issues}` : ""}`,
+  scheduler: sched.results.map((r: Record<string, number>) => ({
+    tasks: r.tasks,
+    edges: r.edges,
+    msPerDecision: +(r.us_per_decision! / 1000).toFixed(4),
+    msPerPass: r.ms_per_call_median,
+    decisions: r.decisions,
+  })),
+  beads: {
+    parsePlusRewrite10kMs: beadsRow(10_000)?.parsePlusRewriteMs,
+    ready10kMs: beadsRow(10_000)?.readyMs,
+  },
+  burst,
+  lifecycle,
+  cas: { ...casRow(casFake), emulatorLastRun: casRow(casEmu) },
+  worker,
+  memory,
+  elapsedSeconds: Math.round((Date.now() - started) / 1000),
+};
+await writeFile(join(results, "latest.json"), `${JSON.stringify(latest, null, 2)}\n`);
+
+const s10k = latest.scheduler.find((r: { tasks: number }) => r.tasks === 10_000);
+const ok = (b: boolean) => (b ? "met" : "**missed**");
+const rows: Array<[string, string, string, string]> = [
+  [
+    "scheduler, 10k tasks (~20k edges)",
+    `${s10k.msPerPass} ms/pass, ${s10k.msPerDecision} ms/decision`,
+    "< 20 ms/decision",
+    ok(s10k.msPerDecision < 20),
+  ],
+  [
+    "beads parse + rewrite, 10k records",
+    `${latest.beads.parsePlusRewrite10kMs} ms`,
+    "< 200 ms",
+    ok(latest.beads.parsePlusRewrite10kMs < 200),
+  ],
+  [
+    `burst: ${burst.issues} labels in ${burst.overSeconds} s, max_concurrent ${burst.cap}`,
+    `maxRunning ${burst.maxRunning}, ${burst.tasks} tasks, ${burst.duplicateTasks} duplicates`,
+    "maxRunning == cap, one task per issue",
+    ok(
+      burst.maxRunning === burst.cap &&
+        burst.overCapCommits === 0 &&
+        burst.tasks === burst.issues &&
+        burst.duplicateTasks === 0,
+    ),
+  ],
+  ["burst handler latency", `p50 ${burst.handlerP50Ms} ms, p99 ${burst.handlerP99Ms} ms`, "(figure)", ""],
+  [
+    "burst REST / content-creating per task (enqueue only)",
+    `${burst.restPerTask} / ${burst.contentCreatingPerTask}`,
+    "≤ 12 / ≤ 3",
+    ok(burst.restPerTask <= 12 && burst.contentCreatingPerTask <= 3),
+  ],
+  [
+    "one task label → merged (real Claude CLI)",
+    `${lifecycle.restCalls} REST (${lifecycle.reads} reads), ${lifecycle.contentCreating} content-creating, ${lifecycle.stateWrites} state commits`,
+    "≤ 12 REST, ≤ 3 content-creating",
+    ok(lifecycle.restCalls <= 12 && lifecycle.contentCreating <= 3),
+  ],
+  [
+    `cas ${latest.cas.writers}×${latest.cas.transitionsPerWriter} (${latest.cas.server})`,
+    `${latest.cas.lostUpdates} lost, ${latest.cas.overGranted} over-granted, ${latest.cas.requestsPerTransition} req/transition`,
+    "0 / 0 / ≤ 3",
+    ok(
+      latest.cas.lostUpdates === 0 &&
+        latest.cas.overGranted === 0 &&
+        Number(latest.cas.requestsPerTransition) <= 3,
+    ),
+  ],
+  [
+    `cas ${casEmu.writers}×${casEmu.transitionsPerWriter} (emulator, last run ${(await json("cas.json")).date.slice(0, 10)})`,
+    `${casEmu.lostUpdates} lost, ${casEmu.slotsOverGranted} over-granted, ${casEmu.requestsPerTransition} req/transition`,
+    "0 / 0 / ≤ 3",
+    ok(casEmu.lostUpdates === 0 && casEmu.slotsOverGranted === 0 && casEmu.requestsPerTransition <= 3),
+  ],
+  [
+    `dispatch → spawn, ${worker.repoFiles}-file repo`,
+    `${worker.dispatchToSpawnMs} ms warm, ${worker.dispatchToSpawnColdMs} ms first task`,
+    "< 500 ms",
+    ok(worker.dispatchToSpawnMs < 500),
+  ],
+  ["agent output parsing", `${worker.parseMBps} MB/s`, "(figure)", ""],
+  [
+    `${worker.concurrentAgents} scripted agents at once, 2 cores`,
+    `${worker.concurrentWallMs} ms, all completed: ${worker.concurrentAllCompleted}`,
+    "(figure)",
+    "",
+  ],
+  [
+    `app RSS, ${memory.tasks} queued tasks`,
+    `${memory.rssMB} MB (baseline ${memory.baselineRssMB} MB)`,
+    "(figure)",
+    "",
+  ],
+];
+const table = [
+  "| benchmark | figure | target | |",
+  "|---|---|---|---|",
+  ...rows.map((r) => `| ${r.join(" | ")} |`),
+  "",
+  `Reproduce: \`${latest.command}\` (${latest.date.slice(0, 10)}, Node ${latest.node}, ${latest.cores} cores, load ${latest.loadAverage1m}; ${latest.elapsedSeconds} s). Full figures: \`bench/results/latest.json\`.`,
+  "",
+].join("\n");
+await writeFile(join(results, "README-table.md"), table);
+console.log(table);
