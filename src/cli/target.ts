@@ -1,6 +1,5 @@
 import { readFile, stat } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
-import { Octokit } from "@octokit/rest";
 import { execa } from "execa";
 import { defaultFleetConfig, FLEET_CONFIG_PATH, type FleetConfig, parseFleetConfig } from "../core/config.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
@@ -100,8 +99,30 @@ export async function resolveTarget(
     }
     const apiUrl = (flags["api-url"] ?? env.GITHUB_API_URL ?? "https://api.github.com").replace(/\/$/, "");
     const repo = { owner: m[1]!, repo: m[2]! };
-    const octokit = new Octokit({ auth: token, baseUrl: apiUrl, userAgent: "fleet-cli" });
-    const store = createGitHubStateStore({ octokit, owner: repo.owner, repo: repo.repo });
+    // Loaded only for GitHub targets: local mode does not pay for it.
+    const { Octokit } = await import("@octokit/rest");
+    const octokit = new Octokit({
+      auth: token,
+      baseUrl: apiUrl,
+      userAgent: "fleet-cli",
+      // Failed requests are reported once, by the command, with what to do; not logged per request.
+      log: { debug: () => {}, info: () => {}, warn: (m: string) => console.warn(m), error: () => {} },
+    });
+    const inner = createGitHubStateStore({ octokit, owner: repo.owner, repo: repo.repo });
+    let checked = false;
+    // No state branch yet reads as an empty state; make sure that is not a wrong --repo.
+    const store: StateStore = {
+      ...inner,
+      read: async () => {
+        const s = await inner.read();
+        if (s.version === "" && !checked) {
+          checked = true;
+          await octokit.rest.repos.get({ ...repo });
+        }
+        return s;
+      },
+      update: (m, o) => inner.update(m, o),
+    };
     let cached: Promise<{ config: FleetConfig; problems: string[] }> | undefined;
     const fileConfig = () => {
       cached ??= readFleetConfig(octokit, repo).then((r) => ({
