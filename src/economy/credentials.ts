@@ -1,0 +1,117 @@
+import type { FleetStateDoc } from "../state/doc.ts";
+
+/** One configured credential of a coder: its name (never its value) and until when it is cooling. */
+export interface PooledCredential {
+  name: string;
+  /** RFC3339; the provider rate-limited this credential until then. */
+  coolingUntil?: string;
+}
+
+/** A coder's credentials in config order. */
+export interface CredentialPool {
+  coder: string;
+  credentials: PooledCredential[];
+}
+
+/** `doc.credentials[coder][name]`: the cooling state shared by every worker of the repository. */
+export type CredentialsState = Record<string, Record<string, { coolingUntil?: string }>>;
+
+const CREDENTIALS_KEY = "credentials";
+
+/** The cooling state kept in the state document (absent in documents written before pools). */
+export function credentialsState(doc: FleetStateDoc): CredentialsState {
+  const raw = doc[CREDENTIALS_KEY];
+  return typeof raw === "object" && raw !== null && !Array.isArray(raw) ? (raw as CredentialsState) : {};
+}
+
+/** The pool of `coder` over its configured names, with the cooling times the state records. */
+export function poolFor(coder: string, names: readonly string[], state: CredentialsState): CredentialPool {
+  const cooling = state[coder] ?? {};
+  return {
+    coder,
+    credentials: names.map((name) => {
+      const until = cooling[name]?.coolingUntil;
+      return until ? { name, coolingUntil: until } : { name };
+    }),
+  };
+}
+
+const isFree = (c: PooledCredential, nowMs: number) =>
+  c.coolingUntil === undefined || !(Date.parse(c.coolingUntil) > nowMs);
+
+/**
+ * The first credential, in config order, that is not cooling at `now` (and, when `usable` is given,
+ * that this worker has a value for). Undefined when every one is cooling or unusable.
+ */
+export function pickCredential(
+  pool: CredentialPool,
+  now: Date,
+  usable: (name: string) => boolean = () => true,
+): PooledCredential | undefined {
+  const t = now.getTime();
+  return pool.credentials.find((c) => isFree(c, t) && usable(c.name));
+}
+
+/** The pool with `name` cooling until `until` (a later cooling time already recorded is kept). */
+export function markCooling(pool: CredentialPool, name: string, until: string): CredentialPool {
+  return {
+    ...pool,
+    credentials: pool.credentials.map((c) => {
+      if (c.name !== name) return c;
+      const later =
+        c.coolingUntil !== undefined && Date.parse(c.coolingUntil) > Date.parse(until)
+          ? c.coolingUntil
+          : until;
+      return { name, coolingUntil: later };
+    }),
+  };
+}
+
+/** When the first cooling credential (among `usable` ones) is free again; undefined if none cools. */
+export function earliestReset(
+  pool: CredentialPool,
+  now: Date,
+  usable: (name: string) => boolean = () => true,
+): string | undefined {
+  let best: number | undefined;
+  for (const c of pool.credentials) {
+    if (!usable(c.name) || c.coolingUntil === undefined) continue;
+    const t = Date.parse(c.coolingUntil);
+    if (!(t > now.getTime())) continue;
+    if (best === undefined || t < best) best = t;
+  }
+  return best === undefined ? undefined : new Date(best).toISOString();
+}
+
+/** The state document with `coder`'s `name` cooling until `until`; expired entries of the coder are dropped. */
+export function recordCooling(
+  doc: FleetStateDoc,
+  coder: string,
+  name: string,
+  until: string,
+  now: Date,
+): FleetStateDoc {
+  const state = credentialsState(doc);
+  const mine: Record<string, { coolingUntil?: string }> = {};
+  for (const [n, v] of Object.entries(state[coder] ?? {})) {
+    if (v.coolingUntil && Date.parse(v.coolingUntil) > now.getTime()) mine[n] = v;
+  }
+  const prior = mine[name]?.coolingUntil;
+  mine[name] = { coolingUntil: prior && Date.parse(prior) > Date.parse(until) ? prior : until };
+  return { ...doc, [CREDENTIALS_KEY]: { ...state, [coder]: mine } };
+}
+
+/**
+ * When a rate-limited credential is free again: the provider's reset time, else now + its
+ * retry-after, else now + `fallbackSeconds` (the provider said nothing usable).
+ */
+export function resetTime(
+  rateLimit: { resetsAt?: string; retryAfterSeconds?: number } | undefined,
+  now: Date,
+  fallbackSeconds: number,
+): string {
+  if (rateLimit?.resetsAt && !Number.isNaN(Date.parse(rateLimit.resetsAt)))
+    return new Date(Date.parse(rateLimit.resetsAt)).toISOString();
+  const seconds = rateLimit?.retryAfterSeconds ?? fallbackSeconds;
+  return new Date(now.getTime() + seconds * 1000).toISOString();
+}

@@ -1,0 +1,70 @@
+import { describe, expect, it } from "vitest";
+import {
+  credentialsState,
+  earliestReset,
+  markCooling,
+  pickCredential,
+  poolFor,
+  recordCooling,
+  resetTime,
+} from "../../src/economy/credentials.ts";
+import { emptyStateDoc } from "../../src/state/doc.ts";
+
+const NOW = new Date("2025-03-01T12:00:00Z");
+const later = (s: number) => new Date(NOW.getTime() + s * 1000).toISOString();
+
+describe("credential pool", () => {
+  const pool = poolFor("claude", ["KEY_A", "KEY_B", "KEY_C"], {});
+
+  it("picks the first free credential in config order", () => {
+    expect(pickCredential(pool, NOW)?.name).toBe("KEY_A");
+    expect(pickCredential(markCooling(pool, "KEY_A", later(30)), NOW)?.name).toBe("KEY_B");
+  });
+
+  it("skips credentials the worker has no value for", () => {
+    expect(pickCredential(pool, NOW, (n) => n === "KEY_C")?.name).toBe("KEY_C");
+  });
+
+  it("frees a credential once its cooling time has passed", () => {
+    const cooled = markCooling(pool, "KEY_A", later(30));
+    expect(pickCredential(cooled, new Date(later(30)))?.name).toBe("KEY_A");
+  });
+
+  it("has none free when all cool, and names the earliest reset", () => {
+    let p = markCooling(pool, "KEY_A", later(90));
+    p = markCooling(p, "KEY_B", later(30));
+    p = markCooling(p, "KEY_C", later(60));
+    expect(pickCredential(p, NOW)).toBeUndefined();
+    expect(earliestReset(p, NOW)).toBe(later(30));
+    expect(earliestReset(p, NOW, (n) => n !== "KEY_B")).toBe(later(60));
+  });
+
+  it("keeps a later cooling time when marked again with an earlier one", () => {
+    const p = markCooling(markCooling(pool, "KEY_A", later(90)), "KEY_A", later(10));
+    expect(p.credentials[0]).toEqual({ name: "KEY_A", coolingUntil: later(90) });
+  });
+});
+
+describe("cooling state in the state document", () => {
+  it("records cooling under doc.credentials[coder][name] and drops expired entries", () => {
+    let doc = recordCooling(emptyStateDoc(), "claude", "KEY_A", later(-5), new Date(later(-10)));
+    doc = recordCooling(doc, "claude", "KEY_B", later(30), NOW);
+    expect(credentialsState(doc)).toEqual({ claude: { KEY_B: { coolingUntil: later(30) } } });
+    const pool = poolFor("claude", ["KEY_A", "KEY_B"], credentialsState(doc));
+    expect(pickCredential(pool, NOW)?.name).toBe("KEY_A");
+  });
+
+  it("reads a document without the key as no cooling", () => {
+    expect(credentialsState(emptyStateDoc())).toEqual({});
+    expect(credentialsState({ ...emptyStateDoc(), credentials: [] })).toEqual({});
+  });
+});
+
+describe("resetTime", () => {
+  it("prefers the provider's reset, then retry-after, then the fallback", () => {
+    expect(resetTime({ resetsAt: later(100) }, NOW, 60)).toBe(later(100));
+    expect(resetTime({ retryAfterSeconds: 30 }, NOW, 60)).toBe(later(30));
+    expect(resetTime(undefined, NOW, 60)).toBe(later(60));
+    expect(resetTime({ resetsAt: "not a time" }, NOW, 60)).toBe(later(60));
+  });
+});
