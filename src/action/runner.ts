@@ -42,11 +42,11 @@ export async function runner(env: NodeJS.ProcessEnv = process.env): Promise<void
     const token = core.getInput("github-token");
     if (!taskId)
       throw new ActionInputError(
-        "The `task-id` input is empty: the workflow passes `${{ inputs.task_id }}`.",
+        "The `task-id` input is empty: the workflow passes its `task_id` input there.",
       );
     if (!token)
       throw new ActionInputError(
-        "The `github-token` input is empty: pass a token with contents, issues and pull-requests write (e.g. `${{ github.token }}` or an app installation token).",
+        "The `github-token` input is empty: pass a token with contents, issues and pull-requests write (the job's github.token with those permissions, or an app installation token).",
       );
     core.setSecret(token);
     const credentials = parseNameValueLines(core.getInput("credentials"), "credentials");

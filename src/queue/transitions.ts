@@ -225,6 +225,9 @@ export function applySchedule(
           expiresAt,
         };
         const moved = transition(task, "dispatched", { now: opts.now });
+        // A new attempt gets its own run: late events of the previous run must not match it.
+        delete moved.runId;
+        delete moved.runUrl;
         note(task, { ...moved, lease, branch: task.branch ?? taskBranchName(task.issue, task.title) });
         messages.push(
           `dispatch gh-${task.issue} to ${task.coder} (slot ${d.slot}/${config.max_concurrent}, ${busy()} busy)`,

@@ -25,6 +25,7 @@ describe("action.yml", () => {
     expect([...read].sort()).toEqual(Object.keys(action.inputs).sort());
     expect(action.inputs["task-id"]?.required).toBe(true);
     expect(action.inputs["github-token"]?.required).toBe(true);
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: an Actions expression, not a JS template
     expect(action.inputs["api-url"]?.default).toBe("${{ github.api_url }}");
   });
 

@@ -89,7 +89,7 @@ describe("dispatch: actions — the app dispatches the workflow, the runner runs
     scratch = await mkdtemp(join(tmpdir(), "fleet-action-e2e-"));
     token = await installationToken(h);
     h.gh.onWorkflowDispatch((run) => onDispatch(run));
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
     await model?.stop();
@@ -181,7 +181,7 @@ describe("dispatch: actions — the app dispatches the workflow, the runner runs
     // The PR on the emulator, and the action's outputs and summary.
     const pr = h.gh.pulls(h.full).find((p) => p.head.startsWith(`fleet/${issue}-`));
     expect(pr?.body).toContain(`Closes #${issue}`);
-    expect(result.outputs["conclusion"]).toBe("pr-opened");
+    expect(result.outputs.conclusion).toBe("pr-opened");
     expect(result.outputs["pr-number"]).toBe(String(pr?.number));
     expect(result.outputs["tokens-input"]).toBe("2400");
     expect(result.outputs["tokens-output"]).toBe("160");
@@ -209,7 +209,7 @@ describe("dispatch: actions — the app dispatches the workflow, the runner runs
     await h.mona.rest.pulls.merge({ owner: h.owner, repo: h.name, pull_number: pr!.number });
     await h.settle();
     expect((await taskOf(issue))?.state).toBe("done");
-  }, 60_000);
+  }, 120_000);
 
   it("notices a runner lost mid-run (the run ends without a report): retries, then fails with the reason", async () => {
     const dispatched: Dispatched[] = [];
@@ -245,7 +245,7 @@ describe("dispatch: actions — the app dispatches the workflow, the runner runs
       `the Actions run ${second.runId} ended with conclusion \`failure\` before the task reported`,
     );
     expect(failed.lease).toBeUndefined();
-  }, 60_000);
+  }, 120_000);
 
   it("a cancel on the issue cancels the task's run", async () => {
     onDispatch = (run) => void h.gh.setWorkflowRunStatus(h.full, run.id, "in_progress");
@@ -268,5 +268,5 @@ describe("dispatch: actions — the app dispatches the workflow, the runner runs
     expect(runOf(task.runId!)).toMatchObject({ status: "completed", conclusion: "cancelled" });
     await h.settle();
     expect((await taskOf(issue))?.state).toBe("cancelled");
-  }, 60_000);
+  }, 120_000);
 });
