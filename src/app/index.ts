@@ -6,6 +6,8 @@ import { onCommand } from "./on-command.ts";
 import { onIssueEnded } from "./on-issue-ended.ts";
 import { type HandlerDeps, onIssueLabeled } from "./on-issue-labeled.ts";
 import { onPullRequest } from "./on-pull-request.ts";
+import { onReview } from "./on-review.ts";
+import { onSplitLabel, onSubTaskMerged } from "./on-split-label.ts";
 import { onWorkflowRunCompleted } from "./on-workflow-run.ts";
 import { createRepoQueues, type RepoQueueFactoryOptions, type RepoQueues } from "./repo-queues.ts";
 
@@ -42,10 +44,13 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
       };
 
     app.on("issues.labeled", human(onIssueLabeled));
+    app.on("issues.labeled", human(onSplitLabel));
+    app.on("pull_request_review.submitted", human(onReview));
     app.on(["issues.unlabeled", "issues.closed"], human(onIssueEnded));
     app.on("issue_comment.created", human(onCommand));
     // PR events come from Fleet's own bot when it opens the PR: they are not filtered by sender.
     app.on(["pull_request.opened", "pull_request.closed"], (context) => onPullRequest(context, deps));
+    app.on("pull_request.closed", (context) => onSubTaskMerged(context, deps));
     // Runs are started by Fleet's own bot, and their ends come from GitHub: not filtered by sender.
     app.on(["workflow_run.completed", "workflow_job.completed"], (context) =>
       onWorkflowRunCompleted(context, deps),

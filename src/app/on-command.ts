@@ -6,6 +6,7 @@ import { ensureFleetLabels } from "../github/labels.ts";
 import { renderCommandReply, renderStatus } from "../render/command-replies.ts";
 import { allowedOrExplain, configOrExplain } from "./guard.ts";
 import type { HandlerDeps } from "./on-issue-labeled.ts";
+import { requestReviewRun } from "./on-review.ts";
 
 /** `issue_comment.created`: `/fleet status|cancel|retry|approve|config set|labels|help` from a maintainer. */
 export async function onCommand(context: Context<"issue_comment.created">, deps: HandlerDeps): Promise<void> {
@@ -103,7 +104,7 @@ export async function onCommand(context: Context<"issue_comment.created">, deps:
       return;
     }
     case "instructions":
-      await reply("Review-loop instructions are not supported yet; the task's PR was left as it is.");
+      await requestReviewRun(context, deps, config, { pr: issue, text: command.text, sender });
       return;
   }
 }

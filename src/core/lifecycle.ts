@@ -6,7 +6,7 @@ import type { Task, TaskState } from "./task.ts";
  * Main path: queued -> (blocked) -> dispatched -> planning -> (awaiting-approval) -> running -> pr-open -> done.
  * Side exits: failed, cancelled, rate-limited (back to queued once the provider's limit resets).
  * Also: dispatched -> running (plan phase off); dispatched/planning/running -> queued (a lost run or an
- * expired lease goes back to the queue for a retry); pr-open -> running (a review-loop iteration);
+ * expired lease goes back to the queue for a retry); pr-open -> queued -> ... (a review-loop iteration);
  * running -> done (the agent finished with nothing to change, so there is no PR); failed/cancelled -> queued (retry).
  */
 export const TRANSITIONS: Readonly<Record<TaskState, readonly TaskState[]>> = Object.freeze({
@@ -31,7 +31,8 @@ export const TRANSITIONS: Readonly<Record<TaskState, readonly TaskState[]>> = Ob
   // Approval sends the task back to the queue: the work phase needs a slot like any run.
   "awaiting-approval": Object.freeze(["queued", "running", "cancelled", "failed"] as const),
   running: Object.freeze(["pr-open", "done", "queued", "rate-limited", "cancelled", "failed"] as const),
-  "pr-open": Object.freeze(["running", "done", "cancelled", "failed"] as const),
+  // pr-open -> queued: review-loop instructions wait for a slot like any run.
+  "pr-open": Object.freeze(["running", "queued", "done", "cancelled", "failed"] as const),
   done: Object.freeze([] as const),
   failed: Object.freeze(["queued"] as const),
   cancelled: Object.freeze(["queued"] as const),

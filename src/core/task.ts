@@ -79,6 +79,8 @@ export interface Task {
   approved?: boolean;
   /** Where the task's run can be followed (an Actions run page). */
   runUrl?: string;
+  /** Review-loop instructions (`/fleet <instructions>` on the PR) for the next run on the PR's branch. */
+  instructions?: string;
 }
 
 export const isTaskState = (value: unknown): value is TaskState =>

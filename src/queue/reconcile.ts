@@ -34,7 +34,8 @@ export async function reconcileRepo(
     }
     const coders = issue.labels
       .map((l) => parseFleetLabel(typeof l === "string" ? l : (l.name ?? ""), knownCoders))
-      .flatMap((p) => (p.kind === "coder" ? [p.coder] : []));
+      // A split task runs under its `fleet:split[:<coder>]` label (no coder label of its own).
+      .flatMap((p) => (p.kind === "coder" ? [p.coder] : p.kind === "split" ? [p.coder ?? task.coder] : []));
     const reason =
       issue.state === "closed"
         ? "the issue was closed (found by reconcile)"

@@ -9,6 +9,7 @@ import { recordLedger } from "../state/doc.ts";
 import type { StateStore } from "../state/store.ts";
 import type { GitAuth } from "./git.ts";
 import { runTask, type TaskOutcome } from "./run-task.ts";
+import { applySplitOutcome, specialRunFor } from "./special-runs.ts";
 
 export interface ExecuteDeps {
   repo: RepoRef;
@@ -104,6 +105,8 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
     promptComments.push({ author: login, body: c.body ?? "", trusted: await trusted(login, c.user?.type) });
   }
 
+  const special = await specialRunFor(task, issue.labels ?? [], deps);
+
   // 3.
   const abort = new AbortController();
   const onOuterAbort = () => abort.abort();
@@ -151,7 +154,8 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
         coder: task.coder,
         model: task.model,
         branch: task.branch,
-        planPhase: deps.config.plan_phase,
+        // A review-loop run continues the PR's work: no new plan.
+        planPhase: deps.config.plan_phase && !task.instructions,
         planApproval: deps.config.plan_approval,
         approved: task.approved ?? !planPhase,
         timeouts: {
@@ -159,6 +163,8 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
           stallMs: deps.config.timeouts.stall_minutes * 60_000,
         },
         attempt: task.attempts,
+        split: special.split,
+        extraPrompt: special.extraPrompt,
       },
       {
         octokit: deps.octokit,
@@ -186,6 +192,8 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
     deps.signal?.removeEventListener("abort", onOuterAbort);
   }
 
+  if (special.split) await applySplitOutcome(task, outcome, deps);
+
   // 5.
   await recordOutcome(task, outcome, deps, lost);
   return outcome;
@@ -197,6 +205,8 @@ async function recordOutcome(task: Task, outcome: TaskOutcome, deps: ExecuteDeps
   const patch: Partial<Task> = {};
   if (totals) patch.totals = totals;
   if (outcome.pr) patch.pr = outcome.pr.number;
+  // Review instructions are used once; a later review asks again.
+  if (task.instructions) patch.instructions = undefined;
   const reason = outcome.reason;
   const retriesLeft = task.attempts <= deps.config.retries.max;
   let to: TaskState;
@@ -218,7 +228,7 @@ async function recordOutcome(task: Task, outcome: TaskOutcome, deps: ExecuteDeps
       to = lost === "cancelled" ? "cancelled" : "queued";
       break;
     default:
-      to = retriesLeft ? "queued" : "failed";
+      to = retriesLeft && !outcome.noRetry ? "queued" : "failed";
   }
   const resetAt =
     outcome.rateLimit?.resetsAt ??

@@ -50,6 +50,10 @@ export interface TaskSpec {
   approved?: boolean;
   timeouts: { runMs: number; stallMs: number };
   attempt: number;
+  /** A split (planning) task: the plan phase only, read-only; its plan is the outcome, no PR. */
+  split?: boolean;
+  /** Appended to the agent's prompt in every phase (split instructions, review feedback). */
+  extraPrompt?: string;
 }
 
 export interface WorkerDeps {
@@ -100,6 +104,8 @@ export interface TaskOutcome {
   planTotals?: RunTotals;
   reason?: string;
   logPath: string;
+  /** The failure is final: retrying would not help (e.g. an invalid split plan). */
+  noRetry?: boolean;
   artifacts: { plan?: string; knowledge?: string; result?: unknown };
   sessionId?: string;
   rateLimit?: { resetsAt?: string; retryAfterSeconds?: number };
@@ -194,6 +200,8 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
     );
     const notesDir = agentNotesDir(wt.path, spec.taskId);
     await prepareNotesDir(notesDir);
+
+    if (spec.split) return await runSplitPlanning(ctx, wt, notesDir);
 
     // Step 3
     let plan: string | undefined;
@@ -352,9 +360,10 @@ async function runPhase(
     phase,
     plan,
   });
+  const fullPrompt = spec.extraPrompt ? `${prompt}\n\n${spec.extraPrompt}` : prompt;
   const logFile = join(ctx.artifactsDir, phase === "plan" ? PLAN_LOG_FILE : LOG_FILE);
   const invocation: AgentInvocation = {
-    prompt,
+    prompt: fullPrompt,
     model: spec.model,
     phase,
     cwd: wt.path,
@@ -512,6 +521,21 @@ async function finish(
     true,
   );
   return result;
+}
+
+/**
+ * A split task's run: the plan phase only (read-only, nothing committed); the plan it states (or its
+ * RESULT.json) is handed back in `artifacts` for the caller to turn into sub-issues.
+ */
+async function runSplitPlanning(ctx: RunContext, wt: Worktree, notesDir: string): Promise<TaskOutcome> {
+  await ctx.progress({ state: "planning", step: "splitting the issue (read-only)" }, true);
+  const run = await runPhase(ctx, wt, notesDir, "plan", undefined, undefined);
+  ctx.result.planTotals = run.totals;
+  const notes = await readArtifacts(notesDir);
+  await keepArtifacts(notesDir, ctx.artifactsDir);
+  ctx.result.artifacts = { plan: run.planText ?? notes.plan, result: notes.rawResult };
+  if (run.kind !== "ok") return await finish(ctx, run.kind, run.reason, run, notes);
+  return await finish(ctx, "no-changes", "Split task: its plan is applied to the issue.", run);
 }
 
 function outcomeLine(r: TaskOutcome): string {

@@ -1,0 +1,77 @@
+import type { Context } from "probot";
+import { parseFleetCommand } from "../core/commands.ts";
+import { renderCommandReply } from "../render/command-replies.ts";
+import { allowedOrExplain } from "./guard.ts";
+import { loadRepoConfig } from "./load-config.ts";
+import type { HandlerDeps } from "./on-issue-labeled.ts";
+import { taskForPullRequest } from "./on-pull-request.ts";
+
+type ReviewContext = Context<"pull_request_review.submitted">;
+type CommentContext = Context<"issue_comment.created">;
+
+/** `pull_request_review.submitted` whose body is `/fleet <instructions>`: another run on the PR's branch. */
+export async function onReview(context: ReviewContext, deps: HandlerDeps): Promise<void> {
+  const { review, pull_request: pr } = context.payload;
+  const command = parseFleetCommand(review.body ?? "", { onPullRequest: true });
+  if (command.kind !== "instructions") return;
+  const loaded = await loadRepoConfig(context as unknown as Context<"issues">);
+  if (!loaded.ok) return;
+  const sender = review.user?.login ?? context.payload.sender.login;
+  const asIssue = context as unknown as CommentContext;
+  if (!(await allowedOrExplain(asIssue, loaded.config, sender))) return;
+  await requestReviewRun(asIssue, deps, loaded.config, {
+    pr: pr.number,
+    head: pr.head.ref,
+    text: command.text,
+    sender,
+  });
+}
+
+/**
+ * Queues a review-loop run of the PR's task: pr-open -> queued with the instructions kept on the
+ * task; the worker runs the agent on the same branch with them (and the inline review comments).
+ * The caller has checked the sender may drive Fleet.
+ */
+export async function requestReviewRun(
+  context: CommentContext,
+  deps: HandlerDeps,
+  config: Parameters<HandlerDeps["queues"]["forContext"]>[1],
+  req: { pr: number; head?: string; text: string; sender: string },
+): Promise<void> {
+  const reply = (text: string) =>
+    context.octokit.rest.issues.createComment({
+      ...context.repo(),
+      issue_number: req.pr,
+      body: renderCommandReply("instructions", text),
+    });
+  const queue = await deps.queues.forContext(context, config);
+  const doc = await queue.snapshot();
+  let head = req.head;
+  if (head === undefined) {
+    const { data } = await context.octokit.rest.pulls.get({ ...context.repo(), pull_number: req.pr });
+    head = data.head.ref;
+  }
+  const task = taskForPullRequest(doc, { number: req.pr, head });
+  if (!task) {
+    await reply("This pull request is not a Fleet task's, so there is no agent to send instructions to.");
+    return;
+  }
+  if (task.state !== "pr-open") {
+    await reply(
+      `Task \`${task.id}\` is ${task.state}; instructions are taken while its pull request waits for review. Try again once the current run has ended.`,
+    );
+    return;
+  }
+  const moved = await queue.move(task.issue, "queued", {
+    taskId: task.id,
+    from: ["pr-open"],
+    patch: { instructions: `${req.text}\n\n(from @${req.sender})`, pr: req.pr },
+  });
+  if (moved.length === 0) {
+    await reply("The task changed state meanwhile; nothing was queued. Try again.");
+    return;
+  }
+  await reply(
+    `Queued another run of task \`${task.id}\` on \`${head}\` with @${req.sender}'s instructions; new commits will land on this pull request.`,
+  );
+}

@@ -1,0 +1,84 @@
+import type { Context } from "probot";
+import { parseFleetLabel, taskRequestFromLabels } from "../core/labels.ts";
+import { epicOfBody } from "../split/render.ts";
+import { allowedOrExplain, configOrExplain } from "./guard.ts";
+import { loadRepoConfig } from "./load-config.ts";
+import type { HandlerDeps } from "./on-issue-labeled.ts";
+import { taskForPullRequest } from "./on-pull-request.ts";
+
+/**
+ * `issues.labeled` with `fleet:split[:<coder>]`: the issue becomes a split task, a read-only run
+ * whose plan the worker turns into sub-issues (see src/split/apply-plan.ts).
+ */
+export async function onSplitLabel(context: Context<"issues.labeled">, deps: HandlerDeps): Promise<void> {
+  const { payload } = context;
+  const parsed = parseFleetLabel(payload.label?.name ?? "", deps.knownCoders);
+  if (parsed.kind !== "split") return;
+  const config = await configOrExplain(context);
+  if (!config) return;
+  const sender = payload.sender.login;
+  if (!(await allowedOrExplain(context, config, sender))) return;
+  const issue = payload.issue;
+  const labels = (issue.labels ?? []).map((l) => (typeof l === "string" ? l : (l.name ?? "")));
+  const coder = parsed.coder ?? config.default_coder;
+  const queue = await deps.queues.forContext(context, config);
+  await queue.enqueue({
+    issue: issue.number,
+    title: issue.title,
+    coder,
+    model: config.coders[coder]?.model ?? "default",
+    priority: taskRequestFromLabels(labels, deps.knownCoders).priority,
+    // Planning waits for nothing; the sub-issues carry the dependencies.
+    dependsOn: [],
+    requestedBy: sender,
+  });
+}
+
+/**
+ * `pull_request.closed` (merged) on a `fleet/*` branch whose issue is a sub-issue Fleet split off:
+ * once every sub-issue of the epic is done (closed, or its task done), the epic is closed.
+ */
+export async function onSubTaskMerged(
+  context: Context<"pull_request.closed">,
+  deps: HandlerDeps,
+): Promise<void> {
+  const pr = context.payload.pull_request;
+  if (!pr.merged || !pr.head.ref.startsWith("fleet/")) return;
+  const loaded = await loadRepoConfig(context as unknown as Context<"issues">);
+  if (!loaded.ok) return;
+  const queue = await deps.queues.forContext(context, loaded.config);
+  const doc = await queue.snapshot();
+  const task = taskForPullRequest(doc, { number: pr.number, head: pr.head.ref });
+  if (!task) return;
+  const repo = context.repo();
+  const { data: sub } = await context.octokit.rest.issues.get({ ...repo, issue_number: task.issue });
+  const epic = epicOfBody(sub.body);
+  if (epic === undefined) return;
+  const subs = (await context.octokit.paginate("GET /repos/{owner}/{repo}/issues/{issue_number}/sub_issues", {
+    ...repo,
+    issue_number: epic,
+    per_page: 100,
+  })) as Array<{ number: number; state: string }>;
+  const doneIssues = new Set(
+    Object.values(doc.tasks)
+      .filter((t) => t.state === "done")
+      .map((t) => t.issue),
+  );
+  const allDone = subs.every(
+    (s) => s.number === task.issue || s.state === "closed" || doneIssues.has(s.number),
+  );
+  if (subs.length === 0 || !allDone) return;
+  const { data: epicIssue } = await context.octokit.rest.issues.get({ ...repo, issue_number: epic });
+  if (epicIssue.state === "closed") return;
+  await context.octokit.rest.issues.createComment({
+    ...repo,
+    issue_number: epic,
+    body: `All ${subs.length} sub-issues are done (${subs.map((s) => `#${s.number}`).join(", ")}); Fleet closes this issue.`,
+  });
+  await context.octokit.rest.issues.update({
+    ...repo,
+    issue_number: epic,
+    state: "closed",
+    state_reason: "completed",
+  });
+}

@@ -1,0 +1,121 @@
+import type { FleetConfig } from "../core/config.ts";
+import { DEFAULT_PRIORITY, type Priority } from "../core/task.ts";
+import type { GitHubClient, RepoRef } from "../github/client.ts";
+import { upsertMarkedComment } from "../github/upsert-comment.ts";
+import { type PlannedTask, type PlanProblem, validateSplitPlan } from "./plan.ts";
+import { renderSplitDone, renderSplitRejected, renderSubIssueBody, splitPlanMarker } from "./render.ts";
+
+export interface SubTaskToQueue {
+  issue: number;
+  title: string;
+  coder: string;
+  model: string;
+  priority: Priority;
+  dependsOn: number[];
+}
+
+export interface ApplyPlanDeps {
+  octokit: GitHubClient;
+  repo: RepoRef;
+  config: FleetConfig;
+  knownCoders: readonly string[];
+  /** The coder the epic's `fleet:split[:<coder>]` label named; tasks without their own coder get it. */
+  splitCoder: string;
+  /**
+   * Queues a created sub-issue. Fleet's own labels do not drive the app (bot events are ignored),
+   * so the caller queues the tasks itself.
+   */
+  enqueue: (task: SubTaskToQueue) => Promise<void>;
+}
+
+export type ApplyPlanResult =
+  | { ok: true; issues: Map<string, number> }
+  | { ok: false; problems: PlanProblem[] };
+
+/**
+ * Turns a validated split plan into sub-issues of the epic, created dependencies first so each
+ * `Depends on #N` names a real issue; labels them `fleet:<coder>[:<model>]` and `fleet:p<n>`, links
+ * them as GitHub sub-issues, queues them and posts the task graph. An invalid plan creates nothing:
+ * the epic says what was wrong instead.
+ */
+export async function applySplitPlan(
+  epic: number,
+  raw: unknown,
+  deps: ApplyPlanDeps,
+): Promise<ApplyPlanResult> {
+  const { octokit, repo } = deps;
+  const checked = validateSplitPlan(raw, deps.knownCoders);
+  if (!checked.ok) {
+    await upsertMarkedComment(
+      octokit,
+      { ...repo, issue_number: epic },
+      splitPlanMarker(epic),
+      renderSplitRejected(epic, checked.problems),
+    );
+    return checked;
+  }
+  // A rerun (e.g. a retried worker) reuses the sub-issues it already created, matched by title.
+  const existing = await octokit
+    .paginate("GET /repos/{owner}/{repo}/issues/{issue_number}/sub_issues", {
+      ...repo,
+      issue_number: epic,
+      per_page: 100,
+    })
+    .catch(() => [] as Array<{ number: number; title: string }>);
+  const byTitle = new Map(
+    (existing as Array<{ number: number; title: string }>).map((i) => [i.title, i.number]),
+  );
+
+  const issues = new Map<string, number>();
+  for (const task of checked.order) {
+    const number = byTitle.get(task.title) ?? (await createSubIssue(epic, task, issues, deps));
+    issues.set(task.key, number);
+    const coder = task.coder ?? deps.splitCoder;
+    await deps.enqueue({
+      issue: number,
+      title: task.title,
+      coder,
+      model: task.model ?? deps.config.coders[coder]?.model ?? "default",
+      priority: (task.priority ?? DEFAULT_PRIORITY) as Priority,
+      dependsOn: task.dependsOn.map((k) => issues.get(k)!),
+    });
+  }
+  await upsertMarkedComment(
+    octokit,
+    { ...repo, issue_number: epic },
+    splitPlanMarker(epic),
+    renderSplitDone(epic, checked.plan, issues),
+  );
+  return { ok: true, issues };
+}
+
+async function createSubIssue(
+  epic: number,
+  task: PlannedTask,
+  created: ReadonlyMap<string, number>,
+  deps: ApplyPlanDeps,
+): Promise<number> {
+  const { octokit, repo } = deps;
+  const coder = task.coder ?? deps.splitCoder;
+  const labels = [
+    task.model ? `fleet:${coder}:${task.model}` : `fleet:${coder}`,
+    `fleet:p${task.priority ?? DEFAULT_PRIORITY}`,
+  ];
+  const { data } = await octokit.rest.issues.create({
+    ...repo,
+    title: task.title,
+    body: renderSubIssueBody(
+      task.body,
+      epic,
+      task.key,
+      task.dependsOn.map((k) => created.get(k)!),
+    ),
+    labels,
+  });
+  await octokit.request("POST /repos/{owner}/{repo}/issues/{issue_number}/sub_issues", {
+    ...repo,
+    issue_number: epic,
+    sub_issue_id: data.id,
+  });
+  return data.number;
+}

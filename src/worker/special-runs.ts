@@ -1,0 +1,146 @@
+import { knownCoders } from "../agents/index.ts";
+import type { FleetConfig } from "../core/config.ts";
+import type { Task } from "../core/task.ts";
+import type { GitHubClient, RepoRef } from "../github/client.ts";
+import { getRepoRole } from "../github/permissions.ts";
+import type { RepoQueue } from "../queue/repo-queue.ts";
+import { applySplitPlan } from "../split/apply-plan.ts";
+import { extractPlanJson } from "../split/plan.ts";
+import { isSplitRun, splitInstructions } from "../split/split-run.ts";
+import type { TaskOutcome } from "./run-task.ts";
+
+// The two runs that are not "implement the issue": a split (planning) run and a review-loop run.
+
+export interface SpecialRun {
+  split: boolean;
+  /** Appended to the prompt. */
+  extraPrompt?: string;
+}
+
+interface RunDeps {
+  octokit: GitHubClient;
+  repo: RepoRef;
+  config: FleetConfig;
+}
+
+/** What kind of run this task's next run is, and the prompt text that goes with it. */
+export async function specialRunFor(
+  task: Task,
+  issueLabels: ReadonlyArray<string | { name?: string }>,
+  deps: RunDeps,
+): Promise<SpecialRun> {
+  if (isSplitRun(issueLabels, task.coder, deps.config.default_coder)) {
+    return { split: true, extraPrompt: splitInstructions(knownCoders) };
+  }
+  if (task.instructions && task.pr) {
+    const comments = await reviewComments(deps, task.pr);
+    return { split: false, extraPrompt: renderReviewFeedback(task.pr, task.instructions, comments) };
+  }
+  return { split: false };
+}
+
+interface InlineComment {
+  author: string;
+  path: string;
+  line?: number;
+  body: string;
+}
+
+/** Inline review comments on the PR by people with write access (anyone else's text could steer the agent). */
+async function reviewComments(deps: RunDeps, pr: number): Promise<InlineComment[]> {
+  let raw: Array<{
+    user?: { login?: string; type?: string } | null;
+    path?: string;
+    line?: number | null;
+    original_line?: number | null;
+    body?: string;
+  }>;
+  try {
+    raw = (await deps.octokit.paginate("GET /repos/{owner}/{repo}/pulls/{pull_number}/comments", {
+      ...deps.repo,
+      pull_number: pr,
+      per_page: 100,
+    })) as typeof raw;
+  } catch {
+    return [];
+  }
+  const out: InlineComment[] = [];
+  const roles = new Map<string, boolean>();
+  for (const c of raw) {
+    const login = c.user?.login;
+    if (!login || c.user?.type === "Bot") continue;
+    if (!roles.has(login)) {
+      const role = await getRepoRole(deps.octokit, deps.repo, login);
+      roles.set(login, ["admin", "maintain", "write"].includes(role));
+    }
+    if (!roles.get(login)) continue;
+    const line = c.line ?? c.original_line ?? undefined;
+    out.push({ author: login, path: c.path ?? "", ...(line ? { line } : {}), body: c.body ?? "" });
+  }
+  return out;
+}
+
+export function renderReviewFeedback(
+  pr: number,
+  instructions: string,
+  comments: readonly InlineComment[],
+): string {
+  const out = [
+    `## Review feedback on pull request #${pr}`,
+    "",
+    "This branch already holds your earlier work on the issue, and its pull request is open. A maintainer asked for changes:",
+    "",
+    "<instructions>",
+    instructions.trim(),
+    "</instructions>",
+  ];
+  if (comments.length > 0) {
+    out.push("", "Inline review comments on the pull request:");
+    for (const c of comments) {
+      out.push(
+        "",
+        `<review-comment author="${c.author}" file="${c.path}"${c.line ? ` line="${c.line}"` : ""}>`,
+        c.body.trim(),
+        "</review-comment>",
+      );
+    }
+  }
+  out.push(
+    "",
+    "Change the working directory accordingly; Fleet commits and pushes to the same pull request.",
+  );
+  return out.join("\n");
+}
+
+/**
+ * After a split run: the plan becomes sub-issues (queued here, since Fleet's own labels do not
+ * drive the app), or the epic says why the plan was rejected and the task fails without a retry.
+ */
+export async function applySplitOutcome(
+  task: Task,
+  outcome: TaskOutcome,
+  deps: RunDeps & { queue: RepoQueue },
+): Promise<void> {
+  if (outcome.outcome !== "no-changes") return;
+  const raw = extractPlanJson(outcome.artifacts.result, outcome.artifacts.plan);
+  try {
+    const applied = await applySplitPlan(task.issue, raw, {
+      octokit: deps.octokit,
+      repo: deps.repo,
+      config: deps.config,
+      knownCoders,
+      splitCoder: task.coder,
+      enqueue: async (sub) => {
+        await deps.queue.enqueue({ ...sub, requestedBy: task.requestedBy ?? "fleet" });
+      },
+    });
+    if (!applied.ok) {
+      outcome.outcome = "failed";
+      outcome.noRetry = true;
+      outcome.reason = `The split plan is invalid (${applied.problems.length} problem${applied.problems.length === 1 ? "" : "s"}); nothing was created.`;
+    }
+  } catch (error) {
+    outcome.outcome = "failed";
+    outcome.reason = `Applying the split plan failed: ${(error as Error).message}`;
+  }
+}
