@@ -59,7 +59,10 @@ const COMMANDS: Record<string, () => Promise<{ run: (argv: string[]) => Promise<
   },
   serve: async () => ({
     run: async (argv) => {
-      if (argv.includes("--help") || argv.includes("-h")) return out(SERVE_USAGE), EXIT.ok;
+      if (argv.includes("--help") || argv.includes("-h")) {
+        out(SERVE_USAGE);
+        return EXIT.ok;
+      }
       const { serve } = await import("./serve.ts");
       await serve();
       return EXIT.ok;

@@ -20,7 +20,10 @@ export function cliEnv(extra: Record<string, string> = {}): Record<string, strin
 }
 
 /** Runs `node bin/fleet.js ...args` to its end. */
-export async function fleet(args: string[], opts: { cwd: string; env: Record<string, string> }): Promise<CliResult> {
+export async function fleet(
+  args: string[],
+  opts: { cwd: string; env: Record<string, string> },
+): Promise<CliResult> {
   const r = await execa("node", [FLEET_BIN, ...args], {
     cwd: opts.cwd,
     env: opts.env,
@@ -32,12 +35,17 @@ export async function fleet(args: string[], opts: { cwd: string; env: Record<str
 }
 
 /** Starts `node bin/fleet.js ...args` in the background (e.g. `run`). */
-export function fleetProcess(args: string[], opts: { cwd: string; env: Record<string, string> } & Options): ResultPromise {
+export function fleetProcess(
+  args: string[],
+  opts: { cwd: string; env: Record<string, string> } & Options,
+): ResultPromise {
   return execa("node", [FLEET_BIN, ...args], { ...opts, extendEnv: false, reject: false });
 }
 
 /** A temporary git repository with one commit on main, plus files. */
-export async function tempGitRepo(files: Record<string, string> = {}): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+export async function tempGitRepo(
+  files: Record<string, string> = {},
+): Promise<{ dir: string; cleanup: () => Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), "fleet-cli-repo-"));
   const git = (...a: string[]) =>
     execa("git", ["-c", "user.name=t", "-c", "user.email=t@e", ...a], { cwd: dir });
@@ -57,7 +65,11 @@ export const tempHome = async (): Promise<{ dir: string; cleanup: () => Promise<
 };
 
 /** Maps with at most `limit` calls in flight: each CLI call is a node process. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+export async function mapLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<R>,
+): Promise<R[]> {
   const out: R[] = new Array(items.length);
   let next = 0;
   const worker = async () => {

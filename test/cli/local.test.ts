@@ -8,7 +8,12 @@ import { worktreePath } from "../../src/worker/worktree.ts";
 import { cliEnv, fleet, fleetProcess, mapLimit, tempGitRepo, tempHome } from "./cli-helpers.ts";
 
 const FLEET_YML = "plan_phase: false\ntimeouts: { run_minutes: 2, stall_minutes: 1 }\n";
-const USAGE = { input_tokens: 1200, output_tokens: 80, cache_read_input_tokens: 300, cache_creation_input_tokens: 40 };
+const USAGE = {
+  input_tokens: 1200,
+  output_tokens: 80,
+  cache_read_input_tokens: 300,
+  cache_creation_input_tokens: 40,
+};
 // Token-shaped text in the agent's output: `fleet task log` must never print it.
 const LEAKED = "sk-ant-api03-AAAABBBBCCCCDDDDEEEEFFFFGGGGHHHH";
 
@@ -35,7 +40,14 @@ describe("fleet CLI in local mode ($FLEET_HOME, a local git repository)", () => 
   });
 
   it("creates a task, runs the real Claude CLI on it, and shows its tokens, log, plan, knowledge and result", async () => {
-    const created = await json("bd", "create", "--title", "Add FIRST.md", "--description", "Create FIRST.md.");
+    const created = await json(
+      "bd",
+      "create",
+      "--title",
+      "Add FIRST.md",
+      "--description",
+      "Create FIRST.md.",
+    );
     expect(created).toMatchObject({ issue: 1, coder: "claude", state: "dispatched" });
     const id = created.id as string;
 
@@ -48,7 +60,10 @@ describe("fleet CLI in local mode ($FLEET_HOME, a local git repository)", () => 
             toolUses: [
               { name: "Bash", input: { command: 'echo "made by fleet" > FIRST.md', description: "write" } },
               { name: "Write", input: { file_path: join(notes, "PLAN.md"), content: "1. Write FIRST.md\n" } },
-              { name: "Write", input: { file_path: join(notes, "KNOWLEDGE.md"), content: "The repo has a README.\n" } },
+              {
+                name: "Write",
+                input: { file_path: join(notes, "KNOWLEDGE.md"), content: "The repo has a README.\n" },
+              },
               {
                 name: "Write",
                 input: {
@@ -117,8 +132,21 @@ describe("fleet CLI in local mode ($FLEET_HOME, a local git repository)", () => 
 
       const a = JSON.parse((await c("bd", "create", "--title", "A", "--description", "a", "--json")).stdout);
       const b = JSON.parse(
-        (await c("bd", "create", "--title", "B", "--description", "b", "--priority", "1", "--deps", "1", "--json"))
-          .stdout,
+        (
+          await c(
+            "bd",
+            "create",
+            "--title",
+            "B",
+            "--description",
+            "b",
+            "--priority",
+            "1",
+            "--deps",
+            "1",
+            "--json",
+          )
+        ).stdout,
       );
       expect(a.state).toBe("dispatched");
       expect(b.state).toBe("blocked");
@@ -151,12 +179,17 @@ describe("fleet CLI in local mode ($FLEET_HOME, a local git repository)", () => 
       expect((await c("config", "set", "max_concurrent=2")).exitCode).toBe(0);
       expect(states(JSON.parse((await c("tasks", "--json")).stdout))[a.id]).toBe("dispatched");
 
-      const updated = JSON.parse((await c("bd", "update", c3.id, "--title", "C2", "--priority", "0", "--json")).stdout);
+      const updated = JSON.parse(
+        (await c("bd", "update", c3.id, "--title", "C2", "--priority", "0", "--json")).stdout,
+      );
       expect(updated).toMatchObject({ title: "C2", priority: 0 });
       const closed = JSON.parse((await c("bd", "close", c3.id, "--json")).stdout);
       expect(closed.state).toBe("cancelled");
       const list = JSON.parse((await c("bd", "list", "--all", "--json")).stdout);
-      expect(list.find((x: { id: string }) => x.id === c3.id)).toMatchObject({ status: "closed", title: "C2" });
+      expect(list.find((x: { id: string }) => x.id === c3.id)).toMatchObject({
+        status: "closed",
+        title: "C2",
+      });
     } finally {
       await h.cleanup();
     }
@@ -172,16 +205,36 @@ describe("fleet CLI in local mode ($FLEET_HOME, a local git repository)", () => 
       [["task", "fl-nope", "diary"], 2, /use log, plan, knowledge or result/],
       [["task"], 2, /needs a task/],
       [["task", "fl-nope", "plan", "-f"], 2, /applies to log only/],
-      [["config", "set", "max_concurrent=0"], 2, /max_concurrent must be a whole number from 1 to 100; got "0"/],
-      [["config", "set", "max_concurent=2"], 2, /Did you mean "max_concurrent"\?.*Settable keys: max_concurrent/],
-      [["config", "set", "default_coder=nobody"], 2, /default_coder: "nobody" is not a configured coder; use one of/],
+      [
+        ["config", "set", "max_concurrent=0"],
+        2,
+        /max_concurrent must be a whole number from 1 to 100; got "0"/,
+      ],
+      [
+        ["config", "set", "max_concurent=2"],
+        2,
+        /Did you mean "max_concurrent"\?.*Settable keys: max_concurrent/,
+      ],
+      [
+        ["config", "set", "default_coder=nobody"],
+        2,
+        /default_coder: "nobody" is not a configured coder; use one of/,
+      ],
       [["config", "set", "novalue"], 2, /not an assignment: write key=value/],
       [["config", "frob"], 2, /Unknown config command "frob"/],
       [["bd", "create", "--description", "x"], 2, /needs --title/],
       [["bd", "create", "--title", "x"], 2, /needs --description/],
-      [["bd", "create", "--title", "x", "--description", "y", "--coder", "nobody"], 2, /Unknown coder "nobody"/],
+      [
+        ["bd", "create", "--title", "x", "--description", "y", "--coder", "nobody"],
+        2,
+        /Unknown coder "nobody"/,
+      ],
       [["bd", "create", "--title", "x", "--description", "y", "--priority", "9"], 2, /--priority must be 0/],
-      [["bd", "create", "--title", "x", "--description", "y", "--deps", "fl-zzz"], 2, /--deps: "fl-zzz" is neither/],
+      [
+        ["bd", "create", "--title", "x", "--description", "y", "--deps", "fl-zzz"],
+        2,
+        /--deps: "fl-zzz" is neither/,
+      ],
       [["bd", "show"], 2, /needs a bead id/],
       [["bd", "show", "#99"], 3, /No task for issue #99/],
       [["bd", "frob"], 2, /Unknown bd command "frob"/],
@@ -199,8 +252,10 @@ describe("fleet CLI in local mode ($FLEET_HOME, a local git repository)", () => 
       expect(r.stderr, args.join(" ")).toMatch(message);
     });
     // Retrying a task that is not failed says why; --help works everywhere.
-    const help = await mapLimit(["tasks", "task", "config", "bd", "run", "kill", "retry", "serve"], 4, (cmd) =>
-      cli(cmd, "--help"),
+    const help = await mapLimit(
+      ["tasks", "task", "config", "bd", "run", "kill", "retry", "serve"],
+      4,
+      (cmd) => cli(cmd, "--help"),
     );
     for (const h of help) {
       expect(h.exitCode).toBe(0);
@@ -211,7 +266,10 @@ describe("fleet CLI in local mode ($FLEET_HOME, a local git repository)", () => 
   it("fleet run stops cleanly on SIGTERM", async () => {
     const h = await tempHome();
     try {
-      const child = fleetProcess(["run", "--poll", "200"], { cwd: repo.dir, env: cliEnv({ FLEET_HOME: h.dir }) });
+      const child = fleetProcess(["run", "--poll", "200"], {
+        cwd: repo.dir,
+        env: cliEnv({ FLEET_HOME: h.dir }),
+      });
       let seen = "";
       await new Promise<void>((resolve) => {
         child.stderr?.on("data", (d: Buffer) => {

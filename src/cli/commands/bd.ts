@@ -76,7 +76,7 @@ function checkCoder(config: FleetConfig, coder: string, model: string | undefine
   if (parsed.kind === "error")
     throw new UsageError(parsed.message.replace(/Label /, "--coder/--model: label "));
   const c = config.coders[coder];
-  if (!c || !c.enabled || !getAdapter(coder)) {
+  if (!c?.enabled || !getAdapter(coder)) {
     const enabled = Object.keys(config.coders).filter((k) => config.coders[k]!.enabled && getAdapter(k));
     throw new UsageError(`Coder "${coder}" is not enabled here; use one of: ${enabled.join(", ")}.`);
   }
@@ -152,7 +152,10 @@ const beadRows = (beads: BeadIssue[], doc: FleetStateDoc) =>
 
 export async function bdCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, OPTIONS, BD_USAGE);
-  if (values.help) return (out(BD_USAGE), 0);
+  if (values.help) {
+    out(BD_USAGE);
+    return 0;
+  }
   const [sub, ref, ...extra] = positionals;
   if (!sub)
     throw new UsageError("fleet bd needs a command: create, list, ready, show, update or close.", BD_USAGE);

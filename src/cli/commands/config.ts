@@ -24,7 +24,10 @@ export const schedulesLocally = (target: Target, dispatch: string): boolean =>
 
 export async function configCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, TARGET_OPTIONS, CONFIG_USAGE);
-  if (values.help) return (out(CONFIG_USAGE), 0);
+  if (values.help) {
+    out(CONFIG_USAGE);
+    return 0;
+  }
   const [sub, ...rest] = positionals;
   if (sub === "show") {
     if (rest.length)

@@ -77,7 +77,10 @@ async function cloneSource(
 
 export async function runCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, OPTIONS, RUN_USAGE);
-  if (values.help) return (process.stdout.write(RUN_USAGE), 0);
+  if (values.help) {
+    process.stdout.write(RUN_USAGE);
+    return 0;
+  }
   if (positionals.length)
     throw new UsageError(`fleet run takes no arguments (got "${positionals[0]}").`, RUN_USAGE);
   const agentEnv: Record<string, string> = {};
