@@ -114,6 +114,11 @@ describe("fleet CLI in local mode ($FLEET_HOME, a local git repository)", () => 
     expect(log.stdout).toContain("Wrote FIRST.md.");
     expect(log.stdout).not.toContain(LEAKED);
     expect(log.stdout).toContain("[REDACTED]");
+    // -f on a task that is no longer running prints the log and returns.
+    const followed = await cli("task", id, "log", "-f");
+    expect(followed.exitCode).toBe(0);
+    expect(followed.stdout).toContain("Wrote FIRST.md.");
+    expect(followed.stdout).not.toContain(LEAKED);
     expect((await cli("task", "#1", "plan")).stdout).toBe("1. Write FIRST.md");
     expect((await cli("task", id, "knowledge")).stdout).toBe("The repo has a README.");
     expect(await json("task", id, "result")).toMatchObject({ status: "done", summary: "Add FIRST.md" });
@@ -262,6 +267,36 @@ describe("fleet CLI in local mode ($FLEET_HOME, a local git repository)", () => 
       expect(h.stdout).toMatch(/^Usage: fleet /);
     }
   }, 180_000);
+
+  it("fleet tasks --watch prints when the tasks change (not a terminal) and stops on SIGTERM", async () => {
+    const h = await tempHome();
+    const e = cliEnv({ FLEET_HOME: h.dir });
+    try {
+      const child = fleetProcess(["tasks", "--watch", "--interval", "200"], { cwd: repo.dir, env: e });
+      let seen = "";
+      const waitFor = (text: string) =>
+        new Promise<void>((resolve) => {
+          const check = () => seen.includes(text) && resolve();
+          child.stdout?.on("data", (d: Buffer) => {
+            seen += d.toString();
+            check();
+          });
+          check();
+        });
+      await waitFor("No tasks.");
+      expect(
+        (await fleet(["bd", "create", "--title", "W", "--description", "w"], { cwd: repo.dir, env: e }))
+          .exitCode,
+      ).toBe(0);
+      await waitFor("dispatched");
+      child.kill("SIGTERM");
+      const r = await child;
+      expect(r.exitCode).toBe(0);
+      expect(String(r.stdout).match(/No tasks\./g)).toHaveLength(1);
+    } finally {
+      await h.cleanup();
+    }
+  }, 60_000);
 
   it("fleet run stops cleanly on SIGTERM", async () => {
     const h = await tempHome();

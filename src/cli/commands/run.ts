@@ -89,6 +89,12 @@ export async function runCommand(argv: string[]): Promise<number> {
     if (!m) throw new UsageError(`--agent-env takes KEY=VALUE; got "${kv}".`);
     agentEnv[m[1]!] = m[2]!;
   }
+  // Signals are ours from here on: one arriving while the worker starts still stops it cleanly.
+  const signal = untilSignal();
+  let stopping: NodeJS.Signals | undefined;
+  void signal.promise.then((s) => {
+    stopping = s;
+  });
   const target = await resolveTarget(values);
   const pollMs = positiveInt("--poll", values.poll, target.kind === "local" ? 1000 : 5000);
   const { doc } = await target.store.read();
@@ -144,11 +150,6 @@ export async function runCommand(argv: string[]): Promise<number> {
       ),
   });
 
-  const signal = untilSignal();
-  let stopping: NodeJS.Signals | undefined;
-  void signal.promise.then((s) => {
-    stopping = s;
-  });
   const seen = new Map<string, string>();
   let frame = 0;
   let sawWork = false;
