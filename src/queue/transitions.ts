@@ -2,8 +2,9 @@ import { newBeadId } from "../beads/index.ts";
 import { taskBranchName } from "../core/branch.ts";
 import { applyOverrides, type FleetConfig } from "../core/config.ts";
 import { canTransition, isTerminal, transition } from "../core/lifecycle.ts";
-import { scheduleNext } from "../core/scheduler.ts";
+import { type Readiness, scheduleNext } from "../core/scheduler.ts";
 import { type Lease, newTask, type Priority, type Task, type TaskState } from "../core/task.ts";
+import { budgetReadiness } from "../economy/budgets.ts";
 import type { FleetStateDoc } from "../state/doc.ts";
 
 // Pure transitions over the state document: each returns the new document and what changed, so the
@@ -150,6 +151,8 @@ export interface ScheduleOptions {
   holder: string;
   leaseTtlMs?: number;
   closedIssues?: ReadonlySet<number>;
+  /** Extra gate before a dispatch; default: the daily/monthly budgets against the ledger. */
+  readiness?: (task: Task) => Readiness;
 }
 
 /**
@@ -162,11 +165,19 @@ export function applySchedule(
   config: FleetConfig,
   opts: ScheduleOptions,
 ): TransitionResult {
+  // Tasks held by the gate show why on their tracking comment (the reason is kept while queued).
+  const gate = opts.readiness ?? budgetReadiness(config.budgets, doc.ledger, new Date(opts.now));
+  const gated = new Set<string>();
   const decisions = scheduleNext({
     tasks: tasksOf(doc),
     config,
     now: opts.now,
     closedIssues: opts.closedIssues,
+    readiness: (task) => {
+      const r = gate(task);
+      if (!r.ready) gated.add(task.id);
+      return r;
+    },
   });
   const tasks = { ...doc.tasks };
   const changes = new Map<string, TaskChange>();
@@ -210,8 +221,12 @@ export function applySchedule(
         messages.push(`block gh-${task.issue} (${task.id}): ${reason}`);
         break;
       }
-      case "hold":
+      case "hold": {
+        if (!gated.has(task.id) || task.reason === d.reason) break;
+        note(task, { ...task, reason: d.reason, updatedAt: opts.now });
+        messages.push(`hold gh-${task.issue} (${task.id}): ${d.reason}`);
         break;
+      }
       case "dispatch": {
         if (!canTransition(task.state, "dispatched")) break;
         const expiresAt = new Date(

@@ -2,6 +2,8 @@ import type { AgentAdapter } from "../agents/types.ts";
 import type { FleetConfig } from "../core/config.ts";
 import type { Task, TaskState } from "../core/task.ts";
 import { combineTotals } from "../core/usage.ts";
+import { perTaskLimits } from "../economy/budgets.ts";
+import { createCredentialRotation } from "../economy/rotation.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
 import { getRepoRole } from "../github/permissions.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
@@ -23,6 +25,11 @@ export interface ExecuteDeps {
   adapterFor: (coder: string) => AgentAdapter | undefined;
   /** The credential for a coder: its name and value, looked up by name in the worker's environment. */
   credentialFor?: (coder: string) => { name: string; value: string } | undefined;
+  /**
+   * A credential's value by name (e.g. `process.env[name]` at the edge). With it, a run draws on the
+   * coder's whole pool (`coders.<c>.credentials`) and moves on to the next credential on a rate limit.
+   */
+  credentialValue?: (name: string) => string | undefined;
   modelBaseUrl?: string;
   agentEnv?: Record<string, string>;
   /** Lease holder: this worker or Actions run. */
@@ -138,7 +145,22 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
   );
   heartbeat.unref?.();
 
-  // 4.
+  // 4. A credential from the coder's pool; when every one is cooling the task waits for the first reset.
+  const rotation = credentialPool(task.coder, deps, clock);
+  const first = await rotation.first();
+  if (first.kind === "all-cooling") {
+    clearInterval(heartbeat);
+    deps.signal?.removeEventListener("abort", onOuterAbort);
+    const outcome: TaskOutcome = {
+      outcome: "rate-limited",
+      reason: `every credential of ${task.coder} is rate-limited; the task waits for the first reset`,
+      rateLimit: { resetsAt: first.resetAt },
+      logPath: "",
+      artifacts: {},
+    };
+    await recordOutcome(task, outcome, deps, lost);
+    return outcome;
+  }
   let current: TaskState = "dispatched";
   const planPhase = deps.config.plan_phase && !task.approved;
   let outcome: TaskOutcome;
@@ -172,7 +194,9 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
         gitAuth: deps.gitAuth,
         workDir: deps.workDir,
         adapter,
-        credential: deps.credentialFor?.(task.coder),
+        credential: first.kind === "credential" ? first.credential : undefined,
+        rotateCredential: rotation.rotate,
+        perTaskLimits: perTaskLimits(deps.config.budgets, task.coder),
         modelBaseUrl: deps.modelBaseUrl,
         agentEnv: deps.agentEnv,
         clock,
@@ -194,7 +218,9 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
 
   if (special.split) await applySplitOutcome(task, outcome, deps);
 
-  // 5.
+  // 5. Out of credentials: the task waits until the first one of the pool is free again.
+  const poolReset = outcome.outcome === "rate-limited" ? rotation.resetAt() : undefined;
+  if (poolReset) outcome.rateLimit = { ...outcome.rateLimit, resetsAt: poolReset };
   await recordOutcome(task, outcome, deps, lost);
   return outcome;
 }
@@ -222,6 +248,10 @@ async function recordOutcome(task: Task, outcome: TaskOutcome, deps: ExecuteDeps
       break;
     case "rate-limited":
       to = "rate-limited";
+      break;
+    case "over-budget":
+      // Running it again would spend the same budget again.
+      to = "failed";
       break;
     case "cancelled":
       // A cancel from the issue already moved the task; a worker shutting down puts it back in the queue.
@@ -258,4 +288,22 @@ async function recordOutcome(task: Task, outcome: TaskOutcome, deps: ExecuteDeps
       message: `ledger: ${task.coder} run of gh-${task.issue} (${task.id})`,
     }));
   }
+}
+
+/** The coder's credential pool: configured names (plus `credentialFor`'s own, when it is not one of them). */
+function credentialPool(coder: string, deps: ExecuteDeps, clock: () => Date) {
+  const names = [...(deps.config.coders[coder]?.credentials ?? [])];
+  const given = deps.credentialFor?.(coder);
+  if (given && !names.includes(given.name)) names.push(given.name);
+  const secretOf =
+    deps.credentialValue ?? ((name: string) => (given && given.name === name ? given.value : undefined));
+  return createCredentialRotation({
+    store: deps.store,
+    coder,
+    names,
+    secretOf,
+    clock,
+    fallbackSeconds: deps.config.retries.backoff_seconds,
+    log: deps.log,
+  });
 }

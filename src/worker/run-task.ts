@@ -4,7 +4,15 @@ import type { AgentAdapter, AgentEvent, AgentInvocation } from "../agents/types.
 import { taskBranchName } from "../core/branch.ts";
 import { redactSecrets } from "../core/redact.ts";
 import type { TaskState } from "../core/task.ts";
-import { addUsage, emptyUsage, type RunTotals, type TokenUsage } from "../core/usage.ts";
+import {
+  addUsage,
+  combineTotals,
+  emptyUsage,
+  type RunTotals,
+  type TokenUsage,
+  totalTokens,
+} from "../core/usage.ts";
+import { overPerTaskBudget, type PerTaskLimits } from "../economy/budgets.ts";
 import { type GitHubClient, type IssueRef, parseRepoFullName } from "../github/client.ts";
 import { renderPrBody } from "../render/pr-body.ts";
 import {
@@ -79,6 +87,16 @@ export interface WorkerDeps {
   agentEnv?: Record<string, string>;
   /** Extra values to redact. */
   secrets?: string[];
+  /**
+   * Called when the agent is rate-limited on `limited`: marks it cooling and returns the next free
+   * credential to continue on (the session is resumed where the adapter supports it), or undefined.
+   */
+  rotateCredential?: (limited: {
+    name: string;
+    rateLimit?: { resetsAt?: string; retryAfterSeconds?: number };
+  }) => Promise<{ name: string; value: string } | undefined>;
+  /** Per-task ceilings (budgets.per_task_tokens / per_task_usd): the run is stopped once one is passed. */
+  perTaskLimits?: PerTaskLimits;
   onProgress?: (p: {
     state: TaskState;
     step: string;
@@ -95,7 +113,8 @@ export type OutcomeKind =
   | "timeout"
   | "stall"
   | "cancelled"
-  | "rate-limited";
+  | "rate-limited"
+  | "over-budget";
 
 export interface TaskOutcome {
   outcome: OutcomeKind;
@@ -128,6 +147,7 @@ const STATE_OF: Record<OutcomeKind, TaskState> = {
   stall: "failed",
   cancelled: "cancelled",
   "rate-limited": "rate-limited",
+  "over-budget": "failed",
 };
 
 // Coders read a few alternative credential variables; any other name is a label for reports only.
@@ -330,7 +350,7 @@ interface RunContext {
 }
 
 interface PhaseRun {
-  kind: "ok" | "failed" | "timeout" | "stall" | "cancelled" | "rate-limited";
+  kind: "ok" | "failed" | "timeout" | "stall" | "cancelled" | "rate-limited" | "over-budget";
   reason?: string;
   totals?: RunTotals;
   sessionId?: string;
@@ -372,13 +392,13 @@ async function runPhase(
   if (resumeSessionId) invocation.resumeSessionId = resumeSessionId;
   if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
-  if (deps.credential) {
+  let credential = deps.credential;
+  const useCredential = (c: { name: string; value: string }) => {
     // Only the coder's own credential; nothing else from the worker's environment is handed on.
-    const name = CREDENTIAL_VARIABLES.has(deps.credential.name)
-      ? deps.credential.name
-      : deps.adapter.credentialEnv;
-    invocation.credential = { name, value: deps.credential.value };
-  }
+    const name = CREDENTIAL_VARIABLES.has(c.name) ? c.name : deps.adapter.credentialEnv;
+    invocation.credential = { name, value: c.value };
+  };
+  if (credential) useCredential(credential);
   await mkdir(invocation.home!, { recursive: true });
   // runAgent appends; one attempt's log per file keeps the posted tail about this run.
   await writeFile(logFile, "");
@@ -387,12 +407,23 @@ async function runPhase(
   const byMessage = new Map<string, Partial<TokenUsage>>();
   let planText: string | undefined;
   const state: TaskState = phase === "plan" ? "planning" : "running";
+  // The per-task ceiling counts the plan phase too; a run over it is stopped at once.
+  const earlier = phase === "work" && ctx.result.planTotals ? totalTokens(ctx.result.planTotals.usage) : 0;
+  const budgetStop = new AbortController();
+  const onOuterAbort = () => budgetStop.abort();
+  if (deps.signal?.aborted) budgetStop.abort();
+  deps.signal?.addEventListener("abort", onOuterAbort, { once: true });
+  let overBudget: string | undefined;
   const onEvent = (e: AgentEvent) => {
     if (e.type === "usage") {
       if (e.id) byMessage.set(e.id, e.usage);
       else usage = addUsage(usage, e.usage);
       const live = [...byMessage.values()].reduce<TokenUsage>((a, u) => addUsage(a, u), usage);
       void ctx.progress({ state, step: phase === "plan" ? "planning" : "agent working", usage: live });
+      if (deps.perTaskLimits && !overBudget) {
+        overBudget = overPerTaskBudget(deps.perTaskLimits, { tokens: earlier + totalTokens(live) });
+        if (overBudget) budgetStop.abort();
+      }
     } else if (e.type === "tool_use") {
       const input = e.input as { plan?: unknown } | undefined;
       if (e.name === "ExitPlanMode" && typeof input?.plan === "string") planText = input.plan;
@@ -401,19 +432,50 @@ async function runPhase(
       planText = e.summary;
     }
   };
-  const r = await runAgent(deps.adapter, invocation, {
-    timeoutMs: spec.timeouts.runMs,
-    stallMs: spec.timeouts.stallMs,
-    signal: deps.signal,
-    onEvent,
-    logFile,
-  });
-  // Reports name the credential as configured, not the variable it travelled in.
-  const totals = r.totals && deps.credential ? { ...r.totals, credential: deps.credential.name } : r.totals;
-  const kind = phaseKind(r.reason);
+  let r: RunAgentResult;
+  let spent: RunTotals | undefined;
+  try {
+    for (;;) {
+      r = await runAgent(deps.adapter, invocation, {
+        timeoutMs: spec.timeouts.runMs,
+        stallMs: spec.timeouts.stallMs,
+        signal: budgetStop.signal,
+        onEvent,
+        logFile,
+      });
+      // Reports name the credential as configured, not the variable it travelled in.
+      const named = r.totals && credential ? { ...r.totals, credential: credential.name } : r.totals;
+      spent = combineTotals(spent, named);
+      if (r.reason !== "rate-limited" || !credential || !deps.rotateCredential || overBudget) break;
+      const next = await deps.rotateCredential({ name: credential.name, rateLimit: r.rateLimit });
+      if (!next) break;
+      ctx.knownSecrets.push(next.value);
+      const limited = credential.name;
+      credential = next;
+      useCredential(next);
+      if (r.sessionId) {
+        // The same session goes on under the next credential; it already holds the task's prompt.
+        invocation.resumeSessionId = r.sessionId;
+        invocation.prompt = `The previous request was rate-limited; continue the task where you stopped.`;
+      }
+      void ctx.progress({ state, step: `rate-limited on ${limited}; continuing on ${next.name}` }, true);
+    }
+  } finally {
+    deps.signal?.removeEventListener("abort", onOuterAbort);
+  }
+  // The run's own totals, with the credential that did the last (finishing) part of the work.
+  const totals = spent && credential ? { ...spent, credential: credential.name } : spent;
+  if (deps.perTaskLimits && !overBudget && totals) {
+    const tokens = earlier + totalTokens(totals.usage);
+    const costUsd = (totals.costUsd ?? 0) + (phase === "work" ? (ctx.result.planTotals?.costUsd ?? 0) : 0);
+    overBudget = overPerTaskBudget(deps.perTaskLimits, { tokens, costUsd });
+  }
+  // A work phase that finished over a dollar ceiling keeps its result; anything else over it stops.
+  const stopped = overBudget !== undefined && (r.reason !== "completed" || phase === "plan");
+  const kind: PhaseRun["kind"] = stopped ? "over-budget" : phaseKind(r.reason);
   return {
     kind,
-    reason: kind === "ok" ? undefined : describeStop(kind, r, spec),
+    reason: kind === "over-budget" ? overBudget : kind === "ok" ? undefined : describeStop(kind, r, spec),
     totals,
     sessionId: r.sessionId,
     rateLimit: r.rateLimit,
@@ -496,7 +558,8 @@ async function finish(
         });
       }
       await reporter.run({
-        outcome,
+        // The run report has no budget headline of its own; the reason says "stopped: ... budget".
+        outcome: outcome === "over-budget" ? "failed" : outcome,
         reason: result.reason,
         pr: result.pr,
         summary: notes?.result?.summary,
