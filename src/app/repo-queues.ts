@@ -45,7 +45,8 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
     if (!h) {
       h = (async () => {
         const octokit = (await app.auth(installationId)) as unknown as GitHubClient;
-        const store = createGitHubStateStore({ octokit, owner, repo, clock: options.clock });
+        // No pacing: this process's writes already go through one write queue (coalescingStore below).
+        const store = createGitHubStateStore({ octokit, owner, repo, clock: options.clock, pacing: 0 });
         const tracker = createTracker({
           octokit,
           repo: { owner, repo },

@@ -24,6 +24,8 @@ export interface FleetServer {
   reconcile(): Promise<void>;
   /** Writes tracking comments still waiting for their throttle window. */
   flush(): Promise<void>;
+  /** Resolves when no webhook is being handled (Probot answers 202 and goes on after its timeout). */
+  idle(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -60,6 +62,23 @@ export async function startFleetServer(options: FleetServerOptions): Promise<Fle
     },
   });
   const middleware = await createNodeMiddleware(appFn, { probot, webhooksPath: WEBHOOK_PATH });
+  // The webhooks instance exists once the middleware has loaded the app.
+  const webhooks = probot.webhooks!;
+  // Count deliveries in handling, so embedders (tests, the demo, benchmarks) can wait for quiet.
+  let inFlight = 0;
+  let idleWaiters: Array<() => void> = [];
+  const receive = webhooks.verifyAndReceive.bind(webhooks);
+  webhooks.verifyAndReceive = async (event) => {
+    inFlight++;
+    try {
+      return await receive(event);
+    } finally {
+      if (--inFlight === 0) {
+        for (const w of idleWaiters) w();
+        idleWaiters = [];
+      }
+    }
+  };
   const server: Server = createServer((req, res) => {
     void middleware(req, res, () => {
       res.writeHead(404, { "content-type": "application/json" });
@@ -74,6 +93,7 @@ export async function startFleetServer(options: FleetServerOptions): Promise<Fle
     webhookUrl: `${url}${WEBHOOK_PATH}`,
     reconcile: async () => queues?.reconcileKnown(options.knownCoders ?? knownCoders, () => {}),
     flush: async () => queues?.flush(),
+    idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((r) => idleWaiters.push(r))),
     stop: () =>
       new Promise<void>((resolve, reject) => {
         if (!server.listening) return resolve();

@@ -116,7 +116,11 @@ export async function runDemo(opts: { json: boolean; keep: boolean }): Promise<D
         privateKey: gh.privateKey,
         baseUrl: gh.url,
         logLevel: "fatal",
-        Octokit: ProbotOctokit.defaults({ throttle: { enabled: false } }),
+        // A function: Probot shallow-merges its own throttle options over an object.
+        Octokit: ProbotOctokit.defaults((o: Record<string, unknown>) => ({
+          ...o,
+          throttle: { ...(o.throttle as object), enabled: false },
+        })),
       },
     });
     const octokit = (await probot.auth(repo.installationId)) as unknown as GitHubClient;
@@ -127,7 +131,7 @@ export async function runDemo(opts: { json: boolean; keep: boolean }): Promise<D
     const worker = startLocalWorker({
       repo: { owner, repo: name },
       octokit,
-      store: createGitHubStateStore({ octokit, owner, repo: name }),
+      store: createGitHubStateStore({ octokit, owner, repo: name, pacing: 0 }),
       cloneUrl: repo.cloneUrl,
       workDir,
       adapterFor: getAdapter,

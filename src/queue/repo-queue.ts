@@ -49,31 +49,42 @@ export function createRepoQueue(deps: RepoQueueDeps) {
   const holder = deps.holder ?? `dispatch:${deps.dispatcher.mode}`;
   let lastDoc: FleetStateDoc | undefined;
 
-  /** Runs a transition in a CAS update, keeping the beads mirror in step with every changed task. */
+  const config = (doc: FleetStateDoc) => effectiveConfig(deps.fileConfig, doc);
+
+  /**
+   * Runs a transition and a scheduling pass as ONE compare-and-swap commit (GitHub counts every commit
+   * against its content-creation limits), keeping the beads mirror in step with every changed task.
+   */
   async function commit(
-    transitionFn: (doc: FleetStateDoc) => (TransitionResult & { extra?: unknown }) | null,
+    transitionFn: (doc: FleetStateDoc) => TransitionResult | null,
+    opts: { schedule?: boolean } = { schedule: true },
   ): Promise<{ result: TransitionResult | null; doc: FleetStateDoc }> {
     let last: TransitionResult | null = null;
     const mutation: Mutation = ({ doc, beads }) => {
-      last = transitionFn(doc);
-      if (!last || last.changes.length === 0) return null;
-      const all = tasksOf(last.doc);
+      const first = transitionFn(doc) ?? { doc, changes: [], messages: [] };
+      last = opts.schedule
+        ? mergeResults(
+            first,
+            applySchedule(first.doc, config(first.doc), { now: now(), holder, leaseTtlMs: deps.leaseTtlMs }),
+          )
+        : first;
+      if (last.changes.length === 0 && last.doc === doc) return null;
       return {
         doc: last.doc,
         beads: syncBeads(
           beads,
           last.changes.map((c) => c.task),
-          all,
+          tasksOf(last.doc),
         ),
         message: last.messages.join("\n") || "update tasks",
       };
     };
     const update = await deps.store.update(mutation);
     lastDoc = update.snapshot.doc;
-    return { result: update.applied ? last : (last as TransitionResult | null), doc: update.snapshot.doc };
+    const result = update.applied ? (last as TransitionResult | null) : null;
+    if (result) await afterCommit(result);
+    return { result, doc: update.snapshot.doc };
   }
-
-  const config = (doc: FleetStateDoc) => effectiveConfig(deps.fileConfig, doc);
 
   async function show(changes: readonly TaskChange[], doc: FleetStateDoc): Promise<void> {
     if (!deps.tracker) return;
@@ -102,13 +113,11 @@ export function createRepoQueue(deps: RepoQueueDeps) {
     );
   }
 
-  /** Scheduling pass + dispatch of what it started. */
-  async function schedule(closedIssues?: ReadonlySet<number>): Promise<Task[]> {
-    const { result, doc } = await commit((d) =>
-      applySchedule(d, config(d), { now: now(), holder, leaseTtlMs: deps.leaseTtlMs, closedIssues }),
-    );
-    if (!result) return [];
-    const started = result.changes.filter((c) => c.task.state === "dispatched" && c.from !== "dispatched");
+  /** After a commit: start the runs of newly dispatched tasks, then show every change on its issue. */
+  async function afterCommit(result: TransitionResult): Promise<void> {
+    // By the scheduler's word, not by from/to: a retry requeued and re-dispatched in one commit reads dispatched -> dispatched.
+    const startedIds = new Set(result.dispatched ?? []);
+    const started = result.changes.filter((c) => startedIds.has(c.task.id));
     for (const { task } of started) {
       try {
         const run = await deps.dispatcher.start(task);
@@ -118,14 +127,16 @@ export function createRepoQueue(deps: RepoQueueDeps) {
             runId: run.runId,
             ...(run.runUrl ? { runUrl: run.runUrl } : {}),
           });
-          await commit((d) =>
-            d.tasks[task.id]?.state === "dispatched"
-              ? {
-                  doc: { ...d, tasks: { ...d.tasks, [task.id]: withRun(d.tasks[task.id]!) } },
-                  changes: [{ task: withRun(d.tasks[task.id]!), from: "dispatched" }],
-                  messages: [`run ${run.runId} started for gh-${task.issue}`],
-                }
-              : null,
+          await commit(
+            (d) =>
+              d.tasks[task.id]?.state === "dispatched"
+                ? {
+                    doc: { ...d, tasks: { ...d.tasks, [task.id]: withRun(d.tasks[task.id]!) } },
+                    changes: [{ task: withRun(d.tasks[task.id]!), from: "dispatched" }],
+                    messages: [`run ${run.runId} started for gh-${task.issue}`],
+                  }
+                : null,
+            { schedule: false },
           );
           // The tracking comment links the run.
           for (const c of result.changes) if (c.task.id === task.id) c.task = withRun(c.task);
@@ -140,8 +151,17 @@ export function createRepoQueue(deps: RepoQueueDeps) {
         );
       }
     }
-    await show(result.changes, doc);
-    return result.changes.map((c) => c.task);
+    for (const c of result.changes) {
+      if (c.task.state === "cancelled" && c.from !== "cancelled")
+        await deps.dispatcher.stop(c.task).catch(() => {});
+    }
+    await show(result.changes, lastDoc ?? result.doc);
+  }
+
+  /** A scheduling pass on its own (reconcile, a config change). */
+  async function schedule(): Promise<Task[]> {
+    const { result } = await commit(() => null);
+    return result ? result.changes.map((c) => c.task) : [];
   }
 
   return {
@@ -161,11 +181,14 @@ export function createRepoQueue(deps: RepoQueueDeps) {
       dependsOn: number[];
       requestedBy: string;
     }): Promise<Outcome> {
-      const { result, doc } = await commit((d) => enqueueTask(d, { ...input, repo: deps.repo, now: now() }));
+      let created = false;
+      const { doc } = await commit((d) => {
+        const r = enqueueTask(d, { ...input, repo: deps.repo, now: now() });
+        created = r.changes.length > 0;
+        return r;
+      });
       const task = findTask(doc, { issue: input.issue, coder: input.coder, model: input.model, live: true });
-      if (result?.changes.length) await show(result.changes, doc);
-      await schedule();
-      return { applied: Boolean(result?.changes.length), task };
+      return { applied: created, task };
     },
 
     /** Moves every live task of the issue (or just `taskId`) to `to`. */
@@ -178,9 +201,12 @@ export function createRepoQueue(deps: RepoQueueDeps) {
         patch?: Partial<Task>;
         taskId?: string;
         from?: TaskState[];
+        /** More changes to the document in the same commit (e.g. the run's line in the token ledger). */
+        alsoDoc?: (doc: FleetStateDoc) => FleetStateDoc;
       } = {},
     ): Promise<Task[]> {
-      const { result, doc } = await commit((d) => {
+      const moved: Task[] = [];
+      await commit((d) => {
         const targets = tasksOf(d).filter(
           (t) =>
             t.issue === issue &&
@@ -201,31 +227,46 @@ export function createRepoQueue(deps: RepoQueueDeps) {
               messages: [...acc.messages, ...moved.messages],
             };
         }
-        return acc.changes.length ? acc : null;
+        moved.length = 0;
+        moved.push(...acc.changes.map((c) => c.task));
+        if (!acc.changes.length) return null;
+        return opts.alsoDoc ? { ...acc, doc: opts.alsoDoc(acc.doc) } : acc;
       });
-      const changed = result?.changes ?? [];
-      if (to === "cancelled")
-        for (const c of changed) if (c.from) await deps.dispatcher.stop(c.task).catch(() => {});
-      await show(changed, doc);
-      if (changed.length) await schedule();
-      return changed.map((c) => c.task);
+      return moved;
     },
 
     async setConfig(assignments: Array<{ key: string; value: unknown }>, by: string): Promise<void> {
-      await deps.store.update(({ doc }) => {
-        const next = { ...doc, config: { ...doc.config } };
+      await commit((d) => {
+        const next = { ...d, config: { ...d.config } };
         for (const a of assignments) {
           if (a.value === null) delete next.config[a.key];
           else next.config[a.key] = a.value;
         }
         return {
           doc: next,
-          message: `config set ${assignments.map((a) => `${a.key}=${String(a.value)}`).join(" ")} (by ${by})`,
+          changes: [],
+          messages: [
+            `config set ${assignments.map((a) => `${a.key}=${String(a.value)}`).join(" ")} (by ${by})`,
+          ],
         };
       });
-      await schedule();
     },
   };
 }
 
 export type RepoQueue = ReturnType<typeof createRepoQueue>;
+
+/** Two transitions applied one after the other, as one: a task changed twice keeps its first `from`. */
+function mergeResults(a: TransitionResult, b: TransitionResult): TransitionResult {
+  const changes = new Map(a.changes.map((c) => [c.task.id, c]));
+  for (const c of b.changes) {
+    const prior = changes.get(c.task.id);
+    changes.set(c.task.id, prior ? { task: c.task, from: prior.from } : c);
+  }
+  return {
+    doc: b.doc,
+    changes: [...changes.values()],
+    messages: [...a.messages, ...b.messages],
+    dispatched: [...(a.dispatched ?? []), ...(b.dispatched ?? [])],
+  };
+}

@@ -22,6 +22,8 @@ export interface TransitionResult {
   changes: TaskChange[];
   /** One line per change for the commit message. */
   messages: string[];
+  /** Tasks this transition dispatched: their runs must be started once it is committed. */
+  dispatched?: string[];
 }
 
 const withTasks = (doc: FleetStateDoc, tasks: Task[]): FleetStateDoc => {
@@ -252,5 +254,8 @@ export function applySchedule(
     }
   }
   const changed = [...changes.values()];
-  return { doc: changed.length ? { ...doc, tasks } : doc, changes: changed, messages };
+  const dispatched = decisions.flatMap((d) =>
+    d.kind === "dispatch" && tasks[d.taskId]?.state === "dispatched" ? [d.taskId] : [],
+  );
+  return { doc: changed.length ? { ...doc, tasks } : doc, changes: changed, messages, dispatched };
 }

@@ -1,5 +1,6 @@
 import type { AgentAdapter } from "../agents/types.ts";
 import type { FleetConfig } from "../core/config.ts";
+import { transition } from "../core/lifecycle.ts";
 import type { Task, TaskState } from "../core/task.ts";
 import { combineTotals } from "../core/usage.ts";
 import { perTaskLimits } from "../economy/budgets.ts";
@@ -45,7 +46,15 @@ export interface ExecuteDeps {
 const UNCLAIMED = /^dispatch:/;
 
 /** Claims a dispatched task's lease for `holder` (compare-and-swap); false when someone else has it. */
-export async function claimTask(store: StateStore, taskId: string, holder: string, now: Date, ttlMs: number) {
+export async function claimTask(
+  store: StateStore,
+  taskId: string,
+  holder: string,
+  now: Date,
+  ttlMs: number,
+  /** The state the worker starts in (planning or running): claimed and started in one commit. */
+  startIn?: (task: Task) => "planning" | "running",
+) {
   const result = await store.update(({ doc }) => {
     const task = doc.tasks[taskId];
     if (task?.state !== "dispatched" || !task.lease) return null;
@@ -57,9 +66,13 @@ export async function claimTask(store: StateStore, taskId: string, holder: strin
       heartbeatAt: at,
       expiresAt: new Date(now.getTime() + ttlMs).toISOString(),
     };
+    const first = startIn?.(task);
+    const started = first
+      ? { ...transition(task, first, { now: at }), lease }
+      : { ...task, lease, updatedAt: at };
     return {
-      doc: { ...doc, tasks: { ...doc.tasks, [taskId]: { ...task, lease, updatedAt: at } } },
-      message: `claim gh-${task.issue} (${taskId}) by ${holder} (slot ${task.lease.slot})`,
+      doc: { ...doc, tasks: { ...doc.tasks, [taskId]: started } },
+      message: `claim gh-${task.issue} (${taskId}) by ${holder} (slot ${task.lease.slot})${first ? `, ${first}` : ""}`,
     };
   });
   return result.applied ? result.snapshot.doc.tasks[taskId] : undefined;
@@ -78,7 +91,8 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
   const log = deps.log ?? (() => {});
 
   // 1.
-  const task = await claimTask(deps.store, taskId, deps.holder, clock(), ttl);
+  const startIn = (t: Task) => (deps.config.plan_phase && !t.approved ? "planning" : "running");
+  const task = await claimTask(deps.store, taskId, deps.holder, clock(), ttl, startIn);
   if (!task) return undefined;
   const adapter = deps.adapterFor(task.coder);
   if (!adapter) {
@@ -141,7 +155,8 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
           };
         })
         .catch((e) => log(`heartbeat of ${taskId} failed: ${(e as Error).message}`)),
-    deps.heartbeatMs ?? 60_000,
+    // A third of the lease: two missed beats are tolerated, and a beat is a commit, so not more often.
+    deps.heartbeatMs ?? ttl / 3,
   );
   heartbeat.unref?.();
 
@@ -161,7 +176,7 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
     await recordOutcome(task, outcome, deps, lost);
     return outcome;
   }
-  let current: TaskState = "dispatched";
+  let current: TaskState = task.state;
   const planPhase = deps.config.plan_phase && !task.approved;
   let outcome: TaskOutcome;
   try {
@@ -276,18 +291,17 @@ async function recordOutcome(task: Task, outcome: TaskOutcome, deps: ExecuteDeps
     reason: why,
     resetAt,
     patch,
+    // The run's line in the token ledger goes into the same commit.
+    alsoDoc: totals
+      ? (doc) =>
+          recordLedger(doc, {
+            day: clock().toISOString().slice(0, 10),
+            coder: task.coder,
+            usage: totals.usage,
+            costUsd: totals.costUsd,
+          })
+      : undefined,
   });
-  if (totals) {
-    await deps.store.update(({ doc }) => ({
-      doc: recordLedger(doc, {
-        day: clock().toISOString().slice(0, 10),
-        coder: task.coder,
-        usage: totals.usage,
-        costUsd: totals.costUsd,
-      }),
-      message: `ledger: ${task.coder} run of gh-${task.issue} (${task.id})`,
-    }));
-  }
 }
 
 /** The coder's credential pool: configured names (plus `credentialFor`'s own, when it is not one of them). */

@@ -81,7 +81,8 @@ describe("label -> queue -> local worker runs the real Claude CLI -> PR -> merge
       "the first task's PR",
       async () => {
         const t = await taskOf(first);
-        return t?.state === "pr-open" ? t : undefined;
+        // The PR's webhook may move the task before the worker records its totals.
+        return t?.state === "pr-open" && t.totals ? t : undefined;
       },
       120_000,
     );

@@ -14,7 +14,11 @@ describe("labeled issue -> tracking comment, over real HTTP", () => {
 
   beforeAll(async () => {
     gh = await startGitHubEmulator();
-    await gh.createRepo({ owner: "octo-org", name: "widgets", files: { "README.md": "# widgets\n" } });
+    await gh.createRepo({
+      owner: "octo-org",
+      name: "widgets",
+      files: { "README.md": "# widgets\n", ".github/fleet.yml": "dispatch: local\n" },
+    });
     gh.addCollaborator(REPO, "mona", "write");
     app = await startFleetServer({
       appId: gh.appId,
@@ -47,7 +51,7 @@ describe("labeled issue -> tracking comment, over real HTTP", () => {
 
   const fleetComments = (issue: number) => gh.comments(REPO, issue).filter((c) => c.user.type === "Bot");
 
-  it("answers fleet:claude with one queued tracking comment, and a redelivery edits it", async () => {
+  it("answers fleet:claude with one tracking comment, and a redelivery edits it", async () => {
     const issue = await newIssue("Add a changelog");
     await maintainer.rest.issues.addLabels({
       owner: "octo-org",
@@ -60,7 +64,8 @@ describe("labeled issue -> tracking comment, over real HTTP", () => {
     const comments = fleetComments(issue);
     expect(comments).toHaveLength(1);
     expect(comments[0]!.body).toMatch(/<!-- fleet:tracking fl-[0-9a-z]+ -->/);
-    expect(comments[0]!.body).toMatch(/queued/);
+    // A free slot: queued and dispatched in the same commit.
+    expect(comments[0]!.body).toMatch(/Fleet task `fl-[0-9a-z]+`: dispatched/);
     expect(comments[0]!.body).toContain("`claude`");
 
     const labeled = gh.deliveries().filter((d) => d.event === "issues" && d.action === "labeled");

@@ -10,7 +10,12 @@ export async function botClient(gh: GitHubEmulator, fullName: string): Promise<G
       privateKey: gh.privateKey,
       baseUrl: gh.url,
       logLevel: "fatal",
-      Octokit: ProbotOctokit.defaults({ throttle: { enabled: false }, retry: { enabled: false } }),
+      // A function: Probot shallow-merges its own throttle options over an object, turning throttling back on.
+      Octokit: ProbotOctokit.defaults((o: Record<string, unknown>) => ({
+        ...o,
+        throttle: { ...(o.throttle as object), enabled: false },
+        retry: { ...(o.retry as object), enabled: false },
+      })),
     },
   });
   return (await probot.auth(gh.installationId(fullName))) as unknown as GitHubClient;

@@ -49,7 +49,15 @@ export async function startHarness(
   gh.setWebhookUrl(app.webhookUrl);
   const mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
   const reader = createGitHubStateStore({ octokit: mona, owner, repo: name });
-  const settle = () => gh.waitForDeliveries();
+  // Deliveries answered and every handler done; handlers may cause more deliveries, so until both are quiet.
+  const settle = async () => {
+    for (let i = 0; i < 10; i++) {
+      await gh.waitForDeliveries();
+      await app.idle();
+      const pending = gh.deliveries().some((d) => d.status === "pending");
+      if (!pending) return;
+    }
+  };
   return {
     gh,
     app,
