@@ -63092,6 +63092,8 @@ async function runAction(inputs, deps) {
       workDir: inputs.workDir,
       adapterFor: getAdapter,
       credentialFor: (coder) => credentialFor(config2, inputs.credentials, coder),
+      // The whole pool: a rate-limited credential hands the run to the coder's next one.
+      credentialValue: (name) => inputs.credentials.get(name),
       modelBaseUrl: inputs.modelBaseUrl,
       agentEnv: inputs.agentEnv,
       holder,

@@ -145,6 +145,8 @@ export async function runAction(inputs: ActionInputs, deps: ActionDeps): Promise
       workDir: inputs.workDir,
       adapterFor: getAdapter,
       credentialFor: (coder) => credentialFor(config, inputs.credentials, coder),
+      // The whole pool: a rate-limited credential hands the run to the coder's next one.
+      credentialValue: (name) => inputs.credentials.get(name),
       modelBaseUrl: inputs.modelBaseUrl,
       agentEnv: inputs.agentEnv,
       holder,

@@ -1,8 +1,9 @@
 import type { Context } from "probot";
 import { parseDependencies } from "../core/dependencies.ts";
 import { LABEL_GRAMMAR_HELP, parseFleetLabel, taskRequestFromLabels } from "../core/labels.ts";
+import { perUserQuota } from "../economy/budgets.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
-import { labelErrorMarker } from "../render/markers.ts";
+import { labelErrorMarker, noticeMarker } from "../render/markers.ts";
 import { renderLabelError } from "../render/notices.ts";
 import { allowedOrExplain, configOrExplain } from "./guard.ts";
 import type { RepoQueues } from "./repo-queues.ts";
@@ -36,6 +37,25 @@ export async function onIssueLabeled(context: Context<"issues.labeled">, deps: H
   const { priority } = taskRequestFromLabels(labels, deps.knownCoders);
   const { owner, repo } = context.repo();
   const queue = await deps.queues.forContext(context, config);
+  // A flood of labeled issues from one person is held at the door, before it costs a slot or a commit.
+  if (config.per_user_daily_tasks !== undefined) {
+    const tasks = Object.values((await queue.snapshot()).tasks);
+    const quota = perUserQuota(config.per_user_daily_tasks, tasks, sender, new Date());
+    if (!quota.allowed) {
+      await upsertMarkedComment(
+        context.octokit,
+        context.issue(),
+        noticeMarker(`quota-${sender.toLowerCase()}`),
+        [
+          noticeMarker(`quota-${sender.toLowerCase()}`),
+          "### ⏸️ Fleet did not queue this issue",
+          "",
+          quota.reason,
+        ].join("\n"),
+      );
+      return;
+    }
+  }
   await queue.enqueue({
     issue: issue.number,
     title: issue.title,

@@ -20,6 +20,8 @@ export interface LocalWorkerOptions {
   workDir: string;
   adapterFor: (coder: string) => AgentAdapter | undefined;
   credentialFor?: (coder: string) => { name: string; value: string } | undefined;
+  /** A credential's value by name (the coder's whole pool rotates on rate limits); never logged. */
+  credentialValue?: (name: string) => string | undefined;
   modelBaseUrl?: string;
   agentEnv?: Record<string, string>;
   /** Tasks this worker runs at once (its share of the repository's slots). */
@@ -110,6 +112,7 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
         workDir: opts.workDir,
         adapterFor: opts.adapterFor,
         credentialFor: opts.credentialFor,
+        credentialValue: opts.credentialValue,
         modelBaseUrl: opts.modelBaseUrl,
         agentEnv: opts.agentEnv,
         holder: name,

@@ -205,3 +205,24 @@ describe("invalid configuration", () => {
     }
   });
 });
+
+describe("per-user daily task limit", () => {
+  it("holds a flood of labels from one person at the door, with the reason on the issue", async () => {
+    const h = await startHarness({
+      files: { ".github/fleet.yml": "dispatch: local\nper_user_daily_tasks: 1\n" },
+    });
+    try {
+      const first = await h.newIssue("First");
+      const second = await h.newIssue("Second");
+      await h.label(first, "fleet:claude");
+      await h.label(second, "fleet:claude");
+      const tasks = await h.tasks();
+      expect(tasks.map((t) => t.issue)).toEqual([first]);
+      const notice = h.botComments(second).find((c) => c.body.includes("did not queue"));
+      expect(notice?.body).toContain("per_user_daily_tasks");
+      expect(notice?.body).toContain("@mona");
+    } finally {
+      await h.stop();
+    }
+  });
+});

@@ -135,6 +135,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     workDir: target.workDir,
     adapterFor: getAdapter,
     credentialFor: credentialFor(config, process.env),
+    credentialValue: (name) => process.env[name] || undefined,
     modelBaseUrl: values["model-base-url"] ?? process.env.FLEET_MODEL_BASE_URL,
     agentEnv,
     concurrency,
