@@ -26500,15 +26500,15 @@ var require_windows = __commonJS({
       }
       return false;
     }
-    function checkStat(stat2, path6, options) {
-      if (!stat2.isSymbolicLink() && !stat2.isFile()) {
+    function checkStat(stat3, path6, options) {
+      if (!stat3.isSymbolicLink() && !stat3.isFile()) {
         return false;
       }
       return checkPathExt(path6, options);
     }
     function isexe(path6, options, cb) {
-      fs3.stat(path6, function(er, stat2) {
-        cb(er, er ? false : checkStat(stat2, path6, options));
+      fs3.stat(path6, function(er, stat3) {
+        cb(er, er ? false : checkStat(stat3, path6, options));
       });
     }
     function sync(path6, options) {
@@ -26524,20 +26524,20 @@ var require_mode = __commonJS({
     isexe.sync = sync;
     var fs3 = require("fs");
     function isexe(path6, options, cb) {
-      fs3.stat(path6, function(er, stat2) {
-        cb(er, er ? false : checkStat(stat2, options));
+      fs3.stat(path6, function(er, stat3) {
+        cb(er, er ? false : checkStat(stat3, options));
       });
     }
     function sync(path6, options) {
       return checkStat(fs3.statSync(path6), options);
     }
-    function checkStat(stat2, options) {
-      return stat2.isFile() && checkMode(stat2, options);
+    function checkStat(stat3, options) {
+      return stat3.isFile() && checkMode(stat3, options);
     }
-    function checkMode(stat2, options) {
-      var mod = stat2.mode;
-      var uid = stat2.uid;
-      var gid = stat2.gid;
+    function checkMode(stat3, options) {
+      var mod = stat3.mode;
+      var uid = stat3.uid;
+      var gid = stat3.gid;
       var myUid = options.uid !== void 0 ? options.uid : process.getuid && process.getuid();
       var myGid = options.gid !== void 0 ? options.gid : process.getgid && process.getgid();
       var u2 = parseInt("100", 8);
@@ -27033,7 +27033,7 @@ var require_cross_spawn = __commonJS({
 
 // src/action/runner.ts
 var import_node_os5 = require("node:os");
-var import_node_path10 = require("node:path");
+var import_node_path11 = require("node:path");
 
 // node_modules/@actions/core/lib/command.js
 var os = __toESM(require("os"), 1);
@@ -54495,8 +54495,110 @@ async function getRepoRole(octokit, ref, login) {
 }
 
 // src/worker/run-task.ts
-var import_promises15 = require("node:fs/promises");
-var import_node_path9 = require("node:path");
+var import_promises16 = require("node:fs/promises");
+var import_node_path10 = require("node:path");
+
+// src/economy/knowledge.ts
+var import_node_crypto4 = require("node:crypto");
+var import_promises = require("node:fs/promises");
+var import_node_path = require("node:path");
+var MEMORY_FILES = {
+  claude: ["CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"],
+  codex: ["AGENTS.md", "AGENTS.override.md"],
+  gemini: ["GEMINI.md"],
+  agy: ["GEMINI.md", "AGENTS.md"]
+};
+var HOME_MEMORY = {
+  claude: [".claude/CLAUDE.md"],
+  codex: [".codex/AGENTS.md"],
+  gemini: [".gemini/GEMINI.md"],
+  agy: [".gemini/GEMINI.md"]
+};
+var estimateTokens = (text) => Math.ceil(text.length / 4);
+async function readIfFile(path6) {
+  try {
+    if (!(await (0, import_promises.stat)(path6)).isFile()) return void 0;
+    return await (0, import_promises.readFile)(path6, "utf8");
+  } catch {
+    return void 0;
+  }
+}
+async function skillFiles(root) {
+  try {
+    const entries = await (0, import_promises.readdir)(root, { withFileTypes: true });
+    return entries.filter((e) => e.isDirectory()).map((e) => (0, import_node_path.join)(root, e.name, "SKILL.md"));
+  } catch {
+    return [];
+  }
+}
+function upTheTree(cwd, top) {
+  const dirs = [];
+  let dir = cwd;
+  for (; ; ) {
+    dirs.push(dir);
+    if (dir === top || (0, import_node_path.dirname)(dir) === dir) break;
+    dir = (0, import_node_path.dirname)(dir);
+  }
+  return dirs;
+}
+async function buildContextManifest(input2) {
+  const names = MEMORY_FILES[input2.coder] ?? [...new Set(Object.values(MEMORY_FILES).flat())];
+  const candidates = [];
+  for (const dir of upTheTree(input2.cwd, input2.top ?? input2.cwd)) {
+    for (const name of names) {
+      const path6 = (0, import_node_path.join)(dir, name);
+      candidates.push({ kind: "memory", path: path6, label: (0, import_node_path.relative)(input2.cwd, path6) || name });
+    }
+  }
+  for (const skill of await skillFiles((0, import_node_path.join)(input2.cwd, ".claude", "skills"))) {
+    candidates.push({ kind: "skill", path: skill, label: (0, import_node_path.relative)(input2.cwd, skill) });
+  }
+  candidates.push({ kind: "mcp", path: (0, import_node_path.join)(input2.cwd, ".mcp.json"), label: ".mcp.json" });
+  if (input2.home) {
+    for (const name of HOME_MEMORY[input2.coder] ?? []) {
+      candidates.push({ kind: "memory", path: (0, import_node_path.join)(input2.home, name), label: `~/${name}` });
+    }
+    for (const skill of await skillFiles((0, import_node_path.join)(input2.home, ".claude", "skills"))) {
+      candidates.push({ kind: "skill", path: skill, label: `~/${(0, import_node_path.relative)(input2.home, skill)}` });
+    }
+  }
+  const sources = [];
+  const firstByHash = /* @__PURE__ */ new Map();
+  const add = (kind, path6, text) => {
+    const sha256 = (0, import_node_crypto4.createHash)("sha256").update(text.replace(/\r\n/g, "\n").trim()).digest("hex");
+    const source = {
+      kind,
+      path: path6,
+      bytes: Buffer.byteLength(text),
+      tokens: estimateTokens(text),
+      sha256
+    };
+    const first = firstByHash.get(sha256);
+    if (first !== void 0) source.duplicateOf = first;
+    else firstByHash.set(sha256, path6);
+    sources.push(source);
+  };
+  for (const c3 of candidates) {
+    const text = await readIfFile(c3.path);
+    if (text !== void 0 && text.trim() !== "") add(c3.kind, c3.label, text);
+  }
+  if (input2.prompt) add("prompt", "(prompt)", input2.prompt);
+  const duplicates = sources.filter((s) => s.duplicateOf !== void 0);
+  return {
+    coder: input2.coder,
+    sources,
+    totalTokens: sources.reduce((n3, s) => n3 + s.tokens, 0),
+    duplicateTokens: duplicates.reduce((n3, s) => n3 + s.tokens, 0),
+    suggestions: duplicates.map(
+      (d) => `Remove ${d.path} (same content as ${d.duplicateOf}) to save ~${d.tokens.toLocaleString("en-US")} tokens per turn.`
+    )
+  };
+}
+var CONTEXT_MANIFEST_FILE = "context.json";
+async function writeContextManifest(dir, m) {
+  await (0, import_promises.writeFile)((0, import_node_path.join)(dir, CONTEXT_MANIFEST_FILE), `${JSON.stringify(m, null, 2)}
+`);
+}
 
 // src/render/run-report.ts
 var GITHUB_COMMENT_LIMIT = 65536;
@@ -54607,14 +54709,14 @@ function renderPrBody(v) {
 }
 
 // src/worker/artifacts.ts
-var import_promises = require("node:fs/promises");
-var import_node_path = require("node:path");
+var import_promises2 = require("node:fs/promises");
+var import_node_path2 = require("node:path");
 var PLAN_FILE = "PLAN.md";
 var KNOWLEDGE_FILE = "KNOWLEDGE.md";
 var RESULT_FILE = "RESULT.json";
 var LOG_FILE = "agent.log";
-var taskArtifactsDir = (workDir, taskId) => (0, import_node_path.join)(workDir, "tasks", safeSegment(taskId));
-var agentNotesDir = (worktree, taskId) => (0, import_node_path.join)((0, import_node_path.dirname)(worktree), `.fleet-task-${safeSegment(taskId)}`);
+var taskArtifactsDir = (workDir, taskId) => (0, import_node_path2.join)(workDir, "tasks", safeSegment(taskId));
+var agentNotesDir = (worktree, taskId) => (0, import_node_path2.join)((0, import_node_path2.dirname)(worktree), `.fleet-task-${safeSegment(taskId)}`);
 function safeSegment(id) {
   const s = id.replace(/[^A-Za-z0-9._-]/g, "_");
   if (s === "" || s === "." || s === "..")
@@ -54629,25 +54731,25 @@ var ResultSchema = external_exports.object({
 });
 var readText = async (path6) => {
   try {
-    return await (0, import_promises.readFile)(path6, "utf8");
+    return await (0, import_promises2.readFile)(path6, "utf8");
   } catch (error64) {
     if (error64.code === "ENOENT") return void 0;
     throw error64;
   }
 };
 async function prepareNotesDir(dir, keep = []) {
-  await (0, import_promises.mkdir)(dir, { recursive: true });
+  await (0, import_promises2.mkdir)(dir, { recursive: true });
   for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE]) {
-    if (!keep.includes(name)) await (0, import_promises.rm)((0, import_node_path.join)(dir, name), { force: true });
+    if (!keep.includes(name)) await (0, import_promises2.rm)((0, import_node_path2.join)(dir, name), { force: true });
   }
 }
 async function readArtifacts(dir) {
   const out = {};
-  const plan = await readText((0, import_node_path.join)(dir, PLAN_FILE));
+  const plan = await readText((0, import_node_path2.join)(dir, PLAN_FILE));
   if (plan !== void 0) out.plan = plan;
-  const knowledge = await readText((0, import_node_path.join)(dir, KNOWLEDGE_FILE));
+  const knowledge = await readText((0, import_node_path2.join)(dir, KNOWLEDGE_FILE));
   if (knowledge !== void 0) out.knowledge = knowledge;
-  const raw = await readText((0, import_node_path.join)(dir, RESULT_FILE));
+  const raw = await readText((0, import_node_path2.join)(dir, RESULT_FILE));
   if (raw === void 0) {
     out.resultProblem = `The agent wrote no ${RESULT_FILE}, so there is no summary from it.`;
     return out;
@@ -54668,10 +54770,10 @@ async function readArtifacts(dir) {
   return out;
 }
 async function keepArtifacts(notesDir, artifactsDir) {
-  await (0, import_promises.mkdir)(artifactsDir, { recursive: true });
+  await (0, import_promises2.mkdir)(artifactsDir, { recursive: true });
   for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE]) {
     try {
-      await (0, import_promises.copyFile)((0, import_node_path.join)(notesDir, name), (0, import_node_path.join)(artifactsDir, name));
+      await (0, import_promises2.copyFile)((0, import_node_path2.join)(notesDir, name), (0, import_node_path2.join)(artifactsDir, name));
     } catch (error64) {
       if (error64.code !== "ENOENT") throw error64;
     }
@@ -55597,13 +55699,13 @@ var handleCommand = (filePath, rawArguments, rawOptions) => {
 };
 
 // node_modules/execa/lib/arguments/options.js
-var import_node_path6 = __toESM(require("node:path"), 1);
+var import_node_path7 = __toESM(require("node:path"), 1);
 var import_node_process8 = __toESM(require("node:process"), 1);
 var import_cross_spawn = __toESM(require_cross_spawn(), 1);
 
 // node_modules/npm-run-path/index.js
 var import_node_process5 = __toESM(require("node:process"), 1);
-var import_node_path3 = __toESM(require("node:path"), 1);
+var import_node_path4 = __toESM(require("node:path"), 1);
 
 // node_modules/npm-run-path/node_modules/path-key/index.js
 function pathKey(options = {}) {
@@ -55620,7 +55722,7 @@ function pathKey(options = {}) {
 // node_modules/unicorn-magic/node.js
 var import_node_util4 = require("node:util");
 var import_node_child_process2 = require("node:child_process");
-var import_node_path2 = __toESM(require("node:path"), 1);
+var import_node_path3 = __toESM(require("node:path"), 1);
 var import_node_url2 = require("node:url");
 var execFileOriginal = (0, import_node_util4.promisify)(import_node_child_process2.execFile);
 function toPath(urlOrPath) {
@@ -55629,12 +55731,12 @@ function toPath(urlOrPath) {
 function traversePathUp(startPath) {
   return {
     *[Symbol.iterator]() {
-      let currentPath = import_node_path2.default.resolve(toPath(startPath));
+      let currentPath = import_node_path3.default.resolve(toPath(startPath));
       let previousPath;
       while (previousPath !== currentPath) {
         yield currentPath;
         previousPath = currentPath;
-        currentPath = import_node_path2.default.resolve(currentPath, "..");
+        currentPath = import_node_path3.default.resolve(currentPath, "..");
       }
     }
   };
@@ -55649,27 +55751,27 @@ var npmRunPath = ({
   execPath: execPath2 = import_node_process5.default.execPath,
   addExecPath = true
 } = {}) => {
-  const cwdPath = import_node_path3.default.resolve(toPath(cwd));
+  const cwdPath = import_node_path4.default.resolve(toPath(cwd));
   const result = [];
-  const pathParts = pathOption.split(import_node_path3.default.delimiter);
+  const pathParts = pathOption.split(import_node_path4.default.delimiter);
   if (preferLocal) {
     applyPreferLocal(result, pathParts, cwdPath);
   }
   if (addExecPath) {
     applyExecPath(result, pathParts, execPath2, cwdPath);
   }
-  return pathOption === "" || pathOption === import_node_path3.default.delimiter ? `${result.join(import_node_path3.default.delimiter)}${pathOption}` : [...result, pathOption].join(import_node_path3.default.delimiter);
+  return pathOption === "" || pathOption === import_node_path4.default.delimiter ? `${result.join(import_node_path4.default.delimiter)}${pathOption}` : [...result, pathOption].join(import_node_path4.default.delimiter);
 };
 var applyPreferLocal = (result, pathParts, cwdPath) => {
   for (const directory of traversePathUp(cwdPath)) {
-    const pathPart = import_node_path3.default.join(directory, "node_modules/.bin");
+    const pathPart = import_node_path4.default.join(directory, "node_modules/.bin");
     if (!pathParts.includes(pathPart)) {
       result.push(pathPart);
     }
   }
 };
 var applyExecPath = (result, pathParts, execPath2, cwdPath) => {
-  const pathPart = import_node_path3.default.resolve(cwdPath, toPath(execPath2), "..");
+  const pathPart = import_node_path4.default.resolve(cwdPath, toPath(execPath2), "..");
   if (!pathParts.includes(pathPart)) {
     result.push(pathPart);
   }
@@ -55683,7 +55785,7 @@ var npmRunPathEnv = ({ env = import_node_process5.default.env, ...options } = {}
 };
 
 // node_modules/execa/lib/terminate/kill.js
-var import_promises2 = require("node:timers/promises");
+var import_promises3 = require("node:timers/promises");
 
 // node_modules/execa/lib/return/final-error.js
 var getFinalError = (originalError, message, isSync) => {
@@ -56190,7 +56292,7 @@ var killOnTimeout = async ({ kill, forceKillAfterDelay, context, controllerSigna
     return;
   }
   try {
-    await (0, import_promises2.setTimeout)(forceKillAfterDelay, void 0, { signal: controllerSignal });
+    await (0, import_promises3.setTimeout)(forceKillAfterDelay, void 0, { signal: controllerSignal });
     if (kill("SIGKILL")) {
       context.isForcefullyTerminated ??= true;
     }
@@ -56221,7 +56323,7 @@ var terminateOnCancel = async (subprocess, cancelSignal, context, { signal }) =>
 };
 
 // node_modules/execa/lib/ipc/graceful.js
-var import_promises4 = require("node:timers/promises");
+var import_promises5 = require("node:timers/promises");
 
 // node_modules/execa/lib/ipc/send.js
 var import_node_util5 = require("node:util");
@@ -56408,7 +56510,7 @@ var import_node_events4 = require("node:events");
 
 // node_modules/execa/lib/ipc/incoming.js
 var import_node_events3 = require("node:events");
-var import_promises3 = require("node:timers/promises");
+var import_promises4 = require("node:timers/promises");
 
 // node_modules/execa/lib/ipc/reference.js
 var addReference = (channel, reference) => {
@@ -56455,7 +56557,7 @@ var onMessage = async ({ anyProcess, channel, isSubprocess, ipcEmitter }, wrappe
   }
   while (incomingMessages.length > 0) {
     await waitForOutgoingMessages(anyProcess, ipcEmitter, wrappedMessage);
-    await import_promises3.scheduler.yield();
+    await import_promises4.scheduler.yield();
     const message = await handleStrictRequest({
       wrappedMessage: incomingMessages[0],
       anyProcess,
@@ -56735,7 +56837,7 @@ var startIpc = async ({ anyProcess, channel, isSubprocess, ipc }) => {
     return;
   }
   getIpcEmitter(anyProcess, channel, isSubprocess);
-  await import_promises4.scheduler.yield();
+  await import_promises5.scheduler.yield();
 };
 var cancelListening = false;
 var handleAbort = (wrappedMessage) => {
@@ -56808,7 +56910,7 @@ var getReason = ({ reason }) => {
 };
 
 // node_modules/execa/lib/terminate/timeout.js
-var import_promises5 = require("node:timers/promises");
+var import_promises6 = require("node:timers/promises");
 var validateTimeout = ({ timeout }) => {
   if (timeout !== void 0 && (!Number.isFinite(timeout) || timeout < 0)) {
     throw new TypeError(`Expected the \`timeout\` option to be a non-negative integer, got \`${timeout}\` (${typeof timeout})`);
@@ -56816,7 +56918,7 @@ var validateTimeout = ({ timeout }) => {
 };
 var throwOnTimeout = (subprocess, timeout, context, controller) => timeout === 0 || timeout === void 0 ? [] : [killAfterTimeout(subprocess, timeout, context, controller)];
 var killAfterTimeout = async (subprocess, timeout, context, { signal }) => {
-  await (0, import_promises5.setTimeout)(timeout, void 0, { signal });
+  await (0, import_promises6.setTimeout)(timeout, void 0, { signal });
   context.terminationReason ??= "timeout";
   subprocess.kill();
   throw new DiscardedError();
@@ -56824,7 +56926,7 @@ var killAfterTimeout = async (subprocess, timeout, context, { signal }) => {
 
 // node_modules/execa/lib/methods/node.js
 var import_node_process6 = require("node:process");
-var import_node_path4 = __toESM(require("node:path"), 1);
+var import_node_path5 = __toESM(require("node:path"), 1);
 var mapNode = ({ options }) => {
   if (options.node === false) {
     throw new TypeError('The "node" option cannot be false with `execaNode()`.');
@@ -56843,7 +56945,7 @@ var handleNodeOption = (file2, commandArguments, {
     throw new TypeError('The "execPath" option has been removed. Please use the "nodePath" option instead.');
   }
   const normalizedNodePath = safeNormalizeFileUrl(nodePath, 'The "nodePath" option');
-  const resolvedNodePath = import_node_path4.default.resolve(cwd, normalizedNodePath);
+  const resolvedNodePath = import_node_path5.default.resolve(cwd, normalizedNodePath);
   const newOptions = {
     ...options,
     nodePath: resolvedNodePath,
@@ -56853,7 +56955,7 @@ var handleNodeOption = (file2, commandArguments, {
   if (!shouldHandleNode) {
     return [file2, commandArguments, newOptions];
   }
-  if (import_node_path4.default.basename(file2, ".exe") === "node") {
+  if (import_node_path5.default.basename(file2, ".exe") === "node") {
     throw new TypeError('When the "node" option is true, the first argument does not need to be "node".');
   }
   return [
@@ -56943,11 +57045,11 @@ var serializeEncoding = (encoding) => typeof encoding === "string" ? `"${encodin
 
 // node_modules/execa/lib/arguments/cwd.js
 var import_node_fs = require("node:fs");
-var import_node_path5 = __toESM(require("node:path"), 1);
+var import_node_path6 = __toESM(require("node:path"), 1);
 var import_node_process7 = __toESM(require("node:process"), 1);
 var normalizeCwd = (cwd = getDefaultCwd()) => {
   const cwdString = safeNormalizeFileUrl(cwd, 'The "cwd" option');
-  return import_node_path5.default.resolve(cwdString);
+  return import_node_path6.default.resolve(cwdString);
 };
 var getDefaultCwd = () => {
   try {
@@ -56994,7 +57096,7 @@ var normalizeOptions = (filePath, rawArguments, rawOptions) => {
   options.killSignal = normalizeKillSignal(options.killSignal);
   options.forceKillAfterDelay = normalizeForceKillAfterDelay(options.forceKillAfterDelay);
   options.lines = options.lines.map((lines, fdNumber) => lines && !BINARY_ENCODINGS.has(options.encoding) && options.buffer[fdNumber]);
-  if (import_node_process8.default.platform === "win32" && import_node_path6.default.basename(file2, ".exe") === "cmd") {
+  if (import_node_process8.default.platform === "win32" && import_node_path7.default.basename(file2, ".exe") === "cmd") {
     commandArguments.unshift("/q");
   }
   return { file: file2, commandArguments, options };
@@ -57073,7 +57175,7 @@ var CR_BINARY = CR.codePointAt(0);
 
 // node_modules/get-stream/source/index.js
 var import_node_events6 = require("node:events");
-var import_promises6 = require("node:stream/promises");
+var import_promises7 = require("node:stream/promises");
 
 // node_modules/is-stream/index.js
 function isStream(stream, { checkOpen = true } = {}) {
@@ -57439,7 +57541,7 @@ var stringMethods = {
 };
 
 // node_modules/get-stream/source/index.js
-Object.assign(nodeImports, { on: import_node_events6.on, finished: import_promises6.finished });
+Object.assign(nodeImports, { on: import_node_events6.on, finished: import_promises7.finished });
 
 // node_modules/execa/lib/io/max-buffer.js
 var handleMaxBuffer = ({ error: error64, stream, readableObjectMode, lines, encoding, fdNumber }) => {
@@ -59632,7 +59734,7 @@ var addPropertiesAsync = {
 // node_modules/@sindresorhus/merge-streams/index.js
 var import_node_events10 = require("node:events");
 var import_node_stream4 = require("node:stream");
-var import_promises7 = require("node:stream/promises");
+var import_promises8 = require("node:stream/promises");
 function mergeStreams(streams) {
   if (!Array.isArray(streams)) {
     throw new TypeError(`Expected an array, got \`${typeof streams}\`.`);
@@ -59715,7 +59817,7 @@ var onMergedStreamFinished = async (passThroughStream, streams, unpipeEvent) => 
 };
 var onMergedStreamEnd = async (passThroughStream, { signal }) => {
   try {
-    await (0, import_promises7.finished)(passThroughStream, { signal, cleanup: true });
+    await (0, import_promises8.finished)(passThroughStream, { signal, cleanup: true });
   } catch (error64) {
     errorOrAbortStream(passThroughStream, error64);
     throw error64;
@@ -59782,7 +59884,7 @@ var afterMergedStreamFinished = async (onFinished, stream, { signal }) => {
 };
 var onInputStreamEnd = async ({ passThroughStream, stream, streams, ended, aborted: aborted3, controller: { signal } }) => {
   try {
-    await (0, import_promises7.finished)(stream, {
+    await (0, import_promises8.finished)(stream, {
       signal,
       cleanup: true,
       readable: true,
@@ -59847,7 +59949,7 @@ var PASSTHROUGH_LISTENERS_COUNT = 2;
 var PASSTHROUGH_LISTENERS_PER_STREAM = 1;
 
 // node_modules/execa/lib/io/pipeline.js
-var import_promises8 = require("node:stream/promises");
+var import_promises9 = require("node:stream/promises");
 var pipeStreams = (source, destination) => {
   source.pipe(destination);
   onSourceFinish(source, destination);
@@ -59858,7 +59960,7 @@ var onSourceFinish = async (source, destination) => {
     return;
   }
   try {
-    await (0, import_promises8.finished)(source, { cleanup: true, readable: true, writable: false });
+    await (0, import_promises9.finished)(source, { cleanup: true, readable: true, writable: false });
   } catch {
   }
   endDestinationStream(destination);
@@ -59873,7 +59975,7 @@ var onDestinationFinish = async (source, destination) => {
     return;
   }
   try {
-    await (0, import_promises8.finished)(destination, { cleanup: true, readable: false, writable: true });
+    await (0, import_promises9.finished)(destination, { cleanup: true, readable: false, writable: true });
   } catch {
   }
   abortSourceStream(source);
@@ -60344,7 +60446,7 @@ var waitForBothSubprocesses = async (subprocessPromises) => {
 };
 
 // node_modules/execa/lib/pipe/streaming.js
-var import_promises9 = require("node:stream/promises");
+var import_promises10 = require("node:stream/promises");
 var pipeSubprocessStream = (sourceStream, destinationStream, maxListenersController) => {
   const mergedStream = MERGED_STREAMS.has(destinationStream) ? pipeMoreSubprocessStream(sourceStream, destinationStream) : pipeFirstSubprocessStream(sourceStream, destinationStream);
   incrementMaxListeners(sourceStream, SOURCE_LISTENERS_PER_PIPE, maxListenersController.signal);
@@ -60365,7 +60467,7 @@ var pipeMoreSubprocessStream = (sourceStream, destinationStream) => {
 };
 var cleanupMergedStreamsMap = async (destinationStream) => {
   try {
-    await (0, import_promises9.finished)(destinationStream, { cleanup: true, readable: false, writable: true });
+    await (0, import_promises10.finished)(destinationStream, { cleanup: true, readable: false, writable: true });
   } catch {
   }
   MERGED_STREAMS.delete(destinationStream);
@@ -60449,7 +60551,7 @@ var handlePipePromise = async ({
 var getSubprocessPromises = (sourcePromise, destination) => Promise.allSettled([sourcePromise, destination]);
 
 // node_modules/execa/lib/io/contents.js
-var import_promises10 = require("node:timers/promises");
+var import_promises11 = require("node:timers/promises");
 
 // node_modules/execa/lib/io/iterate.js
 var import_node_events12 = require("node:events");
@@ -60601,7 +60703,7 @@ var logOutputAsync = async ({ stream, onStreamEnd, fdNumber, encoding, allMixed,
   await logLines(linesIterable, stream, fdNumber, verboseInfo);
 };
 var resumeStream = async (stream) => {
-  await (0, import_promises10.setImmediate)();
+  await (0, import_promises11.setImmediate)();
   if (stream.readableFlowing === null) {
     stream.resume();
   }
@@ -60636,14 +60738,14 @@ var getBufferedData = async (streamPromise) => {
 var handleBufferedData = ({ bufferedData }) => isArrayBuffer(bufferedData) ? new Uint8Array(bufferedData) : bufferedData;
 
 // node_modules/execa/lib/resolve/wait-stream.js
-var import_promises11 = require("node:stream/promises");
+var import_promises12 = require("node:stream/promises");
 var waitForStream = async (stream, fdNumber, streamInfo, { isSameDirection, stopOnExit = false } = {}) => {
   const state = handleStdinDestroy(stream, streamInfo);
   const abortController = new AbortController();
   try {
     await Promise.race([
       ...stopOnExit ? [streamInfo.exitPromise] : [],
-      (0, import_promises11.finished)(stream, { cleanup: true, signal: abortController.signal })
+      (0, import_promises12.finished)(stream, { cleanup: true, signal: abortController.signal })
     ]);
   } catch (error64) {
     if (!state.stdinCleanedUp) {
@@ -60957,7 +61059,7 @@ var import_node_stream6 = require("node:stream");
 var import_node_util9 = require("node:util");
 
 // node_modules/execa/lib/convert/shared.js
-var import_promises12 = require("node:stream/promises");
+var import_promises13 = require("node:stream/promises");
 var safeWaitForSubprocessStdin = async (subprocessStdin) => {
   if (subprocessStdin === void 0) {
     return;
@@ -60977,10 +61079,10 @@ var safeWaitForSubprocessStdout = async (subprocessStdout) => {
   }
 };
 var waitForSubprocessStdin = async (subprocessStdin) => {
-  await (0, import_promises12.finished)(subprocessStdin, { cleanup: true, readable: false, writable: true });
+  await (0, import_promises13.finished)(subprocessStdin, { cleanup: true, readable: false, writable: true });
 };
 var waitForSubprocessStdout = async (subprocessStdout) => {
-  await (0, import_promises12.finished)(subprocessStdout, { cleanup: true, readable: true, writable: false });
+  await (0, import_promises13.finished)(subprocessStdout, { cleanup: true, readable: true, writable: false });
 };
 var waitForSubprocess = async (subprocess, error64) => {
   await subprocess;
@@ -61708,9 +61810,9 @@ function throttleProgress(onProgress, clock, intervalMs = 15e3) {
 // src/worker/run-agent.ts
 var import_node_child_process6 = require("node:child_process");
 var import_node_fs6 = require("node:fs");
-var import_promises13 = require("node:fs/promises");
+var import_promises14 = require("node:fs/promises");
 var import_node_os4 = require("node:os");
-var import_node_path7 = require("node:path");
+var import_node_path8 = require("node:path");
 var import_node_string_decoder3 = require("node:string_decoder");
 function buildAgentEnv(command, base) {
   return {
@@ -61754,7 +61856,7 @@ var LineSplitter = class {
 };
 async function runAgent(adapter, inv, opts) {
   const startedAt = Date.now();
-  const ownHome = inv.home ? void 0 : await (0, import_promises13.mkdtemp)((0, import_node_path7.join)((0, import_node_os4.tmpdir)(), "fleet-agent-home-"));
+  const ownHome = inv.home ? void 0 : await (0, import_promises14.mkdtemp)((0, import_node_path8.join)((0, import_node_os4.tmpdir)(), "fleet-agent-home-"));
   const home = inv.home ?? ownHome;
   const command = adapter.command({ ...inv, home });
   const env = buildAgentEnv(command, { home, path: opts.path });
@@ -61882,7 +61984,7 @@ async function runAgent(adapter, inv, opts) {
       if (message) result.error = message;
     }
     if (log) await new Promise((resolve) => log.end(() => resolve()));
-    if (ownHome) await (0, import_promises13.rm)(ownHome, { recursive: true, force: true }).catch(() => {
+    if (ownHome) await (0, import_promises14.rm)(ownHome, { recursive: true, force: true }).catch(() => {
     });
     return result;
   }
@@ -61896,9 +61998,9 @@ function signalGroup(child, signal) {
 }
 
 // src/worker/worktree.ts
-var import_promises14 = require("node:fs/promises");
-var import_node_path8 = require("node:path");
-var exists2 = (p) => (0, import_promises14.access)(p).then(
+var import_promises15 = require("node:fs/promises");
+var import_node_path9 = require("node:path");
+var exists2 = (p) => (0, import_promises15.access)(p).then(
   () => true,
   () => false
 );
@@ -61913,14 +62015,14 @@ function exclusive(key, fn) {
 }
 var cacheCloneDir = (workDir, repo) => {
   const [owner, name] = repo.split("/");
-  return (0, import_node_path8.join)(workDir, "repos", safeSegment(owner ?? ""), `${safeSegment(name ?? "")}.git`);
+  return (0, import_node_path9.join)(workDir, "repos", safeSegment(owner ?? ""), `${safeSegment(name ?? "")}.git`);
 };
-var worktreePath = (workDir, taskId) => (0, import_node_path8.join)(workDir, "worktrees", safeSegment(taskId), "repo");
+var worktreePath = (workDir, taskId) => (0, import_node_path9.join)(workDir, "worktrees", safeSegment(taskId), "repo");
 async function syncCacheClone(workDir, src) {
   const dir = cacheCloneDir(workDir, src.repo);
   return exclusive(dir, async () => {
-    if (!await exists2((0, import_node_path8.join)(dir, "HEAD"))) {
-      await (0, import_promises14.mkdir)(dir, { recursive: true });
+    if (!await exists2((0, import_node_path9.join)(dir, "HEAD"))) {
+      await (0, import_promises15.mkdir)(dir, { recursive: true });
       await git(["init", "--bare", "-q", dir], { cwd: workDir });
     }
     await git(["fetch", "--prune", "--no-tags", "-q", src.cloneUrl, "+refs/heads/*:refs/remotes/origin/*"], {
@@ -61947,10 +62049,10 @@ async function clearStale(cacheDir, path6, branch) {
     const br = /^branch (.+)$/m.exec(entry)?.[1];
     if (wt && (wt === path6 || br === `refs/heads/${branch}`) && !/^bare$/m.test(entry)) {
       await git(["worktree", "remove", "--force", "--force", wt], { cwd: cacheDir, okCodes: [128] });
-      await (0, import_promises14.rm)(wt, { recursive: true, force: true });
+      await (0, import_promises15.rm)(wt, { recursive: true, force: true });
     }
   }
-  await (0, import_promises14.rm)(path6, { recursive: true, force: true });
+  await (0, import_promises15.rm)(path6, { recursive: true, force: true });
   await git(["worktree", "prune"], { cwd: cacheDir });
 }
 async function addWorktree(workDir, src, taskId, branch) {
@@ -61958,7 +62060,7 @@ async function addWorktree(workDir, src, taskId, branch) {
   const path6 = worktreePath(workDir, taskId);
   return exclusive(cacheDir, async () => {
     await clearStale(cacheDir, path6, branch);
-    await (0, import_promises14.mkdir)((0, import_node_path8.join)(path6, ".."), { recursive: true });
+    await (0, import_promises15.mkdir)((0, import_node_path9.join)(path6, ".."), { recursive: true });
     const existing = await remoteBranchSha(cacheDir, branch);
     const base = existing ? `refs/remotes/origin/${branch}` : `refs/remotes/origin/${defaultBranch}`;
     if (!existing && !await remoteBranchSha(cacheDir, defaultBranch)) {
@@ -61977,7 +62079,7 @@ async function removeWorktree(wt) {
       cwd: wt.cacheDir,
       okCodes: [128]
     }).catch(() => void 0);
-    await (0, import_promises14.rm)((0, import_node_path8.join)(wt.path, ".."), { recursive: true, force: true });
+    await (0, import_promises15.rm)((0, import_node_path9.join)(wt.path, ".."), { recursive: true, force: true });
     await git(["worktree", "prune"], { cwd: wt.cacheDir }).catch(() => void 0);
   });
 }
@@ -62006,7 +62108,7 @@ var CREDENTIAL_VARIABLES = /* @__PURE__ */ new Set([
 async function runTask(spec, deps) {
   const clock = deps.clock ?? (() => /* @__PURE__ */ new Date());
   const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
-  const logPath = (0, import_node_path9.join)(artifactsDir, LOG_FILE);
+  const logPath = (0, import_node_path10.join)(artifactsDir, LOG_FILE);
   const knownSecrets = [
     ...deps.secrets ?? [],
     ...deps.credential ? [deps.credential.value] : [],
@@ -62018,7 +62120,7 @@ async function runTask(spec, deps) {
   const progress = throttleProgress(deps.onProgress, clock);
   const result = { outcome: "failed", logPath, artifacts: {} };
   const branch = spec.branch ?? taskBranchName(spec.issue, spec.title);
-  await (0, import_promises15.mkdir)(artifactsDir, { recursive: true });
+  await (0, import_promises16.mkdir)(artifactsDir, { recursive: true });
   const ctx = {
     spec,
     deps,
@@ -62055,7 +62157,7 @@ async function runTask(spec, deps) {
       plan = saved.plan;
       resumeSessionId = saved.state.sessionId;
       if (saved.state.totals) result.planTotals = saved.state.totals;
-      if (plan !== void 0) await (0, import_promises15.writeFile)((0, import_node_path9.join)(notesDir, PLAN_FILE), plan);
+      if (plan !== void 0) await (0, import_promises16.writeFile)((0, import_node_path10.join)(notesDir, PLAN_FILE), plan);
     } else if (spec.planPhase) {
       await progress({ state: "planning", step: "planning (read-only)" }, true);
       const run2 = await runPhase(ctx, wt, notesDir, "plan", void 0, void 0);
@@ -62063,9 +62165,9 @@ async function runTask(spec, deps) {
       if (run2.kind !== "ok") return await finish2(ctx, run2.kind, run2.reason, run2);
       const notes2 = await readArtifacts(notesDir);
       plan = notes2.plan ?? run2.planText ?? "";
-      await (0, import_promises15.writeFile)((0, import_node_path9.join)(artifactsDir, PLAN_FILE), plan);
-      await (0, import_promises15.writeFile)(
-        (0, import_node_path9.join)(artifactsDir, PLAN_STATE_FILE),
+      await (0, import_promises16.writeFile)((0, import_node_path10.join)(artifactsDir, PLAN_FILE), plan);
+      await (0, import_promises16.writeFile)(
+        (0, import_node_path10.join)(artifactsDir, PLAN_STATE_FILE),
         JSON.stringify({ sessionId: run2.sessionId, totals: run2.totals })
       );
       result.artifacts.plan = plan;
@@ -62160,13 +62262,13 @@ async function runPhase(ctx, wt, notesDir, phase, plan, resumeSessionId) {
   const fullPrompt = spec.extraPrompt ? `${prompt}
 
 ${spec.extraPrompt}` : prompt;
-  const logFile = (0, import_node_path9.join)(ctx.artifactsDir, phase === "plan" ? PLAN_LOG_FILE : LOG_FILE);
+  const logFile = (0, import_node_path10.join)(ctx.artifactsDir, phase === "plan" ? PLAN_LOG_FILE : LOG_FILE);
   const invocation = {
     prompt: fullPrompt,
     model: spec.model,
     phase,
     cwd: wt.path,
-    home: (0, import_node_path9.join)(ctx.artifactsDir, "home")
+    home: (0, import_node_path10.join)(ctx.artifactsDir, "home")
   };
   if (resumeSessionId) invocation.resumeSessionId = resumeSessionId;
   if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
@@ -62177,8 +62279,14 @@ ${spec.extraPrompt}` : prompt;
     invocation.credential = { name, value: c3.value };
   };
   if (credential) useCredential(credential);
-  await (0, import_promises15.mkdir)(invocation.home, { recursive: true });
-  await (0, import_promises15.writeFile)(logFile, "");
+  await (0, import_promises16.mkdir)(invocation.home, { recursive: true });
+  await (0, import_promises16.writeFile)(logFile, "");
+  const context = await buildContextManifest({
+    coder: spec.coder,
+    cwd: wt.path,
+    home: invocation.home,
+    prompt: fullPrompt
+  });
   let usage = emptyUsage();
   const byMessage = /* @__PURE__ */ new Map();
   let planText;
@@ -62236,6 +62344,11 @@ ${spec.extraPrompt}` : prompt;
   } finally {
     deps.signal?.removeEventListener("abort", onOuterAbort);
   }
+  const firstTurn = [...byMessage.values()][0];
+  if (firstTurn) {
+    context.firstTurnTokens = (firstTurn.input ?? 0) + (firstTurn.cacheRead ?? 0) + (firstTurn.cacheWrite ?? 0);
+  }
+  await writeContextManifest(ctx.artifactsDir, context);
   const totals2 = spent && credential ? { ...spent, credential: credential.name } : spent;
   if (deps.perTaskLimits && !overBudget && totals2) {
     const tokens = earlier + totalTokens(totals2.usage);
@@ -62285,7 +62398,7 @@ function findKnownSecret(text, secrets) {
   return secrets.find((s) => s.length >= 8 && text.includes(s));
 }
 async function loadPlan(artifactsDir) {
-  const read = (name) => (0, import_promises15.readFile)((0, import_node_path9.join)(artifactsDir, name), "utf8").catch(() => void 0);
+  const read = (name) => (0, import_promises16.readFile)((0, import_node_path10.join)(artifactsDir, name), "utf8").catch(() => void 0);
   const plan = await read(PLAN_FILE);
   let state = {};
   try {
@@ -62303,7 +62416,7 @@ async function finish2(ctx, outcome, reason, run, notes) {
   if (run?.sessionId && !result.sessionId) result.sessionId = run.sessionId;
   if (outcome !== "awaiting-approval") {
     try {
-      const log = run ? await (0, import_promises15.readFile)(run.logFile, "utf8").catch(() => "") : "";
+      const log = run ? await (0, import_promises16.readFile)(run.logFile, "utf8").catch(() => "") : "";
       if (result.totals || result.planTotals) {
         await reporter.tokens({
           outcome: outcomeLine(result),
@@ -63188,7 +63301,7 @@ async function runner(env = process.env) {
     const agentEnv = Object.fromEntries(parseNameValueLines(getInput("agent-env"), "agent-env"));
     const apiUrl = getInput("api-url") || env.GITHUB_API_URL || "https://api.github.com";
     const modelBaseUrl = getInput("model-base-url") || void 0;
-    const workDir = getInput("work-dir") || (0, import_node_path10.join)(env.RUNNER_TEMP || (0, import_node_os5.tmpdir)(), "fleet");
+    const workDir = getInput("work-dir") || (0, import_node_path11.join)(env.RUNNER_TEMP || (0, import_node_os5.tmpdir)(), "fleet");
     const fullName = required2(env, "GITHUB_REPOSITORY");
     const runId = required2(env, "GITHUB_RUN_ID");
     const serverUrl = env.GITHUB_SERVER_URL || "https://github.com";

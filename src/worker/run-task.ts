@@ -13,6 +13,7 @@ import {
   totalTokens,
 } from "../core/usage.ts";
 import { overPerTaskBudget, type PerTaskLimits } from "../economy/budgets.ts";
+import { buildContextManifest, writeContextManifest } from "../economy/knowledge.ts";
 import { type GitHubClient, type IssueRef, parseRepoFullName } from "../github/client.ts";
 import { renderPrBody } from "../render/pr-body.ts";
 import {
@@ -402,6 +403,13 @@ async function runPhase(
   await mkdir(invocation.home!, { recursive: true });
   // runAgent appends; one attempt's log per file keeps the posted tail about this run.
   await writeFile(logFile, "");
+  // What the agent is about to load, measured before it starts (`fleet task <id> knowledge` shows it).
+  const context = await buildContextManifest({
+    coder: spec.coder,
+    cwd: wt.path,
+    home: invocation.home,
+    prompt: fullPrompt,
+  });
 
   let usage = emptyUsage();
   const byMessage = new Map<string, Partial<TokenUsage>>();
@@ -463,6 +471,14 @@ async function runPhase(
   } finally {
     deps.signal?.removeEventListener("abort", onOuterAbort);
   }
+  // The first turn's real cost is the context's real cost: the agent has loaded everything, done nothing yet.
+  const firstTurn = [...byMessage.values()][0];
+  if (firstTurn) {
+    context.firstTurnTokens =
+      (firstTurn.input ?? 0) + (firstTurn.cacheRead ?? 0) + (firstTurn.cacheWrite ?? 0);
+  }
+  // The work phase's manifest replaces the plan phase's: it is the one that did the work.
+  await writeContextManifest(ctx.artifactsDir, context);
   // The run's own totals, with the credential that did the last (finishing) part of the work.
   const totals = spent && credential ? { ...spent, credential: credential.name } : spent;
   if (deps.perTaskLimits && !overBudget && totals) {

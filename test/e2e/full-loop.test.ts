@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -38,7 +38,11 @@ describe("label -> queue -> local worker runs the real Claude CLI -> PR -> merge
 
   beforeAll(async () => {
     process.env.PATH = `${resolve("node_modules/.bin")}:${process.env.PATH}`;
-    h = await startHarness({ files: { ".github/fleet.yml": FLEET_YML } });
+    // The same house rules twice, under two names Claude reads: Fleet must flag the waste.
+    const rules = `# House rules\n\n${"Run the tests before you finish. ".repeat(40)}\n`;
+    h = await startHarness({
+      files: { ".github/fleet.yml": FLEET_YML, "CLAUDE.md": rules, ".claude/CLAUDE.md": rules },
+    });
     model = await startAnthropicScriptServer({
       turns: [...taskTurns("FIRST.md"), ...taskTurns("SECOND.md")],
     });
@@ -97,6 +101,16 @@ describe("label -> queue -> local worker runs the real Claude CLI -> PR -> merge
     expect(opened.totals?.usage.output).toBe(160);
     expect(opened.totals?.usage.cacheRead).toBe(600);
     expect(opened.totals?.usage.cacheWrite).toBe(80);
+
+    // The context the agent loaded, measured: the duplicate flagged, the first turn's real cost recorded.
+    const context = JSON.parse(await readFile(join(workDir, "tasks", opened.id, "context.json"), "utf8"));
+    expect(context.sources.find((s: { path: string }) => s.path === ".claude/CLAUDE.md")?.duplicateOf).toBe(
+      "CLAUDE.md",
+    );
+    expect(context.duplicateTokens).toBeGreaterThan(250);
+    expect(context.firstTurnTokens).toBe(
+      USAGE.input_tokens + USAGE.cache_read_input_tokens + USAGE.cache_creation_input_tokens,
+    );
 
     const tracking = h.botComments(first).find((c) => c.body.includes("fleet:tracking"));
     expect(tracking?.body).toContain("pr-open");

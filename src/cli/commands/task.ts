@@ -3,6 +3,11 @@ import { join } from "node:path";
 import { isActive } from "../../core/lifecycle.ts";
 import { redactSecrets } from "../../core/redact.ts";
 import {
+  CONTEXT_MANIFEST_FILE,
+  type ContextManifest,
+  renderContextManifest,
+} from "../../economy/knowledge.ts";
+import {
   KNOWLEDGE_FILE,
   LOG_FILE,
   PLAN_FILE,
@@ -87,6 +92,17 @@ export async function taskCommand(argv: string[]): Promise<number> {
       path = planLog;
       text = plan;
     }
+  }
+  if (what === "knowledge") {
+    // The measured context (what the agent loaded, duplicates flagged) goes with what it learned.
+    const manifestText = await readText(join(dir, CONTEXT_MANIFEST_FILE));
+    const manifest = manifestText ? (JSON.parse(manifestText) as ContextManifest) : undefined;
+    if (values.json && (manifest || text !== undefined)) {
+      json({ task: id, knowledge: text === undefined ? null : redact(text), context: manifest ?? null });
+      return 0;
+    }
+    if (manifest)
+      text = `${text ?? "(The agent wrote no KNOWLEDGE.md.)\n"}\n${renderContextManifest(manifest)}\n`;
   }
   if (text === undefined && !(values.follow && isActive(doc.tasks[id]?.state ?? "done"))) {
     const state = doc.tasks[id]?.state;

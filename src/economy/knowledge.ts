@@ -1,0 +1,171 @@
+import { createHash } from "node:crypto";
+import { readdir, readFile, stat, writeFile } from "node:fs/promises";
+import { dirname, join, relative } from "node:path";
+
+/**
+ * The context an agent loads before it does anything: memory files up the tree and in its home,
+ * skills, MCP server configs, and Fleet's own prompt. Loaded twice under two names, the same text
+ * costs twice on every turn, so duplicates are flagged with what removing one would save.
+ */
+export interface ContextSource {
+  kind: "memory" | "skill" | "mcp" | "prompt";
+  /** Relative to the worktree for repository files, `~/...` for the agent's home, "(prompt)" for Fleet's prompt. */
+  path: string;
+  bytes: number;
+  /** Estimated: characters / 4, the usual rule of thumb for English text and code (no tokenizer offline). */
+  tokens: number;
+  sha256: string;
+  /** The first source with the same content, when this one repeats it. */
+  duplicateOf?: string;
+}
+
+export interface ContextManifest {
+  coder: string;
+  sources: ContextSource[];
+  totalTokens: number;
+  /** Tokens spent on repeated content, per turn. */
+  duplicateTokens: number;
+  suggestions: string[];
+  /** Filled after the run: what the first turn really cost (input + cache read + cache write). */
+  firstTurnTokens?: number;
+}
+
+// Which memory files each coder reads (its own docs); unknown coders get them all.
+const MEMORY_FILES: Record<string, string[]> = {
+  claude: ["CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"],
+  codex: ["AGENTS.md", "AGENTS.override.md"],
+  gemini: ["GEMINI.md"],
+  agy: ["GEMINI.md", "AGENTS.md"],
+};
+const HOME_MEMORY: Record<string, string[]> = {
+  claude: [".claude/CLAUDE.md"],
+  codex: [".codex/AGENTS.md"],
+  gemini: [".gemini/GEMINI.md"],
+  agy: [".gemini/GEMINI.md"],
+};
+
+export const estimateTokens = (text: string): number => Math.ceil(text.length / 4);
+
+async function readIfFile(path: string): Promise<string | undefined> {
+  try {
+    if (!(await stat(path)).isFile()) return undefined;
+    return await readFile(path, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+async function skillFiles(root: string): Promise<string[]> {
+  try {
+    const entries = await readdir(root, { withFileTypes: true });
+    return entries.filter((e) => e.isDirectory()).map((e) => join(root, e.name, "SKILL.md"));
+  } catch {
+    return [];
+  }
+}
+
+/** Directories from `cwd` up to `top` (inclusive), nearest first. */
+function upTheTree(cwd: string, top: string): string[] {
+  const dirs: string[] = [];
+  let dir = cwd;
+  for (;;) {
+    dirs.push(dir);
+    if (dir === top || dirname(dir) === dir) break;
+    dir = dirname(dir);
+  }
+  return dirs;
+}
+
+export async function buildContextManifest(input: {
+  coder: string;
+  /** The agent's working directory (the task's worktree). */
+  cwd: string;
+  /** How far up the tree to look (the worktree's root by default). */
+  top?: string;
+  /** The agent's HOME. */
+  home?: string;
+  prompt?: string;
+}): Promise<ContextManifest> {
+  const names = MEMORY_FILES[input.coder] ?? [...new Set(Object.values(MEMORY_FILES).flat())];
+  const candidates: Array<{ kind: ContextSource["kind"]; path: string; label: string }> = [];
+  for (const dir of upTheTree(input.cwd, input.top ?? input.cwd)) {
+    for (const name of names) {
+      const path = join(dir, name);
+      candidates.push({ kind: "memory", path, label: relative(input.cwd, path) || name });
+    }
+  }
+  for (const skill of await skillFiles(join(input.cwd, ".claude", "skills"))) {
+    candidates.push({ kind: "skill", path: skill, label: relative(input.cwd, skill) });
+  }
+  candidates.push({ kind: "mcp", path: join(input.cwd, ".mcp.json"), label: ".mcp.json" });
+  if (input.home) {
+    for (const name of HOME_MEMORY[input.coder] ?? []) {
+      candidates.push({ kind: "memory", path: join(input.home, name), label: `~/${name}` });
+    }
+    for (const skill of await skillFiles(join(input.home, ".claude", "skills"))) {
+      candidates.push({ kind: "skill", path: skill, label: `~/${relative(input.home, skill)}` });
+    }
+  }
+
+  const sources: ContextSource[] = [];
+  const firstByHash = new Map<string, string>();
+  const add = (kind: ContextSource["kind"], path: string, text: string) => {
+    const sha256 = createHash("sha256").update(text.replace(/\r\n/g, "\n").trim()).digest("hex");
+    const source: ContextSource = {
+      kind,
+      path,
+      bytes: Buffer.byteLength(text),
+      tokens: estimateTokens(text),
+      sha256,
+    };
+    const first = firstByHash.get(sha256);
+    if (first !== undefined) source.duplicateOf = first;
+    else firstByHash.set(sha256, path);
+    sources.push(source);
+  };
+  for (const c of candidates) {
+    const text = await readIfFile(c.path);
+    if (text !== undefined && text.trim() !== "") add(c.kind, c.label, text);
+  }
+  if (input.prompt) add("prompt", "(prompt)", input.prompt);
+
+  const duplicates = sources.filter((s) => s.duplicateOf !== undefined);
+  return {
+    coder: input.coder,
+    sources,
+    totalTokens: sources.reduce((n, s) => n + s.tokens, 0),
+    duplicateTokens: duplicates.reduce((n, s) => n + s.tokens, 0),
+    suggestions: duplicates.map(
+      (d) =>
+        `Remove ${d.path} (same content as ${d.duplicateOf}) to save ~${d.tokens.toLocaleString("en-US")} tokens per turn.`,
+    ),
+  };
+}
+
+export function renderContextManifest(m: ContextManifest): string {
+  const rows = m.sources.map(
+    (s) =>
+      `| ${s.kind} | \`${s.path}\` | ${s.tokens.toLocaleString("en-US")} | ${s.duplicateOf ? `⚠️ duplicate of \`${s.duplicateOf}\`` : ""} |`,
+  );
+  const lines = [
+    `### Context loaded (${m.coder}): ~${m.totalTokens.toLocaleString("en-US")} tokens per turn, estimated`,
+    "",
+    "| Kind | Source | Tokens (est.) | |",
+    "|---|---|---:|---|",
+    ...rows,
+  ];
+  if (m.firstTurnTokens !== undefined) {
+    lines.push(
+      "",
+      `The first turn really cost ${m.firstTurnTokens.toLocaleString("en-US")} tokens (input, cache read and cache write).`,
+    );
+  }
+  if (m.suggestions.length) lines.push("", ...m.suggestions.map((s) => `- ${s}`));
+  return lines.join("\n");
+}
+
+export const CONTEXT_MANIFEST_FILE = "context.json";
+
+export async function writeContextManifest(dir: string, m: ContextManifest): Promise<void> {
+  await writeFile(join(dir, CONTEXT_MANIFEST_FILE), `${JSON.stringify(m, null, 2)}\n`);
+}
