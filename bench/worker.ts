@@ -6,6 +6,7 @@ import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { claudeAdapter } from "../src/agents/claude.ts";
 import type { AgentAdapter } from "../src/agents/types.ts";
@@ -16,7 +17,7 @@ import { addWorktree, removeWorktree } from "../src/worker/worktree.ts";
 import { round } from "./lib/route-timer.ts";
 
 const git = promisify(execFile);
-const FIXTURES = "/work/shared/fixtures/agents";
+const FIXTURES = fileURLToPath(new URL("../test/fixtures/agents", import.meta.url));
 
 /** An adapter whose binary replays Claude's real stream-json lines (from the fixtures) and exits. */
 function replayAdapter(script: string, lines: string, repeat: number, delayMs: number): AgentAdapter {

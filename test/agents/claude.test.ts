@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import type { AgentEvent } from "../../src/agents/types.ts";
 
-const fixtures = new URL("../../../shared/fixtures/agents/", import.meta.url);
+const fixtures = new URL("../fixtures/agents/", import.meta.url);
 const lines = (name: string) => readFileSync(new URL(name, fixtures), "utf8").split("\n");
 const parseAll = (ls: string[]) => ls.flatMap((l) => claudeAdapter.parseLine(l));
 const ofType = <T extends AgentEvent["type"]>(events: AgentEvent[], type: T) =>

@@ -3,10 +3,7 @@ import { describe, expect, it } from "vitest";
 import { codexAdapter } from "../../src/agents/codex.ts";
 import type { AgentEvent } from "../../src/agents/types.ts";
 
-const fixture = new URL(
-  "../../../shared/fixtures/agents/codex_exec_json_command_execution.jsonl",
-  import.meta.url,
-);
+const fixture = new URL("../fixtures/agents/codex_exec_json_command_execution.jsonl", import.meta.url);
 const ofType = <T extends AgentEvent["type"]>(events: AgentEvent[], type: T) =>
   events.filter((e): e is Extract<AgentEvent, { type: T }> => e.type === type);
 

@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { newTask } from "../../src/core/task.ts";
 import { BEADS_PATH, type FleetStateDoc, recordLedger, STATE_PATH } from "../../src/state/doc.ts";
@@ -10,7 +11,7 @@ import type { Mutation } from "../../src/state/store.ts";
 import { createWriteQueue } from "../../src/state/write-queue.ts";
 import { type Backend, OWNER, REPO, startEmulatorBackend, startFakeBackend } from "./backends.ts";
 
-const FIXTURES = "/work/shared/fixtures/beads";
+const FIXTURES = fileURLToPath(new URL("../fixtures/beads", import.meta.url));
 const BRANCH = "fleet/state";
 describe.each([
   ["emulator", startEmulatorBackend],
