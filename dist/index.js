@@ -53458,6 +53458,24 @@ function moveTask(doc, taskId, to, opts) {
   };
 }
 function applySchedule(doc, config2, opts) {
+  const first = schedulePass(doc, config2, opts);
+  const requeued = first.changes.some(
+    (c3) => c3.task.state === "queued" && c3.from !== "queued" && c3.from !== "blocked"
+  );
+  if (!requeued) return first;
+  const second = schedulePass(first.doc, config2, opts);
+  if (second.changes.length === 0) return first;
+  const changes = new Map(first.changes.map((c3) => [c3.task.id, c3]));
+  for (const c3 of second.changes)
+    changes.set(c3.task.id, { task: c3.task, from: changes.get(c3.task.id)?.from ?? c3.from });
+  return {
+    doc: second.doc,
+    changes: [...changes.values()],
+    messages: [...first.messages, ...second.messages],
+    dispatched: [...first.dispatched ?? [], ...second.dispatched ?? []]
+  };
+}
+function schedulePass(doc, config2, opts) {
   const gate = opts.readiness ?? budgetReadiness(config2.budgets, doc.ledger, new Date(opts.now));
   const gated = /* @__PURE__ */ new Set();
   const decisions = scheduleNext({

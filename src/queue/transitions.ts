@@ -167,6 +167,27 @@ export function applySchedule(
   config: FleetConfig,
   opts: ScheduleOptions,
 ): TransitionResult {
+  const first = schedulePass(doc, config, opts);
+  // A task whose lease just expired went back to the queue after this pass chose what to dispatch;
+  // one more pass lets it take the slot it freed now rather than at the next event.
+  const requeued = first.changes.some(
+    (c) => c.task.state === "queued" && c.from !== "queued" && c.from !== "blocked",
+  );
+  if (!requeued) return first;
+  const second = schedulePass(first.doc, config, opts);
+  if (second.changes.length === 0) return first;
+  const changes = new Map(first.changes.map((c) => [c.task.id, c]));
+  for (const c of second.changes)
+    changes.set(c.task.id, { task: c.task, from: changes.get(c.task.id)?.from ?? c.from });
+  return {
+    doc: second.doc,
+    changes: [...changes.values()],
+    messages: [...first.messages, ...second.messages],
+    dispatched: [...(first.dispatched ?? []), ...(second.dispatched ?? [])],
+  };
+}
+
+function schedulePass(doc: FleetStateDoc, config: FleetConfig, opts: ScheduleOptions): TransitionResult {
   // Tasks held by the gate show why on their tracking comment (the reason is kept while queued).
   const gate = opts.readiness ?? budgetReadiness(config.budgets, doc.ledger, new Date(opts.now));
   const gated = new Set<string>();
