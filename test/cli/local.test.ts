@@ -120,7 +120,14 @@ describe("fleet CLI in local mode ($FLEET_HOME, a local git repository)", () => 
     expect(followed.stdout).toContain("Wrote FIRST.md.");
     expect(followed.stdout).not.toContain(LEAKED);
     expect((await cli("task", "#1", "plan")).stdout).toBe("1. Write FIRST.md");
-    expect((await cli("task", id, "knowledge")).stdout).toBe("The repo has a README.");
+    // What the agent learned, then what it loaded (measured before the run).
+    const knowledge = (await cli("task", id, "knowledge")).stdout;
+    expect(knowledge.startsWith("The repo has a README.\n")).toBe(true);
+    expect(knowledge).toMatch(/### Context loaded \(claude\): ~[\d,]+ tokens per turn/);
+    expect(knowledge).toContain("(prompt)");
+    const knowledgeJson = JSON.parse((await cli("task", id, "knowledge", "--json")).stdout);
+    expect(knowledgeJson.knowledge).toBe("The repo has a README.\n");
+    expect(knowledgeJson.context.sources.some((s: { kind: string }) => s.kind === "prompt")).toBe(true);
     expect(await json("task", id, "result")).toMatchObject({ status: "done", summary: "Add FIRST.md" });
     expect(await readFile(join(home.dir, "work", "tasks", id, "agent.log"), "utf8")).toContain(LEAKED);
   }, 90_000);
