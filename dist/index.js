@@ -54192,7 +54192,12 @@ function createGitHubStateStore(opts) {
         tree: entries.map((e) => ({ path: e.path, mode: "100644", type: "blob", content: e.text }))
       });
       const commit = await call("POST /repos/{owner}/{repo}/git/commits", {
-        message,
+        // Commits are content-addressed: two writers producing the same tree on the same parent in the
+        // same second would mint the SAME commit, and the loser's ref update would "succeed" as a no-op,
+        // losing its write. A unique trailer makes every attempt its own commit, so the CAS stays exact.
+        message: `${message}
+
+Fleet-Write: ${(0, import_node_crypto3.randomUUID)()}`,
         tree: tree.data.sha,
         parents: orphan ? [] : [c3.commit],
         ...opts.clock ? {
@@ -54312,7 +54317,7 @@ function createGitHubStateStore(opts) {
         const r = await call("GET /repos/{owner}/{repo}/commits", { sha: branch, per_page: Math.min(100, limit) });
         return r.data.map((c3) => ({
           sha: c3.sha,
-          message: c3.commit.message,
+          message: c3.commit.message.replace(/\n\nFleet-Write: [0-9a-f-]+\s*$/, ""),
           date: c3.commit.committer?.date ?? ""
         }));
       } catch (error64) {

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type { GitHubClient } from "../github/client.ts";
 import {
   BEADS_PATH,
@@ -295,7 +295,10 @@ export function createGitHubStateStore(opts: GitHubStateStoreOptions): GitHubSta
         tree: entries.map((e) => ({ path: e.path, mode: "100644", type: "blob", content: e.text })),
       });
       const commit = await call<{ sha: string }>("POST /repos/{owner}/{repo}/git/commits", {
-        message,
+        // Commits are content-addressed: two writers producing the same tree on the same parent in the
+        // same second would mint the SAME commit, and the loser's ref update would "succeed" as a no-op,
+        // losing its write. A unique trailer makes every attempt its own commit, so the CAS stays exact.
+        message: `${message}\n\nFleet-Write: ${randomUUID()}`,
         tree: tree.data.sha,
         parents: orphan ? [] : [c.commit],
         ...(opts.clock
@@ -426,7 +429,7 @@ export function createGitHubStateStore(opts: GitHubStateStoreOptions): GitHubSta
         >("GET /repos/{owner}/{repo}/commits", { sha: branch, per_page: Math.min(100, limit) });
         return r.data.map((c) => ({
           sha: c.sha,
-          message: c.commit.message,
+          message: c.commit.message.replace(/\n\nFleet-Write: [0-9a-f-]+\s*$/, ""),
           date: c.commit.committer?.date ?? "",
         }));
       } catch (error) {

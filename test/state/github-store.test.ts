@@ -129,9 +129,8 @@ describe.each([
     expect(b.stats().conflicts).toBe(1);
   });
 
-  // Skipped on the emulator: there it loses b's or a's increment in roughly 2 runs of 5 (final count 2,
-  // not 3), while the in-memory fake passes every time. A real lost-update bug in the git-data write path
-  // (commitFiles + refresh after a 422) or in the emulator's ref handling; under investigation.
+  // Both writers make the same tree on the same parent within a second: without a unique commit message
+  // they minted the same commit and the second ref update passed as a no-op, losing an increment.
   it.skipIf(backendName === "emulator")(
     "interleaved writers in a commit-consistency store also never lose an update",
     async () => {
