@@ -53671,7 +53671,6 @@ function createRepoQueue(deps) {
     async snapshot() {
       return (await deps.store.read()).doc;
     },
-    lastKnown: () => lastDoc,
     config: config2,
     async enqueue(input2) {
       let created = false;

@@ -169,7 +169,6 @@ export function createRepoQueue(deps: RepoQueueDeps) {
     async snapshot(): Promise<FleetStateDoc> {
       return (await deps.store.read()).doc;
     },
-    lastKnown: () => lastDoc,
     config,
 
     async enqueue(input: {

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFleetServer } from "../../src/app/server.ts";
 import type { Task } from "../../src/core/task.ts";
 import { botClient, waitFor } from "../support/bot-client.ts";
-import { type Harness, startHarness } from "../support/harness.ts";
+import { type Harness, startAppInstance, startHarness } from "../support/harness.ts";
 
 const SLOT_STATES = new Set(["dispatched", "planning", "running"]);
 const byIssue = (tasks: Task[], issue: number) => tasks.find((t) => t.issue === issue);
@@ -137,17 +136,7 @@ describe("restart and reconcile", () => {
 
     // The app dies; a new instance comes up on the same GitHub.
     await h.app.stop();
-    const app2 = await startFleetServer({
-      appId: h.gh.appId,
-      privateKey: h.gh.privateKey,
-      webhookSecret: h.gh.webhookSecret,
-      baseUrl: h.gh.url,
-      resilient: false,
-      logLevel: "fatal",
-      trackerIntervalMs: 0,
-      reconcileMs: 0,
-    });
-    h.gh.setWebhookUrl(app2.webhookUrl);
+    const app2 = await startAppInstance(h.gh);
     const three = await h.newIssue("Three");
     await h.label(three, "fleet:claude");
     await app2.reconcile();
@@ -158,18 +147,7 @@ describe("restart and reconcile", () => {
 
     // Later still, with the first lease long expired (no worker ever claimed it): reclaimed and retried.
     const later = new Date(Date.now() + 60 * 60_000);
-    const app3 = await startFleetServer({
-      appId: h.gh.appId,
-      privateKey: h.gh.privateKey,
-      webhookSecret: h.gh.webhookSecret,
-      baseUrl: h.gh.url,
-      resilient: false,
-      logLevel: "fatal",
-      trackerIntervalMs: 0,
-      reconcileMs: 0,
-      clock: () => later,
-    });
-    h.gh.setWebhookUrl(app3.webhookUrl);
+    const app3 = await startAppInstance(h.gh, { clock: () => later });
     await h.comment(one, "/fleet status");
     await app3.reconcile();
     tasks = await h.tasks();

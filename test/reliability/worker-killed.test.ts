@@ -1,10 +1,10 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { type FleetServer, startFleetServer } from "../../src/app/server.ts";
+import type { FleetServer } from "../../src/app/server.ts";
 import type { Task } from "../../src/core/task.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { claimTask } from "../../src/worker/execute-task.ts";
 import { botClient } from "../support/bot-client.ts";
-import { type Harness, startHarness } from "../support/harness.ts";
+import { type Harness, startAppInstance, startHarness } from "../support/harness.ts";
 
 const SLOT_STATES = new Set(["dispatched", "planning", "running"]);
 const busy = (tasks: Task[]) => tasks.filter((t) => SLOT_STATES.has(t.state));
@@ -53,18 +53,7 @@ describe("a worker killed mid-run", () => {
     // The app restarts; its clock is 10 minutes on, long past the lease.
     await h.app.stop();
     const later = new Date(Date.now() + 10 * 60_000);
-    app2 = await startFleetServer({
-      appId: h.gh.appId,
-      privateKey: h.gh.privateKey,
-      webhookSecret: h.gh.webhookSecret,
-      baseUrl: h.gh.url,
-      resilient: false,
-      logLevel: "fatal",
-      trackerIntervalMs: 0,
-      reconcileMs: 0,
-      clock: () => later,
-    });
-    h.gh.setWebhookUrl(app2.webhookUrl);
+    app2 = await startAppInstance(h.gh, { clock: () => later });
     await h.comment(issue, "/fleet status");
     // One reconcile expires the dead worker's lease, puts the task back in the queue and dispatches it again.
     await app2.reconcile();

@@ -23,6 +23,29 @@ export interface Harness {
   stop(): Promise<void>;
 }
 
+/**
+ * Another instance of the real app on the same offline GitHub (a restart, a replica), receiving its
+ * webhooks from now on; counting-friendly (no retry or throttling), quiet, no reconcile timer.
+ */
+export async function startAppInstance(
+  gh: GitHubEmulator,
+  extra: Partial<Parameters<typeof startFleetServer>[0]> = {},
+): Promise<FleetServer> {
+  const app = await startFleetServer({
+    appId: gh.appId,
+    privateKey: gh.privateKey,
+    webhookSecret: gh.webhookSecret,
+    baseUrl: gh.url,
+    resilient: false,
+    logLevel: "fatal",
+    trackerIntervalMs: 0,
+    reconcileMs: 0,
+    ...extra,
+  });
+  gh.setWebhookUrl(app.webhookUrl);
+  return app;
+}
+
 /** The offline GitHub plus the real Fleet app on loopback, one repository seeded. */
 export async function startHarness(
   opts: { files?: Record<string, string>; name?: string; trackerIntervalMs?: number } = {},
@@ -37,16 +60,7 @@ export async function startHarness(
     files: { "README.md": "# widgets\n", ...opts.files },
   });
   gh.addCollaborator(full, "mona", "write");
-  const app = await startFleetServer({
-    appId: gh.appId,
-    privateKey: gh.privateKey,
-    webhookSecret: gh.webhookSecret,
-    baseUrl: gh.url,
-    resilient: false,
-    logLevel: "fatal",
-    trackerIntervalMs: opts.trackerIntervalMs ?? 0,
-  });
-  gh.setWebhookUrl(app.webhookUrl);
+  const app = await startAppInstance(gh, { trackerIntervalMs: opts.trackerIntervalMs ?? 0 });
   const mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
   const reader = createGitHubStateStore({ octokit: mona, owner, repo: name });
   // Deliveries answered and every handler done; handlers may cause more deliveries, so until both are quiet.
