@@ -1,5 +1,6 @@
 import type { Context } from "probot";
 import { parseDependencies } from "../core/dependencies.ts";
+import { filesNamedIn } from "../core/file-paths.ts";
 import { LABEL_GRAMMAR_HELP, parseFleetLabel, taskRequestFromLabels } from "../core/labels.ts";
 import { perUserQuota } from "../economy/budgets.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
@@ -64,5 +65,6 @@ export async function onIssueLabeled(context: Context<"issues.labeled">, deps: H
     priority,
     dependsOn: parseDependencies(issue.body ?? "", `${owner}/${repo}`),
     requestedBy: sender,
+    files: filesNamedIn(issue.body ?? ""),
   });
 }

@@ -1,4 +1,5 @@
 import type { FleetConfig } from "./config.ts";
+import { sharedFiles } from "./file-paths.ts";
 import { ACTIVE_STATES } from "./lifecycle.ts";
 import type { Task } from "./task.ts";
 
@@ -15,8 +16,11 @@ export type SchedulerDecision =
   | { kind: "unblock"; taskId: string }
   /** A queued task waiting for these issues: move it to blocked. */
   | { kind: "block"; taskId: string; blockedBy: number[] }
-  /** A queued task the scheduler reached but may not start yet (coder disabled, readiness said no). */
-  | { kind: "hold"; taskId: string; reason: string }
+  /**
+   * A queued task the scheduler reached but may not start yet (coder disabled, readiness said no, or
+   * `waitsFor`: a running task touches the same files and `serialize_overlapping` is on).
+   */
+  | { kind: "hold"; taskId: string; reason: string; waitsFor?: number }
   /** Start this task in this slot (1..max_concurrent). */
   | { kind: "dispatch"; taskId: string; slot: number };
 
@@ -26,6 +30,8 @@ export interface SchedulerInput {
   tasks: readonly Task[];
   config: Pick<FleetConfig, "max_concurrent" | "coders"> & {
     retries?: Pick<FleetConfig["retries"], "backoff_seconds">;
+    /** Two tasks whose `files` share a path never run at the same time; the later one waits. */
+    serialize_overlapping?: boolean;
   };
   /** RFC3339. */
   now: string;
@@ -78,7 +84,9 @@ const EMPTY_SET: ReadonlySet<number> = new Set();
  * most `coders.<c>.max_concurrent` per coder; priority 0 first; FIFO (queuedAt, then issue) within a
  * priority; a task is blocked until every issue it depends on is closed or has a `done` fleet task;
  * expired leases free their slot; rate-limited tasks return to the queue after `resetAt` (or after
- * `retries.backoff_seconds` when the provider gave no reset time). O(n log n) in the queued tasks.
+ * `retries.backoff_seconds` when the provider gave no reset time); with `serialize_overlapping`, a
+ * task whose files overlap a running or just-dispatched task's is held ("waits for gh-N: both touch
+ * src/a.ts") and a later task may take the slot. O(n log n) in the queued tasks (plus the overlap check).
  */
 export function scheduleNext(input: SchedulerInput): SchedulerDecision[] {
   const { tasks, config } = input;
@@ -103,6 +111,9 @@ export function scheduleNext(input: SchedulerInput): SchedulerDecision[] {
   let busy = 0;
   let anonymous = 0;
   const busyPerCoder = new Map<string, number>();
+  // Tasks holding a slot (or given one in this pass) whose files a candidate must not share.
+  const serialize = config.serialize_overlapping === true;
+  const inUse: Task[] = [];
 
   for (const task of tasks) {
     if (ACTIVE_STATES.has(task.state)) {
@@ -113,6 +124,7 @@ export function scheduleNext(input: SchedulerInput): SchedulerDecision[] {
       }
       busy++;
       busyPerCoder.set(task.coder, (busyPerCoder.get(task.coder) ?? 0) + 1);
+      if (serialize && task.files?.length) inUse.push(task);
       // A slot number held twice or out of range still counts as busy; it just does not pin a number.
       if (
         lease &&
@@ -186,6 +198,18 @@ export function scheduleNext(input: SchedulerInput): SchedulerDecision[] {
         coderFull.add(task.coder);
         continue;
       }
+      if (serialize && task.files?.length) {
+        const clash = overlapping(task, inUse);
+        if (clash) {
+          held.push({
+            kind: "hold",
+            taskId: task.id,
+            reason: `waits for gh-${clash.with.issue}: both touch ${clash.files.join(", ")}`,
+            waitsFor: clash.with.issue,
+          });
+          continue;
+        }
+      }
       if (input.readiness) {
         const r = input.readiness(task);
         if (!r.ready) {
@@ -197,11 +221,22 @@ export function scheduleNext(input: SchedulerInput): SchedulerDecision[] {
       if (slot === undefined) break;
       dispatched.push({ kind: "dispatch", taskId: task.id, slot });
       busyPerCoder.set(task.coder, coderBusy + 1);
+      if (serialize && task.files?.length) inUse.push(task);
       free--;
     }
   }
 
   return [...expired, ...requeued, ...unblocked, ...blocked, ...held, ...dispatched];
+}
+
+/** The first running (or just dispatched) task that shares files with `task`, and those files. */
+function overlapping(task: Task, running: readonly Task[]): { with: Task; files: string[] } | undefined {
+  for (const other of running) {
+    if (other.id === task.id) continue;
+    const files = sharedFiles(task.files, other.files);
+    if (files.length > 0) return { with: other, files };
+  }
+  return undefined;
 }
 
 export interface QueuePosition {

@@ -81,6 +81,20 @@ export interface Task {
   runUrl?: string;
   /** Review-loop instructions (`/fleet <instructions>` on the PR) for the next run on the PR's branch. */
   instructions?: string;
+  /**
+   * The repository files the task is expected to touch, read from its issue body when it was queued
+   * (see `filesNamedIn`); with `serialize_overlapping`, two tasks sharing a file do not run together.
+   */
+  files?: string[];
+  /** The next run rebases the task's open PR onto its base instead of working on the issue. */
+  rebase?: RebaseRequest;
+}
+
+export interface RebaseRequest {
+  /** Why, for the PR comment ("#12 was merged", "@mona labeled fleet:rebase"). */
+  why: string;
+  /** Rebase only when the branch no longer merges cleanly (a merge elsewhere); false when asked for by hand. */
+  onlyIfConflicting: boolean;
 }
 
 export const isTaskState = (value: unknown): value is TaskState =>
@@ -100,6 +114,7 @@ export interface NewTaskInput {
   priority?: Priority;
   dependsOn?: number[];
   requestedBy?: string;
+  files?: string[];
 }
 
 /** A fresh task, queued at `now`. */
@@ -120,5 +135,6 @@ export function newTask(input: NewTaskInput): Task {
     attempts: 0,
   };
   if (input.requestedBy !== undefined) task.requestedBy = input.requestedBy;
+  if (input.files && input.files.length > 0) task.files = [...new Set(input.files)];
   return task;
 }

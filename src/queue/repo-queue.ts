@@ -179,6 +179,7 @@ export function createRepoQueue(deps: RepoQueueDeps) {
       priority: Priority;
       dependsOn: number[];
       requestedBy: string;
+      files?: string[];
     }): Promise<Outcome> {
       let created = false;
       const { doc } = await commit((d) => {

@@ -75,6 +75,8 @@ export interface EnqueueInput {
   requestedBy: string;
   now: string;
   idPrefix?: string;
+  /** Files the issue names (for `serialize_overlapping`). */
+  files?: string[];
 }
 
 /**
@@ -86,6 +88,7 @@ export function enqueueTask(doc: FleetStateDoc, input: EnqueueInput): Transition
   if (existing && !isTerminal(existing.state)) return { doc, changes: [], messages: [], task: existing };
   if (existing && existing.state !== "done" && canTransition(existing.state, "queued")) {
     const task = { ...transition(existing, "queued", { now: input.now }), priority: input.priority };
+    if (input.files) task.files = input.files;
     return {
       doc: withTasks(doc, [task]),
       changes: [{ task, from: existing.state }],
@@ -245,7 +248,8 @@ function schedulePass(doc: FleetStateDoc, config: FleetConfig, opts: ScheduleOpt
         break;
       }
       case "hold": {
-        if (!gated.has(task.id) || task.reason === d.reason) break;
+        // Holds by the gate or by overlapping files say why on the tracking comment.
+        if ((!gated.has(task.id) && d.waitsFor === undefined) || task.reason === d.reason) break;
         note(task, { ...task, reason: d.reason, updatedAt: opts.now });
         messages.push(`hold gh-${task.issue} (${task.id}): ${d.reason}`);
         break;

@@ -293,3 +293,64 @@ describe("queuePosition", () => {
     expect(queuePosition(tasks, "nope")).toBeUndefined();
   });
 });
+
+describe("scheduleNext with serialize_overlapping", () => {
+  const serial = (on: boolean) => ({ config: { ...config(), serialize_overlapping: on } });
+  const holds = (d: SchedulerDecision[]) => d.filter((x) => x.kind === "hold");
+
+  it("holds a queued task whose files a running task touches, and lets a later task take the slot", () => {
+    const tasks = [
+      task({ issue: 101, state: "running", files: ["src/a.ts"], lease: lease(1, 10) }),
+      task({ issue: 102, files: ["src/a.ts", "src/b.ts"], queuedAt: at(-30) }),
+      task({ issue: 103, files: ["src/c.ts"], queuedAt: at(-20) }),
+    ];
+    const d = run(tasks, serial(true));
+    expect(holds(d)).toEqual([
+      { kind: "hold", taskId: "fl-102", reason: "waits for gh-101: both touch src/a.ts", waitsFor: 101 },
+    ]);
+    expect(dispatches(d)).toEqual([["fl-103", 2]]);
+  });
+
+  it("dispatches the earlier of two queued tasks on the same files and holds the later one", () => {
+    const tasks = [
+      task({ issue: 111, files: ["src/a.ts", "src/b.ts"], queuedAt: at(-10) }),
+      task({ issue: 112, files: ["src/b.ts", "src/a.ts"], queuedAt: at(-20) }),
+    ];
+    const d = run(tasks, serial(true));
+    expect(dispatches(d)).toEqual([["fl-112", 1]]);
+    expect(holds(d)).toEqual([
+      {
+        kind: "hold",
+        taskId: "fl-111",
+        reason: "waits for gh-112: both touch src/a.ts, src/b.ts",
+        waitsFor: 112,
+      },
+    ]);
+  });
+
+  it("runs overlapping tasks together when serialize_overlapping is off", () => {
+    const tasks = [
+      task({ issue: 121, state: "running", files: ["src/a.ts"], lease: lease(1, 10) }),
+      task({ issue: 122, files: ["src/a.ts"], queuedAt: at(-20) }),
+      task({ issue: 123, files: ["src/a.ts"], queuedAt: at(-10) }),
+    ];
+    const d = run(tasks, serial(false));
+    expect(holds(d)).toEqual([]);
+    expect(dispatches(d)).toEqual([
+      ["fl-122", 2],
+      ["fl-123", 3],
+    ]);
+  });
+
+  it("does not hold tasks without files, or tasks whose running neighbour's lease expired", () => {
+    const tasks = [
+      task({ issue: 131, state: "running", files: ["src/a.ts"], lease: lease(1, -1) }),
+      task({ issue: 132, files: ["src/a.ts"], queuedAt: at(-20) }),
+      task({ issue: 133, queuedAt: at(-10) }),
+    ];
+    const d = run(tasks, serial(true));
+    expect(d[0]).toEqual({ kind: "expire-lease", taskId: "fl-131" });
+    expect(holds(d)).toEqual([]);
+    expect(dispatches(d).map(([id]) => id)).toEqual(["fl-132", "fl-133"]);
+  });
+});
