@@ -41,7 +41,7 @@ export async function onIssueLabeled(context: Context<"issues.labeled">, deps: H
   // A flood of labeled issues from one person is held at the door, before it costs a slot or a commit.
   if (config.per_user_daily_tasks !== undefined) {
     const tasks = Object.values((await queue.snapshot()).tasks);
-    const quota = perUserQuota(config.per_user_daily_tasks, tasks, sender, new Date());
+    const quota = perUserQuota(config.per_user_daily_tasks, tasks, sender, queue.now());
     if (!quota.allowed) {
       await upsertMarkedComment(
         context.octokit,

@@ -1,5 +1,6 @@
 import type { Context } from "probot";
 import { isActive } from "../core/lifecycle.ts";
+import { retryNotBefore, retryReason } from "../core/scheduler.ts";
 import type { Task } from "../core/task.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import type { HandlerDeps } from "./on-issue-labeled.ts";
@@ -31,12 +32,17 @@ export async function onWorkflowRunCompleted(
   const doc = await queue.snapshot();
   const task: Task | undefined = Object.values(doc.tasks).find((t) => t.runId === runId);
   if (!task || !isActive(task.state)) return;
-  const retry = task.attempts <= queue.config(doc).retries.max;
+  const config = queue.config(doc);
+  const retry = task.attempts <= config.retries.max;
   const reason = `the Actions run ${runId} ended with conclusion \`${conclusion}\` before the task reported`;
+  const notBefore = retry
+    ? retryNotBefore(queue.now().toISOString(), task.attempts, config.retries.backoff_seconds)
+    : undefined;
   await queue.move(task.issue, retry ? "queued" : "failed", {
     taskId: task.id,
     // Only while it is still this run's: a report that lands first wins.
     from: ["dispatched", "planning", "running"],
-    reason: retry ? `${reason}; retrying` : `${reason}; no retries left (attempt ${task.attempts})`,
+    reason: retry ? retryReason(reason, notBefore) : `${reason}; no retries left (attempt ${task.attempts})`,
+    resetAt: notBefore,
   });
 }

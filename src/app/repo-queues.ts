@@ -1,5 +1,6 @@
 import type { Context, Probot } from "probot";
 import type { FleetConfig } from "../core/config.ts";
+import { nextWakeAt } from "../core/scheduler.ts";
 import type { GitHubClient } from "../github/client.ts";
 import { readFleetConfig } from "../github/read-config.ts";
 import { createActionsDispatcher } from "../queue/actions-dispatcher.ts";
@@ -8,6 +9,8 @@ import { localDispatcher } from "../queue/dispatcher.ts";
 import { reconcileRepo } from "../queue/reconcile.ts";
 import { createRepoQueue, type RepoQueue } from "../queue/repo-queue.ts";
 import { createTracker, type Tracker } from "../queue/tracker.ts";
+import { tasksOf } from "../queue/transitions.ts";
+import type { FleetStateDoc } from "../state/doc.ts";
 import { createGitHubStateStore, type GitHubStateStore } from "../state/github-store.ts";
 import type { StateStore } from "../state/store.ts";
 import { coalescingStore } from "../state/write-queue.ts";
@@ -29,6 +32,10 @@ interface RepoHandle {
   coalesced: StateStore;
   tracker: Tracker;
   octokit: GitHubClient;
+  /** A one-shot scheduling pass at the next moment one would decide something (see armWake). */
+  wake?: { at: number; timer: ReturnType<typeof setTimeout> };
+  /** The config the last operation ran with, for the wake-up pass. */
+  fileConfig?: FleetConfig;
 }
 
 /**
@@ -61,6 +68,34 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
     return h;
   }
 
+  const clock = options.clock ?? (() => new Date());
+
+  /**
+   * Rate limits, retry backoffs and leases run out without any webhook: one timer per repository
+   * fires a scheduling pass at the earliest such moment, so waiting tasks start on time and nothing polls.
+   */
+  let stopped = false;
+  function armWake(owner: string, repo: string, h: RepoHandle, doc: FleetStateDoc, config: FleetConfig) {
+    if (stopped) return;
+    const at = nextWakeAt(tasksOf(doc), config, clock().toISOString());
+    if (at === undefined) return;
+    const due = Date.parse(at);
+    if (h.wake && h.wake.at <= due) return;
+    if (h.wake) clearTimeout(h.wake.timer);
+    // A little after the moment, so the pass sees it as past; capped at setTimeout's limit.
+    const delay = Math.min(Math.max(due - clock().getTime(), 0) + 250, 2 ** 31 - 1);
+    const timer = setTimeout(() => {
+      h.wake = undefined;
+      const config = h.fileConfig;
+      if (!config) return;
+      queueFor(owner, repo, h, config, () => {})
+        .schedule()
+        .catch(() => {});
+    }, delay);
+    timer.unref();
+    h.wake = { at: due, timer };
+  }
+
   function queueFor(
     owner: string,
     repo: string,
@@ -68,6 +103,7 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
     fileConfig: FleetConfig,
     log: (m: string) => void,
   ) {
+    h.fileConfig = fileConfig;
     const dispatcher =
       options.dispatcherFor?.(fileConfig.dispatch, h.octokit, { owner, repo }) ??
       (fileConfig.dispatch === "actions"
@@ -81,6 +117,7 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
       tracker: h.tracker,
       clock: options.clock,
       log,
+      onState: (doc, config) => armWake(owner, repo, h, doc, config),
     });
   }
 
@@ -114,6 +151,15 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
     },
     async flush(): Promise<void> {
       for (const h of handles.values()) await (await h).tracker.flush();
+    },
+    /** Disarms the wake-up timers (the app is stopping). */
+    async stop(): Promise<void> {
+      stopped = true;
+      for (const pending of handles.values()) {
+        const h = await pending.catch(() => undefined);
+        if (h?.wake) clearTimeout(h.wake.timer);
+        if (h) h.wake = undefined;
+      }
     },
   };
 }

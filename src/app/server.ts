@@ -94,10 +94,12 @@ export async function startFleetServer(options: FleetServerOptions): Promise<Fle
     reconcile: async () => queues?.reconcileKnown(options.knownCoders ?? knownCoders, () => {}),
     flush: async () => queues?.flush(),
     idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((r) => idleWaiters.push(r))),
-    stop: () =>
-      new Promise<void>((resolve, reject) => {
+    stop: async () => {
+      await queues?.stop();
+      await new Promise<void>((resolve, reject) => {
         if (!server.listening) return resolve();
         server.close((e) => (e ? reject(e) : resolve()));
-      }),
+      });
+    },
   };
 }

@@ -60,12 +60,13 @@ export const TERMINAL_STATES: ReadonlySet<TaskState> = new Set<TaskState>(["done
 export const isActive = (state: TaskState): boolean => ACTIVE_STATES.has(state);
 export const isTerminal = (state: TaskState): boolean => TERMINAL_STATES.has(state);
 
-/** States whose `reason` field says why the task is there. */
+/** States whose `reason` field says why the task is there (queued: a retry, or a hold). */
 const STATES_WITH_REASON: ReadonlySet<TaskState> = new Set<TaskState>([
   "failed",
   "cancelled",
   "blocked",
   "rate-limited",
+  "queued",
 ]);
 
 export class IllegalTransitionError extends Error {
@@ -100,7 +101,7 @@ export interface TransitionOptions {
  * entering `queued` resets the FIFO key to `now` (a retry goes to the back of its priority), except
  * from `blocked` (a task that waited for its dependencies keeps its place);
  * entering `dispatched` counts a started run in `attempts`; leaving the slot-holding states drops
- * the lease; `reason` is kept only where it explains the state; `resetAt` only while rate-limited.
+ * the lease; `reason` is kept only where it explains the state; `resetAt` only while rate-limited or backing off in the queue.
  */
 export function transition(task: Task, to: TaskState, options: TransitionOptions): Task {
   if (!canTransition(task.state, to)) throw new IllegalTransitionError(task.id, task.state, to);
@@ -111,7 +112,9 @@ export function transition(task: Task, to: TaskState, options: TransitionOptions
   if (!ACTIVE_STATES.has(to)) delete next.lease;
   if (STATES_WITH_REASON.has(to) && options.reason !== undefined) next.reason = options.reason;
   else delete next.reason;
-  if (to === "rate-limited" && options.resetAt !== undefined) next.resetAt = options.resetAt;
+  // Rate-limited: when the provider's window reopens; queued: when a retry's backoff ends.
+  if ((to === "rate-limited" || to === "queued") && options.resetAt !== undefined)
+    next.resetAt = options.resetAt;
   else delete next.resetAt;
   return next;
 }

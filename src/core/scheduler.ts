@@ -160,6 +160,8 @@ export function scheduleNext(input: SchedulerInput): SchedulerDecision[] {
         break;
       }
       case "queued": {
+        // A retry backing off: it keeps its place in the queue and waits for its time.
+        if (ms(task.resetAt) > now) break;
         const unmet = unmetDependencies(task, doneIssues, closed);
         if (unmet.length > 0) blocked.push({ kind: "block", taskId: task.id, blockedBy: unmet });
         else candidates.push({ task, queuedMs: ms(task.queuedAt) });
@@ -229,6 +231,50 @@ export function scheduleNext(input: SchedulerInput): SchedulerDecision[] {
   return [...expired, ...requeued, ...unblocked, ...blocked, ...held, ...dispatched];
 }
 
+/** Longest wait between two attempts of a task, however many attempts failed. */
+export const MAX_RETRY_BACKOFF_SECONDS = 6 * 3600;
+
+/**
+ * When a task whose attempt `attempt` (1-based) failed may run again: `backoff_seconds` doubled per
+ * failed attempt (60 s, 120 s, 240 s, ...), at most MAX_RETRY_BACKOFF_SECONDS. Undefined for no wait.
+ */
+export function retryNotBefore(now: string, attempt: number, backoffSeconds: number): string | undefined {
+  if (backoffSeconds <= 0) return undefined;
+  const factor = 2 ** Math.min(Math.max(attempt, 1) - 1, 20);
+  const seconds = Math.min(backoffSeconds * factor, Math.max(backoffSeconds, MAX_RETRY_BACKOFF_SECONDS));
+  return new Date(ms(now) + seconds * 1000).toISOString();
+}
+
+/** The reason shown on a task going back to the queue for another attempt. */
+export function retryReason(reason: string, notBefore: string | undefined): string {
+  return notBefore ? `${reason}; retrying after ${notBefore.slice(11, 19)} UTC` : `${reason}; retrying`;
+}
+
+/**
+ * The next moment a scheduling pass would decide something without any event: a rate limit or a
+ * retry backoff running out, a lease expiring. Undefined when nothing waits on time. O(n).
+ */
+export function nextWakeAt(
+  tasks: readonly Task[],
+  config: { retries?: Pick<FleetConfig["retries"], "backoff_seconds"> },
+  now: string,
+): string | undefined {
+  const nowMs = ms(now);
+  const backoffMs = (config.retries?.backoff_seconds ?? 60) * 1000;
+  let best = Number.POSITIVE_INFINITY;
+  const consider = (t: number) => {
+    if (t > nowMs && t < best) best = t;
+  };
+  for (const task of tasks) {
+    if (task.state === "rate-limited") {
+      const reset = ms(task.resetAt);
+      consider(Number.isNaN(reset) ? ms(task.updatedAt) + backoffMs : reset);
+    } else if (task.state === "queued" && task.resetAt) consider(ms(task.resetAt));
+    else if (ACTIVE_STATES.has(task.state) && task.lease) consider(ms(task.lease.expiresAt));
+  }
+  return Number.isFinite(best) ? new Date(best).toISOString() : undefined;
+}
+
 /** The first running (or just dispatched) task that shares files with `task`, and those files. */
 function overlapping(task: Task, running: readonly Task[]): { with: Task; files: string[] } | undefined {
   for (const other of running) {
@@ -271,4 +317,28 @@ export function queuePosition(
     if (t !== target && compareCandidates({ task: t, queuedMs: ms(t.queuedAt) }, mine) < 0) ahead++;
   }
   return { position: ahead + 1, of, busy, cap: config.max_concurrent };
+}
+
+/**
+ * Whether a scheduling pass now would move a task that no webhook will move: a rate-limited task
+ * past its reset, or a retry past its backoff while a slot is free. A poller (the local worker) runs
+ * a pass only then, so a wait costs reads, not commits or runs. O(n).
+ */
+export function wakeDue(
+  tasks: readonly Task[],
+  config: Pick<FleetConfig, "max_concurrent"> & { retries?: Pick<FleetConfig["retries"], "backoff_seconds"> },
+  now: string,
+): boolean {
+  const nowMs = ms(now);
+  const backoffMs = (config.retries?.backoff_seconds ?? 60) * 1000;
+  let busy = 0;
+  let retryDue = false;
+  for (const task of tasks) {
+    if (ACTIVE_STATES.has(task.state)) busy++;
+    else if (task.state === "rate-limited") {
+      const reset = ms(task.resetAt);
+      if ((Number.isNaN(reset) ? ms(task.updatedAt) + backoffMs : reset) <= nowMs) return true;
+    } else if (task.state === "queued" && task.resetAt && ms(task.resetAt) <= nowMs) retryDue = true;
+  }
+  return retryDue && busy < config.max_concurrent;
 }

@@ -71,7 +71,7 @@ export interface Task {
   lease?: Lease;
   /** Why the task failed, was cancelled, is blocked or is rate-limited. */
   reason?: string;
-  /** For a rate-limited task: when the provider's limit resets (RFC3339). */
+  /** Rate-limited: when the provider's limit resets; queued after a failed attempt: when the retry may start (RFC3339). */
   resetAt?: string;
   totals?: RunTotals;
   requestedBy?: string;

@@ -30,6 +30,8 @@ export interface RepoQueueDeps {
   holder?: string;
   leaseTtlMs?: number;
   log?: (message: string) => void;
+  /** Called with the state as every operation left it (applied or not), e.g. to arm a wake-up timer. */
+  onState?: (doc: FleetStateDoc, config: FleetConfig) => void;
 }
 
 export interface Outcome {
@@ -83,6 +85,7 @@ export function createRepoQueue(deps: RepoQueueDeps) {
     lastDoc = update.snapshot.doc;
     const result = update.applied ? (last as TransitionResult | null) : null;
     if (result) await afterCommit(result);
+    deps.onState?.(update.snapshot.doc, config(update.snapshot.doc));
     return { result, doc: update.snapshot.doc };
   }
 
@@ -166,6 +169,8 @@ export function createRepoQueue(deps: RepoQueueDeps) {
 
   return {
     schedule,
+    /** The queue's clock (injected in tests), for handlers that compute times. */
+    now: clock,
     async snapshot(): Promise<FleetStateDoc> {
       return (await deps.store.read()).doc;
     },

@@ -2,7 +2,7 @@ import { newBeadId } from "../beads/index.ts";
 import { taskBranchName } from "../core/branch.ts";
 import { applyOverrides, type FleetConfig } from "../core/config.ts";
 import { canTransition, isTerminal, transition } from "../core/lifecycle.ts";
-import { type Readiness, scheduleNext } from "../core/scheduler.ts";
+import { type Readiness, retryNotBefore, retryReason, scheduleNext } from "../core/scheduler.ts";
 import { type Lease, newTask, type Priority, type Task, type TaskState } from "../core/task.ts";
 import { budgetReadiness } from "../economy/budgets.ts";
 import type { FleetStateDoc } from "../state/doc.ts";
@@ -224,9 +224,16 @@ function schedulePass(doc: FleetStateDoc, config: FleetConfig, opts: ScheduleOpt
         const retry = task.attempts <= config.retries.max;
         const to = retry ? "queued" : "failed";
         if (!canTransition(task.state, to)) break;
+        const resetAt = retry
+          ? retryNotBefore(opts.now, task.attempts, config.retries.backoff_seconds)
+          : undefined;
         note(
           task,
-          transition(task, to, { now: opts.now, reason: retry ? reason : `${reason}; no retries left` }),
+          transition(task, to, {
+            now: opts.now,
+            reason: retry ? retryReason(reason, resetAt) : `${reason}; no retries left`,
+            resetAt,
+          }),
         );
         messages.push(`expire lease of gh-${task.issue} (${task.id}) -> ${to}`);
         break;

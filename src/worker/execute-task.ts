@@ -1,6 +1,7 @@
 import type { AgentAdapter } from "../agents/types.ts";
 import type { FleetConfig } from "../core/config.ts";
 import { transition } from "../core/lifecycle.ts";
+import { retryNotBefore, retryReason } from "../core/scheduler.ts";
 import type { Task, TaskState } from "../core/task.ts";
 import { combineTotals } from "../core/usage.ts";
 import { perTaskLimits } from "../economy/budgets.ts";
@@ -275,15 +276,20 @@ async function recordOutcome(task: Task, outcome: TaskOutcome, deps: ExecuteDeps
     default:
       to = retriesLeft && !outcome.noRetry ? "queued" : "failed";
   }
-  const resetAt =
-    outcome.rateLimit?.resetsAt ??
-    (outcome.rateLimit?.retryAfterSeconds !== undefined
-      ? new Date(clock().getTime() + outcome.rateLimit.retryAfterSeconds * 1000).toISOString()
-      : undefined);
-  const why =
-    to === "queued" && outcome.outcome !== "cancelled"
-      ? `attempt ${task.attempts} ended (${outcome.outcome}${reason ? `: ${reason}` : ""}); retrying`
-      : reason;
+  const retrying = to === "queued" && outcome.outcome !== "cancelled";
+  const now = clock().toISOString();
+  const resetAt = retrying
+    ? retryNotBefore(now, task.attempts, deps.config.retries.backoff_seconds)
+    : (outcome.rateLimit?.resetsAt ??
+      (outcome.rateLimit?.retryAfterSeconds !== undefined
+        ? new Date(clock().getTime() + outcome.rateLimit.retryAfterSeconds * 1000).toISOString()
+        : undefined));
+  const why = retrying
+    ? retryReason(
+        `attempt ${task.attempts} ended (${outcome.outcome}${reason ? `: ${reason}` : ""})`,
+        resetAt,
+      )
+    : reason;
   await deps.queue.move(task.issue, to, {
     taskId: task.id,
     // The PR's own webhook may have moved the task to pr-open already: then only the fields are added.

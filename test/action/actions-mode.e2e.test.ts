@@ -15,7 +15,8 @@ const FLEET_YML = [
   "runner_labels: [self-hosted, fleet, test]",
   "max_concurrent: 2",
   "plan_phase: false",
-  "retries: { max: 1 }",
+  // A short backoff: the retry after a lost runner starts by the wake-up timer, with no event.
+  "retries: { max: 1, backoff_seconds: 1 }",
   "timeouts: { run_minutes: 2, stall_minutes: 1 }",
   "",
 ].join("\n");

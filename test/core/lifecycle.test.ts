@@ -182,4 +182,14 @@ describe("transition", () => {
     expect(back.resetAt).toBeUndefined();
     expect(back.reason).toBeUndefined();
   });
+
+  it("keeps a retry's not-before time on the queued task, and drops it when the task is dispatched", () => {
+    const retry = transition(task("running"), "queued", {
+      now: T1,
+      reason: "attempt 1 ended (error); retrying after 01:01:00 UTC",
+      resetAt: "2025-01-01T01:01:00Z",
+    });
+    expect(retry.resetAt).toBe("2025-01-01T01:01:00Z");
+    expect(transition(retry, "dispatched", { now: "2025-01-01T01:01:01Z" }).resetAt).toBeUndefined();
+  });
 });

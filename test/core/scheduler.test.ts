@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { defaultFleetConfig, type FleetConfig } from "../../src/core/config.ts";
-import { queuePosition, type SchedulerDecision, scheduleNext } from "../../src/core/scheduler.ts";
+import {
+  MAX_RETRY_BACKOFF_SECONDS,
+  nextWakeAt,
+  queuePosition,
+  retryNotBefore,
+  retryReason,
+  type SchedulerDecision,
+  scheduleNext,
+} from "../../src/core/scheduler.ts";
 import type { Task, TaskState } from "../../src/core/task.ts";
 
 const NOW = "2025-03-01T12:00:00Z";
@@ -240,6 +248,48 @@ describe("scheduleNext", () => {
         { kind: "requeue-rate-limited", taskId: "fl-2" },
         { kind: "dispatch", taskId: "fl-2", slot: 1 },
       ]);
+    });
+  });
+
+  describe("retry backoff", () => {
+    it("keeps a backed-off retry waiting in its place until its time, then dispatches it", () => {
+      const retry = task({ issue: 1, resetAt: at(2), queuedAt: at(-100) });
+      const other = task({ issue: 2, queuedAt: at(-1) });
+      // Slot free, but the retry's time has not come: the next task runs.
+      expect(dispatches(run([retry, other], { config: config({ max_concurrent: 1 }) }))).toEqual([
+        ["fl-2", 1],
+      ]);
+      // At its time it is first again (FIFO by its original place).
+      expect(dispatches(run([retry, other], { config: config({ max_concurrent: 1 }), now: at(2) }))).toEqual([
+        ["fl-1", 1],
+      ]);
+    });
+
+    it("doubles the wait per failed attempt, up to the cap, and none when backoff is 0", () => {
+      expect(retryNotBefore(NOW, 1, 60)).toBe(at(1));
+      expect(retryNotBefore(NOW, 2, 60)).toBe(at(2));
+      expect(retryNotBefore(NOW, 3, 60)).toBe(at(4));
+      expect(retryNotBefore(NOW, 50, 60)).toBe(at(MAX_RETRY_BACKOFF_SECONDS / 60));
+      expect(retryNotBefore(NOW, 1, 0)).toBeUndefined();
+      expect(retryReason("attempt 1 ended (error)", at(1))).toBe(
+        "attempt 1 ended (error); retrying after 12:01:00 UTC",
+      );
+      expect(retryReason("attempt 1 ended (error)", undefined)).toBe("attempt 1 ended (error); retrying");
+    });
+
+    it("wakes at the earliest rate-limit reset, retry time or lease expiry, and never for the past", () => {
+      const tasks = [
+        task({ issue: 1, state: "rate-limited", resetAt: at(30) }),
+        task({ issue: 2, resetAt: at(10) }),
+        task({ issue: 3, state: "running", lease: lease(1, 20) }),
+        task({ issue: 4, resetAt: at(-5) }),
+        task({ issue: 5, state: "done" }),
+      ];
+      expect(nextWakeAt(tasks, config(), NOW)).toBe(at(10));
+      expect(nextWakeAt(tasks.slice(2), config(), NOW)).toBe(at(20));
+      // No reset time: the backoff from its last update.
+      expect(nextWakeAt([task({ state: "rate-limited", updatedAt: NOW })], config(), NOW)).toBe(at(1));
+      expect(nextWakeAt([task({ state: "queued" }), task({ state: "done" })], config(), NOW)).toBeUndefined();
     });
   });
 

@@ -55,7 +55,23 @@ describe("a worker killed mid-run", () => {
     const later = new Date(Date.now() + 10 * 60_000);
     app2 = await startAppInstance(h.gh, { clock: () => later });
     await h.comment(issue, "/fleet status");
-    // One reconcile expires the dead worker's lease, puts the task back in the queue and dispatches it again.
+    // One reconcile expires the dead worker's lease and puts the task back in the queue, backing off
+    // retries.backoff_seconds (60 s by default) before the next attempt.
+    await app2.reconcile();
+    await h.settle();
+    tasks = await h.tasks();
+    expect(tasks[0]).toMatchObject({
+      state: "queued",
+      resetAt: new Date(later.getTime() + 60_000).toISOString(),
+    });
+    expect(tasks[0]!.reason).toMatch(/lease local:dead-worker expired\); retrying after \d\d:\d\d:\d\d UTC$/);
+    expect(tasks[0]!.lease).toBeUndefined();
+    await app2.stop();
+
+    // Past the backoff, the next pass dispatches it again.
+    const afterBackoff = new Date(later.getTime() + 61_000);
+    app2 = await startAppInstance(h.gh, { clock: () => afterBackoff });
+    await h.comment(issue, "/fleet status");
     await app2.reconcile();
     await h.settle();
 
