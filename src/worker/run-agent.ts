@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { createWriteStream, type WriteStream } from "node:fs";
+import { createWriteStream } from "node:fs";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,6 +23,8 @@ export interface RunAgentOptions {
   path?: string;
   /** Time between SIGTERM and SIGKILL of the process group. */
   killGraceMs?: number;
+  /** Cap on the log file: beyond it the middle of the output is left out with a note. */
+  maxLogBytes?: number;
 }
 
 /**
@@ -56,6 +58,8 @@ export interface RunAgentResult {
   events: number;
   pid?: number;
   logPath?: string;
+  /** Why the log could not be (fully) written, e.g. the disk is full; the run itself went on. */
+  logError?: string;
   spawnError?: string;
 }
 
@@ -131,9 +135,7 @@ export async function runAgent(
   const command = adapter.command({ ...inv, home });
   const env = buildAgentEnv(command, { home, path: opts.path });
 
-  const log: WriteStream | undefined = opts.logFile
-    ? createWriteStream(opts.logFile, { flags: "a" })
-    : undefined;
+  const log = opts.logFile ? createLogSink(opts.logFile, opts.maxLogBytes) : undefined;
   const result: RunAgentResult = { exitCode: null, signal: null, reason: "failed", errors: [], events: 0 };
   if (opts.logFile) result.logPath = opts.logFile;
 
@@ -274,10 +276,87 @@ export async function runAgent(
       const message = end.spawnError ?? failedSummary ?? result.errors.at(-1) ?? lastRateLimit?.message;
       if (message) result.error = message;
     }
-    if (log) await new Promise<void>((resolve) => log.end(() => resolve()));
+    if (log) {
+      await log.end();
+      if (log.error) result.logError = log.error;
+    }
     if (ownHome) await rm(ownHome, { recursive: true, force: true }).catch(() => {});
     return result;
   }
+}
+
+/** Default cap on one agent log (the first and the last half are kept). */
+export const DEFAULT_MAX_LOG_BYTES = 8 * 1024 * 1024;
+
+/**
+ * An agent's log file, bounded: the first half of `maxBytes` is written as it comes; after that only
+ * the latest half is kept (in memory), written at the end behind a note saying how much was left
+ * out. A failed write (disk full, file gone) stops the logging, never the run: `error` says why.
+ */
+export function createLogSink(path: string, maxBytes = DEFAULT_MAX_LOG_BYTES) {
+  const stream = createWriteStream(path, { flags: "a" });
+  let error: string | undefined;
+  stream.on("error", (e) => {
+    error ??= e.message;
+  });
+  const headCap = Math.floor(maxBytes / 2);
+  const tailCap = maxBytes - headCap;
+  let headBytes = 0;
+  let tail: string[] = [];
+  let tailStart = 0;
+  let tailBytes = 0;
+  let leftOutLines = 0;
+  let leftOutBytes = 0;
+  return {
+    get error() {
+      return error;
+    },
+    write(text: string): void {
+      if (error) return;
+      const n = Buffer.byteLength(text);
+      if (tail.length === 0 && headBytes + n <= headCap) {
+        headBytes += n;
+        stream.write(text);
+        return;
+      }
+      // One runaway line keeps only its end.
+      const kept = n > tailCap ? text.slice(-Math.floor(tailCap / 4)) : text;
+      if (kept !== text) {
+        leftOutBytes += n - Buffer.byteLength(kept);
+      }
+      tail.push(kept);
+      tailBytes += Buffer.byteLength(kept);
+      while (tailBytes > tailCap && tail.length - tailStart > 1) {
+        const dropped = tail[tailStart]!;
+        tail[tailStart++] = "";
+        tailBytes -= Buffer.byteLength(dropped);
+        leftOutBytes += Buffer.byteLength(dropped);
+        leftOutLines++;
+      }
+      // Compact now and then, so dropping from the front stays cheap.
+      if (tailStart > 4096 && tailStart * 2 > tail.length) {
+        tail = tail.slice(tailStart);
+        tailStart = 0;
+      }
+    },
+    /** Writes the kept tail (behind its note) and closes the file; never throws. */
+    async end(): Promise<void> {
+      if (!error) {
+        if (leftOutBytes > 0) {
+          stream.write(
+            `[fleet] log truncated: ${leftOutLines.toLocaleString("en-US")} lines (${leftOutBytes.toLocaleString("en-US")} bytes) of output left out here; the log keeps the first and the last ${tailCap.toLocaleString("en-US")} bytes.\n`,
+          );
+        }
+        for (let i = tailStart; i < tail.length; i++) stream.write(tail[i]!);
+      }
+      tail = [];
+      await new Promise<void>((resolve) => {
+        if (stream.destroyed) return resolve();
+        stream.once("close", () => resolve());
+        stream.end();
+      });
+    },
+  };
 }
 
 function signalGroup(child: ChildProcess, signal: NodeJS.Signals) {

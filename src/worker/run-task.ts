@@ -1,4 +1,4 @@
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, open, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { AgentAdapter, AgentEvent, AgentInvocation } from "../agents/types.ts";
 import { taskBranchName } from "../core/branch.ts";
@@ -359,6 +359,8 @@ interface PhaseRun {
   /** The plan as the agent stated it in plan mode (ExitPlanMode input or final text). */
   planText?: string;
   logFile: string;
+  /** Why the agent's log could not be written (e.g. the disk is full). */
+  logError?: string;
 }
 
 async function runPhase(
@@ -497,6 +499,7 @@ async function runPhase(
     rateLimit: r.rateLimit,
     planText,
     logFile,
+    ...(r.logError ? { logError: r.logError } : {}),
   };
 }
 
@@ -560,12 +563,16 @@ async function finish(
 ): Promise<TaskOutcome> {
   const { result, reporter, redact } = ctx;
   result.outcome = outcome;
-  if (reason !== undefined) result.reason = redact(reason);
+  const logNote = run?.logError
+    ? `The agent's log could not be written (${run.logError}), so it is incomplete; free space on the worker's disk.`
+    : undefined;
+  const fullReason = logNote ? (reason ? `${reason} ${logNote}` : logNote) : reason;
+  if (fullReason !== undefined) result.reason = redact(fullReason);
   if (run?.rateLimit) result.rateLimit = run.rateLimit;
   if (run?.sessionId && !result.sessionId) result.sessionId = run.sessionId;
   if (outcome !== "awaiting-approval") {
     try {
-      const log = run ? await readFile(run.logFile, "utf8").catch(() => "") : "";
+      const log = run ? await readLogTail(run.logFile) : "";
       if (result.totals || result.planTotals) {
         await reporter.tokens({
           outcome: outcomeLine(result),
@@ -615,6 +622,28 @@ async function runSplitPlanning(ctx: RunContext, wt: Worktree, notesDir: string)
   ctx.result.artifacts = { plan: run.planText ?? notes.plan, result: notes.rawResult };
   if (run.kind !== "ok") return await finish(ctx, run.kind, run.reason, run, notes);
   return await finish(ctx, "no-changes", "Split task: its plan is applied to the issue.", run);
+}
+
+/** More than a run report can show; whole lines only, so a secret is never cut in two. */
+const LOG_TAIL_BYTES = 256 * 1024;
+
+/** The end of the agent's log, without reading a large log whole. */
+async function readLogTail(path: string): Promise<string> {
+  try {
+    const file = await open(path, "r");
+    try {
+      const { size } = await file.stat();
+      const start = Math.max(0, size - LOG_TAIL_BYTES);
+      const buf = Buffer.alloc(size - start);
+      await file.read(buf, 0, buf.length, start);
+      const text = buf.toString("utf8");
+      return start === 0 ? text : text.slice(text.indexOf("\n") + 1);
+    } finally {
+      await file.close();
+    }
+  } catch {
+    return "";
+  }
 }
 
 function outcomeLine(r: TaskOutcome): string {
