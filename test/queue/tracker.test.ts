@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
+import { createTracker } from "../../src/queue/tracker.ts";
+import type { TrackingView } from "../../src/render/tracking-comment.ts";
+import { botClient, waitFor } from "../support/bot-client.ts";
+
+const FULL = "octo-org/tracked";
+const view = (state: TrackingView["state"], extra: Partial<TrackingView> = {}): TrackingView => ({
+  taskKey: "fl-a1",
+  taskId: "fl-a1",
+  state,
+  coder: "claude",
+  model: "sonnet",
+  priority: 2,
+  ...extra,
+});
+
+describe("the tracking comment's throttle", () => {
+  let gh: GitHubEmulator;
+  let issue = 0;
+  beforeAll(async () => {
+    gh = await startGitHubEmulator();
+    await gh.createRepo({ owner: "octo-org", name: "tracked", files: { "README.md": "# t\n" } });
+  });
+  afterAll(async () => gh?.stop());
+
+  const newIssue = async () => {
+    const octokit = await botClient(gh, FULL);
+    const { data } = await octokit.rest.issues.create({
+      owner: "octo-org",
+      repo: "tracked",
+      title: `Task ${++issue}`,
+    });
+    return { octokit, number: data.number };
+  };
+  const writes = (since: number) => {
+    const byRoute = gh.counts({ since }).byRoute;
+    return {
+      posts: byRoute["POST /repos/{owner}/{repo}/issues/{issue_number}/comments"] ?? 0,
+      edits: byRoute["PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}"] ?? 0,
+    };
+  };
+
+  it("writes one comment, then at most one edit per 15 s window with the latest view", async () => {
+    const { octokit, number } = await newIssue();
+    let now = 1_000_000;
+    const tracker = createTracker({
+      octokit,
+      repo: { owner: "octo-org", repo: "tracked" },
+      clock: () => now,
+    });
+    const mark = gh.requests.mark();
+
+    await tracker.show(number, view("queued"));
+    // Within the window: held, each newer view replacing the last.
+    now += 1_000;
+    await tracker.show(number, view("dispatched"));
+    now += 5_000;
+    await tracker.show(number, view("running", { step: "Reading the code" }));
+    now += 5_000;
+    await tracker.show(number, view("running", { step: "Editing src/a.ts" }));
+    expect(writes(mark)).toEqual({ posts: 1, edits: 0 });
+    const comments = () => gh.comments(FULL, number).filter((c) => c.body.includes("fleet:tracking"));
+    expect(comments()).toHaveLength(1);
+    expect(comments()[0]!.body).toContain("queued");
+
+    // The window's end (flush stands in for the timer here): one edit carrying the latest view.
+    await tracker.flush();
+    expect(writes(mark)).toEqual({ posts: 1, edits: 1 });
+    expect(comments()).toHaveLength(1);
+    expect(comments()[0]!.body).toContain("Editing src/a.ts");
+
+    // 15 s after that edit, a new view is written at once.
+    now += 15_000;
+    await tracker.show(number, view("pr-open"));
+    expect(writes(mark)).toEqual({ posts: 1, edits: 2 });
+    expect(tracker.edits).toBe(3);
+  });
+
+  it("writes a held view by itself when its window ends, with no further event", async () => {
+    const { octokit, number } = await newIssue();
+    const tracker = createTracker({
+      octokit,
+      repo: { owner: "octo-org", repo: "tracked" },
+      minIntervalMs: 300,
+    });
+    await tracker.show(number, view("queued"));
+    await tracker.show(number, view("running", { step: "Running the tests" }));
+    const body = () => gh.comments(FULL, number).find((c) => c.body.includes("fleet:tracking"))?.body ?? "";
+    expect(body()).not.toContain("Running the tests");
+    await waitFor("the held view to be written", async () =>
+      body().includes("Running the tests") ? true : undefined,
+    );
+    expect(gh.comments(FULL, number).filter((c) => c.body.includes("fleet:tracking"))).toHaveLength(1);
+  });
+
+  it("finds its comment again after a restart (by the marker) and edits it instead of posting another", async () => {
+    const { octokit, number } = await newIssue();
+    const first = createTracker({ octokit, repo: { owner: "octo-org", repo: "tracked" }, minIntervalMs: 0 });
+    await first.show(number, view("queued"));
+    const second = createTracker({ octokit, repo: { owner: "octo-org", repo: "tracked" }, minIntervalMs: 0 });
+    await second.show(number, view("running"));
+    const tracking = gh.comments(FULL, number).filter((c) => c.body.includes("fleet:tracking"));
+    expect(tracking).toHaveLength(1);
+    expect(tracking[0]!.body).toContain("running");
+  });
+});
