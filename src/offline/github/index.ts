@@ -21,6 +21,7 @@ import { registerIssueRoutes } from "./routes/issues.ts";
 import { registerPullRoutes } from "./routes/pulls.ts";
 import { registerReactionRoutes } from "./routes/reactions.ts";
 import { registerRepoRoutes } from "./routes/repos.ts";
+import { registerReviewCommentRoutes } from "./routes/review-comments.ts";
 import { createHandler } from "./server.ts";
 import { EmulatorState, nowIso, type Permission, type Repo, type WorkflowRun } from "./state.ts";
 import { WebhookSender } from "./webhooks.ts";
@@ -188,6 +189,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions = {}): Pro
   registerGitRoutes(router, world, (r, ref, b, a) => refMoved(r, ref, b, a));
   registerContentsRoutes(router, world, (r, ref, b, a) => refMoved(r, ref, b, a));
   registerPullRoutes(router, world, (r, ref, b, a) => refMoved(r, ref, b, a));
+  registerReviewCommentRoutes(router, world);
   actions.register(router);
   registerCommitRoutes(router, world);
   registerReactionRoutes(router, world);

@@ -1,5 +1,5 @@
 import type { CommitInfo } from "./git-repo.ts";
-import type { Comment, Issue, Label, Repo, Review, User, WorkflowRun } from "./state.ts";
+import type { Comment, Issue, Label, Repo, Review, ReviewComment, User, WorkflowRun } from "./state.ts";
 
 /**
  * JSON shapes of GitHub objects, shared by REST responses and webhook payloads. Field sets
@@ -296,7 +296,7 @@ export class Shapes {
       mergeable_state: p.merged || i.state === "closed" ? "unknown" : extra.mergeable ? "clean" : "dirty",
       merged_by: p.mergedBy ? this.user(p.mergedBy) : null,
       comments: i.comments.length,
-      review_comments: 0,
+      review_comments: p.reviewComments?.length ?? 0,
       maintainer_can_modify: p.maintainerCanModify,
       commits: extra.commits,
       additions: extra.additions,
@@ -320,6 +320,44 @@ export class Shapes {
       pull_request_url: prApi,
       author_association: association(rv.user),
       _links: { html: { href: html }, pull_request: { href: prApi } },
+    };
+  }
+
+  /** An inline review comment, as the REST API and `pull_request_review_comment` events carry it. */
+  reviewComment(r: Repo, i: Issue, c: ReviewComment, association: (u: User) => string) {
+    const url = `${this.api}/repos/${r.fullName}/pulls/comments/${c.id}`;
+    const prApi = `${this.api}/repos/${r.fullName}/pulls/${i.number}`;
+    const html = `${this.html}/${r.fullName}/pull/${i.number}#discussion_r${c.id}`;
+    // The position counts lines below the hunk header; the hunk ends at the commented line.
+    const position = c.diffHunk.split("\n").length - 1;
+    return {
+      url,
+      pull_request_review_id: c.reviewId,
+      id: c.id,
+      node_id: this.nodeId("PullRequestReviewComment", c.id),
+      diff_hunk: c.diffHunk,
+      path: c.path,
+      position,
+      original_position: position,
+      commit_id: c.commitId,
+      original_commit_id: c.commitId,
+      user: this.user(c.user),
+      body: c.body,
+      created_at: c.createdAt,
+      updated_at: c.updatedAt,
+      html_url: html,
+      pull_request_url: prApi,
+      author_association: association(c.user),
+      _links: { self: { href: url }, html: { href: html }, pull_request: { href: prApi } },
+      start_line: c.startLine,
+      original_start_line: c.startLine,
+      start_side: c.startSide,
+      line: c.line,
+      original_line: c.line,
+      side: c.side,
+      ...(c.inReplyTo !== undefined ? { in_reply_to_id: c.inReplyTo } : {}),
+      subject_type: "line",
+      reactions: this.reactions(url),
     };
   }
 

@@ -18,6 +18,7 @@ const contentRoutes = new Set([
   "POST /repos/{owner}/{repo}/issues/{issue_number}/comments",
   "POST /repos/{owner}/{repo}/pulls",
   "POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews",
+  "POST /repos/{owner}/{repo}/pulls/{pull_number}/comments",
   "POST /repos/{owner}/{repo}/git/commits",
   "PUT /repos/{owner}/{repo}/contents/{path}",
 ]);

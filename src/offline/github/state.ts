@@ -37,6 +37,8 @@ export interface PullData {
   mergeCommitSha: string | null;
   maintainerCanModify: boolean;
   reviews: Review[];
+  /** Inline review comments (on a file and line of the diff), oldest first. */
+  reviewComments?: ReviewComment[];
   /** Diff figures, recomputed from git when the PR is opened or its head moves. */
   stats: {
     commits: number;
@@ -54,6 +56,25 @@ export interface Review {
   state: "APPROVED" | "CHANGES_REQUESTED" | "COMMENTED" | "PENDING";
   commitId: string;
   submittedAt: string;
+}
+
+export interface ReviewComment {
+  id: number;
+  /** The review the comment belongs to (a lone comment gets a one-comment review, as on GitHub). */
+  reviewId: number;
+  user: User;
+  body: string;
+  path: string;
+  line: number;
+  side: "LEFT" | "RIGHT";
+  startLine: number | null;
+  startSide: "LEFT" | "RIGHT" | null;
+  commitId: string;
+  /** The diff hunk around the line, as GitHub shows it above the comment. */
+  diffHunk: string;
+  inReplyTo?: number;
+  createdAt: string;
+  updatedAt: string;
 }
 
 export interface Issue {
@@ -75,6 +96,16 @@ export interface Issue {
   pull?: PullData;
   subIssues: number[];
   parent?: number;
+  /** Label changes with who made them, for the issue events API. */
+  events?: IssueEventRecord[];
+}
+
+export interface IssueEventRecord {
+  id: number;
+  event: "labeled" | "unlabeled";
+  actor: User;
+  label: string;
+  createdAt: string;
 }
 
 export interface WorkflowRun {

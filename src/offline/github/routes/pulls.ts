@@ -2,6 +2,7 @@ import { HttpError, notFound, validationFailed } from "../http-error.ts";
 import type { Ctx, Router } from "../router.ts";
 import { type Issue, nowIso, type Repo, type Review } from "../state.ts";
 import { paginate, type World } from "../world.ts";
+import { publishInlineComments, readReviewCommentInputs } from "./review-comments.ts";
 
 type Body = Record<string, unknown>;
 
@@ -340,7 +341,7 @@ export function registerPullRoutes(
     );
   });
 
-  r.on("POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews", (ctx: Ctx) => {
+  r.on("POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews", async (ctx: Ctx) => {
     const repo = w.repo(ctx);
     const i = pull(repo, ctx.params.pull_number);
     const by = w.actingUser(ctx);
@@ -366,15 +367,20 @@ export function registerPullRoutes(
         `Unprocessable Entity: Review Can not ${state === "COMMENTED" ? "comment" : "request changes"} without a body`,
       );
     }
+    const commitId = String(b.commit_id ?? i.pull!.headSha);
+    // Every inline comment is checked before anything is stored, as on GitHub.
+    const inline = await readReviewCommentInputs(repo, i, commitId, b.comments);
     const rv: Review = {
       id: w.state.nextId(),
       user: by,
       body: String(b.body ?? ""),
       state,
-      commitId: String(b.commit_id ?? i.pull!.headSha),
+      commitId,
       submittedAt: nowIso(),
     };
     i.pull!.reviews.push(rv);
+    // A pending review's comments stay hidden until it is submitted (not emulated); others go out first.
+    if (state !== "PENDING") publishInlineComments(w, repo, i, rv, inline);
     if (state !== "PENDING") {
       w.emit(repo, "pull_request_review", {
         action: "submitted",
