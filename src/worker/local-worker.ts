@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import type { AgentAdapter } from "../agents/types.ts";
+import { wakeDue } from "../core/scheduler.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
 import { readFleetConfig } from "../github/read-config.ts";
 import { localDispatcher } from "../queue/dispatcher.ts";
@@ -82,10 +83,7 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
       );
       return;
     }
-    const snapshot = await store.read();
-    const waiting = Object.values(snapshot.doc.tasks).filter(
-      (t) => t.state === "dispatched" && t.lease?.holder.startsWith("dispatch:local") && !running.has(t.id),
-    );
+    let snapshot = await store.read();
     const queue = createRepoQueue({
       repo: `${opts.repo.owner}/${opts.repo.repo}`,
       store: store,
@@ -99,6 +97,15 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
       clock: opts.clock,
       log,
     });
+    // A rate limit or a retry backoff ran out: no webhook says so, so this poll runs the pass.
+    const nowIso = (opts.clock?.() ?? new Date()).toISOString();
+    if (wakeDue(Object.values(snapshot.doc.tasks), queue.config(snapshot.doc), nowIso)) {
+      await queue.schedule();
+      snapshot = await store.read();
+    }
+    const waiting = Object.values(snapshot.doc.tasks).filter(
+      (t) => t.state === "dispatched" && t.lease?.holder.startsWith("dispatch:local") && !running.has(t.id),
+    );
     for (const task of waiting) {
       if (running.size >= concurrency) break;
       const job = executeTask(task.id, {

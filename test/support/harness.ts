@@ -48,7 +48,13 @@ export async function startAppInstance(
 
 /** The offline GitHub plus the real Fleet app on loopback, one repository seeded. */
 export async function startHarness(
-  opts: { files?: Record<string, string>; name?: string; trackerIntervalMs?: number } = {},
+  opts: {
+    files?: Record<string, string>;
+    name?: string;
+    trackerIntervalMs?: number;
+    /** The app's clock (scheduling, budgets, rate-limit resets); real time by default. */
+    clock?: () => Date;
+  } = {},
 ): Promise<Harness> {
   const gh = await startGitHubEmulator();
   const owner = "octo-org";
@@ -60,7 +66,10 @@ export async function startHarness(
     files: { "README.md": "# widgets\n", ...opts.files },
   });
   gh.addCollaborator(full, "mona", "write");
-  const app = await startAppInstance(gh, { trackerIntervalMs: opts.trackerIntervalMs ?? 0 });
+  const app = await startAppInstance(gh, {
+    trackerIntervalMs: opts.trackerIntervalMs ?? 0,
+    ...(opts.clock ? { clock: opts.clock } : {}),
+  });
   const mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
   const reader = createGitHubStateStore({ octokit: mona, owner, repo: name });
   // Deliveries answered and every handler done; handlers may cause more deliveries, so until both are quiet.
