@@ -1,4 +1,4 @@
-import type { BeadIssue } from "./record.ts";
+import type { BeadDependency, BeadIssue } from "./record.ts";
 import { parseRfc3339 } from "./time.ts";
 
 /**
@@ -214,7 +214,12 @@ const CYCLE_TYPES: ReadonlySet<string> = new Set([
  * order of a cycle through the component where one is found by walking it, sorted otherwise; the
  * components are sorted by their first id. Iterative Tarjan: linear, no recursion, no endless loops.
  */
-export function findCycles(issues: readonly BeadIssue[]): string[][] {
+export function findCycles(
+  issues: ReadonlyArray<{
+    id: string;
+    dependencies?: ReadonlyArray<Pick<BeadDependency, "depends_on_id" | "type">>;
+  }>,
+): string[][] {
   const ids: string[] = [];
   const indexOf = new Map<string, number>();
   for (const issue of issues) {

@@ -1,5 +1,5 @@
-import { newBeadId } from "../beads/index.ts";
-import { taskBranchName } from "../core/branch.ts";
+import { findCycles, newBeadId } from "../beads/index.ts";
+import { taskBranchName, variantBranchName } from "../core/branch.ts";
 import { applyOverrides, type FleetConfig } from "../core/config.ts";
 import { canTransition, isTerminal, transition } from "../core/lifecycle.ts";
 import { type Readiness, retryNotBefore, retryReason, scheduleNext } from "../core/scheduler.ts";
@@ -214,6 +214,7 @@ function schedulePass(doc: FleetStateDoc, config: FleetConfig, opts: ScheduleOpt
     changes.set(after.id, { task: after, from: prior ? prior.from : before.state });
   };
   const busy = () => Object.values(tasks).filter((t) => t.lease).length;
+  let cycles: Map<number, number[]> | undefined;
 
   for (const d of decisions) {
     const task = tasks[d.taskId];
@@ -249,7 +250,8 @@ function schedulePass(doc: FleetStateDoc, config: FleetConfig, opts: ScheduleOpt
       }
       case "block": {
         if (task.state === "blocked" || !canTransition(task.state, "blocked")) break;
-        const reason = `blocked by ${d.blockedBy.map((n) => `#${n}`).join(", ")}`;
+        cycles ??= dependencyCycles(Object.values(tasks));
+        const reason = blockedReason(d.blockedBy, cycles.get(task.issue));
         note(task, { ...transition(task, "blocked", { now: opts.now, reason }), dependsOn: task.dependsOn });
         messages.push(`block gh-${task.issue} (${task.id}): ${reason}`);
         break;
@@ -277,7 +279,20 @@ function schedulePass(doc: FleetStateDoc, config: FleetConfig, opts: ScheduleOpt
         // A new attempt gets its own run: late events of the previous run must not match it.
         delete moved.runId;
         delete moved.runUrl;
-        note(task, { ...moved, lease, branch: task.branch ?? taskBranchName(task.issue, task.title) });
+        // Another coder or model on the same issue (an A/B run): each side has its own branch and PR.
+        const sibling = Object.values(tasks).some(
+          (t) =>
+            t.id !== task.id &&
+            t.issue === task.issue &&
+            !isTerminal(t.state) &&
+            (t.coder !== task.coder || t.model !== task.model),
+        );
+        const branch =
+          task.branch ??
+          (sibling
+            ? variantBranchName(task.issue, task.title, task.coder, task.model)
+            : taskBranchName(task.issue, task.title));
+        note(task, { ...moved, lease, branch });
         messages.push(
           `dispatch gh-${task.issue} to ${task.coder} (slot ${d.slot}/${config.max_concurrent}, ${busy()} busy)`,
         );
@@ -285,9 +300,52 @@ function schedulePass(doc: FleetStateDoc, config: FleetConfig, opts: ScheduleOpt
       }
     }
   }
+  // A new block may close a cycle: the tasks already blocked in it learn that they wait for ever.
+  if (cycles?.size) {
+    for (const task of Object.values(tasks)) {
+      const cycle = cycles.get(task.issue);
+      if (!cycle || task.state !== "blocked" || task.reason?.includes("dependency cycle")) continue;
+      const reason = `${task.reason ?? blockedReason(task.dependsOn, undefined)}${cycleNote(cycle)}`;
+      note(task, { ...task, reason, updatedAt: opts.now });
+      messages.push(`gh-${task.issue} (${task.id}) is in a dependency cycle`);
+    }
+  }
   const changed = [...changes.values()];
   const dispatched = decisions.flatMap((d) =>
     d.kind === "dispatch" && tasks[d.taskId]?.state === "dispatched" ? [d.taskId] : [],
   );
   return { doc: changed.length ? { ...doc, tasks } : doc, changes: changed, messages, dispatched };
+}
+
+function cycleNote(cycle: readonly number[]): string {
+  const walk = [...cycle, cycle[0]].map((n) => `#${n}`).join(" → ");
+  return `: a dependency cycle (${walk}) that never clears; remove one of its "Depends on" lines`;
+}
+
+function blockedReason(blockedBy: readonly number[], cycle: readonly number[] | undefined): string {
+  return `blocked by ${blockedBy.map((n) => `#${n}`).join(", ")}${cycle ? cycleNote(cycle) : ""}`;
+}
+
+/**
+ * Issues whose live tasks depend on each other in a cycle, each mapped to its cycle's issues in
+ * walking order: such tasks block each other for ever, so their tracking comments say so.
+ */
+export function dependencyCycles(tasks: readonly Task[]): Map<number, number[]> {
+  const byIssue = new Map<number, Set<number>>();
+  for (const t of tasks) {
+    if (isTerminal(t.state)) continue;
+    const deps = byIssue.get(t.issue) ?? new Set<number>();
+    for (const d of t.dependsOn) deps.add(d);
+    byIssue.set(t.issue, deps);
+  }
+  const nodes = [...byIssue].map(([issue, deps]) => ({
+    id: String(issue),
+    dependencies: [...deps].map((d) => ({ depends_on_id: String(d), type: "blocks" })),
+  }));
+  const out = new Map<number, number[]>();
+  for (const component of findCycles(nodes)) {
+    const issues = component.map(Number);
+    for (const n of issues) out.set(n, issues);
+  }
+  return out;
 }

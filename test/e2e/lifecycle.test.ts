@@ -160,6 +160,44 @@ describe("restart and reconcile", () => {
   });
 });
 
+describe("dependency cycles", () => {
+  it("are shown on every issue involved, which stay blocked while the others run", async () => {
+    const h = await startHarness({ files: { ".github/fleet.yml": "dispatch: local\nmax_concurrent: 2\n" } });
+    try {
+      // #a -> #b -> #c -> #a; #d depends on #a only (blocked, not in the cycle).
+      const a = await h.newIssue("A");
+      const b = await h.newIssue("B", `Depends on #${a}`);
+      const c = await h.newIssue("C", `Depends on #${b}`);
+      const d = await h.newIssue("D", `Depends on #${a}`);
+      await h.mona.rest.issues.update({
+        owner: h.owner,
+        repo: h.name,
+        issue_number: a,
+        body: `Depends on #${c}`,
+      });
+      for (const n of [a, b, c, d]) await h.label(n, "fleet:claude");
+      const free = await h.newIssue("Free");
+      await h.label(free, "fleet:claude");
+      const tasks = await h.tasks();
+      for (const n of [a, b, c, d]) expect(byIssue(tasks, n)?.state).toBe("blocked");
+      expect(byIssue(tasks, free)?.state).toBe("dispatched");
+      await h.app.flush();
+      for (const n of [a, b, c]) {
+        const tracking = h.botComments(n).find((x) => x.body.includes("fleet:tracking"))?.body ?? "";
+        expect(tracking).toContain("a dependency cycle (");
+        // The cycle is named by its issues, starting and ending at the same one.
+        for (const m of [a, b, c]) expect(tracking).toContain(`#${m}`);
+        expect(tracking).toContain('remove one of its "Depends on" lines');
+      }
+      const outside = h.botComments(d).find((x) => x.body.includes("fleet:tracking"))?.body ?? "";
+      expect(outside).toContain(`blocked by #${a}`);
+      expect(outside).not.toContain("cycle");
+    } finally {
+      await h.stop();
+    }
+  });
+});
+
 describe("invalid configuration", () => {
   it("is explained on the issue with every problem and its key path, and nothing is queued", async () => {
     const h = await startHarness({
