@@ -1,3 +1,4 @@
+import type { RunRecord } from "./run-history.ts";
 import type { RunTotals } from "./usage.ts";
 
 /** A coder's name ("claude", "codex", "agy", ...). The registry lives in src/agents; core treats coders as names. */
@@ -88,6 +89,8 @@ export interface Task {
   files?: string[];
   /** The next run rebases the task's open PR onto its base instead of working on the issue. */
   rebase?: RebaseRequest;
+  /** Every finished run with its cost, oldest first (the token report has a row per run). */
+  runs?: RunRecord[];
 }
 
 export interface RebaseRequest {

@@ -1,4 +1,5 @@
-import type { RunTotals } from "../core/usage.ts";
+import { type RunKind, type RunRecord, sumRuns } from "../core/run-history.ts";
+import { combineTotals, type RunTotals } from "../core/usage.ts";
 
 export const tokenReportMarker = (taskId: string): string => `<!-- fleet:token-report ${taskId} -->`;
 
@@ -51,18 +52,56 @@ export interface TokenReportView {
   outcome: string;
   totals?: RunTotals;
   planTotals?: RunTotals;
+  /** The task's earlier runs (a first run before a review round, retries): one row each, and a total. */
+  earlierRuns?: readonly RunRecord[];
+  /** What this run was for, for its row. */
+  runKind?: RunKind;
 }
 
 /** The final token report comment on the issue. */
 export function renderTokenReport(v: TokenReportView): string {
-  return [
+  const out = [
     tokenReportMarker(v.taskId),
     `### 🧮 Fleet token report for task \`${v.taskId}\``,
     "",
     `Outcome: ${v.outcome}`,
     "",
     renderTokenTable(v.totals, v.planTotals),
-    "",
-    "<sub>Figures are the agent's own final totals. Edited in place by Fleet on a rerun.</sub>",
-  ].join("\n");
+  ];
+  const current = combineTotals(v.planTotals, v.totals);
+  if (v.earlierRuns?.length && current) {
+    const runs = [...v.earlierRuns, { kind: v.runKind ?? "work", at: "", totals: current }];
+    out.push("", "#### Every run of this task", "", renderRunsTable(runs));
+  }
+  out.push("", "<sub>Figures are the agent's own final totals. Edited in place by Fleet on a rerun.</sub>");
+  return out.join("\n");
+}
+
+/** One row per run (the last one is the run this report is about) and a total across them. */
+export function renderRunsTable(runs: readonly RunRecord[]): string {
+  const cells = (t: RunTotals) => [
+    n(t.usage.input),
+    n(t.usage.output),
+    n(t.usage.cacheRead),
+    n(t.usage.cacheWrite),
+    usd(t.costUsd),
+    n(t.turns),
+    formatDuration(t.durationMs),
+  ];
+  const total = sumRuns(runs);
+  const lines = [
+    "| Run | Input tokens | Output tokens | Cache read | Cache write | Cost | Turns | Duration |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ...runs.map(
+      (r, i) =>
+        `| ${i + 1}. ${r.kind}${i === runs.length - 1 ? " (this run)" : ""} | ${cells(r.totals).join(" | ")} |`,
+    ),
+  ];
+  if (total)
+    lines.push(
+      `| **Total (${runs.length} runs)** | ${cells(total)
+        .map((c) => `**${c}**`)
+        .join(" | ")} |`,
+    );
+  return lines.join("\n");
 }

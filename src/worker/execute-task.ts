@@ -1,6 +1,7 @@
 import type { AgentAdapter } from "../agents/types.ts";
 import type { FleetConfig } from "../core/config.ts";
 import { transition } from "../core/lifecycle.ts";
+import { appendRun, runKindOf } from "../core/run-history.ts";
 import { retryNotBefore, retryReason } from "../core/scheduler.ts";
 import type { Task, TaskState } from "../core/task.ts";
 import { combineTotals } from "../core/usage.ts";
@@ -203,6 +204,8 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
         attempt: task.attempts,
         split: special.split,
         extraPrompt: special.extraPrompt,
+        earlierRuns: task.runs,
+        runKind: runKindOf(task),
       },
       {
         octokit: deps.octokit,
@@ -246,6 +249,7 @@ async function recordOutcome(task: Task, outcome: TaskOutcome, deps: ExecuteDeps
   const totals = combineTotals(outcome.planTotals, outcome.totals);
   const patch: Partial<Task> = {};
   if (totals) patch.totals = totals;
+  if (totals) patch.runs = appendRun(task.runs, { kind: runKindOf(task), at: clock().toISOString(), totals });
   if (outcome.pr) patch.pr = outcome.pr.number;
   // Review instructions are used once; a later review asks again.
   if (task.instructions) patch.instructions = undefined;

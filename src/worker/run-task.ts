@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { AgentAdapter, AgentEvent, AgentInvocation } from "../agents/types.ts";
 import { taskBranchName } from "../core/branch.ts";
 import { redactSecrets } from "../core/redact.ts";
+import type { RunKind, RunRecord } from "../core/run-history.ts";
 import type { TaskState } from "../core/task.ts";
 import {
   addUsage,
@@ -63,6 +64,10 @@ export interface TaskSpec {
   split?: boolean;
   /** Appended to the agent's prompt in every phase (split instructions, review feedback). */
   extraPrompt?: string;
+  /** The task's earlier runs: the token report gets a row for each and a total across them. */
+  earlierRuns?: RunRecord[];
+  /** What this run is for (its row in the token report). */
+  runKind?: RunKind;
 }
 
 export interface WorkerDeps {
@@ -578,6 +583,8 @@ async function finish(
           outcome: outcomeLine(result),
           totals: result.totals,
           planTotals: result.planTotals,
+          earlierRuns: ctx.spec.earlierRuns,
+          runKind: ctx.spec.runKind,
         });
       }
       await reporter.run({
