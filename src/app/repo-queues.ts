@@ -121,6 +121,21 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
     });
   }
 
+  /** A handle for every repository of every installation (the app's own token lists them). */
+  async function discoverInstalledRepos(): Promise<void> {
+    const appOctokit = (await app.auth()) as unknown as GitHubClient;
+    const installations = await appOctokit.paginate(appOctokit.rest.apps.listInstallations, {
+      per_page: 100,
+    });
+    for (const installation of installations) {
+      const octokit = (await app.auth(installation.id)) as unknown as GitHubClient;
+      const repos = await octokit.paginate(octokit.rest.apps.listReposAccessibleToInstallation, {
+        per_page: 100,
+      });
+      for (const r of repos) await handleFor(r.owner.login, r.name, installation.id).catch(() => undefined);
+    }
+  }
+
   return {
     async forContext(context: Context, fileConfig: FleetConfig): Promise<RepoQueue> {
       const { owner, repo } = context.repo();
@@ -130,8 +145,16 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
       const h = await handleFor(owner, repo, installationId);
       return queueFor(owner, repo, h, fileConfig, (m) => context.log.warn(m));
     },
-    /** Reconciles every repository this process has seen an event from (see reconcileRepo). */
+    /**
+     * Reconciles every repository the app is installed on (see reconcileRepo): a fresh process after
+     * a crash has seen no event yet, and the labels it missed are what reconcile must find.
+     */
     async reconcileKnown(knownCoders: readonly string[], log: (m: string) => void): Promise<void> {
+      try {
+        await discoverInstalledRepos();
+      } catch (error) {
+        log(`listing the app's installations failed: ${(error as Error).message}`);
+      }
       for (const [key, pending] of handles) {
         try {
           const h = await pending;

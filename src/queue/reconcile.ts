@@ -1,10 +1,17 @@
-import { parseFleetLabel } from "../core/labels.ts";
+import { parseDependencies } from "../core/dependencies.ts";
+import { parseFleetLabel, taskRequestFromLabels } from "../core/labels.ts";
 import { isTerminal } from "../core/lifecycle.ts";
+import type { Task } from "../core/task.ts";
+import { perUserQuota } from "../economy/budgets.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
+import { lastLabeler } from "../github/issue-events.ts";
+import { getRepoRole } from "../github/permissions.ts";
 import type { RepoQueue } from "./repo-queue.ts";
 
 export interface ReconcileReport {
   cancelled: string[];
+  /** Tasks queued for coder labels whose webhook never arrived or was not handled (issue numbers). */
+  recovered: number[];
   changed: number;
 }
 
@@ -12,7 +19,8 @@ export interface ReconcileReport {
  * The safety net behind event-driven scheduling, for a crash or a missed webhook: a live task whose
  * issue was closed or lost its coder label is cancelled; then one scheduling pass reclaims leases
  * past expiry, releases unblocked and rate-limited tasks and fills free slots. Costs one issue read
- * per live task that has not opened its PR yet, plus the state reads.
+ * per live task that has not opened its PR yet, the open issues' listing, one events read per
+ * labeled issue without its task, plus the state reads.
  */
 export async function reconcileRepo(
   queue: RepoQueue,
@@ -46,6 +54,59 @@ export async function reconcileRepo(
     const moved = await queue.move(task.issue, "cancelled", { taskId: task.id, reason });
     cancelled.push(...moved.map((t) => t.id));
   }
+  const recovered = await queueMissedLabels(queue, octokit, repo, knownCoders);
   const changed = await queue.schedule();
-  return { cancelled, changed: changed.length };
+  return { cancelled, recovered, changed: changed.length };
+}
+
+/**
+ * An open issue carrying a `fleet:<coder>` label that has no task for that coder, or only ended
+ * ones older than the label, lost its `labeled` webhook (the app was down or died handling it).
+ * It is queued as the webhook would have queued it: only when the person who added the label may
+ * drive Fleet (a bot's label, or a reader's, stays ignored) and is within their daily quota.
+ */
+async function queueMissedLabels(
+  queue: RepoQueue,
+  octokit: GitHubClient,
+  repo: RepoRef,
+  knownCoders: readonly string[],
+): Promise<number[]> {
+  const doc = await queue.snapshot();
+  const config = queue.config(doc);
+  const tasks = Object.values(doc.tasks);
+  const issues = await octokit.paginate(octokit.rest.issues.listForRepo, {
+    ...repo,
+    state: "open",
+    per_page: 100,
+  });
+  const recovered: number[] = [];
+  for (const issue of issues) {
+    if (issue.pull_request) continue;
+    const labels = issue.labels.map((l) => (typeof l === "string" ? l : (l.name ?? "")));
+    for (const label of labels) {
+      const parsed = parseFleetLabel(label, knownCoders);
+      if (parsed.kind !== "coder") continue;
+      const mine = tasks.filter((t) => t.issue === issue.number && t.coder === parsed.coder);
+      if (mine.some((t) => !isTerminal(t.state))) continue;
+      const by = await lastLabeler(octokit, repo, issue.number, label);
+      if (!by || by.type === "Bot") continue;
+      // The label came before the newest task: that task was its answer.
+      if (mine.some((t) => Date.parse(t.createdAt) >= Date.parse(by.at))) continue;
+      const role = await getRepoRole(octokit, repo, by.login);
+      if (!(config.allowed_roles as readonly string[]).includes(role)) continue;
+      const live: Task[] = Object.values((await queue.snapshot()).tasks);
+      if (!perUserQuota(config.per_user_daily_tasks, live, by.login, new Date()).allowed) continue;
+      const outcome = await queue.enqueue({
+        issue: issue.number,
+        title: issue.title,
+        coder: parsed.coder,
+        model: parsed.model ?? config.coders[parsed.coder]?.model ?? "default",
+        priority: taskRequestFromLabels(labels, knownCoders).priority,
+        dependsOn: parseDependencies(issue.body ?? "", `${repo.owner}/${repo.repo}`),
+        requestedBy: by.login,
+      });
+      if (outcome.applied) recovered.push(issue.number);
+    }
+  }
+  return recovered;
 }

@@ -124,17 +124,21 @@ export class World {
     return { id: r.installationId, node_id: this.shapes.nodeId("Installation", r.installationId) };
   }
 
+  /** Whoever made the request in progress (the app's bot for installation tokens), else the owner. */
+  currentUser(r: Repo): User {
+    const scope = requestScope.getStore();
+    return scope && (scope.actor.kind === "user" || scope.actor.kind === "installation")
+      ? scope.actor.user
+      : r.owner;
+  }
+
   /**
    * Queues a webhook about a repository. The sender is whoever made the request (the app's
    * bot for installation tokens), unless given.
    */
   emit(r: Repo, event: string, payload: Record<string, unknown>, sender?: User): void {
     const scope = requestScope.getStore();
-    const who =
-      sender ??
-      (scope && (scope.actor.kind === "user" || scope.actor.kind === "installation")
-        ? scope.actor.user
-        : r.owner);
+    const who = sender ?? this.currentUser(r);
     const full = {
       ...payload,
       repository: this.repoJson(r),

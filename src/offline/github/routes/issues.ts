@@ -28,12 +28,18 @@ export function registerIssueRoutes(r: Router, w: World): void {
     i.pull ? { number: i.number, pull_request: w.pullJsonSync(repo, i) } : { issue: w.issueJson(repo, i) };
   const issueEvent = (i: Issue) => (i.pull ? "pull_request" : "issues");
 
+  const recordEvent = (repo: Repo, i: Issue, event: "labeled" | "unlabeled", label: string) => {
+    i.events ??= [];
+    i.events.push({ id: w.state.nextId(), event, actor: w.currentUser(repo), label, createdAt: nowIso() });
+  };
+
   const addLabels = (repo: Repo, i: Issue, names: string[]) => {
     for (const name of names) {
       const l = labelOf(repo, name);
       if (i.labels.some((x) => x.toLowerCase() === l.name.toLowerCase())) continue;
       i.labels.push(l.name);
       i.updatedAt = nowIso();
+      recordEvent(repo, i, "labeled", l.name);
       w.emit(repo, issueEvent(i), {
         action: "labeled",
         ...issuePayload(repo, i),
@@ -47,6 +53,7 @@ export function registerIssueRoutes(r: Router, w: World): void {
     if (idx < 0) return false;
     const [removed] = i.labels.splice(idx, 1);
     i.updatedAt = nowIso();
+    recordEvent(repo, i, "unlabeled", removed!);
     const l = repo.labels.get(removed!.toLowerCase());
     w.emit(repo, issueEvent(i), {
       action: "unlabeled",
@@ -148,6 +155,7 @@ export function registerIssueRoutes(r: Router, w: World): void {
     }
     w.emit(repo, "issues", { action: "opened", issue: w.issueJson(repo, i) });
     for (const n of i.labels) {
+      recordEvent(repo, i, "labeled", n);
       w.emit(repo, "issues", {
         action: "labeled",
         issue: w.issueJson(repo, i),
@@ -192,6 +200,28 @@ export function registerIssueRoutes(r: Router, w: World): void {
       w.shapes.api,
       list.map((i) => restIssue(repo, i)),
     );
+  });
+
+  r.on("GET /repos/{owner}/{repo}/issues/{issue_number}/events", (ctx) => {
+    const repo = w.repo(ctx);
+    const i = w.issue(repo, ctx.params.issue_number);
+    const api = `${w.shapes.api}/repos/${repo.fullName}`;
+    const events = (i.events ?? []).map((e) => {
+      const l = repo.labels.get(e.label.toLowerCase());
+      return {
+        id: e.id,
+        node_id: w.shapes.nodeId("LabeledEvent", e.id),
+        url: `${api}/issues/events/${e.id}`,
+        actor: w.shapes.user(e.actor),
+        event: e.event,
+        commit_id: null,
+        commit_url: null,
+        created_at: e.createdAt,
+        label: { name: e.label, color: l?.color ?? "ededed" },
+        performed_via_github_app: null,
+      };
+    });
+    return paginate(ctx, w.shapes.api, events);
   });
 
   r.on("GET /repos/{owner}/{repo}/issues/{issue_number}", (ctx) => {
