@@ -28,6 +28,15 @@ export function taskBranchName(issue: number, title: string): string {
   return slug ? `${BRANCH_PREFIX}${issue}-${slug}` : `${BRANCH_PREFIX}${issue}`;
 }
 
+/**
+ * The branch of one side of an A/B run (the issue carries several coder/model labels):
+ * `fleet/<issue>-<slug>-<coder>-<model>`, so each side gets its own branch and PR.
+ */
+export function variantBranchName(issue: number, title: string, coder: string, model: string): string {
+  const variant = slugify(`${coder}-${model}`, 30);
+  return variant ? `${taskBranchName(issue, title)}-${variant}` : taskBranchName(issue, title);
+}
+
 const FENCE = /^ {0,3}(```|~~~)/;
 
 /**

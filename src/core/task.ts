@@ -91,6 +91,37 @@ export interface Task {
   rebase?: RebaseRequest;
   /** Every finished run with its cost, oldest first (the token report has a row per run). */
   runs?: RunRecord[];
+  /** What the worker recorded when the last run ended, RESULT.json in figures (the A/B comparison). */
+  result?: TaskResultSummary;
+}
+
+/** A finished run as the worker recorded it: its attempt and, from a valid RESULT.json, the verdict and tests. */
+export interface TaskResultSummary {
+  attempt: number;
+  status?: string;
+  testsRun?: number;
+  testsPassed?: number;
+}
+
+const FAILED_TEST = /\b(fail(ed|s|ure|ing)?|errors?|broken)\b|✗|❌/i;
+const PASSED_TEST = /\b(ok|pass(ed|es|ing)?|green|success(ful)?)\b|✓|✅/i;
+
+/**
+ * RESULT.json's `testsRun` lines ("npm test: ok", "pytest: 2 failed") counted: a line passed when it
+ * says so (ok, passed, ✓) and names no failure.
+ */
+export function summarizeResult(
+  attempt: number,
+  result?: { status: string; testsRun?: readonly string[] },
+): TaskResultSummary {
+  if (!result) return { attempt };
+  const tests = result.testsRun ?? [];
+  return {
+    attempt,
+    status: result.status,
+    testsRun: tests.length,
+    testsPassed: tests.filter((t) => PASSED_TEST.test(t) && !FAILED_TEST.test(t)).length,
+  };
 }
 
 export interface RebaseRequest {

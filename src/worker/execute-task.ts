@@ -12,6 +12,7 @@ import { getRepoRole } from "../github/permissions.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
 import { recordLedger } from "../state/doc.ts";
 import type { StateStore } from "../state/store.ts";
+import { postAbComparisonIfDue, resultSummaryOf } from "./ab-comparison.ts";
 import type { GitAuth } from "./git.ts";
 import { runTask, type TaskOutcome } from "./run-task.ts";
 import { applySplitOutcome, specialRunFor } from "./special-runs.ts";
@@ -241,6 +242,10 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
   const poolReset = outcome.outcome === "rate-limited" ? rotation.resetAt() : undefined;
   if (poolReset) outcome.rateLimit = { ...outcome.rateLimit, resetsAt: poolReset };
   await recordOutcome(task, outcome, deps, lost);
+  // The last side of an A/B run to finish posts the comparison.
+  await postAbComparisonIfDue(deps, task.issue).catch((e) =>
+    log(`A/B comparison of #${task.issue} failed: ${(e as Error).message}`),
+  );
   return outcome;
 }
 
@@ -251,6 +256,7 @@ async function recordOutcome(task: Task, outcome: TaskOutcome, deps: ExecuteDeps
   if (totals) patch.totals = totals;
   if (totals) patch.runs = appendRun(task.runs, { kind: runKindOf(task), at: clock().toISOString(), totals });
   if (outcome.pr) patch.pr = outcome.pr.number;
+  patch.result = resultSummaryOf(task.attempts, outcome.artifacts.result);
   // Review instructions are used once; a later review asks again.
   if (task.instructions) patch.instructions = undefined;
   const reason = outcome.reason;
