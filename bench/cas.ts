@@ -19,7 +19,8 @@ import { startFakeGitHub } from "../test/state/fake-git-github.ts";
 
 const run = promisify(execFile);
 const WRITERS = 4;
-const TRANSITIONS = 200;
+// `--transitions=N` for a quicker run (the README figures use the default).
+const TRANSITIONS = Number(process.argv.find((a) => a.startsWith("--transitions="))?.split("=")[1] ?? 200);
 const MAX_CONCURRENT = 3;
 const TASKS_PER_WRITER = 2;
 const LOCAL_PROCS = 2;

@@ -147,7 +147,7 @@ export async function runWorkerBench(opts: { files?: number; agents?: number } =
       concurrentAllCompleted: runs.every((r) => r.reason === "completed" || r.exitCode === 0),
       concurrentWallMs: Math.round(concurrentMs),
       concurrentEvents: runs.reduce((s, r) => s + r.events, 0),
-      note: "warm = cache clone exists (fetch + worktree add); cold = first task on this machine (full clone). Agent = node replaying real Claude stream-json lines.",
+      note: "warm = cache clone and a spare checkout from an earlier task exist (fetch + reuse: only changed files are written); cold = first task on this machine (full clone + full checkout). Agent = node replaying real Claude stream-json lines.",
     };
   } finally {
     await rm(dir, { recursive: true, force: true });

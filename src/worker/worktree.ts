@@ -1,4 +1,5 @@
-import { access, mkdir, rm } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
+import { access, mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { safeSegment } from "./artifacts.ts";
 import { type GitAuth, git } from "./git.ts";
@@ -97,7 +98,27 @@ async function clearStale(cacheDir: string, path: string, branch: string): Promi
   await git(["worktree", "prune"], { cwd: cacheDir });
 }
 
-/** A fresh worktree on `branch`: continuing the remote branch if it exists, else from the default branch. */
+/** Spare checkouts kept per cache clone: a new task reuses one instead of writing every file again. */
+const MAX_SPARES = 4;
+const sparesDir = (cacheDir: string) => join(`${cacheDir.replace(/\.git$/, "")}.spares`);
+
+/** A spare checkout of this cache clone, if one is left (its folder is taken out of the spare pool). */
+async function takeSpare(cacheDir: string): Promise<string | undefined> {
+  const names = await readdir(sparesDir(cacheDir)).catch(() => [] as string[]);
+  for (const name of names) {
+    const dir = join(sparesDir(cacheDir), name);
+    if (await exists(join(dir, ".git"))) return dir;
+    await rm(dir, { recursive: true, force: true });
+  }
+  return undefined;
+}
+
+/**
+ * A fresh worktree on `branch`: continuing the remote branch if it exists, else from the default branch.
+ * A spare checkout left by an earlier task is moved into place and switched to the branch with a forced
+ * checkout and `git clean`, which rewrites only the files that differ: in a large repository that is
+ * a fraction of checking every file out again.
+ */
 export async function addWorktree(
   workDir: string,
   src: RepoSource,
@@ -116,15 +137,52 @@ export async function addWorktree(
         `${src.repo} has no branch "${defaultBranch}" to start from; push a first commit, then retry.`,
       );
     }
-    await git(["worktree", "add", "-q", "--force", "-B", branch, path, base], { cwd: cacheDir });
+    const spare = await takeSpare(cacheDir);
+    let reused = false;
+    if (spare) {
+      try {
+        await git(["worktree", "move", spare, path], { cwd: cacheDir });
+        await git(["checkout", "-q", "--force", "-B", branch, base], { cwd: path });
+        // Untracked and ignored files of the earlier task go too: the agent starts from the commit alone.
+        await git(["clean", "-q", "-ffdx"], { cwd: path });
+        reused = true;
+      } catch {
+        await git(["worktree", "remove", "--force", "--force", path], {
+          cwd: cacheDir,
+          okCodes: [128],
+        }).catch(() => undefined);
+        await rm(path, { recursive: true, force: true });
+        await rm(spare, { recursive: true, force: true });
+        await git(["worktree", "prune"], { cwd: cacheDir });
+      }
+    }
+    if (!reused) await git(["worktree", "add", "-q", "--force", "-B", branch, path, base], { cwd: cacheDir });
     const startSha = (await git(["rev-parse", "HEAD"], { cwd: path })).stdout.trim();
     return { cacheDir, path, branch, baseBranch: defaultBranch, startSha, continued: existing !== undefined };
   });
 }
 
-/** Removes the worktree and its folder (including the agent's notes next to it); never throws. */
+/**
+ * Removes the worktree's folder (including the agent's notes next to it); never throws. The checkout
+ * itself is kept as a spare (detached, so its branch is free) while the pool has room.
+ */
 export async function removeWorktree(wt: { cacheDir: string; path: string }): Promise<void> {
   await exclusive(wt.cacheDir, async () => {
+    const pool = sparesDir(wt.cacheDir);
+    const spares = await readdir(pool).catch(() => [] as string[]);
+    if (spares.length < MAX_SPARES) {
+      try {
+        // Nothing of the task lingers in the spare: back to its commit, detached, untracked files gone.
+        await git(["checkout", "-q", "--force", "--detach"], { cwd: wt.path });
+        await git(["clean", "-q", "-ffdx"], { cwd: wt.path });
+        await mkdir(pool, { recursive: true });
+        await git(["worktree", "move", wt.path, join(pool, randomUUID())], { cwd: wt.cacheDir });
+        await rm(join(wt.path, ".."), { recursive: true, force: true });
+        return;
+      } catch {
+        // Not movable (already gone, locked): removed below like any other.
+      }
+    }
     await git(["worktree", "remove", "--force", "--force", wt.path], {
       cwd: wt.cacheDir,
       okCodes: [128],

@@ -112,6 +112,46 @@ describe("worktree and publish, against a real bare repository", () => {
     await removeWorktree(third);
   });
 
+  it("reuses a finished task's checkout for the next task, clean and on the new branch, keeping nothing of the old task", async () => {
+    const src = { repo: "octo/widgets", cloneUrl: url };
+    const first = await addWorktree(workDir, src, "t5", "fleet/5-first");
+    await writeFile(join(first.path, "README.md"), "# changed, never committed\n");
+    await writeFile(join(first.path, "stray.txt"), "untracked\n");
+    await mkdir(join(first.path, "node_modules"), { recursive: true });
+    await writeFile(join(first.path, "node_modules", "x.js"), "ignored or not, it goes\n");
+    const inode = (await execa("stat", ["-c", "%i", join(first.path, ".git")])).stdout;
+    await removeWorktree(first);
+    expect(await exists(first.path)).toBe(false);
+    expect(await exists(join(first.path, ".."))).toBe(false);
+
+    // The main branch moves on meanwhile.
+    const seed = join(root, "seed");
+    await writeFile(join(seed, "NEW.md"), "new\n");
+    await gitIn(seed, "add", "-A");
+    await gitIn(seed, "commit", "-q", "-m", "more");
+    await gitIn(seed, "push", "-q", bare, "main");
+
+    const second = await addWorktree(workDir, src, "t6", "fleet/6-second");
+    // The same checkout (its .git file moved with it), now at the new main on the new branch.
+    expect((await execa("stat", ["-c", "%i", join(second.path, ".git")])).stdout).toBe(inode);
+    expect((await execa("git", ["branch", "--show-current"], { cwd: second.path, env })).stdout).toBe(
+      "fleet/6-second",
+    );
+    expect(
+      (await execa("git", ["status", "--porcelain", "--ignored"], { cwd: second.path, env })).stdout,
+    ).toBe("");
+    expect(await exists(join(second.path, "NEW.md"))).toBe(true);
+    expect(await exists(join(second.path, "stray.txt"))).toBe(false);
+    expect(await exists(join(second.path, "node_modules"))).toBe(false);
+    const main = (await execa("git", ["--git-dir", bare, "rev-parse", "main"], { env })).stdout;
+    expect(second.startSha).toBe(main);
+    // The first task's branch is free again (no spare holds it): it can be checked out anew.
+    const again = await addWorktree(workDir, src, "t5b", "fleet/5-first");
+    expect(again.branch).toBe("fleet/5-first");
+    await removeWorktree(second);
+    await removeWorktree(again);
+  });
+
   it("refuses to push anything but a fleet/* branch", async () => {
     for (const b of ["main", "fleet/../main", "feature/x", "fleet/", "refs/heads/main"]) {
       expect(() => assertFleetBranch(b)).toThrow(/only to fleet\/\*/);
