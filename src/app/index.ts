@@ -6,6 +6,7 @@ import { onCommand } from "./on-command.ts";
 import { onIssueEnded } from "./on-issue-ended.ts";
 import { type HandlerDeps, onIssueLabeled } from "./on-issue-labeled.ts";
 import { onPullRequest } from "./on-pull-request.ts";
+import { onFleetPrMerged, onRebaseLabel } from "./on-rebase.ts";
 import { onReview } from "./on-review.ts";
 import { onSplitLabel, onSubTaskMerged } from "./on-split-label.ts";
 import { onWorkflowRunCompleted } from "./on-workflow-run.ts";
@@ -45,12 +46,15 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
 
     app.on("issues.labeled", human(onIssueLabeled));
     app.on("issues.labeled", human(onSplitLabel));
+    app.on(["issues.labeled", "pull_request.labeled"], human(onRebaseLabel));
     app.on("pull_request_review.submitted", human(onReview));
     app.on(["issues.unlabeled", "issues.closed"], human(onIssueEnded));
     app.on("issue_comment.created", human(onCommand));
     // PR events come from Fleet's own bot when it opens the PR: they are not filtered by sender.
     app.on(["pull_request.opened", "pull_request.closed"], (context) => onPullRequest(context, deps));
     app.on("pull_request.closed", (context) => onSubTaskMerged(context, deps));
+    // A merge moves the base: other Fleet PRs that now conflict get a rebase run.
+    app.on("pull_request.closed", (context) => onFleetPrMerged(context, deps));
     // Runs are started by Fleet's own bot, and their ends come from GitHub: not filtered by sender.
     app.on(["workflow_run.completed", "workflow_job.completed"], (context) =>
       onWorkflowRunCompleted(context, deps),

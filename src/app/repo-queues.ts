@@ -4,6 +4,7 @@ import { nextWakeAt } from "../core/scheduler.ts";
 import type { GitHubClient } from "../github/client.ts";
 import { readFleetConfig } from "../github/read-config.ts";
 import { createActionsDispatcher } from "../queue/actions-dispatcher.ts";
+import { createDashboardPublisher, type DashboardPublisher } from "../queue/dashboard.ts";
 import type { Dispatcher } from "../queue/dispatcher.ts";
 import { localDispatcher } from "../queue/dispatcher.ts";
 import { reconcileRepo } from "../queue/reconcile.ts";
@@ -27,6 +28,8 @@ export interface RepoQueueFactoryOptions {
 }
 
 interface RepoHandle {
+  /** The pinned dashboard issue, refreshed after every queue operation when `dashboard: true`. */
+  dashboard: DashboardPublisher;
   store: GitHubStateStore;
   /** The store seen through a write queue: transitions arriving together share one commit. */
   coalesced: StateStore;
@@ -60,7 +63,14 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
           minIntervalMs: options.trackerIntervalMs,
         });
         const coalesced = coalescingStore(store, { maxDelayMs: 50 });
-        return { store, coalesced, tracker, octokit };
+        const dashboard = createDashboardPublisher({
+          octokit,
+          repo: { owner, repo },
+          store: coalesced,
+          clock: options.clock,
+          log: (m) => app.log.warn(m),
+        });
+        return { store, coalesced, tracker, octokit, dashboard };
       })();
       handles.set(key, h);
       h.catch(() => handles.delete(key));
@@ -117,7 +127,10 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
       tracker: h.tracker,
       clock: options.clock,
       log,
-      onState: (doc, config) => armWake(owner, repo, h, doc, config),
+      onState: (doc, config) => {
+        armWake(owner, repo, h, doc, config);
+        h.dashboard.update(doc, config);
+      },
     });
   }
 
@@ -173,7 +186,11 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
       }
     },
     async flush(): Promise<void> {
-      for (const h of handles.values()) await (await h).tracker.flush();
+      for (const pending of handles.values()) {
+        const h = await pending;
+        await h.tracker.flush();
+        await h.dashboard.flush();
+      }
     },
     /** Disarms the wake-up timers (the app is stopping). */
     async stop(): Promise<void> {

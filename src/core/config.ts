@@ -58,6 +58,7 @@ const F = {
     form: `a non-empty list of roles from: ${REPO_ROLES.join(", ")}`,
   },
   per_user_daily_tasks: intField(1, 10_000),
+  dashboard_interval_seconds: intField(0, 86_400),
   workflow: { schema: z.string().regex(WORKFLOW_FILE), form: "a workflow file name ending in .yml or .yaml" },
 } satisfies Record<string, Field>;
 
@@ -114,6 +115,8 @@ const FleetConfigInputSchema = z.strictObject({
   serialize_overlapping: boolField.schema.default(false),
   auto_label_discovered: boolField.schema.default(false),
   workflow: F.workflow.schema.default("fleet-task.yml"),
+  dashboard: boolField.schema.default(false),
+  dashboard_interval_seconds: F.dashboard_interval_seconds.schema.default(60),
 });
 
 export interface CoderConfig {
@@ -154,6 +157,10 @@ export interface FleetConfig {
   serialize_overlapping: boolean;
   auto_label_discovered: boolean;
   workflow: string;
+  /** Keep one pinned dashboard issue per repository current (opt-in: it creates an issue). */
+  dashboard: boolean;
+  /** At most one dashboard edit per this many seconds (0: every change). */
+  dashboard_interval_seconds: number;
 }
 
 /** Built-in coders; a repository's `coders:` entries are merged over these key by key. */
@@ -226,6 +233,8 @@ function fieldAt(path: readonly string[]): Field | undefined {
     serialize_overlapping: boolField,
     auto_label_discovered: boolField,
     workflow: F.workflow,
+    dashboard: boolField,
+    dashboard_interval_seconds: F.dashboard_interval_seconds,
   };
   return simple[key];
 }

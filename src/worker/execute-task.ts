@@ -14,6 +14,7 @@ import { recordLedger } from "../state/doc.ts";
 import type { StateStore } from "../state/store.ts";
 import { postAbComparisonIfDue, resultSummaryOf } from "./ab-comparison.ts";
 import type { GitAuth } from "./git.ts";
+import { runRebase } from "./rebase-run.ts";
 import { runTask, type TaskOutcome } from "./run-task.ts";
 import { applySplitOutcome, specialRunFor } from "./special-runs.ts";
 
@@ -94,7 +95,8 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
   const log = deps.log ?? (() => {});
 
   // 1.
-  const startIn = (t: Task) => (deps.config.plan_phase && !t.approved ? "planning" : "running");
+  // A rebase run has no plan phase.
+  const startIn = (t: Task) => (deps.config.plan_phase && !t.approved && !t.rebase ? "planning" : "running");
   const task = await claimTask(deps.store, taskId, deps.holder, clock(), ttl, startIn);
   if (!task) return undefined;
   const adapter = deps.adapterFor(task.coder);
@@ -182,8 +184,13 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
   let current: TaskState = task.state;
   const planPhase = deps.config.plan_phase && !task.approved;
   let outcome: TaskOutcome;
+  // A rebase run of an open PR (after a merge elsewhere, or `fleet:rebase`) takes the same worker deps.
+  const rebase = task.rebase && task.pr !== undefined ? { request: task.rebase, pr: task.pr } : undefined;
+  const run: typeof runTask = rebase
+    ? (spec, workerDeps) => runRebase({ ...spec, pr: rebase.pr, request: rebase.request }, workerDeps)
+    : runTask;
   try {
-    outcome = await runTask(
+    outcome = await run(
       {
         taskId,
         repo: `${deps.repo.owner}/${deps.repo.repo}`,
@@ -300,6 +307,8 @@ async function recordOutcome(task: Task, outcome: TaskOutcome, deps: ExecuteDeps
         resetAt,
       )
     : reason;
+  // The rebase request is used once, unless the run is retried.
+  if (task.rebase && to !== "queued" && to !== "rate-limited") patch.rebase = undefined;
   await deps.queue.move(task.issue, to, {
     taskId: task.id,
     // The PR's own webhook may have moved the task to pr-open already: then only the fields are added.

@@ -53,6 +53,8 @@ describe("parseFleetConfig defaults", () => {
       serialize_overlapping: false,
       auto_label_discovered: false,
       workflow: "fleet-task.yml",
+      dashboard: false,
+      dashboard_interval_seconds: 60,
     });
   });
 

@@ -1,0 +1,127 @@
+import type { Context } from "probot";
+import { parseFleetLabel } from "../core/labels.ts";
+import type { RebaseRequest, Task } from "../core/task.ts";
+import { allowedOrExplain } from "./guard.ts";
+import { loadRepoConfig } from "./load-config.ts";
+import type { HandlerDeps } from "./on-issue-labeled.ts";
+import { taskForPullRequest } from "./on-pull-request.ts";
+
+type IssueContext = Context<"issues" | "issue_comment">;
+type Queue = Awaited<ReturnType<HandlerDeps["queues"]["forContext"]>>;
+
+/** GitHub computes `mergeable` in the background after the base moves: ask a few times before giving up. */
+const MERGEABLE_TRIES = 4;
+const MERGEABLE_WAIT_MS = 750;
+
+/**
+ * `pull_request.closed` (merged) on a `fleet/*` branch: every other open Fleet PR of the repository
+ * that no longer merges cleanly gets a rebase run. GitHub's `mergeable` decides; when GitHub has not
+ * computed it yet, the run is queued anyway and the worker tests the merge with git before touching
+ * the branch.
+ */
+export async function onFleetPrMerged(
+  context: Context<"pull_request.closed">,
+  deps: HandlerDeps,
+): Promise<void> {
+  const merged = context.payload.pull_request;
+  if (!merged.merged || !merged.head.ref.startsWith("fleet/")) return;
+  const loaded = await loadRepoConfig(context as unknown as Context<"issues">);
+  if (!loaded.ok) return;
+  const queue = await deps.queues.forContext(context, loaded.config);
+  const doc = await queue.snapshot();
+  const candidates = Object.values(doc.tasks).filter(
+    (t) => t.state === "pr-open" && t.pr !== undefined && t.pr !== merged.number,
+  );
+  for (const task of candidates) {
+    const mergeable = await mergeableOf(context, task.pr!);
+    if (mergeable === "closed" || mergeable === true) continue;
+    await requestRebase(queue, task, {
+      why: `#${merged.number} was merged into \`${merged.base.ref}\``,
+      onlyIfConflicting: true,
+    });
+  }
+}
+
+async function mergeableOf(
+  context: Context<"pull_request.closed">,
+  pr: number,
+): Promise<boolean | null | "closed"> {
+  for (let i = 0; i < MERGEABLE_TRIES; i++) {
+    let data: { state: string; mergeable?: boolean | null };
+    try {
+      ({ data } = await context.octokit.rest.pulls.get({ ...context.repo(), pull_number: pr }));
+    } catch {
+      return null;
+    }
+    if (data.state !== "open") return "closed";
+    if (data.mergeable === true || data.mergeable === false) return data.mergeable;
+    await new Promise((r) => setTimeout(r, MERGEABLE_WAIT_MS));
+  }
+  return null;
+}
+
+/** pr-open -> queued with the rebase request on the task; false when the task was not waiting on its PR. */
+async function requestRebase(queue: Queue, task: Task, rebase: RebaseRequest): Promise<boolean> {
+  const moved = await queue.move(task.issue, "queued", {
+    taskId: task.id,
+    from: ["pr-open"],
+    patch: { rebase },
+  });
+  return moved.length > 0;
+}
+
+/**
+ * `fleet:rebase` on a Fleet PR (`pull_request.labeled`) or on its issue (`issues.labeled`): a rebase
+ * run of the task on demand, even when the PR still merges cleanly. The label is taken off again so
+ * it can be applied the next time.
+ */
+export async function onRebaseLabel(
+  context: Context<"issues.labeled"> | Context<"pull_request.labeled">,
+  deps: HandlerDeps,
+): Promise<void> {
+  const label = context.payload.label?.name;
+  if (!label || parseFleetLabel(label, deps.knownCoders).kind !== "rebase") return;
+  const asIssue = context as unknown as IssueContext;
+  const loaded = await loadRepoConfig(asIssue);
+  if (!loaded.ok) return;
+  const sender = context.payload.sender.login;
+  if (!(await allowedOrExplain(asIssue, loaded.config, sender))) return;
+  const number =
+    "pull_request" in context.payload ? context.payload.pull_request.number : context.payload.issue.number;
+  const reply = (text: string) =>
+    asIssue.octokit.rest.issues.createComment({ ...asIssue.repo(), issue_number: number, body: text });
+  const queue = await deps.queues.forContext(asIssue, loaded.config);
+  const doc = await queue.snapshot();
+  let task: Task | undefined;
+  if ("pull_request" in context.payload) {
+    const pr = context.payload.pull_request;
+    task = pr.head.ref.startsWith("fleet/")
+      ? taskForPullRequest(doc, { number: pr.number, head: pr.head.ref })
+      : undefined;
+  } else {
+    const tasks = Object.values(doc.tasks).filter((t) => t.issue === number && t.pr !== undefined);
+    task =
+      tasks.find((t) => t.state === "pr-open") ??
+      tasks.sort((a, b) => b.updatedAt.localeCompare(a.updatedAt))[0];
+  }
+  await asIssue.octokit.rest.issues
+    .removeLabel({ ...asIssue.repo(), issue_number: number, name: label })
+    .catch(() => undefined);
+  if (!task) {
+    await reply(
+      "`fleet:rebase` found no Fleet pull request here to rebase. Put the label on a Fleet pull request, or on an issue whose Fleet task has an open pull request.",
+    );
+    return;
+  }
+  if (task.state !== "pr-open") {
+    await reply(
+      `Task \`${task.id}\` is ${task.state}; Fleet rebases a pull request while it waits for review. Add \`fleet:rebase\` again once the current run has ended.`,
+    );
+    return;
+  }
+  const queued = await requestRebase(queue, task, {
+    why: `@${sender} labeled \`fleet:rebase\``,
+    onlyIfConflicting: false,
+  });
+  if (!queued) await reply("The task changed state meanwhile; nothing was queued. Add `fleet:rebase` again.");
+}

@@ -1,0 +1,318 @@
+import { access, mkdir, readFile, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import type { AgentInvocation } from "../agents/types.ts";
+import { redactSecrets } from "../core/redact.ts";
+import type { RebaseRequest } from "../core/task.ts";
+import { combineTotals, type RunTotals } from "../core/usage.ts";
+import { parseRepoFullName } from "../github/client.ts";
+import { renderRebased, renderRebaseFailed } from "../render/rebase-comment.ts";
+import { taskArtifactsDir } from "./artifacts.ts";
+import { git } from "./git.ts";
+import { assertFleetBranch } from "./publish.ts";
+import { runAgent } from "./run-agent.ts";
+import type { TaskOutcome, WorkerDeps } from "./run-task.ts";
+import { addWorktree, removeWorktree, type Worktree } from "./worktree.ts";
+
+export interface RebaseSpec {
+  taskId: string;
+  /** "owner/name". */
+  repo: string;
+  issue: number;
+  title: string;
+  coder: string;
+  model: string;
+  pr: number;
+  request: RebaseRequest;
+  timeouts: { runMs: number; stallMs: number };
+}
+
+export type RebaseDeps = Pick<
+  WorkerDeps,
+  | "octokit"
+  | "cloneUrl"
+  | "gitAuth"
+  | "workDir"
+  | "adapter"
+  | "credential"
+  | "modelBaseUrl"
+  | "agentEnv"
+  | "signal"
+  | "secrets"
+>;
+
+/** At most this many conflicted commits are handed to the agent in one rebase. */
+const MAX_AGENT_STEPS = 5;
+export const REBASE_LOG_FILE = "rebase.log";
+const MARKER = /^(<{7}|>{7})( |$)|^={7}$/m;
+
+class RebaseFailed extends Error {
+  constructor(
+    message: string,
+    readonly conflicts: string[],
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * A rebase run of a task whose pull request is open: in the task's own worktree, a plain `git rebase`
+ * of the PR branch onto its base; at each commit that conflicts, the task's agent resolves the files
+ * git names (and must leave no conflict markers); then a force-push with lease, so a push made to the
+ * branch meanwhile is never overwritten. When the request came from a merge elsewhere, a branch that
+ * still merges cleanly is left alone. Any failure leaves the branch as it was and tells the PR which
+ * files conflict and what to do. The task stays `pr-open` either way (outcome `pr-opened`), except
+ * for a cancel, or a PR that was merged (done) or closed meanwhile.
+ */
+export async function runRebase(spec: RebaseSpec, deps: RebaseDeps): Promise<TaskOutcome> {
+  const ref = parseRepoFullName(spec.repo);
+  const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
+  const logPath = join(artifactsDir, REBASE_LOG_FILE);
+  const secrets = [
+    ...(deps.secrets ?? []),
+    ...(deps.credential ? [deps.credential.value] : []),
+    ...(deps.gitAuth ? [deps.gitAuth.token] : []),
+  ].filter((s) => s.length > 0);
+  const redact = (text: string) => redactSecrets(text, secrets);
+  const outcome: TaskOutcome = { outcome: "pr-opened", logPath, artifacts: {} };
+  await mkdir(artifactsDir, { recursive: true });
+  await writeFile(logPath, "");
+
+  const { data: pr } = await deps.octokit.rest.pulls.get({ ...ref, pull_number: spec.pr });
+  if (pr.state !== "open") {
+    outcome.outcome = pr.merged ? "no-changes" : "failed";
+    outcome.noRetry = true;
+    outcome.reason = `Pull request #${spec.pr} was ${pr.merged ? "merged" : "closed"} before the rebase ran; nothing to rebase.`;
+    return outcome;
+  }
+  const branch = pr.head.ref;
+  const base = pr.base.ref;
+  const view = { why: spec.request.why, branch, base };
+  outcome.pr = { number: pr.number, url: pr.html_url, head: branch };
+  const comment = (body: string) =>
+    deps.octokit.rest.issues
+      .createComment({ ...ref, issue_number: spec.pr, body: redact(body) })
+      .catch(() => undefined);
+
+  let wt: Worktree | undefined;
+  let totals: RunTotals | undefined;
+  let conflicts: string[] = [];
+  try {
+    assertFleetBranch(branch);
+    wt = await addWorktree(
+      deps.workDir,
+      { repo: spec.repo, cloneUrl: deps.cloneUrl, auth: deps.gitAuth },
+      spec.taskId,
+      branch,
+    );
+    if (!wt.continued) throw new RebaseFailed(`The branch \`${branch}\` is not on GitHub any more.`, []);
+    const cwd = wt.path;
+    const baseSha = (await git(["rev-parse", `refs/remotes/origin/${base}^{commit}`], { cwd })).stdout.trim();
+
+    const based = await git(["merge-base", "--is-ancestor", baseSha, "HEAD"], { cwd, okCodes: [1] });
+    const clean = await git(["merge-tree", "--write-tree", "--name-only", "--no-messages", "HEAD", baseSha], {
+      cwd,
+      okCodes: [1],
+    });
+    if (based.exitCode === 0 || (spec.request.onlyIfConflicting && clean.exitCode === 0)) {
+      outcome.reason =
+        based.exitCode === 0
+          ? `\`${branch}\` already contains \`${base}\`; nothing to rebase.`
+          : `\`${branch}\` still merges cleanly into \`${base}\`; left as it is.`;
+      return outcome;
+    }
+
+    // 1. A plain rebase; 2. the agent at each conflicted commit; 3. no markers anywhere in the result.
+    let r = await git(["-c", "core.editor=true", "rebase", baseSha], { cwd, okCodes: [1] });
+    const resolved = new Set<string>();
+    let agentSteps = 0;
+    for (let guard = 0; r.exitCode !== 0 || (await rebaseInProgress(cwd)); guard++) {
+      if (guard > 100) throw new RebaseFailed("The rebase did not finish.", conflicts);
+      if (deps.signal?.aborted) throw new RebaseFailed("The run was cancelled.", conflicts);
+      const unmerged = await unmergedFiles(cwd);
+      if (unmerged.length === 0) {
+        // Nothing left to resolve: the commit became empty (its change is already in the base).
+        r = await git(["-c", "core.editor=true", "rebase", "--skip"], { cwd, okCodes: [1] });
+        continue;
+      }
+      conflicts = [...new Set([...conflicts, ...unmerged])].sort();
+      if (++agentSteps > MAX_AGENT_STEPS)
+        throw new RebaseFailed(
+          `More than ${MAX_AGENT_STEPS} commits of the branch conflict; this needs a person.`,
+          conflicts,
+        );
+      const step = await resolveWithAgent(spec, deps, cwd, {
+        branch,
+        base,
+        files: unmerged,
+        logPath,
+        artifactsDir,
+      });
+      totals = combineTotals(totals, step.totals);
+      if (step.error) throw new RebaseFailed(step.error, conflicts);
+      const left = await filesWithMarkers(cwd, unmerged);
+      if (left.length > 0)
+        throw new RebaseFailed(
+          `The agent left conflict markers in ${left.map((f) => `\`${f}\``).join(", ")}${step.summary ? `. Its summary: ${step.summary}` : "."}`,
+          conflicts,
+        );
+      for (const f of unmerged) resolved.add(f);
+      await git(["add", "-A"], { cwd });
+      r = await git(["-c", "core.editor=true", "rebase", "--continue"], { cwd, okCodes: [1] });
+    }
+    const changed = (await git(["diff", "--name-only", baseSha, "HEAD"], { cwd })).stdout
+      .split("\n")
+      .filter(Boolean);
+    const marked = await filesWithMarkers(cwd, changed);
+    if (marked.length > 0)
+      throw new RebaseFailed(
+        `The rebased branch still has conflict markers in ${marked.map((f) => `\`${f}\``).join(", ")}.`,
+        conflicts,
+      );
+    const diff = (await git(["diff", wt.startSha, "HEAD"], { cwd })).stdout;
+    if (secrets.some((s) => s.length >= 8 && diff.includes(s)))
+      throw new RebaseFailed(
+        "The resolved files contain a secret value from the worker's environment, so Fleet did not push them.",
+        conflicts,
+      );
+    if (deps.signal?.aborted) throw new RebaseFailed("The run was cancelled before the push.", conflicts);
+
+    // Someone pushing to the branch meanwhile wins: the lease is the commit this run started from.
+    const push = await git(
+      [
+        "push",
+        "-q",
+        `--force-with-lease=refs/heads/${branch}:${wt.startSha}`,
+        deps.cloneUrl,
+        `HEAD:refs/heads/${branch}`,
+      ],
+      { cwd, auth: deps.gitAuth, okCodes: [1] },
+    );
+    if (push.exitCode !== 0)
+      throw new RebaseFailed(
+        `The push was refused: \`${branch}\` changed on GitHub while Fleet rebased it.`,
+        conflicts,
+      );
+    if (totals) outcome.totals = totals;
+    await comment(renderRebased({ ...view, baseSha, resolved: [...resolved].sort(), totals }));
+    return outcome;
+  } catch (error) {
+    if (totals) outcome.totals = totals;
+    const reason = redact(error instanceof Error ? error.message : String(error));
+    if (deps.signal?.aborted) {
+      outcome.outcome = "cancelled";
+      outcome.reason = reason;
+      return outcome;
+    }
+    outcome.reason = `Rebase failed: ${reason}`;
+    await comment(
+      renderRebaseFailed({
+        ...view,
+        conflicts: error instanceof RebaseFailed ? error.conflicts : conflicts,
+        reason,
+        totals,
+      }),
+    );
+    return outcome;
+  } finally {
+    if (wt) {
+      await git(["rebase", "--abort"], { cwd: wt.path, okCodes: [1, 128] }).catch(() => undefined);
+      await removeWorktree(wt);
+    }
+  }
+}
+
+async function rebaseInProgress(cwd: string): Promise<boolean> {
+  for (const dir of ["rebase-merge", "rebase-apply"]) {
+    const p = (await git(["rev-parse", "--git-path", dir], { cwd })).stdout.trim();
+    if (
+      await access(resolve(cwd, p)).then(
+        () => true,
+        () => false,
+      )
+    )
+      return true;
+  }
+  return false;
+}
+
+async function unmergedFiles(cwd: string): Promise<string[]> {
+  const out = (await git(["diff", "--name-only", "--diff-filter=U"], { cwd })).stdout;
+  return [...new Set(out.split("\n").filter(Boolean))].sort();
+}
+
+async function filesWithMarkers(cwd: string, files: readonly string[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const f of files) {
+    const text = await readFile(join(cwd, f), "utf8").catch(() => undefined);
+    if (text !== undefined && MARKER.test(text)) out.push(f);
+  }
+  return out;
+}
+
+// Coders read a few alternative credential variables; any other name is a label for reports only.
+const CREDENTIAL_VARIABLES = new Set([
+  "ANTHROPIC_API_KEY",
+  "ANTHROPIC_AUTH_TOKEN",
+  "CLAUDE_CODE_OAUTH_TOKEN",
+  "OPENAI_API_KEY",
+  "CODEX_API_KEY",
+]);
+
+export function conflictPrompt(
+  spec: Pick<RebaseSpec, "pr" | "issue" | "title" | "request">,
+  at: { branch: string; base: string; files: readonly string[]; commit?: string },
+): string {
+  return [
+    `Fleet is rebasing \`${at.branch}\` (pull request #${spec.pr}, for issue #${spec.issue}: ${JSON.stringify(spec.title)}) onto \`${at.base}\`: ${spec.request.why}.`,
+    "",
+    `Git stopped${at.commit ? ` while replaying ${at.commit}` : ""} because these files conflict with \`${at.base}\`:`,
+    "",
+    ...at.files.map((f) => `- ${f}`),
+    "",
+    "Edit each of these files in the working directory so that it keeps the intent of both sides: the base branch's change and this branch's change. Remove every conflict marker (<<<<<<<, =======, >>>>>>>).",
+    "Do not run git commands that change history or the index (commit, rebase, reset, checkout, stash, add); Fleet stages your edits, continues the rebase and pushes.",
+    "If a conflict cannot be resolved sensibly, leave that file's markers in place and say why in your final message.",
+  ].join("\n");
+}
+
+async function resolveWithAgent(
+  spec: RebaseSpec,
+  deps: RebaseDeps,
+  cwd: string,
+  at: { branch: string; base: string; files: string[]; logPath: string; artifactsDir: string },
+): Promise<{ totals?: RunTotals; error?: string; summary?: string }> {
+  const commit = (
+    await git(["log", "-1", "--format=%h %s", "REBASE_HEAD"], { cwd, okCodes: [128] })
+  ).stdout.trim();
+  const invocation: AgentInvocation = {
+    prompt: conflictPrompt(spec, { ...at, commit: commit || undefined }),
+    model: spec.model,
+    phase: "work",
+    cwd,
+    home: join(at.artifactsDir, "home"),
+  };
+  if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
+  if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
+  if (deps.credential) {
+    const name = CREDENTIAL_VARIABLES.has(deps.credential.name)
+      ? deps.credential.name
+      : deps.adapter.credentialEnv;
+    invocation.credential = { name, value: deps.credential.value };
+  }
+  await mkdir(invocation.home!, { recursive: true });
+  const r = await runAgent(deps.adapter, invocation, {
+    timeoutMs: spec.timeouts.runMs,
+    stallMs: spec.timeouts.stallMs,
+    signal: deps.signal,
+    logFile: at.logPath,
+  });
+  const totals = r.totals && deps.credential ? { ...r.totals, credential: deps.credential.name } : r.totals;
+  if (r.reason === "completed") return { totals, summary: r.summary };
+  const why =
+    r.reason === "timeout" || r.reason === "stall"
+      ? `The agent resolving the conflicts was stopped (${r.reason}).`
+      : r.reason === "rate-limited"
+        ? "The agent resolving the conflicts was rate-limited."
+        : `The agent resolving the conflicts failed${r.error ? `: ${r.error}` : "."}`;
+  return { totals, error: why };
+}

@@ -1,0 +1,187 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { execa } from "execa";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getAdapter } from "../../src/agents/index.ts";
+import type { Task } from "../../src/core/task.ts";
+import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
+import { createGitHubStateStore } from "../../src/state/github-store.ts";
+import { type LocalWorker, startLocalWorker } from "../../src/worker/local-worker.ts";
+import { botClient, waitFor } from "../support/bot-client.ts";
+import { type Harness, startHarness } from "../support/harness.ts";
+
+const FLEET_YML =
+  "dispatch: local\nmax_concurrent: 1\nplan_phase: false\ntimeouts: { run_minutes: 3, stall_minutes: 2 }\n";
+const USAGE = { input_tokens: 900, output_tokens: 60 };
+const config = (limit: string) =>
+  `export const name = "widgets";\nexport const limit = ${limit};\nexport const mode = "fast";\n`;
+
+/** One Bash call that writes src/config.ts with `content`, then a final answer. */
+const writeConfig = (content: string, final: string) => [
+  {
+    toolUses: [
+      {
+        name: "Bash",
+        input: { command: `printf '%s' '${content}' > src/config.ts`, description: "write src/config.ts" },
+      },
+    ],
+    usage: USAGE,
+  },
+  { text: final, usage: USAGE },
+];
+
+describe("a merge makes other Fleet PRs conflict: Fleet rebases them (real git, real Claude CLI, scripted model)", () => {
+  let h: Harness;
+  let model: ScriptServer;
+  let worker: LocalWorker;
+  let workDir: string;
+  let gitDir: string;
+
+  beforeAll(async () => {
+    process.env.PATH = `${resolve("node_modules/.bin")}:${process.env.PATH}`;
+    h = await startHarness({ files: { ".github/fleet.yml": FLEET_YML, "src/config.ts": config("10") } });
+    gitDir = fileURLToPath(h.cloneUrl);
+    model = await startAnthropicScriptServer({
+      turns: [
+        // Three tasks change the same line, one after the other (one slot; priorities fix the order).
+        ...writeConfig(config("20"), "Limit raised to 20."),
+        ...writeConfig(config("30"), "Limit raised to 30."),
+        ...writeConfig(config("40"), "Limit raised to 40."),
+        // Rebase of the second task's PR: the agent resolves the conflict (keeps 30, notes the base's 20).
+        ...writeConfig(
+          `${config("30")}// main raised the limit to 20 meanwhile; this change keeps 30.\n`,
+          "Resolved.",
+        ),
+        // Rebase of the third task's PR: the agent gives up and leaves the markers.
+        {
+          text: "Both sides set a different limit; I cannot tell which one is meant, so I left the markers.",
+          usage: USAGE,
+        },
+      ],
+    });
+    workDir = await mkdtemp(join(tmpdir(), "fleet-rebase-"));
+    const octokit = await botClient(h.gh, h.full);
+    worker = startLocalWorker({
+      repo: { owner: h.owner, repo: h.name },
+      octokit,
+      store: createGitHubStateStore({ octokit, owner: h.owner, repo: h.name }),
+      cloneUrl: h.cloneUrl,
+      workDir,
+      adapterFor: getAdapter,
+      credentialFor: () => ({ name: "anthropic-demo", value: "sk-ant-demo-credential-000000" }),
+      modelBaseUrl: model.url,
+      agentEnv: { CLAUDE_CODE_MAX_RETRIES: "0" },
+      pollMs: 200,
+      heartbeatMs: 1_000,
+      trackerIntervalMs: 0,
+      log: (m) => console.error(`[worker] ${m}`),
+    });
+  });
+
+  afterAll(async () => {
+    await worker?.stop();
+    await model?.stop();
+    await h?.stop();
+    if (workDir) await rm(workDir, { recursive: true, force: true });
+  });
+
+  const taskOf = async (issue: number): Promise<Task | undefined> =>
+    (await h.tasks()).find((t) => t.issue === issue);
+  const gitOut = async (...args: string[]) => (await execa("git", ["--git-dir", gitDir, ...args])).stdout;
+  const isAncestor = async (a: string, b: string) =>
+    (await execa("git", ["--git-dir", gitDir, "merge-base", "--is-ancestor", a, b], { reject: false }))
+      .exitCode === 0;
+  const prOpen = (issue: number, extra: (t: Task) => boolean = () => true) =>
+    waitFor(
+      `gh-${issue} pr-open`,
+      async () => {
+        const t = await taskOf(issue);
+        return t?.state === "pr-open" && t.totals && !t.rebase && extra(t) ? t : undefined;
+      },
+      240_000,
+    );
+  const pull = async (n: number) =>
+    (await h.mona.rest.pulls.get({ owner: h.owner, repo: h.name, pull_number: n })).data;
+  const prComments = (n: number) => h.gh.comments(h.full, n).map((c) => c.body);
+
+  it("rebases the PR the agent can resolve, and tells the other PR which files conflict", async () => {
+    const first = await h.newIssue("Limit 20", "Set `limit` in `src/config.ts` to 20.");
+    const second = await h.newIssue("Limit 30", "Set `limit` in `src/config.ts` to 30.");
+    const third = await h.newIssue("Limit 40", "Set `limit` in `src/config.ts` to 40.");
+    await h.label(first, "fleet:claude");
+    await h.label(second, "fleet:p1", "fleet:claude");
+    await h.label(third, "fleet:p3", "fleet:claude");
+
+    const a = await prOpen(first);
+    const b = await prOpen(second);
+    const c = await prOpen(third);
+    const bBefore = await pull(b.pr!);
+    const cBefore = await pull(c.pr!);
+    expect(bBefore.mergeable).toBe(true);
+    expect(cBefore.mergeable).toBe(true);
+
+    await h.mona.rest.pulls.merge({ owner: h.owner, repo: h.name, pull_number: a.pr! });
+    await h.settle();
+    const main = await gitOut("rev-parse", "refs/heads/main");
+    expect((await taskOf(first))?.state).toBe("done");
+
+    // The second PR: rebased onto the merge, the agent's resolution pushed, nothing left to resolve.
+    const rebased = await waitFor(
+      "the second PR rebased",
+      async () => {
+        const body = prComments(b.pr!).find((t) => t.includes("Fleet rebased this pull request"));
+        return body && (await taskOf(second))?.state === "pr-open" ? body : undefined;
+      },
+      300_000,
+    );
+    expect(rebased).toContain(`#${a.pr} was merged into \`main\``);
+    expect(rebased).toContain("- `src/config.ts`");
+    const bAfter = await pull(b.pr!);
+    expect(bAfter.head.sha).not.toBe(bBefore.head.sha);
+    expect(await isAncestor(main, bAfter.head.sha)).toBe(true);
+    const resolved = await gitOut("show", `${bAfter.head.sha}:src/config.ts`);
+    expect(resolved).not.toMatch(/^(<{7}|={7}|>{7})/m);
+    expect(resolved).toContain("export const limit = 30;");
+    expect(bAfter.mergeable).toBe(true);
+    const bTask = await taskOf(second);
+    expect(bTask?.rebase).toBeUndefined();
+    expect(bTask?.pr).toBe(b.pr);
+
+    // The third PR: the agent left the markers, so the branch is unchanged and the PR says what to do.
+    const failed = await waitFor(
+      "the third PR's rebase comment",
+      async () => prComments(c.pr!).find((t) => t.includes("Fleet could not rebase this pull request")),
+      300_000,
+    );
+    expect(failed).toContain("conflicts with `main` in these files:");
+    expect(failed).toContain("- `src/config.ts`");
+    expect(failed).toContain("left conflict markers");
+    expect(failed).toContain("git rebase origin/main");
+    const cTask = await prOpen(third);
+    expect(cTask.rebase).toBeUndefined();
+    const cAfter = await pull(c.pr!);
+    expect(cAfter.head.sha).toBe(cBefore.head.sha);
+    expect(cAfter.mergeable).toBe(false);
+    // Every scripted turn was played: the two rebases ran the agent, nothing else did.
+    expect(model.played).toBe(9);
+  }, 900_000);
+
+  it("`fleet:rebase` on a Fleet PR runs a rebase on demand and takes the label off again", async () => {
+    const tasks = await h.tasks();
+    const second = tasks.find((t) => t.state === "pr-open" && t.title === "Limit 30")!;
+    const attempts = second.attempts;
+    await h.mona.rest.issues.addLabels({
+      owner: h.owner,
+      repo: h.name,
+      issue_number: second.pr!,
+      labels: ["fleet:rebase"],
+    });
+    await h.settle();
+    const after = await prOpen(second.issue, (t) => t.attempts > attempts);
+    expect(after.rebase).toBeUndefined();
+    const labels = (await pull(second.pr!)).labels.map((l) => l.name);
+    expect(labels).not.toContain("fleet:rebase");
+  }, 300_000);
+});
