@@ -4,6 +4,17 @@ import type { FleetStateDoc } from "../state/doc.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import type { HandlerDeps } from "./on-issue-labeled.ts";
 
+/**
+ * A pull request whose head lives in another repository (a fork): its branch may carry a task's
+ * name, but it is not Fleet's branch, so it never moves a task or starts a run.
+ */
+export function fromFork(pr: {
+  head: { repo?: { full_name: string } | null };
+  base: { repo: { full_name: string } };
+}): boolean {
+  return pr.head.repo?.full_name?.toLowerCase() !== pr.base.repo.full_name.toLowerCase();
+}
+
 /** The task whose branch or PR this is. */
 export function taskForPullRequest(
   doc: FleetStateDoc,
@@ -24,7 +35,7 @@ export async function onPullRequest(
   deps: HandlerDeps,
 ): Promise<void> {
   const pr = context.payload.pull_request;
-  if (!pr.head.ref.startsWith("fleet/")) return;
+  if (!pr.head.ref.startsWith("fleet/") || fromFork(pr)) return;
   const loaded = await loadRepoConfig(context as unknown as Context<"issues">);
   if (!loaded.ok) return;
   const queue = await deps.queues.forContext(context, loaded.config);

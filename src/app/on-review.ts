@@ -4,7 +4,7 @@ import { renderCommandReply } from "../render/command-replies.ts";
 import { allowedOrExplain } from "./guard.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import type { HandlerDeps } from "./on-issue-labeled.ts";
-import { taskForPullRequest } from "./on-pull-request.ts";
+import { fromFork, taskForPullRequest } from "./on-pull-request.ts";
 
 type ReviewContext = Context<"pull_request_review.submitted">;
 type CommentContext = Context<"issue_comment.created">;
@@ -13,7 +13,7 @@ type CommentContext = Context<"issue_comment.created">;
 export async function onReview(context: ReviewContext, deps: HandlerDeps): Promise<void> {
   const { review, pull_request: pr } = context.payload;
   const command = parseFleetCommand(review.body ?? "", { onPullRequest: true });
-  if (command.kind !== "instructions") return;
+  if (command.kind !== "instructions" || fromFork(pr)) return;
   const loaded = await loadRepoConfig(context as unknown as Context<"issues">);
   if (!loaded.ok) return;
   const sender = review.user?.login ?? context.payload.sender.login;
@@ -49,6 +49,10 @@ export async function requestReviewRun(
   let head = req.head;
   if (head === undefined) {
     const { data } = await context.octokit.rest.pulls.get({ ...context.repo(), pull_number: req.pr });
+    if (fromFork(data)) {
+      await reply("This pull request comes from a fork; Fleet runs agents only on its own branches.");
+      return;
+    }
     head = data.head.ref;
   }
   const task = taskForPullRequest(doc, { number: req.pr, head });

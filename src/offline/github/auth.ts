@@ -27,7 +27,8 @@ export class Auth {
     for (const [t, rec] of this.tokens) if (rec.kind === "user" && rec.login === login) return t;
     const token = `ghp_${randomBytes(18).toString("hex")}`;
     this.tokens.set(token, { kind: "user", login });
-    this.state.user(login);
+    // Another app's bot ("renovate[bot]") acts as a Bot, as on GitHub.
+    this.state.user(login, login.endsWith("[bot]") ? "Bot" : "User");
     return token;
   }
 
