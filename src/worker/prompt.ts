@@ -14,6 +14,16 @@ export interface PromptInput {
   plan?: string;
 }
 
+/** How much issue text reaches the agent; the rest costs tokens on every turn and is left out with a note. */
+export const PROMPT_LIMITS = { title: 300, body: 20_000, comment: 5_000, comments: 30_000 };
+
+/** `text` cut to `max` characters, with a note saying how much of `what` was left out. */
+function clip(text: string, max: number, what: string): string {
+  if (text.length <= max) return text;
+  const left = text.length - max;
+  return `${text.slice(0, max)}\n\n[Fleet left out the last ${left.toLocaleString("en-US")} characters of this ${what}: it is longer than the ${max.toLocaleString("en-US")} an agent is given.]`;
+}
+
 /**
  * The prompt for one phase of a task. Only collaborators' comments are included: anyone else's
  * text could steer the agent (prompt injection), so it is left out and the agent is told so.
@@ -21,19 +31,40 @@ export interface PromptInput {
 export function buildPrompt(p: PromptInput): string {
   const trusted = p.comments.filter((c) => c.trusted);
   const leftOut = p.comments.length - trusted.length;
+  // The newest comments are kept when together they are too long: they are the latest word.
+  let room = PROMPT_LIMITS.comments;
+  let kept = 0;
+  for (let i = trusted.length - 1; i >= 0; i--) {
+    const size = Math.min(trusted[i]!.body.trim().length, PROMPT_LIMITS.comment);
+    if (size > room) break;
+    room -= size;
+    kept++;
+  }
+  const older = trusted.length - kept;
   const out: string[] = [
     `You are working on GitHub issue #${p.issue} of the repository ${p.repo}, on the branch \`${p.branch}\`.`,
     "Your working directory is a checkout of that branch.",
     "",
     "<issue>",
-    `# ${p.title}`,
+    `# ${clip(p.title, PROMPT_LIMITS.title, "title")}`,
     "",
-    p.body.trim() || "(The issue has no description.)",
+    clip(p.body.trim(), PROMPT_LIMITS.body, "issue description") || "(The issue has no description.)",
     "</issue>",
   ];
   if (trusted.length > 0) {
     out.push("", "Comments on the issue by the repository's collaborators, oldest first:");
-    for (const c of trusted) out.push("", `<comment author="${c.author}">`, c.body.trim(), "</comment>");
+    if (older > 0)
+      out.push(
+        "",
+        `[Fleet left out the ${older} oldest of these comments: together they are longer than the ${PROMPT_LIMITS.comments.toLocaleString("en-US")} characters an agent is given.]`,
+      );
+    for (const c of trusted.slice(older))
+      out.push(
+        "",
+        `<comment author="${c.author}">`,
+        clip(c.body.trim(), PROMPT_LIMITS.comment, "comment"),
+        "</comment>",
+      );
   }
   if (leftOut > 0) {
     out.push(
