@@ -75,6 +75,7 @@ describe("the dashboard issue, kept current by the real app", () => {
     expect(await dashboards()).toHaveLength(1);
     expect(dash.title).toBe("Fleet dashboard");
     expect(dash.user?.type).toBe("Bot");
+    expect(h.gh.issue(h.full, dash.number)?.pinned).toBe(true);
     const body = dash.body!;
     const tasks = await h.tasks();
     const idOf = (issue: number) => tasks.find((t) => t.issue === issue)!.id;

@@ -60,6 +60,8 @@ export interface EmulatedIssue {
   labels: string[];
   assignees: string[];
   isPullRequest: boolean;
+  /** Pinned with GraphQL `pinIssue`. */
+  pinned: boolean;
   subIssues: number[];
   parent?: number;
   comments: Array<{ id: number; body: string; user: { login: string; type: string } }>;
@@ -394,6 +396,7 @@ fetch(${JSON.stringify(`${baseUrl}/_emulator/push/${encodeURIComponent(repo.full
         labels: [...i.labels],
         assignees: [...i.assignees],
         isPullRequest: !!i.pull,
+        pinned: i.pinned === true,
         subIssues: i.subIssues.map((id) => state.issuesById.get(id)?.issue.number ?? -1),
         parent: i.parent !== undefined ? state.issuesById.get(i.parent)?.issue.number : undefined,
         comments: i.comments.map((c) => ({

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Faults } from "./faults.ts";
+import { handleGraphql } from "./graphql.ts";
 import { HttpError } from "./http-error.ts";
 import { type loadSpec, matchRoute, type OpenApiChecker } from "./openapi-check.ts";
 import { classify, type RequestLog } from "./request-log.ts";
@@ -175,6 +176,17 @@ export function createHandler(d: ServerDeps) {
             : "anonymous";
 
       [, bucket] = bucketFor(actor, req.socket.remoteAddress ?? "");
+      // GraphQL is outside the REST description: only the mutations REST lacks (see graphql.ts).
+      if (method === "POST" && url.pathname === "/graphql") {
+        let query: unknown;
+        try {
+          query = JSON.parse(raw.toString("utf8"));
+        } catch {
+          return sendError(new HttpError(400, "Problems parsing JSON"));
+        }
+        const r = handleGraphql(d.world.state, actor, query);
+        return send(r.status, r.body);
+      }
       const match = matchRoute(d.spec, method, url.pathname);
       if (!match) {
         d.unimplemented.push({ method, path: url.pathname, route, inSpec: false });

@@ -98,6 +98,8 @@ export interface Issue {
   parent?: number;
   /** Label changes with who made them, for the issue events API. */
   events?: IssueEventRecord[];
+  /** Pinned to the repository's issue list (GraphQL `pinIssue`). */
+  pinned?: boolean;
 }
 
 export interface IssueEventRecord {
