@@ -263,7 +263,8 @@ async function recordOutcome(task: Task, outcome: TaskOutcome, deps: ExecuteDeps
   if (totals) patch.totals = totals;
   if (totals) patch.runs = appendRun(task.runs, { kind: runKindOf(task), at: clock().toISOString(), totals });
   if (outcome.pr) patch.pr = outcome.pr.number;
-  patch.result = resultSummaryOf(task.attempts, outcome.artifacts.result);
+  // A rebase run writes no RESULT.json: the work run's result stays the task's.
+  if (!task.rebase) patch.result = resultSummaryOf(task.attempts, outcome.artifacts.result);
   // Review instructions are used once; a later review asks again.
   if (task.instructions) patch.instructions = undefined;
   const reason = outcome.reason;
