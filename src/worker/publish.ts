@@ -1,5 +1,5 @@
 import type { GitHubClient, RepoRef } from "../github/client.ts";
-import { type GitAuth, git } from "./git.ts";
+import { type GitAuth, GitError, git } from "./git.ts";
 
 /** Agents push only to fleet/* branches; anything else is refused before git is asked. */
 export function assertFleetBranch(branch: string): void {
@@ -67,7 +67,27 @@ export async function pushBranch(
   auth?: GitAuth,
 ): Promise<void> {
   assertFleetBranch(branch);
-  await git(["push", "-q", cloneUrl, `HEAD:refs/heads/${branch}`], { cwd: worktree, auth });
+  try {
+    await git(["push", "-q", cloneUrl, `HEAD:refs/heads/${branch}`], { cwd: worktree, auth });
+  } catch (error) {
+    throw error instanceof GitError ? pushRejection(branch, error) : error;
+  }
+}
+
+/** A refused push, said plainly: what GitHub answered and what to do about it. */
+export function pushRejection(branch: string, error: GitError): Error {
+  const lines = error.stderr.split("\n").map((l) => l.replace(/^remote:\s*/, "").trim());
+  const said = lines
+    .filter((l) => l && !/^(To |error: failed to push|hint:)/.test(l))
+    .slice(-4)
+    .join(" ");
+  const moved = /non-fast-forward|fetch first|\[rejected\]/.test(error.stderr);
+  const refused = /remote rejected|declined|protected|GH00\d/i.test(error.stderr);
+  if (!moved && !refused) return error;
+  const what = moved
+    ? `the branch \`${branch}\` moved on GitHub while the agent worked (someone else pushed to it); a retry continues from the new commits`
+    : `GitHub refused the push to \`${branch}\` (a branch protection rule or push policy); let Fleet's app push to \`fleet/*\` branches, then \`/fleet retry\``;
+  return new Error(`The push was rejected: ${what}. GitHub said: ${said || error.message}`);
 }
 
 export interface PullRef {
