@@ -1,4 +1,11 @@
-import { type BeadIssue, beadFromTask, issueNumberOf, parseJsonl, rewriteJsonl } from "../beads/index.ts";
+import {
+  type BeadIssue,
+  beadFromTask,
+  fleetMetaOf,
+  issueNumberOf,
+  parseJsonl,
+  rewriteJsonl,
+} from "../beads/index.ts";
 import type { Task } from "../core/task.ts";
 
 /**
@@ -9,18 +16,34 @@ export function syncBeads(beads: string, changed: readonly Task[], allTasks: rea
   if (changed.length === 0) return beads;
   const existing = new Map<string, BeadIssue>();
   const beadForIssue = new Map<number, string>();
+  // Beads of issues that are not tasks (yet), e.g. discovered work: a task for the issue takes them over.
+  const plainForIssue = new Map<number, BeadIssue>();
   for (const { issue } of parseJsonl(beads).records) {
     existing.set(issue.id, issue);
     const n = issueNumberOf(issue);
     if (n !== undefined) beadForIssue.set(n, issue.id);
+    if (n !== undefined && !fleetMetaOf(issue) && issue.status !== "tombstone") plainForIssue.set(n, issue);
   }
   for (const t of allTasks) beadForIssue.set(t.issue, t.id);
-  const upsert = changed.map((task) =>
-    beadFromTask(task, {
-      existing: existing.get(task.id),
+  const remove: string[] = [];
+  const upsert = changed.map((task) => {
+    let base = existing.get(task.id);
+    const plain = base ? undefined : plainForIssue.get(task.issue);
+    if (plain && plain.id !== task.id) {
+      // One bead per issue: the task's bead keeps the plain bead's history and links, under the task's id.
+      base = {
+        ...plain,
+        id: task.id,
+        dependencies: plain.dependencies?.map((d) => ({ ...d, issue_id: task.id })),
+      };
+      remove.push(plain.id);
+      plainForIssue.delete(task.issue);
+    }
+    return beadFromTask(task, {
+      existing: base,
       beadIdForIssue: (issue) => beadForIssue.get(issue),
       createdBy: task.requestedBy ?? "fleet",
-    }),
-  );
-  return rewriteJsonl(beads, { upsert });
+    });
+  });
+  return rewriteJsonl(beads, { upsert, ...(remove.length ? { remove } : {}) });
 }

@@ -13,6 +13,7 @@ import type { RepoQueue } from "../queue/repo-queue.ts";
 import { recordLedger } from "../state/doc.ts";
 import type { StateStore } from "../state/store.ts";
 import { postAbComparisonIfDue, resultSummaryOf } from "./ab-comparison.ts";
+import { fileDiscoveredWork } from "./discovered-work.ts";
 import type { GitAuth } from "./git.ts";
 import { runRebase } from "./rebase-run.ts";
 import { runTask, type TaskOutcome } from "./run-task.ts";
@@ -244,6 +245,8 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
   }
 
   if (special.split) await applySplitOutcome(task, outcome, deps);
+  // The agent's follow-ups become issues discovered from this task.
+  else await fileDiscoveredWork(task, outcome, deps);
 
   // 5. Out of credentials: the task waits until the first one of the pool is free again.
   const poolReset = outcome.outcome === "rate-limited" ? rotation.resetAt() : undefined;

@@ -1,0 +1,122 @@
+import { linkDiscoveredBeads } from "../beads/discovered.ts";
+import type { FleetConfig } from "../core/config.ts";
+import { filedDiscoveries, planDiscoveredIssues } from "../core/discovered.ts";
+import { LABEL_PREFIX } from "../core/labels.ts";
+import type { Task } from "../core/task.ts";
+import type { GitHubClient, RepoRef } from "../github/client.ts";
+import type { RepoQueue } from "../queue/repo-queue.ts";
+import type { StateStore } from "../state/store.ts";
+import { ResultSchema } from "./artifacts.ts";
+import type { TaskOutcome } from "./run-task.ts";
+
+export interface DiscoveredWorkDeps {
+  octokit: GitHubClient;
+  repo: RepoRef;
+  store: StateStore;
+  queue: RepoQueue;
+  config: FleetConfig;
+  clock?: () => Date;
+  log?: (message: string) => void;
+}
+
+/** The label that gave the task its coder (and its model, when it is not the coder's default). */
+export function coderLabelOf(task: Pick<Task, "coder" | "model">, config: FleetConfig): string {
+  const fallback = config.coders[task.coder]?.model;
+  return task.model && task.model !== fallback && task.model !== "default"
+    ? `${LABEL_PREFIX}${task.coder}:${task.model}`
+    : `${LABEL_PREFIX}${task.coder}`;
+}
+
+/**
+ * After a finished run: each follow-up in the agent's RESULT.json becomes an issue that says it was
+ * discovered while working on the task's issue (and PR), linked in beads to the task's bead with a
+ * `discovered-from` dependency. With `auto_label_discovered` the issues get the task's coder label
+ * and are queued (Fleet's own labels do not drive the app). Processing the same run again files
+ * nothing twice: the issues carry a marker per follow-up. Never throws; returns the issue numbers.
+ */
+export async function fileDiscoveredWork(
+  task: Task,
+  outcome: TaskOutcome,
+  deps: DiscoveredWorkDeps,
+): Promise<number[]> {
+  if (outcome.outcome !== "pr-opened" && outcome.outcome !== "no-changes") return [];
+  const parsed = ResultSchema.safeParse(outcome.artifacts.result);
+  if (!parsed.success || parsed.data.followUps.length === 0) return [];
+  const log = deps.log ?? (() => {});
+  const now = (deps.clock ?? (() => new Date()))().toISOString();
+  try {
+    const coderLabel = coderLabelOf(task, deps.config);
+    const autoLabel = deps.config.auto_label_discovered;
+    const pr = outcome.pr?.number ?? task.pr;
+    // Issues filed since the task began are the only ones that can carry its markers.
+    const recent = await deps.octokit.paginate(deps.octokit.rest.issues.listForRepo, {
+      ...deps.repo,
+      state: "all",
+      since: task.createdAt,
+      per_page: 100,
+    });
+    const plan = planDiscoveredIssues({
+      followUps: parsed.data.followUps,
+      taskId: task.id,
+      issue: task.issue,
+      ...(pr !== undefined ? { pr } : {}),
+      coderLabel,
+      autoLabel,
+      existingBodies: recent.map((i) => i.body ?? ""),
+    });
+    const created: Array<{ number: number; title: string; body: string }> = [];
+    for (const item of plan) {
+      const { data } = await deps.octokit.rest.issues.create({
+        ...deps.repo,
+        title: item.title,
+        body: item.body,
+        ...(item.labels.length ? { labels: item.labels } : {}),
+      });
+      created.push({ number: data.number, title: item.title, body: item.body });
+    }
+    const all = [
+      ...recent.map((i) => ({ number: i.number, title: i.title, body: i.body ?? "" })),
+      ...created,
+    ];
+    const filed = filedDiscoveries(task.id, all);
+    const discovered = all.filter((i) => [...filed.values()].includes(i.number));
+
+    if (autoLabel) {
+      const doc = await deps.queue.snapshot();
+      const hasTask = new Set(Object.values(doc.tasks).map((t) => t.issue));
+      for (const i of discovered) {
+        // A rerun queues only what is not queued yet (a finished discovered task is not run again).
+        if (hasTask.has(i.number)) continue;
+        await deps.queue.enqueue({
+          issue: i.number,
+          title: i.title,
+          coder: task.coder,
+          model: task.model,
+          priority: task.priority,
+          dependsOn: [],
+          requestedBy: task.requestedBy ?? "fleet",
+        });
+      }
+    }
+    if (discovered.length > 0) {
+      await deps.store.update(({ beads }) => {
+        const next = linkDiscoveredBeads(
+          beads,
+          task.id,
+          discovered.map((i) => ({ issue: i.number, title: i.title })),
+          now,
+        );
+        if (next === beads) return null;
+        return {
+          beads: next,
+          message: `discovered-from gh-${task.issue} (${task.id}): ${discovered.map((i) => `gh-${i.number}`).join(", ")}`,
+        };
+      });
+    }
+    return discovered.map((i) => i.number);
+  } catch (error) {
+    // The run's outcome stands; the follow-ups are still listed in its pull request.
+    log(`filing the follow-ups of ${task.id} as issues failed: ${(error as Error).message}`);
+    return [];
+  }
+}
