@@ -1,6 +1,7 @@
 import type { Context, Probot } from "probot";
 import type { FleetConfig } from "../core/config.ts";
 import { nextWakeAt } from "../core/scheduler.ts";
+import { budgetHoldEndsAt } from "../economy/budgets.ts";
 import type { GitHubClient } from "../github/client.ts";
 import { readFleetConfig } from "../github/read-config.ts";
 import { createActionsDispatcher } from "../queue/actions-dispatcher.ts";
@@ -87,7 +88,14 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
   let stopped = false;
   function armWake(owner: string, repo: string, h: RepoHandle, doc: FleetStateDoc, config: FleetConfig) {
     if (stopped) return;
-    const at = nextWakeAt(tasksOf(doc), config, clock().toISOString());
+    const now = clock();
+    // A rate limit, backoff or lease running out, or a daily/monthly budget resetting under a held task.
+    const at = [
+      nextWakeAt(tasksOf(doc), config, now.toISOString()),
+      budgetHoldEndsAt(config.budgets, doc.ledger, tasksOf(doc), now),
+    ]
+      .filter((t): t is string => t !== undefined)
+      .sort()[0];
     if (at === undefined) return;
     const due = Date.parse(at);
     if (h.wake && h.wake.at <= due) return;

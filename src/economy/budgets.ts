@@ -122,3 +122,26 @@ export function perUserQuota(
     reason: `@${user} has queued ${count} tasks today, the limit per user is ${limit} (\`per_user_daily_tasks\`); it resets at ${nextUtcMidnight(now).toISOString()}.`,
   };
 }
+
+/**
+ * When the daily/monthly ceilings stop holding a queued task: the next UTC midnight when a task held
+ * now would pass the gate then, else the next month's start. Undefined when no queued task is held.
+ * The app wakes at that moment, so a held task starts by itself when its budget resets.
+ */
+export function budgetHoldEndsAt(
+  budgets: FleetConfig["budgets"],
+  ledger: Ledger,
+  tasks: readonly Pick<Task, "coder" | "state">[],
+  now: Date,
+): string | undefined {
+  const gateNow = budgetReadiness(budgets, ledger, now);
+  const midnight = nextUtcMidnight(now);
+  const gateTomorrow = budgetReadiness(budgets, ledger, midnight);
+  let held = false;
+  for (const t of tasks) {
+    if (t.state !== "queued" || gateNow(t).ready) continue;
+    held = true;
+    if (gateTomorrow(t).ready) return midnight.toISOString();
+  }
+  return held ? nextMonthStart(now).toISOString() : undefined;
+}

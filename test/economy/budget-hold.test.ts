@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { defaultFleetConfig } from "../../src/core/config.ts";
+import { budgetHoldEndsAt } from "../../src/economy/budgets.ts";
 import { applySchedule, enqueueTask } from "../../src/queue/transitions.ts";
 import { emptyStateDoc, recordLedger } from "../../src/state/doc.ts";
 
@@ -44,5 +45,31 @@ describe("daily ceiling in the scheduling pass", () => {
     expect(
       applySchedule(seeded, config, { now: NOW, holder: "dispatch:local" }).doc.tasks[task.id]?.state,
     ).toBe("dispatched");
+  });
+});
+
+describe("when a budget hold ends", () => {
+  const budgets = (b: object) => ({ ...defaultFleetConfig().budgets, ...b });
+  const tasks = [{ coder: "claude", state: "queued" as const }];
+
+  it("is the next UTC midnight for a daily ceiling, the next month for a monthly one, nothing without a hold", () => {
+    const now = new Date(NOW);
+    const spent = recordLedger(emptyStateDoc(), { day: "2025-03-01", coder: "claude", costUsd: 5 }).ledger;
+    expect(budgetHoldEndsAt(budgets({ daily_usd: 5 }), spent, tasks, now)).toBe("2025-03-02T00:00:00.000Z");
+    expect(budgetHoldEndsAt(budgets({ monthly_usd: 5 }), spent, tasks, now)).toBe("2025-04-01T00:00:00.000Z");
+    // The daily ceiling resets tomorrow but the monthly one still holds then.
+    expect(budgetHoldEndsAt(budgets({ daily_usd: 5, monthly_usd: 5 }), spent, tasks, now)).toBe(
+      "2025-04-01T00:00:00.000Z",
+    );
+    expect(budgetHoldEndsAt(budgets({ daily_usd: 6 }), spent, tasks, now)).toBeUndefined();
+    // Only queued tasks are held; a per-coder ceiling holds only that coder.
+    expect(
+      budgetHoldEndsAt(budgets({ daily_usd: 5 }), spent, [{ coder: "claude", state: "running" }], now),
+    ).toBeUndefined();
+    const perCoder = budgets({ per_coder: { codex: { daily_usd: 1 } } });
+    expect(budgetHoldEndsAt(perCoder, spent, tasks, now)).toBeUndefined();
+    expect(budgetHoldEndsAt(budgets({ per_coder: { claude: { daily_usd: 1 } } }), spent, tasks, now)).toBe(
+      "2025-03-02T00:00:00.000Z",
+    );
   });
 });

@@ -17,8 +17,7 @@ const KEYS: Record<string, string> = {
 };
 
 /** App and worker share one clock that the test moves forward: a provider window "reopens" on cue. */
-function movableClock() {
-  let offsetMs = 0;
+function movableClock(offsetMs = 0) {
   return {
     now: () => new Date(Date.now() + offsetMs),
     advance: (ms: number) => {
@@ -162,7 +161,10 @@ describe("every credential of a coder cooling, through the real app, worker and 
 
 describe("a repository's daily ceiling already spent, through the real app", () => {
   let h: Harness;
-  const clock = movableClock();
+  // Half a minute before a UTC midnight: the day's budget resets while the test watches.
+  const real = new Date();
+  const nextMidnight = Date.UTC(real.getUTCFullYear(), real.getUTCMonth(), real.getUTCDate() + 1);
+  const clock = movableClock(nextMidnight - 30_000 - real.getTime());
 
   beforeAll(async () => {
     h = await startHarness({
@@ -178,7 +180,7 @@ describe("a repository's daily ceiling already spent, through the real app", () 
     await h?.stop();
   });
 
-  it("holds a newly labeled task with a comment naming the budget and its reset, and starts it the next day", async () => {
+  it("holds a newly labeled task with a comment naming the budget and its reset, and starts it by itself when the day turns", async () => {
     // The day's spend, as earlier runs left it in the ledger.
     const store = createGitHubStateStore({ octokit: h.mona, owner: h.owner, repo: h.name });
     const today = clock.now().toISOString().slice(0, 10);
@@ -208,12 +210,20 @@ describe("a repository's daily ceiling already spent, through the real app", () 
     expect((await h.tasks()).find((t) => t.issue === issue)?.state).toBe("queued");
     expect(h.botComments(issue).map((c) => c.body)).toEqual(edits);
 
-    // The next UTC day the budget is fresh: the next pass dispatches it and the hold note goes.
-    clock.advance(Date.parse(midnight) - clock.now().getTime() + 1_000);
-    await h.app.reconcile();
-    await h.settle();
-    const started = (await h.tasks()).find((t) => t.issue === issue)!;
-    expect(started.state).toBe("dispatched");
+    // No event comes: the app's wake-up at the budget's reset runs the pass that dispatches it.
+    const started = await waitFor(
+      "the task to start after midnight",
+      async () => {
+        const t = (await h.tasks()).find((t) => t.issue === issue);
+        return t?.state === "dispatched" ? t : undefined;
+      },
+      90_000,
+    );
+    expect(Date.parse(started.updatedAt)).toBeGreaterThanOrEqual(Date.parse(midnight));
     expect(started.reason).toBeUndefined();
+    const shown = await waitFor("the tracking comment to show the start", async () =>
+      h.botComments(issue).find((c) => c.body.includes("fleet:tracking") && c.body.includes("dispatched")),
+    );
+    expect(shown.body).not.toContain("held:");
   }, 120_000);
 });
