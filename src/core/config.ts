@@ -474,6 +474,8 @@ const SETTABLE: readonly SettableKey[] = [
   settable("per_user_daily_tasks", "int", F.per_user_daily_tasks, true),
   settable("serialize_overlapping", "boolean", boolField),
   settable("auto_label_discovered", "boolean", boolField),
+  settable("dashboard", "boolean", boolField),
+  settable("dashboard_interval_seconds", "int", F.dashboard_interval_seconds),
   settable("budgets.per_task_tokens", "int", tokensField, true),
   settable("budgets.per_task_usd", "number", usdField, true),
   settable("budgets.daily_usd", "number", usdField, true),

@@ -313,6 +313,14 @@ describe("applyOverrides", () => {
     expect(base.max_concurrent).toBe(3);
   });
 
+  it("turns the dashboard on and sets its throttle, or says what is wrong", () => {
+    const r = applyOverrides(base, { dashboard: "true", dashboard_interval_seconds: "0" });
+    expect(r.ok && r.config.dashboard).toBe(true);
+    expect(r.ok && r.config.dashboard_interval_seconds).toBe(0);
+    const bad = applyOverrides(base, { dashboard_interval_seconds: "-1" });
+    expect(bad.ok).toBe(false);
+  });
+
   it("removes optional settings with none", () => {
     const withCap = applyOverrides(base, { "coders.claude.max_concurrent": "2" });
     expect(withCap.ok && withCap.config.coders.claude?.max_concurrent).toBe(2);
