@@ -8,6 +8,7 @@ import {
   retryReason,
   type SchedulerDecision,
   scheduleNext,
+  wakeDue,
 } from "../../src/core/scheduler.ts";
 import type { Task, TaskState } from "../../src/core/task.ts";
 
@@ -290,6 +291,19 @@ describe("scheduleNext", () => {
       // No reset time: the backoff from its last update.
       expect(nextWakeAt([task({ state: "rate-limited", updatedAt: NOW })], config(), NOW)).toBe(at(1));
       expect(nextWakeAt([task({ state: "queued" }), task({ state: "done" })], config(), NOW)).toBeUndefined();
+    });
+
+    it("says a poller is due for a pass only when a rate limit or a backoff with a free slot ran out", () => {
+      const cap = config({ max_concurrent: 1 });
+      expect(wakeDue([task({ state: "rate-limited", resetAt: at(1) })], cap, NOW)).toBe(false);
+      expect(wakeDue([task({ state: "rate-limited", resetAt: at(-1) })], cap, NOW)).toBe(true);
+      // No reset time: the backoff from its last update.
+      expect(wakeDue([task({ state: "rate-limited", updatedAt: at(-2) })], cap, NOW)).toBe(true);
+      expect(wakeDue([task({ resetAt: at(-1) })], cap, NOW)).toBe(true);
+      // A retry whose time came while every slot is busy waits for the slot's own event.
+      const busy = task({ state: "running", lease: lease(1, 20) });
+      expect(wakeDue([task({ resetAt: at(-1) }), busy], cap, NOW)).toBe(false);
+      expect(wakeDue([task(), task({ state: "done" })], cap, NOW)).toBe(false);
     });
   });
 
