@@ -107,9 +107,8 @@ describe("fleet:split: a planning run becomes dependent sub-issues (real Claude 
     expect(await countIssues()).toBe(before + 1);
   }, 180_000);
 
-  // Skipped: times out waiting for the second split run (a first run takes ~80 s against the
-  // scripted server; the cause is not found yet). The invalid-plan case above passes.
-  it.skip("creates three linked, labeled sub-issues queued in dependency order, and posts the graph", async () => {
+  // Each step's wait is long enough for a loaded machine; the whole case takes seconds when idle.
+  it("creates three linked, labeled sub-issues queued in dependency order, and posts the graph", async () => {
     const epic = await h.newIssue("Widgets", "Add widgets end to end.");
     await h.label(epic, "fleet:split");
     const splitDone = await waitFor(
