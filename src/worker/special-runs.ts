@@ -39,12 +39,17 @@ export async function specialRunFor(
   return { split: false };
 }
 
-interface InlineComment {
+export interface InlineComment {
   author: string;
   path: string;
   line?: number;
   body: string;
+  /** The end of the diff hunk GitHub shows above the comment: the code it is about. */
+  code?: string;
 }
+
+/** Lines of the diff hunk kept for the prompt (the commented line and a few above it). */
+const HUNK_TAIL_LINES = 4;
 
 /** Inline review comments on the PR by people with write access (anyone else's text could steer the agent). */
 async function reviewComments(deps: RunDeps, pr: number): Promise<InlineComment[]> {
@@ -54,6 +59,7 @@ async function reviewComments(deps: RunDeps, pr: number): Promise<InlineComment[
     line?: number | null;
     original_line?: number | null;
     body?: string;
+    diff_hunk?: string;
   }>;
   try {
     raw = (await deps.octokit.paginate("GET /repos/{owner}/{repo}/pulls/{pull_number}/comments", {
@@ -75,7 +81,18 @@ async function reviewComments(deps: RunDeps, pr: number): Promise<InlineComment[
     }
     if (!roles.get(login)) continue;
     const line = c.line ?? c.original_line ?? undefined;
-    out.push({ author: login, path: c.path ?? "", ...(line ? { line } : {}), body: c.body ?? "" });
+    const code = (c.diff_hunk ?? "")
+      .split("\n")
+      .filter((l) => !l.startsWith("@@"))
+      .slice(-HUNK_TAIL_LINES)
+      .join("\n");
+    out.push({
+      author: login,
+      path: c.path ?? "",
+      ...(line ? { line } : {}),
+      body: c.body ?? "",
+      ...(code.trim() ? { code } : {}),
+    });
   }
   return out;
 }
@@ -100,6 +117,9 @@ export function renderReviewFeedback(
       out.push(
         "",
         `<review-comment author="${c.author}" file="${c.path}"${c.line ? ` line="${c.line}"` : ""}>`,
+        ...(c.code
+          ? ["On this code (the end of the diff, the commented line last):", "```diff", c.code, "```"]
+          : []),
         c.body.trim(),
         "</review-comment>",
       );

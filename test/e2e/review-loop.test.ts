@@ -161,6 +161,8 @@ describe("review loop: /fleet instructions in a PR review rerun the agent on the
     expect(reviewPrompt).toContain("rename the helper");
     expect(reviewPrompt).toContain('file=\\"src/widget.js\\" line=\\"1\\"');
     expect(reviewPrompt).toContain(INLINE);
+    // With the code the comment is on, from the comment's diff hunk.
+    expect(reviewPrompt).toContain("+export function helper(w) {");
     expect(reviewPrompt).toContain("@mona");
     // The first run's prompt had none of it.
     expect(mainPrompts()[0]).not.toContain("Review feedback");
