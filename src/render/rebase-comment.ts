@@ -80,3 +80,8 @@ export function renderRebaseFailed(v: RebaseFailedView): string {
   );
   return [...lines, ...tokensLine(v.totals)].join("\n");
 }
+
+/** The PR comment when a rebase asked for by hand found nothing to do. */
+export function renderRebaseNotNeeded(v: { why: string; reason: string }): string {
+  return ["### 🔀 Fleet did not need to rebase this pull request", "", `${v.why}: ${v.reason}`].join("\n");
+}

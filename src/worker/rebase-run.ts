@@ -5,7 +5,7 @@ import { redactSecrets } from "../core/redact.ts";
 import type { RebaseRequest } from "../core/task.ts";
 import { combineTotals, type RunTotals } from "../core/usage.ts";
 import { parseRepoFullName } from "../github/client.ts";
-import { renderRebased, renderRebaseFailed } from "../render/rebase-comment.ts";
+import { renderRebased, renderRebaseFailed, renderRebaseNotNeeded } from "../render/rebase-comment.ts";
 import { taskArtifactsDir } from "./artifacts.ts";
 import { git } from "./git.ts";
 import { assertFleetBranch } from "./publish.ts";
@@ -118,6 +118,9 @@ export async function runRebase(spec: RebaseSpec, deps: RebaseDeps): Promise<Tas
         based.exitCode === 0
           ? `\`${branch}\` already contains \`${base}\`; nothing to rebase.`
           : `\`${branch}\` still merges cleanly into \`${base}\`; left as it is.`;
+      // Asked for by hand: say why nothing happened.
+      if (!spec.request.onlyIfConflicting)
+        await comment(renderRebaseNotNeeded({ ...view, reason: outcome.reason }));
       return outcome;
     }
 

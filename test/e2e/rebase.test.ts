@@ -59,6 +59,22 @@ describe("a merge makes other Fleet PRs conflict: Fleet rebases them (real git, 
           text: "Both sides set a different limit; I cannot tell which one is meant, so I left the markers.",
           usage: USAGE,
         },
+        // `fleet:rebase` on the third task's issue: the agent gives up again.
+        { text: "Still two different limits; markers left.", usage: USAGE },
+        // `fleet:rebase` on the third task's PR: the agent resolves, but someone moves the branch meanwhile.
+        {
+          toolUses: [
+            {
+              name: "Bash",
+              input: {
+                command: `printf '%s' '${config("40")}' > src/config.ts && b=$(cat "$(git rev-parse --git-path rebase-merge/head-name)") && git --git-dir='${gitDir}' update-ref "$b" "$(git --git-dir='${gitDir}' rev-parse refs/heads/main)"`,
+                description: "resolve, and (as someone else) move the branch on the remote",
+              },
+            },
+          ],
+          usage: USAGE,
+        },
+        { text: "Resolved.", usage: USAGE },
       ],
     });
     workDir = await mkdtemp(join(tmpdir(), "fleet-rebase-"));
@@ -164,7 +180,7 @@ describe("a merge makes other Fleet PRs conflict: Fleet rebases them (real git, 
     const cAfter = await pull(c.pr!);
     expect(cAfter.head.sha).toBe(cBefore.head.sha);
     expect(cAfter.mergeable).toBe(false);
-    // Every scripted turn was played: the two rebases ran the agent, nothing else did.
+    // The two rebases ran the agent (three turns), nothing else did.
     expect(model.played).toBe(9);
   }, 900_000);
 
@@ -183,5 +199,52 @@ describe("a merge makes other Fleet PRs conflict: Fleet rebases them (real git, 
     expect(after.rebase).toBeUndefined();
     const labels = (await pull(second.pr!)).labels.map((l) => l.name);
     expect(labels).not.toContain("fleet:rebase");
+    // Nothing was needed: no agent ran, and the PR says so.
+    expect(model.played).toBe(9);
+    expect(prComments(second.pr!).some((t) => t.includes("already contains `main`; nothing to rebase"))).toBe(
+      true,
+    );
+  }, 300_000);
+
+  it("`fleet:rebase` on an issue rebases its task's PR; an issue without a Fleet PR is told so", async () => {
+    const stray = await h.newIssue("Just a question", "No task here.");
+    await h.label(stray, "fleet:rebase");
+    expect(
+      h
+        .botComments(stray)
+        .map((c) => c.body)
+        .join("\n"),
+    ).toContain("found no Fleet pull request here");
+
+    const third = (await h.tasks()).find((t) => t.title === "Limit 40")!;
+    const failuresBefore = prComments(third.pr!).filter((t) => t.includes("could not rebase")).length;
+    await h.label(third.issue, "fleet:rebase");
+    await waitFor(
+      "a second rebase attempt on the third PR",
+      async () => prComments(third.pr!).filter((t) => t.includes("could not rebase")).length > failuresBefore,
+      300_000,
+    );
+    expect(model.played).toBe(10);
+    const issueLabels = (
+      await h.mona.rest.issues.get({ owner: h.owner, repo: h.name, issue_number: third.issue })
+    ).data.labels;
+    expect(issueLabels.map((l) => (typeof l === "string" ? l : l.name))).not.toContain("fleet:rebase");
+    expect((await prOpen(third.issue)).rebase).toBeUndefined();
+  }, 300_000);
+
+  it("never overwrites a push made to the branch while Fleet rebased it (force-with-lease)", async () => {
+    const third = (await h.tasks()).find((t) => t.title === "Limit 40")!;
+    const main = await gitOut("rev-parse", "refs/heads/main");
+    const before = (await pull(third.pr!)).head.sha;
+    expect(before).not.toBe(main);
+    const refused = () => prComments(third.pr!).find((t) => t.includes("The push was refused"));
+    expect(refused()).toBeUndefined();
+    await h.label(third.pr!, "fleet:rebase");
+    const comment = await waitFor("the refused push's comment", async () => refused(), 300_000);
+    expect(comment).toContain(`\`${third.branch}\` changed on GitHub while Fleet rebased it`);
+    expect(model.played).toBe(12);
+    // The branch is where the other push put it, not Fleet's rebased commit.
+    expect(await gitOut("rev-parse", `refs/heads/${third.branch}`)).toBe(main);
+    expect((await prOpen(third.issue)).state).toBe("pr-open");
   }, 300_000);
 });
