@@ -46,6 +46,8 @@ export interface InlineComment {
   body: string;
   /** The end of the diff hunk GitHub shows above the comment: the code it is about. */
   code?: string;
+  /** Made on an older commit of the PR: an earlier review round, already handed to a previous run. */
+  earlier?: boolean;
 }
 
 /** Lines of the diff hunk kept for the prompt (the commented line and a few above it). */
@@ -60,8 +62,11 @@ async function reviewComments(deps: RunDeps, pr: number): Promise<InlineComment[
     original_line?: number | null;
     body?: string;
     diff_hunk?: string;
+    original_commit_id?: string;
   }>;
+  let head: string | undefined;
   try {
+    head = (await deps.octokit.rest.pulls.get({ ...deps.repo, pull_number: pr })).data.head.sha;
     raw = (await deps.octokit.paginate("GET /repos/{owner}/{repo}/pulls/{pull_number}/comments", {
       ...deps.repo,
       pull_number: pr,
@@ -92,6 +97,7 @@ async function reviewComments(deps: RunDeps, pr: number): Promise<InlineComment[
       ...(line ? { line } : {}),
       body: c.body ?? "",
       ...(code.trim() ? { code } : {}),
+      ...(head && c.original_commit_id && c.original_commit_id !== head ? { earlier: true } : {}),
     });
   }
   return out;
@@ -111,9 +117,11 @@ export function renderReviewFeedback(
     instructions.trim(),
     "</instructions>",
   ];
-  if (comments.length > 0) {
+  const current = comments.filter((c) => !c.earlier);
+  const earlier = comments.filter((c) => c.earlier);
+  if (current.length > 0) {
     out.push("", "Inline review comments on the pull request:");
-    for (const c of comments) {
+    for (const c of current) {
       out.push(
         "",
         `<review-comment author="${c.author}" file="${c.path}"${c.line ? ` line="${c.line}"` : ""}>`,
@@ -123,6 +131,17 @@ export function renderReviewFeedback(
         c.body.trim(),
         "</review-comment>",
       );
+    }
+  }
+  if (earlier.length > 0) {
+    out.push(
+      "",
+      "Earlier inline comments, made on an older commit of this pull request (a previous run had them already; act on them only if the instructions say so):",
+      "",
+    );
+    for (const c of earlier) {
+      const body = c.body.trim().replace(/\s+/g, " ");
+      out.push(`- ${c.path}${c.line ? `:${c.line}` : ""} (@${c.author}): ${body}`);
     }
   }
   out.push(

@@ -54,6 +54,20 @@ describe("review loop: /fleet instructions in a PR review rerun the agent on the
           usage: REVIEW_USAGE,
         },
         { text: "Renamed helper to formatWidget.", usage: REVIEW_USAGE },
+        // Second review round.
+        {
+          toolUses: [
+            {
+              name: "Bash",
+              input: {
+                command: "echo 'export default formatWidget;' >> src/widget.js",
+                description: "export",
+              },
+            },
+          ],
+          usage: REVIEW_USAGE,
+        },
+        { text: "Exported it as the default.", usage: REVIEW_USAGE },
       ],
     });
     workDir = await mkdtemp(join(tmpdir(), "fleet-review-"));
@@ -207,4 +221,44 @@ describe("review loop: /fleet instructions in a PR review rerun the agent on the
     await worker.idle();
     expect(model.played).toBe(played);
   }, 120_000);
+
+  it("a second review round: the new inline comment is current, the first round's is listed as earlier", async () => {
+    await h.mona.rest.pulls.createReview({
+      owner: h.owner,
+      repo: h.name,
+      pull_number: pr,
+      event: "COMMENT",
+      body: "/fleet export it as the default too",
+      comments: [{ path: "src/widget.js", line: 2, body: "Keep this line as it is." }],
+    });
+    await h.settle();
+    const third = await waitFor(
+      "the second review run",
+      async () => {
+        const t = await taskOf(issue);
+        return t?.state === "pr-open" && t.runs?.length === 3 ? t : undefined;
+      },
+      240_000,
+    );
+    expect(third.runs?.map((r) => r.kind)).toEqual(["work", "review", "review"]);
+    const prompts = mainPrompts().filter((p) => p.includes("Review feedback on pull request"));
+    const latest = prompts.find((p) => p.includes("export it as the default too"))!;
+    expect(latest).toContain('<review-comment author=\\"mona\\" file=\\"src/widget.js\\" line=\\"2\\">');
+    expect(latest).toContain("Keep this line as it is.");
+    // Round one's comment was made on an older commit: listed apart, not as current feedback.
+    expect(latest).toContain("Earlier inline comments, made on an older commit");
+    expect(latest).toContain(`- src/widget.js:1 (@mona): ${INLINE}`);
+    expect(latest).not.toContain('line=\\"1\\"');
+    // The reader's inline comment never reaches the agent.
+    expect(latest).not.toContain("and this");
+    const { data: commits } = await h.mona.rest.pulls.listCommits({
+      owner: h.owner,
+      repo: h.name,
+      pull_number: pr,
+    });
+    expect(commits).toHaveLength(3);
+    const report = h.botComments(issue).find((c) => c.body.includes("fleet:token-report"));
+    expect(report?.body).toContain("| 3. review (this run) |");
+    expect(report?.body).toContain("**Total (3 runs)**");
+  }, 300_000);
 });

@@ -27,4 +27,17 @@ describe("review feedback in the agent's prompt", () => {
   it("has no inline section when there are no inline comments", () => {
     expect(renderReviewFeedback(7, "tidy up", [])).not.toContain("Inline review comments");
   });
+
+  it("lists comments made on an older commit apart, briefly, after the current ones", () => {
+    const text = renderReviewFeedback(7, "now rename the file", [
+      { author: "mona", path: "src/a.js", line: 3, body: "Old\nround.", earlier: true },
+      { author: "mona", path: "src/b.js", line: 9, body: "New round." },
+    ]);
+    const current = text.indexOf('<review-comment author="mona" file="src/b.js" line="9">');
+    const earlier = text.indexOf("Earlier inline comments, made on an older commit");
+    expect(current).toBeGreaterThan(0);
+    expect(earlier).toBeGreaterThan(current);
+    expect(text).toContain("- src/a.js:3 (@mona): Old round.");
+    expect(text).not.toContain('file="src/a.js"');
+  });
 });
