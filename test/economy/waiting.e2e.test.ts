@@ -17,7 +17,8 @@ const KEYS: Record<string, string> = {
 };
 
 /** App and worker share one clock that the test moves forward: a provider window "reopens" on cue. */
-function movableClock(offsetMs = 0) {
+function movableClock() {
+  let offsetMs = 0;
   return {
     now: () => new Date(Date.now() + offsetMs),
     advance: (ms: number) => {
@@ -161,10 +162,7 @@ describe("every credential of a coder cooling, through the real app, worker and 
 
 describe("a repository's daily ceiling already spent, through the real app", () => {
   let h: Harness;
-  // Half a minute before a UTC midnight: the day's budget resets while the test watches.
-  const real = new Date();
-  const nextMidnight = Date.UTC(real.getUTCFullYear(), real.getUTCMonth(), real.getUTCDate() + 1);
-  const clock = movableClock(nextMidnight - 30_000 - real.getTime());
+  const clock = movableClock();
 
   beforeAll(async () => {
     h = await startHarness({
@@ -181,6 +179,13 @@ describe("a repository's daily ceiling already spent, through the real app", () 
   });
 
   it("holds a newly labeled task with a comment naming the budget and its reset, and starts it by itself when the day turns", async () => {
+    // Half a minute before a UTC midnight: the day's budget resets while the test watches.
+    const start = clock.now();
+    clock.advance(
+      Date.UTC(start.getUTCFullYear(), start.getUTCMonth(), start.getUTCDate() + 1) -
+        30_000 -
+        start.getTime(),
+    );
     // The day's spend, as earlier runs left it in the ledger.
     const store = createGitHubStateStore({ octokit: h.mona, owner: h.owner, repo: h.name });
     const today = clock.now().toISOString().slice(0, 10);
