@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { renderRebased, renderRebaseFailed, renderRebaseNotNeeded } from "../../src/render/rebase-comment.ts";
 
 const totals = {
-  usage: { input: 1200, output: 80, cacheRead: 300, cacheWrite: 40 },
+  usage: { input: 1200, output: 80, cacheRead: 300, cacheWrite: 40, reasoning: 0 },
   costUsd: 0.0123,
   turns: 2,
   durationMs: 4000,
