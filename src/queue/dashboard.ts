@@ -154,8 +154,16 @@ export function createDashboardPublisher(opts: DashboardPublisherOptions): Dashb
       try {
         await opts.octokit.rest.issues.update({ ...opts.repo, issue_number: target.number, body });
       } catch (error) {
-        // Deleted or transferred: the next write finds or creates another.
         issue = undefined;
+        const status = (error as { status?: number }).status;
+        // Deleted or transferred: forget it in the state too, so the next write finds or creates another.
+        if (status === 404 || status === 410) {
+          await opts.store.update(({ doc: d }) => {
+            if (dashboardIssueOf(d) !== target.number) return null;
+            const { [DASHBOARD_KEY]: _gone, ...rest } = d;
+            return { doc: rest as FleetStateDoc, message: `dashboard issue #${target.number} is gone` };
+          });
+        }
         throw error;
       }
     }

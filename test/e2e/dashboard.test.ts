@@ -186,5 +186,30 @@ describe("the dashboard issue, kept current by the real app", () => {
     expect(a.publisher.edits).toBe(before + 1);
     const shown = await h.mona.rest.issues.get({ owner, repo: "race", issue_number: open[0]!.number });
     expect(shown.data.body).toContain("| 2025-03-01 | claude | 1 | 2 | $0.01 |");
+
+    // The recorded issue answers 404 (deleted or transferred): the state forgets it, and the next write
+    // finds the open dashboard again by its marker rather than creating another.
+    h.gh.faults.inject({ route: "PATCH /repos/{owner}/{repo}/issues/{issue_number}", status: 404, times: 1 });
+    const c = await replicaOf();
+    const moreSpend = {
+      ...withTask,
+      ledger: { ...withTask.ledger, "2025-03-02": withTask.ledger["2025-03-01"] },
+    };
+    c.publisher.update(moreSpend, config);
+    await c.publisher.flush();
+    expect(c.publisher.edits).toBe(0);
+    expect(dashboardIssueOf((await c.store.read()).doc)).toBeUndefined();
+    c.publisher.update({ ...moreSpend }, config);
+    await c.publisher.flush();
+    expect(c.publisher.edits).toBe(1);
+    expect(dashboardIssueOf((await c.store.read()).doc)).toBe(open[0]!.number);
+    const after = await h.mona.paginate(h.mona.rest.issues.listForRepo, {
+      owner,
+      repo: "race",
+      state: "open",
+    });
+    expect(after.filter((i) => i.body?.includes(DASHBOARD_MARKER)).map((i) => i.number)).toEqual([
+      open[0]!.number,
+    ]);
   }, 60_000);
 });
