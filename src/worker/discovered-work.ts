@@ -2,6 +2,7 @@ import { linkDiscoveredBeads } from "../beads/discovered.ts";
 import type { FleetConfig } from "../core/config.ts";
 import { filedDiscoveries, planDiscoveredIssues } from "../core/discovered.ts";
 import { LABEL_PREFIX } from "../core/labels.ts";
+import { redactSecrets } from "../core/redact.ts";
 import type { Task } from "../core/task.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
@@ -17,6 +18,10 @@ export interface DiscoveredWorkDeps {
   config: FleetConfig;
   clock?: () => Date;
   log?: (message: string) => void;
+  /** Values that must never reach an issue (the worker's secrets and the coder's credentials). */
+  secrets?: string[];
+  credentialFor?: (coder: string) => { name: string; value: string } | undefined;
+  credentialValue?: (name: string) => string | undefined;
 }
 
 /** The label that gave the task its coder (and its model, when it is not the coder's default). */
@@ -55,8 +60,14 @@ export async function fileDiscoveredWork(
       since: task.createdAt,
       per_page: 100,
     });
+    // The agent wrote these; they go public as issues, so anything secret is redacted first.
+    const known = [
+      ...(deps.secrets ?? []),
+      ...[deps.credentialFor?.(task.coder)?.value],
+      ...(deps.config.coders[task.coder]?.credentials ?? []).map((n) => deps.credentialValue?.(n)),
+    ].filter((v): v is string => typeof v === "string" && v.length > 0);
     const plan = planDiscoveredIssues({
-      followUps: parsed.data.followUps,
+      followUps: parsed.data.followUps.map((f) => redactSecrets(f, known)),
       taskId: task.id,
       issue: task.issue,
       ...(pr !== undefined ? { pr } : {}),

@@ -55,7 +55,11 @@ describe("discovered work: RESULT.json follow-ups become linked issues (real Cla
     h = await startHarness({ files: { ".github/fleet.yml": FLEET_YML } });
     model = await startAnthropicScriptServer({
       turns: [
-        ...runTurns("PARSER.md", ["Add tests for the widget parser", "Document the `--dry-run` flag"]),
+        ...runTurns("PARSER.md", [
+          "Add tests for the widget parser",
+          "Document the `--dry-run` flag",
+          "Rotate the demo key sk-ant-demo-credential-000000 in the docs",
+        ]),
         ...runTurns("CACHE.md", ["Evict stale widgets from the cache"]),
       ],
     });
@@ -119,7 +123,10 @@ describe("discovered work: RESULT.json follow-ups become linked issues (real Cla
     expect(found.map((i) => i.title)).toEqual([
       "Add tests for the widget parser",
       "Document the `--dry-run` flag",
+      "Rotate the demo key [REDACTED] in the docs",
     ]);
+    // The coder's credential, quoted by the agent, never reaches an issue.
+    expect(found.some((i) => `${i.title}${i.body}`.includes("sk-ant-demo-credential-000000"))).toBe(false);
     for (const i of found) {
       expect(i.body).toContain(`Discovered while working on #${issue} (pull request #${task.pr}).`);
       expect(i.labels).toEqual([]);
