@@ -1,4 +1,5 @@
 import { parseDependencies } from "../core/dependencies.ts";
+import { filesNamedIn } from "../core/file-paths.ts";
 import { parseFleetLabel, taskRequestFromLabels } from "../core/labels.ts";
 import { isTerminal } from "../core/lifecycle.ts";
 import type { Task } from "../core/task.ts";
@@ -103,6 +104,7 @@ async function queueMissedLabels(
         model: parsed.model ?? config.coders[parsed.coder]?.model ?? "default",
         priority: taskRequestFromLabels(labels, knownCoders).priority,
         dependsOn: parseDependencies(issue.body ?? "", `${repo.owner}/${repo.repo}`),
+        files: filesNamedIn(issue.body ?? ""),
         requestedBy: by.login,
       });
       if (outcome.applied) recovered.push(issue.number);
