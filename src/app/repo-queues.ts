@@ -207,6 +207,7 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
         const h = await pending.catch(() => undefined);
         if (h?.wake) clearTimeout(h.wake.timer);
         if (h) h.wake = undefined;
+        h?.dashboard.stop();
       }
     },
   };

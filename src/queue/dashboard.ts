@@ -58,6 +58,8 @@ export interface DashboardPublisher {
   update(doc: FleetStateDoc, config: FleetConfig): void;
   /** Writes a state still waiting for its window, and waits for writes in flight. */
   flush(): Promise<void>;
+  /** Drops a state still waiting for its window (the app is stopping); later updates are ignored. */
+  stop(): void;
   readonly edits: number;
 }
 
@@ -78,6 +80,7 @@ export function createDashboardPublisher(opts: DashboardPublisherOptions): Dashb
   let timer: ReturnType<typeof setTimeout> | undefined;
   let writing: Promise<void> = Promise.resolve();
   let edits = 0;
+  let stopped = false;
 
   async function record(created: number): Promise<number> {
     let winner = created;
@@ -190,7 +193,7 @@ export function createDashboardPublisher(opts: DashboardPublisherOptions): Dashb
       return edits;
     },
     update(doc, config) {
-      if (!config.dashboard) return;
+      if (!config.dashboard || stopped) return;
       pending = { doc, config };
       const wait = lastWrite + config.dashboard_interval_seconds * 1000 - Date.now();
       if (wait <= 0) {
@@ -204,6 +207,12 @@ export function createDashboardPublisher(opts: DashboardPublisherOptions): Dashb
     },
     async flush() {
       await write();
+    },
+    stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      pending = undefined;
     },
   };
 }
