@@ -33,7 +33,8 @@ export async function onFleetPrMerged(
     (t) => t.state === "pr-open" && t.pr !== undefined && t.pr !== merged.number,
   );
   for (const task of candidates) {
-    const mergeable = await mergeableOf(context, task.pr!);
+    // Only PRs into the branch that moved; "closed": merged or closed meanwhile.
+    const mergeable = await mergeableOf(context, task.pr!, merged.base.ref);
     if (mergeable === "closed" || mergeable === true) continue;
     await requestRebase(queue, task, {
       why: `#${merged.number} was merged into \`${merged.base.ref}\``,
@@ -45,15 +46,17 @@ export async function onFleetPrMerged(
 async function mergeableOf(
   context: Context<"pull_request.closed">,
   pr: number,
+  base: string,
 ): Promise<boolean | null | "closed"> {
   for (let i = 0; i < MERGEABLE_TRIES; i++) {
-    let data: { state: string; mergeable?: boolean | null };
+    let data: { state: string; mergeable?: boolean | null; base: { ref: string } };
     try {
       ({ data } = await context.octokit.rest.pulls.get({ ...context.repo(), pull_number: pr }));
     } catch {
       return null;
     }
     if (data.state !== "open") return "closed";
+    if (data.base.ref !== base) return true;
     if (data.mergeable === true || data.mergeable === false) return data.mergeable;
     await new Promise((r) => setTimeout(r, MERGEABLE_WAIT_MS));
   }
