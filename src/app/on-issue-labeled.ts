@@ -38,6 +38,7 @@ export async function onIssueLabeled(context: Context<"issues.labeled">, deps: H
   const { priority } = taskRequestFromLabels(labels, deps.knownCoders);
   const { owner, repo } = context.repo();
   const queue = await deps.queues.forContext(context, config);
+  const model = parsed.model ?? config.coders[parsed.coder]?.model ?? "default";
   // A flood of labeled issues from one person is held at the door, before it costs a slot or a commit.
   if (config.per_user_daily_tasks !== undefined) {
     const tasks = Object.values((await queue.snapshot()).tasks);
@@ -61,7 +62,9 @@ export async function onIssueLabeled(context: Context<"issues.labeled">, deps: H
     issue: issue.number,
     title: issue.title,
     coder: parsed.coder,
-    model: parsed.model ?? config.coders[parsed.coder]?.model ?? "default",
+    model,
+    // A repeated or late delivery of this label must not run the issue again after its task ended.
+    labeledAt: issue.updated_at,
     priority,
     dependsOn: parseDependencies(issue.body ?? "", `${owner}/${repo}`),
     requestedBy: sender,

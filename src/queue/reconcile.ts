@@ -106,6 +106,7 @@ async function queueMissedLabels(
         dependsOn: parseDependencies(issue.body ?? "", `${repo.owner}/${repo.repo}`),
         files: filesNamedIn(issue.body ?? ""),
         requestedBy: by.login,
+        labeledAt: by.at,
       });
       if (outcome.applied) recovered.push(issue.number);
     }

@@ -185,10 +185,27 @@ export function createRepoQueue(deps: RepoQueueDeps) {
       dependsOn: number[];
       requestedBy: string;
       files?: string[];
+      /**
+       * When the label asking for the task was added: a task of the issue for the same coder and
+       * model created since then already answers it (a repeated or late delivery, a second replica),
+       * even if that task has ended meanwhile.
+       */
+      labeledAt?: string;
     }): Promise<Outcome> {
       let created = false;
+      const { labeledAt, ...request } = input;
+      const since = labeledAt === undefined ? Number.NaN : Date.parse(labeledAt);
       const { doc } = await commit((d) => {
-        const r = enqueueTask(d, { ...input, repo: deps.repo, now: now() });
+        created = false;
+        const answered = tasksOf(d).some(
+          (t) =>
+            t.issue === input.issue &&
+            t.coder === input.coder &&
+            t.model === input.model &&
+            Date.parse(t.createdAt) >= since,
+        );
+        if (answered) return null;
+        const r = enqueueTask(d, { ...request, repo: deps.repo, now: now() });
         created = r.changes.length > 0;
         return r;
       });

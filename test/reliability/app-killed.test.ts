@@ -7,6 +7,7 @@ import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/gith
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { waitFor } from "../support/bot-client.ts";
 import { startAppInstance } from "../support/harness.ts";
+import { dispatchCounts, stateHistory } from "../support/state-history.ts";
 
 const SLOT_STATES = new Set(["dispatched", "planning", "running"]);
 const CAP = 2;
@@ -123,11 +124,15 @@ describe("the app killed in the middle of a burst of labels", () => {
     expect(new Set(leased.map((t) => t.lease!.slot)).size).toBe(leased.length);
     expect(tasks.every((t) => t.attempts <= 1)).toBe(true);
 
-    // Nothing dispatched twice, and never more than the cap at once, by the state branch's own history.
-    const log = await execa("git", ["--git-dir", gitDir, "log", "--format=%B", "fleet/state"]);
-    const dispatches = log.stdout.split("\n").flatMap((l) => /^dispatch gh-(\d+) /.exec(l)?.[1] ?? []);
-    expect(new Set(dispatches).size).toBe(dispatches.length);
-    expect(dispatches.length).toBe(CAP);
+    // Nothing dispatched twice, and never more than the cap at once, by every commit of the state branch.
+    const history = await stateHistory(gitDir);
+    for (const { sha, doc } of history) {
+      const inUse = Object.values(doc.tasks).filter((t) => SLOT_STATES.has(t.state));
+      expect(inUse.length, `slots in use at ${sha}`).toBeLessThanOrEqual(CAP);
+    }
+    const dispatched = dispatchCounts(history);
+    expect(dispatched.size).toBe(CAP);
+    expect([...dispatched.values()].every((n) => n === 1)).toBe(true);
 
     // At most one tracking comment per issue, even for the label that was being handled at the kill.
     for (const n of issues) {

@@ -26,6 +26,20 @@ describe("duplicate deliveries and a missing signature", () => {
     expect(tracking(h, issue)).toHaveLength(1);
   }, 60_000);
 
+  it("a label delivered again after its task ended does not run the issue again", async () => {
+    const issue = await h.newIssue("Late redelivery");
+    await h.label(issue, "fleet:claude");
+    await h.comment(issue, "/fleet cancel changed my mind");
+    const d = h.gh.deliveries().findLast((x) => x.event === "issues" && x.action === "labeled")!;
+    expect((d.payload as { issue: { number: number } }).issue.number).toBe(issue);
+    await h.gh.redeliver(d.id);
+    await h.settle();
+    const tasks = (await h.tasks()).filter((t) => t.issue === issue);
+    expect(tasks).toHaveLength(1);
+    expect(tasks[0]!.state).toBe("cancelled");
+    expect(tracking(h, issue)).toHaveLength(1);
+  }, 60_000);
+
   it("rejects a delivery without a signature and writes nothing", async () => {
     const issue = await h.newIssue("Unsigned");
     const before = h.gh.counts().total;
