@@ -49,6 +49,20 @@ describe("a merge makes other Fleet PRs conflict: Fleet rebases them (real git, 
         ...writeConfig(config("20"), "Limit raised to 20."),
         ...writeConfig(config("30"), "Limit raised to 30."),
         ...writeConfig(config("40"), "Limit raised to 40."),
+        // A fourth task on another file: its PR still merges cleanly after the merge.
+        {
+          toolUses: [
+            {
+              name: "Bash",
+              input: {
+                command: "printf '# widgets\\n\\nDocs.\\n' > README.md",
+                description: "write README.md",
+              },
+            },
+          ],
+          usage: USAGE,
+        },
+        { text: "README updated.", usage: USAGE },
         // Rebase of the second task's PR: the agent resolves the conflict (keeps 30, notes the base's 20).
         ...writeConfig(
           `${config("30")}// main raised the limit to 20 meanwhile; this change keeps 30.\n`,
@@ -129,10 +143,14 @@ describe("a merge makes other Fleet PRs conflict: Fleet rebases them (real git, 
     await h.label(first, "fleet:claude");
     await h.label(second, "fleet:p1", "fleet:claude");
     await h.label(third, "fleet:p3", "fleet:claude");
+    const fourth = await h.newIssue("Docs", "Rewrite `README.md`.");
+    await h.label(fourth, "fleet:p4", "fleet:claude");
 
     const a = await prOpen(first);
     const b = await prOpen(second);
     const c = await prOpen(third);
+    const d = await prOpen(fourth);
+    const dBefore = await pull(d.pr!);
     const bBefore = await pull(b.pr!);
     const cBefore = await pull(c.pr!);
     expect(bBefore.mergeable).toBe(true);
@@ -180,8 +198,13 @@ describe("a merge makes other Fleet PRs conflict: Fleet rebases them (real git, 
     const cAfter = await pull(c.pr!);
     expect(cAfter.head.sha).toBe(cBefore.head.sha);
     expect(cAfter.mergeable).toBe(false);
+    // The PR on another file was left alone: no rebase run, same head.
+    const dTask = await taskOf(fourth);
+    expect(dTask?.attempts).toBe(d.attempts);
+    expect(dTask?.state).toBe("pr-open");
+    expect((await pull(d.pr!)).head.sha).toBe(dBefore.head.sha);
     // The two rebases ran the agent (three turns), nothing else did.
-    expect(model.played).toBe(9);
+    expect(model.played).toBe(11);
   }, 900_000);
 
   it("`fleet:rebase` on a Fleet PR runs a rebase on demand and takes the label off again", async () => {
@@ -200,7 +223,7 @@ describe("a merge makes other Fleet PRs conflict: Fleet rebases them (real git, 
     const labels = (await pull(second.pr!)).labels.map((l) => l.name);
     expect(labels).not.toContain("fleet:rebase");
     // Nothing was needed: no agent ran, and the PR says so.
-    expect(model.played).toBe(9);
+    expect(model.played).toBe(11);
     expect(prComments(second.pr!).some((t) => t.includes("already contains `main`; nothing to rebase"))).toBe(
       true,
     );
@@ -224,7 +247,7 @@ describe("a merge makes other Fleet PRs conflict: Fleet rebases them (real git, 
       async () => prComments(third.pr!).filter((t) => t.includes("could not rebase")).length > failuresBefore,
       300_000,
     );
-    expect(model.played).toBe(10);
+    expect(model.played).toBe(12);
     const issueLabels = (
       await h.mona.rest.issues.get({ owner: h.owner, repo: h.name, issue_number: third.issue })
     ).data.labels;
@@ -242,7 +265,7 @@ describe("a merge makes other Fleet PRs conflict: Fleet rebases them (real git, 
     await h.label(third.pr!, "fleet:rebase");
     const comment = await waitFor("the refused push's comment", async () => refused(), 300_000);
     expect(comment).toContain(`\`${third.branch}\` changed on GitHub while Fleet rebased it`);
-    expect(model.played).toBe(12);
+    expect(model.played).toBe(14);
     // The branch is where the other push put it, not Fleet's rebased commit.
     expect(await gitOut("rev-parse", `refs/heads/${third.branch}`)).toBe(main);
     expect((await prOpen(third.issue)).state).toBe("pr-open");
