@@ -1,3 +1,4 @@
+import { redactSecrets } from "../core/redact.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
 import { trackingMarker } from "../render/markers.ts";
@@ -46,7 +47,8 @@ export function createTracker(opts: TrackerOptions): Tracker {
         opts.octokit,
         { ...opts.repo, issue_number: job.issue },
         trackingMarker(key),
-        renderTrackingComment(job.view),
+        // Reasons come from many places (commands, GitHub errors, runs): none may carry a secret out.
+        redactSecrets(renderTrackingComment(job.view)),
         slot.commentId,
       );
       slot.commentId = result.id;

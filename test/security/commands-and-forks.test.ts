@@ -51,6 +51,15 @@ describe("commands from people and bots who may not drive Fleet", () => {
     expect(added[0]!.body).toContain("@mallory");
     expect(added[0]!.body).not.toContain("renovate");
 
+    // A token pasted into a cancel reason is not repeated by Fleet's tracking comment.
+    const token = `ghp_${"Z9y8X7w6V5".repeat(3)}123456`;
+    await h.comment(issue, `/fleet retry`);
+    await h.comment(issue, `/fleet cancel the key ${token} leaked, stop`);
+    await h.app.flush();
+    const trackingBody = h.botComments(issue).find((c) => c.body.includes("fleet:tracking"))?.body;
+    expect(trackingBody).toContain("cancelled by @mona");
+    expect(trackingBody).not.toContain(token);
+
     // The same command from a maintainer is obeyed: the refusals above were real ones.
     await h.comment(issue, "/fleet retry");
     const retried = (await h.tasks()).find((t) => t.id === task.id)!;
