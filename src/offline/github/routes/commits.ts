@@ -1,7 +1,7 @@
 import { notFound } from "../http-error.ts";
 import type { Router } from "../router.ts";
 import type { Repo } from "../state.ts";
-import type { World } from "../world.ts";
+import { paginate, type World } from "../world.ts";
 
 /** Commit views (`repos.getCommit`, `repos.compareCommits`) computed from git. */
 export function registerCommitRoutes(r: Router, w: World): void {
@@ -55,6 +55,17 @@ export function registerCommitRoutes(r: Router, w: World): void {
     }
     return out;
   };
+
+  // The history of a branch or commit, newest first (what `git log` shows), paged like GitHub.
+  r.on("GET /repos/{owner}/{repo}/commits", async (ctx) => {
+    const repo = w.repo(ctx);
+    const from = String(ctx.params.sha ?? repo.defaultBranch);
+    const head = await repo.git.resolveCommitish(from);
+    if (!head) throw notFound();
+    const page = paginate(ctx, w.shapes.api, await repo.git.revList([head]));
+    const body = await Promise.all(page.body.map((sha) => commitJson(repo, sha, false)));
+    return { ...page, body };
+  });
 
   r.on("GET /repos/{owner}/{repo}/commits/{ref}", async (ctx) => {
     const repo = w.repo(ctx);
