@@ -1,8 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getAdapter } from "../../src/agents/index.ts";
 import { parseJsonl } from "../../src/beads/parse.ts";
 import { parseFleetConfig } from "../../src/core/config.ts";
 import type { Task } from "../../src/core/task.ts";
@@ -12,10 +8,10 @@ import { localDispatcher } from "../../src/queue/dispatcher.ts";
 import { createRepoQueue } from "../../src/queue/repo-queue.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { fileDiscoveredWork } from "../../src/worker/discovered-work.ts";
-import { type LocalWorker, startLocalWorker } from "../../src/worker/local-worker.ts";
 import type { TaskOutcome } from "../../src/worker/run-task.ts";
-import { botClient, waitFor } from "../support/bot-client.ts";
+import { waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
+import { startTestWorker, type TestWorker } from "../support/worker.ts";
 
 const FLEET_YML =
   "dispatch: local\nmax_concurrent: 1\nplan_phase: false\nretries: { max: 0 }\ntimeouts: { run_minutes: 3, stall_minutes: 2 }\n";
@@ -45,13 +41,11 @@ const runTurns = (file: string, followUps: string[]) => {
 describe("discovered work: RESULT.json follow-ups become linked issues (real Claude CLI, scripted model)", () => {
   let h: Harness;
   let model: ScriptServer;
-  let worker: LocalWorker;
-  let workDir: string;
+  let worker: TestWorker;
   let octokit: GitHubClient;
   const outcomes = new Map<string, TaskOutcome>();
 
   beforeAll(async () => {
-    process.env.PATH = `${resolve("node_modules/.bin")}:${process.env.PATH}`;
     h = await startHarness({ files: { ".github/fleet.yml": FLEET_YML } });
     model = await startAnthropicScriptServer({
       turns: [
@@ -63,32 +57,18 @@ describe("discovered work: RESULT.json follow-ups become linked issues (real Cla
         ...runTurns("CACHE.md", ["Evict stale widgets from the cache"]),
       ],
     });
-    workDir = await mkdtemp(join(tmpdir(), "fleet-discovered-"));
-    octokit = await botClient(h.gh, h.full);
-    worker = startLocalWorker({
-      repo: { owner: h.owner, repo: h.name },
-      octokit,
-      store: createGitHubStateStore({ octokit, owner: h.owner, repo: h.name }),
-      cloneUrl: h.cloneUrl,
-      workDir,
-      adapterFor: getAdapter,
-      credentialFor: () => ({ name: "anthropic-demo", value: "sk-ant-demo-credential-000000" }),
+    worker = await startTestWorker(h, {
       modelBaseUrl: model.url,
-      agentEnv: { CLAUDE_CODE_MAX_RETRIES: "0" },
       concurrency: 1,
-      pollMs: 200,
-      heartbeatMs: 1_000,
-      trackerIntervalMs: 0,
-      log: (m) => console.error(`[worker] ${m}`),
       onOutcome: (id, o) => outcomes.set(id, o),
     });
+    octokit = worker.octokit;
   });
 
   afterAll(async () => {
     await worker?.stop();
     await model?.stop();
     await h?.stop();
-    if (workDir) await rm(workDir, { recursive: true, force: true });
   });
 
   const taskOf = async (issue: number): Promise<Task | undefined> =>

@@ -1,14 +1,11 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getAdapter } from "../../src/agents/index.ts";
 import type { Task } from "../../src/core/task.ts";
 import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
-import { createGitHubStateStore } from "../../src/state/github-store.ts";
-import { type LocalWorker, startLocalWorker } from "../../src/worker/local-worker.ts";
-import { botClient, waitFor } from "../support/bot-client.ts";
+import { waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
+import { startTestWorker, type TestWorker } from "../support/worker.ts";
 
 const FLEET_YML =
   "dispatch: local\nmax_concurrent: 1\nplan_phase: false\ntimeouts: { run_minutes: 2, stall_minutes: 1 }\n";
@@ -33,11 +30,9 @@ const taskTurns = (file: string) => [
 describe("label -> queue -> local worker runs the real Claude CLI -> PR -> merge -> next task", () => {
   let h: Harness;
   let model: ScriptServer;
-  let worker: LocalWorker;
-  let workDir: string;
+  let worker: TestWorker;
 
   beforeAll(async () => {
-    process.env.PATH = `${resolve("node_modules/.bin")}:${process.env.PATH}`;
     // The same house rules twice, under two names Claude reads: Fleet must flag the waste.
     const rules = `# House rules\n\n${"Run the tests before you finish. ".repeat(40)}\n`;
     h = await startHarness({
@@ -46,30 +41,13 @@ describe("label -> queue -> local worker runs the real Claude CLI -> PR -> merge
     model = await startAnthropicScriptServer({
       turns: [...taskTurns("FIRST.md"), ...taskTurns("SECOND.md")],
     });
-    workDir = await mkdtemp(join(tmpdir(), "fleet-loop-"));
-    const octokit = await botClient(h.gh, h.full);
-    worker = startLocalWorker({
-      repo: { owner: h.owner, repo: h.name },
-      octokit,
-      store: createGitHubStateStore({ octokit, owner: h.owner, repo: h.name }),
-      cloneUrl: h.cloneUrl,
-      workDir,
-      adapterFor: getAdapter,
-      credentialFor: () => ({ name: "anthropic-demo", value: "sk-ant-demo-credential-000000" }),
-      modelBaseUrl: model.url,
-      agentEnv: { CLAUDE_CODE_MAX_RETRIES: "0" },
-      pollMs: 200,
-      heartbeatMs: 1_000,
-      trackerIntervalMs: 0,
-      log: (m) => console.error(`[worker] ${m}`),
-    });
+    worker = await startTestWorker(h, { modelBaseUrl: model.url });
   });
 
   afterAll(async () => {
     await worker?.stop();
     await model?.stop();
     await h?.stop();
-    if (workDir) await rm(workDir, { recursive: true, force: true });
   });
 
   const taskOf = async (issue: number): Promise<Task | undefined> =>
@@ -103,7 +81,9 @@ describe("label -> queue -> local worker runs the real Claude CLI -> PR -> merge
     expect(opened.totals?.usage.cacheWrite).toBe(80);
 
     // The context the agent loaded, measured: the duplicate flagged, the first turn's real cost recorded.
-    const context = JSON.parse(await readFile(join(workDir, "tasks", opened.id, "context.json"), "utf8"));
+    const context = JSON.parse(
+      await readFile(join(worker.workDir, "tasks", opened.id, "context.json"), "utf8"),
+    );
     expect(context.sources.find((s: { path: string }) => s.path === ".claude/CLAUDE.md")?.duplicateOf).toBe(
       "CLAUDE.md",
     );

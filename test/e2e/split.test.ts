@@ -1,14 +1,9 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getAdapter } from "../../src/agents/index.ts";
 import type { Task } from "../../src/core/task.ts";
 import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
-import { createGitHubStateStore } from "../../src/state/github-store.ts";
-import { type LocalWorker, startLocalWorker } from "../../src/worker/local-worker.ts";
-import { botClient, waitFor } from "../support/bot-client.ts";
+import { waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
+import { startTestWorker, type TestWorker } from "../support/worker.ts";
 
 const FLEET_YML =
   "dispatch: local\nmax_concurrent: 2\nplan_phase: false\nretries: { max: 0 }\ntimeouts: { run_minutes: 2, stall_minutes: 1 }\n";
@@ -35,11 +30,9 @@ const VALID = {
 describe("fleet:split: a planning run becomes dependent sub-issues (real Claude CLI, scripted model)", () => {
   let h: Harness;
   let model: ScriptServer;
-  let worker: LocalWorker;
-  let workDir: string;
+  let worker: TestWorker;
 
   beforeAll(async () => {
-    process.env.PATH = `${resolve("node_modules/.bin")}:${process.env.PATH}`;
     h = await startHarness({ files: { ".github/fleet.yml": FLEET_YML } });
     model = await startAnthropicScriptServer({
       turns: [
@@ -53,23 +46,9 @@ describe("fleet:split: a planning run becomes dependent sub-issues (real Claude 
         { text: "Wrote DB.md.", usage: USAGE },
       ],
     });
-    workDir = await mkdtemp(join(tmpdir(), "fleet-split-"));
-    const octokit = await botClient(h.gh, h.full);
-    worker = startLocalWorker({
-      repo: { owner: h.owner, repo: h.name },
-      octokit,
-      store: createGitHubStateStore({ octokit, owner: h.owner, repo: h.name }),
-      cloneUrl: h.cloneUrl,
-      workDir,
-      adapterFor: getAdapter,
-      credentialFor: () => ({ name: "anthropic-demo", value: "sk-ant-demo-credential-000000" }),
+    worker = await startTestWorker(h, {
       modelBaseUrl: model.url,
-      agentEnv: { CLAUDE_CODE_MAX_RETRIES: "0" },
       concurrency: 1,
-      pollMs: 200,
-      heartbeatMs: 1_000,
-      trackerIntervalMs: 0,
-      log: (m) => console.error(`[worker] ${m}`),
     });
   });
 
@@ -77,7 +56,6 @@ describe("fleet:split: a planning run becomes dependent sub-issues (real Claude 
     await worker?.stop();
     await model?.stop();
     await h?.stop();
-    if (workDir) await rm(workDir, { recursive: true, force: true });
   });
 
   const taskOf = async (issue: number): Promise<Task | undefined> =>

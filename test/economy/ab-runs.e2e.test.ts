@@ -1,17 +1,13 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getAdapter } from "../../src/agents/index.ts";
 import type { Task } from "../../src/core/task.ts";
 import { totalTokens } from "../../src/core/usage.ts";
 import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { abComparisonMarker } from "../../src/render/ab-comparison.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { postAbComparisonIfDue } from "../../src/worker/ab-comparison.ts";
-import { type LocalWorker, startLocalWorker } from "../../src/worker/local-worker.ts";
 import { botClient, waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
+import { startTestWorker, type TestWorker } from "../support/worker.ts";
 
 /** One side's script: a Bash call that changes files and writes RESULT.json, then a final answer. */
 const side = (command: string, result: object, usage: { input_tokens: number; output_tokens: number }) => [
@@ -33,11 +29,9 @@ const side = (command: string, result: object, usage: { input_tokens: number; ou
 describe("A/B runs: one issue, two coder labels, through the real app, worker and Claude CLI", () => {
   let h: Harness;
   let model: ScriptServer;
-  let worker: LocalWorker;
-  let workDir: string;
+  let worker: TestWorker;
 
   beforeAll(async () => {
-    process.env.PATH = `${resolve("node_modules/.bin")}:${process.env.PATH}`;
     h = await startHarness({
       files: {
         ".github/fleet.yml":
@@ -64,22 +58,9 @@ describe("A/B runs: one issue, two coder labels, through the real app, worker an
         ),
       ],
     });
-    workDir = await mkdtemp(join(tmpdir(), "fleet-ab-"));
-    const octokit = await botClient(h.gh, h.full);
-    worker = startLocalWorker({
-      repo: { owner: h.owner, repo: h.name },
-      octokit,
-      store: createGitHubStateStore({ octokit, owner: h.owner, repo: h.name }),
-      cloneUrl: h.cloneUrl,
-      workDir,
-      adapterFor: getAdapter,
+    worker = await startTestWorker(h, {
       credentialFor: () => ({ name: "anthropic-ab", value: "sk-ant-ab-credential-0000000000" }),
       modelBaseUrl: model.url,
-      agentEnv: { CLAUDE_CODE_MAX_RETRIES: "0" },
-      pollMs: 200,
-      heartbeatMs: 1_000,
-      trackerIntervalMs: 0,
-      log: (m) => console.error(`[worker] ${m}`),
     });
   });
 
@@ -87,7 +68,6 @@ describe("A/B runs: one issue, two coder labels, through the real app, worker an
     await worker?.stop();
     await model?.stop();
     await h?.stop();
-    if (workDir) await rm(workDir, { recursive: true, force: true });
   });
 
   it("runs both as separate tasks with separate PRs and posts one comparison when both have finished", async () => {

@@ -1,15 +1,11 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getAdapter } from "../../src/agents/index.ts";
 import type { Task } from "../../src/core/task.ts";
 import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { recordLedger } from "../../src/state/doc.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
-import { type LocalWorker, startLocalWorker } from "../../src/worker/local-worker.ts";
-import { botClient, waitFor } from "../support/bot-client.ts";
+import { waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
+import { startTestWorker, type TestWorker } from "../support/worker.ts";
 
 const KEYS: Record<string, string> = {
   KEY_A: "sk-ant-api03-waitAAAAAAAAAAAAAAAAAAAAA",
@@ -32,12 +28,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe("every credential of a coder cooling, through the real app, worker and Claude CLI", () => {
   let h: Harness;
   let model: ScriptServer;
-  let worker: LocalWorker;
-  let workDir: string;
+  let worker: TestWorker;
   const clock = movableClock();
 
   beforeAll(async () => {
-    process.env.PATH = `${resolve("node_modules/.bin")}:${process.env.PATH}`;
     h = await startHarness({
       clock: clock.now,
       files: {
@@ -65,23 +59,12 @@ describe("every credential of a coder cooling, through the real app, worker and 
         { text: "Wrote WAITED.md.", usage: { input_tokens: 850, output_tokens: 10 } },
       ],
     });
-    workDir = await mkdtemp(join(tmpdir(), "fleet-waiting-"));
-    const octokit = await botClient(h.gh, h.full);
-    worker = startLocalWorker({
-      repo: { owner: h.owner, repo: h.name },
-      octokit,
-      store: createGitHubStateStore({ octokit, owner: h.owner, repo: h.name }),
-      cloneUrl: h.cloneUrl,
-      workDir,
-      adapterFor: getAdapter,
+    worker = await startTestWorker(h, {
+      // The pool is the config's KEY_A and KEY_B alone.
+      credentialFor: undefined,
       credentialValue: (name) => KEYS[name],
       modelBaseUrl: model.url,
-      agentEnv: { CLAUDE_CODE_MAX_RETRIES: "0" },
-      pollMs: 200,
-      heartbeatMs: 1_000,
-      trackerIntervalMs: 0,
       clock: clock.now,
-      log: (m) => console.error(`[worker] ${m}`),
     });
   });
 
@@ -89,7 +72,6 @@ describe("every credential of a coder cooling, through the real app, worker and 
     await worker?.stop();
     await model?.stop();
     await h?.stop();
-    if (workDir) await rm(workDir, { recursive: true, force: true });
   });
 
   it("waits in rate-limited with the reset on its tracking comment, spins nothing, then resumes by itself to a PR", async () => {
