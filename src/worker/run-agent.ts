@@ -350,11 +350,13 @@ export function createLogSink(path: string, maxBytes = DEFAULT_MAX_LOG_BYTES) {
         for (let i = tailStart; i < tail.length; i++) stream.write(tail[i]!);
       }
       tail = [];
+      // A failed write destroys the stream at once but reports on a later tick: wait for "close".
       await new Promise<void>((resolve) => {
-        if (stream.destroyed) return resolve();
+        if (stream.closed) return resolve();
         stream.once("close", () => resolve());
-        stream.end();
+        if (!stream.destroyed) stream.end();
       });
+      error ??= stream.errored?.message;
     },
   };
 }
