@@ -96,7 +96,7 @@ async function queueMissedLabels(
       const role = await getRepoRole(octokit, repo, by.login);
       if (!(config.allowed_roles as readonly string[]).includes(role)) continue;
       const live: Task[] = Object.values((await queue.snapshot()).tasks);
-      if (!perUserQuota(config.per_user_daily_tasks, live, by.login, new Date()).allowed) continue;
+      if (!perUserQuota(config.per_user_daily_tasks, live, by.login, queue.now()).allowed) continue;
       const outcome = await queue.enqueue({
         issue: issue.number,
         title: issue.title,
