@@ -4,7 +4,11 @@ import { join, resolve } from "node:path";
 import { getAdapter } from "../../src/agents/index.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
-import { type LocalWorker, type LocalWorkerOptions, startLocalWorker } from "../../src/worker/local-worker.ts";
+import {
+  type LocalWorker,
+  type LocalWorkerOptions,
+  startLocalWorker,
+} from "../../src/worker/local-worker.ts";
 import { botClient } from "./bot-client.ts";
 import type { Harness } from "./harness.ts";
 
