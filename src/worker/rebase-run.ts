@@ -10,7 +10,7 @@ import { taskArtifactsDir } from "./artifacts.ts";
 import { git } from "./git.ts";
 import { assertFleetBranch } from "./publish.ts";
 import { runAgent } from "./run-agent.ts";
-import type { TaskOutcome, WorkerDeps } from "./run-task.ts";
+import { knownSecretsOf, type TaskOutcome, type WorkerDeps } from "./run-task.ts";
 import { addWorktree, removeWorktree, type Worktree } from "./worktree.ts";
 
 export interface RebaseSpec {
@@ -67,11 +67,7 @@ export async function runRebase(spec: RebaseSpec, deps: RebaseDeps): Promise<Tas
   const ref = parseRepoFullName(spec.repo);
   const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
   const logPath = join(artifactsDir, REBASE_LOG_FILE);
-  const secrets = [
-    ...(deps.secrets ?? []),
-    ...(deps.credential ? [deps.credential.value] : []),
-    ...(deps.gitAuth ? [deps.gitAuth.token] : []),
-  ].filter((s) => s.length > 0);
+  const secrets = knownSecretsOf(deps);
   const redact = (text: string) => redactSecrets(text, secrets);
   const outcome: TaskOutcome = { outcome: "pr-opened", logPath, artifacts: {} };
   await mkdir(artifactsDir, { recursive: true });

@@ -165,6 +165,15 @@ const CREDENTIAL_VARIABLES = new Set([
   "CODEX_API_KEY",
 ]);
 
+/** Every secret a run knows of (configured ones, the agent's credential, the git token): redacted from all it posts. */
+export function knownSecretsOf(deps: Pick<WorkerDeps, "secrets" | "credential" | "gitAuth">): string[] {
+  return [
+    ...(deps.secrets ?? []),
+    ...(deps.credential ? [deps.credential.value] : []),
+    ...(deps.gitAuth ? [deps.gitAuth.token] : []),
+  ].filter((s) => s.length > 0);
+}
+
 /**
  * Runs one task, start to finish, in its own worktree:
  *
@@ -183,11 +192,7 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
   const clock = deps.clock ?? (() => new Date());
   const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
   const logPath = join(artifactsDir, LOG_FILE);
-  const knownSecrets = [
-    ...(deps.secrets ?? []),
-    ...(deps.credential ? [deps.credential.value] : []),
-    ...(deps.gitAuth ? [deps.gitAuth.token] : []),
-  ].filter((s) => s.length > 0);
+  const knownSecrets = knownSecretsOf(deps);
   const redact = (text: string) => redactSecrets(text, knownSecrets);
   const issueRef: IssueRef = { ...parseRepoFullName(spec.repo), issue_number: spec.issue };
   const reporter = createIssueReporter(deps.octokit, issueRef, spec.taskId, redact);
