@@ -64,6 +64,8 @@ export interface RunReportView {
   /** The agent's log (already redacted); only its tail is shown. */
   log?: string;
   resetsAt?: string;
+  /** Characters this report may take (default: a whole comment); less when it shares a comment. */
+  limit?: number;
 }
 
 const HEADLINE: Record<RunOutcomeKind, string> = {
@@ -104,9 +106,10 @@ export function renderRunReport(v: RunReportView): string {
   const next = NEXT_STEP[v.outcome];
   if (next) head.push(next, "");
   let body = head.join("\n");
+  const limit = v.limit ?? GITHUB_COMMENT_LIMIT;
   if (v.log !== undefined && v.log.length > 0) {
     const wrapper = 400;
-    const room = GITHUB_COMMENT_LIMIT - body.length - wrapper;
+    const room = limit - body.length - wrapper;
     if (room > 1000) {
       const tail = logTail(v.log, room);
       const note =
@@ -125,5 +128,5 @@ export function renderRunReport(v: RunReportView): string {
       ].join("\n");
     }
   }
-  return body.length > GITHUB_COMMENT_LIMIT ? truncateMiddle(body, GITHUB_COMMENT_LIMIT) : body;
+  return body.length > limit ? truncateMiddle(body, limit) : body;
 }

@@ -10,7 +10,7 @@ import {
   runReportMarker,
   truncateMiddle,
 } from "../render/run-report.ts";
-import { renderTokenReport, type TokenReportView, tokenReportMarker } from "../render/token-report.ts";
+import { renderTokenReport, type TokenReportView } from "../render/token-report.ts";
 
 export type Redact = (text: string) => string;
 
@@ -28,14 +28,18 @@ export function createIssueReporter(octokit: GitHubClient, issue: IssueRef, task
   return {
     plan: (plan: string, awaitingApproval: boolean) =>
       post(planMarker(taskId), renderPlanComment({ taskId, plan: redact(plan), awaitingApproval })),
-    tokens: (v: Omit<TokenReportView, "taskId">) =>
-      post(tokenReportMarker(taskId), renderTokenReport({ ...v, taskId })),
-    // The log is redacted before its tail is cut, so a secret split by the cut cannot slip through.
-    run: (v: Omit<RunReportView, "taskId">) =>
-      post(
-        runReportMarker(taskId),
-        renderRunReport({ ...v, taskId, log: v.log === undefined ? undefined : redact(v.log) }),
-      ),
+    /**
+     * The run's final report: the token report (when the run used tokens) and the run report with
+     * the log's tail, in ONE comment: each comment is a content-creating request, and GitHub allows
+     * 500 of those an hour. The log is redacted before its tail is cut, so a secret split by the cut
+     * cannot slip through.
+     */
+    final: (v: { tokens?: Omit<TokenReportView, "taskId">; run: Omit<RunReportView, "taskId"> }) => {
+      const tokens = v.tokens ? `${renderTokenReport({ ...v.tokens, taskId })}\n\n` : "";
+      const log = v.run.log === undefined ? undefined : redact(v.run.log);
+      const run = renderRunReport({ ...v.run, taskId, log, limit: GITHUB_COMMENT_LIMIT - tokens.length });
+      return post(runReportMarker(taskId), tokens + run);
+    },
   };
 }
 export type IssueReporter = ReturnType<typeof createIssueReporter>;

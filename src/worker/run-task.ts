@@ -583,24 +583,28 @@ async function finish(
   if (outcome !== "awaiting-approval") {
     try {
       const log = run ? await readLogTail(run.logFile) : "";
-      if (result.totals || result.planTotals) {
-        await reporter.tokens({
-          outcome: outcomeLine(result),
-          totals: result.totals,
-          planTotals: result.planTotals,
-          earlierRuns: ctx.spec.earlierRuns,
-          runKind: ctx.spec.runKind,
-        });
-      }
-      await reporter.run({
-        // The run report has no budget headline of its own; the reason says "stopped: ... budget".
-        outcome: outcome === "over-budget" ? "failed" : outcome,
-        reason: result.reason,
-        pr: result.pr,
-        summary: notes?.result?.summary,
-        resultProblem: outcome === "pr-opened" || outcome === "no-changes" ? notes?.resultProblem : undefined,
-        log,
-        resetsAt: result.rateLimit?.resetsAt,
+      await reporter.final({
+        tokens:
+          result.totals || result.planTotals
+            ? {
+                outcome: outcomeLine(result),
+                totals: result.totals,
+                planTotals: result.planTotals,
+                earlierRuns: ctx.spec.earlierRuns,
+                runKind: ctx.spec.runKind,
+              }
+            : undefined,
+        run: {
+          // The run report has no budget headline of its own; the reason says "stopped: ... budget".
+          outcome: outcome === "over-budget" ? "failed" : outcome,
+          reason: result.reason,
+          pr: result.pr,
+          summary: notes?.result?.summary,
+          resultProblem:
+            outcome === "pr-opened" || outcome === "no-changes" ? notes?.resultProblem : undefined,
+          log,
+          resetsAt: result.rateLimit?.resetsAt,
+        },
       });
     } catch (error) {
       // The outcome stands even when GitHub refuses the report; the caller still learns it.
