@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Auth } from "./auth.ts";
 import { type FaultSpec, Faults } from "./faults.ts";
+import { createGitHttpHandler, type GitRequest, GitRequestLog, matchGitHttp } from "./git-http.ts";
 import { GitRepo } from "./git-repo.ts";
 import { loadSpec, sharedChecker } from "./openapi-check.ts";
 import { Shapes } from "./payloads.ts";
@@ -28,6 +29,7 @@ import { WebhookSender } from "./webhooks.ts";
 import { World } from "./world.ts";
 
 export type { FaultSpec } from "./faults.ts";
+export type { GitRequest } from "./git-http.ts";
 export type { LoggedRequest } from "./request-log.ts";
 export type { Permission, WorkflowRun } from "./state.ts";
 
@@ -88,7 +90,14 @@ export interface GitHubEmulator {
     defaultBranch?: string;
     files?: Record<string, string>;
     private?: boolean;
-  }): Promise<{ fullName: string; cloneUrl: string; gitDir: string; installationId: number }>;
+  }): Promise<{
+    fullName: string;
+    cloneUrl: string;
+    /** `http://127.0.0.1:<port>/<owner>/<repo>.git`: git smart HTTP, HTTP Basic with a token as password. */
+    httpUrl: string;
+    gitDir: string;
+    installationId: number;
+  }>;
   addCollaborator(fullName: string, login: string, permission: Permission): void;
   userToken(login: string): string;
   installationId(fullName: string): number;
@@ -119,6 +128,13 @@ export interface GitHubEmulator {
   redeliver(id: string): Promise<number>;
   waitForDeliveries(): Promise<void>;
   requests: RequestLogView;
+  /** Git smart-HTTP requests (clone, fetch, push); not REST requests, so `counts()` leaves them out. */
+  gitRequests: {
+    readonly entries: readonly GitRequest[];
+    mark(): number;
+    clear(): void;
+    counts(filter?: { since?: number }): { total: number; fetches: number; pushes: number };
+  };
   counts(filter?: { since?: number }): {
     total: number;
     reads: number;
@@ -225,8 +241,15 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions = {}): Pro
     },
   });
 
+  const gitLog = new GitRequestLog();
+  const gitHttp = createGitHttpHandler({ state, auth, dataDir, log: gitLog });
+
   const server = createServer((req, res) => {
-    handler.handle(req, res).catch((e) => {
+    const url = new URL(req.url ?? "/", "http://emulator.invalid");
+    const git = matchGitHttp(url.pathname);
+    // Git smart HTTP shares the API's port, as on github.com, but not its pipeline (no JSON, no REST limits).
+    const work = git ? gitHttp(req, res, git, url.searchParams) : handler.handle(req, res);
+    work.catch((e) => {
       process.stderr.write(`[github-emulator] ${e?.stack ?? e}\n`);
       if (!res.headersSent) res.writeHead(500);
       res.end();
@@ -325,6 +348,7 @@ fetch(${JSON.stringify(`${baseUrl}/_emulator/push/${encodeURIComponent(repo.full
       return {
         fullName,
         cloneUrl: pathToFileURL(git.gitDir).href,
+        httpUrl: `${baseUrl}/${input.owner}/${input.name}.git`,
         gitDir: git.gitDir,
         installationId: installation.id,
       };
@@ -436,6 +460,7 @@ fetch(${JSON.stringify(`${baseUrl}/_emulator/push/${encodeURIComponent(repo.full
     redeliver: (id) => webhooks.redeliver(id),
     waitForDeliveries: () => webhooks.waitForIdle(),
     requests: log,
+    gitRequests: gitLog,
     counts: (filter) => log.counts(filter),
     unimplemented: () => [...unimplemented],
     faults: { inject: (f) => faults.inject(f), clear: () => faults.clear() },

@@ -1,0 +1,220 @@
+import { spawn } from "node:child_process";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { relative } from "node:path";
+import type { Auth } from "./auth.ts";
+import { HttpError } from "./http-error.ts";
+import { type Actor, atLeast, type EmulatorState, type Repo } from "./state.ts";
+
+/** One git smart-HTTP request (clone, fetch or push); kept apart from the REST request log. */
+export interface GitRequest {
+  at: number;
+  seq: number;
+  method: string;
+  path: string;
+  /** `git-upload-pack` (fetch) or `git-receive-pack` (push). */
+  service: string;
+  status: number;
+  actor: string;
+}
+
+/** Git-over-HTTP requests: not REST requests, so they spend no REST or content-creation limit. */
+export class GitRequestLog {
+  readonly entries: GitRequest[] = [];
+  private seq = 0;
+
+  add(e: Omit<GitRequest, "seq" | "at">): void {
+    this.seq += 1;
+    this.entries.push({ ...e, seq: this.seq, at: Date.now() });
+  }
+
+  mark(): number {
+    return this.seq;
+  }
+
+  clear(): void {
+    this.entries.length = 0;
+  }
+
+  /** `fetches` are upload-pack requests, `pushes` receive-pack ones (advertisements included). */
+  counts(filter: { since?: number } = {}) {
+    const rows = this.entries.filter((e) => filter.since === undefined || e.seq > filter.since);
+    const fetches = rows.filter((e) => e.service === "git-upload-pack").length;
+    return { total: rows.length, fetches, pushes: rows.length - fetches };
+  }
+}
+
+const GIT_PATH = /^\/([^/]+)\/([^/]+?)\.git\/(info\/refs|git-upload-pack|git-receive-pack)$/;
+
+/** The git smart-HTTP endpoint a path names, if it names one. */
+export function matchGitHttp(pathname: string): { owner: string; repo: string; op: string } | undefined {
+  const m = GIT_PATH.exec(pathname);
+  return m ? { owner: decodeURIComponent(m[1]!), repo: decodeURIComponent(m[2]!), op: m[3]! } : undefined;
+}
+
+export interface GitHttpDeps {
+  state: EmulatorState;
+  auth: Auth;
+  dataDir: string;
+  log: GitRequestLog;
+}
+
+/** The token of a git request: HTTP Basic with the token as password (any user name), or `token X`. */
+function credentials(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const basic = /^basic\s+(\S+)$/i.exec(header.trim());
+  if (!basic) return header;
+  const decoded = Buffer.from(basic[1]!, "base64").toString("utf8");
+  const colon = decoded.indexOf(":");
+  const password = colon >= 0 ? decoded.slice(colon + 1) : decoded;
+  // An empty password is what git sends when it has none: treat it as no credentials.
+  return password === "" ? undefined : `token ${password}`;
+}
+
+const actorLogin = (a: Actor): string =>
+  a.kind === "user" || a.kind === "installation" ? a.user.login : a.kind;
+
+/**
+ * Serves `info/refs`, `git-upload-pack` and `git-receive-pack` by running `git http-backend` as a CGI,
+ * with GitHub's rules: HTTP Basic with a token, read access to fetch, write access to push.
+ */
+export function createGitHttpHandler(d: GitHttpDeps) {
+  /** Who may do what, as GitHub answers it: 401 asks for credentials, 404 hides a repository, 403 refuses a push. */
+  function authorize(req: IncomingMessage, owner: string, name: string, push: boolean) {
+    const unauthorized = new HttpError(
+      401,
+      "Invalid username or token.",
+      {},
+      { "www-authenticate": 'Basic realm="GitHub"' },
+    );
+    let actor: Actor;
+    try {
+      actor = d.auth.actor(credentials(req.headers.authorization));
+    } catch {
+      throw unauthorized;
+    }
+    const repo = d.state.repo(owner, name);
+    if (actor.kind === "app") throw unauthorized;
+    if (actor.kind === "anonymous") {
+      // Public repositories can be cloned without credentials; everything else asks for them.
+      if (!repo || repo.private || push) throw unauthorized;
+      return { repo, actor };
+    }
+    const notFound = new HttpError(404, "Repository not found.");
+    if (!repo) throw notFound;
+    if (actor.kind === "installation") {
+      if (actor.installationId !== repo.installationId) throw notFound;
+      return { repo, actor };
+    }
+    const p = d.state.permission(repo, actor.user.login);
+    if (p === "none") throw notFound;
+    if (push && !atLeast(p, "write"))
+      throw new HttpError(403, `Permission to ${repo.fullName}.git denied to ${actor.user.login}.`);
+    return { repo, actor };
+  }
+
+  return async function handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    target: { owner: string; repo: string; op: string },
+    query: URLSearchParams,
+  ): Promise<void> {
+    const method = (req.method ?? "GET").toUpperCase();
+    const service = target.op === "info/refs" ? (query.get("service") ?? "") : target.op;
+    const path = `/${target.owner}/${target.repo}.git/${target.op}`;
+    let actorName = "anonymous";
+    const log = (status: number) => d.log.add({ method, path, service, status, actor: actorName });
+    const fail = (status: number, message: string, headers: Record<string, string> = {}) => {
+      log(status);
+      req.resume();
+      res.writeHead(status, { "content-type": "text/plain; charset=utf-8", ...headers });
+      res.end(`${message}\n`);
+    };
+
+    if (service !== "git-upload-pack" && service !== "git-receive-pack")
+      return fail(403, "Only the smart HTTP protocol is supported.");
+    const expected = target.op === "info/refs" ? "GET" : "POST";
+    if (method !== expected) return fail(405, `Use ${expected} for ${target.op}.`);
+
+    let repo: Repo;
+    let actor: Actor;
+    try {
+      ({ repo, actor } = authorize(req, target.owner, target.repo, service === "git-receive-pack"));
+    } catch (e) {
+      const err = e as HttpError;
+      return fail(err.status, err.message, err.headers);
+    }
+    actorName = actorLogin(actor);
+
+    // The CGI sees a clean environment: no GIT_* variable of the emulator's own process leaks in.
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env))
+      if (v !== undefined && !k.startsWith("GIT_")) env[k] = v;
+    Object.assign(env, {
+      GIT_CONFIG_NOSYSTEM: "1",
+      GIT_CONFIG_GLOBAL: "/dev/null",
+      GIT_PROJECT_ROOT: d.dataDir,
+      GIT_HTTP_EXPORT_ALL: "1",
+      PATH_INFO: `/${relative(d.dataDir, repo.git.gitDir)}/${target.op}`,
+      QUERY_STRING: query.toString(),
+      REQUEST_METHOD: method,
+      CONTENT_TYPE: req.headers["content-type"] ?? "",
+      // http-backend enables receive-pack only for an authenticated user.
+      REMOTE_USER: actorName,
+      REMOTE_ADDR: req.socket.remoteAddress ?? "",
+      // Names the pusher for the post-receive hook, so push webhooks carry the token's actor.
+      FLEET_EMULATOR_LOGIN: actorName,
+    });
+    if (req.headers["content-encoding"]) env.HTTP_CONTENT_ENCODING = String(req.headers["content-encoding"]);
+    if (req.headers["content-length"]) env.CONTENT_LENGTH = String(req.headers["content-length"]);
+    if (req.headers["git-protocol"]) env.GIT_PROTOCOL = String(req.headers["git-protocol"]);
+
+    await new Promise<void>((resolve) => {
+      const child = spawn("git", ["http-backend"], { env, stdio: ["pipe", "pipe", "pipe"] });
+      let head = Buffer.alloc(0);
+      let headersDone = false;
+      let stderr = "";
+      child.stderr.on("data", (c: Buffer) => {
+        stderr += c.toString("utf8");
+      });
+      child.stdin.on("error", () => {});
+      req.pipe(child.stdin);
+      child.stdout.on("data", (chunk: Buffer) => {
+        if (headersDone) {
+          res.write(chunk);
+          return;
+        }
+        head = Buffer.concat([head, chunk]);
+        const crlf = head.indexOf("\r\n\r\n");
+        const lf = head.indexOf("\n\n");
+        const end = crlf >= 0 && (lf < 0 || crlf < lf) ? crlf + 4 : lf >= 0 ? lf + 2 : -1;
+        if (end < 0) return;
+        headersDone = true;
+        let status = 200;
+        const headers: Record<string, string> = {};
+        for (const line of head.subarray(0, end).toString("latin1").split(/\r?\n/)) {
+          const colon = line.indexOf(":");
+          if (colon <= 0) continue;
+          const key = line.slice(0, colon).trim().toLowerCase();
+          const value = line.slice(colon + 1).trim();
+          if (key === "status") status = Number.parseInt(value, 10) || 500;
+          else headers[key] = value;
+        }
+        log(status);
+        res.writeHead(status, headers);
+        const rest = head.subarray(end);
+        if (rest.length) res.write(rest);
+      });
+      child.on("error", (e) => {
+        stderr += e.message;
+      });
+      child.on("close", (code) => {
+        if (!headersDone) {
+          process.stderr.write(`[github-emulator] git http-backend failed (${code}): ${stderr}\n`);
+          if (!res.headersSent) fail(500, "git http-backend failed");
+          else res.end();
+        } else res.end();
+        resolve();
+      });
+    });
+  };
+}
