@@ -1,6 +1,7 @@
 export * from "./doc.ts";
 export * from "./errors.ts";
 export * from "./file-lock.ts";
+export * from "./git-store.ts";
 export * from "./github-store.ts";
 export * from "./leases.ts";
 export * from "./local-store.ts";

@@ -1,0 +1,464 @@
+import { randomUUID } from "node:crypto";
+import { access, mkdir, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { execa } from "execa";
+import {
+  BEADS_PATH,
+  cloneStateDoc,
+  type FleetStateDoc,
+  parseStateDoc,
+  STATE_PATH,
+  serializeStateDoc,
+} from "./doc.ts";
+import { StateConflictError } from "./errors.ts";
+import { DEFAULT_STATE_BRANCH } from "./github-store.ts";
+import {
+  backoffDelay,
+  DEFAULT_MAX_RETRIES,
+  defaultSleep,
+  type Mutation,
+  type StateSnapshot,
+  type StateStore,
+  type UpdateOptions,
+  type UpdateResult,
+} from "./store.ts";
+
+export interface GitStateStoreOptions {
+  /** The repository's git URL, e.g. `https://github.com/octo/widgets.git`; no credentials in it. */
+  url: string;
+  /** An installation (or user) token with contents access; asked for before every fetch and push. */
+  token: () => Promise<string> | string;
+  owner: string;
+  repo: string;
+  /** Default `fleet/state`. */
+  branch?: string;
+  /** A local bare repository used only by this store (created on first use). */
+  cacheDir: string;
+  clock?: () => Date;
+  random?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+  /**
+   * Pacing, as in the GitHub store: after a push that took d ms, the next optimistic push from this
+   * store waits a random [0, pacing * d) ms if it comes sooner, so a store writing in a loop on its
+   * cache does not starve stores that must fetch first. Default 3; 0 turns it off.
+   */
+  pacing?: number;
+}
+
+/** Git network operations this store ran; none of them is a REST request. */
+export interface GitStoreStats {
+  fetches: number;
+  pushes: number;
+  conflicts: number;
+}
+
+export interface GitStateStore extends StateStore {
+  history(limit: number): Promise<Array<{ sha: string; message: string; date: string }>>;
+  stats(): GitStoreStats;
+  resetStats(): void;
+  /** Forget the cached snapshot (the next update fetches first). */
+  dropCache(): void;
+}
+
+/** A fetch or push of the state branch failed for a reason other than losing the race. */
+export class StateGitError extends Error {
+  override readonly name = "StateGitError";
+  constructor(
+    readonly where: string,
+    readonly operation: "fetch" | "push",
+    readonly detail: string,
+  ) {
+    super(`Fleet state at ${where}: git ${operation} failed: ${detail}`);
+  }
+}
+
+interface CachedFile {
+  text: string;
+  /** Blob sha; undefined when the file is not on the branch. */
+  sha?: string;
+}
+
+interface Cache {
+  /** Head commit of the branch; "" when the branch does not exist. */
+  commit: string;
+  state: CachedFile;
+  beads: CachedFile;
+  doc: FleetStateDoc;
+}
+
+const REMOTE_REF = "refs/fleet/remote-state";
+const IDENTITY = { name: "Fleet", email: "fleet@users.noreply.github.com" };
+const TRAILER = /\n\nFleet-Write: [0-9a-f-]+\s*$/;
+// Losing reasons a push reports when another writer moved (or created) the branch first.
+const LOST_RACE =
+  /stale info|fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|already exists/i;
+const GC_EVERY = 500;
+
+/** The environment of every git command: no user or system config, no prompts, nothing inherited from a hook. */
+function baseEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("GIT_")) env[k] = v;
+  return {
+    ...env,
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_AUTHOR_NAME: IDENTITY.name,
+    GIT_AUTHOR_EMAIL: IDENTITY.email,
+    GIT_COMMITTER_NAME: IDENTITY.name,
+    GIT_COMMITTER_EMAIL: IDENTITY.email,
+  };
+}
+
+/**
+ * Fleet's repository state on a branch (default `fleet/state`), read and written over git's smart HTTP
+ * protocol instead of the REST API: a shallow fetch reads it, a push guarded by `--force-with-lease`
+ * on the parent commit is the compare-and-swap. No request spends REST or content-creation limits.
+ */
+export function createGitStateStore(opts: GitStateStoreOptions): GitStateStore {
+  const { owner, repo, cacheDir } = opts;
+  const branch = opts.branch ?? DEFAULT_STATE_BRANCH;
+  const random = opts.random ?? Math.random;
+  const sleep = opts.sleep ?? defaultSleep;
+  const pacing = opts.pacing ?? 3;
+  const where = `${owner}/${repo}@${branch}`;
+  const remedy = `fix or revert the last commit on ${branch} (\`git revert\` on that branch, then push), or delete the branch to start over`;
+  const branchRef = `refs/heads/${branch}`;
+  const shownUrl = (() => {
+    try {
+      const u = new URL(opts.url);
+      u.username = "";
+      u.password = "";
+      return u.href;
+    } catch {
+      return opts.url;
+    }
+  })();
+
+  let cache: Cache | undefined;
+  let stats: GitStoreStats = { fetches: 0, pushes: 0, conflicts: 0 };
+  let lastWrite = { endedAt: Number.NEGATIVE_INFINITY, tookMs: 0 };
+  let initialized = false;
+  let commitsSinceGc = 0;
+  let chain: Promise<unknown> = Promise.resolve();
+
+  /** One operation at a time on the cache repository: two git commands on one repo can clash on lock files. */
+  function exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = chain.then(fn, fn);
+    chain = run.catch(() => undefined);
+    return run;
+  }
+
+  async function git(
+    args: string[],
+    o: { input?: string | Buffer; env?: Record<string, string>; buffer?: boolean } = {},
+  ) {
+    const r = await execa("git", ["-C", cacheDir, ...args], {
+      env: { ...baseEnv(), ...o.env },
+      extendEnv: false,
+      input: o.input,
+      reject: false,
+      stripFinalNewline: false,
+      ...(o.buffer ? { encoding: "buffer" as const } : {}),
+    });
+    return r;
+  }
+
+  async function mustGit(args: string[], o: { input?: string | Buffer; env?: Record<string, string> } = {}) {
+    const r = await git(args, o);
+    if (r.exitCode !== 0)
+      throw new Error(`Fleet state cache ${cacheDir}: git ${args[0]} failed: ${String(r.stderr).trim()}`);
+    return String(r.stdout).trim();
+  }
+
+  async function init(): Promise<void> {
+    if (initialized) return;
+    try {
+      await access(join(cacheDir, "HEAD"));
+    } catch {
+      await mkdir(cacheDir, { recursive: true });
+      const r = await execa("git", ["init", "--bare", "-q", cacheDir], {
+        env: baseEnv(),
+        extendEnv: false,
+        reject: false,
+      });
+      if (r.exitCode !== 0)
+        throw new Error(`Fleet state cache ${cacheDir}: git init failed: ${r.stderr.trim()}`);
+    }
+    // Garbage collection runs in the foreground at our pace, never detached next to our own commands.
+    await mustGit(["config", "gc.auto", "0"]);
+    await mustGit(["config", "maintenance.auto", "false"]);
+    initialized = true;
+  }
+
+  /** Runs a network command with the token in an HTTP header passed through the environment, never argv or disk. */
+  async function remote(operation: "fetch" | "push", args: string[]) {
+    const token = await opts.token();
+    const header = `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString("base64")}`;
+    const r = await git(args, {
+      env: { GIT_CONFIG_COUNT: "1", GIT_CONFIG_KEY_0: "http.extraHeader", GIT_CONFIG_VALUE_0: header },
+    });
+    const scrub = (s: string) =>
+      token === "" ? s : s.split(header).join("Authorization: ***").split(token).join("***");
+    return {
+      exitCode: r.exitCode ?? 1,
+      stdout: scrub(String(r.stdout)),
+      stderr: scrub(String(r.stderr)),
+      fail: (stderr: string): StateGitError => new StateGitError(where, operation, explain(stderr)),
+    };
+  }
+
+  /** What went wrong, for a person: never the token, the URL without credentials. */
+  function explain(stderr: string): string {
+    const last =
+      stderr
+        .split("\n")
+        .map((l) => l.trim())
+        .filter((l) => l && !l.startsWith("hint:"))
+        .at(-1) ?? "no output from git";
+    if (/could not read Username|Authentication failed|returned error: 401/i.test(stderr))
+      return `${shownUrl} refused the token (401): check that it is valid and not expired (${last})`;
+    if (/returned error: 403|denied to|Permission to/i.test(stderr))
+      return `${shownUrl} denied access (403): the token needs contents write permission on ${owner}/${repo} (${last})`;
+    if (/not found|returned error: 404/i.test(stderr))
+      return `${shownUrl} was not found (404): check the repository name and that the token can see it (${last})`;
+    return `${shownUrl}: ${last}`;
+  }
+
+  /** Moves the local copy of the branch to what the server has; "" when the branch does not exist. */
+  async function fetchHead(depth: number): Promise<string> {
+    stats.fetches++;
+    const r = await remote("fetch", [
+      "fetch",
+      "--quiet",
+      `--depth=${depth}`,
+      "--no-tags",
+      "--no-write-fetch-head",
+      "--no-auto-gc",
+      opts.url,
+      `+${branchRef}:${REMOTE_REF}`,
+    ]);
+    if (r.exitCode !== 0) {
+      if (/couldn't find remote ref/i.test(r.stderr)) {
+        await git(["update-ref", "-d", REMOTE_REF]);
+        return "";
+      }
+      throw r.fail(r.stderr);
+    }
+    return mustGit(["rev-parse", "--verify", `${REMOTE_REF}^{commit}`]);
+  }
+
+  /** The two files of a commit in one `cat-file --batch` call; a missing file reads as "". */
+  async function readFiles(commit: string): Promise<{ state: CachedFile; beads: CachedFile }> {
+    const r = await git(["cat-file", "--batch"], {
+      input: `${commit}:${STATE_PATH}\n${commit}:${BEADS_PATH}\n`,
+      buffer: true,
+    });
+    if (r.exitCode !== 0) throw new Error(`Fleet state cache ${cacheDir}: git cat-file failed`);
+    const out = Buffer.from(r.stdout as Uint8Array);
+    const files: CachedFile[] = [];
+    let at = 0;
+    for (let i = 0; i < 2; i++) {
+      const nl = out.indexOf(10, at);
+      const header = out.subarray(at, nl).toString("utf8");
+      at = nl + 1;
+      const [sha, type, size] = header.split(" ");
+      if (type !== "blob") {
+        files.push({ text: "" });
+        continue;
+      }
+      const n = Number(size);
+      files.push({ text: out.subarray(at, at + n).toString("utf8"), sha });
+      at += n + 1;
+    }
+    return { state: files[0]!, beads: files[1]! };
+  }
+
+  const parse = (text: string): FleetStateDoc => parseStateDoc(text, `${where}:${STATE_PATH}`, remedy);
+
+  async function refresh(): Promise<Cache> {
+    await init();
+    const head = await fetchHead(1);
+    if (head === "") {
+      cache = { commit: "", state: { text: "" }, beads: { text: "" }, doc: parse("") };
+      return cache;
+    }
+    // The head did not move: nothing to re-read or re-parse.
+    if (cache && cache.commit === head) return cache;
+    const files = await readFiles(head);
+    // Parse before caching: a corrupt document must fail every read, not just the first.
+    const doc = parse(files.state.text);
+    cache = { commit: head, ...files, doc };
+    return cache;
+  }
+
+  const snapshotOf = (c: Cache): StateSnapshot => ({
+    doc: cloneStateDoc(c.doc),
+    beads: c.beads.text,
+    version: c.commit,
+  });
+
+  /** A commit on top of `c` (an orphan holding both files when the branch does not exist yet). */
+  async function makeCommit(c: Cache, files: { state?: string; beads?: string }, message: string) {
+    const orphan = c.commit === "";
+    const indexFile = join(cacheDir, "fleet-index");
+    await rm(indexFile, { force: true });
+    const env = { GIT_INDEX_FILE: indexFile };
+    // Starting from the parent's tree keeps every other file on the branch exactly as it was.
+    if (!orphan) await mustGit(["read-tree", c.commit], { env });
+    const entries: Array<{ path: string; text: string; which: "state" | "beads" }> = [];
+    if (files.state !== undefined) entries.push({ path: STATE_PATH, text: files.state, which: "state" });
+    if (files.beads !== undefined) entries.push({ path: BEADS_PATH, text: files.beads, which: "beads" });
+    const shas: Partial<Record<"state" | "beads", string>> = {};
+    const lines: string[] = [];
+    for (const e of entries) {
+      const sha = await mustGit(["hash-object", "-w", "--stdin"], { input: Buffer.from(e.text, "utf8") });
+      shas[e.which] = sha;
+      lines.push(`100644 ${sha}\t${e.path}`);
+    }
+    if (lines.length)
+      await mustGit(["update-index", "--index-info"], { env, input: `${lines.join("\n")}\n` });
+    const tree = await mustGit(["write-tree"], { env });
+    await rm(indexFile, { force: true });
+    const date = opts.clock ? `${Math.floor(opts.clock().getTime() / 1000)} +0000` : undefined;
+    // Commits are content-addressed: two writers making the same change on the same parent in the same
+    // second would mint the same commit and both "win". A unique trailer keeps the CAS exact.
+    const sha = await mustGit(["commit-tree", tree, ...(orphan ? [] : ["-p", c.commit]), "-F", "-"], {
+      input: `${message}\n\nFleet-Write: ${randomUUID()}\n`,
+      env: date ? { GIT_AUTHOR_DATE: date, GIT_COMMITTER_DATE: date } : {},
+    });
+    return { sha, shas };
+  }
+
+  type PushOutcome = "ok" | "conflict";
+
+  /** Pushes `sha` only if the branch still points at `expected` ("" = must not exist): the CAS. */
+  async function push(sha: string, expected: string): Promise<PushOutcome> {
+    stats.pushes++;
+    const r = await remote("push", [
+      "push",
+      "--porcelain",
+      "--no-verify",
+      `--force-with-lease=${branchRef}:${expected}`,
+      opts.url,
+      `${sha}:${branchRef}`,
+    ]);
+    const status = r.stdout.split("\n").find((l) => l.includes(`:${branchRef}\t`));
+    if (r.exitCode === 0 && status && !status.startsWith("!")) return "ok";
+    if (status?.startsWith("!")) {
+      const reason = status.split("\t")[2] ?? "";
+      if (LOST_RACE.test(reason)) return "conflict";
+      throw r.fail(`${shownUrl} rejected the push: ${reason}`);
+    }
+    throw r.fail(r.stderr);
+  }
+
+  async function maybeGc(): Promise<void> {
+    commitsSinceGc++;
+    if (commitsSinceGc < GC_EVERY) return;
+    commitsSinceGc = 0;
+    // Every attempt leaves objects behind; prune them now and then, in the foreground.
+    await git(["-c", "gc.auto=1", "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"]);
+  }
+
+  async function update(mutation: Mutation, options: UpdateOptions = {}): Promise<UpdateResult> {
+    const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
+    await init();
+    let fresh = cache === undefined;
+    let c = cache ?? (await refresh());
+    let retries = 0;
+    for (;;) {
+      const out = mutation({ doc: cloneStateDoc(c.doc), beads: c.beads.text });
+      if (out === null) {
+        // Decided on cached state: make sure it still does not apply before dropping it.
+        if (!fresh) {
+          c = await refresh();
+          fresh = true;
+          continue;
+        }
+        return { applied: false, snapshot: snapshotOf(c), retries };
+      }
+      const doc = out.doc ?? c.doc;
+      const stateText = serializeStateDoc(doc);
+      const beadsText = out.beads ?? c.beads.text;
+      const orphan = c.commit === "";
+      const stateChanged = stateText !== c.state.text && !(c.state.text === "" && out.doc === undefined);
+      const beadsChanged = beadsText !== c.beads.text;
+      if (!stateChanged && !beadsChanged && !orphan)
+        return { applied: true, snapshot: snapshotOf(c), retries };
+
+      const sinceLast = performance.now() - lastWrite.endedAt;
+      if (retries === 0 && pacing > 0 && sinceLast < pacing * lastWrite.tookMs) {
+        await sleep(Math.floor(random() * pacing * lastWrite.tookMs));
+      }
+      const started = performance.now();
+      // The first commit holds both files, so the branch always has them.
+      const files = {
+        ...(stateChanged || orphan ? { state: stateText } : {}),
+        ...(beadsChanged || orphan ? { beads: beadsText } : {}),
+      };
+      const made = await makeCommit(c, files, out.message);
+      let outcome: PushOutcome;
+      try {
+        outcome = await push(made.sha, c.commit);
+      } catch (error) {
+        // The connection may have failed after the server took the push: if the branch holds our commit, it landed.
+        const landed = error instanceof StateGitError && (await fetchHead(1).catch(() => "")) === made.sha;
+        if (!landed) throw error;
+        outcome = "ok";
+      }
+      const ended = performance.now();
+      lastWrite = { endedAt: ended, tookMs: ended - started };
+      if (outcome === "ok") {
+        await git(["update-ref", REMOTE_REF, made.sha]);
+        cache = {
+          commit: made.sha,
+          state: files.state !== undefined ? { text: files.state, sha: made.shas.state } : c.state,
+          beads: files.beads !== undefined ? { text: files.beads, sha: made.shas.beads } : c.beads,
+          doc,
+        };
+        await maybeGc();
+        return { applied: true, snapshot: snapshotOf(cache), retries, commit: made.sha };
+      }
+      stats.conflicts++;
+      if (retries >= maxRetries) throw new StateConflictError(where, retries + 1);
+      // Backoff in units of this server's write time, as the GitHub store does.
+      const unit = Math.max(20, 6 * lastWrite.tookMs);
+      await sleep(backoffDelay(retries, random, unit, Math.max(1_000, unit * 8)));
+      retries++;
+      c = await refresh();
+      fresh = true;
+    }
+  }
+
+  return {
+    read: () => exclusive(async () => snapshotOf(await refresh())),
+    update: (mutation, options) => exclusive(() => update(mutation, options)),
+    history: (limit) =>
+      exclusive(async () => {
+        await init();
+        const head = await fetchHead(Math.max(1, limit));
+        if (head === "") return [];
+        const log = await mustGit(["log", `--max-count=${limit}`, "--format=%H%x1f%cI%x1f%B%x1e", head]);
+        return log
+          .split("\x1e")
+          .map((rec) => rec.replace(/^\n/, ""))
+          .filter(Boolean)
+          .map((rec) => {
+            const [sha, date, message] = rec.split("\x1f") as [string, string, string];
+            return {
+              sha,
+              message: message.replace(/\s+$/, "").replace(TRAILER, ""),
+              date: new Date(date).toISOString().replace(/\.\d{3}Z$/, "Z"),
+            };
+          });
+      }),
+    stats: () => ({ ...stats }),
+    resetStats() {
+      stats = { fetches: 0, pushes: 0, conflicts: 0 };
+    },
+    dropCache() {
+      cache = undefined;
+    },
+  };
+}
