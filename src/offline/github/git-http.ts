@@ -1,6 +1,8 @@
 import { spawn } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { relative } from "node:path";
+import { tmpdir } from "node:os";
+import { dirname, join, relative } from "node:path";
 import type { Auth } from "./auth.ts";
 import { HttpError } from "./http-error.ts";
 import { type Actor, atLeast, type EmulatorState, type Repo } from "./state.ts";
@@ -56,6 +58,8 @@ export interface GitHttpDeps {
   auth: Auth;
   dataDir: string;
   log: GitRequestLog;
+  /** Ref updates a push made ("<before> <after> <ref>" lines), reported before the push's response ends. */
+  onPush: (repo: Repo, lines: string, login: string) => Promise<void>;
 }
 
 /** The token of a git request: HTTP Basic with the token as password (any user name), or `token X`. */
@@ -161,9 +165,13 @@ export function createGitHttpHandler(d: GitHttpDeps) {
       // http-backend enables receive-pack only for an authenticated user.
       REMOTE_USER: actorName,
       REMOTE_ADDR: req.socket.remoteAddress ?? "",
-      // Names the pusher for the post-receive hook, so push webhooks carry the token's actor.
-      FLEET_EMULATOR_LOGIN: actorName,
     });
+    let pushFile: string | undefined;
+    if (target.op === "git-receive-pack") {
+      // The post-receive hook writes its lines here; the emulator reports them as the token's actor.
+      pushFile = join(await mkdtemp(join(tmpdir(), "fleet-gh-push-")), "lines");
+      env.FLEET_EMULATOR_PUSH_FILE = pushFile;
+    }
     if (req.headers["content-encoding"]) env.HTTP_CONTENT_ENCODING = String(req.headers["content-encoding"]);
     if (req.headers["content-length"]) env.CONTENT_LENGTH = String(req.headers["content-length"]);
     if (req.headers["git-protocol"]) env.GIT_PROTOCOL = String(req.headers["git-protocol"]);
@@ -208,12 +216,22 @@ export function createGitHttpHandler(d: GitHttpDeps) {
         stderr += e.message;
       });
       child.on("close", (code) => {
-        if (!headersDone) {
-          process.stderr.write(`[github-emulator] git http-backend failed (${code}): ${stderr}\n`);
-          if (!res.headersSent) fail(500, "git http-backend failed");
-          else res.end();
-        } else res.end();
-        resolve();
+        void (async () => {
+          if (pushFile) {
+            const lines = await readFile(pushFile, "utf8").catch(() => "");
+            await rm(dirname(pushFile), { recursive: true, force: true });
+            if (lines)
+              await d
+                .onPush(repo, lines, actorName)
+                .catch((e) => process.stderr.write(`[github-emulator] push report failed: ${e}\n`));
+          }
+          if (!headersDone) {
+            process.stderr.write(`[github-emulator] git http-backend failed (${code}): ${stderr}\n`);
+            if (!res.headersSent) fail(500, "git http-backend failed");
+            else res.end();
+          } else res.end();
+          resolve();
+        })();
       });
     });
   };

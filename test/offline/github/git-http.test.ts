@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { createAppAuth } from "@octokit/auth-app";
 import { Octokit } from "@octokit/rest";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type GitHubEmulator, startGitHubEmulator } from "../../../src/offline/github/index.ts";
 import { userOctokit } from "./helpers.ts";
 
@@ -95,15 +95,14 @@ describe("git smart HTTP", () => {
     expect((await git(dir, botToken, "push", "-q", "origin", "fleet/7-fix")).code).toBe(0);
     const second = (await git(dir, undefined, "rev-parse", "HEAD")).stdout.trim();
 
-    await vi.waitFor(() => {
-      const pushes = em.deliveries().filter((d) => d.event === "push");
-      expect(pushes.map((d) => (d.payload as { after: string }).after)).toEqual([head, second]);
-      const sync = em.deliveries().find((d) => d.event === "pull_request" && d.action === "synchronize");
-      expect(sync?.payload).toMatchObject({
-        number: pr.number,
-        after: second,
-        sender: { login: em.botLogin },
-      });
+    // Reported before the push returns (the file:// hook reports asynchronously).
+    const pushes = em.deliveries().filter((d) => d.event === "push");
+    expect(pushes.map((d) => (d.payload as { after: string }).after)).toEqual([head, second]);
+    const sync = em.deliveries().find((d) => d.event === "pull_request" && d.action === "synchronize");
+    expect(sync?.payload).toMatchObject({
+      number: pr.number,
+      after: second,
+      sender: { login: em.botLogin },
     });
     const [created, moved] = em.deliveries().filter((d) => d.event === "push");
     expect(created!.payload).toMatchObject({
