@@ -1,6 +1,8 @@
 // Compare-and-swap benchmark: 4 writer processes race 200 transitions each on one state branch
 // (acquire or release a slot under max_concurrent 3, plus a counter increment per transition), then
 // 2 local processes x 200 increments on a $FLEET_HOME store. Run: npx tsx bench/cas.ts
+// `--transport=git` writes through the git smart-HTTP store instead of the REST API (emulator only;
+// results in bench/results/cas-git.json, REST and git requests reported apart).
 import { execFile } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -12,6 +14,7 @@ import { newTask } from "../src/core/task.ts";
 import { startGitHubEmulator } from "../src/offline/github/index.ts";
 import { type FleetStateDoc, parseStateDoc, recordLedger, STATE_PATH } from "../src/state/doc.ts";
 import { StateConflictError } from "../src/state/errors.ts";
+import { createGitStateStore } from "../src/state/git-store.ts";
 import { createGitHubStateStore } from "../src/state/github-store.ts";
 import { acquireSlot, releaseLease, slotsInUse } from "../src/state/leases.ts";
 import { createLocalStateStore } from "../src/state/local-store.ts";
@@ -30,14 +33,46 @@ const DAY = "2026-01-01";
 const here = import.meta.dirname;
 const tsx = join(here, "../node_modules/.bin/tsx");
 
+const TRANSPORT = process.argv.includes("--transport=git") ? "git" : "rest";
+
 const taskId = (w: number, k: number) => `fl-w${w}t${k}`;
 
-async function writer(url: string, token: string, w: number, n: number, startAt: number): Promise<void> {
-  const store = createGitHubStateStore({
-    octokit: new Octokit({ baseUrl: url, auth: token }),
+type BenchStore = {
+  update: ReturnType<typeof createGitHubStateStore>["update"];
+  stats(): { requests: number; notModified: number; byRoute: Record<string, number>; gitOps?: unknown };
+};
+
+/** The REST store, or the git store with a private cache repository; both report their requests the same way. */
+async function benchStore(url: string, token: string, transport: string): Promise<BenchStore> {
+  if (transport !== "git") {
+    return createGitHubStateStore({
+      octokit: new Octokit({ baseUrl: url, auth: token }),
+      owner: "octo",
+      repo: "widgets",
+    });
+  }
+  const store = createGitStateStore({
+    url: `${url}/octo/widgets.git`,
+    token: () => token,
     owner: "octo",
     repo: "widgets",
+    cacheDir: await mkdtemp(join(tmpdir(), "fleet-bench-git-")),
   });
+  return {
+    update: store.update,
+    stats: () => ({ requests: 0, notModified: 0, byRoute: {}, gitOps: store.stats() }),
+  };
+}
+
+async function writer(
+  url: string,
+  token: string,
+  w: number,
+  n: number,
+  startAt: number,
+  transport: string,
+): Promise<void> {
+  const store = await benchStore(url, token, transport);
   // Every writer starts at the same moment, whatever its process start-up took.
   await new Promise((r) => setTimeout(r, Math.max(0, startAt - Date.now())));
   const began = Date.now();
@@ -110,6 +145,8 @@ interface BenchServer {
   /** state.json of every commit on the branch, newest first, and the requests the server saw. */
   branchStates(): Promise<string[]>;
   requests(): number;
+  /** Git smart-HTTP requests (clone, fetch, push): not REST requests. */
+  gitRequests(): number;
   close(): Promise<void>;
 }
 
@@ -144,6 +181,7 @@ async function emulatorServer(): Promise<BenchServer> {
       return docs;
     },
     requests: () => emulator.counts().total,
+    gitRequests: () => emulator.gitRequests.counts().total,
     close: () => emulator.stop(),
   };
 }
@@ -162,6 +200,7 @@ async function fakeServer(): Promise<BenchServer> {
       return docs;
     },
     requests: () => fake.requests,
+    gitRequests: () => 0,
     close: () => fake.close(),
   };
 }
@@ -169,11 +208,7 @@ async function fakeServer(): Promise<BenchServer> {
 async function githubBench(kind: "emulator" | "fake") {
   const server = kind === "emulator" ? await emulatorServer() : await fakeServer();
   try {
-    const seed = createGitHubStateStore({
-      octokit: new Octokit({ baseUrl: server.url, auth: server.token }),
-      owner: "octo",
-      repo: "widgets",
-    });
+    const seed = await benchStore(server.url, server.token, TRANSPORT);
     await seed.update(({ doc }) => {
       const tasks = { ...doc.tasks };
       for (let w = 0; w < WRITERS; w++) {
@@ -197,6 +232,7 @@ async function githubBench(kind: "emulator" | "fake") {
     });
     const seedCommits = (await server.branchStates()).length;
     const requestsBefore = server.requests();
+    const gitRequestsBefore = server.gitRequests();
     const startAt = Date.now() + 8_000;
     const outs = await Promise.all(
       Array.from({ length: WRITERS }, (_, w) =>
@@ -210,6 +246,7 @@ async function githubBench(kind: "emulator" | "fake") {
             String(w),
             String(TRANSITIONS),
             String(startAt),
+            TRANSPORT,
           ],
           {
             maxBuffer: 1 << 24,
@@ -223,6 +260,7 @@ async function githubBench(kind: "emulator" | "fake") {
       Math.min(...results0.map((r) => r.lateStartMs));
     const results = outs.map((o) => JSON.parse(o.stdout));
     const serverRequests = server.requests() - requestsBefore;
+    const serverGitRequests = server.gitRequests() - gitRequestsBefore;
     // Check every state the branch ever held for over-granted slots.
     let overGranted = 0;
     let maxLive = 0;
@@ -250,6 +288,7 @@ async function githubBench(kind: "emulator" | "fake") {
       requests: r.stats.requests,
       notModified: r.stats.notModified,
       byRoute: r.stats.byRoute,
+      ...(r.stats.gitOps ? { gitOps: r.stats.gitOps } : {}),
     }));
     const total = WRITERS * TRANSITIONS;
     const clientRequests = perWriter.reduce((s, r) => s + r.requests, 0);
@@ -258,6 +297,7 @@ async function githubBench(kind: "emulator" | "fake") {
     const gaveUp = perWriter.reduce((s, r) => s + r.gaveUp, 0);
     return {
       server: server.name,
+      transport: TRANSPORT,
       writers: WRITERS,
       transitionsPerWriter: TRANSITIONS,
       maxConcurrent: MAX_CONCURRENT,
@@ -273,6 +313,9 @@ async function githubBench(kind: "emulator" | "fake") {
       requests: clientRequests,
       serverRequests,
       requestsPerTransition: +(clientRequests / total).toFixed(3),
+      restRequestsPerTransition: +(serverRequests / total).toFixed(3),
+      gitRequests: serverGitRequests,
+      gitRequestsPerTransition: +(serverGitRequests / total).toFixed(3),
       notModified304: notModified,
       rateLimitedRequestsPerTransition: +((clientRequests - notModified) / total).toFixed(3),
       elapsedMs: Math.round(elapsedMs),
@@ -309,17 +352,27 @@ async function localBench() {
 }
 
 if (process.argv[2] === "writer") {
-  const [url, token, w, n, startAt] = process.argv.slice(3);
-  await writer(url!, token!, Number(w), Number(n), Number(startAt));
+  const [url, token, w, n, startAt, transport] = process.argv.slice(3);
+  await writer(url!, token!, Number(w), Number(n), Number(startAt), transport ?? "rest");
 } else {
   const kind = process.argv.includes("--server=fake") ? "fake" : "emulator";
+  if (TRANSPORT === "git" && kind === "fake")
+    throw new Error("--transport=git needs the emulator (the fake has no git endpoint)");
   const github = await githubBench(kind);
-  const local = await localBench();
+  // The local store does not depend on the transport: measured with the REST run only.
+  const local = TRANSPORT === "git" ? undefined : await localBench();
   const out = { date: new Date().toISOString(), node: process.version, github, local };
   console.log(JSON.stringify(out, null, 2));
   await mkdir(join(here, "results"), { recursive: true });
   await writeFile(
-    join(here, kind === "emulator" ? "results/cas.json" : "results/cas-fake.json"),
+    join(
+      here,
+      TRANSPORT === "git"
+        ? "results/cas-git.json"
+        : kind === "emulator"
+          ? "results/cas.json"
+          : "results/cas-fake.json",
+    ),
     `${JSON.stringify(out, null, 2)}\n`,
   );
 }
