@@ -67,6 +67,8 @@ export class StateGitError extends Error {
     readonly where: string,
     readonly operation: "fetch" | "push",
     readonly detail: string,
+    /** The HTTP status the server answered (401, 403, 404, ...) when git reported one. */
+    readonly status?: number,
   ) {
     super(`Fleet state at ${where}: git ${operation} failed: ${detail}`);
   }
@@ -204,12 +206,15 @@ export function createGitStateStore(opts: GitStateStoreOptions): GitStateStore {
       exitCode: r.exitCode ?? 1,
       stdout: scrub(String(r.stdout)),
       stderr: scrub(String(r.stderr)),
-      fail: (stderr: string): StateGitError => new StateGitError(where, operation, explain(stderr)),
+      fail: (stderr: string): StateGitError => {
+        const e = explain(stderr);
+        return new StateGitError(where, operation, e.detail, e.status);
+      },
     };
   }
 
   /** What went wrong, for a person: never the token, the URL without credentials. */
-  function explain(stderr: string): string {
+  function explain(stderr: string): { detail: string; status?: number } {
     const last =
       stderr
         .split("\n")
@@ -217,12 +222,22 @@ export function createGitStateStore(opts: GitStateStoreOptions): GitStateStore {
         .filter((l) => l && !l.startsWith("hint:"))
         .at(-1) ?? "no output from git";
     if (/could not read Username|Authentication failed|returned error: 401/i.test(stderr))
-      return `${shownUrl} refused the token (401): check that it is valid and not expired (${last})`;
+      return {
+        status: 401,
+        detail: `${shownUrl} refused the token (401): check that it is valid and not expired (${last})`,
+      };
     if (/returned error: 403|denied to|Permission to/i.test(stderr))
-      return `${shownUrl} denied access (403): the token needs contents write permission on ${owner}/${repo} (${last})`;
+      return {
+        status: 403,
+        detail: `${shownUrl} denied access (403): the token needs contents write permission on ${owner}/${repo} (${last})`,
+      };
     if (/not found|returned error: 404/i.test(stderr))
-      return `${shownUrl} was not found (404): check the repository name and that the token can see it (${last})`;
-    return `${shownUrl}: ${last}`;
+      return {
+        status: 404,
+        detail: `${shownUrl} was not found (404): check the repository name and that the token can see it (${last})`,
+      };
+    const other = /returned error: (\d{3})/.exec(stderr);
+    return { status: other ? Number(other[1]) : undefined, detail: `${shownUrl}: ${last}` };
   }
 
   /** Moves the local copy of the branch to what the server has; "" when the branch does not exist. */

@@ -177,7 +177,7 @@ describe("git state store (emulator over git smart HTTP)", () => {
     )) as Error;
     expect(err).toBeInstanceOf(StateGitError);
     expect(err.message).toContain(`${OWNER}/${REPO}@${BRANCH}`);
-    expect(err.message).toMatch(/401/);
+    expect(err).toMatchObject({ status: 401, operation: "fetch" });
     expect(err.message).not.toContain(bad);
     expect(err.message).not.toContain(Buffer.from(`x-access-token:${bad}`).toString("base64"));
 
@@ -192,6 +192,7 @@ describe("git state store (emulator over git smart HTTP)", () => {
     )) as Error;
     expect(denied).toBeInstanceOf(StateGitError);
     expect(denied.message).toMatch(/git push failed: .*403/);
+    expect(denied).toMatchObject({ status: 403, operation: "push" });
     expect(denied.message).not.toContain(readerToken);
     expect(reader.stats().conflicts).toBe(0);
   });
