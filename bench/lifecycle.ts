@@ -10,7 +10,7 @@ import { promisify } from "node:util";
 import { getAdapter } from "../src/agents/index.ts";
 import type { Task } from "../src/core/task.ts";
 import { startAnthropicScriptServer } from "../src/offline/models/anthropic-server.ts";
-import { createGitHubStateStore } from "../src/state/github-store.ts";
+import { createRepoStateStore } from "../src/state/repo-store.ts";
 import { startLocalWorker } from "../src/worker/local-worker.ts";
 import { waitFor } from "../test/support/bot-client.ts";
 import { startHarness } from "../test/support/harness.ts";
@@ -30,6 +30,9 @@ export interface LifecycleResult {
   writes: number;
   contentCreating: number;
   stateWrites: number;
+  /** Git smart-HTTP requests (the state branch's fetches and pushes, the worker's clone and push): not REST. */
+  gitRequests: { total: number; fetches: number; pushes: number };
+  stateTransport: string;
   labelToPrMs: number;
   labelToDoneMs: number;
   byRoute: Record<string, number>;
@@ -68,7 +71,7 @@ export async function runLifecycle(): Promise<LifecycleResult> {
   const worker = startLocalWorker({
     repo: { owner: h.owner, repo: h.name },
     octokit,
-    store: createGitHubStateStore({ octokit, owner: h.owner, repo: h.name }),
+    store: createRepoStateStore({ octokit, owner: h.owner, repo: h.name }),
     cloneUrl: h.cloneUrl,
     workDir,
     adapterFor: getAdapter,
@@ -83,6 +86,7 @@ export async function runLifecycle(): Promise<LifecycleResult> {
     const issue = await h.newIssue("Add DONE.md", "Create DONE.md.");
     const statesBefore = await commitsOnState();
     const mark = h.gh.requests.mark();
+    const gitMark = h.gh.gitRequests.mark();
     const t0 = performance.now();
     await h.label(issue, "fleet:claude");
     const taskOf = async (): Promise<Task | undefined> => (await h.tasks()).find((t) => t.issue === issue);
@@ -102,6 +106,7 @@ export async function runLifecycle(): Promise<LifecycleResult> {
     const fleet = h.gh.requests.entries.filter(
       (e) => e.seq > mark && (e.actor === h.gh.botLogin || e.actor === "app"),
     );
+    if (process.env.BENCH_TRACE) for (const e of fleet) console.error(`${e.actor} ${e.method} ${e.path} ${e.status}`);
     const byRoute: Record<string, number> = {};
     for (const e of fleet) byRoute[e.route] = (byRoute[e.route] ?? 0) + 1;
     return {
@@ -110,6 +115,8 @@ export async function runLifecycle(): Promise<LifecycleResult> {
       writes: fleet.filter((e) => e.class !== "read").length,
       contentCreating: fleet.filter((e) => e.class === "content").length,
       stateWrites: (await commitsOnState()) - statesBefore,
+      gitRequests: h.gh.gitRequests.counts({ since: gitMark }),
+      stateTransport: process.env.FLEET_STATE_TRANSPORT || "git",
       labelToPrMs: Math.round(labelToPrMs),
       labelToDoneMs: Math.round(labelToDoneMs),
       byRoute,

@@ -27032,8 +27032,8 @@ var require_cross_spawn = __commonJS({
 });
 
 // src/action/runner.ts
-var import_node_os5 = require("node:os");
-var import_node_path12 = require("node:path");
+var import_node_os6 = require("node:os");
+var import_node_path14 = require("node:path");
 
 // node_modules/@actions/core/lib/command.js
 var os = __toESM(require("os"), 1);
@@ -53835,23 +53835,28 @@ function createRepoQueue(deps) {
     const tasks = tasksOf(doc);
     const cap = config2(doc).max_concurrent;
     await Promise.all(
-      changes.map(({ task }) => {
+      changes.map(({ task, from }) => {
         const pos = task.state === "queued" ? queuePosition(tasks, task.id, { max_concurrent: cap }) : void 0;
-        return deps.tracker.show(task.issue, {
-          taskKey: task.id,
-          taskId: task.id,
-          state: task.state,
-          coder: task.coder,
-          model: task.model,
-          priority: task.priority,
-          queue: pos,
-          blockedBy: task.state === "blocked" ? task.dependsOn : void 0,
-          reason: task.reason,
-          resetsAt: task.resetAt,
-          tokens: task.totals?.usage,
-          costUsd: task.totals?.costUsd,
-          runUrl: task.runUrl
-        });
+        return deps.tracker.show(
+          task.issue,
+          {
+            taskKey: task.id,
+            taskId: task.id,
+            state: task.state,
+            coder: task.coder,
+            model: task.model,
+            priority: task.priority,
+            queue: pos,
+            blockedBy: task.state === "blocked" ? task.dependsOn : void 0,
+            reason: task.reason,
+            resetsAt: task.resetAt,
+            tokens: task.totals?.usage,
+            costUsd: task.totals?.costUsd,
+            runUrl: task.runUrl
+          },
+          // No `from`: the task was created by this commit.
+          { fresh: from === void 0 }
+        );
       })
     );
   }
@@ -53985,8 +53990,8 @@ var hasMarker = (body, marker) => typeof body === "string" && body.includes(mark
 
 // src/github/upsert-comment.ts
 async function upsertMarkedComment(octokit, ref, marker, body, knownId) {
-  let id = knownId;
-  if (id === void 0) {
+  let id = knownId ?? void 0;
+  if (knownId === void 0) {
     const comments = await octokit.paginate(octokit.rest.issues.listComments, { ...ref, per_page: 100 });
     const existing = comments.find((c3) => hasMarker(c3.body, marker) && c3.user?.type === "Bot");
     if (existing?.body === body) return { id: existing.id, created: false, url: existing.html_url };
@@ -54090,11 +54095,15 @@ function createTracker(opts) {
     get edits() {
       return edits;
     },
-    async show(issue3, view) {
+    async show(issue3, view, opts2 = {}) {
       const key = view.taskKey;
       let slot = slots.get(key);
       if (!slot) {
-        slot = { lastWrite: Number.NEGATIVE_INFINITY, writing: Promise.resolve() };
+        slot = {
+          lastWrite: Number.NEGATIVE_INFINITY,
+          writing: Promise.resolve(),
+          ...opts2.fresh ? { commentId: null } : {}
+        };
         slots.set(key, slot);
       }
       slot.pending = { issue: issue3, view };
@@ -54106,6 +54115,13 @@ function createTracker(opts) {
         }), wait);
         s.timer.unref?.();
       }
+    },
+    remember(taskKey, commentId) {
+      const slot = slots.get(taskKey);
+      if (slot) {
+        if (typeof slot.commentId !== "number") slot.commentId = commentId;
+      } else
+        slots.set(taskKey, { lastWrite: Number.NEGATIVE_INFINITY, writing: Promise.resolve(), commentId });
     },
     async flush() {
       await Promise.all([...slots.entries()].map(([key, slot]) => write(key, slot)));
@@ -54209,1151 +54225,15 @@ function renderRunsTable(runs) {
   return lines.join("\n");
 }
 
-// src/state/github-store.ts
-var import_node_crypto3 = require("node:crypto");
+// src/state/repo-store.ts
+var import_node_fs6 = require("node:fs");
+var import_node_os4 = require("node:os");
+var import_node_path7 = require("node:path");
 
-// src/state/errors.ts
-var StateCorruptError = class extends Error {
-  constructor(path6, detail, remedy) {
-    super(`Fleet state at ${path6} is unreadable: ${detail}. Fleet will not overwrite it; ${remedy}.`);
-    this.path = path6;
-    this.detail = detail;
-    this.remedy = remedy;
-  }
-  path;
-  detail;
-  remedy;
-  name = "StateCorruptError";
-};
-var StateConflictError = class extends Error {
-  constructor(where, attempts) {
-    super(
-      `Fleet state at ${where}: gave up after ${attempts} conflicting writes (other writers kept updating it first). Nothing was written; retry the operation.`
-    );
-    this.where = where;
-    this.attempts = attempts;
-  }
-  where;
-  attempts;
-  name = "StateConflictError";
-};
-
-// src/state/doc.ts
-var STATE_DOC_VERSION = 1;
-var STATE_PATH = ".fleet/state.json";
-var BEADS_PATH = ".beads/issues.jsonl";
-var emptyStateDoc = () => ({ version: 1, config: {}, tasks: {}, ledger: {} });
-var serializeStateDoc = (doc) => `${JSON.stringify(doc, null, 2)}
-`;
-var isRecord = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
-function parseStateDoc(text, where, remedy) {
-  if (text.trim() === "") return emptyStateDoc();
-  let raw;
-  try {
-    raw = JSON.parse(text);
-  } catch (error64) {
-    throw new StateCorruptError(where, `not valid JSON (${error64.message})`, remedy);
-  }
-  if (!isRecord(raw)) throw new StateCorruptError(where, "the document is not a JSON object", remedy);
-  if (raw.version !== STATE_DOC_VERSION) {
-    const newer = typeof raw.version === "number" && raw.version > STATE_DOC_VERSION;
-    throw new StateCorruptError(
-      where,
-      newer ? `it has version ${raw.version}, written by a newer Fleet (this one reads version ${STATE_DOC_VERSION})` : `unknown version ${JSON.stringify(raw.version)} (expected ${STATE_DOC_VERSION})`,
-      newer ? `upgrade Fleet, or ${remedy}` : remedy
-    );
-  }
-  for (const key of ["config", "tasks", "ledger"]) {
-    if (raw[key] !== void 0 && !isRecord(raw[key])) {
-      throw new StateCorruptError(where, `"${key}" is not an object`, remedy);
-    }
-  }
-  const tasks = raw.tasks ?? {};
-  for (const [id, task] of Object.entries(tasks)) {
-    if (!isRecord(task) || typeof task.id !== "string" || !isTaskState(task.state) || typeof task.issue !== "number") {
-      throw new StateCorruptError(
-        where,
-        `task "${id}" is not a task record (needs id, issue and a known state)`,
-        remedy
-      );
-    }
-  }
-  return {
-    ...raw,
-    version: 1,
-    config: raw.config ?? {},
-    tasks,
-    ledger: raw.ledger ?? {}
-  };
-}
-var cloneStateDoc = (doc) => structuredClone(doc);
-function recordLedger(doc, input2) {
-  const day = { ...doc.ledger[input2.day] ?? {} };
-  const prev = day[input2.coder] ?? {
-    runs: 0,
-    usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 },
-    costUsd: 0
-  };
-  const u2 = input2.usage ?? {};
-  day[input2.coder] = {
-    runs: prev.runs + (input2.runs ?? 1),
-    usage: {
-      input: prev.usage.input + (u2.input ?? 0),
-      output: prev.usage.output + (u2.output ?? 0),
-      cacheRead: prev.usage.cacheRead + (u2.cacheRead ?? 0),
-      cacheWrite: prev.usage.cacheWrite + (u2.cacheWrite ?? 0),
-      reasoning: prev.usage.reasoning + (u2.reasoning ?? 0)
-    },
-    costUsd: prev.costUsd + (input2.costUsd ?? 0)
-  };
-  return { ...doc, ledger: { ...doc.ledger, [input2.day]: day } };
-}
-
-// src/state/store.ts
-var DEFAULT_MAX_RETRIES = 25;
-function backoffDelay(attempt, random, baseMs = 20, capMs = 1e3) {
-  return Math.floor(random() * Math.min(capMs, baseMs * 2 ** attempt));
-}
-var defaultSleep = (ms2) => new Promise((resolve2) => setTimeout(resolve2, ms2));
-
-// src/state/github-store.ts
-var DEFAULT_STATE_BRANCH = "fleet/state";
-var statusOf = (error64) => error64?.status;
-var gitBlobSha = (text) => {
-  const body = Buffer.from(text, "utf8");
-  return (0, import_node_crypto3.createHash)("sha1").update(`blob ${body.length}\0`).update(body).digest("hex");
-};
-var decodeBase64 = (s) => Buffer.from(s, "base64").toString("utf8");
-var encodeBase64 = (s) => Buffer.from(s, "utf8").toString("base64");
-function createGitHubStateStore(opts) {
-  const { octokit, owner, repo } = opts;
-  const branch = opts.branch ?? DEFAULT_STATE_BRANCH;
-  const random = opts.random ?? Math.random;
-  const sleep = opts.sleep ?? defaultSleep;
-  const consistency = opts.consistency ?? "file";
-  const where = `${owner}/${repo}@${branch}`;
-  const remedy = `fix or revert the last commit on ${branch} (\`git revert\` on that branch, then push), or delete the branch to start over`;
-  const pacing = opts.pacing ?? 3;
-  let lastWrite = { endedAt: Number.NEGATIVE_INFINITY, tookMs: 0 };
-  let stats = { requests: 0, notModified: 0, conflicts: 0, byRoute: {} };
-  let cache;
-  async function call(route, params) {
-    for (let attempt = 0; ; attempt++) {
-      stats.requests++;
-      stats.byRoute[route] = (stats.byRoute[route] ?? 0) + 1;
-      try {
-        const r = await octokit.request(route, { owner, repo, ...params });
-        return r;
-      } catch (error64) {
-        const status = statusOf(error64);
-        if (status === 304) stats.notModified++;
-        const headers = error64.response?.headers ?? {};
-        const retryAfter = Number(headers["retry-after"]);
-        const limited = status === 429 || status === 403 && Number.isFinite(retryAfter);
-        if (limited && attempt < 3) {
-          await sleep(Number.isFinite(retryAfter) ? retryAfter * 1e3 : backoffDelay(attempt + 5, random));
-          continue;
-        }
-        throw error64;
-      }
-    }
-  }
-  async function fetchFile(path6, prev) {
-    try {
-      const r = await call(
-        "GET /repos/{owner}/{repo}/contents/{path}",
-        { path: path6, ref: branch, headers: prev?.etag ? { "if-none-match": prev.etag } : {} }
-      );
-      let text;
-      if (r.data.encoding === "base64" && typeof r.data.content === "string")
-        text = decodeBase64(r.data.content);
-      else {
-        const raw = await call("GET /repos/{owner}/{repo}/git/blobs/{file_sha}", {
-          file_sha: r.data.sha,
-          headers: { accept: "application/vnd.github.raw+json" }
-        });
-        const d = raw.data;
-        text = typeof d === "string" ? d : d instanceof ArrayBuffer ? Buffer.from(d).toString("utf8") : decodeBase64(d.content);
-      }
-      return { text, sha: r.data.sha, etag: r.headers.etag };
-    } catch (error64) {
-      const status = statusOf(error64);
-      if (status === 304 && prev) return prev;
-      if (status === 404) return { text: "" };
-      throw error64;
-    }
-  }
-  function parse5(stateText) {
-    return parseStateDoc(stateText, `${where}:${STATE_PATH}`, remedy);
-  }
-  async function refresh() {
-    let head;
-    let refEtag;
-    try {
-      const r = await call("GET /repos/{owner}/{repo}/git/ref/{ref}", {
-        ref: `heads/${branch}`,
-        // A stale commit sha must be learnt again even if the ref did not move since the last read.
-        headers: cache?.refEtag && !cache.commitStale ? { "if-none-match": cache.refEtag } : {}
-      });
-      head = r.data.object.sha;
-      refEtag = r.headers.etag;
-    } catch (error64) {
-      const status = statusOf(error64);
-      if (status === 304 && cache) return cache;
-      if (status !== 404) throw error64;
-      cache = { commit: "", state: { text: "" }, beads: { text: "" }, doc: parse5("") };
-      return cache;
-    }
-    if (cache && cache.commit === head && !cache.commitStale) {
-      cache.refEtag = refEtag;
-      return cache;
-    }
-    const [state, beads] = await Promise.all([
-      fetchFile(STATE_PATH, cache?.state),
-      fetchFile(BEADS_PATH, cache?.beads)
-    ]);
-    const doc = parse5(state.text);
-    cache = { commit: head, refEtag, state, beads, doc };
-    return cache;
-  }
-  async function refreshFiles(which2) {
-    if (!cache || cache.commit === "") return refresh();
-    const before = cache;
-    const file2 = await fetchFile(which2 === "state" ? STATE_PATH : BEADS_PATH, before[which2]);
-    if (file2.sha === before[which2].sha) return before;
-    const doc = which2 === "state" ? parse5(file2.text) : before.doc;
-    cache = { ...before, [which2]: file2, doc, tree: void 0, commitStale: true };
-    return cache;
-  }
-  const snapshotOf = (c3) => ({
-    doc: cloneStateDoc(c3.doc),
-    beads: c3.beads.text,
-    version: c3.commit
-  });
-  async function putFile(c3, which2, text, message) {
-    const path6 = which2 === "state" ? STATE_PATH : BEADS_PATH;
-    const prev = c3[which2];
-    try {
-      const r = await call(
-        "PUT /repos/{owner}/{repo}/contents/{path}",
-        { path: path6, message, content: encodeBase64(text), branch, ...prev.sha ? { sha: prev.sha } : {} }
-      );
-      const next = {
-        ...c3,
-        commit: r.data.commit.sha,
-        tree: r.data.commit.tree?.sha,
-        commitStale: false,
-        [which2]: { text, sha: r.data.content.sha }
-      };
-      cache = next;
-      return { ok: true };
-    } catch (error64) {
-      const status = statusOf(error64);
-      if (status === 409 || status === 422) return { ok: false, ambiguous: false };
-      if (status !== void 0 && status >= 500) return { ok: false, ambiguous: true };
-      throw error64;
-    }
-  }
-  const written = (text) => ({ text, sha: gitBlobSha(text) });
-  async function commitFiles(c3, files, message) {
-    const orphan = c3.commit === "";
-    let baseTree = c3.tree;
-    if (!orphan && baseTree === void 0) {
-      const r = await call("GET /repos/{owner}/{repo}/git/commits/{commit_sha}", {
-        commit_sha: c3.commit
-      });
-      baseTree = r.data.tree.sha;
-    }
-    const entries = [];
-    if (files.state !== void 0 || orphan)
-      entries.push({ path: STATE_PATH, text: files.state ?? c3.state.text });
-    if (files.beads !== void 0 || orphan)
-      entries.push({ path: BEADS_PATH, text: files.beads ?? c3.beads.text });
-    try {
-      const tree = await call("POST /repos/{owner}/{repo}/git/trees", {
-        ...orphan ? {} : { base_tree: baseTree },
-        tree: entries.map((e) => ({ path: e.path, mode: "100644", type: "blob", content: e.text }))
-      });
-      const commit = await call("POST /repos/{owner}/{repo}/git/commits", {
-        // Commits are content-addressed: two writers producing the same tree on the same parent in the
-        // same second would mint the SAME commit, and the loser's ref update would "succeed" as a no-op,
-        // losing its write. A unique trailer makes every attempt its own commit, so the CAS stays exact.
-        message: `${message}
-
-Fleet-Write: ${(0, import_node_crypto3.randomUUID)()}`,
-        tree: tree.data.sha,
-        parents: orphan ? [] : [c3.commit],
-        ...opts.clock ? {
-          author: {
-            name: "Fleet",
-            email: "fleet@users.noreply.github.com",
-            date: opts.clock().toISOString()
-          }
-        } : {}
-      });
-      if (orphan) {
-        await call("POST /repos/{owner}/{repo}/git/refs", {
-          ref: `refs/heads/${branch}`,
-          sha: commit.data.sha
-        });
-      } else {
-        await call("PATCH /repos/{owner}/{repo}/git/refs/{ref}", {
-          ref: `heads/${branch}`,
-          sha: commit.data.sha,
-          force: false
-        });
-      }
-      cache = {
-        commit: commit.data.sha,
-        tree: tree.data.sha,
-        refEtag: c3.refEtag,
-        state: files.state !== void 0 || orphan ? written(files.state ?? c3.state.text) : c3.state,
-        beads: files.beads !== void 0 || orphan ? written(files.beads ?? c3.beads.text) : c3.beads,
-        doc: c3.doc
-      };
-      return { ok: true };
-    } catch (error64) {
-      const status = statusOf(error64);
-      if (status === 422 || status === 409) return { ok: false, ambiguous: false };
-      if (status !== void 0 && status >= 500) return { ok: false, ambiguous: true };
-      throw error64;
-    }
-  }
-  async function update(mutation, options = {}) {
-    const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
-    let fresh = cache === void 0;
-    let c3 = cache ?? await refresh();
-    let retries = 0;
-    for (; ; ) {
-      const out = mutation({ doc: cloneStateDoc(c3.doc), beads: c3.beads.text });
-      if (out === null) {
-        if (!fresh) {
-          c3 = await refresh();
-          fresh = true;
-          continue;
-        }
-        return { applied: false, snapshot: snapshotOf(c3), retries };
-      }
-      const doc = out.doc ?? c3.doc;
-      const stateText = serializeStateDoc(doc);
-      const beadsText = out.beads ?? c3.beads.text;
-      const stateChanged = stateText !== c3.state.text && !(c3.state.text === "" && out.doc === void 0);
-      const beadsChanged = beadsText !== c3.beads.text;
-      if (!stateChanged && !beadsChanged && c3.commit !== "") {
-        return { applied: true, snapshot: snapshotOf(c3), retries };
-      }
-      const sinceLast = performance.now() - lastWrite.endedAt;
-      if (retries === 0 && pacing > 0 && sinceLast < pacing * lastWrite.tookMs) {
-        await sleep(Math.floor(random() * pacing * lastWrite.tookMs));
-      }
-      const writeStarted = performance.now();
-      let outcome;
-      const viaGitData = c3.commit === "" || consistency === "commit" || stateChanged && beadsChanged;
-      if (viaGitData && c3.commitStale) {
-        c3 = await refresh();
-        fresh = true;
-        continue;
-      }
-      if (viaGitData) {
-        outcome = await commitFiles(
-          c3,
-          {
-            ...stateChanged || c3.commit === "" ? { state: stateText } : {},
-            ...beadsChanged ? { beads: beadsText } : {}
-          },
-          out.message
-        );
-      } else if (stateChanged) outcome = await putFile(c3, "state", stateText, out.message);
-      else outcome = await putFile(c3, "beads", beadsText, out.message);
-      const writeEnded = performance.now();
-      lastWrite = { endedAt: writeEnded, tookMs: writeEnded - writeStarted };
-      if (outcome.ok) {
-        cache.doc = doc;
-        return { applied: true, snapshot: snapshotOf(cache), retries, commit: cache.commit };
-      }
-      if (outcome.ambiguous) {
-        const after = await refresh();
-        const landedState = !stateChanged || after.state.text === stateText;
-        const landedBeads = !beadsChanged || after.beads.text === beadsText;
-        if (landedState && landedBeads)
-          return { applied: true, snapshot: snapshotOf(after), retries, commit: after.commit };
-      } else stats.conflicts++;
-      if (retries >= maxRetries) throw new StateConflictError(where, retries + 1);
-      const unit = Math.max(20, 6 * lastWrite.tookMs);
-      await sleep(backoffDelay(retries, random, unit, Math.max(1e3, unit * 8)));
-      retries++;
-      if (viaGitData || outcome.ambiguous) {
-        c3 = await refresh();
-        fresh = true;
-      } else {
-        c3 = await refreshFiles(stateChanged ? "state" : "beads");
-        fresh = false;
-      }
-    }
-  }
-  return {
-    async read() {
-      return snapshotOf(await refresh());
-    },
-    update,
-    async history(limit) {
-      try {
-        const r = await call("GET /repos/{owner}/{repo}/commits", { sha: branch, per_page: Math.min(100, limit) });
-        return r.data.map((c3) => ({
-          sha: c3.sha,
-          message: c3.commit.message.replace(/\n\nFleet-Write: [0-9a-f-]+\s*$/, ""),
-          date: c3.commit.committer?.date ?? ""
-        }));
-      } catch (error64) {
-        if (statusOf(error64) === 404 || statusOf(error64) === 409) return [];
-        throw error64;
-      }
-    },
-    stats: () => structuredClone(stats),
-    resetStats() {
-      stats = { requests: 0, notModified: 0, conflicts: 0, byRoute: {} };
-    },
-    dropCache() {
-      cache = void 0;
-    }
-  };
-}
-
-// src/state/write-queue.ts
-function createWriteQueue(store, opts = {}) {
-  const maxDelayMs = opts.maxDelayMs ?? 50;
-  const maxBatch = opts.maxBatch ?? 200;
-  const waiting = [];
-  let timer;
-  let running = Promise.resolve();
-  let commits = 0;
-  async function writeBatch(batch) {
-    let outcomes = [];
-    const combined = (s) => {
-      outcomes = [];
-      let doc = s.doc;
-      let beads = s.beads;
-      const messages = [];
-      for (const p of batch) {
-        let out;
-        try {
-          out = p.mutation({ doc: structuredClone(doc), beads });
-        } catch (error64) {
-          outcomes.push({ error: error64 });
-          continue;
-        }
-        if (out === null) {
-          outcomes.push("dropped");
-          continue;
-        }
-        outcomes.push("applied");
-        doc = out.doc ?? doc;
-        beads = out.beads ?? beads;
-        messages.push(out.message);
-      }
-      if (messages.length === 0) return null;
-      const message = messages.length === 1 ? messages[0] : `${messages.length} transitions
-
-${messages.map((m) => `- ${m.split("\n")[0]}`).join("\n")}`;
-      return { doc, beads, message };
-    };
-    let result;
-    try {
-      result = await store.update(combined, { maxRetries: opts.maxRetries });
-    } catch (error64) {
-      for (const p of batch) p.reject(error64);
-      return;
-    }
-    if (result.commit) commits++;
-    batch.forEach((p, i2) => {
-      const o2 = outcomes[i2];
-      if (o2 === void 0 || o2 === "dropped") p.resolve({ ...result, applied: false, commit: void 0 });
-      else if (o2 === "applied") p.resolve(result);
-      else p.reject(o2.error);
-    });
-  }
-  function flush() {
-    if (timer) clearTimeout(timer);
-    timer = void 0;
-    running = running.then(async () => {
-      while (waiting.length > 0) {
-        const batch = waiting.splice(0, maxBatch);
-        await writeBatch(batch);
-      }
-    });
-    return running;
-  }
-  return {
-    enqueue(mutation) {
-      return new Promise((resolve2, reject) => {
-        waiting.push({ mutation, resolve: resolve2, reject });
-        if (waiting.length >= maxBatch) void flush();
-        else if (!timer) timer = setTimeout(() => void flush(), maxDelayMs);
-      });
-    },
-    flush,
-    get commits() {
-      return commits;
-    }
-  };
-}
-function coalescingStore(store, opts = {}) {
-  const queue = createWriteQueue(store, opts);
-  return { read: () => store.read(), update: (m) => queue.enqueue(m) };
-}
-
-// src/economy/credentials.ts
-var CREDENTIALS_KEY = "credentials";
-function credentialsState(doc) {
-  const raw = doc[CREDENTIALS_KEY];
-  return typeof raw === "object" && raw !== null && !Array.isArray(raw) ? raw : {};
-}
-function poolFor(coder, names, state) {
-  const cooling = state[coder] ?? {};
-  return {
-    coder,
-    credentials: names.map((name) => {
-      const until = cooling[name]?.coolingUntil;
-      return until ? { name, coolingUntil: until } : { name };
-    })
-  };
-}
-var isFree = (c3, nowMs) => c3.coolingUntil === void 0 || !(Date.parse(c3.coolingUntil) > nowMs);
-function pickCredential(pool, now, usable = () => true) {
-  const t = now.getTime();
-  return pool.credentials.find((c3) => isFree(c3, t) && usable(c3.name));
-}
-function earliestReset(pool, now, usable = () => true) {
-  let best;
-  for (const c3 of pool.credentials) {
-    if (!usable(c3.name) || c3.coolingUntil === void 0) continue;
-    const t = Date.parse(c3.coolingUntil);
-    if (!(t > now.getTime())) continue;
-    if (best === void 0 || t < best) best = t;
-  }
-  return best === void 0 ? void 0 : new Date(best).toISOString();
-}
-function recordCooling(doc, coder, name, until, now) {
-  const state = credentialsState(doc);
-  const mine = {};
-  for (const [n4, v] of Object.entries(state[coder] ?? {})) {
-    if (v.coolingUntil && Date.parse(v.coolingUntil) > now.getTime()) mine[n4] = v;
-  }
-  const prior = mine[name]?.coolingUntil;
-  mine[name] = { coolingUntil: prior && Date.parse(prior) > Date.parse(until) ? prior : until };
-  return { ...doc, [CREDENTIALS_KEY]: { ...state, [coder]: mine } };
-}
-function resetTime(rateLimit, now, fallbackSeconds) {
-  if (rateLimit?.resetsAt && !Number.isNaN(Date.parse(rateLimit.resetsAt)))
-    return new Date(Date.parse(rateLimit.resetsAt)).toISOString();
-  const seconds = rateLimit?.retryAfterSeconds ?? fallbackSeconds;
-  return new Date(now.getTime() + seconds * 1e3).toISOString();
-}
-
-// src/economy/rotation.ts
-function createCredentialRotation(opts) {
-  const usable = (name) => Boolean(opts.secretOf(name));
-  let pool = poolFor(opts.coder, opts.names, {});
-  const refresh = async () => {
-    const { doc } = await opts.store.read();
-    pool = poolFor(opts.coder, opts.names, credentialsState(doc));
-  };
-  const take = (name) => ({ name, value: opts.secretOf(name) });
-  return {
-    async first() {
-      if (!opts.names.some(usable)) return { kind: "none" };
-      await refresh();
-      const now = opts.clock();
-      const free = pickCredential(pool, now, usable);
-      if (free) return { kind: "credential", credential: take(free.name) };
-      return { kind: "all-cooling", resetAt: earliestReset(pool, now, usable) ?? now.toISOString() };
-    },
-    async rotate(limited) {
-      const now = opts.clock();
-      const until = resetTime(limited.rateLimit, now, opts.fallbackSeconds);
-      const update = await opts.store.update(({ doc }) => ({
-        doc: recordCooling(doc, opts.coder, limited.name, until, now),
-        message: `credential ${limited.name} of ${opts.coder} cooling until ${until}`
-      }));
-      pool = poolFor(opts.coder, opts.names, credentialsState(update.snapshot.doc));
-      const next = pickCredential(pool, now, usable);
-      opts.log?.(
-        `${opts.coder}: ${limited.name} rate-limited until ${until}; ${next ? `continuing on ${next.name}` : "no credential free"}`
-      );
-      return next ? take(next.name) : void 0;
-    },
-    /** When the first usable credential is free again (after `rotate` found none free). */
-    resetAt() {
-      return earliestReset(pool, opts.clock(), usable);
-    }
-  };
-}
-
-// src/github/permissions.ts
-async function getRepoRole(octokit, ref, login) {
-  try {
-    const { data } = await octokit.rest.repos.getCollaboratorPermissionLevel({ ...ref, username: login });
-    const role = data.role_name || data.permission;
-    return ["admin", "maintain", "write", "triage", "read"].includes(role) ? role : "none";
-  } catch (error64) {
-    if (error64.status === 404) return "none";
-    throw error64;
-  }
-}
-
-// src/render/ab-comparison.ts
-var abComparisonMarker = (issue3) => `<!-- fleet:ab-comparison ${issue3} -->`;
-var n2 = (v) => v.toLocaleString("en-US");
-var cell = (s) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
-function abSides(tasks, issue3) {
-  const latest = /* @__PURE__ */ new Map();
-  for (const t of tasks) {
-    if (t.issue !== issue3) continue;
-    const key = `${t.coder}\0${t.model}`;
-    const prior = latest.get(key);
-    if (!prior || t.createdAt > prior.createdAt || t.createdAt === prior.createdAt && t.id > prior.id)
-      latest.set(key, t);
-  }
-  if (latest.size < 2) return [];
-  return [...latest.values()].sort(
-    (a2, b) => a2.createdAt.localeCompare(b.createdAt) || a2.id.localeCompare(b.id)
-  );
-}
-var RECORDED = /* @__PURE__ */ new Set(["pr-open", "done"]);
-var ENDED = /* @__PURE__ */ new Set(["failed", "cancelled"]);
-var abFinished = (sides) => sides.length >= 2 && sides.every((t) => ENDED.has(t.state) || RECORDED.has(t.state) && t.result?.attempt === t.attempts);
-var abRoundKey = (sides) => sides.map((t) => `${t.id}#${t.attempts}`).join(",");
-function renderAbComparison(issue3, sides) {
-  const header = ["", ...sides.map((s) => cell(`\`${s.coder}:${s.model}\``))];
-  const row = (label, f) => `| ${[label, ...sides.map(f)].map(cell).join(" | ")} |`;
-  const dash = "—";
-  const lines = [
-    abComparisonMarker(issue3),
-    `### ⚖️ Fleet A/B comparison for #${issue3}`,
-    "",
-    `| ${header.join(" | ")} |`,
-    `|---|${sides.map(() => "---:").join("|")}|`,
-    row("Task", (s) => `\`${s.taskId}\``),
-    row("Outcome", (s) => s.state),
-    row("Pull request", (s) => s.pr ? `#${s.pr.number}` : dash),
-    row("Tokens", (s) => s.totals ? n2(totalTokens(s.totals.usage)) : dash),
-    row(
-      "Input / output",
-      (s) => s.totals ? `${n2(s.totals.usage.input)} / ${n2(s.totals.usage.output)}` : dash
-    ),
-    row(
-      "Cost",
-      (s) => s.totals ? s.totals.costUsd == null ? "not reported" : `$${s.totals.costUsd.toFixed(4)}` : dash
-    ),
-    row("Duration", (s) => s.totals ? formatDuration(s.totals.durationMs) : dash),
-    row("Turns", (s) => s.totals ? n2(s.totals.turns) : dash),
-    row(
-      "Diff",
-      (s) => s.diff ? `${n2(s.diff.files)} files, +${n2(s.diff.additions)} −${n2(s.diff.deletions)}` : dash
-    ),
-    row(
-      "Tests passed / run",
-      (s) => s.result?.testsRun !== void 0 ? `${s.result.testsPassed ?? 0} / ${s.result.testsRun}` : dash
-    ),
-    row("Agent's verdict", (s) => s.result?.status ?? "no RESULT.json")
-  ];
-  const cheapest = cheapestSide(sides);
-  if (cheapest) lines.push("", `Cheapest: \`${cheapest.coder}:${cheapest.model}\` (${cheapest.taskId}).`);
-  lines.push(
-    "",
-    "<sub>Figures are each agent's own totals; tests are the lines of RESULT.json's `testsRun` that say they passed. Edited in place by Fleet when a side runs again.</sub>"
-  );
-  return lines.join("\n");
-}
-function cheapestSide(sides) {
-  const priced = sides.filter((s) => s.pr && s.totals);
-  if (priced.length < 2 || priced.some((s) => s.totals.costUsd == null)) return void 0;
-  return priced.reduce((a2, b) => b.totals.costUsd < a2.totals.costUsd ? b : a2);
-}
-
-// src/worker/artifacts.ts
-var import_promises = require("node:fs/promises");
-var import_node_path = require("node:path");
-var PLAN_FILE = "PLAN.md";
-var KNOWLEDGE_FILE = "KNOWLEDGE.md";
-var RESULT_FILE = "RESULT.json";
-var LOG_FILE = "agent.log";
-var taskArtifactsDir = (workDir, taskId) => (0, import_node_path.join)(workDir, "tasks", safeSegment(taskId));
-var agentNotesDir = (worktree, taskId) => (0, import_node_path.join)((0, import_node_path.dirname)(worktree), `.fleet-task-${safeSegment(taskId)}`);
-function safeSegment(id) {
-  const s = id.replace(/[^A-Za-z0-9._-]/g, "_");
-  if (s === "" || s === "." || s === "..")
-    throw new Error(`"${id}" cannot be used as a task id: use letters, digits, ".", "_" or "-".`);
-  return s;
-}
-var ResultSchema = external_exports.object({
-  status: external_exports.enum(["done", "partial", "blocked", "failed"]),
-  summary: external_exports.string(),
-  testsRun: external_exports.array(external_exports.string()).default([]),
-  followUps: external_exports.array(external_exports.string()).default([])
-});
-var readText = async (path6) => {
-  try {
-    return await (0, import_promises.readFile)(path6, "utf8");
-  } catch (error64) {
-    if (error64.code === "ENOENT") return void 0;
-    throw error64;
-  }
-};
-async function prepareNotesDir(dir, keep = []) {
-  await (0, import_promises.mkdir)(dir, { recursive: true });
-  for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE]) {
-    if (!keep.includes(name)) await (0, import_promises.rm)((0, import_node_path.join)(dir, name), { force: true });
-  }
-}
-async function readArtifacts(dir) {
-  const out = {};
-  const plan = await readText((0, import_node_path.join)(dir, PLAN_FILE));
-  if (plan !== void 0) out.plan = plan;
-  const knowledge = await readText((0, import_node_path.join)(dir, KNOWLEDGE_FILE));
-  if (knowledge !== void 0) out.knowledge = knowledge;
-  const raw = await readText((0, import_node_path.join)(dir, RESULT_FILE));
-  if (raw === void 0) {
-    out.resultProblem = `The agent wrote no ${RESULT_FILE}, so there is no summary from it.`;
-    return out;
-  }
-  let json2;
-  try {
-    json2 = JSON.parse(raw);
-  } catch (error64) {
-    out.rawResult = raw;
-    out.resultProblem = `The agent's ${RESULT_FILE} is not valid JSON (${error64.message}).`;
-    return out;
-  }
-  out.rawResult = json2;
-  const parsed = ResultSchema.safeParse(json2);
-  if (parsed.success) out.result = parsed.data;
-  else
-    out.resultProblem = `The agent's ${RESULT_FILE} does not have the expected shape: ${parsed.error.issues.map((i2) => `${i2.path.join(".") || "(root)"}: ${i2.message}`).join("; ")}.`;
-  return out;
-}
-async function keepArtifacts(notesDir, artifactsDir) {
-  await (0, import_promises.mkdir)(artifactsDir, { recursive: true });
-  for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE]) {
-    try {
-      await (0, import_promises.copyFile)((0, import_node_path.join)(notesDir, name), (0, import_node_path.join)(artifactsDir, name));
-    } catch (error64) {
-      if (error64.code !== "ENOENT") throw error64;
-    }
-  }
-}
-
-// src/worker/ab-comparison.ts
-function resultSummaryOf(attempt, raw) {
-  const parsed = ResultSchema.safeParse(raw);
-  return summarizeResult(attempt, parsed.success ? parsed.data : void 0);
-}
-var ROUNDS_KEY = "abComparisons";
-function postedRounds(doc) {
-  const raw = doc[ROUNDS_KEY];
-  return typeof raw === "object" && raw !== null && !Array.isArray(raw) ? raw : {};
-}
-async function postAbComparisonIfDue(deps, issue3) {
-  let sides = [];
-  const update = await deps.store.update(({ doc }) => {
-    sides = abSides(Object.values(doc.tasks), issue3);
-    if (!abFinished(sides)) return null;
-    const round = abRoundKey(sides);
-    const rounds = postedRounds(doc);
-    if (rounds[String(issue3)] === round) return null;
-    return {
-      doc: { ...doc, [ROUNDS_KEY]: { ...rounds, [String(issue3)]: round } },
-      message: `A/B comparison of gh-${issue3}: ${round}`
-    };
-  });
-  if (!update.applied) return false;
-  const view = [];
-  for (const t of sides) {
-    const side = { taskId: t.id, coder: t.coder, model: t.model, state: t.state };
-    if (t.totals) side.totals = t.totals;
-    if (t.result) side.result = t.result;
-    if (t.pr !== void 0) {
-      side.pr = { number: t.pr };
-      try {
-        const { data } = await deps.octokit.rest.pulls.get({ ...deps.repo, pull_number: t.pr });
-        side.diff = { files: data.changed_files, additions: data.additions, deletions: data.deletions };
-      } catch (error64) {
-        deps.log?.(`A/B comparison: could not read PR #${t.pr}: ${error64.message}`);
-      }
-    }
-    view.push(side);
-  }
-  await upsertMarkedComment(
-    deps.octokit,
-    { ...deps.repo, issue_number: issue3 },
-    abComparisonMarker(issue3),
-    renderAbComparison(issue3, view)
-  );
-  return true;
-}
-
-// src/beads/discovered.ts
-var DISCOVERED_FROM = "discovered-from";
-function linkDiscoveredBeads(beads, fromBeadId, discovered, now) {
-  const byIssue = /* @__PURE__ */ new Map();
-  const ids = /* @__PURE__ */ new Set();
-  for (const { issue: issue3 } of parseJsonl(beads).records) {
-    ids.add(issue3.id);
-    const n4 = issueNumberOf(issue3);
-    if (n4 !== void 0 && issue3.status !== "tombstone") byIssue.set(n4, issue3);
-  }
-  const upsert = [];
-  for (const d of discovered) {
-    const existing = byIssue.get(d.issue);
-    const id = existing?.id ?? newBeadId(
-      { title: d.title, creator: "fleet", createdAt: now, description: externalRefFor(d.issue) },
-      {
-        existing: ids
-      }
-    );
-    if (id === fromBeadId) continue;
-    const edge = {
-      issue_id: id,
-      depends_on_id: fromBeadId,
-      type: DISCOVERED_FROM,
-      created_at: now,
-      created_by: "fleet"
-    };
-    if (existing) {
-      const deps = existing.dependencies ?? [];
-      if (deps.some((x) => x.type === DISCOVERED_FROM && x.depends_on_id === fromBeadId)) continue;
-      upsert.push({ ...existing, dependencies: [...deps, edge], updated_at: now });
-      continue;
-    }
-    ids.add(id);
-    const bead = {
-      id,
-      title: d.title,
-      status: "open",
-      priority: d.priority ?? 2,
-      issue_type: "task",
-      created_at: now,
-      created_by: "fleet",
-      updated_at: now,
-      external_ref: externalRefFor(d.issue),
-      dependencies: [edge]
-    };
-    upsert.push(bead);
-    byIssue.set(d.issue, bead);
-  }
-  return upsert.length ? rewriteJsonl(beads, { upsert }) : beads;
-}
-
-// src/core/discovered.ts
-var TITLE_MAX = 80;
-var discoveredMarker = (taskId, key) => `<!-- fleet:discovered-from ${taskId} ${key} -->`;
-function followUpKey(text) {
-  const norm = text.trim().replace(/\s+/g, " ").toLowerCase();
-  const fnv = (seed) => {
-    let h2 = seed >>> 0;
-    for (let i2 = 0; i2 < norm.length; i2++) {
-      h2 ^= norm.charCodeAt(i2);
-      h2 = Math.imul(h2, 16777619) >>> 0;
-    }
-    return h2.toString(16).padStart(8, "0");
-  };
-  return `${fnv(2166136261)}${fnv(16777619)}`;
-}
-function followUpTitle(text) {
-  const first = (text.trim().split("\n")[0] ?? "").replace(/^([-*+]|\d+[.)])\s+/, "").trim();
-  const title = first.length > TITLE_MAX ? `${first.slice(0, TITLE_MAX - 1).trimEnd()}…` : first;
-  return title.replace(/[.:;,]$/, "");
-}
-function discoveredBody(text, v) {
-  const where = v.pr !== void 0 ? `#${v.issue} (pull request #${v.pr})` : `#${v.issue}`;
-  return [
-    `Discovered while working on ${where}.`,
-    "",
-    text.trim(),
-    "",
-    `<sub>Filed by Fleet from the follow-ups of task \`${v.taskId}\`. Add the \`${v.coderLabel}\` label to have an agent work on it.</sub>`,
-    "",
-    discoveredMarker(v.taskId, v.key)
-  ].join("\n");
-}
-function planDiscoveredIssues(input2) {
-  const out = [];
-  const seen = /* @__PURE__ */ new Set();
-  for (const text of input2.followUps) {
-    if (!text.trim() || !followUpTitle(text)) continue;
-    const key = followUpKey(text);
-    if (seen.has(key)) continue;
-    seen.add(key);
-    const marker = discoveredMarker(input2.taskId, key);
-    if (input2.existingBodies.some((b) => b.includes(marker))) continue;
-    out.push({
-      key,
-      title: followUpTitle(text),
-      body: discoveredBody(text, { ...input2, key }),
-      labels: input2.autoLabel ? [input2.coderLabel] : []
-    });
-  }
-  return out;
-}
-function filedDiscoveries(taskId, issues) {
-  const found = /* @__PURE__ */ new Map();
-  const re = new RegExp(
-    `<!-- fleet:discovered-from ${taskId.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} ([0-9a-f]{16}) -->`
-  );
-  for (const i2 of issues) {
-    const m = re.exec(i2.body ?? "");
-    if (m) found.set(m[1], i2.number);
-  }
-  return found;
-}
-
-// src/core/labels.ts
-var LABEL_PREFIX = "fleet:";
-var LABEL_GRAMMAR_HELP = [
-  "Fleet labels:",
-  "- `fleet:<coder>`: run the issue with that coder and its default model (e.g. `fleet:claude`)",
-  "- `fleet:<coder>:<model>`: pick the model too (e.g. `fleet:codex:gpt-5-codex`); two coder labels start two runs (A/B)",
-  "- `fleet:p0` .. `fleet:p4`: priority, 0 most urgent, 2 when absent",
-  "- `fleet:split`, `fleet:split:<coder>`: split the issue into sub-tasks",
-  "- `fleet:rebase`: rebase the task's pull request",
-  "Coder names are lowercase; models use letters, digits, `.`, `_`, `-` and `/`."
-].join("\n");
-var CODER_NAME2 = /^[a-z][a-z0-9_-]*$/;
-var MODEL_NAME2 = /^[A-Za-z0-9][A-Za-z0-9._/-]*$/;
-var MAX_MODEL_LENGTH = 64;
-var coderList = (knownCoders2) => knownCoders2.length > 0 ? knownCoders2.join(", ") : "(none configured)";
-var useForms = (knownCoders2) => `Use fleet:<coder> or fleet:<coder>:<model> with coder one of: ${coderList(knownCoders2)}.`;
-var SPLIT_FORMS = (knownCoders2) => `Use fleet:split or fleet:split:<coder> with coder one of: ${coderList(knownCoders2)}.`;
-var error63 = (label, message) => ({ kind: "error", label, message });
-function checkModel(label, coder, model) {
-  if (model === "") {
-    return `Label ${label} has no model after "${coder}:". Use fleet:${coder} for the default model or fleet:${coder}:<model>.`;
-  }
-  if (model.length > MAX_MODEL_LENGTH) {
-    return `Model "${model.slice(0, 20)}..." in label ${label} is longer than ${MAX_MODEL_LENGTH} characters.`;
-  }
-  if (!MODEL_NAME2.test(model) || model.includes("..")) {
-    return `Model "${model}" in label ${label} has characters a model id cannot contain. Models use letters, digits, ".", "_", "-" and "/" (e.g. fleet:${coder}:gpt-5-codex).`;
-  }
-  return void 0;
-}
-function checkCoder(label, coderAt, coder, forms, knownCoders2) {
-  if (knownCoders2.includes(coder)) return void 0;
-  const lower = coder.toLowerCase();
-  if (lower !== coder && knownCoders2.includes(lower)) {
-    const fixed = label.slice(0, coderAt) + lower + label.slice(coderAt + coder.length);
-    return `Coder names are lowercase: use ${fixed} instead of ${label}. ${forms}`;
-  }
-  if (coder === "") return `Label ${label} names no coder. ${forms}`;
-  if (!CODER_NAME2.test(coder)) {
-    return `"${coder}" in label ${label} is not a coder name (lowercase letters, digits, "-" and "_"). ${forms}`;
-  }
-  return `Unknown coder "${coder}" in label ${label}. ${forms}`;
-}
-function parseFleetLabel(name, knownCoders2) {
-  if (name.slice(0, LABEL_PREFIX.length).toLowerCase() !== LABEL_PREFIX) return { kind: "none" };
-  const rest = name.slice(LABEL_PREFIX.length);
-  if (/\s/.test(name)) {
-    return error63(
-      name,
-      `Label "${name}" contains whitespace; Fleet labels have none. ${useForms(knownCoders2)}`
-    );
-  }
-  if (rest === "") return error63(name, `Label ${name} names no coder. ${useForms(knownCoders2)}`);
-  const parts = rest.split(":");
-  const [head = "", second] = parts;
-  const headLower = head.toLowerCase();
-  if (parts.length > 2) {
-    const forms = headLower === "split" ? SPLIT_FORMS(knownCoders2) : `${useForms(knownCoders2)} Models cannot contain ":".`;
-    return error63(name, `Label ${name} has too many colons. ${forms}`);
-  }
-  const priority = /^p(\d+)$/i.exec(head);
-  if (priority) {
-    const n4 = Number(priority[1]);
-    if (second !== void 0 || n4 > 4 || priority[1].length > 1) {
-      return error63(
-        name,
-        `Priority label ${name} is not valid. Use fleet:p0 (most urgent) to fleet:p4; the default is p2.`
-      );
-    }
-    return { kind: "priority", priority: n4 };
-  }
-  if (headLower === "rebase") {
-    if (second !== void 0)
-      return error63(name, `Label ${name} is not valid: fleet:rebase takes no argument.`);
-    return { kind: "rebase" };
-  }
-  if (headLower === "split") {
-    if (second === void 0) return { kind: "split" };
-    const problem = checkCoder(
-      name,
-      LABEL_PREFIX.length + head.length + 1,
-      second,
-      SPLIT_FORMS(knownCoders2),
-      knownCoders2
-    );
-    if (problem) return error63(name, problem);
-    return { kind: "split", coder: second };
-  }
-  const coderProblem = checkCoder(name, LABEL_PREFIX.length, head, useForms(knownCoders2), knownCoders2);
-  if (coderProblem) return error63(name, coderProblem);
-  if (second === void 0) return { kind: "coder", coder: head };
-  const modelProblem = checkModel(name, head, second);
-  if (modelProblem) return error63(name, modelProblem);
-  return { kind: "coder", coder: head, model: second };
-}
-
-// src/worker/discovered-work.ts
-function coderLabelOf(task, config2) {
-  const fallback = config2.coders[task.coder]?.model;
-  return task.model && task.model !== fallback && task.model !== "default" ? `${LABEL_PREFIX}${task.coder}:${task.model}` : `${LABEL_PREFIX}${task.coder}`;
-}
-async function fileDiscoveredWork(task, outcome, deps) {
-  if (outcome.outcome !== "pr-opened" && outcome.outcome !== "no-changes") return [];
-  const parsed = ResultSchema.safeParse(outcome.artifacts.result);
-  if (!parsed.success || parsed.data.followUps.length === 0) return [];
-  const log = deps.log ?? (() => {
-  });
-  const now = (deps.clock ?? (() => /* @__PURE__ */ new Date()))().toISOString();
-  try {
-    const coderLabel = coderLabelOf(task, deps.config);
-    const autoLabel = deps.config.auto_label_discovered;
-    const pr = outcome.pr?.number ?? task.pr;
-    const recent = await deps.octokit.paginate(deps.octokit.rest.issues.listForRepo, {
-      ...deps.repo,
-      state: "all",
-      since: task.createdAt,
-      per_page: 100
-    });
-    const known = [
-      ...deps.secrets ?? [],
-      ...[deps.credentialFor?.(task.coder)?.value],
-      ...(deps.config.coders[task.coder]?.credentials ?? []).map((n4) => deps.credentialValue?.(n4))
-    ].filter((v) => typeof v === "string" && v.length > 0);
-    const plan = planDiscoveredIssues({
-      followUps: parsed.data.followUps.map((f) => redactSecrets(f, known)),
-      taskId: task.id,
-      issue: task.issue,
-      ...pr !== void 0 ? { pr } : {},
-      coderLabel,
-      autoLabel,
-      existingBodies: recent.map((i2) => i2.body ?? "")
-    });
-    const created = [];
-    for (const item of plan) {
-      const { data } = await deps.octokit.rest.issues.create({
-        ...deps.repo,
-        title: item.title,
-        body: item.body,
-        ...item.labels.length ? { labels: item.labels } : {}
-      });
-      created.push({ number: data.number, title: item.title, body: item.body });
-    }
-    const all = [
-      ...recent.map((i2) => ({ number: i2.number, title: i2.title, body: i2.body ?? "" })),
-      ...created
-    ];
-    const filed = filedDiscoveries(task.id, all);
-    const discovered = all.filter((i2) => [...filed.values()].includes(i2.number));
-    if (autoLabel) {
-      const doc = await deps.queue.snapshot();
-      const hasTask = new Set(Object.values(doc.tasks).map((t) => t.issue));
-      for (const i2 of discovered) {
-        if (hasTask.has(i2.number)) continue;
-        await deps.queue.enqueue({
-          issue: i2.number,
-          title: i2.title,
-          coder: task.coder,
-          model: task.model,
-          priority: task.priority,
-          dependsOn: [],
-          requestedBy: task.requestedBy ?? "fleet"
-        });
-      }
-    }
-    if (discovered.length > 0) {
-      await deps.store.update(({ beads }) => {
-        const next = linkDiscoveredBeads(
-          beads,
-          task.id,
-          discovered.map((i2) => ({ issue: i2.number, title: i2.title })),
-          now
-        );
-        if (next === beads) return null;
-        return {
-          beads: next,
-          message: `discovered-from gh-${task.issue} (${task.id}): ${discovered.map((i2) => `gh-${i2.number}`).join(", ")}`
-        };
-      });
-    }
-    return discovered.map((i2) => i2.number);
-  } catch (error64) {
-    log(`filing the follow-ups of ${task.id} as issues failed: ${error64.message}`);
-    return [];
-  }
-}
-
-// src/worker/rebase-run.ts
-var import_promises15 = require("node:fs/promises");
-var import_node_path9 = require("node:path");
-
-// src/render/rebase-comment.ts
-var code = (s) => `\`${s.replace(/`/g, "'")}\``;
-var fileList = (files) => files.map((f) => `- ${code(f)}`).join("\n");
-function tokensLine(totals2) {
-  if (!totals2) return [];
-  const cost = totals2.costUsd !== null && totals2.costUsd !== void 0 ? `, $${totals2.costUsd.toFixed(4)}` : "";
-  return [
-    "",
-    `<sub>Agent: ${totalTokens(totals2.usage).toLocaleString("en-US")} tokens${cost} (${totals2.model}).</sub>`
-  ];
-}
-function renderRebased(v) {
-  const lines = [
-    "### 🔀 Fleet rebased this pull request",
-    "",
-    `${v.why}, so Fleet rebased ${code(v.branch)} onto ${code(v.base)} (${code(v.baseSha.slice(0, 7))}) and force-pushed it (with lease).`
-  ];
-  if (v.resolved.length > 0) {
-    lines.push(
-      "",
-      "The agent resolved the conflicts in:",
-      "",
-      fileList(v.resolved),
-      "",
-      "Review those files again before merging."
-    );
-  } else {
-    lines.push("", "The commits applied without conflicts.");
-  }
-  return [...lines, ...tokensLine(v.totals)].join("\n");
-}
-function renderRebaseFailed(v) {
-  const lines = ["### ⚠️ Fleet could not rebase this pull request", ""];
-  if (v.conflicts.length > 0) {
-    lines.push(
-      `${v.why}; ${code(v.branch)} now conflicts with ${code(v.base)} in these files:`,
-      "",
-      fileList(v.conflicts)
-    );
-  } else {
-    lines.push(`${v.why}; Fleet tried to rebase ${code(v.branch)} onto ${code(v.base)}.`);
-  }
-  lines.push(
-    "",
-    v.reason,
-    "",
-    "The branch was left as it was. What to do:",
-    "",
-    `- resolve it yourself: ${code(`git fetch origin && git switch ${v.branch} && git rebase origin/${v.base}`)}, fix ${v.conflicts.length > 0 ? "the files above" : "the conflicts"}, ${code("git rebase --continue")}, then ${code(`git push --force-with-lease origin ${v.branch}`)};`,
-    "- or comment `/fleet <instructions>` on this pull request to have the agent rework the change;",
-    "- or add the `fleet:rebase` label to try again."
-  );
-  return [...lines, ...tokensLine(v.totals)].join("\n");
-}
-function renderRebaseNotNeeded(v) {
-  return ["### 🔀 Fleet did not need to rebase this pull request", "", `${v.why}: ${v.reason}`].join("\n");
-}
+// src/state/git-store.ts
+var import_node_crypto4 = require("node:crypto");
+var import_promises12 = require("node:fs/promises");
+var import_node_path6 = require("node:path");
 
 // node_modules/is-plain-obj/index.js
 function isPlainObject4(value) {
@@ -56219,13 +55099,13 @@ var handleCommand = (filePath, rawArguments, rawOptions) => {
 };
 
 // node_modules/execa/lib/arguments/options.js
-var import_node_path6 = __toESM(require("node:path"), 1);
+var import_node_path5 = __toESM(require("node:path"), 1);
 var import_node_process8 = __toESM(require("node:process"), 1);
 var import_cross_spawn = __toESM(require_cross_spawn(), 1);
 
 // node_modules/npm-run-path/index.js
 var import_node_process5 = __toESM(require("node:process"), 1);
-var import_node_path3 = __toESM(require("node:path"), 1);
+var import_node_path2 = __toESM(require("node:path"), 1);
 
 // node_modules/npm-run-path/node_modules/path-key/index.js
 function pathKey(options = {}) {
@@ -56242,7 +55122,7 @@ function pathKey(options = {}) {
 // node_modules/unicorn-magic/node.js
 var import_node_util4 = require("node:util");
 var import_node_child_process2 = require("node:child_process");
-var import_node_path2 = __toESM(require("node:path"), 1);
+var import_node_path = __toESM(require("node:path"), 1);
 var import_node_url2 = require("node:url");
 var execFileOriginal = (0, import_node_util4.promisify)(import_node_child_process2.execFile);
 function toPath(urlOrPath) {
@@ -56251,12 +55131,12 @@ function toPath(urlOrPath) {
 function traversePathUp(startPath) {
   return {
     *[Symbol.iterator]() {
-      let currentPath = import_node_path2.default.resolve(toPath(startPath));
+      let currentPath = import_node_path.default.resolve(toPath(startPath));
       let previousPath;
       while (previousPath !== currentPath) {
         yield currentPath;
         previousPath = currentPath;
-        currentPath = import_node_path2.default.resolve(currentPath, "..");
+        currentPath = import_node_path.default.resolve(currentPath, "..");
       }
     }
   };
@@ -56271,27 +55151,27 @@ var npmRunPath = ({
   execPath: execPath2 = import_node_process5.default.execPath,
   addExecPath = true
 } = {}) => {
-  const cwdPath = import_node_path3.default.resolve(toPath(cwd));
+  const cwdPath = import_node_path2.default.resolve(toPath(cwd));
   const result = [];
-  const pathParts = pathOption.split(import_node_path3.default.delimiter);
+  const pathParts = pathOption.split(import_node_path2.default.delimiter);
   if (preferLocal) {
     applyPreferLocal(result, pathParts, cwdPath);
   }
   if (addExecPath) {
     applyExecPath(result, pathParts, execPath2, cwdPath);
   }
-  return pathOption === "" || pathOption === import_node_path3.default.delimiter ? `${result.join(import_node_path3.default.delimiter)}${pathOption}` : [...result, pathOption].join(import_node_path3.default.delimiter);
+  return pathOption === "" || pathOption === import_node_path2.default.delimiter ? `${result.join(import_node_path2.default.delimiter)}${pathOption}` : [...result, pathOption].join(import_node_path2.default.delimiter);
 };
 var applyPreferLocal = (result, pathParts, cwdPath) => {
   for (const directory of traversePathUp(cwdPath)) {
-    const pathPart = import_node_path3.default.join(directory, "node_modules/.bin");
+    const pathPart = import_node_path2.default.join(directory, "node_modules/.bin");
     if (!pathParts.includes(pathPart)) {
       result.push(pathPart);
     }
   }
 };
 var applyExecPath = (result, pathParts, execPath2, cwdPath) => {
-  const pathPart = import_node_path3.default.resolve(cwdPath, toPath(execPath2), "..");
+  const pathPart = import_node_path2.default.resolve(cwdPath, toPath(execPath2), "..");
   if (!pathParts.includes(pathPart)) {
     result.push(pathPart);
   }
@@ -56305,7 +55185,7 @@ var npmRunPathEnv = ({ env = import_node_process5.default.env, ...options } = {}
 };
 
 // node_modules/execa/lib/terminate/kill.js
-var import_promises2 = require("node:timers/promises");
+var import_promises = require("node:timers/promises");
 
 // node_modules/execa/lib/return/final-error.js
 var getFinalError = (originalError, message, isSync) => {
@@ -56812,7 +55692,7 @@ var killOnTimeout = async ({ kill, forceKillAfterDelay, context, controllerSigna
     return;
   }
   try {
-    await (0, import_promises2.setTimeout)(forceKillAfterDelay, void 0, { signal: controllerSignal });
+    await (0, import_promises.setTimeout)(forceKillAfterDelay, void 0, { signal: controllerSignal });
     if (kill("SIGKILL")) {
       context.isForcefullyTerminated ??= true;
     }
@@ -56843,7 +55723,7 @@ var terminateOnCancel = async (subprocess, cancelSignal, context, { signal }) =>
 };
 
 // node_modules/execa/lib/ipc/graceful.js
-var import_promises4 = require("node:timers/promises");
+var import_promises3 = require("node:timers/promises");
 
 // node_modules/execa/lib/ipc/send.js
 var import_node_util5 = require("node:util");
@@ -57030,7 +55910,7 @@ var import_node_events4 = require("node:events");
 
 // node_modules/execa/lib/ipc/incoming.js
 var import_node_events3 = require("node:events");
-var import_promises3 = require("node:timers/promises");
+var import_promises2 = require("node:timers/promises");
 
 // node_modules/execa/lib/ipc/reference.js
 var addReference = (channel, reference) => {
@@ -57077,7 +55957,7 @@ var onMessage = async ({ anyProcess, channel, isSubprocess, ipcEmitter }, wrappe
   }
   while (incomingMessages.length > 0) {
     await waitForOutgoingMessages(anyProcess, ipcEmitter, wrappedMessage);
-    await import_promises3.scheduler.yield();
+    await import_promises2.scheduler.yield();
     const message = await handleStrictRequest({
       wrappedMessage: incomingMessages[0],
       anyProcess,
@@ -57357,7 +56237,7 @@ var startIpc = async ({ anyProcess, channel, isSubprocess, ipc }) => {
     return;
   }
   getIpcEmitter(anyProcess, channel, isSubprocess);
-  await import_promises4.scheduler.yield();
+  await import_promises3.scheduler.yield();
 };
 var cancelListening = false;
 var handleAbort = (wrappedMessage) => {
@@ -57430,7 +56310,7 @@ var getReason = ({ reason }) => {
 };
 
 // node_modules/execa/lib/terminate/timeout.js
-var import_promises5 = require("node:timers/promises");
+var import_promises4 = require("node:timers/promises");
 var validateTimeout = ({ timeout }) => {
   if (timeout !== void 0 && (!Number.isFinite(timeout) || timeout < 0)) {
     throw new TypeError(`Expected the \`timeout\` option to be a non-negative integer, got \`${timeout}\` (${typeof timeout})`);
@@ -57438,7 +56318,7 @@ var validateTimeout = ({ timeout }) => {
 };
 var throwOnTimeout = (subprocess, timeout, context, controller) => timeout === 0 || timeout === void 0 ? [] : [killAfterTimeout(subprocess, timeout, context, controller)];
 var killAfterTimeout = async (subprocess, timeout, context, { signal }) => {
-  await (0, import_promises5.setTimeout)(timeout, void 0, { signal });
+  await (0, import_promises4.setTimeout)(timeout, void 0, { signal });
   context.terminationReason ??= "timeout";
   subprocess.kill();
   throw new DiscardedError();
@@ -57446,7 +56326,7 @@ var killAfterTimeout = async (subprocess, timeout, context, { signal }) => {
 
 // node_modules/execa/lib/methods/node.js
 var import_node_process6 = require("node:process");
-var import_node_path4 = __toESM(require("node:path"), 1);
+var import_node_path3 = __toESM(require("node:path"), 1);
 var mapNode = ({ options }) => {
   if (options.node === false) {
     throw new TypeError('The "node" option cannot be false with `execaNode()`.');
@@ -57465,7 +56345,7 @@ var handleNodeOption = (file2, commandArguments, {
     throw new TypeError('The "execPath" option has been removed. Please use the "nodePath" option instead.');
   }
   const normalizedNodePath = safeNormalizeFileUrl(nodePath, 'The "nodePath" option');
-  const resolvedNodePath = import_node_path4.default.resolve(cwd, normalizedNodePath);
+  const resolvedNodePath = import_node_path3.default.resolve(cwd, normalizedNodePath);
   const newOptions = {
     ...options,
     nodePath: resolvedNodePath,
@@ -57475,7 +56355,7 @@ var handleNodeOption = (file2, commandArguments, {
   if (!shouldHandleNode) {
     return [file2, commandArguments, newOptions];
   }
-  if (import_node_path4.default.basename(file2, ".exe") === "node") {
+  if (import_node_path3.default.basename(file2, ".exe") === "node") {
     throw new TypeError('When the "node" option is true, the first argument does not need to be "node".');
   }
   return [
@@ -57565,11 +56445,11 @@ var serializeEncoding = (encoding) => typeof encoding === "string" ? `"${encodin
 
 // node_modules/execa/lib/arguments/cwd.js
 var import_node_fs = require("node:fs");
-var import_node_path5 = __toESM(require("node:path"), 1);
+var import_node_path4 = __toESM(require("node:path"), 1);
 var import_node_process7 = __toESM(require("node:process"), 1);
 var normalizeCwd = (cwd = getDefaultCwd()) => {
   const cwdString = safeNormalizeFileUrl(cwd, 'The "cwd" option');
-  return import_node_path5.default.resolve(cwdString);
+  return import_node_path4.default.resolve(cwdString);
 };
 var getDefaultCwd = () => {
   try {
@@ -57616,7 +56496,7 @@ var normalizeOptions = (filePath, rawArguments, rawOptions) => {
   options.killSignal = normalizeKillSignal(options.killSignal);
   options.forceKillAfterDelay = normalizeForceKillAfterDelay(options.forceKillAfterDelay);
   options.lines = options.lines.map((lines, fdNumber) => lines && !BINARY_ENCODINGS.has(options.encoding) && options.buffer[fdNumber]);
-  if (import_node_process8.default.platform === "win32" && import_node_path6.default.basename(file2, ".exe") === "cmd") {
+  if (import_node_process8.default.platform === "win32" && import_node_path5.default.basename(file2, ".exe") === "cmd") {
     commandArguments.unshift("/q");
   }
   return { file: file2, commandArguments, options };
@@ -57695,7 +56575,7 @@ var CR_BINARY = CR.codePointAt(0);
 
 // node_modules/get-stream/source/index.js
 var import_node_events6 = require("node:events");
-var import_promises6 = require("node:stream/promises");
+var import_promises5 = require("node:stream/promises");
 
 // node_modules/is-stream/index.js
 function isStream(stream, { checkOpen = true } = {}) {
@@ -57768,13 +56648,13 @@ var c = class {
     };
   }
 };
-var n3 = /* @__PURE__ */ Symbol();
+var n2 = /* @__PURE__ */ Symbol();
 function i() {
-  return this[n3].next();
+  return this[n2].next();
 }
 Object.defineProperty(i, "name", { value: "next" });
 function o(r) {
-  return this[n3].return(r);
+  return this[n2].return(r);
 }
 Object.defineProperty(o, "name", { value: "return" });
 var u = Object.create(a, {
@@ -57796,7 +56676,7 @@ function h({ preventCancel: r = false } = {}) {
     e,
     r
   ), s = Object.create(u);
-  return s[n3] = t, s;
+  return s[n2] = t, s;
 }
 
 // node_modules/get-stream/source/stream.js
@@ -58061,7 +56941,7 @@ var stringMethods = {
 };
 
 // node_modules/get-stream/source/index.js
-Object.assign(nodeImports, { on: import_node_events6.on, finished: import_promises6.finished });
+Object.assign(nodeImports, { on: import_node_events6.on, finished: import_promises5.finished });
 
 // node_modules/execa/lib/io/max-buffer.js
 var handleMaxBuffer = ({ error: error64, stream, readableObjectMode, lines, encoding, fdNumber }) => {
@@ -60254,7 +59134,7 @@ var addPropertiesAsync = {
 // node_modules/@sindresorhus/merge-streams/index.js
 var import_node_events10 = require("node:events");
 var import_node_stream4 = require("node:stream");
-var import_promises7 = require("node:stream/promises");
+var import_promises6 = require("node:stream/promises");
 function mergeStreams(streams) {
   if (!Array.isArray(streams)) {
     throw new TypeError(`Expected an array, got \`${typeof streams}\`.`);
@@ -60337,7 +59217,7 @@ var onMergedStreamFinished = async (passThroughStream, streams, unpipeEvent) => 
 };
 var onMergedStreamEnd = async (passThroughStream, { signal }) => {
   try {
-    await (0, import_promises7.finished)(passThroughStream, { signal, cleanup: true });
+    await (0, import_promises6.finished)(passThroughStream, { signal, cleanup: true });
   } catch (error64) {
     errorOrAbortStream(passThroughStream, error64);
     throw error64;
@@ -60404,7 +59284,7 @@ var afterMergedStreamFinished = async (onFinished, stream, { signal }) => {
 };
 var onInputStreamEnd = async ({ passThroughStream, stream, streams, ended, aborted: aborted3, controller: { signal } }) => {
   try {
-    await (0, import_promises7.finished)(stream, {
+    await (0, import_promises6.finished)(stream, {
       signal,
       cleanup: true,
       readable: true,
@@ -60469,7 +59349,7 @@ var PASSTHROUGH_LISTENERS_COUNT = 2;
 var PASSTHROUGH_LISTENERS_PER_STREAM = 1;
 
 // node_modules/execa/lib/io/pipeline.js
-var import_promises8 = require("node:stream/promises");
+var import_promises7 = require("node:stream/promises");
 var pipeStreams = (source, destination) => {
   source.pipe(destination);
   onSourceFinish(source, destination);
@@ -60480,7 +59360,7 @@ var onSourceFinish = async (source, destination) => {
     return;
   }
   try {
-    await (0, import_promises8.finished)(source, { cleanup: true, readable: true, writable: false });
+    await (0, import_promises7.finished)(source, { cleanup: true, readable: true, writable: false });
   } catch {
   }
   endDestinationStream(destination);
@@ -60495,7 +59375,7 @@ var onDestinationFinish = async (source, destination) => {
     return;
   }
   try {
-    await (0, import_promises8.finished)(destination, { cleanup: true, readable: false, writable: true });
+    await (0, import_promises7.finished)(destination, { cleanup: true, readable: false, writable: true });
   } catch {
   }
   abortSourceStream(source);
@@ -60966,7 +59846,7 @@ var waitForBothSubprocesses = async (subprocessPromises) => {
 };
 
 // node_modules/execa/lib/pipe/streaming.js
-var import_promises9 = require("node:stream/promises");
+var import_promises8 = require("node:stream/promises");
 var pipeSubprocessStream = (sourceStream, destinationStream, maxListenersController) => {
   const mergedStream = MERGED_STREAMS.has(destinationStream) ? pipeMoreSubprocessStream(sourceStream, destinationStream) : pipeFirstSubprocessStream(sourceStream, destinationStream);
   incrementMaxListeners(sourceStream, SOURCE_LISTENERS_PER_PIPE, maxListenersController.signal);
@@ -60987,7 +59867,7 @@ var pipeMoreSubprocessStream = (sourceStream, destinationStream) => {
 };
 var cleanupMergedStreamsMap = async (destinationStream) => {
   try {
-    await (0, import_promises9.finished)(destinationStream, { cleanup: true, readable: false, writable: true });
+    await (0, import_promises8.finished)(destinationStream, { cleanup: true, readable: false, writable: true });
   } catch {
   }
   MERGED_STREAMS.delete(destinationStream);
@@ -61071,7 +59951,7 @@ var handlePipePromise = async ({
 var getSubprocessPromises = (sourcePromise, destination) => Promise.allSettled([sourcePromise, destination]);
 
 // node_modules/execa/lib/io/contents.js
-var import_promises10 = require("node:timers/promises");
+var import_promises9 = require("node:timers/promises");
 
 // node_modules/execa/lib/io/iterate.js
 var import_node_events12 = require("node:events");
@@ -61223,7 +60103,7 @@ var logOutputAsync = async ({ stream, onStreamEnd, fdNumber, encoding, allMixed,
   await logLines(linesIterable, stream, fdNumber, verboseInfo);
 };
 var resumeStream = async (stream) => {
-  await (0, import_promises10.setImmediate)();
+  await (0, import_promises9.setImmediate)();
   if (stream.readableFlowing === null) {
     stream.resume();
   }
@@ -61258,14 +60138,14 @@ var getBufferedData = async (streamPromise) => {
 var handleBufferedData = ({ bufferedData }) => isArrayBuffer(bufferedData) ? new Uint8Array(bufferedData) : bufferedData;
 
 // node_modules/execa/lib/resolve/wait-stream.js
-var import_promises11 = require("node:stream/promises");
+var import_promises10 = require("node:stream/promises");
 var waitForStream = async (stream, fdNumber, streamInfo, { isSameDirection, stopOnExit = false } = {}) => {
   const state = handleStdinDestroy(stream, streamInfo);
   const abortController = new AbortController();
   try {
     await Promise.race([
       ...stopOnExit ? [streamInfo.exitPromise] : [],
-      (0, import_promises11.finished)(stream, { cleanup: true, signal: abortController.signal })
+      (0, import_promises10.finished)(stream, { cleanup: true, signal: abortController.signal })
     ]);
   } catch (error64) {
     if (!state.stdinCleanedUp) {
@@ -61579,7 +60459,7 @@ var import_node_stream6 = require("node:stream");
 var import_node_util9 = require("node:util");
 
 // node_modules/execa/lib/convert/shared.js
-var import_promises12 = require("node:stream/promises");
+var import_promises11 = require("node:stream/promises");
 var safeWaitForSubprocessStdin = async (subprocessStdin) => {
   if (subprocessStdin === void 0) {
     return;
@@ -61599,10 +60479,10 @@ var safeWaitForSubprocessStdout = async (subprocessStdout) => {
   }
 };
 var waitForSubprocessStdin = async (subprocessStdin) => {
-  await (0, import_promises12.finished)(subprocessStdin, { cleanup: true, readable: false, writable: true });
+  await (0, import_promises11.finished)(subprocessStdin, { cleanup: true, readable: false, writable: true });
 };
 var waitForSubprocessStdout = async (subprocessStdout) => {
-  await (0, import_promises12.finished)(subprocessStdout, { cleanup: true, readable: true, writable: false });
+  await (0, import_promises11.finished)(subprocessStdout, { cleanup: true, readable: true, writable: false });
 };
 var waitForSubprocess = async (subprocess, error64) => {
   await subprocess;
@@ -62151,6 +61031,1561 @@ var {
   getCancelSignal: getCancelSignal2
 } = getIpcExport();
 
+// src/state/errors.ts
+var StateCorruptError = class extends Error {
+  constructor(path6, detail, remedy) {
+    super(`Fleet state at ${path6} is unreadable: ${detail}. Fleet will not overwrite it; ${remedy}.`);
+    this.path = path6;
+    this.detail = detail;
+    this.remedy = remedy;
+  }
+  path;
+  detail;
+  remedy;
+  name = "StateCorruptError";
+};
+var StateConflictError = class extends Error {
+  constructor(where, attempts) {
+    super(
+      `Fleet state at ${where}: gave up after ${attempts} conflicting writes (other writers kept updating it first). Nothing was written; retry the operation.`
+    );
+    this.where = where;
+    this.attempts = attempts;
+  }
+  where;
+  attempts;
+  name = "StateConflictError";
+};
+
+// src/state/doc.ts
+var STATE_DOC_VERSION = 1;
+var STATE_PATH = ".fleet/state.json";
+var BEADS_PATH = ".beads/issues.jsonl";
+var emptyStateDoc = () => ({ version: 1, config: {}, tasks: {}, ledger: {} });
+var serializeStateDoc = (doc) => `${JSON.stringify(doc, null, 2)}
+`;
+var isRecord = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
+function parseStateDoc(text, where, remedy) {
+  if (text.trim() === "") return emptyStateDoc();
+  let raw;
+  try {
+    raw = JSON.parse(text);
+  } catch (error64) {
+    throw new StateCorruptError(where, `not valid JSON (${error64.message})`, remedy);
+  }
+  if (!isRecord(raw)) throw new StateCorruptError(where, "the document is not a JSON object", remedy);
+  if (raw.version !== STATE_DOC_VERSION) {
+    const newer = typeof raw.version === "number" && raw.version > STATE_DOC_VERSION;
+    throw new StateCorruptError(
+      where,
+      newer ? `it has version ${raw.version}, written by a newer Fleet (this one reads version ${STATE_DOC_VERSION})` : `unknown version ${JSON.stringify(raw.version)} (expected ${STATE_DOC_VERSION})`,
+      newer ? `upgrade Fleet, or ${remedy}` : remedy
+    );
+  }
+  for (const key of ["config", "tasks", "ledger"]) {
+    if (raw[key] !== void 0 && !isRecord(raw[key])) {
+      throw new StateCorruptError(where, `"${key}" is not an object`, remedy);
+    }
+  }
+  const tasks = raw.tasks ?? {};
+  for (const [id, task] of Object.entries(tasks)) {
+    if (!isRecord(task) || typeof task.id !== "string" || !isTaskState(task.state) || typeof task.issue !== "number") {
+      throw new StateCorruptError(
+        where,
+        `task "${id}" is not a task record (needs id, issue and a known state)`,
+        remedy
+      );
+    }
+  }
+  return {
+    ...raw,
+    version: 1,
+    config: raw.config ?? {},
+    tasks,
+    ledger: raw.ledger ?? {}
+  };
+}
+var cloneStateDoc = (doc) => structuredClone(doc);
+function recordLedger(doc, input2) {
+  const day = { ...doc.ledger[input2.day] ?? {} };
+  const prev = day[input2.coder] ?? {
+    runs: 0,
+    usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 },
+    costUsd: 0
+  };
+  const u2 = input2.usage ?? {};
+  day[input2.coder] = {
+    runs: prev.runs + (input2.runs ?? 1),
+    usage: {
+      input: prev.usage.input + (u2.input ?? 0),
+      output: prev.usage.output + (u2.output ?? 0),
+      cacheRead: prev.usage.cacheRead + (u2.cacheRead ?? 0),
+      cacheWrite: prev.usage.cacheWrite + (u2.cacheWrite ?? 0),
+      reasoning: prev.usage.reasoning + (u2.reasoning ?? 0)
+    },
+    costUsd: prev.costUsd + (input2.costUsd ?? 0)
+  };
+  return { ...doc, ledger: { ...doc.ledger, [input2.day]: day } };
+}
+
+// src/state/github-store.ts
+var import_node_crypto3 = require("node:crypto");
+
+// src/state/store.ts
+var DEFAULT_MAX_RETRIES = 25;
+function backoffDelay(attempt, random, baseMs = 20, capMs = 1e3) {
+  return Math.floor(random() * Math.min(capMs, baseMs * 2 ** attempt));
+}
+var defaultSleep = (ms2) => new Promise((resolve2) => setTimeout(resolve2, ms2));
+
+// src/state/github-store.ts
+var DEFAULT_STATE_BRANCH = "fleet/state";
+var statusOf = (error64) => error64?.status;
+var gitBlobSha = (text) => {
+  const body = Buffer.from(text, "utf8");
+  return (0, import_node_crypto3.createHash)("sha1").update(`blob ${body.length}\0`).update(body).digest("hex");
+};
+var decodeBase64 = (s) => Buffer.from(s, "base64").toString("utf8");
+var encodeBase64 = (s) => Buffer.from(s, "utf8").toString("base64");
+function createGitHubStateStore(opts) {
+  const { octokit, owner, repo } = opts;
+  const branch = opts.branch ?? DEFAULT_STATE_BRANCH;
+  const random = opts.random ?? Math.random;
+  const sleep = opts.sleep ?? defaultSleep;
+  const consistency = opts.consistency ?? "file";
+  const where = `${owner}/${repo}@${branch}`;
+  const remedy = `fix or revert the last commit on ${branch} (\`git revert\` on that branch, then push), or delete the branch to start over`;
+  const pacing = opts.pacing ?? 3;
+  let lastWrite = { endedAt: Number.NEGATIVE_INFINITY, tookMs: 0 };
+  let stats = { requests: 0, notModified: 0, conflicts: 0, byRoute: {} };
+  let cache;
+  async function call(route, params) {
+    for (let attempt = 0; ; attempt++) {
+      stats.requests++;
+      stats.byRoute[route] = (stats.byRoute[route] ?? 0) + 1;
+      try {
+        const r = await octokit.request(route, { owner, repo, ...params });
+        return r;
+      } catch (error64) {
+        const status = statusOf(error64);
+        if (status === 304) stats.notModified++;
+        const headers = error64.response?.headers ?? {};
+        const retryAfter = Number(headers["retry-after"]);
+        const limited = status === 429 || status === 403 && Number.isFinite(retryAfter);
+        if (limited && attempt < 3) {
+          await sleep(Number.isFinite(retryAfter) ? retryAfter * 1e3 : backoffDelay(attempt + 5, random));
+          continue;
+        }
+        throw error64;
+      }
+    }
+  }
+  async function fetchFile(path6, prev) {
+    try {
+      const r = await call(
+        "GET /repos/{owner}/{repo}/contents/{path}",
+        { path: path6, ref: branch, headers: prev?.etag ? { "if-none-match": prev.etag } : {} }
+      );
+      let text;
+      if (r.data.encoding === "base64" && typeof r.data.content === "string")
+        text = decodeBase64(r.data.content);
+      else {
+        const raw = await call("GET /repos/{owner}/{repo}/git/blobs/{file_sha}", {
+          file_sha: r.data.sha,
+          headers: { accept: "application/vnd.github.raw+json" }
+        });
+        const d = raw.data;
+        text = typeof d === "string" ? d : d instanceof ArrayBuffer ? Buffer.from(d).toString("utf8") : decodeBase64(d.content);
+      }
+      return { text, sha: r.data.sha, etag: r.headers.etag };
+    } catch (error64) {
+      const status = statusOf(error64);
+      if (status === 304 && prev) return prev;
+      if (status === 404) return { text: "" };
+      throw error64;
+    }
+  }
+  function parse5(stateText) {
+    return parseStateDoc(stateText, `${where}:${STATE_PATH}`, remedy);
+  }
+  async function refresh() {
+    let head;
+    let refEtag;
+    try {
+      const r = await call("GET /repos/{owner}/{repo}/git/ref/{ref}", {
+        ref: `heads/${branch}`,
+        // A stale commit sha must be learnt again even if the ref did not move since the last read.
+        headers: cache?.refEtag && !cache.commitStale ? { "if-none-match": cache.refEtag } : {}
+      });
+      head = r.data.object.sha;
+      refEtag = r.headers.etag;
+    } catch (error64) {
+      const status = statusOf(error64);
+      if (status === 304 && cache) return cache;
+      if (status !== 404) throw error64;
+      cache = { commit: "", state: { text: "" }, beads: { text: "" }, doc: parse5("") };
+      return cache;
+    }
+    if (cache && cache.commit === head && !cache.commitStale) {
+      cache.refEtag = refEtag;
+      return cache;
+    }
+    const [state, beads] = await Promise.all([
+      fetchFile(STATE_PATH, cache?.state),
+      fetchFile(BEADS_PATH, cache?.beads)
+    ]);
+    const doc = parse5(state.text);
+    cache = { commit: head, refEtag, state, beads, doc };
+    return cache;
+  }
+  async function refreshFiles(which2) {
+    if (!cache || cache.commit === "") return refresh();
+    const before = cache;
+    const file2 = await fetchFile(which2 === "state" ? STATE_PATH : BEADS_PATH, before[which2]);
+    if (file2.sha === before[which2].sha) return before;
+    const doc = which2 === "state" ? parse5(file2.text) : before.doc;
+    cache = { ...before, [which2]: file2, doc, tree: void 0, commitStale: true };
+    return cache;
+  }
+  const snapshotOf = (c3) => ({
+    doc: cloneStateDoc(c3.doc),
+    beads: c3.beads.text,
+    version: c3.commit
+  });
+  async function putFile(c3, which2, text, message) {
+    const path6 = which2 === "state" ? STATE_PATH : BEADS_PATH;
+    const prev = c3[which2];
+    try {
+      const r = await call(
+        "PUT /repos/{owner}/{repo}/contents/{path}",
+        { path: path6, message, content: encodeBase64(text), branch, ...prev.sha ? { sha: prev.sha } : {} }
+      );
+      const next = {
+        ...c3,
+        commit: r.data.commit.sha,
+        tree: r.data.commit.tree?.sha,
+        commitStale: false,
+        [which2]: { text, sha: r.data.content.sha }
+      };
+      cache = next;
+      return { ok: true };
+    } catch (error64) {
+      const status = statusOf(error64);
+      if (status === 409 || status === 422) return { ok: false, ambiguous: false };
+      if (status !== void 0 && status >= 500) return { ok: false, ambiguous: true };
+      throw error64;
+    }
+  }
+  const written = (text) => ({ text, sha: gitBlobSha(text) });
+  async function commitFiles(c3, files, message) {
+    const orphan = c3.commit === "";
+    let baseTree = c3.tree;
+    if (!orphan && baseTree === void 0) {
+      const r = await call("GET /repos/{owner}/{repo}/git/commits/{commit_sha}", {
+        commit_sha: c3.commit
+      });
+      baseTree = r.data.tree.sha;
+    }
+    const entries = [];
+    if (files.state !== void 0 || orphan)
+      entries.push({ path: STATE_PATH, text: files.state ?? c3.state.text });
+    if (files.beads !== void 0 || orphan)
+      entries.push({ path: BEADS_PATH, text: files.beads ?? c3.beads.text });
+    try {
+      const tree = await call("POST /repos/{owner}/{repo}/git/trees", {
+        ...orphan ? {} : { base_tree: baseTree },
+        tree: entries.map((e) => ({ path: e.path, mode: "100644", type: "blob", content: e.text }))
+      });
+      const commit = await call("POST /repos/{owner}/{repo}/git/commits", {
+        // Commits are content-addressed: two writers producing the same tree on the same parent in the
+        // same second would mint the SAME commit, and the loser's ref update would "succeed" as a no-op,
+        // losing its write. A unique trailer makes every attempt its own commit, so the CAS stays exact.
+        message: `${message}
+
+Fleet-Write: ${(0, import_node_crypto3.randomUUID)()}`,
+        tree: tree.data.sha,
+        parents: orphan ? [] : [c3.commit],
+        ...opts.clock ? {
+          author: {
+            name: "Fleet",
+            email: "fleet@users.noreply.github.com",
+            date: opts.clock().toISOString()
+          }
+        } : {}
+      });
+      if (orphan) {
+        await call("POST /repos/{owner}/{repo}/git/refs", {
+          ref: `refs/heads/${branch}`,
+          sha: commit.data.sha
+        });
+      } else {
+        await call("PATCH /repos/{owner}/{repo}/git/refs/{ref}", {
+          ref: `heads/${branch}`,
+          sha: commit.data.sha,
+          force: false
+        });
+      }
+      cache = {
+        commit: commit.data.sha,
+        tree: tree.data.sha,
+        refEtag: c3.refEtag,
+        state: files.state !== void 0 || orphan ? written(files.state ?? c3.state.text) : c3.state,
+        beads: files.beads !== void 0 || orphan ? written(files.beads ?? c3.beads.text) : c3.beads,
+        doc: c3.doc
+      };
+      return { ok: true };
+    } catch (error64) {
+      const status = statusOf(error64);
+      if (status === 422 || status === 409) return { ok: false, ambiguous: false };
+      if (status !== void 0 && status >= 500) return { ok: false, ambiguous: true };
+      throw error64;
+    }
+  }
+  async function update(mutation, options = {}) {
+    const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
+    let fresh = cache === void 0;
+    let c3 = cache ?? await refresh();
+    let retries = 0;
+    for (; ; ) {
+      const out = mutation({ doc: cloneStateDoc(c3.doc), beads: c3.beads.text });
+      if (out === null) {
+        if (!fresh) {
+          c3 = await refresh();
+          fresh = true;
+          continue;
+        }
+        return { applied: false, snapshot: snapshotOf(c3), retries };
+      }
+      const doc = out.doc ?? c3.doc;
+      const stateText = serializeStateDoc(doc);
+      const beadsText = out.beads ?? c3.beads.text;
+      const stateChanged = stateText !== c3.state.text && !(c3.state.text === "" && out.doc === void 0);
+      const beadsChanged = beadsText !== c3.beads.text;
+      if (!stateChanged && !beadsChanged && c3.commit !== "") {
+        return { applied: true, snapshot: snapshotOf(c3), retries };
+      }
+      const sinceLast = performance.now() - lastWrite.endedAt;
+      if (retries === 0 && pacing > 0 && sinceLast < pacing * lastWrite.tookMs) {
+        await sleep(Math.floor(random() * pacing * lastWrite.tookMs));
+      }
+      const writeStarted = performance.now();
+      let outcome;
+      const viaGitData = c3.commit === "" || consistency === "commit" || stateChanged && beadsChanged;
+      if (viaGitData && c3.commitStale) {
+        c3 = await refresh();
+        fresh = true;
+        continue;
+      }
+      if (viaGitData) {
+        outcome = await commitFiles(
+          c3,
+          {
+            ...stateChanged || c3.commit === "" ? { state: stateText } : {},
+            ...beadsChanged ? { beads: beadsText } : {}
+          },
+          out.message
+        );
+      } else if (stateChanged) outcome = await putFile(c3, "state", stateText, out.message);
+      else outcome = await putFile(c3, "beads", beadsText, out.message);
+      const writeEnded = performance.now();
+      lastWrite = { endedAt: writeEnded, tookMs: writeEnded - writeStarted };
+      if (outcome.ok) {
+        cache.doc = doc;
+        return { applied: true, snapshot: snapshotOf(cache), retries, commit: cache.commit };
+      }
+      if (outcome.ambiguous) {
+        const after = await refresh();
+        const landedState = !stateChanged || after.state.text === stateText;
+        const landedBeads = !beadsChanged || after.beads.text === beadsText;
+        if (landedState && landedBeads)
+          return { applied: true, snapshot: snapshotOf(after), retries, commit: after.commit };
+      } else stats.conflicts++;
+      if (retries >= maxRetries) throw new StateConflictError(where, retries + 1);
+      const unit = Math.max(20, 6 * lastWrite.tookMs);
+      await sleep(backoffDelay(retries, random, unit, Math.max(1e3, unit * 8)));
+      retries++;
+      if (viaGitData || outcome.ambiguous) {
+        c3 = await refresh();
+        fresh = true;
+      } else {
+        c3 = await refreshFiles(stateChanged ? "state" : "beads");
+        fresh = false;
+      }
+    }
+  }
+  return {
+    async read() {
+      return snapshotOf(await refresh());
+    },
+    update,
+    async history(limit) {
+      try {
+        const r = await call("GET /repos/{owner}/{repo}/commits", { sha: branch, per_page: Math.min(100, limit) });
+        return r.data.map((c3) => ({
+          sha: c3.sha,
+          message: c3.commit.message.replace(/\n\nFleet-Write: [0-9a-f-]+\s*$/, ""),
+          date: c3.commit.committer?.date ?? ""
+        }));
+      } catch (error64) {
+        if (statusOf(error64) === 404 || statusOf(error64) === 409) return [];
+        throw error64;
+      }
+    },
+    stats: () => structuredClone(stats),
+    resetStats() {
+      stats = { requests: 0, notModified: 0, conflicts: 0, byRoute: {} };
+    },
+    dropCache() {
+      cache = void 0;
+    }
+  };
+}
+
+// src/state/git-store.ts
+var StateGitError = class extends Error {
+  constructor(where, operation, detail, status) {
+    super(`Fleet state at ${where}: git ${operation} failed: ${detail}`);
+    this.where = where;
+    this.operation = operation;
+    this.detail = detail;
+    this.status = status;
+  }
+  where;
+  operation;
+  detail;
+  status;
+  name = "StateGitError";
+};
+var REMOTE_REF = "refs/fleet/remote-state";
+var IDENTITY = { name: "Fleet", email: "fleet@users.noreply.github.com" };
+var TRAILER = /\n\nFleet-Write: [0-9a-f-]+\s*$/;
+var LOST_RACE = /stale info|fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|already exists/i;
+var GC_EVERY = 500;
+function baseEnv() {
+  const env = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== void 0 && !k.startsWith("GIT_")) env[k] = v;
+  return {
+    ...env,
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_AUTHOR_NAME: IDENTITY.name,
+    GIT_AUTHOR_EMAIL: IDENTITY.email,
+    GIT_COMMITTER_NAME: IDENTITY.name,
+    GIT_COMMITTER_EMAIL: IDENTITY.email
+  };
+}
+function createGitStateStore(opts) {
+  const { owner, repo, cacheDir } = opts;
+  const branch = opts.branch ?? DEFAULT_STATE_BRANCH;
+  const random = opts.random ?? Math.random;
+  const sleep = opts.sleep ?? defaultSleep;
+  const pacing = opts.pacing ?? 3;
+  const where = `${owner}/${repo}@${branch}`;
+  const remedy = `fix or revert the last commit on ${branch} (\`git revert\` on that branch, then push), or delete the branch to start over`;
+  const branchRef = `refs/heads/${branch}`;
+  const shownUrl = (() => {
+    try {
+      const u2 = new URL(opts.url);
+      u2.username = "";
+      u2.password = "";
+      return u2.href;
+    } catch {
+      return opts.url;
+    }
+  })();
+  let cache;
+  let stats = { fetches: 0, pushes: 0, conflicts: 0 };
+  let lastWrite = { endedAt: Number.NEGATIVE_INFINITY, tookMs: 0 };
+  let initialized = false;
+  let commitsSinceGc = 0;
+  let chain = Promise.resolve();
+  function exclusive2(fn) {
+    const run = chain.then(fn, fn);
+    chain = run.catch(() => void 0);
+    return run;
+  }
+  async function git2(args, o2 = {}) {
+    const r = await execa("git", ["-C", cacheDir, ...args], {
+      env: { ...baseEnv(), ...o2.env },
+      extendEnv: false,
+      input: o2.input,
+      reject: false,
+      stripFinalNewline: false,
+      ...o2.buffer ? { encoding: "buffer" } : {}
+    });
+    return r;
+  }
+  async function mustGit(args, o2 = {}) {
+    const r = await git2(args, o2);
+    if (r.exitCode !== 0)
+      throw new Error(`Fleet state cache ${cacheDir}: git ${args[0]} failed: ${String(r.stderr).trim()}`);
+    return String(r.stdout).trim();
+  }
+  async function init() {
+    if (initialized) return;
+    try {
+      await (0, import_promises12.access)((0, import_node_path6.join)(cacheDir, "HEAD"));
+    } catch {
+      await (0, import_promises12.mkdir)(cacheDir, { recursive: true });
+      const r = await execa("git", ["init", "--bare", "-q", cacheDir], {
+        env: baseEnv(),
+        extendEnv: false,
+        reject: false
+      });
+      if (r.exitCode !== 0)
+        throw new Error(`Fleet state cache ${cacheDir}: git init failed: ${r.stderr.trim()}`);
+    }
+    await mustGit(["config", "gc.auto", "0"]);
+    await mustGit(["config", "maintenance.auto", "false"]);
+    initialized = true;
+  }
+  async function remote(operation, args) {
+    const token = await opts.token();
+    const header = `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString("base64")}`;
+    const r = await git2(args, {
+      env: { GIT_CONFIG_COUNT: "1", GIT_CONFIG_KEY_0: "http.extraHeader", GIT_CONFIG_VALUE_0: header }
+    });
+    const scrub = (s) => token === "" ? s : s.split(header).join("Authorization: ***").split(token).join("***");
+    return {
+      exitCode: r.exitCode ?? 1,
+      stdout: scrub(String(r.stdout)),
+      stderr: scrub(String(r.stderr)),
+      fail: (stderr) => {
+        const e = explain(stderr);
+        return new StateGitError(where, operation, e.detail, e.status);
+      }
+    };
+  }
+  function explain(stderr) {
+    const last = stderr.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("hint:")).at(-1) ?? "no output from git";
+    if (/could not read Username|Authentication failed|returned error: 401/i.test(stderr))
+      return {
+        status: 401,
+        detail: `${shownUrl} refused the token (401): check that it is valid and not expired (${last})`
+      };
+    if (/returned error: 403|denied to|Permission to/i.test(stderr))
+      return {
+        status: 403,
+        detail: `${shownUrl} denied access (403): the token needs contents write permission on ${owner}/${repo} (${last})`
+      };
+    if (/not found|returned error: 404/i.test(stderr))
+      return {
+        status: 404,
+        detail: `${shownUrl} was not found (404): check the repository name and that the token can see it (${last})`
+      };
+    const other = /returned error: (\d{3})/.exec(stderr);
+    return { status: other ? Number(other[1]) : void 0, detail: `${shownUrl}: ${last}` };
+  }
+  async function fetchHead(depth) {
+    stats.fetches++;
+    const r = await remote("fetch", [
+      "fetch",
+      "--quiet",
+      `--depth=${depth}`,
+      "--no-tags",
+      "--no-write-fetch-head",
+      "--no-auto-gc",
+      opts.url,
+      `+${branchRef}:${REMOTE_REF}`
+    ]);
+    if (r.exitCode !== 0) {
+      if (/couldn't find remote ref/i.test(r.stderr)) {
+        await git2(["update-ref", "-d", REMOTE_REF]);
+        return "";
+      }
+      throw r.fail(r.stderr);
+    }
+    return mustGit(["rev-parse", "--verify", `${REMOTE_REF}^{commit}`]);
+  }
+  async function readFiles(commit) {
+    const r = await git2(["cat-file", "--batch"], {
+      input: `${commit}:${STATE_PATH}
+${commit}:${BEADS_PATH}
+`,
+      buffer: true
+    });
+    if (r.exitCode !== 0) throw new Error(`Fleet state cache ${cacheDir}: git cat-file failed`);
+    const out = Buffer.from(r.stdout);
+    const files = [];
+    let at = 0;
+    for (let i2 = 0; i2 < 2; i2++) {
+      const nl = out.indexOf(10, at);
+      const header = out.subarray(at, nl).toString("utf8");
+      at = nl + 1;
+      const [sha, type, size] = header.split(" ");
+      if (type !== "blob") {
+        files.push({ text: "" });
+        continue;
+      }
+      const n4 = Number(size);
+      files.push({ text: out.subarray(at, at + n4).toString("utf8"), sha });
+      at += n4 + 1;
+    }
+    return { state: files[0], beads: files[1] };
+  }
+  const parse5 = (text) => parseStateDoc(text, `${where}:${STATE_PATH}`, remedy);
+  async function refresh() {
+    await init();
+    const head = await fetchHead(1);
+    if (head === "") {
+      cache = { commit: "", state: { text: "" }, beads: { text: "" }, doc: parse5("") };
+      return cache;
+    }
+    if (cache && cache.commit === head) return cache;
+    const files = await readFiles(head);
+    const doc = parse5(files.state.text);
+    cache = { commit: head, ...files, doc };
+    return cache;
+  }
+  const snapshotOf = (c3) => ({
+    doc: cloneStateDoc(c3.doc),
+    beads: c3.beads.text,
+    version: c3.commit
+  });
+  async function makeCommit(c3, files, message) {
+    const orphan = c3.commit === "";
+    const indexFile = (0, import_node_path6.join)(cacheDir, "fleet-index");
+    await (0, import_promises12.rm)(indexFile, { force: true });
+    const env = { GIT_INDEX_FILE: indexFile };
+    if (!orphan) await mustGit(["read-tree", c3.commit], { env });
+    const entries = [];
+    if (files.state !== void 0) entries.push({ path: STATE_PATH, text: files.state, which: "state" });
+    if (files.beads !== void 0) entries.push({ path: BEADS_PATH, text: files.beads, which: "beads" });
+    const shas = {};
+    const lines = [];
+    for (const e of entries) {
+      const sha2 = await mustGit(["hash-object", "-w", "--stdin"], { input: Buffer.from(e.text, "utf8") });
+      shas[e.which] = sha2;
+      lines.push(`100644 ${sha2}	${e.path}`);
+    }
+    if (lines.length)
+      await mustGit(["update-index", "--index-info"], { env, input: `${lines.join("\n")}
+` });
+    const tree = await mustGit(["write-tree"], { env });
+    await (0, import_promises12.rm)(indexFile, { force: true });
+    const date5 = opts.clock ? `${Math.floor(opts.clock().getTime() / 1e3)} +0000` : void 0;
+    const sha = await mustGit(["commit-tree", tree, ...orphan ? [] : ["-p", c3.commit], "-F", "-"], {
+      input: `${message}
+
+Fleet-Write: ${(0, import_node_crypto4.randomUUID)()}
+`,
+      env: date5 ? { GIT_AUTHOR_DATE: date5, GIT_COMMITTER_DATE: date5 } : {}
+    });
+    return { sha, shas };
+  }
+  async function push(sha, expected) {
+    stats.pushes++;
+    const r = await remote("push", [
+      "push",
+      "--porcelain",
+      "--no-verify",
+      `--force-with-lease=${branchRef}:${expected}`,
+      opts.url,
+      `${sha}:${branchRef}`
+    ]);
+    const status = r.stdout.split("\n").find((l) => l.includes(`:${branchRef}	`));
+    if (r.exitCode === 0 && status && !status.startsWith("!")) return "ok";
+    if (status?.startsWith("!")) {
+      const reason = status.split("	")[2] ?? "";
+      if (LOST_RACE.test(reason)) return "conflict";
+      throw r.fail(`${shownUrl} rejected the push: ${reason}`);
+    }
+    throw r.fail(r.stderr);
+  }
+  async function maybeGc() {
+    commitsSinceGc++;
+    if (commitsSinceGc < GC_EVERY) return;
+    commitsSinceGc = 0;
+    await git2(["-c", "gc.auto=1", "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"]);
+  }
+  async function update(mutation, options = {}) {
+    const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
+    await init();
+    let fresh = cache === void 0;
+    let c3 = cache ?? await refresh();
+    let retries = 0;
+    for (; ; ) {
+      const out = mutation({ doc: cloneStateDoc(c3.doc), beads: c3.beads.text });
+      if (out === null) {
+        if (!fresh) {
+          c3 = await refresh();
+          fresh = true;
+          continue;
+        }
+        return { applied: false, snapshot: snapshotOf(c3), retries };
+      }
+      const doc = out.doc ?? c3.doc;
+      const stateText = serializeStateDoc(doc);
+      const beadsText = out.beads ?? c3.beads.text;
+      const orphan = c3.commit === "";
+      const stateChanged = stateText !== c3.state.text && !(c3.state.text === "" && out.doc === void 0);
+      const beadsChanged = beadsText !== c3.beads.text;
+      if (!stateChanged && !beadsChanged && !orphan)
+        return { applied: true, snapshot: snapshotOf(c3), retries };
+      const sinceLast = performance.now() - lastWrite.endedAt;
+      if (retries === 0 && pacing > 0 && sinceLast < pacing * lastWrite.tookMs) {
+        await sleep(Math.floor(random() * pacing * lastWrite.tookMs));
+      }
+      const started = performance.now();
+      const files = {
+        ...stateChanged || orphan ? { state: stateText } : {},
+        ...beadsChanged || orphan ? { beads: beadsText } : {}
+      };
+      const made = await makeCommit(c3, files, out.message);
+      let outcome;
+      try {
+        outcome = await push(made.sha, c3.commit);
+      } catch (error64) {
+        const landed = error64 instanceof StateGitError && await fetchHead(1).catch(() => "") === made.sha;
+        if (!landed) throw error64;
+        outcome = "ok";
+      }
+      const ended = performance.now();
+      lastWrite = { endedAt: ended, tookMs: ended - started };
+      if (outcome === "ok") {
+        await git2(["update-ref", REMOTE_REF, made.sha]);
+        cache = {
+          commit: made.sha,
+          state: files.state !== void 0 ? { text: files.state, sha: made.shas.state } : c3.state,
+          beads: files.beads !== void 0 ? { text: files.beads, sha: made.shas.beads } : c3.beads,
+          doc
+        };
+        await maybeGc();
+        return { applied: true, snapshot: snapshotOf(cache), retries, commit: made.sha };
+      }
+      stats.conflicts++;
+      if (retries >= maxRetries) throw new StateConflictError(where, retries + 1);
+      const unit = Math.max(20, 6 * lastWrite.tookMs);
+      await sleep(backoffDelay(retries, random, unit, Math.max(1e3, unit * 8)));
+      retries++;
+      c3 = await refresh();
+      fresh = true;
+    }
+  }
+  return {
+    read: () => exclusive2(async () => snapshotOf(await refresh())),
+    update: (mutation, options) => exclusive2(() => update(mutation, options)),
+    history: (limit) => exclusive2(async () => {
+      await init();
+      const head = await fetchHead(Math.max(1, limit));
+      if (head === "") return [];
+      const log = await mustGit(["log", `--max-count=${limit}`, "--format=%H%x1f%cI%x1f%B%x1e", head]);
+      return log.split("").map((rec) => rec.replace(/^\n/, "")).filter(Boolean).map((rec) => {
+        const [sha, date5, message] = rec.split("");
+        return {
+          sha,
+          message: message.replace(/\s+$/, "").replace(TRAILER, ""),
+          date: new Date(date5).toISOString().replace(/\.\d{3}Z$/, "Z")
+        };
+      });
+    }),
+    stats: () => ({ ...stats }),
+    resetStats() {
+      stats = { fetches: 0, pushes: 0, conflicts: 0 };
+    },
+    dropCache() {
+      cache = void 0;
+    }
+  };
+}
+
+// src/state/repo-store.ts
+var STATE_TRANSPORTS = ["git", "api"];
+function stateTransportFrom(env = process.env) {
+  const v = env.FLEET_STATE_TRANSPORT?.trim();
+  if (!v) return "git";
+  if (STATE_TRANSPORTS.includes(v)) return v;
+  throw new Error(
+    `FLEET_STATE_TRANSPORT="${v}" is not a state transport; use one of: ${STATE_TRANSPORTS.join(", ")}.`
+  );
+}
+function gitRemoteUrl(apiUrl, owner, repo) {
+  const u2 = new URL(apiUrl);
+  const path6 = `/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}.git`;
+  if (u2.hostname === "api.github.com") return `https://github.com${path6}`;
+  const root = u2.pathname.replace(/\/+$/, "").replace(/\/api\/v3$/, "");
+  return `${u2.origin}${root}${path6}`;
+}
+async function tokenOf(octokit) {
+  const auth2 = await octokit.auth({ type: "installation" });
+  if (!auth2?.token)
+    throw new Error("The GitHub client has no token to fetch and push Fleet's state branch with.");
+  return auth2.token;
+}
+var cacheDirs = /* @__PURE__ */ new Set();
+var cleanupArmed = false;
+var cacheSeq = 0;
+function newCacheDir(owner, repo) {
+  if (!cleanupArmed) {
+    cleanupArmed = true;
+    process.once("exit", () => {
+      for (const d of cacheDirs) (0, import_node_fs6.rmSync)(d, { recursive: true, force: true });
+    });
+  }
+  cacheSeq += 1;
+  const dir = (0, import_node_path7.join)((0, import_node_os4.tmpdir)(), "fleet-state-cache", `${owner}-${repo}-${process.pid}-${cacheSeq}`);
+  cacheDirs.add(dir);
+  return dir;
+}
+function createRepoStateStore(opts) {
+  const transport = opts.transport ?? stateTransportFrom();
+  if (transport === "api")
+    return createGitHubStateStore({
+      octokit: opts.octokit,
+      owner: opts.owner,
+      repo: opts.repo,
+      clock: opts.clock,
+      pacing: opts.pacing
+    });
+  const apiUrl = opts.octokit.request.endpoint.DEFAULTS.baseUrl;
+  return createGitStateStore({
+    url: opts.gitUrl ?? gitRemoteUrl(apiUrl, opts.owner, opts.repo),
+    token: () => tokenOf(opts.octokit),
+    owner: opts.owner,
+    repo: opts.repo,
+    cacheDir: newCacheDir(opts.owner, opts.repo),
+    clock: opts.clock,
+    pacing: opts.pacing
+  });
+}
+
+// src/state/write-queue.ts
+function createWriteQueue(store, opts = {}) {
+  const maxDelayMs = opts.maxDelayMs ?? 50;
+  const maxBatch = opts.maxBatch ?? 200;
+  const waiting = [];
+  let timer;
+  let running = Promise.resolve();
+  let commits = 0;
+  async function writeBatch(batch) {
+    let outcomes = [];
+    const combined = (s) => {
+      outcomes = [];
+      let doc = s.doc;
+      let beads = s.beads;
+      const messages = [];
+      for (const p of batch) {
+        let out;
+        try {
+          out = p.mutation({ doc: structuredClone(doc), beads });
+        } catch (error64) {
+          outcomes.push({ error: error64 });
+          continue;
+        }
+        if (out === null) {
+          outcomes.push("dropped");
+          continue;
+        }
+        outcomes.push("applied");
+        doc = out.doc ?? doc;
+        beads = out.beads ?? beads;
+        messages.push(out.message);
+      }
+      if (messages.length === 0) return null;
+      const message = messages.length === 1 ? messages[0] : `${messages.length} transitions
+
+${messages.map((m) => `- ${m.split("\n")[0]}`).join("\n")}`;
+      return { doc, beads, message };
+    };
+    let result;
+    try {
+      result = await store.update(combined, { maxRetries: opts.maxRetries });
+    } catch (error64) {
+      for (const p of batch) p.reject(error64);
+      return;
+    }
+    if (result.commit) commits++;
+    batch.forEach((p, i2) => {
+      const o2 = outcomes[i2];
+      if (o2 === void 0 || o2 === "dropped") p.resolve({ ...result, applied: false, commit: void 0 });
+      else if (o2 === "applied") p.resolve(result);
+      else p.reject(o2.error);
+    });
+  }
+  function flush() {
+    if (timer) clearTimeout(timer);
+    timer = void 0;
+    running = running.then(async () => {
+      while (waiting.length > 0) {
+        const batch = waiting.splice(0, maxBatch);
+        await writeBatch(batch);
+      }
+    });
+    return running;
+  }
+  return {
+    enqueue(mutation) {
+      return new Promise((resolve2, reject) => {
+        waiting.push({ mutation, resolve: resolve2, reject });
+        if (waiting.length >= maxBatch) void flush();
+        else if (!timer) timer = setTimeout(() => void flush(), maxDelayMs);
+      });
+    },
+    flush,
+    get commits() {
+      return commits;
+    }
+  };
+}
+function coalescingStore(store, opts = {}) {
+  const queue = createWriteQueue(store, opts);
+  return { read: () => store.read(), update: (m) => queue.enqueue(m) };
+}
+
+// src/economy/credentials.ts
+var CREDENTIALS_KEY = "credentials";
+function credentialsState(doc) {
+  const raw = doc[CREDENTIALS_KEY];
+  return typeof raw === "object" && raw !== null && !Array.isArray(raw) ? raw : {};
+}
+function poolFor(coder, names, state) {
+  const cooling = state[coder] ?? {};
+  return {
+    coder,
+    credentials: names.map((name) => {
+      const until = cooling[name]?.coolingUntil;
+      return until ? { name, coolingUntil: until } : { name };
+    })
+  };
+}
+var isFree = (c3, nowMs) => c3.coolingUntil === void 0 || !(Date.parse(c3.coolingUntil) > nowMs);
+function pickCredential(pool, now, usable = () => true) {
+  const t = now.getTime();
+  return pool.credentials.find((c3) => isFree(c3, t) && usable(c3.name));
+}
+function earliestReset(pool, now, usable = () => true) {
+  let best;
+  for (const c3 of pool.credentials) {
+    if (!usable(c3.name) || c3.coolingUntil === void 0) continue;
+    const t = Date.parse(c3.coolingUntil);
+    if (!(t > now.getTime())) continue;
+    if (best === void 0 || t < best) best = t;
+  }
+  return best === void 0 ? void 0 : new Date(best).toISOString();
+}
+function recordCooling(doc, coder, name, until, now) {
+  const state = credentialsState(doc);
+  const mine = {};
+  for (const [n4, v] of Object.entries(state[coder] ?? {})) {
+    if (v.coolingUntil && Date.parse(v.coolingUntil) > now.getTime()) mine[n4] = v;
+  }
+  const prior = mine[name]?.coolingUntil;
+  mine[name] = { coolingUntil: prior && Date.parse(prior) > Date.parse(until) ? prior : until };
+  return { ...doc, [CREDENTIALS_KEY]: { ...state, [coder]: mine } };
+}
+function resetTime(rateLimit, now, fallbackSeconds) {
+  if (rateLimit?.resetsAt && !Number.isNaN(Date.parse(rateLimit.resetsAt)))
+    return new Date(Date.parse(rateLimit.resetsAt)).toISOString();
+  const seconds = rateLimit?.retryAfterSeconds ?? fallbackSeconds;
+  return new Date(now.getTime() + seconds * 1e3).toISOString();
+}
+
+// src/economy/rotation.ts
+function createCredentialRotation(opts) {
+  const usable = (name) => Boolean(opts.secretOf(name));
+  let pool = poolFor(opts.coder, opts.names, {});
+  const refresh = async () => {
+    const { doc } = await opts.store.read();
+    pool = poolFor(opts.coder, opts.names, credentialsState(doc));
+  };
+  const take = (name) => ({ name, value: opts.secretOf(name) });
+  return {
+    async first() {
+      if (!opts.names.some(usable)) return { kind: "none" };
+      await refresh();
+      const now = opts.clock();
+      const free = pickCredential(pool, now, usable);
+      if (free) return { kind: "credential", credential: take(free.name) };
+      return { kind: "all-cooling", resetAt: earliestReset(pool, now, usable) ?? now.toISOString() };
+    },
+    async rotate(limited) {
+      const now = opts.clock();
+      const until = resetTime(limited.rateLimit, now, opts.fallbackSeconds);
+      const update = await opts.store.update(({ doc }) => ({
+        doc: recordCooling(doc, opts.coder, limited.name, until, now),
+        message: `credential ${limited.name} of ${opts.coder} cooling until ${until}`
+      }));
+      pool = poolFor(opts.coder, opts.names, credentialsState(update.snapshot.doc));
+      const next = pickCredential(pool, now, usable);
+      opts.log?.(
+        `${opts.coder}: ${limited.name} rate-limited until ${until}; ${next ? `continuing on ${next.name}` : "no credential free"}`
+      );
+      return next ? take(next.name) : void 0;
+    },
+    /** When the first usable credential is free again (after `rotate` found none free). */
+    resetAt() {
+      return earliestReset(pool, opts.clock(), usable);
+    }
+  };
+}
+
+// src/github/permissions.ts
+async function getRepoRole(octokit, ref, login) {
+  try {
+    const { data } = await octokit.rest.repos.getCollaboratorPermissionLevel({ ...ref, username: login });
+    const role = data.role_name || data.permission;
+    return ["admin", "maintain", "write", "triage", "read"].includes(role) ? role : "none";
+  } catch (error64) {
+    if (error64.status === 404) return "none";
+    throw error64;
+  }
+}
+
+// src/render/ab-comparison.ts
+var abComparisonMarker = (issue3) => `<!-- fleet:ab-comparison ${issue3} -->`;
+var n3 = (v) => v.toLocaleString("en-US");
+var cell = (s) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
+function abSides(tasks, issue3) {
+  const latest = /* @__PURE__ */ new Map();
+  for (const t of tasks) {
+    if (t.issue !== issue3) continue;
+    const key = `${t.coder}\0${t.model}`;
+    const prior = latest.get(key);
+    if (!prior || t.createdAt > prior.createdAt || t.createdAt === prior.createdAt && t.id > prior.id)
+      latest.set(key, t);
+  }
+  if (latest.size < 2) return [];
+  return [...latest.values()].sort(
+    (a2, b) => a2.createdAt.localeCompare(b.createdAt) || a2.id.localeCompare(b.id)
+  );
+}
+var RECORDED = /* @__PURE__ */ new Set(["pr-open", "done"]);
+var ENDED = /* @__PURE__ */ new Set(["failed", "cancelled"]);
+var abFinished = (sides) => sides.length >= 2 && sides.every((t) => ENDED.has(t.state) || RECORDED.has(t.state) && t.result?.attempt === t.attempts);
+var abRoundKey = (sides) => sides.map((t) => `${t.id}#${t.attempts}`).join(",");
+function renderAbComparison(issue3, sides) {
+  const header = ["", ...sides.map((s) => cell(`\`${s.coder}:${s.model}\``))];
+  const row = (label, f) => `| ${[label, ...sides.map(f)].map(cell).join(" | ")} |`;
+  const dash = "—";
+  const lines = [
+    abComparisonMarker(issue3),
+    `### ⚖️ Fleet A/B comparison for #${issue3}`,
+    "",
+    `| ${header.join(" | ")} |`,
+    `|---|${sides.map(() => "---:").join("|")}|`,
+    row("Task", (s) => `\`${s.taskId}\``),
+    row("Outcome", (s) => s.state),
+    row("Pull request", (s) => s.pr ? `#${s.pr.number}` : dash),
+    row("Tokens", (s) => s.totals ? n3(totalTokens(s.totals.usage)) : dash),
+    row(
+      "Input / output",
+      (s) => s.totals ? `${n3(s.totals.usage.input)} / ${n3(s.totals.usage.output)}` : dash
+    ),
+    row(
+      "Cost",
+      (s) => s.totals ? s.totals.costUsd == null ? "not reported" : `$${s.totals.costUsd.toFixed(4)}` : dash
+    ),
+    row("Duration", (s) => s.totals ? formatDuration(s.totals.durationMs) : dash),
+    row("Turns", (s) => s.totals ? n3(s.totals.turns) : dash),
+    row(
+      "Diff",
+      (s) => s.diff ? `${n3(s.diff.files)} files, +${n3(s.diff.additions)} −${n3(s.diff.deletions)}` : dash
+    ),
+    row(
+      "Tests passed / run",
+      (s) => s.result?.testsRun !== void 0 ? `${s.result.testsPassed ?? 0} / ${s.result.testsRun}` : dash
+    ),
+    row("Agent's verdict", (s) => s.result?.status ?? "no RESULT.json")
+  ];
+  const cheapest = cheapestSide(sides);
+  if (cheapest) lines.push("", `Cheapest: \`${cheapest.coder}:${cheapest.model}\` (${cheapest.taskId}).`);
+  lines.push(
+    "",
+    "<sub>Figures are each agent's own totals; tests are the lines of RESULT.json's `testsRun` that say they passed. Edited in place by Fleet when a side runs again.</sub>"
+  );
+  return lines.join("\n");
+}
+function cheapestSide(sides) {
+  const priced = sides.filter((s) => s.pr && s.totals);
+  if (priced.length < 2 || priced.some((s) => s.totals.costUsd == null)) return void 0;
+  return priced.reduce((a2, b) => b.totals.costUsd < a2.totals.costUsd ? b : a2);
+}
+
+// src/worker/artifacts.ts
+var import_promises13 = require("node:fs/promises");
+var import_node_path8 = require("node:path");
+var PLAN_FILE = "PLAN.md";
+var KNOWLEDGE_FILE = "KNOWLEDGE.md";
+var RESULT_FILE = "RESULT.json";
+var LOG_FILE = "agent.log";
+var taskArtifactsDir = (workDir, taskId) => (0, import_node_path8.join)(workDir, "tasks", safeSegment(taskId));
+var agentNotesDir = (worktree, taskId) => (0, import_node_path8.join)((0, import_node_path8.dirname)(worktree), `.fleet-task-${safeSegment(taskId)}`);
+function safeSegment(id) {
+  const s = id.replace(/[^A-Za-z0-9._-]/g, "_");
+  if (s === "" || s === "." || s === "..")
+    throw new Error(`"${id}" cannot be used as a task id: use letters, digits, ".", "_" or "-".`);
+  return s;
+}
+var ResultSchema = external_exports.object({
+  status: external_exports.enum(["done", "partial", "blocked", "failed"]),
+  summary: external_exports.string(),
+  testsRun: external_exports.array(external_exports.string()).default([]),
+  followUps: external_exports.array(external_exports.string()).default([])
+});
+var readText = async (path6) => {
+  try {
+    return await (0, import_promises13.readFile)(path6, "utf8");
+  } catch (error64) {
+    if (error64.code === "ENOENT") return void 0;
+    throw error64;
+  }
+};
+async function prepareNotesDir(dir, keep = []) {
+  await (0, import_promises13.mkdir)(dir, { recursive: true });
+  for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE]) {
+    if (!keep.includes(name)) await (0, import_promises13.rm)((0, import_node_path8.join)(dir, name), { force: true });
+  }
+}
+async function readArtifacts(dir) {
+  const out = {};
+  const plan = await readText((0, import_node_path8.join)(dir, PLAN_FILE));
+  if (plan !== void 0) out.plan = plan;
+  const knowledge = await readText((0, import_node_path8.join)(dir, KNOWLEDGE_FILE));
+  if (knowledge !== void 0) out.knowledge = knowledge;
+  const raw = await readText((0, import_node_path8.join)(dir, RESULT_FILE));
+  if (raw === void 0) {
+    out.resultProblem = `The agent wrote no ${RESULT_FILE}, so there is no summary from it.`;
+    return out;
+  }
+  let json2;
+  try {
+    json2 = JSON.parse(raw);
+  } catch (error64) {
+    out.rawResult = raw;
+    out.resultProblem = `The agent's ${RESULT_FILE} is not valid JSON (${error64.message}).`;
+    return out;
+  }
+  out.rawResult = json2;
+  const parsed = ResultSchema.safeParse(json2);
+  if (parsed.success) out.result = parsed.data;
+  else
+    out.resultProblem = `The agent's ${RESULT_FILE} does not have the expected shape: ${parsed.error.issues.map((i2) => `${i2.path.join(".") || "(root)"}: ${i2.message}`).join("; ")}.`;
+  return out;
+}
+async function keepArtifacts(notesDir, artifactsDir) {
+  await (0, import_promises13.mkdir)(artifactsDir, { recursive: true });
+  for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE]) {
+    try {
+      await (0, import_promises13.copyFile)((0, import_node_path8.join)(notesDir, name), (0, import_node_path8.join)(artifactsDir, name));
+    } catch (error64) {
+      if (error64.code !== "ENOENT") throw error64;
+    }
+  }
+}
+
+// src/worker/ab-comparison.ts
+function resultSummaryOf(attempt, raw) {
+  const parsed = ResultSchema.safeParse(raw);
+  return summarizeResult(attempt, parsed.success ? parsed.data : void 0);
+}
+var ROUNDS_KEY = "abComparisons";
+function postedRounds(doc) {
+  const raw = doc[ROUNDS_KEY];
+  return typeof raw === "object" && raw !== null && !Array.isArray(raw) ? raw : {};
+}
+async function postAbComparisonIfDue(deps, issue3) {
+  let sides = [];
+  const update = await deps.store.update(({ doc }) => {
+    sides = abSides(Object.values(doc.tasks), issue3);
+    if (!abFinished(sides)) return null;
+    const round = abRoundKey(sides);
+    const rounds = postedRounds(doc);
+    if (rounds[String(issue3)] === round) return null;
+    return {
+      doc: { ...doc, [ROUNDS_KEY]: { ...rounds, [String(issue3)]: round } },
+      message: `A/B comparison of gh-${issue3}: ${round}`
+    };
+  });
+  if (!update.applied) return false;
+  const view = [];
+  for (const t of sides) {
+    const side = { taskId: t.id, coder: t.coder, model: t.model, state: t.state };
+    if (t.totals) side.totals = t.totals;
+    if (t.result) side.result = t.result;
+    if (t.pr !== void 0) {
+      side.pr = { number: t.pr };
+      try {
+        const { data } = await deps.octokit.rest.pulls.get({ ...deps.repo, pull_number: t.pr });
+        side.diff = { files: data.changed_files, additions: data.additions, deletions: data.deletions };
+      } catch (error64) {
+        deps.log?.(`A/B comparison: could not read PR #${t.pr}: ${error64.message}`);
+      }
+    }
+    view.push(side);
+  }
+  await upsertMarkedComment(
+    deps.octokit,
+    { ...deps.repo, issue_number: issue3 },
+    abComparisonMarker(issue3),
+    renderAbComparison(issue3, view)
+  );
+  return true;
+}
+
+// src/beads/discovered.ts
+var DISCOVERED_FROM = "discovered-from";
+function linkDiscoveredBeads(beads, fromBeadId, discovered, now) {
+  const byIssue = /* @__PURE__ */ new Map();
+  const ids = /* @__PURE__ */ new Set();
+  for (const { issue: issue3 } of parseJsonl(beads).records) {
+    ids.add(issue3.id);
+    const n4 = issueNumberOf(issue3);
+    if (n4 !== void 0 && issue3.status !== "tombstone") byIssue.set(n4, issue3);
+  }
+  const upsert = [];
+  for (const d of discovered) {
+    const existing = byIssue.get(d.issue);
+    const id = existing?.id ?? newBeadId(
+      { title: d.title, creator: "fleet", createdAt: now, description: externalRefFor(d.issue) },
+      {
+        existing: ids
+      }
+    );
+    if (id === fromBeadId) continue;
+    const edge = {
+      issue_id: id,
+      depends_on_id: fromBeadId,
+      type: DISCOVERED_FROM,
+      created_at: now,
+      created_by: "fleet"
+    };
+    if (existing) {
+      const deps = existing.dependencies ?? [];
+      if (deps.some((x) => x.type === DISCOVERED_FROM && x.depends_on_id === fromBeadId)) continue;
+      upsert.push({ ...existing, dependencies: [...deps, edge], updated_at: now });
+      continue;
+    }
+    ids.add(id);
+    const bead = {
+      id,
+      title: d.title,
+      status: "open",
+      priority: d.priority ?? 2,
+      issue_type: "task",
+      created_at: now,
+      created_by: "fleet",
+      updated_at: now,
+      external_ref: externalRefFor(d.issue),
+      dependencies: [edge]
+    };
+    upsert.push(bead);
+    byIssue.set(d.issue, bead);
+  }
+  return upsert.length ? rewriteJsonl(beads, { upsert }) : beads;
+}
+
+// src/core/discovered.ts
+var TITLE_MAX = 80;
+var discoveredMarker = (taskId, key) => `<!-- fleet:discovered-from ${taskId} ${key} -->`;
+function followUpKey(text) {
+  const norm = text.trim().replace(/\s+/g, " ").toLowerCase();
+  const fnv = (seed) => {
+    let h2 = seed >>> 0;
+    for (let i2 = 0; i2 < norm.length; i2++) {
+      h2 ^= norm.charCodeAt(i2);
+      h2 = Math.imul(h2, 16777619) >>> 0;
+    }
+    return h2.toString(16).padStart(8, "0");
+  };
+  return `${fnv(2166136261)}${fnv(16777619)}`;
+}
+function followUpTitle(text) {
+  const first = (text.trim().split("\n")[0] ?? "").replace(/^([-*+]|\d+[.)])\s+/, "").trim();
+  const title = first.length > TITLE_MAX ? `${first.slice(0, TITLE_MAX - 1).trimEnd()}…` : first;
+  return title.replace(/[.:;,]$/, "");
+}
+function discoveredBody(text, v) {
+  const where = v.pr !== void 0 ? `#${v.issue} (pull request #${v.pr})` : `#${v.issue}`;
+  return [
+    `Discovered while working on ${where}.`,
+    "",
+    text.trim(),
+    "",
+    `<sub>Filed by Fleet from the follow-ups of task \`${v.taskId}\`. Add the \`${v.coderLabel}\` label to have an agent work on it.</sub>`,
+    "",
+    discoveredMarker(v.taskId, v.key)
+  ].join("\n");
+}
+function planDiscoveredIssues(input2) {
+  const out = [];
+  const seen = /* @__PURE__ */ new Set();
+  for (const text of input2.followUps) {
+    if (!text.trim() || !followUpTitle(text)) continue;
+    const key = followUpKey(text);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const marker = discoveredMarker(input2.taskId, key);
+    if (input2.existingBodies.some((b) => b.includes(marker))) continue;
+    out.push({
+      key,
+      title: followUpTitle(text),
+      body: discoveredBody(text, { ...input2, key }),
+      labels: input2.autoLabel ? [input2.coderLabel] : []
+    });
+  }
+  return out;
+}
+function filedDiscoveries(taskId, issues) {
+  const found = /* @__PURE__ */ new Map();
+  const re = new RegExp(
+    `<!-- fleet:discovered-from ${taskId.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} ([0-9a-f]{16}) -->`
+  );
+  for (const i2 of issues) {
+    const m = re.exec(i2.body ?? "");
+    if (m) found.set(m[1], i2.number);
+  }
+  return found;
+}
+
+// src/core/labels.ts
+var LABEL_PREFIX = "fleet:";
+var LABEL_GRAMMAR_HELP = [
+  "Fleet labels:",
+  "- `fleet:<coder>`: run the issue with that coder and its default model (e.g. `fleet:claude`)",
+  "- `fleet:<coder>:<model>`: pick the model too (e.g. `fleet:codex:gpt-5-codex`); two coder labels start two runs (A/B)",
+  "- `fleet:p0` .. `fleet:p4`: priority, 0 most urgent, 2 when absent",
+  "- `fleet:split`, `fleet:split:<coder>`: split the issue into sub-tasks",
+  "- `fleet:rebase`: rebase the task's pull request",
+  "Coder names are lowercase; models use letters, digits, `.`, `_`, `-` and `/`."
+].join("\n");
+var CODER_NAME2 = /^[a-z][a-z0-9_-]*$/;
+var MODEL_NAME2 = /^[A-Za-z0-9][A-Za-z0-9._/-]*$/;
+var MAX_MODEL_LENGTH = 64;
+var coderList = (knownCoders2) => knownCoders2.length > 0 ? knownCoders2.join(", ") : "(none configured)";
+var useForms = (knownCoders2) => `Use fleet:<coder> or fleet:<coder>:<model> with coder one of: ${coderList(knownCoders2)}.`;
+var SPLIT_FORMS = (knownCoders2) => `Use fleet:split or fleet:split:<coder> with coder one of: ${coderList(knownCoders2)}.`;
+var error63 = (label, message) => ({ kind: "error", label, message });
+function checkModel(label, coder, model) {
+  if (model === "") {
+    return `Label ${label} has no model after "${coder}:". Use fleet:${coder} for the default model or fleet:${coder}:<model>.`;
+  }
+  if (model.length > MAX_MODEL_LENGTH) {
+    return `Model "${model.slice(0, 20)}..." in label ${label} is longer than ${MAX_MODEL_LENGTH} characters.`;
+  }
+  if (!MODEL_NAME2.test(model) || model.includes("..")) {
+    return `Model "${model}" in label ${label} has characters a model id cannot contain. Models use letters, digits, ".", "_", "-" and "/" (e.g. fleet:${coder}:gpt-5-codex).`;
+  }
+  return void 0;
+}
+function checkCoder(label, coderAt, coder, forms, knownCoders2) {
+  if (knownCoders2.includes(coder)) return void 0;
+  const lower = coder.toLowerCase();
+  if (lower !== coder && knownCoders2.includes(lower)) {
+    const fixed = label.slice(0, coderAt) + lower + label.slice(coderAt + coder.length);
+    return `Coder names are lowercase: use ${fixed} instead of ${label}. ${forms}`;
+  }
+  if (coder === "") return `Label ${label} names no coder. ${forms}`;
+  if (!CODER_NAME2.test(coder)) {
+    return `"${coder}" in label ${label} is not a coder name (lowercase letters, digits, "-" and "_"). ${forms}`;
+  }
+  return `Unknown coder "${coder}" in label ${label}. ${forms}`;
+}
+function parseFleetLabel(name, knownCoders2) {
+  if (name.slice(0, LABEL_PREFIX.length).toLowerCase() !== LABEL_PREFIX) return { kind: "none" };
+  const rest = name.slice(LABEL_PREFIX.length);
+  if (/\s/.test(name)) {
+    return error63(
+      name,
+      `Label "${name}" contains whitespace; Fleet labels have none. ${useForms(knownCoders2)}`
+    );
+  }
+  if (rest === "") return error63(name, `Label ${name} names no coder. ${useForms(knownCoders2)}`);
+  const parts = rest.split(":");
+  const [head = "", second] = parts;
+  const headLower = head.toLowerCase();
+  if (parts.length > 2) {
+    const forms = headLower === "split" ? SPLIT_FORMS(knownCoders2) : `${useForms(knownCoders2)} Models cannot contain ":".`;
+    return error63(name, `Label ${name} has too many colons. ${forms}`);
+  }
+  const priority = /^p(\d+)$/i.exec(head);
+  if (priority) {
+    const n4 = Number(priority[1]);
+    if (second !== void 0 || n4 > 4 || priority[1].length > 1) {
+      return error63(
+        name,
+        `Priority label ${name} is not valid. Use fleet:p0 (most urgent) to fleet:p4; the default is p2.`
+      );
+    }
+    return { kind: "priority", priority: n4 };
+  }
+  if (headLower === "rebase") {
+    if (second !== void 0)
+      return error63(name, `Label ${name} is not valid: fleet:rebase takes no argument.`);
+    return { kind: "rebase" };
+  }
+  if (headLower === "split") {
+    if (second === void 0) return { kind: "split" };
+    const problem = checkCoder(
+      name,
+      LABEL_PREFIX.length + head.length + 1,
+      second,
+      SPLIT_FORMS(knownCoders2),
+      knownCoders2
+    );
+    if (problem) return error63(name, problem);
+    return { kind: "split", coder: second };
+  }
+  const coderProblem = checkCoder(name, LABEL_PREFIX.length, head, useForms(knownCoders2), knownCoders2);
+  if (coderProblem) return error63(name, coderProblem);
+  if (second === void 0) return { kind: "coder", coder: head };
+  const modelProblem = checkModel(name, head, second);
+  if (modelProblem) return error63(name, modelProblem);
+  return { kind: "coder", coder: head, model: second };
+}
+
+// src/worker/discovered-work.ts
+function coderLabelOf(task, config2) {
+  const fallback = config2.coders[task.coder]?.model;
+  return task.model && task.model !== fallback && task.model !== "default" ? `${LABEL_PREFIX}${task.coder}:${task.model}` : `${LABEL_PREFIX}${task.coder}`;
+}
+async function fileDiscoveredWork(task, outcome, deps) {
+  if (outcome.outcome !== "pr-opened" && outcome.outcome !== "no-changes") return [];
+  const parsed = ResultSchema.safeParse(outcome.artifacts.result);
+  if (!parsed.success || parsed.data.followUps.length === 0) return [];
+  const log = deps.log ?? (() => {
+  });
+  const now = (deps.clock ?? (() => /* @__PURE__ */ new Date()))().toISOString();
+  try {
+    const coderLabel = coderLabelOf(task, deps.config);
+    const autoLabel = deps.config.auto_label_discovered;
+    const pr = outcome.pr?.number ?? task.pr;
+    const recent = await deps.octokit.paginate(deps.octokit.rest.issues.listForRepo, {
+      ...deps.repo,
+      state: "all",
+      since: task.createdAt,
+      per_page: 100
+    });
+    const known = [
+      ...deps.secrets ?? [],
+      ...[deps.credentialFor?.(task.coder)?.value],
+      ...(deps.config.coders[task.coder]?.credentials ?? []).map((n4) => deps.credentialValue?.(n4))
+    ].filter((v) => typeof v === "string" && v.length > 0);
+    const plan = planDiscoveredIssues({
+      followUps: parsed.data.followUps.map((f) => redactSecrets(f, known)),
+      taskId: task.id,
+      issue: task.issue,
+      ...pr !== void 0 ? { pr } : {},
+      coderLabel,
+      autoLabel,
+      existingBodies: recent.map((i2) => i2.body ?? "")
+    });
+    const created = [];
+    for (const item of plan) {
+      const { data } = await deps.octokit.rest.issues.create({
+        ...deps.repo,
+        title: item.title,
+        body: item.body,
+        ...item.labels.length ? { labels: item.labels } : {}
+      });
+      created.push({ number: data.number, title: item.title, body: item.body });
+    }
+    const all = [
+      ...recent.map((i2) => ({ number: i2.number, title: i2.title, body: i2.body ?? "" })),
+      ...created
+    ];
+    const filed = filedDiscoveries(task.id, all);
+    const discovered = all.filter((i2) => [...filed.values()].includes(i2.number));
+    if (autoLabel) {
+      const doc = await deps.queue.snapshot();
+      const hasTask = new Set(Object.values(doc.tasks).map((t) => t.issue));
+      for (const i2 of discovered) {
+        if (hasTask.has(i2.number)) continue;
+        await deps.queue.enqueue({
+          issue: i2.number,
+          title: i2.title,
+          coder: task.coder,
+          model: task.model,
+          priority: task.priority,
+          dependsOn: [],
+          requestedBy: task.requestedBy ?? "fleet"
+        });
+      }
+    }
+    if (discovered.length > 0) {
+      await deps.store.update(({ beads }) => {
+        const next = linkDiscoveredBeads(
+          beads,
+          task.id,
+          discovered.map((i2) => ({ issue: i2.number, title: i2.title })),
+          now
+        );
+        if (next === beads) return null;
+        return {
+          beads: next,
+          message: `discovered-from gh-${task.issue} (${task.id}): ${discovered.map((i2) => `gh-${i2.number}`).join(", ")}`
+        };
+      });
+    }
+    return discovered.map((i2) => i2.number);
+  } catch (error64) {
+    log(`filing the follow-ups of ${task.id} as issues failed: ${error64.message}`);
+    return [];
+  }
+}
+
+// src/worker/rebase-run.ts
+var import_promises18 = require("node:fs/promises");
+var import_node_path13 = require("node:path");
+
+// src/render/rebase-comment.ts
+var code = (s) => `\`${s.replace(/`/g, "'")}\``;
+var fileList = (files) => files.map((f) => `- ${code(f)}`).join("\n");
+function tokensLine(totals2) {
+  if (!totals2) return [];
+  const cost = totals2.costUsd !== null && totals2.costUsd !== void 0 ? `, $${totals2.costUsd.toFixed(4)}` : "";
+  return [
+    "",
+    `<sub>Agent: ${totalTokens(totals2.usage).toLocaleString("en-US")} tokens${cost} (${totals2.model}).</sub>`
+  ];
+}
+function renderRebased(v) {
+  const lines = [
+    "### 🔀 Fleet rebased this pull request",
+    "",
+    `${v.why}, so Fleet rebased ${code(v.branch)} onto ${code(v.base)} (${code(v.baseSha.slice(0, 7))}) and force-pushed it (with lease).`
+  ];
+  if (v.resolved.length > 0) {
+    lines.push(
+      "",
+      "The agent resolved the conflicts in:",
+      "",
+      fileList(v.resolved),
+      "",
+      "Review those files again before merging."
+    );
+  } else {
+    lines.push("", "The commits applied without conflicts.");
+  }
+  return [...lines, ...tokensLine(v.totals)].join("\n");
+}
+function renderRebaseFailed(v) {
+  const lines = ["### ⚠️ Fleet could not rebase this pull request", ""];
+  if (v.conflicts.length > 0) {
+    lines.push(
+      `${v.why}; ${code(v.branch)} now conflicts with ${code(v.base)} in these files:`,
+      "",
+      fileList(v.conflicts)
+    );
+  } else {
+    lines.push(`${v.why}; Fleet tried to rebase ${code(v.branch)} onto ${code(v.base)}.`);
+  }
+  lines.push(
+    "",
+    v.reason,
+    "",
+    "The branch was left as it was. What to do:",
+    "",
+    `- resolve it yourself: ${code(`git fetch origin && git switch ${v.branch} && git rebase origin/${v.base}`)}, fix ${v.conflicts.length > 0 ? "the files above" : "the conflicts"}, ${code("git rebase --continue")}, then ${code(`git push --force-with-lease origin ${v.branch}`)};`,
+    "- or comment `/fleet <instructions>` on this pull request to have the agent rework the change;",
+    "- or add the `fleet:rebase` label to try again."
+  );
+  return [...lines, ...tokensLine(v.totals)].join("\n");
+}
+function renderRebaseNotNeeded(v) {
+  return ["### 🔀 Fleet did not need to rebase this pull request", "", `${v.why}: ${v.reason}`].join("\n");
+}
+
 // src/worker/git.ts
 var ISOLATED = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0" };
 var FLAGS = [
@@ -62267,46 +62702,59 @@ function pushRejection(branch, error64) {
 }
 async function openOrUpdatePullRequest(octokit, ref, pr) {
   assertFleetBranch(pr.branch);
-  const { data: open4 } = await octokit.rest.pulls.list({
-    ...ref,
-    head: `${ref.owner}:${pr.branch}`,
-    state: "open",
-    per_page: 10
-  });
-  const existing = open4.find((p) => p.head.ref === pr.branch);
-  if (existing) {
-    const { data: data2 } = await octokit.rest.pulls.update({
+  const findOpen = async () => {
+    const { data: open4 } = await octokit.rest.pulls.list({
       ...ref,
-      pull_number: existing.number,
+      head: `${ref.owner}:${pr.branch}`,
+      state: "open",
+      per_page: 10
+    });
+    return open4.find((p) => p.head.ref === pr.branch);
+  };
+  const update = async (number4) => {
+    const { data } = await octokit.rest.pulls.update({
+      ...ref,
+      pull_number: number4,
       title: pr.title,
       body: pr.body
     });
-    return { number: data2.number, url: data2.html_url, head: pr.branch, created: false };
+    return { number: data.number, url: data.html_url, head: pr.branch, created: false };
+  };
+  if (pr.mayExist) {
+    const existing = await findOpen();
+    if (existing) return update(existing.number);
   }
-  const { data } = await octokit.rest.pulls.create({
-    ...ref,
-    head: pr.branch,
-    base: pr.base,
-    title: pr.title,
-    body: pr.body,
-    maintainer_can_modify: true
-  });
-  return { number: data.number, url: data.html_url, head: pr.branch, created: true };
+  try {
+    const { data } = await octokit.rest.pulls.create({
+      ...ref,
+      head: pr.branch,
+      base: pr.base,
+      title: pr.title,
+      body: pr.body,
+      maintainer_can_modify: true
+    });
+    return { number: data.number, url: data.html_url, head: pr.branch, created: true };
+  } catch (error64) {
+    if (error64.status !== 422) throw error64;
+    const existing = await findOpen();
+    if (!existing) throw error64;
+    return update(existing.number);
+  }
 }
 
 // src/worker/run-agent.ts
 var import_node_child_process6 = require("node:child_process");
-var import_node_fs6 = require("node:fs");
-var import_promises13 = require("node:fs/promises");
-var import_node_os4 = require("node:os");
-var import_node_path7 = require("node:path");
+var import_node_fs7 = require("node:fs");
+var import_promises14 = require("node:fs/promises");
+var import_node_os5 = require("node:os");
+var import_node_path9 = require("node:path");
 var import_node_string_decoder3 = require("node:string_decoder");
 function buildAgentEnv(command, base) {
   return {
     PATH: base.path ?? process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
     HOME: base.home,
     LANG: base.lang ?? "C.UTF-8",
-    TMPDIR: base.tmpdir ?? (0, import_node_os4.tmpdir)(),
+    TMPDIR: base.tmpdir ?? (0, import_node_os5.tmpdir)(),
     ...command.env
   };
 }
@@ -62343,7 +62791,7 @@ var LineSplitter = class {
 };
 async function runAgent(adapter, inv, opts) {
   const startedAt = Date.now();
-  const ownHome = inv.home ? void 0 : await (0, import_promises13.mkdtemp)((0, import_node_path7.join)((0, import_node_os4.tmpdir)(), "fleet-agent-home-"));
+  const ownHome = inv.home ? void 0 : await (0, import_promises14.mkdtemp)((0, import_node_path9.join)((0, import_node_os5.tmpdir)(), "fleet-agent-home-"));
   const home = inv.home ?? ownHome;
   const command = adapter.command({ ...inv, home });
   const env = buildAgentEnv(command, { home, path: opts.path });
@@ -62474,14 +62922,14 @@ async function runAgent(adapter, inv, opts) {
       await log.end();
       if (log.error) result.logError = log.error;
     }
-    if (ownHome) await (0, import_promises13.rm)(ownHome, { recursive: true, force: true }).catch(() => {
+    if (ownHome) await (0, import_promises14.rm)(ownHome, { recursive: true, force: true }).catch(() => {
     });
     return result;
   }
 }
 var DEFAULT_MAX_LOG_BYTES = 8 * 1024 * 1024;
 function createLogSink(path6, maxBytes = DEFAULT_MAX_LOG_BYTES) {
-  const stream = (0, import_node_fs6.createWriteStream)(path6, { flags: "a" });
+  const stream = (0, import_node_fs7.createWriteStream)(path6, { flags: "a" });
   let error64;
   stream.on("error", (e) => {
     error64 ??= e.message;
@@ -62553,11 +63001,375 @@ function signalGroup(child, signal) {
   }
 }
 
+// src/worker/run-task.ts
+var import_promises17 = require("node:fs/promises");
+var import_node_path12 = require("node:path");
+
+// src/economy/knowledge.ts
+var import_node_crypto5 = require("node:crypto");
+var import_promises15 = require("node:fs/promises");
+var import_node_path10 = require("node:path");
+var MEMORY_FILES = {
+  claude: ["CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"],
+  codex: ["AGENTS.md", "AGENTS.override.md"],
+  gemini: ["GEMINI.md"],
+  agy: ["GEMINI.md", "AGENTS.md"]
+};
+var HOME_MEMORY = {
+  claude: [".claude/CLAUDE.md"],
+  codex: [".codex/AGENTS.md"],
+  gemini: [".gemini/GEMINI.md"],
+  agy: [".gemini/GEMINI.md"]
+};
+var estimateTokens = (text) => Math.ceil(text.length / 4);
+async function readIfFile(path6) {
+  try {
+    if (!(await (0, import_promises15.stat)(path6)).isFile()) return void 0;
+    return await (0, import_promises15.readFile)(path6, "utf8");
+  } catch {
+    return void 0;
+  }
+}
+async function skillFiles(root) {
+  try {
+    const entries = await (0, import_promises15.readdir)(root, { withFileTypes: true });
+    return entries.filter((e) => e.isDirectory()).map((e) => (0, import_node_path10.join)(root, e.name, "SKILL.md"));
+  } catch {
+    return [];
+  }
+}
+function upTheTree(cwd, top) {
+  const dirs = [];
+  let dir = cwd;
+  for (; ; ) {
+    dirs.push(dir);
+    if (dir === top || (0, import_node_path10.dirname)(dir) === dir) break;
+    dir = (0, import_node_path10.dirname)(dir);
+  }
+  return dirs;
+}
+async function buildContextManifest(input2) {
+  const names = MEMORY_FILES[input2.coder] ?? [...new Set(Object.values(MEMORY_FILES).flat())];
+  const candidates = [];
+  for (const dir of upTheTree(input2.cwd, input2.top ?? input2.cwd)) {
+    for (const name of names) {
+      const path6 = (0, import_node_path10.join)(dir, name);
+      candidates.push({ kind: "memory", path: path6, label: (0, import_node_path10.relative)(input2.cwd, path6) || name });
+    }
+  }
+  for (const skill of await skillFiles((0, import_node_path10.join)(input2.cwd, ".claude", "skills"))) {
+    candidates.push({ kind: "skill", path: skill, label: (0, import_node_path10.relative)(input2.cwd, skill) });
+  }
+  candidates.push({ kind: "mcp", path: (0, import_node_path10.join)(input2.cwd, ".mcp.json"), label: ".mcp.json" });
+  if (input2.home) {
+    for (const name of HOME_MEMORY[input2.coder] ?? []) {
+      candidates.push({ kind: "memory", path: (0, import_node_path10.join)(input2.home, name), label: `~/${name}` });
+    }
+    for (const skill of await skillFiles((0, import_node_path10.join)(input2.home, ".claude", "skills"))) {
+      candidates.push({ kind: "skill", path: skill, label: `~/${(0, import_node_path10.relative)(input2.home, skill)}` });
+    }
+  }
+  const sources = [];
+  const firstByHash = /* @__PURE__ */ new Map();
+  const add = (kind, path6, text) => {
+    const sha256 = (0, import_node_crypto5.createHash)("sha256").update(text.replace(/\r\n/g, "\n").trim()).digest("hex");
+    const source = {
+      kind,
+      path: path6,
+      bytes: Buffer.byteLength(text),
+      tokens: estimateTokens(text),
+      sha256
+    };
+    const first = firstByHash.get(sha256);
+    if (first !== void 0) source.duplicateOf = first;
+    else firstByHash.set(sha256, path6);
+    sources.push(source);
+  };
+  for (const c3 of candidates) {
+    const text = await readIfFile(c3.path);
+    if (text !== void 0 && text.trim() !== "") add(c3.kind, c3.label, text);
+  }
+  if (input2.prompt) add("prompt", "(prompt)", input2.prompt);
+  const duplicates = sources.filter((s) => s.duplicateOf !== void 0);
+  return {
+    coder: input2.coder,
+    sources,
+    totalTokens: sources.reduce((n4, s) => n4 + s.tokens, 0),
+    duplicateTokens: duplicates.reduce((n4, s) => n4 + s.tokens, 0),
+    suggestions: duplicates.map(
+      (d) => `Remove ${d.path} (same content as ${d.duplicateOf}) to save ~${d.tokens.toLocaleString("en-US")} tokens per turn.`
+    )
+  };
+}
+var CONTEXT_MANIFEST_FILE = "context.json";
+async function writeContextManifest(dir, m) {
+  await (0, import_promises15.writeFile)((0, import_node_path10.join)(dir, CONTEXT_MANIFEST_FILE), `${JSON.stringify(m, null, 2)}
+`);
+}
+
+// src/render/run-report.ts
+var GITHUB_COMMENT_LIMIT = 65536;
+var runReportMarker = (taskId) => `<!-- fleet:run-report ${taskId} -->`;
+function fence(text, lang = "") {
+  const longest = Math.max(0, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  const ticks = "`".repeat(Math.max(3, longest + 1));
+  return `${ticks}${lang}
+${text}
+${ticks}`;
+}
+function truncateMiddle(text, max) {
+  if (text.length <= max) return text;
+  const note = `
+
+… ${text.length - max} characters left out …
+
+`;
+  const half = Math.max(0, Math.floor((max - note.length) / 2));
+  return text.slice(0, half) + note + text.slice(text.length - half);
+}
+function logTail(log, max) {
+  const lines = log.replace(/\n$/, "").split("\n");
+  const kept = [];
+  let size = 0;
+  for (let i2 = lines.length - 1; i2 >= 0; i2--) {
+    let line = lines[i2];
+    if (size + line.length + 1 > max) {
+      if (kept.length === 0) {
+        line = `…${line.slice(line.length - (max - 2))}`;
+        kept.unshift(line);
+      }
+      break;
+    }
+    kept.unshift(line);
+    size += line.length + 1;
+  }
+  return { text: kept.join("\n"), omittedLines: lines.length - kept.length, totalLines: lines.length };
+}
+var HEADLINE = {
+  "pr-opened": "✅ opened a pull request",
+  "no-changes": "ℹ️ finished without changes, so no pull request was opened",
+  "awaiting-approval": "✋ is waiting for approval of its plan",
+  failed: "❌ failed",
+  timeout: "⏱️ ran out of time and was stopped",
+  stall: "💤 stalled (no output for too long) and was stopped",
+  cancelled: "🚫 was cancelled",
+  "rate-limited": "🧊 hit the model provider's rate limit"
+};
+var NEXT_STEP = {
+  "no-changes": "If a change was expected, add detail to the issue (what to change, where) and comment `/fleet retry`.",
+  failed: "Check the log below, fix the cause (issue text, configuration or credential) and comment `/fleet retry`.",
+  timeout: "Split the issue into smaller tasks or raise `timeouts.run` in `.github/fleet.yml`, then `/fleet retry`.",
+  stall: "The agent produced no output for too long. `/fleet retry` starts it again; raise `timeouts.stall` if it needs to think longer.",
+  "rate-limited": "Fleet queues the task again once the limit resets."
+};
+function renderRunReport(v) {
+  const head = [
+    runReportMarker(v.taskId),
+    `### Fleet task \`${v.taskId}\` ${HEADLINE[v.outcome]}`,
+    ""
+  ];
+  if (v.pr) head.push(`Pull request: #${v.pr.number} (${v.pr.url})`, "");
+  if (v.reason) head.push(`> ${v.reason.replace(/\n/g, "\n> ")}`, "");
+  if (v.outcome === "rate-limited" && v.resetsAt) head.push(`The limit resets at ${v.resetsAt}.`, "");
+  if (v.summary) head.push("**Agent's summary:**", "", v.summary.trim(), "");
+  if (v.resultProblem) head.push(`⚠️ ${v.resultProblem}`, "");
+  const next = NEXT_STEP[v.outcome];
+  if (next) head.push(next, "");
+  let body = head.join("\n");
+  const limit = v.limit ?? GITHUB_COMMENT_LIMIT;
+  if (v.log !== void 0 && v.log.length > 0) {
+    const wrapper = 400;
+    const room = limit - body.length - wrapper;
+    if (room > 1e3) {
+      const tail = logTail(v.log, room);
+      const note = tail.omittedLines > 0 ? `Showing the last ${tail.totalLines - tail.omittedLines} of ${tail.totalLines} lines (GitHub comments hold at most ${GITHUB_COMMENT_LIMIT.toLocaleString("en-US")} characters). The full log: \`fleet task ${v.taskId} log\`.` : `The full log: \`fleet task ${v.taskId} log\`.`;
+      body += [
+        "<details>",
+        "<summary>Agent log</summary>",
+        "",
+        note,
+        "",
+        fence(tail.text),
+        "",
+        "</details>"
+      ].join("\n");
+    }
+  }
+  return body.length > limit ? truncateMiddle(body, limit) : body;
+}
+
+// src/render/pr-body.ts
+var prMarker = (taskId) => `<!-- fleet:pr ${taskId} -->`;
+function renderPrBody(v) {
+  const lines = [prMarker(v.taskId), `Closes #${v.issue}`, "", "## Summary", ""];
+  lines.push(v.summary?.trim() || "_The agent left no summary._");
+  if (v.resultProblem) lines.push("", `> ⚠️ ${v.resultProblem}`);
+  lines.push("", "## Tests run", "");
+  if (v.testsRun?.length) lines.push(...v.testsRun.map((t) => `- ${t}`));
+  else lines.push("_The agent reported no tests._");
+  if (v.followUps?.length) lines.push("", "## Follow-ups", "", ...v.followUps.map((f) => `- ${f}`));
+  lines.push("", "## Tokens", "", renderTokenTable(v.totals, v.planTotals));
+  lines.push(
+    "",
+    `<sub>Opened by Fleet for task \`${v.taskId}\` with \`${v.coder}\` (\`${v.model}\`). Review it like any other pull request; Fleet never merges.</sub>`
+  );
+  return truncateMiddle(lines.join("\n"), GITHUB_COMMENT_LIMIT);
+}
+
+// src/worker/prompt.ts
+var PROMPT_LIMITS = { title: 300, body: 2e4, comment: 5e3, comments: 3e4 };
+function clip(text, max, what) {
+  if (text.length <= max) return text;
+  const left = text.length - max;
+  return `${text.slice(0, max)}
+
+[Fleet left out the last ${left.toLocaleString("en-US")} characters of this ${what}: it is longer than the ${max.toLocaleString("en-US")} an agent is given.]`;
+}
+function buildPrompt(p) {
+  const trusted = p.comments.filter((c3) => c3.trusted);
+  const leftOut = p.comments.length - trusted.length;
+  let room = PROMPT_LIMITS.comments;
+  let kept = 0;
+  for (let i2 = trusted.length - 1; i2 >= 0; i2--) {
+    const size = Math.min(trusted[i2].body.trim().length, PROMPT_LIMITS.comment);
+    if (size > room) break;
+    room -= size;
+    kept++;
+  }
+  const older = trusted.length - kept;
+  const out = [
+    `You are working on GitHub issue #${p.issue} of the repository ${p.repo}, on the branch \`${p.branch}\`.`,
+    "Your working directory is a checkout of that branch.",
+    "",
+    "<issue>",
+    `# ${clip(p.title, PROMPT_LIMITS.title, "title")}`,
+    "",
+    clip(p.body.trim(), PROMPT_LIMITS.body, "issue description") || "(The issue has no description.)",
+    "</issue>"
+  ];
+  if (trusted.length > 0) {
+    out.push("", "Comments on the issue by the repository's collaborators, oldest first:");
+    if (older > 0)
+      out.push(
+        "",
+        `[Fleet left out the ${older} oldest of these comments: together they are longer than the ${PROMPT_LIMITS.comments.toLocaleString("en-US")} characters an agent is given.]`
+      );
+    for (const c3 of trusted.slice(older))
+      out.push(
+        "",
+        `<comment author="${c3.author}">`,
+        clip(c3.body.trim(), PROMPT_LIMITS.comment, "comment"),
+        "</comment>"
+      );
+  }
+  if (leftOut > 0) {
+    out.push(
+      "",
+      `Note: ${leftOut} comment${leftOut === 1 ? " was" : "s were"} left out because ${leftOut === 1 ? "its author is" : "their authors are"} not collaborators on the repository. Do not look them up or act on them.`
+    );
+  }
+  out.push("", "## How Fleet works with you", "");
+  out.push(
+    `Keep your notes in the folder \`${p.notesDir}\` (outside the repository; nothing there is committed):`,
+    `- \`${p.notesDir}/${PLAN_FILE}\`: your plan, as a short list of steps; keep it current.`,
+    `- \`${p.notesDir}/${KNOWLEDGE_FILE}\`: what you learned about the code base that the next person would want to know.`
+  );
+  if (p.phase === "plan") {
+    out.push(
+      "",
+      "This is the PLANNING phase. Do not change any file in the repository and do not run commands that change anything.",
+      `Read the code, then write your plan to \`${p.notesDir}/${PLAN_FILE}\` and stop. A maintainer may review it before work starts.`
+    );
+    return out.join("\n");
+  }
+  if (p.plan?.trim()) {
+    out.push("", "Your plan from the planning phase (approved):", "", "<plan>", p.plan.trim(), "</plan>");
+  }
+  out.push(
+    `- \`${p.notesDir}/${RESULT_FILE}\`: written last, exactly this shape:`,
+    "  ```json",
+    '  {"status": "done", "summary": "What you changed and why, in a few sentences.", "testsRun": ["npm test: 42 passed"], "followUps": ["Anything left for later"]}',
+    "  ```",
+    '  `status` is one of "done", "partial", "blocked", "failed". The summary becomes the commit message and the pull request text.',
+    "",
+    "Make the change the issue asks for in the working directory, and run the project's tests if it has any.",
+    "Do not commit, push, create branches or open pull requests: Fleet commits what you leave in the working directory, pushes it and opens the pull request.",
+    "Never print, write or commit secrets or credentials."
+  );
+  return out.join("\n");
+}
+
+// src/render/plan-comment.ts
+var planMarker = (taskId) => `<!-- fleet:plan ${taskId} -->`;
+var COLLAPSE_LINES = 25;
+function renderPlanComment(v) {
+  const head = [planMarker(v.taskId), `### 🧭 Fleet's plan for task \`${v.taskId}\``, ""];
+  const tail = [
+    "",
+    v.awaitingApproval ? "✋ Work starts once a maintainer comments `/fleet approve`." : "<sub>Posted before work starts; the agent follows it unless the code says otherwise.</sub>"
+  ];
+  const room = GITHUB_COMMENT_LIMIT - head.join("\n").length - tail.join("\n").length - 200;
+  const plan = truncateMiddle(v.plan.trim() || "_The agent wrote no plan._", room);
+  const lines = plan.split("\n").length;
+  const shown = lines > COLLAPSE_LINES ? ["<details>", `<summary>Plan (${lines} lines)</summary>`, "", plan, "", "</details>"] : [plan];
+  return [...head, ...shown, ...tail].join("\n");
+}
+
+// src/worker/reports.ts
+var finalBody = (body, redact) => truncateMiddle(redact(body), GITHUB_COMMENT_LIMIT);
+function createIssueReporter(octokit, issue3, taskId, redact, listed) {
+  const known = /* @__PURE__ */ new Map();
+  const post = async (marker, body) => {
+    const earlier = listed?.find((c3) => c3.user?.type === "Bot" && hasMarker(c3.body, marker))?.id;
+    const r = await upsertMarkedComment(
+      octokit,
+      issue3,
+      marker,
+      finalBody(body, redact),
+      known.get(marker) ?? earlier ?? (listed ? null : void 0)
+    );
+    known.set(marker, r.id);
+    return r;
+  };
+  return {
+    plan: (plan, awaitingApproval) => post(planMarker(taskId), renderPlanComment({ taskId, plan: redact(plan), awaitingApproval })),
+    /**
+     * The run's final report: the token report (when the run used tokens) and the run report with
+     * the log's tail, in ONE comment: each comment is a content-creating request, and GitHub allows
+     * 500 of those an hour. The log is redacted before its tail is cut, so a secret split by the cut
+     * cannot slip through.
+     */
+    final: (v) => {
+      const tokens = v.tokens ? `${renderTokenReport({ ...v.tokens, taskId })}
+
+` : "";
+      const log = v.run.log === void 0 ? void 0 : redact(v.run.log);
+      const run = renderRunReport({ ...v.run, taskId, log, limit: GITHUB_COMMENT_LIMIT - tokens.length });
+      return post(runReportMarker(taskId), tokens + run);
+    }
+  };
+}
+function throttleProgress(onProgress, clock, intervalMs = 15e3) {
+  let lastAt = Number.NEGATIVE_INFINITY;
+  let lastState;
+  return async (p, force = false) => {
+    if (!onProgress) return;
+    const now = clock().getTime();
+    if (!force && p.state === lastState && now - lastAt < intervalMs) return;
+    lastAt = now;
+    lastState = p.state;
+    try {
+      await onProgress(p);
+    } catch {
+    }
+  };
+}
+
 // src/worker/worktree.ts
-var import_node_crypto4 = require("node:crypto");
-var import_promises14 = require("node:fs/promises");
-var import_node_path8 = require("node:path");
-var exists2 = (p) => (0, import_promises14.access)(p).then(
+var import_node_crypto6 = require("node:crypto");
+var import_promises16 = require("node:fs/promises");
+var import_node_path11 = require("node:path");
+var exists2 = (p) => (0, import_promises16.access)(p).then(
   () => true,
   () => false
 );
@@ -62572,14 +63384,14 @@ function exclusive(key, fn) {
 }
 var cacheCloneDir = (workDir, repo) => {
   const [owner, name] = repo.split("/");
-  return (0, import_node_path8.join)(workDir, "repos", safeSegment(owner ?? ""), `${safeSegment(name ?? "")}.git`);
+  return (0, import_node_path11.join)(workDir, "repos", safeSegment(owner ?? ""), `${safeSegment(name ?? "")}.git`);
 };
-var worktreePath = (workDir, taskId) => (0, import_node_path8.join)(workDir, "worktrees", safeSegment(taskId), "repo");
+var worktreePath = (workDir, taskId) => (0, import_node_path11.join)(workDir, "worktrees", safeSegment(taskId), "repo");
 async function syncCacheClone(workDir, src) {
   const dir = cacheCloneDir(workDir, src.repo);
   return exclusive(dir, async () => {
-    if (!await exists2((0, import_node_path8.join)(dir, "HEAD"))) {
-      await (0, import_promises14.mkdir)(dir, { recursive: true });
+    if (!await exists2((0, import_node_path11.join)(dir, "HEAD"))) {
+      await (0, import_promises16.mkdir)(dir, { recursive: true });
       await git(["init", "--bare", "-q", dir], { cwd: workDir });
     }
     await git(["fetch", "--prune", "--no-tags", "-q", src.cloneUrl, "+refs/heads/*:refs/remotes/origin/*"], {
@@ -62606,20 +63418,20 @@ async function clearStale(cacheDir, path6, branch) {
     const br = /^branch (.+)$/m.exec(entry)?.[1];
     if (wt && (wt === path6 || br === `refs/heads/${branch}`) && !/^bare$/m.test(entry)) {
       await git(["worktree", "remove", "--force", "--force", wt], { cwd: cacheDir, okCodes: [128] });
-      await (0, import_promises14.rm)(wt, { recursive: true, force: true });
+      await (0, import_promises16.rm)(wt, { recursive: true, force: true });
     }
   }
-  await (0, import_promises14.rm)(path6, { recursive: true, force: true });
+  await (0, import_promises16.rm)(path6, { recursive: true, force: true });
   await git(["worktree", "prune"], { cwd: cacheDir });
 }
 var MAX_SPARES = 4;
-var sparesDir = (cacheDir) => (0, import_node_path8.join)(`${cacheDir.replace(/\.git$/, "")}.spares`);
+var sparesDir = (cacheDir) => (0, import_node_path11.join)(`${cacheDir.replace(/\.git$/, "")}.spares`);
 async function takeSpare(cacheDir) {
-  const names = await (0, import_promises14.readdir)(sparesDir(cacheDir)).catch(() => []);
+  const names = await (0, import_promises16.readdir)(sparesDir(cacheDir)).catch(() => []);
   for (const name of names) {
-    const dir = (0, import_node_path8.join)(sparesDir(cacheDir), name);
-    if (await exists2((0, import_node_path8.join)(dir, ".git"))) return dir;
-    await (0, import_promises14.rm)(dir, { recursive: true, force: true });
+    const dir = (0, import_node_path11.join)(sparesDir(cacheDir), name);
+    if (await exists2((0, import_node_path11.join)(dir, ".git"))) return dir;
+    await (0, import_promises16.rm)(dir, { recursive: true, force: true });
   }
   return void 0;
 }
@@ -62628,7 +63440,7 @@ async function addWorktree(workDir, src, taskId, branch) {
   const path6 = worktreePath(workDir, taskId);
   return exclusive(cacheDir, async () => {
     await clearStale(cacheDir, path6, branch);
-    await (0, import_promises14.mkdir)((0, import_node_path8.join)(path6, ".."), { recursive: true });
+    await (0, import_promises16.mkdir)((0, import_node_path11.join)(path6, ".."), { recursive: true });
     const existing = await remoteBranchSha(cacheDir, branch);
     const base = existing ? `refs/remotes/origin/${branch}` : `refs/remotes/origin/${defaultBranch}`;
     if (!existing && !await remoteBranchSha(cacheDir, defaultBranch)) {
@@ -62649,8 +63461,8 @@ async function addWorktree(workDir, src, taskId, branch) {
           cwd: cacheDir,
           okCodes: [128]
         }).catch(() => void 0);
-        await (0, import_promises14.rm)(path6, { recursive: true, force: true });
-        await (0, import_promises14.rm)(spare, { recursive: true, force: true });
+        await (0, import_promises16.rm)(path6, { recursive: true, force: true });
+        await (0, import_promises16.rm)(spare, { recursive: true, force: true });
         await git(["worktree", "prune"], { cwd: cacheDir });
       }
     }
@@ -62662,14 +63474,14 @@ async function addWorktree(workDir, src, taskId, branch) {
 async function removeWorktree(wt) {
   await exclusive(wt.cacheDir, async () => {
     const pool = sparesDir(wt.cacheDir);
-    const spares = await (0, import_promises14.readdir)(pool).catch(() => []);
+    const spares = await (0, import_promises16.readdir)(pool).catch(() => []);
     if (spares.length < MAX_SPARES) {
       try {
         await git(["checkout", "-q", "--force", "--detach"], { cwd: wt.path });
         await git(["clean", "-q", "-ffdx"], { cwd: wt.path });
-        await (0, import_promises14.mkdir)(pool, { recursive: true });
-        await git(["worktree", "move", wt.path, (0, import_node_path8.join)(pool, (0, import_node_crypto4.randomUUID)())], { cwd: wt.cacheDir });
-        await (0, import_promises14.rm)((0, import_node_path8.join)(wt.path, ".."), { recursive: true, force: true });
+        await (0, import_promises16.mkdir)(pool, { recursive: true });
+        await git(["worktree", "move", wt.path, (0, import_node_path11.join)(pool, (0, import_node_crypto6.randomUUID)())], { cwd: wt.cacheDir });
+        await (0, import_promises16.rm)((0, import_node_path11.join)(wt.path, ".."), { recursive: true, force: true });
         return;
       } catch {
       }
@@ -62678,9 +63490,424 @@ async function removeWorktree(wt) {
       cwd: wt.cacheDir,
       okCodes: [128]
     }).catch(() => void 0);
-    await (0, import_promises14.rm)((0, import_node_path8.join)(wt.path, ".."), { recursive: true, force: true });
+    await (0, import_promises16.rm)((0, import_node_path11.join)(wt.path, ".."), { recursive: true, force: true });
     await git(["worktree", "prune"], { cwd: wt.cacheDir }).catch(() => void 0);
   });
+}
+
+// src/worker/run-task.ts
+var PLAN_STATE_FILE = "plan-phase.json";
+var PLAN_LOG_FILE = "plan.log";
+var STATE_OF = {
+  "pr-opened": "pr-open",
+  "no-changes": "done",
+  "awaiting-approval": "awaiting-approval",
+  failed: "failed",
+  timeout: "failed",
+  stall: "failed",
+  cancelled: "cancelled",
+  "rate-limited": "rate-limited",
+  "over-budget": "failed"
+};
+var CREDENTIAL_VARIABLES = /* @__PURE__ */ new Set([
+  "ANTHROPIC_API_KEY",
+  "ANTHROPIC_AUTH_TOKEN",
+  "CLAUDE_CODE_OAUTH_TOKEN",
+  "OPENAI_API_KEY",
+  "CODEX_API_KEY"
+]);
+function knownSecretsOf(deps) {
+  return [
+    ...deps.secrets ?? [],
+    ...deps.credential ? [deps.credential.value] : [],
+    ...deps.gitAuth ? [deps.gitAuth.token] : []
+  ].filter((s) => s.length > 0);
+}
+async function runTask(spec, deps) {
+  const clock = deps.clock ?? (() => /* @__PURE__ */ new Date());
+  const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
+  const logPath = (0, import_node_path12.join)(artifactsDir, LOG_FILE);
+  const knownSecrets = knownSecretsOf(deps);
+  const redact = (text) => redactSecrets(text, knownSecrets);
+  const issueRef = { ...parseRepoFullName(spec.repo), issue_number: spec.issue };
+  const reporter = createIssueReporter(deps.octokit, issueRef, spec.taskId, redact, deps.issueComments);
+  const progress = throttleProgress(deps.onProgress, clock);
+  const result = { outcome: "failed", logPath, artifacts: {} };
+  const branch = spec.branch ?? taskBranchName(spec.issue, spec.title);
+  await (0, import_promises17.mkdir)(artifactsDir, { recursive: true });
+  const ctx = {
+    spec,
+    deps,
+    redact,
+    reporter,
+    progress,
+    artifactsDir,
+    branch,
+    knownSecrets,
+    result
+  };
+  let wt;
+  try {
+    assertFleetBranch(branch);
+    if (deps.signal?.aborted) return await finish2(ctx, "cancelled", "Cancelled before the run started.");
+    await progress(
+      { state: spec.planPhase && !spec.approved ? "planning" : "running", step: "preparing the worktree" },
+      true
+    );
+    wt = await addWorktree(
+      deps.workDir,
+      { repo: spec.repo, cloneUrl: deps.cloneUrl, auth: deps.gitAuth },
+      spec.taskId,
+      branch
+    );
+    const notesDir = agentNotesDir(wt.path, spec.taskId);
+    await prepareNotesDir(notesDir);
+    if (spec.split) return await runSplitPlanning(ctx, wt, notesDir);
+    let plan;
+    let resumeSessionId;
+    const resuming = spec.planPhase && spec.planApproval && spec.approved === true;
+    if (resuming) {
+      const saved = await loadPlan(artifactsDir);
+      plan = saved.plan;
+      resumeSessionId = saved.state.sessionId;
+      if (saved.state.totals) result.planTotals = saved.state.totals;
+      if (plan !== void 0) await (0, import_promises17.writeFile)((0, import_node_path12.join)(notesDir, PLAN_FILE), plan);
+    } else if (spec.planPhase) {
+      await progress({ state: "planning", step: "planning (read-only)" }, true);
+      const run2 = await runPhase(ctx, wt, notesDir, "plan", void 0, void 0);
+      result.planTotals = run2.totals;
+      if (run2.kind !== "ok") return await finish2(ctx, run2.kind, run2.reason, run2);
+      const notes2 = await readArtifacts(notesDir);
+      plan = notes2.plan ?? run2.planText ?? "";
+      await (0, import_promises17.writeFile)((0, import_node_path12.join)(artifactsDir, PLAN_FILE), plan);
+      await (0, import_promises17.writeFile)(
+        (0, import_node_path12.join)(artifactsDir, PLAN_STATE_FILE),
+        JSON.stringify({ sessionId: run2.sessionId, totals: run2.totals })
+      );
+      result.artifacts.plan = plan;
+      resumeSessionId = run2.sessionId;
+      const waiting = spec.planApproval && !spec.approved;
+      await reporter.plan(plan, waiting);
+      if (waiting) {
+        result.sessionId = run2.sessionId;
+        return await finish2(ctx, "awaiting-approval", "The plan is posted and waits for `/fleet approve`.");
+      }
+    }
+    await progress({ state: "running", step: "agent working" }, true);
+    const run = await runPhase(ctx, wt, notesDir, "work", plan, resumeSessionId);
+    result.totals = run.totals;
+    if (run.sessionId) result.sessionId = run.sessionId;
+    const notes = await readArtifacts(notesDir);
+    await keepArtifacts(notesDir, artifactsDir);
+    result.artifacts = { plan: notes.plan ?? plan, knowledge: notes.knowledge, result: notes.rawResult };
+    if (run.kind !== "ok") return await finish2(ctx, run.kind, run.reason, run, notes);
+    await progress(
+      { state: "running", step: "committing", usage: run.totals?.usage, costUsd: run.totals?.costUsd },
+      true
+    );
+    const message = redact(
+      commitMessage({
+        summary: notes.result?.summary,
+        title: spec.title,
+        issue: spec.issue,
+        taskId: spec.taskId,
+        coder: spec.coder
+      })
+    );
+    await commitAll(wt.path, message);
+    if (!await hasNewCommits(wt.path, wt.startSha)) {
+      const why = notes.result?.summary ? `The agent changed no files. Its summary: ${notes.result.summary}` : "The agent changed no files in the repository.";
+      return await finish2(ctx, "no-changes", why, run, notes);
+    }
+    const leaked = findKnownSecret(await diffSince(wt.path, wt.startSha), knownSecrets);
+    if (leaked) {
+      return await finish2(
+        ctx,
+        "failed",
+        "The agent's changes contain a secret value from the worker's environment, so Fleet did not push them.",
+        run,
+        notes
+      );
+    }
+    if (deps.signal?.aborted) return await finish2(ctx, "cancelled", "Cancelled before the push.", run, notes);
+    await progress({ state: "running", step: "pushing the branch" }, true);
+    await pushBranch(wt.path, deps.cloneUrl, branch, deps.gitAuth);
+    const pr = await openOrUpdatePullRequest(deps.octokit, parseRepoFullName(spec.repo), {
+      branch,
+      mayExist: (spec.earlierRuns?.length ?? 0) > 0,
+      base: wt.baseBranch,
+      title: spec.title,
+      body: redact(
+        renderPrBody({
+          taskId: spec.taskId,
+          issue: spec.issue,
+          coder: spec.coder,
+          model: spec.model,
+          summary: notes.result?.summary,
+          testsRun: notes.result?.testsRun,
+          followUps: notes.result?.followUps,
+          resultProblem: notes.resultProblem,
+          totals: run.totals,
+          planTotals: result.planTotals
+        })
+      )
+    });
+    result.pr = { number: pr.number, url: pr.url, head: pr.head };
+    return await finish2(ctx, "pr-opened", void 0, run, notes);
+  } catch (error64) {
+    const reason = error64 instanceof Error ? error64.message : String(error64);
+    return await finish2(ctx, deps.signal?.aborted ? "cancelled" : "failed", reason);
+  } finally {
+    if (wt) await removeWorktree(wt);
+  }
+}
+async function runPhase(ctx, wt, notesDir, phase, plan, resumeSessionId) {
+  const { spec, deps } = ctx;
+  const prompt = buildPrompt({
+    repo: spec.repo,
+    issue: spec.issue,
+    title: spec.title,
+    body: spec.body,
+    comments: spec.comments,
+    notesDir,
+    branch: ctx.branch,
+    phase,
+    plan
+  });
+  const fullPrompt = spec.extraPrompt ? `${prompt}
+
+${spec.extraPrompt}` : prompt;
+  const logFile = (0, import_node_path12.join)(ctx.artifactsDir, phase === "plan" ? PLAN_LOG_FILE : LOG_FILE);
+  const invocation = {
+    prompt: fullPrompt,
+    model: spec.model,
+    phase,
+    cwd: wt.path,
+    home: (0, import_node_path12.join)(ctx.artifactsDir, "home")
+  };
+  if (resumeSessionId) invocation.resumeSessionId = resumeSessionId;
+  if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
+  if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
+  let credential = deps.credential;
+  const useCredential = (c3) => {
+    const name = CREDENTIAL_VARIABLES.has(c3.name) ? c3.name : deps.adapter.credentialEnv;
+    invocation.credential = { name, value: c3.value };
+  };
+  if (credential) useCredential(credential);
+  await (0, import_promises17.mkdir)(invocation.home, { recursive: true });
+  await (0, import_promises17.writeFile)(logFile, "");
+  const context = await buildContextManifest({
+    coder: spec.coder,
+    cwd: wt.path,
+    home: invocation.home,
+    prompt: fullPrompt
+  });
+  let usage = emptyUsage();
+  const byMessage = /* @__PURE__ */ new Map();
+  let planText;
+  const state = phase === "plan" ? "planning" : "running";
+  const earlier = phase === "work" && ctx.result.planTotals ? totalTokens(ctx.result.planTotals.usage) : 0;
+  const budgetStop = new AbortController();
+  const onOuterAbort = () => budgetStop.abort();
+  if (deps.signal?.aborted) budgetStop.abort();
+  deps.signal?.addEventListener("abort", onOuterAbort, { once: true });
+  let overBudget;
+  const onEvent = (e) => {
+    if (e.type === "usage") {
+      if (e.id) byMessage.set(e.id, e.usage);
+      else usage = addUsage(usage, e.usage);
+      const live = [...byMessage.values()].reduce((a2, u2) => addUsage(a2, u2), usage);
+      void ctx.progress({ state, step: phase === "plan" ? "planning" : "agent working", usage: live });
+      if (deps.perTaskLimits && !overBudget) {
+        overBudget = overPerTaskBudget(deps.perTaskLimits, { tokens: earlier + totalTokens(live) });
+        if (overBudget) budgetStop.abort();
+      }
+    } else if (e.type === "tool_use") {
+      const input2 = e.input;
+      if (e.name === "ExitPlanMode" && typeof input2?.plan === "string") planText = input2.plan;
+      void ctx.progress({ state, step: `${phase === "plan" ? "planning" : "working"}: ${e.name}` });
+    } else if (e.type === "result" && phase === "plan" && planText === void 0 && e.summary) {
+      planText = e.summary;
+    }
+  };
+  let r;
+  let spent;
+  try {
+    for (; ; ) {
+      r = await runAgent(deps.adapter, invocation, {
+        timeoutMs: spec.timeouts.runMs,
+        stallMs: spec.timeouts.stallMs,
+        signal: budgetStop.signal,
+        onEvent,
+        logFile
+      });
+      const named = r.totals && credential ? { ...r.totals, credential: credential.name } : r.totals;
+      spent = combineTotals(spent, named);
+      if (r.reason !== "rate-limited" || !credential || !deps.rotateCredential || overBudget) break;
+      const next = await deps.rotateCredential({ name: credential.name, rateLimit: r.rateLimit });
+      if (!next) break;
+      ctx.knownSecrets.push(next.value);
+      const limited = credential.name;
+      credential = next;
+      useCredential(next);
+      if (r.sessionId) {
+        invocation.resumeSessionId = r.sessionId;
+        invocation.prompt = `The previous request was rate-limited; continue the task where you stopped.`;
+      }
+      void ctx.progress({ state, step: `rate-limited on ${limited}; continuing on ${next.name}` }, true);
+    }
+  } finally {
+    deps.signal?.removeEventListener("abort", onOuterAbort);
+  }
+  const firstTurn = [...byMessage.values()][0];
+  if (firstTurn) {
+    context.firstTurnTokens = (firstTurn.input ?? 0) + (firstTurn.cacheRead ?? 0) + (firstTurn.cacheWrite ?? 0);
+  }
+  await writeContextManifest(ctx.artifactsDir, context);
+  const totals2 = spent && credential ? { ...spent, credential: credential.name } : spent;
+  if (deps.perTaskLimits && !overBudget && totals2) {
+    const tokens = earlier + totalTokens(totals2.usage);
+    const costUsd = (totals2.costUsd ?? 0) + (phase === "work" ? ctx.result.planTotals?.costUsd ?? 0 : 0);
+    overBudget = overPerTaskBudget(deps.perTaskLimits, { tokens, costUsd });
+  }
+  const stopped = overBudget !== void 0 && (r.reason !== "completed" || phase === "plan");
+  const kind = stopped ? "over-budget" : phaseKind(r.reason);
+  return {
+    kind,
+    reason: kind === "over-budget" ? overBudget : kind === "ok" ? void 0 : describeStop(kind, r, spec),
+    totals: totals2,
+    sessionId: r.sessionId,
+    rateLimit: r.rateLimit,
+    planText,
+    logFile,
+    ...r.logError ? { logError: r.logError } : {}
+  };
+}
+function phaseKind(reason) {
+  switch (reason) {
+    case "completed":
+      return "ok";
+    case "timeout":
+    case "stall":
+    case "cancelled":
+    case "rate-limited":
+      return reason;
+    default:
+      return "failed";
+  }
+}
+function describeStop(kind, r, spec) {
+  switch (kind) {
+    case "timeout":
+      return `The agent ran longer than ${Math.round(spec.timeouts.runMs / 1e3)}s and was stopped (its whole process tree).`;
+    case "stall":
+      return `The agent produced no output for ${Math.round(spec.timeouts.stallMs / 1e3)}s and was stopped (its whole process tree).`;
+    case "cancelled":
+      return "The run was cancelled; the agent and its process tree were stopped.";
+    case "rate-limited":
+      return `The model provider answered with a rate limit${r.rateLimit?.resetsAt ? ` (resets at ${r.rateLimit.resetsAt})` : ""}.`;
+    default:
+      return r.error ? `The agent failed: ${r.error}` : `The agent exited with code ${r.exitCode ?? "unknown"}.`;
+  }
+}
+function findKnownSecret(text, secrets) {
+  return secrets.find((s) => s.length >= 8 && text.includes(s));
+}
+async function loadPlan(artifactsDir) {
+  const read = (name) => (0, import_promises17.readFile)((0, import_node_path12.join)(artifactsDir, name), "utf8").catch(() => void 0);
+  const plan = await read(PLAN_FILE);
+  let state = {};
+  try {
+    state = JSON.parse(await read(PLAN_STATE_FILE) ?? "{}");
+  } catch {
+    state = {};
+  }
+  return { plan, state };
+}
+async function finish2(ctx, outcome, reason, run, notes) {
+  const { result, reporter, redact } = ctx;
+  result.outcome = outcome;
+  const logNote = run?.logError ? `The agent's log could not be written (${run.logError}), so it is incomplete; free space on the worker's disk.` : void 0;
+  const fullReason = logNote ? reason ? `${reason} ${logNote}` : logNote : reason;
+  if (fullReason !== void 0) result.reason = redact(fullReason);
+  if (run?.rateLimit) result.rateLimit = run.rateLimit;
+  if (run?.sessionId && !result.sessionId) result.sessionId = run.sessionId;
+  if (outcome !== "awaiting-approval") {
+    try {
+      const log = run ? await readLogTail(run.logFile) : "";
+      await reporter.final({
+        tokens: result.totals || result.planTotals ? {
+          outcome: outcomeLine(result),
+          totals: result.totals,
+          planTotals: result.planTotals,
+          earlierRuns: ctx.spec.earlierRuns,
+          runKind: ctx.spec.runKind
+        } : void 0,
+        run: {
+          // The run report has no budget headline of its own; the reason says "stopped: ... budget".
+          outcome: outcome === "over-budget" ? "failed" : outcome,
+          reason: result.reason,
+          pr: result.pr,
+          summary: notes?.result?.summary,
+          resultProblem: outcome === "pr-opened" || outcome === "no-changes" ? notes?.resultProblem : void 0,
+          log,
+          resetsAt: result.rateLimit?.resetsAt
+        }
+      });
+    } catch (error64) {
+      result.reason = redact(
+        `${result.reason ? `${result.reason} ` : ""}(Posting the report failed: ${error64.message})`
+      );
+    }
+  }
+  await ctx.progress(
+    {
+      state: STATE_OF[outcome],
+      step: outcome,
+      usage: result.totals?.usage,
+      costUsd: result.totals?.costUsd
+    },
+    true
+  );
+  return result;
+}
+async function runSplitPlanning(ctx, wt, notesDir) {
+  await ctx.progress({ state: "planning", step: "splitting the issue (read-only)" }, true);
+  const run = await runPhase(ctx, wt, notesDir, "plan", void 0, void 0);
+  ctx.result.planTotals = run.totals;
+  const notes = await readArtifacts(notesDir);
+  await keepArtifacts(notesDir, ctx.artifactsDir);
+  ctx.result.artifacts = { plan: run.planText ?? notes.plan, result: notes.rawResult };
+  if (run.kind !== "ok") return await finish2(ctx, run.kind, run.reason, run, notes);
+  return await finish2(ctx, "no-changes", "Split task: its plan is applied to the issue.", run);
+}
+var LOG_TAIL_BYTES = 256 * 1024;
+async function readLogTail(path6) {
+  try {
+    const file2 = await (0, import_promises17.open)(path6, "r");
+    try {
+      const { size } = await file2.stat();
+      const start = Math.max(0, size - LOG_TAIL_BYTES);
+      const buf = Buffer.alloc(size - start);
+      await file2.read(buf, 0, buf.length, start);
+      const text = buf.toString("utf8");
+      return start === 0 ? text : text.slice(text.indexOf("\n") + 1);
+    } finally {
+      await file2.close();
+    }
+  } catch {
+    return "";
+  }
+}
+function outcomeLine(r) {
+  switch (r.outcome) {
+    case "pr-opened":
+      return `pull request #${r.pr?.number} opened or updated`;
+    case "no-changes":
+      return "finished without changes; no pull request";
+    default:
+      return r.outcome;
+  }
 }
 
 // src/worker/rebase-run.ts
@@ -62697,16 +63924,12 @@ var RebaseFailed = class extends Error {
 async function runRebase(spec, deps) {
   const ref = parseRepoFullName(spec.repo);
   const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
-  const logPath = (0, import_node_path9.join)(artifactsDir, REBASE_LOG_FILE);
-  const secrets = [
-    ...deps.secrets ?? [],
-    ...deps.credential ? [deps.credential.value] : [],
-    ...deps.gitAuth ? [deps.gitAuth.token] : []
-  ].filter((s) => s.length > 0);
+  const logPath = (0, import_node_path13.join)(artifactsDir, REBASE_LOG_FILE);
+  const secrets = knownSecretsOf(deps);
   const redact = (text) => redactSecrets(text, secrets);
   const outcome = { outcome: "pr-opened", logPath, artifacts: {} };
-  await (0, import_promises15.mkdir)(artifactsDir, { recursive: true });
-  await (0, import_promises15.writeFile)(logPath, "");
+  await (0, import_promises18.mkdir)(artifactsDir, { recursive: true });
+  await (0, import_promises18.writeFile)(logPath, "");
   const { data: pr } = await deps.octokit.rest.pulls.get({ ...ref, pull_number: spec.pr });
   if (pr.state !== "open") {
     outcome.outcome = pr.merged ? "no-changes" : "failed";
@@ -62840,7 +64063,7 @@ async function runRebase(spec, deps) {
 async function rebaseInProgress(cwd) {
   for (const dir of ["rebase-merge", "rebase-apply"]) {
     const p = (await git(["rev-parse", "--git-path", dir], { cwd })).stdout.trim();
-    if (await (0, import_promises15.access)((0, import_node_path9.resolve)(cwd, p)).then(
+    if (await (0, import_promises18.access)((0, import_node_path13.resolve)(cwd, p)).then(
       () => true,
       () => false
     ))
@@ -62855,12 +64078,12 @@ async function unmergedFiles(cwd) {
 async function filesWithMarkers(cwd, files) {
   const out = [];
   for (const f of files) {
-    const text = await (0, import_promises15.readFile)((0, import_node_path9.join)(cwd, f), "utf8").catch(() => void 0);
+    const text = await (0, import_promises18.readFile)((0, import_node_path13.join)(cwd, f), "utf8").catch(() => void 0);
     if (text !== void 0 && MARKER.test(text)) out.push(f);
   }
   return out;
 }
-var CREDENTIAL_VARIABLES = /* @__PURE__ */ new Set([
+var CREDENTIAL_VARIABLES2 = /* @__PURE__ */ new Set([
   "ANTHROPIC_API_KEY",
   "ANTHROPIC_AUTH_TOKEN",
   "CLAUDE_CODE_OAUTH_TOKEN",
@@ -62887,15 +64110,15 @@ async function resolveWithAgent(spec, deps, cwd, at) {
     model: spec.model,
     phase: "work",
     cwd,
-    home: (0, import_node_path9.join)(at.artifactsDir, "home")
+    home: (0, import_node_path13.join)(at.artifactsDir, "home")
   };
   if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
   if (deps.credential) {
-    const name = CREDENTIAL_VARIABLES.has(deps.credential.name) ? deps.credential.name : deps.adapter.credentialEnv;
+    const name = CREDENTIAL_VARIABLES2.has(deps.credential.name) ? deps.credential.name : deps.adapter.credentialEnv;
     invocation.credential = { name, value: deps.credential.value };
   }
-  await (0, import_promises15.mkdir)(invocation.home, { recursive: true });
+  await (0, import_promises18.mkdir)(invocation.home, { recursive: true });
   const r = await runAgent(deps.adapter, invocation, {
     timeoutMs: spec.timeouts.runMs,
     stallMs: spec.timeouts.stallMs,
@@ -62906,760 +64129,6 @@ async function resolveWithAgent(spec, deps, cwd, at) {
   if (r.reason === "completed") return { totals: totals2, summary: r.summary };
   const why = r.reason === "timeout" || r.reason === "stall" ? `The agent resolving the conflicts was stopped (${r.reason}).` : r.reason === "rate-limited" ? "The agent resolving the conflicts was rate-limited." : `The agent resolving the conflicts failed${r.error ? `: ${r.error}` : "."}`;
   return { totals: totals2, error: why };
-}
-
-// src/worker/run-task.ts
-var import_promises17 = require("node:fs/promises");
-var import_node_path11 = require("node:path");
-
-// src/economy/knowledge.ts
-var import_node_crypto5 = require("node:crypto");
-var import_promises16 = require("node:fs/promises");
-var import_node_path10 = require("node:path");
-var MEMORY_FILES = {
-  claude: ["CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"],
-  codex: ["AGENTS.md", "AGENTS.override.md"],
-  gemini: ["GEMINI.md"],
-  agy: ["GEMINI.md", "AGENTS.md"]
-};
-var HOME_MEMORY = {
-  claude: [".claude/CLAUDE.md"],
-  codex: [".codex/AGENTS.md"],
-  gemini: [".gemini/GEMINI.md"],
-  agy: [".gemini/GEMINI.md"]
-};
-var estimateTokens = (text) => Math.ceil(text.length / 4);
-async function readIfFile(path6) {
-  try {
-    if (!(await (0, import_promises16.stat)(path6)).isFile()) return void 0;
-    return await (0, import_promises16.readFile)(path6, "utf8");
-  } catch {
-    return void 0;
-  }
-}
-async function skillFiles(root) {
-  try {
-    const entries = await (0, import_promises16.readdir)(root, { withFileTypes: true });
-    return entries.filter((e) => e.isDirectory()).map((e) => (0, import_node_path10.join)(root, e.name, "SKILL.md"));
-  } catch {
-    return [];
-  }
-}
-function upTheTree(cwd, top) {
-  const dirs = [];
-  let dir = cwd;
-  for (; ; ) {
-    dirs.push(dir);
-    if (dir === top || (0, import_node_path10.dirname)(dir) === dir) break;
-    dir = (0, import_node_path10.dirname)(dir);
-  }
-  return dirs;
-}
-async function buildContextManifest(input2) {
-  const names = MEMORY_FILES[input2.coder] ?? [...new Set(Object.values(MEMORY_FILES).flat())];
-  const candidates = [];
-  for (const dir of upTheTree(input2.cwd, input2.top ?? input2.cwd)) {
-    for (const name of names) {
-      const path6 = (0, import_node_path10.join)(dir, name);
-      candidates.push({ kind: "memory", path: path6, label: (0, import_node_path10.relative)(input2.cwd, path6) || name });
-    }
-  }
-  for (const skill of await skillFiles((0, import_node_path10.join)(input2.cwd, ".claude", "skills"))) {
-    candidates.push({ kind: "skill", path: skill, label: (0, import_node_path10.relative)(input2.cwd, skill) });
-  }
-  candidates.push({ kind: "mcp", path: (0, import_node_path10.join)(input2.cwd, ".mcp.json"), label: ".mcp.json" });
-  if (input2.home) {
-    for (const name of HOME_MEMORY[input2.coder] ?? []) {
-      candidates.push({ kind: "memory", path: (0, import_node_path10.join)(input2.home, name), label: `~/${name}` });
-    }
-    for (const skill of await skillFiles((0, import_node_path10.join)(input2.home, ".claude", "skills"))) {
-      candidates.push({ kind: "skill", path: skill, label: `~/${(0, import_node_path10.relative)(input2.home, skill)}` });
-    }
-  }
-  const sources = [];
-  const firstByHash = /* @__PURE__ */ new Map();
-  const add = (kind, path6, text) => {
-    const sha256 = (0, import_node_crypto5.createHash)("sha256").update(text.replace(/\r\n/g, "\n").trim()).digest("hex");
-    const source = {
-      kind,
-      path: path6,
-      bytes: Buffer.byteLength(text),
-      tokens: estimateTokens(text),
-      sha256
-    };
-    const first = firstByHash.get(sha256);
-    if (first !== void 0) source.duplicateOf = first;
-    else firstByHash.set(sha256, path6);
-    sources.push(source);
-  };
-  for (const c3 of candidates) {
-    const text = await readIfFile(c3.path);
-    if (text !== void 0 && text.trim() !== "") add(c3.kind, c3.label, text);
-  }
-  if (input2.prompt) add("prompt", "(prompt)", input2.prompt);
-  const duplicates = sources.filter((s) => s.duplicateOf !== void 0);
-  return {
-    coder: input2.coder,
-    sources,
-    totalTokens: sources.reduce((n4, s) => n4 + s.tokens, 0),
-    duplicateTokens: duplicates.reduce((n4, s) => n4 + s.tokens, 0),
-    suggestions: duplicates.map(
-      (d) => `Remove ${d.path} (same content as ${d.duplicateOf}) to save ~${d.tokens.toLocaleString("en-US")} tokens per turn.`
-    )
-  };
-}
-var CONTEXT_MANIFEST_FILE = "context.json";
-async function writeContextManifest(dir, m) {
-  await (0, import_promises16.writeFile)((0, import_node_path10.join)(dir, CONTEXT_MANIFEST_FILE), `${JSON.stringify(m, null, 2)}
-`);
-}
-
-// src/render/run-report.ts
-var GITHUB_COMMENT_LIMIT = 65536;
-var runReportMarker = (taskId) => `<!-- fleet:run-report ${taskId} -->`;
-function fence(text, lang = "") {
-  const longest = Math.max(0, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
-  const ticks = "`".repeat(Math.max(3, longest + 1));
-  return `${ticks}${lang}
-${text}
-${ticks}`;
-}
-function truncateMiddle(text, max) {
-  if (text.length <= max) return text;
-  const note = `
-
-… ${text.length - max} characters left out …
-
-`;
-  const half = Math.max(0, Math.floor((max - note.length) / 2));
-  return text.slice(0, half) + note + text.slice(text.length - half);
-}
-function logTail(log, max) {
-  const lines = log.replace(/\n$/, "").split("\n");
-  const kept = [];
-  let size = 0;
-  for (let i2 = lines.length - 1; i2 >= 0; i2--) {
-    let line = lines[i2];
-    if (size + line.length + 1 > max) {
-      if (kept.length === 0) {
-        line = `…${line.slice(line.length - (max - 2))}`;
-        kept.unshift(line);
-      }
-      break;
-    }
-    kept.unshift(line);
-    size += line.length + 1;
-  }
-  return { text: kept.join("\n"), omittedLines: lines.length - kept.length, totalLines: lines.length };
-}
-var HEADLINE = {
-  "pr-opened": "✅ opened a pull request",
-  "no-changes": "ℹ️ finished without changes, so no pull request was opened",
-  "awaiting-approval": "✋ is waiting for approval of its plan",
-  failed: "❌ failed",
-  timeout: "⏱️ ran out of time and was stopped",
-  stall: "💤 stalled (no output for too long) and was stopped",
-  cancelled: "🚫 was cancelled",
-  "rate-limited": "🧊 hit the model provider's rate limit"
-};
-var NEXT_STEP = {
-  "no-changes": "If a change was expected, add detail to the issue (what to change, where) and comment `/fleet retry`.",
-  failed: "Check the log below, fix the cause (issue text, configuration or credential) and comment `/fleet retry`.",
-  timeout: "Split the issue into smaller tasks or raise `timeouts.run` in `.github/fleet.yml`, then `/fleet retry`.",
-  stall: "The agent produced no output for too long. `/fleet retry` starts it again; raise `timeouts.stall` if it needs to think longer.",
-  "rate-limited": "Fleet queues the task again once the limit resets."
-};
-function renderRunReport(v) {
-  const head = [
-    runReportMarker(v.taskId),
-    `### Fleet task \`${v.taskId}\` ${HEADLINE[v.outcome]}`,
-    ""
-  ];
-  if (v.pr) head.push(`Pull request: #${v.pr.number} (${v.pr.url})`, "");
-  if (v.reason) head.push(`> ${v.reason.replace(/\n/g, "\n> ")}`, "");
-  if (v.outcome === "rate-limited" && v.resetsAt) head.push(`The limit resets at ${v.resetsAt}.`, "");
-  if (v.summary) head.push("**Agent's summary:**", "", v.summary.trim(), "");
-  if (v.resultProblem) head.push(`⚠️ ${v.resultProblem}`, "");
-  const next = NEXT_STEP[v.outcome];
-  if (next) head.push(next, "");
-  let body = head.join("\n");
-  if (v.log !== void 0 && v.log.length > 0) {
-    const wrapper = 400;
-    const room = GITHUB_COMMENT_LIMIT - body.length - wrapper;
-    if (room > 1e3) {
-      const tail = logTail(v.log, room);
-      const note = tail.omittedLines > 0 ? `Showing the last ${tail.totalLines - tail.omittedLines} of ${tail.totalLines} lines (GitHub comments hold at most ${GITHUB_COMMENT_LIMIT.toLocaleString("en-US")} characters). The full log: \`fleet task ${v.taskId} log\`.` : `The full log: \`fleet task ${v.taskId} log\`.`;
-      body += [
-        "<details>",
-        "<summary>Agent log</summary>",
-        "",
-        note,
-        "",
-        fence(tail.text),
-        "",
-        "</details>"
-      ].join("\n");
-    }
-  }
-  return body.length > GITHUB_COMMENT_LIMIT ? truncateMiddle(body, GITHUB_COMMENT_LIMIT) : body;
-}
-
-// src/render/pr-body.ts
-var prMarker = (taskId) => `<!-- fleet:pr ${taskId} -->`;
-function renderPrBody(v) {
-  const lines = [prMarker(v.taskId), `Closes #${v.issue}`, "", "## Summary", ""];
-  lines.push(v.summary?.trim() || "_The agent left no summary._");
-  if (v.resultProblem) lines.push("", `> ⚠️ ${v.resultProblem}`);
-  lines.push("", "## Tests run", "");
-  if (v.testsRun?.length) lines.push(...v.testsRun.map((t) => `- ${t}`));
-  else lines.push("_The agent reported no tests._");
-  if (v.followUps?.length) lines.push("", "## Follow-ups", "", ...v.followUps.map((f) => `- ${f}`));
-  lines.push("", "## Tokens", "", renderTokenTable(v.totals, v.planTotals));
-  lines.push(
-    "",
-    `<sub>Opened by Fleet for task \`${v.taskId}\` with \`${v.coder}\` (\`${v.model}\`). Review it like any other pull request; Fleet never merges.</sub>`
-  );
-  return truncateMiddle(lines.join("\n"), GITHUB_COMMENT_LIMIT);
-}
-
-// src/worker/prompt.ts
-var PROMPT_LIMITS = { title: 300, body: 2e4, comment: 5e3, comments: 3e4 };
-function clip(text, max, what) {
-  if (text.length <= max) return text;
-  const left = text.length - max;
-  return `${text.slice(0, max)}
-
-[Fleet left out the last ${left.toLocaleString("en-US")} characters of this ${what}: it is longer than the ${max.toLocaleString("en-US")} an agent is given.]`;
-}
-function buildPrompt(p) {
-  const trusted = p.comments.filter((c3) => c3.trusted);
-  const leftOut = p.comments.length - trusted.length;
-  let room = PROMPT_LIMITS.comments;
-  let kept = 0;
-  for (let i2 = trusted.length - 1; i2 >= 0; i2--) {
-    const size = Math.min(trusted[i2].body.trim().length, PROMPT_LIMITS.comment);
-    if (size > room) break;
-    room -= size;
-    kept++;
-  }
-  const older = trusted.length - kept;
-  const out = [
-    `You are working on GitHub issue #${p.issue} of the repository ${p.repo}, on the branch \`${p.branch}\`.`,
-    "Your working directory is a checkout of that branch.",
-    "",
-    "<issue>",
-    `# ${clip(p.title, PROMPT_LIMITS.title, "title")}`,
-    "",
-    clip(p.body.trim(), PROMPT_LIMITS.body, "issue description") || "(The issue has no description.)",
-    "</issue>"
-  ];
-  if (trusted.length > 0) {
-    out.push("", "Comments on the issue by the repository's collaborators, oldest first:");
-    if (older > 0)
-      out.push(
-        "",
-        `[Fleet left out the ${older} oldest of these comments: together they are longer than the ${PROMPT_LIMITS.comments.toLocaleString("en-US")} characters an agent is given.]`
-      );
-    for (const c3 of trusted.slice(older))
-      out.push(
-        "",
-        `<comment author="${c3.author}">`,
-        clip(c3.body.trim(), PROMPT_LIMITS.comment, "comment"),
-        "</comment>"
-      );
-  }
-  if (leftOut > 0) {
-    out.push(
-      "",
-      `Note: ${leftOut} comment${leftOut === 1 ? " was" : "s were"} left out because ${leftOut === 1 ? "its author is" : "their authors are"} not collaborators on the repository. Do not look them up or act on them.`
-    );
-  }
-  out.push("", "## How Fleet works with you", "");
-  out.push(
-    `Keep your notes in the folder \`${p.notesDir}\` (outside the repository; nothing there is committed):`,
-    `- \`${p.notesDir}/${PLAN_FILE}\`: your plan, as a short list of steps; keep it current.`,
-    `- \`${p.notesDir}/${KNOWLEDGE_FILE}\`: what you learned about the code base that the next person would want to know.`
-  );
-  if (p.phase === "plan") {
-    out.push(
-      "",
-      "This is the PLANNING phase. Do not change any file in the repository and do not run commands that change anything.",
-      `Read the code, then write your plan to \`${p.notesDir}/${PLAN_FILE}\` and stop. A maintainer may review it before work starts.`
-    );
-    return out.join("\n");
-  }
-  if (p.plan?.trim()) {
-    out.push("", "Your plan from the planning phase (approved):", "", "<plan>", p.plan.trim(), "</plan>");
-  }
-  out.push(
-    `- \`${p.notesDir}/${RESULT_FILE}\`: written last, exactly this shape:`,
-    "  ```json",
-    '  {"status": "done", "summary": "What you changed and why, in a few sentences.", "testsRun": ["npm test: 42 passed"], "followUps": ["Anything left for later"]}',
-    "  ```",
-    '  `status` is one of "done", "partial", "blocked", "failed". The summary becomes the commit message and the pull request text.',
-    "",
-    "Make the change the issue asks for in the working directory, and run the project's tests if it has any.",
-    "Do not commit, push, create branches or open pull requests: Fleet commits what you leave in the working directory, pushes it and opens the pull request.",
-    "Never print, write or commit secrets or credentials."
-  );
-  return out.join("\n");
-}
-
-// src/render/plan-comment.ts
-var planMarker = (taskId) => `<!-- fleet:plan ${taskId} -->`;
-var COLLAPSE_LINES = 25;
-function renderPlanComment(v) {
-  const head = [planMarker(v.taskId), `### 🧭 Fleet's plan for task \`${v.taskId}\``, ""];
-  const tail = [
-    "",
-    v.awaitingApproval ? "✋ Work starts once a maintainer comments `/fleet approve`." : "<sub>Posted before work starts; the agent follows it unless the code says otherwise.</sub>"
-  ];
-  const room = GITHUB_COMMENT_LIMIT - head.join("\n").length - tail.join("\n").length - 200;
-  const plan = truncateMiddle(v.plan.trim() || "_The agent wrote no plan._", room);
-  const lines = plan.split("\n").length;
-  const shown = lines > COLLAPSE_LINES ? ["<details>", `<summary>Plan (${lines} lines)</summary>`, "", plan, "", "</details>"] : [plan];
-  return [...head, ...shown, ...tail].join("\n");
-}
-
-// src/worker/reports.ts
-var finalBody = (body, redact) => truncateMiddle(redact(body), GITHUB_COMMENT_LIMIT);
-function createIssueReporter(octokit, issue3, taskId, redact) {
-  const post = (marker, body) => upsertMarkedComment(octokit, issue3, marker, finalBody(body, redact));
-  return {
-    plan: (plan, awaitingApproval) => post(planMarker(taskId), renderPlanComment({ taskId, plan: redact(plan), awaitingApproval })),
-    tokens: (v) => post(tokenReportMarker(taskId), renderTokenReport({ ...v, taskId })),
-    // The log is redacted before its tail is cut, so a secret split by the cut cannot slip through.
-    run: (v) => post(
-      runReportMarker(taskId),
-      renderRunReport({ ...v, taskId, log: v.log === void 0 ? void 0 : redact(v.log) })
-    )
-  };
-}
-function throttleProgress(onProgress, clock, intervalMs = 15e3) {
-  let lastAt = Number.NEGATIVE_INFINITY;
-  let lastState;
-  return async (p, force = false) => {
-    if (!onProgress) return;
-    const now = clock().getTime();
-    if (!force && p.state === lastState && now - lastAt < intervalMs) return;
-    lastAt = now;
-    lastState = p.state;
-    try {
-      await onProgress(p);
-    } catch {
-    }
-  };
-}
-
-// src/worker/run-task.ts
-var PLAN_STATE_FILE = "plan-phase.json";
-var PLAN_LOG_FILE = "plan.log";
-var STATE_OF = {
-  "pr-opened": "pr-open",
-  "no-changes": "done",
-  "awaiting-approval": "awaiting-approval",
-  failed: "failed",
-  timeout: "failed",
-  stall: "failed",
-  cancelled: "cancelled",
-  "rate-limited": "rate-limited",
-  "over-budget": "failed"
-};
-var CREDENTIAL_VARIABLES2 = /* @__PURE__ */ new Set([
-  "ANTHROPIC_API_KEY",
-  "ANTHROPIC_AUTH_TOKEN",
-  "CLAUDE_CODE_OAUTH_TOKEN",
-  "OPENAI_API_KEY",
-  "CODEX_API_KEY"
-]);
-async function runTask(spec, deps) {
-  const clock = deps.clock ?? (() => /* @__PURE__ */ new Date());
-  const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
-  const logPath = (0, import_node_path11.join)(artifactsDir, LOG_FILE);
-  const knownSecrets = [
-    ...deps.secrets ?? [],
-    ...deps.credential ? [deps.credential.value] : [],
-    ...deps.gitAuth ? [deps.gitAuth.token] : []
-  ].filter((s) => s.length > 0);
-  const redact = (text) => redactSecrets(text, knownSecrets);
-  const issueRef = { ...parseRepoFullName(spec.repo), issue_number: spec.issue };
-  const reporter = createIssueReporter(deps.octokit, issueRef, spec.taskId, redact);
-  const progress = throttleProgress(deps.onProgress, clock);
-  const result = { outcome: "failed", logPath, artifacts: {} };
-  const branch = spec.branch ?? taskBranchName(spec.issue, spec.title);
-  await (0, import_promises17.mkdir)(artifactsDir, { recursive: true });
-  const ctx = {
-    spec,
-    deps,
-    redact,
-    reporter,
-    progress,
-    artifactsDir,
-    branch,
-    knownSecrets,
-    result
-  };
-  let wt;
-  try {
-    assertFleetBranch(branch);
-    if (deps.signal?.aborted) return await finish2(ctx, "cancelled", "Cancelled before the run started.");
-    await progress(
-      { state: spec.planPhase && !spec.approved ? "planning" : "running", step: "preparing the worktree" },
-      true
-    );
-    wt = await addWorktree(
-      deps.workDir,
-      { repo: spec.repo, cloneUrl: deps.cloneUrl, auth: deps.gitAuth },
-      spec.taskId,
-      branch
-    );
-    const notesDir = agentNotesDir(wt.path, spec.taskId);
-    await prepareNotesDir(notesDir);
-    if (spec.split) return await runSplitPlanning(ctx, wt, notesDir);
-    let plan;
-    let resumeSessionId;
-    const resuming = spec.planPhase && spec.planApproval && spec.approved === true;
-    if (resuming) {
-      const saved = await loadPlan(artifactsDir);
-      plan = saved.plan;
-      resumeSessionId = saved.state.sessionId;
-      if (saved.state.totals) result.planTotals = saved.state.totals;
-      if (plan !== void 0) await (0, import_promises17.writeFile)((0, import_node_path11.join)(notesDir, PLAN_FILE), plan);
-    } else if (spec.planPhase) {
-      await progress({ state: "planning", step: "planning (read-only)" }, true);
-      const run2 = await runPhase(ctx, wt, notesDir, "plan", void 0, void 0);
-      result.planTotals = run2.totals;
-      if (run2.kind !== "ok") return await finish2(ctx, run2.kind, run2.reason, run2);
-      const notes2 = await readArtifacts(notesDir);
-      plan = notes2.plan ?? run2.planText ?? "";
-      await (0, import_promises17.writeFile)((0, import_node_path11.join)(artifactsDir, PLAN_FILE), plan);
-      await (0, import_promises17.writeFile)(
-        (0, import_node_path11.join)(artifactsDir, PLAN_STATE_FILE),
-        JSON.stringify({ sessionId: run2.sessionId, totals: run2.totals })
-      );
-      result.artifacts.plan = plan;
-      resumeSessionId = run2.sessionId;
-      const waiting = spec.planApproval && !spec.approved;
-      await reporter.plan(plan, waiting);
-      if (waiting) {
-        result.sessionId = run2.sessionId;
-        return await finish2(ctx, "awaiting-approval", "The plan is posted and waits for `/fleet approve`.");
-      }
-    }
-    await progress({ state: "running", step: "agent working" }, true);
-    const run = await runPhase(ctx, wt, notesDir, "work", plan, resumeSessionId);
-    result.totals = run.totals;
-    if (run.sessionId) result.sessionId = run.sessionId;
-    const notes = await readArtifacts(notesDir);
-    await keepArtifacts(notesDir, artifactsDir);
-    result.artifacts = { plan: notes.plan ?? plan, knowledge: notes.knowledge, result: notes.rawResult };
-    if (run.kind !== "ok") return await finish2(ctx, run.kind, run.reason, run, notes);
-    await progress(
-      { state: "running", step: "committing", usage: run.totals?.usage, costUsd: run.totals?.costUsd },
-      true
-    );
-    const message = redact(
-      commitMessage({
-        summary: notes.result?.summary,
-        title: spec.title,
-        issue: spec.issue,
-        taskId: spec.taskId,
-        coder: spec.coder
-      })
-    );
-    await commitAll(wt.path, message);
-    if (!await hasNewCommits(wt.path, wt.startSha)) {
-      const why = notes.result?.summary ? `The agent changed no files. Its summary: ${notes.result.summary}` : "The agent changed no files in the repository.";
-      return await finish2(ctx, "no-changes", why, run, notes);
-    }
-    const leaked = findKnownSecret(await diffSince(wt.path, wt.startSha), knownSecrets);
-    if (leaked) {
-      return await finish2(
-        ctx,
-        "failed",
-        "The agent's changes contain a secret value from the worker's environment, so Fleet did not push them.",
-        run,
-        notes
-      );
-    }
-    if (deps.signal?.aborted) return await finish2(ctx, "cancelled", "Cancelled before the push.", run, notes);
-    await progress({ state: "running", step: "pushing the branch" }, true);
-    await pushBranch(wt.path, deps.cloneUrl, branch, deps.gitAuth);
-    const pr = await openOrUpdatePullRequest(deps.octokit, parseRepoFullName(spec.repo), {
-      branch,
-      base: wt.baseBranch,
-      title: spec.title,
-      body: redact(
-        renderPrBody({
-          taskId: spec.taskId,
-          issue: spec.issue,
-          coder: spec.coder,
-          model: spec.model,
-          summary: notes.result?.summary,
-          testsRun: notes.result?.testsRun,
-          followUps: notes.result?.followUps,
-          resultProblem: notes.resultProblem,
-          totals: run.totals,
-          planTotals: result.planTotals
-        })
-      )
-    });
-    result.pr = { number: pr.number, url: pr.url, head: pr.head };
-    return await finish2(ctx, "pr-opened", void 0, run, notes);
-  } catch (error64) {
-    const reason = error64 instanceof Error ? error64.message : String(error64);
-    return await finish2(ctx, deps.signal?.aborted ? "cancelled" : "failed", reason);
-  } finally {
-    if (wt) await removeWorktree(wt);
-  }
-}
-async function runPhase(ctx, wt, notesDir, phase, plan, resumeSessionId) {
-  const { spec, deps } = ctx;
-  const prompt = buildPrompt({
-    repo: spec.repo,
-    issue: spec.issue,
-    title: spec.title,
-    body: spec.body,
-    comments: spec.comments,
-    notesDir,
-    branch: ctx.branch,
-    phase,
-    plan
-  });
-  const fullPrompt = spec.extraPrompt ? `${prompt}
-
-${spec.extraPrompt}` : prompt;
-  const logFile = (0, import_node_path11.join)(ctx.artifactsDir, phase === "plan" ? PLAN_LOG_FILE : LOG_FILE);
-  const invocation = {
-    prompt: fullPrompt,
-    model: spec.model,
-    phase,
-    cwd: wt.path,
-    home: (0, import_node_path11.join)(ctx.artifactsDir, "home")
-  };
-  if (resumeSessionId) invocation.resumeSessionId = resumeSessionId;
-  if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
-  if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
-  let credential = deps.credential;
-  const useCredential = (c3) => {
-    const name = CREDENTIAL_VARIABLES2.has(c3.name) ? c3.name : deps.adapter.credentialEnv;
-    invocation.credential = { name, value: c3.value };
-  };
-  if (credential) useCredential(credential);
-  await (0, import_promises17.mkdir)(invocation.home, { recursive: true });
-  await (0, import_promises17.writeFile)(logFile, "");
-  const context = await buildContextManifest({
-    coder: spec.coder,
-    cwd: wt.path,
-    home: invocation.home,
-    prompt: fullPrompt
-  });
-  let usage = emptyUsage();
-  const byMessage = /* @__PURE__ */ new Map();
-  let planText;
-  const state = phase === "plan" ? "planning" : "running";
-  const earlier = phase === "work" && ctx.result.planTotals ? totalTokens(ctx.result.planTotals.usage) : 0;
-  const budgetStop = new AbortController();
-  const onOuterAbort = () => budgetStop.abort();
-  if (deps.signal?.aborted) budgetStop.abort();
-  deps.signal?.addEventListener("abort", onOuterAbort, { once: true });
-  let overBudget;
-  const onEvent = (e) => {
-    if (e.type === "usage") {
-      if (e.id) byMessage.set(e.id, e.usage);
-      else usage = addUsage(usage, e.usage);
-      const live = [...byMessage.values()].reduce((a2, u2) => addUsage(a2, u2), usage);
-      void ctx.progress({ state, step: phase === "plan" ? "planning" : "agent working", usage: live });
-      if (deps.perTaskLimits && !overBudget) {
-        overBudget = overPerTaskBudget(deps.perTaskLimits, { tokens: earlier + totalTokens(live) });
-        if (overBudget) budgetStop.abort();
-      }
-    } else if (e.type === "tool_use") {
-      const input2 = e.input;
-      if (e.name === "ExitPlanMode" && typeof input2?.plan === "string") planText = input2.plan;
-      void ctx.progress({ state, step: `${phase === "plan" ? "planning" : "working"}: ${e.name}` });
-    } else if (e.type === "result" && phase === "plan" && planText === void 0 && e.summary) {
-      planText = e.summary;
-    }
-  };
-  let r;
-  let spent;
-  try {
-    for (; ; ) {
-      r = await runAgent(deps.adapter, invocation, {
-        timeoutMs: spec.timeouts.runMs,
-        stallMs: spec.timeouts.stallMs,
-        signal: budgetStop.signal,
-        onEvent,
-        logFile
-      });
-      const named = r.totals && credential ? { ...r.totals, credential: credential.name } : r.totals;
-      spent = combineTotals(spent, named);
-      if (r.reason !== "rate-limited" || !credential || !deps.rotateCredential || overBudget) break;
-      const next = await deps.rotateCredential({ name: credential.name, rateLimit: r.rateLimit });
-      if (!next) break;
-      ctx.knownSecrets.push(next.value);
-      const limited = credential.name;
-      credential = next;
-      useCredential(next);
-      if (r.sessionId) {
-        invocation.resumeSessionId = r.sessionId;
-        invocation.prompt = `The previous request was rate-limited; continue the task where you stopped.`;
-      }
-      void ctx.progress({ state, step: `rate-limited on ${limited}; continuing on ${next.name}` }, true);
-    }
-  } finally {
-    deps.signal?.removeEventListener("abort", onOuterAbort);
-  }
-  const firstTurn = [...byMessage.values()][0];
-  if (firstTurn) {
-    context.firstTurnTokens = (firstTurn.input ?? 0) + (firstTurn.cacheRead ?? 0) + (firstTurn.cacheWrite ?? 0);
-  }
-  await writeContextManifest(ctx.artifactsDir, context);
-  const totals2 = spent && credential ? { ...spent, credential: credential.name } : spent;
-  if (deps.perTaskLimits && !overBudget && totals2) {
-    const tokens = earlier + totalTokens(totals2.usage);
-    const costUsd = (totals2.costUsd ?? 0) + (phase === "work" ? ctx.result.planTotals?.costUsd ?? 0 : 0);
-    overBudget = overPerTaskBudget(deps.perTaskLimits, { tokens, costUsd });
-  }
-  const stopped = overBudget !== void 0 && (r.reason !== "completed" || phase === "plan");
-  const kind = stopped ? "over-budget" : phaseKind(r.reason);
-  return {
-    kind,
-    reason: kind === "over-budget" ? overBudget : kind === "ok" ? void 0 : describeStop(kind, r, spec),
-    totals: totals2,
-    sessionId: r.sessionId,
-    rateLimit: r.rateLimit,
-    planText,
-    logFile,
-    ...r.logError ? { logError: r.logError } : {}
-  };
-}
-function phaseKind(reason) {
-  switch (reason) {
-    case "completed":
-      return "ok";
-    case "timeout":
-    case "stall":
-    case "cancelled":
-    case "rate-limited":
-      return reason;
-    default:
-      return "failed";
-  }
-}
-function describeStop(kind, r, spec) {
-  switch (kind) {
-    case "timeout":
-      return `The agent ran longer than ${Math.round(spec.timeouts.runMs / 1e3)}s and was stopped (its whole process tree).`;
-    case "stall":
-      return `The agent produced no output for ${Math.round(spec.timeouts.stallMs / 1e3)}s and was stopped (its whole process tree).`;
-    case "cancelled":
-      return "The run was cancelled; the agent and its process tree were stopped.";
-    case "rate-limited":
-      return `The model provider answered with a rate limit${r.rateLimit?.resetsAt ? ` (resets at ${r.rateLimit.resetsAt})` : ""}.`;
-    default:
-      return r.error ? `The agent failed: ${r.error}` : `The agent exited with code ${r.exitCode ?? "unknown"}.`;
-  }
-}
-function findKnownSecret(text, secrets) {
-  return secrets.find((s) => s.length >= 8 && text.includes(s));
-}
-async function loadPlan(artifactsDir) {
-  const read = (name) => (0, import_promises17.readFile)((0, import_node_path11.join)(artifactsDir, name), "utf8").catch(() => void 0);
-  const plan = await read(PLAN_FILE);
-  let state = {};
-  try {
-    state = JSON.parse(await read(PLAN_STATE_FILE) ?? "{}");
-  } catch {
-    state = {};
-  }
-  return { plan, state };
-}
-async function finish2(ctx, outcome, reason, run, notes) {
-  const { result, reporter, redact } = ctx;
-  result.outcome = outcome;
-  const logNote = run?.logError ? `The agent's log could not be written (${run.logError}), so it is incomplete; free space on the worker's disk.` : void 0;
-  const fullReason = logNote ? reason ? `${reason} ${logNote}` : logNote : reason;
-  if (fullReason !== void 0) result.reason = redact(fullReason);
-  if (run?.rateLimit) result.rateLimit = run.rateLimit;
-  if (run?.sessionId && !result.sessionId) result.sessionId = run.sessionId;
-  if (outcome !== "awaiting-approval") {
-    try {
-      const log = run ? await readLogTail(run.logFile) : "";
-      if (result.totals || result.planTotals) {
-        await reporter.tokens({
-          outcome: outcomeLine(result),
-          totals: result.totals,
-          planTotals: result.planTotals,
-          earlierRuns: ctx.spec.earlierRuns,
-          runKind: ctx.spec.runKind
-        });
-      }
-      await reporter.run({
-        // The run report has no budget headline of its own; the reason says "stopped: ... budget".
-        outcome: outcome === "over-budget" ? "failed" : outcome,
-        reason: result.reason,
-        pr: result.pr,
-        summary: notes?.result?.summary,
-        resultProblem: outcome === "pr-opened" || outcome === "no-changes" ? notes?.resultProblem : void 0,
-        log,
-        resetsAt: result.rateLimit?.resetsAt
-      });
-    } catch (error64) {
-      result.reason = redact(
-        `${result.reason ? `${result.reason} ` : ""}(Posting the report failed: ${error64.message})`
-      );
-    }
-  }
-  await ctx.progress(
-    {
-      state: STATE_OF[outcome],
-      step: outcome,
-      usage: result.totals?.usage,
-      costUsd: result.totals?.costUsd
-    },
-    true
-  );
-  return result;
-}
-async function runSplitPlanning(ctx, wt, notesDir) {
-  await ctx.progress({ state: "planning", step: "splitting the issue (read-only)" }, true);
-  const run = await runPhase(ctx, wt, notesDir, "plan", void 0, void 0);
-  ctx.result.planTotals = run.totals;
-  const notes = await readArtifacts(notesDir);
-  await keepArtifacts(notesDir, ctx.artifactsDir);
-  ctx.result.artifacts = { plan: run.planText ?? notes.plan, result: notes.rawResult };
-  if (run.kind !== "ok") return await finish2(ctx, run.kind, run.reason, run, notes);
-  return await finish2(ctx, "no-changes", "Split task: its plan is applied to the issue.", run);
-}
-var LOG_TAIL_BYTES = 256 * 1024;
-async function readLogTail(path6) {
-  try {
-    const file2 = await (0, import_promises17.open)(path6, "r");
-    try {
-      const { size } = await file2.stat();
-      const start = Math.max(0, size - LOG_TAIL_BYTES);
-      const buf = Buffer.alloc(size - start);
-      await file2.read(buf, 0, buf.length, start);
-      const text = buf.toString("utf8");
-      return start === 0 ? text : text.slice(text.indexOf("\n") + 1);
-    } finally {
-      await file2.close();
-    }
-  } catch {
-    return "";
-  }
-}
-function outcomeLine(r) {
-  switch (r.outcome) {
-    case "pr-opened":
-      return `pull request #${r.pr?.number} opened or updated`;
-    case "no-changes":
-      return "finished without changes; no pull request";
-    default:
-      return r.outcome;
-  }
 }
 
 // src/split/plan.ts
@@ -64076,6 +64545,8 @@ async function executeTask(taskId, deps) {
     issue_number: task.issue,
     per_page: 100
   });
+  const tracking = comments.find((c3) => c3.user?.type === "Bot" && hasMarker(c3.body, trackingMarker(task.id)));
+  if (tracking) deps.tracker?.remember(task.id, tracking.id);
   const roles = /* @__PURE__ */ new Map();
   const trusted = async (login, type) => {
     if (type === "Bot") return false;
@@ -64179,6 +64650,8 @@ async function executeTask(taskId, deps) {
         clock,
         signal: abort.signal,
         secrets: deps.secrets,
+        // Listed above for the prompt: the final report finds its earlier comment here, not by another listing.
+        issueComments: comments,
         onProgress: async (p) => {
           if (p.state !== current && (p.state === "planning" || p.state === "running")) {
             const from = current;
@@ -64296,7 +64769,7 @@ async function runAction(inputs, deps) {
     );
   const fileConfig = loaded.config;
   const store = coalescingStore(
-    createGitHubStateStore({ octokit: deps.octokit, owner: inputs.repo.owner, repo: inputs.repo.repo }),
+    createRepoStateStore({ octokit: deps.octokit, owner: inputs.repo.owner, repo: inputs.repo.repo }),
     { maxDelayMs: 50 }
   );
   const tracker = createTracker({
@@ -64334,6 +64807,7 @@ async function runAction(inputs, deps) {
       octokit: deps.octokit,
       store,
       queue,
+      tracker,
       config: config2,
       cloneUrl: inputs.cloneUrl,
       gitAuth: inputs.gitAuth,
@@ -64436,7 +64910,7 @@ async function runner(env = process.env) {
     const agentEnv = Object.fromEntries(parseNameValueLines(getInput("agent-env"), "agent-env"));
     const apiUrl = getInput("api-url") || env.GITHUB_API_URL || "https://api.github.com";
     const modelBaseUrl = getInput("model-base-url") || void 0;
-    const workDir = getInput("work-dir") || (0, import_node_path12.join)(env.RUNNER_TEMP || (0, import_node_os5.tmpdir)(), "fleet");
+    const workDir = getInput("work-dir") || (0, import_node_path14.join)(env.RUNNER_TEMP || (0, import_node_os6.tmpdir)(), "fleet");
     const fullName = required2(env, "GITHUB_REPOSITORY");
     const runId = required2(env, "GITHUB_RUN_ID");
     const serverUrl = env.GITHUB_SERVER_URL || "https://github.com";

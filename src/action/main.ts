@@ -9,7 +9,7 @@ import { localDispatcher } from "../queue/dispatcher.ts";
 import { createRepoQueue } from "../queue/repo-queue.ts";
 import { createTracker } from "../queue/tracker.ts";
 import { renderTokenTable } from "../render/token-report.ts";
-import { createGitHubStateStore } from "../state/github-store.ts";
+import { createRepoStateStore } from "../state/repo-store.ts";
 import { coalescingStore } from "../state/write-queue.ts";
 import { executeTask } from "../worker/execute-task.ts";
 import type { GitAuth } from "../worker/git.ts";
@@ -94,7 +94,7 @@ export async function runAction(inputs: ActionInputs, deps: ActionDeps): Promise
 
   // 2.
   const store = coalescingStore(
-    createGitHubStateStore({ octokit: deps.octokit, owner: inputs.repo.owner, repo: inputs.repo.repo }),
+    createRepoStateStore({ octokit: deps.octokit, owner: inputs.repo.owner, repo: inputs.repo.repo }),
     { maxDelayMs: 50 },
   );
 
@@ -139,6 +139,7 @@ export async function runAction(inputs: ActionInputs, deps: ActionDeps): Promise
       octokit: deps.octokit,
       store,
       queue,
+      tracker,
       config,
       cloneUrl: inputs.cloneUrl,
       gitAuth: inputs.gitAuth,

@@ -4,13 +4,17 @@ import { getRepoRole } from "../github/permissions.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
 import { noticeMarker } from "../render/markers.ts";
 import { renderConfigProblems, renderNotAllowed } from "../render/notices.ts";
+import type { ConfigCache } from "./config-cache.ts";
 import { CONFIG_PATH, loadRepoConfig } from "./load-config.ts";
 
 type IssueContext = Context<"issues" | "issue_comment">;
 
 /** The repository's config, or null after telling the issue what is wrong with it. */
-export async function configOrExplain(context: IssueContext): Promise<FleetConfig | null> {
-  const loaded = await loadRepoConfig(context);
+export async function configOrExplain(
+  context: IssueContext,
+  cache?: ConfigCache,
+): Promise<FleetConfig | null> {
+  const loaded = await loadRepoConfig(context, cache);
   if (loaded.ok) return loaded.config;
   await upsertMarkedComment(
     context.octokit,

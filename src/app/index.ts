@@ -2,6 +2,7 @@ import type { ApplicationFunction, Context } from "probot";
 import { knownCoders } from "../agents/index.ts";
 import { fleetLabelDefinitions } from "../core/labels.ts";
 import { ensureFleetLabels } from "../github/labels.ts";
+import { createConfigCache } from "./config-cache.ts";
 import { onCommand } from "./on-command.ts";
 import { onIssueEnded } from "./on-issue-ended.ts";
 import { type HandlerDeps, onIssueLabeled } from "./on-issue-labeled.ts";
@@ -26,6 +27,7 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
     const deps: HandlerDeps = {
       knownCoders: options.knownCoders ?? knownCoders,
       queues: createRepoQueues(app, options),
+      configs: createConfigCache(),
     };
     options.onReady?.(deps.queues);
     const period = options.reconcileMs ?? 5 * 60_000;
@@ -59,6 +61,11 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
     app.on(["workflow_run.completed", "workflow_job.completed"], (context) =>
       onWorkflowRunCompleted(context, deps),
     );
+    // A push to the default branch may change .github/fleet.yml: the next event reads it again.
+    app.on("push", async (context) => {
+      const { ref, repository } = context.payload;
+      if (ref === `refs/heads/${repository.default_branch}`) deps.configs?.forget(repository.full_name);
+    });
     app.on(["installation.created", "installation_repositories.added"], async (context) => {
       const repos =
         "repositories_added" in context.payload

@@ -27,7 +27,7 @@ export async function onCommand(context: Context<"issue_comment.created">, deps:
     await reply(FLEET_COMMAND_HELP);
     return;
   }
-  const config = await configOrExplain(context);
+  const config = await configOrExplain(context, deps.configs);
   if (!config) return;
   const sender = payload.comment.user?.login ?? payload.sender.login;
   if (!(await allowedOrExplain(context, config, sender))) return;

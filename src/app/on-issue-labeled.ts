@@ -6,12 +6,15 @@ import { perUserQuota } from "../economy/budgets.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
 import { labelErrorMarker, noticeMarker } from "../render/markers.ts";
 import { renderLabelError } from "../render/notices.ts";
+import type { ConfigCache } from "./config-cache.ts";
 import { allowedOrExplain, configOrExplain } from "./guard.ts";
 import type { RepoQueues } from "./repo-queues.ts";
 
 export interface HandlerDeps {
   knownCoders: readonly string[];
   queues: RepoQueues;
+  /** `.github/fleet.yml` per repository between events (none: read on every event). */
+  configs?: ConfigCache;
 }
 
 /** `issues.labeled`: a `fleet:<coder>[:<model>]` label turns the issue into a queued task. */
@@ -28,7 +31,7 @@ export async function onIssueLabeled(context: Context<"issues.labeled">, deps: H
   }
   if (parsed.kind !== "coder") return;
 
-  const config = await configOrExplain(context);
+  const config = await configOrExplain(context, deps.configs);
   if (!config) return;
   const sender = payload.sender.login;
   if (!(await allowedOrExplain(context, config, sender))) return;

@@ -36,7 +36,7 @@ export async function onPullRequest(
 ): Promise<void> {
   const pr = context.payload.pull_request;
   if (!pr.head.ref.startsWith("fleet/") || fromFork(pr)) return;
-  const loaded = await loadRepoConfig(context as unknown as Context<"issues">);
+  const loaded = await loadRepoConfig(context as unknown as Context<"issues">, deps.configs);
   if (!loaded.ok) return;
   const queue = await deps.queues.forContext(context, loaded.config);
   const task = taskForPullRequest(await queue.snapshot(), { number: pr.number, head: pr.head.ref });

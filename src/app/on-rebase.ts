@@ -25,7 +25,7 @@ export async function onFleetPrMerged(
 ): Promise<void> {
   const merged = context.payload.pull_request;
   if (!merged.merged || !merged.head.ref.startsWith("fleet/")) return;
-  const loaded = await loadRepoConfig(context as unknown as Context<"issues">);
+  const loaded = await loadRepoConfig(context as unknown as Context<"issues">, deps.configs);
   if (!loaded.ok) return;
   const queue = await deps.queues.forContext(context, loaded.config);
   const doc = await queue.snapshot();
@@ -85,7 +85,7 @@ export async function onRebaseLabel(
   const label = context.payload.label?.name;
   if (!label || parseFleetLabel(label, deps.knownCoders).kind !== "rebase") return;
   const asIssue = context as unknown as IssueContext;
-  const loaded = await loadRepoConfig(asIssue);
+  const loaded = await loadRepoConfig(asIssue, deps.configs);
   if (!loaded.ok) return;
   const sender = context.payload.sender.login;
   if (!(await allowedOrExplain(asIssue, loaded.config, sender))) return;

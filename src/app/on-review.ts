@@ -14,7 +14,7 @@ export async function onReview(context: ReviewContext, deps: HandlerDeps): Promi
   const { review, pull_request: pr } = context.payload;
   const command = parseFleetCommand(review.body ?? "", { onPullRequest: true });
   if (command.kind !== "instructions" || fromFork(pr)) return;
-  const loaded = await loadRepoConfig(context as unknown as Context<"issues">);
+  const loaded = await loadRepoConfig(context as unknown as Context<"issues">, deps.configs);
   if (!loaded.ok) return;
   const sender = review.user?.login ?? context.payload.sender.login;
   const asIssue = context as unknown as CommentContext;

@@ -14,7 +14,7 @@ export async function onSplitLabel(context: Context<"issues.labeled">, deps: Han
   const { payload } = context;
   const parsed = parseFleetLabel(payload.label?.name ?? "", deps.knownCoders);
   if (parsed.kind !== "split") return;
-  const config = await configOrExplain(context);
+  const config = await configOrExplain(context, deps.configs);
   if (!config) return;
   const sender = payload.sender.login;
   if (!(await allowedOrExplain(context, config, sender))) return;
@@ -44,7 +44,7 @@ export async function onSubTaskMerged(
 ): Promise<void> {
   const pr = context.payload.pull_request;
   if (!pr.merged || !pr.head.ref.startsWith("fleet/")) return;
-  const loaded = await loadRepoConfig(context as unknown as Context<"issues">);
+  const loaded = await loadRepoConfig(context as unknown as Context<"issues">, deps.configs);
   if (!loaded.ok) return;
   const queue = await deps.queues.forContext(context, loaded.config);
   const doc = await queue.snapshot();

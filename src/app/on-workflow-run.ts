@@ -26,7 +26,7 @@ export async function onWorkflowRunCompleted(
   deps: HandlerDeps,
 ): Promise<void> {
   const { runId, conclusion } = endedRun(context);
-  const loaded = await loadRepoConfig(context as unknown as Context<"issues">);
+  const loaded = await loadRepoConfig(context as unknown as Context<"issues">, deps.configs);
   if (!loaded.ok) return;
   const queue = await deps.queues.forContext(context, loaded.config);
   const doc = await queue.snapshot();

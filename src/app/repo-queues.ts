@@ -13,7 +13,7 @@ import { createRepoQueue, type RepoQueue } from "../queue/repo-queue.ts";
 import { createTracker, type Tracker } from "../queue/tracker.ts";
 import { tasksOf } from "../queue/transitions.ts";
 import type { FleetStateDoc } from "../state/doc.ts";
-import { createGitHubStateStore, type GitHubStateStore } from "../state/github-store.ts";
+import { createRepoStateStore, type RepoStateStore } from "../state/repo-store.ts";
 import type { StateStore } from "../state/store.ts";
 import { coalescingStore } from "../state/write-queue.ts";
 
@@ -31,7 +31,7 @@ export interface RepoQueueFactoryOptions {
 interface RepoHandle {
   /** The pinned dashboard issue, refreshed after every queue operation when `dashboard: true`. */
   dashboard: DashboardPublisher;
-  store: GitHubStateStore;
+  store: RepoStateStore;
   /** The store seen through a write queue: transitions arriving together share one commit. */
   coalesced: StateStore;
   tracker: Tracker;
@@ -57,7 +57,7 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
       h = (async () => {
         const octokit = (await app.auth(installationId)) as unknown as GitHubClient;
         // No pacing: this process's writes already go through one write queue (coalescingStore below).
-        const store = createGitHubStateStore({ octokit, owner, repo, clock: options.clock, pacing: 0 });
+        const store = createRepoStateStore({ octokit, owner, repo, clock: options.clock, pacing: 0 });
         const tracker = createTracker({
           octokit,
           repo: { owner, repo },

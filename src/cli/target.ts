@@ -6,8 +6,8 @@ import type { GitHubClient, RepoRef } from "../github/client.ts";
 import { readFleetConfig } from "../github/read-config.ts";
 import { effectiveConfig } from "../queue/transitions.ts";
 import type { FleetStateDoc } from "../state/doc.ts";
-import { createGitHubStateStore } from "../state/github-store.ts";
 import { createLocalStateStore, defaultFleetHome } from "../state/local-store.ts";
+import { createRepoStateStore } from "../state/repo-store.ts";
 import type { StateStore } from "../state/store.ts";
 import { CliError, UsageError } from "./errors.ts";
 import { createLocalGitHub } from "./local-github.ts";
@@ -108,7 +108,11 @@ export async function resolveTarget(
       // Failed requests are reported once, by the command, with what to do; not logged per request.
       log: { debug: () => {}, info: () => {}, warn: (m: string) => console.warn(m), error: () => {} },
     });
-    const inner = createGitHubStateStore({ octokit, owner: repo.owner, repo: repo.repo });
+    const inner = createRepoStateStore({
+      octokit: octokit as unknown as GitHubClient,
+      owner: repo.owner,
+      repo: repo.repo,
+    });
     let checked = false;
     // No state branch yet reads as an empty state; make sure that is not a wrong --repo.
     const store: StateStore = {

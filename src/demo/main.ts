@@ -11,7 +11,7 @@ import { totalTokens } from "../core/usage.ts";
 import type { GitHubClient } from "../github/client.ts";
 import { startGitHubEmulator } from "../offline/github/index.ts";
 import { startAnthropicScriptServer } from "../offline/models/anthropic-server.ts";
-import { createGitHubStateStore } from "../state/github-store.ts";
+import { createRepoStateStore } from "../state/repo-store.ts";
 import { startLocalWorker } from "../worker/local-worker.ts";
 
 const HELP = `npm run demo [-- --json] [-- --keep]
@@ -131,7 +131,7 @@ export async function runDemo(opts: { json: boolean; keep: boolean }): Promise<D
     const worker = startLocalWorker({
       repo: { owner, repo: name },
       octokit,
-      store: createGitHubStateStore({ octokit, owner, repo: name, pacing: 0 }),
+      store: createRepoStateStore({ octokit, owner, repo: name, pacing: 0 }),
       cloneUrl: repo.cloneUrl,
       workDir,
       adapterFor: getAdapter,
@@ -175,7 +175,7 @@ export async function runDemo(opts: { json: boolean; keep: boolean }): Promise<D
       throw new Error(`the task ended with "${outcome}" instead of a pull request`);
 
     await gh.waitForDeliveries();
-    const state = await createGitHubStateStore({ octokit: mona, owner, repo: name }).read();
+    const state = await createRepoStateStore({ octokit: mona, owner, repo: name }).read();
     const task = Object.values(state.doc.tasks).find((t: Task) => t.issue === issue.number)!;
     const pr = gh.pulls(full).find((p) => p.number === task.pr)!;
     const comments = gh.comments(full, issue.number);

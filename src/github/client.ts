@@ -4,7 +4,7 @@ import type { Octokit } from "@octokit/rest";
  * The GitHub client every I/O module takes as a parameter: Probot's `context.octokit`, an
  * installation Octokit in the worker, or a user-token Octokit in the CLI all fit.
  */
-export type GitHubClient = Pick<Octokit, "rest" | "paginate" | "request">;
+export type GitHubClient = Pick<Octokit, "rest" | "paginate" | "request" | "auth">;
 
 export interface RepoRef {
   owner: string;

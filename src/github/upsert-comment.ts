@@ -10,17 +10,18 @@ export interface UpsertResult {
 /**
  * Finds Fleet's comment carrying `marker` on the issue and edits it, or creates it. The marker
  * (not a stored id) is what makes a redelivered or repeated event edit rather than re-post.
- * `knownId` skips the listing when the caller already knows the comment.
+ * `knownId` skips the listing when the caller already knows the comment; `null` says the caller knows
+ * there is none (e.g. the marker names a task created a moment ago), so it is created at once.
  */
 export async function upsertMarkedComment(
   octokit: GitHubClient,
   ref: IssueRef,
   marker: string,
   body: string,
-  knownId?: number,
+  knownId?: number | null,
 ): Promise<UpsertResult> {
-  let id = knownId;
-  if (id === undefined) {
+  let id = knownId ?? undefined;
+  if (knownId === undefined) {
     const comments = await octokit.paginate(octokit.rest.issues.listComments, { ...ref, per_page: 100 });
     // Only a bot's comment counts, so a person quoting the marker cannot redirect Fleet's edits.
     const existing = comments.find((c) => hasMarker(c.body, marker) && c.user?.type === "Bot");

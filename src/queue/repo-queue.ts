@@ -94,24 +94,29 @@ export function createRepoQueue(deps: RepoQueueDeps) {
     const tasks = tasksOf(doc);
     const cap = config(doc).max_concurrent;
     await Promise.all(
-      changes.map(({ task }) => {
+      changes.map(({ task, from }) => {
         const pos =
           task.state === "queued" ? queuePosition(tasks, task.id, { max_concurrent: cap }) : undefined;
-        return deps.tracker!.show(task.issue, {
-          taskKey: task.id,
-          taskId: task.id,
-          state: task.state,
-          coder: task.coder,
-          model: task.model,
-          priority: task.priority,
-          queue: pos,
-          blockedBy: task.state === "blocked" ? task.dependsOn : undefined,
-          reason: task.reason,
-          resetsAt: task.resetAt,
-          tokens: task.totals?.usage,
-          costUsd: task.totals?.costUsd,
-          runUrl: task.runUrl,
-        });
+        return deps.tracker!.show(
+          task.issue,
+          {
+            taskKey: task.id,
+            taskId: task.id,
+            state: task.state,
+            coder: task.coder,
+            model: task.model,
+            priority: task.priority,
+            queue: pos,
+            blockedBy: task.state === "blocked" ? task.dependsOn : undefined,
+            reason: task.reason,
+            resetsAt: task.resetAt,
+            tokens: task.totals?.usage,
+            costUsd: task.totals?.costUsd,
+            runUrl: task.runUrl,
+          },
+          // No `from`: the task was created by this commit.
+          { fresh: from === undefined },
+        );
       }),
     );
   }

@@ -14,7 +14,9 @@ export interface TrackerOptions {
 
 export interface Tracker {
   /** Shows the view now, or at the end of the task's throttle window (the latest view wins). */
-  show(issue: number, view: TrackingView): Promise<void>;
+  show(issue: number, view: TrackingView, opts?: { fresh?: boolean }): Promise<void>;
+  /** The task's tracking comment is this one (found in a listing made for another purpose). */
+  remember(taskKey: string, commentId: number): void;
   /** Writes every view still waiting for its window. */
   flush(): Promise<void>;
   readonly edits: number;
@@ -22,7 +24,8 @@ export interface Tracker {
 
 interface Slot {
   lastWrite: number;
-  commentId?: number;
+  /** The comment's id once known; null when the task is new, so no comment can carry its marker yet. */
+  commentId?: number | null;
   pending?: { issue: number; view: TrackingView };
   timer?: NodeJS.Timeout;
   writing: Promise<void>;
@@ -61,11 +64,16 @@ export function createTracker(opts: TrackerOptions): Tracker {
     get edits() {
       return edits;
     },
-    async show(issue, view) {
+    async show(issue, view, opts = {}) {
       const key = view.taskKey;
       let slot = slots.get(key);
       if (!slot) {
-        slot = { lastWrite: Number.NEGATIVE_INFINITY, writing: Promise.resolve() };
+        // A task created by this very commit has a new id: there is no comment to look for.
+        slot = {
+          lastWrite: Number.NEGATIVE_INFINITY,
+          writing: Promise.resolve(),
+          ...(opts.fresh ? { commentId: null } : {}),
+        };
         slots.set(key, slot);
       }
       slot.pending = { issue, view };
@@ -76,6 +84,13 @@ export function createTracker(opts: TrackerOptions): Tracker {
         s.timer = setTimeout(() => void write(key, s).catch(() => {}), wait);
         s.timer.unref?.();
       }
+    },
+    remember(taskKey, commentId) {
+      const slot = slots.get(taskKey);
+      if (slot) {
+        if (typeof slot.commentId !== "number") slot.commentId = commentId;
+      } else
+        slots.set(taskKey, { lastWrite: Number.NEGATIVE_INFINITY, writing: Promise.resolve(), commentId });
     },
     async flush() {
       await Promise.all([...slots.entries()].map(([key, slot]) => write(key, slot)));

@@ -10,6 +10,8 @@ import { createCredentialRotation } from "../economy/rotation.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
 import { getRepoRole } from "../github/permissions.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
+import type { Tracker } from "../queue/tracker.ts";
+import { hasMarker, trackingMarker } from "../render/markers.ts";
 import { recordLedger } from "../state/doc.ts";
 import type { StateStore } from "../state/store.ts";
 import { postAbComparisonIfDue, resultSummaryOf } from "./ab-comparison.ts";
@@ -24,6 +26,8 @@ export interface ExecuteDeps {
   octokit: GitHubClient;
   store: StateStore;
   queue: RepoQueue;
+  /** The queue's tracker, told the tracking comment's id when the issue's comments are listed anyway. */
+  tracker?: Tracker;
   config: FleetConfig;
   cloneUrl: string;
   gitAuth?: GitAuth;
@@ -116,6 +120,8 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
     issue_number: task.issue,
     per_page: 100,
   });
+  const tracking = comments.find((c) => c.user?.type === "Bot" && hasMarker(c.body, trackingMarker(task.id)));
+  if (tracking) deps.tracker?.remember(task.id, tracking.id);
   const roles = new Map<string, boolean>();
   const trusted = async (login: string, type?: string) => {
     if (type === "Bot") return false;
@@ -230,6 +236,8 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
         clock,
         signal: abort.signal,
         secrets: deps.secrets,
+        // Listed above for the prompt: the final report finds its earlier comment here, not by another listing.
+        issueComments: comments,
         onProgress: async (p) => {
           if (p.state !== current && (p.state === "planning" || p.state === "running")) {
             const from = current;

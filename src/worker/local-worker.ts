@@ -63,6 +63,12 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
   const stopping = new AbortController();
   let polling: Promise<void> | undefined;
   let idleWaiters: Array<() => void> = [];
+  // One tracker for the worker's life: it keeps the tracking comments' ids, so edits need no lookup.
+  const tracker = createTracker({
+    octokit: opts.octokit,
+    repo: opts.repo,
+    minIntervalMs: opts.trackerIntervalMs,
+  });
 
   // The config file is read at most once a minute: polls are frequent, config changes are not.
   let configCache: { at: number; value: Awaited<ReturnType<typeof readFleetConfig>> } | undefined;
@@ -89,11 +95,7 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
       store: store,
       fileConfig: config.config,
       dispatcher: localDispatcher,
-      tracker: createTracker({
-        octokit: opts.octokit,
-        repo: opts.repo,
-        minIntervalMs: opts.trackerIntervalMs,
-      }),
+      tracker,
       clock: opts.clock,
       log,
     });
@@ -113,6 +115,7 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
         octokit: opts.octokit,
         store: store,
         queue,
+        tracker,
         config: queue.config(snapshot.doc),
         cloneUrl: opts.cloneUrl,
         gitAuth: opts.gitAuth,

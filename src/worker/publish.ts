@@ -97,36 +97,54 @@ export interface PullRef {
   created: boolean;
 }
 
-/** Opens the pull request for `branch`, or updates the open one (found by head first, so reruns edit). */
+/**
+ * Opens the pull request for `branch`, or updates the open one. A task's first run creates at once
+ * (GitHub answers 422 when the branch already has an open PR, and then it is looked up); a rerun
+ * (`mayExist`) looks first, since its PR is usually open. Either way a first run costs one request.
+ */
 export async function openOrUpdatePullRequest(
   octokit: GitHubClient,
   ref: RepoRef,
-  pr: { branch: string; base: string; title: string; body: string },
+  pr: { branch: string; base: string; title: string; body: string; mayExist?: boolean },
 ): Promise<PullRef> {
   assertFleetBranch(pr.branch);
-  const { data: open } = await octokit.rest.pulls.list({
-    ...ref,
-    head: `${ref.owner}:${pr.branch}`,
-    state: "open",
-    per_page: 10,
-  });
-  const existing = open.find((p) => p.head.ref === pr.branch);
-  if (existing) {
+  const findOpen = async () => {
+    const { data: open } = await octokit.rest.pulls.list({
+      ...ref,
+      head: `${ref.owner}:${pr.branch}`,
+      state: "open",
+      per_page: 10,
+    });
+    return open.find((p) => p.head.ref === pr.branch);
+  };
+  const update = async (number: number): Promise<PullRef> => {
     const { data } = await octokit.rest.pulls.update({
       ...ref,
-      pull_number: existing.number,
+      pull_number: number,
       title: pr.title,
       body: pr.body,
     });
     return { number: data.number, url: data.html_url, head: pr.branch, created: false };
+  };
+  if (pr.mayExist) {
+    const existing = await findOpen();
+    if (existing) return update(existing.number);
   }
-  const { data } = await octokit.rest.pulls.create({
-    ...ref,
-    head: pr.branch,
-    base: pr.base,
-    title: pr.title,
-    body: pr.body,
-    maintainer_can_modify: true,
-  });
-  return { number: data.number, url: data.html_url, head: pr.branch, created: true };
+  try {
+    const { data } = await octokit.rest.pulls.create({
+      ...ref,
+      head: pr.branch,
+      base: pr.base,
+      title: pr.title,
+      body: pr.body,
+      maintainer_can_modify: true,
+    });
+    return { number: data.number, url: data.html_url, head: pr.branch, created: true };
+  } catch (error) {
+    if ((error as { status?: number }).status !== 422) throw error;
+    // "A pull request already exists": a run that crashed after opening it, or a PR opened by hand.
+    const existing = await findOpen();
+    if (!existing) throw error;
+    return update(existing.number);
+  }
 }

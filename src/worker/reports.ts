@@ -2,6 +2,7 @@ import type { TaskState } from "../core/task.ts";
 import type { TokenUsage } from "../core/usage.ts";
 import type { GitHubClient, IssueRef } from "../github/client.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
+import { hasMarker } from "../render/markers.ts";
 import { planMarker, renderPlanComment } from "../render/plan-comment.ts";
 import {
   GITHUB_COMMENT_LIMIT,
@@ -22,9 +23,27 @@ const finalBody = (body: string, redact: Redact): string =>
  * Posts a task's comments on its issue. Each carries a marker, so a rerun edits its comment
  * instead of adding one; every body passes through `redact` right before it leaves.
  */
-export function createIssueReporter(octokit: GitHubClient, issue: IssueRef, taskId: string, redact: Redact) {
-  const post = (marker: string, body: string) =>
-    upsertMarkedComment(octokit, issue, marker, finalBody(body, redact));
+export function createIssueReporter(
+  octokit: GitHubClient,
+  issue: IssueRef,
+  taskId: string,
+  redact: Redact,
+  /** The issue's comments listed at the run's start (only this run posts this task's reports since). */
+  listed?: ReadonlyArray<{ id: number; body?: string | null; user?: { type?: string } | null }>,
+) {
+  const known = new Map<string, number>();
+  const post = async (marker: string, body: string) => {
+    const earlier = listed?.find((c) => c.user?.type === "Bot" && hasMarker(c.body, marker))?.id;
+    const r = await upsertMarkedComment(
+      octokit,
+      issue,
+      marker,
+      finalBody(body, redact),
+      known.get(marker) ?? earlier ?? (listed ? null : undefined),
+    );
+    known.set(marker, r.id);
+    return r;
+  };
   return {
     plan: (plan: string, awaitingApproval: boolean) =>
       post(planMarker(taskId), renderPlanComment({ taskId, plan: redact(plan), awaitingApproval })),

@@ -93,6 +93,8 @@ export interface WorkerDeps {
   agentEnv?: Record<string, string>;
   /** Extra values to redact. */
   secrets?: string[];
+  /** The issue's comments as listed when the run started; the final report then needs no listing of its own. */
+  issueComments?: ReadonlyArray<{ id: number; body?: string | null; user?: { type?: string } | null }>;
   /**
    * Called when the agent is rate-limited on `limited`: marks it cooling and returns the next free
    * credential to continue on (the session is resumed where the adapter supports it), or undefined.
@@ -195,7 +197,7 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
   const knownSecrets = knownSecretsOf(deps);
   const redact = (text: string) => redactSecrets(text, knownSecrets);
   const issueRef: IssueRef = { ...parseRepoFullName(spec.repo), issue_number: spec.issue };
-  const reporter = createIssueReporter(deps.octokit, issueRef, spec.taskId, redact);
+  const reporter = createIssueReporter(deps.octokit, issueRef, spec.taskId, redact, deps.issueComments);
   const progress = throttleProgress(deps.onProgress, clock);
   const result: TaskOutcome = { outcome: "failed", logPath, artifacts: {} };
 
@@ -318,6 +320,7 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
     // Step 8
     const pr = await openOrUpdatePullRequest(deps.octokit, parseRepoFullName(spec.repo), {
       branch,
+      mayExist: (spec.earlierRuns?.length ?? 0) > 0,
       base: wt.baseBranch,
       title: spec.title,
       body: redact(

@@ -1,0 +1,107 @@
+import { rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { GitHubClient } from "../github/client.ts";
+import { createGitStateStore } from "./git-store.ts";
+import { createGitHubStateStore } from "./github-store.ts";
+import type { StateStore } from "./store.ts";
+
+/**
+ * How the state branch is read and written. `git` (default): fetch and push over git's smart HTTP,
+ * which spends no REST request and, above all, none of GitHub's 500 content-creating requests an
+ * hour (every state commit through the REST API is one). `api`: the REST contents and git data API,
+ * for a host without a `git` binary.
+ */
+export type StateTransport = "git" | "api";
+
+export const STATE_TRANSPORTS: readonly StateTransport[] = ["git", "api"];
+
+export interface RepoStateStoreOptions {
+  octokit: GitHubClient;
+  owner: string;
+  repo: string;
+  /** Default: `$FLEET_STATE_TRANSPORT`, else `git`. */
+  transport?: StateTransport;
+  /** The repository's git URL; default derived from the client's API URL (see gitRemoteUrl). */
+  gitUrl?: string;
+  clock?: () => Date;
+  /** See the GitHub store's `pacing`; 0 when the caller already funnels writes through one queue. */
+  pacing?: number;
+}
+
+export type RepoStateStore = StateStore & {
+  history(limit: number): Promise<Array<{ sha: string; message: string; date: string }>>;
+};
+
+/** The transport `$FLEET_STATE_TRANSPORT` names, or `git`; an unknown value is an error that lists the valid ones. */
+export function stateTransportFrom(env: NodeJS.ProcessEnv = process.env): StateTransport {
+  const v = env.FLEET_STATE_TRANSPORT?.trim();
+  if (!v) return "git";
+  if ((STATE_TRANSPORTS as readonly string[]).includes(v)) return v as StateTransport;
+  throw new Error(
+    `FLEET_STATE_TRANSPORT="${v}" is not a state transport; use one of: ${STATE_TRANSPORTS.join(", ")}.`,
+  );
+}
+
+/**
+ * The git URL of a repository on the host whose REST API is `apiUrl`: github.com for
+ * api.github.com, `https://host/owner/repo.git` for GitHub Enterprise Server (`https://host/api/v3`),
+ * and the same origin for any other API root (the offline emulator serves git beside its API).
+ */
+export function gitRemoteUrl(apiUrl: string, owner: string, repo: string): string {
+  const u = new URL(apiUrl);
+  const path = `/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}.git`;
+  if (u.hostname === "api.github.com") return `https://github.com${path}`;
+  const root = u.pathname.replace(/\/+$/, "").replace(/\/api\/v3$/, "");
+  return `${u.origin}${root}${path}`;
+}
+
+/** The token an Octokit authenticates with: an installation token (renewed by the auth strategy) or a plain token. */
+async function tokenOf(octokit: GitHubClient): Promise<string> {
+  const auth = (await octokit.auth({ type: "installation" })) as {
+    token?: string;
+  };
+  if (!auth?.token)
+    throw new Error("The GitHub client has no token to fetch and push Fleet's state branch with.");
+  return auth.token;
+}
+
+// Cache repositories of this process's git stores: small shallow bare repositories, removed on exit.
+const cacheDirs = new Set<string>();
+let cleanupArmed = false;
+let cacheSeq = 0;
+function newCacheDir(owner: string, repo: string): string {
+  if (!cleanupArmed) {
+    cleanupArmed = true;
+    process.once("exit", () => {
+      for (const d of cacheDirs) rmSync(d, { recursive: true, force: true });
+    });
+  }
+  cacheSeq += 1;
+  const dir = join(tmpdir(), "fleet-state-cache", `${owner}-${repo}-${process.pid}-${cacheSeq}`);
+  cacheDirs.add(dir);
+  return dir;
+}
+
+/** The state store of one repository, over the transport asked for. */
+export function createRepoStateStore(opts: RepoStateStoreOptions): RepoStateStore {
+  const transport = opts.transport ?? stateTransportFrom();
+  if (transport === "api")
+    return createGitHubStateStore({
+      octokit: opts.octokit,
+      owner: opts.owner,
+      repo: opts.repo,
+      clock: opts.clock,
+      pacing: opts.pacing,
+    });
+  const apiUrl = (opts.octokit.request.endpoint.DEFAULTS as { baseUrl: string }).baseUrl;
+  return createGitStateStore({
+    url: opts.gitUrl ?? gitRemoteUrl(apiUrl, opts.owner, opts.repo),
+    token: () => tokenOf(opts.octokit),
+    owner: opts.owner,
+    repo: opts.repo,
+    cacheDir: newCacheDir(opts.owner, opts.repo),
+    clock: opts.clock,
+    pacing: opts.pacing,
+  });
+}
