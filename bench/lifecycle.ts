@@ -1,7 +1,7 @@
 // One task's whole life on the offline GitHub: label -> queued -> dispatched -> the local worker runs
 // the REAL Claude CLI against the scripted Anthropic server -> PR -> maintainer merges -> done.
 // Counts every REST request Fleet (app + worker, both `fleet[bot]`) sends, and state-branch commits.
-// Run alone: npx tsx bench/lifecycle.ts
+// Run alone: npx tsx bench/lifecycle.ts (BENCH_TRACE=1 prints every request Fleet sent, in order)
 import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -106,7 +106,8 @@ export async function runLifecycle(): Promise<LifecycleResult> {
     const fleet = h.gh.requests.entries.filter(
       (e) => e.seq > mark && (e.actor === h.gh.botLogin || e.actor === "app"),
     );
-    if (process.env.BENCH_TRACE) for (const e of fleet) console.error(`${e.actor} ${e.method} ${e.path} ${e.status}`);
+    if (process.env.BENCH_TRACE)
+      for (const e of fleet) console.error(`${e.actor} ${e.method} ${e.path} ${e.status}`);
     const byRoute: Record<string, number> = {};
     for (const e of fleet) byRoute[e.route] = (byRoute[e.route] ?? 0) + 1;
     return {
