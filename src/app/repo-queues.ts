@@ -13,12 +13,14 @@ import { createRepoQueue, type RepoQueue } from "../queue/repo-queue.ts";
 import { createTracker, type Tracker } from "../queue/tracker.ts";
 import { tasksOf } from "../queue/transitions.ts";
 import type { FleetStateDoc } from "../state/doc.ts";
-import { createRepoStateStore, type RepoStateStore } from "../state/repo-store.ts";
+import { createRepoStateStore, type RepoStateStore, type StateTransport } from "../state/repo-store.ts";
 import type { StateStore } from "../state/store.ts";
 import { coalescingStore } from "../state/write-queue.ts";
 
 export interface RepoQueueFactoryOptions {
   clock?: () => Date;
+  /** How the state branch is read and written; default `$FLEET_STATE_TRANSPORT`, else git (see repo-store.ts). */
+  stateTransport?: StateTransport;
   trackerIntervalMs?: number;
   /** Builds the dispatcher for a repository's dispatch mode; by default Actions for `actions`, else local. */
   dispatcherFor?: (
@@ -57,7 +59,14 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
       h = (async () => {
         const octokit = (await app.auth(installationId)) as unknown as GitHubClient;
         // No pacing: this process's writes already go through one write queue (coalescingStore below).
-        const store = createRepoStateStore({ octokit, owner, repo, clock: options.clock, pacing: 0 });
+        const store = createRepoStateStore({
+          octokit,
+          owner,
+          repo,
+          transport: options.stateTransport,
+          clock: options.clock,
+          pacing: 0,
+        });
         const tracker = createTracker({
           octokit,
           repo: { owner, repo },

@@ -17,9 +17,11 @@ const FLEET_YML =
   "dispatch: local\nmax_concurrent: 1\nplan_phase: false\nretries: { max: 0 }\ntimeouts: { run_minutes: 2, stall_minutes: 1 }\n";
 
 // What GitHub answers a push to a protected branch, from a pre-receive hook in the emulator's bare repository.
+// Task branches are protected; Fleet's state branch is not (Fleet could not record anything otherwise).
 const PROTECT_FLEET_BRANCHES = `#!/bin/sh
 while read old new ref; do
   case "$ref" in
+    refs/heads/fleet/state) ;;
     refs/heads/fleet/*) echo "error: GH006: Protected branch update failed for $ref." >&2; exit 1 ;;
   esac
 done
