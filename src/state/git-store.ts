@@ -50,6 +50,8 @@ export interface GitStoreStats {
   fetches: number;
   pushes: number;
   conflicts: number;
+  /** Fetches and pushes run again after a transient failure (5xx, 429, a dropped connection). */
+  transientRetries: number;
 }
 
 export interface GitStateStore extends StateStore {
@@ -69,6 +71,8 @@ export class StateGitError extends Error {
     readonly detail: string,
     /** The HTTP status the server answered (401, 403, 404, ...) when git reported one. */
     readonly status?: number,
+    /** A 5xx, a rate limit or a dropped connection: worth trying again (the store already did, several times). */
+    readonly transient = false,
   ) {
     super(`Fleet state at ${where}: git ${operation} failed: ${detail}`);
   }
@@ -95,6 +99,24 @@ const TRAILER = /\n\nFleet-Write: [0-9a-f-]+\s*$/;
 const LOST_RACE =
   /stale info|fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|already exists/i;
 const GC_EVERY = 500;
+/** Tries of one fetch or push when it keeps failing transiently; the waits between them add up to 31 s at most. */
+export const GIT_NETWORK_ATTEMPTS = 6;
+const NETWORK_BACKOFF = { baseMs: 1_000, capMs: 16_000 };
+// Rate limits ask for a pause: git does not show Retry-After, so wait at least this long.
+const RATE_LIMIT_FLOOR_MS = 1_000;
+// How far back to look for our commit when a push's answer was lost and the branch moved on since.
+const LANDED_DEPTH = 64;
+const HTTP_STATUS = /(?:returned error:|RPC failed; HTTP) (\d{3})/;
+const CONNECTION_LOST =
+  /Could not resolve host|Failed to connect|Connection reset|Connection refused|Connection timed out|Operation timed out|timed out after|Empty reply from server|RPC failed|early EOF|unexpected disconnect/i;
+
+/** Whether git's stderr shows a failure worth retrying: a 5xx, a rate limit (429, 403 saying so), a lost connection. */
+export function isTransientGitFailure(stderr: string): boolean {
+  const status = Number(HTTP_STATUS.exec(stderr)?.[1] ?? 0);
+  if (status) return status >= 500 || status === 429 || (status === 403 && /rate limit/i.test(stderr));
+  if (/could not read Username|Authentication failed|denied to|Permission to/i.test(stderr)) return false;
+  return CONNECTION_LOST.test(stderr);
+}
 
 /** The environment of every git command: no user or system config, no prompts, nothing inherited from a hook. */
 function baseEnv(): Record<string, string> {
@@ -138,7 +160,7 @@ export function createGitStateStore(opts: GitStateStoreOptions): GitStateStore {
   })();
 
   let cache: Cache | undefined;
-  let stats: GitStoreStats = { fetches: 0, pushes: 0, conflicts: 0 };
+  let stats: GitStoreStats = { fetches: 0, pushes: 0, conflicts: 0, transientRetries: 0 };
   let lastWrite = { endedAt: Number.NEGATIVE_INFINITY, tookMs: 0 };
   let initialized = false;
   let commitsSinceGc = 0;
@@ -208,7 +230,7 @@ export function createGitStateStore(opts: GitStateStoreOptions): GitStateStore {
       stderr: scrub(String(r.stderr)),
       fail: (stderr: string): StateGitError => {
         const e = explain(stderr);
-        return new StateGitError(where, operation, e.detail, e.status);
+        return new StateGitError(where, operation, e.detail, e.status, isTransientGitFailure(stderr));
       },
     };
   }
@@ -240,8 +262,33 @@ export function createGitStateStore(opts: GitStateStoreOptions): GitStateStore {
     return { status: other ? Number(other[1]) : undefined, detail: `${shownUrl}: ${last}` };
   }
 
+  /** Waits before try `attempt + 1` of an operation that failed transiently with `error`. */
+  async function pause(error: StateGitError, attempt: number): Promise<void> {
+    stats.transientRetries++;
+    const delay = backoffDelay(attempt - 1, random, NETWORK_BACKOFF.baseMs, NETWORK_BACKOFF.capMs);
+    // A transient 403 is a rate limit.
+    const rateLimited = error.status === 429 || error.status === 403;
+    await sleep(rateLimited ? Math.max(RATE_LIMIT_FLOOR_MS, delay) : delay);
+  }
+
+  /** `fn` again after transient failures, with backoff, up to GIT_NETWORK_ATTEMPTS tries; anything else throws at once. */
+  async function retrying<T>(fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn();
+      } catch (error) {
+        if (!(error instanceof StateGitError) || !error.transient || attempt >= GIT_NETWORK_ATTEMPTS)
+          throw error;
+        await pause(error, attempt);
+      }
+    }
+  }
+
+  /** The branch head, fetched with retries on transient failures. */
+  const fetchHead = (depth: number): Promise<string> => retrying(() => fetchHeadOnce(depth));
+
   /** Moves the local copy of the branch to what the server has; "" when the branch does not exist. */
-  async function fetchHead(depth: number): Promise<string> {
+  async function fetchHeadOnce(depth: number): Promise<string> {
     stats.fetches++;
     const r = await remote("fetch", [
       "fetch",
@@ -347,8 +394,50 @@ export function createGitStateStore(opts: GitStateStoreOptions): GitStateStore {
 
   type PushOutcome = "ok" | "conflict";
 
-  /** Pushes `sha` only if the branch still points at `expected` ("" = must not exist): the CAS. */
+  /**
+   * Where a commit of ours whose push may have landed without us hearing so stands: on the branch (at
+   * its head, or under commits other writers added since), not on it with the branch still at
+   * `expected`, or not on it with the branch moved. Fetches the branch.
+   */
+  async function whereIs(sha: string, expected: string): Promise<"landed" | "unchanged" | "moved"> {
+    const head = await fetchHead(1);
+    if (head === sha) return "landed";
+    if (head === expected) return "unchanged";
+    if (head === "") return "moved";
+    const deep = await fetchHead(LANDED_DEPTH);
+    const r = await git(["rev-list", `--max-count=${LANDED_DEPTH}`, deep]);
+    return r.exitCode === 0 && String(r.stdout).split("\n").includes(sha) ? "landed" : "moved";
+  }
+
+  /**
+   * The CAS push, tried again after transient failures with the same commit and the same lease, so a
+   * change is never applied twice: after each failure, and before calling a retried push's rejection a
+   * conflict, the branch is read, and our commit on it counts as written.
+   */
   async function push(sha: string, expected: string): Promise<PushOutcome> {
+    for (let attempt = 1; ; attempt++) {
+      let failure: StateGitError;
+      try {
+        const outcome = await pushOnce(sha, expected);
+        // An earlier try may have landed after all and been built on since: then the lease fails.
+        if (outcome === "conflict" && attempt > 1 && (await whereIs(sha, expected)) === "landed") return "ok";
+        return outcome;
+      } catch (error) {
+        if (!(error instanceof StateGitError)) throw error;
+        failure = error;
+      }
+      // The connection may have failed after the server took the push.
+      const now = await whereIs(sha, expected).catch(() => undefined);
+      if (now === "landed") return "ok";
+      if (!now || !failure.transient || attempt >= GIT_NETWORK_ATTEMPTS) throw failure;
+      // Another writer moved the branch and ours is not on it: a lost race, re-applied on fresh state.
+      if (now === "moved") return "conflict";
+      await pause(failure, attempt);
+    }
+  }
+
+  /** Pushes `sha` only if the branch still points at `expected` ("" = must not exist): the CAS. */
+  async function pushOnce(sha: string, expected: string): Promise<PushOutcome> {
     stats.pushes++;
     const r = await remote("push", [
       "push",
@@ -413,15 +502,7 @@ export function createGitStateStore(opts: GitStateStoreOptions): GitStateStore {
         ...(beadsChanged || orphan ? { beads: beadsText } : {}),
       };
       const made = await makeCommit(c, files, out.message);
-      let outcome: PushOutcome;
-      try {
-        outcome = await push(made.sha, c.commit);
-      } catch (error) {
-        // The connection may have failed after the server took the push: if the branch holds our commit, it landed.
-        const landed = error instanceof StateGitError && (await fetchHead(1).catch(() => "")) === made.sha;
-        if (!landed) throw error;
-        outcome = "ok";
-      }
+      const outcome = await push(made.sha, c.commit);
       const ended = performance.now();
       lastWrite = { endedAt: ended, tookMs: ended - started };
       if (outcome === "ok") {
@@ -470,7 +551,7 @@ export function createGitStateStore(opts: GitStateStoreOptions): GitStateStore {
       }),
     stats: () => ({ ...stats }),
     resetStats() {
-      stats = { fetches: 0, pushes: 0, conflicts: 0 };
+      stats = { fetches: 0, pushes: 0, conflicts: 0, transientRetries: 0 };
     },
     dropCache() {
       cache = undefined;

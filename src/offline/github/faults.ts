@@ -1,5 +1,8 @@
 export interface FaultSpec {
-  /** A route template ("/repos/{owner}/{repo}/issues") or "METHOD /template"; "*" matches all. */
+  /**
+   * A route template ("/repos/{owner}/{repo}/issues") or "METHOD /template"; "*" matches every REST
+   * route. Git smart-HTTP routes (`GIT_ROUTES` in git-http.ts) match only when named.
+   */
   route: string;
   status?: number;
   retryAfter?: number;
@@ -26,10 +29,11 @@ export class Faults {
     this.list = [];
   }
 
-  /** The fault to apply to this request, counted as used. */
-  take(method: string, template: string): FaultSpec | undefined {
+  /** The fault to apply to this request, counted as used; `wildcard: false` ignores "*" faults. */
+  take(method: string, template: string, o: { wildcard?: boolean } = {}): FaultSpec | undefined {
     for (const f of this.list) {
       if (f.times !== undefined && f.used >= f.times) continue;
+      if (f.route === "*" && o.wildcard === false) continue;
       if (!matches(f.route, method, template)) continue;
       f.used += 1;
       return f;

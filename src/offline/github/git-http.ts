@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import type { Auth } from "./auth.ts";
+import type { Faults } from "./faults.ts";
 import { HttpError } from "./http-error.ts";
 import { type Actor, atLeast, type EmulatorState, type Repo } from "./state.ts";
 
@@ -45,6 +46,12 @@ export class GitRequestLog {
   }
 }
 
+/** Fault route names of the git smart-HTTP endpoints, for `faults.inject({ route })`. */
+export const GIT_INFO_REFS_ROUTE = "GET /{owner}/{repo}.git/info/refs";
+export const GIT_UPLOAD_PACK_ROUTE = "POST /{owner}/{repo}.git/git-upload-pack";
+export const GIT_RECEIVE_PACK_ROUTE = "POST /{owner}/{repo}.git/git-receive-pack";
+export const GIT_ROUTES = [GIT_INFO_REFS_ROUTE, GIT_UPLOAD_PACK_ROUTE, GIT_RECEIVE_PACK_ROUTE] as const;
+
 const GIT_PATH = /^\/([^/]+)\/([^/]+?)\.git\/(info\/refs|git-upload-pack|git-receive-pack)$/;
 
 /** The git smart-HTTP endpoint a path names, if it names one. */
@@ -58,6 +65,8 @@ export interface GitHttpDeps {
   auth: Auth;
   dataDir: string;
   log: GitRequestLog;
+  /** The REST pipeline's faults; git routes take only the faults that name them. */
+  faults?: Faults;
   /** Ref updates a push made ("<before> <after> <ref>" lines), reported before the push's response ends. */
   onPush: (repo: Repo, lines: string, login: string) => Promise<void>;
 }
@@ -148,6 +157,20 @@ export function createGitHttpHandler(d: GitHttpDeps) {
       return fail(err.status, err.message, err.headers);
     }
     actorName = actorLogin(actor);
+
+    const fault = d.faults?.take(method, `/{owner}/{repo}.git/${target.op}`, { wildcard: false });
+    if (fault?.latencyMs) await new Promise((r) => setTimeout(r, fault.latencyMs));
+    if (fault?.status) {
+      const limited = fault.status === 403 || fault.status === 429;
+      const message = limited
+        ? "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
+        : fault.status >= 500
+          ? "Server Error"
+          : "Injected fault";
+      const headers: Record<string, string> =
+        fault.retryAfter !== undefined ? { "retry-after": String(fault.retryAfter) } : {};
+      return fail(fault.status, message, headers);
+    }
 
     // The CGI sees a clean environment: no GIT_* variable of the emulator's own process leaks in.
     const env: Record<string, string> = {};

@@ -30,6 +30,12 @@ import { World } from "./world.ts";
 
 export type { FaultSpec } from "./faults.ts";
 export type { GitRequest } from "./git-http.ts";
+export {
+  GIT_INFO_REFS_ROUTE,
+  GIT_RECEIVE_PACK_ROUTE,
+  GIT_ROUTES,
+  GIT_UPLOAD_PACK_ROUTE,
+} from "./git-http.ts";
 export type { LoggedRequest } from "./request-log.ts";
 export type { Permission, WorkflowRun } from "./state.ts";
 
@@ -246,7 +252,14 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions = {}): Pro
   });
 
   const gitLog = new GitRequestLog();
-  const gitHttp = createGitHttpHandler({ state, auth, dataDir, log: gitLog, onPush: reportPush });
+  const gitHttp = createGitHttpHandler({
+    state,
+    auth,
+    dataDir,
+    log: gitLog,
+    faults,
+    onPush: reportPush,
+  });
 
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://emulator.invalid");
