@@ -2,6 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createNodeMiddleware, createProbot, ProbotOctokit } from "probot";
 import { knownCoders } from "../agents/index.ts";
+import { stateTransportFrom } from "../state/repo-store.ts";
 import { createFleetApp, type FleetAppOptions } from "./index.ts";
 import type { RepoQueues } from "./repo-queues.ts";
 
@@ -56,6 +57,8 @@ export async function startFleetServer(options: FleetServerOptions): Promise<Fle
   let queues: RepoQueues | undefined;
   const appFn = createFleetApp({
     ...options,
+    // A bad FLEET_STATE_TRANSPORT stops the start-up with the valid values, not every later event.
+    stateTransport: options.stateTransport ?? stateTransportFrom(),
     onReady: (q) => {
       queues = q;
       options.onReady?.(q);
