@@ -28,6 +28,8 @@ export interface BurstResult {
   stateCommits: number;
   restPerTask: number;
   contentCreatingPerTask: number;
+  /** Git smart-HTTP requests per task (the state branch's fetches and pushes): not REST. */
+  gitPerTask: number;
   trackingComments: number;
   byRoute: Record<string, number>;
 }
@@ -75,6 +77,7 @@ export async function runBurst(
     }
     const labeled = gh.deliveries().filter((d) => d.event === "issues" && d.action === "labeled");
     const mark = gh.requests.mark();
+    const gitMark = gh.gitRequests.mark();
     const latencies: number[] = [];
     let stillProcessing = 0;
     let failed = 0;
@@ -136,6 +139,7 @@ export async function runBurst(
       stateCommits: history.commits,
       restPerTask: round(counts.total / issues),
       contentCreatingPerTask: round(counts.contentCreating / issues),
+      gitPerTask: round(gh.gitRequests.counts({ since: gitMark }).total / issues),
       trackingComments: tracking,
       byRoute: counts.byRoute,
     };

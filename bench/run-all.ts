@@ -1,8 +1,9 @@
 // `npm run bench`: every benchmark in one run (< 10 min on 2 cores), one JSON object in
 // bench/results/latest.json, a table on stdout and bench/results/README-table.md for the README.
 // The existing scripts (scheduler, beads, cas) run as child processes and are read from their JSON.
-// cas runs in its `--server=fake` mode (4 writers x 200 on the in-memory git GitHub); the emulator mode
-// takes ~12 minutes, its last figures are in bench/results/cas.json and are reported beside it.
+// cas runs twice: `--server=fake` (REST transport, 4 writers x 200 on the in-memory git GitHub) and
+// `--transport=git` (4 x 200 over git smart HTTP on the emulator, the app's default). The REST transport on
+// the emulator takes ~9 minutes; its last figures are in bench/results/cas.json and are reported beside.
 import { execFile } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
 import { cpus, loadavg } from "node:os";
@@ -36,6 +37,10 @@ await timed("cas (fake server)", () =>
   run(tsx, [join(here, "cas.ts"), "--server=fake"], { maxBuffer: 64 << 20 }),
 );
 const casFake = (await json("cas-fake.json")).github;
+await timed("cas (git transport, emulator)", () =>
+  run(tsx, [join(here, "cas.ts"), "--transport=git", "--transitions=200"], { maxBuffer: 64 << 20 }),
+);
+const casGit = (await json("cas-git.json")).github;
 const casEmu = (await json("cas.json")).github;
 const memory = await timed("memory", () => runMemory());
 const worker = await timed("worker", () => runWorkerBench());
@@ -71,7 +76,11 @@ const latest = {
   },
   burst,
   lifecycle,
-  cas: { ...casRow(casFake), emulatorLastRun: casRow(casEmu) },
+  cas: {
+    ...casRow(casFake),
+    emulatorLastRun: casRow(casEmu),
+    git: { ...casRow(casGit), gitRequestsPerTransition: casGit.gitRequestsPerTransition },
+  },
   worker,
   memory,
   elapsedSeconds: Math.round((Date.now() - started) / 1000),
@@ -107,13 +116,13 @@ const rows: Array<[string, string, string, string]> = [
   ["burst handler latency", `p50 ${burst.handlerP50Ms} ms, p99 ${burst.handlerP99Ms} ms`, "(figure)", ""],
   [
     "burst REST / content-creating per task (enqueue only)",
-    `${burst.restPerTask} / ${burst.contentCreatingPerTask}`,
+    `${burst.restPerTask} / ${burst.contentCreatingPerTask} (and ${burst.gitPerTask} git requests)`,
     "≤ 12 / ≤ 3",
     ok(burst.restPerTask <= 12 && burst.contentCreatingPerTask <= 3),
   ],
   [
     "one task label → merged (real Claude CLI)",
-    `${lifecycle.restCalls} REST (${lifecycle.reads} reads), ${lifecycle.contentCreating} content-creating, ${lifecycle.stateWrites} state commits`,
+    `${lifecycle.restCalls} REST (${lifecycle.reads} reads; and ${lifecycle.tokenMints} hourly token mints), ${lifecycle.contentCreating} content-creating, ${lifecycle.stateWrites} state commits over ${lifecycle.gitRequests.total} git requests`,
     "≤ 12 REST, ≤ 3 content-creating",
     ok(lifecycle.restCalls <= 12 && lifecycle.contentCreating <= 3),
   ],
@@ -128,10 +137,16 @@ const rows: Array<[string, string, string, string]> = [
     ),
   ],
   [
-    `cas ${casEmu.writers}×${casEmu.transitionsPerWriter} (emulator, last run ${(await json("cas.json")).date.slice(0, 10)})`,
+    `cas ${casEmu.writers}×${casEmu.transitionsPerWriter} (emulator, REST transport, last run ${(await json("cas.json")).date.slice(0, 10)})`,
     `${casEmu.lostUpdates} lost, ${casEmu.slotsOverGranted} over-granted, ${casEmu.requestsPerTransition} req/transition`,
     "0 / 0 / ≤ 3",
     ok(casEmu.lostUpdates === 0 && casEmu.slotsOverGranted === 0 && casEmu.requestsPerTransition <= 3),
+  ],
+  [
+    `cas ${casGit.writers}×${casGit.transitionsPerWriter} (emulator, git transport: the default)`,
+    `${casGit.lostUpdates} lost, ${casGit.slotsOverGranted} over-granted, ${casGit.requestsPerTransition} REST req/transition (${casGit.gitRequestsPerTransition} git)`,
+    "0 / 0 / ≤ 3",
+    ok(casGit.lostUpdates === 0 && casGit.slotsOverGranted === 0 && casGit.requestsPerTransition <= 3),
   ],
   [
     `dispatch → spawn, ${worker.repoFiles}-file repo`,

@@ -52813,6 +52813,7 @@ function newTask(input2) {
   };
   if (input2.requestedBy !== void 0) task.requestedBy = input2.requestedBy;
   if (input2.files && input2.files.length > 0) task.files = [...new Set(input2.files)];
+  if (input2.epic !== void 0) task.epic = input2.epic;
   return task;
 }
 
@@ -61443,17 +61444,19 @@ Fleet-Write: ${(0, import_node_crypto3.randomUUID)()}`,
 
 // src/state/git-store.ts
 var StateGitError = class extends Error {
-  constructor(where, operation, detail, status) {
+  constructor(where, operation, detail, status, transient = false) {
     super(`Fleet state at ${where}: git ${operation} failed: ${detail}`);
     this.where = where;
     this.operation = operation;
     this.detail = detail;
     this.status = status;
+    this.transient = transient;
   }
   where;
   operation;
   detail;
   status;
+  transient;
   name = "StateGitError";
 };
 var REMOTE_REF = "refs/fleet/remote-state";
@@ -61461,6 +61464,18 @@ var IDENTITY = { name: "Fleet", email: "fleet@users.noreply.github.com" };
 var TRAILER = /\n\nFleet-Write: [0-9a-f-]+\s*$/;
 var LOST_RACE = /stale info|fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|already exists/i;
 var GC_EVERY = 500;
+var GIT_NETWORK_ATTEMPTS = 6;
+var NETWORK_BACKOFF = { baseMs: 1e3, capMs: 16e3 };
+var RATE_LIMIT_FLOOR_MS = 1e3;
+var LANDED_DEPTH = 64;
+var HTTP_STATUS = /(?:returned error:|RPC failed; HTTP) (\d{3})/;
+var CONNECTION_LOST = /Could not resolve host|Failed to connect|Connection reset|Connection refused|Connection timed out|Operation timed out|timed out after|Empty reply from server|RPC failed|early EOF|unexpected disconnect/i;
+function isTransientGitFailure(stderr) {
+  const status = Number(HTTP_STATUS.exec(stderr)?.[1] ?? 0);
+  if (status) return status >= 500 || status === 429 || status === 403 && /rate limit/i.test(stderr);
+  if (/could not read Username|Authentication failed|denied to|Permission to/i.test(stderr)) return false;
+  return CONNECTION_LOST.test(stderr);
+}
 function baseEnv() {
   const env = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== void 0 && !k.startsWith("GIT_")) env[k] = v;
@@ -61495,7 +61510,7 @@ function createGitStateStore(opts) {
     }
   })();
   let cache;
-  let stats = { fetches: 0, pushes: 0, conflicts: 0 };
+  let stats = { fetches: 0, pushes: 0, conflicts: 0, transientRetries: 0 };
   let lastWrite = { endedAt: Number.NEGATIVE_INFINITY, tookMs: 0 };
   let initialized = false;
   let commitsSinceGc = 0;
@@ -61553,7 +61568,7 @@ function createGitStateStore(opts) {
       stderr: scrub(String(r.stderr)),
       fail: (stderr) => {
         const e = explain(stderr);
-        return new StateGitError(where, operation, e.detail, e.status);
+        return new StateGitError(where, operation, e.detail, e.status, isTransientGitFailure(stderr));
       }
     };
   }
@@ -61577,7 +61592,25 @@ function createGitStateStore(opts) {
     const other = /returned error: (\d{3})/.exec(stderr);
     return { status: other ? Number(other[1]) : void 0, detail: `${shownUrl}: ${last}` };
   }
-  async function fetchHead(depth) {
+  async function pause(error64, attempt) {
+    stats.transientRetries++;
+    const delay = backoffDelay(attempt - 1, random, NETWORK_BACKOFF.baseMs, NETWORK_BACKOFF.capMs);
+    const rateLimited = error64.status === 429 || error64.status === 403;
+    await sleep(rateLimited ? Math.max(RATE_LIMIT_FLOOR_MS, delay) : delay);
+  }
+  async function retrying(fn) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn();
+      } catch (error64) {
+        if (!(error64 instanceof StateGitError) || !error64.transient || attempt >= GIT_NETWORK_ATTEMPTS)
+          throw error64;
+        await pause(error64, attempt);
+      }
+    }
+  }
+  const fetchHead = (depth) => retrying(() => fetchHeadOnce(depth));
+  async function fetchHeadOnce(depth) {
     stats.fetches++;
     const r = await remote("fetch", [
       "fetch",
@@ -61674,7 +61707,34 @@ Fleet-Write: ${(0, import_node_crypto4.randomUUID)()}
     });
     return { sha, shas };
   }
+  async function whereIs(sha, expected) {
+    const head = await fetchHead(1);
+    if (head === sha) return "landed";
+    if (head === expected) return "unchanged";
+    if (head === "") return "moved";
+    const deep = await fetchHead(LANDED_DEPTH);
+    const r = await git2(["rev-list", `--max-count=${LANDED_DEPTH}`, deep]);
+    return r.exitCode === 0 && String(r.stdout).split("\n").includes(sha) ? "landed" : "moved";
+  }
   async function push(sha, expected) {
+    for (let attempt = 1; ; attempt++) {
+      let failure2;
+      try {
+        const outcome = await pushOnce(sha, expected);
+        if (outcome === "conflict" && attempt > 1 && await whereIs(sha, expected) === "landed") return "ok";
+        return outcome;
+      } catch (error64) {
+        if (!(error64 instanceof StateGitError)) throw error64;
+        failure2 = error64;
+      }
+      const now = await whereIs(sha, expected).catch(() => void 0);
+      if (now === "landed") return "ok";
+      if (!now || !failure2.transient || attempt >= GIT_NETWORK_ATTEMPTS) throw failure2;
+      if (now === "moved") return "conflict";
+      await pause(failure2, attempt);
+    }
+  }
+  async function pushOnce(sha, expected) {
     stats.pushes++;
     const r = await remote("push", [
       "push",
@@ -61733,14 +61793,7 @@ Fleet-Write: ${(0, import_node_crypto4.randomUUID)()}
         ...beadsChanged || orphan ? { beads: beadsText } : {}
       };
       const made = await makeCommit(c3, files, out.message);
-      let outcome;
-      try {
-        outcome = await push(made.sha, c3.commit);
-      } catch (error64) {
-        const landed = error64 instanceof StateGitError && await fetchHead(1).catch(() => "") === made.sha;
-        if (!landed) throw error64;
-        outcome = "ok";
-      }
+      const outcome = await push(made.sha, c3.commit);
       const ended = performance.now();
       lastWrite = { endedAt: ended, tookMs: ended - started };
       if (outcome === "ok") {
@@ -61782,7 +61835,7 @@ Fleet-Write: ${(0, import_node_crypto4.randomUUID)()}
     }),
     stats: () => ({ ...stats }),
     resetStats() {
-      stats = { fetches: 0, pushes: 0, conflicts: 0 };
+      stats = { fetches: 0, pushes: 0, conflicts: 0, transientRetries: 0 };
     },
     dropCache() {
       cache = void 0;
@@ -64325,7 +64378,8 @@ async function applySplitPlan(epic, raw, deps) {
       coder,
       model: task.model ?? deps.config.coders[coder]?.model ?? "default",
       priority: task.priority ?? DEFAULT_PRIORITY,
-      dependsOn: task.dependsOn.map((k) => issues.get(k))
+      dependsOn: task.dependsOn.map((k) => issues.get(k)),
+      epic
     });
   }
   await upsertMarkedComment(

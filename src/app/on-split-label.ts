@@ -1,6 +1,5 @@
 import type { Context } from "probot";
 import { parseFleetLabel, taskRequestFromLabels } from "../core/labels.ts";
-import { epicOfBody } from "../split/render.ts";
 import { allowedOrExplain, configOrExplain } from "./guard.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import type { HandlerDeps } from "./on-issue-labeled.ts";
@@ -51,8 +50,8 @@ export async function onSubTaskMerged(
   const task = taskForPullRequest(doc, { number: pr.number, head: pr.head.ref });
   if (!task) return;
   const repo = context.repo();
-  const { data: sub } = await context.octokit.rest.issues.get({ ...repo, issue_number: task.issue });
-  const epic = epicOfBody(sub.body);
+  // Recorded when Fleet queued the sub-issue: no issue read for every other merged task.
+  const epic = task.epic;
   if (epic === undefined) return;
   const subs = (await context.octokit.paginate("GET /repos/{owner}/{repo}/issues/{issue_number}/sub_issues", {
     ...repo,

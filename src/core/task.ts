@@ -87,6 +87,8 @@ export interface Task {
    * (see `filesNamedIn`); with `serialize_overlapping`, two tasks sharing a file do not run together.
    */
   files?: string[];
+  /** The epic this task's issue is a sub-issue of, when Fleet split it off (the epic closes with its last). */
+  epic?: number;
   /** The next run rebases the task's open PR onto its base instead of working on the issue. */
   rebase?: RebaseRequest;
   /** Every finished run with its cost, oldest first (the token report has a row per run). */
@@ -149,6 +151,7 @@ export interface NewTaskInput {
   dependsOn?: number[];
   requestedBy?: string;
   files?: string[];
+  epic?: number;
 }
 
 /** A fresh task, queued at `now`. */
@@ -170,5 +173,6 @@ export function newTask(input: NewTaskInput): Task {
   };
   if (input.requestedBy !== undefined) task.requestedBy = input.requestedBy;
   if (input.files && input.files.length > 0) task.files = [...new Set(input.files)];
+  if (input.epic !== undefined) task.epic = input.epic;
   return task;
 }

@@ -190,6 +190,7 @@ export function createRepoQueue(deps: RepoQueueDeps) {
       dependsOn: number[];
       requestedBy: string;
       files?: string[];
+      epic?: number;
       /**
        * When the label asking for the task was added: a task of the issue for the same coder and
        * model created since then already answers it (a repeated or late delivery, a second replica),

@@ -77,6 +77,8 @@ export interface EnqueueInput {
   idPrefix?: string;
   /** Files the issue names (for `serialize_overlapping`). */
   files?: string[];
+  /** The epic the issue was split from. */
+  epic?: number;
 }
 
 /**

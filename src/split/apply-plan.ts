@@ -12,6 +12,8 @@ export interface SubTaskToQueue {
   model: string;
   priority: Priority;
   dependsOn: number[];
+  /** The epic: the sub-issue's task remembers it, so its merge can close the epic without reading the issue. */
+  epic: number;
 }
 
 export interface ApplyPlanDeps {
@@ -78,6 +80,7 @@ export async function applySplitPlan(
       model: task.model ?? deps.config.coders[coder]?.model ?? "default",
       priority: (task.priority ?? DEFAULT_PRIORITY) as Priority,
       dependsOn: task.dependsOn.map((k) => issues.get(k)!),
+      epic,
     });
   }
   await upsertMarkedComment(

@@ -5,14 +5,8 @@ import { renderPlanMermaid } from "./plan.ts";
 
 export const splitPlanMarker = (epic: number): string => `<!-- fleet:split-plan ${epic} -->`;
 
-/** The line a sub-issue carries so its epic can be found again (and closed when all are done). */
+/** The line a sub-issue carries, for people: it names the epic (the task records it too, as `epic`). */
 export const partOfLine = (epic: number): string => `Part of #${epic} (split by Fleet).`;
-const PART_OF = /^Part of #(\d+) \(split by Fleet\)\.$/m;
-
-export function epicOfBody(body: string | null | undefined): number | undefined {
-  const m = PART_OF.exec(body ?? "");
-  return m ? Number(m[1]) : undefined;
-}
 
 export function renderSubIssueBody(
   body: string,

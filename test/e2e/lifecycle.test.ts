@@ -222,6 +222,49 @@ describe("invalid configuration", () => {
   });
 });
 
+describe("configuration between events", () => {
+  it("is read once for many events, and a fix pushed to the default branch applies to the next label", async () => {
+    const h = await startHarness({ files: { ".github/fleet.yml": "dispatch: cloud\n" } });
+    const CONFIG_READS = "GET /repos/{owner}/{repo}/contents/{path}";
+    try {
+      const mark = h.gh.requests.mark();
+      const first = await h.newIssue("One");
+      const second = await h.newIssue("Two");
+      await h.label(first, "fleet:claude");
+      await h.label(second, "fleet:claude");
+      await h.settle();
+      for (const n of [first, second])
+        expect(h.botComments(n).some((c) => c.body.includes("fleet.yml"))).toBe(true);
+      const byApp = h.gh.requests.entries.filter((e) => e.seq > mark && e.actor === h.gh.botLogin);
+      expect(byApp.filter((e) => e.route === CONFIG_READS)).toHaveLength(1);
+
+      // Fixing the file is a push to the default branch: the cached (invalid) config is dropped.
+      const { data: current } = await h.mona.rest.repos.getContent({
+        owner: h.owner,
+        repo: h.name,
+        path: ".github/fleet.yml",
+      });
+      await h.mona.rest.repos.createOrUpdateFileContents({
+        owner: h.owner,
+        repo: h.name,
+        path: ".github/fleet.yml",
+        message: "fleet: dispatch locally",
+        content: Buffer.from("dispatch: local\n").toString("base64"),
+        sha: (current as { sha: string }).sha,
+      });
+      await h.settle();
+      const third = await h.newIssue("Three");
+      await h.label(third, "fleet:claude");
+      await h.settle();
+      const task = (await h.tasks()).find((t) => t.issue === third);
+      expect(task?.state).toBe("dispatched");
+      expect(h.botComments(third).some((c) => c.body.includes("fleet.yml"))).toBe(false);
+    } finally {
+      await h.stop();
+    }
+  });
+});
+
 describe("per-user daily task limit", () => {
   it("holds a flood of labels from one person at the door, with the reason on the issue", async () => {
     const h = await startHarness({

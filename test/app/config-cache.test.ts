@@ -1,0 +1,44 @@
+import { describe, expect, it } from "vitest";
+import { createConfigCache } from "../../src/app/config-cache.ts";
+import type { ConfigLoad } from "../../src/app/load-config.ts";
+import { defaultFleetConfig } from "../../src/core/config.ts";
+
+describe("createConfigCache", () => {
+  const ok = (max: number): ConfigLoad => ({
+    ok: true,
+    config: { ...defaultFleetConfig(), max_concurrent: max },
+  });
+
+  it("keeps a repository's config until forgotten or out of time, per repository, case-insensitively", async () => {
+    let t = 0;
+    const cache = createConfigCache({ ttlMs: 1000, now: () => t });
+    let reads = 0;
+    const load = (max: number) => async () => {
+      reads++;
+      return ok(max);
+    };
+    expect(await cache.get("Octo/Widgets", load(1))).toEqual(ok(1));
+    expect(await cache.get("octo/widgets", load(2))).toEqual(ok(1));
+    expect(await cache.get("octo/other", load(3))).toEqual(ok(3));
+    expect(reads).toBe(2);
+    cache.forget("OCTO/widgets");
+    expect(await cache.get("octo/widgets", load(4))).toEqual(ok(4));
+    t = 1000;
+    expect(await cache.get("octo/widgets", load(5))).toEqual(ok(5));
+    expect(reads).toBe(4);
+  });
+
+  it("shares one read between concurrent callers and does not keep a failed read", async () => {
+    const cache = createConfigCache();
+    let reads = 0;
+    const failing = async (): Promise<ConfigLoad> => {
+      reads++;
+      throw new Error("GitHub answered 502");
+    };
+    const [a, b] = await Promise.allSettled([cache.get("o/r", failing), cache.get("o/r", failing)]);
+    expect(a.status).toBe("rejected");
+    expect(b.status).toBe("rejected");
+    expect(reads).toBe(1);
+    expect(await cache.get("o/r", async () => ok(7))).toEqual(ok(7));
+  });
+});
