@@ -52,11 +52,13 @@ export async function runLifecycle(): Promise<LifecycleResult> {
     name: "lifecycle",
     files: {
       ".github/fleet.yml":
-        "dispatch: local\nmax_concurrent: 1\nplan_phase: false\ntimeouts: { run_minutes: 2, stall_minutes: 1 }\n",
+        // The plan phase is on, as by default: its plan is posted before the work starts.
+        "dispatch: local\nmax_concurrent: 1\ntimeouts: { run_minutes: 2, stall_minutes: 1 }\n",
     },
   });
   const model = await startAnthropicScriptServer({
     turns: [
+      { text: "Plan: 1. Write DONE.md with one line.", usage: USAGE },
       {
         toolUses: [
           { name: "Bash", input: { command: 'echo "made by fleet" > DONE.md', description: "write file" } },

@@ -122,7 +122,7 @@ const rows: Array<[string, string, string, string]> = [
   ],
   [
     "one task label → merged (real Claude CLI)",
-    `${lifecycle.restCalls} REST (${lifecycle.reads} reads; and ${lifecycle.tokenMints} hourly token mints), ${lifecycle.contentCreating} content-creating, ${lifecycle.stateWrites} state commits over ${lifecycle.gitRequests.total} git requests`,
+    `${lifecycle.restCalls} REST (${lifecycle.reads} reads) + ${lifecycle.tokenMints} token mint${lifecycle.tokenMints === 1 ? "" : "s"} (hourly, not per task), ${lifecycle.contentCreating} content-creating, ${lifecycle.stateWrites} state commits over ${lifecycle.gitRequests.total} git requests`,
     "≤ 12 REST, ≤ 3 content-creating",
     ok(lifecycle.restCalls <= 12 && lifecycle.contentCreating <= 3),
   ],

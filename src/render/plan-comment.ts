@@ -12,14 +12,13 @@ export interface PlanCommentView {
   awaitingApproval: boolean;
 }
 
+export const AWAITING_APPROVAL_LINE = "✋ Work starts once a maintainer comments `/fleet approve`.";
+export const PLAN_POSTED_LINE =
+  "<sub>Posted before work starts; the agent follows it unless the code says otherwise.</sub>";
+
 export function renderPlanComment(v: PlanCommentView): string {
   const head = [planMarker(v.taskId), `### 🧭 Fleet's plan for task \`${v.taskId}\``, ""];
-  const tail = [
-    "",
-    v.awaitingApproval
-      ? "✋ Work starts once a maintainer comments `/fleet approve`."
-      : "<sub>Posted before work starts; the agent follows it unless the code says otherwise.</sub>",
-  ];
+  const tail = ["", v.awaitingApproval ? AWAITING_APPROVAL_LINE : PLAN_POSTED_LINE];
   const room = GITHUB_COMMENT_LIMIT - head.join("\n").length - tail.join("\n").length - 200;
   const plan = truncateMiddle(v.plan.trim() || "_The agent wrote no plan._", room);
   const lines = plan.split("\n").length;

@@ -3,7 +3,12 @@ import type { TokenUsage } from "../core/usage.ts";
 import type { GitHubClient, IssueRef } from "../github/client.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
 import { hasMarker } from "../render/markers.ts";
-import { planMarker, renderPlanComment } from "../render/plan-comment.ts";
+import {
+  AWAITING_APPROVAL_LINE,
+  PLAN_POSTED_LINE,
+  planMarker,
+  renderPlanComment,
+} from "../render/plan-comment.ts";
 import {
   GITHUB_COMMENT_LIMIT,
   type RunReportView,
@@ -11,7 +16,7 @@ import {
   runReportMarker,
   truncateMiddle,
 } from "../render/run-report.ts";
-import { renderTokenReport, type TokenReportView } from "../render/token-report.ts";
+import { renderTokenReport, type TokenReportView, tokenReportMarker } from "../render/token-report.ts";
 
 export type Redact = (text: string) => string;
 
@@ -31,18 +36,41 @@ export function createIssueReporter(
   /** The issue's comments listed at the run's start (only this run posts this task's reports since). */
   listed?: ReadonlyArray<{ id: number; body?: string | null; user?: { type?: string } | null }>,
 ) {
+  // Without a listing from the run's start, the first report lists the comments once (it must look anyway).
+  let comments = listed;
+  const listOnce = async () => {
+    comments ??= await octokit.paginate(octokit.rest.issues.listComments, { ...issue, per_page: 100 });
+    return comments;
+  };
   const known = new Map<string, number>();
+  const posted = new Map<string, string>();
   const post = async (marker: string, body: string) => {
-    const earlier = listed?.find((c) => c.user?.type === "Bot" && hasMarker(c.body, marker))?.id;
+    const all = known.has(marker) ? [] : await listOnce();
+    const earlier = all.find((c) => c.user?.type === "Bot" && hasMarker(c.body, marker))?.id;
     const r = await upsertMarkedComment(
       octokit,
       issue,
       marker,
       finalBody(body, redact),
-      known.get(marker) ?? earlier ?? (listed ? null : undefined),
+      known.get(marker) ?? earlier ?? null,
     );
     known.set(marker, r.id);
+    posted.set(marker, body);
     return r;
+  };
+  /** The plan part of the task's report comment (this run's, or an earlier run's), without any report below it. */
+  const planPart = async (): Promise<string | undefined> => {
+    const body =
+      posted.get(planMarker(taskId)) ??
+      (await listOnce()).find((c) => c.user?.type === "Bot" && hasMarker(c.body, planMarker(taskId)))?.body ??
+      undefined;
+    if (!body) return undefined;
+    const cuts = [tokenReportMarker(taskId), runReportMarker(taskId)]
+      .map((m) => body.indexOf(m))
+      .filter((i) => i >= 0);
+    const plan = body.slice(0, cuts.length ? Math.min(...cuts) : body.length).replace(/\s*(---\s*)?$/, "");
+    // The plan keeps at most half a comment, so the report below it always has room.
+    return truncateMiddle(plan.replace(AWAITING_APPROVAL_LINE, PLAN_POSTED_LINE), GITHUB_COMMENT_LIMIT / 2);
   };
   return {
     plan: (plan: string, awaitingApproval: boolean) =>
@@ -53,11 +81,13 @@ export function createIssueReporter(
      * 500 of those an hour. The log is redacted before its tail is cut, so a secret split by the cut
      * cannot slip through.
      */
-    final: (v: { tokens?: Omit<TokenReportView, "taskId">; run: Omit<RunReportView, "taskId"> }) => {
-      const tokens = v.tokens ? `${renderTokenReport({ ...v.tokens, taskId })}\n\n` : "";
+    final: async (v: { tokens?: Omit<TokenReportView, "taskId">; run: Omit<RunReportView, "taskId"> }) => {
+      const plan = await planPart();
+      const head = `${plan ? `${plan}\n\n---\n\n` : ""}${v.tokens ? `${renderTokenReport({ ...v.tokens, taskId })}\n\n` : ""}`;
       const log = v.run.log === undefined ? undefined : redact(v.run.log);
-      const run = renderRunReport({ ...v.run, taskId, log, limit: GITHUB_COMMENT_LIMIT - tokens.length });
-      return post(runReportMarker(taskId), tokens + run);
+      const run = renderRunReport({ ...v.run, taskId, log, limit: GITHUB_COMMENT_LIMIT - head.length });
+      // Below the plan when there is one: the plan's comment becomes the run's report.
+      return post(plan ? planMarker(taskId) : runReportMarker(taskId), head + run);
     },
   };
 }

@@ -390,6 +390,15 @@ describe("runTask end to end: real git, the GitHub emulator, the real Claude Cod
       { spec: { ...spec, approved: true }, again: { taskId: first.taskId, issue: first.issue } },
     );
     expect(second.outcome.outcome).toBe("pr-opened");
+    // One comment carries the plan, then the token report and the run report below it (one
+    // content-creating request for both phases), and no longer asks for an approval already given.
+    const reports = fleetComments(first.issue).filter((b) => /fleet:(plan|token-report|run-report)/.test(b));
+    expect(reports).toHaveLength(1);
+    expect(reports[0]).toContain("PLANNED.md");
+    expect(reports[0]).toContain(`fleet:token-report ${first.taskId}`);
+    expect(reports[0]).toContain(`fleet:run-report ${first.taskId}`);
+    expect(reports[0]).not.toContain("/fleet approve");
+    expect(reports[0]!.indexOf("fleet:plan")).toBeLessThan(reports[0]!.indexOf("fleet:run-report"));
     expect(second.outcome.planTotals?.usage.input).toBe(first.outcome.planTotals?.usage.input);
     const prompt = JSON.stringify(second.requests.find((q) => q.kind === "main")?.body?.messages);
     expect(prompt).toContain("1. Write PLANNED.md");
