@@ -63355,12 +63355,11 @@ function buildPrompt(p) {
 // src/render/plan-comment.ts
 var planMarker = (taskId) => `<!-- fleet:plan ${taskId} -->`;
 var COLLAPSE_LINES = 25;
+var AWAITING_APPROVAL_LINE = "✋ Work starts once a maintainer comments `/fleet approve`.";
+var PLAN_POSTED_LINE = "<sub>Posted before work starts; the agent follows it unless the code says otherwise.</sub>";
 function renderPlanComment(v) {
   const head = [planMarker(v.taskId), `### 🧭 Fleet's plan for task \`${v.taskId}\``, ""];
-  const tail = [
-    "",
-    v.awaitingApproval ? "✋ Work starts once a maintainer comments `/fleet approve`." : "<sub>Posted before work starts; the agent follows it unless the code says otherwise.</sub>"
-  ];
+  const tail = ["", v.awaitingApproval ? AWAITING_APPROVAL_LINE : PLAN_POSTED_LINE];
   const room = GITHUB_COMMENT_LIMIT - head.join("\n").length - tail.join("\n").length - 200;
   const plan = truncateMiddle(v.plan.trim() || "_The agent wrote no plan._", room);
   const lines = plan.split("\n").length;
@@ -63371,18 +63370,33 @@ function renderPlanComment(v) {
 // src/worker/reports.ts
 var finalBody = (body, redact) => truncateMiddle(redact(body), GITHUB_COMMENT_LIMIT);
 function createIssueReporter(octokit, issue3, taskId, redact, listed) {
+  let comments = listed;
+  const listOnce = async () => {
+    comments ??= await octokit.paginate(octokit.rest.issues.listComments, { ...issue3, per_page: 100 });
+    return comments;
+  };
   const known = /* @__PURE__ */ new Map();
+  const posted = /* @__PURE__ */ new Map();
   const post = async (marker, body) => {
-    const earlier = listed?.find((c3) => c3.user?.type === "Bot" && hasMarker(c3.body, marker))?.id;
+    const all = known.has(marker) ? [] : await listOnce();
+    const earlier = all.find((c3) => c3.user?.type === "Bot" && hasMarker(c3.body, marker))?.id;
     const r = await upsertMarkedComment(
       octokit,
       issue3,
       marker,
       finalBody(body, redact),
-      known.get(marker) ?? earlier ?? (listed ? null : void 0)
+      known.get(marker) ?? earlier ?? null
     );
     known.set(marker, r.id);
+    posted.set(marker, body);
     return r;
+  };
+  const planPart = async () => {
+    const body = posted.get(planMarker(taskId)) ?? (await listOnce()).find((c3) => c3.user?.type === "Bot" && hasMarker(c3.body, planMarker(taskId)))?.body ?? void 0;
+    if (!body) return void 0;
+    const cuts = [tokenReportMarker(taskId), runReportMarker(taskId)].map((m) => body.indexOf(m)).filter((i2) => i2 >= 0);
+    const plan = body.slice(0, cuts.length ? Math.min(...cuts) : body.length).replace(/\s*(---\s*)?$/, "");
+    return truncateMiddle(plan.replace(AWAITING_APPROVAL_LINE, PLAN_POSTED_LINE), GITHUB_COMMENT_LIMIT / 2);
   };
   return {
     plan: (plan, awaitingApproval) => post(planMarker(taskId), renderPlanComment({ taskId, plan: redact(plan), awaitingApproval })),
@@ -63392,13 +63406,18 @@ function createIssueReporter(octokit, issue3, taskId, redact, listed) {
      * 500 of those an hour. The log is redacted before its tail is cut, so a secret split by the cut
      * cannot slip through.
      */
-    final: (v) => {
-      const tokens = v.tokens ? `${renderTokenReport({ ...v.tokens, taskId })}
+    final: async (v) => {
+      const plan = await planPart();
+      const head = `${plan ? `${plan}
 
-` : "";
+---
+
+` : ""}${v.tokens ? `${renderTokenReport({ ...v.tokens, taskId })}
+
+` : ""}`;
       const log = v.run.log === void 0 ? void 0 : redact(v.run.log);
-      const run = renderRunReport({ ...v.run, taskId, log, limit: GITHUB_COMMENT_LIMIT - tokens.length });
-      return post(runReportMarker(taskId), tokens + run);
+      const run = renderRunReport({ ...v.run, taskId, log, limit: GITHUB_COMMENT_LIMIT - head.length });
+      return post(plan ? planMarker(taskId) : runReportMarker(taskId), head + run);
     }
   };
 }
