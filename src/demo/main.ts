@@ -174,6 +174,8 @@ export async function runDemo(opts: { json: boolean; keep: boolean }): Promise<D
     if (outcome !== "pr-opened")
       throw new Error(`the task ended with "${outcome}" instead of a pull request`);
 
+    // Stopping the worker writes its last tracking-comment edit (throttled to one per 15 s otherwise).
+    await worker.stop();
     await gh.waitForDeliveries();
     const state = await createRepoStateStore({ octokit: mona, owner, repo: name }).read();
     const task = Object.values(state.doc.tasks).find((t: Task) => t.issue === issue.number)!;

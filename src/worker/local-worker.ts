@@ -173,6 +173,8 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
       stopping.abort();
       await polling;
       await Promise.allSettled(running.values());
+      // Edits still waiting for their 15 s window are written now, so no issue shows a stale state.
+      await tracker.flush().catch((e) => log(`tracking comment edits failed: ${(e as Error).message}`));
     },
   };
 }
