@@ -42,6 +42,8 @@ interface RepoHandle {
   wake?: { at: number; timer: ReturnType<typeof setTimeout> };
   /** The config the last operation ran with, for the wake-up pass. */
   fileConfig?: FleetConfig;
+  /** When the last completed reconcile of this repository began: the next one lists only issues updated since. */
+  lastSweepAt?: string;
 }
 
 /**
@@ -191,12 +193,16 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
           const [owner, repo] = key.split("/") as [string, string];
           const config = await readFleetConfig(h.octokit, { owner, repo });
           if (!config.ok) continue;
+          // A minute early, for the clocks of this host and GitHub's to disagree a little.
+          const startedAt = new Date(Date.now() - 60_000).toISOString().replace(/\.\d{3}Z$/, "Z");
           await reconcileRepo(
             queueFor(owner, repo, h, config.config, log),
             h.octokit,
             { owner, repo },
             knownCoders,
+            { since: h.lastSweepAt },
           );
+          h.lastSweepAt = startedAt;
         } catch (error) {
           log(`reconcile of ${key} failed: ${(error as Error).message}`);
         }

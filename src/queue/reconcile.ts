@@ -16,30 +16,58 @@ export interface ReconcileReport {
   changed: number;
 }
 
+type ListedIssue = Awaited<ReturnType<GitHubClient["rest"]["issues"]["listForRepo"]>>["data"][number];
+
 /**
  * The safety net behind event-driven scheduling, for a crash or a missed webhook: a live task whose
  * issue was closed or lost its coder label is cancelled; then one scheduling pass reclaims leases
- * past expiry, releases unblocked and rate-limited tasks and fills free slots. Costs one issue read
- * per live task that has not opened its PR yet, the open issues' listing, one events read per
- * labeled issue without its task, plus the state reads.
+ * past expiry, releases unblocked and rate-limited tasks and fills free slots.
+ *
+ * A full sweep (no `since`) costs one issue read per live task that has not opened its PR yet, the
+ * open issues' listing, one events read per labeled issue without its task, plus the state reads.
+ * With `since` (the start of the last sweep that completed), only issues updated since then are
+ * listed, in one request when nothing changed: closing, labeling and unlabeling all update an issue,
+ * so an issue not in that list has nothing the last sweep did not see.
  */
 export async function reconcileRepo(
   queue: RepoQueue,
   octokit: GitHubClient,
   repo: RepoRef,
   knownCoders: readonly string[],
+  opts: { since?: string } = {},
 ): Promise<ReconcileReport> {
   const doc = await queue.snapshot();
   const cancelled: string[] = [];
+  const updated =
+    opts.since === undefined
+      ? undefined
+      : new Map(
+          (
+            await octokit.paginate(octokit.rest.issues.listForRepo, {
+              ...repo,
+              state: "all",
+              since: opts.since,
+              per_page: 100,
+            })
+          )
+            .filter((i) => !i.pull_request)
+            .map((i) => [i.number, i]),
+        );
   const live = Object.values(doc.tasks).filter((t) => !isTerminal(t.state) && t.state !== "pr-open");
   for (const task of live) {
     let issue: { state: string; labels: Array<string | { name?: string }> };
-    try {
-      issue = (await octokit.rest.issues.get({ ...repo, issue_number: task.issue })).data;
-    } catch (error) {
-      if ((error as { status?: number }).status === 404 || (error as { status?: number }).status === 410) {
-        issue = { state: "closed", labels: [] };
-      } else throw error;
+    if (updated) {
+      const listed = updated.get(task.issue);
+      if (!listed) continue;
+      issue = listed;
+    } else {
+      try {
+        issue = (await octokit.rest.issues.get({ ...repo, issue_number: task.issue })).data;
+      } catch (error) {
+        if ((error as { status?: number }).status === 404 || (error as { status?: number }).status === 410) {
+          issue = { state: "closed", labels: [] };
+        } else throw error;
+      }
     }
     const coders = issue.labels
       .map((l) => parseFleetLabel(typeof l === "string" ? l : (l.name ?? ""), knownCoders))
@@ -55,7 +83,13 @@ export async function reconcileRepo(
     const moved = await queue.move(task.issue, "cancelled", { taskId: task.id, reason });
     cancelled.push(...moved.map((t) => t.id));
   }
-  const recovered = await queueMissedLabels(queue, octokit, repo, knownCoders);
+  const recovered = await queueMissedLabels(
+    queue,
+    octokit,
+    repo,
+    knownCoders,
+    updated && [...updated.values()].filter((i) => i.state === "open"),
+  );
   const changed = await queue.schedule();
   return { cancelled, recovered, changed: changed.length };
 }
@@ -71,15 +105,19 @@ async function queueMissedLabels(
   octokit: GitHubClient,
   repo: RepoRef,
   knownCoders: readonly string[],
+  /** The open issues to look at; by default every open issue is listed. */
+  candidates?: ListedIssue[],
 ): Promise<number[]> {
   const doc = await queue.snapshot();
   const config = queue.config(doc);
   const tasks = Object.values(doc.tasks);
-  const issues = await octokit.paginate(octokit.rest.issues.listForRepo, {
-    ...repo,
-    state: "open",
-    per_page: 100,
-  });
+  const issues =
+    candidates ??
+    (await octokit.paginate(octokit.rest.issues.listForRepo, {
+      ...repo,
+      state: "open",
+      per_page: 100,
+    }));
   const recovered: number[] = [];
   for (const issue of issues) {
     if (issue.pull_request) continue;

@@ -222,6 +222,55 @@ describe("invalid configuration", () => {
   });
 });
 
+describe("periodic reconcile", () => {
+  it("sweeps every issue once, then only the issues updated since, and still finds a label whose webhook was lost", async () => {
+    const h = await startHarness({ files: { ".github/fleet.yml": "dispatch: local\nmax_concurrent: 5\n" } });
+    const LIST = "GET /repos/{owner}/{repo}/issues";
+    const READ = "GET /repos/{owner}/{repo}/issues/{issue_number}";
+    const sweep = async () => {
+      const mark = h.gh.requests.mark();
+      await h.app.reconcile();
+      const mine = h.gh.requests.entries.filter((e) => e.seq > mark && e.actor === h.gh.botLogin);
+      return { lists: mine.filter((e) => e.route === LIST), reads: mine.filter((e) => e.route === READ) };
+    };
+    try {
+      const live = await h.newIssue("Live");
+      await h.label(live, "fleet:claude");
+      const first = await sweep();
+      expect(first.lists).toHaveLength(1);
+      expect(first.reads).toHaveLength(1); // the live task's issue
+
+      // The labeled webhook of a second issue never arrives.
+      const lost = await h.newIssue("Lost");
+      h.gh.faults.inject({
+        route: "POST /repos/{owner}/{repo}/issues/{issue_number}/labels",
+        dropDelivery: true,
+        times: 1,
+      });
+      await h.label(lost, "fleet:claude");
+      expect((await h.tasks()).some((t) => t.issue === lost)).toBe(false);
+
+      const second = await sweep();
+      expect(second.lists).toHaveLength(1);
+      expect(second.reads).toHaveLength(0);
+      expect((await h.tasks()).find((t) => t.issue === lost)?.state).toBe("dispatched");
+
+      // Closing the live task's issue with its webhook lost too: the next sweep sees it in its list.
+      h.gh.faults.inject({
+        route: "PATCH /repos/{owner}/{repo}/issues/{issue_number}",
+        dropDelivery: true,
+        times: 1,
+      });
+      await h.mona.rest.issues.update({ owner: h.owner, repo: h.name, issue_number: live, state: "closed" });
+      const third = await sweep();
+      expect(third.reads).toHaveLength(0);
+      expect((await h.tasks()).find((t) => t.issue === live)?.state).toBe("cancelled");
+    } finally {
+      await h.stop();
+    }
+  });
+});
+
 describe("configuration between events", () => {
   it("is read once for many events, and a fix pushed to the default branch applies to the next label", async () => {
     const h = await startHarness({ files: { ".github/fleet.yml": "dispatch: cloud\n" } });
