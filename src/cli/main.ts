@@ -19,7 +19,8 @@ Commands:
 
 Targets: a GitHub repository (--repo owner/name, or the origin remote; token from GITHUB_TOKEN or
 \`gh auth token\`; --api-url for GitHub Enterprise) or local mode (--local, or when no repository
-is found; state in $FLEET_HOME, default ~/.fleet).
+is found; state in $FLEET_HOME, default ~/.fleet). A repository's state branch is read and written
+over git (FLEET_STATE_TRANSPORT=api uses the REST API instead).
 \`fleet <command> --help\` for a command's options. Exit codes: 0 ok, 1 failure, 2 usage error, 3 not found.
 `;
 
