@@ -19,7 +19,10 @@ export function makeRefMoved(w: World) {
     repo.pushedAt = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
     const commits = [];
     if (after) {
-      const range = before ? [`${before}..${after}`] : [after, "--not", "--exclude", ref, "--branches"];
+      // `--exclude` patterns for `--branches` are short names (git rev-parse --help), not refs/heads/...
+      const range = before
+        ? [`${before}..${after}`]
+        : [after, "--not", `--exclude=${ref.replace(/^refs\/heads\//, "")}`, "--branches"];
       // GitHub lists at most 20 commits in a push payload.
       for (const c of await repo.git.logWithFiles(range, 20)) {
         commits.push({

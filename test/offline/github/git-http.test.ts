@@ -108,6 +108,9 @@ describe("git smart HTTP", () => {
     expect(created!.payload).toMatchObject({
       ref: "refs/heads/fleet/7-fix",
       created: true,
+      // A new branch lists the commits no other branch has, as GitHub does.
+      commits: [{ id: head, message: "First fix", added: ["fix.txt"] }],
+      head_commit: { id: head },
       pusher: { name: em.botLogin },
       sender: { login: em.botLogin, type: "Bot" },
     });
