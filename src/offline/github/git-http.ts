@@ -6,6 +6,7 @@ import { dirname, join, relative } from "node:path";
 import type { Auth } from "./auth.ts";
 import type { Faults } from "./faults.ts";
 import { HttpError } from "./http-error.ts";
+import { SequencedLog } from "./request-log.ts";
 import { type Actor, atLeast, type EmulatorState, type Repo } from "./state.ts";
 
 /** One git smart-HTTP request (clone, fetch or push); kept apart from the REST request log. */
@@ -21,26 +22,10 @@ export interface GitRequest {
 }
 
 /** Git-over-HTTP requests: not REST requests, so they spend no REST or content-creation limit. */
-export class GitRequestLog {
-  readonly entries: GitRequest[] = [];
-  private seq = 0;
-
-  add(e: Omit<GitRequest, "seq" | "at">): void {
-    this.seq += 1;
-    this.entries.push({ ...e, seq: this.seq, at: Date.now() });
-  }
-
-  mark(): number {
-    return this.seq;
-  }
-
-  clear(): void {
-    this.entries.length = 0;
-  }
-
+export class GitRequestLog extends SequencedLog<GitRequest> {
   /** `fetches` are upload-pack requests, `pushes` receive-pack ones (advertisements included). */
   counts(filter: { since?: number } = {}) {
-    const rows = this.entries.filter((e) => filter.since === undefined || e.seq > filter.since);
+    const rows = this.after(filter.since);
     const fetches = rows.filter((e) => e.service === "git-upload-pack").length;
     return { total: rows.length, fetches, pushes: rows.length - fetches };
   }

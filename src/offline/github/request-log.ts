@@ -28,14 +28,14 @@ export function classify(method: string, route: string): RequestClass {
   return contentRoutes.has(route) ? "content" : "write";
 }
 
-/** Every API request the emulator answered, in order. */
-export class RequestLog {
-  readonly entries: LoggedRequest[] = [];
+/** An append-only log of requests with sequence numbers, so a caller can count what came after a mark. */
+export class SequencedLog<E extends { seq: number; at: number }> {
+  readonly entries: E[] = [];
   private seq = 0;
 
-  add(e: Omit<LoggedRequest, "seq" | "at">): void {
+  add(e: Omit<E, "seq" | "at">): void {
     this.seq += 1;
-    this.entries.push({ ...e, seq: this.seq, at: Date.now() });
+    this.entries.push({ ...e, seq: this.seq, at: Date.now() } as E);
   }
 
   /** Sequence number of the last request; pass it as `since` to count only later ones. */
@@ -47,12 +47,19 @@ export class RequestLog {
     this.entries.length = 0;
   }
 
+  protected after(since: number | undefined): E[] {
+    return this.entries.filter((e) => since === undefined || e.seq > since);
+  }
+}
+
+/** Every API request the emulator answered, in order. */
+export class RequestLog extends SequencedLog<LoggedRequest> {
   /**
    * `writes` counts every non-read request, content-creating ones included;
    * `contentCreating` is the subset GitHub's content limits apply to. `since` is a `mark()`.
    */
   counts(filter: { since?: number } = {}) {
-    const rows = this.entries.filter((e) => filter.since === undefined || e.seq > filter.since);
+    const rows = this.after(filter.since);
     const byRoute: Record<string, number> = {};
     let reads = 0;
     let writes = 0;
