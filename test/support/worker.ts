@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { getAdapter } from "../../src/agents/index.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
-import { createGitHubStateStore } from "../../src/state/github-store.ts";
+import { createRepoStateStore } from "../../src/state/repo-store.ts";
 import {
   type LocalWorker,
   type LocalWorkerOptions,
@@ -37,7 +37,7 @@ export async function startTestWorker(
   const worker = startLocalWorker({
     repo: { owner: h.owner, repo: h.name },
     octokit,
-    store: createGitHubStateStore({ octokit, owner: h.owner, repo: h.name }),
+    store: createRepoStateStore({ octokit, owner: h.owner, repo: h.name }),
     cloneUrl: h.cloneUrl,
     workDir,
     adapterFor: getAdapter,
