@@ -54232,7 +54232,6 @@ var import_node_os4 = require("node:os");
 var import_node_path7 = require("node:path");
 
 // src/state/git-store.ts
-var import_node_crypto4 = require("node:crypto");
 var import_promises12 = require("node:fs/promises");
 var import_node_path6 = require("node:path");
 
@@ -61130,21 +61129,32 @@ function recordLedger(doc, input2) {
 }
 
 // src/state/github-store.ts
-var import_node_crypto3 = require("node:crypto");
+var import_node_crypto4 = require("node:crypto");
 
 // src/state/store.ts
+var import_node_crypto3 = require("node:crypto");
 var DEFAULT_MAX_RETRIES = 25;
 function backoffDelay(attempt, random, baseMs = 20, capMs = 1e3) {
   return Math.floor(random() * Math.min(capMs, baseMs * 2 ** attempt));
 }
 var defaultSleep = (ms2) => new Promise((resolve2) => setTimeout(resolve2, ms2));
+function casBackoffDelay(attempt, random, lastWriteMs) {
+  const unit = Math.max(20, 6 * lastWriteMs);
+  return backoffDelay(attempt, random, unit, Math.max(1e3, unit * 8));
+}
+var WRITE_TRAILER = /\n\nFleet-Write: [0-9a-f-]+\s*$/;
+var withWriteTrailer = (message) => `${message}
+
+Fleet-Write: ${(0, import_node_crypto3.randomUUID)()}`;
+var withoutWriteTrailer = (message) => message.replace(WRITE_TRAILER, "");
+var stateBranchRemedy = (branch) => `fix or revert the last commit on ${branch} (\`git revert\` on that branch, then push), or delete the branch to start over`;
 
 // src/state/github-store.ts
 var DEFAULT_STATE_BRANCH = "fleet/state";
 var statusOf = (error64) => error64?.status;
 var gitBlobSha = (text) => {
   const body = Buffer.from(text, "utf8");
-  return (0, import_node_crypto3.createHash)("sha1").update(`blob ${body.length}\0`).update(body).digest("hex");
+  return (0, import_node_crypto4.createHash)("sha1").update(`blob ${body.length}\0`).update(body).digest("hex");
 };
 var decodeBase64 = (s) => Buffer.from(s, "base64").toString("utf8");
 var encodeBase64 = (s) => Buffer.from(s, "utf8").toString("base64");
@@ -61155,7 +61165,7 @@ function createGitHubStateStore(opts) {
   const sleep = opts.sleep ?? defaultSleep;
   const consistency = opts.consistency ?? "file";
   const where = `${owner}/${repo}@${branch}`;
-  const remedy = `fix or revert the last commit on ${branch} (\`git revert\` on that branch, then push), or delete the branch to start over`;
+  const remedy = stateBranchRemedy(branch);
   const pacing = opts.pacing ?? 3;
   let lastWrite = { endedAt: Number.NEGATIVE_INFINITY, tookMs: 0 };
   let stats = { requests: 0, notModified: 0, conflicts: 0, byRoute: {} };
@@ -61301,9 +61311,7 @@ function createGitHubStateStore(opts) {
         // Commits are content-addressed: two writers producing the same tree on the same parent in the
         // same second would mint the SAME commit, and the loser's ref update would "succeed" as a no-op,
         // losing its write. A unique trailer makes every attempt its own commit, so the CAS stays exact.
-        message: `${message}
-
-Fleet-Write: ${(0, import_node_crypto3.randomUUID)()}`,
+        message: withWriteTrailer(message),
         tree: tree.data.sha,
         parents: orphan ? [] : [c3.commit],
         ...opts.clock ? {
@@ -61402,8 +61410,7 @@ Fleet-Write: ${(0, import_node_crypto3.randomUUID)()}`,
           return { applied: true, snapshot: snapshotOf(after), retries, commit: after.commit };
       } else stats.conflicts++;
       if (retries >= maxRetries) throw new StateConflictError(where, retries + 1);
-      const unit = Math.max(20, 6 * lastWrite.tookMs);
-      await sleep(backoffDelay(retries, random, unit, Math.max(1e3, unit * 8)));
+      await sleep(casBackoffDelay(retries, random, lastWrite.tookMs));
       retries++;
       if (viaGitData || outcome.ambiguous) {
         c3 = await refresh();
@@ -61424,7 +61431,7 @@ Fleet-Write: ${(0, import_node_crypto3.randomUUID)()}`,
         const r = await call("GET /repos/{owner}/{repo}/commits", { sha: branch, per_page: Math.min(100, limit) });
         return r.data.map((c3) => ({
           sha: c3.sha,
-          message: c3.commit.message.replace(/\n\nFleet-Write: [0-9a-f-]+\s*$/, ""),
+          message: withoutWriteTrailer(c3.commit.message),
           date: c3.commit.committer?.date ?? ""
         }));
       } catch (error64) {
@@ -61461,7 +61468,6 @@ var StateGitError = class extends Error {
 };
 var REMOTE_REF = "refs/fleet/remote-state";
 var IDENTITY = { name: "Fleet", email: "fleet@users.noreply.github.com" };
-var TRAILER = /\n\nFleet-Write: [0-9a-f-]+\s*$/;
 var LOST_RACE = /stale info|fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|already exists/i;
 var GC_EVERY = 500;
 var GIT_NETWORK_ATTEMPTS = 6;
@@ -61497,7 +61503,7 @@ function createGitStateStore(opts) {
   const sleep = opts.sleep ?? defaultSleep;
   const pacing = opts.pacing ?? 3;
   const where = `${owner}/${repo}@${branch}`;
-  const remedy = `fix or revert the last commit on ${branch} (\`git revert\` on that branch, then push), or delete the branch to start over`;
+  const remedy = stateBranchRemedy(branch);
   const branchRef = `refs/heads/${branch}`;
   const shownUrl = (() => {
     try {
@@ -61646,13 +61652,13 @@ ${commit}:${BEADS_PATH}
       const nl = out.indexOf(10, at);
       const header = out.subarray(at, nl).toString("utf8");
       at = nl + 1;
-      const [sha, type, size] = header.split(" ");
+      const [, type, size] = header.split(" ");
       if (type !== "blob") {
         files.push({ text: "" });
         continue;
       }
       const n4 = Number(size);
-      files.push({ text: out.subarray(at, at + n4).toString("utf8"), sha });
+      files.push({ text: out.subarray(at, at + n4).toString("utf8") });
       at += n4 + 1;
     }
     return { state: files[0], beads: files[1] };
@@ -61682,15 +61688,15 @@ ${commit}:${BEADS_PATH}
     await (0, import_promises12.rm)(indexFile, { force: true });
     const env = { GIT_INDEX_FILE: indexFile };
     if (!orphan) await mustGit(["read-tree", c3.commit], { env });
-    const entries = [];
-    if (files.state !== void 0) entries.push({ path: STATE_PATH, text: files.state, which: "state" });
-    if (files.beads !== void 0) entries.push({ path: BEADS_PATH, text: files.beads, which: "beads" });
-    const shas = {};
+    const entries = [
+      [STATE_PATH, files.state],
+      [BEADS_PATH, files.beads]
+    ];
     const lines = [];
-    for (const e of entries) {
-      const sha2 = await mustGit(["hash-object", "-w", "--stdin"], { input: Buffer.from(e.text, "utf8") });
-      shas[e.which] = sha2;
-      lines.push(`100644 ${sha2}	${e.path}`);
+    for (const [path6, text] of entries) {
+      if (text === void 0) continue;
+      const blob = await mustGit(["hash-object", "-w", "--stdin"], { input: Buffer.from(text, "utf8") });
+      lines.push(`100644 ${blob}	${path6}`);
     }
     if (lines.length)
       await mustGit(["update-index", "--index-info"], { env, input: `${lines.join("\n")}
@@ -61699,13 +61705,11 @@ ${commit}:${BEADS_PATH}
     await (0, import_promises12.rm)(indexFile, { force: true });
     const date5 = opts.clock ? `${Math.floor(opts.clock().getTime() / 1e3)} +0000` : void 0;
     const sha = await mustGit(["commit-tree", tree, ...orphan ? [] : ["-p", c3.commit], "-F", "-"], {
-      input: `${message}
-
-Fleet-Write: ${(0, import_node_crypto4.randomUUID)()}
+      input: `${withWriteTrailer(message)}
 `,
       env: date5 ? { GIT_AUTHOR_DATE: date5, GIT_COMMITTER_DATE: date5 } : {}
     });
-    return { sha, shas };
+    return sha;
   }
   async function whereIs(sha, expected) {
     const head = await fetchHead(1);
@@ -61793,24 +61797,23 @@ Fleet-Write: ${(0, import_node_crypto4.randomUUID)()}
         ...beadsChanged || orphan ? { beads: beadsText } : {}
       };
       const made = await makeCommit(c3, files, out.message);
-      const outcome = await push(made.sha, c3.commit);
+      const outcome = await push(made, c3.commit);
       const ended = performance.now();
       lastWrite = { endedAt: ended, tookMs: ended - started };
       if (outcome === "ok") {
-        await git2(["update-ref", REMOTE_REF, made.sha]);
+        await git2(["update-ref", REMOTE_REF, made]);
         cache = {
-          commit: made.sha,
-          state: files.state !== void 0 ? { text: files.state, sha: made.shas.state } : c3.state,
-          beads: files.beads !== void 0 ? { text: files.beads, sha: made.shas.beads } : c3.beads,
+          commit: made,
+          state: files.state !== void 0 ? { text: files.state } : c3.state,
+          beads: files.beads !== void 0 ? { text: files.beads } : c3.beads,
           doc
         };
         await maybeGc();
-        return { applied: true, snapshot: snapshotOf(cache), retries, commit: made.sha };
+        return { applied: true, snapshot: snapshotOf(cache), retries, commit: made };
       }
       stats.conflicts++;
       if (retries >= maxRetries) throw new StateConflictError(where, retries + 1);
-      const unit = Math.max(20, 6 * lastWrite.tookMs);
-      await sleep(backoffDelay(retries, random, unit, Math.max(1e3, unit * 8)));
+      await sleep(casBackoffDelay(retries, random, lastWrite.tookMs));
       retries++;
       c3 = await refresh();
       fresh = true;
@@ -61828,7 +61831,7 @@ Fleet-Write: ${(0, import_node_crypto4.randomUUID)()}
         const [sha, date5, message] = rec.split("");
         return {
           sha,
-          message: message.replace(/\s+$/, "").replace(TRAILER, ""),
+          message: withoutWriteTrailer(message.replace(/\s+$/, "")),
           date: new Date(date5).toISOString().replace(/\.\d{3}Z$/, "Z")
         };
       });

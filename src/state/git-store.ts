@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { access, mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { execa } from "execa";
@@ -14,13 +13,17 @@ import { StateConflictError } from "./errors.ts";
 import { DEFAULT_STATE_BRANCH } from "./github-store.ts";
 import {
   backoffDelay,
+  casBackoffDelay,
   DEFAULT_MAX_RETRIES,
   defaultSleep,
   type Mutation,
   type StateSnapshot,
   type StateStore,
+  stateBranchRemedy,
   type UpdateOptions,
   type UpdateResult,
+  withoutWriteTrailer,
+  withWriteTrailer,
 } from "./store.ts";
 
 export interface GitStateStoreOptions {
@@ -80,8 +83,6 @@ export class StateGitError extends Error {
 
 interface CachedFile {
   text: string;
-  /** Blob sha; undefined when the file is not on the branch. */
-  sha?: string;
 }
 
 interface Cache {
@@ -94,7 +95,6 @@ interface Cache {
 
 const REMOTE_REF = "refs/fleet/remote-state";
 const IDENTITY = { name: "Fleet", email: "fleet@users.noreply.github.com" };
-const TRAILER = /\n\nFleet-Write: [0-9a-f-]+\s*$/;
 // Losing reasons a push reports when another writer moved (or created) the branch first.
 const LOST_RACE =
   /stale info|fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|already exists/i;
@@ -146,7 +146,7 @@ export function createGitStateStore(opts: GitStateStoreOptions): GitStateStore {
   const sleep = opts.sleep ?? defaultSleep;
   const pacing = opts.pacing ?? 3;
   const where = `${owner}/${repo}@${branch}`;
-  const remedy = `fix or revert the last commit on ${branch} (\`git revert\` on that branch, then push), or delete the branch to start over`;
+  const remedy = stateBranchRemedy(branch);
   const branchRef = `refs/heads/${branch}`;
   const shownUrl = (() => {
     try {
@@ -324,13 +324,13 @@ export function createGitStateStore(opts: GitStateStoreOptions): GitStateStore {
       const nl = out.indexOf(10, at);
       const header = out.subarray(at, nl).toString("utf8");
       at = nl + 1;
-      const [sha, type, size] = header.split(" ");
+      const [, type, size] = header.split(" ");
       if (type !== "blob") {
         files.push({ text: "" });
         continue;
       }
       const n = Number(size);
-      files.push({ text: out.subarray(at, at + n).toString("utf8"), sha });
+      files.push({ text: out.subarray(at, at + n).toString("utf8") });
       at += n + 1;
     }
     return { state: files[0]!, beads: files[1]! };
@@ -368,28 +368,26 @@ export function createGitStateStore(opts: GitStateStoreOptions): GitStateStore {
     const env = { GIT_INDEX_FILE: indexFile };
     // Starting from the parent's tree keeps every other file on the branch exactly as it was.
     if (!orphan) await mustGit(["read-tree", c.commit], { env });
-    const entries: Array<{ path: string; text: string; which: "state" | "beads" }> = [];
-    if (files.state !== undefined) entries.push({ path: STATE_PATH, text: files.state, which: "state" });
-    if (files.beads !== undefined) entries.push({ path: BEADS_PATH, text: files.beads, which: "beads" });
-    const shas: Partial<Record<"state" | "beads", string>> = {};
+    const entries: Array<[path: string, text: string | undefined]> = [
+      [STATE_PATH, files.state],
+      [BEADS_PATH, files.beads],
+    ];
     const lines: string[] = [];
-    for (const e of entries) {
-      const sha = await mustGit(["hash-object", "-w", "--stdin"], { input: Buffer.from(e.text, "utf8") });
-      shas[e.which] = sha;
-      lines.push(`100644 ${sha}\t${e.path}`);
+    for (const [path, text] of entries) {
+      if (text === undefined) continue;
+      const blob = await mustGit(["hash-object", "-w", "--stdin"], { input: Buffer.from(text, "utf8") });
+      lines.push(`100644 ${blob}\t${path}`);
     }
     if (lines.length)
       await mustGit(["update-index", "--index-info"], { env, input: `${lines.join("\n")}\n` });
     const tree = await mustGit(["write-tree"], { env });
     await rm(indexFile, { force: true });
     const date = opts.clock ? `${Math.floor(opts.clock().getTime() / 1000)} +0000` : undefined;
-    // Commits are content-addressed: two writers making the same change on the same parent in the same
-    // second would mint the same commit and both "win". A unique trailer keeps the CAS exact.
     const sha = await mustGit(["commit-tree", tree, ...(orphan ? [] : ["-p", c.commit]), "-F", "-"], {
-      input: `${message}\n\nFleet-Write: ${randomUUID()}\n`,
+      input: `${withWriteTrailer(message)}\n`,
       env: date ? { GIT_AUTHOR_DATE: date, GIT_COMMITTER_DATE: date } : {},
     });
-    return { sha, shas };
+    return sha;
   }
 
   type PushOutcome = "ok" | "conflict";
@@ -502,25 +500,23 @@ export function createGitStateStore(opts: GitStateStoreOptions): GitStateStore {
         ...(beadsChanged || orphan ? { beads: beadsText } : {}),
       };
       const made = await makeCommit(c, files, out.message);
-      const outcome = await push(made.sha, c.commit);
+      const outcome = await push(made, c.commit);
       const ended = performance.now();
       lastWrite = { endedAt: ended, tookMs: ended - started };
       if (outcome === "ok") {
-        await git(["update-ref", REMOTE_REF, made.sha]);
+        await git(["update-ref", REMOTE_REF, made]);
         cache = {
-          commit: made.sha,
-          state: files.state !== undefined ? { text: files.state, sha: made.shas.state } : c.state,
-          beads: files.beads !== undefined ? { text: files.beads, sha: made.shas.beads } : c.beads,
+          commit: made,
+          state: files.state !== undefined ? { text: files.state } : c.state,
+          beads: files.beads !== undefined ? { text: files.beads } : c.beads,
           doc,
         };
         await maybeGc();
-        return { applied: true, snapshot: snapshotOf(cache), retries, commit: made.sha };
+        return { applied: true, snapshot: snapshotOf(cache), retries, commit: made };
       }
       stats.conflicts++;
       if (retries >= maxRetries) throw new StateConflictError(where, retries + 1);
-      // Backoff in units of this server's write time, as the GitHub store does.
-      const unit = Math.max(20, 6 * lastWrite.tookMs);
-      await sleep(backoffDelay(retries, random, unit, Math.max(1_000, unit * 8)));
+      await sleep(casBackoffDelay(retries, random, lastWrite.tookMs));
       retries++;
       c = await refresh();
       fresh = true;
@@ -544,7 +540,7 @@ export function createGitStateStore(opts: GitStateStoreOptions): GitStateStore {
             const [sha, date, message] = rec.split("\x1f") as [string, string, string];
             return {
               sha,
-              message: message.replace(/\s+$/, "").replace(TRAILER, ""),
+              message: withoutWriteTrailer(message.replace(/\s+$/, "")),
               date: new Date(date).toISOString().replace(/\.\d{3}Z$/, "Z"),
             };
           });

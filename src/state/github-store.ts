@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import type { GitHubClient } from "../github/client.ts";
 import {
   BEADS_PATH,
@@ -11,13 +11,17 @@ import {
 import { StateConflictError } from "./errors.ts";
 import {
   backoffDelay,
+  casBackoffDelay,
   DEFAULT_MAX_RETRIES,
   defaultSleep,
   type Mutation,
   type StateSnapshot,
   type StateStore,
+  stateBranchRemedy,
   type UpdateOptions,
   type UpdateResult,
+  withoutWriteTrailer,
+  withWriteTrailer,
 } from "./store.ts";
 
 export const DEFAULT_STATE_BRANCH = "fleet/state";
@@ -109,7 +113,7 @@ export function createGitHubStateStore(opts: GitHubStateStoreOptions): GitHubSta
   const sleep = opts.sleep ?? defaultSleep;
   const consistency = opts.consistency ?? "file";
   const where = `${owner}/${repo}@${branch}`;
-  const remedy = `fix or revert the last commit on ${branch} (\`git revert\` on that branch, then push), or delete the branch to start over`;
+  const remedy = stateBranchRemedy(branch);
 
   const pacing = opts.pacing ?? 3;
   let lastWrite = { endedAt: Number.NEGATIVE_INFINITY, tookMs: 0 };
@@ -298,7 +302,7 @@ export function createGitHubStateStore(opts: GitHubStateStoreOptions): GitHubSta
         // Commits are content-addressed: two writers producing the same tree on the same parent in the
         // same second would mint the SAME commit, and the loser's ref update would "succeed" as a no-op,
         // losing its write. A unique trailer makes every attempt its own commit, so the CAS stays exact.
-        message: `${message}\n\nFleet-Write: ${randomUUID()}`,
+        message: withWriteTrailer(message),
         tree: tree.data.sha,
         parents: orphan ? [] : [c.commit],
         ...(opts.clock
@@ -405,12 +409,7 @@ export function createGitHubStateStore(opts: GitHubStateStoreOptions): GitHubSta
           return { applied: true, snapshot: snapshotOf(after), retries, commit: after.commit };
       } else stats.conflicts++;
       if (retries >= maxRetries) throw new StateConflictError(where, retries + 1);
-      // Backoff in units of this server's write time: a loser retrying sooner than a winner can
-      // finish its next write only loses again (each loss costs a re-read and a re-write). On the
-      // emulator with 4 writers x 200 transitions: a fixed 20 ms unit cost 5.6 requests per transition
-      // in 750 s, 4 write times 3.1 in 631 s, 6 write times 2.6 in 538 s.
-      const unit = Math.max(20, 6 * lastWrite.tookMs);
-      await sleep(backoffDelay(retries, random, unit, Math.max(1_000, unit * 8)));
+      await sleep(casBackoffDelay(retries, random, lastWrite.tookMs));
       retries++;
       if (viaGitData || outcome.ambiguous) {
         c = await refresh();
@@ -434,7 +433,7 @@ export function createGitHubStateStore(opts: GitHubStateStoreOptions): GitHubSta
         >("GET /repos/{owner}/{repo}/commits", { sha: branch, per_page: Math.min(100, limit) });
         return r.data.map((c) => ({
           sha: c.sha,
-          message: c.commit.message.replace(/\n\nFleet-Write: [0-9a-f-]+\s*$/, ""),
+          message: withoutWriteTrailer(c.commit.message),
           date: c.commit.committer?.date ?? "",
         }));
       } catch (error) {

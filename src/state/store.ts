@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { FleetStateDoc } from "./doc.ts";
 
 export interface StateSnapshot {
@@ -48,3 +49,28 @@ export function backoffDelay(attempt: number, random: () => number, baseMs = 20,
 }
 
 export const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Backoff after a lost compare-and-swap on a state branch, in units of this store's last write time: a
+ * loser retrying sooner than a winner can finish its next write only loses again (each loss costs a
+ * re-read and a re-write). On the emulator with 4 writers x 200 transitions: a fixed 20 ms unit cost 5.6
+ * requests per transition in 750 s, 4 write times 3.1 in 631 s, 6 write times 2.6 in 538 s.
+ */
+export function casBackoffDelay(attempt: number, random: () => number, lastWriteMs: number): number {
+  const unit = Math.max(20, 6 * lastWriteMs);
+  return backoffDelay(attempt, random, unit, Math.max(1_000, unit * 8));
+}
+
+// Commits are content-addressed: two writers making the same change on the same parent in the same
+// second would mint the same commit and both "win" the CAS. A unique trailer keeps every write distinct.
+const WRITE_TRAILER = /\n\nFleet-Write: [0-9a-f-]+\s*$/;
+
+/** A state commit's message with its unique `Fleet-Write` trailer. */
+export const withWriteTrailer = (message: string): string => `${message}\n\nFleet-Write: ${randomUUID()}`;
+
+/** The message as people wrote it: without the `Fleet-Write` trailer. */
+export const withoutWriteTrailer = (message: string): string => message.replace(WRITE_TRAILER, "");
+
+/** What to do about a corrupt state document on a state branch. */
+export const stateBranchRemedy = (branch: string): string =>
+  `fix or revert the last commit on ${branch} (\`git revert\` on that branch, then push), or delete the branch to start over`;
