@@ -65,11 +65,36 @@ export function casBackoffDelay(attempt: number, random: () => number, lastWrite
 // second would mint the same commit and both "win" the CAS. A unique trailer keeps every write distinct.
 const WRITE_TRAILER = /\n\nFleet-Write: [0-9a-f-]+\s*$/;
 
-/** A state commit's message with its unique `Fleet-Write` trailer. */
-export const withWriteTrailer = (message: string): string => `${message}\n\nFleet-Write: ${randomUUID()}`;
+/**
+ * Every state commit's subject ends with `[skip ci]`, so a state write starts none of the repository's
+ * `on: push` workflows (GitHub skips push and pull_request runs whose head commit says so:
+ * https://docs.github.com/en/actions/managing-workflow-runs/skipping-workflow-runs). Measured on the
+ * offline GitHub with a workflow `on: [push, pull_request]` (test/offline/github/state-writes.test.ts):
+ * 3 state writes with plain messages started 3 runs; with `[skip ci]` 0 runs over git and 0 over the
+ * REST transport; keeping the state under a ref that is not a branch (`refs/fleet/state`) also started
+ * 0. The message was chosen: it keeps `fleet/state` a branch (browsable, and the contents API that
+ * the REST transport reads works on branches only) and every tool that names it, at no extra request.
+ * It does not cover events other than push and pull_request (a workflow `on: create` still sees the
+ * branch created once, on the first write).
+ */
+export const SKIP_CI = "[skip ci]";
 
-/** The message as people wrote it: without the `Fleet-Write` trailer. */
-export const withoutWriteTrailer = (message: string): string => message.replace(WRITE_TRAILER, "");
+/** A state commit's message: the subject marked `[skip ci]`, and its unique `Fleet-Write` trailer. */
+export const withWriteTrailer = (message: string): string => {
+  const nl = message.indexOf("\n");
+  const subject = nl < 0 ? message : message.slice(0, nl);
+  const body = nl < 0 ? "" : message.slice(nl);
+  return `${subject ? `${subject} ` : ""}${SKIP_CI}${body}\n\nFleet-Write: ${randomUUID()}`;
+};
+
+/** The message as people wrote it: without the `Fleet-Write` trailer and the subject's `[skip ci]`. */
+export const withoutWriteTrailer = (message: string): string => {
+  const text = message.replace(WRITE_TRAILER, "");
+  const nl = text.indexOf("\n");
+  const subject = nl < 0 ? text : text.slice(0, nl);
+  const cut = subject.endsWith(` ${SKIP_CI}`) ? SKIP_CI.length + 1 : subject === SKIP_CI ? SKIP_CI.length : 0;
+  return subject.slice(0, subject.length - cut) + (nl < 0 ? "" : text.slice(nl));
+};
 
 /** What to do about a corrupt state document on a state branch. */
 export const stateBranchRemedy = (branch: string): string =>

@@ -1,10 +1,17 @@
 import { generateKeyPairSync, type KeyObject, randomBytes, verify } from "node:crypto";
 import { HttpError } from "./http-error.ts";
-import type { Actor, EmulatorState } from "./state.ts";
+import type { Actor, EmulatorState, WorkflowTokenScope } from "./state.ts";
 
 type TokenRecord =
   | { kind: "user"; login: string }
-  | { kind: "installation"; installationId: number; expiresAt: number };
+  | { kind: "installation"; installationId: number; expiresAt: number }
+  | { kind: "workflow"; installationId: number; scope: WorkflowTokenScope };
+
+/**
+ * The user a workflow's GITHUB_TOKEN acts as. Events it causes carry this sender:
+ * https://docs.github.com/en/actions/security-for-github-actions/security-guides/automatic-token-authentication
+ */
+export const ACTIONS_BOT = "github-actions[bot]";
 
 /** App credentials and the tokens the emulator has issued. */
 export class Auth {
@@ -39,6 +46,17 @@ export class Auth {
     return { token, expiresAt: new Date(expiresAt).toISOString().replace(/\.\d{3}Z$/, "Z") };
   }
 
+  /**
+   * A token like a workflow job's GITHUB_TOKEN: it acts as github-actions[bot] on one repository with
+   * the permissions given (what the workflow's `permissions:` block grants).
+   */
+  workflowToken(installationId: number, scope: WorkflowTokenScope): string {
+    const token = `ghs_${randomBytes(18).toString("hex")}`;
+    this.tokens.set(token, { kind: "workflow", installationId, scope });
+    this.state.user(ACTIONS_BOT, "Bot");
+    return token;
+  }
+
   /** Who is calling, from the Authorization header; 401 with GitHub's messages when invalid. */
   actor(header: string | undefined): Actor {
     if (!header) return { kind: "anonymous" };
@@ -52,6 +70,13 @@ export class Auth {
     const rec = this.tokens.get(token);
     if (!rec) throw new HttpError(401, "Bad credentials");
     if (rec.kind === "user") return { kind: "user", user: this.state.user(rec.login) };
+    if (rec.kind === "workflow")
+      return {
+        kind: "installation",
+        installationId: rec.installationId,
+        user: this.state.user(ACTIONS_BOT, "Bot"),
+        workflow: rec.scope,
+      };
     if (rec.expiresAt < Date.now()) throw new HttpError(401, "Bad credentials");
     return {
       kind: "installation",

@@ -8,6 +8,7 @@ import type { Faults } from "./faults.ts";
 import { HttpError } from "./http-error.ts";
 import { SequencedLog } from "./request-log.ts";
 import { type Actor, atLeast, type EmulatorState, type Repo } from "./state.ts";
+import { holds } from "./workflow-token.ts";
 
 /** One git smart-HTTP request (clone, fetch or push); kept apart from the REST request log. */
 export interface GitRequest {
@@ -53,7 +54,7 @@ export interface GitHttpDeps {
   /** The REST pipeline's faults; git routes take only the faults that name them. */
   faults?: Faults;
   /** Ref updates a push made ("<before> <after> <ref>" lines), reported before the push's response ends. */
-  onPush: (repo: Repo, lines: string, login: string) => Promise<void>;
+  onPush: (repo: Repo, lines: string, actor: Actor) => Promise<void>;
 }
 
 /** The token of a git request: HTTP Basic with the token as password (any user name), or `token X`. */
@@ -101,6 +102,12 @@ export function createGitHttpHandler(d: GitHttpDeps) {
     if (!repo) throw notFound;
     if (actor.kind === "installation") {
       if (actor.installationId !== repo.installationId) throw notFound;
+      // A GITHUB_TOKEN reaches its own repository only, and pushes with `contents: write`.
+      if (actor.workflow) {
+        if (actor.workflow.repo.toLowerCase() !== repo.fullName.toLowerCase()) throw notFound;
+        if (!holds(actor.workflow, "contents", push ? "write" : "read"))
+          throw new HttpError(403, `Permission to ${repo.fullName}.git denied to ${actor.user.login}.`);
+      }
       return { repo, actor };
     }
     const p = d.state.permission(repo, actor.user.login);
@@ -230,7 +237,7 @@ export function createGitHttpHandler(d: GitHttpDeps) {
             await rm(dirname(pushFile), { recursive: true, force: true });
             if (lines)
               await d
-                .onPush(repo, lines, actorName)
+                .onPush(repo, lines, actor)
                 .catch((e) => process.stderr.write(`[github-emulator] push report failed: ${e}\n`));
           }
           if (!headersDone) {

@@ -24,9 +24,18 @@ import { registerReactionRoutes } from "./routes/reactions.ts";
 import { registerRepoRoutes } from "./routes/repos.ts";
 import { registerReviewCommentRoutes } from "./routes/review-comments.ts";
 import { createHandler } from "./server.ts";
-import { EmulatorState, nowIso, type Permission, type Repo, type WorkflowRun } from "./state.ts";
+import {
+  type Actor,
+  EmulatorState,
+  nowIso,
+  type Permission,
+  type Repo,
+  type TokenPermission,
+  type WorkflowRun,
+} from "./state.ts";
 import { WebhookSender } from "./webhooks.ts";
-import { World } from "./world.ts";
+import { DEFAULT_WORKFLOW_TOKEN_PERMISSIONS } from "./workflow-token.ts";
+import { requestScope, World } from "./world.ts";
 
 export type { FaultSpec } from "./faults.ts";
 export type { GitRequest } from "./git-http.ts";
@@ -37,7 +46,8 @@ export {
   GIT_UPLOAD_PACK_ROUTE,
 } from "./git-http.ts";
 export type { LoggedRequest } from "./request-log.ts";
-export type { Permission, WorkflowRun } from "./state.ts";
+export type { Permission, TokenPermission, WorkflowRun } from "./state.ts";
+export { hasSkipInstruction } from "./workflow-triggers.ts";
 
 export interface GitHubEmulatorOptions {
   port?: number;
@@ -150,7 +160,34 @@ export interface GitHubEmulator {
   };
   unimplemented(): Array<{ method: string; path: string; route: string; inSpec: boolean }>;
   faults: { inject(f: FaultSpec): void; clear(): void };
+  /**
+   * Every workflow run of the repository, oldest first: dispatched runs (`workflow_dispatch`) and
+   * the runs pushes and pull requests start (`push`, `pull_request`; see README "CI runs").
+   */
   workflowRuns(fullName: string): WorkflowRun[];
+  /**
+   * A token like a workflow job's GITHUB_TOKEN: it acts as `github-actions[bot]` (type Bot) on this
+   * repository only, with `permissions` as a workflow's `permissions:` block writes them (default
+   * contents, issues and pull-requests write). What it does starts no workflow run (except
+   * workflow_dispatch), and it may not open pull requests unless the repository allows it.
+   */
+  workflowToken(
+    fullName: string,
+    opts?: { permissions?: Record<string, TokenPermission>; runId?: number },
+  ): string;
+  /**
+   * What actions/upload-artifact does on a runner: zips `files` (path in the zip -> content) into an
+   * artifact of the run. `retentionDays: 0` makes one that has already expired.
+   */
+  uploadArtifact(
+    fullName: string,
+    runId: number,
+    name: string,
+    files: Record<string, string | Uint8Array>,
+    opts?: { retentionDays?: number },
+  ): Promise<{ id: number; name: string; sizeInBytes: number }>;
+  /** The repository's artifacts, oldest first. */
+  artifacts(fullName: string): Array<{ id: number; name: string; runId: number; sizeInBytes: number }>;
   setWorkflowRunStatus(
     fullName: string,
     runId: number,
@@ -193,7 +230,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions = {}): Pro
   );
   const refMoved = makeRefMoved(world);
   /** A `git push` updated refs: `lines` are post-receive's "<before> <after> <ref>" lines. */
-  const reportPush = async (repo: Repo, lines: string, login: string | undefined) => {
+  const reportPush = async (repo: Repo, lines: string, login: string | undefined): Promise<void> => {
     const pusher = login ? state.user(login) : repo.owner;
     for (const line of lines.split("\n").filter(Boolean)) {
       const [before, after, ref] = line.trim().split(" ");
@@ -258,12 +295,28 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions = {}): Pro
     dataDir,
     log: gitLog,
     faults,
-    onPush: reportPush,
+    // Reported as the token's actor, so a GITHUB_TOKEN's push starts no workflow run.
+    onPush: (repo, lines, actor: Actor) =>
+      requestScope.run({ actor, dropDeliveries: false }, () =>
+        reportPush(
+          repo,
+          lines,
+          actor.kind === "user" || actor.kind === "installation" ? actor.user.login : undefined,
+        ),
+      ),
   });
 
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://emulator.invalid");
     const git = matchGitHttp(url.pathname);
+    // Signed artifact download URLs need no credentials (GitHub serves them from blob storage).
+    const blob = req.method === "GET" ? actions.download(url.pathname) : undefined;
+    if (blob) {
+      req.resume();
+      res.writeHead(blob.status, blob.headers);
+      res.end(blob.body);
+      return;
+    }
     // Git smart HTTP shares the API's port, as on github.com, but not its pipeline (no JSON, no REST limits).
     const work = git ? gitHttp(req, res, git, url.searchParams) : handler.handle(req, res);
     work.catch((e) => {
@@ -345,6 +398,10 @@ fetch(${JSON.stringify(`${baseUrl}/_emulator/push/${encodeURIComponent(repo.full
         collaborators: new Map(),
         runs: [],
         workflowIds: new Map(),
+        artifacts: [],
+        // A new repository's defaults: a read-only GITHUB_TOKEN, and Actions may not create or
+        // approve pull requests (https://docs.github.com/en/repositories/managing-your-repositorys-settings-and-features/enabling-features-for-your-repository/managing-github-actions-settings-for-a-repository#preventing-github-actions-from-creating-or-approving-pull-requests).
+        actionsSettings: { defaultWorkflowPermissions: "read", canApprovePullRequestReviews: false },
         createdAt: now,
         pushedAt: now,
       };
@@ -493,6 +550,28 @@ fetch(${JSON.stringify(`${baseUrl}/_emulator/push/${encodeURIComponent(repo.full
     onWorkflowDispatch(listener) {
       actions.listeners.push(listener);
     },
+    workflowToken(fullName, opts = {}) {
+      const repo = mustRepo(fullName);
+      return auth.workflowToken(repo.installationId, {
+        repo: repo.fullName,
+        permissions: { ...(opts.permissions ?? DEFAULT_WORKFLOW_TOKEN_PERMISSIONS) },
+        runId: opts.runId,
+      });
+    },
+    async uploadArtifact(fullName, runId, name, files, opts = {}) {
+      const repo = mustRepo(fullName);
+      const run = repo.runs.find((r) => r.id === runId);
+      if (!run) throw new Error(`no workflow run ${runId} in ${fullName}`);
+      const a = await actions.uploadArtifact(repo, run, name, files, opts.retentionDays);
+      return { id: a.id, name: a.name, sizeInBytes: a.zip.length };
+    },
+    artifacts: (fullName) =>
+      mustRepo(fullName).artifacts.map((a) => ({
+        id: a.id,
+        name: a.name,
+        runId: a.runId,
+        sizeInBytes: a.zip.length,
+      })),
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -402,8 +402,22 @@ export class Shapes {
     };
   }
 
-  workflowRun(r: Repo, run: WorkflowRun, repoJson: unknown, headCommit: CommitInfo | undefined) {
+  workflowRun(
+    r: Repo,
+    run: WorkflowRun,
+    repoJson: unknown,
+    headCommit: CommitInfo | undefined,
+    pulls: Array<{
+      id: number;
+      number: number;
+      headRef: string;
+      headSha: string;
+      baseRef: string;
+      baseSha: string;
+    }> = [],
+  ) {
     const api = `${this.api}/repos/${r.fullName}/actions/runs/${run.id}`;
+    const repoRef = { id: r.id, url: `${this.api}/repos/${r.fullName}`, name: r.name };
     const person = (p?: { name: string; email: string }) => ({ name: p?.name ?? "", email: p?.email ?? "" });
     return {
       id: run.id,
@@ -414,7 +428,7 @@ export class Shapes {
       head_branch: run.headBranch,
       head_sha: run.headSha,
       path: run.workflowPath,
-      display_title: run.name,
+      display_title: run.displayTitle ?? run.name,
       run_number: run.runNumber,
       event: run.event,
       status: run.status,
@@ -422,11 +436,17 @@ export class Shapes {
       workflow_id: run.workflowId,
       url: api,
       html_url: `${this.html}/${r.fullName}/actions/runs/${run.id}`,
-      pull_requests: [],
+      pull_requests: pulls.map((p) => ({
+        url: `${this.api}/repos/${r.fullName}/pulls/${p.number}`,
+        id: p.id,
+        number: p.number,
+        head: { ref: p.headRef, sha: p.headSha, repo: repoRef },
+        base: { ref: p.baseRef, sha: p.baseSha, repo: repoRef },
+      })),
       created_at: run.createdAt,
       updated_at: run.updatedAt,
       actor: this.user(run.actor),
-      triggering_actor: this.user(run.actor),
+      triggering_actor: this.user(run.triggeringActor ?? run.actor),
       run_attempt: 1,
       referenced_workflows: [],
       run_started_at: run.runStartedAt,

@@ -5,8 +5,9 @@ import type { World } from "./world.ts";
 const ZERO = "0".repeat(40);
 
 /**
- * What GitHub does when a branch moves, by API or by `git push`: a push webhook, and a
- * `synchronize` for open pull requests whose head is that branch.
+ * What GitHub does when a branch moves, by API or by `git push`: a push webhook, the `on: push`
+ * workflow runs, and a `synchronize` (with its `on: pull_request` runs) for open pull requests whose
+ * head is that branch.
  */
 export function makeRefMoved(w: World) {
   return async (
@@ -59,6 +60,7 @@ export function makeRefMoved(w: World) {
       },
       pusher,
     );
+    await w.workflowTriggers?.pushed(repo, ref, before, after, pusher);
     if (!ref.startsWith("refs/heads/")) return;
     const branch = ref.slice("refs/heads/".length);
     for (const i of repo.issues.values()) {
@@ -79,6 +81,7 @@ export function makeRefMoved(w: World) {
             },
             pusher,
           );
+          await w.workflowTriggers?.pullRequest(repo, i, "synchronize", pusher);
         }
       } else if (i.pull.baseRef === branch) {
         await refreshPull(repo, i);

@@ -124,9 +124,35 @@ export interface WorkflowRun {
   conclusion: string | null;
   inputs: Record<string, unknown>;
   actor: User;
+  /** Who caused this run (a re-run's requester); the actor when absent. */
+  triggeringActor?: User;
+  /** The run's title as GitHub shows it (head commit subject, PR title); the workflow name when absent. */
+  displayTitle?: string;
+  /** Pull requests the run belongs to (`pull_request` runs), by number. */
+  pullRequests?: number[];
   createdAt: string;
   updatedAt: string;
   runStartedAt: string;
+}
+
+/** An artifact a run uploaded (actions/upload-artifact): one zip. */
+export interface Artifact {
+  id: number;
+  name: string;
+  runId: number;
+  zip: Buffer;
+  /** `sha256:<hex>` of the zip, as upload-artifact v4+ records it. */
+  digest: string;
+  createdAt: string;
+  expiresAt: string;
+}
+
+/** The repository's Actions settings that the emulator models (Settings > Actions > General). */
+export interface ActionsSettings {
+  /** What a workflow's GITHUB_TOKEN gets when the workflow sets no `permissions:`. */
+  defaultWorkflowPermissions: "read" | "write";
+  /** "Allow GitHub Actions to create and approve pull requests"; off by default. */
+  canApprovePullRequestReviews: boolean;
 }
 
 export interface Repo {
@@ -144,6 +170,8 @@ export interface Repo {
   collaborators: Map<string, Permission>;
   runs: WorkflowRun[];
   workflowIds: Map<string, number>;
+  artifacts: Artifact[];
+  actionsSettings: ActionsSettings;
   createdAt: string;
   pushedAt: string;
 }
@@ -155,10 +183,24 @@ export interface Installation {
   createdAt: string;
 }
 
+/** A workflow permission's level, as a workflow's `permissions:` block writes it. */
+export type TokenPermission = "read" | "write" | "none";
+
+/**
+ * A workflow's GITHUB_TOKEN: an installation token of the GitHub Actions app, limited to the
+ * workflow's repository and the permissions its `permissions:` block gives (keys as written there:
+ * `contents`, `issues`, `pull-requests`, `actions`, ...).
+ */
+export interface WorkflowTokenScope {
+  repo: string;
+  permissions: Record<string, TokenPermission>;
+  runId?: number;
+}
+
 export type Actor =
   | { kind: "anonymous" }
   | { kind: "app" }
-  | { kind: "installation"; installationId: number; user: User }
+  | { kind: "installation"; installationId: number; user: User; workflow?: WorkflowTokenScope }
   | { kind: "user"; user: User };
 
 export const nowIso = (): string => new Date().toISOString().replace(/\.\d{3}Z$/, "Z");

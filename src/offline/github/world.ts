@@ -13,6 +13,18 @@ import {
   type User,
 } from "./state.ts";
 import type { WebhookSender } from "./webhooks.ts";
+import { checkWorkflowToken } from "./workflow-token.ts";
+
+/** Starts the workflow runs an event triggers (routes/actions.ts); absent until Actions registers. */
+export interface WorkflowTriggers {
+  pushed(repo: Repo, ref: string, before: string | null, after: string | null, pusher?: User): Promise<void>;
+  pullRequest(
+    repo: Repo,
+    pull: Issue,
+    action: "opened" | "synchronize" | "reopened",
+    sender?: User,
+  ): Promise<void>;
+}
 
 /** Per-request facts that webhook emission needs without threading them through every call. */
 export interface RequestScope {
@@ -24,6 +36,8 @@ export const requestScope = new AsyncLocalStorage<RequestScope>();
 
 /** Shared services and helpers for route modules. */
 export class World {
+  workflowTriggers: WorkflowTriggers | undefined;
+
   constructor(
     readonly state: EmulatorState,
     readonly auth: Auth,
@@ -41,6 +55,7 @@ export class World {
     if (a.kind === "app") throw new HttpError(401, "A JSON web token cannot be used to access this endpoint");
     if (a.kind === "installation") {
       if (a.installationId !== r.installationId) throw notFound();
+      if (a.workflow) checkWorkflowToken(a.workflow, r, ctx);
       return r;
     }
     if (a.kind === "anonymous") {
@@ -122,6 +137,12 @@ export class World {
 
   installationLite(r: Repo) {
     return { id: r.installationId, node_id: this.shapes.nodeId("Installation", r.installationId) };
+  }
+
+  /** Whether the request in progress uses a workflow's GITHUB_TOKEN (its events start no workflow run). */
+  byWorkflowToken(): boolean {
+    const a = requestScope.getStore()?.actor;
+    return a?.kind === "installation" && a.workflow !== undefined;
   }
 
   /** Whoever made the request in progress (the app's bot for installation tokens), else the owner. */

@@ -1,18 +1,259 @@
+import { createHash, randomBytes } from "node:crypto";
+import { zipSync } from "fflate";
 import { parse as parseYaml } from "yaml";
 import { HttpError, notFound, validationFailed } from "../http-error.ts";
 import type { Ctx, Router } from "../router.ts";
-import { nowIso, type Repo, type User, type WorkflowRun } from "../state.ts";
-import { paginate, type World } from "../world.ts";
+import { type Artifact, type Issue, nowIso, type Repo, type User, type WorkflowRun } from "../state.ts";
+import { hasSkipInstruction, parseOn, type TriggerFacts, triggers } from "../workflow-triggers.ts";
+import { paginate, type WorkflowTriggers, type World } from "../world.ts";
 
 type Body = Record<string, unknown>;
 
 export type DispatchListener = (run: WorkflowRun & { repo: string }) => void;
 
-/** GitHub Actions, as far as Fleet uses it: dispatch a workflow, follow and cancel its runs. */
-export class Actions {
-  readonly listeners: DispatchListener[] = [];
+/** A workflow file at a commit, with what its YAML says. */
+interface WorkflowFile {
+  path: string;
+  sha: string;
+  name: string;
+  on: unknown;
+}
 
-  constructor(private readonly w: World) {}
+/** How long a download URL from the artifact API works (GitHub: 1 minute). */
+const DOWNLOAD_URL_TTL_MS = 60_000;
+/** upload-artifact's default retention (GitHub: 90 days unless the repository sets less). */
+const DEFAULT_RETENTION_DAYS = 90;
+
+/**
+ * GitHub Actions, as far as Fleet meets it: dispatch a workflow, follow and cancel its runs, the runs
+ * that pushes and pull requests start (CI), the GITHUB_TOKEN settings, and run artifacts.
+ */
+export class Actions implements WorkflowTriggers {
+  readonly listeners: DispatchListener[] = [];
+  /** Signed artifact download URLs handed out by the API: token -> artifact and expiry. */
+  private readonly downloads = new Map<string, { artifact: Artifact; expiresAt: number }>();
+
+  constructor(private readonly w: World) {
+    w.workflowTriggers = this;
+  }
+
+  /** The workflow files (`.github/workflows/*.yml|yaml`) at a commit or ref. */
+  async workflowFiles(repo: Repo, ref: string): Promise<Array<{ path: string; sha: string }>> {
+    const commit = await repo.git.resolveCommitish(ref);
+    if (!commit) return [];
+    const entries = await repo.git.lsTree(`${commit}:.github/workflows`);
+    return entries
+      .filter((e) => e.type === "blob" && /\.ya?ml$/.test(e.path))
+      .map((e) => ({ path: `.github/workflows/${e.path}`, sha: e.sha }));
+  }
+
+  /** A workflow's `name:` and `on:`; a file that is not YAML has its path as name and no trigger. */
+  async readWorkflow(repo: Repo, file: { path: string; sha: string }): Promise<WorkflowFile> {
+    try {
+      const doc = parseYaml((await repo.git.readBlob(file.sha)).toString("utf8")) as {
+        name?: unknown;
+        on?: unknown;
+      };
+      return { ...file, name: typeof doc?.name === "string" ? doc.name : file.path, on: doc?.on };
+    } catch {
+      return { ...file, name: file.path, on: undefined };
+    }
+  }
+
+  /** A new run of a workflow, recorded and announced (workflow_run.requested, workflow_job.queued). */
+  private async createRun(
+    repo: Repo,
+    wf: { id: number; path: string; name: string },
+    fields: Pick<WorkflowRun, "headBranch" | "headSha" | "event" | "inputs" | "actor"> &
+      Partial<Pick<WorkflowRun, "displayTitle" | "pullRequests">>,
+  ): Promise<WorkflowRun> {
+    const now = nowIso();
+    const run: WorkflowRun = {
+      id: this.w.state.nextId(),
+      jobId: this.w.state.nextId(),
+      runNumber: repo.runs.filter((x) => x.workflowId === wf.id).length + 1,
+      workflowId: wf.id,
+      workflowPath: wf.path,
+      name: wf.name,
+      status: "queued",
+      conclusion: null,
+      triggeringActor: fields.actor,
+      createdAt: now,
+      updatedAt: now,
+      runStartedAt: now,
+      ...fields,
+    };
+    repo.runs.push(run);
+    await this.emitRun(repo, run, "requested");
+    return run;
+  }
+
+  /**
+   * Runs of the workflows at `sha` that the event triggers. GitHub reads the workflow files of the
+   * event's commit (https://docs.github.com/en/actions/how-tos/write-workflows/choose-when-workflows-run/trigger-a-workflow#about-workflow-triggers);
+   * events made with a workflow's GITHUB_TOKEN start none ("Triggering a workflow from a workflow",
+   * same page), and a skip instruction in the head commit's message skips push and pull_request runs
+   * (https://docs.github.com/en/actions/managing-workflow-runs/skipping-workflow-runs). Webhooks about
+   * the event itself go out all the same.
+   */
+  private async startRuns(
+    repo: Repo,
+    sha: string,
+    facts: Omit<TriggerFacts, "paths">,
+    changedPaths: () => Promise<string[]>,
+    run: (wf: { id: number; path: string; name: string }) => Promise<unknown>,
+  ): Promise<void> {
+    if (this.w.byWorkflowToken()) return;
+    const files = await this.workflowFiles(repo, sha);
+    if (files.length === 0) return;
+    const head = await repo.git.readCommit(sha);
+    if (!head || hasSkipInstruction(head.message)) return;
+    let paths: string[] | undefined;
+    for (const file of files) {
+      const wf = await this.readWorkflow(repo, file);
+      const on = parseOn(wf.on);
+      if (!on) continue;
+      const filters = on.get(facts.event);
+      if (!filters) continue;
+      if (("paths" in filters || "paths-ignore" in filters) && facts.tag === undefined)
+        paths ??= await changedPaths();
+      if (!triggers(on, { ...facts, paths })) continue;
+      await run({ id: this.workflowId(repo, wf.path), path: wf.path, name: wf.name });
+    }
+  }
+
+  /** `on: push` runs for a branch or tag that moved (a deletion starts none). */
+  async pushed(
+    repo: Repo,
+    ref: string,
+    before: string | null,
+    after: string | null,
+    pusher?: User,
+  ): Promise<void> {
+    if (!after) return;
+    // Only branches and tags start push workflows; other refs (refs/notes, refs/fleet/...) start none.
+    const branch = ref.startsWith("refs/heads/") ? ref.slice("refs/heads/".length) : undefined;
+    const tag = ref.startsWith("refs/tags/") ? ref.slice("refs/tags/".length) : undefined;
+    if (branch === undefined && tag === undefined) return;
+    const actor = pusher ?? this.w.currentUser(repo);
+    const changed = async () => {
+      const base =
+        before ??
+        (await repo.git.mergeBase(
+          (await repo.git.resolveRef(`refs/heads/${repo.defaultBranch}`)) ?? after,
+          after,
+        ));
+      if (base && base !== after) return (await repo.git.changedFiles(base, after)).map((f) => f.path);
+      return (await repo.git.lsTree(after, { recursive: true }))
+        .filter((e) => e.type === "blob")
+        .map((e) => e.path);
+    };
+    const title = async () => ((await repo.git.readCommit(after))?.message ?? "").split("\n")[0]!;
+    await this.startRuns(repo, after, { event: "push", branch, tag }, changed, async (wf) =>
+      this.createRun(repo, wf, {
+        headBranch: (branch ?? tag)!,
+        headSha: after,
+        event: "push",
+        inputs: {},
+        actor,
+        displayTitle: await title(),
+      }),
+    );
+  }
+
+  /** `on: pull_request` runs (opened, synchronize, reopened), from the PR's head commit. */
+  async pullRequest(
+    repo: Repo,
+    pull: Issue,
+    action: "opened" | "synchronize" | "reopened",
+    sender?: User,
+  ): Promise<void> {
+    const p = pull.pull!;
+    const actor = sender ?? this.w.currentUser(repo);
+    const changed = async () => {
+      const base = (await repo.git.mergeBase(p.baseSha, p.headSha)) ?? p.baseSha;
+      return (await repo.git.changedFiles(base, p.headSha)).map((f) => f.path);
+    };
+    // GitHub takes the workflows of the PR's merge commit; the head commit stands in for it here.
+    await this.startRuns(
+      repo,
+      p.headSha,
+      { event: "pull_request", action, branch: p.baseRef },
+      changed,
+      (wf) =>
+        this.createRun(repo, wf, {
+          headBranch: p.headRef,
+          headSha: p.headSha,
+          event: "pull_request",
+          inputs: {},
+          actor,
+          displayTitle: pull.title,
+          pullRequests: [pull.number],
+        }),
+    );
+  }
+
+  /** What actions/upload-artifact does on a runner: one zip of `files`, named, on the run. */
+  async uploadArtifact(
+    repo: Repo,
+    run: WorkflowRun,
+    name: string,
+    files: Record<string, string | Uint8Array>,
+    retentionDays = DEFAULT_RETENTION_DAYS,
+  ): Promise<Artifact> {
+    if (!name || /[":<>|*?\r\n\\/]/.test(name))
+      throw new Error(
+        `artifact name "${name}" is not valid: upload-artifact refuses " : < > | * ? \\ / and line breaks`,
+      );
+    if (repo.artifacts.some((a) => a.runId === run.id && a.name === name))
+      throw new Error(
+        `run ${run.id} already has an artifact named "${name}" (upload-artifact v4 names are unique per run)`,
+      );
+    const entries: Record<string, Uint8Array> = {};
+    for (const [path, content] of Object.entries(files))
+      entries[path] = typeof content === "string" ? new TextEncoder().encode(content) : content;
+    const zip = Buffer.from(zipSync(entries));
+    const now = Date.now();
+    const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+    const artifact: Artifact = {
+      id: this.w.state.nextId(),
+      name,
+      runId: run.id,
+      zip,
+      digest: `sha256:${createHash("sha256").update(zip).digest("hex")}`,
+      createdAt: iso(now),
+      expiresAt: iso(now + retentionDays * 86_400_000),
+    };
+    repo.artifacts.push(artifact);
+    return artifact;
+  }
+
+  /** The zip behind a signed download URL (`/_emulator/artifacts/<token>`), while the URL is valid. */
+  download(
+    path: string,
+  ): { status: number; body: Buffer | string; headers: Record<string, string> } | undefined {
+    const m = /^\/_emulator\/artifacts\/([0-9a-f]+)\.zip$/.exec(path);
+    if (!m) return undefined;
+    const entry = this.downloads.get(m[1]!);
+    const text = { "content-type": "text/plain; charset=utf-8" };
+    if (!entry) return { status: 404, body: "The specified blob does not exist.\n", headers: text };
+    if (entry.expiresAt < Date.now()) {
+      this.downloads.delete(m[1]!);
+      return {
+        status: 403,
+        body: "This download URL has expired: ask the API for a new one.\n",
+        headers: text,
+      };
+    }
+    return {
+      status: 200,
+      body: entry.artifact.zip,
+      headers: {
+        "content-type": "application/zip",
+        "content-disposition": `attachment; filename=${entry.artifact.name}.zip`,
+      },
+    };
+  }
 
   workflowId(repo: Repo, path: string): number {
     let id = repo.workflowIds.get(path);
@@ -49,7 +290,7 @@ export class Actions {
       {
         action,
         workflow: this.w.shapes.workflow(repo, run, run.createdAt),
-        workflow_run: this.w.shapes.workflowRun(repo, run, repoJson, commit),
+        workflow_run: this.w.shapes.workflowRun(repo, run, repoJson, commit, this.pullsOf(repo, run)),
       },
       sender ?? run.actor,
     );
@@ -62,42 +303,34 @@ export class Actions {
     );
   }
 
+  /** The pull requests of a `pull_request` run, as the run's `pull_requests` lists them. */
+  private pullsOf(repo: Repo, run: WorkflowRun) {
+    return (run.pullRequests ?? []).flatMap((n) => {
+      const i = repo.issues.get(n);
+      if (!i?.pull) return [];
+      const { headRef, headSha, baseRef, baseSha } = i.pull;
+      return [{ id: i.id, number: n, headRef, headSha, baseRef, baseSha }];
+    });
+  }
+
   async runJson(repo: Repo, run: WorkflowRun) {
     return this.w.shapes.workflowRun(
       repo,
       run,
       this.w.repoJson(repo),
       await repo.git.readCommit(run.headSha),
+      this.pullsOf(repo, run),
     );
   }
 
   register(r: Router): void {
     const w = this.w;
-    const workflowFiles = async (repo: Repo, ref: string) => {
-      const commit = await repo.git.resolveCommitish(ref);
-      if (!commit) return [];
-      const entries = await repo.git.lsTree(`${commit}:.github/workflows`);
-      return entries
-        .filter((e) => e.type === "blob" && /\.ya?ml$/.test(e.path))
-        .map((e) => ({ path: `.github/workflows/${e.path}`, sha: e.sha }));
-    };
-    const workflowName = async (repo: Repo, blob: string, path: string) => {
-      try {
-        const doc = parseYaml((await repo.git.readBlob(blob)).toString("utf8")) as {
-          name?: unknown;
-          on?: unknown;
-        };
-        return { name: typeof doc?.name === "string" ? doc.name : path, on: doc?.on };
-      } catch {
-        return { name: path, on: undefined };
-      }
-    };
     /** Finds a workflow by numeric id or file name, on the given ref. */
     const findWorkflow = async (repo: Repo, idOrFile: string, ref: string) => {
-      for (const f of await workflowFiles(repo, ref)) {
+      for (const f of await this.workflowFiles(repo, ref)) {
         const id = this.workflowId(repo, f.path);
         if (String(id) === idOrFile || f.path.split("/").pop() === idOrFile) {
-          return { ...f, id, ...(await workflowName(repo, f.sha, f.path)) };
+          return { ...(await this.readWorkflow(repo, f)), id };
         }
       }
       return undefined;
@@ -108,12 +341,12 @@ export class Actions {
     r.on("GET /repos/{owner}/{repo}/actions/workflows", async (ctx) => {
       const repo = w.repo(ctx);
       const list = [];
-      for (const f of await workflowFiles(repo, repo.defaultBranch)) {
+      for (const f of await this.workflowFiles(repo, repo.defaultBranch)) {
         list.push(
           workflowJson(repo, {
             id: this.workflowId(repo, f.path),
             path: f.path,
-            name: (await workflowName(repo, f.sha, f.path)).name,
+            name: (await this.readWorkflow(repo, f)).name,
           }),
         );
       }
@@ -136,35 +369,16 @@ export class Actions {
       if (!headSha) throw validationFailed([], `No ref found for: ${ref}`);
       const wf = await findWorkflow(repo, String(ctx.params.workflow_id), ref);
       if (!wf) throw notFound();
-      const triggers =
-        typeof wf.on === "string"
-          ? [wf.on]
-          : Array.isArray(wf.on)
-            ? wf.on
-            : Object.keys((wf.on as object) ?? {});
-      if (!triggers.includes("workflow_dispatch"))
+      // workflow_dispatch starts a run even with a GITHUB_TOKEN (the documented exception).
+      if (!parseOn(wf.on)?.has("workflow_dispatch"))
         throw new HttpError(422, "Workflow does not have 'workflow_dispatch' trigger");
-      const now = nowIso();
-      const run: WorkflowRun = {
-        id: w.state.nextId(),
-        jobId: w.state.nextId(),
-        runNumber: repo.runs.filter((x) => x.workflowId === wf.id).length + 1,
-        workflowId: wf.id,
-        workflowPath: wf.path,
-        name: wf.name,
+      const run = await this.createRun(repo, wf, {
         headBranch: ref,
         headSha,
         event: "workflow_dispatch",
-        status: "queued",
-        conclusion: null,
         inputs: (b.inputs as Record<string, unknown>) ?? {},
         actor: w.actingUser(ctx),
-        createdAt: now,
-        updatedAt: now,
-        runStartedAt: now,
-      };
-      repo.runs.push(run);
-      await this.emitRun(repo, run, "requested");
+      });
       for (const l of this.listeners) l({ ...run, repo: repo.fullName });
       if (b.return_run_details === true) {
         return {
@@ -239,6 +453,120 @@ export class Actions {
         throw new HttpError(409, "Cannot cancel a workflow run that is completed.");
       await this.setStatus(repo, run, "completed", "cancelled", w.actingUser(ctx));
       return { status: 202, body: {} };
+    });
+
+    // The repository's GITHUB_TOKEN settings. Reading and writing them takes the administration
+    // permission, which Fleet's app (and a GITHUB_TOKEN) lacks; people need admin.
+    // https://docs.github.com/en/rest/actions/permissions#get-default-workflow-permissions-for-a-repository
+    const settingsRepo = (ctx: Ctx): Repo => {
+      const repo = w.repo(ctx, "admin");
+      if (ctx.actor.kind === "installation")
+        throw new HttpError(403, "Resource not accessible by integration", {
+          documentation_url:
+            "https://docs.github.com/rest/actions/permissions#get-default-workflow-permissions-for-a-repository",
+        });
+      return repo;
+    };
+
+    r.on("GET /repos/{owner}/{repo}/actions/permissions/workflow", (ctx) => {
+      const s = settingsRepo(ctx).actionsSettings;
+      return {
+        status: 200,
+        body: {
+          default_workflow_permissions: s.defaultWorkflowPermissions,
+          can_approve_pull_request_reviews: s.canApprovePullRequestReviews,
+        },
+      };
+    });
+
+    r.on("PUT /repos/{owner}/{repo}/actions/permissions/workflow", (ctx) => {
+      const s = settingsRepo(ctx).actionsSettings;
+      const b = (ctx.body as Body | undefined) ?? {};
+      if (b.default_workflow_permissions !== undefined)
+        s.defaultWorkflowPermissions = b.default_workflow_permissions as "read" | "write";
+      if (b.can_approve_pull_request_reviews !== undefined)
+        s.canApprovePullRequestReviews = b.can_approve_pull_request_reviews === true;
+      return { status: 204 };
+    });
+
+    // Run artifacts: https://docs.github.com/en/rest/actions/artifacts
+    const artifactJson = (repo: Repo, a: Artifact) => {
+      const run = repo.runs.find((x) => x.id === a.runId);
+      const api = `${w.shapes.api}/repos/${repo.fullName}/actions/artifacts/${a.id}`;
+      return {
+        id: a.id,
+        node_id: w.shapes.nodeId("Artifact", a.id),
+        name: a.name,
+        size_in_bytes: a.zip.length,
+        url: api,
+        archive_download_url: `${api}/zip`,
+        expired: Date.parse(a.expiresAt) <= Date.now(),
+        created_at: a.createdAt,
+        updated_at: a.createdAt,
+        expires_at: a.expiresAt,
+        digest: a.digest,
+        workflow_run: run
+          ? {
+              id: run.id,
+              repository_id: repo.id,
+              head_repository_id: repo.id,
+              head_branch: run.headBranch,
+              head_sha: run.headSha,
+            }
+          : null,
+      };
+    };
+    const listArtifacts = (ctx: Ctx, repo: Repo, runId?: number) => {
+      const name = ctx.params.name === undefined ? undefined : String(ctx.params.name);
+      let list = repo.artifacts.filter(
+        (a) => (runId === undefined || a.runId === runId) && (name === undefined || a.name === name),
+      );
+      // Newest first, as GitHub lists them; `direction=asc` (run artifacts only) turns that around.
+      list = [...list].reverse();
+      if (ctx.params.direction === "asc") list.reverse();
+      const page = paginate(ctx, w.shapes.api, list);
+      return {
+        ...page,
+        body: { total_count: list.length, artifacts: page.body.map((a) => artifactJson(repo, a)) },
+      };
+    };
+    const findArtifact = (ctx: Ctx) => {
+      const repo = w.repo(ctx);
+      const a = repo.artifacts.find((x) => x.id === Number(ctx.params.artifact_id));
+      if (!a) throw notFound();
+      return { repo, artifact: a };
+    };
+
+    r.on("GET /repos/{owner}/{repo}/actions/runs/{run_id}/artifacts", (ctx) => {
+      const { repo, run } = findRun(ctx);
+      return listArtifacts(ctx, repo, run.id);
+    });
+
+    r.on("GET /repos/{owner}/{repo}/actions/artifacts", (ctx) => listArtifacts(ctx, w.repo(ctx)));
+
+    r.on("GET /repos/{owner}/{repo}/actions/artifacts/{artifact_id}", (ctx) => {
+      const { repo, artifact } = findArtifact(ctx);
+      return { status: 200, body: artifactJson(repo, artifact) };
+    });
+
+    r.on("DELETE /repos/{owner}/{repo}/actions/artifacts/{artifact_id}", (ctx) => {
+      const { repo, artifact } = findArtifact(ctx);
+      w.repo(ctx, "write");
+      repo.artifacts.splice(repo.artifacts.indexOf(artifact), 1);
+      return { status: 204 };
+    });
+
+    // A 302 to a short-lived URL that serves the zip without credentials, as GitHub answers:
+    // https://docs.github.com/en/rest/actions/artifacts#download-an-artifact
+    r.on("GET /repos/{owner}/{repo}/actions/artifacts/{artifact_id}/{archive_format}", (ctx) => {
+      // Artifacts of public repositories too are for signed-in users only.
+      if (ctx.actor.kind === "anonymous") throw new HttpError(401, "Requires authentication");
+      const { artifact } = findArtifact(ctx);
+      if (ctx.params.archive_format !== "zip") throw notFound();
+      if (Date.parse(artifact.expiresAt) <= Date.now()) throw new HttpError(410, "Artifact has expired");
+      const token = randomBytes(16).toString("hex");
+      this.downloads.set(token, { artifact, expiresAt: Date.now() + DOWNLOAD_URL_TTL_MS });
+      return { status: 302, headers: { location: `${w.shapes.api}/_emulator/artifacts/${token}.zip` } };
     });
   }
 }

@@ -56,6 +56,16 @@ export function registerPullRoutes(
   r.on("POST /repos/{owner}/{repo}/pulls", async (ctx) => {
     const repo = w.repo(ctx);
     const by = w.actingUser(ctx);
+    // A GITHUB_TOKEN may open pull requests only where the repository allows it (off by default):
+    // https://docs.github.com/en/repositories/managing-your-repositorys-settings-and-features/enabling-features-for-your-repository/managing-github-actions-settings-for-a-repository#preventing-github-actions-from-creating-or-approving-pull-requests
+    if (
+      ctx.actor.kind === "installation" &&
+      ctx.actor.workflow &&
+      !repo.actionsSettings.canApprovePullRequestReviews
+    )
+      throw new HttpError(403, "GitHub Actions is not permitted to create or approve pull requests.", {
+        documentation_url: "https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
+      });
     const b = ctx.body as Body;
     const headBranch = branchOf(repo, String(b.head));
     const baseBranch = String(b.base);
@@ -127,6 +137,7 @@ export function registerPullRoutes(
       number: i.number,
       pull_request: w.pullJsonSync(repo, i),
     });
+    await w.workflowTriggers?.pullRequest(repo, i, "opened");
     return {
       status: 201,
       body: w.pullJsonSync(repo, i),
@@ -206,6 +217,7 @@ export function registerPullRoutes(
         number: i.number,
         pull_request: w.pullJsonSync(repo, i),
       });
+      if (b.state === "open") await w.workflowTriggers?.pullRequest(repo, i, "reopened");
     }
     return { status: 200, body: w.pullJsonSync(repo, i) };
   });
