@@ -14,6 +14,7 @@ import { coalescingStore } from "../state/write-queue.ts";
 import { executeTask } from "../worker/execute-task.ts";
 import type { GitAuth } from "../worker/git.ts";
 import type { TaskOutcome } from "../worker/run-task.ts";
+import { assertSandboxAvailable, type SandboxMode, SandboxUnavailableError } from "../worker/sandbox.ts";
 
 export interface ActionInputs {
   taskId: string;
@@ -91,6 +92,14 @@ export async function runAction(inputs: ActionInputs, deps: ActionDeps): Promise
       `.github/fleet.yml is invalid: ${loaded.problems.map((p) => `${p.path}: ${p.message}`).join("; ")}`,
     );
   const fileConfig = loaded.config;
+  // A runner that cannot contain the agent fails the job before it claims the task.
+  try {
+    await assertSandboxAvailable((fileConfig as { sandbox?: SandboxMode }).sandbox ?? "bubblewrap");
+  } catch (error) {
+    if (error instanceof SandboxUnavailableError)
+      throw new ActionInputError(`On this runner: ${error.message}`);
+    throw error;
+  }
 
   // 2.
   const store = coalescingStore(

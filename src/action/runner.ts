@@ -60,6 +60,8 @@ export async function runner(env: NodeJS.ProcessEnv = process.env): Promise<void
     const serverUrl = env.GITHUB_SERVER_URL || "https://github.com";
     const cloneUrl = core.getInput("clone-url") || `${serverUrl}/${fullName}.git`;
     const repo = parseRepoFullName(fullName);
+    // The inputs are read: no child process (git, the agent's sandbox) inherits them from here on.
+    for (const name of Object.keys(env)) if (name.startsWith("INPUT_")) delete env[name];
     const octokit = new Octokit({
       baseUrl: apiUrl.replace(/\/$/, ""),
       auth: token,

@@ -28,6 +28,8 @@ export const claudeAdapter: AgentAdapter = {
   defaultModel: "claude-sonnet-4-5",
   binary: "claude",
   credentialEnv: "ANTHROPIC_API_KEY",
+  credentialAliases: ["ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"],
+  upstream: "https://api.anthropic.com",
 
   command(inv: AgentInvocation) {
     const args = ["-p", "--output-format", "stream-json", "--verbose", "--model", inv.model];

@@ -24,10 +24,14 @@ export const codexAdapter: AgentAdapter = {
   defaultModel: "gpt-5-codex",
   binary: "codex",
   credentialEnv: "OPENAI_API_KEY",
+  credentialAliases: ["CODEX_API_KEY"],
+  upstream: "https://api.openai.com",
 
   command(inv: AgentInvocation) {
     const options = ["--json", "--model", inv.model, "--skip-git-repo-check"];
-    options.push("--sandbox", inv.phase === "plan" ? "read-only" : "workspace-write");
+    // Inside Fleet's sandbox (the worktree read-only in a plan phase) Codex's own is not nested.
+    const own = inv.phase === "plan" ? "read-only" : "workspace-write";
+    options.push("--sandbox", inv.sandboxed ? "danger-full-access" : own);
     options.push("-c", 'approval_policy="never"');
     const env: Record<string, string> = {};
     if (inv.modelBaseUrl) {

@@ -15,6 +15,8 @@ export const geminiAdapter: AgentAdapter = {
   defaultModel: "gemini-2.5-pro",
   binary: "gemini",
   credentialEnv: "GEMINI_API_KEY",
+  credentialAliases: ["GOOGLE_API_KEY"],
+  upstream: "https://generativelanguage.googleapis.com",
 
   command(inv: AgentInvocation) {
     const args = ["-p", inv.prompt, "--output-format", "stream-json", "-m", inv.model];

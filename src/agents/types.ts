@@ -16,6 +16,11 @@ export interface AgentInvocation {
   home?: string;
   /** Extra environment for this run (e.g. CLAUDE_CODE_MAX_RETRIES=0); applied after the adapter's own. */
   env?: Record<string, string>;
+  /**
+   * Fleet runs the agent inside its own sandbox: a CLI that has a sandbox of its own turns it off
+   * (Fleet's is the boundary, and nested namespaces are not available on every host).
+   */
+  sandboxed?: boolean;
 }
 
 export interface AgentCommand {
@@ -55,6 +60,18 @@ export interface AgentAdapter {
   binary: string;
   /** Environment variable the coder reads its credential from, e.g. ANTHROPIC_API_KEY. */
   credentialEnv: string;
+  /**
+   * Other variables the CLI reads a credential from (e.g. CLAUDE_CODE_OAUTH_TOKEN): a configured
+   * credential with one of these names travels in it; any other name is a label and travels in
+   * `credentialEnv`.
+   */
+  credentialAliases?: readonly string[];
+  /**
+   * The model API the CLI talks to by default (an origin). Set for CLIs that take a base URL: their
+   * runs go through Fleet's model gateway, and the agent holds a per-run token instead of the
+   * credential. Absent: the CLI cannot be pointed elsewhere and is handed its credential itself.
+   */
+  upstream?: string;
   command(inv: AgentInvocation): AgentCommand;
   /** One line of stdout -> events. Never throws: anything it cannot read is `{type:"unknown"}`. */
   parseLine(line: string): AgentEvent[];

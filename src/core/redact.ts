@@ -1,3 +1,5 @@
+import { encodedForms, skeleton, skeletonSpans } from "./secret-scan.ts";
+
 export const REDACTED = "[REDACTED]";
 
 /** Known secret values shorter than this are not replaced: they would match ordinary text. */
@@ -34,18 +36,56 @@ function redactPrivateKeys(text: string): string {
   return out + text.slice(from);
 }
 
-/**
- * Text safe to post: every known secret value (at least 8 characters) and every well-known token shape
- * (GitHub, Anthropic, OpenAI, AWS access keys, PEM private keys, Bearer tokens, credentials in URLs)
- * replaced by [REDACTED]. Linear in the text for a fixed set of secrets.
- */
-export function redactSecrets(text: string, knownSecrets: readonly string[] = []): string {
+/** A skeleton (letters and digits) this long is specific enough to redact a secret split into pieces. */
+const MIN_SPLIT_SKELETON = 10;
+
+/** Replaces the spans of `text` where `bones` is spelled out with other characters in between. */
+function redactSplit(text: string, bones: string): string {
+  const spans = skeletonSpans(text, bones);
   let out = text;
+  for (const [start, end] of spans.reverse()) out = `${out.slice(0, start)}${REDACTED}${out.slice(end)}`;
+  return out;
+}
+
+/**
+ * A redactor for a fixed set of known secrets, their encoded forms worked out once. `split: false`
+ * skips the search for secrets split into pieces (for text redacted line by line, such as a log).
+ */
+export function secretRedactor(
+  knownSecrets: readonly string[] = [],
+  opts: { split?: boolean } = {},
+): (text: string) => string {
   // Longest first, so a secret that contains another is replaced whole.
   const secrets = [...new Set(knownSecrets.map((s) => s.trim()))]
     .filter((s) => s.length >= MIN_SECRET_LENGTH)
     .sort((a, b) => b.length - a.length);
-  for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+  const forms = secrets
+    .flatMap((s) => encodedForms(s).map((f) => f.text))
+    .filter((f) => f.length >= MIN_SECRET_LENGTH);
+  const bones =
+    opts.split === false
+      ? []
+      : [...new Set(forms.map(skeleton))].filter((b) => b.length >= MIN_SPLIT_SKELETON);
+  return (text) => {
+    let out = text;
+    for (const form of forms) if (out.includes(form)) out = out.split(form).join(REDACTED);
+    for (const b of bones) out = redactSplit(out, b);
+    return redactTokenShapes(out);
+  };
+}
+
+/**
+ * Text safe to post: every known secret value (at least 8 characters) in every form an agent could
+ * smuggle it in (as it is, reversed, base64, hex, URL-encoded, split into pieces) and every
+ * well-known token shape (GitHub, Anthropic, OpenAI, AWS access keys, PEM private keys, Bearer
+ * tokens, credentials in URLs) replaced by [REDACTED]. Linear in the text for a fixed set of secrets.
+ */
+export function redactSecrets(text: string, knownSecrets: readonly string[] = []): string {
+  return secretRedactor(knownSecrets)(text);
+}
+
+function redactTokenShapes(text: string): string {
+  let out = text;
   out = redactPrivateKeys(out);
   for (const [pattern, replacement] of TOKEN_PATTERNS) out = out.replace(pattern, replacement);
   return out;

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { readdir, readFile, stat, writeFile } from "node:fs/promises";
+import { lstat, readdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 
 /**
@@ -48,7 +48,8 @@ export const estimateTokens = (text: string): number => Math.ceil(text.length / 
 
 async function readIfFile(path: string): Promise<string | undefined> {
   try {
-    if (!(await stat(path)).isFile()) return undefined;
+    // lstat: a symlink (one an agent planted in its home, say) is not followed out of the folder.
+    if (!(await lstat(path)).isFile()) return undefined;
     return await readFile(path, "utf8");
   } catch {
     return undefined;

@@ -1,4 +1,5 @@
-import { copyFile, mkdir, readFile, rm } from "node:fs/promises";
+import { constants } from "node:fs";
+import { mkdir, open, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { z } from "zod";
 
@@ -41,14 +42,40 @@ export interface AgentArtifacts {
   resultProblem?: string;
 }
 
-const readText = async (path: string): Promise<string | undefined> => {
+/** The most of one notes file Fleet reads; the rest is left out with a note. */
+export const MAX_NOTES_FILE_BYTES = 1024 * 1024;
+
+/**
+ * A file the agent wrote, read without following a symlink (an agent could link RESULT.json to a
+ * file of the worker's, such as a private key, and have Fleet post it) and without reading more
+ * than `maxBytes`. Undefined when it is missing; anything but a regular file is an error.
+ */
+export async function readAgentFile(
+  path: string,
+  maxBytes = MAX_NOTES_FILE_BYTES,
+): Promise<string | undefined> {
+  let fh: Awaited<ReturnType<typeof open>>;
   try {
-    return await readFile(path, "utf8");
+    fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return undefined;
+    if (code === "ELOOP")
+      throw new Error(`${path} is a symbolic link; Fleet reads only plain files the agent wrote.`);
     throw error;
   }
-};
+  try {
+    const info = await fh.stat();
+    if (!info.isFile())
+      throw new Error(`${path} is not a plain file; Fleet reads only plain files the agent wrote.`);
+    const buf = Buffer.alloc(Math.min(info.size, maxBytes));
+    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+    const text = buf.subarray(0, bytesRead).toString("utf8");
+    return info.size > maxBytes ? `${text}\n\n[Fleet: ${info.size - maxBytes} more bytes left out]` : text;
+  } finally {
+    await fh.close();
+  }
+}
 
 /** A fresh, empty notes folder for the agent (a crashed earlier run may have left one). */
 export async function prepareNotesDir(dir: string, keep: string[] = []): Promise<void> {
@@ -61,13 +88,23 @@ export async function prepareNotesDir(dir: string, keep: string[] = []): Promise
 /** Reads what the agent left; a missing or malformed RESULT.json is reported, never thrown. */
 export async function readArtifacts(dir: string): Promise<AgentArtifacts> {
   const out: AgentArtifacts = {};
-  const plan = await readText(join(dir, PLAN_FILE));
+  const problems: string[] = [];
+  // A notes file that is not a plain file (a symlink out of the folder) is left out and said so.
+  const read = (name: string) =>
+    readAgentFile(join(dir, name)).catch((error: Error) => {
+      problems.push(`${name} was not read: ${error.message.replace(`${dir}/`, "")}`);
+      return undefined;
+    });
+  const plan = await read(PLAN_FILE);
   if (plan !== undefined) out.plan = plan;
-  const knowledge = await readText(join(dir, KNOWLEDGE_FILE));
+  const knowledge = await read(KNOWLEDGE_FILE);
   if (knowledge !== undefined) out.knowledge = knowledge;
-  const raw = await readText(join(dir, RESULT_FILE));
+  const raw = await read(RESULT_FILE);
   if (raw === undefined) {
-    out.resultProblem = `The agent wrote no ${RESULT_FILE}, so there is no summary from it.`;
+    out.resultProblem = [
+      ...problems,
+      `The agent wrote no ${RESULT_FILE}, so there is no summary from it.`,
+    ].join(" ");
     return out;
   }
   let json: unknown;
@@ -88,14 +125,11 @@ export async function readArtifacts(dir: string): Promise<AgentArtifacts> {
   return out;
 }
 
-/** Copies the notes into the task's artifacts folder so they outlive the worktree. */
+/** Copies the notes into the task's artifacts folder so they outlive the worktree (plain files only). */
 export async function keepArtifacts(notesDir: string, artifactsDir: string): Promise<void> {
   await mkdir(artifactsDir, { recursive: true });
   for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE]) {
-    try {
-      await copyFile(join(notesDir, name), join(artifactsDir, name));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-    }
+    const text = await readAgentFile(join(notesDir, name)).catch(() => undefined);
+    if (text !== undefined) await writeFile(join(artifactsDir, name), text);
   }
 }

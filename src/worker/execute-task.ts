@@ -19,6 +19,7 @@ import { fileDiscoveredWork } from "./discovered-work.ts";
 import type { GitAuth } from "./git.ts";
 import { runRebase } from "./rebase-run.ts";
 import { runTask, type TaskOutcome } from "./run-task.ts";
+import type { SandboxMode } from "./sandbox.ts";
 import { applySplitOutcome, specialRunFor } from "./special-runs.ts";
 
 export interface ExecuteDeps {
@@ -42,6 +43,8 @@ export interface ExecuteDeps {
   credentialValue?: (name: string) => string | undefined;
   modelBaseUrl?: string;
   agentEnv?: Record<string, string>;
+  /** How agents are contained; default: `config.sandbox`. */
+  sandbox?: SandboxMode;
   /** Lease holder: this worker or Actions run. */
   holder: string;
   clock?: () => Date;
@@ -233,6 +236,7 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
         perTaskLimits: perTaskLimits(deps.config.budgets, task.coder),
         modelBaseUrl: deps.modelBaseUrl,
         agentEnv: deps.agentEnv,
+        sandbox: deps.sandbox ?? sandboxOf(deps.config),
         clock,
         signal: abort.signal,
         secrets: deps.secrets,
@@ -357,4 +361,9 @@ function credentialPool(coder: string, deps: ExecuteDeps, clock: () => Date) {
     fallbackSeconds: deps.config.retries.backoff_seconds,
     log: deps.log,
   });
+}
+
+/** The repository's `sandbox` setting (file-only; bubblewrap unless the file says `none`). */
+function sandboxOf(config: FleetConfig): SandboxMode {
+  return (config as FleetConfig & { sandbox?: SandboxMode }).sandbox ?? "bubblewrap";
 }

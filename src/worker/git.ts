@@ -79,3 +79,25 @@ export async function git(args: string[], opts: GitOptions): Promise<{ stdout: s
   }
   return { stdout: String(r.stdout ?? ""), exitCode: code };
 }
+
+/** A task's worktree as Fleet's own git commands address it. */
+export interface WorktreeGitDirs {
+  /** The checkout the agent works in. */
+  path: string;
+  /** The worktree's admin folder inside the cache clone (HEAD, index, rebase state): never writable by the agent. */
+  gitDir: string;
+}
+
+/**
+ * Git on a task's worktree as Fleet runs it: the admin folder and the work tree named explicitly, so a
+ * `.git` the agent rewrote (pointing at a repository and config of its own, with `insteadOf`,
+ * `core.fsmonitor` or filter drivers) is never read. The config git reads is the cache clone's, which
+ * the agent's sandbox shows read-only.
+ */
+export function gitIn(
+  wt: WorktreeGitDirs,
+  args: string[],
+  opts: Omit<GitOptions, "cwd"> = {},
+): Promise<{ stdout: string; exitCode: number }> {
+  return git(["--git-dir", wt.gitDir, "--work-tree", wt.path, ...args], { ...opts, cwd: wt.path });
+}

@@ -11,6 +11,7 @@ import { coalescingStore } from "../state/write-queue.ts";
 import { executeTask } from "./execute-task.ts";
 import type { GitAuth } from "./git.ts";
 import type { TaskOutcome } from "./run-task.ts";
+import type { SandboxMode } from "./sandbox.ts";
 
 export interface LocalWorkerOptions {
   repo: RepoRef;
@@ -25,6 +26,10 @@ export interface LocalWorkerOptions {
   credentialValue?: (name: string) => string | undefined;
   modelBaseUrl?: string;
   agentEnv?: Record<string, string>;
+  /** Secrets this worker holds (its GitHub token, credential values): redacted, and checked for in all an agent leaves. */
+  secrets?: string[];
+  /** How agents are contained; default: the repository config's `sandbox` (bubblewrap). */
+  sandbox?: SandboxMode;
   /** Tasks this worker runs at once (its share of the repository's slots). */
   concurrency?: number;
   /** How often the state is read for dispatched tasks; a read that finds nothing new costs a 304. */
@@ -125,6 +130,8 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
         credentialValue: opts.credentialValue,
         modelBaseUrl: opts.modelBaseUrl,
         agentEnv: opts.agentEnv,
+        secrets: opts.secrets,
+        sandbox: opts.sandbox,
         holder: name,
         clock: opts.clock,
         signal: stopping.signal,

@@ -1,5 +1,5 @@
 import type { GitHubClient, RepoRef } from "../github/client.ts";
-import { type GitAuth, GitError, git } from "./git.ts";
+import { type GitAuth, GitError, gitIn, type WorktreeGitDirs } from "./git.ts";
 
 /** Agents push only to fleet/* branches; anything else is refused before git is asked. */
 export function assertFleetBranch(branch: string): void {
@@ -40,35 +40,60 @@ export function commitMessage(opts: {
   return `${subject}\n\n${body}Fleet task ${opts.taskId} for #${opts.issue}.\n\n${coAuthorTrailer(opts.coder)}\n`;
 }
 
-/** Stages everything the agent left and commits it; undefined when there is nothing to commit. */
-export async function commitAll(worktree: string, message: string): Promise<string | undefined> {
-  await git(["add", "-A"], { cwd: worktree });
-  const diff = await git(["diff", "--cached", "--quiet"], { cwd: worktree, okCodes: [1] });
+/**
+ * Stages everything the agent left and commits it; undefined when there is nothing to commit. The
+ * agent's sandbox shows the repository read-only, so this is the only commit: Fleet's, of the files.
+ */
+export async function commitAll(wt: WorktreeGitDirs, message: string): Promise<string | undefined> {
+  await gitIn(wt, ["add", "-A"]);
+  const diff = await gitIn(wt, ["diff", "--cached", "--quiet"], { okCodes: [1] });
   if (diff.exitCode === 0) return undefined;
-  await git(["commit", "-q", "--no-verify", "-F", "-"], { cwd: worktree, input: message });
-  return (await git(["rev-parse", "HEAD"], { cwd: worktree })).stdout.trim();
+  await gitIn(wt, ["commit", "-q", "--no-verify", "-F", "-"], { input: message });
+  return (await gitIn(wt, ["rev-parse", "HEAD"])).stdout.trim();
 }
 
-/** True when HEAD has commits the start point lacks (e.g. the agent committed despite the contract). */
-export async function hasNewCommits(worktree: string, startSha: string): Promise<boolean> {
-  const r = await git(["rev-list", "--count", `${startSha}..HEAD`], { cwd: worktree });
+/** True when HEAD has commits the start point lacks. */
+export async function hasNewCommits(wt: WorktreeGitDirs, startSha: string): Promise<boolean> {
+  const r = await gitIn(wt, ["rev-list", "--count", `${startSha}..HEAD`]);
   return Number(r.stdout.trim()) > 0;
 }
 
-/** The staged-and-committed diff against the start point, for the secret check before a push. */
-export async function diffSince(worktree: string, startSha: string): Promise<string> {
-  return (await git(["diff", startSha, "HEAD"], { cwd: worktree })).stdout;
+/** The lines the commits since the start point add (binary files as text), for the secret check before a push. */
+export async function addedSince(
+  wt: WorktreeGitDirs,
+  startSha: string,
+): Promise<Array<{ file: string; added: string; before: string }>> {
+  const out = (await gitIn(wt, ["diff", "--no-color", "--no-ext-diff", "--text", "-U0", startSha, "HEAD"]))
+    .stdout;
+  const files: Array<{ file: string; added: string; before: string }> = [];
+  let current: { file: string; added: string[]; before: string[] } | undefined;
+  for (const line of out.split("\n")) {
+    if (line.startsWith("diff --git ")) {
+      if (current)
+        files.push({
+          file: current.file,
+          added: current.added.join("\n"),
+          before: current.before.join("\n"),
+        });
+      current = { file: line.replace(/^diff --git a\/(.*) b\/.*$/, "$1"), added: [], before: [] };
+    } else if (!current || line.startsWith("+++ ") || line.startsWith("--- ")) {
+    } else if (line.startsWith("+")) current.added.push(line.slice(1));
+    else if (line.startsWith("-")) current.before.push(line.slice(1));
+  }
+  if (current)
+    files.push({ file: current.file, added: current.added.join("\n"), before: current.before.join("\n") });
+  return files;
 }
 
 export async function pushBranch(
-  worktree: string,
+  wt: WorktreeGitDirs,
   cloneUrl: string,
   branch: string,
   auth?: GitAuth,
 ): Promise<void> {
   assertFleetBranch(branch);
   try {
-    await git(["push", "-q", cloneUrl, `HEAD:refs/heads/${branch}`], { cwd: worktree, auth });
+    await gitIn(wt, ["push", "-q", cloneUrl, `HEAD:refs/heads/${branch}`], { auth });
   } catch (error) {
     throw error instanceof GitError ? pushRejection(branch, error) : error;
   }

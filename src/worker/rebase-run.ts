@@ -7,10 +7,12 @@ import { combineTotals, type RunTotals } from "../core/usage.ts";
 import { parseRepoFullName } from "../github/client.ts";
 import { renderRebased, renderRebaseFailed, renderRebaseNotNeeded } from "../render/rebase-comment.ts";
 import { taskArtifactsDir } from "./artifacts.ts";
-import { git } from "./git.ts";
+import { runContainedAgent } from "./contained-run.ts";
+import { gitIn } from "./git.ts";
+import { type ModelGateway, startModelGateway } from "./model-gateway.ts";
+import { checkOutgoing } from "./outgoing-check.ts";
 import { assertFleetBranch } from "./publish.ts";
-import { runAgent } from "./run-agent.ts";
-import { knownSecretsOf, type TaskOutcome, type WorkerDeps } from "./run-task.ts";
+import { labeledSecretsOf, type TaskOutcome, type WorkerDeps, worktreeMounts } from "./run-task.ts";
 import { addWorktree, removeWorktree, type Worktree } from "./worktree.ts";
 
 export interface RebaseSpec {
@@ -38,6 +40,8 @@ export type RebaseDeps = Pick<
   | "agentEnv"
   | "signal"
   | "secrets"
+  | "sandbox"
+  | "gateway"
 >;
 
 /** At most this many conflicted commits are handed to the agent in one rebase. */
@@ -67,7 +71,9 @@ export async function runRebase(spec: RebaseSpec, deps: RebaseDeps): Promise<Tas
   const ref = parseRepoFullName(spec.repo);
   const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
   const logPath = join(artifactsDir, REBASE_LOG_FILE);
-  const secrets = knownSecretsOf(deps);
+  // Grows with each gateway token handed to the agent.
+  const labeled = labeledSecretsOf(deps);
+  const secrets = labeled.map((s) => s.value);
   const redact = (text: string) => redactSecrets(text, secrets);
   const outcome: TaskOutcome = { outcome: "pr-opened", logPath, artifacts: {} };
   await mkdir(artifactsDir, { recursive: true });
@@ -92,8 +98,15 @@ export async function runRebase(spec: RebaseSpec, deps: RebaseDeps): Promise<Tas
   let wt: Worktree | undefined;
   let totals: RunTotals | undefined;
   let conflicts: string[] = [];
+  let ownGateway: ModelGateway | undefined;
   try {
     assertFleetBranch(branch);
+    if (!deps.gateway) ownGateway = await startModelGateway();
+    const gateway = deps.gateway ?? ownGateway!;
+    const onRunToken = (token: string) => {
+      labeled.push({ label: "this run's model-gateway token", value: token });
+      secrets.push(token);
+    };
     wt = await addWorktree(
       deps.workDir,
       { repo: spec.repo, cloneUrl: deps.cloneUrl, auth: deps.gitAuth },
@@ -101,14 +114,17 @@ export async function runRebase(spec: RebaseSpec, deps: RebaseDeps): Promise<Tas
       branch,
     );
     if (!wt.continued) throw new RebaseFailed(`The branch \`${branch}\` is not on GitHub any more.`, []);
-    const cwd = wt.path;
-    const baseSha = (await git(["rev-parse", `refs/remotes/origin/${base}^{commit}`], { cwd })).stdout.trim();
+    const tree = wt;
+    const baseSha = (await gitIn(tree, ["rev-parse", `refs/remotes/origin/${base}^{commit}`])).stdout.trim();
 
-    const based = await git(["merge-base", "--is-ancestor", baseSha, "HEAD"], { cwd, okCodes: [1] });
-    const clean = await git(["merge-tree", "--write-tree", "--name-only", "--no-messages", "HEAD", baseSha], {
-      cwd,
-      okCodes: [1],
-    });
+    const based = await gitIn(tree, ["merge-base", "--is-ancestor", baseSha, "HEAD"], { okCodes: [1] });
+    const clean = await gitIn(
+      tree,
+      ["merge-tree", "--write-tree", "--name-only", "--no-messages", "HEAD", baseSha],
+      {
+        okCodes: [1],
+      },
+    );
     if (based.exitCode === 0 || (spec.request.onlyIfConflicting && clean.exitCode === 0)) {
       outcome.reason =
         based.exitCode === 0
@@ -121,16 +137,16 @@ export async function runRebase(spec: RebaseSpec, deps: RebaseDeps): Promise<Tas
     }
 
     // 1. A plain rebase; 2. the agent at each conflicted commit; 3. no markers anywhere in the result.
-    let r = await git(["-c", "core.editor=true", "rebase", baseSha], { cwd, okCodes: [1] });
+    let r = await gitIn(tree, ["-c", "core.editor=true", "rebase", baseSha], { okCodes: [1] });
     const resolved = new Set<string>();
     let agentSteps = 0;
-    for (let guard = 0; r.exitCode !== 0 || (await rebaseInProgress(cwd)); guard++) {
+    for (let guard = 0; r.exitCode !== 0 || (await rebaseInProgress(tree)); guard++) {
       if (guard > 100) throw new RebaseFailed("The rebase did not finish.", conflicts);
       if (deps.signal?.aborted) throw new RebaseFailed("The run was cancelled.", conflicts);
-      const unmerged = await unmergedFiles(cwd);
+      const unmerged = await unmergedFiles(tree);
       if (unmerged.length === 0) {
         // Nothing left to resolve: the commit became empty (its change is already in the base).
-        r = await git(["-c", "core.editor=true", "rebase", "--skip"], { cwd, okCodes: [1] });
+        r = await gitIn(tree, ["-c", "core.editor=true", "rebase", "--skip"], { okCodes: [1] });
         continue;
       }
       conflicts = [...new Set([...conflicts, ...unmerged])].sort();
@@ -139,44 +155,44 @@ export async function runRebase(spec: RebaseSpec, deps: RebaseDeps): Promise<Tas
           `More than ${MAX_AGENT_STEPS} commits of the branch conflict; this needs a person.`,
           conflicts,
         );
-      const step = await resolveWithAgent(spec, deps, cwd, {
+      const step = await resolveWithAgent(spec, deps, tree, {
         branch,
         base,
         files: unmerged,
         logPath,
         artifactsDir,
+        gateway,
+        onRunToken,
       });
       totals = combineTotals(totals, step.totals);
       if (step.error) throw new RebaseFailed(step.error, conflicts);
-      const left = await filesWithMarkers(cwd, unmerged);
+      const left = await filesWithMarkers(tree.path, unmerged);
       if (left.length > 0)
         throw new RebaseFailed(
           `The agent left conflict markers in ${left.map((f) => `\`${f}\``).join(", ")}${step.summary ? `. Its summary: ${step.summary}` : "."}`,
           conflicts,
         );
       for (const f of unmerged) resolved.add(f);
-      await git(["add", "-A"], { cwd });
-      r = await git(["-c", "core.editor=true", "rebase", "--continue"], { cwd, okCodes: [1] });
+      await gitIn(tree, ["add", "-A"]);
+      r = await gitIn(tree, ["-c", "core.editor=true", "rebase", "--continue"], { okCodes: [1] });
     }
-    const changed = (await git(["diff", "--name-only", baseSha, "HEAD"], { cwd })).stdout
+    const changed = (await gitIn(tree, ["diff", "--name-only", baseSha, "HEAD"])).stdout
       .split("\n")
       .filter(Boolean);
-    const marked = await filesWithMarkers(cwd, changed);
+    const marked = await filesWithMarkers(tree.path, changed);
     if (marked.length > 0)
       throw new RebaseFailed(
         `The rebased branch still has conflict markers in ${marked.map((f) => `\`${f}\``).join(", ")}.`,
         conflicts,
       );
-    const diff = (await git(["diff", wt.startSha, "HEAD"], { cwd })).stdout;
-    if (secrets.some((s) => s.length >= 8 && diff.includes(s)))
-      throw new RebaseFailed(
-        "The resolved files contain a secret value from the worker's environment, so Fleet did not push them.",
-        conflicts,
-      );
+    // What the branch adds on top of the new base: the base's own changes are not the agent's.
+    const leak = await checkOutgoing(tree, baseSha, labeled, []);
+    if (leak) throw new RebaseFailed(leak, conflicts);
     if (deps.signal?.aborted) throw new RebaseFailed("The run was cancelled before the push.", conflicts);
 
     // Someone pushing to the branch meanwhile wins: the lease is the commit this run started from.
-    const push = await git(
+    const push = await gitIn(
+      tree,
       [
         "push",
         "-q",
@@ -184,7 +200,7 @@ export async function runRebase(spec: RebaseSpec, deps: RebaseDeps): Promise<Tas
         deps.cloneUrl,
         `HEAD:refs/heads/${branch}`,
       ],
-      { cwd, auth: deps.gitAuth, okCodes: [1] },
+      { auth: deps.gitAuth, okCodes: [1] },
     );
     if (push.exitCode !== 0)
       throw new RebaseFailed(
@@ -214,17 +230,18 @@ export async function runRebase(spec: RebaseSpec, deps: RebaseDeps): Promise<Tas
     return outcome;
   } finally {
     if (wt) {
-      await git(["rebase", "--abort"], { cwd: wt.path, okCodes: [1, 128] }).catch(() => undefined);
+      await gitIn(wt, ["rebase", "--abort"], { okCodes: [1, 128] }).catch(() => undefined);
       await removeWorktree(wt);
     }
+    await ownGateway?.close();
   }
 }
 
-async function rebaseInProgress(cwd: string): Promise<boolean> {
+async function rebaseInProgress(tree: Worktree): Promise<boolean> {
   for (const dir of ["rebase-merge", "rebase-apply"]) {
-    const p = (await git(["rev-parse", "--git-path", dir], { cwd })).stdout.trim();
+    const p = (await gitIn(tree, ["rev-parse", "--git-path", dir])).stdout.trim();
     if (
-      await access(resolve(cwd, p)).then(
+      await access(resolve(tree.path, p)).then(
         () => true,
         () => false,
       )
@@ -234,8 +251,8 @@ async function rebaseInProgress(cwd: string): Promise<boolean> {
   return false;
 }
 
-async function unmergedFiles(cwd: string): Promise<string[]> {
-  const out = (await git(["diff", "--name-only", "--diff-filter=U"], { cwd })).stdout;
+async function unmergedFiles(tree: Worktree): Promise<string[]> {
+  const out = (await gitIn(tree, ["diff", "--name-only", "--diff-filter=U"])).stdout;
   return [...new Set(out.split("\n").filter(Boolean))].sort();
 }
 
@@ -247,15 +264,6 @@ async function filesWithMarkers(cwd: string, files: readonly string[]): Promise<
   }
   return out;
 }
-
-// Coders read a few alternative credential variables; any other name is a label for reports only.
-const CREDENTIAL_VARIABLES = new Set([
-  "ANTHROPIC_API_KEY",
-  "ANTHROPIC_AUTH_TOKEN",
-  "CLAUDE_CODE_OAUTH_TOKEN",
-  "OPENAI_API_KEY",
-  "CODEX_API_KEY",
-]);
 
 export function conflictPrompt(
   spec: Pick<RebaseSpec, "pr" | "issue" | "title" | "request">,
@@ -277,34 +285,47 @@ export function conflictPrompt(
 async function resolveWithAgent(
   spec: RebaseSpec,
   deps: RebaseDeps,
-  cwd: string,
-  at: { branch: string; base: string; files: string[]; logPath: string; artifactsDir: string },
+  tree: Worktree,
+  at: {
+    branch: string;
+    base: string;
+    files: string[];
+    logPath: string;
+    artifactsDir: string;
+    gateway: ModelGateway;
+    onRunToken: (token: string) => void;
+  },
 ): Promise<{ totals?: RunTotals; error?: string; summary?: string }> {
   const commit = (
-    await git(["log", "-1", "--format=%h %s", "REBASE_HEAD"], { cwd, okCodes: [128] })
+    await gitIn(tree, ["log", "-1", "--format=%h %s", "REBASE_HEAD"], { okCodes: [128] })
   ).stdout.trim();
   const invocation: AgentInvocation = {
     prompt: conflictPrompt(spec, { ...at, commit: commit || undefined }),
     model: spec.model,
     phase: "work",
-    cwd,
+    cwd: tree.path,
     home: join(at.artifactsDir, "home"),
   };
   if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
-  if (deps.credential) {
-    const name = CREDENTIAL_VARIABLES.has(deps.credential.name)
-      ? deps.credential.name
-      : deps.adapter.credentialEnv;
-    invocation.credential = { name, value: deps.credential.value };
-  }
+  if (deps.credential) invocation.credential = { ...deps.credential };
   await mkdir(invocation.home!, { recursive: true });
-  const r = await runAgent(deps.adapter, invocation, {
-    timeoutMs: spec.timeouts.runMs,
-    stallMs: spec.timeouts.stallMs,
-    signal: deps.signal,
-    logFile: at.logPath,
-  });
+  const r = await runContainedAgent(
+    deps.adapter,
+    invocation,
+    {
+      timeoutMs: spec.timeouts.runMs,
+      stallMs: spec.timeouts.stallMs,
+      signal: deps.signal,
+      logFile: at.logPath,
+    },
+    {
+      sandbox: deps.sandbox ?? "bubblewrap",
+      mounts: worktreeMounts(tree, undefined, "work"),
+      gateway: at.gateway,
+      onRunToken: at.onRunToken,
+    },
+  );
   const totals = r.totals && deps.credential ? { ...r.totals, credential: deps.credential.name } : r.totals;
   if (r.reason === "completed") return { totals, summary: r.summary };
   const why =

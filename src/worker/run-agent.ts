@@ -1,11 +1,12 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream } from "node:fs";
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import type { AgentAdapter, AgentCommand, AgentEvent, AgentInvocation } from "../agents/types.ts";
 import type { RunTotals } from "../core/usage.ts";
+import { bubblewrapArgs, executableMounts, resolveExecutable, type SandboxMounts } from "./sandbox.ts";
 
 export interface RunAgentOptions {
   /** Wall-clock limit for the whole run. */
@@ -25,6 +26,13 @@ export interface RunAgentOptions {
   killGraceMs?: number;
   /** Cap on the log file: beyond it the middle of the output is left out with a note. */
   maxLogBytes?: number;
+  /**
+   * Run the agent in a bubblewrap sandbox that shows it only these paths (plus the system folders,
+   * its own executable's package and its HOME, writable). Absent: a plain child process.
+   */
+  sandbox?: SandboxMounts;
+  /** Applied to every line before it is written to the log (e.g. redaction of known secrets). */
+  scrubLog?: (line: string) => string;
 }
 
 /**
@@ -132,8 +140,12 @@ export async function runAgent(
   // Without a given HOME the agent gets a fresh one, removed afterwards (no session to resume then).
   const ownHome = inv.home ? undefined : await mkdtemp(join(tmpdir(), "fleet-agent-home-"));
   const home = inv.home ?? ownHome!;
-  const command = adapter.command({ ...inv, home });
-  const env = buildAgentEnv(command, { home, path: opts.path });
+  const sandboxed = opts.sandbox !== undefined;
+  const command = adapter.command({ ...inv, home, ...(sandboxed ? { sandboxed } : {}) });
+  // A private TMPDIR: inside a sandbox its own /tmp; outside, a fresh folder that is not above HOME
+  // (Codex refuses to set up its own sandbox helper when its home lies inside the temp folder).
+  const ownTmp = sandboxed ? undefined : await mkdtemp(join(tmpdir(), "fleet-agent-tmp-"));
+  const env = buildAgentEnv(command, { home, path: opts.path, tmpdir: ownTmp ?? "/tmp" });
 
   const log = opts.logFile ? createLogSink(opts.logFile, opts.maxLogBytes) : undefined;
   const result: RunAgentResult = { exitCode: null, signal: null, reason: "failed", errors: [], events: 0 };
@@ -152,8 +164,9 @@ export async function runAgent(
     } else if (e.type === "error") result.errors.push(e.message);
     opts.onEvent?.(e);
   };
+  const scrub = opts.scrubLog ?? ((l: string) => l);
   const handleLine = (line: string, stream: "stdout" | "stderr") => {
-    log?.write(stream === "stdout" ? `${line}\n` : `[stderr] ${line}\n`);
+    if (log) log.write(stream === "stdout" ? `${scrub(line)}\n` : `[stderr] ${scrub(line)}\n`);
     opts.onLine?.(line, stream);
     if (stream !== "stdout") return;
     let events: AgentEvent[];
@@ -165,9 +178,24 @@ export async function runAgent(
     for (const e of events) handleEvent(e);
   };
 
+  let file = opts.binaryPath ?? command.file;
+  let args = command.args;
+  if (opts.sandbox) {
+    const executable = await resolveExecutable(file, env.PATH);
+    if (!executable)
+      return finish({ reason: "spawn-error", spawnError: `${file} was not found on PATH (${env.PATH})` });
+    const mounts: SandboxMounts = {
+      ...opts.sandbox,
+      writable: [...opts.sandbox.writable, home],
+      readOnly: [...opts.sandbox.readOnly, ...(await executableMounts(executable))],
+    };
+    args = [...(await bubblewrapArgs(mounts, inv.cwd)), await realpath(executable), ...command.args];
+    file = "bwrap";
+  }
+
   let child: ChildProcess;
   try {
-    child = spawn(opts.binaryPath ?? command.file, command.args, {
+    child = spawn(file, args, {
       cwd: inv.cwd,
       env,
       detached: true,
@@ -281,6 +309,7 @@ export async function runAgent(
       if (log.error) result.logError = log.error;
     }
     if (ownHome) await rm(ownHome, { recursive: true, force: true }).catch(() => {});
+    if (ownTmp) await rm(ownTmp, { recursive: true, force: true }).catch(() => {});
     return result;
   }
 }

@@ -2,8 +2,9 @@ import { mkdir, open, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { AgentAdapter, AgentEvent, AgentInvocation } from "../agents/types.ts";
 import { taskBranchName } from "../core/branch.ts";
-import { redactSecrets } from "../core/redact.ts";
+import { redactSecrets, secretRedactor } from "../core/redact.ts";
 import type { RunKind, RunRecord } from "../core/run-history.ts";
+import type { LabeledSecret } from "../core/secret-scan.ts";
 import type { TaskState } from "../core/task.ts";
 import {
   addUsage,
@@ -27,19 +28,22 @@ import {
   readArtifacts,
   taskArtifactsDir,
 } from "./artifacts.ts";
+import { runContainedAgent } from "./contained-run.ts";
 import type { GitAuth } from "./git.ts";
+import { type ModelGateway, startModelGateway } from "./model-gateway.ts";
+import { checkOutgoing } from "./outgoing-check.ts";
 import { buildPrompt } from "./prompt.ts";
 import {
   assertFleetBranch,
   commitAll,
   commitMessage,
-  diffSince,
   hasNewCommits,
   openOrUpdatePullRequest,
   pushBranch,
 } from "./publish.ts";
 import { createIssueReporter, type IssueReporter, type Progress, throttleProgress } from "./reports.ts";
-import { runAgent } from "./run-agent.ts";
+import type { RunAgentResult } from "./run-agent.ts";
+import type { SandboxMode, SandboxMounts } from "./sandbox.ts";
 import { addWorktree, removeWorktree, type Worktree } from "./worktree.ts";
 
 export { taskArtifactsDir } from "./artifacts.ts";
@@ -80,8 +84,15 @@ export interface WorkerDeps {
   /** Where clones, worktrees and task artifacts live (a cache clone per repo, reused across tasks). */
   workDir: string;
   adapter: AgentAdapter;
-  /** `name` is what reports show; the value reaches the agent in its coder's credential variable. */
+  /**
+   * `name` is what reports show. The value goes to the model gateway, which adds it to the agent's
+   * requests; the agent itself holds a per-run token (a CLI that takes no base URL gets the value).
+   */
   credential?: { name: string; value: string };
+  /** How agents are contained; default `bubblewrap`. `none` is the operator's explicit choice. */
+  sandbox?: SandboxMode;
+  /** A running model gateway; without one, the task starts its own for its duration. */
+  gateway?: ModelGateway;
   /** Scripted model server offline. */
   modelBaseUrl?: string;
   clock?: () => Date;
@@ -158,22 +169,41 @@ const STATE_OF: Record<OutcomeKind, TaskState> = {
   "over-budget": "failed",
 };
 
-// Coders read a few alternative credential variables; any other name is a label for reports only.
-const CREDENTIAL_VARIABLES = new Set([
-  "ANTHROPIC_API_KEY",
-  "ANTHROPIC_AUTH_TOKEN",
-  "CLAUDE_CODE_OAUTH_TOKEN",
-  "OPENAI_API_KEY",
-  "CODEX_API_KEY",
-]);
-
-/** Every secret a run knows of (configured ones, the agent's credential, the git token): redacted from all it posts. */
-export function knownSecretsOf(deps: Pick<WorkerDeps, "secrets" | "credential" | "gitAuth">): string[] {
+/**
+ * Every secret a run knows of, with how reports name it (configured ones, the agent's credential, the
+ * git token): redacted from all it posts, and what leaves the run is checked for each in any form.
+ */
+export function labeledSecretsOf(
+  deps: Pick<WorkerDeps, "secrets" | "credential" | "gitAuth">,
+): LabeledSecret[] {
   return [
-    ...(deps.secrets ?? []),
-    ...(deps.credential ? [deps.credential.value] : []),
-    ...(deps.gitAuth ? [deps.gitAuth.token] : []),
-  ].filter((s) => s.length > 0);
+    ...(deps.secrets ?? []).map((value) => ({ label: "a secret of the worker", value })),
+    ...(deps.credential
+      ? [{ label: `the credential ${deps.credential.name}`, value: deps.credential.value }]
+      : []),
+    ...(deps.gitAuth ? [{ label: "the worker's GitHub token", value: deps.gitAuth.token }] : []),
+  ].filter((s) => s.value.length > 0);
+}
+
+/** The values of `labeledSecretsOf`, for redaction. */
+export function knownSecretsOf(deps: Pick<WorkerDeps, "secrets" | "credential" | "gitAuth">): string[] {
+  return labeledSecretsOf(deps).map((s) => s.value);
+}
+
+/** What an agent run sees of a task's worktree: read-only in a plan phase, and the git data it needs, read-only. */
+export function worktreeMounts(
+  wt: Pick<Worktree, "path" | "cacheDir" | "gitDir">,
+  notesDir: string | undefined,
+  phase: "plan" | "work",
+): SandboxMounts {
+  const notes = notesDir ? [notesDir] : [];
+  return {
+    writable: phase === "work" ? [wt.path, ...notes] : notes,
+    readOnly: phase === "work" ? [wt.cacheDir] : [wt.path, wt.cacheDir],
+    // The other tasks' worktree admin folders are none of its business; its own is shown read-only.
+    hidden: [join(wt.cacheDir, "worktrees")],
+    readOnlyAfter: [wt.gitDir],
+  };
 }
 
 /**
@@ -185,7 +215,8 @@ export function knownSecretsOf(deps: Pick<WorkerDeps, "secrets" | "credential" |
  * 4. Work phase, under the run and stall timeouts, with throttled live progress.
  * 5. Keep PLAN.md, KNOWLEDGE.md, RESULT.json and the log under `<workDir>/tasks/<taskId>/`.
  * 6. Commit what the agent left; no changes -> no PR, and the issue says why.
- * 7. Refuse to push a diff that contains a known secret; else push the branch.
+ * 7. Refuse to push when the change, the commit message or the PR body gives a secret away (in any
+ *    form: see `checkOutgoing`); else push the branch.
  * 8. Open the pull request, or update the open one.
  * 9. Post the token report and the run report (with the log's tail), redacted.
  * 10. Always remove the worktree.
@@ -194,7 +225,9 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
   const clock = deps.clock ?? (() => new Date());
   const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
   const logPath = join(artifactsDir, LOG_FILE);
-  const knownSecrets = knownSecretsOf(deps);
+  // Grows during the run: each per-run gateway token and each credential rotated to is added.
+  const secrets = labeledSecretsOf(deps);
+  const knownSecrets = secrets.map((s) => s.value);
   const redact = (text: string) => redactSecrets(text, knownSecrets);
   const issueRef: IssueRef = { ...parseRepoFullName(spec.repo), issue_number: spec.issue };
   const reporter = createIssueReporter(deps.octokit, issueRef, spec.taskId, redact, deps.issueComments);
@@ -213,11 +246,15 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
     artifactsDir,
     branch,
     knownSecrets,
+    secrets,
     result,
   };
   let wt: Worktree | undefined;
+  let ownGateway: ModelGateway | undefined;
   try {
     assertFleetBranch(branch);
+    if (!deps.gateway) ownGateway = await startModelGateway();
+    ctx.gateway = deps.gateway ?? ownGateway;
     if (deps.signal?.aborted) return await finish(ctx, "cancelled", "Cancelled before the run started.");
 
     // Step 2
@@ -285,17 +322,27 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
       { state: "running", step: "committing", usage: run.totals?.usage, costUsd: run.totals?.costUsd },
       true,
     );
-    const message = redact(
-      commitMessage({
-        summary: notes.result?.summary,
-        title: spec.title,
-        issue: spec.issue,
-        taskId: spec.taskId,
-        coder: spec.coder,
-      }),
-    );
-    await commitAll(wt.path, message);
-    if (!(await hasNewCommits(wt.path, wt.startSha))) {
+    const message = commitMessage({
+      summary: notes.result?.summary,
+      title: spec.title,
+      issue: spec.issue,
+      taskId: spec.taskId,
+      coder: spec.coder,
+    });
+    const prBody = renderPrBody({
+      taskId: spec.taskId,
+      issue: spec.issue,
+      coder: spec.coder,
+      model: spec.model,
+      summary: notes.result?.summary,
+      testsRun: notes.result?.testsRun,
+      followUps: notes.result?.followUps,
+      resultProblem: notes.resultProblem,
+      totals: run.totals,
+      planTotals: result.planTotals,
+    });
+    await commitAll(wt, redact(message));
+    if (!(await hasNewCommits(wt, wt.startSha))) {
       const why = notes.result?.summary
         ? `The agent changed no files. Its summary: ${notes.result.summary}`
         : "The agent changed no files in the repository.";
@@ -303,19 +350,19 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
     }
 
     // Step 7
-    const leaked = findKnownSecret(await diffSince(wt.path, wt.startSha), knownSecrets);
-    if (leaked) {
-      return await finish(
-        ctx,
-        "failed",
-        "The agent's changes contain a secret value from the worker's environment, so Fleet did not push them.",
-        run,
-        notes,
-      );
+    const leak = await checkOutgoing(wt, wt.startSha, ctx.secrets, [
+      { what: "the commit message", text: message },
+      { what: "the pull request body", text: prBody },
+      { what: "RESULT.json", text: notes.rawResult === undefined ? "" : JSON.stringify(notes.rawResult) },
+    ]);
+    if (leak) {
+      // An agent that tried to smuggle a secret out is not given another go by itself.
+      result.noRetry = true;
+      return await finish(ctx, "failed", leak, run, notes);
     }
     if (deps.signal?.aborted) return await finish(ctx, "cancelled", "Cancelled before the push.", run, notes);
     await progress({ state: "running", step: "pushing the branch" }, true);
-    await pushBranch(wt.path, deps.cloneUrl, branch, deps.gitAuth);
+    await pushBranch(wt, deps.cloneUrl, branch, deps.gitAuth);
 
     // Step 8
     const pr = await openOrUpdatePullRequest(deps.octokit, parseRepoFullName(spec.repo), {
@@ -323,20 +370,7 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
       mayExist: (spec.earlierRuns?.length ?? 0) > 0,
       base: wt.baseBranch,
       title: spec.title,
-      body: redact(
-        renderPrBody({
-          taskId: spec.taskId,
-          issue: spec.issue,
-          coder: spec.coder,
-          model: spec.model,
-          summary: notes.result?.summary,
-          testsRun: notes.result?.testsRun,
-          followUps: notes.result?.followUps,
-          resultProblem: notes.resultProblem,
-          totals: run.totals,
-          planTotals: result.planTotals,
-        }),
-      ),
+      body: redact(prBody),
     });
     result.pr = { number: pr.number, url: pr.url, head: pr.head };
 
@@ -348,6 +382,7 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
   } finally {
     // Step 10
     if (wt) await removeWorktree(wt);
+    await ownGateway?.close();
   }
 }
 
@@ -359,8 +394,17 @@ interface RunContext {
   progress: (p: Progress, force?: boolean) => Promise<void>;
   artifactsDir: string;
   branch: string;
+  /** The values of `secrets`, for redaction; both grow during the run. */
   knownSecrets: string[];
+  secrets: LabeledSecret[];
+  gateway?: ModelGateway;
   result: TaskOutcome;
+}
+
+/** A secret the run learnt of (a gateway token, a rotated credential): redacted and checked from now on. */
+function addSecret(ctx: RunContext, label: string, value: string) {
+  ctx.secrets.push({ label, value });
+  ctx.knownSecrets.push(value);
 }
 
 interface PhaseRun {
@@ -409,12 +453,8 @@ async function runPhase(
   if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
   let credential = deps.credential;
-  const useCredential = (c: { name: string; value: string }) => {
-    // Only the coder's own credential; nothing else from the worker's environment is handed on.
-    const name = CREDENTIAL_VARIABLES.has(c.name) ? c.name : deps.adapter.credentialEnv;
-    invocation.credential = { name, value: c.value };
-  };
-  if (credential) useCredential(credential);
+  // The credential as configured: the contained run hands the agent a gateway token in its place.
+  if (credential) invocation.credential = { ...credential };
   await mkdir(invocation.home!, { recursive: true });
   // runAgent appends; one attempt's log per file keeps the posted tail about this run.
   await writeFile(logFile, "");
@@ -459,23 +499,40 @@ async function runPhase(
   let spent: RunTotals | undefined;
   try {
     for (;;) {
-      r = await runAgent(deps.adapter, invocation, {
-        timeoutMs: spec.timeouts.runMs,
-        stallMs: spec.timeouts.stallMs,
-        signal: budgetStop.signal,
-        onEvent,
-        logFile,
-      });
+      let scrub: ((line: string) => string) | undefined;
+      // Built at the first line, once this run's gateway token is among the known secrets.
+      const scrubLog = (line: string) => {
+        scrub ??= secretRedactor(ctx.knownSecrets, { split: false });
+        return scrub(line);
+      };
+      r = await runContainedAgent(
+        deps.adapter,
+        invocation,
+        {
+          timeoutMs: spec.timeouts.runMs,
+          stallMs: spec.timeouts.stallMs,
+          signal: budgetStop.signal,
+          onEvent,
+          logFile,
+          scrubLog,
+        },
+        {
+          sandbox: deps.sandbox ?? "bubblewrap",
+          mounts: worktreeMounts(wt, notesDir, phase),
+          gateway: ctx.gateway,
+          onRunToken: (token) => addSecret(ctx, "this run's model-gateway token", token),
+        },
+      );
       // Reports name the credential as configured, not the variable it travelled in.
       const named = r.totals && credential ? { ...r.totals, credential: credential.name } : r.totals;
       spent = combineTotals(spent, named);
       if (r.reason !== "rate-limited" || !credential || !deps.rotateCredential || overBudget) break;
       const next = await deps.rotateCredential({ name: credential.name, rateLimit: r.rateLimit });
       if (!next) break;
-      ctx.knownSecrets.push(next.value);
+      addSecret(ctx, `the credential ${next.name}`, next.value);
       const limited = credential.name;
       credential = next;
-      useCredential(next);
+      invocation.credential = { ...next };
       if (r.sessionId) {
         // The same session goes on under the next credential; it already holds the task's prompt.
         invocation.resumeSessionId = r.sessionId;
@@ -516,8 +573,6 @@ async function runPhase(
   };
 }
 
-type RunAgentResult = Awaited<ReturnType<typeof runAgent>>;
-
 function phaseKind(reason: RunAgentResult["reason"]): PhaseRun["kind"] {
   switch (reason) {
     case "completed":
@@ -547,11 +602,6 @@ function describeStop(kind: PhaseRun["kind"], r: RunAgentResult, spec: TaskSpec)
         ? `The agent failed: ${r.error}`
         : `The agent exited with code ${r.exitCode ?? "unknown"}.`;
   }
-}
-
-function findKnownSecret(text: string, secrets: string[]): string | undefined {
-  // Very short values would match by chance; those are left to token-shape redaction.
-  return secrets.find((s) => s.length >= 8 && text.includes(s));
 }
 
 async function loadPlan(artifactsDir: string): Promise<{ plan?: string; state: SavedPlan }> {

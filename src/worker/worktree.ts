@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { access, mkdir, readdir, rm } from "node:fs/promises";
+import { access, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { DEFAULT_STATE_BRANCH as STATE_BRANCH } from "../state/github-store.ts";
 import { safeSegment } from "./artifacts.ts";
-import { type GitAuth, git } from "./git.ts";
+import { type GitAuth, git, gitIn } from "./git.ts";
 
 export interface RepoSource {
   /** "owner/name". */
@@ -16,6 +17,8 @@ export interface Worktree {
   /** The bare cache clone the worktree belongs to. */
   cacheDir: string;
   path: string;
+  /** The worktree's admin folder in the cache clone; Fleet's git commands name it (see `gitIn`). */
+  gitDir: string;
   branch: string;
   /** The branch the pull request targets. */
   baseBranch: string;
@@ -61,10 +64,20 @@ export async function syncCacheClone(
       await mkdir(dir, { recursive: true });
       await git(["init", "--bare", "-q", dir], { cwd: workDir });
     }
-    await git(["fetch", "--prune", "--no-tags", "-q", src.cloneUrl, "+refs/heads/*:refs/remotes/origin/*"], {
-      cwd: dir,
-      auth: src.auth,
-    });
+    // Fleet's state branch stays out: the agent's sandbox shows this clone, and the state is Fleet's.
+    await git(
+      [
+        "fetch",
+        "--prune",
+        "--no-tags",
+        "-q",
+        src.cloneUrl,
+        "+refs/heads/*:refs/remotes/origin/*",
+        `^refs/heads/${STATE_BRANCH}`,
+      ],
+      { cwd: dir, auth: src.auth },
+    );
+    await git(["update-ref", "-d", `refs/remotes/origin/${STATE_BRANCH}`], { cwd: dir, okCodes: [1] });
     const head = await git(["ls-remote", "--symref", src.cloneUrl, "HEAD"], { cwd: dir, auth: src.auth });
     const m = /^ref: refs\/heads\/(\S+)\s+HEAD/m.exec(head.stdout);
     return { dir, defaultBranch: m?.[1] ?? "main" };
@@ -142,9 +155,10 @@ export async function addWorktree(
     if (spare) {
       try {
         await git(["worktree", "move", spare, path], { cwd: cacheDir });
-        await git(["checkout", "-q", "--force", "-B", branch, base], { cwd: path });
+        const dirs = { path, gitDir: await adminDirOf(cacheDir, path) };
+        await gitIn(dirs, ["checkout", "-q", "--force", "-B", branch, base]);
         // Untracked and ignored files of the earlier task go too: the agent starts from the commit alone.
-        await git(["clean", "-q", "-ffdx"], { cwd: path });
+        await gitIn(dirs, ["clean", "-q", "-ffdx"]);
         reused = true;
       } catch {
         await git(["worktree", "remove", "--force", "--force", path], {
@@ -157,8 +171,17 @@ export async function addWorktree(
       }
     }
     if (!reused) await git(["worktree", "add", "-q", "--force", "-B", branch, path, base], { cwd: cacheDir });
-    const startSha = (await git(["rev-parse", "HEAD"], { cwd: path })).stdout.trim();
-    return { cacheDir, path, branch, baseBranch: defaultBranch, startSha, continued: existing !== undefined };
+    const gitDir = await adminDirOf(cacheDir, path);
+    const startSha = (await gitIn({ path, gitDir }, ["rev-parse", "HEAD"])).stdout.trim();
+    return {
+      cacheDir,
+      path,
+      gitDir,
+      branch,
+      baseBranch: defaultBranch,
+      startSha,
+      continued: existing !== undefined,
+    };
   });
 }
 
@@ -166,15 +189,17 @@ export async function addWorktree(
  * Removes the worktree's folder (including the agent's notes next to it); never throws. The checkout
  * itself is kept as a spare (detached, so its branch is free) while the pool has room.
  */
-export async function removeWorktree(wt: { cacheDir: string; path: string }): Promise<void> {
+export async function removeWorktree(wt: { cacheDir: string; path: string; gitDir: string }): Promise<void> {
   await exclusive(wt.cacheDir, async () => {
     const pool = sparesDir(wt.cacheDir);
     const spares = await readdir(pool).catch(() => [] as string[]);
+    // The agent may have replaced the `.git` link; git's own worktree commands below rely on it.
+    await restoreGitLink(wt).catch(() => undefined);
     if (spares.length < MAX_SPARES) {
       try {
         // Nothing of the task lingers in the spare: back to its commit, detached, untracked files gone.
-        await git(["checkout", "-q", "--force", "--detach"], { cwd: wt.path });
-        await git(["clean", "-q", "-ffdx"], { cwd: wt.path });
+        await gitIn(wt, ["checkout", "-q", "--force", "--detach"]);
+        await gitIn(wt, ["clean", "-q", "-ffdx"]);
         await mkdir(pool, { recursive: true });
         await git(["worktree", "move", wt.path, join(pool, randomUUID())], { cwd: wt.cacheDir });
         await rm(join(wt.path, ".."), { recursive: true, force: true });
@@ -190,4 +215,25 @@ export async function removeWorktree(wt: { cacheDir: string; path: string }): Pr
     await rm(join(wt.path, ".."), { recursive: true, force: true });
     await git(["worktree", "prune"], { cwd: wt.cacheDir }).catch(() => undefined);
   });
+}
+
+/**
+ * The admin folder (`<cache>/worktrees/<name>`) of the worktree checked out at `path`, found from the
+ * cache clone's side (each admin folder's `gitdir` file names its checkout), never from the checkout's
+ * own `.git` link, which the agent could have rewritten.
+ */
+export async function adminDirOf(cacheDir: string, path: string): Promise<string> {
+  const root = join(cacheDir, "worktrees");
+  for (const name of await readdir(root).catch(() => [] as string[])) {
+    const link = await readFile(join(root, name, "gitdir"), "utf8").catch(() => "");
+    if (link.trim() === join(path, ".git")) return join(root, name);
+  }
+  throw new Error(`${path} is not a worktree of ${cacheDir}.`);
+}
+
+/** Puts back the checkout's `.git` link to its admin folder, whatever the agent left there. */
+export async function restoreGitLink(wt: { path: string; gitDir: string }): Promise<void> {
+  const link = join(wt.path, ".git");
+  await rm(link, { recursive: true, force: true });
+  await writeFile(link, `gitdir: ${wt.gitDir}\n`);
 }

@@ -144,7 +144,7 @@ describe("a push that GitHub rejects", () => {
       await commit(base, "THEIRS.md");
       await git(["push", "-q", url, "HEAD:refs/heads/fleet/7-task"], { cwd: base });
       await commit(mine, "MINE.md");
-      const error = await pushBranch(mine, url, "fleet/7-task").then(
+      const error = await pushBranch({ path: mine, gitDir: join(mine, ".git") }, url, "fleet/7-task").then(
         () => undefined,
         (e: Error) => e,
       );

@@ -255,7 +255,7 @@ describe("runTask end to end: real git, the GitHub emulator, the real Claude Cod
         },
         {
           toolUses: [
-            result(notes, { status: "done", summary: `Added notes. ${leak}`, testsRun: [leak] }),
+            result(notes, { status: "done", summary: "Added notes." }),
             { name: "Bash", input: { command: `env > ${join(notes, "KNOWLEDGE.md")}`, description: "env" } },
           ],
           usage: { input_tokens: 20, output_tokens: 5 },
@@ -273,7 +273,9 @@ describe("runTask end to end: real git, the GitHub emulator, the real Claude Cod
     delete process.env.FLEET_PRIVATE_KEY;
     expect(r.outcome.outcome).toBe("pr-opened");
     const agentEnv = await readFile(join(workDir, "tasks", r.taskId, "KNOWLEDGE.md"), "utf8");
-    expect(agentEnv).toContain(`ANTHROPIC_API_KEY=${CREDENTIAL}`);
+    // The agent holds a per-run gateway token, never the credential itself.
+    expect(agentEnv).toMatch(/^ANTHROPIC_API_KEY=fleet-run-[0-9a-f]{48}$/m);
+    expect(agentEnv).not.toContain(CREDENTIAL);
     expect(agentEnv).not.toContain("GITHUB_TOKEN");
     expect(agentEnv).not.toContain("PRIVATE KEY");
     const posted = [...fleetComments(r.issue), ...gh.pulls(REPO).map((p) => p.body)].join("\n");
@@ -419,12 +421,36 @@ describe("runTask end to end: real git, the GitHub emulator, the real Claude Cod
       { text: "Done.", usage: { input_tokens: 5, output_tokens: 5 } },
     ]);
     expect(r.outcome.outcome).toBe("failed");
-    expect(r.outcome.reason).toMatch(/secret/);
+    expect(r.outcome.reason).toMatch(/pushed nothing: `config.txt` gives away a secret, the credential/);
     const refs = await execa("git", ["--git-dir", repo.gitDir, "for-each-ref", "--format=%(refname)"], {
       env: GIT_ENV,
     });
     expect(refs.stdout).not.toContain(`fleet/${r.issue}-`);
     expect(fleetComments(r.issue).join("\n")).not.toContain(CREDENTIAL);
     expect(await exists(r.path)).toBe(false);
+  });
+
+  it("refuses to push when the agent's summary (the commit message and PR body) carries a secret", async () => {
+    const r = await run("Leaky summary", ({ path, notes }) => [
+      {
+        toolUses: [
+          { name: "Write", input: { file_path: join(path, "OK.md"), content: "fine\n" } },
+          result(notes, { status: "done", summary: `Done. ${GHP}`, testsRun: [`${CREDENTIAL}`] }),
+        ],
+        usage: { input_tokens: 5, output_tokens: 5 },
+      },
+      { text: "Done.", usage: { input_tokens: 5, output_tokens: 5 } },
+    ]);
+    expect(r.outcome.outcome).toBe("failed");
+    expect(r.outcome.noRetry).toBe(true);
+    expect(r.outcome.reason).toMatch(/pushed nothing: the commit message gives away a secret/);
+    const refs = await execa("git", ["--git-dir", repo.gitDir, "for-each-ref", "--format=%(refname)"], {
+      env: GIT_ENV,
+    });
+    expect(refs.stdout).not.toContain(`fleet/${r.issue}-`);
+    expect(gh.pulls(REPO).some((p) => p.head.startsWith(`fleet/${r.issue}-`))).toBe(false);
+    const posted = fleetComments(r.issue).join("\n");
+    expect(posted).not.toContain(CREDENTIAL);
+    expect(posted).not.toContain(GHP);
   });
 });

@@ -57,10 +57,10 @@ describe("worktree and publish, against a real bare repository", () => {
       taskId: "t1",
       coder: "claude",
     });
-    const sha = await commitAll(wt.path, msg);
+    const sha = await commitAll(wt, msg);
     expect(sha).toMatch(/^[0-9a-f]{40}$/);
-    expect(await hasNewCommits(wt.path, wt.startSha)).toBe(true);
-    await pushBranch(wt.path, url, "fleet/1-hello");
+    expect(await hasNewCommits(wt, wt.startSha)).toBe(true);
+    await pushBranch(wt, url, "fleet/1-hello");
     const log = await execa(
       "git",
       ["--git-dir", bare, "log", "-1", "--format=%an <%ae>%n%B", "fleet/1-hello"],
@@ -78,16 +78,16 @@ describe("worktree and publish, against a real bare repository", () => {
 
   it("commits nothing when nothing changed", async () => {
     const wt = await addWorktree(workDir, { repo: "octo/widgets", cloneUrl: url }, "t2", "fleet/2-x");
-    expect(await commitAll(wt.path, "nothing\n")).toBeUndefined();
-    expect(await hasNewCommits(wt.path, wt.startSha)).toBe(false);
+    expect(await commitAll(wt, "nothing\n")).toBeUndefined();
+    expect(await hasNewCommits(wt, wt.startSha)).toBe(false);
     await removeWorktree(wt);
   });
 
   it("recovers from a crashed run's worktree of the same branch and continues a pushed branch", async () => {
     const first = await addWorktree(workDir, { repo: "octo/widgets", cloneUrl: url }, "t3", "fleet/3-y");
     await writeFile(join(first.path, "A.md"), "a\n");
-    await commitAll(first.path, "a\n");
-    await pushBranch(first.path, url, "fleet/3-y");
+    await commitAll(first, "a\n");
+    await pushBranch(first, url, "fleet/3-y");
     // Crash: the worktree stays registered and on disk; a different task id then claims the branch.
     const again = await addWorktree(
       workDir,
@@ -156,7 +156,9 @@ describe("worktree and publish, against a real bare repository", () => {
     for (const b of ["main", "fleet/../main", "feature/x", "fleet/", "refs/heads/main"]) {
       expect(() => assertFleetBranch(b)).toThrow(/only to fleet\/\*/);
     }
-    await expect(pushBranch(root, url, "main")).rejects.toThrow(/refusing to push "main"/);
+    await expect(pushBranch({ path: root, gitDir: join(root, ".git") }, url, "main")).rejects.toThrow(
+      /refusing to push "main"/,
+    );
   });
 
   it("puts git credentials in the environment only", () => {

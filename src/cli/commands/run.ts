@@ -1,5 +1,6 @@
-import { getAdapter } from "../../agents/index.ts";
+import { adapters, getAdapter } from "../../agents/index.ts";
 import type { FleetConfig } from "../../core/config.ts";
+import { checkCredentialName } from "../../core/credential-names.ts";
 import { isActive } from "../../core/lifecycle.ts";
 import type { Task } from "../../core/task.ts";
 import { totalTokens } from "../../core/usage.ts";
@@ -7,6 +8,7 @@ import { localDispatcher } from "../../queue/dispatcher.ts";
 import { createRepoQueue } from "../../queue/repo-queue.ts";
 import { git } from "../../worker/git.ts";
 import { startLocalWorker } from "../../worker/local-worker.ts";
+import { assertSandboxAvailable, type SandboxMode, SandboxUnavailableError } from "../../worker/sandbox.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, UsageError } from "../errors.ts";
 import { formatTokens, liveUsage } from "../format.ts";
@@ -14,7 +16,7 @@ import { err, sleep, untilSignal } from "../io.ts";
 import { describeTarget, resolveTarget, type Target } from "../target.ts";
 
 export const RUN_USAGE = `Usage: fleet run [--concurrency N] [--until-idle] [--poll MS]
-                 [--model-base-url URL] [--agent-env KEY=VALUE ...]
+                 [--model-base-url URL] [--agent-env KEY=VALUE ...] [--credential-env NAME ...]
 
 A worker in the foreground: claims dispatched tasks and runs their agents in git worktrees under
 --work-dir, up to --concurrency at once. Against GitHub it opens the pull requests; in local mode it
@@ -26,8 +28,12 @@ there. Ctrl-C or SIGTERM stops it cleanly: agents are stopped and their tasks go
   --poll MS              how often the state is read (default 1000 local, 5000 GitHub)
   --model-base-url URL   model API base URL for the agents (or FLEET_MODEL_BASE_URL)
   --agent-env KEY=VALUE  extra environment for the agents (repeatable), e.g. CLAUDE_CODE_MAX_RETRIES=0
-Agents get only their own credential, found by the names in coders.<coder>.credentials
-(e.g. ANTHROPIC_API_KEY) in this environment.
+  --credential-env NAME  also allow NAME as a coder credential (repeatable; the coders' own variables,
+                         such as ANTHROPIC_API_KEY or OPENAI_API_KEY, are allowed already)
+Each agent runs in a bubblewrap sandbox (unless .github/fleet.yml says \`sandbox: none\`) and never
+holds a credential: its requests go through a model gateway in this worker, which adds the credential
+named in coders.<coder>.credentials and found in this environment. Fleet's own variables
+(GITHUB_TOKEN, GH_TOKEN, FLEET_*, the app's key) are never handed on.
 
 ${TARGET_HELP}`;
 
@@ -38,6 +44,7 @@ const OPTIONS = {
   poll: { type: "string" },
   "model-base-url": { type: "string" },
   "agent-env": { type: "string", multiple: true },
+  "credential-env": { type: "string", multiple: true },
 } as const;
 
 const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -50,13 +57,33 @@ function positiveInt(name: string, text: string | undefined, fallback: number): 
   return n;
 }
 
-function credentialFor(config: FleetConfig, env: NodeJS.ProcessEnv) {
+/** The variables this worker may hand to a model provider: the coders' own, plus --credential-env. */
+function allowedCredentials(extra: readonly string[]): Set<string> {
+  const own = Object.values(adapters).flatMap((a) => [a.credentialEnv, ...(a.credentialAliases ?? [])]);
+  return new Set([...own, ...extra]);
+}
+
+/** A credential's value by name, for names the worker allows; a refused name is said once. */
+function credentialValue(env: NodeJS.ProcessEnv, allowed: ReadonlySet<string>, warn: (m: string) => void) {
+  const said = new Set<string>();
+  return (name: string): string | undefined => {
+    const check = checkCredentialName(name, allowed);
+    if (!check.ok) {
+      if (!said.has(name)) warn(`credential ${check.why}.`);
+      said.add(name);
+      return undefined;
+    }
+    return env[name] || undefined;
+  };
+}
+
+function credentialFor(config: FleetConfig, credentialOf: (name: string) => string | undefined) {
   return (coder: string) => {
     const names = [...(config.coders[coder]?.credentials ?? [])];
     const fallback = getAdapter(coder)?.credentialEnv;
     if (fallback && !names.includes(fallback)) names.push(fallback);
-    const name = names.find((n) => env[n]);
-    return name ? { name, value: env[name]! } : undefined;
+    const name = names.find((n) => credentialOf(n));
+    return name ? { name, value: credentialOf(name)! } : undefined;
   };
 }
 
@@ -104,6 +131,19 @@ export async function runCommand(argv: string[]): Promise<number> {
       `.github/fleet.yml is invalid:\n${file.problems.map((p) => `  ${p}`).join("\n")}\nFix it, then run again.`,
     );
   const config = await target.config(doc);
+  // A worker that cannot contain its agents says so now, not at its first task.
+  const sandbox: SandboxMode = (config as { sandbox?: SandboxMode }).sandbox ?? "bubblewrap";
+  try {
+    await assertSandboxAvailable(sandbox);
+  } catch (error) {
+    if (error instanceof SandboxUnavailableError) throw new CliError(error.message);
+    throw error;
+  }
+  const allowed = allowedCredentials(values["credential-env"] ?? []);
+  for (const name of values["credential-env"] ?? []) {
+    const check = checkCredentialName(name, allowed);
+    if (!check.ok) throw new UsageError(`--credential-env ${name}: ${check.why}.`);
+  }
   const concurrency = positiveInt("--concurrency", values.concurrency, config.max_concurrent);
   const { cloneUrl, gitAuth } = await cloneSource(target);
   const schedules = target.kind === "local" || config.dispatch === "local";
@@ -126,6 +166,12 @@ export async function runCommand(argv: string[]): Promise<number> {
   print(
     `fleet run: worker for ${describeTarget(target)}, up to ${concurrency} at once, work dir ${target.workDir}`,
   );
+  const credentialOf = credentialValue(process.env, allowed, (m) => print(m));
+  // Whatever this worker holds is looked for in everything its agents leave, in any encoding.
+  const secrets = [
+    ...(target.kind === "github" ? [target.token] : []),
+    ...[...allowed].map((name) => process.env[name] ?? "").filter(Boolean),
+  ];
   const worker = startLocalWorker({
     repo: target.repo,
     octokit: target.octokit,
@@ -134,8 +180,10 @@ export async function runCommand(argv: string[]): Promise<number> {
     gitAuth,
     workDir: target.workDir,
     adapterFor: getAdapter,
-    credentialFor: credentialFor(config, process.env),
-    credentialValue: (name) => process.env[name] || undefined,
+    credentialFor: credentialFor(config, credentialOf),
+    credentialValue: credentialOf,
+    secrets,
+    sandbox,
     modelBaseUrl: values["model-base-url"] ?? process.env.FLEET_MODEL_BASE_URL,
     agentEnv,
     concurrency,

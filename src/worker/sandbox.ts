@@ -1,0 +1,219 @@
+import { spawnSync } from "node:child_process";
+import { constants } from "node:fs";
+import { access, lstat, open, readdir, readlink, realpath, stat } from "node:fs/promises";
+import { basename, delimiter, dirname, isAbsolute, join, sep } from "node:path";
+
+/**
+ * How agent runs are contained. `bubblewrap`: each run in its own bubblewrap sandbox (Linux); `none`:
+ * the agent runs as a plain child process with the worker's file system view (chosen explicitly).
+ */
+export type SandboxMode = "bubblewrap" | "none";
+
+/** What one agent run may see. Paths are absolute host paths, mounted at the same path inside. */
+export interface SandboxMounts {
+  /** Read-write: the worktree (work phase), the agent's notes folder and its private HOME. */
+  writable: string[];
+  /** Read-only: the worktree in a plan phase, the git data the worktree needs. */
+  readOnly: string[];
+  /** Emptied with a tmpfs (after readOnly): e.g. the other tasks' worktree admin folders. */
+  hidden?: string[];
+  /** Read-only, mounted after `hidden` (e.g. this worktree's own admin folder inside a hidden one). */
+  readOnlyAfter?: string[];
+}
+
+/** The bwrap binary could not run a sandbox here; the message says what to install or configure. */
+export class SandboxUnavailableError extends Error {
+  override readonly name = "SandboxUnavailableError";
+}
+
+/** System folders the agent's tools need, read-only (symlinks such as /bin -> usr/bin are recreated). */
+const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/hostedtoolcache"];
+
+/**
+ * The few files of /etc that programs need to run (users, name resolution, TLS roots, shared-library
+ * cache, the alternatives links /usr/bin points into). The rest of /etc (shadow, ssh host keys, the
+ * system git config with its credential helpers, npmrc tokens) stays out.
+ */
+const ETC_FILES = [
+  "alternatives",
+  "bash.bashrc",
+  "ca-certificates",
+  "ca-certificates.conf",
+  "group",
+  "host.conf",
+  "hosts",
+  "inputrc",
+  "ld.so.cache",
+  "ld.so.conf",
+  "ld.so.conf.d",
+  "localtime",
+  "mime.types",
+  "nsswitch.conf",
+  "os-release",
+  "passwd",
+  "pki",
+  "profile",
+  "resolv.conf",
+  "ssl",
+  "terminfo",
+  "timezone",
+];
+
+const exists = (p: string) =>
+  access(p).then(
+    () => true,
+    () => false,
+  );
+
+/** Finds `file` on PATH as execvp would (absolute or relative paths are taken as they are). */
+export async function resolveExecutable(file: string, path: string | undefined): Promise<string | undefined> {
+  if (file.includes("/")) return (await exists(file)) ? file : undefined;
+  for (const dir of (path ?? "").split(delimiter)) {
+    if (!dir) continue;
+    const candidate = join(dir, file);
+    try {
+      await access(candidate, constants.X_OK);
+      if ((await stat(candidate)).isFile()) return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Read-only folders an agent CLI needs besides the system: the package it comes from (and, for an npm
+ * package, its platform-specific siblings such as `@openai/codex-linux-x64`, which hold the native
+ * binary), and the interpreter named on its `#!` line when that lives outside the system folders.
+ */
+export async function executableMounts(executable: string): Promise<string[]> {
+  const real = await realpath(executable);
+  const mounts = new Set<string>();
+  const pkg = npmPackageRoot(real);
+  if (pkg) {
+    const parent = dirname(pkg);
+    const name = basename(pkg);
+    for (const sibling of await readdir(parent).catch(() => [] as string[])) {
+      if (sibling === name || sibling.startsWith(`${name}-`)) mounts.add(join(parent, sibling));
+    }
+  } else if (!underSystem(real)) {
+    mounts.add(dirname(real));
+  }
+  const interpreter = await shebangInterpreter(real);
+  if (interpreter && !underSystem(interpreter)) {
+    // e.g. ~/.nvm/versions/node/v24/bin/node: its whole prefix (lib/node_modules for npm, npx).
+    mounts.add(dirname(dirname(interpreter)));
+  }
+  return [...mounts];
+}
+
+const underSystem = (p: string) => SYSTEM_DIRS.some((d) => p === d || p.startsWith(`${d}${sep}`));
+
+/** `.../node_modules/<name>` or `.../node_modules/@scope/<name>` containing `file`, if any. */
+function npmPackageRoot(file: string): string | undefined {
+  const parts = file.split(sep);
+  const at = parts.lastIndexOf("node_modules");
+  if (at < 0 || at + 1 >= parts.length - 1) return undefined;
+  const scoped = parts[at + 1]!.startsWith("@");
+  const end = at + (scoped ? 3 : 2);
+  if (end > parts.length - 1) return undefined;
+  return parts.slice(0, end).join(sep) || undefined;
+}
+
+/** The interpreter of a `#!` script (`/usr/bin/env node` is looked up on PATH), or undefined. */
+async function shebangInterpreter(file: string): Promise<string | undefined> {
+  let head: string;
+  try {
+    const fh = await open(file, "r");
+    try {
+      const buf = Buffer.alloc(256);
+      const { bytesRead } = await fh.read(buf, 0, 256, 0);
+      head = buf.subarray(0, bytesRead).toString("latin1");
+    } finally {
+      await fh.close();
+    }
+  } catch {
+    return undefined;
+  }
+  if (!head.startsWith("#!")) return undefined;
+  const words = head.slice(2).split("\n")[0]!.trim().split(/\s+/);
+  const program = words[0] === "/usr/bin/env" ? words.find((w, i) => i > 0 && !w.startsWith("-")) : words[0];
+  if (!program) return undefined;
+  const found = isAbsolute(program) ? program : await resolveExecutable(program, process.env.PATH);
+  return found ? realpath(found).catch(() => undefined) : undefined;
+}
+
+/**
+ * bwrap's arguments for one agent run, up to and including `--`: an empty root with the system
+ * folders and a few /etc files read-only, a fresh /proc in a new PID namespace (the agent sees none
+ * of the worker's processes, so no `/proc/<pid>/environ` of an ancestor), a minimal /dev, a private
+ * /tmp, and only the given paths of the host. The sandbox dies with the worker (`--die-with-parent`).
+ * The network is shared: the agent reaches the model gateway on loopback, and holds no credential.
+ * Nothing secret goes into these arguments: the sandbox's pid 1 shows them in /proc/1/cmdline.
+ */
+export async function bubblewrapArgs(mounts: SandboxMounts, cwd: string): Promise<string[]> {
+  const args = [
+    "--die-with-parent",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--hostname",
+    "fleet-sandbox",
+  ];
+  // Without root, bubblewrap needs a user namespace of its own (and the host must allow it).
+  if (process.getuid?.() !== 0) args.push("--unshare-user");
+  for (const dir of SYSTEM_DIRS) {
+    const info = await lstat(dir).catch(() => undefined);
+    if (!info) continue;
+    if (info.isSymbolicLink()) args.push("--symlink", await readlink(dir), dir);
+    else args.push("--ro-bind", dir, dir);
+  }
+  for (const name of ETC_FILES) args.push("--ro-bind-try", `/etc/${name}`, `/etc/${name}`);
+  args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp");
+  for (const p of mounts.readOnly) args.push("--ro-bind", p, p);
+  for (const p of mounts.writable) args.push("--bind", p, p);
+  for (const p of mounts.hidden ?? []) args.push("--tmpfs", p);
+  for (const p of mounts.readOnlyAfter ?? []) args.push("--ro-bind", p, p);
+  args.push("--chdir", cwd, "--");
+  return args;
+}
+
+/** The remedy printed when bubblewrap is missing or cannot start a sandbox. */
+export const SANDBOX_REMEDY =
+  "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; it must be able to create namespaces: as a non-root user on Ubuntu 24.04 set `kernel.apparmor_restrict_unprivileged_userns=0` or add an AppArmor profile for bwrap), or set `sandbox: none` in .github/fleet.yml to run agents without one";
+
+let checked: Promise<void> | undefined;
+
+/**
+ * Fails with a clear error when `mode` is `bubblewrap` and bwrap cannot start a sandbox on this host;
+ * checked once per process (a worker checks at start, not at each task).
+ */
+export function assertSandboxAvailable(mode: SandboxMode): Promise<void> {
+  if (mode === "none") return Promise.resolve();
+  checked ??= (async () => {
+    const probe = spawnSync(
+      "bwrap",
+      [...(await bubblewrapArgs({ writable: [], readOnly: [] }, "/")), "/bin/sh", "-c", "exit 0"],
+      { encoding: "utf8", timeout: 15_000, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } },
+    );
+    if (probe.error) {
+      const missing = (probe.error as NodeJS.ErrnoException).code === "ENOENT";
+      throw new SandboxUnavailableError(
+        `${missing ? "bubblewrap (bwrap) is not installed on this machine" : `bwrap could not be started (${probe.error.message})`}: agents run in a bubblewrap sandbox by default; ${SANDBOX_REMEDY}.`,
+      );
+    }
+    if (probe.status !== 0) {
+      const said = (probe.stderr ?? "").trim().split("\n").slice(-2).join(" ");
+      throw new SandboxUnavailableError(
+        `bwrap is installed but cannot create a sandbox here (${said || `exit ${probe.status}`}): ${SANDBOX_REMEDY}.`,
+      );
+    }
+  })();
+  const result = checked;
+  // A failed check is not cached: the operator may install bwrap and try again in the same process.
+  result.catch(() => {
+    if (checked === result) checked = undefined;
+  });
+  return result;
+}
