@@ -21,6 +21,7 @@ import {
   type UpdateOptions,
   type UpdateResult,
   withoutWriteTrailer,
+  withSkipCi,
   withWriteTrailer,
 } from "./store.ts";
 
@@ -251,7 +252,14 @@ export function createGitHubStateStore(opts: GitHubStateStoreOptions): GitHubSta
     try {
       const r = await call<{ content: { sha: string }; commit: { sha: string; tree: { sha: string } } }>(
         "PUT /repos/{owner}/{repo}/contents/{path}",
-        { path, message, content: encodeBase64(text), branch, ...(prev.sha ? { sha: prev.sha } : {}) },
+        {
+          path,
+          // A contents write is a commit on the branch too: it must start no workflow run either.
+          message: withSkipCi(message),
+          content: encodeBase64(text),
+          branch,
+          ...(prev.sha ? { sha: prev.sha } : {}),
+        },
       );
       const next: Cache = {
         ...c,

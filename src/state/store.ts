@@ -67,25 +67,31 @@ const WRITE_TRAILER = /\n\nFleet-Write: [0-9a-f-]+\s*$/;
 
 /**
  * Every state commit's subject ends with `[skip ci]`, so a state write starts none of the repository's
- * `on: push` workflows (GitHub skips push and pull_request runs whose head commit says so:
- * https://docs.github.com/en/actions/managing-workflow-runs/skipping-workflow-runs). Measured on the
- * offline GitHub with a workflow `on: [push, pull_request]` (test/offline/github/state-writes.test.ts):
- * 3 state writes with plain messages started 3 runs; with `[skip ci]` 0 runs over git and 0 over the
- * REST transport; keeping the state under a ref that is not a branch (`refs/fleet/state`) also started
- * 0. The message was chosen: it keeps `fleet/state` a branch (browsable, and the contents API that
- * the REST transport reads works on branches only) and every tool that names it, at no extra request.
- * It does not cover events other than push and pull_request (a workflow `on: create` still sees the
- * branch created once, on the first write).
+ * `on: push` workflows: GitHub skips push and pull_request runs whose head commit says so
+ * (https://docs.github.com/en/actions/managing-workflow-runs/skipping-workflow-runs).
+ * Measured on the offline GitHub, 3 writes each, with a CI workflow `on: [push, pull_request]`
+ * (test/offline/github/state-writes.test.ts): plain messages on a `fleet/state` made from the default
+ * branch started 3 runs; with `[skip ci]` 0, over git and over the REST transport alike. Plain
+ * messages on an orphan `fleet/state` (as Fleet creates it) started 0, since GitHub reads the
+ * workflows of the pushed commit and an orphan holds none, but that protection is gone once the
+ * branch carries `.github/` (made by hand from main, say); a ref that is not a branch
+ * (`refs/fleet/state`) also started 0. The message was chosen: it holds whatever the branch carries,
+ * keeps `fleet/state` a branch (browsable; the contents API of the REST transport writes branches
+ * only) and costs no request. It covers push and pull_request only: a workflow `on: create` still
+ * sees the branch created, once.
  */
 export const SKIP_CI = "[skip ci]";
 
-/** A state commit's message: the subject marked `[skip ci]`, and its unique `Fleet-Write` trailer. */
-export const withWriteTrailer = (message: string): string => {
+/** A state commit's message with `[skip ci]` at the end of its subject (every state write uses it). */
+export const withSkipCi = (message: string): string => {
   const nl = message.indexOf("\n");
   const subject = nl < 0 ? message : message.slice(0, nl);
-  const body = nl < 0 ? "" : message.slice(nl);
-  return `${subject ? `${subject} ` : ""}${SKIP_CI}${body}\n\nFleet-Write: ${randomUUID()}`;
+  return `${subject ? `${subject} ` : ""}${SKIP_CI}${nl < 0 ? "" : message.slice(nl)}`;
 };
+
+/** A state commit's message: the subject marked `[skip ci]`, and its unique `Fleet-Write` trailer. */
+export const withWriteTrailer = (message: string): string =>
+  `${withSkipCi(message)}\n\nFleet-Write: ${randomUUID()}`;
 
 /** The message as people wrote it: without the `Fleet-Write` trailer and the subject's `[skip ci]`. */
 export const withoutWriteTrailer = (message: string): string => {
