@@ -6,6 +6,7 @@ import { noticeMarker } from "../render/markers.ts";
 import { renderConfigProblems, renderNotAllowed } from "../render/notices.ts";
 import type { ConfigCache } from "./config-cache.ts";
 import { CONFIG_PATH, loadRepoConfig } from "./load-config.ts";
+import type { HandlerDeps } from "./on-issue-labeled.ts";
 
 type IssueContext = Context<"issues" | "issue_comment">;
 
@@ -25,19 +26,40 @@ export async function configOrExplain(
   return null;
 }
 
-/** True when `login` may drive Fleet here; otherwise the issue says who may, and false. */
+/** Whether `login` may drive Fleet here: a role in `allowed_roles` (from the file only). */
+export async function mayDriveFleet(context: Context, config: FleetConfig, login: string): Promise<boolean> {
+  const role = await getRepoRole(context.octokit as never, context.repo(), login);
+  return (config.allowed_roles as readonly string[]).includes(role);
+}
+
+/**
+ * True when `login` may drive Fleet here; otherwise the issue says who may (at most once per person
+ * per issue per hour: a reader's stream of commands gets one answer), and false.
+ */
 export async function allowedOrExplain(
   context: IssueContext,
+  deps: HandlerDeps,
   config: FleetConfig,
   login: string,
 ): Promise<boolean> {
-  const role = await getRepoRole(context.octokit, context.repo(), login);
-  if ((config.allowed_roles as readonly string[]).includes(role)) return true;
-  await upsertMarkedComment(
-    context.octokit,
-    context.issue(),
-    noticeMarker(`not-allowed-${login.toLowerCase()}`),
-    renderNotAllowed(login, config.allowed_roles),
-  );
+  if (await mayDriveFleet(context, config, login)) return true;
+  await replyToOutsider(context, deps, config, login, renderNotAllowed(login, config.allowed_roles));
   return false;
+}
+
+/**
+ * A comment for someone who may not drive Fleet, on the event's issue, unless they had one there in
+ * the last hour (kept in the repository state, so replicas and restarts agree).
+ */
+export async function replyToOutsider(
+  context: IssueContext,
+  deps: HandlerDeps,
+  config: FleetConfig,
+  login: string,
+  body: string,
+): Promise<boolean> {
+  const queue = await deps.queues.forContext(context, config);
+  if (!(await queue.claimReply(context.issue().issue_number, login))) return false;
+  await context.octokit.rest.issues.createComment(context.issue({ body }));
+  return true;
 }

@@ -2,8 +2,14 @@ import type { ApplicationFunction, Context } from "probot";
 import { knownCoders } from "../agents/index.ts";
 import { fleetLabelDefinitions } from "../core/labels.ts";
 import { ensureFleetLabels } from "../github/labels.ts";
+import { upsertMarkedComment } from "../github/upsert-comment.ts";
+import { noticeMarker } from "../render/markers.ts";
+import { renderStateCorrupt } from "../render/notices.ts";
+import type { StateCorruptError } from "../state/errors.ts";
 import { createConfigCache } from "./config-cache.ts";
+import { loadRepoConfig } from "./load-config.ts";
 import { onCommand } from "./on-command.ts";
+import { onIssueEdited } from "./on-issue-edited.ts";
 import { onIssueEnded } from "./on-issue-ended.ts";
 import { type HandlerDeps, onIssueLabeled } from "./on-issue-labeled.ts";
 import { onPullRequest } from "./on-pull-request.ts";
@@ -12,6 +18,7 @@ import { onReview } from "./on-review.ts";
 import { onSplitLabel, onSubTaskMerged } from "./on-split-label.ts";
 import { onWorkflowRunCompleted } from "./on-workflow-run.ts";
 import { createRepoQueues, type RepoQueueFactoryOptions, type RepoQueues } from "./repo-queues.ts";
+import { guardWebhookIntake } from "./webhook-intake.ts";
 
 export interface FleetAppOptions extends RepoQueueFactoryOptions {
   knownCoders?: readonly string[];
@@ -24,10 +31,13 @@ export interface FleetAppOptions extends RepoQueueFactoryOptions {
 /** The Probot application: wires webhook events to Fleet's handlers. */
 export function createFleetApp(options: FleetAppOptions = {}): ApplicationFunction {
   return (app) => {
+    // Before anything reads a webhook body: the 25 MB cap and the signature check on the raw request.
+    guardWebhookIntake(app);
+    const configs = createConfigCache();
     const deps: HandlerDeps = {
       knownCoders: options.knownCoders ?? knownCoders,
-      queues: createRepoQueues(app, options),
-      configs: createConfigCache(),
+      queues: createRepoQueues(app, { ...options, configs }),
+      configs,
     };
     options.onReady?.(deps.queues);
     const period = options.reconcileMs ?? 5 * 60_000;
@@ -38,13 +48,29 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
       );
       timer.unref();
     }
-    // Fleet's own actions (and other bots') never drive it: only people label, close and command.
-    const human =
+    /**
+     * A state document Fleet cannot read stops the event (nothing is written over it), and the issue
+     * that triggered it (and the dashboard, when on) says what is wrong and how to fix it.
+     */
+    const reportingCorruptState =
       <C extends Context>(handler: (context: C, deps: HandlerDeps) => Promise<void>) =>
       async (context: C) => {
-        if (context.isBot) return;
-        await handler(context, deps);
+        try {
+          await handler(context, deps);
+        } catch (error) {
+          if ((error as Error)?.name !== "StateCorruptError") throw error;
+          await reportCorruptState(context, deps, error as StateCorruptError).catch((e) =>
+            app.log.error(`could not report the corrupt state: ${(e as Error).message}`),
+          );
+          app.log.error((error as Error).message);
+        }
       };
+    // Fleet's own actions (and other bots') never drive it: only people label, close and command.
+    const human = <C extends Context>(handler: (context: C, deps: HandlerDeps) => Promise<void>) =>
+      reportingCorruptState(async (context: C, d: HandlerDeps) => {
+        if (context.isBot) return;
+        await handler(context, d);
+      });
 
     app.on("issues.labeled", human(onIssueLabeled));
     app.on("issues.labeled", human(onSplitLabel));
@@ -52,14 +78,17 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
     app.on("pull_request_review.submitted", human(onReview));
     app.on(["issues.unlabeled", "issues.closed"], human(onIssueEnded));
     app.on("issue_comment.created", human(onCommand));
+    // Edits by anyone, bots included: only a person who may drive Fleet moves the pinned prompt.
+    app.on("issues.edited", reportingCorruptState(onIssueEdited));
     // PR events come from Fleet's own bot when it opens the PR: they are not filtered by sender.
-    app.on(["pull_request.opened", "pull_request.closed"], (context) => onPullRequest(context, deps));
-    app.on("pull_request.closed", (context) => onSubTaskMerged(context, deps));
+    app.on(["pull_request.opened", "pull_request.closed"], reportingCorruptState(onPullRequest));
+    app.on("pull_request.closed", reportingCorruptState(onSubTaskMerged));
     // A merge moves the base: other Fleet PRs that now conflict get a rebase run.
-    app.on("pull_request.closed", (context) => onFleetPrMerged(context, deps));
+    app.on("pull_request.closed", reportingCorruptState(onFleetPrMerged));
     // Runs are started by Fleet's own bot, and their ends come from GitHub: not filtered by sender.
-    app.on(["workflow_run.completed", "workflow_job.completed"], (context) =>
-      onWorkflowRunCompleted(context, deps),
+    app.on(
+      ["workflow_run.completed", "workflow_job.completed"],
+      reportingCorruptState(onWorkflowRunCompleted),
     );
     // A push to the default branch may change .github/fleet.yml: the next event reads it again.
     app.on("push", async (context) => {
@@ -80,3 +109,25 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
 }
 
 export default createFleetApp();
+
+/** The notice for an unreadable state document, on the event's issue or pull request and the dashboard. */
+async function reportCorruptState(
+  context: Context,
+  deps: HandlerDeps,
+  error: StateCorruptError,
+): Promise<void> {
+  const payload = context.payload as { issue?: { number: number }; pull_request?: { number: number } };
+  const number = payload.issue?.number ?? payload.pull_request?.number;
+  const body = renderStateCorrupt(error);
+  if (number !== undefined) {
+    // One notice per issue, edited when the problem changes: a burst of events is not a burst of comments.
+    await upsertMarkedComment(
+      context.octokit as never,
+      { ...context.repo(), issue_number: number },
+      noticeMarker("state-corrupt"),
+      body,
+    );
+  }
+  const loaded = await loadRepoConfig(context, deps.configs);
+  if (loaded.ok) await deps.queues.showStateProblem(context, loaded.config, error);
+}

@@ -4,6 +4,7 @@ import { fleetLabelDefinitions } from "../core/labels.ts";
 import { queuePosition } from "../core/scheduler.ts";
 import { ensureFleetLabels } from "../github/labels.ts";
 import { renderCommandReply, renderStatus } from "../render/command-replies.ts";
+import { renderConfigRefused } from "../render/notices.ts";
 import { allowedOrExplain, configOrExplain } from "./guard.ts";
 import type { HandlerDeps } from "./on-issue-labeled.ts";
 import { requestReviewRun } from "./on-review.ts";
@@ -19,6 +20,11 @@ export async function onCommand(context: Context<"issue_comment.created">, deps:
       context.issue({ body: renderCommandReply(command.kind, text) }),
     );
 
+  // Who may drive Fleet comes first: anyone else gets one answer an hour, whatever they write.
+  const config = await configOrExplain(context, deps.configs);
+  if (!config) return;
+  const sender = payload.comment.user?.login ?? payload.sender.login;
+  if (!(await allowedOrExplain(context, deps, config, sender))) return;
   if (command.kind === "error") {
     await reply(command.message);
     return;
@@ -27,10 +33,6 @@ export async function onCommand(context: Context<"issue_comment.created">, deps:
     await reply(FLEET_COMMAND_HELP);
     return;
   }
-  const config = await configOrExplain(context, deps.configs);
-  if (!config) return;
-  const sender = payload.comment.user?.login ?? payload.sender.login;
-  if (!(await allowedOrExplain(context, config, sender))) return;
 
   const queue = await deps.queues.forContext(context, config);
   const issue = payload.issue.number;
@@ -82,11 +84,14 @@ export async function onCommand(context: Context<"issue_comment.created">, deps:
       return;
     }
     case "config-set": {
-      await queue.setConfig(command.assignments, sender);
-      const doc = await queue.snapshot();
+      const outcome = await queue.setConfig(command.assignments, sender);
+      if (!outcome.ok) {
+        await reply(renderConfigRefused(outcome.problems));
+        return;
+      }
       await reply(
-        `Config updated by @${sender}: ${command.assignments.map((a) => `\`${a.key}=${String(a.value)}\``).join(", ")}. ` +
-          `Now ${queue.config(doc).max_concurrent} slots.`,
+        `Config updated by @${sender}: ${command.assignments.map((a) => `\`${a.key}=${a.value === null ? "none" : String(a.value)}\``).join(", ")}. ` +
+          `Now ${outcome.config.max_concurrent} slots.`,
       );
       return;
     }

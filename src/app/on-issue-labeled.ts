@@ -34,7 +34,7 @@ export async function onIssueLabeled(context: Context<"issues.labeled">, deps: H
   const config = await configOrExplain(context, deps.configs);
   if (!config) return;
   const sender = payload.sender.login;
-  if (!(await allowedOrExplain(context, config, sender))) return;
+  if (!(await allowedOrExplain(context, deps, config, sender))) return;
 
   const issue = payload.issue;
   const labels = (issue.labels ?? []).map((l) => (typeof l === "string" ? l : (l.name ?? "")));
@@ -72,5 +72,8 @@ export async function onIssueLabeled(context: Context<"issues.labeled">, deps: H
     dependsOn: parseDependencies(issue.body ?? "", `${owner}/${repo}`),
     requestedBy: sender,
     files: filesNamedIn(issue.body ?? ""),
+    // The text the labeler approved, as the event carries it: later edits reach the agent only when
+    // someone who may drive Fleet makes them (see on-issue-edited.ts).
+    body: issue.body ?? null,
   });
 }

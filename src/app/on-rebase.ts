@@ -88,7 +88,7 @@ export async function onRebaseLabel(
   const loaded = await loadRepoConfig(asIssue, deps.configs);
   if (!loaded.ok) return;
   const sender = context.payload.sender.login;
-  if (!(await allowedOrExplain(asIssue, loaded.config, sender))) return;
+  if (!(await allowedOrExplain(asIssue, deps, loaded.config, sender))) return;
   const number =
     "pull_request" in context.payload ? context.payload.pull_request.number : context.payload.issue.number;
   const reply = (text: string) =>

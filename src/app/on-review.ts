@@ -18,7 +18,7 @@ export async function onReview(context: ReviewContext, deps: HandlerDeps): Promi
   if (!loaded.ok) return;
   const sender = review.user?.login ?? context.payload.sender.login;
   const asIssue = context as unknown as CommentContext;
-  if (!(await allowedOrExplain(asIssue, loaded.config, sender))) return;
+  if (!(await allowedOrExplain(asIssue, deps, loaded.config, sender))) return;
   await requestReviewRun(asIssue, deps, loaded.config, {
     pr: pr.number,
     head: pr.head.ref,

@@ -16,7 +16,7 @@ export async function onSplitLabel(context: Context<"issues.labeled">, deps: Han
   const config = await configOrExplain(context, deps.configs);
   if (!config) return;
   const sender = payload.sender.login;
-  if (!(await allowedOrExplain(context, config, sender))) return;
+  if (!(await allowedOrExplain(context, deps, config, sender))) return;
   const issue = payload.issue;
   const labels = (issue.labels ?? []).map((l) => (typeof l === "string" ? l : (l.name ?? "")));
   const coder = parsed.coder ?? config.default_coder;
@@ -30,6 +30,7 @@ export async function onSplitLabel(context: Context<"issues.labeled">, deps: Han
     // Planning waits for nothing; the sub-issues carry the dependencies.
     dependsOn: [],
     requestedBy: sender,
+    body: issue.body ?? null,
   });
 }
 

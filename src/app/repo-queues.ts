@@ -3,7 +3,6 @@ import type { FleetConfig } from "../core/config.ts";
 import { nextWakeAt } from "../core/scheduler.ts";
 import { budgetHoldEndsAt } from "../economy/budgets.ts";
 import type { GitHubClient } from "../github/client.ts";
-import { readFleetConfig } from "../github/read-config.ts";
 import { createActionsDispatcher } from "../queue/actions-dispatcher.ts";
 import { createDashboardPublisher, type DashboardPublisher } from "../queue/dashboard.ts";
 import type { Dispatcher } from "../queue/dispatcher.ts";
@@ -12,16 +11,22 @@ import { reconcileRepo } from "../queue/reconcile.ts";
 import { createRepoQueue, type RepoQueue } from "../queue/repo-queue.ts";
 import { createTracker, type Tracker } from "../queue/tracker.ts";
 import { tasksOf } from "../queue/transitions.ts";
+import { renderOverridesDropped, renderStateCorrupt } from "../render/notices.ts";
 import type { FleetStateDoc } from "../state/doc.ts";
+import type { StateCorruptError } from "../state/errors.ts";
 import { createRepoStateStore, type RepoStateStore, type StateTransport } from "../state/repo-store.ts";
 import type { StateStore } from "../state/store.ts";
 import { coalescingStore } from "../state/write-queue.ts";
+import type { ConfigCache } from "./config-cache.ts";
+import { loadFleetConfig } from "./load-config.ts";
 
 export interface RepoQueueFactoryOptions {
   clock?: () => Date;
   /** How the state branch is read and written; default `$FLEET_STATE_TRANSPORT`, else git (see repo-store.ts). */
   stateTransport?: StateTransport;
   trackerIntervalMs?: number;
+  /** `.github/fleet.yml` per repository, shared with the webhook handlers (the reconcile reads it there too). */
+  configs?: ConfigCache;
   /** Builds the dispatcher for a repository's dispatch mode; by default Actions for `actions`, else local. */
   dispatcherFor?: (
     mode: FleetConfig["dispatch"],
@@ -131,6 +136,8 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
     h: RepoHandle,
     fileConfig: FleetConfig,
     log: (m: string) => void,
+    /** The issue the event is about: notices (an override dropped) go there. */
+    issue?: number,
   ) {
     h.fileConfig = fileConfig;
     const dispatcher =
@@ -150,8 +157,25 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
         armWake(owner, repo, h, doc, config);
         h.dashboard.update(doc, config);
       },
+      // The app's copy of the file is current (a push to the default branch drops it): it may remove
+      // overrides the file no longer allows, saying so where the event happened.
+      onOverridesDropped: async (dropped) => {
+        log(
+          `${owner}/${repo}: dropped config overrides ${dropped.map((d) => `${d.key} (${d.message})`).join("; ")}`,
+        );
+        if (issue === undefined) return;
+        await h.octokit.rest.issues
+          .createComment({ owner, repo, issue_number: issue, body: renderOverridesDropped(dropped) })
+          .catch((error) => log(`could not post the dropped-override notice: ${(error as Error).message}`));
+      },
     });
   }
+
+  /** The file config as the webhook handlers read it: the same loader, through the same cache. */
+  const fileConfigOf = (owner: string, repo: string, h: RepoHandle) => {
+    const load = () => loadFleetConfig(h.octokit, { owner, repo });
+    return options.configs ? options.configs.get(`${owner}/${repo}`, load) : load();
+  };
 
   /** A handle for every repository of every installation (the app's own token lists them). */
   async function discoverInstalledRepos(): Promise<void> {
@@ -175,7 +199,21 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
       if (installationId === undefined)
         throw new Error("The webhook carries no installation; Fleet runs as an installed GitHub App.");
       const h = await handleFor(owner, repo, installationId);
-      return queueFor(owner, repo, h, fileConfig, (m) => context.log.warn(m));
+      const payload = context.payload as { issue?: { number: number }; pull_request?: { number: number } };
+      const issue = payload.issue?.number ?? payload.pull_request?.number;
+      return queueFor(owner, repo, h, fileConfig, (m) => context.log.warn(m), issue);
+    },
+    /** The state cannot be read: the dashboard (when on) says so, with the remedy, until it can. */
+    async showStateProblem(
+      context: Context,
+      fileConfig: FleetConfig,
+      error: StateCorruptError,
+    ): Promise<void> {
+      const { owner, repo } = context.repo();
+      const installationId = (context.payload as { installation?: { id: number } }).installation?.id;
+      if (installationId === undefined) return;
+      const h = await handleFor(owner, repo, installationId);
+      await h.dashboard.showProblem(fileConfig, renderStateCorrupt(error));
     },
     /**
      * Reconciles every repository the app is installed on (see reconcileRepo): a fresh process after
@@ -191,7 +229,7 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
         try {
           const h = await pending;
           const [owner, repo] = key.split("/") as [string, string];
-          const config = await readFleetConfig(h.octokit, { owner, repo });
+          const config = await fileConfigOf(owner, repo, h);
           if (!config.ok) continue;
           // A minute early, for the clocks of this host and GitHub's to disagree a little.
           const startedAt = new Date(Date.now() - 60_000).toISOString().replace(/\.\d{3}Z$/, "Z");
@@ -205,6 +243,13 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
           h.lastSweepAt = startedAt;
         } catch (error) {
           log(`reconcile of ${key} failed: ${(error as Error).message}`);
+          if ((error as Error).name === "StateCorruptError") {
+            const h = await pending.catch(() => undefined);
+            const [owner, repo] = key.split("/") as [string, string];
+            const config = h && (await fileConfigOf(owner, repo, h).catch(() => undefined));
+            if (h && config?.ok)
+              await h.dashboard.showProblem(config.config, renderStateCorrupt(error as StateCorruptError));
+          }
         }
       }
     },

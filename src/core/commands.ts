@@ -25,7 +25,7 @@ export const FLEET_COMMAND_HELP = [
   "- `/fleet cancel [reason]`: stop the task and its run",
   "- `/fleet retry [coder[:model]]`: queue a failed or cancelled task again, optionally with another coder or model",
   "- `/fleet approve [note]`: approve the posted plan",
-  "- `/fleet config set key=value [key=value ...]`: change a setting (e.g. `max_concurrent=5`)",
+  "- `/fleet config set key=value [key=value ...]`: change an operational setting (e.g. `max_concurrent=5`); who may drive Fleet, credentials, dispatch and the sandbox come only from `.github/fleet.yml`",
   "- `/fleet labels`: create the fleet labels in this repository",
   "- `/fleet help`: show this help",
   "- `/fleet <instructions>` on a Fleet pull request: another agent iteration with these instructions",
@@ -84,7 +84,15 @@ function parseLine(rest: string, fullText: string, options: ParseCommandOptions)
         else problems.push(a.message);
       }
       // Settings change all or nothing, so every bad pair is reported at once.
-      if (problems.length > 0) return { kind: "error", message: problems.join("\n") };
+      if (problems.length > 0) {
+        return {
+          kind: "error",
+          message: [
+            "Fleet did not change the config (nothing is changed unless every setting is valid):",
+            ...problems.map((p) => `- ${p}`),
+          ].join("\n"),
+        };
+      }
       return { kind: "config-set", assignments };
     }
     default: {
@@ -118,3 +126,29 @@ export function parseFleetCommand(commentBody: string, options: ParseCommandOpti
   }
   return { kind: "none" };
 }
+
+// A GitHub mention: `@login` or `@org/team`, not inside a word or an e-mail address.
+const MENTION = /(^|[^\w`])@([A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\/[A-Za-z0-9][\w.-]*)?)/g;
+
+/**
+ * Text Fleet repeats (a cancel reason, a config value, a login) with every `@mention` outside code put
+ * in backticks, so Fleet's comment names people without pinging them: nobody can make the bot notify
+ * a third party by writing their name into a command or an issue.
+ */
+export function quoteMentions(text: string): string {
+  let out = "";
+  let i = 0;
+  // Code spans (any run of backticks closed by an equal run) already quote what they hold.
+  const span = /(`+)[\s\S]*?[^`]\1(?!`)|(`+)(?=[^`])/g;
+  for (let m = span.exec(text); m; m = span.exec(text)) {
+    if (m[2] !== undefined) continue; // an unclosed backtick run: plain text
+    out += quotePlain(text.slice(i, m.index)) + m[0];
+    i = m.index + m[0].length;
+  }
+  return out + quotePlain(text.slice(i));
+}
+
+// Beside a stray backtick a one-backtick span could pair with it and leave the mention outside: a
+// double-backtick span cannot.
+const quotePlain = (plain: string): string =>
+  plain.replace(MENTION, plain.includes("`") ? "$1`` @$2 ``" : "$1`@$2`");

@@ -8,6 +8,9 @@ export const REPO_ROLES = ["admin", "maintain", "write", "triage", "read"] as co
 export type RepoRole = (typeof REPO_ROLES)[number];
 export const DISPATCH_MODES = ["actions", "local"] as const;
 export type DispatchMode = (typeof DISPATCH_MODES)[number];
+/** How an agent run is contained: `bubblewrap` (Linux namespaces, the default) or `none` (chosen explicitly). */
+export const SANDBOX_MODES = ["bubblewrap", "none"] as const;
+export type SandboxMode = (typeof SANDBOX_MODES)[number];
 
 const CODER_NAME = /^[a-z][a-z0-9_-]*$/;
 const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$/;
@@ -60,6 +63,7 @@ const F = {
   per_user_daily_tasks: intField(1, 10_000),
   dashboard_interval_seconds: intField(0, 86_400),
   workflow: { schema: z.string().regex(WORKFLOW_FILE), form: "a workflow file name ending in .yml or .yaml" },
+  sandbox: { schema: z.enum(SANDBOX_MODES), form: `one of: ${SANDBOX_MODES.join(", ")}` },
 } satisfies Record<string, Field>;
 
 const budgetFields = {
@@ -117,6 +121,7 @@ const FleetConfigInputSchema = z.strictObject({
   workflow: F.workflow.schema.default("fleet-task.yml"),
   dashboard: boolField.schema.default(false),
   dashboard_interval_seconds: F.dashboard_interval_seconds.schema.default(60),
+  sandbox: F.sandbox.schema.default("bubblewrap"),
 });
 
 export interface CoderConfig {
@@ -161,6 +166,8 @@ export interface FleetConfig {
   dashboard: boolean;
   /** At most one dashboard edit per this many seconds (0: every change). */
   dashboard_interval_seconds: number;
+  /** How agent runs are contained; `none` must be chosen in the file and is shown on every tracking comment. */
+  sandbox: SandboxMode;
 }
 
 /** Built-in coders; a repository's `coders:` entries are merged over these key by key. */
@@ -235,6 +242,7 @@ function fieldAt(path: readonly string[]): Field | undefined {
     workflow: F.workflow,
     dashboard: boolField,
     dashboard_interval_seconds: F.dashboard_interval_seconds,
+    sandbox: F.sandbox,
   };
   return simple[key];
 }
@@ -438,68 +446,186 @@ export function defaultFleetConfig(): FleetConfig {
   return r.config;
 }
 
-// ---- settable keys: `/fleet config set k=v` and `fleet config set k=v` ----
+// ---- `/fleet config set k=v` and `fleet config set k=v` ----
+//
+// An override is stored in the repository state by anyone who may drive Fleet, and wins over the file.
+// So it may change how Fleet schedules, waits and spends (within what the file allows), never who may
+// drive Fleet, which secrets an agent receives, where its code runs or how it is contained: those come
+// only from .github/fleet.yml on the default branch, a reviewed commit like any other. Each key below
+// says which it is and why.
 
 type ValueKind = "int" | "number" | "boolean" | "string" | "list";
+
+export type ConfigValue = number | boolean | string | string[] | null;
+
+/** A problem with an override measured against the file config, or undefined when it is within it. */
+type Within = (
+  file: FleetConfig,
+  value: ConfigValue,
+  at: { key: string; coder?: string },
+) => string | undefined;
 
 interface SettableKey {
   /** Key as written, with `<coder>` standing for a coder name. */
   key: string;
   kind: ValueKind;
   field: Field;
-  /** Whether `none` removes the setting. */
+  /** Whether `none` removes the override (the file's value applies again). */
   unsettable: boolean;
+  /** `override`: `config set` may change it (within `within`); `file`: only `.github/fleet.yml` may. */
+  scope: "override" | "file";
+  /** Why the key has its scope: the refusal of a file-only key says it. */
+  why: string;
+  within?: Within;
 }
 
-const settable = (key: string, kind: ValueKind, field: Field, unsettable = false): SettableKey => ({
+const FILE_HOME = `${FLEET_CONFIG_PATH} on the default branch`;
+
+const operational = (
+  key: string,
+  kind: ValueKind,
+  field: Field,
+  why: string,
+  opts: { unsettable?: boolean; within?: Within } = {},
+): SettableKey => ({
   key,
   kind,
   field,
-  unsettable,
+  unsettable: opts.unsettable ?? false,
+  scope: "override",
+  why,
+  ...opts,
 });
 
+const fileOnly = (key: string, kind: ValueKind, field: Field, why: string): SettableKey => ({
+  key,
+  kind,
+  field,
+  unsettable: false,
+  scope: "file",
+  why,
+});
+
+/** The coder must be one the file (or the built-ins) configures: adding a coder is file-only. */
+const configuredCoder: Within = (file, _value, { coder }) =>
+  coder !== undefined && !file.coders[coder]
+    ? `"${coder}" is not a coder configured in ${FILE_HOME} (or built in); adding a coder is file-only. Configured coders: ${Object.keys(file.coders).join(", ")}.`
+    : undefined;
+
+const both =
+  (...checks: Within[]): Within =>
+  (file, value, at) => {
+    for (const check of checks) {
+      const problem = check(file, value, at);
+      if (problem) return problem;
+    }
+    return undefined;
+  };
+
+/** Limits that guard spending may only be tightened: at most the file's value when the file sets one. */
+const atMostFile =
+  (fileValue: (file: FleetConfig, coder: string | undefined) => number | undefined): Within =>
+  (file, value, { key, coder }) => {
+    const limit = fileValue(file, coder);
+    if (limit === undefined || typeof value !== "number" || value <= limit) return undefined;
+    return `${key} can only be lowered with config set: ${FILE_HOME} sets ${limit}, and ${value} is above it. Raise it in the file.`;
+  };
+
+const budgetOf =
+  (name: keyof BudgetLimits) =>
+  (file: FleetConfig, coder: string | undefined): number | undefined =>
+    coder === undefined ? file.budgets[name] : file.budgets.per_coder[coder]?.[name];
+
+/** A model the file allows for the coder (any model when the file lists none). */
+const allowedModel: Within = (file, value, { coder }) => {
+  const allowed = coder === undefined ? undefined : file.coders[coder]?.models;
+  const wanted = Array.isArray(value) ? value : [String(value)];
+  const outside = allowed ? wanted.filter((m) => !allowed.includes(m)) : [];
+  return outside.length
+    ? `${outside.join(", ")} is not a model ${FILE_HOME} allows for ${coder} (${allowed!.join(", ")}); widen coders.${coder}.models in the file.`
+    : undefined;
+};
+
+/** A coder may be turned off by config set, never on: turning one on hands its credentials to runs. */
+const onlyTurnOff: Within = (file, value, { coder }) =>
+  value === true && coder !== undefined && file.coders[coder]?.enabled !== true
+    ? `turning coder "${coder}" on is file-only: it hands the coder's credentials to agent runs. Set coders.${coder}.enabled: true in ${FILE_HOME}.`
+    : undefined;
+
 const SETTABLE: readonly SettableKey[] = [
-  settable("max_concurrent", "int", F.max_concurrent),
-  settable("default_coder", "string", F.default_coder),
-  settable("dispatch", "string", F.dispatch),
-  settable("runner_labels", "list", F.runner_labels),
-  settable("workflow", "string", F.workflow),
-  settable("timeouts.run_minutes", "int", F.run_minutes),
-  settable("timeouts.stall_minutes", "int", F.stall_minutes),
-  settable("plan_phase", "boolean", boolField),
-  settable("plan_approval", "boolean", boolField),
-  settable("retries.max", "int", F.retries_max),
-  settable("retries.backoff_seconds", "int", F.backoff_seconds),
-  settable("allowed_roles", "list", F.allowed_roles),
-  settable("per_user_daily_tasks", "int", F.per_user_daily_tasks, true),
-  settable("serialize_overlapping", "boolean", boolField),
-  settable("auto_label_discovered", "boolean", boolField),
-  settable("dashboard", "boolean", boolField),
-  settable("dashboard_interval_seconds", "int", F.dashboard_interval_seconds),
-  settable("budgets.per_task_tokens", "int", tokensField, true),
-  settable("budgets.per_task_usd", "number", usdField, true),
-  settable("budgets.daily_usd", "number", usdField, true),
-  settable("budgets.monthly_usd", "number", usdField, true),
-  settable("budgets.per_coder.<coder>.per_task_tokens", "int", tokensField, true),
-  settable("budgets.per_coder.<coder>.per_task_usd", "number", usdField, true),
-  settable("budgets.per_coder.<coder>.daily_usd", "number", usdField, true),
-  settable("budgets.per_coder.<coder>.monthly_usd", "number", usdField, true),
-  settable("coders.<coder>.model", "string", modelField),
-  settable(
+  operational("max_concurrent", "int", F.max_concurrent, "how many runs at once: spending, not access"),
+  // Validated with the whole config: it must name a coder the file enables.
+  operational("default_coder", "string", F.default_coder, "which enabled coder a split label runs"),
+  fileOnly("dispatch", "string", F.dispatch, "it decides where agent code runs"),
+  fileOnly("runner_labels", "list", F.runner_labels, "it decides which machines run agent code"),
+  fileOnly("workflow", "string", F.workflow, "it decides which workflow, with which secrets, runs a task"),
+  fileOnly("sandbox", "string", F.sandbox, "it decides how an agent is contained on its machine"),
+  operational("timeouts.run_minutes", "int", F.run_minutes, "how long a run may take"),
+  operational("timeouts.stall_minutes", "int", F.stall_minutes, "how long a run may stay silent"),
+  operational("plan_phase", "boolean", boolField, "whether a read-only plan runs first"),
+  operational("plan_approval", "boolean", boolField, "whether the plan waits for /fleet approve"),
+  operational("retries.max", "int", F.retries_max, "how often a failed run is retried"),
+  operational("retries.backoff_seconds", "int", F.backoff_seconds, "how long a retry waits"),
+  fileOnly("allowed_roles", "list", F.allowed_roles, "it decides who may drive Fleet"),
+  operational("per_user_daily_tasks", "int", F.per_user_daily_tasks, "a guard against floods: lowered only", {
+    unsettable: true,
+    within: atMostFile((file) => file.per_user_daily_tasks),
+  }),
+  operational("serialize_overlapping", "boolean", boolField, "whether overlapping tasks wait for each other"),
+  fileOnly(
+    "auto_label_discovered",
+    "boolean",
+    boolField,
+    "it lets an agent's own follow-ups queue new runs without a person's label",
+  ),
+  operational("dashboard", "boolean", boolField, "whether the dashboard issue is kept"),
+  operational("dashboard_interval_seconds", "int", F.dashboard_interval_seconds, "dashboard edit throttle"),
+  ...(["per_task_tokens", "per_task_usd", "daily_usd", "monthly_usd"] as const).flatMap((name) => {
+    const field = budgetFields[name];
+    const kind: ValueKind = name === "per_task_tokens" ? "int" : "number";
+    return [
+      operational(`budgets.${name}`, kind, field, "a spending limit: lowered only", {
+        unsettable: true,
+        within: atMostFile(budgetOf(name)),
+      }),
+      operational(`budgets.per_coder.<coder>.${name}`, kind, field, "a spending limit: lowered only", {
+        unsettable: true,
+        within: both(configuredCoder, atMostFile(budgetOf(name))),
+      }),
+    ];
+  }),
+  operational("coders.<coder>.model", "string", modelField, "the model, among those the file allows", {
+    within: both(configuredCoder, allowedModel),
+  }),
+  operational(
     "coders.<coder>.models",
     "list",
     { schema: z.array(modelField.schema), form: "a list of model ids" },
-    true,
+    "the models a label may pick: narrowed only",
+    { unsettable: true, within: both(configuredCoder, allowedModel) },
   ),
-  settable("coders.<coder>.max_concurrent", "int", F.coder_max_concurrent, true),
-  settable("coders.<coder>.enabled", "boolean", boolField),
-  settable("coders.<coder>.credentials", "list", credentialsField),
+  operational("coders.<coder>.max_concurrent", "int", F.coder_max_concurrent, "a per-coder cap", {
+    unsettable: true,
+    within: configuredCoder,
+  }),
+  operational("coders.<coder>.enabled", "boolean", boolField, "turning a coder off; on is file-only", {
+    within: both(configuredCoder, onlyTurnOff),
+  }),
+  fileOnly(
+    "coders.<coder>.credentials",
+    "list",
+    credentialsField,
+    "it decides which secrets an agent receives",
+  ),
 ];
 
 /** Every key `config set` accepts; `<coder>` stands for a coder name. */
-export const CONFIG_KEYS: readonly string[] = SETTABLE.map((s) => s.key);
+export const CONFIG_KEYS: readonly string[] = SETTABLE.filter((s) => s.scope === "override").map(
+  (s) => s.key,
+);
 
-export type ConfigValue = number | boolean | string | string[] | null;
+/** Keys that only `.github/fleet.yml` on the default branch may set (`config set` refuses them, saying so). */
+export const FILE_ONLY_KEYS: readonly string[] = SETTABLE.filter((s) => s.scope === "file").map((s) => s.key);
 
 export type ConfigAssignment =
   | { ok: true; key: string; value: ConfigValue }
@@ -531,7 +657,7 @@ function coerce(
   const bad = (): { ok: false; message: string } => ({
     ok: false,
     message: `${spec.key.includes("<coder>") ? "this key" : spec.key} must be ${spec.field.form}${
-      spec.unsettable ? ' (or "none" to remove it)' : ""
+      spec.unsettable ? ' (or "none" to remove the override)' : ""
     }; got "${text}".`,
   });
   if (spec.unsettable && /^(none|null|unset)$/i.test(text)) return { ok: true, value: null };
@@ -562,7 +688,15 @@ function coerce(
 
 const keysHelp = (): string => `Settable keys: ${CONFIG_KEYS.join(", ")}.`;
 
-/** Reads one `key=value` (spaces around `=` allowed). `none` removes an optional setting (value null). */
+/** The refusal of a file-only key: which key, why, and where to set it instead. */
+const fileOnlyMessage = (key: string, spec: SettableKey): string =>
+  `${key} is file-only: ${spec.why}, so Fleet reads it only from ${FILE_HOME}. Change it there with a reviewed commit; config set changes operational settings only.`;
+
+/**
+ * Reads one `key=value` (spaces around `=` allowed). `none` removes an optional override (value null).
+ * A file-only key is refused whatever its value, with where to set it; limits relative to the file
+ * (budgets only lowered, models within the file's list) are `checkOverride`'s.
+ */
 export function parseConfigAssignment(text: string): ConfigAssignment {
   const eq = text.indexOf("=");
   if (eq < 0) {
@@ -584,12 +718,26 @@ export function parseConfigAssignment(text: string): ConfigAssignment {
       message: `"${key}" is not a settable key.${hint ? ` Did you mean "${hint}"?` : ""} ${keysHelp()}`,
     };
   }
+  if (found.spec.scope === "file") return { ok: false, key, message: fileOnlyMessage(key, found.spec) };
   if (rawValue.trim() === "" && found.spec.kind !== "list") {
     return { ok: false, key, message: `No value for ${key}: it must be ${found.spec.field.form}.` };
   }
   const coerced = coerce(found.spec, rawValue);
   if (!coerced.ok) return { ok: false, key, message: coerced.message.replace("this key", key) };
   return { ok: true, key, value: coerced.value };
+}
+
+/**
+ * Whether an override stays within what the file allows (a budget lowered, not raised; a model the
+ * file lists; a configured coder turned off, not on). A message saying what to do, or undefined.
+ * Assumes `parseConfigAssignment` accepted the key and value.
+ */
+export function checkOverride(file: FleetConfig, key: string, value: ConfigValue): string | undefined {
+  const found = findSettable(key);
+  if (!found) return `"${key}" is not a settable key. ${keysHelp()}`;
+  if (found.spec.scope === "file") return fileOnlyMessage(key, found.spec);
+  if (value === null) return undefined;
+  return found.spec.within?.(file, value, found.coder === undefined ? { key } : { key, coder: found.coder });
 }
 
 function setPath(root: Record<string, unknown>, path: readonly string[], value: ConfigValue): void {
@@ -599,29 +747,139 @@ function setPath(root: Record<string, unknown>, path: readonly string[], value: 
     if (child === null || typeof child !== "object" || Array.isArray(child)) node[k] = {};
     node = node[k] as Record<string, unknown>;
   }
-  const last = path[path.length - 1]!;
-  if (value === null) delete node[last];
-  else node[last] = value;
+  node[path[path.length - 1]!] = value;
 }
 
+/** The file config with these (already checked) overrides on top, re-validated as a whole. */
+function withOverrides(file: FleetConfig, overrides: ReadonlyArray<{ key: string; value: ConfigValue }>) {
+  const draft = structuredClone(file) as unknown as Record<string, unknown>;
+  for (const { key, value } of overrides) if (value !== null) setPath(draft, key.split("."), value);
+  return parseFleetConfig(draft);
+}
+
+/** A stored override's value as `key=value` text reads it. */
+const overrideText = (v: unknown): string => (Array.isArray(v) ? v.join(",") : String(v));
+
 /**
- * The config with `config set` overrides applied (key -> raw string value), re-validated as a whole,
- * so an override can never produce a config the file could not. Bad keys or values are all reported.
+ * The config with `config set` overrides applied (key -> raw string value), re-validated as a whole, so
+ * an override can never produce a config the file could not, nor go beyond what the file allows. All
+ * or nothing: every bad key or value is reported. `none` means "no override" (the file's value).
  */
 export function applyOverrides(
   config: FleetConfig,
   overrides: Readonly<Record<string, string>>,
 ): ParseConfigResult {
   const problems: ConfigProblem[] = [];
-  const draft = structuredClone(config) as unknown as Record<string, unknown>;
+  const good: Array<{ key: string; value: ConfigValue }> = [];
   for (const [key, raw] of Object.entries(overrides)) {
     const assignment = parseConfigAssignment(`${key}=${raw}`);
-    if (!assignment.ok) {
-      problems.push({ path: key, message: assignment.message });
-      continue;
-    }
-    setPath(draft, key.split("."), assignment.value);
+    const problem = assignment.ok ? checkOverride(config, key, assignment.value) : assignment.message;
+    if (problem) problems.push({ path: key, message: problem });
+    else if (assignment.ok) good.push({ key, value: assignment.value });
   }
   if (problems.length > 0) return { ok: false, problems };
-  return parseFleetConfig(draft);
+  return withOverrides(config, good);
+}
+
+export interface DroppedOverride {
+  key: string;
+  /** The stored value, as `key=value` text. */
+  value: string;
+  /** Why it no longer applies (it names the key). */
+  message: string;
+}
+
+export interface ResolvedOverrides {
+  config: FleetConfig;
+  /** The stored overrides that apply, by key. */
+  applied: Record<string, ConfigValue>;
+  /** Stored overrides that no longer apply (the file changed, or they were stored by an older Fleet): each alone. */
+  dropped: DroppedOverride[];
+}
+
+/**
+ * The effective config: the file with the stored overrides that are still valid against it. Never
+ * fails: an override that no longer applies (a budget now above the file's, a file-only key an older
+ * Fleet stored, a model the file no longer allows) is dropped on its own, with the reason; the others
+ * stay. The webhook path, the reconcile and the workers all read the config through this.
+ */
+export function resolveOverrides(
+  file: FleetConfig,
+  stored: Readonly<Record<string, unknown>>,
+): ResolvedOverrides {
+  const dropped: DroppedOverride[] = [];
+  const candidates: Array<{ key: string; value: ConfigValue; text: string }> = [];
+  for (const [key, v] of Object.entries(stored)) {
+    if (v === undefined || v === null) continue;
+    const text = overrideText(v);
+    const assignment = parseConfigAssignment(`${key}=${text}`);
+    const problem = assignment.ok ? checkOverride(file, key, assignment.value) : assignment.message;
+    if (problem) dropped.push({ key, value: text, message: problem });
+    else if (assignment.ok && assignment.value !== null)
+      candidates.push({ key, value: assignment.value, text });
+  }
+  const all = withOverrides(file, candidates);
+  if (all.ok) {
+    return {
+      config: all.config,
+      applied: Object.fromEntries(candidates.map((c) => [c.key, c.value])),
+      dropped,
+    };
+  }
+  // Together they break a rule of the whole config (e.g. default_coder names a coder the file now
+  // disables): keep them in the order they are stored while the config stays valid, drop the rest.
+  const kept: typeof candidates = [];
+  let config = file;
+  for (const c of candidates) {
+    const r = withOverrides(file, [...kept, c]);
+    if (r.ok) {
+      kept.push(c);
+      config = r.config;
+    } else {
+      dropped.push({
+        key: c.key,
+        value: c.text,
+        message: r.problems.map((p) => `${p.path}: ${p.message}`).join(" "),
+      });
+    }
+  }
+  return { config, applied: Object.fromEntries(kept.map((c) => [c.key, c.value])), dropped };
+}
+
+export type OverrideUpdate =
+  | {
+      ok: true;
+      config: FleetConfig;
+      /** The overrides to store: the valid stored ones with these assignments applied (`none` removes one). */
+      overrides: Record<string, ConfigValue>;
+      /** Stored overrides that no longer applied and are not kept. */
+      dropped: DroppedOverride[];
+    }
+  | { ok: false; problems: ConfigProblem[] };
+
+/**
+ * `config set`: the assignments checked against the file and, with the stored overrides that still
+ * apply, against the rules of the whole config. All or nothing; every problem is reported by key.
+ */
+export function updateOverrides(
+  file: FleetConfig,
+  stored: Readonly<Record<string, unknown>>,
+  assignments: ReadonlyArray<{ key: string; value: ConfigValue }>,
+): OverrideUpdate {
+  const current = resolveOverrides(file, stored);
+  const problems: ConfigProblem[] = [];
+  const next: Record<string, ConfigValue> = { ...current.applied };
+  for (const a of assignments) {
+    const problem = checkOverride(file, a.key, a.value);
+    if (problem) problems.push({ path: a.key, message: problem });
+    else if (a.value === null) delete next[a.key];
+    else next[a.key] = a.value;
+  }
+  if (problems.length > 0) return { ok: false, problems };
+  const whole = withOverrides(
+    file,
+    Object.entries(next).map(([key, value]) => ({ key, value })),
+  );
+  if (!whole.ok) return { ok: false, problems: whole.problems };
+  return { ok: true, config: whole.config, overrides: next, dropped: current.dropped };
 }

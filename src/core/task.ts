@@ -1,3 +1,4 @@
+import type { PromptPin } from "./prompt-pin.ts";
 import type { RunRecord } from "./run-history.ts";
 import type { RunTotals } from "./usage.ts";
 
@@ -95,6 +96,11 @@ export interface Task {
   runs?: RunRecord[];
   /** What the worker recorded when the last run ended, RESULT.json in figures (the A/B comparison). */
   result?: TaskResultSummary;
+  /**
+   * The issue text the agent may be given, pinned when the task was queued (or re-pinned by an edit from
+   * someone who may drive Fleet); the text itself is the task's bead title and description. See prompt-pin.ts.
+   */
+  pin?: PromptPin;
 }
 
 /** A finished run as the worker recorded it: its attempt and, from a valid RESULT.json, the verdict and tests. */
@@ -152,6 +158,7 @@ export interface NewTaskInput {
   requestedBy?: string;
   files?: string[];
   epic?: number;
+  pin?: PromptPin;
 }
 
 /** A fresh task, queued at `now`. */
@@ -174,5 +181,6 @@ export function newTask(input: NewTaskInput): Task {
   if (input.requestedBy !== undefined) task.requestedBy = input.requestedBy;
   if (input.files && input.files.length > 0) task.files = [...new Set(input.files)];
   if (input.epic !== undefined) task.epic = input.epic;
+  if (input.pin !== undefined) task.pin = input.pin;
   return task;
 }

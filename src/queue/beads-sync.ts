@@ -8,11 +8,24 @@ import {
 } from "../beads/index.ts";
 import type { Task } from "../core/task.ts";
 
+/** A task's pinned prompt: the issue's title and body as they were when the task was queued or re-pinned. */
+export interface PinnedText {
+  title: string;
+  body: string | null | undefined;
+}
+
 /**
  * The beads text with each changed task's bead written (created or updated). Beads of other tasks and
  * records Fleet does not own keep their bytes; `dependsOn` issues with a bead become `blocks` edges.
+ * A task in `pinned` gets that text as its bead's title and description (the prompt it may be given);
+ * any other keeps its bead's description as it is.
  */
-export function syncBeads(beads: string, changed: readonly Task[], allTasks: readonly Task[]): string {
+export function syncBeads(
+  beads: string,
+  changed: readonly Task[],
+  allTasks: readonly Task[],
+  pinned: Readonly<Record<string, PinnedText>> = {},
+): string {
   if (changed.length === 0) return beads;
   const existing = new Map<string, BeadIssue>();
   const beadForIssue = new Map<number, string>();
@@ -39,11 +52,19 @@ export function syncBeads(beads: string, changed: readonly Task[], allTasks: rea
       remove.push(plain.id);
       plainForIssue.delete(task.issue);
     }
-    return beadFromTask(task, {
+    const bead = beadFromTask(task, {
       existing: base,
       beadIdForIssue: (issue) => beadForIssue.get(issue),
       createdBy: task.requestedBy ?? "fleet",
     });
+    const text = pinned[task.id];
+    if (text) {
+      bead.title = text.title;
+      const body = (text.body ?? "").replace(/\r\n?/g, "\n");
+      if (body === "") delete bead.description;
+      else bead.description = body;
+    }
+    return bead;
   });
   return rewriteJsonl(beads, { upsert, ...(remove.length ? { remove } : {}) });
 }

@@ -60,6 +60,11 @@ export interface DashboardPublisher {
   flush(): Promise<void>;
   /** Drops a state still waiting for its window (the app is stopping); later updates are ignored. */
   stop(): void;
+  /**
+   * Shows a problem instead of the figures (the state cannot be read), on the dashboard issue Fleet
+   * already has; none is created for it. The next good update replaces it.
+   */
+  showProblem(config: FleetConfig, text: string): Promise<void>;
   readonly edits: number;
 }
 
@@ -207,6 +212,22 @@ export function createDashboardPublisher(opts: DashboardPublisherOptions): Dashb
     },
     async flush() {
       await write();
+    },
+    async showProblem(config, text) {
+      if (!config.dashboard || stopped) return;
+      const run = async () => {
+        const number = issue ?? (await findByMarker());
+        if (number === undefined) return;
+        const body = [DASHBOARD_MARKER, `# ${DASHBOARD_TITLE} for ${full}`, "", text].join("\n");
+        await opts.octokit.rest.issues.update({ ...opts.repo, issue_number: number, body });
+        issue = number;
+        lastContent = undefined;
+        edits++;
+      };
+      writing = writing
+        .then(run)
+        .catch((error) => log(`dashboard of ${full} not updated: ${(error as Error).message}`));
+      await writing;
     },
     stop() {
       stopped = true;

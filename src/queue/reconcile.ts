@@ -145,6 +145,8 @@ async function queueMissedLabels(
         files: filesNamedIn(issue.body ?? ""),
         requestedBy: by.login,
         labeledAt: by.at,
+        // The label's webhook was lost: the issue as it reads now is the best record of what was labeled.
+        body: issue.body ?? null,
       });
       if (outcome.applied) recovered.push(issue.number);
     }

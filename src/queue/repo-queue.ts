@@ -1,4 +1,10 @@
-import type { FleetConfig } from "../core/config.ts";
+import {
+  type ConfigProblem,
+  type ConfigValue,
+  type DroppedOverride,
+  type FleetConfig,
+  updateOverrides,
+} from "../core/config.ts";
 import { queuePosition } from "../core/scheduler.ts";
 import type { Priority, Task, TaskState } from "../core/task.ts";
 import type { FleetStateDoc } from "../state/doc.ts";
@@ -12,7 +18,10 @@ import {
   enqueueTask,
   findTask,
   moveTask,
+  noteIgnoredEdit,
   patchTask,
+  repinTasks,
+  resolvedConfig,
   type TaskChange,
   type TransitionResult,
   tasksOf,
@@ -32,7 +41,21 @@ export interface RepoQueueDeps {
   log?: (message: string) => void;
   /** Called with the state as every operation left it (applied or not), e.g. to arm a wake-up timer. */
   onState?: (doc: FleetStateDoc, config: FleetConfig) => void;
+  /**
+   * Stored `config set` overrides that no longer apply to this file config are removed from the state
+   * in the next commit, each alone, and reported here (the app says so on the issue). Only a front door
+   * whose file config is current should: a worker with a stale copy of the file would drop good ones.
+   */
+  onOverridesDropped?: (dropped: DroppedOverride[]) => Promise<void> | void;
 }
+
+/** The answer to `config set`: applied, or refused with every problem (nothing is stored then). */
+export type SetConfigOutcome =
+  | { ok: true; config: FleetConfig; dropped: DroppedOverride[] }
+  | { ok: false; problems: ConfigProblem[] };
+
+/** One reply per person per issue per hour to people who may not drive Fleet. */
+export const REPLY_WINDOW_MS = 60 * 60_000;
 
 export interface Outcome {
   applied: boolean;
@@ -53,6 +76,17 @@ export function createRepoQueue(deps: RepoQueueDeps) {
 
   const config = (doc: FleetStateDoc) => effectiveConfig(deps.fileConfig, doc);
 
+  /** The document without the stored overrides that no longer apply to the file config, and which those were. */
+  const withoutInvalidOverrides = (
+    doc: FleetStateDoc,
+  ): { doc: FleetStateDoc; dropped: DroppedOverride[] } => {
+    const { dropped } = resolvedConfig(deps.fileConfig, doc);
+    if (dropped.length === 0) return { doc, dropped };
+    const kept = { ...doc.config };
+    for (const o of dropped) delete kept[o.key];
+    return { doc: { ...doc, config: kept }, dropped };
+  };
+
   /**
    * Runs a transition and a scheduling pass as ONE compare-and-swap commit (GitHub counts every commit
    * against its content-creation limits), keeping the beads mirror in step with every changed task.
@@ -62,8 +96,17 @@ export function createRepoQueue(deps: RepoQueueDeps) {
     opts: { schedule?: boolean } = { schedule: true },
   ): Promise<{ result: TransitionResult | null; doc: FleetStateDoc }> {
     let last: TransitionResult | null = null;
+    let dropped: DroppedOverride[] = [];
     const mutation: Mutation = ({ doc, beads }) => {
-      const first = transitionFn(doc) ?? { doc, changes: [], messages: [] };
+      const cleaned = deps.onOverridesDropped ? withoutInvalidOverrides(doc) : { doc, dropped: [] };
+      dropped = cleaned.dropped;
+      const first = transitionFn(cleaned.doc) ?? { doc: cleaned.doc, changes: [], messages: [] };
+      if (dropped.length) {
+        first.messages = [
+          ...dropped.map((o) => `drop override ${o.key}=${o.value}: no longer valid`),
+          ...first.messages,
+        ];
+      }
       last = opts.schedule
         ? mergeResults(
             first,
@@ -77,6 +120,7 @@ export function createRepoQueue(deps: RepoQueueDeps) {
           beads,
           last.changes.map((c) => c.task),
           tasksOf(last.doc),
+          last.pinned,
         ),
         message: last.messages.join("\n") || "update tasks",
       };
@@ -84,6 +128,7 @@ export function createRepoQueue(deps: RepoQueueDeps) {
     const update = await deps.store.update(mutation);
     lastDoc = update.snapshot.doc;
     const result = update.applied ? (last as TransitionResult | null) : null;
+    if (update.applied && dropped.length) await deps.onOverridesDropped?.(dropped);
     if (result) await afterCommit(result);
     deps.onState?.(update.snapshot.doc, config(update.snapshot.doc));
     return { result, doc: update.snapshot.doc };
@@ -92,7 +137,8 @@ export function createRepoQueue(deps: RepoQueueDeps) {
   async function show(changes: readonly TaskChange[], doc: FleetStateDoc): Promise<void> {
     if (!deps.tracker) return;
     const tasks = tasksOf(doc);
-    const cap = config(doc).max_concurrent;
+    const effective = config(doc);
+    const cap = effective.max_concurrent;
     await Promise.all(
       changes.map(({ task, from }) => {
         const pos =
@@ -113,6 +159,8 @@ export function createRepoQueue(deps: RepoQueueDeps) {
             tokens: task.totals?.usage,
             costUsd: task.totals?.costUsd,
             runUrl: task.runUrl,
+            sandbox: effective.sandbox,
+            promptEditedBy: task.pin?.ignoredEdit?.by,
           },
           // No `from`: the task was created by this commit.
           { fresh: from === undefined },
@@ -191,6 +239,8 @@ export function createRepoQueue(deps: RepoQueueDeps) {
       requestedBy: string;
       files?: string[];
       epic?: number;
+      /** The issue's body as the labeler saw it: the title and body are pinned as the task's prompt. */
+      body?: string | null;
       /**
        * When the label asking for the task was added: a task of the issue for the same coder and
        * model created since then already answers it (a repeated or late delivery, a second replica),
@@ -263,21 +313,73 @@ export function createRepoQueue(deps: RepoQueueDeps) {
       return moved;
     },
 
-    async setConfig(assignments: Array<{ key: string; value: unknown }>, by: string): Promise<void> {
+    /**
+     * `config set`: checked against the file config and the overrides already stored (inside the
+     * compare-and-swap, so two people setting at once are both checked against what the other wrote);
+     * all or nothing. A scheduling pass follows in the same commit (a raised cap starts tasks now).
+     */
+    async setConfig(
+      assignments: ReadonlyArray<{ key: string; value: ConfigValue }>,
+      by: string,
+    ): Promise<SetConfigOutcome> {
+      let outcome: SetConfigOutcome = { ok: false, problems: [] };
       await commit((d) => {
-        const next = { ...d, config: { ...d.config } };
-        for (const a of assignments) {
-          if (a.value === null) delete next.config[a.key];
-          else next.config[a.key] = a.value;
+        const update = updateOverrides(deps.fileConfig, d.config, assignments);
+        if (!update.ok) {
+          outcome = update;
+          return null;
         }
+        outcome = { ok: true, config: update.config, dropped: update.dropped };
         return {
-          doc: next,
+          doc: { ...d, config: update.overrides },
           changes: [],
           messages: [
-            `config set ${assignments.map((a) => `${a.key}=${String(a.value)}`).join(" ")} (by ${by})`,
+            `config set ${assignments.map((a) => `${a.key}=${a.value === null ? "none" : String(a.value)}`).join(" ")} (by ${by})`,
           ],
         };
       });
+      return outcome;
+    },
+
+    /**
+     * Whether Fleet may answer `login` on `issue` now: true at most once per REPLY_WINDOW_MS per person
+     * and issue (recorded in the state, so replicas and restarts agree), for people who may not drive
+     * Fleet. The record is pruned of entries past the window on every claim.
+     */
+    async claimReply(issue: number, login: string): Promise<boolean> {
+      let claimed = false;
+      await commit(
+        (d) => {
+          claimed = false;
+          const nowS = Math.floor(clock().getTime() / 1000);
+          const windowS = REPLY_WINDOW_MS / 1000;
+          const key = `${issue}:${login.toLowerCase()}`;
+          const replies = Object.fromEntries(
+            Object.entries(d.replies ?? {}).filter(([, at]) => nowS - at < windowS),
+          );
+          if (replies[key] !== undefined) return null;
+          claimed = true;
+          return {
+            doc: { ...d, replies: { ...replies, [key]: nowS } },
+            changes: [],
+            messages: [`answer ${login} on #${issue} (once an hour)`],
+          };
+        },
+        { schedule: false },
+      );
+      return claimed;
+    },
+
+    /** The issue's title or body was edited: re-pinned when `allowed` (the editor may drive Fleet), else noted. */
+    async issueEdited(
+      issue: number,
+      edit: { title: string; body: string | null | undefined; by: string; allowed: boolean },
+    ): Promise<Task[]> {
+      const { result } = await commit(
+        (d) => (edit.allowed ? repinTasks : noteIgnoredEdit)(d, issue, { ...edit, now: now() }),
+        { schedule: false },
+      );
+      return result ? result.changes.map((c) => c.task) : [];
     },
   };
 }
@@ -296,5 +398,6 @@ function mergeResults(a: TransitionResult, b: TransitionResult): TransitionResul
     changes: [...changes.values()],
     messages: [...a.messages, ...b.messages],
     dispatched: [...(a.dispatched ?? []), ...(b.dispatched ?? [])],
+    pinned: { ...a.pinned, ...b.pinned },
   };
 }

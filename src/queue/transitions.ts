@@ -1,11 +1,13 @@
 import { findCycles, newBeadId } from "../beads/index.ts";
 import { taskBranchName, variantBranchName } from "../core/branch.ts";
-import { applyOverrides, type FleetConfig } from "../core/config.ts";
+import { type FleetConfig, type ResolvedOverrides, resolveOverrides } from "../core/config.ts";
 import { canTransition, isTerminal, transition } from "../core/lifecycle.ts";
+import { pinPrompt, promptPinDigest } from "../core/prompt-pin.ts";
 import { type Readiness, retryNotBefore, retryReason, scheduleNext } from "../core/scheduler.ts";
 import { type Lease, newTask, type Priority, type Task, type TaskState } from "../core/task.ts";
 import { budgetReadiness } from "../economy/budgets.ts";
 import type { FleetStateDoc } from "../state/doc.ts";
+import type { PinnedText } from "./beads-sync.ts";
 
 // Pure transitions over the state document: each returns the new document and what changed, so the
 // caller can run it inside a compare-and-swap mutation (possibly several times) and act afterwards.
@@ -24,6 +26,8 @@ export interface TransitionResult {
   messages: string[];
   /** Tasks this transition dispatched: their runs must be started once it is committed. */
   dispatched?: string[];
+  /** Tasks (by id) whose prompt this transition pinned: the text goes to their beads. */
+  pinned?: Record<string, PinnedText>;
 }
 
 const withTasks = (doc: FleetStateDoc, tasks: Task[]): FleetStateDoc => {
@@ -33,16 +37,19 @@ const withTasks = (doc: FleetStateDoc, tasks: Task[]): FleetStateDoc => {
   return { ...doc, tasks: next };
 };
 
-/** The repository's config with `config set` overrides from the state applied; bad overrides are skipped. */
+/**
+ * The repository's config: the file with the state's `config set` overrides that are still valid
+ * against it (see resolveOverrides: each invalid one is left out on its own). Every front door (the
+ * webhook handlers, the reconcile, the wake-up timer, workers, the CLI) reads the config through this.
+ */
 export function effectiveConfig(fileConfig: FleetConfig, doc: FleetStateDoc): FleetConfig {
-  const overrides: Record<string, string> = {};
-  for (const [k, v] of Object.entries(doc.config)) {
-    if (v === undefined || v === null) continue;
-    overrides[k] = Array.isArray(v) ? v.join(",") : String(v);
-  }
-  if (Object.keys(overrides).length === 0) return fileConfig;
-  const applied = applyOverrides(fileConfig, overrides);
-  return applied.ok ? applied.config : fileConfig;
+  return resolvedConfig(fileConfig, doc).config;
+}
+
+/** effectiveConfig with what it applied and what it left out. */
+export function resolvedConfig(fileConfig: FleetConfig, doc: FleetStateDoc): ResolvedOverrides {
+  if (Object.keys(doc.config).length === 0) return { config: fileConfig, applied: {}, dropped: [] };
+  return resolveOverrides(fileConfig, doc.config);
 }
 
 export const tasksOf = (doc: FleetStateDoc): Task[] => Object.values(doc.tasks);
@@ -79,6 +86,11 @@ export interface EnqueueInput {
   files?: string[];
   /** The epic the issue was split from. */
   epic?: number;
+  /**
+   * The issue's body as the labeler saw it: given, the title and body are pinned on the task (digest)
+   * and in its bead (text), and the agent gets this text whatever is edited later without approval.
+   */
+  body?: string | null;
 }
 
 /**
@@ -88,14 +100,20 @@ export interface EnqueueInput {
 export function enqueueTask(doc: FleetStateDoc, input: EnqueueInput): TransitionResult & { task: Task } {
   const existing = findTask(doc, { issue: input.issue, coder: input.coder, model: input.model });
   if (existing && !isTerminal(existing.state)) return { doc, changes: [], messages: [], task: existing };
+  const { body } = input;
+  const pinned = body === undefined ? undefined : { title: input.title, body };
+  const pin = pinned && pinPrompt(pinned, input.requestedBy, input.now);
   if (existing && existing.state !== "done" && canTransition(existing.state, "queued")) {
     const task = { ...transition(existing, "queued", { now: input.now }), priority: input.priority };
     if (input.files) task.files = input.files;
+    // Labeled again: the labeler approves the issue as it reads now.
+    if (pin && pinned) Object.assign(task, { pin, title: pinned.title });
     return {
       doc: withTasks(doc, [task]),
       changes: [{ task, from: existing.state }],
       messages: [`requeue gh-${input.issue} for ${input.coder} (${task.id})`],
       task,
+      ...(pinned ? { pinned: { [task.id]: pinned } } : {}),
     };
   }
   const id = newBeadId(
@@ -107,12 +125,86 @@ export function enqueueTask(doc: FleetStateDoc, input: EnqueueInput): Transition
     },
     { prefix: input.idPrefix ?? "fl", existing: Object.keys(doc.tasks) },
   );
-  const task = newTask({ ...input, id });
+  const { body: _body, ...fields } = input;
+  const task = newTask({ ...fields, id, ...(pin ? { pin } : {}) });
   return {
     doc: withTasks(doc, [task]),
     changes: [{ task }],
     messages: [`queue gh-${input.issue} for ${input.coder}:${input.model} (${id}, p${input.priority})`],
     task,
+    ...(pinned ? { pinned: { [id]: pinned } } : {}),
+  };
+}
+
+/** The tasks of an issue whose prompt an edit may concern: all but those done (a failed one may be retried). */
+const pinnableTasks = (doc: FleetStateDoc, issue: number): Task[] =>
+  tasksOf(doc).filter((t) => t.issue === issue && t.state !== "done");
+
+/**
+ * The issue was edited by someone who may drive Fleet: its tasks are pinned to the new text (digest on
+ * the task, text in the bead), and a note of an ignored edit is cleared. Null when nothing changes.
+ */
+export function repinTasks(
+  doc: FleetStateDoc,
+  issue: number,
+  edit: { title: string; body: string | null | undefined; by: string; now: string },
+): TransitionResult | null {
+  const sha256 = promptPinDigest(edit.title, edit.body);
+  const text: PinnedText = { title: edit.title, body: edit.body };
+  const changed = pinnableTasks(doc, issue)
+    .filter((t) => t.pin?.sha256 !== sha256 || t.pin.ignoredEdit !== undefined || t.title !== edit.title)
+    .map(
+      (t): Task => ({
+        ...t,
+        title: edit.title,
+        pin: pinPrompt(text, edit.by, edit.now),
+        updatedAt: edit.now,
+      }),
+    );
+  if (changed.length === 0) return null;
+  return {
+    doc: withTasks(doc, changed),
+    changes: changed.map((task) => ({ task, from: task.state })),
+    messages: changed.map((t) => `re-pin the prompt of gh-${issue} (${t.id}): edited by ${edit.by}`),
+    pinned: Object.fromEntries(changed.map((t) => [t.id, text])),
+  };
+}
+
+/**
+ * The issue was edited by someone who may not drive Fleet: the pin stays, and the task records who
+ * edited (its tracking comment says the agent gets the text as it was queued). An edit back to the
+ * pinned text clears the note. Null when nothing changes.
+ */
+export function noteIgnoredEdit(
+  doc: FleetStateDoc,
+  issue: number,
+  edit: { title: string; body: string | null | undefined; by: string; now: string },
+): TransitionResult | null {
+  const sha256 = promptPinDigest(edit.title, edit.body);
+  const changed: Task[] = [];
+  for (const t of pinnableTasks(doc, issue)) {
+    if (!t.pin) continue;
+    if (t.pin.sha256 === sha256) {
+      if (t.pin.ignoredEdit === undefined) continue;
+      const { ignoredEdit: _gone, ...pin } = t.pin;
+      changed.push({ ...t, pin, updatedAt: edit.now });
+    } else if (t.pin.ignoredEdit?.by !== edit.by) {
+      changed.push({
+        ...t,
+        pin: { ...t.pin, ignoredEdit: { by: edit.by, at: edit.now } },
+        updatedAt: edit.now,
+      });
+    }
+  }
+  if (changed.length === 0) return null;
+  return {
+    doc: withTasks(doc, changed),
+    changes: changed.map((task) => ({ task, from: task.state })),
+    messages: changed.map((t) =>
+      t.pin?.ignoredEdit
+        ? `keep the pinned prompt of gh-${issue} (${t.id}): edited by ${edit.by}, who may not drive Fleet`
+        : `gh-${issue} (${t.id}) reads as pinned again`,
+    ),
   };
 }
 

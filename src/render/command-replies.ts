@@ -1,3 +1,4 @@
+import { quoteMentions } from "../core/commands.ts";
 import type { QueuePosition } from "../core/scheduler.ts";
 import type { Task } from "../core/task.ts";
 import { noticeMarker } from "./markers.ts";
@@ -23,6 +24,7 @@ export function renderStatus(tasks: readonly Task[], positions: ReadonlyMap<stri
   return ["| Task | Coder | Model | State | Runs | PR |", "|---|---|---|---|---|---|", ...rows].join("\n");
 }
 
+/** A reply to a command; a mention in it (the text often repeats what the person wrote) names, never pings. */
 export function renderCommandReply(kind: string, text: string): string {
-  return [noticeMarker(`command-${kind}`), text].join("\n");
+  return [noticeMarker(`command-${kind}`), quoteMentions(text)].join("\n");
 }

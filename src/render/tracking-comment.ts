@@ -1,3 +1,4 @@
+import { quoteMentions } from "../core/commands.ts";
 import type { TaskState } from "../core/task.ts";
 import { type TokenUsage, totalTokens } from "../core/usage.ts";
 import { trackingMarker } from "./markers.ts";
@@ -19,6 +20,10 @@ export interface TrackingView {
   tokens?: TokenUsage;
   costUsd?: number | null;
   resetsAt?: string;
+  /** The repository's `sandbox` setting; `none` is shown on every tracking comment. */
+  sandbox?: string;
+  /** Who edited the issue after the task was queued without being allowed to drive Fleet (the edit is not used). */
+  promptEditedBy?: string;
 }
 
 const STATE_ICON: Record<TaskState, string> = {
@@ -71,7 +76,16 @@ export function renderTrackingComment(v: TrackingView): string {
     const cost = v.costUsd == null ? "" : ` ($${v.costUsd.toFixed(4)})`;
     lines.push(`| Tokens | ${totalTokens(v.tokens).toLocaleString("en-US")}${cost} |`);
   }
-  if (v.reason) lines.push("", `> ${v.reason.replace(/\n/g, "\n> ")}`);
+  if (v.sandbox === "none")
+    lines.push(`| Sandbox | **none**: the agent runs unconfined (\`sandbox: none\` in .github/fleet.yml) |`);
+  // Reasons and logins are repeated text: a mention in them names, it never pings.
+  if (v.reason) lines.push("", `> ${quoteMentions(v.reason).replace(/\n/g, "\n> ")}`);
+  if (v.promptEditedBy) {
+    lines.push(
+      "",
+      `> ✋ The description was edited by \`@${v.promptEditedBy}\` (no write access) after the task was queued; the agent gets the text as it was queued.`,
+    );
+  }
   lines.push(
     "",
     "<sub>Commands: `/fleet status`, `/fleet cancel`, `/fleet retry`. Edited in place by Fleet.</sub>",

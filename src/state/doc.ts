@@ -1,5 +1,5 @@
-import type { Task } from "../core/task.ts";
-import { isTaskState } from "../core/task.ts";
+import { z } from "zod";
+import { TASK_STATES, type Task, type TaskState } from "../core/task.ts";
 import type { TokenUsage } from "../core/usage.ts";
 import { StateCorruptError } from "./errors.ts";
 
@@ -30,6 +30,11 @@ export interface FleetStateDoc {
   /** Active and recent tasks by task (bead) id. */
   tasks: Record<string, Task>;
   ledger: Ledger;
+  /**
+   * When Fleet last answered a person who may not drive it, by `<issue>:<login>`, in epoch seconds:
+   * at most one such reply per person per issue per hour. Pruned of entries past the hour on each write.
+   */
+  replies?: Record<string, number>;
   /** Fields a newer Fleet of the same version may add are kept as they are. */
   [key: string]: unknown;
 }
@@ -42,9 +47,117 @@ export const serializeStateDoc = (doc: FleetStateDoc): string => `${JSON.stringi
 const isRecord = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
+// What a record must hold for Fleet to act on it. Records may carry fields a newer Fleet of the same
+// version added (kept as they are); a field Fleet knows must have the right shape, so a hand edit or a
+// bad merge is reported naming the record and the field, never acted on (a task in no known state, a
+// lease in slot -1) and never overwritten.
+const time = z.string().refine((s) => !Number.isNaN(Date.parse(s)), "must be an RFC3339 time");
+const count = z.number().int().min(0);
+const issueNumber = z.number().int().positive();
+
+const LeaseSchema = z.looseObject({
+  holder: z.string().min(1),
+  slot: count,
+  acquiredAt: time,
+  heartbeatAt: time,
+  expiresAt: time,
+});
+
+const PinSchema = z.looseObject({
+  sha256: z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex digits"),
+  at: time,
+  by: z.string(),
+  ignoredEdit: z.looseObject({ by: z.string(), at: time }).optional(),
+});
+
+const TaskSchema = z.looseObject({
+  id: z.string().min(1),
+  repo: z.string().min(1),
+  issue: issueNumber,
+  title: z.string(),
+  coder: z.string().min(1),
+  model: z.string().min(1),
+  priority: z.number().int().min(0).max(4),
+  state: z.enum(TASK_STATES as [TaskState, ...TaskState[]]),
+  dependsOn: z.array(issueNumber),
+  createdAt: time,
+  updatedAt: time,
+  queuedAt: time,
+  attempts: count,
+  branch: z.string().min(1).optional(),
+  pr: issueNumber.optional(),
+  runId: z.string().optional(),
+  lease: LeaseSchema.optional(),
+  reason: z.string().optional(),
+  resetAt: time.optional(),
+  totals: z.looseObject({ usage: z.record(z.string(), z.number()) }).optional(),
+  requestedBy: z.string().optional(),
+  approved: z.boolean().optional(),
+  runUrl: z.string().optional(),
+  instructions: z.string().optional(),
+  files: z.array(z.string()).optional(),
+  epic: issueNumber.optional(),
+  rebase: z.looseObject({ why: z.string(), onlyIfConflicting: z.boolean() }).optional(),
+  runs: z.array(z.looseObject({ at: time })).optional(),
+  result: z.looseObject({ attempt: count }).optional(),
+  pin: PinSchema.optional(),
+});
+
+const LedgerEntrySchema = z.looseObject({
+  runs: count,
+  usage: z.record(z.string(), z.number()),
+  costUsd: z.number(),
+});
+
+const StateDocSchema = z.looseObject({
+  version: z.literal(STATE_DOC_VERSION),
+  config: z.record(z.string(), z.unknown()).optional(),
+  tasks: z
+    .record(z.string(), TaskSchema)
+    .superRefine((tasks, ctx) => {
+      for (const [key, task] of Object.entries(tasks)) {
+        if (task.id !== key)
+          ctx.addIssue({ code: "custom", path: [key, "id"], message: `must be the record's key "${key}"` });
+      }
+    })
+    .optional(),
+  ledger: z.record(z.string(), z.record(z.string(), LedgerEntrySchema)).optional(),
+  replies: z.record(z.string(), count).optional(),
+});
+
+const shown = (value: unknown): string => {
+  if (value === undefined) return "missing";
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 60 ? `${text.slice(0, 60)}...` : text;
+};
+
+/** One schema problem in words: which record, which field, what is wrong, what is there. */
+function describeProblem(issue: z.core.$ZodIssue, raw: unknown): string {
+  const path = issue.path.map(String);
+  let value: unknown = raw;
+  for (const k of issue.path)
+    value = isRecord(value) || Array.isArray(value) ? (value as never)[k] : undefined;
+  const [head, a, b, ...rest] = path;
+  let where: string;
+  if (head === "tasks" && a !== undefined) {
+    const field = [b, ...rest].filter((p) => p !== undefined).join(".");
+    where = field ? `task "${a}", field "${field}"` : `task "${a}"`;
+  } else if (head === "ledger" && a !== undefined) {
+    const field = rest.join(".");
+    where =
+      b === undefined
+        ? `ledger day "${a}"`
+        : `ledger entry "${a}"/"${b}"${field ? `, field "${field}"` : ""}`;
+  } else if (head === "replies" && a !== undefined) where = `reply record "${a}"`;
+  else where = path.length ? `field "${path.join(".")}"` : "the document";
+  if (value === undefined && issue.code === "invalid_type") return `${where}: it is missing`;
+  return `${where}: ${issue.message.replace(/^Invalid input: /, "")} (got ${shown(value)})`;
+}
+
 /**
  * Parses `.fleet/state.json`. Empty text means "not created yet" and gives an empty document;
- * anything else that is not a version-1 document throws `StateCorruptError`.
+ * anything else that is not a valid version-1 document throws `StateCorruptError`, naming the record
+ * and field that are wrong.
  */
 export function parseStateDoc(text: string, where: string, remedy: string): FleetStateDoc {
   if (text.trim() === "") return emptyStateDoc();
@@ -65,31 +178,19 @@ export function parseStateDoc(text: string, where: string, remedy: string): Flee
       newer ? `upgrade Fleet, or ${remedy}` : remedy,
     );
   }
-  for (const key of ["config", "tasks", "ledger"] as const) {
-    if (raw[key] !== undefined && !isRecord(raw[key])) {
-      throw new StateCorruptError(where, `"${key}" is not an object`, remedy);
-    }
+  const checked = StateDocSchema.safeParse(raw);
+  if (!checked.success) {
+    const problems = checked.error.issues.map((i) => describeProblem(i, raw));
+    const shownProblems = problems.slice(0, 3).join("; ");
+    const more = problems.length > 3 ? `; and ${problems.length - 3} more` : "";
+    throw new StateCorruptError(where, `${shownProblems}${more}`, remedy);
   }
-  const tasks = (raw.tasks ?? {}) as Record<string, unknown>;
-  for (const [id, task] of Object.entries(tasks)) {
-    if (
-      !isRecord(task) ||
-      typeof task.id !== "string" ||
-      !isTaskState(task.state) ||
-      typeof task.issue !== "number"
-    ) {
-      throw new StateCorruptError(
-        where,
-        `task "${id}" is not a task record (needs id, issue and a known state)`,
-        remedy,
-      );
-    }
-  }
+  // The document as written (not the schema's copy): fields Fleet does not know keep their bytes.
   return {
     ...raw,
     version: 1,
     config: raw.config ?? {},
-    tasks: tasks,
+    tasks: raw.tasks ?? {},
     ledger: raw.ledger ?? {},
   } as FleetStateDoc;
 }

@@ -9,6 +9,7 @@ import {
   toRfc3339,
 } from "../beads/index.ts";
 import { parseDependencies } from "../core/dependencies.ts";
+import { promptPinDigest } from "../core/prompt-pin.ts";
 import type { Task } from "../core/task.ts";
 
 /** What the mirror needs to know about a GitHub issue. */
@@ -43,10 +44,24 @@ export function findBeadForIssue(beads: readonly BeadIssue[], n: number): BeadIs
   return beads.find((b) => issueNumberOf(b) === n);
 }
 
+/** The text a task's bead holds (its pinned prompt when the task has a pin), by task id; undefined without a bead. */
+export function pinnedTextOf(
+  beadsText: string,
+  taskId: string,
+): { title: string; description?: string } | undefined {
+  const bead = liveIssues(parseJsonl(beadsText)).find((b) => b.id === taskId);
+  if (!bead) return undefined;
+  return bead.description === undefined
+    ? { title: bead.title }
+    : { title: bead.title, description: bead.description };
+}
+
 /**
  * Upserts the bead of one fleet issue in `.beads/issues.jsonl`: exactly one bead per issue, found by
- * external_ref; title, body, labels, priority, status and `blocks` dependencies (from `Depends on #N`
- * lines, sub-issues and the task) follow the issue. A closed or un-labeled issue closes its bead with a
+ * external_ref; labels, priority, status and `blocks` dependencies (from `Depends on #N` lines,
+ * sub-issues and the task) follow the issue. The title and body are the task's pinned prompt: they
+ * follow the issue only while its text is the pinned one (or for a task queued before pins), so an
+ * edit nobody approved never reaches the bead. A closed or un-labeled issue closes its bead with a
  * close_reason. Every other line keeps its bytes.
  */
 export function mirrorIssue(beadsText: string, input: MirrorInput): MirrorResult {
@@ -67,10 +82,7 @@ export function mirrorIssue(beadsText: string, input: MirrorInput): MirrorResult
     ]
       .filter((n) => n !== issue.number)
       .sort((a, b) => a - b);
-    bead = beadFromTask(
-      { ...task, title: issue.title, dependsOn },
-      { existing, beadIdForIssue, createdBy: "fleet" },
-    );
+    bead = beadFromTask({ ...task, dependsOn }, { existing, beadIdForIssue, createdBy: "fleet" });
     bead.external_ref = externalRefFor(issue.number);
   } else if (existing) {
     if (existing.status === "closed") bead = { ...existing };
@@ -83,7 +95,7 @@ export function mirrorIssue(beadsText: string, input: MirrorInput): MirrorResult
     }
   } else if (task) {
     // A closed issue with a task but no bead yet: record it, closed.
-    bead = beadFromTask({ ...task, title: issue.title }, { beadIdForIssue, createdBy: "fleet" });
+    bead = beadFromTask(task, { beadIdForIssue, createdBy: "fleet" });
     bead = {
       ...bead,
       status: "closed",
@@ -94,9 +106,20 @@ export function mirrorIssue(beadsText: string, input: MirrorInput): MirrorResult
     return { beads: beadsText, changed: false };
   }
 
-  const body = issue.body ?? "";
-  if (body === "") delete bead.description;
-  else bead.description = body;
+  // The text changes with the pin only: an issue whose text is not the pinned one keeps the bead's.
+  const textFollowsIssue =
+    task !== undefined &&
+    (task.pin === undefined || promptPinDigest(issue.title, issue.body) === task.pin.sha256);
+  if (textFollowsIssue) {
+    bead.title = issue.title;
+    const body = issue.body ?? "";
+    if (body === "") delete bead.description;
+    else bead.description = body;
+  } else if (existing) {
+    bead.title = existing.title;
+    if (existing.description === undefined) delete bead.description;
+    else bead.description = existing.description;
+  }
   const labels = [...new Set(issue.labels)].sort();
   if (labels.length) bead.labels = labels;
   else delete bead.labels;

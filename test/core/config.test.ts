@@ -55,6 +55,7 @@ describe("parseFleetConfig defaults", () => {
       workflow: "fleet-task.yml",
       dashboard: false,
       dashboard_interval_seconds: 60,
+      sandbox: "bubblewrap",
     });
   });
 
@@ -228,10 +229,10 @@ describe("parseConfigAssignment", () => {
       key: "budgets.daily_usd",
       value: 12.5,
     });
-    expect(parseConfigAssignment("runner_labels=self-hosted, gpu")).toEqual({
+    expect(parseConfigAssignment("coders.claude.models=opus, sonnet")).toEqual({
       ok: true,
-      key: "runner_labels",
-      value: ["self-hosted", "gpu"],
+      key: "coders.claude.models",
+      value: ["opus", "sonnet"],
     });
     expect(parseConfigAssignment("budgets.per_coder.codex.daily_usd=none")).toEqual({
       ok: true,
@@ -253,10 +254,10 @@ describe("parseConfigAssignment", () => {
     });
     expect(parseConfigAssignment("coders.claude.max_concurrent=-1")).toMatchObject({
       message:
-        'coders.claude.max_concurrent must be a whole number from 1 to 100 (or "none" to remove it); got "-1".',
+        'coders.claude.max_concurrent must be a whole number from 1 to 100 (or "none" to remove the override); got "-1".',
     });
-    expect(parseConfigAssignment("dispatch=")).toMatchObject({
-      message: "No value for dispatch: it must be one of: actions, local.",
+    expect(parseConfigAssignment("timeouts.run_minutes=")).toMatchObject({
+      message: "No value for timeouts.run_minutes: it must be a whole number from 1 to 1440.",
     });
     expect(parseConfigAssignment("coders.claude.credentials=sk-ant-123")).toMatchObject({ ok: false });
   });
@@ -321,21 +322,22 @@ describe("applyOverrides", () => {
     expect(bad.ok).toBe(false);
   });
 
-  it("removes optional settings with none", () => {
-    const withCap = applyOverrides(base, { "coders.claude.max_concurrent": "2" });
-    expect(withCap.ok && withCap.config.coders.claude?.max_concurrent).toBe(2);
-    if (!withCap.ok) return;
-    const removed = applyOverrides(withCap.config, { "coders.claude.max_concurrent": "none" });
-    expect(removed.ok && removed.config.coders.claude?.max_concurrent).toBeUndefined();
+  it("none removes an override, never the file's setting", () => {
+    const file = ok({ coders: { claude: { max_concurrent: 2 } } }).config;
+    const lowered = applyOverrides(file, { "coders.claude.max_concurrent": "1" });
+    expect(lowered.ok && lowered.config.coders.claude?.max_concurrent).toBe(1);
+    const none = applyOverrides(file, { "coders.claude.max_concurrent": "none" });
+    expect(none.ok && none.config.coders.claude?.max_concurrent).toBe(2);
+    const budget = ok({ budgets: { daily_usd: 10 } }).config;
+    const unset = applyOverrides(budget, { "budgets.daily_usd": "none" });
+    expect(unset.ok && unset.config.budgets.daily_usd).toBe(10);
   });
 
-  it("creates a new coder by setting its model", () => {
+  it("cannot add a coder: that is the file's", () => {
     const r = applyOverrides(base, { "coders.gemini.model": "gemini-2.5-flash" });
-    expect(r.ok && r.config.coders.gemini).toEqual({
-      model: "gemini-2.5-flash",
-      credentials: [],
-      enabled: true,
-    });
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.problems[0]?.message).toContain('"gemini" is not a coder configured in .github/fleet.yml');
   });
 
   it("reports every bad override and cross-field violations", () => {

@@ -100,7 +100,7 @@ describe("task lifecycle in the app (dispatch: local, nothing claims the tasks)"
     const mallory = new Octokit({ baseUrl: h.gh.url, auth: h.gh.userToken("mallory") });
     const before = await h.tasks();
     await h.comment(issues[0]!, "/fleet config set max_concurrent=1", mallory);
-    expect(h.botComments(issues[0]!).some((c) => c.body.includes("ignored a request from @mallory"))).toBe(
+    expect(h.botComments(issues[0]!).some((c) => c.body.includes("ignored a request from `@mallory`"))).toBe(
       true,
     );
 

@@ -188,7 +188,7 @@ describe("review loop: /fleet instructions in a PR review rerun the agent on the
       comments: [{ path: "src/widget.js", line: 2, body: "and this" }],
     });
     await h.settle();
-    const notice = h.botComments(pr).find((c) => c.body.includes("Fleet ignored a request from @visitor"));
+    const notice = h.botComments(pr).find((c) => c.body.includes("Fleet ignored a request from `@visitor`"));
     expect(notice?.body).toContain("Only users with one of these roles");
     const after = (await taskOf(issue))!;
     expect(after.state).toBe("pr-open");

@@ -57,7 +57,8 @@ describe("commands from people and bots who may not drive Fleet", () => {
     await h.comment(issue, `/fleet cancel the key ${token} leaked, stop`);
     await h.app.flush();
     const trackingBody = h.botComments(issue).find((c) => c.body.includes("fleet:tracking"))?.body;
-    expect(trackingBody).toContain("cancelled by @mona");
+    // Repeated text names people without pinging them.
+    expect(trackingBody).toContain("cancelled by `@mona`");
     expect(trackingBody).not.toContain(token);
 
     // The same command from a maintainer is obeyed: the refusals above were real ones.

@@ -1,0 +1,26 @@
+import type { Context } from "probot";
+import { mayDriveFleet } from "./guard.ts";
+import { loadRepoConfig } from "./load-config.ts";
+import type { HandlerDeps } from "./on-issue-labeled.ts";
+
+/**
+ * `issues.edited` (title or body) of an issue with a Fleet task: the prompt was pinned when the task
+ * was queued. An edit by someone who may drive Fleet re-pins it (new digest, new bead text); anyone
+ * else's edit leaves the pin, and the tracking comment says the agent gets the text as it was queued.
+ * Bots (another app's, or Fleet's own) never re-pin.
+ */
+export async function onIssueEdited(context: Context<"issues.edited">, deps: HandlerDeps): Promise<void> {
+  const { payload } = context;
+  const changes = payload.changes as { title?: unknown; body?: unknown } | undefined;
+  if (!changes || (changes.title === undefined && changes.body === undefined)) return;
+  const loaded = await loadRepoConfig(context, deps.configs);
+  if (!loaded.ok) return;
+  const queue = await deps.queues.forContext(context, loaded.config);
+  const issue = payload.issue;
+  const doc = await queue.snapshot();
+  // Most edited issues have no task: no permission lookup and no commit for them.
+  if (!Object.values(doc.tasks).some((t) => t.issue === issue.number && t.state !== "done")) return;
+  const by = payload.sender.login;
+  const allowed = payload.sender.type !== "Bot" && (await mayDriveFleet(context, loaded.config, by));
+  await queue.issueEdited(issue.number, { title: issue.title, body: issue.body ?? null, by, allowed });
+}
