@@ -2,6 +2,7 @@ import { open, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { isActive } from "../../core/lifecycle.ts";
 import { redactSecrets } from "../../core/redact.ts";
+import type { Task } from "../../core/task.ts";
 import {
   CONTEXT_MANIFEST_FILE,
   type ContextManifest,
@@ -15,8 +16,9 @@ import {
   taskArtifactsDir,
 } from "../../worker/artifacts.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
-import { NotFoundError, UsageError } from "../errors.ts";
+import { CliError, NotFoundError, UsageError } from "../errors.ts";
 import { json, out, sleep, untilSignal } from "../io.ts";
+import { fetchTaskArtifact } from "../run-artifacts.ts";
 import { describeTarget, resolveTarget } from "../target.ts";
 import { findTaskRef } from "../task-ref.ts";
 
@@ -37,6 +39,8 @@ ${TARGET_HELP}`;
 
 const OPTIONS = { ...TARGET_OPTIONS, follow: { type: "boolean", short: "f" } } as const;
 const WHAT = { log: LOG_FILE, plan: PLAN_FILE, knowledge: KNOWLEDGE_FILE, result: RESULT_FILE } as const;
+/** The plan phase's log, shown when there is no work log yet. */
+const PLAN_LOG_FILE = "plan.log";
 
 /** Values that must never be printed: the credentials in this environment. */
 function knownSecrets(env: NodeJS.ProcessEnv): string[] {
@@ -50,6 +54,42 @@ const readText = (path: string) =>
     if (e.code === "ENOENT") return undefined;
     throw e;
   });
+
+/** Where a task's files are read from: the artifacts folder here, or an artifact of its Actions run. */
+interface FileSource {
+  read(name: string): Promise<string | undefined>;
+  path(name: string): string;
+}
+
+/** The file `what` names (the log falls back to the plan phase's log), and for knowledge the context manifest. */
+async function readWhat(
+  source: FileSource,
+  what: keyof typeof WHAT,
+): Promise<{ path: string; text?: string; manifest?: ContextManifest }> {
+  let path = source.path(WHAT[what]);
+  let text = await source.read(WHAT[what]);
+  if (text === undefined && what === "log") {
+    const plan = await source.read(PLAN_LOG_FILE);
+    if (plan !== undefined) {
+      path = source.path(PLAN_LOG_FILE);
+      text = plan;
+    }
+  }
+  let manifest: ContextManifest | undefined;
+  if (what === "knowledge") {
+    const manifestText = await source.read(CONTEXT_MANIFEST_FILE);
+    if (manifestText) {
+      try {
+        manifest = JSON.parse(manifestText) as ContextManifest;
+      } catch {
+        throw new CliError(
+          `${source.path(CONTEXT_MANIFEST_FILE)} is not valid JSON: the context measurement is damaged.`,
+        );
+      }
+    }
+  }
+  return { path, text, manifest };
+}
 
 export async function taskCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, OPTIONS, TASK_USAGE);
@@ -70,49 +110,84 @@ export async function taskCommand(argv: string[]): Promise<number> {
   const target = await resolveTarget(values);
   const { doc } = await target.store.read();
   let id = ref;
+  let task: Task | undefined;
+  let knownHere = true;
   try {
-    id = findTaskRef(doc, ref, describeTarget(target)).id;
+    task = findTaskRef(doc, ref, describeTarget(target));
+    id = task.id;
   } catch (error) {
-    // Artifacts outlive the state: a task id with a folder here is still shown.
+    // Artifacts outlive the state: a task id with a folder here (or an artifact on GitHub) is still shown.
     if (!(error instanceof NotFoundError)) throw error;
     const dir = taskArtifactsDir(target.workDir, ref);
-    if (!(await stat(dir).catch(() => undefined)))
-      throw new NotFoundError(`${error.message} No artifacts at ${dir} either.`);
+    if (!(await stat(dir).catch(() => undefined))) {
+      if (target.kind !== "github")
+        throw new NotFoundError(`${error.message} No artifacts at ${dir} either.`);
+      knownHere = false;
+    }
   }
   const dir = taskArtifactsDir(target.workDir, id);
   const secrets = knownSecrets(process.env);
   const redact = (t: string) => redactSecrets(t, secrets);
   const file = WHAT[what as keyof typeof WHAT];
-  let path = join(dir, file);
-  let text = await readText(path);
-  if (text === undefined && what === "log") {
-    const planLog = join(dir, "plan.log");
-    const plan = await readText(planLog);
-    if (plan !== undefined) {
-      path = planLog;
-      text = plan;
+  const here: FileSource = { read: (name) => readText(join(dir, name)), path: (name) => join(dir, name) };
+  let found = knownHere ? await readWhat(here, what as keyof typeof WHAT) : { path: join(dir, file) };
+  const missing = found.text === undefined && found.manifest === undefined;
+  const followable = values.follow && isActive(task?.state ?? "done");
+  let remote: string | undefined;
+  let remoteMiss: string | undefined;
+  if (missing && !followable && target.kind === "github") {
+    // Not on this machine: an Actions run of the task may have uploaded it (the fleet-task workflow).
+    try {
+      const artifact = await fetchTaskArtifact(target.octokit, target.repo, id, task);
+      const there = await readWhat(
+        { read: async (name) => artifact.read(name), path: (name) => `${artifact.where}: ${name}` },
+        what as keyof typeof WHAT,
+      );
+      if (there.text !== undefined || there.manifest !== undefined) {
+        found = there;
+        remote = artifact.where;
+      } else {
+        const has = [...artifact.files.keys()].join(", ") || "nothing";
+        remoteMiss = `${artifact.where} has no ${file} either (it holds: ${has}).`;
+      }
+    } catch (error) {
+      if (!(error instanceof NotFoundError)) throw error;
+      remoteMiss = error.message;
     }
+    if (!knownHere && !remote)
+      throw new NotFoundError(
+        `No task "${ref}" in ${describeTarget(target)}, no artifacts at ${dir}. ${remoteMiss}`,
+      );
   }
+  const path = found.path;
+  let text = found.text;
   if (what === "knowledge") {
     // The measured context (what the agent loaded, duplicates flagged) goes with what it learned.
-    const manifestText = await readText(join(dir, CONTEXT_MANIFEST_FILE));
-    const manifest = manifestText ? (JSON.parse(manifestText) as ContextManifest) : undefined;
+    const manifest = found.manifest;
     if (values.json && (manifest || text !== undefined)) {
-      json({ task: id, knowledge: text === undefined ? null : redact(text), context: manifest ?? null });
+      json({
+        task: id,
+        knowledge: text === undefined ? null : redact(text),
+        context: manifest ?? null,
+        ...(remote ? { source: remote } : {}),
+      });
       return 0;
     }
     if (manifest)
       text = `${text ?? "(The agent wrote no KNOWLEDGE.md.)\n"}\n${renderContextManifest(manifest)}\n`;
   }
-  if (text === undefined && !(values.follow && isActive(doc.tasks[id]?.state ?? "done"))) {
-    const state = doc.tasks[id]?.state;
+  if (text === undefined && !followable) {
+    const state = task?.state;
     throw new NotFoundError(
       `Task ${id} has no ${file}: looked for ${path}${state ? ` (task state: ${state})` : ""}. ` +
         (what === "log"
           ? "The log exists once a run started on this machine; pass --work-dir if the worker used another one."
-          : `The agent writes ${file} during its run; pass --work-dir if the worker used another one.`),
+          : `The agent writes ${file} during its run; pass --work-dir if the worker used another one.`) +
+        (remoteMiss ? ` On GitHub: ${remoteMiss}` : ""),
     );
   }
+  if (remote && values.follow)
+    process.stderr.write(`${id} runs elsewhere: this is the log ${remote} uploaded, not a live one.\n`);
 
   if (what === "result") {
     let parsed: unknown;
@@ -126,10 +201,10 @@ export async function taskCommand(argv: string[]): Promise<number> {
     return 0;
   }
   if (values.json) {
-    json({ task: id, what, path, text: redact(text ?? "") });
+    json({ task: id, what, path, text: redact(text ?? ""), ...(remote ? { source: remote } : {}) });
     return 0;
   }
-  if (!values.follow) {
+  if (!values.follow || remote) {
     if (text) process.stdout.write(redact(text));
     return 0;
   }
