@@ -4180,10 +4180,10 @@ var require_util2 = __commonJS({
     function TAOCheck() {
       return "success";
     }
-    function appendFetchMetadata(httpRequest) {
+    function appendFetchMetadata(httpRequest2) {
       let header = null;
-      header = httpRequest.mode;
-      httpRequest.headersList.set("sec-fetch-mode", header, true);
+      header = httpRequest2.mode;
+      httpRequest2.headersList.set("sec-fetch-mode", header, true);
     }
     function appendRequestOriginHeader(request2) {
       let serializedOrigin = request2.origin;
@@ -5783,7 +5783,7 @@ var require_client_h1 = __commonJS({
       kResume,
       kHTTPContext
     } = require_symbols();
-    var constants6 = require_constants2();
+    var constants8 = require_constants2();
     var EMPTY_BUF = Buffer.alloc(0);
     var FastBuffer = Buffer[Symbol.species];
     var addListener = util.addListener;
@@ -5858,7 +5858,7 @@ var require_client_h1 = __commonJS({
       constructor(client, socket, { exports: exports3 }) {
         assert2(Number.isFinite(client[kMaxHeadersSize]) && client[kMaxHeadersSize] > 0);
         this.llhttp = exports3;
-        this.ptr = this.llhttp.llhttp_alloc(constants6.TYPE.RESPONSE);
+        this.ptr = this.llhttp.llhttp_alloc(constants8.TYPE.RESPONSE);
         this.client = client;
         this.socket = socket;
         this.timeout = null;
@@ -5953,11 +5953,11 @@ var require_client_h1 = __commonJS({
             currentBufferRef = null;
           }
           const offset = llhttp.llhttp_get_error_pos(this.ptr) - currentBufferPtr;
-          if (ret !== constants6.ERROR.OK) {
+          if (ret !== constants8.ERROR.OK) {
             const body = data.subarray(offset);
-            if (ret === constants6.ERROR.PAUSED_UPGRADE) {
+            if (ret === constants8.ERROR.PAUSED_UPGRADE) {
               this.onUpgrade(body);
-            } else if (ret === constants6.ERROR.PAUSED) {
+            } else if (ret === constants8.ERROR.PAUSED) {
               this.paused = true;
               socket.unshift(body);
             } else {
@@ -5980,10 +5980,10 @@ var require_client_h1 = __commonJS({
         } finally {
           currentParser = null;
         }
-        if (ret === constants6.ERROR.OK) {
+        if (ret === constants8.ERROR.OK) {
           return null;
         }
-        if (ret === constants6.ERROR.PAUSED || ret === constants6.ERROR.PAUSED_UPGRADE) {
+        if (ret === constants8.ERROR.PAUSED || ret === constants8.ERROR.PAUSED_UPGRADE) {
           this.paused = true;
           return null;
         }
@@ -6000,7 +6000,7 @@ var require_client_h1 = __commonJS({
           const len = new Uint8Array(llhttp.memory.buffer, ptr).indexOf(0);
           message = "Response does not match the HTTP/1.1 protocol (" + Buffer.from(llhttp.memory.buffer, ptr, len).toString() + ")";
         }
-        return new HTTPParserError(message, constants6.ERROR[ret], data);
+        return new HTTPParserError(message, constants8.ERROR[ret], data);
       }
       destroy() {
         assert2(this.ptr != null);
@@ -6180,7 +6180,7 @@ var require_client_h1 = __commonJS({
           socket[kBlocking] = false;
           client[kResume]();
         }
-        return pause ? constants6.ERROR.PAUSED : 0;
+        return pause ? constants8.ERROR.PAUSED : 0;
       }
       onBody(buf) {
         const { client, socket, statusCode, maxResponseSize } = this;
@@ -6202,7 +6202,7 @@ var require_client_h1 = __commonJS({
         }
         this.bytesRead += buf.length;
         if (request2.onData(buf) === false) {
-          return constants6.ERROR.PAUSED;
+          return constants8.ERROR.PAUSED;
         }
       }
       onMessageComplete() {
@@ -6238,13 +6238,13 @@ var require_client_h1 = __commonJS({
         if (socket[kWriting]) {
           assert2(client[kRunning] === 0);
           util.destroy(socket, new InformationalError("reset"));
-          return constants6.ERROR.PAUSED;
+          return constants8.ERROR.PAUSED;
         } else if (!shouldKeepAlive) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants6.ERROR.PAUSED;
+          return constants8.ERROR.PAUSED;
         } else if (socket[kReset] && client[kRunning] === 0) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants6.ERROR.PAUSED;
+          return constants8.ERROR.PAUSED;
         } else if (client[kPipelining] == null || client[kPipelining] === 1) {
           setImmediate(() => client[kResume]());
         } else {
@@ -11234,11 +11234,11 @@ var require_pluralizer = __commonJS({
         this.singular = singular;
         this.plural = plural2;
       }
-      pluralize(count2) {
-        const one = count2 === 1;
+      pluralize(count3) {
+        const one = count3 === 1;
         const keys = one ? singulars : plurals;
         const noun = one ? this.singular : this.plural;
-        return { ...keys, count: count2, noun };
+        return { ...keys, count: count3, noun };
       }
     };
   }
@@ -12032,12 +12032,12 @@ var require_headers = __commonJS({
       append(name, value, isLowerCase) {
         this[kHeadersSortedMap] = null;
         const lowercaseName = isLowerCase ? name : name.toLowerCase();
-        const exists3 = this[kHeadersMap].get(lowercaseName);
-        if (exists3) {
-          const delimiter = lowercaseName === "cookie" ? "; " : ", ";
+        const exists4 = this[kHeadersMap].get(lowercaseName);
+        if (exists4) {
+          const delimiter2 = lowercaseName === "cookie" ? "; " : ", ";
           this[kHeadersMap].set(lowercaseName, {
-            name: exists3.name,
-            value: `${exists3.value}${delimiter}${value}`
+            name: exists4.name,
+            value: `${exists4.value}${delimiter2}${value}`
           });
         } else {
           this[kHeadersMap].set(lowercaseName, { name, value });
@@ -14142,74 +14142,74 @@ var require_fetch = __commonJS({
     async function httpNetworkOrCacheFetch(fetchParams, isAuthenticationFetch = false, isNewConnectionFetch = false) {
       const request2 = fetchParams.request;
       let httpFetchParams = null;
-      let httpRequest = null;
+      let httpRequest2 = null;
       let response = null;
       const httpCache = null;
       const revalidatingFlag = false;
       if (request2.window === "no-window" && request2.redirect === "error") {
         httpFetchParams = fetchParams;
-        httpRequest = request2;
+        httpRequest2 = request2;
       } else {
-        httpRequest = cloneRequest(request2);
+        httpRequest2 = cloneRequest(request2);
         httpFetchParams = { ...fetchParams };
-        httpFetchParams.request = httpRequest;
+        httpFetchParams.request = httpRequest2;
       }
       const includeCredentials = request2.credentials === "include" || request2.credentials === "same-origin" && request2.responseTainting === "basic";
-      const contentLength = httpRequest.body ? httpRequest.body.length : null;
+      const contentLength = httpRequest2.body ? httpRequest2.body.length : null;
       let contentLengthHeaderValue = null;
-      if (httpRequest.body == null && ["POST", "PUT"].includes(httpRequest.method)) {
+      if (httpRequest2.body == null && ["POST", "PUT"].includes(httpRequest2.method)) {
         contentLengthHeaderValue = "0";
       }
       if (contentLength != null) {
         contentLengthHeaderValue = isomorphicEncode(`${contentLength}`);
       }
       if (contentLengthHeaderValue != null) {
-        httpRequest.headersList.append("content-length", contentLengthHeaderValue, true);
+        httpRequest2.headersList.append("content-length", contentLengthHeaderValue, true);
       }
-      if (contentLength != null && httpRequest.keepalive) {
+      if (contentLength != null && httpRequest2.keepalive) {
       }
-      if (httpRequest.referrer instanceof URL) {
-        httpRequest.headersList.append("referer", isomorphicEncode(httpRequest.referrer.href), true);
+      if (httpRequest2.referrer instanceof URL) {
+        httpRequest2.headersList.append("referer", isomorphicEncode(httpRequest2.referrer.href), true);
       }
-      appendRequestOriginHeader(httpRequest);
-      appendFetchMetadata(httpRequest);
-      if (!httpRequest.headersList.contains("user-agent", true)) {
-        httpRequest.headersList.append("user-agent", defaultUserAgent);
+      appendRequestOriginHeader(httpRequest2);
+      appendFetchMetadata(httpRequest2);
+      if (!httpRequest2.headersList.contains("user-agent", true)) {
+        httpRequest2.headersList.append("user-agent", defaultUserAgent);
       }
-      if (httpRequest.cache === "default" && (httpRequest.headersList.contains("if-modified-since", true) || httpRequest.headersList.contains("if-none-match", true) || httpRequest.headersList.contains("if-unmodified-since", true) || httpRequest.headersList.contains("if-match", true) || httpRequest.headersList.contains("if-range", true))) {
-        httpRequest.cache = "no-store";
+      if (httpRequest2.cache === "default" && (httpRequest2.headersList.contains("if-modified-since", true) || httpRequest2.headersList.contains("if-none-match", true) || httpRequest2.headersList.contains("if-unmodified-since", true) || httpRequest2.headersList.contains("if-match", true) || httpRequest2.headersList.contains("if-range", true))) {
+        httpRequest2.cache = "no-store";
       }
-      if (httpRequest.cache === "no-cache" && !httpRequest.preventNoCacheCacheControlHeaderModification && !httpRequest.headersList.contains("cache-control", true)) {
-        httpRequest.headersList.append("cache-control", "max-age=0", true);
+      if (httpRequest2.cache === "no-cache" && !httpRequest2.preventNoCacheCacheControlHeaderModification && !httpRequest2.headersList.contains("cache-control", true)) {
+        httpRequest2.headersList.append("cache-control", "max-age=0", true);
       }
-      if (httpRequest.cache === "no-store" || httpRequest.cache === "reload") {
-        if (!httpRequest.headersList.contains("pragma", true)) {
-          httpRequest.headersList.append("pragma", "no-cache", true);
+      if (httpRequest2.cache === "no-store" || httpRequest2.cache === "reload") {
+        if (!httpRequest2.headersList.contains("pragma", true)) {
+          httpRequest2.headersList.append("pragma", "no-cache", true);
         }
-        if (!httpRequest.headersList.contains("cache-control", true)) {
-          httpRequest.headersList.append("cache-control", "no-cache", true);
+        if (!httpRequest2.headersList.contains("cache-control", true)) {
+          httpRequest2.headersList.append("cache-control", "no-cache", true);
         }
       }
-      if (httpRequest.headersList.contains("range", true)) {
-        httpRequest.headersList.append("accept-encoding", "identity", true);
+      if (httpRequest2.headersList.contains("range", true)) {
+        httpRequest2.headersList.append("accept-encoding", "identity", true);
       }
-      if (!httpRequest.headersList.contains("accept-encoding", true)) {
-        if (urlHasHttpsScheme(requestCurrentURL(httpRequest))) {
-          httpRequest.headersList.append("accept-encoding", "br, gzip, deflate", true);
+      if (!httpRequest2.headersList.contains("accept-encoding", true)) {
+        if (urlHasHttpsScheme(requestCurrentURL(httpRequest2))) {
+          httpRequest2.headersList.append("accept-encoding", "br, gzip, deflate", true);
         } else {
-          httpRequest.headersList.append("accept-encoding", "gzip, deflate", true);
+          httpRequest2.headersList.append("accept-encoding", "gzip, deflate", true);
         }
       }
-      httpRequest.headersList.delete("host", true);
+      httpRequest2.headersList.delete("host", true);
       if (includeCredentials) {
       }
       if (httpCache == null) {
-        httpRequest.cache = "no-store";
+        httpRequest2.cache = "no-store";
       }
-      if (httpRequest.cache !== "no-store" && httpRequest.cache !== "reload") {
+      if (httpRequest2.cache !== "no-store" && httpRequest2.cache !== "reload") {
       }
       if (response == null) {
-        if (httpRequest.cache === "only-if-cached") {
+        if (httpRequest2.cache === "only-if-cached") {
           return makeNetworkError("only if cached");
         }
         const forwardResponse = await httpNetworkFetch(
@@ -14217,7 +14217,7 @@ var require_fetch = __commonJS({
           includeCredentials,
           isNewConnectionFetch
         );
-        if (!safeMethodsSet.has(httpRequest.method) && forwardResponse.status >= 200 && forwardResponse.status <= 399) {
+        if (!safeMethodsSet.has(httpRequest2.method) && forwardResponse.status >= 200 && forwardResponse.status <= 399) {
         }
         if (revalidatingFlag && forwardResponse.status === 304) {
         }
@@ -14225,8 +14225,8 @@ var require_fetch = __commonJS({
           response = forwardResponse;
         }
       }
-      response.urlList = [...httpRequest.urlList];
-      if (httpRequest.headersList.contains("range", true)) {
+      response.urlList = [...httpRequest2.urlList];
+      if (httpRequest2.headersList.contains("range", true)) {
         response.rangeRequested = true;
       }
       response.requestIncludesCredentials = includeCredentials;
@@ -18657,15 +18657,15 @@ ${value}`;
           pos = 0;
         }
       }
-      discardLeadingBytes(count2) {
-        while (count2 > 0 && this.lineChunkIndex < this.chunks.length) {
+      discardLeadingBytes(count3) {
+        while (count3 > 0 && this.lineChunkIndex < this.chunks.length) {
           const chunk = this.chunks[this.lineChunkIndex];
           const remaining = chunk.length - this.linePos;
-          if (count2 < remaining) {
-            this.linePos += count2;
-            count2 = 0;
+          if (count3 < remaining) {
+            this.linePos += count3;
+            count3 = 0;
           } else {
-            count2 -= remaining;
+            count3 -= remaining;
             this.lineChunkIndex++;
             this.linePos = 0;
           }
@@ -19715,8 +19715,8 @@ var require_Node = __commonJS({
         };
         const res = toJS.toJS(this, "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count: count2, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count2);
+          for (const { count: count3, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count3);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
     };
@@ -19824,13 +19824,13 @@ var require_Alias = __commonJS({
         const anchor2 = anchors2 && source && anchors2.get(source);
         return anchor2 ? anchor2.count * anchor2.aliasCount : 0;
       } else if (identity3.isCollection(node2)) {
-        let count2 = 0;
+        let count3 = 0;
         for (const item of node2.items) {
           const c3 = getAliasCount(doc, item, anchors2);
-          if (c3 > count2)
-            count2 = c3;
+          if (c3 > count3)
+            count3 = c3;
         }
-        return count2;
+        return count3;
       } else if (identity3.isPair(node2)) {
         const kc = getAliasCount(doc, node2.key, anchors2);
         const vc = getAliasCount(doc, node2.value, anchors2);
@@ -22783,8 +22783,8 @@ var require_Document = __commonJS({
         };
         const res = toJS.toJS(this.contents, jsonArg ?? "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count: count2, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count2);
+          for (const { count: count3, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count3);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
       /**
@@ -22861,12 +22861,12 @@ var require_errors2 = __commonJS({
         lineStr = prev + lineStr;
       }
       if (/[^ ]/.test(lineStr)) {
-        let count2 = 1;
+        let count3 = 1;
         const end = error64.linePos[1];
         if (end?.line === line && end.col > col) {
-          count2 = Math.max(1, Math.min(end.col - col, 80 - ci));
+          count3 = Math.max(1, Math.min(end.col - col, 80 - ci));
         }
-        const pointer = " ".repeat(ci) + "^".repeat(count2);
+        const pointer = " ".repeat(ci) + "^".repeat(count3);
         error64.message += `:
 
 ${lineStr}
@@ -23110,10 +23110,10 @@ var require_resolve_block_map = __commonJS({
       let offset = bm.offset;
       let commentEnd = null;
       for (const collItem of bm.items) {
-        const { start, key, sep: sep2, value } = collItem;
+        const { start, key, sep: sep3, value } = collItem;
         const keyProps = resolveProps.resolveProps(start, {
           indicator: "explicit-key-ind",
-          next: key ?? sep2?.[0],
+          next: key ?? sep3?.[0],
           offset,
           onError,
           parentIndent: bm.indent,
@@ -23127,7 +23127,7 @@ var require_resolve_block_map = __commonJS({
             else if ("indent" in key && key.indent !== bm.indent)
               onError(offset, "BAD_INDENT", startColMsg);
           }
-          if (!keyProps.anchor && !keyProps.tag && !sep2) {
+          if (!keyProps.anchor && !keyProps.tag && !sep3) {
             commentEnd = keyProps.end;
             if (keyProps.comment) {
               if (map2.comment)
@@ -23151,7 +23151,7 @@ var require_resolve_block_map = __commonJS({
         ctx.atKey = false;
         if (utilMapIncludes.mapIncludes(ctx, map2.items, keyNode))
           onError(keyStart, "DUPLICATE_KEY", "Map keys must be unique");
-        const valueProps = resolveProps.resolveProps(sep2 ?? [], {
+        const valueProps = resolveProps.resolveProps(sep3 ?? [], {
           indicator: "map-value-ind",
           next: value,
           offset: keyNode.range[2],
@@ -23167,7 +23167,7 @@ var require_resolve_block_map = __commonJS({
             if (ctx.options.strict && keyProps.start < valueProps.found.offset - 1024)
               onError(keyNode.range, "KEY_OVER_1024_CHARS", "The : indicator must be at most 1024 chars after the start of an implicit block mapping key");
           }
-          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : composeEmptyNode(ctx, offset, sep2, null, valueProps, onError);
+          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : composeEmptyNode(ctx, offset, sep3, null, valueProps, onError);
           if (ctx.schema.compat)
             utilFlowIndentCheck.flowIndentCheck(bm.indent, value, onError);
           offset = valueNode.range[2];
@@ -23258,7 +23258,7 @@ var require_resolve_end = __commonJS({
       let comment = "";
       if (end) {
         let hasSpace = false;
-        let sep2 = "";
+        let sep3 = "";
         for (const token of end) {
           const { source, type } = token;
           switch (type) {
@@ -23272,13 +23272,13 @@ var require_resolve_end = __commonJS({
               if (!comment)
                 comment = cb;
               else
-                comment += sep2 + cb;
-              sep2 = "";
+                comment += sep3 + cb;
+              sep3 = "";
               break;
             }
             case "newline":
               if (comment)
-                sep2 += source;
+                sep3 += source;
               hasSpace = true;
               break;
             default:
@@ -23321,18 +23321,18 @@ var require_resolve_flow_collection = __commonJS({
       let offset = fc.offset + fc.start.source.length;
       for (let i2 = 0; i2 < fc.items.length; ++i2) {
         const collItem = fc.items[i2];
-        const { start, key, sep: sep2, value } = collItem;
+        const { start, key, sep: sep3, value } = collItem;
         const props = resolveProps.resolveProps(start, {
           flow: fcName,
           indicator: "explicit-key-ind",
-          next: key ?? sep2?.[0],
+          next: key ?? sep3?.[0],
           offset,
           onError,
           parentIndent: fc.indent,
           startOnNewline: false
         });
         if (!props.found) {
-          if (!props.anchor && !props.tag && !sep2 && !value) {
+          if (!props.anchor && !props.tag && !sep3 && !value) {
             if (i2 === 0 && props.comma)
               onError(props.comma, "UNEXPECTED_TOKEN", `Unexpected , in ${fcName}`);
             else if (i2 < fc.items.length - 1)
@@ -23386,8 +23386,8 @@ var require_resolve_flow_collection = __commonJS({
             }
           }
         }
-        if (!isMap && !sep2 && !props.found) {
-          const valueNode = value ? composeNode(ctx, value, props, onError) : composeEmptyNode(ctx, props.end, sep2, null, props, onError);
+        if (!isMap && !sep3 && !props.found) {
+          const valueNode = value ? composeNode(ctx, value, props, onError) : composeEmptyNode(ctx, props.end, sep3, null, props, onError);
           coll.items.push(valueNode);
           offset = valueNode.range[2];
           if (isBlock(value))
@@ -23399,7 +23399,7 @@ var require_resolve_flow_collection = __commonJS({
           if (isBlock(key))
             onError(keyNode.range, "BLOCK_IN_FLOW", blockMsg);
           ctx.atKey = false;
-          const valueProps = resolveProps.resolveProps(sep2 ?? [], {
+          const valueProps = resolveProps.resolveProps(sep3 ?? [], {
             flow: fcName,
             indicator: "map-value-ind",
             next: value,
@@ -23410,8 +23410,8 @@ var require_resolve_flow_collection = __commonJS({
           });
           if (valueProps.found) {
             if (!isMap && !props.found && ctx.options.strict) {
-              if (sep2)
-                for (const st of sep2) {
+              if (sep3)
+                for (const st of sep3) {
                   if (st === valueProps.found)
                     break;
                   if (st.type === "newline") {
@@ -23428,7 +23428,7 @@ var require_resolve_flow_collection = __commonJS({
             else
               onError(valueProps.start, "MISSING_CHAR", `Missing , or : between ${fcName} items`);
           }
-          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : valueProps.found ? composeEmptyNode(ctx, valueProps.end, sep2, null, valueProps, onError) : null;
+          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : valueProps.found ? composeEmptyNode(ctx, valueProps.end, sep3, null, valueProps, onError) : null;
           if (valueNode) {
             if (isBlock(value))
               onError(valueNode.range, "BLOCK_IN_FLOW", blockMsg);
@@ -23608,7 +23608,7 @@ var require_resolve_block_scalar = __commonJS({
           chompStart = i2 + 1;
       }
       let value = "";
-      let sep2 = "";
+      let sep3 = "";
       let prevMoreIndented = false;
       for (let i2 = 0; i2 < contentStart; ++i2)
         value += lines[i2][0].slice(trimIndent) + "\n";
@@ -23625,24 +23625,24 @@ var require_resolve_block_scalar = __commonJS({
           indent = "";
         }
         if (type === Scalar.Scalar.BLOCK_LITERAL) {
-          value += sep2 + indent.slice(trimIndent) + content;
-          sep2 = "\n";
+          value += sep3 + indent.slice(trimIndent) + content;
+          sep3 = "\n";
         } else if (indent.length > trimIndent || content[0] === "	") {
-          if (sep2 === " ")
-            sep2 = "\n";
-          else if (!prevMoreIndented && sep2 === "\n")
-            sep2 = "\n\n";
-          value += sep2 + indent.slice(trimIndent) + content;
-          sep2 = "\n";
+          if (sep3 === " ")
+            sep3 = "\n";
+          else if (!prevMoreIndented && sep3 === "\n")
+            sep3 = "\n\n";
+          value += sep3 + indent.slice(trimIndent) + content;
+          sep3 = "\n";
           prevMoreIndented = true;
         } else if (content === "") {
-          if (sep2 === "\n")
+          if (sep3 === "\n")
             value += "\n";
           else
-            sep2 = "\n";
+            sep3 = "\n";
         } else {
-          value += sep2 + content;
-          sep2 = " ";
+          value += sep3 + content;
+          sep3 = " ";
           prevMoreIndented = false;
         }
       }
@@ -23825,25 +23825,25 @@ var require_resolve_flow_scalar = __commonJS({
         trimBoth = /^[ \t]+|[ \t]+$/g;
       }
       let res = match[1].replace(trimEnd, "");
-      let sep2 = " ";
+      let sep3 = " ";
       let pos = line.lastIndex;
       while (match = line.exec(source)) {
         const lm = match[1].replace(trimBoth, "");
         if (lm === "") {
-          if (sep2 === "\n")
-            res += sep2;
+          if (sep3 === "\n")
+            res += sep3;
           else
-            sep2 = "\n";
+            sep3 = "\n";
         } else {
-          res += sep2 + lm;
-          sep2 = " ";
+          res += sep3 + lm;
+          sep3 = " ";
         }
         pos = line.lastIndex;
       }
       const last = /[ \t]*(.*)/sy;
       last.lastIndex = pos;
       match = last.exec(source);
-      return res + sep2 + (match?.[1] ?? "");
+      return res + sep3 + (match?.[1] ?? "");
     }
     function doubleQuotedValue(source, onError) {
       let res = "";
@@ -24653,14 +24653,14 @@ var require_cst_stringify = __commonJS({
         }
       }
     }
-    function stringifyItem({ start, key, sep: sep2, value }) {
+    function stringifyItem({ start, key, sep: sep3, value }) {
       let res = "";
       for (const st of start)
         res += st.source;
       if (key)
         res += stringifyToken(key);
-      if (sep2)
-        for (const st of sep2)
+      if (sep3)
+        for (const st of sep3)
           res += st.source;
       if (value)
         res += stringifyToken(value);
@@ -25827,18 +25827,18 @@ var require_parser = __commonJS({
         if (this.type === "map-value-ind") {
           const prev = getPrevProps(this.peek(2));
           const start = getFirstKeyStartProps(prev);
-          let sep2;
+          let sep3;
           if (scalar.end) {
-            sep2 = scalar.end;
-            sep2.push(this.sourceToken);
+            sep3 = scalar.end;
+            sep3.push(this.sourceToken);
             delete scalar.end;
           } else
-            sep2 = [this.sourceToken];
+            sep3 = [this.sourceToken];
           const map2 = {
             type: "block-map",
             offset: scalar.offset,
             indent: scalar.indent,
-            items: [{ start, key: scalar, sep: sep2 }]
+            items: [{ start, key: scalar, sep: sep3 }]
           };
           this.onKeyLine = true;
           this.stack[this.stack.length - 1] = map2;
@@ -25991,15 +25991,15 @@ var require_parser = __commonJS({
                 } else if (isFlowToken(it.key) && !includesToken(it.sep, "newline")) {
                   const start2 = getFirstKeyStartProps(it.start);
                   const key = it.key;
-                  const sep2 = it.sep;
-                  sep2.push(this.sourceToken);
+                  const sep3 = it.sep;
+                  sep3.push(this.sourceToken);
                   delete it.key;
                   delete it.sep;
                   this.stack.push({
                     type: "block-map",
                     offset: this.offset,
                     indent: this.indent,
-                    items: [{ start: start2, key, sep: sep2 }]
+                    items: [{ start: start2, key, sep: sep3 }]
                   });
                 } else if (start.length > 0) {
                   it.sep = it.sep.concat(start, this.sourceToken);
@@ -26193,13 +26193,13 @@ var require_parser = __commonJS({
             const prev = getPrevProps(parent);
             const start = getFirstKeyStartProps(prev);
             fixFlowSeqItems(fc);
-            const sep2 = fc.end.splice(1, fc.end.length);
-            sep2.push(this.sourceToken);
+            const sep3 = fc.end.splice(1, fc.end.length);
+            sep3.push(this.sourceToken);
             const map2 = {
               type: "block-map",
               offset: fc.offset,
               indent: fc.indent,
-              items: [{ start, key: fc, sep: sep2 }]
+              items: [{ start, key: fc, sep: sep3 }]
             };
             this.onKeyLine = true;
             this.stack[this.stack.length - 1] = map2;
@@ -27017,7 +27017,7 @@ var require_cross_spawn = __commonJS({
       enoent.hookChildProcess(spawned, parsed);
       return spawned;
     }
-    function spawnSync2(command, args, options) {
+    function spawnSync3(command, args, options) {
       const parsed = parse5(command, args, options);
       const result = cp.spawnSync(parsed.command, parsed.args, parsed.options);
       result.error = result.error || enoent.verifyENOENTSync(result.status, parsed);
@@ -27025,7 +27025,7 @@ var require_cross_spawn = __commonJS({
     }
     module2.exports = spawn3;
     module2.exports.spawn = spawn3;
-    module2.exports.sync = spawnSync2;
+    module2.exports.sync = spawnSync3;
     module2.exports._parse = parse5;
     module2.exports._enoent = enoent;
   }
@@ -27033,7 +27033,7 @@ var require_cross_spawn = __commonJS({
 
 // src/action/runner.ts
 var import_node_os6 = require("node:os");
-var import_node_path14 = require("node:path");
+var import_node_path15 = require("node:path");
 
 // node_modules/@actions/core/lib/command.js
 var os = __toESM(require("os"), 1);
@@ -27123,15 +27123,15 @@ function issueFileCommand(command, message) {
   });
 }
 function prepareKeyValueMessage(key, value) {
-  const delimiter = `ghadelimiter_${crypto.randomUUID()}`;
+  const delimiter2 = `ghadelimiter_${crypto.randomUUID()}`;
   const convertedValue = toCommandValue(value);
-  if (key.includes(delimiter)) {
-    throw new Error(`Unexpected input: name should not contain the delimiter "${delimiter}"`);
+  if (key.includes(delimiter2)) {
+    throw new Error(`Unexpected input: name should not contain the delimiter "${delimiter2}"`);
   }
-  if (convertedValue.includes(delimiter)) {
-    throw new Error(`Unexpected input: value should not contain the delimiter "${delimiter}"`);
+  if (convertedValue.includes(delimiter2)) {
+    throw new Error(`Unexpected input: value should not contain the delimiter "${delimiter2}"`);
   }
-  return `${key}<<${delimiter}${os2.EOL}${convertedValue}${os2.EOL}${delimiter}`;
+  return `${key}<<${delimiter2}${os2.EOL}${convertedValue}${os2.EOL}${delimiter2}`;
 }
 
 // node_modules/@actions/core/lib/core.js
@@ -31798,6 +31798,8 @@ var claudeAdapter = {
   defaultModel: "claude-sonnet-4-5",
   binary: "claude",
   credentialEnv: "ANTHROPIC_API_KEY",
+  credentialAliases: ["ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"],
+  upstream: "https://api.anthropic.com",
   command(inv) {
     const args = ["-p", "--output-format", "stream-json", "--verbose", "--model", inv.model];
     if (inv.phase === "plan") args.push("--permission-mode", "plan");
@@ -31953,9 +31955,12 @@ var codexAdapter = {
   defaultModel: "gpt-5-codex",
   binary: "codex",
   credentialEnv: "OPENAI_API_KEY",
+  credentialAliases: ["CODEX_API_KEY"],
+  upstream: "https://api.openai.com",
   command(inv) {
     const options = ["--json", "--model", inv.model, "--skip-git-repo-check"];
-    options.push("--sandbox", inv.phase === "plan" ? "read-only" : "workspace-write");
+    const own2 = inv.phase === "plan" ? "read-only" : "workspace-write";
+    options.push("--sandbox", inv.sandboxed ? "danger-full-access" : own2);
     options.push("-c", 'approval_policy="never"');
     const env = {};
     if (inv.modelBaseUrl) {
@@ -32101,6 +32106,8 @@ var geminiAdapter = {
   defaultModel: "gemini-2.5-pro",
   binary: "gemini",
   credentialEnv: "GEMINI_API_KEY",
+  credentialAliases: ["GOOGLE_API_KEY"],
+  upstream: "https://generativelanguage.googleapis.com",
   command(inv) {
     const args = ["-p", inv.prompt, "--output-format", "stream-json", "-m", inv.model];
     args.push("--approval-mode", inv.phase === "plan" ? "plan" : "yolo");
@@ -32173,6 +32180,126 @@ function getAdapter(coder) {
   return Object.hasOwn(adapters, coder) ? adapters[coder] : void 0;
 }
 
+// src/core/secret-scan.ts
+var MIN_SCANNED_SECRET_LENGTH = 8;
+var MIN_SKELETON = 10;
+var TOKEN_SHAPES = [
+  {
+    label: "a GitHub token",
+    pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{40,255})/g
+  },
+  { label: "an Anthropic API key", pattern: /\bsk-ant-[A-Za-z0-9_-]{20,}/g },
+  { label: "an OpenAI API key", pattern: /\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}/g },
+  { label: "an AWS access key", pattern: /\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/g },
+  { label: "a Google API key", pattern: /\bAIza[0-9A-Za-z_-]{35}\b/g },
+  { label: "a Slack token", pattern: /\bxox[abposr]-[A-Za-z0-9-]{10,}/g },
+  { label: "a private key", pattern: /-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----/g }
+];
+var skeleton = (text) => text.replace(/[^A-Za-z0-9]/g, "");
+var reverse = (text) => [...text].reverse().join("");
+function base64Cores(secret) {
+  const bytes = Buffer.from(secret, "utf8");
+  const cores = [];
+  for (let offset = 0; offset < 3; offset++) {
+    const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString("base64").replace(/=+$/, "");
+    const first = Math.ceil(offset * 8 / 6);
+    const last = Math.floor((offset + bytes.length) * 8 / 6);
+    const core = encoded.slice(first, last);
+    cores.push(core, core.replace(/\+/g, "-").replace(/\//g, "_"));
+  }
+  return [...new Set(cores)];
+}
+function encodedForms(secret) {
+  const hex3 = Buffer.from(secret, "utf8").toString("hex");
+  const forms = [
+    { form: "as it is", text: secret },
+    { form: "reversed", text: reverse(secret) },
+    ...base64Cores(secret).map((text) => ({ form: "base64-encoded", text })),
+    { form: "hex-encoded", text: hex3 },
+    { form: "hex-encoded", text: hex3.toUpperCase() }
+  ];
+  const url2 = encodeURIComponent(secret);
+  if (url2 !== secret) forms.push({ form: "URL-encoded", text: url2 });
+  return forms;
+}
+var scannable = (secrets) => secrets.filter((s) => s.value.trim().length >= MIN_SCANNED_SECRET_LENGTH);
+function findKnownSecret(text, secrets) {
+  const known = scannable(secrets);
+  if (known.length === 0) return void 0;
+  let textSkeleton;
+  for (const secret of known) {
+    for (const { form, text: needle } of encodedForms(secret.value.trim())) {
+      if (needle.length >= MIN_SCANNED_SECRET_LENGTH && text.includes(needle))
+        return { kind: "known", label: secret.label, form };
+    }
+  }
+  for (const secret of known) {
+    for (const { form, text: needle } of encodedForms(secret.value.trim())) {
+      const bones = skeleton(needle);
+      if (bones.length < MIN_SKELETON) continue;
+      textSkeleton ??= skeleton(text);
+      if (textSkeleton.includes(bones))
+        return { kind: "known", label: secret.label, form: form === "as it is" ? "split into pieces" : form };
+    }
+  }
+  return void 0;
+}
+function decodedRuns(text) {
+  const out = [];
+  const flat = text.replace(/\s+/g, "");
+  for (const m of flat.matchAll(/[A-Za-z0-9+/_-]{24,}={0,2}/g)) {
+    const run = m[0].replace(/-/g, "+").replace(/_/g, "/");
+    for (let shift = 0; shift < 4 && run.length - shift >= 24; shift++) {
+      out.push(Buffer.from(run.slice(shift), "base64").toString("latin1"));
+    }
+  }
+  for (const m of flat.matchAll(/(?:[0-9a-fA-F]{2}){16,}/g))
+    out.push(Buffer.from(m[0], "hex").toString("latin1"));
+  return out;
+}
+function findTokenShapes(text) {
+  const found = [];
+  const look = (t, encoded) => {
+    for (const { label, pattern } of TOKEN_SHAPES) {
+      pattern.lastIndex = 0;
+      for (const m of t.matchAll(pattern)) found.push({ label, match: m[0], encoded });
+    }
+  };
+  look(text, false);
+  for (const decoded of decodedRuns(text)) look(decoded, true);
+  return found;
+}
+function scanOutgoing(text, secrets, before = "") {
+  const known = findKnownSecret(text, secrets);
+  if (known) return known;
+  const existing = new Set(findTokenShapes(before).map((f) => f.match));
+  const shape = findTokenShapes(text).find((f) => !existing.has(f.match));
+  if (!shape) return void 0;
+  return {
+    kind: "shape",
+    label: shape.label,
+    form: shape.encoded ? "base64-encoded" : "in the shape of a known token"
+  };
+}
+function skeletonSpans(text, bones) {
+  if (bones.length === 0) return [];
+  const positions = [];
+  let letters = "";
+  for (let i2 = 0; i2 < text.length; i2++) {
+    const c3 = text.charCodeAt(i2);
+    const alnum = c3 >= 48 && c3 <= 57 || c3 >= 65 && c3 <= 90 || c3 >= 97 && c3 <= 122;
+    if (alnum) {
+      positions.push(i2);
+      letters += text[i2];
+    }
+  }
+  const spans = [];
+  for (let at = letters.indexOf(bones); at !== -1; at = letters.indexOf(bones, at + bones.length)) {
+    spans.push([positions[at], positions[at + bones.length - 1] + 1]);
+  }
+  return spans;
+}
+
 // src/core/redact.ts
 var REDACTED = "[REDACTED]";
 var MIN_SECRET_LENGTH = 8;
@@ -32202,10 +32329,29 @@ function redactPrivateKeys(text) {
   }
   return out + text.slice(from);
 }
-function redactSecrets(text, knownSecrets = []) {
+var MIN_SPLIT_SKELETON = 10;
+function redactSplit(text, bones) {
+  const spans = skeletonSpans(text, bones);
   let out = text;
+  for (const [start, end] of spans.reverse()) out = `${out.slice(0, start)}${REDACTED}${out.slice(end)}`;
+  return out;
+}
+function secretRedactor(knownSecrets = [], opts = {}) {
   const secrets = [...new Set(knownSecrets.map((s) => s.trim()))].filter((s) => s.length >= MIN_SECRET_LENGTH).sort((a2, b) => b.length - a2.length);
-  for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+  const forms = secrets.flatMap((s) => encodedForms(s).map((f) => f.text)).filter((f) => f.length >= MIN_SECRET_LENGTH);
+  const bones = opts.split === false ? [] : [...new Set(forms.map(skeleton))].filter((b) => b.length >= MIN_SPLIT_SKELETON);
+  return (text) => {
+    let out = text;
+    for (const form of forms) if (out.includes(form)) out = out.split(form).join(REDACTED);
+    for (const b of bones) out = redactSplit(out, b);
+    return redactTokenShapes(out);
+  };
+}
+function redactSecrets(text, knownSecrets = []) {
+  return secretRedactor(knownSecrets)(text);
+}
+function redactTokenShapes(text) {
+  let out = text;
   out = redactPrivateKeys(out);
   for (const [pattern, replacement] of TOKEN_PATTERNS) out = out.replace(pattern, replacement);
   return out;
@@ -33441,14 +33587,14 @@ function codePointLength(str2) {
   const units = str2.length;
   if (!highSurrogate.test(str2))
     return units;
-  let count2 = units;
+  let count3 = units;
   for (let i2 = 0; i2 < units - 1; i2++) {
     if ((str2.charCodeAt(i2) & 64512) === 55296 && (str2.charCodeAt(i2 + 1) & 64512) === 56320) {
-      count2--;
+      count3--;
       i2++;
     }
   }
-  return count2;
+  return count3;
 }
 function getLengthableOrigin(input2) {
   if (Array.isArray(input2))
@@ -34224,8 +34370,8 @@ function emoji() {
 }
 var ipv4 = /^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])$/;
 var ipv6 = /^(([0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,7}:|([0-9a-fA-F]{1,4}:){1,6}:[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,5}(:[0-9a-fA-F]{1,4}){1,2}|([0-9a-fA-F]{1,4}:){1,4}(:[0-9a-fA-F]{1,4}){1,3}|([0-9a-fA-F]{1,4}:){1,3}(:[0-9a-fA-F]{1,4}){1,4}|([0-9a-fA-F]{1,4}:){1,2}(:[0-9a-fA-F]{1,4}){1,5}|[0-9a-fA-F]{1,4}:((:[0-9a-fA-F]{1,4}){1,6})|:((:[0-9a-fA-F]{1,4}){1,7}|:))$/;
-var mac = (delimiter) => {
-  const escapedDelim = escapeRegex(delimiter ?? ":");
+var mac = (delimiter2) => {
+  const escapedDelim = escapeRegex(delimiter2 ?? ":");
   return new RegExp(`^(?:[0-9A-F]{2}${escapedDelim}){5}[0-9A-F]{2}$|^(?:[0-9a-f]{2}${escapedDelim}){5}[0-9a-f]{2}$`);
 };
 var cidrv4 = /^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])\/([0-9]|[1-2][0-9]|3[0-2])$/;
@@ -37831,8 +37977,8 @@ function az_default() {
 }
 
 // node_modules/zod/v4/locales/be.js
-function getBelarusianPlural(count2, one, few, many) {
-  const absCount = Math.abs(count2);
+function getBelarusianPlural(count3, one, few, many) {
+  const absCount = Math.abs(count3);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -40479,8 +40625,8 @@ function hu_default() {
 }
 
 // node_modules/zod/v4/locales/hy.js
-function getArmenianPlural(count2, one, many) {
-  return Math.abs(count2) === 1 ? one : many;
+function getArmenianPlural(count3, one, many) {
+  return Math.abs(count3) === 1 ? one : many;
 }
 function withDefiniteArticle(word) {
   if (!word)
@@ -43218,8 +43364,8 @@ function ro_default() {
 }
 
 // node_modules/zod/v4/locales/ru.js
-function getRussianPlural(count2, one, few, many) {
-  const absCount = Math.abs(count2);
+function getRussianPlural(count3, one, few, many) {
+  const absCount = Math.abs(count3);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -51935,6 +52081,7 @@ function date4(params) {
 var FLEET_CONFIG_PATH = ".github/fleet.yml";
 var REPO_ROLES = ["admin", "maintain", "write", "triage", "read"];
 var DISPATCH_MODES = ["actions", "local"];
+var SANDBOX_MODES = ["bubblewrap", "none"];
 var CODER_NAME = /^[a-z][a-z0-9_-]*$/;
 var MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$/;
 var CREDENTIAL_NAME = /^[A-Z_][A-Z0-9_]*$/;
@@ -51973,7 +52120,8 @@ var F = {
   },
   per_user_daily_tasks: intField(1, 1e4),
   dashboard_interval_seconds: intField(0, 86400),
-  workflow: { schema: external_exports.string().regex(WORKFLOW_FILE), form: "a workflow file name ending in .yml or .yaml" }
+  workflow: { schema: external_exports.string().regex(WORKFLOW_FILE), form: "a workflow file name ending in .yml or .yaml" },
+  sandbox: { schema: external_exports.enum(SANDBOX_MODES), form: `one of: ${SANDBOX_MODES.join(", ")}` }
 };
 var budgetFields = {
   per_task_tokens: tokensField,
@@ -52020,7 +52168,8 @@ var FleetConfigInputSchema = external_exports.strictObject({
   auto_label_discovered: boolField.schema.default(false),
   workflow: F.workflow.schema.default("fleet-task.yml"),
   dashboard: boolField.schema.default(false),
-  dashboard_interval_seconds: F.dashboard_interval_seconds.schema.default(60)
+  dashboard_interval_seconds: F.dashboard_interval_seconds.schema.default(60),
+  sandbox: F.sandbox.schema.default("bubblewrap")
 });
 var DEFAULT_CODERS = Object.freeze({
   claude: { model: "sonnet", credentials: ["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"], enabled: true },
@@ -52078,7 +52227,8 @@ function fieldAt(path6) {
     auto_label_discovered: boolField,
     workflow: F.workflow,
     dashboard: boolField,
-    dashboard_interval_seconds: F.dashboard_interval_seconds
+    dashboard_interval_seconds: F.dashboard_interval_seconds,
+    sandbox: F.sandbox
   };
   return simple[key];
 }
@@ -52259,50 +52409,115 @@ function parseFleetConfig(input2) {
   if (!parsed.success) return { ok: false, problems: problemsFromIssues(parsed.error.issues, data) };
   return finish(parsed.data);
 }
-var settable = (key, kind, field, unsettable = false) => ({
+var FILE_HOME = `${FLEET_CONFIG_PATH} on the default branch`;
+var operational = (key, kind, field, why, opts = {}) => ({
   key,
   kind,
   field,
-  unsettable
+  unsettable: opts.unsettable ?? false,
+  scope: "override",
+  why,
+  ...opts
 });
+var fileOnly = (key, kind, field, why) => ({
+  key,
+  kind,
+  field,
+  unsettable: false,
+  scope: "file",
+  why
+});
+var configuredCoder = (file2, _value, { coder }) => coder !== void 0 && !file2.coders[coder] ? `"${coder}" is not a coder configured in ${FILE_HOME} (or built in); adding a coder is file-only. Configured coders: ${Object.keys(file2.coders).join(", ")}.` : void 0;
+var both = (...checks) => (file2, value, at) => {
+  for (const check2 of checks) {
+    const problem = check2(file2, value, at);
+    if (problem) return problem;
+  }
+  return void 0;
+};
+var atMostFile = (fileValue) => (file2, value, { key, coder }) => {
+  const limit = fileValue(file2, coder);
+  if (limit === void 0 || typeof value !== "number" || value <= limit) return void 0;
+  return `${key} can only be lowered with config set: ${FILE_HOME} sets ${limit}, and ${value} is above it. Raise it in the file.`;
+};
+var budgetOf = (name) => (file2, coder) => coder === void 0 ? file2.budgets[name] : file2.budgets.per_coder[coder]?.[name];
+var allowedModel = (file2, value, { coder }) => {
+  const allowed = coder === void 0 ? void 0 : file2.coders[coder]?.models;
+  const wanted = Array.isArray(value) ? value : [String(value)];
+  const outside = allowed ? wanted.filter((m) => !allowed.includes(m)) : [];
+  return outside.length ? `${outside.join(", ")} is not a model ${FILE_HOME} allows for ${coder} (${allowed.join(", ")}); widen coders.${coder}.models in the file.` : void 0;
+};
+var onlyTurnOff = (file2, value, { coder }) => value === true && coder !== void 0 && file2.coders[coder]?.enabled !== true ? `turning coder "${coder}" on is file-only: it hands the coder's credentials to agent runs. Set coders.${coder}.enabled: true in ${FILE_HOME}.` : void 0;
 var SETTABLE = [
-  settable("max_concurrent", "int", F.max_concurrent),
-  settable("default_coder", "string", F.default_coder),
-  settable("dispatch", "string", F.dispatch),
-  settable("runner_labels", "list", F.runner_labels),
-  settable("workflow", "string", F.workflow),
-  settable("timeouts.run_minutes", "int", F.run_minutes),
-  settable("timeouts.stall_minutes", "int", F.stall_minutes),
-  settable("plan_phase", "boolean", boolField),
-  settable("plan_approval", "boolean", boolField),
-  settable("retries.max", "int", F.retries_max),
-  settable("retries.backoff_seconds", "int", F.backoff_seconds),
-  settable("allowed_roles", "list", F.allowed_roles),
-  settable("per_user_daily_tasks", "int", F.per_user_daily_tasks, true),
-  settable("serialize_overlapping", "boolean", boolField),
-  settable("auto_label_discovered", "boolean", boolField),
-  settable("dashboard", "boolean", boolField),
-  settable("dashboard_interval_seconds", "int", F.dashboard_interval_seconds),
-  settable("budgets.per_task_tokens", "int", tokensField, true),
-  settable("budgets.per_task_usd", "number", usdField, true),
-  settable("budgets.daily_usd", "number", usdField, true),
-  settable("budgets.monthly_usd", "number", usdField, true),
-  settable("budgets.per_coder.<coder>.per_task_tokens", "int", tokensField, true),
-  settable("budgets.per_coder.<coder>.per_task_usd", "number", usdField, true),
-  settable("budgets.per_coder.<coder>.daily_usd", "number", usdField, true),
-  settable("budgets.per_coder.<coder>.monthly_usd", "number", usdField, true),
-  settable("coders.<coder>.model", "string", modelField),
-  settable(
+  operational("max_concurrent", "int", F.max_concurrent, "how many runs at once: spending, not access"),
+  // Validated with the whole config: it must name a coder the file enables.
+  operational("default_coder", "string", F.default_coder, "which enabled coder a split label runs"),
+  fileOnly("dispatch", "string", F.dispatch, "it decides where agent code runs"),
+  fileOnly("runner_labels", "list", F.runner_labels, "it decides which machines run agent code"),
+  fileOnly("workflow", "string", F.workflow, "it decides which workflow, with which secrets, runs a task"),
+  fileOnly("sandbox", "string", F.sandbox, "it decides how an agent is contained on its machine"),
+  operational("timeouts.run_minutes", "int", F.run_minutes, "how long a run may take"),
+  operational("timeouts.stall_minutes", "int", F.stall_minutes, "how long a run may stay silent"),
+  operational("plan_phase", "boolean", boolField, "whether a read-only plan runs first"),
+  operational("plan_approval", "boolean", boolField, "whether the plan waits for /fleet approve"),
+  operational("retries.max", "int", F.retries_max, "how often a failed run is retried"),
+  operational("retries.backoff_seconds", "int", F.backoff_seconds, "how long a retry waits"),
+  fileOnly("allowed_roles", "list", F.allowed_roles, "it decides who may drive Fleet"),
+  operational("per_user_daily_tasks", "int", F.per_user_daily_tasks, "a guard against floods: lowered only", {
+    unsettable: true,
+    within: atMostFile((file2) => file2.per_user_daily_tasks)
+  }),
+  operational("serialize_overlapping", "boolean", boolField, "whether overlapping tasks wait for each other"),
+  fileOnly(
+    "auto_label_discovered",
+    "boolean",
+    boolField,
+    "it lets an agent's own follow-ups queue new runs without a person's label"
+  ),
+  operational("dashboard", "boolean", boolField, "whether the dashboard issue is kept"),
+  operational("dashboard_interval_seconds", "int", F.dashboard_interval_seconds, "dashboard edit throttle"),
+  ...["per_task_tokens", "per_task_usd", "daily_usd", "monthly_usd"].flatMap((name) => {
+    const field = budgetFields[name];
+    const kind = name === "per_task_tokens" ? "int" : "number";
+    return [
+      operational(`budgets.${name}`, kind, field, "a spending limit: lowered only", {
+        unsettable: true,
+        within: atMostFile(budgetOf(name))
+      }),
+      operational(`budgets.per_coder.<coder>.${name}`, kind, field, "a spending limit: lowered only", {
+        unsettable: true,
+        within: both(configuredCoder, atMostFile(budgetOf(name)))
+      })
+    ];
+  }),
+  operational("coders.<coder>.model", "string", modelField, "the model, among those the file allows", {
+    within: both(configuredCoder, allowedModel)
+  }),
+  operational(
     "coders.<coder>.models",
     "list",
     { schema: external_exports.array(modelField.schema), form: "a list of model ids" },
-    true
+    "the models a label may pick: narrowed only",
+    { unsettable: true, within: both(configuredCoder, allowedModel) }
   ),
-  settable("coders.<coder>.max_concurrent", "int", F.coder_max_concurrent, true),
-  settable("coders.<coder>.enabled", "boolean", boolField),
-  settable("coders.<coder>.credentials", "list", credentialsField)
+  operational("coders.<coder>.max_concurrent", "int", F.coder_max_concurrent, "a per-coder cap", {
+    unsettable: true,
+    within: configuredCoder
+  }),
+  operational("coders.<coder>.enabled", "boolean", boolField, "turning a coder off; on is file-only", {
+    within: both(configuredCoder, onlyTurnOff)
+  }),
+  fileOnly(
+    "coders.<coder>.credentials",
+    "list",
+    credentialsField,
+    "it decides which secrets an agent receives"
+  )
 ];
-var CONFIG_KEYS = SETTABLE.map((s) => s.key);
+var CONFIG_KEYS = SETTABLE.filter((s) => s.scope === "override").map(
+  (s) => s.key
+);
+var FILE_ONLY_KEYS = SETTABLE.filter((s) => s.scope === "file").map((s) => s.key);
 function findSettable(key) {
   const parts = key.split(".");
   for (const spec of SETTABLE) {
@@ -52324,7 +52539,7 @@ function coerce(spec, raw) {
   const text = raw.trim();
   const bad = () => ({
     ok: false,
-    message: `${spec.key.includes("<coder>") ? "this key" : spec.key} must be ${spec.field.form}${spec.unsettable ? ' (or "none" to remove it)' : ""}; got "${text}".`
+    message: `${spec.key.includes("<coder>") ? "this key" : spec.key} must be ${spec.field.form}${spec.unsettable ? ' (or "none" to remove the override)' : ""}; got "${text}".`
   });
   if (spec.unsettable && /^(none|null|unset)$/i.test(text)) return { ok: true, value: null };
   let value;
@@ -52352,6 +52567,7 @@ function coerce(spec, raw) {
   return spec.field.schema.safeParse(value).success ? { ok: true, value } : bad();
 }
 var keysHelp = () => `Settable keys: ${CONFIG_KEYS.join(", ")}.`;
+var fileOnlyMessage = (key, spec) => `${key} is file-only: ${spec.why}, so Fleet reads it only from ${FILE_HOME}. Change it there with a reviewed commit; config set changes operational settings only.`;
 function parseConfigAssignment(text) {
   const eq = text.indexOf("=");
   if (eq < 0) {
@@ -52373,12 +52589,20 @@ function parseConfigAssignment(text) {
       message: `"${key}" is not a settable key.${hint ? ` Did you mean "${hint}"?` : ""} ${keysHelp()}`
     };
   }
+  if (found.spec.scope === "file") return { ok: false, key, message: fileOnlyMessage(key, found.spec) };
   if (rawValue.trim() === "" && found.spec.kind !== "list") {
     return { ok: false, key, message: `No value for ${key}: it must be ${found.spec.field.form}.` };
   }
   const coerced = coerce(found.spec, rawValue);
   if (!coerced.ok) return { ok: false, key, message: coerced.message.replace("this key", key) };
   return { ok: true, key, value: coerced.value };
+}
+function checkOverride(file2, key, value) {
+  const found = findSettable(key);
+  if (!found) return `"${key}" is not a settable key. ${keysHelp()}`;
+  if (found.spec.scope === "file") return fileOnlyMessage(key, found.spec);
+  if (value === null) return void 0;
+  return found.spec.within?.(file2, value, found.coder === void 0 ? { key } : { key, coder: found.coder });
 }
 function setPath(root, path6, value) {
   let node2 = root;
@@ -52387,23 +52611,68 @@ function setPath(root, path6, value) {
     if (child === null || typeof child !== "object" || Array.isArray(child)) node2[k] = {};
     node2 = node2[k];
   }
-  const last = path6[path6.length - 1];
-  if (value === null) delete node2[last];
-  else node2[last] = value;
+  node2[path6[path6.length - 1]] = value;
 }
-function applyOverrides(config2, overrides) {
-  const problems = [];
-  const draft = structuredClone(config2);
-  for (const [key, raw] of Object.entries(overrides)) {
-    const assignment = parseConfigAssignment(`${key}=${raw}`);
-    if (!assignment.ok) {
-      problems.push({ path: key, message: assignment.message });
-      continue;
+function withOverrides(file2, overrides) {
+  const draft = structuredClone(file2);
+  for (const { key, value } of overrides) if (value !== null) setPath(draft, key.split("."), value);
+  return parseFleetConfig(draft);
+}
+var overrideText = (v) => Array.isArray(v) ? v.join(",") : String(v);
+function resolveOverrides(file2, stored) {
+  const dropped = [];
+  const candidates = [];
+  for (const [key, v] of Object.entries(stored)) {
+    if (v === void 0 || v === null) continue;
+    const text = overrideText(v);
+    const assignment = parseConfigAssignment(`${key}=${text}`);
+    const problem = assignment.ok ? checkOverride(file2, key, assignment.value) : assignment.message;
+    if (problem) dropped.push({ key, value: text, message: problem });
+    else if (assignment.ok && assignment.value !== null)
+      candidates.push({ key, value: assignment.value, text });
+  }
+  const all = withOverrides(file2, candidates);
+  if (all.ok) {
+    return {
+      config: all.config,
+      applied: Object.fromEntries(candidates.map((c3) => [c3.key, c3.value])),
+      dropped
+    };
+  }
+  const kept = [];
+  let config2 = file2;
+  for (const c3 of candidates) {
+    const r = withOverrides(file2, [...kept, c3]);
+    if (r.ok) {
+      kept.push(c3);
+      config2 = r.config;
+    } else {
+      dropped.push({
+        key: c3.key,
+        value: c3.text,
+        message: r.problems.map((p) => `${p.path}: ${p.message}`).join(" ")
+      });
     }
-    setPath(draft, key.split("."), assignment.value);
+  }
+  return { config: config2, applied: Object.fromEntries(kept.map((c3) => [c3.key, c3.value])), dropped };
+}
+function updateOverrides(file2, stored, assignments) {
+  const current = resolveOverrides(file2, stored);
+  const problems = [];
+  const next = { ...current.applied };
+  for (const a2 of assignments) {
+    const problem = checkOverride(file2, a2.key, a2.value);
+    if (problem) problems.push({ path: a2.key, message: problem });
+    else if (a2.value === null) delete next[a2.key];
+    else next[a2.key] = a2.value;
   }
   if (problems.length > 0) return { ok: false, problems };
-  return parseFleetConfig(draft);
+  const whole = withOverrides(
+    file2,
+    Object.entries(next).map(([key, value]) => ({ key, value }))
+  );
+  if (!whole.ok) return { ok: false, problems: whole.problems };
+  return { ok: true, config: whole.config, overrides: next, dropped: current.dropped };
 }
 
 // src/github/read-config.ts
@@ -52593,9 +52862,9 @@ function transition(task, to, options) {
 }
 
 // src/core/scheduler.ts
-var ms = (time3) => {
-  if (time3 === void 0) return Number.NaN;
-  return Date.parse(time3);
+var ms = (time4) => {
+  if (time4 === void 0) return Number.NaN;
+  return Date.parse(time4);
 };
 function unmetDependencies(task, doneIssues, closed) {
   let unmet;
@@ -52814,6 +53083,7 @@ function newTask(input2) {
   if (input2.requestedBy !== void 0) task.requestedBy = input2.requestedBy;
   if (input2.files && input2.files.length > 0) task.files = [...new Set(input2.files)];
   if (input2.epic !== void 0) task.epic = input2.epic;
+  if (input2.pin !== void 0) task.pin = input2.pin;
   return task;
 }
 
@@ -53450,7 +53720,7 @@ function rewriteJsonl(original, changes) {
 }
 
 // src/queue/beads-sync.ts
-function syncBeads(beads, changed, allTasks) {
+function syncBeads(beads, changed, allTasks, pinned = {}) {
   if (changed.length === 0) return beads;
   const existing = /* @__PURE__ */ new Map();
   const beadForIssue = /* @__PURE__ */ new Map();
@@ -53475,11 +53745,19 @@ function syncBeads(beads, changed, allTasks) {
       remove.push(plain.id);
       plainForIssue.delete(task.issue);
     }
-    return beadFromTask(task, {
+    const bead = beadFromTask(task, {
       existing: base,
       beadIdForIssue: (issue3) => beadForIssue.get(issue3),
       createdBy: task.requestedBy ?? "fleet"
     });
+    const text = pinned[task.id];
+    if (text) {
+      bead.title = text.title;
+      const body = (text.body ?? "").replace(/\r\n?/g, "\n");
+      if (body === "") delete bead.description;
+      else bead.description = body;
+    }
+    return bead;
   });
   return rewriteJsonl(beads, { upsert, ...remove.length ? { remove } : {} });
 }
@@ -53502,6 +53780,139 @@ function taskBranchName(issue3, title) {
 function variantBranchName(issue3, title, coder, model) {
   const variant = slugify2(`${coder}-${model}`, 30);
   return variant ? `${taskBranchName(issue3, title)}-${variant}` : taskBranchName(issue3, title);
+}
+
+// src/core/prompt-pin.ts
+var K = new Uint32Array([
+  1116352408,
+  1899447441,
+  3049323471,
+  3921009573,
+  961987163,
+  1508970993,
+  2453635748,
+  2870763221,
+  3624381080,
+  310598401,
+  607225278,
+  1426881987,
+  1925078388,
+  2162078206,
+  2614888103,
+  3248222580,
+  3835390401,
+  4022224774,
+  264347078,
+  604807628,
+  770255983,
+  1249150122,
+  1555081692,
+  1996064986,
+  2554220882,
+  2821834349,
+  2952996808,
+  3210313671,
+  3336571891,
+  3584528711,
+  113926993,
+  338241895,
+  666307205,
+  773529912,
+  1294757372,
+  1396182291,
+  1695183700,
+  1986661051,
+  2177026350,
+  2456956037,
+  2730485921,
+  2820302411,
+  3259730800,
+  3345764771,
+  3516065817,
+  3600352804,
+  4094571909,
+  275423344,
+  430227734,
+  506948616,
+  659060556,
+  883997877,
+  958139571,
+  1322822218,
+  1537002063,
+  1747873779,
+  1955562222,
+  2024104815,
+  2227730452,
+  2361852424,
+  2428436474,
+  2756734187,
+  3204031479,
+  3329325298
+]);
+function sha256Hex(text) {
+  const data = new TextEncoder().encode(text);
+  const bitLength = data.length * 8;
+  const padded = new Uint8Array(Math.ceil((data.length + 9) / 64) * 64);
+  padded.set(data);
+  padded[data.length] = 128;
+  const view = new DataView(padded.buffer);
+  view.setUint32(padded.length - 8, Math.floor(bitLength / 2 ** 32));
+  view.setUint32(padded.length - 4, bitLength >>> 0);
+  const h2 = new Uint32Array([
+    1779033703,
+    3144134277,
+    1013904242,
+    2773480762,
+    1359893119,
+    2600822924,
+    528734635,
+    1541459225
+  ]);
+  const w = new Uint32Array(64);
+  const rotr = (x, n4) => x >>> n4 | x << 32 - n4;
+  for (let offset = 0; offset < padded.length; offset += 64) {
+    for (let i2 = 0; i2 < 16; i2++) w[i2] = view.getUint32(offset + i2 * 4);
+    for (let i2 = 16; i2 < 64; i2++) {
+      const a3 = w[i2 - 15];
+      const b2 = w[i2 - 2];
+      const s0 = rotr(a3, 7) ^ rotr(a3, 18) ^ a3 >>> 3;
+      const s1 = rotr(b2, 17) ^ rotr(b2, 19) ^ b2 >>> 10;
+      w[i2] = w[i2 - 16] + s0 + w[i2 - 7] + s1 >>> 0;
+    }
+    let [a2, b, c3, d, e, f, g, hh] = [h2[0], h2[1], h2[2], h2[3], h2[4], h2[5], h2[6], h2[7]];
+    for (let i2 = 0; i2 < 64; i2++) {
+      const s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
+      const ch = e & f ^ ~e & g;
+      const t1 = hh + s1 + ch + K[i2] + w[i2] >>> 0;
+      const s0 = rotr(a2, 2) ^ rotr(a2, 13) ^ rotr(a2, 22);
+      const maj = a2 & b ^ a2 & c3 ^ b & c3;
+      const t2 = s0 + maj >>> 0;
+      hh = g;
+      g = f;
+      f = e;
+      e = d + t1 >>> 0;
+      d = c3;
+      c3 = b;
+      b = a2;
+      a2 = t1 + t2 >>> 0;
+    }
+    h2[0] = h2[0] + a2 >>> 0;
+    h2[1] = h2[1] + b >>> 0;
+    h2[2] = h2[2] + c3 >>> 0;
+    h2[3] = h2[3] + d >>> 0;
+    h2[4] = h2[4] + e >>> 0;
+    h2[5] = h2[5] + f >>> 0;
+    h2[6] = h2[6] + g >>> 0;
+    h2[7] = h2[7] + hh >>> 0;
+  }
+  return [...h2].map((x) => x.toString(16).padStart(8, "0")).join("");
+}
+var normalize = (text) => (text ?? "").replace(/\r\n?/g, "\n");
+function promptPinDigest(title, body) {
+  return sha256Hex(JSON.stringify([normalize(title), normalize(body)]));
+}
+function pinPrompt(text, by, at) {
+  return { sha256: promptPinDigest(text.title, text.body), at, by };
 }
 
 // src/economy/budgets.ts
@@ -53570,14 +53981,11 @@ var withTasks = (doc, tasks) => {
   return { ...doc, tasks: next };
 };
 function effectiveConfig(fileConfig, doc) {
-  const overrides = {};
-  for (const [k, v] of Object.entries(doc.config)) {
-    if (v === void 0 || v === null) continue;
-    overrides[k] = Array.isArray(v) ? v.join(",") : String(v);
-  }
-  if (Object.keys(overrides).length === 0) return fileConfig;
-  const applied = applyOverrides(fileConfig, overrides);
-  return applied.ok ? applied.config : fileConfig;
+  return resolvedConfig(fileConfig, doc).config;
+}
+function resolvedConfig(fileConfig, doc) {
+  if (Object.keys(doc.config).length === 0) return { config: fileConfig, applied: {}, dropped: [] };
+  return resolveOverrides(fileConfig, doc.config);
 }
 var tasksOf = (doc) => Object.values(doc.tasks);
 function findTask(doc, q) {
@@ -53594,14 +54002,19 @@ function findTask(doc, q) {
 function enqueueTask(doc, input2) {
   const existing = findTask(doc, { issue: input2.issue, coder: input2.coder, model: input2.model });
   if (existing && !isTerminal(existing.state)) return { doc, changes: [], messages: [], task: existing };
+  const { body } = input2;
+  const pinned = body === void 0 ? void 0 : { title: input2.title, body };
+  const pin = pinned && pinPrompt(pinned, input2.requestedBy, input2.now);
   if (existing && existing.state !== "done" && canTransition(existing.state, "queued")) {
     const task2 = { ...transition(existing, "queued", { now: input2.now }), priority: input2.priority };
     if (input2.files) task2.files = input2.files;
+    if (pin && pinned) Object.assign(task2, { pin, title: pinned.title });
     return {
       doc: withTasks(doc, [task2]),
       changes: [{ task: task2, from: existing.state }],
       messages: [`requeue gh-${input2.issue} for ${input2.coder} (${task2.id})`],
-      task: task2
+      task: task2,
+      ...pinned ? { pinned: { [task2.id]: pinned } } : {}
     };
   }
   const id = newBeadId(
@@ -53613,12 +54026,60 @@ function enqueueTask(doc, input2) {
     },
     { prefix: input2.idPrefix ?? "fl", existing: Object.keys(doc.tasks) }
   );
-  const task = newTask({ ...input2, id });
+  const { body: _body, ...fields } = input2;
+  const task = newTask({ ...fields, id, ...pin ? { pin } : {} });
   return {
     doc: withTasks(doc, [task]),
     changes: [{ task }],
     messages: [`queue gh-${input2.issue} for ${input2.coder}:${input2.model} (${id}, p${input2.priority})`],
-    task
+    task,
+    ...pinned ? { pinned: { [id]: pinned } } : {}
+  };
+}
+var pinnableTasks = (doc, issue3) => tasksOf(doc).filter((t) => t.issue === issue3 && t.state !== "done");
+function repinTasks(doc, issue3, edit) {
+  const sha256 = promptPinDigest(edit.title, edit.body);
+  const text = { title: edit.title, body: edit.body };
+  const changed = pinnableTasks(doc, issue3).filter((t) => t.pin?.sha256 !== sha256 || t.pin.ignoredEdit !== void 0 || t.title !== edit.title).map(
+    (t) => ({
+      ...t,
+      title: edit.title,
+      pin: pinPrompt(text, edit.by, edit.now),
+      updatedAt: edit.now
+    })
+  );
+  if (changed.length === 0) return null;
+  return {
+    doc: withTasks(doc, changed),
+    changes: changed.map((task) => ({ task, from: task.state })),
+    messages: changed.map((t) => `re-pin the prompt of gh-${issue3} (${t.id}): edited by ${edit.by}`),
+    pinned: Object.fromEntries(changed.map((t) => [t.id, text]))
+  };
+}
+function noteIgnoredEdit(doc, issue3, edit) {
+  const sha256 = promptPinDigest(edit.title, edit.body);
+  const changed = [];
+  for (const t of pinnableTasks(doc, issue3)) {
+    if (!t.pin) continue;
+    if (t.pin.sha256 === sha256) {
+      if (t.pin.ignoredEdit === void 0) continue;
+      const { ignoredEdit: _gone, ...pin } = t.pin;
+      changed.push({ ...t, pin, updatedAt: edit.now });
+    } else if (t.pin.ignoredEdit?.by !== edit.by) {
+      changed.push({
+        ...t,
+        pin: { ...t.pin, ignoredEdit: { by: edit.by, at: edit.now } },
+        updatedAt: edit.now
+      });
+    }
+  }
+  if (changed.length === 0) return null;
+  return {
+    doc: withTasks(doc, changed),
+    changes: changed.map((task) => ({ task, from: task.state })),
+    messages: changed.map(
+      (t) => t.pin?.ignoredEdit ? `keep the pinned prompt of gh-${issue3} (${t.id}): edited by ${edit.by}, who may not drive Fleet` : `gh-${issue3} (${t.id}) reads as pinned again`
+    )
   };
 }
 function patchTask(doc, taskId, patch, now) {
@@ -53799,16 +54260,33 @@ function dependencyCycles(tasks) {
 }
 
 // src/queue/repo-queue.ts
+var REPLY_WINDOW_MS = 60 * 6e4;
 function createRepoQueue(deps) {
   const clock = deps.clock ?? (() => /* @__PURE__ */ new Date());
   const now = () => clock().toISOString();
   const holder = deps.holder ?? `dispatch:${deps.dispatcher.mode}`;
   let lastDoc;
   const config2 = (doc) => effectiveConfig(deps.fileConfig, doc);
+  const withoutInvalidOverrides = (doc) => {
+    const { dropped } = resolvedConfig(deps.fileConfig, doc);
+    if (dropped.length === 0) return { doc, dropped };
+    const kept = { ...doc.config };
+    for (const o2 of dropped) delete kept[o2.key];
+    return { doc: { ...doc, config: kept }, dropped };
+  };
   async function commit(transitionFn, opts = { schedule: true }) {
     let last = null;
+    let dropped = [];
     const mutation = ({ doc, beads }) => {
-      const first = transitionFn(doc) ?? { doc, changes: [], messages: [] };
+      const cleaned = deps.onOverridesDropped ? withoutInvalidOverrides(doc) : { doc, dropped: [] };
+      dropped = cleaned.dropped;
+      const first = transitionFn(cleaned.doc) ?? { doc: cleaned.doc, changes: [], messages: [] };
+      if (dropped.length) {
+        first.messages = [
+          ...dropped.map((o2) => `drop override ${o2.key}=${o2.value}: no longer valid`),
+          ...first.messages
+        ];
+      }
       last = opts.schedule ? mergeResults(
         first,
         applySchedule(first.doc, config2(first.doc), { now: now(), holder, leaseTtlMs: deps.leaseTtlMs })
@@ -53819,7 +54297,8 @@ function createRepoQueue(deps) {
         beads: syncBeads(
           beads,
           last.changes.map((c3) => c3.task),
-          tasksOf(last.doc)
+          tasksOf(last.doc),
+          last.pinned
         ),
         message: last.messages.join("\n") || "update tasks"
       };
@@ -53827,6 +54306,7 @@ function createRepoQueue(deps) {
     const update = await deps.store.update(mutation);
     lastDoc = update.snapshot.doc;
     const result = update.applied ? last : null;
+    if (update.applied && dropped.length) await deps.onOverridesDropped?.(dropped);
     if (result) await afterCommit(result);
     deps.onState?.(update.snapshot.doc, config2(update.snapshot.doc));
     return { result, doc: update.snapshot.doc };
@@ -53834,7 +54314,8 @@ function createRepoQueue(deps) {
   async function show(changes, doc) {
     if (!deps.tracker) return;
     const tasks = tasksOf(doc);
-    const cap = config2(doc).max_concurrent;
+    const effective = config2(doc);
+    const cap = effective.max_concurrent;
     await Promise.all(
       changes.map(({ task, from }) => {
         const pos = task.state === "queued" ? queuePosition(tasks, task.id, { max_concurrent: cap }) : void 0;
@@ -53853,7 +54334,9 @@ function createRepoQueue(deps) {
             resetsAt: task.resetAt,
             tokens: task.totals?.usage,
             costUsd: task.totals?.costUsd,
-            runUrl: task.runUrl
+            runUrl: task.runUrl,
+            sandbox: effective.sandbox,
+            promptEditedBy: task.pin?.ignoredEdit?.by
           },
           // No `from`: the task was created by this commit.
           { fresh: from === void 0 }
@@ -53953,21 +54436,65 @@ function createRepoQueue(deps) {
       });
       return moved;
     },
+    /**
+     * `config set`: checked against the file config and the overrides already stored (inside the
+     * compare-and-swap, so two people setting at once are both checked against what the other wrote);
+     * all or nothing. A scheduling pass follows in the same commit (a raised cap starts tasks now).
+     */
     async setConfig(assignments, by) {
+      let outcome = { ok: false, problems: [] };
       await commit((d) => {
-        const next = { ...d, config: { ...d.config } };
-        for (const a2 of assignments) {
-          if (a2.value === null) delete next.config[a2.key];
-          else next.config[a2.key] = a2.value;
+        const update = updateOverrides(deps.fileConfig, d.config, assignments);
+        if (!update.ok) {
+          outcome = update;
+          return null;
         }
+        outcome = { ok: true, config: update.config, dropped: update.dropped };
         return {
-          doc: next,
+          doc: { ...d, config: update.overrides },
           changes: [],
           messages: [
-            `config set ${assignments.map((a2) => `${a2.key}=${String(a2.value)}`).join(" ")} (by ${by})`
+            `config set ${assignments.map((a2) => `${a2.key}=${a2.value === null ? "none" : String(a2.value)}`).join(" ")} (by ${by})`
           ]
         };
       });
+      return outcome;
+    },
+    /**
+     * Whether Fleet may answer `login` on `issue` now: true at most once per REPLY_WINDOW_MS per person
+     * and issue (recorded in the state, so replicas and restarts agree), for people who may not drive
+     * Fleet. The record is pruned of entries past the window on every claim.
+     */
+    async claimReply(issue3, login) {
+      let claimed = false;
+      await commit(
+        (d) => {
+          claimed = false;
+          const nowS = Math.floor(clock().getTime() / 1e3);
+          const windowS = REPLY_WINDOW_MS / 1e3;
+          const key = `${issue3}:${login.toLowerCase()}`;
+          const replies = Object.fromEntries(
+            Object.entries(d.replies ?? {}).filter(([, at]) => nowS - at < windowS)
+          );
+          if (replies[key] !== void 0) return null;
+          claimed = true;
+          return {
+            doc: { ...d, replies: { ...replies, [key]: nowS } },
+            changes: [],
+            messages: [`answer ${login} on #${issue3} (once an hour)`]
+          };
+        },
+        { schedule: false }
+      );
+      return claimed;
+    },
+    /** The issue's title or body was edited: re-pinned when `allowed` (the editor may drive Fleet), else noted. */
+    async issueEdited(issue3, edit) {
+      const { result } = await commit(
+        (d) => (edit.allowed ? repinTasks : noteIgnoredEdit)(d, issue3, { ...edit, now: now() }),
+        { schedule: false }
+      );
+      return result ? result.changes.map((c3) => c3.task) : [];
     }
   };
 }
@@ -53981,7 +54508,8 @@ function mergeResults(a2, b) {
     doc: b.doc,
     changes: [...changes.values()],
     messages: [...a2.messages, ...b.messages],
-    dispatched: [...a2.dispatched ?? [], ...b.dispatched ?? []]
+    dispatched: [...a2.dispatched ?? [], ...b.dispatched ?? []],
+    pinned: { ...a2.pinned, ...b.pinned }
   };
 }
 
@@ -54010,6 +54538,32 @@ async function upsertMarkedComment(octokit, ref, marker, body, knownId) {
   const { data } = await octokit.rest.issues.createComment({ ...ref, body });
   return { id: data.id, created: true, url: data.html_url };
 }
+
+// src/core/commands.ts
+var FLEET_COMMAND_HELP = [
+  "Fleet commands (a comment line starting with `/fleet`):",
+  "- `/fleet status`: show the task's state, queue position and slot use",
+  "- `/fleet cancel [reason]`: stop the task and its run",
+  "- `/fleet retry [coder[:model]]`: queue a failed or cancelled task again, optionally with another coder or model",
+  "- `/fleet approve [note]`: approve the posted plan",
+  "- `/fleet config set key=value [key=value ...]`: change an operational setting (e.g. `max_concurrent=5`); who may drive Fleet, credentials, dispatch and the sandbox come only from `.github/fleet.yml`",
+  "- `/fleet labels`: create the fleet labels in this repository",
+  "- `/fleet help`: show this help",
+  "- `/fleet <instructions>` on a Fleet pull request: another agent iteration with these instructions"
+].join("\n");
+var MENTION = /(^|[^\w`])@([A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\/[A-Za-z0-9][\w.-]*)?)/g;
+function quoteMentions(text) {
+  let out = "";
+  let i2 = 0;
+  const span = /(`+)[\s\S]*?[^`]\1(?!`)|(`+)(?=[^`])/g;
+  for (let m = span.exec(text); m; m = span.exec(text)) {
+    if (m[2] !== void 0) continue;
+    out += quotePlain(text.slice(i2, m.index)) + m[0];
+    i2 = m.index + m[0].length;
+  }
+  return out + quotePlain(text.slice(i2));
+}
+var quotePlain = (plain) => plain.replace(MENTION, plain.includes("`") ? "$1`` @$2 ``" : "$1`@$2`");
 
 // src/render/tracking-comment.ts
 var STATE_ICON = {
@@ -54057,7 +54611,15 @@ function renderTrackingComment(v) {
     const cost = v.costUsd == null ? "" : ` ($${v.costUsd.toFixed(4)})`;
     lines.push(`| Tokens | ${totalTokens(v.tokens).toLocaleString("en-US")}${cost} |`);
   }
-  if (v.reason) lines.push("", `> ${v.reason.replace(/\n/g, "\n> ")}`);
+  if (v.sandbox === "none")
+    lines.push(`| Sandbox | **none**: the agent runs unconfined (\`sandbox: none\` in .github/fleet.yml) |`);
+  if (v.reason) lines.push("", `> ${quoteMentions(v.reason).replace(/\n/g, "\n> ")}`);
+  if (v.promptEditedBy) {
+    lines.push(
+      "",
+      `> ✋ The description was edited by \`@${v.promptEditedBy}\` (no write access) after the task was queued; the agent gets the text as it was queued.`
+    );
+  }
   lines.push(
     "",
     "<sub>Commands: `/fleet status`, `/fleet cancel`, `/fleet retry`. Edited in place by Fleet.</sub>"
@@ -54861,11 +55423,11 @@ var replacements = Object.entries(specialMainSymbols);
 // node_modules/yoctocolors/base.js
 var import_node_tty = __toESM(require("node:tty"), 1);
 var hasColors = import_node_tty.default?.WriteStream?.prototype?.hasColors?.() ?? false;
-var format = (open4, close) => {
+var format = (open6, close) => {
   if (!hasColors) {
     return (input2) => input2;
   }
-  const openCode = `\x1B[${open4}m`;
+  const openCode = `\x1B[${open6}m`;
   const closeCode = `\x1B[${close}m`;
   return (input2) => {
     const string4 = input2 + "";
@@ -57334,7 +57896,7 @@ function parseMilliseconds(milliseconds) {
 
 // node_modules/pretty-ms/index.js
 var isZero = (value) => value === 0 || value === 0n;
-var pluralize = (word, count2) => count2 === 1 || count2 === 1n ? word : `${word}s`;
+var pluralize = (word, count3) => count3 === 1 || count3 === 1n ? word : `${word}s`;
 var SECOND_ROUNDING_EPSILON = 1e-7;
 var ONE_DAY_IN_MILLISECONDS = 24n * 60n * 60n * 1000n;
 function prettyMilliseconds(milliseconds, options) {
@@ -59566,12 +60128,12 @@ var SignalExit = class extends SignalExitBase {
     for (const sig of signals) {
       this.#sigListeners[sig] = () => {
         const listeners = this.#process.listeners(sig);
-        let { count: count2 } = this.#emitter;
+        let { count: count3 } = this.#emitter;
         const p = process10;
         if (typeof p.__signal_exit_emitter__ === "object" && typeof p.__signal_exit_emitter__.count === "number") {
-          count2 += p.__signal_exit_emitter__.count;
+          count3 += p.__signal_exit_emitter__.count;
         }
-        if (listeners.length === count2) {
+        if (listeners.length === count3) {
           this.unload();
           const ret = this.#emitter.emit("exit", null, sig);
           const s = sig === "SIGHUP" ? this.#hupSig : sig;
@@ -61065,6 +61627,94 @@ var emptyStateDoc = () => ({ version: 1, config: {}, tasks: {}, ledger: {} });
 var serializeStateDoc = (doc) => `${JSON.stringify(doc, null, 2)}
 `;
 var isRecord = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
+var time3 = external_exports.string().refine((s) => !Number.isNaN(Date.parse(s)), "must be an RFC3339 time");
+var count2 = external_exports.number().int().min(0);
+var issueNumber = external_exports.number().int().positive();
+var LeaseSchema = external_exports.looseObject({
+  holder: external_exports.string().min(1),
+  slot: count2,
+  acquiredAt: time3,
+  heartbeatAt: time3,
+  expiresAt: time3
+});
+var PinSchema = external_exports.looseObject({
+  sha256: external_exports.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex digits"),
+  at: time3,
+  by: external_exports.string(),
+  ignoredEdit: external_exports.looseObject({ by: external_exports.string(), at: time3 }).optional()
+});
+var TaskSchema = external_exports.looseObject({
+  id: external_exports.string().min(1),
+  repo: external_exports.string().min(1),
+  issue: issueNumber,
+  title: external_exports.string(),
+  coder: external_exports.string().min(1),
+  model: external_exports.string().min(1),
+  priority: external_exports.number().int().min(0).max(4),
+  state: external_exports.enum(TASK_STATES),
+  dependsOn: external_exports.array(issueNumber),
+  createdAt: time3,
+  updatedAt: time3,
+  queuedAt: time3,
+  attempts: count2,
+  branch: external_exports.string().min(1).optional(),
+  pr: issueNumber.optional(),
+  runId: external_exports.string().optional(),
+  lease: LeaseSchema.optional(),
+  reason: external_exports.string().optional(),
+  resetAt: time3.optional(),
+  totals: external_exports.looseObject({ usage: external_exports.record(external_exports.string(), external_exports.number()) }).optional(),
+  requestedBy: external_exports.string().optional(),
+  approved: external_exports.boolean().optional(),
+  runUrl: external_exports.string().optional(),
+  instructions: external_exports.string().optional(),
+  files: external_exports.array(external_exports.string()).optional(),
+  epic: issueNumber.optional(),
+  rebase: external_exports.looseObject({ why: external_exports.string(), onlyIfConflicting: external_exports.boolean() }).optional(),
+  runs: external_exports.array(external_exports.looseObject({ at: time3 })).optional(),
+  result: external_exports.looseObject({ attempt: count2 }).optional(),
+  pin: PinSchema.optional()
+});
+var LedgerEntrySchema = external_exports.looseObject({
+  runs: count2,
+  usage: external_exports.record(external_exports.string(), external_exports.number()),
+  costUsd: external_exports.number()
+});
+var StateDocSchema = external_exports.looseObject({
+  version: external_exports.literal(STATE_DOC_VERSION),
+  config: external_exports.record(external_exports.string(), external_exports.unknown()).optional(),
+  tasks: external_exports.record(external_exports.string(), TaskSchema).superRefine((tasks, ctx) => {
+    for (const [key, task] of Object.entries(tasks)) {
+      if (task.id !== key)
+        ctx.addIssue({ code: "custom", path: [key, "id"], message: `must be the record's key "${key}"` });
+    }
+  }).optional(),
+  ledger: external_exports.record(external_exports.string(), external_exports.record(external_exports.string(), LedgerEntrySchema)).optional(),
+  replies: external_exports.record(external_exports.string(), count2).optional()
+});
+var shown = (value) => {
+  if (value === void 0) return "missing";
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 60 ? `${text.slice(0, 60)}...` : text;
+};
+function describeProblem(issue3, raw) {
+  const path6 = issue3.path.map(String);
+  let value = raw;
+  for (const k of issue3.path)
+    value = isRecord(value) || Array.isArray(value) ? value[k] : void 0;
+  const [head, a2, b, ...rest] = path6;
+  let where;
+  if (head === "tasks" && a2 !== void 0) {
+    const field = [b, ...rest].filter((p) => p !== void 0).join(".");
+    where = field ? `task "${a2}", field "${field}"` : `task "${a2}"`;
+  } else if (head === "ledger" && a2 !== void 0) {
+    const field = rest.join(".");
+    where = b === void 0 ? `ledger day "${a2}"` : `ledger entry "${a2}"/"${b}"${field ? `, field "${field}"` : ""}`;
+  } else if (head === "replies" && a2 !== void 0) where = `reply record "${a2}"`;
+  else where = path6.length ? `field "${path6.join(".")}"` : "the document";
+  if (value === void 0 && issue3.code === "invalid_type") return `${where}: it is missing`;
+  return `${where}: ${issue3.message.replace(/^Invalid input: /, "")} (got ${shown(value)})`;
+}
 function parseStateDoc(text, where, remedy) {
   if (text.trim() === "") return emptyStateDoc();
   let raw;
@@ -61082,26 +61732,18 @@ function parseStateDoc(text, where, remedy) {
       newer ? `upgrade Fleet, or ${remedy}` : remedy
     );
   }
-  for (const key of ["config", "tasks", "ledger"]) {
-    if (raw[key] !== void 0 && !isRecord(raw[key])) {
-      throw new StateCorruptError(where, `"${key}" is not an object`, remedy);
-    }
-  }
-  const tasks = raw.tasks ?? {};
-  for (const [id, task] of Object.entries(tasks)) {
-    if (!isRecord(task) || typeof task.id !== "string" || !isTaskState(task.state) || typeof task.issue !== "number") {
-      throw new StateCorruptError(
-        where,
-        `task "${id}" is not a task record (needs id, issue and a known state)`,
-        remedy
-      );
-    }
+  const checked2 = StateDocSchema.safeParse(raw);
+  if (!checked2.success) {
+    const problems = checked2.error.issues.map((i2) => describeProblem(i2, raw));
+    const shownProblems = problems.slice(0, 3).join("; ");
+    const more = problems.length > 3 ? `; and ${problems.length - 3} more` : "";
+    throw new StateCorruptError(where, `${shownProblems}${more}`, remedy);
   }
   return {
     ...raw,
     version: 1,
     config: raw.config ?? {},
-    tasks,
+    tasks: raw.tasks ?? {},
     ledger: raw.ledger ?? {}
   };
 }
@@ -61143,10 +61785,22 @@ function casBackoffDelay(attempt, random, lastWriteMs) {
   return backoffDelay(attempt, random, unit, Math.max(1e3, unit * 8));
 }
 var WRITE_TRAILER = /\n\nFleet-Write: [0-9a-f-]+\s*$/;
-var withWriteTrailer = (message) => `${message}
+var SKIP_CI = "[skip ci]";
+var withSkipCi = (message) => {
+  const nl = message.indexOf("\n");
+  const subject = nl < 0 ? message : message.slice(0, nl);
+  return `${subject ? `${subject} ` : ""}${SKIP_CI}${nl < 0 ? "" : message.slice(nl)}`;
+};
+var withWriteTrailer = (message) => `${withSkipCi(message)}
 
 Fleet-Write: ${(0, import_node_crypto3.randomUUID)()}`;
-var withoutWriteTrailer = (message) => message.replace(WRITE_TRAILER, "");
+var withoutWriteTrailer = (message) => {
+  const text = message.replace(WRITE_TRAILER, "");
+  const nl = text.indexOf("\n");
+  const subject = nl < 0 ? text : text.slice(0, nl);
+  const cut = subject.endsWith(` ${SKIP_CI}`) ? SKIP_CI.length + 1 : subject === SKIP_CI ? SKIP_CI.length : 0;
+  return subject.slice(0, subject.length - cut) + (nl < 0 ? "" : text.slice(nl));
+};
 var stateBranchRemedy = (branch) => `fix or revert the last commit on ${branch} (\`git revert\` on that branch, then push), or delete the branch to start over`;
 
 // src/state/github-store.ts
@@ -61269,7 +61923,14 @@ function createGitHubStateStore(opts) {
     try {
       const r = await call(
         "PUT /repos/{owner}/{repo}/contents/{path}",
-        { path: path6, message, content: encodeBase64(text), branch, ...prev.sha ? { sha: prev.sha } : {} }
+        {
+          path: path6,
+          // A contents write is a commit on the branch too: it must start no workflow run either.
+          message: withSkipCi(message),
+          content: encodeBase64(text),
+          branch,
+          ...prev.sha ? { sha: prev.sha } : {}
+        }
       );
       const next = {
         ...c3,
@@ -62159,6 +62820,7 @@ function cheapestSide(sides) {
 }
 
 // src/worker/artifacts.ts
+var import_node_fs7 = require("node:fs");
 var import_promises13 = require("node:fs/promises");
 var import_node_path8 = require("node:path");
 var PLAN_FILE = "PLAN.md";
@@ -62179,14 +62841,32 @@ var ResultSchema = external_exports.object({
   testsRun: external_exports.array(external_exports.string()).default([]),
   followUps: external_exports.array(external_exports.string()).default([])
 });
-var readText = async (path6) => {
+var MAX_NOTES_FILE_BYTES = 1024 * 1024;
+async function readAgentFile(path6, maxBytes = MAX_NOTES_FILE_BYTES) {
+  let fh;
   try {
-    return await (0, import_promises13.readFile)(path6, "utf8");
+    fh = await (0, import_promises13.open)(path6, import_node_fs7.constants.O_RDONLY | import_node_fs7.constants.O_NOFOLLOW | import_node_fs7.constants.O_NONBLOCK);
   } catch (error64) {
-    if (error64.code === "ENOENT") return void 0;
+    const code2 = error64.code;
+    if (code2 === "ENOENT") return void 0;
+    if (code2 === "ELOOP")
+      throw new Error(`${path6} is a symbolic link; Fleet reads only plain files the agent wrote.`);
     throw error64;
   }
-};
+  try {
+    const info2 = await fh.stat();
+    if (!info2.isFile())
+      throw new Error(`${path6} is not a plain file; Fleet reads only plain files the agent wrote.`);
+    const buf = Buffer.alloc(Math.min(info2.size, maxBytes));
+    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+    const text = buf.subarray(0, bytesRead).toString("utf8");
+    return info2.size > maxBytes ? `${text}
+
+[Fleet: ${info2.size - maxBytes} more bytes left out]` : text;
+  } finally {
+    await fh.close();
+  }
+}
 async function prepareNotesDir(dir, keep = []) {
   await (0, import_promises13.mkdir)(dir, { recursive: true });
   for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE]) {
@@ -62195,13 +62875,21 @@ async function prepareNotesDir(dir, keep = []) {
 }
 async function readArtifacts(dir) {
   const out = {};
-  const plan = await readText((0, import_node_path8.join)(dir, PLAN_FILE));
+  const problems = [];
+  const read = (name) => readAgentFile((0, import_node_path8.join)(dir, name)).catch((error64) => {
+    problems.push(`${name} was not read: ${error64.message.replace(`${dir}/`, "")}`);
+    return void 0;
+  });
+  const plan = await read(PLAN_FILE);
   if (plan !== void 0) out.plan = plan;
-  const knowledge = await readText((0, import_node_path8.join)(dir, KNOWLEDGE_FILE));
+  const knowledge = await read(KNOWLEDGE_FILE);
   if (knowledge !== void 0) out.knowledge = knowledge;
-  const raw = await readText((0, import_node_path8.join)(dir, RESULT_FILE));
+  const raw = await read(RESULT_FILE);
   if (raw === void 0) {
-    out.resultProblem = `The agent wrote no ${RESULT_FILE}, so there is no summary from it.`;
+    out.resultProblem = [
+      ...problems,
+      `The agent wrote no ${RESULT_FILE}, so there is no summary from it.`
+    ].join(" ");
     return out;
   }
   let json2;
@@ -62222,11 +62910,8 @@ async function readArtifacts(dir) {
 async function keepArtifacts(notesDir, artifactsDir) {
   await (0, import_promises13.mkdir)(artifactsDir, { recursive: true });
   for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE]) {
-    try {
-      await (0, import_promises13.copyFile)((0, import_node_path8.join)(notesDir, name), (0, import_node_path8.join)(artifactsDir, name));
-    } catch (error64) {
-      if (error64.code !== "ENOENT") throw error64;
-    }
+    const text = await readAgentFile((0, import_node_path8.join)(notesDir, name)).catch(() => void 0);
+    if (text !== void 0) await (0, import_promises13.writeFile)((0, import_node_path8.join)(artifactsDir, name), text);
   }
 }
 
@@ -62581,8 +63266,8 @@ async function fileDiscoveredWork(task, outcome, deps) {
 }
 
 // src/worker/rebase-run.ts
-var import_promises18 = require("node:fs/promises");
-var import_node_path13 = require("node:path");
+var import_promises19 = require("node:fs/promises");
+var import_node_path14 = require("node:path");
 
 // src/render/rebase-comment.ts
 var code = (s) => `\`${s.replace(/`/g, "'")}\``;
@@ -62642,169 +63327,171 @@ function renderRebaseNotNeeded(v) {
   return ["### 🔀 Fleet did not need to rebase this pull request", "", `${v.why}: ${v.reason}`].join("\n");
 }
 
-// src/worker/git.ts
-var ISOLATED = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0" };
-var FLAGS = [
-  "-c",
-  "user.name=Fleet",
-  "-c",
-  "user.email=fleet@users.noreply.github.com",
-  "-c",
-  "core.hooksPath=/dev/null",
-  "-c",
-  "core.fsmonitor=false",
-  "-c",
-  "commit.gpgSign=false"
+// src/worker/run-agent.ts
+var import_node_child_process7 = require("node:child_process");
+var import_node_fs9 = require("node:fs");
+var import_promises15 = require("node:fs/promises");
+var import_node_os5 = require("node:os");
+var import_node_path10 = require("node:path");
+var import_node_string_decoder3 = require("node:string_decoder");
+
+// src/worker/sandbox.ts
+var import_node_child_process6 = require("node:child_process");
+var import_node_fs8 = require("node:fs");
+var import_promises14 = require("node:fs/promises");
+var import_node_path9 = require("node:path");
+var SandboxUnavailableError = class extends Error {
+  name = "SandboxUnavailableError";
+};
+var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/hostedtoolcache"];
+var ETC_FILES = [
+  "alternatives",
+  "bash.bashrc",
+  "ca-certificates",
+  "ca-certificates.conf",
+  "group",
+  "host.conf",
+  "hosts",
+  "inputrc",
+  "ld.so.cache",
+  "ld.so.conf",
+  "ld.so.conf.d",
+  "localtime",
+  "mime.types",
+  "nsswitch.conf",
+  "os-release",
+  "passwd",
+  "pki",
+  "profile",
+  "resolv.conf",
+  "ssl",
+  "terminfo",
+  "timezone"
 ];
-function gitAuthEnv(auth2) {
-  if (!auth2) return {};
-  const basic = Buffer.from(`${auth2.username}:${auth2.token}`).toString("base64");
-  return {
-    GIT_CONFIG_COUNT: "1",
-    GIT_CONFIG_KEY_0: "http.extraHeader",
-    GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}`
-  };
-}
-var GitError = class extends Error {
-  constructor(message, args, stderr) {
-    super(message);
-    this.args = args;
-    this.stderr = stderr;
-    this.name = "GitError";
+var exists2 = (p) => (0, import_promises14.access)(p).then(
+  () => true,
+  () => false
+);
+async function resolveExecutable(file2, path6) {
+  if (file2.includes("/")) return await exists2(file2) ? file2 : void 0;
+  for (const dir of (path6 ?? "").split(import_node_path9.delimiter)) {
+    if (!dir) continue;
+    const candidate = (0, import_node_path9.join)(dir, file2);
+    try {
+      await (0, import_promises14.access)(candidate, import_node_fs8.constants.X_OK);
+      if ((await (0, import_promises14.stat)(candidate)).isFile()) return candidate;
+    } catch {
+    }
   }
-  args;
-  stderr;
-};
-async function git(args, opts) {
-  const r = await execa("git", [...FLAGS, ...args], {
-    cwd: opts.cwd,
-    env: { ...ISOLATED, ...gitAuthEnv(opts.auth) },
-    extendEnv: true,
-    input: opts.input,
-    reject: false,
-    stripFinalNewline: true
-  });
-  const code2 = r.exitCode ?? -1;
-  if (code2 !== 0 && !(opts.okCodes ?? []).includes(code2)) {
-    const stderr = String(r.stderr ?? "").trim();
-    throw new GitError(
-      `git ${args[0]} failed (exit ${code2}): ${stderr.split("\n").slice(-3).join(" ")}`,
-      args,
-      stderr
+  return void 0;
+}
+async function executableMounts(executable) {
+  const real = await (0, import_promises14.realpath)(executable);
+  const mounts = /* @__PURE__ */ new Set();
+  const pkg = npmPackageRoot(real);
+  if (pkg) {
+    const parent = (0, import_node_path9.dirname)(pkg);
+    const name = (0, import_node_path9.basename)(pkg);
+    for (const sibling of await (0, import_promises14.readdir)(parent).catch(() => [])) {
+      if (sibling === name || sibling.startsWith(`${name}-`)) mounts.add((0, import_node_path9.join)(parent, sibling));
+    }
+  } else if (!underSystem(real)) {
+    mounts.add((0, import_node_path9.dirname)(real));
+  }
+  const interpreter = await shebangInterpreter(real);
+  if (interpreter && !underSystem(interpreter)) {
+    mounts.add((0, import_node_path9.dirname)((0, import_node_path9.dirname)(interpreter)));
+  }
+  return [...mounts];
+}
+var underSystem = (p) => SYSTEM_DIRS.some((d) => p === d || p.startsWith(`${d}${import_node_path9.sep}`));
+function npmPackageRoot(file2) {
+  const parts = file2.split(import_node_path9.sep);
+  const at = parts.lastIndexOf("node_modules");
+  if (at < 0 || at + 1 >= parts.length - 1) return void 0;
+  const scoped = parts[at + 1].startsWith("@");
+  const end = at + (scoped ? 3 : 2);
+  if (end > parts.length - 1) return void 0;
+  return parts.slice(0, end).join(import_node_path9.sep) || void 0;
+}
+async function shebangInterpreter(file2) {
+  let head;
+  try {
+    const fh = await (0, import_promises14.open)(file2, "r");
+    try {
+      const buf = Buffer.alloc(256);
+      const { bytesRead } = await fh.read(buf, 0, 256, 0);
+      head = buf.subarray(0, bytesRead).toString("latin1");
+    } finally {
+      await fh.close();
+    }
+  } catch {
+    return void 0;
+  }
+  if (!head.startsWith("#!")) return void 0;
+  const words = head.slice(2).split("\n")[0].trim().split(/\s+/);
+  const program = words[0] === "/usr/bin/env" ? words.find((w, i2) => i2 > 0 && !w.startsWith("-")) : words[0];
+  if (!program) return void 0;
+  const found = (0, import_node_path9.isAbsolute)(program) ? program : await resolveExecutable(program, process.env.PATH);
+  return found ? (0, import_promises14.realpath)(found).catch(() => void 0) : void 0;
+}
+async function bubblewrapArgs(mounts, cwd) {
+  const args = [
+    "--die-with-parent",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--hostname",
+    "fleet-sandbox"
+  ];
+  if (process.getuid?.() !== 0) args.push("--unshare-user");
+  for (const dir of SYSTEM_DIRS) {
+    const info2 = await (0, import_promises14.lstat)(dir).catch(() => void 0);
+    if (!info2) continue;
+    if (info2.isSymbolicLink()) args.push("--symlink", await (0, import_promises14.readlink)(dir), dir);
+    else args.push("--ro-bind", dir, dir);
+  }
+  for (const name of ETC_FILES) args.push("--ro-bind-try", `/etc/${name}`, `/etc/${name}`);
+  args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp");
+  for (const p of mounts.readOnly) args.push("--ro-bind", p, p);
+  for (const p of mounts.writable) args.push("--bind", p, p);
+  for (const p of mounts.hidden ?? []) args.push("--tmpfs", p);
+  for (const p of mounts.readOnlyAfter ?? []) args.push("--ro-bind", p, p);
+  args.push("--chdir", cwd, "--");
+  return args;
+}
+var SANDBOX_REMEDY = "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; it must be able to create namespaces: as a non-root user on Ubuntu 24.04 set `kernel.apparmor_restrict_unprivileged_userns=0` or add an AppArmor profile for bwrap), or set `sandbox: none` in .github/fleet.yml to run agents without one";
+var checked;
+function assertSandboxAvailable(mode) {
+  if (mode === "none") return Promise.resolve();
+  checked ??= (async () => {
+    const probe = (0, import_node_child_process6.spawnSync)(
+      "bwrap",
+      [...await bubblewrapArgs({ writable: [], readOnly: [] }, "/"), "/bin/sh", "-c", "exit 0"],
+      { encoding: "utf8", timeout: 15e3, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } }
     );
-  }
-  return { stdout: String(r.stdout ?? ""), exitCode: code2 };
-}
-
-// src/worker/publish.ts
-function assertFleetBranch(branch) {
-  if (!/^fleet\/[A-Za-z0-9._/-]+$/.test(branch) || branch.includes("..") || branch.endsWith(".lock") || branch.endsWith("/")) {
-    throw new Error(`Fleet pushes only to fleet/* branches; refusing to push "${branch}".`);
-  }
-}
-var CO_AUTHORS = {
-  claude: "Claude <noreply@anthropic.com>",
-  codex: "Codex <noreply@openai.com>"
-};
-function coAuthorTrailer(coder) {
-  const who = CO_AUTHORS[coder] ?? `${coder} <${coder.replace(/[^A-Za-z0-9-]/g, "-")}@users.noreply.github.com>`;
-  return `Co-authored-by: ${who}`;
-}
-function commitMessage(opts) {
-  const summary2 = opts.summary?.trim() ?? "";
-  const first = summary2.split("\n")[0].trim();
-  let subject = first || `${opts.title} (#${opts.issue})`;
-  if (subject.length > 72) subject = `${subject.slice(0, 71).trimEnd()}…`;
-  const body = summary2 && (summary2 !== first || first.length > 72) ? `${summary2}
-
-` : "";
-  return `${subject}
-
-${body}Fleet task ${opts.taskId} for #${opts.issue}.
-
-${coAuthorTrailer(opts.coder)}
-`;
-}
-async function commitAll(worktree, message) {
-  await git(["add", "-A"], { cwd: worktree });
-  const diff = await git(["diff", "--cached", "--quiet"], { cwd: worktree, okCodes: [1] });
-  if (diff.exitCode === 0) return void 0;
-  await git(["commit", "-q", "--no-verify", "-F", "-"], { cwd: worktree, input: message });
-  return (await git(["rev-parse", "HEAD"], { cwd: worktree })).stdout.trim();
-}
-async function hasNewCommits(worktree, startSha) {
-  const r = await git(["rev-list", "--count", `${startSha}..HEAD`], { cwd: worktree });
-  return Number(r.stdout.trim()) > 0;
-}
-async function diffSince(worktree, startSha) {
-  return (await git(["diff", startSha, "HEAD"], { cwd: worktree })).stdout;
-}
-async function pushBranch(worktree, cloneUrl, branch, auth2) {
-  assertFleetBranch(branch);
-  try {
-    await git(["push", "-q", cloneUrl, `HEAD:refs/heads/${branch}`], { cwd: worktree, auth: auth2 });
-  } catch (error64) {
-    throw error64 instanceof GitError ? pushRejection(branch, error64) : error64;
-  }
-}
-function pushRejection(branch, error64) {
-  const lines = error64.stderr.split("\n").map((l) => l.replace(/^remote:\s*/, "").trim());
-  const said = lines.filter((l) => l && !/^(To |error: failed to push|hint:)/.test(l)).slice(-4).join(" ");
-  const moved = /non-fast-forward|fetch first|\[rejected\]/.test(error64.stderr);
-  const refused = /remote rejected|declined|protected|GH00\d/i.test(error64.stderr);
-  if (!moved && !refused) return error64;
-  const what = moved ? `the branch \`${branch}\` moved on GitHub while the agent worked (someone else pushed to it); a retry continues from the new commits` : `GitHub refused the push to \`${branch}\` (a branch protection rule or push policy); let Fleet's app push to \`fleet/*\` branches, then \`/fleet retry\``;
-  return new Error(`The push was rejected: ${what}. GitHub said: ${said || error64.message}`);
-}
-async function openOrUpdatePullRequest(octokit, ref, pr) {
-  assertFleetBranch(pr.branch);
-  const findOpen = async () => {
-    const { data: open4 } = await octokit.rest.pulls.list({
-      ...ref,
-      head: `${ref.owner}:${pr.branch}`,
-      state: "open",
-      per_page: 10
-    });
-    return open4.find((p) => p.head.ref === pr.branch);
-  };
-  const update = async (number4) => {
-    const { data } = await octokit.rest.pulls.update({
-      ...ref,
-      pull_number: number4,
-      title: pr.title,
-      body: pr.body
-    });
-    return { number: data.number, url: data.html_url, head: pr.branch, created: false };
-  };
-  if (pr.mayExist) {
-    const existing = await findOpen();
-    if (existing) return update(existing.number);
-  }
-  try {
-    const { data } = await octokit.rest.pulls.create({
-      ...ref,
-      head: pr.branch,
-      base: pr.base,
-      title: pr.title,
-      body: pr.body,
-      maintainer_can_modify: true
-    });
-    return { number: data.number, url: data.html_url, head: pr.branch, created: true };
-  } catch (error64) {
-    if (error64.status !== 422) throw error64;
-    const existing = await findOpen();
-    if (!existing) throw error64;
-    return update(existing.number);
-  }
+    if (probe.error) {
+      const missing = probe.error.code === "ENOENT";
+      throw new SandboxUnavailableError(
+        `${missing ? "bubblewrap (bwrap) is not installed on this machine" : `bwrap could not be started (${probe.error.message})`}: agents run in a bubblewrap sandbox by default; ${SANDBOX_REMEDY}.`
+      );
+    }
+    if (probe.status !== 0) {
+      const said = (probe.stderr ?? "").trim().split("\n").slice(-2).join(" ");
+      throw new SandboxUnavailableError(
+        `bwrap is installed but cannot create a sandbox here (${said || `exit ${probe.status}`}): ${SANDBOX_REMEDY}.`
+      );
+    }
+  })();
+  const result = checked;
+  result.catch(() => {
+    if (checked === result) checked = void 0;
+  });
+  return result;
 }
 
 // src/worker/run-agent.ts
-var import_node_child_process6 = require("node:child_process");
-var import_node_fs7 = require("node:fs");
-var import_promises14 = require("node:fs/promises");
-var import_node_os5 = require("node:os");
-var import_node_path9 = require("node:path");
-var import_node_string_decoder3 = require("node:string_decoder");
 function buildAgentEnv(command, base) {
   return {
     PATH: base.path ?? process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
@@ -62847,10 +63534,12 @@ var LineSplitter = class {
 };
 async function runAgent(adapter, inv, opts) {
   const startedAt = Date.now();
-  const ownHome = inv.home ? void 0 : await (0, import_promises14.mkdtemp)((0, import_node_path9.join)((0, import_node_os5.tmpdir)(), "fleet-agent-home-"));
+  const ownHome = inv.home ? void 0 : await (0, import_promises15.mkdtemp)((0, import_node_path10.join)((0, import_node_os5.tmpdir)(), "fleet-agent-home-"));
   const home = inv.home ?? ownHome;
-  const command = adapter.command({ ...inv, home });
-  const env = buildAgentEnv(command, { home, path: opts.path });
+  const sandboxed = opts.sandbox !== void 0;
+  const command = adapter.command({ ...inv, home, ...sandboxed ? { sandboxed } : {} });
+  const ownTmp = sandboxed ? void 0 : await (0, import_promises15.mkdtemp)((0, import_node_path10.join)((0, import_node_os5.tmpdir)(), "fleet-agent-tmp-"));
+  const env = buildAgentEnv(command, { home, path: opts.path, tmpdir: ownTmp ?? "/tmp" });
   const log = opts.logFile ? createLogSink(opts.logFile, opts.maxLogBytes) : void 0;
   const result = { exitCode: null, signal: null, reason: "failed", errors: [], events: 0 };
   if (opts.logFile) result.logPath = opts.logFile;
@@ -62867,9 +63556,10 @@ async function runAgent(adapter, inv, opts) {
     } else if (e.type === "error") result.errors.push(e.message);
     opts.onEvent?.(e);
   };
+  const scrub = opts.scrubLog ?? ((l) => l);
   const handleLine = (line, stream) => {
-    log?.write(stream === "stdout" ? `${line}
-` : `[stderr] ${line}
+    if (log) log.write(stream === "stdout" ? `${scrub(line)}
+` : `[stderr] ${scrub(line)}
 `);
     opts.onLine?.(line, stream);
     if (stream !== "stdout") return;
@@ -62881,9 +63571,23 @@ async function runAgent(adapter, inv, opts) {
     }
     for (const e of events) handleEvent(e);
   };
+  let file2 = opts.binaryPath ?? command.file;
+  let args = command.args;
+  if (opts.sandbox) {
+    const executable = await resolveExecutable(file2, env.PATH);
+    if (!executable)
+      return finish3({ reason: "spawn-error", spawnError: `${file2} was not found on PATH (${env.PATH})` });
+    const mounts = {
+      ...opts.sandbox,
+      writable: [...opts.sandbox.writable, home],
+      readOnly: [...opts.sandbox.readOnly, ...await executableMounts(executable)]
+    };
+    args = [...await bubblewrapArgs(mounts, inv.cwd), await (0, import_promises15.realpath)(executable), ...command.args];
+    file2 = "bwrap";
+  }
   let child;
   try {
-    child = (0, import_node_child_process6.spawn)(opts.binaryPath ?? command.file, command.args, {
+    child = (0, import_node_child_process7.spawn)(file2, args, {
       cwd: inv.cwd,
       env,
       detached: true,
@@ -62978,14 +63682,16 @@ async function runAgent(adapter, inv, opts) {
       await log.end();
       if (log.error) result.logError = log.error;
     }
-    if (ownHome) await (0, import_promises14.rm)(ownHome, { recursive: true, force: true }).catch(() => {
+    if (ownHome) await (0, import_promises15.rm)(ownHome, { recursive: true, force: true }).catch(() => {
+    });
+    if (ownTmp) await (0, import_promises15.rm)(ownTmp, { recursive: true, force: true }).catch(() => {
     });
     return result;
   }
 }
 var DEFAULT_MAX_LOG_BYTES = 8 * 1024 * 1024;
 function createLogSink(path6, maxBytes = DEFAULT_MAX_LOG_BYTES) {
-  const stream = (0, import_node_fs7.createWriteStream)(path6, { flags: "a" });
+  const stream = (0, import_node_fs9.createWriteStream)(path6, { flags: "a" });
   let error64;
   stream.on("error", (e) => {
     error64 ??= e.message;
@@ -63057,14 +63763,370 @@ function signalGroup(child, signal) {
   }
 }
 
+// src/worker/contained-run.ts
+function credentialVariable(adapter, configuredName) {
+  return configuredName === adapter.credentialEnv || adapter.credentialAliases?.includes(configuredName) ? configuredName : adapter.credentialEnv;
+}
+async function runContainedAgent(adapter, inv, opts, containment) {
+  const { credential, ...rest } = inv;
+  const run = { ...rest };
+  let revoke;
+  if (credential) {
+    const name = credentialVariable(adapter, credential.name);
+    if (containment.gateway && adapter.upstream) {
+      const grant = containment.gateway.grant(inv.modelBaseUrl ?? adapter.upstream, credential.value);
+      revoke = grant.revoke;
+      containment.onRunToken?.(grant.token);
+      run.credential = { name, value: grant.token };
+      run.modelBaseUrl = containment.gateway.url;
+    } else {
+      run.credential = { name, value: credential.value };
+    }
+  }
+  try {
+    return await runAgent(adapter, run, {
+      ...opts,
+      ...containment.sandbox === "bubblewrap" ? { sandbox: containment.mounts } : {}
+    });
+  } finally {
+    revoke?.();
+  }
+}
+
+// src/worker/git.ts
+var ISOLATED = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0" };
+var FLAGS = [
+  "-c",
+  "user.name=Fleet",
+  "-c",
+  "user.email=fleet@users.noreply.github.com",
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false",
+  "-c",
+  "commit.gpgSign=false"
+];
+function gitAuthEnv(auth2) {
+  if (!auth2) return {};
+  const basic = Buffer.from(`${auth2.username}:${auth2.token}`).toString("base64");
+  return {
+    GIT_CONFIG_COUNT: "1",
+    GIT_CONFIG_KEY_0: "http.extraHeader",
+    GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}`
+  };
+}
+var GitError = class extends Error {
+  constructor(message, args, stderr) {
+    super(message);
+    this.args = args;
+    this.stderr = stderr;
+    this.name = "GitError";
+  }
+  args;
+  stderr;
+};
+async function git(args, opts) {
+  const r = await execa("git", [...FLAGS, ...args], {
+    cwd: opts.cwd,
+    env: { ...ISOLATED, ...gitAuthEnv(opts.auth) },
+    extendEnv: true,
+    input: opts.input,
+    reject: false,
+    stripFinalNewline: true
+  });
+  const code2 = r.exitCode ?? -1;
+  if (code2 !== 0 && !(opts.okCodes ?? []).includes(code2)) {
+    const stderr = String(r.stderr ?? "").trim();
+    throw new GitError(
+      `git ${args[0]} failed (exit ${code2}): ${stderr.split("\n").slice(-3).join(" ")}`,
+      args,
+      stderr
+    );
+  }
+  return { stdout: String(r.stdout ?? ""), exitCode: code2 };
+}
+function gitIn(wt, args, opts = {}) {
+  return git(["--git-dir", wt.gitDir, "--work-tree", wt.path, ...args], { ...opts, cwd: wt.path });
+}
+
+// src/worker/model-gateway.ts
+var import_node_crypto5 = require("node:crypto");
+var import_node_http = require("node:http");
+var import_node_https = require("node:https");
+var AUTH_HEADERS = ["x-api-key", "authorization", "x-goog-api-key"];
+var HOP_BY_HOP = /* @__PURE__ */ new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "host"
+]);
+var TOKEN_PREFIX = "fleet-run-";
+async function startModelGateway(opts = {}) {
+  const grants = /* @__PURE__ */ new Map();
+  const sockets = /* @__PURE__ */ new Set();
+  const agents = { http: new import_node_http.Agent({ keepAlive: true }), https: new import_node_https.Agent({ keepAlive: true }) };
+  let forwarded = 0;
+  const server = (0, import_node_http.createServer)((req, res) => {
+    const found = findGrant(req.headers);
+    if (!found) {
+      req.resume();
+      return deny(
+        res,
+        "This request carries no live Fleet run token; the model gateway only serves its own runs."
+      );
+    }
+    forwarded++;
+    forward(req, res, found.grant.upstream, found.grant.credential, found.header, agents, opts.log);
+  });
+  server.on("connection", (s) => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+  });
+  await new Promise((resolve2) => server.listen(0, "127.0.0.1", resolve2));
+  const port = server.address().port;
+  function findGrant(headers) {
+    for (const header of AUTH_HEADERS) {
+      const raw = headers[header];
+      if (typeof raw !== "string") continue;
+      const token = raw.replace(/^Bearer\s+/i, "").trim();
+      if (!token.startsWith(TOKEN_PREFIX)) continue;
+      for (const [known, grant] of grants) {
+        if (known.length === token.length && (0, import_node_crypto5.timingSafeEqual)(Buffer.from(known), Buffer.from(token)))
+          return { grant, header };
+      }
+    }
+    return void 0;
+  }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    grant(upstream, credential) {
+      const token = `${TOKEN_PREFIX}${(0, import_node_crypto5.randomBytes)(24).toString("hex")}`;
+      grants.set(token, { upstream: new URL(upstream), credential });
+      return { token, revoke: () => void grants.delete(token) };
+    },
+    get forwarded() {
+      return forwarded;
+    },
+    async close() {
+      grants.clear();
+      await new Promise((resolve2) => {
+        server.close(() => resolve2());
+        for (const s of sockets) s.destroy();
+      });
+      agents.http.destroy();
+      agents.https.destroy();
+    }
+  };
+}
+function deny(res, message) {
+  const body = JSON.stringify({ type: "error", error: { type: "authentication_error", message } });
+  res.writeHead(401, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  res.end(body);
+}
+function forward(req, res, upstream, credential, authHeader, agents, log) {
+  const headers = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === void 0 || HOP_BY_HOP.has(name) || AUTH_HEADERS.includes(name))
+      continue;
+    headers[name] = value;
+  }
+  headers[authHeader] = authHeader === "authorization" ? `Bearer ${credential}` : credential;
+  const prefix = upstream.pathname.replace(/\/+$/, "");
+  const https = upstream.protocol === "https:";
+  const out = (https ? import_node_https.request : import_node_http.request)(
+    {
+      protocol: upstream.protocol,
+      hostname: upstream.hostname,
+      port: upstream.port || (https ? 443 : 80),
+      method: req.method,
+      path: `${prefix}${req.url ?? "/"}`,
+      headers,
+      agent: https ? agents.https : agents.http
+    },
+    (upstreamRes) => {
+      const back = {};
+      for (const [name, value] of Object.entries(upstreamRes.headers)) {
+        if (value !== void 0 && !HOP_BY_HOP.has(name)) back[name] = value;
+      }
+      res.writeHead(upstreamRes.statusCode ?? 502, back);
+      upstreamRes.pipe(res);
+      upstreamRes.on("error", () => res.destroy());
+    }
+  );
+  out.on("error", (error64) => {
+    log?.(`model gateway: ${upstream.origin} unreachable: ${error64.message}`);
+    if (res.headersSent) return void res.destroy();
+    const body = JSON.stringify({
+      type: "error",
+      error: { type: "api_error", message: `Fleet's model gateway could not reach ${upstream.origin}.` }
+    });
+    res.writeHead(502, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+    res.end(body);
+  });
+  res.on("close", () => {
+    if (!res.writableFinished) out.destroy();
+  });
+  req.pipe(out);
+}
+
+// src/worker/publish.ts
+function assertFleetBranch(branch) {
+  if (!/^fleet\/[A-Za-z0-9._/-]+$/.test(branch) || branch.includes("..") || branch.endsWith(".lock") || branch.endsWith("/")) {
+    throw new Error(`Fleet pushes only to fleet/* branches; refusing to push "${branch}".`);
+  }
+}
+var CO_AUTHORS = {
+  claude: "Claude <noreply@anthropic.com>",
+  codex: "Codex <noreply@openai.com>"
+};
+function coAuthorTrailer(coder) {
+  const who = CO_AUTHORS[coder] ?? `${coder} <${coder.replace(/[^A-Za-z0-9-]/g, "-")}@users.noreply.github.com>`;
+  return `Co-authored-by: ${who}`;
+}
+function commitMessage(opts) {
+  const summary2 = opts.summary?.trim() ?? "";
+  const first = summary2.split("\n")[0].trim();
+  let subject = first || `${opts.title} (#${opts.issue})`;
+  if (subject.length > 72) subject = `${subject.slice(0, 71).trimEnd()}…`;
+  const body = summary2 && (summary2 !== first || first.length > 72) ? `${summary2}
+
+` : "";
+  return `${subject}
+
+${body}Fleet task ${opts.taskId} for #${opts.issue}.
+
+${coAuthorTrailer(opts.coder)}
+`;
+}
+async function commitAll(wt, message) {
+  await gitIn(wt, ["add", "-A"]);
+  const diff = await gitIn(wt, ["diff", "--cached", "--quiet"], { okCodes: [1] });
+  if (diff.exitCode === 0) return void 0;
+  await gitIn(wt, ["commit", "-q", "--no-verify", "-F", "-"], { input: message });
+  return (await gitIn(wt, ["rev-parse", "HEAD"])).stdout.trim();
+}
+async function hasNewCommits(wt, startSha) {
+  const r = await gitIn(wt, ["rev-list", "--count", `${startSha}..HEAD`]);
+  return Number(r.stdout.trim()) > 0;
+}
+async function addedSince(wt, startSha) {
+  const out = (await gitIn(wt, ["diff", "--no-color", "--no-ext-diff", "--text", "-U0", startSha, "HEAD"])).stdout;
+  const files = [];
+  let current;
+  for (const line of out.split("\n")) {
+    if (line.startsWith("diff --git ")) {
+      if (current)
+        files.push({
+          file: current.file,
+          added: current.added.join("\n"),
+          before: current.before.join("\n")
+        });
+      current = { file: line.replace(/^diff --git a\/(.*) b\/.*$/, "$1"), added: [], before: [] };
+    } else if (!current || line.startsWith("+++ ") || line.startsWith("--- ")) {
+    } else if (line.startsWith("+")) current.added.push(line.slice(1));
+    else if (line.startsWith("-")) current.before.push(line.slice(1));
+  }
+  if (current)
+    files.push({ file: current.file, added: current.added.join("\n"), before: current.before.join("\n") });
+  return files;
+}
+async function pushBranch(wt, cloneUrl, branch, auth2) {
+  assertFleetBranch(branch);
+  try {
+    await gitIn(wt, ["push", "-q", cloneUrl, `HEAD:refs/heads/${branch}`], { auth: auth2 });
+  } catch (error64) {
+    throw error64 instanceof GitError ? pushRejection(branch, error64) : error64;
+  }
+}
+function pushRejection(branch, error64) {
+  const lines = error64.stderr.split("\n").map((l) => l.replace(/^remote:\s*/, "").trim());
+  const said = lines.filter((l) => l && !/^(To |error: failed to push|hint:)/.test(l)).slice(-4).join(" ");
+  const moved = /non-fast-forward|fetch first|\[rejected\]/.test(error64.stderr);
+  const refused = /remote rejected|declined|protected|GH00\d/i.test(error64.stderr);
+  if (!moved && !refused) return error64;
+  const what = moved ? `the branch \`${branch}\` moved on GitHub while the agent worked (someone else pushed to it); a retry continues from the new commits` : `GitHub refused the push to \`${branch}\` (a branch protection rule or push policy); let Fleet's app push to \`fleet/*\` branches, then \`/fleet retry\``;
+  return new Error(`The push was rejected: ${what}. GitHub said: ${said || error64.message}`);
+}
+async function openOrUpdatePullRequest(octokit, ref, pr) {
+  assertFleetBranch(pr.branch);
+  const findOpen = async () => {
+    const { data: open6 } = await octokit.rest.pulls.list({
+      ...ref,
+      head: `${ref.owner}:${pr.branch}`,
+      state: "open",
+      per_page: 10
+    });
+    return open6.find((p) => p.head.ref === pr.branch);
+  };
+  const update = async (number4) => {
+    const { data } = await octokit.rest.pulls.update({
+      ...ref,
+      pull_number: number4,
+      title: pr.title,
+      body: pr.body
+    });
+    return { number: data.number, url: data.html_url, head: pr.branch, created: false };
+  };
+  if (pr.mayExist) {
+    const existing = await findOpen();
+    if (existing) return update(existing.number);
+  }
+  try {
+    const { data } = await octokit.rest.pulls.create({
+      ...ref,
+      head: pr.branch,
+      base: pr.base,
+      title: pr.title,
+      body: pr.body,
+      maintainer_can_modify: true
+    });
+    return { number: data.number, url: data.html_url, head: pr.branch, created: true };
+  } catch (error64) {
+    if (error64.status !== 422) throw error64;
+    const existing = await findOpen();
+    if (!existing) throw error64;
+    return update(existing.number);
+  }
+}
+
+// src/worker/outgoing-check.ts
+var MAX_CHECKED_CHANGE_BYTES = 64 * 1024 * 1024;
+var describe5 = (hit, where) => `Fleet pushed nothing: ${where} gives away a secret, ${hit.label} (${hit.form}). The agent may have been steered by text in the issue; read its log before you retry.`;
+async function checkOutgoing(wt, startSha, secrets, texts) {
+  for (const { what, text } of texts) {
+    const hit = scanOutgoing(text, secrets);
+    if (hit) return describe5(hit, what);
+  }
+  const files = await addedSince(wt, startSha);
+  const size = files.reduce((n4, f) => n4 + f.added.length, 0);
+  if (size > MAX_CHECKED_CHANGE_BYTES)
+    return `Fleet pushed nothing: the change adds ${Math.round(size / 1024 / 1024)} MB, more than the ${MAX_CHECKED_CHANGE_BYTES / 1024 / 1024} MB it checks for secrets before a push.`;
+  for (const f of files) {
+    let hit = scanOutgoing(f.added, secrets, f.before);
+    if (hit?.kind === "shape") hit = scanOutgoing(f.added, secrets, await fileAt(wt, startSha, f.file));
+    if (hit) return describe5(hit, `\`${f.file}\``);
+  }
+  return void 0;
+}
+async function fileAt(wt, rev, file2) {
+  const r = await gitIn(wt, ["cat-file", "blob", `${rev}:${file2}`], { okCodes: [128] });
+  return r.exitCode === 0 ? r.stdout : "";
+}
+
 // src/worker/run-task.ts
-var import_promises17 = require("node:fs/promises");
-var import_node_path12 = require("node:path");
+var import_promises18 = require("node:fs/promises");
+var import_node_path13 = require("node:path");
 
 // src/economy/knowledge.ts
-var import_node_crypto5 = require("node:crypto");
-var import_promises15 = require("node:fs/promises");
-var import_node_path10 = require("node:path");
+var import_node_crypto6 = require("node:crypto");
+var import_promises16 = require("node:fs/promises");
+var import_node_path11 = require("node:path");
 var MEMORY_FILES = {
   claude: ["CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"],
   codex: ["AGENTS.md", "AGENTS.override.md"],
@@ -63080,16 +64142,16 @@ var HOME_MEMORY = {
 var estimateTokens = (text) => Math.ceil(text.length / 4);
 async function readIfFile(path6) {
   try {
-    if (!(await (0, import_promises15.stat)(path6)).isFile()) return void 0;
-    return await (0, import_promises15.readFile)(path6, "utf8");
+    if (!(await (0, import_promises16.lstat)(path6)).isFile()) return void 0;
+    return await (0, import_promises16.readFile)(path6, "utf8");
   } catch {
     return void 0;
   }
 }
 async function skillFiles(root) {
   try {
-    const entries = await (0, import_promises15.readdir)(root, { withFileTypes: true });
-    return entries.filter((e) => e.isDirectory()).map((e) => (0, import_node_path10.join)(root, e.name, "SKILL.md"));
+    const entries = await (0, import_promises16.readdir)(root, { withFileTypes: true });
+    return entries.filter((e) => e.isDirectory()).map((e) => (0, import_node_path11.join)(root, e.name, "SKILL.md"));
   } catch {
     return [];
   }
@@ -63099,8 +64161,8 @@ function upTheTree(cwd, top) {
   let dir = cwd;
   for (; ; ) {
     dirs.push(dir);
-    if (dir === top || (0, import_node_path10.dirname)(dir) === dir) break;
-    dir = (0, import_node_path10.dirname)(dir);
+    if (dir === top || (0, import_node_path11.dirname)(dir) === dir) break;
+    dir = (0, import_node_path11.dirname)(dir);
   }
   return dirs;
 }
@@ -63109,26 +64171,26 @@ async function buildContextManifest(input2) {
   const candidates = [];
   for (const dir of upTheTree(input2.cwd, input2.top ?? input2.cwd)) {
     for (const name of names) {
-      const path6 = (0, import_node_path10.join)(dir, name);
-      candidates.push({ kind: "memory", path: path6, label: (0, import_node_path10.relative)(input2.cwd, path6) || name });
+      const path6 = (0, import_node_path11.join)(dir, name);
+      candidates.push({ kind: "memory", path: path6, label: (0, import_node_path11.relative)(input2.cwd, path6) || name });
     }
   }
-  for (const skill of await skillFiles((0, import_node_path10.join)(input2.cwd, ".claude", "skills"))) {
-    candidates.push({ kind: "skill", path: skill, label: (0, import_node_path10.relative)(input2.cwd, skill) });
+  for (const skill of await skillFiles((0, import_node_path11.join)(input2.cwd, ".claude", "skills"))) {
+    candidates.push({ kind: "skill", path: skill, label: (0, import_node_path11.relative)(input2.cwd, skill) });
   }
-  candidates.push({ kind: "mcp", path: (0, import_node_path10.join)(input2.cwd, ".mcp.json"), label: ".mcp.json" });
+  candidates.push({ kind: "mcp", path: (0, import_node_path11.join)(input2.cwd, ".mcp.json"), label: ".mcp.json" });
   if (input2.home) {
     for (const name of HOME_MEMORY[input2.coder] ?? []) {
-      candidates.push({ kind: "memory", path: (0, import_node_path10.join)(input2.home, name), label: `~/${name}` });
+      candidates.push({ kind: "memory", path: (0, import_node_path11.join)(input2.home, name), label: `~/${name}` });
     }
-    for (const skill of await skillFiles((0, import_node_path10.join)(input2.home, ".claude", "skills"))) {
-      candidates.push({ kind: "skill", path: skill, label: `~/${(0, import_node_path10.relative)(input2.home, skill)}` });
+    for (const skill of await skillFiles((0, import_node_path11.join)(input2.home, ".claude", "skills"))) {
+      candidates.push({ kind: "skill", path: skill, label: `~/${(0, import_node_path11.relative)(input2.home, skill)}` });
     }
   }
   const sources = [];
   const firstByHash = /* @__PURE__ */ new Map();
   const add = (kind, path6, text) => {
-    const sha256 = (0, import_node_crypto5.createHash)("sha256").update(text.replace(/\r\n/g, "\n").trim()).digest("hex");
+    const sha256 = (0, import_node_crypto6.createHash)("sha256").update(text.replace(/\r\n/g, "\n").trim()).digest("hex");
     const source = {
       kind,
       path: path6,
@@ -63159,7 +64221,7 @@ async function buildContextManifest(input2) {
 }
 var CONTEXT_MANIFEST_FILE = "context.json";
 async function writeContextManifest(dir, m) {
-  await (0, import_promises15.writeFile)((0, import_node_path10.join)(dir, CONTEXT_MANIFEST_FILE), `${JSON.stringify(m, null, 2)}
+  await (0, import_promises16.writeFile)((0, import_node_path11.join)(dir, CONTEXT_MANIFEST_FILE), `${JSON.stringify(m, null, 2)}
 `);
 }
 
@@ -63366,8 +64428,8 @@ function renderPlanComment(v) {
   const room = GITHUB_COMMENT_LIMIT - head.join("\n").length - tail.join("\n").length - 200;
   const plan = truncateMiddle(v.plan.trim() || "_The agent wrote no plan._", room);
   const lines = plan.split("\n").length;
-  const shown = lines > COLLAPSE_LINES ? ["<details>", `<summary>Plan (${lines} lines)</summary>`, "", plan, "", "</details>"] : [plan];
-  return [...head, ...shown, ...tail].join("\n");
+  const shown2 = lines > COLLAPSE_LINES ? ["<details>", `<summary>Plan (${lines} lines)</summary>`, "", plan, "", "</details>"] : [plan];
+  return [...head, ...shown2, ...tail].join("\n");
 }
 
 // src/worker/reports.ts
@@ -63441,10 +64503,10 @@ function throttleProgress(onProgress, clock, intervalMs = 15e3) {
 }
 
 // src/worker/worktree.ts
-var import_node_crypto6 = require("node:crypto");
-var import_promises16 = require("node:fs/promises");
-var import_node_path11 = require("node:path");
-var exists2 = (p) => (0, import_promises16.access)(p).then(
+var import_node_crypto7 = require("node:crypto");
+var import_promises17 = require("node:fs/promises");
+var import_node_path12 = require("node:path");
+var exists3 = (p) => (0, import_promises17.access)(p).then(
   () => true,
   () => false
 );
@@ -63459,20 +64521,29 @@ function exclusive(key, fn) {
 }
 var cacheCloneDir = (workDir, repo) => {
   const [owner, name] = repo.split("/");
-  return (0, import_node_path11.join)(workDir, "repos", safeSegment(owner ?? ""), `${safeSegment(name ?? "")}.git`);
+  return (0, import_node_path12.join)(workDir, "repos", safeSegment(owner ?? ""), `${safeSegment(name ?? "")}.git`);
 };
-var worktreePath = (workDir, taskId) => (0, import_node_path11.join)(workDir, "worktrees", safeSegment(taskId), "repo");
+var worktreePath = (workDir, taskId) => (0, import_node_path12.join)(workDir, "worktrees", safeSegment(taskId), "repo");
 async function syncCacheClone(workDir, src) {
   const dir = cacheCloneDir(workDir, src.repo);
   return exclusive(dir, async () => {
-    if (!await exists2((0, import_node_path11.join)(dir, "HEAD"))) {
-      await (0, import_promises16.mkdir)(dir, { recursive: true });
+    if (!await exists3((0, import_node_path12.join)(dir, "HEAD"))) {
+      await (0, import_promises17.mkdir)(dir, { recursive: true });
       await git(["init", "--bare", "-q", dir], { cwd: workDir });
     }
-    await git(["fetch", "--prune", "--no-tags", "-q", src.cloneUrl, "+refs/heads/*:refs/remotes/origin/*"], {
-      cwd: dir,
-      auth: src.auth
-    });
+    await git(
+      [
+        "fetch",
+        "--prune",
+        "--no-tags",
+        "-q",
+        src.cloneUrl,
+        "+refs/heads/*:refs/remotes/origin/*",
+        `^refs/heads/${DEFAULT_STATE_BRANCH}`
+      ],
+      { cwd: dir, auth: src.auth }
+    );
+    await git(["update-ref", "-d", `refs/remotes/origin/${DEFAULT_STATE_BRANCH}`], { cwd: dir, okCodes: [1] });
     const head = await git(["ls-remote", "--symref", src.cloneUrl, "HEAD"], { cwd: dir, auth: src.auth });
     const m = /^ref: refs\/heads\/(\S+)\s+HEAD/m.exec(head.stdout);
     return { dir, defaultBranch: m?.[1] ?? "main" };
@@ -63493,20 +64564,20 @@ async function clearStale(cacheDir, path6, branch) {
     const br = /^branch (.+)$/m.exec(entry)?.[1];
     if (wt && (wt === path6 || br === `refs/heads/${branch}`) && !/^bare$/m.test(entry)) {
       await git(["worktree", "remove", "--force", "--force", wt], { cwd: cacheDir, okCodes: [128] });
-      await (0, import_promises16.rm)(wt, { recursive: true, force: true });
+      await (0, import_promises17.rm)(wt, { recursive: true, force: true });
     }
   }
-  await (0, import_promises16.rm)(path6, { recursive: true, force: true });
+  await (0, import_promises17.rm)(path6, { recursive: true, force: true });
   await git(["worktree", "prune"], { cwd: cacheDir });
 }
 var MAX_SPARES = 4;
-var sparesDir = (cacheDir) => (0, import_node_path11.join)(`${cacheDir.replace(/\.git$/, "")}.spares`);
+var sparesDir = (cacheDir) => (0, import_node_path12.join)(`${cacheDir.replace(/\.git$/, "")}.spares`);
 async function takeSpare(cacheDir) {
-  const names = await (0, import_promises16.readdir)(sparesDir(cacheDir)).catch(() => []);
+  const names = await (0, import_promises17.readdir)(sparesDir(cacheDir)).catch(() => []);
   for (const name of names) {
-    const dir = (0, import_node_path11.join)(sparesDir(cacheDir), name);
-    if (await exists2((0, import_node_path11.join)(dir, ".git"))) return dir;
-    await (0, import_promises16.rm)(dir, { recursive: true, force: true });
+    const dir = (0, import_node_path12.join)(sparesDir(cacheDir), name);
+    if (await exists3((0, import_node_path12.join)(dir, ".git"))) return dir;
+    await (0, import_promises17.rm)(dir, { recursive: true, force: true });
   }
   return void 0;
 }
@@ -63515,7 +64586,7 @@ async function addWorktree(workDir, src, taskId, branch) {
   const path6 = worktreePath(workDir, taskId);
   return exclusive(cacheDir, async () => {
     await clearStale(cacheDir, path6, branch);
-    await (0, import_promises16.mkdir)((0, import_node_path11.join)(path6, ".."), { recursive: true });
+    await (0, import_promises17.mkdir)((0, import_node_path12.join)(path6, ".."), { recursive: true });
     const existing = await remoteBranchSha(cacheDir, branch);
     const base = existing ? `refs/remotes/origin/${branch}` : `refs/remotes/origin/${defaultBranch}`;
     if (!existing && !await remoteBranchSha(cacheDir, defaultBranch)) {
@@ -63528,35 +64599,46 @@ async function addWorktree(workDir, src, taskId, branch) {
     if (spare) {
       try {
         await git(["worktree", "move", spare, path6], { cwd: cacheDir });
-        await git(["checkout", "-q", "--force", "-B", branch, base], { cwd: path6 });
-        await git(["clean", "-q", "-ffdx"], { cwd: path6 });
+        const dirs = { path: path6, gitDir: await adminDirOf(cacheDir, path6) };
+        await gitIn(dirs, ["checkout", "-q", "--force", "-B", branch, base]);
+        await gitIn(dirs, ["clean", "-q", "-ffdx"]);
         reused = true;
       } catch {
         await git(["worktree", "remove", "--force", "--force", path6], {
           cwd: cacheDir,
           okCodes: [128]
         }).catch(() => void 0);
-        await (0, import_promises16.rm)(path6, { recursive: true, force: true });
-        await (0, import_promises16.rm)(spare, { recursive: true, force: true });
+        await (0, import_promises17.rm)(path6, { recursive: true, force: true });
+        await (0, import_promises17.rm)(spare, { recursive: true, force: true });
         await git(["worktree", "prune"], { cwd: cacheDir });
       }
     }
     if (!reused) await git(["worktree", "add", "-q", "--force", "-B", branch, path6, base], { cwd: cacheDir });
-    const startSha = (await git(["rev-parse", "HEAD"], { cwd: path6 })).stdout.trim();
-    return { cacheDir, path: path6, branch, baseBranch: defaultBranch, startSha, continued: existing !== void 0 };
+    const gitDir = await adminDirOf(cacheDir, path6);
+    const startSha = (await gitIn({ path: path6, gitDir }, ["rev-parse", "HEAD"])).stdout.trim();
+    return {
+      cacheDir,
+      path: path6,
+      gitDir,
+      branch,
+      baseBranch: defaultBranch,
+      startSha,
+      continued: existing !== void 0
+    };
   });
 }
 async function removeWorktree(wt) {
   await exclusive(wt.cacheDir, async () => {
     const pool = sparesDir(wt.cacheDir);
-    const spares = await (0, import_promises16.readdir)(pool).catch(() => []);
+    const spares = await (0, import_promises17.readdir)(pool).catch(() => []);
+    await restoreGitLink(wt).catch(() => void 0);
     if (spares.length < MAX_SPARES) {
       try {
-        await git(["checkout", "-q", "--force", "--detach"], { cwd: wt.path });
-        await git(["clean", "-q", "-ffdx"], { cwd: wt.path });
-        await (0, import_promises16.mkdir)(pool, { recursive: true });
-        await git(["worktree", "move", wt.path, (0, import_node_path11.join)(pool, (0, import_node_crypto6.randomUUID)())], { cwd: wt.cacheDir });
-        await (0, import_promises16.rm)((0, import_node_path11.join)(wt.path, ".."), { recursive: true, force: true });
+        await gitIn(wt, ["checkout", "-q", "--force", "--detach"]);
+        await gitIn(wt, ["clean", "-q", "-ffdx"]);
+        await (0, import_promises17.mkdir)(pool, { recursive: true });
+        await git(["worktree", "move", wt.path, (0, import_node_path12.join)(pool, (0, import_node_crypto7.randomUUID)())], { cwd: wt.cacheDir });
+        await (0, import_promises17.rm)((0, import_node_path12.join)(wt.path, ".."), { recursive: true, force: true });
         return;
       } catch {
       }
@@ -63565,9 +64647,23 @@ async function removeWorktree(wt) {
       cwd: wt.cacheDir,
       okCodes: [128]
     }).catch(() => void 0);
-    await (0, import_promises16.rm)((0, import_node_path11.join)(wt.path, ".."), { recursive: true, force: true });
+    await (0, import_promises17.rm)((0, import_node_path12.join)(wt.path, ".."), { recursive: true, force: true });
     await git(["worktree", "prune"], { cwd: wt.cacheDir }).catch(() => void 0);
   });
+}
+async function adminDirOf(cacheDir, path6) {
+  const root = (0, import_node_path12.join)(cacheDir, "worktrees");
+  for (const name of await (0, import_promises17.readdir)(root).catch(() => [])) {
+    const link = await (0, import_promises17.readFile)((0, import_node_path12.join)(root, name, "gitdir"), "utf8").catch(() => "");
+    if (link.trim() === (0, import_node_path12.join)(path6, ".git")) return (0, import_node_path12.join)(root, name);
+  }
+  throw new Error(`${path6} is not a worktree of ${cacheDir}.`);
+}
+async function restoreGitLink(wt) {
+  const link = (0, import_node_path12.join)(wt.path, ".git");
+  await (0, import_promises17.rm)(link, { recursive: true, force: true });
+  await (0, import_promises17.writeFile)(link, `gitdir: ${wt.gitDir}
+`);
 }
 
 // src/worker/run-task.ts
@@ -63584,32 +64680,36 @@ var STATE_OF = {
   "rate-limited": "rate-limited",
   "over-budget": "failed"
 };
-var CREDENTIAL_VARIABLES = /* @__PURE__ */ new Set([
-  "ANTHROPIC_API_KEY",
-  "ANTHROPIC_AUTH_TOKEN",
-  "CLAUDE_CODE_OAUTH_TOKEN",
-  "OPENAI_API_KEY",
-  "CODEX_API_KEY"
-]);
-function knownSecretsOf(deps) {
+function labeledSecretsOf(deps) {
   return [
-    ...deps.secrets ?? [],
-    ...deps.credential ? [deps.credential.value] : [],
-    ...deps.gitAuth ? [deps.gitAuth.token] : []
-  ].filter((s) => s.length > 0);
+    ...(deps.secrets ?? []).map((value) => ({ label: "a secret of the worker", value })),
+    ...deps.credential ? [{ label: `the credential ${deps.credential.name}`, value: deps.credential.value }] : [],
+    ...deps.gitAuth ? [{ label: "the worker's GitHub token", value: deps.gitAuth.token }] : []
+  ].filter((s) => s.value.length > 0);
+}
+function worktreeMounts(wt, notesDir, phase) {
+  const notes = notesDir ? [notesDir] : [];
+  return {
+    writable: phase === "work" ? [wt.path, ...notes] : notes,
+    readOnly: phase === "work" ? [wt.cacheDir] : [wt.path, wt.cacheDir],
+    // The other tasks' worktree admin folders are none of its business; its own is shown read-only.
+    hidden: [(0, import_node_path13.join)(wt.cacheDir, "worktrees")],
+    readOnlyAfter: [wt.gitDir]
+  };
 }
 async function runTask(spec, deps) {
   const clock = deps.clock ?? (() => /* @__PURE__ */ new Date());
   const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
-  const logPath = (0, import_node_path12.join)(artifactsDir, LOG_FILE);
-  const knownSecrets = knownSecretsOf(deps);
+  const logPath = (0, import_node_path13.join)(artifactsDir, LOG_FILE);
+  const secrets = labeledSecretsOf(deps);
+  const knownSecrets = secrets.map((s) => s.value);
   const redact = (text) => redactSecrets(text, knownSecrets);
   const issueRef = { ...parseRepoFullName(spec.repo), issue_number: spec.issue };
   const reporter = createIssueReporter(deps.octokit, issueRef, spec.taskId, redact, deps.issueComments);
   const progress = throttleProgress(deps.onProgress, clock);
   const result = { outcome: "failed", logPath, artifacts: {} };
   const branch = spec.branch ?? taskBranchName(spec.issue, spec.title);
-  await (0, import_promises17.mkdir)(artifactsDir, { recursive: true });
+  await (0, import_promises18.mkdir)(artifactsDir, { recursive: true });
   const ctx = {
     spec,
     deps,
@@ -63619,11 +64719,15 @@ async function runTask(spec, deps) {
     artifactsDir,
     branch,
     knownSecrets,
+    secrets,
     result
   };
   let wt;
+  let ownGateway;
   try {
     assertFleetBranch(branch);
+    if (!deps.gateway) ownGateway = await startModelGateway();
+    ctx.gateway = deps.gateway ?? ownGateway;
     if (deps.signal?.aborted) return await finish2(ctx, "cancelled", "Cancelled before the run started.");
     await progress(
       { state: spec.planPhase && !spec.approved ? "planning" : "running", step: "preparing the worktree" },
@@ -63646,7 +64750,7 @@ async function runTask(spec, deps) {
       plan = saved.plan;
       resumeSessionId = saved.state.sessionId;
       if (saved.state.totals) result.planTotals = saved.state.totals;
-      if (plan !== void 0) await (0, import_promises17.writeFile)((0, import_node_path12.join)(notesDir, PLAN_FILE), plan);
+      if (plan !== void 0) await (0, import_promises18.writeFile)((0, import_node_path13.join)(notesDir, PLAN_FILE), plan);
     } else if (spec.planPhase) {
       await progress({ state: "planning", step: "planning (read-only)" }, true);
       const run2 = await runPhase(ctx, wt, notesDir, "plan", void 0, void 0);
@@ -63654,9 +64758,9 @@ async function runTask(spec, deps) {
       if (run2.kind !== "ok") return await finish2(ctx, run2.kind, run2.reason, run2);
       const notes2 = await readArtifacts(notesDir);
       plan = notes2.plan ?? run2.planText ?? "";
-      await (0, import_promises17.writeFile)((0, import_node_path12.join)(artifactsDir, PLAN_FILE), plan);
-      await (0, import_promises17.writeFile)(
-        (0, import_node_path12.join)(artifactsDir, PLAN_STATE_FILE),
+      await (0, import_promises18.writeFile)((0, import_node_path13.join)(artifactsDir, PLAN_FILE), plan);
+      await (0, import_promises18.writeFile)(
+        (0, import_node_path13.join)(artifactsDir, PLAN_STATE_FILE),
         JSON.stringify({ sessionId: run2.sessionId, totals: run2.totals })
       );
       result.artifacts.plan = plan;
@@ -63680,52 +64784,48 @@ async function runTask(spec, deps) {
       { state: "running", step: "committing", usage: run.totals?.usage, costUsd: run.totals?.costUsd },
       true
     );
-    const message = redact(
-      commitMessage({
-        summary: notes.result?.summary,
-        title: spec.title,
-        issue: spec.issue,
-        taskId: spec.taskId,
-        coder: spec.coder
-      })
-    );
-    await commitAll(wt.path, message);
-    if (!await hasNewCommits(wt.path, wt.startSha)) {
+    const message = commitMessage({
+      summary: notes.result?.summary,
+      title: spec.title,
+      issue: spec.issue,
+      taskId: spec.taskId,
+      coder: spec.coder
+    });
+    const prBody = renderPrBody({
+      taskId: spec.taskId,
+      issue: spec.issue,
+      coder: spec.coder,
+      model: spec.model,
+      summary: notes.result?.summary,
+      testsRun: notes.result?.testsRun,
+      followUps: notes.result?.followUps,
+      resultProblem: notes.resultProblem,
+      totals: run.totals,
+      planTotals: result.planTotals
+    });
+    await commitAll(wt, redact(message));
+    if (!await hasNewCommits(wt, wt.startSha)) {
       const why = notes.result?.summary ? `The agent changed no files. Its summary: ${notes.result.summary}` : "The agent changed no files in the repository.";
       return await finish2(ctx, "no-changes", why, run, notes);
     }
-    const leaked = findKnownSecret(await diffSince(wt.path, wt.startSha), knownSecrets);
-    if (leaked) {
-      return await finish2(
-        ctx,
-        "failed",
-        "The agent's changes contain a secret value from the worker's environment, so Fleet did not push them.",
-        run,
-        notes
-      );
+    const leak = await checkOutgoing(wt, wt.startSha, ctx.secrets, [
+      { what: "the commit message", text: message },
+      { what: "the pull request body", text: prBody },
+      { what: "RESULT.json", text: notes.rawResult === void 0 ? "" : JSON.stringify(notes.rawResult) }
+    ]);
+    if (leak) {
+      result.noRetry = true;
+      return await finish2(ctx, "failed", leak, run, notes);
     }
     if (deps.signal?.aborted) return await finish2(ctx, "cancelled", "Cancelled before the push.", run, notes);
     await progress({ state: "running", step: "pushing the branch" }, true);
-    await pushBranch(wt.path, deps.cloneUrl, branch, deps.gitAuth);
+    await pushBranch(wt, deps.cloneUrl, branch, deps.gitAuth);
     const pr = await openOrUpdatePullRequest(deps.octokit, parseRepoFullName(spec.repo), {
       branch,
       mayExist: (spec.earlierRuns?.length ?? 0) > 0,
       base: wt.baseBranch,
       title: spec.title,
-      body: redact(
-        renderPrBody({
-          taskId: spec.taskId,
-          issue: spec.issue,
-          coder: spec.coder,
-          model: spec.model,
-          summary: notes.result?.summary,
-          testsRun: notes.result?.testsRun,
-          followUps: notes.result?.followUps,
-          resultProblem: notes.resultProblem,
-          totals: run.totals,
-          planTotals: result.planTotals
-        })
-      )
+      body: redact(prBody)
     });
     result.pr = { number: pr.number, url: pr.url, head: pr.head };
     return await finish2(ctx, "pr-opened", void 0, run, notes);
@@ -63734,7 +64834,12 @@ async function runTask(spec, deps) {
     return await finish2(ctx, deps.signal?.aborted ? "cancelled" : "failed", reason);
   } finally {
     if (wt) await removeWorktree(wt);
+    await ownGateway?.close();
   }
+}
+function addSecret(ctx, label, value) {
+  ctx.secrets.push({ label, value });
+  ctx.knownSecrets.push(value);
 }
 async function runPhase(ctx, wt, notesDir, phase, plan, resumeSessionId) {
   const { spec, deps } = ctx;
@@ -63752,25 +64857,21 @@ async function runPhase(ctx, wt, notesDir, phase, plan, resumeSessionId) {
   const fullPrompt = spec.extraPrompt ? `${prompt}
 
 ${spec.extraPrompt}` : prompt;
-  const logFile = (0, import_node_path12.join)(ctx.artifactsDir, phase === "plan" ? PLAN_LOG_FILE : LOG_FILE);
+  const logFile = (0, import_node_path13.join)(ctx.artifactsDir, phase === "plan" ? PLAN_LOG_FILE : LOG_FILE);
   const invocation = {
     prompt: fullPrompt,
     model: spec.model,
     phase,
     cwd: wt.path,
-    home: (0, import_node_path12.join)(ctx.artifactsDir, "home")
+    home: (0, import_node_path13.join)(ctx.artifactsDir, "home")
   };
   if (resumeSessionId) invocation.resumeSessionId = resumeSessionId;
   if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
   let credential = deps.credential;
-  const useCredential = (c3) => {
-    const name = CREDENTIAL_VARIABLES.has(c3.name) ? c3.name : deps.adapter.credentialEnv;
-    invocation.credential = { name, value: c3.value };
-  };
-  if (credential) useCredential(credential);
-  await (0, import_promises17.mkdir)(invocation.home, { recursive: true });
-  await (0, import_promises17.writeFile)(logFile, "");
+  if (credential) invocation.credential = { ...credential };
+  await (0, import_promises18.mkdir)(invocation.home, { recursive: true });
+  await (0, import_promises18.writeFile)(logFile, "");
   const context = await buildContextManifest({
     coder: spec.coder,
     cwd: wt.path,
@@ -63809,22 +64910,38 @@ ${spec.extraPrompt}` : prompt;
   let spent;
   try {
     for (; ; ) {
-      r = await runAgent(deps.adapter, invocation, {
-        timeoutMs: spec.timeouts.runMs,
-        stallMs: spec.timeouts.stallMs,
-        signal: budgetStop.signal,
-        onEvent,
-        logFile
-      });
+      let scrub;
+      const scrubLog = (line) => {
+        scrub ??= secretRedactor(ctx.knownSecrets, { split: false });
+        return scrub(line);
+      };
+      r = await runContainedAgent(
+        deps.adapter,
+        invocation,
+        {
+          timeoutMs: spec.timeouts.runMs,
+          stallMs: spec.timeouts.stallMs,
+          signal: budgetStop.signal,
+          onEvent,
+          logFile,
+          scrubLog
+        },
+        {
+          sandbox: deps.sandbox ?? "bubblewrap",
+          mounts: worktreeMounts(wt, notesDir, phase),
+          gateway: ctx.gateway,
+          onRunToken: (token) => addSecret(ctx, "this run's model-gateway token", token)
+        }
+      );
       const named = r.totals && credential ? { ...r.totals, credential: credential.name } : r.totals;
       spent = combineTotals(spent, named);
       if (r.reason !== "rate-limited" || !credential || !deps.rotateCredential || overBudget) break;
       const next = await deps.rotateCredential({ name: credential.name, rateLimit: r.rateLimit });
       if (!next) break;
-      ctx.knownSecrets.push(next.value);
+      addSecret(ctx, `the credential ${next.name}`, next.value);
       const limited = credential.name;
       credential = next;
-      useCredential(next);
+      invocation.credential = { ...next };
       if (r.sessionId) {
         invocation.resumeSessionId = r.sessionId;
         invocation.prompt = `The previous request was rate-limited; continue the task where you stopped.`;
@@ -63885,11 +65002,8 @@ function describeStop(kind, r, spec) {
       return r.error ? `The agent failed: ${r.error}` : `The agent exited with code ${r.exitCode ?? "unknown"}.`;
   }
 }
-function findKnownSecret(text, secrets) {
-  return secrets.find((s) => s.length >= 8 && text.includes(s));
-}
 async function loadPlan(artifactsDir) {
-  const read = (name) => (0, import_promises17.readFile)((0, import_node_path12.join)(artifactsDir, name), "utf8").catch(() => void 0);
+  const read = (name) => (0, import_promises18.readFile)((0, import_node_path13.join)(artifactsDir, name), "utf8").catch(() => void 0);
   const plan = await read(PLAN_FILE);
   let state = {};
   try {
@@ -63959,7 +65073,7 @@ async function runSplitPlanning(ctx, wt, notesDir) {
 var LOG_TAIL_BYTES = 256 * 1024;
 async function readLogTail(path6) {
   try {
-    const file2 = await (0, import_promises17.open)(path6, "r");
+    const file2 = await (0, import_promises18.open)(path6, "r");
     try {
       const { size } = await file2.stat();
       const start = Math.max(0, size - LOG_TAIL_BYTES);
@@ -63999,12 +65113,13 @@ var RebaseFailed = class extends Error {
 async function runRebase(spec, deps) {
   const ref = parseRepoFullName(spec.repo);
   const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
-  const logPath = (0, import_node_path13.join)(artifactsDir, REBASE_LOG_FILE);
-  const secrets = knownSecretsOf(deps);
+  const logPath = (0, import_node_path14.join)(artifactsDir, REBASE_LOG_FILE);
+  const labeled = labeledSecretsOf(deps);
+  const secrets = labeled.map((s) => s.value);
   const redact = (text) => redactSecrets(text, secrets);
   const outcome = { outcome: "pr-opened", logPath, artifacts: {} };
-  await (0, import_promises18.mkdir)(artifactsDir, { recursive: true });
-  await (0, import_promises18.writeFile)(logPath, "");
+  await (0, import_promises19.mkdir)(artifactsDir, { recursive: true });
+  await (0, import_promises19.writeFile)(logPath, "");
   const { data: pr } = await deps.octokit.rest.pulls.get({ ...ref, pull_number: spec.pr });
   if (pr.state !== "open") {
     outcome.outcome = pr.merged ? "no-changes" : "failed";
@@ -64020,8 +65135,15 @@ async function runRebase(spec, deps) {
   let wt;
   let totals2;
   let conflicts = [];
+  let ownGateway;
   try {
     assertFleetBranch(branch);
+    if (!deps.gateway) ownGateway = await startModelGateway();
+    const gateway = deps.gateway ?? ownGateway;
+    const onRunToken = (token) => {
+      labeled.push({ label: "this run's model-gateway token", value: token });
+      secrets.push(token);
+    };
     wt = await addWorktree(
       deps.workDir,
       { repo: spec.repo, cloneUrl: deps.cloneUrl, auth: deps.gitAuth },
@@ -64029,28 +65151,31 @@ async function runRebase(spec, deps) {
       branch
     );
     if (!wt.continued) throw new RebaseFailed(`The branch \`${branch}\` is not on GitHub any more.`, []);
-    const cwd = wt.path;
-    const baseSha = (await git(["rev-parse", `refs/remotes/origin/${base}^{commit}`], { cwd })).stdout.trim();
-    const based = await git(["merge-base", "--is-ancestor", baseSha, "HEAD"], { cwd, okCodes: [1] });
-    const clean = await git(["merge-tree", "--write-tree", "--name-only", "--no-messages", "HEAD", baseSha], {
-      cwd,
-      okCodes: [1]
-    });
+    const tree = wt;
+    const baseSha = (await gitIn(tree, ["rev-parse", `refs/remotes/origin/${base}^{commit}`])).stdout.trim();
+    const based = await gitIn(tree, ["merge-base", "--is-ancestor", baseSha, "HEAD"], { okCodes: [1] });
+    const clean = await gitIn(
+      tree,
+      ["merge-tree", "--write-tree", "--name-only", "--no-messages", "HEAD", baseSha],
+      {
+        okCodes: [1]
+      }
+    );
     if (based.exitCode === 0 || spec.request.onlyIfConflicting && clean.exitCode === 0) {
       outcome.reason = based.exitCode === 0 ? `\`${branch}\` already contains \`${base}\`; nothing to rebase.` : `\`${branch}\` still merges cleanly into \`${base}\`; left as it is.`;
       if (!spec.request.onlyIfConflicting)
         await comment(renderRebaseNotNeeded({ ...view, reason: outcome.reason }));
       return outcome;
     }
-    let r = await git(["-c", "core.editor=true", "rebase", baseSha], { cwd, okCodes: [1] });
+    let r = await gitIn(tree, ["-c", "core.editor=true", "rebase", baseSha], { okCodes: [1] });
     const resolved = /* @__PURE__ */ new Set();
     let agentSteps = 0;
-    for (let guard = 0; r.exitCode !== 0 || await rebaseInProgress(cwd); guard++) {
+    for (let guard = 0; r.exitCode !== 0 || await rebaseInProgress(tree); guard++) {
       if (guard > 100) throw new RebaseFailed("The rebase did not finish.", conflicts);
       if (deps.signal?.aborted) throw new RebaseFailed("The run was cancelled.", conflicts);
-      const unmerged = await unmergedFiles(cwd);
+      const unmerged = await unmergedFiles(tree);
       if (unmerged.length === 0) {
-        r = await git(["-c", "core.editor=true", "rebase", "--skip"], { cwd, okCodes: [1] });
+        r = await gitIn(tree, ["-c", "core.editor=true", "rebase", "--skip"], { okCodes: [1] });
         continue;
       }
       conflicts = [.../* @__PURE__ */ new Set([...conflicts, ...unmerged])].sort();
@@ -64059,40 +65184,39 @@ async function runRebase(spec, deps) {
           `More than ${MAX_AGENT_STEPS} commits of the branch conflict; this needs a person.`,
           conflicts
         );
-      const step = await resolveWithAgent(spec, deps, cwd, {
+      const step = await resolveWithAgent(spec, deps, tree, {
         branch,
         base,
         files: unmerged,
         logPath,
-        artifactsDir
+        artifactsDir,
+        gateway,
+        onRunToken
       });
       totals2 = combineTotals(totals2, step.totals);
       if (step.error) throw new RebaseFailed(step.error, conflicts);
-      const left = await filesWithMarkers(cwd, unmerged);
+      const left = await filesWithMarkers(tree.path, unmerged);
       if (left.length > 0)
         throw new RebaseFailed(
           `The agent left conflict markers in ${left.map((f) => `\`${f}\``).join(", ")}${step.summary ? `. Its summary: ${step.summary}` : "."}`,
           conflicts
         );
       for (const f of unmerged) resolved.add(f);
-      await git(["add", "-A"], { cwd });
-      r = await git(["-c", "core.editor=true", "rebase", "--continue"], { cwd, okCodes: [1] });
+      await gitIn(tree, ["add", "-A"]);
+      r = await gitIn(tree, ["-c", "core.editor=true", "rebase", "--continue"], { okCodes: [1] });
     }
-    const changed = (await git(["diff", "--name-only", baseSha, "HEAD"], { cwd })).stdout.split("\n").filter(Boolean);
-    const marked = await filesWithMarkers(cwd, changed);
+    const changed = (await gitIn(tree, ["diff", "--name-only", baseSha, "HEAD"])).stdout.split("\n").filter(Boolean);
+    const marked = await filesWithMarkers(tree.path, changed);
     if (marked.length > 0)
       throw new RebaseFailed(
         `The rebased branch still has conflict markers in ${marked.map((f) => `\`${f}\``).join(", ")}.`,
         conflicts
       );
-    const diff = (await git(["diff", wt.startSha, "HEAD"], { cwd })).stdout;
-    if (secrets.some((s) => s.length >= 8 && diff.includes(s)))
-      throw new RebaseFailed(
-        "The resolved files contain a secret value from the worker's environment, so Fleet did not push them.",
-        conflicts
-      );
+    const leak = await checkOutgoing(tree, baseSha, labeled, []);
+    if (leak) throw new RebaseFailed(leak, conflicts);
     if (deps.signal?.aborted) throw new RebaseFailed("The run was cancelled before the push.", conflicts);
-    const push = await git(
+    const push = await gitIn(
+      tree,
       [
         "push",
         "-q",
@@ -64100,7 +65224,7 @@ async function runRebase(spec, deps) {
         deps.cloneUrl,
         `HEAD:refs/heads/${branch}`
       ],
-      { cwd, auth: deps.gitAuth, okCodes: [1] }
+      { auth: deps.gitAuth, okCodes: [1] }
     );
     if (push.exitCode !== 0)
       throw new RebaseFailed(
@@ -64130,15 +65254,16 @@ async function runRebase(spec, deps) {
     return outcome;
   } finally {
     if (wt) {
-      await git(["rebase", "--abort"], { cwd: wt.path, okCodes: [1, 128] }).catch(() => void 0);
+      await gitIn(wt, ["rebase", "--abort"], { okCodes: [1, 128] }).catch(() => void 0);
       await removeWorktree(wt);
     }
+    await ownGateway?.close();
   }
 }
-async function rebaseInProgress(cwd) {
+async function rebaseInProgress(tree) {
   for (const dir of ["rebase-merge", "rebase-apply"]) {
-    const p = (await git(["rev-parse", "--git-path", dir], { cwd })).stdout.trim();
-    if (await (0, import_promises18.access)((0, import_node_path13.resolve)(cwd, p)).then(
+    const p = (await gitIn(tree, ["rev-parse", "--git-path", dir])).stdout.trim();
+    if (await (0, import_promises19.access)((0, import_node_path14.resolve)(tree.path, p)).then(
       () => true,
       () => false
     ))
@@ -64146,25 +65271,18 @@ async function rebaseInProgress(cwd) {
   }
   return false;
 }
-async function unmergedFiles(cwd) {
-  const out = (await git(["diff", "--name-only", "--diff-filter=U"], { cwd })).stdout;
+async function unmergedFiles(tree) {
+  const out = (await gitIn(tree, ["diff", "--name-only", "--diff-filter=U"])).stdout;
   return [...new Set(out.split("\n").filter(Boolean))].sort();
 }
 async function filesWithMarkers(cwd, files) {
   const out = [];
   for (const f of files) {
-    const text = await (0, import_promises18.readFile)((0, import_node_path13.join)(cwd, f), "utf8").catch(() => void 0);
+    const text = await (0, import_promises19.readFile)((0, import_node_path14.join)(cwd, f), "utf8").catch(() => void 0);
     if (text !== void 0 && MARKER.test(text)) out.push(f);
   }
   return out;
 }
-var CREDENTIAL_VARIABLES2 = /* @__PURE__ */ new Set([
-  "ANTHROPIC_API_KEY",
-  "ANTHROPIC_AUTH_TOKEN",
-  "CLAUDE_CODE_OAUTH_TOKEN",
-  "OPENAI_API_KEY",
-  "CODEX_API_KEY"
-]);
 function conflictPrompt(spec, at) {
   return [
     `Fleet is rebasing \`${at.branch}\` (pull request #${spec.pr}, for issue #${spec.issue}: ${JSON.stringify(spec.title)}) onto \`${at.base}\`: ${spec.request.why}.`,
@@ -64178,28 +65296,35 @@ function conflictPrompt(spec, at) {
     "If a conflict cannot be resolved sensibly, leave that file's markers in place and say why in your final message."
   ].join("\n");
 }
-async function resolveWithAgent(spec, deps, cwd, at) {
-  const commit = (await git(["log", "-1", "--format=%h %s", "REBASE_HEAD"], { cwd, okCodes: [128] })).stdout.trim();
+async function resolveWithAgent(spec, deps, tree, at) {
+  const commit = (await gitIn(tree, ["log", "-1", "--format=%h %s", "REBASE_HEAD"], { okCodes: [128] })).stdout.trim();
   const invocation = {
     prompt: conflictPrompt(spec, { ...at, commit: commit || void 0 }),
     model: spec.model,
     phase: "work",
-    cwd,
-    home: (0, import_node_path13.join)(at.artifactsDir, "home")
+    cwd: tree.path,
+    home: (0, import_node_path14.join)(at.artifactsDir, "home")
   };
   if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
-  if (deps.credential) {
-    const name = CREDENTIAL_VARIABLES2.has(deps.credential.name) ? deps.credential.name : deps.adapter.credentialEnv;
-    invocation.credential = { name, value: deps.credential.value };
-  }
-  await (0, import_promises18.mkdir)(invocation.home, { recursive: true });
-  const r = await runAgent(deps.adapter, invocation, {
-    timeoutMs: spec.timeouts.runMs,
-    stallMs: spec.timeouts.stallMs,
-    signal: deps.signal,
-    logFile: at.logPath
-  });
+  if (deps.credential) invocation.credential = { ...deps.credential };
+  await (0, import_promises19.mkdir)(invocation.home, { recursive: true });
+  const r = await runContainedAgent(
+    deps.adapter,
+    invocation,
+    {
+      timeoutMs: spec.timeouts.runMs,
+      stallMs: spec.timeouts.stallMs,
+      signal: deps.signal,
+      logFile: at.logPath
+    },
+    {
+      sandbox: deps.sandbox ?? "bubblewrap",
+      mounts: worktreeMounts(tree, void 0, "work"),
+      gateway: at.gateway,
+      onRunToken: at.onRunToken
+    }
+  );
   const totals2 = r.totals && deps.credential ? { ...r.totals, credential: deps.credential.name } : r.totals;
   if (r.reason === "completed") return { totals: totals2, summary: r.summary };
   const why = r.reason === "timeout" || r.reason === "stall" ? `The agent resolving the conflicts was stopped (${r.reason}).` : r.reason === "rate-limited" ? "The agent resolving the conflicts was rate-limited." : `The agent resolving the conflicts failed${r.error ? `: ${r.error}` : "."}`;
@@ -64371,15 +65496,15 @@ function renderSplitRejected(epic, problems) {
 // src/split/apply-plan.ts
 async function applySplitPlan(epic, raw, deps) {
   const { octokit, repo } = deps;
-  const checked = validateSplitPlan(raw, deps.knownCoders);
-  if (!checked.ok) {
+  const checked2 = validateSplitPlan(raw, deps.knownCoders);
+  if (!checked2.ok) {
     await upsertMarkedComment(
       octokit,
       { ...repo, issue_number: epic },
       splitPlanMarker(epic),
-      renderSplitRejected(epic, checked.problems)
+      renderSplitRejected(epic, checked2.problems)
     );
-    return checked;
+    return checked2;
   }
   const existing = await octokit.paginate("GET /repos/{owner}/{repo}/issues/{issue_number}/sub_issues", {
     ...repo,
@@ -64390,7 +65515,7 @@ async function applySplitPlan(epic, raw, deps) {
     existing.map((i2) => [i2.title, i2.number])
   );
   const issues = /* @__PURE__ */ new Map();
-  for (const task of checked.order) {
+  for (const task of checked2.order) {
     const number4 = byTitle.get(task.title) ?? await createSubIssue(epic, task, issues, deps);
     issues.set(task.key, number4);
     const coder = task.coder ?? deps.splitCoder;
@@ -64408,7 +65533,7 @@ async function applySplitPlan(epic, raw, deps) {
     octokit,
     { ...repo, issue_number: epic },
     splitPlanMarker(epic),
-    renderSplitDone(epic, checked.plan, issues)
+    renderSplitDone(epic, checked2.plan, issues)
   );
   return { ok: true, issues };
 }
@@ -64723,6 +65848,7 @@ async function executeTask(taskId, deps) {
         perTaskLimits: perTaskLimits(deps.config.budgets, task.coder),
         modelBaseUrl: deps.modelBaseUrl,
         agentEnv: deps.agentEnv,
+        sandbox: deps.sandbox ?? sandboxOf(deps.config),
         clock,
         signal: abort.signal,
         secrets: deps.secrets,
@@ -64824,6 +65950,9 @@ function credentialPool(coder, deps, clock) {
     log: deps.log
   });
 }
+function sandboxOf(config2) {
+  return config2.sandbox ?? "bubblewrap";
+}
 
 // src/action/main.ts
 var ActionInputError = class extends Error {
@@ -64844,6 +65973,13 @@ async function runAction(inputs, deps) {
       `.github/fleet.yml is invalid: ${loaded.problems.map((p) => `${p.path}: ${p.message}`).join("; ")}`
     );
   const fileConfig = loaded.config;
+  try {
+    await assertSandboxAvailable(fileConfig.sandbox ?? "bubblewrap");
+  } catch (error64) {
+    if (error64 instanceof SandboxUnavailableError)
+      throw new ActionInputError(`On this runner: ${error64.message}`);
+    throw error64;
+  }
   const store = coalescingStore(
     createRepoStateStore({ octokit: deps.octokit, owner: inputs.repo.owner, repo: inputs.repo.repo }),
     { maxDelayMs: 50 }
@@ -64986,12 +66122,13 @@ async function runner(env = process.env) {
     const agentEnv = Object.fromEntries(parseNameValueLines(getInput("agent-env"), "agent-env"));
     const apiUrl = getInput("api-url") || env.GITHUB_API_URL || "https://api.github.com";
     const modelBaseUrl = getInput("model-base-url") || void 0;
-    const workDir = getInput("work-dir") || (0, import_node_path14.join)(env.RUNNER_TEMP || (0, import_node_os6.tmpdir)(), "fleet");
+    const workDir = getInput("work-dir") || (0, import_node_path15.join)(env.RUNNER_TEMP || (0, import_node_os6.tmpdir)(), "fleet");
     const fullName = required2(env, "GITHUB_REPOSITORY");
     const runId = required2(env, "GITHUB_RUN_ID");
     const serverUrl = env.GITHUB_SERVER_URL || "https://github.com";
     const cloneUrl = getInput("clone-url") || `${serverUrl}/${fullName}.git`;
     const repo = parseRepoFullName(fullName);
+    for (const name of Object.keys(env)) if (name.startsWith("INPUT_")) delete env[name];
     const octokit = new Octokit2({
       baseUrl: apiUrl.replace(/\/$/, ""),
       auth: token,

@@ -1,12 +1,15 @@
-import { spawn } from "node:child_process";
-import { createSign } from "node:crypto";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../src/core/task.ts";
-import type { WorkflowRun } from "../../src/offline/github/index.ts";
 import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
+import {
+  type ActionRun,
+  type Dispatched,
+  installationToken,
+  runActionBundle,
+} from "../support/action-runner.ts";
 import { waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
 
@@ -28,37 +31,6 @@ const USAGE = {
 };
 const CREDENTIAL = "sk-ant-action-credential-0000000000";
 const UNRELATED = "sk-openai-unrelated-credential-1111111111";
-
-type Dispatched = WorkflowRun & { repo: string };
-
-interface ActionRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  outputs: Record<string, string>;
-  summary: string;
-}
-
-/** GITHUB_OUTPUT's `name<<delimiter` blocks. */
-function parseOutputs(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const m of text.matchAll(/^([\w-]+)<<(\S+)\n([\s\S]*?)\n\2$/gm)) out[m[1]!] = m[3]!;
-  return out;
-}
-
-/** An installation token, the way a workflow gets one (app JWT -> access token). */
-async function installationToken(h: Harness): Promise<string> {
-  const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");
-  const now = Math.floor(Date.now() / 1000);
-  const unsigned = `${b64({ alg: "RS256", typ: "JWT" })}.${b64({ iat: now - 30, exp: now + 540, iss: String(h.gh.appId) })}`;
-  const jwt = `${unsigned}.${createSign("RSA-SHA256").update(unsigned).sign(h.gh.privateKey, "base64url")}`;
-  const res = await fetch(`${h.gh.url}/app/installations/${h.gh.installationId(h.full)}/access_tokens`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${jwt}`, accept: "application/vnd.github+json" },
-  });
-  if (!res.ok) throw new Error(`installation token: ${res.status} ${await res.text()}`);
-  return ((await res.json()) as { token: string }).token;
-}
 
 describe("dispatch: actions — the app dispatches the workflow, the runner runs dist/index.js", () => {
   let h: Harness;
@@ -103,56 +75,18 @@ describe("dispatch: actions — the app dispatches the workflow, the runner runs
   const runOf = (id: number | string) => h.gh.workflowRuns(h.full).find((r) => r.id === Number(id));
 
   /** Runs the bundled action the way a runner does: INPUT_* variables and the GITHUB_* files. */
-  async function runAction(run: Dispatched): Promise<ActionRun> {
-    const dir = await mkdtemp(join(scratch, `run-${run.id}-`));
-    const files = {
-      event: join(dir, "event.json"),
-      output: join(dir, "output"),
-      summary: join(dir, "summary.md"),
-    };
-    await writeFile(files.event, JSON.stringify({ inputs: run.inputs }));
-    await writeFile(files.output, "");
-    await writeFile(files.summary, "");
-    const env: Record<string, string> = {
-      PATH: `${resolve("node_modules/.bin")}:${process.env.PATH}`,
-      HOME: process.env.HOME ?? dir,
-      GITHUB_ACTIONS: "true",
-      GITHUB_REPOSITORY: h.full,
-      GITHUB_RUN_ID: String(run.id),
-      GITHUB_API_URL: h.gh.url,
-      GITHUB_SERVER_URL: h.gh.url,
-      GITHUB_EVENT_NAME: "workflow_dispatch",
-      GITHUB_EVENT_PATH: files.event,
-      GITHUB_OUTPUT: files.output,
-      GITHUB_STEP_SUMMARY: files.summary,
-      RUNNER_TEMP: dir,
-      "INPUT_TASK-ID": String(run.inputs.task_id),
-      "INPUT_GITHUB-TOKEN": token,
-      "INPUT_API-URL": h.gh.url,
-      "INPUT_CLONE-URL": h.cloneUrl,
-      INPUT_CREDENTIALS: `ANTHROPIC_API_KEY=${CREDENTIAL}\nOPENAI_API_KEY=${UNRELATED}\n`,
-      "INPUT_MODEL-BASE-URL": model.url,
-      "INPUT_AGENT-ENV": "CLAUDE_CODE_MAX_RETRIES=0",
-      "INPUT_WORK-DIR": join(dir, "work"),
-    };
-    const child = spawn(process.execPath, ["dist/index.js"], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => {
-      stdout += d;
+  const runAction = (run: Dispatched): Promise<ActionRun> =>
+    runActionBundle({
+      h,
+      run,
+      scratch,
+      inputs: {
+        "github-token": token,
+        credentials: `ANTHROPIC_API_KEY=${CREDENTIAL}\nOPENAI_API_KEY=${UNRELATED}\n`,
+        "model-base-url": model.url,
+        "agent-env": "CLAUDE_CODE_MAX_RETRIES=0",
+      },
     });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    const code = await new Promise<number | null>((r) => child.on("close", r));
-    return {
-      code,
-      stdout,
-      stderr,
-      outputs: parseOutputs(await readFile(files.output, "utf8")),
-      summary: await readFile(files.summary, "utf8"),
-    };
-  }
 
   it("runs the task on the 'runner': PR, outputs, job summary, then follows the run to done", async () => {
     const finished = new Promise<{ run: Dispatched; result: ActionRun }>((resolveRun, reject) => {
