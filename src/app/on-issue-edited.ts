@@ -21,6 +21,8 @@ export async function onIssueEdited(context: Context<"issues.edited">, deps: Han
   // Most edited issues have no task: no permission lookup and no commit for them.
   if (!Object.values(doc.tasks).some((t) => t.issue === issue.number && t.state !== "done")) return;
   const by = payload.sender.login;
-  const allowed = payload.sender.type !== "Bot" && (await mayDriveFleet(context, loaded.config, by));
+  // An app's bot is a "Bot" whose login ends in [bot] (a character no person's login has).
+  const bot = payload.sender.type === "Bot" || by.endsWith("[bot]");
+  const allowed = !bot && (await mayDriveFleet(context, loaded.config, by));
   await queue.issueEdited(issue.number, { title: issue.title, body: issue.body ?? null, by, allowed });
 }

@@ -143,8 +143,31 @@ describe("discovered work: RESULT.json follow-ups become linked issues (real Cla
   }, 300_000);
 
   it("with auto_label_discovered the issue gets the task's coder label and is queued", async () => {
+    // auto_label_discovered lets an agent's follow-ups queue runs: it is file-only, refused by config set.
     const cmdIssue = await h.newIssue("Settings", "");
     await h.comment(cmdIssue, "/fleet config set auto_label_discovered=true");
+    expect(h.botComments(cmdIssue).at(-1)?.body).toContain("auto_label_discovered is file-only");
+    // So a maintainer sets it in the file, on the default branch; a fresh worker reads it at once.
+    await worker.stop();
+    const { data: current } = await h.mona.rest.repos.getContent({
+      owner: h.owner,
+      repo: h.name,
+      path: ".github/fleet.yml",
+    });
+    await h.mona.rest.repos.createOrUpdateFileContents({
+      owner: h.owner,
+      repo: h.name,
+      path: ".github/fleet.yml",
+      message: "fleet: queue discovered work",
+      content: Buffer.from(`${FLEET_YML}auto_label_discovered: true\n`).toString("base64"),
+      sha: (current as { sha: string }).sha,
+    });
+    await h.settle();
+    worker = await startTestWorker(h, {
+      modelBaseUrl: model.url,
+      concurrency: 1,
+      onOutcome: (id, o) => outcomes.set(id, o),
+    });
     const issue = await h.newIssue("Widget cache", "Cache widgets.");
     await h.label(issue, "fleet:claude");
     const parent = await waitFor(

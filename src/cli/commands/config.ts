@@ -1,5 +1,11 @@
 import { stringify } from "yaml";
-import { applyOverrides, CONFIG_KEYS, type ConfigValue, parseConfigAssignment } from "../../core/config.ts";
+import {
+  CONFIG_KEYS,
+  type ConfigValue,
+  FILE_ONLY_KEYS,
+  parseConfigAssignment,
+  updateOverrides,
+} from "../../core/config.ts";
 import { localDispatcher } from "../../queue/dispatcher.ts";
 import { createRepoQueue } from "../../queue/repo-queue.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
@@ -12,9 +18,12 @@ export const CONFIG_USAGE = `Usage: fleet config show [--json]
 
 show   the effective config: .github/fleet.yml (or defaults) with the overrides set here
 set    validated overrides, stored in the repository state (GitHub) or $FLEET_HOME (local);
-       they win over the file. "none" removes an optional setting.
+       they win over the file. "none" removes an override (the file's value applies again).
+       Operational keys only: budgets can only be lowered, models chosen within the file's list,
+       coders turned off (not on).
 
 Settable keys: ${CONFIG_KEYS.join(", ")}
+File-only keys (.github/fleet.yml on the default branch): ${FILE_ONLY_KEYS.join(", ")}
 
 ${TARGET_HELP}`;
 
@@ -67,16 +76,11 @@ export async function configCommand(argv: string[]): Promise<number> {
     const target = await resolveTarget(values);
     const { doc } = await target.store.read();
     const file = await target.fileConfig();
-    // The whole config must stay valid (e.g. default_coder must name an enabled coder).
-    const merged: Record<string, string> = {};
-    for (const [k, v] of Object.entries(doc.config)) if (v !== null && v !== undefined) merged[k] = String(v);
-    for (const a of assignments) {
-      if (a.value === null) delete merged[a.key];
-      else merged[a.key] = Array.isArray(a.value) ? a.value.join(",") : String(a.value);
-    }
-    const check = applyOverrides(file.config, merged);
+    // Checked against the file and the stored overrides; the write re-checks on the freshest state.
+    const check = updateOverrides(file.config, doc.config, assignments);
     if (!check.ok) throw new UsageError(check.problems.map((p) => `${p.path}: ${p.message}`).join("\n"));
     const by = process.env.USER ?? "cli";
+    let result = check;
     if (schedulesLocally(target, check.config.dispatch)) {
       // The scheduler runs at once, so a raised cap starts queued tasks now.
       const queue = createRepoQueue({
@@ -85,21 +89,32 @@ export async function configCommand(argv: string[]): Promise<number> {
         fileConfig: file.config,
         dispatcher: localDispatcher,
       });
-      await queue.setConfig(assignments, by);
+      const outcome = await queue.setConfig(assignments, by);
+      if (!outcome.ok)
+        throw new UsageError(outcome.problems.map((p) => `${p.path}: ${p.message}`).join("\n"));
+      result = { ...check, config: outcome.config, dropped: outcome.dropped };
     } else {
+      let refused: string | undefined;
       const r = await target.store.update(({ doc: d }) => {
-        const next = { ...d, config: { ...d.config } };
-        for (const a of assignments) {
-          if (a.value === null) delete next.config[a.key];
-          else next.config[a.key] = a.value;
+        refused = undefined;
+        const update = updateOverrides(file.config, d.config, assignments);
+        if (!update.ok) {
+          refused = update.problems.map((p) => `${p.path}: ${p.message}`).join("\n");
+          return null;
         }
-        return { doc: next, message: `config set ${rest.join(" ")} (by ${by})` };
+        result = update;
+        return {
+          doc: { ...d, config: update.overrides },
+          message: `config set ${rest.join(" ")} (by ${by})`,
+        };
       });
+      if (refused) throw new UsageError(refused);
       if (!r.applied)
         throw new CliError(`Could not write the config to ${describeTarget(target)}; try again.`);
       err("The app applies it at its next scheduling pass.");
     }
-    if (values.json) json({ target: target.full, set: assignments, config: check.config });
+    for (const d of result.dropped) err(`dropped the stored override ${d.key}=${d.value}: ${d.message}`);
+    if (values.json) json({ target: target.full, set: assignments, config: result.config });
     else
       out(
         `set ${assignments.map((a) => `${a.key}=${a.value === null ? "none" : String(a.value)}`).join(" ")} on ${target.full}`,
