@@ -14,7 +14,7 @@ import { coalescingStore } from "../state/write-queue.ts";
 import { executeTask } from "../worker/execute-task.ts";
 import type { GitAuth } from "../worker/git.ts";
 import type { TaskOutcome } from "../worker/run-task.ts";
-import { assertSandboxAvailable, type SandboxMode, SandboxUnavailableError } from "../worker/sandbox.ts";
+import { assertSandboxAvailable, SandboxUnavailableError } from "../worker/sandbox.ts";
 
 export interface ActionInputs {
   taskId: string;
@@ -94,7 +94,7 @@ export async function runAction(inputs: ActionInputs, deps: ActionDeps): Promise
   const fileConfig = loaded.config;
   // A runner that cannot contain the agent fails the job before it claims the task.
   try {
-    await assertSandboxAvailable((fileConfig as { sandbox?: SandboxMode }).sandbox ?? "bubblewrap");
+    await assertSandboxAvailable(fileConfig.sandbox);
   } catch (error) {
     if (error instanceof SandboxUnavailableError)
       throw new ActionInputError(`On this runner: ${error.message}`);

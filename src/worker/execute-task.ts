@@ -236,7 +236,7 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
         perTaskLimits: perTaskLimits(deps.config.budgets, task.coder),
         modelBaseUrl: deps.modelBaseUrl,
         agentEnv: deps.agentEnv,
-        sandbox: deps.sandbox ?? sandboxOf(deps.config),
+        sandbox: deps.sandbox ?? deps.config.sandbox,
         clock,
         signal: abort.signal,
         secrets: deps.secrets,
@@ -361,9 +361,4 @@ function credentialPool(coder: string, deps: ExecuteDeps, clock: () => Date) {
     fallbackSeconds: deps.config.retries.backoff_seconds,
     log: deps.log,
   });
-}
-
-/** The repository's `sandbox` setting (file-only; bubblewrap unless the file says `none`). */
-function sandboxOf(config: FleetConfig): SandboxMode {
-  return (config as FleetConfig & { sandbox?: SandboxMode }).sandbox ?? "bubblewrap";
 }

@@ -2,12 +2,11 @@ import { spawnSync } from "node:child_process";
 import { constants } from "node:fs";
 import { access, lstat, open, readdir, readlink, realpath, stat } from "node:fs/promises";
 import { basename, delimiter, dirname, isAbsolute, join, sep } from "node:path";
+import type { SandboxMode } from "../core/config.ts";
 
-/**
- * How agent runs are contained. `bubblewrap`: each run in its own bubblewrap sandbox (Linux); `none`:
- * the agent runs as a plain child process with the worker's file system view (chosen explicitly).
- */
-export type SandboxMode = "bubblewrap" | "none";
+// How agent runs are contained (`sandbox` in .github/fleet.yml): `bubblewrap`, each run in its own
+// bubblewrap sandbox (Linux); `none`, a plain child process with the worker's view (chosen explicitly).
+export type { SandboxMode };
 
 /** What one agent run may see. Paths are absolute host paths, mounted at the same path inside. */
 export interface SandboxMounts {

@@ -132,7 +132,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     );
   const config = await target.config(doc);
   // A worker that cannot contain its agents says so now, not at its first task.
-  const sandbox: SandboxMode = (config as { sandbox?: SandboxMode }).sandbox ?? "bubblewrap";
+  const sandbox: SandboxMode = config.sandbox;
   try {
     await assertSandboxAvailable(sandbox);
   } catch (error) {
