@@ -1,5 +1,5 @@
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import * as core from "@actions/core";
 import { Octokit } from "@octokit/rest";
 import { parseRepoFullName } from "../github/client.ts";
@@ -109,6 +109,9 @@ async function report(result: ActionResult): Promise<void> {
   core.setOutput("tokens-cache-write", String(result.usage.cacheWrite));
   core.setOutput("cost-usd", result.costUsd === null ? "" : result.costUsd.toFixed(6));
   core.setOutput("log-path", result.logPath ?? "");
+  // The log lives in the task's artifacts folder (agent and plan logs, PLAN.md, KNOWLEDGE.md,
+  // RESULT.json): the workflow uploads that folder, which `fleet task <id> log|plan|knowledge` reads.
+  core.setOutput("artifacts-dir", result.logPath ? dirname(result.logPath) : "");
   // Outside a runner (no $GITHUB_STEP_SUMMARY) there is nowhere to write the summary.
   if (process.env.GITHUB_STEP_SUMMARY) await core.summary.addRaw(result.summary, true).write();
   if (result.failed) core.setFailed(result.message);
