@@ -64,7 +64,12 @@ export interface DemoResult {
   issue: { number: number; comments: number };
   tokens: { input: number; output: number; cacheRead: number; cacheWrite: number; costUsd: number | null };
   api: { total: number; contentCreating: number };
+  /** The runs of the demo repository's own CI workflow that the emulator started, oldest first. */
+  ci: { runs: Array<{ event: string; branch: string; actor: string }> };
 }
+
+/** The demo repository's CI workflow (`on: [push, pull_request]`). */
+const CI_WORKFLOW = ".github/workflows/ci.yml";
 
 export async function runDemo(opts: { json: boolean; keep: boolean }): Promise<DemoResult> {
   const started = Date.now();
@@ -89,6 +94,9 @@ export async function runDemo(opts: { json: boolean; keep: boolean }): Promise<D
       files: {
         "README.md": "# widgets\n\nA small library.\n",
         ".github/fleet.yml": "dispatch: local\nmax_concurrent: 2\nplan_phase: true\n",
+        // The repository's own CI: it runs for pushes and PRs, never for Fleet's state commits.
+        [CI_WORKFLOW]:
+          "name: CI\non: [push, pull_request]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo test\n",
       },
     });
     gh.addCollaborator(full, "mona", "write");
@@ -124,6 +132,9 @@ export async function runDemo(opts: { json: boolean; keep: boolean }): Promise<D
       },
     });
     const octokit = (await probot.auth(repo.installationId)) as unknown as GitHubClient;
+    // The worker pushes with the app's token on GitHub: the emulator names the pusher of a file://
+    // push from this variable, so the CI runs its pushes start are the app's (fleet[bot]) too.
+    process.env.FLEET_EMULATOR_LOGIN = gh.botLogin;
     let finished: ((t: string) => void) | undefined;
     const done = new Promise<string>((r) => {
       finished = r;
@@ -194,6 +205,12 @@ export async function runDemo(opts: { json: boolean; keep: boolean }): Promise<D
         costUsd: totals?.costUsd ?? null,
       },
       api: { total: counts.total, contentCreating: counts.contentCreating },
+      ci: {
+        runs: gh
+          .workflowRuns(full)
+          .filter((r) => r.workflowPath === CI_WORKFLOW)
+          .map((r) => ({ event: r.event, branch: r.headBranch, actor: r.actor.login })),
+      },
     };
     if (!opts.json) {
       say(`pull request #${pr.number} "${pr.title}" from ${pr.head} (${task.state})`);
@@ -210,6 +227,10 @@ export async function runDemo(opts: { json: boolean; keep: boolean }): Promise<D
       );
       process.stdout.write(
         `GitHub API: ${result.api.total} requests, ${result.api.contentCreating} content-creating\n`,
+      );
+      const runs = result.ci.runs.map((r) => `${r.event} on ${r.branch} by ${r.actor}`);
+      process.stdout.write(
+        `CI runs: ${runs.length ? runs.join("; ") : "none"} (state commits on fleet/state start none)\n`,
       );
       if (opts.keep) process.stdout.write(`work directory kept: ${workDir}\n`);
     }

@@ -17,5 +17,12 @@ describe("npm run demo -- --json", () => {
     expect(result.tokens.costUsd).toBeGreaterThan(0);
     expect(result.api.total).toBeGreaterThan(0);
     expect(result.api.contentCreating).toBeGreaterThan(0);
+    // The repository's own CI (on: [push, pull_request]) ran for the task's PR, never for fleet/state.
+    const runs = result.ci.runs as Array<{ event: string; branch: string; actor: string }>;
+    expect(runs.every((r) => typeof r.event === "string" && typeof r.actor === "string")).toBe(true);
+    expect(runs.filter((r) => r.branch === "fleet/state")).toEqual([]);
+    expect(
+      runs.filter((r) => r.event === "pull_request" && r.branch === result.pr.head).length,
+    ).toBeGreaterThanOrEqual(1);
   }, 300_000);
 });
