@@ -24,7 +24,8 @@ import { findTaskRef } from "../task-ref.ts";
 
 export const TASK_USAGE = `Usage: fleet task <id> log|plan|knowledge|result [-f] [--json]
 
-What a task's agent left on this machine (under --work-dir, default $FLEET_HOME/work):
+What a task's agent left on this machine (under --work-dir, default $FLEET_HOME/work), or, against a
+GitHub repository when it is not here, in the artifact its Actions run uploaded (fleet-<id>):
   log          the agent's log (agent.log; the plan phase's plan.log when there is no work log yet)
   plan         PLAN.md, the agent's plan
   knowledge    KNOWLEDGE.md, the context the agent was given and gathered
