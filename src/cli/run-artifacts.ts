@@ -36,14 +36,15 @@ interface ArtifactInfo {
 
 const statusOf = (e: unknown): number | undefined => (e as { status?: number }).status;
 
-/** The Actions runs a task ran in, newest first: its recorded run, then its lease holder's. */
+/** The Actions runs a task ran in, newest first: its recorded run (id, or its page), then its lease holder's. */
 export function taskRunIds(task: Task | undefined): number[] {
   const ids: number[] = [];
   const add = (v: string | undefined) => {
     const n = Number(v);
-    if (v && Number.isSafeInteger(n) && n > 0 && !ids.includes(n)) ids.push(n);
+    if (v && /^\d+$/.test(v) && Number.isSafeInteger(n) && n > 0 && !ids.includes(n)) ids.push(n);
   };
   add(task?.runId);
+  add(/\/actions\/runs\/(\d+)/.exec(task?.runUrl ?? "")?.[1]);
   const holder = task?.lease?.holder;
   if (holder?.startsWith("actions:")) add(holder.slice("actions:".length));
   return ids;

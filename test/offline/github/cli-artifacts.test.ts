@@ -2,6 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { taskRunIds } from "../../../src/cli/run-artifacts.ts";
 import type { Task } from "../../../src/core/task.ts";
 import type { GitHubClient } from "../../../src/github/client.ts";
 import { type GitHubEmulator, startGitHubEmulator } from "../../../src/offline/github/index.ts";
@@ -183,5 +184,20 @@ describe("fleet task <id> log|plan|knowledge|result from an Actions run's artifa
     expect(refused.exitCode).toBe(1);
     expect(refused.stderr).toMatch(/403.*Actions: read/);
     expect(refused.stderr).not.toMatch(/at .*\.ts:\d+/);
+  });
+});
+
+describe("the runs a task names", () => {
+  it("takes its run id, its run page and its lease holder, once each, and ignores anything else", () => {
+    const at = "2026-12-01T10:00:00Z";
+    const lease = (holder: string) => ({ holder, slot: 1, acquiredAt: at, heartbeatAt: at, expiresAt: at });
+    expect(taskRunIds(task("a", 1, { runId: "12", lease: lease("actions:34") }))).toEqual([12, 34]);
+    expect(taskRunIds(task("a", 1, { runUrl: "https://github.com/o/r/actions/runs/56" }))).toEqual([56]);
+    expect(
+      taskRunIds(task("a", 1, { runId: "12", runUrl: "https://github.com/o/r/actions/runs/12" })),
+    ).toEqual([12]);
+    expect(taskRunIds(task("a", 1, { runId: "x1", lease: lease("worker:host:1") }))).toEqual([]);
+    expect(taskRunIds(task("a", 1, { lease: lease("actions:1e3") }))).toEqual([]);
+    expect(taskRunIds(undefined)).toEqual([]);
   });
 });

@@ -39,7 +39,8 @@ export class Actions implements WorkflowTriggers {
 
   /** The workflow files (`.github/workflows/*.yml|yaml`) at a commit or ref. */
   async workflowFiles(repo: Repo, ref: string): Promise<Array<{ path: string; sha: string }>> {
-    const commit = await repo.git.resolveCommitish(ref);
+    // A commit sha needs no lookup (pushes pass one; this runs for every push, state commits included).
+    const commit = /^[0-9a-f]{40}$/.test(ref) ? ref : await repo.git.resolveCommitish(ref);
     if (!commit) return [];
     const entries = await repo.git.lsTree(`${commit}:.github/workflows`);
     return entries
