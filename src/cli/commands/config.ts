@@ -4,6 +4,7 @@ import {
   type ConfigValue,
   FILE_ONLY_KEYS,
   parseConfigAssignment,
+  resolveOverrides,
   updateOverrides,
 } from "../../core/config.ts";
 import { localDispatcher } from "../../queue/dispatcher.ts";
@@ -45,8 +46,16 @@ export async function configCommand(argv: string[]): Promise<number> {
     const { doc } = await target.store.read();
     const file = await target.fileConfig();
     const config = await target.config(doc);
+    // Stored overrides the file no longer allows are not applied (the app removes them with a notice).
+    const { dropped } = resolveOverrides(file.config, doc.config);
     if (values.json) {
-      json({ target: target.full, config, overrides: doc.config, fileProblems: file.problems });
+      json({
+        target: target.full,
+        config,
+        overrides: doc.config,
+        notApplied: dropped,
+        fileProblems: file.problems,
+      });
       return 0;
     }
     out(`# effective config for ${describeTarget(target)}`);
@@ -60,6 +69,7 @@ export async function configCommand(argv: string[]): Promise<number> {
         ? `# overrides: ${keys.map((k) => `${k}=${String(doc.config[k])}`).join(" ")}`
         : "# no overrides",
     );
+    for (const d of dropped) out(`# not applied: ${d.key}=${d.value}: ${d.message}`);
     out(stringify(config));
     return 0;
   }
