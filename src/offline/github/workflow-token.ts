@@ -26,7 +26,7 @@ export function permissionsFor(template: string): string[] {
   if (rest.startsWith("/pulls")) return ["pull-requests"];
   // Comments, labels and assignees of a pull request take either permission on GitHub.
   if (rest.startsWith("/issues") || rest.startsWith("/labels")) return ["issues", "pull-requests"];
-  if (/^\/(contents|git|commits|branches|compare|merges|tarball|zipball)(\/|$)/.test(rest))
+  if (/^\/(contents|git|commits|branches|compare|merges|tarball|zipball|dispatches)(\/|$)/.test(rest))
     return ["contents"];
   if (/^\/(statuses|check-runs|check-suites)(\/|$)/.test(rest)) return ["statuses", "checks"];
   return ["metadata"];

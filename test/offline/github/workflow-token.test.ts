@@ -22,6 +22,8 @@ beforeAll(async () => {
       "README.md": "# wt\n",
       ".github/workflows/ci.yml": "name: CI\non: [push, pull_request]\njobs: {}\n",
       ".github/workflows/fleet-task.yml": "name: fleet-task\non: workflow_dispatch\njobs: {}\n",
+      ".github/workflows/deploy.yml":
+        "name: Deploy\non:\n  repository_dispatch:\n    types: [deploy]\njobs: {}\n",
     },
   }));
   await em.createRepo({ owner, name: "other", files: { "README.md": "# other\n" } });
@@ -186,7 +188,7 @@ describe("a workflow's GITHUB_TOKEN", () => {
     expect(refused.stderr).toMatch(/403|denied/);
   });
 
-  it("workflow_dispatch is the exception: a GITHUB_TOKEN with actions: write starts a run", async () => {
+  it("workflow_dispatch and repository_dispatch are the exceptions: a GITHUB_TOKEN starts their runs", async () => {
     const gh = tokenOctokit(
       em,
       em.workflowToken(FULL, { permissions: { actions: "write", contents: "read" } }),
@@ -199,6 +201,31 @@ describe("a workflow's GITHUB_TOKEN", () => {
         .slice(before)
         .map((r) => [r.event, r.actor.login]),
     ).toEqual([["workflow_dispatch", "github-actions[bot]"]]);
+    // repository_dispatch too (it takes contents: write), for the workflows whose types name it.
+    const sender = tokenOctokit(em, em.workflowToken(FULL));
+    const next = em.workflowRuns(FULL).length;
+    await sender.rest.repos.createDispatchEvent({ owner, repo, event_type: "other" });
+    await sender.rest.repos.createDispatchEvent({
+      owner,
+      repo,
+      event_type: "deploy",
+      client_payload: { v: 1 },
+    });
+    expect(
+      em
+        .workflowRuns(FULL)
+        .slice(next)
+        .map((r) => [r.name, r.event, r.headBranch, r.actor.login]),
+    ).toEqual([["Deploy", "repository_dispatch", "main", "github-actions[bot]"]]);
+    const hook = em
+      .deliveries()
+      .filter((d) => d.event === "repository_dispatch")
+      .at(-1)!;
+    expect(hook.payload).toMatchObject({ action: "deploy", branch: "main", client_payload: { v: 1 } });
+    const reader = tokenOctokit(em, em.workflowToken(FULL, { permissions: { contents: "read" } }));
+    expect(await status(reader.rest.repos.createDispatchEvent({ owner, repo, event_type: "deploy" }))).toBe(
+      403,
+    );
     expect(em.unimplemented()).toEqual([]);
   });
 });

@@ -456,6 +456,44 @@ export class Actions implements WorkflowTriggers {
       return { status: 202, body: {} };
     });
 
+    // A repository_dispatch: the webhook to apps, and runs of the default branch's workflows `on:
+    // repository_dispatch` (whose `types` name the event_type, when they list any), even when sent
+    // with a GITHUB_TOKEN: https://docs.github.com/en/rest/repos/repos#create-a-repository-dispatch-event
+    // and https://docs.github.com/en/actions/reference/workflows-and-actions/events-that-trigger-workflows#repository_dispatch
+    r.on("POST /repos/{owner}/{repo}/dispatches", async (ctx) => {
+      const repo = w.repo(ctx, "write");
+      const b = ctx.body as Body;
+      const eventType = String(b.event_type);
+      const actor = w.actingUser(ctx);
+      w.emit(repo, "repository_dispatch", {
+        action: eventType,
+        branch: repo.defaultBranch,
+        client_payload: (b.client_payload as Record<string, unknown> | undefined) ?? {},
+      });
+      const sha = await repo.git.resolveRef(`refs/heads/${repo.defaultBranch}`);
+      if (!sha) return { status: 204 };
+      for (const file of await this.workflowFiles(repo, sha)) {
+        const wf = await this.readWorkflow(repo, file);
+        const filters = parseOn(wf.on)?.get("repository_dispatch");
+        if (!filters) continue;
+        const types = filters.types === undefined ? undefined : [filters.types].flat().map(String);
+        if (types && !types.includes(eventType)) continue;
+        await this.createRun(
+          repo,
+          { id: this.workflowId(repo, wf.path), path: wf.path, name: wf.name },
+          {
+            headBranch: repo.defaultBranch,
+            headSha: sha,
+            event: "repository_dispatch",
+            inputs: {},
+            actor,
+            displayTitle: eventType,
+          },
+        );
+      }
+      return { status: 204 };
+    });
+
     // The repository's GITHUB_TOKEN settings. Reading and writing them takes the administration
     // permission, which Fleet's app (and a GITHUB_TOKEN) lacks; people need admin.
     // https://docs.github.com/en/rest/actions/permissions#get-default-workflow-permissions-for-a-repository
