@@ -129,7 +129,10 @@ describe("fleet CLI in local mode ($FLEET_HOME, a local git repository)", () => 
     expect(knowledgeJson.knowledge).toBe("The repo has a README.\n");
     expect(knowledgeJson.context.sources.some((s: { kind: string }) => s.kind === "prompt")).toBe(true);
     expect(await json("task", id, "result")).toMatchObject({ status: "done", summary: "Add FIRST.md" });
-    expect(await readFile(join(home.dir, "work", "tasks", id, "agent.log"), "utf8")).toContain(LEAKED);
+    // The log on disk is redacted as it is written, not only when shown.
+    const onDisk = await readFile(join(home.dir, "work", "tasks", id, "agent.log"), "utf8");
+    expect(onDisk).toContain("Wrote FIRST.md. ([REDACTED])");
+    expect(onDisk).not.toContain(LEAKED);
   }, 90_000);
 
   it("config set max_concurrent=1 caps the scheduler: of two tasks only one is dispatched", async () => {

@@ -52,7 +52,7 @@ describe("discovered work: RESULT.json follow-ups become linked issues (real Cla
         ...runTurns("PARSER.md", [
           "Add tests for the widget parser",
           "Document the `--dry-run` flag",
-          "Rotate the demo key sk-ant-demo-credential-000000 in the docs",
+          "Rotate the demo key in the docs",
         ]),
         ...runTurns("CACHE.md", ["Evict stale widgets from the cache"]),
       ],
@@ -103,10 +103,8 @@ describe("discovered work: RESULT.json follow-ups become linked issues (real Cla
     expect(found.map((i) => i.title)).toEqual([
       "Add tests for the widget parser",
       "Document the `--dry-run` flag",
-      "Rotate the demo key [REDACTED] in the docs",
+      "Rotate the demo key in the docs",
     ]);
-    // The coder's credential, quoted by the agent, never reaches an issue.
-    expect(found.some((i) => `${i.title}${i.body}`.includes("sk-ant-demo-credential-000000"))).toBe(false);
     for (const i of found) {
       expect(i.body).toContain(`Discovered while working on #${issue} (pull request #${task.pr}).`);
       expect(i.labels).toEqual([]);

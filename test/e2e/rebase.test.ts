@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -27,15 +29,38 @@ const writeConfig = (content: string, final: string) => [
   { text: final, usage: USAGE },
 ];
 
+/** "Someone else" on loopback: GET /move?ref=refs/heads/x points that branch of the remote at main. */
+async function startBranchMover(gitDir: string) {
+  const server = createServer((req, res) => {
+    const ref = new URL(req.url ?? "/", "http://x").searchParams.get("ref") ?? "";
+    void (async () => {
+      if (!/^refs\/heads\/fleet\/[\w./-]+$/.test(ref)) throw new Error(`not a fleet branch: ${ref}`);
+      const main = (await execa("git", ["--git-dir", gitDir, "rev-parse", "refs/heads/main"])).stdout;
+      await execa("git", ["--git-dir", gitDir, "update-ref", ref, main]);
+      res.end(`moved ${ref}`);
+    })().catch((e: Error) => {
+      res.statusCode = 400;
+      res.end(e.message);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    stop: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
 describe("a merge makes other Fleet PRs conflict: Fleet rebases them (real git, real Claude CLI, scripted model)", () => {
   let h: Harness;
   let model: ScriptServer;
   let worker: TestWorker;
   let gitDir: string;
+  let mover: Awaited<ReturnType<typeof startBranchMover>>;
 
   beforeAll(async () => {
     h = await startHarness({ files: { ".github/fleet.yml": FLEET_YML, "src/config.ts": config("10") } });
     gitDir = fileURLToPath(h.cloneUrl);
+    mover = await startBranchMover(gitDir);
     model = await startAnthropicScriptServer({
       turns: [
         // Three tasks change the same line, one after the other (one slot; priorities fix the order).
@@ -74,8 +99,10 @@ describe("a merge makes other Fleet PRs conflict: Fleet rebases them (real git, 
             {
               name: "Bash",
               input: {
-                command: `printf '%s' '${config("40")}' > src/config.ts && b=$(cat "$(git rev-parse --git-path rebase-merge/head-name)") && git --git-dir='${gitDir}' update-ref "$b" "$(git --git-dir='${gitDir}' rev-parse refs/heads/main)"`,
-                description: "resolve, and (as someone else) move the branch on the remote",
+                // The agent cannot reach the remote's files from its sandbox: it asks the test to play
+                // "someone else" and move the branch on the remote, and waits until that is done.
+                command: `printf '%s' '${config("40")}' > src/config.ts && b=$(cat "$(git rev-parse --git-path rebase-merge/head-name)") && node -e 'fetch(process.argv[1]).then((r) => r.text()).then(console.log)' "${mover.url}/move?ref=$b"`,
+                description: "resolve, while someone else moves the branch on the remote",
               },
             },
           ],
@@ -90,6 +117,7 @@ describe("a merge makes other Fleet PRs conflict: Fleet rebases them (real git, 
   });
 
   afterAll(async () => {
+    await mover?.stop();
     await worker?.stop();
     await model?.stop();
     await h?.stop();

@@ -56,9 +56,14 @@ describe("agents that flood their output, fail, or whose log cannot be written",
   let h: Harness;
   let worker: LocalWorker | undefined;
   let workDir: string;
+  // The script travels in argv: the agent's sandbox shows none of the test's files.
   const adapter = (script: string): AgentAdapter => ({
     ...claudeAdapter,
-    command: (inv) => ({ ...claudeAdapter.command(inv), file: process.execPath, args: [script] }),
+    command: (inv) => ({
+      ...claudeAdapter.command(inv),
+      file: process.execPath,
+      args: ["--input-type=module", "-e", script],
+    }),
   });
 
   beforeAll(async () => {
@@ -72,8 +77,7 @@ describe("agents that flood their output, fail, or whose log cannot be written",
   });
 
   it("keeps the log bounded, reports failures without the secret, and survives a full disk", async () => {
-    const script = join(workDir, "hostile-agent.mjs");
-    await writeFile(script, AGENT);
+    const script = AGENT;
     const flood = await h.newIssue("Flood the log", "MODE-FLOOD");
     const fail = await h.newIssue("Fail loudly", "MODE-FAIL");
     const full = await h.newIssue("Log onto a full disk", "MODE-QUIET");

@@ -1,4 +1,4 @@
-import { access, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { access, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Octokit } from "@octokit/rest";
@@ -52,8 +52,6 @@ describe("what reaches the agent from the issue, and what Fleet does with a host
   });
 
   it("keeps untrusted and oversized text out of the prompt and runs a shell-laden title safely", async () => {
-    const script = join(workDir, "prompt-keeper.mjs");
-    await writeFile(script, AGENT);
     const title = `$(touch ${join(tmpdir(), marker)}) \`touch ${join(tmpdir(), marker)}\` ../../etc/passwd; rm -rf ~ "quoted" 'single'`;
     const body = `Please do the thing.\n${"B".repeat(PROMPT_LIMITS.body + 5_000)}\nEND-OF-BODY`;
     const issue = await h.newIssue(title, body);
@@ -70,7 +68,12 @@ describe("what reaches the agent from the issue, and what Fleet does with a host
     const octokit = await botClient(h.gh, h.full);
     const adapter: AgentAdapter = {
       ...claudeAdapter,
-      command: (inv) => ({ ...claudeAdapter.command(inv), file: process.execPath, args: [script] }),
+      // The script travels in argv: the agent's sandbox shows none of the test's files.
+      command: (inv) => ({
+        ...claudeAdapter.command(inv),
+        file: process.execPath,
+        args: ["--input-type=module", "-e", AGENT],
+      }),
     };
     worker = startLocalWorker({
       repo: { owner: h.owner, repo: h.name },
