@@ -53314,6 +53314,9 @@ function newBeadId(input2, options) {
   throw new IdExhaustedError(prefix);
 }
 
+// src/beads/record.ts
+var isTombstone = (issue3) => issue3.status === "tombstone";
+
 // src/beads/serialize.ts
 var ISSUE_FIELDS = [
   ["id", "always"],
@@ -53526,6 +53529,15 @@ function parseJsonl(text) {
     }
   }
   return { lines, records, errors, trailingNewline };
+}
+function liveIssues(parsed, deleted = /* @__PURE__ */ new Set()) {
+  const records = Array.isArray(parsed) ? parsed : parsed.records;
+  const byId = /* @__PURE__ */ new Map();
+  for (const { issue: issue3 } of records) {
+    if (isTombstone(issue3) || deleted.has(issue3.id)) byId.delete(issue3.id);
+    else byId.set(issue3.id, issue3);
+  }
+  return [...byId.values()];
 }
 
 // src/beads/ready.ts
@@ -53914,6 +53926,28 @@ function promptPinDigest(title, body) {
 function pinPrompt(text, by, at) {
   return { sha256: promptPinDigest(text.title, text.body), at, by };
 }
+function choosePromptText(input2) {
+  const { task, issue: issue3, bead } = input2;
+  const current = { title: issue3.title, body: normalize(issue3.body) };
+  if (!task.pin) return { ...current, source: "unpinned" };
+  if (promptPinDigest(issue3.title, issue3.body) === task.pin.sha256) return { ...current, source: "current" };
+  const edited = task.pin.ignoredEdit ? `was edited by ${quoteLogin(task.pin.ignoredEdit.by)} (no write access)` : "was edited";
+  if (bead && promptPinDigest(bead.title, bead.description) === task.pin.sha256) {
+    return {
+      title: bead.title,
+      body: normalize(bead.description),
+      source: "pinned",
+      note: `The issue ${edited} after the task was queued; the agent gets the text as it was queued.`
+    };
+  }
+  return {
+    title: task.title,
+    body: "",
+    source: "missing",
+    note: `The issue ${edited} after the task was queued and the text as it was queued is not in the beads mirror; a maintainer must edit the issue (or label it again) to approve its current text.`
+  };
+}
+var quoteLogin = (login) => `\`@${login}\``;
 
 // src/economy/budgets.ts
 var stricter = (a2, b) => a2 === void 0 ? b : b === void 0 ? a2 : Math.min(a2, b);
@@ -62749,6 +62783,13 @@ async function getRepoRole(octokit, ref, login) {
   }
 }
 
+// src/state/mirror.ts
+function pinnedTextOf(beadsText, taskId) {
+  const bead = liveIssues(parseJsonl(beadsText)).find((b) => b.id === taskId);
+  if (!bead) return void 0;
+  return bead.description === void 0 ? { title: bead.title } : { title: bead.title, description: bead.description };
+}
+
 // src/render/ab-comparison.ts
 var abComparisonMarker = (issue3) => `<!-- fleet:ab-comparison ${issue3} -->`;
 var n3 = (v) => v.toLocaleString("en-US");
@@ -63235,6 +63276,8 @@ async function fileDiscoveredWork(task, outcome, deps) {
         await deps.queue.enqueue({
           issue: i2.number,
           title: i2.title,
+          // Fleet wrote this text: it is the pinned prompt.
+          body: i2.body,
           coder: task.coder,
           model: task.model,
           priority: task.priority,
@@ -65516,12 +65559,15 @@ async function applySplitPlan(epic, raw, deps) {
   );
   const issues = /* @__PURE__ */ new Map();
   for (const task of checked2.order) {
-    const number4 = byTitle.get(task.title) ?? await createSubIssue(epic, task, issues, deps);
+    const body = subIssueBody(epic, task, issues);
+    const number4 = byTitle.get(task.title) ?? await createSubIssue(epic, task, body, deps);
     issues.set(task.key, number4);
     const coder = task.coder ?? deps.splitCoder;
     await deps.enqueue({
       issue: number4,
       title: task.title,
+      // The text Fleet wrote is the approved prompt: an edit by someone else later is not used.
+      body,
       coder,
       model: task.model ?? deps.config.coders[coder]?.model ?? "default",
       priority: task.priority ?? DEFAULT_PRIORITY,
@@ -65537,7 +65583,13 @@ async function applySplitPlan(epic, raw, deps) {
   );
   return { ok: true, issues };
 }
-async function createSubIssue(epic, task, created, deps) {
+var subIssueBody = (epic, task, created) => renderSubIssueBody(
+  task.body,
+  epic,
+  task.key,
+  task.dependsOn.map((k) => created.get(k))
+);
+async function createSubIssue(epic, task, body, deps) {
   const { octokit, repo } = deps;
   const coder = task.coder ?? deps.splitCoder;
   const labels = [
@@ -65547,12 +65599,7 @@ async function createSubIssue(epic, task, created, deps) {
   const { data } = await octokit.rest.issues.create({
     ...repo,
     title: task.title,
-    body: renderSubIssueBody(
-      task.body,
-      epic,
-      task.key,
-      task.dependsOn.map((k) => created.get(k))
-    ),
+    body,
     labels
   });
   await octokit.request("POST /repos/{owner}/{repo}/issues/{issue_number}/sub_issues", {
@@ -65703,26 +65750,27 @@ async function applySplitOutcome(task, outcome, deps) {
 
 // src/worker/execute-task.ts
 var UNCLAIMED = /^dispatch:/;
-async function claimTask(store, taskId, holder, now, ttlMs, startIn) {
+async function claimTaskState(store, taskId, holder, now, ttlMs, startIn) {
   const result = await store.update(({ doc }) => {
-    const task = doc.tasks[taskId];
-    if (task?.state !== "dispatched" || !task.lease) return null;
-    if (task.lease.holder !== holder && !UNCLAIMED.test(task.lease.holder)) return null;
+    const task2 = doc.tasks[taskId];
+    if (task2?.state !== "dispatched" || !task2.lease) return null;
+    if (task2.lease.holder !== holder && !UNCLAIMED.test(task2.lease.holder)) return null;
     const at = now.toISOString();
     const lease = {
-      ...task.lease,
+      ...task2.lease,
       holder,
       heartbeatAt: at,
       expiresAt: new Date(now.getTime() + ttlMs).toISOString()
     };
-    const first = startIn?.(task);
-    const started = first ? { ...transition(task, first, { now: at }), lease } : { ...task, lease, updatedAt: at };
+    const first = startIn?.(task2);
+    const started = first ? { ...transition(task2, first, { now: at }), lease } : { ...task2, lease, updatedAt: at };
     return {
       doc: { ...doc, tasks: { ...doc.tasks, [taskId]: started } },
-      message: `claim gh-${task.issue} (${taskId}) by ${holder} (slot ${task.lease.slot})${first ? `, ${first}` : ""}`
+      message: `claim gh-${task2.issue} (${taskId}) by ${holder} (slot ${task2.lease.slot})${first ? `, ${first}` : ""}`
     };
   });
-  return result.applied ? result.snapshot.doc.tasks[taskId] : void 0;
+  const task = result.snapshot.doc.tasks[taskId];
+  return result.applied && task ? { task, beads: result.snapshot.beads } : void 0;
 }
 async function executeTask(taskId, deps) {
   const clock = deps.clock ?? (() => /* @__PURE__ */ new Date());
@@ -65730,8 +65778,9 @@ async function executeTask(taskId, deps) {
   const log = deps.log ?? (() => {
   });
   const startIn = (t) => deps.config.plan_phase && !t.approved && !t.rebase ? "planning" : "running";
-  const task = await claimTask(deps.store, taskId, deps.holder, clock(), ttl, startIn);
-  if (!task) return void 0;
+  const claimed = await claimTaskState(deps.store, taskId, deps.holder, clock(), ttl, startIn);
+  if (!claimed) return void 0;
+  const { task } = claimed;
   const adapter = deps.adapterFor(task.coder);
   if (!adapter) {
     await deps.queue.move(task.issue, "failed", {
@@ -65741,6 +65790,16 @@ async function executeTask(taskId, deps) {
     return void 0;
   }
   const { data: issue3 } = await deps.octokit.rest.issues.get({ ...deps.repo, issue_number: task.issue });
+  const prompt = choosePromptText({
+    task,
+    issue: { title: issue3.title, body: issue3.body ?? "" },
+    bead: pinnedTextOf(claimed.beads, task.id)
+  });
+  if (prompt.source === "missing") {
+    await deps.queue.move(task.issue, "failed", { taskId, reason: prompt.note });
+    return void 0;
+  }
+  if (prompt.note) log(`${task.id}: ${prompt.note}`);
   const comments = await deps.octokit.paginate(deps.octokit.rest.issues.listComments, {
     ...deps.repo,
     issue_number: task.issue,
@@ -65817,8 +65876,8 @@ async function executeTask(taskId, deps) {
         taskId,
         repo: `${deps.repo.owner}/${deps.repo.repo}`,
         issue: task.issue,
-        title: issue3.title,
-        body: issue3.body ?? "",
+        title: prompt.title,
+        body: prompt.body,
         comments: promptComments,
         coder: task.coder,
         model: task.model,
@@ -65848,7 +65907,7 @@ async function executeTask(taskId, deps) {
         perTaskLimits: perTaskLimits(deps.config.budgets, task.coder),
         modelBaseUrl: deps.modelBaseUrl,
         agentEnv: deps.agentEnv,
-        sandbox: deps.sandbox ?? sandboxOf(deps.config),
+        sandbox: deps.sandbox ?? deps.config.sandbox,
         clock,
         signal: abort.signal,
         secrets: deps.secrets,
@@ -65950,9 +66009,6 @@ function credentialPool(coder, deps, clock) {
     log: deps.log
   });
 }
-function sandboxOf(config2) {
-  return config2.sandbox ?? "bubblewrap";
-}
 
 // src/action/main.ts
 var ActionInputError = class extends Error {
@@ -65974,7 +66030,7 @@ async function runAction(inputs, deps) {
     );
   const fileConfig = loaded.config;
   try {
-    await assertSandboxAvailable(fileConfig.sandbox ?? "bubblewrap");
+    await assertSandboxAvailable(fileConfig.sandbox);
   } catch (error64) {
     if (error64 instanceof SandboxUnavailableError)
       throw new ActionInputError(`On this runner: ${error64.message}`);
@@ -66171,6 +66227,7 @@ async function report(result) {
   setOutput("tokens-cache-write", String(result.usage.cacheWrite));
   setOutput("cost-usd", result.costUsd === null ? "" : result.costUsd.toFixed(6));
   setOutput("log-path", result.logPath ?? "");
+  setOutput("artifacts-dir", result.logPath ? (0, import_node_path15.dirname)(result.logPath) : "");
   if (process.env.GITHUB_STEP_SUMMARY) await summary.addRaw(result.summary, true).write();
   if (result.failed) setFailed(result.message);
   else if (result.conclusion === "not-claimed") notice(result.message);

@@ -86,10 +86,7 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
     // A merge moves the base: other Fleet PRs that now conflict get a rebase run.
     app.on("pull_request.closed", reportingCorruptState(onFleetPrMerged));
     // Runs are started by Fleet's own bot, and their ends come from GitHub: not filtered by sender.
-    app.on(
-      ["workflow_run.completed", "workflow_job.completed"],
-      reportingCorruptState(onWorkflowRunCompleted),
-    );
+    app.on("workflow_run.completed", reportingCorruptState(onWorkflowRunCompleted));
     // A push to the default branch may change .github/fleet.yml: the next event reads it again.
     app.on("push", async (context) => {
       const { ref, repository } = context.payload;

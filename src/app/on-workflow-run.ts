@@ -5,29 +5,23 @@ import type { Task } from "../core/task.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import type { HandlerDeps } from "./on-issue-labeled.ts";
 
-/** The run id and how it ended, from a `workflow_run` or a `workflow_job` event. */
-function endedRun(context: Context<"workflow_run.completed"> | Context<"workflow_job.completed">): {
-  runId: string;
-  conclusion: string;
-} {
-  const p = context.payload;
-  if ("workflow_run" in p)
-    return { runId: String(p.workflow_run.id), conclusion: p.workflow_run.conclusion ?? "unknown" };
-  return { runId: String(p.workflow_job.run_id), conclusion: p.workflow_job.conclusion ?? "unknown" };
-}
-
 /**
- * `workflow_run.completed` / `workflow_job.completed` of a task's run. A run that reported reaches a
- * state past `running` before it ends; one whose task is still active died without reporting (runner
- * lost, cancelled, timed out). Its slot is freed and the task retried while retries are left, else failed.
+ * `workflow_run.completed` of a task's run. A run that reported reaches a state past `running` before it
+ * ends; one whose task is still active died without reporting (runner lost, cancelled, timed out). Its
+ * slot is freed and the task retried while retries are left, else failed. The repository's own CI runs
+ * (pushes, pull requests) end here too: they are let go before any request, since only a
+ * `workflow_dispatch` run of Fleet's workflow can be a task's.
  */
 export async function onWorkflowRunCompleted(
-  context: Context<"workflow_run.completed"> | Context<"workflow_job.completed">,
+  context: Context<"workflow_run.completed">,
   deps: HandlerDeps,
 ): Promise<void> {
-  const { runId, conclusion } = endedRun(context);
+  const run = context.payload.workflow_run;
+  if (run.event !== "workflow_dispatch") return;
+  const runId = String(run.id);
+  const conclusion = run.conclusion ?? "unknown";
   const loaded = await loadRepoConfig(context as unknown as Context<"issues">, deps.configs);
-  if (!loaded.ok) return;
+  if (!loaded.ok || !run.path.endsWith(`/${loaded.config.workflow}`)) return;
   const queue = await deps.queues.forContext(context, loaded.config);
   const doc = await queue.snapshot();
   const task: Task | undefined = Object.values(doc.tasks).find((t) => t.runId === runId);

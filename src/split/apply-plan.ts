@@ -14,6 +14,8 @@ export interface SubTaskToQueue {
   dependsOn: number[];
   /** The epic: the sub-issue's task remembers it, so its merge can close the epic without reading the issue. */
   epic: number;
+  /** The sub-issue's body as Fleet wrote it: the task's pinned prompt. */
+  body: string;
 }
 
 export interface ApplyPlanDeps {
@@ -70,12 +72,15 @@ export async function applySplitPlan(
 
   const issues = new Map<string, number>();
   for (const task of checked.order) {
-    const number = byTitle.get(task.title) ?? (await createSubIssue(epic, task, issues, deps));
+    const body = subIssueBody(epic, task, issues);
+    const number = byTitle.get(task.title) ?? (await createSubIssue(epic, task, body, deps));
     issues.set(task.key, number);
     const coder = task.coder ?? deps.splitCoder;
     await deps.enqueue({
       issue: number,
       title: task.title,
+      // The text Fleet wrote is the approved prompt: an edit by someone else later is not used.
+      body,
       coder,
       model: task.model ?? deps.config.coders[coder]?.model ?? "default",
       priority: (task.priority ?? DEFAULT_PRIORITY) as Priority,
@@ -92,10 +97,18 @@ export async function applySplitPlan(
   return { ok: true, issues };
 }
 
+const subIssueBody = (epic: number, task: PlannedTask, created: ReadonlyMap<string, number>): string =>
+  renderSubIssueBody(
+    task.body,
+    epic,
+    task.key,
+    task.dependsOn.map((k) => created.get(k)!),
+  );
+
 async function createSubIssue(
   epic: number,
   task: PlannedTask,
-  created: ReadonlyMap<string, number>,
+  body: string,
   deps: ApplyPlanDeps,
 ): Promise<number> {
   const { octokit, repo } = deps;
@@ -107,12 +120,7 @@ async function createSubIssue(
   const { data } = await octokit.rest.issues.create({
     ...repo,
     title: task.title,
-    body: renderSubIssueBody(
-      task.body,
-      epic,
-      task.key,
-      task.dependsOn.map((k) => created.get(k)!),
-    ),
+    body,
     labels,
   });
   await octokit.request("POST /repos/{owner}/{repo}/issues/{issue_number}/sub_issues", {

@@ -101,6 +101,8 @@ export async function fileDiscoveredWork(
         await deps.queue.enqueue({
           issue: i.number,
           title: i.title,
+          // Fleet wrote this text: it is the pinned prompt.
+          body: i.body,
           coder: task.coder,
           model: task.model,
           priority: task.priority,

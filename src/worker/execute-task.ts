@@ -1,6 +1,7 @@
 import type { AgentAdapter } from "../agents/types.ts";
 import type { FleetConfig } from "../core/config.ts";
 import { transition } from "../core/lifecycle.ts";
+import { choosePromptText } from "../core/prompt-pin.ts";
 import { appendRun, runKindOf } from "../core/run-history.ts";
 import { retryNotBefore, retryReason } from "../core/scheduler.ts";
 import type { Task, TaskState } from "../core/task.ts";
@@ -13,6 +14,7 @@ import type { RepoQueue } from "../queue/repo-queue.ts";
 import type { Tracker } from "../queue/tracker.ts";
 import { hasMarker, trackingMarker } from "../render/markers.ts";
 import { recordLedger } from "../state/doc.ts";
+import { pinnedTextOf } from "../state/mirror.ts";
 import type { StateStore } from "../state/store.ts";
 import { postAbComparisonIfDue, resultSummaryOf } from "./ab-comparison.ts";
 import { fileDiscoveredWork } from "./discovered-work.ts";
@@ -57,8 +59,13 @@ export interface ExecuteDeps {
 
 const UNCLAIMED = /^dispatch:/;
 
-/** Claims a dispatched task's lease for `holder` (compare-and-swap); false when someone else has it. */
-export async function claimTask(
+/** Claims a dispatched task's lease for `holder` (compare-and-swap); undefined when someone else has it. */
+export async function claimTask(...args: Parameters<typeof claimTaskState>): Promise<Task | undefined> {
+  return (await claimTaskState(...args))?.task;
+}
+
+/** `claimTask`, with the beads mirror as the claim saw it (the task's pinned prompt is its bead). */
+export async function claimTaskState(
   store: StateStore,
   taskId: string,
   holder: string,
@@ -87,7 +94,8 @@ export async function claimTask(
       message: `claim gh-${task.issue} (${taskId}) by ${holder} (slot ${task.lease.slot})${first ? `, ${first}` : ""}`,
     };
   });
-  return result.applied ? result.snapshot.doc.tasks[taskId] : undefined;
+  const task = result.snapshot.doc.tasks[taskId];
+  return result.applied && task ? { task, beads: result.snapshot.beads } : undefined;
 }
 
 /**
@@ -105,8 +113,9 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
   // 1.
   // A rebase run has no plan phase.
   const startIn = (t: Task) => (deps.config.plan_phase && !t.approved && !t.rebase ? "planning" : "running");
-  const task = await claimTask(deps.store, taskId, deps.holder, clock(), ttl, startIn);
-  if (!task) return undefined;
+  const claimed = await claimTaskState(deps.store, taskId, deps.holder, clock(), ttl, startIn);
+  if (!claimed) return undefined;
+  const { task } = claimed;
   const adapter = deps.adapterFor(task.coder);
   if (!adapter) {
     await deps.queue.move(task.issue, "failed", {
@@ -116,8 +125,18 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
     return undefined;
   }
 
-  // 2.
+  // 2. The issue's text as it was approved (pinned when queued), whatever was edited since.
   const { data: issue } = await deps.octokit.rest.issues.get({ ...deps.repo, issue_number: task.issue });
+  const prompt = choosePromptText({
+    task,
+    issue: { title: issue.title, body: issue.body ?? "" },
+    bead: pinnedTextOf(claimed.beads, task.id),
+  });
+  if (prompt.source === "missing") {
+    await deps.queue.move(task.issue, "failed", { taskId, reason: prompt.note });
+    return undefined;
+  }
+  if (prompt.note) log(`${task.id}: ${prompt.note}`);
   const comments = await deps.octokit.paginate(deps.octokit.rest.issues.listComments, {
     ...deps.repo,
     issue_number: task.issue,
@@ -205,8 +224,8 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
         taskId,
         repo: `${deps.repo.owner}/${deps.repo.repo}`,
         issue: task.issue,
-        title: issue.title,
-        body: issue.body ?? "",
+        title: prompt.title,
+        body: prompt.body,
         comments: promptComments,
         coder: task.coder,
         model: task.model,

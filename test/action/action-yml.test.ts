@@ -16,8 +16,8 @@ const calls = (fn: string) =>
   new Set([...code.matchAll(new RegExp(`${fn}\\(\\s*"([a-z0-9-]+)"`, "g"))].map((m) => m[1]!));
 
 describe("action.yml", () => {
-  it("runs dist/index.js on node20", () => {
-    expect(action.runs).toEqual({ using: "node20", main: "dist/index.js" });
+  it("runs dist/index.js on node24 (Node 20 is gone from Actions runners)", () => {
+    expect(action.runs).toEqual({ using: "node24", main: "dist/index.js" });
   });
 
   it("declares every input the code reads, and the code reads every declared input", () => {

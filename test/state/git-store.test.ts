@@ -66,7 +66,7 @@ describe("git state store (emulator over git smart HTTP)", () => {
     expect(await gh.parents(head)).toEqual([]);
     expect(Object.keys(await gh.files(BRANCH)).sort()).toEqual([BEADS_PATH, STATE_PATH]);
     expect(JSON.parse((await gh.files(BRANCH))[STATE_PATH]!).ledger["2026-01-01"].claude.runs).toBe(1);
-    expect(await gh.lastMessage(BRANCH)).toMatch(/^count a run\n\nFleet-Write: [0-9a-f-]+$/);
+    expect(await gh.lastMessage(BRANCH)).toMatch(/^count a run \[skip ci\]\n\nFleet-Write: [0-9a-f-]+$/);
     expect(gh.emulator.counts({ since: restMark }).total).toBe(0);
     expect(gh.emulator.gitRequests.counts({ since: gitMark }).pushes).toBe(2);
     expect(store.stats()).toMatchObject({ pushes: 1, conflicts: 0 });

@@ -153,7 +153,7 @@ describe.each([
     const { doc } = await makeStore().read();
     expect(doc.tasks["fl-1"]!.lease?.holder).toBe("replica-a");
     expect(doc.tasks["fl-2"]!.lease).toBeUndefined();
-    expect(await gh.lastMessage(BRANCH)).toBe("dispatch gh-1 to claude (slot 1/1)");
+    expect(await gh.lastMessage(BRANCH)).toBe("dispatch gh-1 to claude (slot 1/1) [skip ci]");
   });
 
   it("re-checks fresh state before dropping a transition judged on its cache", async () => {
@@ -251,7 +251,7 @@ describe.each([
     const { doc } = await makeStore().read();
     expect(runsOf(doc)).toBe(50);
     expect(doc.tasks["fl-1"]!.lease?.holder).toBe("a");
-    expect(await gh.lastMessage(BRANCH)).toMatch(/^51 transitions\n\n- label 0\n/);
+    expect(await gh.lastMessage(BRANCH)).toMatch(/^51 transitions \[skip ci\]\n\n- label 0\n/);
   });
 
   it("racing stores with a slot cap never over-grant and never lose an update", async () => {
