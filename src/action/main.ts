@@ -31,6 +31,8 @@ export interface ActionInputs {
   agentEnv: Record<string, string>;
   /** Values to redact from everything posted (the token, every credential). */
   secrets: string[];
+  /** The Fleet app's URL: a next task dispatched from here is told to exchange its token there too. */
+  fleetUrl?: string;
 }
 
 export interface ActionDeps {
@@ -123,6 +125,7 @@ export async function runAction(inputs: ActionInputs, deps: ActionDeps): Promise
             octokit: deps.octokit,
             repo: inputs.repo,
             config: fileConfig,
+            fleetUrl: inputs.fleetUrl,
             log: deps.warn,
           })
         : localDispatcher,

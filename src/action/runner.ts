@@ -3,6 +3,7 @@ import { dirname, join } from "node:path";
 import * as core from "@actions/core";
 import { Octokit } from "@octokit/rest";
 import { parseRepoFullName } from "../github/client.ts";
+import { exchangeForAppToken } from "./app-token.ts";
 import { ActionInputError, type ActionResult, runAction } from "./main.ts";
 
 const NAME = /^[A-Z_][A-Z0-9_]*$/;
@@ -39,16 +40,24 @@ function required(env: NodeJS.ProcessEnv, name: string): string {
 export async function runner(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   try {
     const taskId = core.getInput("task-id");
-    const token = core.getInput("github-token");
+    const given = core.getInput("github-token");
+    const fleetUrl = core.getInput("fleet-url");
     if (!taskId)
       throw new ActionInputError(
         "The `task-id` input is empty: the workflow passes its `task_id` input there.",
       );
-    if (!token)
+    if (!given && !fleetUrl)
       throw new ActionInputError(
-        "The `github-token` input is empty: pass a token with contents, issues and pull-requests write (the job's github.token with those permissions, or an app installation token).",
+        "Neither `fleet-url` nor `github-token` is set: the Fleet app passes its URL as the workflow's `fleet_url` input when FLEET_PUBLIC_URL is set on the app; or pass a token with contents, issues and pull-requests write (e.g. an app installation token).",
       );
-    core.setSecret(token);
+    if (given) core.setSecret(given);
+    // The app's token, for this repository and this run only, unless the workflow gave one itself.
+    const token =
+      given ||
+      (await exchangeForAppToken(fleetUrl, taskId, {
+        audience: core.getInput("fleet-audience") || "fleet",
+        env,
+      }));
     const credentials = parseNameValueLines(core.getInput("credentials"), "credentials");
     for (const value of credentials.values()) core.setSecret(value);
     const agentEnv = Object.fromEntries(parseNameValueLines(core.getInput("agent-env"), "agent-env"));
@@ -81,6 +90,7 @@ export async function runner(env: NodeJS.ProcessEnv = process.env): Promise<void
         modelBaseUrl,
         agentEnv,
         secrets: [token, ...credentials.values()],
+        ...(fleetUrl ? { fleetUrl } : {}),
       },
       {
         octokit,

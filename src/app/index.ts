@@ -6,6 +6,13 @@ import { upsertMarkedComment } from "../github/upsert-comment.ts";
 import { noticeMarker } from "../render/markers.ts";
 import { renderStateCorrupt } from "../render/notices.ts";
 import type { StateCorruptError } from "../state/errors.ts";
+import { DEFAULT_STATE_BRANCH } from "../state/github-store.ts";
+import {
+  type ActionsTokenOptions,
+  createActionsTokenHandler,
+  DEFAULT_OIDC_AUDIENCE,
+  GITHUB_OIDC_ISSUER,
+} from "./actions-token.ts";
 import { createConfigCache } from "./config-cache.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import { onCommand } from "./on-command.ts";
@@ -26,20 +33,37 @@ export interface FleetAppOptions extends RepoQueueFactoryOptions {
   onReady?: (queues: RepoQueues) => void;
   /** Period of the reconcile safety net (lease expiry, missed webhooks); 0 turns it off. Default 5 minutes. */
   reconcileMs?: number;
+  /** Whose OIDC tokens runners may exchange (default GitHub's, `FLEET_OIDC_ISSUER`), for which audience. */
+  actionsTokens?: Partial<ActionsTokenOptions>;
+}
+
+/** The OIDC issuer and audience from the options, else the environment, else GitHub's. */
+function actionsTokenOptions(given: Partial<ActionsTokenOptions> = {}): ActionsTokenOptions {
+  const ghe = process.env.GHE_HOST ? `https://${process.env.GHE_HOST}/_services/token` : undefined;
+  return {
+    issuer: given.issuer ?? process.env.FLEET_OIDC_ISSUER ?? ghe ?? GITHUB_OIDC_ISSUER,
+    audience: given.audience ?? process.env.FLEET_OIDC_AUDIENCE ?? DEFAULT_OIDC_AUDIENCE,
+  };
 }
 
 /** The Probot application: wires webhook events to Fleet's handlers. */
 export function createFleetApp(options: FleetAppOptions = {}): ApplicationFunction {
-  return (app) => {
+  return (app, { addHandler }) => {
     // Before anything reads a webhook body: the 25 MB cap and the signature check on the raw request.
     guardWebhookIntake(app);
     const configs = createConfigCache();
     const deps: HandlerDeps = {
       knownCoders: options.knownCoders ?? knownCoders,
-      queues: createRepoQueues(app, { ...options, configs }),
+      queues: createRepoQueues(app, {
+        ...options,
+        publicUrl: options.publicUrl ?? process.env.FLEET_PUBLIC_URL,
+        configs,
+      }),
       configs,
     };
     options.onReady?.(deps.queues);
+    // Runners of dispatched tasks get the app's token here, in exchange for their job's OIDC token.
+    addHandler(createActionsTokenHandler(app, () => deps.queues, actionsTokenOptions(options.actionsTokens)));
     const period = options.reconcileMs ?? 5 * 60_000;
     if (period > 0) {
       const timer = setInterval(
@@ -91,6 +115,11 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
     app.on("push", async (context) => {
       const { ref, repository } = context.payload;
       if (ref === `refs/heads/${repository.default_branch}`) deps.configs?.forget(repository.full_name);
+      // Someone deleted the state branch (to start over) while runs may still be going.
+      if (ref === `refs/heads/${DEFAULT_STATE_BRANCH}` && context.payload.deleted) {
+        const loaded = await loadRepoConfig(context as unknown as Context<"issues">, deps.configs);
+        if (loaded.ok) await deps.queues.stateBranchDeleted(context, loaded.config);
+      }
     });
     app.on(["installation.created", "installation_repositories.added"], async (context) => {
       const repos =

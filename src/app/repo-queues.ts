@@ -27,6 +27,13 @@ export interface RepoQueueFactoryOptions {
   trackerIntervalMs?: number;
   /** `.github/fleet.yml` per repository, shared with the webhook handlers (the reconcile reads it there too). */
   configs?: ConfigCache;
+  /** How long dispatching waits after fleet/state is deleted (default: a worker's lease, 15 minutes). */
+  stateResetHoldMs?: number;
+  /**
+   * The app's URL as runners reach it (`FLEET_PUBLIC_URL`): dispatched runs get it to exchange their
+   * OIDC token for the app's token there (see actions-token.ts).
+   */
+  publicUrl?: string;
   /** Builds the dispatcher for a repository's dispatch mode; by default Actions for `actions`, else local. */
   dispatcherFor?: (
     mode: FleetConfig["dispatch"],
@@ -109,6 +116,7 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
     const at = [
       nextWakeAt(tasksOf(doc), config, now.toISOString()),
       budgetHoldEndsAt(config.budgets, doc.ledger, tasksOf(doc), now),
+      doc.resetHold && Date.parse(doc.resetHold.until) > now.getTime() ? doc.resetHold.until : undefined,
     ]
       .filter((t): t is string => t !== undefined)
       .sort()[0];
@@ -143,7 +151,13 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
     const dispatcher =
       options.dispatcherFor?.(fileConfig.dispatch, h.octokit, { owner, repo }) ??
       (fileConfig.dispatch === "actions"
-        ? createActionsDispatcher({ octokit: h.octokit, repo: { owner, repo }, config: fileConfig, log })
+        ? createActionsDispatcher({
+            octokit: h.octokit,
+            repo: { owner, repo },
+            config: fileConfig,
+            fleetUrl: options.publicUrl,
+            log,
+          })
         : localDispatcher);
     return createRepoQueue({
       repo: `${owner}/${repo}`,
@@ -193,6 +207,30 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
   }
 
   return {
+    /**
+     * The queue of a repository the app is installed on, for a request that comes without a webhook
+     * (a runner's token exchange): undefined when the app is not installed there or its config is invalid.
+     */
+    async forInstalledRepo(
+      owner: string,
+      repo: string,
+    ): Promise<{ queue: RepoQueue; config: FleetConfig; installationId: number } | undefined> {
+      const appOctokit = (await app.auth()) as unknown as GitHubClient;
+      const installationId = await appOctokit.rest.apps
+        .getRepoInstallation({ owner, repo })
+        .then((r) => r.data.id)
+        .catch(() => undefined);
+      if (installationId === undefined) return undefined;
+      const h = await handleFor(owner, repo, installationId);
+      const loaded = await fileConfigOf(owner, repo, h);
+      if (!loaded.ok) return undefined;
+      // The file's config: what a token exchange checks (the workflow) is file-only.
+      return {
+        queue: queueFor(owner, repo, h, loaded.config, (m) => app.log.warn(m)),
+        config: loaded.config,
+        installationId,
+      };
+    },
     async forContext(context: Context, fileConfig: FleetConfig): Promise<RepoQueue> {
       const { owner, repo } = context.repo();
       const installationId = (context.payload as { installation?: { id: number } }).installation?.id;
@@ -202,6 +240,19 @@ export function createRepoQueues(app: Probot, options: RepoQueueFactoryOptions =
       const payload = context.payload as { issue?: { number: number }; pull_request?: { number: number } };
       const issue = payload.issue?.number ?? payload.pull_request?.number;
       return queueFor(owner, repo, h, fileConfig, (m) => context.log.warn(m), issue);
+    },
+    /**
+     * fleet/state was deleted: it starts over at once, holding dispatches until runs from before are
+     * certainly over; the reconcile then finds the labeled issues again.
+     */
+    async stateBranchDeleted(context: Context, fileConfig: FleetConfig): Promise<void> {
+      const { owner, repo } = context.repo();
+      const installationId = (context.payload as { installation?: { id: number } }).installation?.id;
+      if (installationId === undefined) return;
+      const h = await handleFor(owner, repo, installationId);
+      await queueFor(owner, repo, h, fileConfig, (m) => context.log.warn(m)).holdAfterReset(
+        options.stateResetHoldMs,
+      );
     },
     /** The state cannot be read: the dashboard (when on) says so, with the remedy, until it can. */
     async showStateProblem(

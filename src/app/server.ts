@@ -54,9 +54,25 @@ export async function startFleetServer(options: FleetServerOptions): Promise<Fle
       })),
     },
   });
+  // Listening first: the app's own URL is what dispatched runs are told to exchange their token at.
+  let middleware: Awaited<ReturnType<typeof createNodeMiddleware>> | undefined;
+  const server: Server = createServer((req, res) => {
+    if (!middleware) {
+      res.writeHead(503, { "content-type": "application/json", "retry-after": "1" });
+      return void res.end(JSON.stringify({ message: "Fleet is starting; try again in a second." }));
+    }
+    void middleware(req, res, () => {
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ message: `Not found: ${req.url}. Webhooks go to ${WEBHOOK_PATH}.` }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
   let queues: RepoQueues | undefined;
   const appFn = createFleetApp({
     ...options,
+    publicUrl: options.publicUrl ?? url,
     // A bad FLEET_STATE_TRANSPORT stops the start-up with the valid values, not every later event.
     stateTransport: options.stateTransport ?? stateTransportFrom(),
     onReady: (q) => {
@@ -64,7 +80,7 @@ export async function startFleetServer(options: FleetServerOptions): Promise<Fle
       options.onReady?.(q);
     },
   });
-  const middleware = await createNodeMiddleware(appFn, { probot, webhooksPath: WEBHOOK_PATH });
+  middleware = await createNodeMiddleware(appFn, { probot, webhooksPath: WEBHOOK_PATH });
   // The webhooks instance exists once the middleware has loaded the app.
   const webhooks = probot.webhooks!;
   // Count deliveries in handling, so embedders (tests, the demo, benchmarks) can wait for quiet.
@@ -82,15 +98,6 @@ export async function startFleetServer(options: FleetServerOptions): Promise<Fle
       }
     }
   };
-  const server: Server = createServer((req, res) => {
-    void middleware(req, res, () => {
-      res.writeHead(404, { "content-type": "application/json" });
-      res.end(JSON.stringify({ message: `Not found: ${req.url}. Webhooks go to ${WEBHOOK_PATH}.` }));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  const url = `http://127.0.0.1:${port}`;
   return {
     url,
     webhookUrl: `${url}${WEBHOOK_PATH}`,

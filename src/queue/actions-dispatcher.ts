@@ -8,6 +8,11 @@ export interface ActionsDispatcherOptions {
   octokit: GitHubClient;
   repo: RepoRef;
   config: Pick<FleetConfig, "workflow" | "runner_labels">;
+  /**
+   * The Fleet app's URL as runners reach it, passed as the `fleet_url` input: the run exchanges its
+   * OIDC token there for the app's token. Without it the run needs a `github-token` of its own.
+   */
+  fleetUrl?: string;
   /** Waits between looks for the run a dispatch started (runs appear after a delay). */
   findRunDelaysMs?: number[];
   sleep?: (ms: number) => Promise<void>;
@@ -31,7 +36,7 @@ function explainDispatchError(error: unknown, workflow: string, ref: string): Er
     );
   if (status === 422)
     return new Error(
-      `GitHub refused to dispatch ${path} on ${ref} (${message}). The workflow needs a \`workflow_dispatch\` trigger with inputs task_id, correlation_id and runner_labels.`,
+      `GitHub refused to dispatch ${path} on ${ref} (${message}). The workflow needs a \`workflow_dispatch\` trigger with inputs task_id, correlation_id, runner_labels and fleet_url (copy Fleet's current fleet-task.yml).`,
     );
   if (status === 403)
     return new Error(
@@ -85,6 +90,7 @@ export function createActionsDispatcher(opts: ActionsDispatcherOptions): Dispatc
             task_id: task.id,
             correlation_id: correlationId,
             runner_labels: JSON.stringify(config.runner_labels),
+            ...(opts.fleetUrl ? { fleet_url: opts.fleetUrl } : {}),
           },
           // GitHub answers with the run's id when asked; older servers ignore it (204, no body).
           return_run_details: true,

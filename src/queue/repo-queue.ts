@@ -17,6 +17,7 @@ import {
   effectiveConfig,
   enqueueTask,
   findTask,
+  holdAfterStateReset,
   moveTask,
   noteIgnoredEdit,
   patchTask,
@@ -214,6 +215,11 @@ export function createRepoQueue(deps: RepoQueueDeps) {
     await show(result.changes, lastDoc ?? result.doc);
   }
 
+  /** The state branch was deleted: the fresh state holds dispatches for a lease's length (see holdAfterStateReset). */
+  async function holdAfterReset(holdMs?: number): Promise<void> {
+    await commit((d) => holdAfterStateReset(d, now(), holdMs), { schedule: false });
+  }
+
   /** A scheduling pass on its own (reconcile, a config change). */
   async function schedule(): Promise<Task[]> {
     const { result } = await commit(() => null);
@@ -222,6 +228,7 @@ export function createRepoQueue(deps: RepoQueueDeps) {
 
   return {
     schedule,
+    holdAfterReset,
     /** The queue's clock (injected in tests), for handlers that compute times. */
     now: clock,
     async snapshot(): Promise<FleetStateDoc> {

@@ -286,7 +286,11 @@ export function applySchedule(
 
 function schedulePass(doc: FleetStateDoc, config: FleetConfig, opts: ScheduleOptions): TransitionResult {
   // Tasks held by the gate show why on their tracking comment (the reason is kept while queued).
-  const gate = opts.readiness ?? budgetReadiness(config.budgets, doc.ledger, new Date(opts.now));
+  const budgets = opts.readiness ?? budgetReadiness(config.budgets, doc.ledger, new Date(opts.now));
+  // After the state branch was deleted, nothing starts until runs from before are certainly over.
+  const hold =
+    doc.resetHold && Date.parse(doc.resetHold.until) > Date.parse(opts.now) ? doc.resetHold : undefined;
+  const gate = hold ? () => ({ ready: false as const, reason: hold.reason }) : budgets;
   const gated = new Set<string>();
   const decisions = scheduleNext({
     tasks: tasksOf(doc),
@@ -442,4 +446,24 @@ export function dependencyCycles(tasks: readonly Task[]): Map<number, number[]> 
     for (const n of issues) out.set(n, issues);
   }
   return out;
+}
+
+/**
+ * The state branch was deleted (an operator starting over) while runs may still be going: the fresh
+ * state holds every dispatch for a lease's length. A worker whose task is gone stops its agent at its
+ * next heartbeat (a third of the lease), and a dead worker's agent died with it, so by `until` no run
+ * from before is left to run beside a new one.
+ */
+export function holdAfterStateReset(
+  doc: FleetStateDoc,
+  now: string,
+  leaseTtlMs = DEFAULT_LEASE_TTL_MS,
+): TransitionResult {
+  const until = new Date(Date.parse(now) + leaseTtlMs).toISOString();
+  const reason = `Fleet's state was reset (fleet/state deleted); tasks start after ${until.slice(11, 19)} UTC, once any run still going from before has stopped`;
+  return {
+    doc: { ...doc, resetHold: { until, reason } },
+    changes: [],
+    messages: [`state reset: dispatch held until ${until}`],
+  };
 }

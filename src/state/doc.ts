@@ -35,6 +35,12 @@ export interface FleetStateDoc {
    * at most one such reply per person per issue per hour. Pruned of entries past the hour on each write.
    */
   replies?: Record<string, number>;
+  /**
+   * The state branch was deleted and started over: no task is dispatched before `until` (RFC3339), by
+   * when any run still going from before has stopped (its worker finds its task gone at its next
+   * heartbeat) or its lease would have run out.
+   */
+  resetHold?: { until: string; reason: string };
   /** Fields a newer Fleet of the same version may add are kept as they are. */
   [key: string]: unknown;
 }
@@ -123,6 +129,7 @@ const StateDocSchema = z.looseObject({
     .optional(),
   ledger: z.record(z.string(), z.record(z.string(), LedgerEntrySchema)).optional(),
   replies: z.record(z.string(), count).optional(),
+  resetHold: z.object({ until: z.iso.datetime({ offset: true }), reason: z.string() }).optional(),
 });
 
 const shown = (value: unknown): string => {

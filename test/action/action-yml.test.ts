@@ -24,7 +24,9 @@ describe("action.yml", () => {
     const read = calls("core.getInput");
     expect([...read].sort()).toEqual(Object.keys(action.inputs).sort());
     expect(action.inputs["task-id"]?.required).toBe(true);
-    expect(action.inputs["github-token"]?.required).toBe(true);
+    // The app's token comes from the OIDC exchange at fleet-url; a token of one's own is optional.
+    expect(action.inputs["github-token"]?.required).toBe(false);
+    expect(action.inputs["fleet-url"]?.required).toBe(false);
     // biome-ignore lint/suspicious/noTemplateCurlyInString: an Actions expression, not a JS template
     expect(action.inputs["api-url"]?.default).toBe("${{ github.api_url }}");
   });

@@ -54,6 +54,8 @@ export async function startHarness(
     trackerIntervalMs?: number;
     /** The app's clock (scheduling, budgets, rate-limit resets); real time by default. */
     clock?: () => Date;
+    /** More options for the app (e.g. a short stateResetHoldMs). */
+    app?: Partial<Parameters<typeof startFleetServer>[0]>;
   } = {},
 ): Promise<Harness> {
   const gh = await startGitHubEmulator();
@@ -69,6 +71,7 @@ export async function startHarness(
   const app = await startAppInstance(gh, {
     trackerIntervalMs: opts.trackerIntervalMs ?? 0,
     ...(opts.clock ? { clock: opts.clock } : {}),
+    ...opts.app,
   });
   const mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
   const reader = createGitHubStateStore({ octokit: mona, owner, repo: name });

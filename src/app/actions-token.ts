@@ -1,0 +1,159 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { createRemoteJWKSet, type JWTPayload, jwtVerify } from "jose";
+import type { Probot } from "probot";
+import { isActive } from "../core/lifecycle.ts";
+import type { GitHubClient } from "../github/client.ts";
+import type { RepoQueues } from "./repo-queues.ts";
+
+/** Where a runner exchanges its job's OIDC token for a token of the Fleet app. */
+export const ACTIONS_TOKEN_PATH = "/fleet/actions-token";
+
+/** GitHub's OIDC issuer for Actions (GitHub Enterprise Server: `https://HOST/_services/token`). */
+export const GITHUB_OIDC_ISSUER = "https://token.actions.githubusercontent.com";
+/** The audience Fleet's action asks for, and the only one the app accepts. */
+export const DEFAULT_OIDC_AUDIENCE = "fleet";
+
+/** What the task's run may do with the token: push its branch and the state, comment, open the PR, dispatch the next task. */
+const RUN_PERMISSIONS = {
+  contents: "write",
+  issues: "write",
+  pull_requests: "write",
+  actions: "write",
+} as const;
+
+export interface ActionsTokenOptions {
+  /** The OIDC issuer whose tokens are accepted (the emulator's offline). */
+  issuer: string;
+  audience: string;
+}
+
+/** The claims of a GitHub Actions OIDC token that Fleet checks (see GitHub's "About security hardening with OpenID Connect"). */
+interface ActionsClaims extends JWTPayload {
+  repository?: string;
+  run_id?: string;
+  event_name?: string;
+  workflow_ref?: string;
+}
+
+class Refusal extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * `POST /fleet/actions-token` with `Authorization: Bearer <the job's OIDC token>` and `{"task_id"}`:
+ * the runner of a task's Actions run gets a one-hour installation token of the Fleet app, for that
+ * repository only, so the branch it pushes and the PR it opens are the app's (GitHub starts the
+ * repository's workflows for those, and not for events made with the job's own GITHUB_TOKEN), and
+ * no long-lived secret is stored in the repository.
+ *
+ * The token is given only when the OIDC token is GitHub's (signature, issuer, audience, expiry), it
+ * comes from a `workflow_dispatch` run of the repository's Fleet workflow, and that run is the one
+ * Fleet dispatched for this task, which is still live. 409 asks the runner to try again a little
+ * later (the run's id is recorded just after the dispatch).
+ */
+export function createActionsTokenHandler(
+  app: Probot,
+  queues: () => RepoQueues | undefined,
+  options: ActionsTokenOptions,
+) {
+  const jwks = createRemoteJWKSet(new URL(`${options.issuer.replace(/\/$/, "")}/.well-known/jwks`));
+
+  async function exchange(req: IncomingMessage): Promise<{ token: string; expires_at: string }> {
+    if (req.method !== "POST") throw new Refusal(405, `Use POST ${ACTIONS_TOKEN_PATH}.`);
+    const bearer = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? "")?.[1];
+    if (!bearer)
+      throw new Refusal(
+        401,
+        "Send the job's OIDC token as `Authorization: Bearer <token>` (the job needs `permissions: id-token: write`).",
+      );
+    const taskId = await readTaskId(req);
+    let claims: ActionsClaims;
+    try {
+      ({ payload: claims } = await jwtVerify<ActionsClaims>(bearer, jwks, {
+        issuer: options.issuer,
+        audience: options.audience,
+        algorithms: ["RS256"],
+      }));
+    } catch (error) {
+      throw new Refusal(401, `The OIDC token was not accepted: ${(error as Error).message}.`);
+    }
+    const [owner, repo] = (claims.repository ?? "").split("/");
+    if (!owner || !repo) throw new Refusal(401, "The OIDC token names no repository.");
+    if (claims.event_name !== "workflow_dispatch")
+      throw new Refusal(
+        403,
+        `Only a run Fleet dispatched gets a token (this one came from a ${claims.event_name} event).`,
+      );
+
+    const found = await queues()?.forInstalledRepo(owner, repo);
+    if (!found) throw new Refusal(404, `The Fleet app is not installed on ${owner}/${repo}.`);
+    const { queue, config, installationId } = found;
+    const workflow = `${owner}/${repo}/.github/workflows/${config.workflow}@`;
+    if (!claims.workflow_ref?.startsWith(workflow))
+      throw new Refusal(
+        403,
+        `Only Fleet's workflow (${config.workflow}) gets a token, not ${claims.workflow_ref}.`,
+      );
+    const task = (await queue.snapshot()).tasks[taskId];
+    if (!task) throw new Refusal(404, `${owner}/${repo} has no task ${taskId}.`);
+    if (!isActive(task.state))
+      throw new Refusal(403, `Task ${taskId} is ${task.state}: it is not waiting for a run.`);
+    if (task.runId === undefined)
+      throw new Refusal(409, `Task ${taskId}'s run is not recorded yet; try again in a few seconds.`);
+    if (task.runId !== String(claims.run_id))
+      throw new Refusal(403, `Task ${taskId} was dispatched as run ${task.runId}, not run ${claims.run_id}.`);
+
+    const appOctokit = (await app.auth()) as unknown as GitHubClient;
+    const { data } = await appOctokit.rest.apps.createInstallationAccessToken({
+      installation_id: installationId,
+      repositories: [repo],
+      permissions: RUN_PERMISSIONS,
+    });
+    app.log.info(`actions token for ${owner}/${repo} run ${claims.run_id} (task ${taskId})`);
+    return { token: data.token, expires_at: data.expires_at };
+  }
+
+  return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+    if ((req.url ?? "").split("?")[0] !== ACTIONS_TOKEN_PATH) return false;
+    try {
+      const body = JSON.stringify(await exchange(req));
+      res.writeHead(201, { "content-type": "application/json", "cache-control": "no-store" });
+      res.end(body);
+    } catch (error) {
+      const status = error instanceof Refusal ? error.status : 500;
+      if (!(error instanceof Refusal))
+        app.log.error(`actions token exchange failed: ${(error as Error).message}`);
+      const message =
+        error instanceof Refusal ? error.message : "The Fleet app could not mint a token; see its log.";
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify({ message }));
+    }
+    return true;
+  };
+}
+
+/** `{"task_id": "..."}`, at most a few kilobytes. */
+async function readTaskId(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > 4096) throw new Refusal(413, "The request body is larger than a task id needs.");
+    chunks.push(chunk as Buffer);
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } catch {
+    throw new Refusal(400, 'Send {"task_id": "<the task id>"} as JSON.');
+  }
+  const taskId = (body as { task_id?: unknown } | null)?.task_id;
+  if (typeof taskId !== "string" || !/^[A-Za-z0-9._-]{1,64}$/.test(taskId))
+    throw new Refusal(400, 'Send {"task_id": "<the task id>"} as JSON.');
+  return taskId;
+}
