@@ -1,10 +1,11 @@
 import { generateKeyPairSync, type KeyObject, randomBytes, verify } from "node:crypto";
 import { HttpError } from "./http-error.ts";
-import type { Actor, EmulatorState, WorkflowTokenScope } from "./state.ts";
+import { APP_PERMISSIONS } from "./installation-token.ts";
+import type { Actor, EmulatorState, InstallationGrant, WorkflowTokenScope } from "./state.ts";
 
 type TokenRecord =
   | { kind: "user"; login: string }
-  | { kind: "installation"; installationId: number; expiresAt: number }
+  | { kind: "installation"; installationId: number; expiresAt: number; grant: InstallationGrant }
   | { kind: "workflow"; installationId: number; scope: WorkflowTokenScope };
 
 /**
@@ -39,10 +40,14 @@ export class Auth {
     return token;
   }
 
-  installationToken(installationId: number): { token: string; expiresAt: string } {
+  /** An installation access token reaching `grant` (default: all repositories, all the app's permissions). */
+  installationToken(
+    installationId: number,
+    grant: InstallationGrant = { permissions: { ...APP_PERMISSIONS } },
+  ): { token: string; expiresAt: string } {
     const token = `ghs_${randomBytes(18).toString("hex")}`;
     const expiresAt = Date.now() + 3600_000;
-    this.tokens.set(token, { kind: "installation", installationId, expiresAt });
+    this.tokens.set(token, { kind: "installation", installationId, expiresAt, grant });
     return { token, expiresAt: new Date(expiresAt).toISOString().replace(/\.\d{3}Z$/, "Z") };
   }
 
@@ -82,6 +87,7 @@ export class Auth {
       kind: "installation",
       installationId: rec.installationId,
       user: this.state.user(this.botLogin, "Bot"),
+      grant: rec.grant,
     };
   }
 

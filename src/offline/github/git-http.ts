@@ -6,6 +6,7 @@ import { dirname, join, relative } from "node:path";
 import type { Auth } from "./auth.ts";
 import type { Faults } from "./faults.ts";
 import { HttpError } from "./http-error.ts";
+import { grantHolds, grantReaches } from "./installation-token.ts";
 import { SequencedLog } from "./request-log.ts";
 import { type Actor, atLeast, type EmulatorState, type Repo } from "./state.ts";
 import { holds } from "./workflow-token.ts";
@@ -106,6 +107,12 @@ export function createGitHttpHandler(d: GitHttpDeps) {
       if (actor.workflow) {
         if (actor.workflow.repo.toLowerCase() !== repo.fullName.toLowerCase()) throw notFound;
         if (!holds(actor.workflow, "contents", push ? "write" : "read"))
+          throw new HttpError(403, `Permission to ${repo.fullName}.git denied to ${actor.user.login}.`);
+      }
+      // The app's token reaches the repositories it was created for, with `contents` to fetch and push.
+      if (actor.grant) {
+        if (!grantReaches(actor.grant, repo)) throw notFound;
+        if (!grantHolds(actor.grant, "contents", push ? "write" : "read"))
           throw new HttpError(403, `Permission to ${repo.fullName}.git denied to ${actor.user.login}.`);
       }
       return { repo, actor };

@@ -1,3 +1,4 @@
+import { grantHolds, grantReaches } from "./installation-token.ts";
 import type { Reply } from "./router.ts";
 import { type Actor, atLeast, type EmulatorState, type Issue, type Repo } from "./state.ts";
 
@@ -38,7 +39,8 @@ export function handleGraphql(state: EmulatorState, actor: Actor, body: unknown)
   const { repo, issue } = found;
   const allowed =
     actor.kind === "installation"
-      ? actor.installationId === repo.installationId
+      ? actor.installationId === repo.installationId &&
+        (!actor.grant || (grantReaches(actor.grant, repo) && grantHolds(actor.grant, "issues", "write")))
       : atLeast(state.permission(repo, actor.user.login), "write");
   if (!allowed)
     return gqlError(

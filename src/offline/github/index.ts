@@ -8,6 +8,8 @@ import { Auth } from "./auth.ts";
 import { type FaultSpec, Faults } from "./faults.ts";
 import { createGitHttpHandler, type GitRequest, GitRequestLog, matchGitHttp } from "./git-http.ts";
 import { GitRepo } from "./git-repo.ts";
+import { APP_PERMISSIONS } from "./installation-token.ts";
+import { OidcProvider } from "./oidc.ts";
 import { loadSpec, sharedChecker } from "./openapi-check.ts";
 import { Shapes } from "./payloads.ts";
 import { makeRefMoved } from "./ref-events.ts";
@@ -91,8 +93,24 @@ export interface RequestLogView {
   clear(): void;
 }
 
+/** A job's environment on a runner, as far as the emulator provides it (see `jobEnvironment`). */
+// A type, not an interface, so it spreads into and passes as a `Record<string, string | undefined>` (process.env).
+export type JobEnvironment = {
+  /** The job's GITHUB_TOKEN (a workflow token for the run). */
+  GITHUB_TOKEN: string;
+  /** Present when the job may request an OIDC token (`permissions: id-token: write`). */
+  ACTIONS_ID_TOKEN_REQUEST_URL?: string;
+  /** Bearer token for `ACTIONS_ID_TOKEN_REQUEST_URL`; random per run. */
+  ACTIONS_ID_TOKEN_REQUEST_TOKEN?: string;
+};
+
 export interface GitHubEmulator {
   url: string;
+  /**
+   * The Actions OIDC issuer, `${url}/_services/token` (GitHub Enterprise Server's form):
+   * `/.well-known/openid-configuration` and `/.well-known/jwks` under it.
+   */
+  oidcIssuer: string;
   appId: number;
   appSlug: string;
   botLogin: string;
@@ -195,6 +213,18 @@ export interface GitHubEmulator {
     conclusion?: string,
   ): Promise<void>;
   onWorkflowDispatch(listener: DispatchListener): void;
+  /**
+   * The environment a job of the run gets on a runner: its GITHUB_TOKEN (`workflowToken(full, { runId,
+   * permissions })`) and, unless `idToken: false` (the workflow lacks `permissions: id-token: write`),
+   * `ACTIONS_ID_TOKEN_REQUEST_URL` / `ACTIONS_ID_TOKEN_REQUEST_TOKEN`, which `core.getIDToken(audience)`
+   * of @actions/core uses to fetch the job's OIDC token (signed by `oidcIssuer`'s key, with the run's
+   * claims). The request token stops working once the run is completed.
+   */
+  jobEnvironment(
+    fullName: string,
+    runId: number,
+    opts?: { idToken?: boolean; permissions?: Record<string, TokenPermission> },
+  ): JobEnvironment;
   stop(): Promise<void>;
 }
 
@@ -239,6 +269,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions = {}): Pro
     }
   };
   const actions = new Actions(world);
+  const oidc = new OidcProvider(state, () => baseUrl);
 
   registerAppRoutes(router, world);
   registerRepoRoutes(router, world, (ctx) => {
@@ -308,6 +339,14 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions = {}): Pro
 
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://emulator.invalid");
+    // The Actions OIDC provider (discovery, keys, a job's ID token) is not part of the REST API.
+    const oidcReply = oidc.handle(req.method ?? "GET", url, req.headers.authorization);
+    if (oidcReply) {
+      req.resume();
+      res.writeHead(oidcReply.status, oidcReply.headers);
+      res.end(req.method === "HEAD" ? undefined : JSON.stringify(oidcReply.body));
+      return;
+    }
     const git = matchGitHttp(url.pathname);
     // Signed artifact download URLs need no credentials (GitHub serves them from blob storage).
     const blob = req.method === "GET" ? actions.download(url.pathname) : undefined;
@@ -361,6 +400,7 @@ fetch(${JSON.stringify(`${baseUrl}/_emulator/push/${encodeURIComponent(repo.full
 
   const emulator: GitHubEmulator = {
     url: baseUrl,
+    oidcIssuer: oidc.issuer,
     appId,
     appSlug,
     botLogin,
@@ -452,13 +492,7 @@ fetch(${JSON.stringify(`${baseUrl}/_emulator/push/${encodeURIComponent(repo.full
           app_slug: appSlug,
           target_id: inst.account.id,
           target_type: "User",
-          permissions: {
-            actions: "write",
-            contents: "write",
-            issues: "write",
-            metadata: "read",
-            pull_requests: "write",
-          },
+          permissions: { ...APP_PERMISSIONS },
           events: ["issues", "issue_comment", "pull_request", "push", "workflow_run"],
           created_at: Math.floor(Date.parse(inst.createdAt) / 1000),
           updated_at: Math.floor(Date.parse(inst.createdAt) / 1000),
@@ -557,6 +591,20 @@ fetch(${JSON.stringify(`${baseUrl}/_emulator/push/${encodeURIComponent(repo.full
         permissions: { ...(opts.permissions ?? DEFAULT_WORKFLOW_TOKEN_PERMISSIONS) },
         runId: opts.runId,
       });
+    },
+    jobEnvironment(fullName, runId, opts = {}) {
+      const repo = mustRepo(fullName);
+      const run = repo.runs.find((r) => r.id === runId);
+      if (!run) throw new Error(`no workflow run ${runId} in ${fullName}`);
+      const env: JobEnvironment = {
+        GITHUB_TOKEN: emulator.workflowToken(fullName, { runId, permissions: opts.permissions }),
+      };
+      if (opts.idToken !== false) {
+        const { url, token } = oidc.requestFor(run);
+        env.ACTIONS_ID_TOKEN_REQUEST_URL = url;
+        env.ACTIONS_ID_TOKEN_REQUEST_TOKEN = token;
+      }
+      return env;
     },
     async uploadArtifact(fullName, runId, name, files, opts = {}) {
       const repo = mustRepo(fullName);

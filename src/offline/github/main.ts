@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { startGitHubEmulator } from "./index.ts";
 
 // `npx tsx src/offline/github/main.ts --port 3000 [--webhook-url URL] [--repo owner/name ...]`
-// prints one JSON line (url, appId, privateKey, webhookSecret, repos) and serves until killed.
+// prints one JSON line (url, oidcIssuer, appId, privateKey, webhookSecret, repos) and serves until killed.
 const { values } = parseArgs({
   options: {
     port: { type: "string", default: "0" },
@@ -37,7 +37,7 @@ const tokens = Object.fromEntries(
   (values.collaborator ?? []).map((s) => s.split(":")[1]!).map((login) => [login, em.userToken(login)]),
 );
 process.stdout.write(
-  `${JSON.stringify({ url: em.url, appId: em.appId, privateKey: em.privateKey, webhookSecret: em.webhookSecret, dataDir: em.dataDir, repos, tokens })}\n`,
+  `${JSON.stringify({ url: em.url, oidcIssuer: em.oidcIssuer, appId: em.appId, privateKey: em.privateKey, webhookSecret: em.webhookSecret, dataDir: em.dataDir, repos, tokens })}\n`,
 );
 
 const shutdown = () => {

@@ -119,6 +119,11 @@ export interface WorkflowRun {
   name: string;
   headBranch: string;
   headSha: string;
+  /**
+   * The full ref the run is for (`github.ref`): `refs/heads/<branch>`, `refs/tags/<tag>`, or
+   * `refs/pull/<n>/merge` for `pull_request` runs; `refs/heads/<headBranch>` when absent.
+   */
+  ref?: string;
   event: string;
   status: "queued" | "in_progress" | "completed";
   conclusion: string | null;
@@ -197,10 +202,30 @@ export interface WorkflowTokenScope {
   runId?: number;
 }
 
+/**
+ * What an installation access token of the app reaches: the repositories and permissions asked for
+ * when it was created (`repositories` / `repository_ids` and `permissions`), or all of the
+ * installation's repositories and all of the app's permissions.
+ */
+export interface InstallationGrant {
+  /** Full names, lower case, of the repositories it reaches; undefined: every repository of the installation. */
+  repos?: Set<string>;
+  /** GitHub App permission names as the REST API spells them (`pull_requests`), with their levels. */
+  permissions: Record<string, "read" | "write">;
+}
+
 export type Actor =
   | { kind: "anonymous" }
   | { kind: "app" }
-  | { kind: "installation"; installationId: number; user: User; workflow?: WorkflowTokenScope }
+  | {
+      kind: "installation";
+      installationId: number;
+      user: User;
+      /** Set for a workflow's GITHUB_TOKEN. */
+      workflow?: WorkflowTokenScope;
+      /** Set for the app's own installation tokens. */
+      grant?: InstallationGrant;
+    }
   | { kind: "user"; user: User };
 
 export const nowIso = (): string => new Date().toISOString().replace(/\.\d{3}Z$/, "Z");

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Auth } from "./auth.ts";
 import { HttpError, notFound } from "./http-error.ts";
+import { checkInstallationGrant } from "./installation-token.ts";
 import type { Shapes } from "./payloads.ts";
 import type { Ctx, Reply } from "./router.ts";
 import {
@@ -56,6 +57,7 @@ export class World {
     if (a.kind === "installation") {
       if (a.installationId !== r.installationId) throw notFound();
       if (a.workflow) checkWorkflowToken(a.workflow, r, ctx);
+      if (a.grant) checkInstallationGrant(a.grant, r, ctx);
       return r;
     }
     if (a.kind === "anonymous") {

@@ -66,7 +66,7 @@ export class Actions implements WorkflowTriggers {
     repo: Repo,
     wf: { id: number; path: string; name: string },
     fields: Pick<WorkflowRun, "headBranch" | "headSha" | "event" | "inputs" | "actor"> &
-      Partial<Pick<WorkflowRun, "displayTitle" | "pullRequests">>,
+      Partial<Pick<WorkflowRun, "displayTitle" | "pullRequests" | "ref">>,
   ): Promise<WorkflowRun> {
     const now = nowIso();
     const run: WorkflowRun = {
@@ -154,6 +154,7 @@ export class Actions implements WorkflowTriggers {
       this.createRun(repo, wf, {
         headBranch: (branch ?? tag)!,
         headSha: after,
+        ref,
         event: "push",
         inputs: {},
         actor,
@@ -185,6 +186,8 @@ export class Actions implements WorkflowTriggers {
         this.createRun(repo, wf, {
           headBranch: p.headRef,
           headSha: p.headSha,
+          // GITHUB_REF of a pull_request run: https://docs.github.com/en/actions/reference/workflows-and-actions/events-that-trigger-workflows#pull_request
+          ref: `refs/pull/${pull.number}/merge`,
           event: "pull_request",
           inputs: {},
           actor,
@@ -373,9 +376,19 @@ export class Actions implements WorkflowTriggers {
       // workflow_dispatch starts a run even with a GITHUB_TOKEN (the documented exception).
       if (!parseOn(wf.on)?.has("workflow_dispatch"))
         throw new HttpError(422, "Workflow does not have 'workflow_dispatch' trigger");
+      // GITHUB_REF of a workflow_dispatch run is the branch or tag dispatched on:
+      // https://docs.github.com/en/actions/reference/workflows-and-actions/events-that-trigger-workflows#workflow_dispatch
+      const fullRef = ref.startsWith("refs/")
+        ? ref
+        : (await repo.git.resolveRef(`refs/heads/${ref}`))
+          ? `refs/heads/${ref}`
+          : (await repo.git.resolveRef(`refs/tags/${ref}`))
+            ? `refs/tags/${ref}`
+            : `refs/heads/${ref}`;
       const run = await this.createRun(repo, wf, {
         headBranch: ref,
         headSha,
+        ref: fullRef,
         event: "workflow_dispatch",
         inputs: (b.inputs as Record<string, unknown>) ?? {},
         actor: w.actingUser(ctx),
@@ -484,6 +497,7 @@ export class Actions implements WorkflowTriggers {
           {
             headBranch: repo.defaultBranch,
             headSha: sha,
+            ref: `refs/heads/${repo.defaultBranch}`,
             event: "repository_dispatch",
             inputs: {},
             actor,

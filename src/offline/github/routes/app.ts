@@ -1,16 +1,10 @@
 import { HttpError, notFound } from "../http-error.ts";
+import { APP_PERMISSIONS, grantFor, grantReaches } from "../installation-token.ts";
 import type { Ctx, Router } from "../router.ts";
 import type { Installation } from "../state.ts";
 import { paginate, type World } from "../world.ts";
 
-const permissions = {
-  actions: "write",
-  contents: "write",
-  issues: "write",
-  metadata: "read",
-  pull_requests: "write",
-  workflows: "write",
-};
+const permissions = APP_PERMISSIONS;
 const events = [
   "issues",
   "issue_comment",
@@ -94,29 +88,40 @@ export function registerAppRoutes(r: Router, w: World): void {
     return { status: 200, body: installationJson(w.state.installations.get(repo.installationId)!) };
   });
 
+  // https://docs.github.com/en/rest/apps/apps#create-an-installation-access-token-for-an-app:
+  // `repositories` / `repository_ids` and `permissions` narrow the token (see installation-token.ts);
+  // the response echoes the permissions granted and lists the repositories it reaches.
   r.on("POST /app/installations/{installation_id}/access_tokens", (ctx) => {
     requireApp(ctx);
     const i = w.state.installations.get(Number(ctx.params.installation_id));
     if (!i) throw notFound();
-    const { token, expiresAt } = w.auth.installationToken(i.id);
-    const repos = [...i.repos].map((n) => w.state.repos.get(n.toLowerCase())!).filter(Boolean);
+    const { grant, repos } = grantFor(w.state, i, ctx.body);
+    const { token, expiresAt } = w.auth.installationToken(i.id, grant);
     return {
       status: 201,
       body: {
         token,
         expires_at: expiresAt,
-        permissions,
+        permissions: { ...grant.permissions },
+        // The emulator's installations are all "selected"; a narrowed token is "selected" too.
         repository_selection: "selected",
         repositories: repos.map((x) => w.repoJson(x)),
       },
     };
   });
 
+  // https://docs.github.com/en/rest/apps/installations#list-repositories-accessible-to-the-app-installation:
+  // the repositories the token reaches (a narrowed token lists only its own).
   r.on("GET /installation/repositories", (ctx) => {
     if (ctx.actor.kind !== "installation")
       throw new HttpError(403, "Resource not accessible by personal access token");
-    const i = w.state.installations.get(ctx.actor.installationId)!;
-    const repos = [...i.repos].map((n) => w.state.repos.get(n.toLowerCase())!).filter(Boolean);
+    const actor = ctx.actor;
+    const i = w.state.installations.get(actor.installationId)!;
+    const repos = [...i.repos]
+      .map((n) => w.state.repos.get(n.toLowerCase())!)
+      .filter(Boolean)
+      .filter((x) => !actor.grant || grantReaches(actor.grant, x))
+      .filter((x) => !actor.workflow || actor.workflow.repo.toLowerCase() === x.fullName.toLowerCase());
     const page = paginate(
       ctx,
       w.shapes.api,
