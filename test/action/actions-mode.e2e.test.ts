@@ -4,12 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../src/core/task.ts";
 import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
-import {
-  type ActionRun,
-  type Dispatched,
-  installationToken,
-  runActionBundle,
-} from "../support/action-runner.ts";
+import { type ActionRun, type Dispatched, runActionBundle } from "../support/action-runner.ts";
 import { waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
 
@@ -36,14 +31,19 @@ describe("dispatch: actions — the app dispatches the workflow, the runner runs
   let h: Harness;
   let model: ScriptServer;
   let scratch: string;
-  let token: string;
   /** What the test's "runner" does with each dispatch. */
   let onDispatch: (run: Dispatched) => void = () => {};
 
   beforeAll(async () => {
     const workflow = await readFile(".github/workflows/fleet-task.yml", "utf8");
     h = await startHarness({
-      files: { ".github/fleet.yml": FLEET_YML, ".github/workflows/fleet-task.yml": workflow },
+      files: {
+        ".github/fleet.yml": FLEET_YML,
+        ".github/workflows/fleet-task.yml": workflow,
+        // The repository's own CI: it must run on Fleet's PR.
+        ".github/workflows/ci.yml":
+          "name: CI\non: [pull_request]\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ok\n",
+      },
     });
     model = await startAnthropicScriptServer({
       turns: [
@@ -60,7 +60,6 @@ describe("dispatch: actions — the app dispatches the workflow, the runner runs
       ],
     });
     scratch = await mkdtemp(join(tmpdir(), "fleet-action-e2e-"));
-    token = await installationToken(h);
     h.gh.onWorkflowDispatch((run) => onDispatch(run));
   }, 120_000);
 
@@ -81,7 +80,6 @@ describe("dispatch: actions — the app dispatches the workflow, the runner runs
       run,
       scratch,
       inputs: {
-        "github-token": token,
         credentials: `ANTHROPIC_API_KEY=${CREDENTIAL}\nOPENAI_API_KEY=${UNRELATED}\n`,
         "model-base-url": model.url,
         "agent-env": "CLAUDE_CODE_MAX_RETRIES=0",
@@ -130,7 +128,15 @@ describe("dispatch: actions — the app dispatches the workflow, the runner runs
     expect(result.stdout).toContain(`::add-mask::${CREDENTIAL}`);
     const posted = h.gh.comments(h.full, issue).map((c) => c.body);
     expect(posted.join("\n")).not.toContain(CREDENTIAL);
-    expect(posted.join("\n")).not.toContain(token);
+    // The app's token the run got in exchange for its OIDC token: masked, and never posted.
+    const appToken = /::add-mask::(ghs_\w+)/.exec(result.stdout)?.[1];
+    expect(appToken).toBeDefined();
+    expect(posted.join("\n")).not.toContain(appToken!);
+    // The PR is the app's, so the repository's CI ran on it (a job token's PR would start none).
+    const ci = h.gh.workflowRuns(h.full).filter((r) => r.workflowPath === ".github/workflows/ci.yml");
+    expect(ci.map((r) => [r.event, r.headBranch, r.actor.login])).toEqual([
+      ["pull_request", pr!.head, h.gh.botLogin],
+    ]);
 
     // The app followed the run: the task holds it, its run link is on the tracking comment.
     await h.settle();

@@ -8,12 +8,7 @@ import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../src/core/task.ts";
 import { type ScriptTurn, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
-import {
-  type ActionRun,
-  type Dispatched,
-  installationToken,
-  runActionBundle,
-} from "../support/action-runner.ts";
+import { type ActionRun, type Dispatched, runActionBundle } from "../support/action-runner.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
 import { CANARY, findLeak, leakForms, toolResults } from "./containment-support.ts";
 
@@ -34,9 +29,9 @@ describe("containment: a hostile agent under the real action bundle on a runner"
   let h: Harness;
   let scratch: string;
   let runnerHome: string;
-  let token: string;
   let forms: string[];
   let onDispatch: (run: Dispatched) => void = () => {};
+  const jobTokens: string[] = [];
 
   beforeAll(async () => {
     const workflow = await readFile(".github/workflows/fleet-task.yml", "utf8");
@@ -48,8 +43,7 @@ describe("containment: a hostile agent under the real action bundle on a runner"
     await mkdir(join(runnerHome, ".ssh"), { recursive: true });
     await writeFile(join(runnerHome, ".ssh", "id_rsa"), CANARY.sshKey, { mode: 0o600 });
     await writeFile(join(runnerHome, ".credentials"), `{"token":"${RUNNER_SECRET}"}\n`);
-    token = await installationToken(h);
-    forms = leakForms([token, CANARY.modelKey, CANARY.otherKey, CANARY.sshKey, RUNNER_SECRET]);
+    forms = leakForms([CANARY.modelKey, CANARY.otherKey, CANARY.sshKey, RUNNER_SECRET]);
     h.gh.onWorkflowDispatch((run) => onDispatch(run));
   }, 120_000);
 
@@ -65,21 +59,17 @@ describe("containment: a hostile agent under the real action bundle on a runner"
       onDispatch = (run) => {
         void (async () => {
           await h.gh.setWorkflowRunStatus(h.full, run.id, "in_progress");
+          jobTokens.push(h.gh.jobEnvironment(h.full, run.id).GITHUB_TOKEN);
           const result = await runActionBundle({
             h,
             run,
             scratch,
             inputs: {
-              "github-token": token,
               credentials: `ANTHROPIC_API_KEY=${CANARY.modelKey}\nOPENAI_API_KEY=${CANARY.otherKey}\n`,
               "model-base-url": model.url,
               "agent-env": "CLAUDE_CODE_MAX_RETRIES=0",
             },
-            extraEnv: {
-              HOME: runnerHome,
-              ACTIONS_RUNTIME_TOKEN: RUNNER_SECRET,
-              GITHUB_TOKEN: token,
-            },
+            extraEnv: { HOME: runnerHome, ACTIONS_RUNTIME_TOKEN: RUNNER_SECRET },
           });
           await h.gh.setWorkflowRunStatus(
             h.full,
@@ -97,6 +87,9 @@ describe("containment: a hostile agent under the real action bundle on a runner"
     await model.stop();
     await h.settle();
     const task = (await h.tasks()).find((t: Task) => t.issue === issue)!;
+    // The app's token the run got in exchange for its OIDC token (masked in the job's log).
+    const appToken = /::add-mask::(ghs_\w+)/.exec(result.stdout)?.[1];
+    forms.push(...leakForms([...jobTokens, ...(appToken ? [appToken] : [])]));
     return { issue, task, result, requests: model.requests };
   }
 

@@ -37,8 +37,11 @@ export async function installationToken(h: Harness): Promise<string> {
 }
 
 /**
- * Runs the bundled action (`dist/index.js`) the way a runner does: the GITHUB_* variables and files
- * of a job for `run`, the inputs as INPUT_* variables, plus `extraEnv` (a runner's own variables).
+ * Runs the bundled action (`dist/index.js`) the way a runner does for the shipped fleet-task.yml: the
+ * GITHUB_* variables and files of a job for `run`, the job's own GITHUB_TOKEN and OIDC request
+ * variables (`permissions: id-token: write`), the inputs as INPUT_* variables (`fleet-url` from the
+ * dispatch), plus `extraEnv` (a runner's own variables). The repository is cloned over git smart
+ * HTTP with whatever token the action ends up with.
  */
 export async function runActionBundle(opts: {
   h: Harness;
@@ -70,9 +73,11 @@ export async function runActionBundle(opts: {
     GITHUB_OUTPUT: files.output,
     GITHUB_STEP_SUMMARY: files.summary,
     RUNNER_TEMP: dir,
+    ...h.gh.jobEnvironment(h.full, run.id),
     "INPUT_TASK-ID": String(run.inputs.task_id),
     "INPUT_API-URL": h.gh.url,
-    "INPUT_CLONE-URL": h.cloneUrl,
+    "INPUT_FLEET-URL": String(run.inputs.fleet_url ?? ""),
+    "INPUT_FLEET-AUDIENCE": "fleet",
     "INPUT_WORK-DIR": join(dir, "work"),
     ...Object.fromEntries(Object.entries(opts.inputs).map(([k, v]) => [`INPUT_${k.toUpperCase()}`, v])),
     ...opts.extraEnv,

@@ -40,6 +40,8 @@ export async function startAppInstance(
     logLevel: "fatal",
     trackerIntervalMs: 0,
     reconcileMs: 0,
+    // Runners exchange the emulator's OIDC tokens for the app's token.
+    actionsTokens: { issuer: gh.oidcIssuer },
     ...extra,
   });
   gh.setWebhookUrl(app.webhookUrl);
