@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -11,18 +11,23 @@ import { totalTokens } from "../core/usage.ts";
 import type { GitHubClient } from "../github/client.ts";
 import { startGitHubEmulator } from "../offline/github/index.ts";
 import { startAnthropicScriptServer } from "../offline/models/anthropic-server.ts";
+import { runActionJob } from "../offline/runner/run-action-job.ts";
 import { createRepoStateStore } from "../state/repo-store.ts";
 import { startLocalWorker } from "../worker/local-worker.ts";
 
-const HELP = `npm run demo [-- --json] [-- --keep]
+const HELP = `npm run demo [-- --json] [-- --keep] [-- --dispatch local|actions]
 
-Runs Fleet's whole loop offline: an emulated GitHub, the real Fleet app, a local worker, and the real
+Runs Fleet's whole loop offline: an emulated GitHub, the real Fleet app, a worker, and the real
 Claude Code CLI answering from a scripted model server on loopback. A maintainer labels an issue
 fleet:claude; Fleet queues it, the worker runs Claude, and the demo ends with the pull request, the
-issue's comments and the token totals.
+issue's comments, the token totals and the repository's CI runs.
 
-  --json   print one JSON object instead of the narrated run
-  --keep   keep the work directory (worktrees, agent logs) and print where it is
+  --json                print one JSON object instead of the narrated run
+  --keep                keep the work directory (worktrees, agent logs) and print where it is
+  --dispatch actions    run the task through Fleet's workflow and the real action bundle (dist/) on an
+                        emulated self-hosted runner, with the emulator's default repository settings:
+                        the job exchanges its OIDC token for the app's token (default: local, a
+                        \`fleet run\` worker)
 `;
 
 // The scripted model's turns: a plan, then a Bash call that makes the change and writes RESULT.json, then a summary.
@@ -70,8 +75,15 @@ export interface DemoResult {
 
 /** The demo repository's CI workflow (`on: [push, pull_request]`). */
 const CI_WORKFLOW = ".github/workflows/ci.yml";
+/** Fleet's task workflow, dispatched once per task with `dispatch: actions`. */
+const TASK_WORKFLOW = ".github/workflows/fleet-task.yml";
 
-export async function runDemo(opts: { json: boolean; keep: boolean }): Promise<DemoResult> {
+export async function runDemo(opts: {
+  json: boolean;
+  keep: boolean;
+  dispatch?: "local" | "actions";
+}): Promise<DemoResult> {
+  const dispatch = opts.dispatch ?? "local";
   const started = Date.now();
   const say = (line: string) => {
     if (!opts.json)
@@ -93,7 +105,11 @@ export async function runDemo(opts: { json: boolean; keep: boolean }): Promise<D
       name,
       files: {
         "README.md": "# widgets\n\nA small library.\n",
-        ".github/fleet.yml": "dispatch: local\nmax_concurrent: 2\nplan_phase: true\n",
+        ".github/fleet.yml": `dispatch: ${dispatch}\nmax_concurrent: 2\nplan_phase: true\n`,
+        // Fleet's task workflow, as a repository using dispatch: actions has it.
+        ...(dispatch === "actions"
+          ? { [TASK_WORKFLOW]: await readFile(resolve(TASK_WORKFLOW), "utf8") }
+          : {}),
         // The repository's own CI: it runs for pushes and PRs, never for Fleet's state commits.
         [CI_WORKFLOW]:
           "name: CI\non: [push, pull_request]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo test\n",
@@ -109,6 +125,8 @@ export async function runDemo(opts: { json: boolean; keep: boolean }): Promise<D
       baseUrl: gh.url,
       logLevel: "fatal",
       trackerIntervalMs: 2_000,
+      // Runners show the emulator's OIDC tokens (GitHub's own issuer when online).
+      actionsTokens: { issuer: gh.oidcIssuer },
     });
     stops.unshift(() => app.stop());
     gh.setWebhookUrl(app.webhookUrl);
@@ -117,46 +135,24 @@ export async function runDemo(opts: { json: boolean; keep: boolean }): Promise<D
     const model = await startAnthropicScriptServer({ turns: SCRIPT });
     stops.unshift(() => model.stop());
 
-    say("starting a local worker (dispatch: local) with its own installation token");
-    const probot = createProbot({
-      overrides: {
-        appId: gh.appId,
-        privateKey: gh.privateKey,
-        baseUrl: gh.url,
-        logLevel: "fatal",
-        // A function: Probot shallow-merges its own throttle options over an object.
-        Octokit: ProbotOctokit.defaults((o: Record<string, unknown>) => ({
-          ...o,
-          throttle: { ...(o.throttle as object), enabled: false },
-        })),
-      },
-    });
-    const octokit = (await probot.auth(repo.installationId)) as unknown as GitHubClient;
-    // The worker pushes with the app's token on GitHub: the emulator names the pusher of a file://
-    // push from this variable, so the CI runs its pushes start are the app's (fleet[bot]) too.
-    process.env.FLEET_EMULATOR_LOGIN = gh.botLogin;
     let finished: ((t: string) => void) | undefined;
     const done = new Promise<string>((r) => {
       finished = r;
     });
-    const worker = startLocalWorker({
-      repo: { owner, repo: name },
-      octokit,
-      store: createRepoStateStore({ octokit, owner, repo: name, pacing: 0 }),
-      cloneUrl: repo.cloneUrl,
-      workDir,
-      adapterFor: getAdapter,
-      credentialFor: () => ({ name: "demo-anthropic-key", value: "sk-ant-demo-not-a-real-key-0000" }),
-      modelBaseUrl: model.url,
-      agentEnv: { CLAUDE_CODE_MAX_RETRIES: "0" },
-      pollMs: 500,
-      trackerIntervalMs: 2_000,
-      onOutcome: (id, outcome) => {
-        say(`worker: task ${id} ended: ${outcome.outcome}${outcome.reason ? ` (${outcome.reason})` : ""}`);
-        finished?.(outcome.outcome);
-      },
-    });
-    stops.unshift(() => worker.stop());
+    const stopWorker =
+      dispatch === "local"
+        ? await startDemoWorker({
+            gh,
+            repo,
+            owner,
+            name,
+            workDir,
+            modelUrl: model.url,
+            say,
+            finished: (o) => finished?.(o),
+          })
+        : startDemoRunner({ gh, full, workDir, modelUrl: model.url, say, finished: (o) => finished?.(o) });
+    stops.unshift(stopWorker);
 
     const mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
     const { data: issue } = await mona.rest.issues.create({
@@ -186,7 +182,8 @@ export async function runDemo(opts: { json: boolean; keep: boolean }): Promise<D
       throw new Error(`the task ended with "${outcome}" instead of a pull request`);
 
     // Stopping the worker writes its last tracking-comment edit (throttled to one per 15 s otherwise).
-    await worker.stop();
+    await stopWorker();
+    await app.flush();
     await gh.waitForDeliveries();
     const state = await createRepoStateStore({ octokit: mona, owner, repo: name }).read();
     const task = Object.values(state.doc.tasks).find((t: Task) => t.issue === issue.number)!;
@@ -241,20 +238,131 @@ export async function runDemo(opts: { json: boolean; keep: boolean }): Promise<D
   }
 }
 
+/** `dispatch: local`: a `fleet run` worker with the app's installation token. */
+async function startDemoWorker(o: {
+  gh: Awaited<ReturnType<typeof startGitHubEmulator>>;
+  repo: { cloneUrl: string; installationId: number };
+  owner: string;
+  name: string;
+  workDir: string;
+  modelUrl: string;
+  say: (line: string) => void;
+  finished: (outcome: string) => void;
+}): Promise<() => Promise<void>> {
+  o.say("starting a local worker (dispatch: local) with its own installation token");
+  const probot = createProbot({
+    overrides: {
+      appId: o.gh.appId,
+      privateKey: o.gh.privateKey,
+      baseUrl: o.gh.url,
+      logLevel: "fatal",
+      // A function: Probot shallow-merges its own throttle options over an object.
+      Octokit: ProbotOctokit.defaults((x: Record<string, unknown>) => ({
+        ...x,
+        throttle: { ...(x.throttle as object), enabled: false },
+      })),
+    },
+  });
+  const octokit = (await probot.auth(o.repo.installationId)) as unknown as GitHubClient;
+  // The worker pushes with the app's token on GitHub: the emulator names the pusher of a file://
+  // push from this variable, so the CI runs its pushes start are the app's (fleet[bot]) too.
+  process.env.FLEET_EMULATOR_LOGIN = o.gh.botLogin;
+  const worker = startLocalWorker({
+    repo: { owner: o.owner, repo: o.name },
+    octokit,
+    store: createRepoStateStore({ octokit, owner: o.owner, repo: o.name, pacing: 0 }),
+    cloneUrl: o.repo.cloneUrl,
+    workDir: o.workDir,
+    adapterFor: getAdapter,
+    credentialFor: () => ({ name: "demo-anthropic-key", value: DEMO_KEY }),
+    modelBaseUrl: o.modelUrl,
+    agentEnv: { CLAUDE_CODE_MAX_RETRIES: "0" },
+    pollMs: 500,
+    trackerIntervalMs: 2_000,
+    onOutcome: (id, outcome) => {
+      o.say(`worker: task ${id} ended: ${outcome.outcome}${outcome.reason ? ` (${outcome.reason})` : ""}`);
+      o.finished(outcome.outcome);
+    },
+  });
+  return () => worker.stop();
+}
+
+/**
+ * `dispatch: actions`: each dispatched run of Fleet's workflow is picked up by an emulated self-hosted
+ * runner that runs the real action bundle (dist/index.js) as the workflow's step, with the job's own
+ * token and OIDC variables; the action exchanges the OIDC token for the app's token.
+ */
+function startDemoRunner(o: {
+  gh: Awaited<ReturnType<typeof startGitHubEmulator>>;
+  full: string;
+  workDir: string;
+  modelUrl: string;
+  say: (line: string) => void;
+  finished: (outcome: string) => void;
+}): () => Promise<void> {
+  o.say("starting an emulated self-hosted runner for Fleet's workflow (dispatch: actions)");
+  const jobs: Promise<void>[] = [];
+  o.gh.onWorkflowDispatch((run) => {
+    const job = (async () => {
+      o.say(`runner: picked up run ${run.id} of ${run.workflowPath} for task ${run.inputs.task_id}`);
+      await o.gh.setWorkflowRunStatus(o.full, run.id, "in_progress");
+      const result = await runActionJob({
+        gh: o.gh,
+        fullName: o.full,
+        run,
+        scratch: o.workDir,
+        inputs: {
+          "task-id": String(run.inputs.task_id),
+          "fleet-url": String(run.inputs.fleet_url ?? ""),
+          "api-url": o.gh.url,
+          credentials: `ANTHROPIC_API_KEY=${DEMO_KEY}`,
+          "model-base-url": o.modelUrl,
+          "agent-env": "CLAUDE_CODE_MAX_RETRIES=0",
+          "work-dir": join(o.workDir, `run-${run.id}`),
+        },
+      });
+      await o.gh.setWorkflowRunStatus(o.full, run.id, "completed", result.code === 0 ? "success" : "failure");
+      const conclusion = result.outputs.conclusion ?? "error";
+      // What the action said when it failed (core.setFailed prints an ::error:: line).
+      const said = `${result.stdout}\n${result.stderr}`.match(/^::error::(.*)$/m)?.[1];
+      o.say(`runner: run ${run.id} ended: ${conclusion}${said ? ` (${said})` : ""}`);
+      o.finished(conclusion);
+    })().catch((error) => {
+      o.say(`runner: run ${run.id} failed: ${(error as Error).message}`);
+      o.finished("error");
+    });
+    jobs.push(job);
+  });
+  return async () => {
+    await Promise.allSettled(jobs);
+  };
+}
+
+const DEMO_KEY = "sk-ant-demo-not-a-real-key-0000";
+
 const isMain = process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname);
 if (isMain) {
   const { values } = parseArgs({
     options: {
       json: { type: "boolean", default: false },
       keep: { type: "boolean", default: false },
+      dispatch: { type: "string", default: "local" },
       help: { type: "boolean", short: "h" },
     },
   });
+  if (values.dispatch !== "local" && values.dispatch !== "actions") {
+    process.stderr.write(`--dispatch takes local or actions; got "${values.dispatch}".\n${HELP}`);
+    process.exit(2);
+  }
   if (values.help) {
     process.stdout.write(HELP);
   } else {
     try {
-      const result = await runDemo({ json: values.json ?? false, keep: values.keep ?? false });
+      const result = await runDemo({
+        json: values.json ?? false,
+        keep: values.keep ?? false,
+        dispatch: values.dispatch as "local" | "actions",
+      });
       if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
       process.exit(0);
     } catch (error) {

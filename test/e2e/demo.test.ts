@@ -25,4 +25,21 @@ describe("npm run demo -- --json", () => {
       runs.filter((r) => r.event === "pull_request" && r.branch === result.pr.head).length,
     ).toBeGreaterThanOrEqual(1);
   }, 300_000);
+
+  it("--dispatch actions: the same loop through Fleet's workflow and the real action bundle, default repository settings", async () => {
+    const { stdout, stderr, exitCode } = await execa(
+      "npx",
+      ["tsx", "src/demo/main.ts", "--dispatch", "actions", "--json"],
+      { reject: false, timeout: 240_000 },
+    );
+    expect(exitCode, stderr).toBe(0);
+    const result = JSON.parse(stdout.trim().split("\n").at(-1)!);
+    expect(result.pr.head).toMatch(/^fleet\/\d+-add-a-changelog$/);
+    expect(result.tokens).toMatchObject({ input: 6450, output: 420, cacheRead: 29400, cacheWrite: 3600 });
+    // The runner's job token could not have opened the PR (default settings); the app's token did,
+    // so the repository's CI ran on it as fleet[bot]'s; fleet/state started nothing.
+    const runs = result.ci.runs as Array<{ event: string; branch: string; actor: string }>;
+    expect(runs.filter((r) => r.branch === "fleet/state")).toEqual([]);
+    expect(runs).toContainEqual({ event: "pull_request", branch: result.pr.head, actor: "fleet[bot]" });
+  }, 300_000);
 });
