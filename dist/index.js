@@ -27033,7 +27033,7 @@ var require_cross_spawn = __commonJS({
 
 // src/action/runner.ts
 var import_node_os6 = require("node:os");
-var import_node_path15 = require("node:path");
+var import_node_path16 = require("node:path");
 
 // node_modules/@actions/core/lib/command.js
 var os = __toESM(require("os"), 1);
@@ -32623,6 +32623,10 @@ var claudeAdapter = {
   credentialEnv: "ANTHROPIC_API_KEY",
   credentialAliases: ["ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"],
   upstream: "https://api.anthropic.com",
+  modelRoutes: [
+    { method: "POST", path: /^\/v1\/messages(\/count_tokens)?$/ },
+    { method: "GET", path: /^\/v1\/models(\/[\w.-]+)?$/ }
+  ],
   command(inv) {
     const args = ["-p", "--output-format", "stream-json", "--verbose", "--model", inv.model];
     if (inv.phase === "plan") args.push("--permission-mode", "plan");
@@ -32780,6 +32784,10 @@ var codexAdapter = {
   credentialEnv: "OPENAI_API_KEY",
   credentialAliases: ["CODEX_API_KEY"],
   upstream: "https://api.openai.com",
+  modelRoutes: [
+    { method: "POST", path: /^\/v1\/responses$/ },
+    { method: "GET", path: /^\/v1\/models$/ }
+  ],
   command(inv) {
     const options = ["--json", "--model", inv.model, "--skip-git-repo-check"];
     const own2 = inv.phase === "plan" ? "read-only" : "workspace-write";
@@ -32931,6 +32939,12 @@ var geminiAdapter = {
   credentialEnv: "GEMINI_API_KEY",
   credentialAliases: ["GOOGLE_API_KEY"],
   upstream: "https://generativelanguage.googleapis.com",
+  modelRoutes: [
+    {
+      method: "POST",
+      path: /^\/v1(beta)?\/models\/[\w.-]+:(generateContent|streamGenerateContent|countTokens)$/
+    }
+  ],
   command(inv) {
     const args = ["-p", inv.prompt, "--output-format", "stream-json", "-m", inv.model];
     args.push("--approval-mode", inv.phase === "plan" ? "plan" : "yolo");
@@ -63566,11 +63580,11 @@ function recordCooling(doc, coder, name, until, now) {
   return { ...doc, [CREDENTIALS_KEY]: { ...state, [coder]: mine } };
 }
 function resetTime(rateLimit, now, fallbackSeconds) {
-  if (rateLimit?.resetsAt && !Number.isNaN(Date.parse(rateLimit.resetsAt)))
-    return new Date(Date.parse(rateLimit.resetsAt)).toISOString();
-  const seconds = rateLimit?.retryAfterSeconds ?? fallbackSeconds;
-  return new Date(now.getTime() + seconds * 1e3).toISOString();
+  const latest = now.getTime() + MAX_COOLING_MS;
+  const at = rateLimit?.resetsAt && !Number.isNaN(Date.parse(rateLimit.resetsAt)) ? Date.parse(rateLimit.resetsAt) : now.getTime() + (rateLimit?.retryAfterSeconds ?? fallbackSeconds) * 1e3;
+  return new Date(Math.min(Math.max(at, now.getTime()), latest)).toISOString();
 }
+var MAX_COOLING_MS = 7 * 24 * 36e5;
 
 // src/economy/rotation.ts
 function createCredentialRotation(opts) {
@@ -63709,6 +63723,7 @@ var KNOWLEDGE_FILE = "KNOWLEDGE.md";
 var RESULT_FILE = "RESULT.json";
 var LOG_FILE = "agent.log";
 var taskArtifactsDir = (workDir, taskId) => (0, import_node_path8.join)(workDir, "tasks", safeSegment(taskId));
+var agentHomeDir = (workDir, taskId) => (0, import_node_path8.join)(workDir, "homes", safeSegment(taskId));
 var agentNotesDir = (worktree, taskId) => (0, import_node_path8.join)((0, import_node_path8.dirname)(worktree), `.fleet-task-${safeSegment(taskId)}`);
 function safeSegment(id) {
   const s = id.replace(/[^A-Za-z0-9._-]/g, "_");
@@ -64149,8 +64164,8 @@ async function fileDiscoveredWork(task, outcome, deps) {
 }
 
 // src/worker/rebase-run.ts
-var import_promises19 = require("node:fs/promises");
-var import_node_path14 = require("node:path");
+var import_promises20 = require("node:fs/promises");
+var import_node_path15 = require("node:path");
 
 // src/render/rebase-comment.ts
 var code = (s) => `\`${s.replace(/`/g, "'")}\``;
@@ -64244,10 +64259,12 @@ var ETC_FILES = [
   "nsswitch.conf",
   "os-release",
   "passwd",
-  "pki",
+  "pki/tls/certs",
+  "pki/ca-trust/extracted",
   "profile",
   "resolv.conf",
-  "ssl",
+  "ssl/certs",
+  "ssl/openssl.cnf",
   "terminfo",
   "timezone"
 ];
@@ -64321,6 +64338,14 @@ async function shebangInterpreter(file2) {
 async function bubblewrapArgs(mounts, cwd) {
   const args = [
     "--die-with-parent",
+    // A user namespace of its own even for a root worker: bwrap run by root otherwise leaves the agent
+    // every capability (remount the read-only mounts, write /proc/sys). No capability inside, no
+    // further user namespaces, and a session of its own (no TIOCSTI into a terminal).
+    "--unshare-user",
+    "--disable-userns",
+    "--cap-drop",
+    "ALL",
+    "--new-session",
     "--unshare-pid",
     "--unshare-ipc",
     "--unshare-uts",
@@ -64328,7 +64353,6 @@ async function bubblewrapArgs(mounts, cwd) {
     "--hostname",
     "fleet-sandbox"
   ];
-  if (process.getuid?.() !== 0) args.push("--unshare-user");
   for (const dir of SYSTEM_DIRS) {
     const info2 = await (0, import_promises14.lstat)(dir).catch(() => void 0);
     if (!info2) continue;
@@ -64336,7 +64360,9 @@ async function bubblewrapArgs(mounts, cwd) {
     else args.push("--ro-bind", dir, dir);
   }
   for (const name of ETC_FILES) args.push("--ro-bind-try", `/etc/${name}`, `/etc/${name}`);
-  args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp");
+  args.push("--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys");
+  args.push("--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger");
+  args.push("--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp");
   for (const p of mounts.readOnly) args.push("--ro-bind", p, p);
   for (const p of mounts.writable) args.push("--bind", p, p);
   for (const p of mounts.hidden ?? []) args.push("--tmpfs", p);
@@ -64351,7 +64377,14 @@ function assertSandboxAvailable(mode) {
   checked ??= (async () => {
     const probe = (0, import_node_child_process6.spawnSync)(
       "bwrap",
-      [...await bubblewrapArgs({ writable: [], readOnly: [] }, "/"), "/bin/sh", "-c", "exit 0"],
+      [
+        ...await bubblewrapArgs({ writable: [], readOnly: [] }, "/"),
+        "/bin/sh",
+        "-c",
+        // Contained as promised: no capability left, the kernel's knobs read-only.
+        // (access(2) only: a probe never writes a kernel setting, even on a host where it could.)
+        'grep -q "^CapEff:[[:space:]]*0*$" /proc/self/status && ! test -w /proc/sys/kernel/core_pattern'
+      ],
       { encoding: "utf8", timeout: 15e3, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } }
     );
     if (probe.error) {
@@ -64657,7 +64690,11 @@ async function runContainedAgent(adapter, inv, opts, containment) {
   if (credential) {
     const name = credentialVariable(adapter, credential.name);
     if (containment.gateway && adapter.upstream) {
-      const grant = containment.gateway.grant(inv.modelBaseUrl ?? adapter.upstream, credential.value);
+      const grant = containment.gateway.grant(
+        inv.modelBaseUrl ?? adapter.upstream,
+        credential.value,
+        adapter.modelRoutes
+      );
       revoke = grant.revoke;
       containment.onRunToken?.(grant.token);
       run.credential = { name, value: grant.token };
@@ -64678,6 +64715,24 @@ async function runContainedAgent(adapter, inv, opts, containment) {
 
 // src/worker/git.ts
 var ISOLATED = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0" };
+var HOST_BASICS = [
+  "PATH",
+  "HOME",
+  "LANG",
+  "LC_ALL",
+  "TMPDIR",
+  "HTTPS_PROXY",
+  "HTTP_PROXY",
+  "NO_PROXY",
+  "https_proxy",
+  "http_proxy",
+  "no_proxy"
+];
+function hostBasics() {
+  const env = {};
+  for (const name of HOST_BASICS) if (process.env[name]) env[name] = process.env[name];
+  return env;
+}
 var FLAGS = [
   "-c",
   "user.name=Fleet",
@@ -64712,8 +64767,10 @@ var GitError = class extends Error {
 async function git(args, opts) {
   const r = await execa("git", [...FLAGS, ...args], {
     cwd: opts.cwd,
-    env: { ...ISOLATED, ...gitAuthEnv(opts.auth) },
-    extendEnv: true,
+    // Not the worker's environment: should git ever run a program (a driver in a repository Fleet
+    // did not write), it finds no token, key or OIDC request variables there.
+    env: { ...hostBasics(), ...ISOLATED, ...gitAuthEnv(opts.auth) },
+    extendEnv: false,
     input: opts.input,
     reject: false,
     stripFinalNewline: true
@@ -64759,9 +64816,23 @@ async function startModelGateway(opts = {}) {
     const found = findGrant(req.headers);
     if (!found) {
       req.resume();
-      return deny(
+      return refuse(
         res,
+        401,
+        "authentication_error",
         "This request carries no live Fleet run token; the model gateway only serves its own runs."
+      );
+    }
+    const path6 = (req.url ?? "/").split("?")[0];
+    const routes = found.grant.routes;
+    if (routes && !routes.some((r) => r.method === req.method && r.path.test(path6))) {
+      req.resume();
+      opts.log?.(`model gateway: refused ${req.method} ${path6} (not a model request of this coder)`);
+      return refuse(
+        res,
+        403,
+        "permission_error",
+        `Fleet's model gateway forwards only this coder's model requests, not ${req.method} ${path6}.`
       );
     }
     forwarded++;
@@ -64788,9 +64859,9 @@ async function startModelGateway(opts = {}) {
   }
   return {
     url: `http://127.0.0.1:${port}`,
-    grant(upstream, credential) {
+    grant(upstream, credential, routes) {
       const token = `${TOKEN_PREFIX}${(0, import_node_crypto5.randomBytes)(24).toString("hex")}`;
-      grants.set(token, { upstream: new URL(upstream), credential });
+      grants.set(token, { upstream: new URL(upstream), credential, ...routes ? { routes } : {} });
       return { token, revoke: () => void grants.delete(token) };
     },
     get forwarded() {
@@ -64807,9 +64878,9 @@ async function startModelGateway(opts = {}) {
     }
   };
 }
-function deny(res, message) {
-  const body = JSON.stringify({ type: "error", error: { type: "authentication_error", message } });
-  res.writeHead(401, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+function refuse(res, status, type, message) {
+  const body = JSON.stringify({ type: "error", error: { type, message } });
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
   res.end(body);
 }
 function forward(req, res, upstream, credential, authHeader, agents, log) {
@@ -64859,6 +64930,8 @@ function forward(req, res, upstream, credential, authHeader, agents, log) {
 }
 
 // src/worker/publish.ts
+var import_promises16 = require("node:fs/promises");
+var import_node_path11 = require("node:path");
 function assertFleetBranch(branch) {
   if (!/^fleet\/[A-Za-z0-9._/-]+$/.test(branch) || branch.includes("..") || branch.endsWith(".lock") || branch.endsWith("/")) {
     throw new Error(`Fleet pushes only to fleet/* branches; refusing to push "${branch}".`);
@@ -64902,21 +64975,29 @@ async function addedSince(wt, startSha) {
   const out = (await gitIn(wt, ["diff", "--no-color", "--no-ext-diff", "--text", "-U0", startSha, "HEAD"])).stdout;
   const files = [];
   let current;
+  const close = () => {
+    if (current)
+      files.push({ file: current.file, added: current.added.join("\n"), before: current.before.join("\n") });
+  };
   for (const line of out.split("\n")) {
     if (line.startsWith("diff --git ")) {
-      if (current)
-        files.push({
-          file: current.file,
-          added: current.added.join("\n"),
-          before: current.before.join("\n")
-        });
-      current = { file: line.replace(/^diff --git a\/(.*) b\/.*$/, "$1"), added: [], before: [] };
-    } else if (!current || line.startsWith("+++ ") || line.startsWith("--- ")) {
+      close();
+      current = {
+        file: line.replace(/^diff --git a\/(.*) b\/.*$/, "$1"),
+        added: [],
+        before: [],
+        inHunk: false
+      };
+    } else if (!current) {
+    } else if (line.startsWith("@@")) {
+      current.inHunk = true;
+    } else if (!current.inHunk) {
+      const renamed = /^rename to (.*)$/.exec(line)?.[1];
+      if (renamed) current.file = renamed;
     } else if (line.startsWith("+")) current.added.push(line.slice(1));
     else if (line.startsWith("-")) current.before.push(line.slice(1));
   }
-  if (current)
-    files.push({ file: current.file, added: current.added.join("\n"), before: current.before.join("\n") });
+  close();
   return files;
 }
 async function pushBranch(wt, cloneUrl, branch, auth2) {
@@ -64977,6 +65058,15 @@ async function openOrUpdatePullRequest(octokit, ref, pr) {
     return update(existing.number);
   }
 }
+async function forgetCommit(wt, startSha) {
+  const head = (await gitIn(wt, ["rev-parse", "HEAD"])).stdout.trim();
+  if (head === startSha) return;
+  await gitIn(wt, ["reset", "-q", "--hard", startSha]);
+  const only = (await gitIn(wt, ["rev-list", "--objects", head, "--not", "--all"])).stdout.split("\n").map((l) => l.split(" ")[0]).filter((sha) => /^[0-9a-f]{40}$/.test(sha));
+  for (const sha of only) {
+    await (0, import_promises16.rm)((0, import_node_path11.join)(wt.cacheDir, "objects", sha.slice(0, 2), sha.slice(2)), { force: true });
+  }
+}
 
 // src/worker/outgoing-check.ts
 var MAX_CHECKED_CHANGE_BYTES = 64 * 1024 * 1024;
@@ -64988,12 +65078,20 @@ async function checkOutgoing(wt, startSha, secrets, texts) {
   }
   const files = await addedSince(wt, startSha);
   const size = files.reduce((n4, f) => n4 + f.added.length, 0);
+  const everything = [
+    { what: "the names of the files it adds", text: files.map((f) => f.file).join("\n") },
+    { what: "the change as a whole", text: files.map((f) => f.added).join("\n") }
+  ];
   if (size > MAX_CHECKED_CHANGE_BYTES)
     return `Fleet pushed nothing: the change adds ${Math.round(size / 1024 / 1024)} MB, more than the ${MAX_CHECKED_CHANGE_BYTES / 1024 / 1024} MB it checks for secrets before a push.`;
   for (const f of files) {
     let hit = scanOutgoing(f.added, secrets, f.before);
     if (hit?.kind === "shape") hit = scanOutgoing(f.added, secrets, await fileAt(wt, startSha, f.file));
     if (hit) return describe5(hit, `\`${f.file}\``);
+  }
+  for (const { what, text } of everything) {
+    const hit = findKnownSecret(text, secrets);
+    if (hit) return describe5(hit, what);
   }
   return void 0;
 }
@@ -65003,13 +65101,13 @@ async function fileAt(wt, rev, file2) {
 }
 
 // src/worker/run-task.ts
-var import_promises18 = require("node:fs/promises");
-var import_node_path13 = require("node:path");
+var import_promises19 = require("node:fs/promises");
+var import_node_path14 = require("node:path");
 
 // src/economy/knowledge.ts
 var import_node_crypto6 = require("node:crypto");
-var import_promises16 = require("node:fs/promises");
-var import_node_path11 = require("node:path");
+var import_promises17 = require("node:fs/promises");
+var import_node_path12 = require("node:path");
 var MEMORY_FILES = {
   claude: ["CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"],
   codex: ["AGENTS.md", "AGENTS.override.md"],
@@ -65024,17 +65122,12 @@ var HOME_MEMORY = {
 };
 var estimateTokens = (text) => Math.ceil(text.length / 4);
 async function readIfFile(path6) {
-  try {
-    if (!(await (0, import_promises16.lstat)(path6)).isFile()) return void 0;
-    return await (0, import_promises16.readFile)(path6, "utf8");
-  } catch {
-    return void 0;
-  }
+  return readAgentFile(path6, 4 * 1024 * 1024).catch(() => void 0);
 }
 async function skillFiles(root) {
   try {
-    const entries = await (0, import_promises16.readdir)(root, { withFileTypes: true });
-    return entries.filter((e) => e.isDirectory()).map((e) => (0, import_node_path11.join)(root, e.name, "SKILL.md"));
+    const entries = await (0, import_promises17.readdir)(root, { withFileTypes: true });
+    return entries.filter((e) => e.isDirectory()).map((e) => (0, import_node_path12.join)(root, e.name, "SKILL.md"));
   } catch {
     return [];
   }
@@ -65044,8 +65137,8 @@ function upTheTree(cwd, top) {
   let dir = cwd;
   for (; ; ) {
     dirs.push(dir);
-    if (dir === top || (0, import_node_path11.dirname)(dir) === dir) break;
-    dir = (0, import_node_path11.dirname)(dir);
+    if (dir === top || (0, import_node_path12.dirname)(dir) === dir) break;
+    dir = (0, import_node_path12.dirname)(dir);
   }
   return dirs;
 }
@@ -65054,20 +65147,20 @@ async function buildContextManifest(input2) {
   const candidates = [];
   for (const dir of upTheTree(input2.cwd, input2.top ?? input2.cwd)) {
     for (const name of names) {
-      const path6 = (0, import_node_path11.join)(dir, name);
-      candidates.push({ kind: "memory", path: path6, label: (0, import_node_path11.relative)(input2.cwd, path6) || name });
+      const path6 = (0, import_node_path12.join)(dir, name);
+      candidates.push({ kind: "memory", path: path6, label: (0, import_node_path12.relative)(input2.cwd, path6) || name });
     }
   }
-  for (const skill of await skillFiles((0, import_node_path11.join)(input2.cwd, ".claude", "skills"))) {
-    candidates.push({ kind: "skill", path: skill, label: (0, import_node_path11.relative)(input2.cwd, skill) });
+  for (const skill of await skillFiles((0, import_node_path12.join)(input2.cwd, ".claude", "skills"))) {
+    candidates.push({ kind: "skill", path: skill, label: (0, import_node_path12.relative)(input2.cwd, skill) });
   }
-  candidates.push({ kind: "mcp", path: (0, import_node_path11.join)(input2.cwd, ".mcp.json"), label: ".mcp.json" });
+  candidates.push({ kind: "mcp", path: (0, import_node_path12.join)(input2.cwd, ".mcp.json"), label: ".mcp.json" });
   if (input2.home) {
     for (const name of HOME_MEMORY[input2.coder] ?? []) {
-      candidates.push({ kind: "memory", path: (0, import_node_path11.join)(input2.home, name), label: `~/${name}` });
+      candidates.push({ kind: "memory", path: (0, import_node_path12.join)(input2.home, name), label: `~/${name}` });
     }
-    for (const skill of await skillFiles((0, import_node_path11.join)(input2.home, ".claude", "skills"))) {
-      candidates.push({ kind: "skill", path: skill, label: `~/${(0, import_node_path11.relative)(input2.home, skill)}` });
+    for (const skill of await skillFiles((0, import_node_path12.join)(input2.home, ".claude", "skills"))) {
+      candidates.push({ kind: "skill", path: skill, label: `~/${(0, import_node_path12.relative)(input2.home, skill)}` });
     }
   }
   const sources = [];
@@ -65104,7 +65197,7 @@ async function buildContextManifest(input2) {
 }
 var CONTEXT_MANIFEST_FILE = "context.json";
 async function writeContextManifest(dir, m) {
-  await (0, import_promises16.writeFile)((0, import_node_path11.join)(dir, CONTEXT_MANIFEST_FILE), `${JSON.stringify(m, null, 2)}
+  await (0, import_promises17.writeFile)((0, import_node_path12.join)(dir, CONTEXT_MANIFEST_FILE), `${JSON.stringify(m, null, 2)}
 `);
 }
 
@@ -65387,9 +65480,9 @@ function throttleProgress(onProgress, clock, intervalMs = 15e3) {
 
 // src/worker/worktree.ts
 var import_node_crypto7 = require("node:crypto");
-var import_promises17 = require("node:fs/promises");
-var import_node_path12 = require("node:path");
-var exists3 = (p) => (0, import_promises17.access)(p).then(
+var import_promises18 = require("node:fs/promises");
+var import_node_path13 = require("node:path");
+var exists3 = (p) => (0, import_promises18.access)(p).then(
   () => true,
   () => false
 );
@@ -65404,14 +65497,14 @@ function exclusive(key, fn) {
 }
 var cacheCloneDir = (workDir, repo) => {
   const [owner, name] = repo.split("/");
-  return (0, import_node_path12.join)(workDir, "repos", safeSegment(owner ?? ""), `${safeSegment(name ?? "")}.git`);
+  return (0, import_node_path13.join)(workDir, "repos", safeSegment(owner ?? ""), `${safeSegment(name ?? "")}.git`);
 };
-var worktreePath = (workDir, taskId) => (0, import_node_path12.join)(workDir, "worktrees", safeSegment(taskId), "repo");
+var worktreePath = (workDir, taskId) => (0, import_node_path13.join)(workDir, "worktrees", safeSegment(taskId), "repo");
 async function syncCacheClone(workDir, src) {
   const dir = cacheCloneDir(workDir, src.repo);
   return exclusive(dir, async () => {
-    if (!await exists3((0, import_node_path12.join)(dir, "HEAD"))) {
-      await (0, import_promises17.mkdir)(dir, { recursive: true });
+    if (!await exists3((0, import_node_path13.join)(dir, "HEAD"))) {
+      await (0, import_promises18.mkdir)(dir, { recursive: true });
       await git(["init", "--bare", "-q", dir], { cwd: workDir });
     }
     await git(
@@ -65447,20 +65540,20 @@ async function clearStale(cacheDir, path6, branch) {
     const br = /^branch (.+)$/m.exec(entry)?.[1];
     if (wt && (wt === path6 || br === `refs/heads/${branch}`) && !/^bare$/m.test(entry)) {
       await git(["worktree", "remove", "--force", "--force", wt], { cwd: cacheDir, okCodes: [128] });
-      await (0, import_promises17.rm)(wt, { recursive: true, force: true });
+      await (0, import_promises18.rm)(wt, { recursive: true, force: true });
     }
   }
-  await (0, import_promises17.rm)(path6, { recursive: true, force: true });
+  await (0, import_promises18.rm)(path6, { recursive: true, force: true });
   await git(["worktree", "prune"], { cwd: cacheDir });
 }
 var MAX_SPARES = 4;
-var sparesDir = (cacheDir) => (0, import_node_path12.join)(`${cacheDir.replace(/\.git$/, "")}.spares`);
+var sparesDir = (cacheDir) => (0, import_node_path13.join)(`${cacheDir.replace(/\.git$/, "")}.spares`);
 async function takeSpare(cacheDir) {
-  const names = await (0, import_promises17.readdir)(sparesDir(cacheDir)).catch(() => []);
+  const names = await (0, import_promises18.readdir)(sparesDir(cacheDir)).catch(() => []);
   for (const name of names) {
-    const dir = (0, import_node_path12.join)(sparesDir(cacheDir), name);
-    if (await exists3((0, import_node_path12.join)(dir, ".git"))) return dir;
-    await (0, import_promises17.rm)(dir, { recursive: true, force: true });
+    const dir = (0, import_node_path13.join)(sparesDir(cacheDir), name);
+    if (await exists3((0, import_node_path13.join)(dir, ".git"))) return dir;
+    await (0, import_promises18.rm)(dir, { recursive: true, force: true });
   }
   return void 0;
 }
@@ -65469,7 +65562,7 @@ async function addWorktree(workDir, src, taskId, branch) {
   const path6 = worktreePath(workDir, taskId);
   return exclusive(cacheDir, async () => {
     await clearStale(cacheDir, path6, branch);
-    await (0, import_promises17.mkdir)((0, import_node_path12.join)(path6, ".."), { recursive: true });
+    await (0, import_promises18.mkdir)((0, import_node_path13.join)(path6, ".."), { recursive: true });
     const existing = await remoteBranchSha(cacheDir, branch);
     const base = existing ? `refs/remotes/origin/${branch}` : `refs/remotes/origin/${defaultBranch}`;
     if (!existing && !await remoteBranchSha(cacheDir, defaultBranch)) {
@@ -65491,8 +65584,8 @@ async function addWorktree(workDir, src, taskId, branch) {
           cwd: cacheDir,
           okCodes: [128]
         }).catch(() => void 0);
-        await (0, import_promises17.rm)(path6, { recursive: true, force: true });
-        await (0, import_promises17.rm)(spare, { recursive: true, force: true });
+        await (0, import_promises18.rm)(path6, { recursive: true, force: true });
+        await (0, import_promises18.rm)(spare, { recursive: true, force: true });
         await git(["worktree", "prune"], { cwd: cacheDir });
       }
     }
@@ -65513,15 +65606,15 @@ async function addWorktree(workDir, src, taskId, branch) {
 async function removeWorktree(wt) {
   await exclusive(wt.cacheDir, async () => {
     const pool = sparesDir(wt.cacheDir);
-    const spares = await (0, import_promises17.readdir)(pool).catch(() => []);
-    await restoreGitLink(wt).catch(() => void 0);
+    const spares = await (0, import_promises18.readdir)(pool).catch(() => []);
+    await cleanAfterAgent(wt).catch(() => void 0);
     if (spares.length < MAX_SPARES) {
       try {
         await gitIn(wt, ["checkout", "-q", "--force", "--detach"]);
         await gitIn(wt, ["clean", "-q", "-ffdx"]);
-        await (0, import_promises17.mkdir)(pool, { recursive: true });
-        await git(["worktree", "move", wt.path, (0, import_node_path12.join)(pool, (0, import_node_crypto7.randomUUID)())], { cwd: wt.cacheDir });
-        await (0, import_promises17.rm)((0, import_node_path12.join)(wt.path, ".."), { recursive: true, force: true });
+        await (0, import_promises18.mkdir)(pool, { recursive: true });
+        await git(["worktree", "move", wt.path, (0, import_node_path13.join)(pool, (0, import_node_crypto7.randomUUID)())], { cwd: wt.cacheDir });
+        await (0, import_promises18.rm)((0, import_node_path13.join)(wt.path, ".."), { recursive: true, force: true });
         return;
       } catch {
       }
@@ -65530,23 +65623,45 @@ async function removeWorktree(wt) {
       cwd: wt.cacheDir,
       okCodes: [128]
     }).catch(() => void 0);
-    await (0, import_promises17.rm)((0, import_node_path12.join)(wt.path, ".."), { recursive: true, force: true });
+    await (0, import_promises18.rm)((0, import_node_path13.join)(wt.path, ".."), { recursive: true, force: true });
     await git(["worktree", "prune"], { cwd: wt.cacheDir }).catch(() => void 0);
   });
 }
 async function adminDirOf(cacheDir, path6) {
-  const root = (0, import_node_path12.join)(cacheDir, "worktrees");
-  for (const name of await (0, import_promises17.readdir)(root).catch(() => [])) {
-    const link = await (0, import_promises17.readFile)((0, import_node_path12.join)(root, name, "gitdir"), "utf8").catch(() => "");
-    if (link.trim() === (0, import_node_path12.join)(path6, ".git")) return (0, import_node_path12.join)(root, name);
+  const root = (0, import_node_path13.join)(cacheDir, "worktrees");
+  for (const name of await (0, import_promises18.readdir)(root).catch(() => [])) {
+    const link = await (0, import_promises18.readFile)((0, import_node_path13.join)(root, name, "gitdir"), "utf8").catch(() => "");
+    if (link.trim() === (0, import_node_path13.join)(path6, ".git")) return (0, import_node_path13.join)(root, name);
   }
   throw new Error(`${path6} is not a worktree of ${cacheDir}.`);
 }
 async function restoreGitLink(wt) {
-  const link = (0, import_node_path12.join)(wt.path, ".git");
-  await (0, import_promises17.rm)(link, { recursive: true, force: true });
-  await (0, import_promises17.writeFile)(link, `gitdir: ${wt.gitDir}
+  const link = (0, import_node_path13.join)(wt.path, ".git");
+  await (0, import_promises18.rm)(link, { recursive: true, force: true });
+  await (0, import_promises18.writeFile)(link, `gitdir: ${wt.gitDir}
 `);
+}
+async function cleanAfterAgent(wt) {
+  await restoreGitLink(wt);
+  const walk = async (dir) => {
+    for (const entry of await (0, import_promises18.readdir)(dir, { withFileTypes: true })) {
+      const path6 = (0, import_node_path13.join)(dir, entry.name);
+      if (entry.name === ".git" && dir !== wt.path) {
+        await (0, import_promises18.rm)(path6, { recursive: true, force: true });
+        continue;
+      }
+      if (dir === wt.path && entry.name === ".git") continue;
+      if (entry.isSymbolicLink()) continue;
+      if (!entry.isFile() && !entry.isDirectory()) {
+        await (0, import_promises18.rm)(path6, { force: true });
+        continue;
+      }
+      const { mode } = await (0, import_promises18.lstat)(path6);
+      if (mode & 3602) await (0, import_promises18.chmod)(path6, mode & 493);
+      if (entry.isDirectory()) await walk(path6);
+    }
+  };
+  await walk(wt.path);
 }
 
 // src/worker/run-task.ts
@@ -65576,14 +65691,14 @@ function worktreeMounts(wt, notesDir, phase) {
     writable: phase === "work" ? [wt.path, ...notes] : notes,
     readOnly: phase === "work" ? [wt.cacheDir] : [wt.path, wt.cacheDir],
     // The other tasks' worktree admin folders are none of its business; its own is shown read-only.
-    hidden: [(0, import_node_path13.join)(wt.cacheDir, "worktrees")],
+    hidden: [(0, import_node_path14.join)(wt.cacheDir, "worktrees")],
     readOnlyAfter: [wt.gitDir]
   };
 }
 async function runTask(spec, deps) {
   const clock = deps.clock ?? (() => /* @__PURE__ */ new Date());
   const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
-  const logPath = (0, import_node_path13.join)(artifactsDir, LOG_FILE);
+  const logPath = (0, import_node_path14.join)(artifactsDir, LOG_FILE);
   const secrets = labeledSecretsOf(deps);
   const knownSecrets = secrets.map((s) => s.value);
   const redact = (text) => redactSecrets(text, knownSecrets);
@@ -65592,7 +65707,7 @@ async function runTask(spec, deps) {
   const progress = throttleProgress(deps.onProgress, clock);
   const result = { outcome: "failed", logPath, artifacts: {} };
   const branch = spec.branch ?? taskBranchName(spec.issue, spec.title);
-  await (0, import_promises18.mkdir)(artifactsDir, { recursive: true });
+  await (0, import_promises19.mkdir)(artifactsDir, { recursive: true });
   const ctx = {
     spec,
     deps,
@@ -65633,7 +65748,7 @@ async function runTask(spec, deps) {
       plan = saved.plan;
       resumeSessionId = saved.state.sessionId;
       if (saved.state.totals) result.planTotals = saved.state.totals;
-      if (plan !== void 0) await (0, import_promises18.writeFile)((0, import_node_path13.join)(notesDir, PLAN_FILE), plan);
+      if (plan !== void 0) await (0, import_promises19.writeFile)((0, import_node_path14.join)(notesDir, PLAN_FILE), plan);
     } else if (spec.planPhase) {
       await progress({ state: "planning", step: "planning (read-only)" }, true);
       const run2 = await runPhase(ctx, wt, notesDir, "plan", void 0, void 0);
@@ -65641,9 +65756,9 @@ async function runTask(spec, deps) {
       if (run2.kind !== "ok") return await finish2(ctx, run2.kind, run2.reason, run2);
       const notes2 = await readArtifacts(notesDir);
       plan = notes2.plan ?? run2.planText ?? "";
-      await (0, import_promises18.writeFile)((0, import_node_path13.join)(artifactsDir, PLAN_FILE), plan);
-      await (0, import_promises18.writeFile)(
-        (0, import_node_path13.join)(artifactsDir, PLAN_STATE_FILE),
+      await (0, import_promises19.writeFile)((0, import_node_path14.join)(artifactsDir, PLAN_FILE), plan);
+      await (0, import_promises19.writeFile)(
+        (0, import_node_path14.join)(artifactsDir, PLAN_STATE_FILE),
         JSON.stringify({ sessionId: run2.sessionId, totals: run2.totals })
       );
       result.artifacts.plan = plan;
@@ -65659,6 +65774,7 @@ async function runTask(spec, deps) {
     const run = await runPhase(ctx, wt, notesDir, "work", plan, resumeSessionId);
     result.totals = run.totals;
     if (run.sessionId) result.sessionId = run.sessionId;
+    await cleanAfterAgent(wt);
     const notes = await readArtifacts(notesDir);
     await keepArtifacts(notesDir, artifactsDir);
     result.artifacts = { plan: notes.plan ?? plan, knowledge: notes.knowledge, result: notes.rawResult };
@@ -65698,6 +65814,7 @@ async function runTask(spec, deps) {
     ]);
     if (leak) {
       result.noRetry = true;
+      await forgetCommit(wt, wt.startSha);
       return await finish2(ctx, "failed", leak, run, notes);
     }
     if (deps.signal?.aborted) return await finish2(ctx, "cancelled", "Cancelled before the push.", run, notes);
@@ -65740,21 +65857,21 @@ async function runPhase(ctx, wt, notesDir, phase, plan, resumeSessionId) {
   const fullPrompt = spec.extraPrompt ? `${prompt}
 
 ${spec.extraPrompt}` : prompt;
-  const logFile = (0, import_node_path13.join)(ctx.artifactsDir, phase === "plan" ? PLAN_LOG_FILE : LOG_FILE);
+  const logFile = (0, import_node_path14.join)(ctx.artifactsDir, phase === "plan" ? PLAN_LOG_FILE : LOG_FILE);
   const invocation = {
     prompt: fullPrompt,
     model: spec.model,
     phase,
     cwd: wt.path,
-    home: (0, import_node_path13.join)(ctx.artifactsDir, "home")
+    home: agentHomeDir(deps.workDir, spec.taskId)
   };
   if (resumeSessionId) invocation.resumeSessionId = resumeSessionId;
   if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
   let credential = deps.credential;
   if (credential) invocation.credential = { ...credential };
-  await (0, import_promises18.mkdir)(invocation.home, { recursive: true });
-  await (0, import_promises18.writeFile)(logFile, "");
+  await (0, import_promises19.mkdir)(invocation.home, { recursive: true });
+  await (0, import_promises19.writeFile)(logFile, "");
   const context = await buildContextManifest({
     coder: spec.coder,
     cwd: wt.path,
@@ -65886,7 +66003,7 @@ function describeStop(kind, r, spec) {
   }
 }
 async function loadPlan(artifactsDir) {
-  const read = (name) => (0, import_promises18.readFile)((0, import_node_path13.join)(artifactsDir, name), "utf8").catch(() => void 0);
+  const read = (name) => (0, import_promises19.readFile)((0, import_node_path14.join)(artifactsDir, name), "utf8").catch(() => void 0);
   const plan = await read(PLAN_FILE);
   let state = {};
   try {
@@ -65951,12 +66068,21 @@ async function runSplitPlanning(ctx, wt, notesDir) {
   await keepArtifacts(notesDir, ctx.artifactsDir);
   ctx.result.artifacts = { plan: run.planText ?? notes.plan, result: notes.rawResult };
   if (run.kind !== "ok") return await finish2(ctx, run.kind, run.reason, run, notes);
+  const plan = `${ctx.result.artifacts.plan ?? ""}
+${JSON.stringify(notes.rawResult ?? "")}`;
+  const hit = scanOutgoing(plan, ctx.secrets);
+  if (hit) {
+    ctx.result.noRetry = true;
+    ctx.result.artifacts = {};
+    const reason = `Fleet created nothing: the split plan gives away a secret, ${hit.label} (${hit.form}).`;
+    return await finish2(ctx, "failed", reason, run, notes);
+  }
   return await finish2(ctx, "no-changes", "Split task: its plan is applied to the issue.", run);
 }
 var LOG_TAIL_BYTES = 256 * 1024;
 async function readLogTail(path6) {
   try {
-    const file2 = await (0, import_promises18.open)(path6, "r");
+    const file2 = await (0, import_promises19.open)(path6, "r");
     try {
       const { size } = await file2.stat();
       const start = Math.max(0, size - LOG_TAIL_BYTES);
@@ -65996,13 +66122,13 @@ var RebaseFailed = class extends Error {
 async function runRebase(spec, deps) {
   const ref = parseRepoFullName(spec.repo);
   const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
-  const logPath = (0, import_node_path14.join)(artifactsDir, REBASE_LOG_FILE);
+  const logPath = (0, import_node_path15.join)(artifactsDir, REBASE_LOG_FILE);
   const labeled = labeledSecretsOf(deps);
   const secrets = labeled.map((s) => s.value);
   const redact = (text) => redactSecrets(text, secrets);
   const outcome = { outcome: "pr-opened", logPath, artifacts: {} };
-  await (0, import_promises19.mkdir)(artifactsDir, { recursive: true });
-  await (0, import_promises19.writeFile)(logPath, "");
+  await (0, import_promises20.mkdir)(artifactsDir, { recursive: true });
+  await (0, import_promises20.writeFile)(logPath, "");
   const { data: pr } = await deps.octokit.rest.pulls.get({ ...ref, pull_number: spec.pr });
   if (pr.state !== "open") {
     outcome.outcome = pr.merged ? "no-changes" : "failed";
@@ -66077,6 +66203,7 @@ async function runRebase(spec, deps) {
         onRunToken
       });
       totals2 = combineTotals(totals2, step.totals);
+      await cleanAfterAgent(tree);
       if (step.error) throw new RebaseFailed(step.error, conflicts);
       const left = await filesWithMarkers(tree.path, unmerged);
       if (left.length > 0)
@@ -66146,7 +66273,7 @@ async function runRebase(spec, deps) {
 async function rebaseInProgress(tree) {
   for (const dir of ["rebase-merge", "rebase-apply"]) {
     const p = (await gitIn(tree, ["rev-parse", "--git-path", dir])).stdout.trim();
-    if (await (0, import_promises19.access)((0, import_node_path14.resolve)(tree.path, p)).then(
+    if (await (0, import_promises20.access)((0, import_node_path15.resolve)(tree.path, p)).then(
       () => true,
       () => false
     ))
@@ -66155,13 +66282,13 @@ async function rebaseInProgress(tree) {
   return false;
 }
 async function unmergedFiles(tree) {
-  const out = (await gitIn(tree, ["diff", "--name-only", "--diff-filter=U"])).stdout;
+  const out = (await gitIn(tree, ["diff", "--name-only", "--diff-filter=U", "--ignore-submodules=all"])).stdout;
   return [...new Set(out.split("\n").filter(Boolean))].sort();
 }
 async function filesWithMarkers(cwd, files) {
   const out = [];
   for (const f of files) {
-    const text = await (0, import_promises19.readFile)((0, import_node_path14.join)(cwd, f), "utf8").catch(() => void 0);
+    const text = await readAgentFile((0, import_node_path15.join)(cwd, f), 16 * 1024 * 1024).catch(() => void 0);
     if (text !== void 0 && MARKER.test(text)) out.push(f);
   }
   return out;
@@ -66186,12 +66313,12 @@ async function resolveWithAgent(spec, deps, tree, at) {
     model: spec.model,
     phase: "work",
     cwd: tree.path,
-    home: (0, import_node_path14.join)(at.artifactsDir, "home")
+    home: agentHomeDir(deps.workDir, spec.taskId)
   };
   if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
   if (deps.credential) invocation.credential = { ...deps.credential };
-  await (0, import_promises19.mkdir)(invocation.home, { recursive: true });
+  await (0, import_promises20.mkdir)(invocation.home, { recursive: true });
   const r = await runContainedAgent(
     deps.adapter,
     invocation,
@@ -67059,7 +67186,7 @@ async function runner(env = process.env) {
     const agentEnv = Object.fromEntries(parseNameValueLines(getInput("agent-env"), "agent-env"));
     const apiUrl = getInput("api-url") || env.GITHUB_API_URL || "https://api.github.com";
     const modelBaseUrl = getInput("model-base-url") || void 0;
-    const workDir = getInput("work-dir") || (0, import_node_path15.join)(env.RUNNER_TEMP || (0, import_node_os6.tmpdir)(), "fleet");
+    const workDir = getInput("work-dir") || (0, import_node_path16.join)(env.RUNNER_TEMP || (0, import_node_os6.tmpdir)(), "fleet");
     const fullName = required2(env, "GITHUB_REPOSITORY");
     const runId = required2(env, "GITHUB_RUN_ID");
     const serverUrl = env.GITHUB_SERVER_URL || "https://github.com";
@@ -67109,7 +67236,7 @@ async function report(result) {
   setOutput("tokens-cache-write", String(result.usage.cacheWrite));
   setOutput("cost-usd", result.costUsd === null ? "" : result.costUsd.toFixed(6));
   setOutput("log-path", result.logPath ?? "");
-  setOutput("artifacts-dir", result.logPath ? (0, import_node_path15.dirname)(result.logPath) : "");
+  setOutput("artifacts-dir", result.logPath ? (0, import_node_path16.dirname)(result.logPath) : "");
   if (process.env.GITHUB_STEP_SUMMARY) await summary.addRaw(result.summary, true).write();
   if (result.failed) setFailed(result.message);
   else if (result.conclusion === "not-claimed") notice(result.message);

@@ -30,6 +30,10 @@ export const claudeAdapter: AgentAdapter = {
   credentialEnv: "ANTHROPIC_API_KEY",
   credentialAliases: ["ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"],
   upstream: "https://api.anthropic.com",
+  modelRoutes: [
+    { method: "POST", path: /^\/v1\/messages(\/count_tokens)?$/ },
+    { method: "GET", path: /^\/v1\/models(\/[\w.-]+)?$/ },
+  ],
 
   command(inv: AgentInvocation) {
     const args = ["-p", "--output-format", "stream-json", "--verbose", "--model", inv.model];

@@ -26,6 +26,10 @@ export const codexAdapter: AgentAdapter = {
   credentialEnv: "OPENAI_API_KEY",
   credentialAliases: ["CODEX_API_KEY"],
   upstream: "https://api.openai.com",
+  modelRoutes: [
+    { method: "POST", path: /^\/v1\/responses$/ },
+    { method: "GET", path: /^\/v1\/models$/ },
+  ],
 
   command(inv: AgentInvocation) {
     const options = ["--json", "--model", inv.model, "--skip-git-repo-check"];

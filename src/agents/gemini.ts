@@ -17,6 +17,12 @@ export const geminiAdapter: AgentAdapter = {
   credentialEnv: "GEMINI_API_KEY",
   credentialAliases: ["GOOGLE_API_KEY"],
   upstream: "https://generativelanguage.googleapis.com",
+  modelRoutes: [
+    {
+      method: "POST",
+      path: /^\/v1(beta)?\/models\/[\w.-]+:(generateContent|streamGenerateContent|countTokens)$/,
+    },
+  ],
 
   command(inv: AgentInvocation) {
     const args = ["-p", inv.prompt, "--output-format", "stream-json", "-m", inv.model];

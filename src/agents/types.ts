@@ -72,6 +72,11 @@ export interface AgentAdapter {
    * credential. Absent: the CLI cannot be pointed elsewhere and is handed its credential itself.
    */
   upstream?: string;
+  /**
+   * The model API requests the CLI makes (method, path): the gateway forwards these and nothing else,
+   * so a run token cannot start batch jobs, upload files or fine-tune on the real credential.
+   */
+  modelRoutes?: ReadonlyArray<{ method: string; path: RegExp }>;
   command(inv: AgentInvocation): AgentCommand;
   /** One line of stdout -> events. Never throws: anything it cannot read is `{type:"unknown"}`. */
   parseLine(line: string): AgentEvent[];

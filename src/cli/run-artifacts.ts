@@ -158,10 +158,7 @@ async function download(octokit: GitHubClient, repo: RepoRef, a: ArtifactInfo): 
     artifact: a.name,
     files,
     where,
-    read(fileName) {
-      if (files.has(fileName)) return files.get(fileName);
-      for (const [path, text] of files) if (path.split("/").pop() === fileName) return text;
-      return undefined;
-    },
+    // The artifact's top level only: a file deeper down (an agent's own folder) never stands in for it.
+    read: (fileName) => files.get(fileName),
   };
 }

@@ -110,8 +110,15 @@ export function resetTime(
   now: Date,
   fallbackSeconds: number,
 ): string {
-  if (rateLimit?.resetsAt && !Number.isNaN(Date.parse(rateLimit.resetsAt)))
-    return new Date(Date.parse(rateLimit.resetsAt)).toISOString();
-  const seconds = rateLimit?.retryAfterSeconds ?? fallbackSeconds;
-  return new Date(now.getTime() + seconds * 1000).toISOString();
+  // The reset comes through the agent, which may lie: no credential cools longer than the providers'
+  // longest window (a week), nor shorter than now.
+  const latest = now.getTime() + MAX_COOLING_MS;
+  const at =
+    rateLimit?.resetsAt && !Number.isNaN(Date.parse(rateLimit.resetsAt))
+      ? Date.parse(rateLimit.resetsAt)
+      : now.getTime() + (rateLimit?.retryAfterSeconds ?? fallbackSeconds) * 1000;
+  return new Date(Math.min(Math.max(at, now.getTime()), latest)).toISOString();
 }
+
+/** The longest a credential is marked cooling: Claude's weekly limit is the longest window a provider has. */
+export const MAX_COOLING_MS = 7 * 24 * 3600_000;

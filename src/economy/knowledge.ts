@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
-import { lstat, readdir, readFile, writeFile } from "node:fs/promises";
+import { readdir, writeFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
+import { readAgentFile } from "../worker/artifacts.ts";
 
 /**
  * The context an agent loads before it does anything: memory files up the tree and in its home,
@@ -46,14 +47,9 @@ const HOME_MEMORY: Record<string, string[]> = {
 
 export const estimateTokens = (text: string): number => Math.ceil(text.length / 4);
 
+/** A context file, read as an agent's file is (an earlier phase wrote the HOME): no symlink, no FIFO, capped. */
 async function readIfFile(path: string): Promise<string | undefined> {
-  try {
-    // lstat: a symlink (one an agent planted in its home, say) is not followed out of the folder.
-    if (!(await lstat(path)).isFile()) return undefined;
-    return await readFile(path, "utf8");
-  } catch {
-    return undefined;
-  }
+  return readAgentFile(path, 4 * 1024 * 1024).catch(() => undefined);
 }
 
 async function skillFiles(root: string): Promise<string[]> {

@@ -12,6 +12,14 @@ export const LOG_FILE = "agent.log";
 export const taskArtifactsDir = (workDir: string, taskId: string): string =>
   join(workDir, "tasks", safeSegment(taskId));
 
+/**
+ * The agent's private HOME for a task, kept between its phases (the session resumes there). Outside the
+ * artifacts folder: that one is uploaded from a runner, and a HOME is the agent's to fill (with
+ * symlinks to the runner's files, say).
+ */
+export const agentHomeDir = (workDir: string, taskId: string): string =>
+  join(workDir, "homes", safeSegment(taskId));
+
 /** The agent's notes folder: next to the worktree, so nothing in it can land in the commit. */
 export const agentNotesDir = (worktree: string, taskId: string): string =>
   join(dirname(worktree), `.fleet-task-${safeSegment(taskId)}`);

@@ -39,7 +39,11 @@ export async function runContainedAgent(
   if (credential) {
     const name = credentialVariable(adapter, credential.name);
     if (containment.gateway && adapter.upstream) {
-      const grant = containment.gateway.grant(inv.modelBaseUrl ?? adapter.upstream, credential.value);
+      const grant = containment.gateway.grant(
+        inv.modelBaseUrl ?? adapter.upstream,
+        credential.value,
+        adapter.modelRoutes,
+      );
       revoke = grant.revoke;
       containment.onRunToken?.(grant.token);
       run.credential = { name, value: grant.token };

@@ -8,6 +8,26 @@ export interface GitAuth {
 // Results must not depend on the machine's git config, and git must never prompt.
 const ISOLATED = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0" };
 
+/** What git needs of the worker's environment: where programs are, the locale, proxies. */
+const HOST_BASICS = [
+  "PATH",
+  "HOME",
+  "LANG",
+  "LC_ALL",
+  "TMPDIR",
+  "HTTPS_PROXY",
+  "HTTP_PROXY",
+  "NO_PROXY",
+  "https_proxy",
+  "http_proxy",
+  "no_proxy",
+];
+function hostBasics(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of HOST_BASICS) if (process.env[name]) env[name] = process.env[name]!;
+  return env;
+}
+
 /**
  * Config every Fleet git command runs with, as `-c` flags (never written to any config file):
  * the commit identity, and no hooks or fsmonitor, because the agent could have planted them in
@@ -62,8 +82,10 @@ export interface GitOptions {
 export async function git(args: string[], opts: GitOptions): Promise<{ stdout: string; exitCode: number }> {
   const r = await execa("git", [...FLAGS, ...args], {
     cwd: opts.cwd,
-    env: { ...ISOLATED, ...gitAuthEnv(opts.auth) },
-    extendEnv: true,
+    // Not the worker's environment: should git ever run a program (a driver in a repository Fleet
+    // did not write), it finds no token, key or OIDC request variables there.
+    env: { ...hostBasics(), ...ISOLATED, ...gitAuthEnv(opts.auth) },
+    extendEnv: false,
     input: opts.input,
     reject: false,
     stripFinalNewline: true,

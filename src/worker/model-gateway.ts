@@ -20,10 +20,17 @@ export interface GatewayGrant {
   revoke(): void;
 }
 
+/** A request the model API may be asked (method, path without the query); nothing else is forwarded. */
+export interface GatewayRoute {
+  method: string;
+  path: RegExp;
+}
+
 export interface ModelGateway {
   /** `http://127.0.0.1:<port>`: the base URL the agent is pointed at. */
   url: string;
-  grant(upstream: string, credential: string): GatewayGrant;
+  /** Requests carrying the grant's token go to `upstream` with `credential`, if they match one of `routes`. */
+  grant(upstream: string, credential: string, routes?: readonly GatewayRoute[]): GatewayGrant;
   /** Requests forwarded so far (for reports and tests). */
   readonly forwarded: number;
   close(): Promise<void>;
@@ -55,7 +62,7 @@ const TOKEN_PREFIX = "fleet-run-";
  * and it is where usage will be read from the wire (server-sent events pass through it).
  */
 export async function startModelGateway(opts: { log?: (m: string) => void } = {}): Promise<ModelGateway> {
-  const grants = new Map<string, { upstream: URL; credential: string }>();
+  const grants = new Map<string, { upstream: URL; credential: string; routes?: readonly GatewayRoute[] }>();
   const sockets = new Set<Socket>();
   const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
   let forwarded = 0;
@@ -64,9 +71,23 @@ export async function startModelGateway(opts: { log?: (m: string) => void } = {}
     const found = findGrant(req.headers);
     if (!found) {
       req.resume();
-      return deny(
+      return refuse(
         res,
+        401,
+        "authentication_error",
         "This request carries no live Fleet run token; the model gateway only serves its own runs.",
+      );
+    }
+    const path = (req.url ?? "/").split("?")[0]!;
+    const routes = found.grant.routes;
+    if (routes && !routes.some((r) => r.method === req.method && r.path.test(path))) {
+      req.resume();
+      opts.log?.(`model gateway: refused ${req.method} ${path} (not a model request of this coder)`);
+      return refuse(
+        res,
+        403,
+        "permission_error",
+        `Fleet's model gateway forwards only this coder's model requests, not ${req.method} ${path}.`,
       );
     }
     forwarded++;
@@ -95,9 +116,9 @@ export async function startModelGateway(opts: { log?: (m: string) => void } = {}
 
   return {
     url: `http://127.0.0.1:${port}`,
-    grant(upstream, credential) {
+    grant(upstream, credential, routes) {
       const token = `${TOKEN_PREFIX}${randomBytes(24).toString("hex")}`;
-      grants.set(token, { upstream: new URL(upstream), credential });
+      grants.set(token, { upstream: new URL(upstream), credential, ...(routes ? { routes } : {}) });
       return { token, revoke: () => void grants.delete(token) };
     },
     get forwarded() {
@@ -115,9 +136,9 @@ export async function startModelGateway(opts: { log?: (m: string) => void } = {}
   };
 }
 
-function deny(res: ServerResponse, message: string) {
-  const body = JSON.stringify({ type: "error", error: { type: "authentication_error", message } });
-  res.writeHead(401, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+function refuse(res: ServerResponse, status: number, type: string, message: string) {
+  const body = JSON.stringify({ type: "error", error: { type, message } });
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
   res.end(body);
 }
 

@@ -1,3 +1,5 @@
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
 import { type GitAuth, GitError, gitIn, type WorktreeGitDirs } from "./git.ts";
 
@@ -58,7 +60,11 @@ export async function hasNewCommits(wt: WorktreeGitDirs, startSha: string): Prom
   return Number(r.stdout.trim()) > 0;
 }
 
-/** The lines the commits since the start point add (binary files as text), for the secret check before a push. */
+/**
+ * What the commits since the start point add, file by file (binary files as text): the added lines, the
+ * removed ones, and the file's path; for the secret check before a push. Diff headers are read only up
+ * to a file's first hunk, so an added line that itself starts with `++` is still an added line.
+ */
 export async function addedSince(
   wt: WorktreeGitDirs,
   startSha: string,
@@ -66,22 +72,31 @@ export async function addedSince(
   const out = (await gitIn(wt, ["diff", "--no-color", "--no-ext-diff", "--text", "-U0", startSha, "HEAD"]))
     .stdout;
   const files: Array<{ file: string; added: string; before: string }> = [];
-  let current: { file: string; added: string[]; before: string[] } | undefined;
+  let current: { file: string; added: string[]; before: string[]; inHunk: boolean } | undefined;
+  const close = () => {
+    if (current)
+      files.push({ file: current.file, added: current.added.join("\n"), before: current.before.join("\n") });
+  };
   for (const line of out.split("\n")) {
     if (line.startsWith("diff --git ")) {
-      if (current)
-        files.push({
-          file: current.file,
-          added: current.added.join("\n"),
-          before: current.before.join("\n"),
-        });
-      current = { file: line.replace(/^diff --git a\/(.*) b\/.*$/, "$1"), added: [], before: [] };
-    } else if (!current || line.startsWith("+++ ") || line.startsWith("--- ")) {
+      close();
+      current = {
+        file: line.replace(/^diff --git a\/(.*) b\/.*$/, "$1"),
+        added: [],
+        before: [],
+        inHunk: false,
+      };
+    } else if (!current) {
+    } else if (line.startsWith("@@")) {
+      current.inHunk = true;
+    } else if (!current.inHunk) {
+      // A header: the new path of a rename or copy is what the file is called now.
+      const renamed = /^rename to (.*)$/.exec(line)?.[1];
+      if (renamed) current.file = renamed;
     } else if (line.startsWith("+")) current.added.push(line.slice(1));
     else if (line.startsWith("-")) current.before.push(line.slice(1));
   }
-  if (current)
-    files.push({ file: current.file, added: current.added.join("\n"), before: current.before.join("\n") });
+  close();
   return files;
 }
 
@@ -171,5 +186,27 @@ export async function openOrUpdatePullRequest(
     const existing = await findOpen();
     if (!existing) throw error;
     return update(existing.number);
+  }
+}
+
+/**
+ * A commit Fleet refused to push (it gave a secret away) leaves the cache clone: the branch goes back
+ * to where it started and the objects only that commit reached are deleted, so no later agent, which
+ * sees the cache clone read-only, can read them with `git cat-file --batch-all-objects`.
+ */
+export async function forgetCommit(
+  wt: WorktreeGitDirs & { cacheDir: string },
+  startSha: string,
+): Promise<void> {
+  const head = (await gitIn(wt, ["rev-parse", "HEAD"])).stdout.trim();
+  if (head === startSha) return;
+  // Back first: then whatever any ref or worktree still reaches is what others use, and stays.
+  await gitIn(wt, ["reset", "-q", "--hard", startSha]);
+  const only = (await gitIn(wt, ["rev-list", "--objects", head, "--not", "--all"])).stdout
+    .split("\n")
+    .map((l) => l.split(" ")[0]!)
+    .filter((sha) => /^[0-9a-f]{40}$/.test(sha));
+  for (const sha of only) {
+    await rm(join(wt.cacheDir, "objects", sha.slice(0, 2), sha.slice(2)), { force: true });
   }
 }

@@ -1,4 +1,4 @@
-import { access, mkdir, readFile, writeFile } from "node:fs/promises";
+import { access, mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { AgentInvocation } from "../agents/types.ts";
 import { redactSecrets } from "../core/redact.ts";
@@ -6,14 +6,14 @@ import type { RebaseRequest } from "../core/task.ts";
 import { combineTotals, type RunTotals } from "../core/usage.ts";
 import { parseRepoFullName } from "../github/client.ts";
 import { renderRebased, renderRebaseFailed, renderRebaseNotNeeded } from "../render/rebase-comment.ts";
-import { taskArtifactsDir } from "./artifacts.ts";
+import { agentHomeDir, readAgentFile, taskArtifactsDir } from "./artifacts.ts";
 import { runContainedAgent } from "./contained-run.ts";
 import { gitIn } from "./git.ts";
 import { type ModelGateway, startModelGateway } from "./model-gateway.ts";
 import { checkOutgoing } from "./outgoing-check.ts";
 import { assertFleetBranch } from "./publish.ts";
 import { labeledSecretsOf, type TaskOutcome, type WorkerDeps, worktreeMounts } from "./run-task.ts";
-import { addWorktree, removeWorktree, type Worktree } from "./worktree.ts";
+import { addWorktree, cleanAfterAgent, removeWorktree, type Worktree } from "./worktree.ts";
 
 export interface RebaseSpec {
   taskId: string;
@@ -165,6 +165,7 @@ export async function runRebase(spec: RebaseSpec, deps: RebaseDeps): Promise<Tas
         onRunToken,
       });
       totals = combineTotals(totals, step.totals);
+      await cleanAfterAgent(tree);
       if (step.error) throw new RebaseFailed(step.error, conflicts);
       const left = await filesWithMarkers(tree.path, unmerged);
       if (left.length > 0)
@@ -252,14 +253,16 @@ async function rebaseInProgress(tree: Worktree): Promise<boolean> {
 }
 
 async function unmergedFiles(tree: Worktree): Promise<string[]> {
-  const out = (await gitIn(tree, ["diff", "--name-only", "--diff-filter=U"])).stdout;
+  const out = (await gitIn(tree, ["diff", "--name-only", "--diff-filter=U", "--ignore-submodules=all"]))
+    .stdout;
   return [...new Set(out.split("\n").filter(Boolean))].sort();
 }
 
 async function filesWithMarkers(cwd: string, files: readonly string[]): Promise<string[]> {
   const out: string[] = [];
   for (const f of files) {
-    const text = await readFile(join(cwd, f), "utf8").catch(() => undefined);
+    // The agent wrote these: no symlink followed, no FIFO waited on, no endless file read.
+    const text = await readAgentFile(join(cwd, f), 16 * 1024 * 1024).catch(() => undefined);
     if (text !== undefined && MARKER.test(text)) out.push(f);
   }
   return out;
@@ -304,7 +307,7 @@ async function resolveWithAgent(
     model: spec.model,
     phase: "work",
     cwd: tree.path,
-    home: join(at.artifactsDir, "home"),
+    home: agentHomeDir(deps.workDir, spec.taskId),
   };
   if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };

@@ -4,7 +4,7 @@ import type { AgentAdapter, AgentEvent, AgentInvocation } from "../agents/types.
 import { taskBranchName } from "../core/branch.ts";
 import { redactSecrets, secretRedactor } from "../core/redact.ts";
 import type { RunKind, RunRecord } from "../core/run-history.ts";
-import type { LabeledSecret } from "../core/secret-scan.ts";
+import { type LabeledSecret, scanOutgoing } from "../core/secret-scan.ts";
 import type { TaskState } from "../core/task.ts";
 import {
   addUsage,
@@ -20,6 +20,7 @@ import { type GitHubClient, type IssueRef, parseRepoFullName } from "../github/c
 import { renderPrBody } from "../render/pr-body.ts";
 import {
   type AgentArtifacts,
+  agentHomeDir,
   agentNotesDir,
   keepArtifacts,
   LOG_FILE,
@@ -37,6 +38,7 @@ import {
   assertFleetBranch,
   commitAll,
   commitMessage,
+  forgetCommit,
   hasNewCommits,
   openOrUpdatePullRequest,
   pushBranch,
@@ -44,7 +46,7 @@ import {
 import { createIssueReporter, type IssueReporter, type Progress, throttleProgress } from "./reports.ts";
 import type { RunAgentResult } from "./run-agent.ts";
 import type { SandboxMode, SandboxMounts } from "./sandbox.ts";
-import { addWorktree, removeWorktree, type Worktree } from "./worktree.ts";
+import { addWorktree, cleanAfterAgent, removeWorktree, type Worktree } from "./worktree.ts";
 
 export { taskArtifactsDir } from "./artifacts.ts";
 
@@ -311,7 +313,8 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
     result.totals = run.totals;
     if (run.sessionId) result.sessionId = run.sessionId;
 
-    // Step 5
+    // Step 5. Nothing the agent left in the worktree may steer Fleet's git (see cleanAfterAgent).
+    await cleanAfterAgent(wt);
     const notes = await readArtifacts(notesDir);
     await keepArtifacts(notesDir, artifactsDir);
     result.artifacts = { plan: notes.plan ?? plan, knowledge: notes.knowledge, result: notes.rawResult };
@@ -358,6 +361,7 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
     if (leak) {
       // An agent that tried to smuggle a secret out is not given another go by itself.
       result.noRetry = true;
+      await forgetCommit(wt, wt.startSha);
       return await finish(ctx, "failed", leak, run, notes);
     }
     if (deps.signal?.aborted) return await finish(ctx, "cancelled", "Cancelled before the push.", run, notes);
@@ -447,7 +451,7 @@ async function runPhase(
     model: spec.model,
     phase,
     cwd: wt.path,
-    home: join(ctx.artifactsDir, "home"),
+    home: agentHomeDir(deps.workDir, spec.taskId),
   };
   if (resumeSessionId) invocation.resumeSessionId = resumeSessionId;
   if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
@@ -690,6 +694,15 @@ async function runSplitPlanning(ctx: RunContext, wt: Worktree, notesDir: string)
   await keepArtifacts(notesDir, ctx.artifactsDir);
   ctx.result.artifacts = { plan: run.planText ?? notes.plan, result: notes.rawResult };
   if (run.kind !== "ok") return await finish(ctx, run.kind, run.reason, run, notes);
+  // The plan becomes issues, in public: it is checked like anything else that leaves the run.
+  const plan = `${ctx.result.artifacts.plan ?? ""}\n${JSON.stringify(notes.rawResult ?? "")}`;
+  const hit = scanOutgoing(plan, ctx.secrets);
+  if (hit) {
+    ctx.result.noRetry = true;
+    ctx.result.artifacts = {};
+    const reason = `Fleet created nothing: the split plan gives away a secret, ${hit.label} (${hit.form}).`;
+    return await finish(ctx, "failed", reason, run, notes);
+  }
   return await finish(ctx, "no-changes", "Split task: its plan is applied to the issue.", run);
 }
 

@@ -29,9 +29,10 @@ export class SandboxUnavailableError extends Error {
 const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/hostedtoolcache"];
 
 /**
- * The few files of /etc that programs need to run (users, name resolution, TLS roots, shared-library
- * cache, the alternatives links /usr/bin points into). The rest of /etc (shadow, ssh host keys, the
- * system git config with its credential helpers, npmrc tokens) stays out.
+ * The few files of /etc that programs need to run (users, name resolution, TLS roots but not private
+ * keys, shared-library cache, the alternatives links /usr/bin points into). The rest of /etc (shadow,
+ * ssh host keys, /etc/ssl/private, the system git config with its credential helpers, npmrc tokens)
+ * stays out.
  */
 const ETC_FILES = [
   "alternatives",
@@ -50,10 +51,12 @@ const ETC_FILES = [
   "nsswitch.conf",
   "os-release",
   "passwd",
-  "pki",
+  "pki/tls/certs",
+  "pki/ca-trust/extracted",
   "profile",
   "resolv.conf",
-  "ssl",
+  "ssl/certs",
+  "ssl/openssl.cnf",
   "terminfo",
   "timezone",
 ];
@@ -153,6 +156,14 @@ async function shebangInterpreter(file: string): Promise<string | undefined> {
 export async function bubblewrapArgs(mounts: SandboxMounts, cwd: string): Promise<string[]> {
   const args = [
     "--die-with-parent",
+    // A user namespace of its own even for a root worker: bwrap run by root otherwise leaves the agent
+    // every capability (remount the read-only mounts, write /proc/sys). No capability inside, no
+    // further user namespaces, and a session of its own (no TIOCSTI into a terminal).
+    "--unshare-user",
+    "--disable-userns",
+    "--cap-drop",
+    "ALL",
+    "--new-session",
     "--unshare-pid",
     "--unshare-ipc",
     "--unshare-uts",
@@ -160,8 +171,6 @@ export async function bubblewrapArgs(mounts: SandboxMounts, cwd: string): Promis
     "--hostname",
     "fleet-sandbox",
   ];
-  // Without root, bubblewrap needs a user namespace of its own (and the host must allow it).
-  if (process.getuid?.() !== 0) args.push("--unshare-user");
   for (const dir of SYSTEM_DIRS) {
     const info = await lstat(dir).catch(() => undefined);
     if (!info) continue;
@@ -169,7 +178,10 @@ export async function bubblewrapArgs(mounts: SandboxMounts, cwd: string): Promis
     else args.push("--ro-bind", dir, dir);
   }
   for (const name of ETC_FILES) args.push("--ro-bind-try", `/etc/${name}`, `/etc/${name}`);
-  args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp");
+  // The kernel's knobs stay read-only (core_pattern would run a program as host root).
+  args.push("--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys");
+  args.push("--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger");
+  args.push("--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp");
   for (const p of mounts.readOnly) args.push("--ro-bind", p, p);
   for (const p of mounts.writable) args.push("--bind", p, p);
   for (const p of mounts.hidden ?? []) args.push("--tmpfs", p);
@@ -193,7 +205,14 @@ export function assertSandboxAvailable(mode: SandboxMode): Promise<void> {
   checked ??= (async () => {
     const probe = spawnSync(
       "bwrap",
-      [...(await bubblewrapArgs({ writable: [], readOnly: [] }, "/")), "/bin/sh", "-c", "exit 0"],
+      [
+        ...(await bubblewrapArgs({ writable: [], readOnly: [] }, "/")),
+        "/bin/sh",
+        "-c",
+        // Contained as promised: no capability left, the kernel's knobs read-only.
+        // (access(2) only: a probe never writes a kernel setting, even on a host where it could.)
+        'grep -q "^CapEff:[[:space:]]*0*$" /proc/self/status && ! test -w /proc/sys/kernel/core_pattern',
+      ],
       { encoding: "utf8", timeout: 15_000, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } },
     );
     if (probe.error) {

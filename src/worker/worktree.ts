@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { access, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { access, chmod, lstat, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { DEFAULT_STATE_BRANCH as STATE_BRANCH } from "../state/github-store.ts";
 import { safeSegment } from "./artifacts.ts";
@@ -193,8 +193,8 @@ export async function removeWorktree(wt: { cacheDir: string; path: string; gitDi
   await exclusive(wt.cacheDir, async () => {
     const pool = sparesDir(wt.cacheDir);
     const spares = await readdir(pool).catch(() => [] as string[]);
-    // The agent may have replaced the `.git` link; git's own worktree commands below rely on it.
-    await restoreGitLink(wt).catch(() => undefined);
+    // The agent may have replaced the `.git` link, planted repositories, FIFOs or setuid files.
+    await cleanAfterAgent(wt).catch(() => undefined);
     if (spares.length < MAX_SPARES) {
       try {
         // Nothing of the task lingers in the spare: back to its commit, detached, untracked files gone.
@@ -236,4 +236,36 @@ export async function restoreGitLink(wt: { path: string; gitDir: string }): Prom
   const link = join(wt.path, ".git");
   await rm(link, { recursive: true, force: true });
   await writeFile(link, `gitdir: ${wt.gitDir}\n`);
+}
+
+/**
+ * What an agent left in its worktree that Fleet's own git (or the next task that reuses the checkout)
+ * must not meet, removed before Fleet touches the worktree again:
+ * - any `.git` below the top: git runs `status` in a nested repository (a submodule path the agent
+ *   filled, say) with that repository's config, so its filter drivers would run on the host;
+ * - FIFOs, sockets and devices (a read of a FIFO never returns);
+ * - setuid, setgid and sticky bits and group- or world-writable modes.
+ * The top-level `.git` link is written back. Symlinks are never followed.
+ */
+export async function cleanAfterAgent(wt: { path: string; gitDir: string }): Promise<void> {
+  await restoreGitLink(wt);
+  const walk = async (dir: string): Promise<void> => {
+    for (const entry of await readdir(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.name === ".git" && dir !== wt.path) {
+        await rm(path, { recursive: true, force: true });
+        continue;
+      }
+      if (dir === wt.path && entry.name === ".git") continue;
+      if (entry.isSymbolicLink()) continue;
+      if (!entry.isFile() && !entry.isDirectory()) {
+        await rm(path, { force: true });
+        continue;
+      }
+      const { mode } = await lstat(path);
+      if (mode & 0o7022) await chmod(path, mode & 0o755);
+      if (entry.isDirectory()) await walk(path);
+    }
+  };
+  await walk(wt.path);
 }

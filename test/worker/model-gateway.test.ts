@@ -1,6 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { claudeAdapter } from "../../src/agents/claude.ts";
 import { type ModelGateway, startModelGateway } from "../../src/worker/model-gateway.ts";
 
 interface Seen {
@@ -117,5 +118,32 @@ describe("the model gateway", () => {
     });
     expect(res.status).toBe(502);
     expect(await res.text()).toContain("could not reach http://127.0.0.1:1");
+  });
+
+  it("forwards only the coder's model requests: no batches, files or fine-tunes on the real key", async () => {
+    upstream = await startUpstream();
+    gateway = await startModelGateway();
+    const grant = gateway.grant(upstream.url, "real", claudeAdapter.modelRoutes);
+    const call = (method: string, path: string) =>
+      fetch(`${gateway!.url}${path}`, {
+        method,
+        headers: { "x-api-key": grant.token },
+        body: method === "GET" ? undefined : "{}",
+      });
+    expect((await call("POST", "/v1/messages?beta=true")).status).toBe(200);
+    expect((await call("POST", "/v1/messages/count_tokens")).status).toBe(200);
+    for (const [method, path] of [
+      ["POST", "/v1/messages/batches"],
+      ["DELETE", "/v1/files/file_1"],
+      ["POST", "/v1/files"],
+      ["GET", "/v1/organizations/api_keys"],
+    ] as const) {
+      const res = await call(method, path);
+      expect(res.status, `${method} ${path}`).toBe(403);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toContain(
+        "only this coder's model requests",
+      );
+    }
+    expect(upstream.seen.map((r) => r.url)).toEqual(["/v1/messages?beta=true", "/v1/messages/count_tokens"]);
   });
 });
