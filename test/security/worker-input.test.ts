@@ -8,7 +8,7 @@ import type { AgentAdapter } from "../../src/agents/types.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { type LocalWorker, startLocalWorker } from "../../src/worker/local-worker.ts";
 import { PROMPT_LIMITS } from "../../src/worker/prompt.ts";
-import { taskArtifactsDir } from "../../src/worker/run-task.ts";
+import { agentHomeDir } from "../../src/worker/artifacts.ts";
 import { botClient, waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
 
@@ -98,7 +98,7 @@ describe("what reaches the agent from the issue, and what Fleet does with a host
     await worker.idle();
 
     // The prompt: the collaborator's comment (cut, with a note), nothing from a reader or a bot.
-    const prompt = await readFile(join(taskArtifactsDir(workDir, task.id), "home", "prompt.txt"), "utf8");
+    const prompt = await readFile(join(agentHomeDir(workDir, task.id), "prompt.txt"), "utf8");
     expect(prompt).toContain("Please do the thing.");
     expect(prompt).not.toContain("END-OF-BODY");
     expect(prompt).toMatch(/\[Fleet left out the last [\d,]+ characters of this issue description/);

@@ -1,0 +1,125 @@
+// The layout, checked: imports point down (CONTRIBUTING.md), the offline GitHub and model servers are
+// a module of their own, and no function outside them is longer than a reader can hold in mind.
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import ts from "typescript";
+import { describe, expect, it } from "vitest";
+
+const SRC = join(import.meta.dirname, "..", "src");
+/** Longest function (in lines) allowed in product code; the offline emulators are exempt. */
+const MAX_FUNCTION_LINES = 120;
+
+function tsFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? tsFiles(join(dir, e.name)) : e.name.endsWith(".ts") ? [join(dir, e.name)] : [],
+  );
+}
+
+const files = tsFiles(SRC).map((path) => {
+  const text = readFileSync(path, "utf8");
+  return { path: relative(SRC, path), source: ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true) };
+});
+
+/** The folder a file belongs to (`core`, `worker`, `offline`, ...). */
+const folderOf = (path: string) => path.split("/")[0]!;
+
+/** Every module specifier a file imports or re-exports. */
+function importsOf(source: ts.SourceFile): string[] {
+  const out: string[] = [];
+  for (const statement of source.statements) {
+    if ((ts.isImportDeclaration(statement) || ts.isExportDeclaration(statement)) && statement.moduleSpecifier)
+      out.push((statement.moduleSpecifier as ts.StringLiteral).text);
+  }
+  return out;
+}
+
+/** The src folder an import lands in, or the package name. */
+function target(fromPath: string, spec: string): { folder?: string; pkg?: string } {
+  if (!spec.startsWith(".")) return { pkg: spec };
+  const resolved = relative(SRC, join(SRC, fromPath, "..", spec));
+  return resolved.startsWith("..") ? {} : { folder: folderOf(resolved) };
+}
+
+/**
+ * What each folder may import from src (everything else in src is off limits). Front doors (app,
+ * action, cli, demo) sit on top; core imports nothing of Fleet's and no I/O.
+ */
+const MAY_IMPORT: Record<string, readonly string[]> = {
+  core: ["core"],
+  beads: ["core", "beads"],
+  render: ["core", "render"],
+  agents: ["core", "agents"],
+  github: ["core", "render", "github"],
+  state: ["core", "beads", "github", "state"],
+  economy: ["core", "state", "economy"],
+  queue: ["core", "beads", "render", "github", "state", "economy", "queue"],
+  split: ["core", "render", "github", "split"],
+  worker: ["core", "beads", "render", "github", "state", "economy", "queue", "split", "agents", "worker"],
+  app: ["core", "beads", "render", "github", "state", "economy", "queue", "split", "app"],
+  action: ["core", "render", "github", "state", "queue", "agents", "worker", "action"],
+  cli: ["core", "beads", "render", "github", "state", "economy", "queue", "agents", "worker", "app", "cli"],
+  offline: ["offline"],
+  demo: ["core", "github", "state", "agents", "worker", "app", "offline", "demo"],
+};
+const NODE_IO = /^node:(fs|fs\/promises|child_process|http|https|net|os|path|process)$/;
+
+describe("the layout", () => {
+  it("imports point down: each folder imports only the folders below it", () => {
+    const wrong: string[] = [];
+    for (const { path, source } of files) {
+      const folder = folderOf(path);
+      const allowed = MAY_IMPORT[folder];
+      if (!allowed) {
+        wrong.push(
+          `${path}: the folder "${folder}" has no place in the layout (add it to MAY_IMPORT and the README)`,
+        );
+        continue;
+      }
+      for (const spec of importsOf(source)) {
+        const t = target(path, spec);
+        if (t.folder && !allowed.includes(t.folder)) wrong.push(`${path} imports ${spec}`);
+        if (
+          folder === "core" &&
+          t.pkg &&
+          !["zod", "yaml"].includes(t.pkg) &&
+          !t.pkg.startsWith("node:crypto")
+        )
+          wrong.push(`${path} (core, no I/O) imports ${spec}`);
+        if (folder === "core" && t.pkg && NODE_IO.test(t.pkg))
+          wrong.push(`${path} (core, no I/O) imports ${spec}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it("the offline GitHub and model servers import nothing of Fleet's", () => {
+    const wrong = files
+      .filter((f) => folderOf(f.path) === "offline")
+      .flatMap((f) =>
+        importsOf(f.source)
+          .filter((s) => target(f.path, s).folder !== undefined && target(f.path, s).folder !== "offline")
+          .map((s) => `${f.path} imports ${s}`),
+      );
+    expect(wrong).toEqual([]);
+  });
+
+  it(`no function outside the emulators is longer than ${MAX_FUNCTION_LINES} lines`, () => {
+    const long: string[] = [];
+    for (const { path, source } of files) {
+      if (folderOf(path) === "offline") continue;
+      const visit = (node: ts.Node) => {
+        if (ts.isFunctionLike(node) && "body" in node && node.body) {
+          const start = source.getLineAndCharacterOfPosition(node.getStart()).line;
+          const end = source.getLineAndCharacterOfPosition(node.getEnd()).line;
+          if (end - start + 1 > MAX_FUNCTION_LINES) {
+            const name = (node as ts.FunctionDeclaration).name?.getText() ?? "(anonymous)";
+            long.push(`${path}:${start + 1} ${name}: ${end - start + 1} lines`);
+          }
+        }
+        ts.forEachChild(node, visit);
+      };
+      visit(source);
+    }
+    expect(long).toEqual([]);
+  });
+});
