@@ -1,0 +1,111 @@
+import { open } from "node:fs/promises";
+import type { TaskState } from "../core/task.ts";
+import type { AgentArtifacts } from "./artifacts.ts";
+import type { OutcomeKind, PhaseRun, RunContext, TaskOutcome } from "./run-context.ts";
+
+const STATE_OF: Record<OutcomeKind, TaskState> = {
+  "pr-opened": "pr-open",
+  "no-changes": "done",
+  "awaiting-approval": "awaiting-approval",
+  failed: "failed",
+  timeout: "failed",
+  stall: "failed",
+  cancelled: "cancelled",
+  "rate-limited": "rate-limited",
+  "over-budget": "failed",
+};
+
+/** Records the outcome, posts the reports (never throwing) and tells the caller the final state. */
+export async function finish(
+  ctx: RunContext,
+  outcome: OutcomeKind,
+  reason: string | undefined,
+  run?: PhaseRun,
+  notes?: AgentArtifacts,
+): Promise<TaskOutcome> {
+  const { result, reporter, redact } = ctx;
+  result.outcome = outcome;
+  const logNote = run?.logError
+    ? `The agent's log could not be written (${run.logError}), so it is incomplete; free space on the worker's disk.`
+    : undefined;
+  const fullReason = logNote ? (reason ? `${reason} ${logNote}` : logNote) : reason;
+  if (fullReason !== undefined) result.reason = redact(fullReason);
+  if (run?.rateLimit) result.rateLimit = run.rateLimit;
+  if (run?.sessionId && !result.sessionId) result.sessionId = run.sessionId;
+  if (outcome !== "awaiting-approval") {
+    try {
+      const log = run ? await readLogTail(run.logFile) : "";
+      await reporter.final({
+        tokens:
+          result.totals || result.planTotals
+            ? {
+                outcome: outcomeLine(result),
+                totals: result.totals,
+                planTotals: result.planTotals,
+                earlierRuns: ctx.spec.earlierRuns,
+                runKind: ctx.spec.runKind,
+              }
+            : undefined,
+        run: {
+          // The run report has no budget headline of its own; the reason says "stopped: ... budget".
+          outcome: outcome === "over-budget" ? "failed" : outcome,
+          reason: result.reason,
+          pr: result.pr,
+          summary: notes?.result?.summary,
+          resultProblem:
+            outcome === "pr-opened" || outcome === "no-changes" ? notes?.resultProblem : undefined,
+          log,
+          resetsAt: result.rateLimit?.resetsAt,
+        },
+      });
+    } catch (error) {
+      // The outcome stands even when GitHub refuses the report; the caller still learns it.
+      result.reason = redact(
+        `${result.reason ? `${result.reason} ` : ""}(Posting the report failed: ${(error as Error).message})`,
+      );
+    }
+  }
+  await ctx.progress(
+    {
+      state: STATE_OF[outcome],
+      step: outcome,
+      usage: result.totals?.usage,
+      costUsd: result.totals?.costUsd,
+    },
+    true,
+  );
+  return result;
+}
+
+/** More than a run report can show; whole lines only, so a secret is never cut in two. */
+const LOG_TAIL_BYTES = 256 * 1024;
+
+/** The end of the agent's log, without reading a large log whole. */
+async function readLogTail(path: string): Promise<string> {
+  try {
+    const file = await open(path, "r");
+    try {
+      const { size } = await file.stat();
+      const start = Math.max(0, size - LOG_TAIL_BYTES);
+      const buf = Buffer.alloc(size - start);
+      await file.read(buf, 0, buf.length, start);
+      const text = buf.toString("utf8");
+      return start === 0 ? text : text.slice(text.indexOf("\n") + 1);
+    } finally {
+      await file.close();
+    }
+  } catch {
+    return "";
+  }
+}
+
+function outcomeLine(r: TaskOutcome): string {
+  switch (r.outcome) {
+    case "pr-opened":
+      return `pull request #${r.pr?.number} opened or updated`;
+    case "no-changes":
+      return "finished without changes; no pull request";
+    default:
+      return r.outcome;
+  }
+}

@@ -1,0 +1,219 @@
+import { join } from "node:path";
+import type { AgentAdapter } from "../agents/types.ts";
+import { taskBranchName } from "../core/branch.ts";
+import { redactSecrets } from "../core/redact.ts";
+import type { RunKind, RunRecord } from "../core/run-history.ts";
+import type { LabeledSecret } from "../core/secret-scan.ts";
+import type { TaskState } from "../core/task.ts";
+import type { RunTotals, TokenUsage } from "../core/usage.ts";
+import type { PerTaskLimits } from "../economy/budgets.ts";
+import { type GitHubClient, type IssueRef, parseRepoFullName } from "../github/client.ts";
+import { LOG_FILE, taskArtifactsDir } from "./artifacts.ts";
+import type { GitAuth } from "./git.ts";
+import type { ModelGateway } from "./model-gateway.ts";
+import { createIssueReporter, type IssueReporter, type Progress, throttleProgress } from "./reports.ts";
+import type { SandboxMode, SandboxMounts } from "./sandbox.ts";
+import type { Worktree } from "./worktree.ts";
+
+export interface TaskSpec {
+  taskId: string;
+  /** "owner/name". */
+  repo: string;
+  issue: number;
+  title: string;
+  body: string;
+  comments: Array<{ author: string; body: string; trusted: boolean }>;
+  coder: string;
+  model: string;
+  branch?: string;
+  planPhase: boolean;
+  planApproval: boolean;
+  approved?: boolean;
+  timeouts: { runMs: number; stallMs: number };
+  attempt: number;
+  /** A split (planning) task: the plan phase only, read-only; its plan is the outcome, no PR. */
+  split?: boolean;
+  /** Appended to the agent's prompt in every phase (split instructions, review feedback). */
+  extraPrompt?: string;
+  /** The task's earlier runs: the token report gets a row for each and a total across them. */
+  earlierRuns?: RunRecord[];
+  /** What this run is for (its row in the token report). */
+  runKind?: RunKind;
+}
+
+export interface WorkerDeps {
+  /** Token with contents/issues/pulls write on the repo. */
+  octokit: GitHubClient;
+  /** file:// or https URL. */
+  cloneUrl: string;
+  /** For https pushes; travels in git's environment only, never on disk, argv or logs. */
+  gitAuth?: GitAuth;
+  /** Where clones, worktrees and task artifacts live (a cache clone per repo, reused across tasks). */
+  workDir: string;
+  adapter: AgentAdapter;
+  /**
+   * `name` is what reports show. The value goes to the model gateway, which adds it to the agent's
+   * requests; the agent itself holds a per-run token (a CLI that takes no base URL gets the value).
+   */
+  credential?: { name: string; value: string };
+  /** How agents are contained; default `bubblewrap`. `none` is the operator's explicit choice. */
+  sandbox?: SandboxMode;
+  /** A running model gateway; without one, the task starts its own for its duration. */
+  gateway?: ModelGateway;
+  /** Scripted model server offline. */
+  modelBaseUrl?: string;
+  clock?: () => Date;
+  signal?: AbortSignal;
+  /**
+   * Extra variables for the agent, chosen by the operator (e.g. CLAUDE_CODE_MAX_RETRIES); never
+   * copied from the worker's own environment.
+   */
+  agentEnv?: Record<string, string>;
+  /** Extra values to redact. */
+  secrets?: string[];
+  /** The issue's comments as listed when the run started; the final report then needs no listing of its own. */
+  issueComments?: ReadonlyArray<{ id: number; body?: string | null; user?: { type?: string } | null }>;
+  /**
+   * Called when the agent is rate-limited on `limited`: marks it cooling and returns the next free
+   * credential to continue on (the session is resumed where the adapter supports it), or undefined.
+   */
+  rotateCredential?: (limited: {
+    name: string;
+    rateLimit?: { resetsAt?: string; retryAfterSeconds?: number };
+  }) => Promise<{ name: string; value: string } | undefined>;
+  /** Per-task ceilings (budgets.per_task_tokens / per_task_usd): the run is stopped once one is passed. */
+  perTaskLimits?: PerTaskLimits;
+  onProgress?: (p: {
+    state: TaskState;
+    step: string;
+    usage?: TokenUsage;
+    costUsd?: number | null;
+  }) => void | Promise<void>;
+}
+
+export type OutcomeKind =
+  | "pr-opened"
+  | "no-changes"
+  | "awaiting-approval"
+  | "failed"
+  | "timeout"
+  | "stall"
+  | "cancelled"
+  | "rate-limited"
+  | "over-budget";
+
+export interface TaskOutcome {
+  outcome: OutcomeKind;
+  pr?: { number: number; url: string; head: string };
+  totals?: RunTotals;
+  planTotals?: RunTotals;
+  reason?: string;
+  logPath: string;
+  /** The failure is final: retrying would not help (e.g. an invalid split plan). */
+  noRetry?: boolean;
+  artifacts: { plan?: string; knowledge?: string; result?: unknown };
+  sessionId?: string;
+  rateLimit?: { resetsAt?: string; retryAfterSeconds?: number };
+}
+
+/** What a plan phase leaves for the work phase of a later call (after `/fleet approve`). */
+export interface SavedPlan {
+  sessionId?: string;
+  totals?: RunTotals;
+}
+export const PLAN_STATE_FILE = "plan-phase.json";
+export const PLAN_LOG_FILE = "plan.log";
+
+/**
+ * Every secret a run knows of, with how reports name it (configured ones, the agent's credential, the
+ * git token): redacted from all it posts, and what leaves the run is checked for each in any form.
+ */
+export function labeledSecretsOf(
+  deps: Pick<WorkerDeps, "secrets" | "credential" | "gitAuth">,
+): LabeledSecret[] {
+  return [
+    ...(deps.secrets ?? []).map((value) => ({ label: "a secret of the worker", value })),
+    ...(deps.credential
+      ? [{ label: `the credential ${deps.credential.name}`, value: deps.credential.value }]
+      : []),
+    ...(deps.gitAuth ? [{ label: "the worker's GitHub token", value: deps.gitAuth.token }] : []),
+  ].filter((s) => s.value.length > 0);
+}
+
+/** The values of `labeledSecretsOf`, for redaction. */
+export function knownSecretsOf(deps: Pick<WorkerDeps, "secrets" | "credential" | "gitAuth">): string[] {
+  return labeledSecretsOf(deps).map((s) => s.value);
+}
+
+/** What an agent run sees of a task's worktree: read-only in a plan phase, and the git data it needs, read-only. */
+export function worktreeMounts(
+  wt: Pick<Worktree, "path" | "cacheDir" | "gitDir">,
+  notesDir: string | undefined,
+  phase: "plan" | "work",
+): SandboxMounts {
+  const notes = notesDir ? [notesDir] : [];
+  return {
+    writable: phase === "work" ? [wt.path, ...notes] : notes,
+    readOnly: phase === "work" ? [wt.cacheDir] : [wt.path, wt.cacheDir],
+    // The other tasks' worktree admin folders are none of its business; its own is shown read-only.
+    hidden: [join(wt.cacheDir, "worktrees")],
+    readOnlyAfter: [wt.gitDir],
+  };
+}
+
+export interface RunContext {
+  spec: TaskSpec;
+  deps: WorkerDeps;
+  redact: (text: string) => string;
+  reporter: IssueReporter;
+  progress: (p: Progress, force?: boolean) => Promise<void>;
+  artifactsDir: string;
+  branch: string;
+  /** The values of `secrets`, for redaction; both grow during the run. */
+  knownSecrets: string[];
+  secrets: LabeledSecret[];
+  gateway?: ModelGateway;
+  result: TaskOutcome;
+}
+
+/** A secret the run learnt of (a gateway token, a rotated credential): redacted and checked from now on. */
+export function addSecret(ctx: RunContext, label: string, value: string) {
+  ctx.secrets.push({ label, value });
+  ctx.knownSecrets.push(value);
+}
+
+export interface PhaseRun {
+  kind: "ok" | "failed" | "timeout" | "stall" | "cancelled" | "rate-limited" | "over-budget";
+  reason?: string;
+  totals?: RunTotals;
+  sessionId?: string;
+  rateLimit?: { resetsAt?: string; retryAfterSeconds?: number };
+  /** The plan as the agent stated it in plan mode (ExitPlanMode input or final text). */
+  planText?: string;
+  logFile: string;
+  /** Why the agent's log could not be written (e.g. the disk is full). */
+  logError?: string;
+}
+
+/** A run's context: its secrets, redaction, reporter, throttled progress and its result so far. */
+export function createRunContext(spec: TaskSpec, deps: WorkerDeps): RunContext {
+  const clock = deps.clock ?? (() => new Date());
+  const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
+  // Grows during the run: each per-run gateway token and each credential rotated to is added.
+  const secrets = labeledSecretsOf(deps);
+  const knownSecrets = secrets.map((s) => s.value);
+  const redact = (text: string) => redactSecrets(text, knownSecrets);
+  const issueRef: IssueRef = { ...parseRepoFullName(spec.repo), issue_number: spec.issue };
+  return {
+    spec,
+    deps,
+    redact,
+    reporter: createIssueReporter(deps.octokit, issueRef, spec.taskId, redact, deps.issueComments),
+    progress: throttleProgress(deps.onProgress, clock),
+    artifactsDir,
+    branch: spec.branch ?? taskBranchName(spec.issue, spec.title),
+    knownSecrets,
+    secrets,
+    result: { outcome: "failed", logPath: join(artifactsDir, LOG_FILE), artifacts: {} },
+  };
+}

@@ -1,0 +1,301 @@
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { AgentEvent, AgentInvocation } from "../agents/types.ts";
+import { secretRedactor } from "../core/redact.ts";
+import type { TaskState } from "../core/task.ts";
+import {
+  addUsage,
+  combineTotals,
+  emptyUsage,
+  type RunTotals,
+  type TokenUsage,
+  totalTokens,
+} from "../core/usage.ts";
+import { overPerTaskBudget } from "../economy/budgets.ts";
+import { buildContextManifest, writeContextManifest } from "../economy/knowledge.ts";
+import { agentHomeDir, LOG_FILE, PLAN_FILE } from "./artifacts.ts";
+import { runContainedAgent } from "./contained-run.ts";
+import { buildPrompt } from "./prompt.ts";
+import type { RunAgentResult } from "./run-agent.ts";
+import {
+  addSecret,
+  type PhaseRun,
+  PLAN_LOG_FILE,
+  PLAN_STATE_FILE,
+  type RunContext,
+  type SavedPlan,
+  type TaskSpec,
+  worktreeMounts,
+} from "./run-context.ts";
+import type { Worktree } from "./worktree.ts";
+
+type Phase = "plan" | "work";
+
+/**
+ * One agent phase, start to end: the prompt and what the agent will load (measured first), the agent
+ * run under the run and stall timeouts with live progress and the per-task budget watched, and on a
+ * rate limit the same session going on under the coder's next credential.
+ */
+export async function runPhase(
+  ctx: RunContext,
+  wt: Worktree,
+  notesDir: string,
+  phase: Phase,
+  plan: string | undefined,
+  resumeSessionId: string | undefined,
+): Promise<PhaseRun> {
+  const setup = await preparePhase(ctx, wt, notesDir, phase, plan, resumeSessionId);
+  const tracker = trackPhase(ctx, phase);
+  let ran: Awaited<ReturnType<typeof runRotating>>;
+  try {
+    ran = await runRotating(ctx, wt, notesDir, phase, setup, tracker);
+  } finally {
+    tracker.dispose();
+  }
+  // The first turn's real cost is the context's real cost: the agent has loaded everything, done nothing yet.
+  const first = tracker.firstTurn();
+  if (first)
+    setup.context.firstTurnTokens = (first.input ?? 0) + (first.cacheRead ?? 0) + (first.cacheWrite ?? 0);
+  // The work phase's manifest replaces the plan phase's: it is the one that did the work.
+  await writeContextManifest(ctx.artifactsDir, setup.context);
+  return phaseResult(ctx, phase, ran, tracker, setup.logFile);
+}
+
+/** The phase's prompt and invocation, a fresh log, and what the agent is about to load (measured now). */
+async function preparePhase(
+  ctx: RunContext,
+  wt: Worktree,
+  notesDir: string,
+  phase: Phase,
+  plan: string | undefined,
+  resumeSessionId: string | undefined,
+) {
+  const { spec, deps } = ctx;
+  const prompt = buildPrompt({
+    repo: spec.repo,
+    issue: spec.issue,
+    title: spec.title,
+    body: spec.body,
+    comments: spec.comments,
+    notesDir,
+    branch: ctx.branch,
+    phase,
+    plan,
+  });
+  const fullPrompt = spec.extraPrompt ? `${prompt}\n\n${spec.extraPrompt}` : prompt;
+  const logFile = join(ctx.artifactsDir, phase === "plan" ? PLAN_LOG_FILE : LOG_FILE);
+  const invocation: AgentInvocation = {
+    prompt: fullPrompt,
+    model: spec.model,
+    phase,
+    cwd: wt.path,
+    home: agentHomeDir(deps.workDir, spec.taskId),
+  };
+  if (resumeSessionId) invocation.resumeSessionId = resumeSessionId;
+  if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
+  if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
+  // The credential as configured: the contained run hands the agent a gateway token in its place.
+  if (deps.credential) invocation.credential = { ...deps.credential };
+  await mkdir(invocation.home!, { recursive: true });
+  // runAgent appends; one attempt's log per file keeps the posted tail about this run.
+  await writeFile(logFile, "");
+  // What the agent is about to load (`fleet task <id> knowledge` shows it).
+  const context = await buildContextManifest({
+    coder: spec.coder,
+    cwd: wt.path,
+    home: invocation.home,
+    prompt: fullPrompt,
+  });
+  return { invocation, logFile, context };
+}
+
+/**
+ * The agent's events as they come: live tokens and steps on the tracking comment, the plan it
+ * states, and the per-task ceiling (the plan phase counts too), which stops the run at once.
+ */
+function trackPhase(ctx: RunContext, phase: Phase) {
+  const { deps } = ctx;
+  let usage = emptyUsage();
+  const byMessage = new Map<string, Partial<TokenUsage>>();
+  let planText: string | undefined;
+  let overBudget: string | undefined;
+  const state: TaskState = phase === "plan" ? "planning" : "running";
+  const earlier = phase === "work" && ctx.result.planTotals ? totalTokens(ctx.result.planTotals.usage) : 0;
+  const stop = new AbortController();
+  const onOuterAbort = () => stop.abort();
+  if (deps.signal?.aborted) stop.abort();
+  deps.signal?.addEventListener("abort", onOuterAbort, { once: true });
+  const onEvent = (e: AgentEvent) => {
+    if (e.type === "usage") {
+      if (e.id) byMessage.set(e.id, e.usage);
+      else usage = addUsage(usage, e.usage);
+      const live = [...byMessage.values()].reduce<TokenUsage>((a, u) => addUsage(a, u), usage);
+      void ctx.progress({ state, step: phase === "plan" ? "planning" : "agent working", usage: live });
+      if (deps.perTaskLimits && !overBudget) {
+        overBudget = overPerTaskBudget(deps.perTaskLimits, { tokens: earlier + totalTokens(live) });
+        if (overBudget) stop.abort();
+      }
+    } else if (e.type === "tool_use") {
+      const input = e.input as { plan?: unknown } | undefined;
+      if (e.name === "ExitPlanMode" && typeof input?.plan === "string") planText = input.plan;
+      void ctx.progress({ state, step: `${phase === "plan" ? "planning" : "working"}: ${e.name}` });
+    } else if (e.type === "result" && phase === "plan" && planText === undefined && e.summary) {
+      planText = e.summary;
+    }
+  };
+  return {
+    state,
+    earlier,
+    onEvent,
+    signal: stop.signal,
+    get overBudget() {
+      return overBudget;
+    },
+    set overBudget(reason: string | undefined) {
+      overBudget = reason;
+    },
+    get planText() {
+      return planText;
+    },
+    firstTurn: () => [...byMessage.values()][0],
+    dispose: () => deps.signal?.removeEventListener("abort", onOuterAbort),
+  };
+}
+
+/** The agent, contained; on a rate limit, again on the coder's next free credential, resuming its session. */
+async function runRotating(
+  ctx: RunContext,
+  wt: Worktree,
+  notesDir: string,
+  phase: Phase,
+  setup: Awaited<ReturnType<typeof preparePhase>>,
+  tracker: ReturnType<typeof trackPhase>,
+): Promise<{ r: RunAgentResult; spent?: RunTotals; credential?: { name: string; value: string } }> {
+  const { spec, deps } = ctx;
+  const { invocation } = setup;
+  let credential = deps.credential;
+  let spent: RunTotals | undefined;
+  for (;;) {
+    let scrub: ((line: string) => string) | undefined;
+    // Built at the first line, once this run's gateway token is among the known secrets.
+    const scrubLog = (line: string) => {
+      scrub ??= secretRedactor(ctx.knownSecrets, { split: false });
+      return scrub(line);
+    };
+    const r = await runContainedAgent(
+      deps.adapter,
+      invocation,
+      {
+        timeoutMs: spec.timeouts.runMs,
+        stallMs: spec.timeouts.stallMs,
+        signal: tracker.signal,
+        onEvent: tracker.onEvent,
+        logFile: setup.logFile,
+        scrubLog,
+      },
+      {
+        sandbox: deps.sandbox ?? "bubblewrap",
+        mounts: worktreeMounts(wt, notesDir, phase),
+        gateway: ctx.gateway,
+        onRunToken: (token) => addSecret(ctx, "this run's model-gateway token", token),
+      },
+    );
+    // Reports name the credential as configured, not the variable it travelled in.
+    spent = combineTotals(
+      spent,
+      r.totals && credential ? { ...r.totals, credential: credential.name } : r.totals,
+    );
+    if (r.reason !== "rate-limited" || !credential || !deps.rotateCredential || tracker.overBudget)
+      return { r, spent, credential };
+    const next = await deps.rotateCredential({ name: credential.name, rateLimit: r.rateLimit });
+    if (!next) return { r, spent, credential };
+    addSecret(ctx, `the credential ${next.name}`, next.value);
+    const limited = credential.name;
+    credential = next;
+    invocation.credential = { ...next };
+    if (r.sessionId) {
+      // The same session goes on under the next credential; it already holds the task's prompt.
+      invocation.resumeSessionId = r.sessionId;
+      invocation.prompt = `The previous request was rate-limited; continue the task where you stopped.`;
+    }
+    void ctx.progress(
+      { state: tracker.state, step: `rate-limited on ${limited}; continuing on ${next.name}` },
+      true,
+    );
+  }
+}
+
+/** How the phase ended, with its totals (under the credential that finished it) and the ceiling checked once more. */
+function phaseResult(
+  ctx: RunContext,
+  phase: Phase,
+  ran: Awaited<ReturnType<typeof runRotating>>,
+  tracker: ReturnType<typeof trackPhase>,
+  logFile: string,
+): PhaseRun {
+  const { r, spent, credential } = ran;
+  const { deps, spec } = ctx;
+  const totals = spent && credential ? { ...spent, credential: credential.name } : spent;
+  if (deps.perTaskLimits && !tracker.overBudget && totals) {
+    const tokens = tracker.earlier + totalTokens(totals.usage);
+    const costUsd = (totals.costUsd ?? 0) + (phase === "work" ? (ctx.result.planTotals?.costUsd ?? 0) : 0);
+    tracker.overBudget = overPerTaskBudget(deps.perTaskLimits, { tokens, costUsd });
+  }
+  // A work phase that finished over a dollar ceiling keeps its result; anything else over it stops.
+  const stopped = tracker.overBudget !== undefined && (r.reason !== "completed" || phase === "plan");
+  const kind: PhaseRun["kind"] = stopped ? "over-budget" : phaseKind(r.reason);
+  return {
+    kind,
+    reason:
+      kind === "over-budget" ? tracker.overBudget : kind === "ok" ? undefined : describeStop(kind, r, spec),
+    totals,
+    sessionId: r.sessionId,
+    rateLimit: r.rateLimit,
+    planText: tracker.planText,
+    logFile,
+    ...(r.logError ? { logError: r.logError } : {}),
+  };
+}
+
+function phaseKind(reason: RunAgentResult["reason"]): PhaseRun["kind"] {
+  switch (reason) {
+    case "completed":
+      return "ok";
+    case "timeout":
+    case "stall":
+    case "cancelled":
+    case "rate-limited":
+      return reason;
+    default:
+      return "failed";
+  }
+}
+
+function describeStop(kind: PhaseRun["kind"], r: RunAgentResult, spec: TaskSpec): string {
+  switch (kind) {
+    case "timeout":
+      return `The agent ran longer than ${Math.round(spec.timeouts.runMs / 1000)}s and was stopped (its whole process tree).`;
+    case "stall":
+      return `The agent produced no output for ${Math.round(spec.timeouts.stallMs / 1000)}s and was stopped (its whole process tree).`;
+    case "cancelled":
+      return "The run was cancelled; the agent and its process tree were stopped.";
+    case "rate-limited":
+      return `The model provider answered with a rate limit${r.rateLimit?.resetsAt ? ` (resets at ${r.rateLimit.resetsAt})` : ""}.`;
+    default:
+      return r.error
+        ? `The agent failed: ${r.error}`
+        : `The agent exited with code ${r.exitCode ?? "unknown"}.`;
+  }
+}
+
+export async function loadPlan(artifactsDir: string): Promise<{ plan?: string; state: SavedPlan }> {
+  const read = (name: string) => readFile(join(artifactsDir, name), "utf8").catch(() => undefined);
+  const plan = await read(PLAN_FILE);
+  let state: SavedPlan = {};
+  try {
+    state = JSON.parse((await read(PLAN_STATE_FILE)) ?? "{}") as SavedPlan;
+  } catch {
+    state = {};
+  }
+  return { plan, state };
+}
