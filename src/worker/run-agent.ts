@@ -1,12 +1,13 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream } from "node:fs";
-import { mkdtemp, readdir, readFile, realpath, rm } from "node:fs/promises";
+import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { StringDecoder } from "node:string_decoder";
 import type { AgentAdapter, AgentCommand, AgentEvent, AgentInvocation } from "../agents/types.ts";
 import type { RunTotals } from "../core/usage.ts";
+import { type RunAgentReason, superviseProcess } from "./agent-process.ts";
 import { bubblewrapArgs, executableMounts, resolveExecutable, type SandboxMounts } from "./sandbox.ts";
+
+export { LineSplitter, type RunAgentReason } from "./agent-process.ts";
 
 export interface RunAgentOptions {
   /** Wall-clock limit for the whole run. */
@@ -34,19 +35,6 @@ export interface RunAgentOptions {
   /** Applied to every line before it is written to the log (e.g. redaction of known secrets). */
   scrubLog?: (line: string) => string;
 }
-
-/**
- * Why the run ended. "rate-limited": the agent exited unsuccessfully after reporting a rate or usage
- * limit (wait for `rateLimit.resetsAt`, then retry); "failed": any other unsuccessful exit.
- */
-export type RunAgentReason =
-  | "completed"
-  | "timeout"
-  | "stall"
-  | "cancelled"
-  | "failed"
-  | "rate-limited"
-  | "spawn-error";
 
 export interface RunAgentResult {
   exitCode: number | null;
@@ -92,44 +80,10 @@ export function buildAgentEnv(
   };
 }
 
-/** Splits a byte stream into lines: partial chunks, CRLF, multi-byte characters across chunks, huge lines. */
-export class LineSplitter {
-  private decoder = new StringDecoder("utf8");
-  private buf = "";
-  constructor(
-    private readonly onLine: (line: string) => void,
-    /** A line longer than this is passed on in pieces, so one runaway line cannot exhaust memory. */
-    private readonly maxLineLength = 32 * 1024 * 1024,
-  ) {}
-
-  push(chunk: Buffer | string): void {
-    this.buf += typeof chunk === "string" ? chunk : this.decoder.write(chunk);
-    let start = 0;
-    for (let nl = this.buf.indexOf("\n", start); nl !== -1; nl = this.buf.indexOf("\n", start)) {
-      this.emit(this.buf.slice(start, nl));
-      start = nl + 1;
-    }
-    this.buf = start === 0 ? this.buf : this.buf.slice(start);
-    while (this.buf.length > this.maxLineLength) {
-      this.onLine(this.buf.slice(0, this.maxLineLength));
-      this.buf = this.buf.slice(this.maxLineLength);
-    }
-  }
-
-  end(): void {
-    this.buf += this.decoder.end();
-    if (this.buf.length > 0) this.emit(this.buf);
-    this.buf = "";
-  }
-
-  private emit(line: string) {
-    this.onLine(line.endsWith("\r") ? line.slice(0, -1) : line);
-  }
-}
-
 /**
- * Runs one agent CLI to the end: its own process group, a scrubbed environment, every line logged
- * and parsed, and the whole tree killed on timeout, stall or cancel (SIGTERM, then SIGKILL).
+ * Runs one agent CLI to the end: its own process group (in its sandbox when `opts.sandbox` is set), a
+ * scrubbed environment, every line logged and parsed, and the whole tree killed on timeout, stall or
+ * cancel (SIGTERM, then SIGKILL).
  */
 export async function runAgent(
   adapter: AgentAdapter,
@@ -146,11 +100,75 @@ export async function runAgent(
   // (Codex refuses to set up its own sandbox helper when its home lies inside the temp folder).
   const ownTmp = sandboxed ? undefined : await mkdtemp(join(tmpdir(), "fleet-agent-tmp-"));
   const env = buildAgentEnv(command, { home, path: opts.path, tmpdir: ownTmp ?? "/tmp" });
-
   const log = opts.logFile ? createLogSink(opts.logFile, opts.maxLogBytes) : undefined;
-  const result: RunAgentResult = { exitCode: null, signal: null, reason: "failed", errors: [], events: 0 };
+  const output = readAgentOutput(adapter, opts, log);
+  const { result } = output;
   if (opts.logFile) result.logPath = opts.logFile;
 
+  const finish = async (reason: RunAgentReason, spawnError?: string): Promise<RunAgentResult> => {
+    output.conclude(reason, spawnError, { model: inv.model, startedAt, credential: inv.credential?.name });
+    if (log) {
+      await log.end();
+      if (log.error) result.logError = log.error;
+    }
+    if (ownHome) await rm(ownHome, { recursive: true, force: true }).catch(() => {});
+    if (ownTmp) await rm(ownTmp, { recursive: true, force: true }).catch(() => {});
+    return result;
+  };
+
+  const launch = await launchCommand(command, inv.cwd, home, env, opts);
+  if ("spawnError" in launch) return finish("spawn-error", launch.spawnError);
+  const ended = await superviseProcess({
+    ...launch,
+    cwd: inv.cwd,
+    env,
+    stdin: command.stdin,
+    timeoutMs: opts.timeoutMs,
+    stallMs: opts.stallMs,
+    killGraceMs: opts.killGraceMs,
+    signal: opts.signal,
+    onLine: output.handleLine,
+    onSpawn: (pid) => {
+      result.pid = pid;
+    },
+  });
+  if (ended.reason === "spawn-error") return finish("spawn-error", ended.spawnError);
+  result.exitCode = ended.code;
+  result.signal = ended.signal;
+  return finish(ended.reason !== "exited" ? ended.reason : output.exitReason(ended.code));
+}
+
+/** The file and arguments to start: the agent's executable, or bwrap around it with the run's mounts. */
+async function launchCommand(
+  command: AgentCommand,
+  cwd: string,
+  home: string,
+  env: Record<string, string>,
+  opts: RunAgentOptions,
+): Promise<{ file: string; args: string[] } | { spawnError: string }> {
+  const file = opts.binaryPath ?? command.file;
+  if (!opts.sandbox) return { file, args: command.args };
+  const executable = await resolveExecutable(file, env.PATH);
+  if (!executable) return { spawnError: `${file} was not found on PATH (${env.PATH})` };
+  const mounts: SandboxMounts = {
+    ...opts.sandbox,
+    writable: [...opts.sandbox.writable, home],
+    readOnly: [...opts.sandbox.readOnly, ...(await executableMounts(executable))],
+  };
+  const args = [...(await bubblewrapArgs(mounts, cwd)), await realpath(executable), ...command.args];
+  return { file: "bwrap", args };
+}
+
+/**
+ * The agent's output as it comes: every line to the (scrubbed) log and the adapter's parser, the
+ * events counted and passed on; at the end, the run's result from its final event and errors.
+ */
+function readAgentOutput(
+  adapter: AgentAdapter,
+  opts: RunAgentOptions,
+  log: ReturnType<typeof createLogSink> | undefined,
+) {
+  const result: RunAgentResult = { exitCode: null, signal: null, reason: "failed", errors: [], events: 0 };
   let finalResult: Extract<AgentEvent, { type: "result" }> | undefined;
   let lastRateLimit: RunAgentResult["rateLimit"];
   const handleEvent = (e: AgentEvent) => {
@@ -165,153 +183,49 @@ export async function runAgent(
     opts.onEvent?.(e);
   };
   const scrub = opts.scrubLog ?? ((l: string) => l);
-  const handleLine = (line: string, stream: "stdout" | "stderr") => {
-    if (log) log.write(stream === "stdout" ? `${scrub(line)}\n` : `[stderr] ${scrub(line)}\n`);
-    opts.onLine?.(line, stream);
-    if (stream !== "stdout") return;
-    let events: AgentEvent[];
-    try {
-      events = adapter.parseLine(line);
-    } catch {
-      events = [{ type: "unknown", raw: line }];
-    }
-    for (const e of events) handleEvent(e);
-  };
-
-  let file = opts.binaryPath ?? command.file;
-  let args = command.args;
-  if (opts.sandbox) {
-    const executable = await resolveExecutable(file, env.PATH);
-    if (!executable)
-      return finish({ reason: "spawn-error", spawnError: `${file} was not found on PATH (${env.PATH})` });
-    const mounts: SandboxMounts = {
-      ...opts.sandbox,
-      writable: [...opts.sandbox.writable, home],
-      readOnly: [...opts.sandbox.readOnly, ...(await executableMounts(executable))],
-    };
-    args = [...(await bubblewrapArgs(mounts, inv.cwd)), await realpath(executable), ...command.args];
-    file = "bwrap";
-  }
-
-  let child: ChildProcess;
-  try {
-    child = spawn(file, args, {
-      cwd: inv.cwd,
-      env,
-      detached: true,
-      stdio: [command.stdin === "ignore" ? "ignore" : "pipe", "pipe", "pipe"],
-    });
-  } catch (err) {
-    return finish({ reason: "spawn-error", spawnError: String(err) });
-  }
-  result.pid = child.pid;
-
-  const outcome = await new Promise<{
-    reason: RunAgentReason | "exited";
-    code: number | null;
-    signal: NodeJS.Signals | null;
-    spawnError?: string;
-  }>((resolve) => {
-    let stopReason: RunAgentReason | undefined;
-    let spawnError: string | undefined;
-    let killTimer: NodeJS.Timeout | undefined;
-    const stdout = new LineSplitter((l) => handleLine(l, "stdout"));
-    const stderr = new LineSplitter((l) => handleLine(l, "stderr"));
-
-    const stop = (reason: RunAgentReason) => {
-      if (stopReason) return;
-      stopReason = reason;
-      signalGroup(child, "SIGTERM");
-      killTimer = setTimeout(() => signalGroup(child, "SIGKILL"), opts.killGraceMs ?? 3000);
-    };
-    let stallTimer = setTimeout(() => stop("stall"), opts.stallMs);
-    const activity = () => {
-      clearTimeout(stallTimer);
-      if (!stopReason) stallTimer = setTimeout(() => stop("stall"), opts.stallMs);
-    };
-    const wallTimer = setTimeout(() => stop("timeout"), opts.timeoutMs);
-    const onAbort = () => stop("cancelled");
-    if (opts.signal?.aborted) onAbort();
-    else opts.signal?.addEventListener("abort", onAbort, { once: true });
-
-    child.stdout?.on("data", (d: Buffer) => {
-      activity();
-      stdout.push(d);
-    });
-    child.stderr?.on("data", (d: Buffer) => {
-      activity();
-      stderr.push(d);
-    });
-    if (command.stdin !== "ignore" && child.stdin) {
-      child.stdin.on("error", () => {}); // the agent may exit before reading all of it
-      child.stdin.end(command.stdin.text);
-    }
-    const cleanup = () => {
-      clearTimeout(stallTimer);
-      clearTimeout(wallTimer);
-      clearTimeout(killTimer);
-      opts.signal?.removeEventListener("abort", onAbort);
-    };
-    child.once("error", (err) => {
-      spawnError = err.message;
-      // No pid: the executable never started (ENOENT, EACCES); "close" may not follow.
-      if (child.pid === undefined) {
-        cleanup();
-        resolve({ reason: "spawn-error", code: null, signal: null, spawnError });
+  return {
+    result,
+    handleLine(line: string, stream: "stdout" | "stderr") {
+      if (log) log.write(stream === "stdout" ? `${scrub(line)}\n` : `[stderr] ${scrub(line)}\n`);
+      opts.onLine?.(line, stream);
+      if (stream !== "stdout") return;
+      let events: AgentEvent[];
+      try {
+        events = adapter.parseLine(line);
+      } catch {
+        events = [{ type: "unknown", raw: line }];
       }
-    });
-    child.once("close", (code, signal) => {
-      cleanup();
-      stdout.end();
-      stderr.end();
-      // Whatever the agent left running in its group (background shells, servers) goes too.
-      signalGroup(child, "SIGKILL");
-      if (spawnError && child.pid === undefined) resolve({ reason: "spawn-error", code, signal, spawnError });
-      else resolve({ reason: stopReason ?? "exited", code, signal });
-    });
-  });
-
-  if (outcome.reason === "spawn-error")
-    return finish({ reason: "spawn-error", spawnError: outcome.spawnError });
-  result.exitCode = outcome.code;
-  result.signal = outcome.signal;
-  const reason: RunAgentReason =
-    outcome.reason !== "exited"
-      ? outcome.reason
-      : outcome.code === 0 && finalResult?.ok !== false
-        ? "completed"
-        : lastRateLimit
-          ? "rate-limited"
-          : "failed";
-  return finish({ reason });
-
-  async function finish(end: { reason: RunAgentReason; spawnError?: string }): Promise<RunAgentResult> {
-    result.reason = end.reason;
-    if (end.spawnError) result.spawnError = end.spawnError;
-    if (finalResult) {
-      const t = finalResult.totals;
-      result.totals = {
-        ...t,
-        model: t.model || inv.model,
-        durationMs: t.durationMs || Date.now() - startedAt,
-        ...(inv.credential ? { credential: inv.credential.name } : {}),
-      };
-      result.summary = finalResult.summary;
-    }
-    if (end.reason !== "completed" && lastRateLimit) result.rateLimit = lastRateLimit;
-    if (end.reason !== "completed") {
+      for (const e of events) handleEvent(e);
+    },
+    /** How a run that exited by itself ended: its exit code and its final event say. */
+    exitReason(code: number | null): RunAgentReason {
+      if (code === 0 && finalResult?.ok !== false) return "completed";
+      return lastRateLimit ? "rate-limited" : "failed";
+    },
+    conclude(
+      reason: RunAgentReason,
+      spawnError: string | undefined,
+      run: { model: string; startedAt: number; credential?: string },
+    ) {
+      result.reason = reason;
+      if (spawnError) result.spawnError = spawnError;
+      if (finalResult) {
+        const t = finalResult.totals;
+        result.totals = {
+          ...t,
+          model: t.model || run.model,
+          durationMs: t.durationMs || Date.now() - run.startedAt,
+          ...(run.credential ? { credential: run.credential } : {}),
+        };
+        result.summary = finalResult.summary;
+      }
+      if (reason === "completed") return;
+      if (lastRateLimit) result.rateLimit = lastRateLimit;
       const failedSummary = finalResult && !finalResult.ok ? finalResult.summary : undefined;
-      const message = end.spawnError ?? failedSummary ?? result.errors.at(-1) ?? lastRateLimit?.message;
+      const message = spawnError ?? failedSummary ?? result.errors.at(-1) ?? lastRateLimit?.message;
       if (message) result.error = message;
-    }
-    if (log) {
-      await log.end();
-      if (log.error) result.logError = log.error;
-    }
-    if (ownHome) await rm(ownHome, { recursive: true, force: true }).catch(() => {});
-    if (ownTmp) await rm(ownTmp, { recursive: true, force: true }).catch(() => {});
-    return result;
-  }
+    },
+  };
 }
 
 /** Default cap on one agent log (the first and the last half are kept). */
@@ -390,34 +304,4 @@ export function createLogSink(path: string, maxBytes = DEFAULT_MAX_LOG_BYTES) {
   };
 }
 
-function signalGroup(child: ChildProcess, signal: NodeJS.Signals) {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    // The group is already gone.
-  }
-}
-
-/** Live (non-zombie) processes whose process group is `pgid` (Linux /proc); for checks after a kill. */
-export async function livingProcessesInGroup(pgid: number): Promise<number[]> {
-  const out: number[] = [];
-  let entries: string[];
-  try {
-    entries = await readdir("/proc");
-  } catch {
-    return out;
-  }
-  for (const name of entries) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = await readFile(`/proc/${name}/stat`, "utf8");
-      // Fields after the parenthesized command: state, ppid, pgrp, ...
-      const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(rest[2]) === pgid && rest[0] !== "Z" && rest[0] !== "X") out.push(Number(name));
-    } catch {
-      // The process went away while we looked.
-    }
-  }
-  return out;
-}
+export { livingProcessesInGroup } from "./agent-process.ts";

@@ -1,0 +1,182 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { readdir, readFile } from "node:fs/promises";
+import { StringDecoder } from "node:string_decoder";
+import type { AgentCommand } from "../agents/types.ts";
+
+/**
+ * Why the run ended. "rate-limited": the agent exited unsuccessfully after reporting a rate or usage
+ * limit (wait for `rateLimit.resetsAt`, then retry); "failed": any other unsuccessful exit.
+ */
+export type RunAgentReason =
+  | "completed"
+  | "timeout"
+  | "stall"
+  | "cancelled"
+  | "failed"
+  | "rate-limited"
+  | "spawn-error";
+
+/** Splits a byte stream into lines: partial chunks, CRLF, multi-byte characters across chunks, huge lines. */
+export class LineSplitter {
+  private decoder = new StringDecoder("utf8");
+  private buf = "";
+  constructor(
+    private readonly onLine: (line: string) => void,
+    /** A line longer than this is passed on in pieces, so one runaway line cannot exhaust memory. */
+    private readonly maxLineLength = 32 * 1024 * 1024,
+  ) {}
+
+  push(chunk: Buffer | string): void {
+    this.buf += typeof chunk === "string" ? chunk : this.decoder.write(chunk);
+    let start = 0;
+    for (let nl = this.buf.indexOf("\n", start); nl !== -1; nl = this.buf.indexOf("\n", start)) {
+      this.emit(this.buf.slice(start, nl));
+      start = nl + 1;
+    }
+    this.buf = start === 0 ? this.buf : this.buf.slice(start);
+    while (this.buf.length > this.maxLineLength) {
+      this.onLine(this.buf.slice(0, this.maxLineLength));
+      this.buf = this.buf.slice(this.maxLineLength);
+    }
+  }
+
+  end(): void {
+    this.buf += this.decoder.end();
+    if (this.buf.length > 0) this.emit(this.buf);
+    this.buf = "";
+  }
+
+  private emit(line: string) {
+    this.onLine(line.endsWith("\r") ? line.slice(0, -1) : line);
+  }
+}
+
+/** How the agent's process ended: by itself (`exited`), stopped by Fleet (why), or never started. */
+export interface ProcessEnd {
+  reason: RunAgentReason | "exited";
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  spawnError?: string;
+}
+
+/**
+ * Starts the agent in a process group of its own and watches it: every output line handed on, the
+ * stall timer reset by any output, the wall-clock timer, a cancel; stopping sends SIGTERM to the whole
+ * group, then SIGKILL after the grace time. Whatever the agent left running in its group is killed
+ * when it exits. (In a sandbox the group holds bwrap, whose PID namespace dies with it.)
+ */
+export function superviseProcess(o: {
+  file: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+  stdin: AgentCommand["stdin"];
+  timeoutMs: number;
+  stallMs: number;
+  killGraceMs?: number;
+  signal?: AbortSignal;
+  onLine: (line: string, stream: "stdout" | "stderr") => void;
+  onSpawn: (pid: number | undefined) => void;
+}): Promise<ProcessEnd> {
+  let child: ChildProcess;
+  try {
+    child = spawn(o.file, o.args, {
+      cwd: o.cwd,
+      env: o.env,
+      detached: true,
+      stdio: [o.stdin === "ignore" ? "ignore" : "pipe", "pipe", "pipe"],
+    });
+  } catch (err) {
+    return Promise.resolve({ reason: "spawn-error", code: null, signal: null, spawnError: String(err) });
+  }
+  o.onSpawn(child.pid);
+  return new Promise<ProcessEnd>((resolve) => {
+    let stopReason: RunAgentReason | undefined;
+    let spawnError: string | undefined;
+    let killTimer: NodeJS.Timeout | undefined;
+    const stdout = new LineSplitter((l) => o.onLine(l, "stdout"));
+    const stderr = new LineSplitter((l) => o.onLine(l, "stderr"));
+    const stop = (reason: RunAgentReason) => {
+      if (stopReason) return;
+      stopReason = reason;
+      signalGroup(child, "SIGTERM");
+      killTimer = setTimeout(() => signalGroup(child, "SIGKILL"), o.killGraceMs ?? 3000);
+    };
+    let stallTimer = setTimeout(() => stop("stall"), o.stallMs);
+    const activity = () => {
+      clearTimeout(stallTimer);
+      if (!stopReason) stallTimer = setTimeout(() => stop("stall"), o.stallMs);
+    };
+    const wallTimer = setTimeout(() => stop("timeout"), o.timeoutMs);
+    const onAbort = () => stop("cancelled");
+    if (o.signal?.aborted) onAbort();
+    else o.signal?.addEventListener("abort", onAbort, { once: true });
+    child.stdout?.on("data", (d: Buffer) => {
+      activity();
+      stdout.push(d);
+    });
+    child.stderr?.on("data", (d: Buffer) => {
+      activity();
+      stderr.push(d);
+    });
+    if (o.stdin !== "ignore" && child.stdin) {
+      child.stdin.on("error", () => {}); // the agent may exit before reading all of it
+      child.stdin.end(o.stdin.text);
+    }
+    const cleanup = () => {
+      clearTimeout(stallTimer);
+      clearTimeout(wallTimer);
+      clearTimeout(killTimer);
+      o.signal?.removeEventListener("abort", onAbort);
+    };
+    child.once("error", (err) => {
+      spawnError = err.message;
+      // No pid: the executable never started (ENOENT, EACCES); "close" may not follow.
+      if (child.pid === undefined) {
+        cleanup();
+        resolve({ reason: "spawn-error", code: null, signal: null, spawnError });
+      }
+    });
+    child.once("close", (code, signal) => {
+      cleanup();
+      stdout.end();
+      stderr.end();
+      // Whatever the agent left running in its group (background shells, servers) goes too.
+      signalGroup(child, "SIGKILL");
+      if (spawnError && child.pid === undefined) resolve({ reason: "spawn-error", code, signal, spawnError });
+      else resolve({ reason: stopReason ?? "exited", code, signal });
+    });
+  });
+}
+
+export function signalGroup(child: ChildProcess, signal: NodeJS.Signals) {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // The group is already gone.
+  }
+}
+
+/** Live (non-zombie) processes whose process group is `pgid` (Linux /proc); for checks after a kill. */
+export async function livingProcessesInGroup(pgid: number): Promise<number[]> {
+  const out: number[] = [];
+  let entries: string[];
+  try {
+    entries = await readdir("/proc");
+  } catch {
+    return out;
+  }
+  for (const name of entries) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = await readFile(`/proc/${name}/stat`, "utf8");
+      // Fields after the parenthesized command: state, ppid, pgrp, ...
+      const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(rest[2]) === pgid && rest[0] !== "Z" && rest[0] !== "X") out.push(Number(name));
+    } catch {
+      // The process went away while we looked.
+    }
+  }
+  return out;
+}
