@@ -3,14 +3,8 @@ import type { FleetConfig } from "../core/config.ts";
 import { redactSecrets } from "../core/redact.ts";
 import { addUsage, emptyUsage, type RunTotals, type TokenUsage } from "../core/usage.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
-import { readFleetConfig } from "../github/read-config.ts";
-import { createActionsDispatcher } from "../queue/actions-dispatcher.ts";
-import { localDispatcher } from "../queue/dispatcher.ts";
-import { createRepoQueue } from "../queue/repo-queue.ts";
-import { createTracker } from "../queue/tracker.ts";
+import { openRepository } from "../queue/open-repository.ts";
 import { renderTokenTable } from "../render/token-report.ts";
-import { createRepoStateStore } from "../state/repo-store.ts";
-import { coalescingStore } from "../state/write-queue.ts";
 import { executeTask } from "../worker/execute-task.ts";
 import type { GitAuth } from "../worker/git.ts";
 import type { TaskOutcome } from "../worker/run-task.ts";
@@ -81,58 +75,35 @@ const FAILED: ReadonlySet<Conclusion> = new Set(["failed", "timeout", "stall"]);
 
 /**
  * One dispatched task on an Actions runner:
- * 1. read `.github/fleet.yml`; 2. open the repository state (one write queue for this process);
- * 3. build the repository queue with the mode's dispatcher (a finished task schedules the next one);
- * 4. run the task through `executeTask`, holding its lease as `actions:<run id>`;
- * 5. flush the tracking comment; 6. sum the token figures and render the job summary.
+ * 1. open the repository (its `.github/fleet.yml`, its state through one write queue, the queue with
+ *    the mode's dispatcher: a finished task schedules the next one) and check the sandbox;
+ * 2. run the task through `executeTask`, holding its lease as `actions:<run id>`;
+ * 3. flush the tracking comment; 4. sum the token figures and render the job summary.
  */
 export async function runAction(inputs: ActionInputs, deps: ActionDeps): Promise<ActionResult> {
   // 1.
-  const loaded = await readFleetConfig(deps.octokit, inputs.repo);
+  const repository = openRepository({
+    octokit: deps.octokit,
+    repo: inputs.repo,
+    trackerIntervalMs: deps.trackerIntervalMs,
+    fleetUrl: inputs.fleetUrl,
+    log: deps.warn,
+  });
+  const loaded = await repository.fileConfig();
   if (!loaded.ok)
     throw new ActionInputError(
       `.github/fleet.yml is invalid: ${loaded.problems.map((p) => `${p.path}: ${p.message}`).join("; ")}`,
     );
-  const fileConfig = loaded.config;
   // A runner that cannot contain the agent fails the job before it claims the task.
   try {
-    await assertSandboxAvailable(fileConfig.sandbox);
+    await assertSandboxAvailable(loaded.config.sandbox);
   } catch (error) {
     if (error instanceof SandboxUnavailableError)
       throw new ActionInputError(`On this runner: ${error.message}`);
     throw error;
   }
-
-  // 2.
-  const store = coalescingStore(
-    createRepoStateStore({ octokit: deps.octokit, owner: inputs.repo.owner, repo: inputs.repo.repo }),
-    { maxDelayMs: 50 },
-  );
-
-  // 3.
-  const tracker = createTracker({
-    octokit: deps.octokit,
-    repo: inputs.repo,
-    minIntervalMs: deps.trackerIntervalMs,
-  });
-  const queue = createRepoQueue({
-    repo: `${inputs.repo.owner}/${inputs.repo.repo}`,
-    store,
-    fileConfig,
-    dispatcher:
-      fileConfig.dispatch === "actions"
-        ? createActionsDispatcher({
-            octokit: deps.octokit,
-            repo: inputs.repo,
-            config: fileConfig,
-            fleetUrl: inputs.fleetUrl,
-            log: deps.warn,
-          })
-        : localDispatcher,
-    tracker,
-    log: deps.warn,
-  });
-  const snapshot = await store.read();
+  const queue = repository.queue(loaded.config);
+  const snapshot = await repository.store.read();
   const config = queue.config(snapshot.doc);
   const task = snapshot.doc.tasks[inputs.taskId];
   if (task && !credentialFor(config, inputs.credentials, task.coder)) {
@@ -142,16 +113,16 @@ export async function runAction(inputs: ActionInputs, deps: ActionDeps): Promise
     );
   }
 
-  // 4.
+  // 2.
   const holder = `actions:${inputs.runId}`;
   let outcome: TaskOutcome | undefined;
   try {
     outcome = await executeTask(inputs.taskId, {
       repo: inputs.repo,
       octokit: deps.octokit,
-      store,
+      store: repository.store,
       queue,
-      tracker,
+      tracker: repository.tracker,
       config,
       cloneUrl: inputs.cloneUrl,
       gitAuth: inputs.gitAuth,
@@ -168,22 +139,28 @@ export async function runAction(inputs: ActionInputs, deps: ActionDeps): Promise
       log: deps.log,
     });
   } finally {
-    // 5.
-    await tracker.flush();
+    // 3.
+    await repository.tracker.flush();
   }
 
-  // 6.
-  if (!outcome) {
-    const message = `Task ${inputs.taskId} was not claimed by ${holder}: it is no longer dispatched (cancelled, retried elsewhere, or taken by another run).`;
-    return {
-      conclusion: "not-claimed",
-      failed: false,
-      message,
-      usage: emptyUsage(),
-      costUsd: null,
-      summary: `### Fleet task \`${inputs.taskId}\`\n\n${message}\n`,
-    };
-  }
+  // 4.
+  return outcome ? actionResult(inputs, outcome) : notClaimed(inputs, holder);
+}
+
+function notClaimed(inputs: ActionInputs, holder: string): ActionResult {
+  const message = `Task ${inputs.taskId} was not claimed by ${holder}: it is no longer dispatched (cancelled, retried elsewhere, or taken by another run).`;
+  return {
+    conclusion: "not-claimed",
+    failed: false,
+    message,
+    usage: emptyUsage(),
+    costUsd: null,
+    summary: `### Fleet task \`${inputs.taskId}\`\n\n${message}\n`,
+  };
+}
+
+/** The job's outputs and summary: the outcome, the PR, the token figures of both phases. */
+function actionResult(inputs: ActionInputs, outcome: TaskOutcome): ActionResult {
   const phases = [outcome.planTotals, outcome.totals].filter((t): t is RunTotals => Boolean(t));
   const usage = phases.reduce((acc, t) => addUsage(acc, t.usage), emptyUsage());
   const costs = phases.map((t) => t.costUsd).filter((c): c is number => c !== null);

@@ -4,7 +4,7 @@ import { getRepoRole } from "../github/permissions.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
 import { noticeMarker } from "../render/markers.ts";
 import { renderConfigProblems, renderNotAllowed } from "../render/notices.ts";
-import type { ConfigCache } from "./config-cache.ts";
+import type { ConfigCache } from "../queue/config-cache.ts";
 import { CONFIG_PATH, loadRepoConfig } from "./load-config.ts";
 import type { HandlerDeps } from "./on-issue-labeled.ts";
 

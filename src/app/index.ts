@@ -13,7 +13,7 @@ import {
   DEFAULT_OIDC_AUDIENCE,
   GITHUB_OIDC_ISSUER,
 } from "./actions-token.ts";
-import { createConfigCache } from "./config-cache.ts";
+import { createConfigCache } from "../queue/config-cache.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import { onCommand } from "./on-command.ts";
 import { onIssueEdited } from "./on-issue-edited.ts";

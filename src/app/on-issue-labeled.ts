@@ -6,7 +6,7 @@ import { perUserQuota } from "../economy/budgets.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
 import { labelErrorMarker, noticeMarker } from "../render/markers.ts";
 import { renderLabelError } from "../render/notices.ts";
-import type { ConfigCache } from "./config-cache.ts";
+import type { ConfigCache } from "../queue/config-cache.ts";
 import { allowedOrExplain, configOrExplain } from "./guard.ts";
 import type { RepoQueues } from "./repo-queues.ts";
 

@@ -17,7 +17,7 @@ import type { StateCorruptError } from "../state/errors.ts";
 import { createRepoStateStore, type RepoStateStore, type StateTransport } from "../state/repo-store.ts";
 import type { StateStore } from "../state/store.ts";
 import { coalescingStore } from "../state/write-queue.ts";
-import type { ConfigCache } from "./config-cache.ts";
+import type { ConfigCache } from "../queue/config-cache.ts";
 import { loadFleetConfig } from "./load-config.ts";
 
 export interface RepoQueueFactoryOptions {

@@ -3,7 +3,7 @@ import { basename, join, resolve } from "node:path";
 import { execa } from "execa";
 import { defaultFleetConfig, FLEET_CONFIG_PATH, type FleetConfig, parseFleetConfig } from "../core/config.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
-import { readFleetConfig } from "../github/read-config.ts";
+import { type ConfigLoad, readFleetConfig } from "../github/read-config.ts";
 import { effectiveConfig } from "../queue/transitions.ts";
 import type { FleetStateDoc } from "../state/doc.ts";
 import { createLocalStateStore, defaultFleetHome } from "../state/local-store.ts";
@@ -74,7 +74,7 @@ async function githubToken(env: NodeJS.ProcessEnv): Promise<string | undefined> 
   return token || undefined;
 }
 
-const problemsOf = (r: ReturnType<typeof parseFleetConfig>): string[] =>
+const problemsOf = (r: ConfigLoad): string[] =>
   r.ok ? [] : r.problems.map((p) => `${p.path}: ${p.message}`);
 
 /** Resolves the target from the flags: --local, --repo, the origin remote, else local mode. */

@@ -1,19 +1,24 @@
-import { FLEET_CONFIG_PATH, type ParseConfigResult, parseFleetConfig } from "../core/config.ts";
+import { composeConfigGet } from "@probot/octokit-plugin-config";
+import { type ConfigProblem, FLEET_CONFIG_PATH, type FleetConfig, parseFleetConfig } from "../core/config.ts";
 import type { GitHubClient, RepoRef } from "./client.ts";
 
+/** `.github/fleet.yml` as read: the validated config, or every problem with its key path. */
+export type ConfigLoad = { ok: true; config: FleetConfig; warnings?: string[] } | { ok: false; problems: ConfigProblem[] };
+
 /**
- * `.github/fleet.yml` from the default branch, validated, for front doors without Probot's loader
- * (workers, the Action, the CLI). A missing file means every default.
+ * Reads `.github/fleet.yml` from the default branch and validates it; a missing file means every
+ * default. The one loader of the app, the workers, the action and the CLI: through Probot's config
+ * loader (@probot/octokit-plugin-config), which follows `_extends` (e.g. to the organization's
+ * `.github` repository), so every part of Fleet acts on the same settings.
  */
-export async function readFleetConfig(octokit: GitHubClient, ref: RepoRef): Promise<ParseConfigResult> {
+export async function readFleetConfig(octokit: GitHubClient, ref: RepoRef): Promise<ConfigLoad> {
+  let raw: unknown;
   try {
-    const { data } = await octokit.rest.repos.getContent({ ...ref, path: FLEET_CONFIG_PATH });
-    if (Array.isArray(data) || data.type !== "file" || !("content" in data)) {
-      return { ok: false, problems: [{ path: FLEET_CONFIG_PATH, message: "is not a file" }] };
-    }
-    return parseFleetConfig(Buffer.from(data.content, "base64").toString("utf8"));
+    const { config, files } = await composeConfigGet(octokit as never, { ...ref, path: FLEET_CONFIG_PATH });
+    raw = files.some((f) => f.config !== null) ? config : {};
   } catch (error) {
-    if ((error as { status?: number }).status === 404) return parseFleetConfig({});
-    throw error;
+    // The loader throws on YAML syntax errors; its message names the line.
+    return { ok: false, problems: [{ path: FLEET_CONFIG_PATH, message: (error as Error).message }] };
   }
+  return parseFleetConfig(raw ?? {});
 }

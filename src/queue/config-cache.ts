@@ -1,4 +1,4 @@
-import type { ConfigLoad } from "./load-config.ts";
+import type { ConfigLoad } from "../github/read-config.ts";
 
 export interface ConfigCache {
   /** The repository's config: the cached load while fresh, else `load()` (concurrent callers share one). */

@@ -1,14 +1,13 @@
 import { hostname } from "node:os";
 import type { AgentAdapter } from "../agents/types.ts";
+import type { FleetConfig } from "../core/config.ts";
 import { wakeDue } from "../core/scheduler.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
-import { readFleetConfig } from "../github/read-config.ts";
 import { localDispatcher } from "../queue/dispatcher.ts";
-import { createRepoQueue } from "../queue/repo-queue.ts";
-import { createTracker } from "../queue/tracker.ts";
+import { openRepository, type Repository } from "../queue/open-repository.ts";
+import type { RepoQueue } from "../queue/repo-queue.ts";
 import type { StateStore } from "../state/store.ts";
-import { coalescingStore } from "../state/write-queue.ts";
-import { executeTask } from "./execute-task.ts";
+import { type ExecuteDeps, executeTask } from "./execute-task.ts";
 import type { GitAuth } from "./git.ts";
 import type { TaskOutcome } from "./run-task.ts";
 import type { SandboxMode } from "./sandbox.ts";
@@ -60,99 +59,68 @@ export interface LocalWorker {
  */
 export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
   const name = opts.name ?? `local:${hostname()}:${process.pid}`;
-  // Heartbeats, claims and transitions of all this worker's tasks share one write queue.
-  const store = coalescingStore(opts.store, { maxDelayMs: 50 });
   const log = opts.log ?? (() => {});
   const concurrency = opts.concurrency ?? 2;
+  // Heartbeats, claims and transitions of all this worker's tasks share one write queue; the tracker
+  // keeps the tracking comments' ids for the worker's life; the file is read at most once a minute
+  // (polls are frequent, config changes are not).
+  const repository = openRepository({
+    octokit: opts.octokit,
+    repo: opts.repo,
+    store: opts.store,
+    clock: opts.clock,
+    trackerIntervalMs: opts.trackerIntervalMs,
+    configTtlMs: 60_000,
+    dispatcherFor: () => localDispatcher,
+    log,
+  });
   const running = new Map<string, Promise<void>>();
   const stopping = new AbortController();
   let polling: Promise<void> | undefined;
   let idleWaiters: Array<() => void> = [];
-  // One tracker for the worker's life: it keeps the tracking comments' ids, so edits need no lookup.
-  const tracker = createTracker({
-    octokit: opts.octokit,
-    repo: opts.repo,
-    minIntervalMs: opts.trackerIntervalMs,
-  });
 
-  // The config file is read at most once a minute: polls are frequent, config changes are not.
-  let configCache: { at: number; value: Awaited<ReturnType<typeof readFleetConfig>> } | undefined;
-  const readConfig = async () => {
-    const now = Date.now();
-    if (!configCache || now - configCache.at > 60_000) {
-      configCache = { at: now, value: await readFleetConfig(opts.octokit, opts.repo) };
-    }
-    return configCache.value;
+  const start = (taskId: string, queue: RepoQueue, config: FleetConfig) => {
+    const job = executeTask(taskId, executeDeps(opts, repository, queue, config, name, stopping.signal, log))
+      .then((outcome) => {
+        if (outcome) opts.onOutcome?.(taskId, outcome);
+      })
+      .catch((error) => log(`task ${taskId} failed in the worker: ${(error as Error).stack ?? error}`))
+      .finally(() => {
+        running.delete(taskId);
+        if (running.size === 0) {
+          for (const w of idleWaiters) w();
+          idleWaiters = [];
+        }
+        // A finished task frees a slot: look again at once rather than at the next tick.
+        if (!stopping.signal.aborted) void poll();
+      });
+    running.set(taskId, job);
   };
 
   async function pollOnce(): Promise<void> {
     if (stopping.signal.aborted || running.size >= concurrency) return;
-    const config = await readConfig();
-    if (!config.ok) {
+    const loaded = await repository.fileConfig();
+    if (!loaded.ok) {
       log(
-        `.github/fleet.yml is invalid: ${config.problems.map((p) => `${p.path}: ${p.message}`).join("; ")}`,
+        `.github/fleet.yml is invalid: ${loaded.problems.map((p) => `${p.path}: ${p.message}`).join("; ")}`,
       );
       return;
     }
-    let snapshot = await store.read();
-    const queue = createRepoQueue({
-      repo: `${opts.repo.owner}/${opts.repo.repo}`,
-      store: store,
-      fileConfig: config.config,
-      dispatcher: localDispatcher,
-      tracker,
-      clock: opts.clock,
-      log,
-    });
+    let snapshot = await repository.store.read();
+    const queue = repository.queue(loaded.config);
     // A rate limit or a retry backoff ran out: no webhook says so, so this poll runs the pass.
     const nowIso = (opts.clock?.() ?? new Date()).toISOString();
     if (wakeDue(Object.values(snapshot.doc.tasks), queue.config(snapshot.doc), nowIso)) {
       await queue.schedule();
-      snapshot = await store.read();
+      snapshot = await repository.store.read();
     }
+    const config = queue.config(snapshot.doc);
     const waiting = Object.values(snapshot.doc.tasks).filter(
       (t) => t.state === "dispatched" && t.lease?.holder.startsWith("dispatch:local") && !running.has(t.id),
     );
     for (const task of waiting) {
       if (running.size >= concurrency) break;
-      const job = executeTask(task.id, {
-        repo: opts.repo,
-        octokit: opts.octokit,
-        store: store,
-        queue,
-        tracker,
-        config: queue.config(snapshot.doc),
-        cloneUrl: opts.cloneUrl,
-        gitAuth: opts.gitAuth,
-        workDir: opts.workDir,
-        adapterFor: opts.adapterFor,
-        credentialFor: opts.credentialFor,
-        credentialValue: opts.credentialValue,
-        modelBaseUrl: opts.modelBaseUrl,
-        agentEnv: opts.agentEnv,
-        secrets: opts.secrets,
-        sandbox: opts.sandbox,
-        holder: name,
-        clock: opts.clock,
-        signal: stopping.signal,
-        heartbeatMs: opts.heartbeatMs,
-        leaseTtlMs: opts.leaseTtlMs,
-        log,
-      })
-        .then((outcome) => {
-          if (outcome) opts.onOutcome?.(task.id, outcome);
-        })
-        .catch((error) => log(`task ${task.id} failed in the worker: ${(error as Error).stack ?? error}`))
-        .finally(() => {
-          running.delete(task.id);
-          if (running.size === 0) {
-            for (const w of idleWaiters) w();
-            idleWaiters = [];
-          }
-          // A finished task frees a slot: look again at once rather than at the next tick.
-          if (!stopping.signal.aborted) void poll();
-        });
-      running.set(task.id, job);
+      start(task.id, queue, config);
     }
   }
 
@@ -181,7 +149,45 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
       await polling;
       await Promise.allSettled(running.values());
       // Edits still waiting for their 15 s window are written now, so no issue shows a stale state.
-      await tracker.flush().catch((e) => log(`tracking comment edits failed: ${(e as Error).message}`));
+      await repository.tracker
+        .flush()
+        .catch((e) => log(`tracking comment edits failed: ${(e as Error).message}`));
     },
+  };
+}
+
+/** What executeTask needs from this worker for one task. */
+function executeDeps(
+  opts: LocalWorkerOptions,
+  repository: Repository,
+  queue: RepoQueue,
+  config: FleetConfig,
+  holder: string,
+  signal: AbortSignal,
+  log: (message: string) => void,
+): ExecuteDeps {
+  return {
+    repo: opts.repo,
+    octokit: opts.octokit,
+    store: repository.store,
+    queue,
+    tracker: repository.tracker,
+    config,
+    cloneUrl: opts.cloneUrl,
+    gitAuth: opts.gitAuth,
+    workDir: opts.workDir,
+    adapterFor: opts.adapterFor,
+    credentialFor: opts.credentialFor,
+    credentialValue: opts.credentialValue,
+    modelBaseUrl: opts.modelBaseUrl,
+    agentEnv: opts.agentEnv,
+    secrets: opts.secrets,
+    sandbox: opts.sandbox,
+    holder,
+    clock: opts.clock,
+    signal,
+    heartbeatMs: opts.heartbeatMs,
+    leaseTtlMs: opts.leaseTtlMs,
+    log,
   };
 }

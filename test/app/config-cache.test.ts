@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createConfigCache } from "../../src/app/config-cache.ts";
+import { createConfigCache } from "../../src/queue/config-cache.ts";
 import type { ConfigLoad } from "../../src/app/load-config.ts";
 import { defaultFleetConfig } from "../../src/core/config.ts";
 

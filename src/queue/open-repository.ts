@@ -1,0 +1,109 @@
+import type { FleetConfig } from "../core/config.ts";
+import type { GitHubClient, RepoRef } from "../github/client.ts";
+import { type ConfigLoad, readFleetConfig } from "../github/read-config.ts";
+import { createRepoStateStore, type StateTransport } from "../state/repo-store.ts";
+import type { StateStore } from "../state/store.ts";
+import { coalescingStore } from "../state/write-queue.ts";
+import { createActionsDispatcher } from "./actions-dispatcher.ts";
+import { type ConfigCache, createConfigCache } from "./config-cache.ts";
+import { type Dispatcher, localDispatcher } from "./dispatcher.ts";
+import { createRepoQueue, type RepoQueue, type RepoQueueDeps } from "./repo-queue.ts";
+import { createTracker, type Tracker } from "./tracker.ts";
+
+/**
+ * One repository as every part of Fleet works with it (the app per installed repository, the action,
+ * a `fleet run` worker, the CLI): its GitHub client, its `.github/fleet.yml` read through a cache, its
+ * state through one write queue (transitions arriving together share one commit), its tracking
+ * comments, and queues over that state.
+ */
+export interface Repository {
+  readonly repo: RepoRef;
+  /** "owner/name". */
+  readonly full: string;
+  readonly octokit: GitHubClient;
+  readonly store: StateStore;
+  readonly tracker: Tracker;
+  /** `.github/fleet.yml` on the default branch, validated (cached until `forgetConfig` or the cache's time). */
+  fileConfig(): Promise<ConfigLoad>;
+  /** A push to the default branch may have changed the file: the next read asks GitHub again. */
+  forgetConfig(): void;
+  /** The queue for an operation under `fileConfig` (the file's settings; the state adds its overrides). */
+  queue(
+    fileConfig: FleetConfig,
+    extra?: Pick<RepoQueueDeps, "log" | "onOverridesDropped" | "onState">,
+  ): RepoQueue;
+}
+
+export interface OpenRepositoryOptions {
+  octokit: GitHubClient;
+  repo: RepoRef;
+  /** The state store; default: the `fleet/state` branch over `transport` (git unless FLEET_STATE_TRANSPORT says api). */
+  store?: StateStore;
+  transport?: StateTransport;
+  /** Pacing between the store's writes; the write queue already serializes this process's (default 0). */
+  pacing?: number;
+  clock?: () => Date;
+  /** Tracking-comment edits at most this often (tests: 0). */
+  trackerIntervalMs?: number;
+  /** A cache shared between repositories (the app's, forgotten on pushes); default: this repository's own. */
+  configs?: ConfigCache;
+  /** How long an own cache keeps the file (default 5 minutes). */
+  configTtlMs?: number;
+  /** Reads the file some other way (local mode: the repository on disk). */
+  loadConfig?: () => Promise<ConfigLoad>;
+  /** The dispatcher for a dispatch mode; default: Actions for `actions` (with `fleetUrl`), else local. */
+  dispatcherFor?: (config: FleetConfig) => Dispatcher;
+  /** The Fleet app's URL as runners reach it, for dispatched runs to exchange their token at. */
+  fleetUrl?: string;
+  leaseTtlMs?: number;
+  log?: (message: string) => void;
+}
+
+/** Opens a repository for Fleet's work (see Repository). */
+export function openRepository(opts: OpenRepositoryOptions): Repository {
+  const { octokit, repo } = opts;
+  const full = `${repo.owner}/${repo.repo}`;
+  const log = opts.log ?? (() => {});
+  const inner =
+    opts.store ??
+    createRepoStateStore({
+      octokit,
+      owner: repo.owner,
+      repo: repo.repo,
+      transport: opts.transport,
+      clock: opts.clock,
+      pacing: opts.pacing ?? 0,
+    });
+  const store = coalescingStore(inner, { maxDelayMs: 50 });
+  const tracker = createTracker({ octokit, repo, minIntervalMs: opts.trackerIntervalMs });
+  const configs = opts.configs ?? createConfigCache({ ttlMs: opts.configTtlMs });
+  const load = opts.loadConfig ?? (() => readFleetConfig(octokit, repo));
+  const dispatcherFor =
+    opts.dispatcherFor ??
+    ((config: FleetConfig) =>
+      config.dispatch === "actions"
+        ? createActionsDispatcher({ octokit, repo, config, fleetUrl: opts.fleetUrl, log })
+        : localDispatcher);
+  return {
+    repo,
+    full,
+    octokit,
+    store,
+    tracker,
+    fileConfig: () => configs.get(full, load),
+    forgetConfig: () => configs.forget(full),
+    queue: (fileConfig, extra = {}) =>
+      createRepoQueue({
+        repo: full,
+        store,
+        fileConfig,
+        dispatcher: dispatcherFor(fileConfig),
+        tracker,
+        clock: opts.clock,
+        leaseTtlMs: opts.leaseTtlMs,
+        log: extra.log ?? log,
+        ...(extra.onOverridesDropped ? { onOverridesDropped: extra.onOverridesDropped } : {}),
+        ...(extra.onState ? { onState: extra.onState } : {}),
+      }),
+  };
+}
