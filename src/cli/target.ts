@@ -24,6 +24,8 @@ export interface TargetBase {
   octokit: GitHubClient;
   /** `.github/fleet.yml` as found (defaults when absent); problems when it is invalid. */
   fileConfig(): Promise<{ config: FleetConfig; problems: string[] }>;
+  /** `.github/fleet.yml` read as a worker reads it: from GitHub, or from the repository on disk in local mode. */
+  loadConfig?: () => Promise<ConfigLoad>;
   /** File config with the state's `config set` overrides. */
   config(doc: FleetStateDoc): Promise<FleetConfig>;
 }
@@ -157,14 +159,12 @@ export async function resolveTarget(
   if (!isDir) throw new UsageError(`--repo-path ${repoPath} is not a directory.`);
   const name = basename(repoPath).replace(/[^A-Za-z0-9-_.]/g, "-") || "repo";
   const store = createLocalStateStore({ home });
+  const loadConfig = async (): Promise<ConfigLoad> => {
+    const text = await readFile(join(repoPath, FLEET_CONFIG_PATH), "utf8").catch(() => "");
+    return parseFleetConfig(text);
+  };
   const fileConfig = async () => {
-    let text: string;
-    try {
-      text = await readFile(join(repoPath, FLEET_CONFIG_PATH), "utf8");
-    } catch {
-      return { config: defaultFleetConfig(), problems: [] };
-    }
-    const r = parseFleetConfig(text);
+    const r = await loadConfig();
     return { config: r.ok ? r.config : defaultFleetConfig(), problems: problemsOf(r) };
   };
   return {
@@ -177,6 +177,7 @@ export async function resolveTarget(
     octokit: createLocalGitHub({ home, repoPath, store }),
     repoPath,
     fileConfig,
+    loadConfig,
     config: async (doc) => effectiveConfig((await fileConfig()).config, doc),
   };
 }

@@ -64,42 +64,191 @@ export interface Outcome {
   message?: string;
 }
 
+/** What `enqueue` takes: the task to queue for an issue. */
+export interface EnqueueRequest {
+  issue: number;
+  title: string;
+  coder: string;
+  model: string;
+  priority: Priority;
+  dependsOn: number[];
+  requestedBy: string;
+  files?: string[];
+  epic?: number;
+  /** The issue's body as the labeler saw it: the title and body are pinned as the task's prompt. */
+  body?: string | null;
+  /**
+   * When the label asking for the task was added: a task of the issue for the same coder and
+   * model created since then already answers it (a repeated or late delivery, a second replica),
+   * even if that task has ended meanwhile.
+   */
+  labeledAt?: string;
+}
+
+/** How `move` moves: which tasks, with what reason, patch and extra change to the document. */
+export interface MoveOptions {
+  reason?: string;
+  resetAt?: string;
+  patch?: Partial<Task>;
+  taskId?: string;
+  from?: TaskState[];
+  /** More changes to the document in the same commit (e.g. the run's line in the token ledger). */
+  alsoDoc?: (doc: FleetStateDoc) => FleetStateDoc;
+}
+
 /**
  * The task queue of one repository: every operation is one compare-and-swap transition on the
  * repository state (beads mirror included), then its side effects (dispatch, tracking comments).
  * The app, the CLI and the workers all go through it.
  */
-export function createRepoQueue(deps: RepoQueueDeps) {
-  const clock = deps.clock ?? (() => new Date());
-  const now = () => clock().toISOString();
-  const holder = deps.holder ?? `dispatch:${deps.dispatcher.mode}`;
-  let lastDoc: FleetStateDoc | undefined;
+export class RepoQueue {
+  /** The queue's clock (injected in tests), for handlers that compute times. */
+  readonly now: () => Date;
+  private readonly holder: string;
+  private lastDoc: FleetStateDoc | undefined;
 
-  const config = (doc: FleetStateDoc) => effectiveConfig(deps.fileConfig, doc);
+  constructor(private readonly deps: RepoQueueDeps) {
+    this.now = deps.clock ?? (() => new Date());
+    this.holder = deps.holder ?? `dispatch:${deps.dispatcher.mode}`;
+  }
+
+  /** The file config with the state's valid `config set` overrides. */
+  readonly config = (doc: FleetStateDoc): FleetConfig => effectiveConfig(this.deps.fileConfig, doc);
+
+  async snapshot(): Promise<FleetStateDoc> {
+    return (await this.deps.store.read()).doc;
+  }
+
+  /** A scheduling pass on its own (reconcile, a config change). */
+  async schedule(): Promise<Task[]> {
+    const { result } = await this.commit(() => null);
+    return result ? result.changes.map((c) => c.task) : [];
+  }
+
+  /** The state branch was deleted: the fresh state holds dispatches for a lease's length (see holdAfterStateReset). */
+  async holdAfterReset(holdMs?: number): Promise<void> {
+    await this.commit((d) => holdAfterStateReset(d, this.iso(), holdMs), { schedule: false });
+  }
+
+  /** Queues a task (see enqueueTask), unless a task made since the label was added already answers it. */
+  async enqueue(input: EnqueueRequest): Promise<Outcome> {
+    let created = false;
+    const { labeledAt, ...request } = input;
+    const since = labeledAt === undefined ? Number.NaN : Date.parse(labeledAt);
+    const { doc } = await this.commit((d) => {
+      created = false;
+      const answered = tasksOf(d).some(
+        (t) =>
+          t.issue === input.issue &&
+          t.coder === input.coder &&
+          t.model === input.model &&
+          Date.parse(t.createdAt) >= since,
+      );
+      if (answered) return null;
+      const r = enqueueTask(d, { ...request, repo: this.deps.repo, now: this.iso() });
+      created = r.changes.length > 0;
+      return r;
+    });
+    const task = findTask(doc, { issue: input.issue, coder: input.coder, model: input.model, live: true });
+    return { applied: created, task };
+  }
+
+  /** Moves every live task of the issue (or just `taskId`) to `to`. */
+  async move(issue: number, to: TaskState, opts: MoveOptions = {}): Promise<Task[]> {
+    const moved: Task[] = [];
+    await this.commit((d) => {
+      const r = moveTasks(d, issue, to, opts, this.iso());
+      moved.length = 0;
+      moved.push(...(r?.changes.map((c) => c.task) ?? []));
+      return r;
+    });
+    return moved;
+  }
+
+  /**
+   * `config set`: checked against the file config and the overrides already stored (inside the
+   * compare-and-swap, so two people setting at once are both checked against what the other wrote);
+   * all or nothing. A scheduling pass follows in the same commit (a raised cap starts tasks now).
+   */
+  async setConfig(
+    assignments: ReadonlyArray<{ key: string; value: ConfigValue }>,
+    by: string,
+  ): Promise<SetConfigOutcome> {
+    let outcome: SetConfigOutcome = { ok: false, problems: [] };
+    await this.commit((d) => {
+      const update = updateOverrides(this.deps.fileConfig, d.config, assignments);
+      if (!update.ok) {
+        outcome = update;
+        return null;
+      }
+      outcome = { ok: true, config: update.config, dropped: update.dropped };
+      return {
+        doc: { ...d, config: update.overrides },
+        changes: [],
+        messages: [
+          `config set ${assignments.map((a) => `${a.key}=${a.value === null ? "none" : String(a.value)}`).join(" ")} (by ${by})`,
+        ],
+      };
+    });
+    return outcome;
+  }
+
+  /**
+   * Whether Fleet may answer `login` on `issue` now: true at most once per REPLY_WINDOW_MS per person
+   * and issue (recorded in the state, so replicas and restarts agree), for people who may not drive
+   * Fleet. The record is pruned of entries past the window on every claim.
+   */
+  async claimReply(issue: number, login: string): Promise<boolean> {
+    let claimed = false;
+    await this.commit(
+      (d) => {
+        const r = claimReplyIn(d, issue, login, this.now().getTime());
+        claimed = r !== null;
+        return r;
+      },
+      { schedule: false },
+    );
+    return claimed;
+  }
+
+  /** The issue's title or body was edited: re-pinned when `allowed` (the editor may drive Fleet), else noted. */
+  async issueEdited(
+    issue: number,
+    edit: { title: string; body: string | null | undefined; by: string; allowed: boolean },
+  ): Promise<Task[]> {
+    const { result } = await this.commit(
+      (d) => (edit.allowed ? repinTasks : noteIgnoredEdit)(d, issue, { ...edit, now: this.iso() }),
+      { schedule: false },
+    );
+    return result ? result.changes.map((c) => c.task) : [];
+  }
+
+  private iso(): string {
+    return this.now().toISOString();
+  }
 
   /** The document without the stored overrides that no longer apply to the file config, and which those were. */
-  const withoutInvalidOverrides = (
-    doc: FleetStateDoc,
-  ): { doc: FleetStateDoc; dropped: DroppedOverride[] } => {
-    const { dropped } = resolvedConfig(deps.fileConfig, doc);
+  private withoutInvalidOverrides(doc: FleetStateDoc): { doc: FleetStateDoc; dropped: DroppedOverride[] } {
+    const { dropped } = resolvedConfig(this.deps.fileConfig, doc);
     if (dropped.length === 0) return { doc, dropped };
     const kept = { ...doc.config };
     for (const o of dropped) delete kept[o.key];
     return { doc: { ...doc, config: kept }, dropped };
-  };
+  }
 
   /**
    * Runs a transition and a scheduling pass as ONE compare-and-swap commit (GitHub counts every commit
    * against its content-creation limits), keeping the beads mirror in step with every changed task.
    */
-  async function commit(
+  private async commit(
     transitionFn: (doc: FleetStateDoc) => TransitionResult | null,
     opts: { schedule?: boolean } = { schedule: true },
   ): Promise<{ result: TransitionResult | null; doc: FleetStateDoc }> {
+    const { deps } = this;
     let last: TransitionResult | null = null;
     let dropped: DroppedOverride[] = [];
     const mutation: Mutation = ({ doc, beads }) => {
-      const cleaned = deps.onOverridesDropped ? withoutInvalidOverrides(doc) : { doc, dropped: [] };
+      const cleaned = deps.onOverridesDropped ? this.withoutInvalidOverrides(doc) : { doc, dropped: [] };
       dropped = cleaned.dropped;
       const first = transitionFn(cleaned.doc) ?? { doc: cleaned.doc, changes: [], messages: [] };
       if (dropped.length) {
@@ -108,43 +257,92 @@ export function createRepoQueue(deps: RepoQueueDeps) {
           ...first.messages,
         ];
       }
-      last = opts.schedule
-        ? mergeResults(
-            first,
-            applySchedule(first.doc, config(first.doc), { now: now(), holder, leaseTtlMs: deps.leaseTtlMs }),
-          )
-        : first;
+      const pass = () =>
+        applySchedule(first.doc, this.config(first.doc), {
+          now: this.iso(),
+          holder: this.holder,
+          leaseTtlMs: deps.leaseTtlMs,
+        });
+      last = opts.schedule ? mergeResults(first, pass()) : first;
       if (last.changes.length === 0 && last.doc === doc) return null;
+      const changed = last.changes.map((c) => c.task);
       return {
         doc: last.doc,
-        beads: syncBeads(
-          beads,
-          last.changes.map((c) => c.task),
-          tasksOf(last.doc),
-          last.pinned,
-        ),
+        beads: syncBeads(beads, changed, tasksOf(last.doc), last.pinned),
         message: last.messages.join("\n") || "update tasks",
       };
     };
     const update = await deps.store.update(mutation);
-    lastDoc = update.snapshot.doc;
+    this.lastDoc = update.snapshot.doc;
     const result = update.applied ? (last as TransitionResult | null) : null;
     if (update.applied && dropped.length) await deps.onOverridesDropped?.(dropped);
-    if (result) await afterCommit(result);
-    deps.onState?.(update.snapshot.doc, config(update.snapshot.doc));
+    if (result) await this.afterCommit(result);
+    deps.onState?.(update.snapshot.doc, this.config(update.snapshot.doc));
     return { result, doc: update.snapshot.doc };
   }
 
-  async function show(changes: readonly TaskChange[], doc: FleetStateDoc): Promise<void> {
-    if (!deps.tracker) return;
+  /** After a commit: start the runs of newly dispatched tasks, then show every change on its issue. */
+  private async afterCommit(result: TransitionResult): Promise<void> {
+    // By the scheduler's word, not by from/to: a retry requeued and re-dispatched in one commit reads dispatched -> dispatched.
+    const startedIds = new Set(result.dispatched ?? []);
+    for (const { task } of result.changes.filter((c) => startedIds.has(c.task.id))) {
+      const withRun = await this.startRun(task);
+      // The tracking comment links the run.
+      if (withRun) for (const c of result.changes) if (c.task.id === task.id) c.task = withRun(c.task);
+    }
+    for (const c of result.changes) {
+      if (c.task.state === "cancelled" && c.from !== "cancelled")
+        await this.deps.dispatcher.stop(c.task).catch(() => {});
+    }
+    await this.show(result.changes, this.lastDoc ?? result.doc);
+  }
+
+  /** Starts a dispatched task's run and records it on the task; a start that fails fails the task, saying why. */
+  private async startRun(task: Task): Promise<((t: Task) => Task) | undefined> {
+    try {
+      const run = await this.deps.dispatcher.start(task);
+      if (!run.runId) return undefined;
+      const withRun = (t: Task): Task => ({
+        ...t,
+        runId: run.runId,
+        ...(run.runUrl ? { runUrl: run.runUrl } : {}),
+      });
+      await this.commit(
+        (d) =>
+          d.tasks[task.id]?.state === "dispatched"
+            ? {
+                doc: { ...d, tasks: { ...d.tasks, [task.id]: withRun(d.tasks[task.id]!) } },
+                changes: [{ task: withRun(d.tasks[task.id]!), from: "dispatched" }],
+                messages: [`run ${run.runId} started for gh-${task.issue}`],
+              }
+            : null,
+        { schedule: false },
+      );
+      return withRun;
+    } catch (error) {
+      this.deps.log?.(`dispatch of ${task.id} failed: ${(error as Error).message}`);
+      await this.commit((d) =>
+        moveTask(d, task.id, "failed", {
+          now: this.iso(),
+          reason: `could not start the run: ${(error as Error).message}`,
+        }),
+      );
+      return undefined;
+    }
+  }
+
+  /** Every changed task's tracking comment: its state, place in the queue, tokens, run link. */
+  private async show(changes: readonly TaskChange[], doc: FleetStateDoc): Promise<void> {
+    const { tracker } = this.deps;
+    if (!tracker) return;
     const tasks = tasksOf(doc);
-    const effective = config(doc);
+    const effective = this.config(doc);
     const cap = effective.max_concurrent;
     await Promise.all(
       changes.map(({ task, from }) => {
         const pos =
           task.state === "queued" ? queuePosition(tasks, task.id, { max_concurrent: cap }) : undefined;
-        return deps.tracker!.show(
+        return tracker.show(
           task.issue,
           {
             taskKey: task.id,
@@ -169,229 +367,63 @@ export function createRepoQueue(deps: RepoQueueDeps) {
       }),
     );
   }
-
-  /** After a commit: start the runs of newly dispatched tasks, then show every change on its issue. */
-  async function afterCommit(result: TransitionResult): Promise<void> {
-    // By the scheduler's word, not by from/to: a retry requeued and re-dispatched in one commit reads dispatched -> dispatched.
-    const startedIds = new Set(result.dispatched ?? []);
-    const started = result.changes.filter((c) => startedIds.has(c.task.id));
-    for (const { task } of started) {
-      try {
-        const run = await deps.dispatcher.start(task);
-        if (run.runId) {
-          const withRun = (t: Task): Task => ({
-            ...t,
-            runId: run.runId,
-            ...(run.runUrl ? { runUrl: run.runUrl } : {}),
-          });
-          await commit(
-            (d) =>
-              d.tasks[task.id]?.state === "dispatched"
-                ? {
-                    doc: { ...d, tasks: { ...d.tasks, [task.id]: withRun(d.tasks[task.id]!) } },
-                    changes: [{ task: withRun(d.tasks[task.id]!), from: "dispatched" }],
-                    messages: [`run ${run.runId} started for gh-${task.issue}`],
-                  }
-                : null,
-            { schedule: false },
-          );
-          // The tracking comment links the run.
-          for (const c of result.changes) if (c.task.id === task.id) c.task = withRun(c.task);
-        }
-      } catch (error) {
-        deps.log?.(`dispatch of ${task.id} failed: ${(error as Error).message}`);
-        await commit((d) =>
-          moveTask(d, task.id, "failed", {
-            now: now(),
-            reason: `could not start the run: ${(error as Error).message}`,
-          }),
-        );
-      }
-    }
-    for (const c of result.changes) {
-      if (c.task.state === "cancelled" && c.from !== "cancelled")
-        await deps.dispatcher.stop(c.task).catch(() => {});
-    }
-    await show(result.changes, lastDoc ?? result.doc);
-  }
-
-  /** The state branch was deleted: the fresh state holds dispatches for a lease's length (see holdAfterStateReset). */
-  async function holdAfterReset(holdMs?: number): Promise<void> {
-    await commit((d) => holdAfterStateReset(d, now(), holdMs), { schedule: false });
-  }
-
-  /** A scheduling pass on its own (reconcile, a config change). */
-  async function schedule(): Promise<Task[]> {
-    const { result } = await commit(() => null);
-    return result ? result.changes.map((c) => c.task) : [];
-  }
-
-  return {
-    schedule,
-    holdAfterReset,
-    /** The queue's clock (injected in tests), for handlers that compute times. */
-    now: clock,
-    async snapshot(): Promise<FleetStateDoc> {
-      return (await deps.store.read()).doc;
-    },
-    config,
-
-    async enqueue(input: {
-      issue: number;
-      title: string;
-      coder: string;
-      model: string;
-      priority: Priority;
-      dependsOn: number[];
-      requestedBy: string;
-      files?: string[];
-      epic?: number;
-      /** The issue's body as the labeler saw it: the title and body are pinned as the task's prompt. */
-      body?: string | null;
-      /**
-       * When the label asking for the task was added: a task of the issue for the same coder and
-       * model created since then already answers it (a repeated or late delivery, a second replica),
-       * even if that task has ended meanwhile.
-       */
-      labeledAt?: string;
-    }): Promise<Outcome> {
-      let created = false;
-      const { labeledAt, ...request } = input;
-      const since = labeledAt === undefined ? Number.NaN : Date.parse(labeledAt);
-      const { doc } = await commit((d) => {
-        created = false;
-        const answered = tasksOf(d).some(
-          (t) =>
-            t.issue === input.issue &&
-            t.coder === input.coder &&
-            t.model === input.model &&
-            Date.parse(t.createdAt) >= since,
-        );
-        if (answered) return null;
-        const r = enqueueTask(d, { ...request, repo: deps.repo, now: now() });
-        created = r.changes.length > 0;
-        return r;
-      });
-      const task = findTask(doc, { issue: input.issue, coder: input.coder, model: input.model, live: true });
-      return { applied: created, task };
-    },
-
-    /** Moves every live task of the issue (or just `taskId`) to `to`. */
-    async move(
-      issue: number,
-      to: TaskState,
-      opts: {
-        reason?: string;
-        resetAt?: string;
-        patch?: Partial<Task>;
-        taskId?: string;
-        from?: TaskState[];
-        /** More changes to the document in the same commit (e.g. the run's line in the token ledger). */
-        alsoDoc?: (doc: FleetStateDoc) => FleetStateDoc;
-      } = {},
-    ): Promise<Task[]> {
-      const moved: Task[] = [];
-      await commit((d) => {
-        const targets = tasksOf(d).filter(
-          (t) =>
-            t.issue === issue &&
-            (!opts.taskId || t.id === opts.taskId) &&
-            (!opts.from || opts.from.includes(t.state)),
-        );
-        let acc: TransitionResult = { doc: d, changes: [], messages: [] };
-        for (const t of targets) {
-          // Already there (an event got ahead of the worker): keep the fields the mover brings.
-          const moved =
-            t.state === to
-              ? opts.patch && patchTask(acc.doc, t.id, opts.patch, now())
-              : moveTask(acc.doc, t.id, to, { now: now(), ...opts });
-          if (moved)
-            acc = {
-              doc: moved.doc,
-              changes: [...acc.changes, ...moved.changes],
-              messages: [...acc.messages, ...moved.messages],
-            };
-        }
-        moved.length = 0;
-        moved.push(...acc.changes.map((c) => c.task));
-        if (!acc.changes.length) return null;
-        return opts.alsoDoc ? { ...acc, doc: opts.alsoDoc(acc.doc) } : acc;
-      });
-      return moved;
-    },
-
-    /**
-     * `config set`: checked against the file config and the overrides already stored (inside the
-     * compare-and-swap, so two people setting at once are both checked against what the other wrote);
-     * all or nothing. A scheduling pass follows in the same commit (a raised cap starts tasks now).
-     */
-    async setConfig(
-      assignments: ReadonlyArray<{ key: string; value: ConfigValue }>,
-      by: string,
-    ): Promise<SetConfigOutcome> {
-      let outcome: SetConfigOutcome = { ok: false, problems: [] };
-      await commit((d) => {
-        const update = updateOverrides(deps.fileConfig, d.config, assignments);
-        if (!update.ok) {
-          outcome = update;
-          return null;
-        }
-        outcome = { ok: true, config: update.config, dropped: update.dropped };
-        return {
-          doc: { ...d, config: update.overrides },
-          changes: [],
-          messages: [
-            `config set ${assignments.map((a) => `${a.key}=${a.value === null ? "none" : String(a.value)}`).join(" ")} (by ${by})`,
-          ],
-        };
-      });
-      return outcome;
-    },
-
-    /**
-     * Whether Fleet may answer `login` on `issue` now: true at most once per REPLY_WINDOW_MS per person
-     * and issue (recorded in the state, so replicas and restarts agree), for people who may not drive
-     * Fleet. The record is pruned of entries past the window on every claim.
-     */
-    async claimReply(issue: number, login: string): Promise<boolean> {
-      let claimed = false;
-      await commit(
-        (d) => {
-          claimed = false;
-          const nowS = Math.floor(clock().getTime() / 1000);
-          const windowS = REPLY_WINDOW_MS / 1000;
-          const key = `${issue}:${login.toLowerCase()}`;
-          const replies = Object.fromEntries(
-            Object.entries(d.replies ?? {}).filter(([, at]) => nowS - at < windowS),
-          );
-          if (replies[key] !== undefined) return null;
-          claimed = true;
-          return {
-            doc: { ...d, replies: { ...replies, [key]: nowS } },
-            changes: [],
-            messages: [`answer ${login} on #${issue} (once an hour)`],
-          };
-        },
-        { schedule: false },
-      );
-      return claimed;
-    },
-
-    /** The issue's title or body was edited: re-pinned when `allowed` (the editor may drive Fleet), else noted. */
-    async issueEdited(
-      issue: number,
-      edit: { title: string; body: string | null | undefined; by: string; allowed: boolean },
-    ): Promise<Task[]> {
-      const { result } = await commit(
-        (d) => (edit.allowed ? repinTasks : noteIgnoredEdit)(d, issue, { ...edit, now: now() }),
-        { schedule: false },
-      );
-      return result ? result.changes.map((c) => c.task) : [];
-    },
-  };
 }
 
-export type RepoQueue = ReturnType<typeof createRepoQueue>;
+/** The task queue of one repository (see RepoQueue). */
+export function createRepoQueue(deps: RepoQueueDeps): RepoQueue {
+  return new RepoQueue(deps);
+}
+
+/** Moves the issue's tasks (or one) to `to`, as one transition; null when none moved. */
+function moveTasks(
+  d: FleetStateDoc,
+  issue: number,
+  to: TaskState,
+  opts: MoveOptions,
+  now: string,
+): TransitionResult | null {
+  const targets = tasksOf(d).filter(
+    (t) =>
+      t.issue === issue &&
+      (!opts.taskId || t.id === opts.taskId) &&
+      (!opts.from || opts.from.includes(t.state)),
+  );
+  let acc: TransitionResult = { doc: d, changes: [], messages: [] };
+  for (const t of targets) {
+    // Already there (an event got ahead of the worker): keep the fields the mover brings.
+    const moved =
+      t.state === to
+        ? opts.patch && patchTask(acc.doc, t.id, opts.patch, now)
+        : moveTask(acc.doc, t.id, to, { now, ...opts });
+    if (moved)
+      acc = {
+        doc: moved.doc,
+        changes: [...acc.changes, ...moved.changes],
+        messages: [...acc.messages, ...moved.messages],
+      };
+  }
+  if (!acc.changes.length) return null;
+  return opts.alsoDoc ? { ...acc, doc: opts.alsoDoc(acc.doc) } : acc;
+}
+
+/** The reply record with `login` on `issue` claimed (entries past the window pruned); null when already answered. */
+function claimReplyIn(
+  d: FleetStateDoc,
+  issue: number,
+  login: string,
+  nowMs: number,
+): TransitionResult | null {
+  const nowS = Math.floor(nowMs / 1000);
+  const windowS = REPLY_WINDOW_MS / 1000;
+  const key = `${issue}:${login.toLowerCase()}`;
+  const replies = Object.fromEntries(Object.entries(d.replies ?? {}).filter(([, at]) => nowS - at < windowS));
+  if (replies[key] !== undefined) return null;
+  return {
+    doc: { ...d, replies: { ...replies, [key]: nowS } },
+    changes: [],
+    messages: [`answer ${login} on #${issue} (once an hour)`],
+  };
+}
 
 /** Two transitions applied one after the other, as one: a task changed twice keeps its first `from`. */
 function mergeResults(a: TransitionResult, b: TransitionResult): TransitionResult {

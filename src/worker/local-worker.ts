@@ -3,6 +3,7 @@ import type { AgentAdapter } from "../agents/types.ts";
 import type { FleetConfig } from "../core/config.ts";
 import { wakeDue } from "../core/scheduler.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
+import type { ConfigLoad } from "../github/read-config.ts";
 import { localDispatcher } from "../queue/dispatcher.ts";
 import { openRepository, type Repository } from "../queue/open-repository.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
@@ -29,6 +30,8 @@ export interface LocalWorkerOptions {
   secrets?: string[];
   /** How agents are contained; default: the repository config's `sandbox` (bubblewrap). */
   sandbox?: SandboxMode;
+  /** Reads `.github/fleet.yml` some other way than from GitHub (local mode: the repository on disk). */
+  loadConfig?: () => Promise<ConfigLoad>;
   /** Tasks this worker runs at once (its share of the repository's slots). */
   concurrency?: number;
   /** How often the state is read for dispatched tasks; a read that finds nothing new costs a 304. */
@@ -71,6 +74,7 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
     clock: opts.clock,
     trackerIntervalMs: opts.trackerIntervalMs,
     configTtlMs: 60_000,
+    ...(opts.loadConfig ? { loadConfig: opts.loadConfig } : {}),
     dispatcherFor: () => localDispatcher,
     log,
   });

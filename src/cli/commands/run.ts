@@ -183,6 +183,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     credentialFor: credentialFor(config, credentialOf),
     credentialValue: credentialOf,
     secrets,
+    ...(target.loadConfig ? { loadConfig: target.loadConfig } : {}),
     sandbox,
     modelBaseUrl: values["model-base-url"] ?? process.env.FLEET_MODEL_BASE_URL,
     agentEnv,
