@@ -2,6 +2,7 @@ import { access, mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { AgentInvocation } from "../agents/types.ts";
 import { redactSecrets } from "../core/redact.ts";
+import type { LabeledSecret } from "../core/secret-scan.ts";
 import type { RebaseRequest } from "../core/task.ts";
 import { combineTotals, type RunTotals } from "../core/usage.ts";
 import { parseRepoFullName } from "../github/client.ts";
@@ -71,10 +72,6 @@ export async function runRebase(spec: RebaseSpec, deps: RebaseDeps): Promise<Tas
   const ref = parseRepoFullName(spec.repo);
   const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
   const logPath = join(artifactsDir, REBASE_LOG_FILE);
-  // Grows with each gateway token handed to the agent.
-  const labeled = labeledSecretsOf(deps);
-  const secrets = labeled.map((s) => s.value);
-  const redact = (text: string) => redactSecrets(text, secrets);
   const outcome: TaskOutcome = { outcome: "pr-opened", logPath, artifacts: {} };
   await mkdir(artifactsDir, { recursive: true });
   await writeFile(logPath, "");
@@ -86,133 +83,48 @@ export async function runRebase(spec: RebaseSpec, deps: RebaseDeps): Promise<Tas
     outcome.reason = `Pull request #${spec.pr} was ${pr.merged ? "merged" : "closed"} before the rebase ran; nothing to rebase.`;
     return outcome;
   }
-  const branch = pr.head.ref;
-  const base = pr.base.ref;
-  const view = { why: spec.request.why, branch, base };
-  outcome.pr = { number: pr.number, url: pr.html_url, head: branch };
-  const comment = (body: string) =>
-    deps.octokit.rest.issues
-      .createComment({ ...ref, issue_number: spec.pr, body: redact(body) })
-      .catch(() => undefined);
-
-  let wt: Worktree | undefined;
-  let totals: RunTotals | undefined;
-  let conflicts: string[] = [];
-  let ownGateway: ModelGateway | undefined;
-  try {
-    assertFleetBranch(branch);
-    if (!deps.gateway) ownGateway = await startModelGateway();
-    const gateway = deps.gateway ?? ownGateway!;
-    const onRunToken = (token: string) => {
+  outcome.pr = { number: pr.number, url: pr.html_url, head: pr.head.ref };
+  // Grows with each gateway token handed to the agent.
+  const labeled = labeledSecretsOf(deps);
+  const secrets = labeled.map((s) => s.value);
+  const redact = (text: string) => redactSecrets(text, secrets);
+  const run: RebaseState = {
+    spec,
+    deps,
+    view: { why: spec.request.why, branch: pr.head.ref, base: pr.base.ref },
+    logPath,
+    artifactsDir,
+    labeled,
+    onRunToken: (token) => {
       labeled.push({ label: "this run's model-gateway token", value: token });
       secrets.push(token);
-    };
+    },
+    conflicts: [],
+    resolved: new Set(),
+    comment: (body) =>
+      deps.octokit.rest.issues.createComment({ ...ref, issue_number: spec.pr, body: redact(body) }).then(
+        () => undefined,
+        () => undefined,
+      ),
+  };
+  let wt: Worktree | undefined;
+  let ownGateway: ModelGateway | undefined;
+  try {
+    assertFleetBranch(run.view.branch);
+    if (!deps.gateway) ownGateway = await startModelGateway();
+    run.gateway = deps.gateway ?? ownGateway;
     wt = await addWorktree(
       deps.workDir,
       { repo: spec.repo, cloneUrl: deps.cloneUrl, auth: deps.gitAuth },
       spec.taskId,
-      branch,
+      run.view.branch,
     );
-    if (!wt.continued) throw new RebaseFailed(`The branch \`${branch}\` is not on GitHub any more.`, []);
-    const tree = wt;
-    const baseSha = (await gitIn(tree, ["rev-parse", `refs/remotes/origin/${base}^{commit}`])).stdout.trim();
-
-    const based = await gitIn(tree, ["merge-base", "--is-ancestor", baseSha, "HEAD"], { okCodes: [1] });
-    const clean = await gitIn(
-      tree,
-      ["merge-tree", "--write-tree", "--name-only", "--no-messages", "HEAD", baseSha],
-      {
-        okCodes: [1],
-      },
-    );
-    if (based.exitCode === 0 || (spec.request.onlyIfConflicting && clean.exitCode === 0)) {
-      outcome.reason =
-        based.exitCode === 0
-          ? `\`${branch}\` already contains \`${base}\`; nothing to rebase.`
-          : `\`${branch}\` still merges cleanly into \`${base}\`; left as it is.`;
-      // Asked for by hand: say why nothing happened.
-      if (!spec.request.onlyIfConflicting)
-        await comment(renderRebaseNotNeeded({ ...view, reason: outcome.reason }));
-      return outcome;
-    }
-
-    // 1. A plain rebase; 2. the agent at each conflicted commit; 3. no markers anywhere in the result.
-    let r = await gitIn(tree, ["-c", "core.editor=true", "rebase", baseSha], { okCodes: [1] });
-    const resolved = new Set<string>();
-    let agentSteps = 0;
-    for (let guard = 0; r.exitCode !== 0 || (await rebaseInProgress(tree)); guard++) {
-      if (guard > 100) throw new RebaseFailed("The rebase did not finish.", conflicts);
-      if (deps.signal?.aborted) throw new RebaseFailed("The run was cancelled.", conflicts);
-      const unmerged = await unmergedFiles(tree);
-      if (unmerged.length === 0) {
-        // Nothing left to resolve: the commit became empty (its change is already in the base).
-        r = await gitIn(tree, ["-c", "core.editor=true", "rebase", "--skip"], { okCodes: [1] });
-        continue;
-      }
-      conflicts = [...new Set([...conflicts, ...unmerged])].sort();
-      if (++agentSteps > MAX_AGENT_STEPS)
-        throw new RebaseFailed(
-          `More than ${MAX_AGENT_STEPS} commits of the branch conflict; this needs a person.`,
-          conflicts,
-        );
-      const step = await resolveWithAgent(spec, deps, tree, {
-        branch,
-        base,
-        files: unmerged,
-        logPath,
-        artifactsDir,
-        gateway,
-        onRunToken,
-      });
-      totals = combineTotals(totals, step.totals);
-      await cleanAfterAgent(tree);
-      if (step.error) throw new RebaseFailed(step.error, conflicts);
-      const left = await filesWithMarkers(tree.path, unmerged);
-      if (left.length > 0)
-        throw new RebaseFailed(
-          `The agent left conflict markers in ${left.map((f) => `\`${f}\``).join(", ")}${step.summary ? `. Its summary: ${step.summary}` : "."}`,
-          conflicts,
-        );
-      for (const f of unmerged) resolved.add(f);
-      await gitIn(tree, ["add", "-A"]);
-      r = await gitIn(tree, ["-c", "core.editor=true", "rebase", "--continue"], { okCodes: [1] });
-    }
-    const changed = (await gitIn(tree, ["diff", "--name-only", baseSha, "HEAD"])).stdout
-      .split("\n")
-      .filter(Boolean);
-    const marked = await filesWithMarkers(tree.path, changed);
-    if (marked.length > 0)
-      throw new RebaseFailed(
-        `The rebased branch still has conflict markers in ${marked.map((f) => `\`${f}\``).join(", ")}.`,
-        conflicts,
-      );
-    // What the branch adds on top of the new base: the base's own changes are not the agent's.
-    const leak = await checkOutgoing(tree, baseSha, labeled, []);
-    if (leak) throw new RebaseFailed(leak, conflicts);
-    if (deps.signal?.aborted) throw new RebaseFailed("The run was cancelled before the push.", conflicts);
-
-    // Someone pushing to the branch meanwhile wins: the lease is the commit this run started from.
-    const push = await gitIn(
-      tree,
-      [
-        "push",
-        "-q",
-        `--force-with-lease=refs/heads/${branch}:${wt.startSha}`,
-        deps.cloneUrl,
-        `HEAD:refs/heads/${branch}`,
-      ],
-      { auth: deps.gitAuth, okCodes: [1] },
-    );
-    if (push.exitCode !== 0)
-      throw new RebaseFailed(
-        `The push was refused: \`${branch}\` changed on GitHub while Fleet rebased it.`,
-        conflicts,
-      );
-    if (totals) outcome.totals = totals;
-    await comment(renderRebased({ ...view, baseSha, resolved: [...resolved].sort(), totals }));
+    if (!wt.continued)
+      throw new RebaseFailed(`The branch \`${run.view.branch}\` is not on GitHub any more.`, []);
+    await rebaseAndPush(run, wt, outcome);
     return outcome;
   } catch (error) {
-    if (totals) outcome.totals = totals;
+    if (run.totals) outcome.totals = run.totals;
     const reason = redact(error instanceof Error ? error.message : String(error));
     if (deps.signal?.aborted) {
       outcome.outcome = "cancelled";
@@ -220,14 +132,8 @@ export async function runRebase(spec: RebaseSpec, deps: RebaseDeps): Promise<Tas
       return outcome;
     }
     outcome.reason = `Rebase failed: ${reason}`;
-    await comment(
-      renderRebaseFailed({
-        ...view,
-        conflicts: error instanceof RebaseFailed ? error.conflicts : conflicts,
-        reason,
-        totals,
-      }),
-    );
+    const conflicts = error instanceof RebaseFailed ? error.conflicts : run.conflicts;
+    await run.comment(renderRebaseFailed({ ...run.view, conflicts, reason, totals: run.totals }));
     return outcome;
   } finally {
     if (wt) {
@@ -235,6 +141,127 @@ export async function runRebase(spec: RebaseSpec, deps: RebaseDeps): Promise<Tas
       await removeWorktree(wt);
     }
     await ownGateway?.close();
+  }
+}
+
+/** What a rebase run knows as it goes: its request, its secrets, the files that conflicted and were resolved. */
+interface RebaseState {
+  spec: RebaseSpec;
+  deps: RebaseDeps;
+  view: { why: string; branch: string; base: string };
+  logPath: string;
+  artifactsDir: string;
+  labeled: LabeledSecret[];
+  gateway?: ModelGateway;
+  onRunToken: (token: string) => void;
+  totals?: RunTotals;
+  conflicts: string[];
+  resolved: Set<string>;
+  comment: (body: string) => Promise<void>;
+}
+
+/**
+ * The branch onto its base: nothing when it already contains the base (or, when only a conflict asks
+ * for it, still merges cleanly); else the rebase with the agent's help, checked, pushed with lease.
+ */
+async function rebaseAndPush(run: RebaseState, wt: Worktree, outcome: TaskOutcome): Promise<void> {
+  const { spec, deps, view } = run;
+  const baseSha = (await gitIn(wt, ["rev-parse", `refs/remotes/origin/${view.base}^{commit}`])).stdout.trim();
+  const based = await gitIn(wt, ["merge-base", "--is-ancestor", baseSha, "HEAD"], { okCodes: [1] });
+  const clean = await gitIn(
+    wt,
+    ["merge-tree", "--write-tree", "--name-only", "--no-messages", "HEAD", baseSha],
+    {
+      okCodes: [1],
+    },
+  );
+  if (based.exitCode === 0 || (spec.request.onlyIfConflicting && clean.exitCode === 0)) {
+    outcome.reason =
+      based.exitCode === 0
+        ? `\`${view.branch}\` already contains \`${view.base}\`; nothing to rebase.`
+        : `\`${view.branch}\` still merges cleanly into \`${view.base}\`; left as it is.`;
+    // Asked for by hand: say why nothing happened.
+    if (!spec.request.onlyIfConflicting)
+      await run.comment(renderRebaseNotNeeded({ ...view, reason: outcome.reason }));
+    return;
+  }
+  await replayWithAgent(run, wt, baseSha);
+  const changed = (await gitIn(wt, ["diff", "--name-only", baseSha, "HEAD"])).stdout
+    .split("\n")
+    .filter(Boolean);
+  const marked = await filesWithMarkers(wt.path, changed);
+  if (marked.length > 0)
+    throw new RebaseFailed(
+      `The rebased branch still has conflict markers in ${marked.map((f) => `\`${f}\``).join(", ")}.`,
+      run.conflicts,
+    );
+  // What the branch adds on top of the new base: the base's own changes are not the agent's.
+  const leak = await checkOutgoing(wt, baseSha, run.labeled, []);
+  if (leak) throw new RebaseFailed(leak, run.conflicts);
+  if (deps.signal?.aborted) throw new RebaseFailed("The run was cancelled before the push.", run.conflicts);
+  // Someone pushing to the branch meanwhile wins: the lease is the commit this run started from.
+  const push = await gitIn(
+    wt,
+    [
+      "push",
+      "-q",
+      `--force-with-lease=refs/heads/${view.branch}:${wt.startSha}`,
+      deps.cloneUrl,
+      `HEAD:refs/heads/${view.branch}`,
+    ],
+    { auth: deps.gitAuth, okCodes: [1] },
+  );
+  if (push.exitCode !== 0)
+    throw new RebaseFailed(
+      `The push was refused: \`${view.branch}\` changed on GitHub while Fleet rebased it.`,
+      run.conflicts,
+    );
+  if (run.totals) outcome.totals = run.totals;
+  await run.comment(
+    renderRebased({ ...view, baseSha, resolved: [...run.resolved].sort(), totals: run.totals }),
+  );
+}
+
+/** A plain rebase; at each commit that conflicts, the agent resolves the files git names (no marker may remain). */
+async function replayWithAgent(run: RebaseState, wt: Worktree, baseSha: string): Promise<void> {
+  const { spec, deps, view } = run;
+  let r = await gitIn(wt, ["-c", "core.editor=true", "rebase", baseSha], { okCodes: [1] });
+  let agentSteps = 0;
+  for (let guard = 0; r.exitCode !== 0 || (await rebaseInProgress(wt)); guard++) {
+    if (guard > 100) throw new RebaseFailed("The rebase did not finish.", run.conflicts);
+    if (deps.signal?.aborted) throw new RebaseFailed("The run was cancelled.", run.conflicts);
+    const unmerged = await unmergedFiles(wt);
+    if (unmerged.length === 0) {
+      // Nothing left to resolve: the commit became empty (its change is already in the base).
+      r = await gitIn(wt, ["-c", "core.editor=true", "rebase", "--skip"], { okCodes: [1] });
+      continue;
+    }
+    run.conflicts = [...new Set([...run.conflicts, ...unmerged])].sort();
+    if (++agentSteps > MAX_AGENT_STEPS)
+      throw new RebaseFailed(
+        `More than ${MAX_AGENT_STEPS} commits of the branch conflict; this needs a person.`,
+        run.conflicts,
+      );
+    const step = await resolveWithAgent(spec, deps, wt, {
+      ...view,
+      files: unmerged,
+      logPath: run.logPath,
+      artifactsDir: run.artifactsDir,
+      gateway: run.gateway!,
+      onRunToken: run.onRunToken,
+    });
+    run.totals = combineTotals(run.totals, step.totals);
+    await cleanAfterAgent(wt);
+    if (step.error) throw new RebaseFailed(step.error, run.conflicts);
+    const left = await filesWithMarkers(wt.path, unmerged);
+    if (left.length > 0)
+      throw new RebaseFailed(
+        `The agent left conflict markers in ${left.map((f) => `\`${f}\``).join(", ")}${step.summary ? `. Its summary: ${step.summary}` : "."}`,
+        run.conflicts,
+      );
+    for (const f of unmerged) run.resolved.add(f);
+    await gitIn(wt, ["add", "-A"]);
+    r = await gitIn(wt, ["-c", "core.editor=true", "rebase", "--continue"], { okCodes: [1] });
   }
 }
 
