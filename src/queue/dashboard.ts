@@ -68,45 +68,161 @@ export interface DashboardPublisher {
   readonly edits: number;
 }
 
+/** The state recording `created` as the dashboard issue, unless one is recorded already (then: null, and that one wins). */
+export function recordDashboardIssue(doc: FleetStateDoc, created: number) {
+  if (dashboardIssueOf(doc) !== undefined) return null;
+  return { doc: { ...doc, [DASHBOARD_KEY]: { issue: created } }, message: `dashboard is issue #${created}` };
+}
+
+/** The state forgetting dashboard issue `gone` (deleted or transferred), if it is still the recorded one. */
+export function forgetDashboardIssue(doc: FleetStateDoc, gone: number) {
+  if (dashboardIssueOf(doc) !== gone) return null;
+  const { [DASHBOARD_KEY]: _gone, ...rest } = doc;
+  return { doc: rest as FleetStateDoc, message: `dashboard issue #${gone} is gone` };
+}
+
 /**
  * The repository's one dashboard issue, kept current: created on first use and recorded in the
  * state, found again by its hidden marker if the state lost it, edited in place at most once per
  * `dashboard_interval_seconds`, pinned where GitHub allows. Two replicas creating it at once both
  * try to record theirs; the loser closes its own and edits the winner's.
  */
-export function createDashboardPublisher(opts: DashboardPublisherOptions): DashboardPublisher {
-  const clock = opts.clock ?? (() => new Date());
-  const log = opts.log ?? (() => {});
-  const full = `${opts.repo.owner}/${opts.repo.repo}`;
-  let issue: number | undefined;
-  let lastContent: string | undefined;
-  let lastWrite = Number.NEGATIVE_INFINITY;
-  let pending: { doc: FleetStateDoc; config: FleetConfig } | undefined;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let writing: Promise<void> = Promise.resolve();
-  let edits = 0;
-  let stopped = false;
+class Dashboard implements DashboardPublisher {
+  edits = 0;
+  private issue: number | undefined;
+  private lastContent: string | undefined;
+  private lastWrite = Number.NEGATIVE_INFINITY;
+  private pending: { doc: FleetStateDoc; config: FleetConfig } | undefined;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private writing: Promise<void> = Promise.resolve();
+  private stopped = false;
+  private readonly clock: () => Date;
+  private readonly log: (message: string) => void;
+  private readonly full: string;
 
-  async function record(created: number): Promise<number> {
-    let winner = created;
-    await opts.store.update(({ doc }) => {
-      const known = dashboardIssueOf(doc);
-      if (known !== undefined) {
-        winner = known;
-        return null;
+  constructor(private readonly opts: DashboardPublisherOptions) {
+    this.clock = opts.clock ?? (() => new Date());
+    this.log = opts.log ?? (() => {});
+    this.full = `${opts.repo.owner}/${opts.repo.repo}`;
+  }
+
+  update(doc: FleetStateDoc, config: FleetConfig): void {
+    if (!config.dashboard || this.stopped) return;
+    this.pending = { doc, config };
+    const wait = this.lastWrite + config.dashboard_interval_seconds * 1000 - Date.now();
+    if (wait <= 0) {
+      void this.write();
+      return;
+    }
+    if (!this.timer) {
+      this.timer = setTimeout(() => void this.write(), wait);
+      this.timer.unref?.();
+    }
+  }
+
+  async flush(): Promise<void> {
+    await this.write();
+  }
+
+  async showProblem(config: FleetConfig, text: string): Promise<void> {
+    if (!config.dashboard || this.stopped) return;
+    const { octokit, repo } = this.opts;
+    const run = async () => {
+      const number = this.issue ?? (await this.findByMarker());
+      if (number === undefined) return;
+      const body = [DASHBOARD_MARKER, `# ${DASHBOARD_TITLE} for ${this.full}`, "", text].join("\n");
+      await octokit.rest.issues.update({ ...repo, issue_number: number, body });
+      this.issue = number;
+      this.lastContent = undefined;
+      this.edits++;
+    };
+    this.writing = this.writing
+      .then(run)
+      .catch((error) => this.log(`dashboard of ${this.full} not updated: ${(error as Error).message}`));
+    await this.writing;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.pending = undefined;
+  }
+
+  private write(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const job = this.pending;
+    this.pending = undefined;
+    if (!job) return this.writing;
+    this.lastWrite = Date.now();
+    this.writing = this.writing
+      .then(() => this.publish(job.doc, job.config))
+      .catch((error) => this.log(`dashboard of ${this.full} not updated: ${(error as Error).message}`));
+    return this.writing;
+  }
+
+  private async publish(doc: FleetStateDoc, config: FleetConfig): Promise<void> {
+    const { octokit, repo, store } = this.opts;
+    const body = dashboardBody(this.full, doc, config, this.clock());
+    const content = dashboardContent(body);
+    if (content === this.lastContent) return;
+    const target = await this.ensureIssue(doc, body);
+    if (!target.fresh) {
+      try {
+        await octokit.rest.issues.update({ ...repo, issue_number: target.number, body });
+      } catch (error) {
+        this.issue = undefined;
+        const status = (error as { status?: number }).status;
+        // Deleted or transferred: forget it in the state too, so the next write finds or creates another.
+        if (status === 404 || status === 410)
+          await store.update(({ doc: d }) => forgetDashboardIssue(d, target.number));
+        throw error;
       }
-      winner = created;
-      return {
-        doc: { ...doc, [DASHBOARD_KEY]: { issue: created } },
-        message: `dashboard is issue #${created}`,
-      };
+    }
+    this.issue = target.number;
+    this.lastContent = content;
+    this.edits++;
+  }
+
+  /** The dashboard issue's number: known, recorded in the state, found by marker, or created now. */
+  private async ensureIssue(doc: FleetStateDoc, body: string): Promise<{ number: number; fresh: boolean }> {
+    const { octokit, repo, store } = this.opts;
+    if (this.issue !== undefined) return { number: this.issue, fresh: false };
+    const recorded = dashboardIssueOf(doc) ?? dashboardIssueOf((await store.read()).doc);
+    if (recorded !== undefined) return { number: recorded, fresh: false };
+    const found = await this.findByMarker();
+    if (found !== undefined) return { number: await this.record(found), fresh: false };
+    const { data } = await octokit.rest.issues.create({ ...repo, title: DASHBOARD_TITLE, body });
+    const winner = await this.record(data.number);
+    if (winner !== data.number) {
+      await octokit.rest.issues.update({
+        ...repo,
+        issue_number: data.number,
+        state: "closed",
+        state_reason: "not_planned",
+        body: `${body.replace(DASHBOARD_MARKER, "")}\n\n_A duplicate of #${winner}, closed by Fleet._`,
+      });
+      return { number: winner, fresh: false };
+    }
+    await this.pin(data.number);
+    return { number: data.number, fresh: true };
+  }
+
+  /** Records `created` in the state; the number already recorded by someone else wins. */
+  private async record(created: number): Promise<number> {
+    let winner = created;
+    await this.opts.store.update(({ doc }) => {
+      winner = dashboardIssueOf(doc) ?? created;
+      return recordDashboardIssue(doc, created);
     });
     return winner;
   }
 
-  async function findByMarker(): Promise<number | undefined> {
-    const open = await opts.octokit.paginate(opts.octokit.rest.issues.listForRepo, {
-      ...opts.repo,
+  private async findByMarker(): Promise<number | undefined> {
+    const { octokit, repo } = this.opts;
+    const open = await octokit.paginate(octokit.rest.issues.listForRepo, {
+      ...repo,
       state: "open",
       per_page: 100,
     });
@@ -117,123 +233,22 @@ export function createDashboardPublisher(opts: DashboardPublisherOptions): Dashb
     return mine[0]?.number;
   }
 
-  async function pin(number: number): Promise<void> {
+  private async pin(number: number): Promise<void> {
+    const { octokit, repo } = this.opts;
     try {
-      const { data } = await opts.octokit.rest.issues.get({ ...opts.repo, issue_number: number });
-      await opts.octokit.request("POST /graphql", {
+      const { data } = await octokit.rest.issues.get({ ...repo, issue_number: number });
+      await octokit.request("POST /graphql", {
         query: "mutation($id: ID!) { pinIssue(input: { issueId: $id }) { issue { number } } }",
         variables: { id: data.node_id },
       });
     } catch (error) {
       // Pinning is a convenience: a repository at its pin limit, or a GitHub without it, still gets the issue.
-      log(`could not pin the dashboard issue #${number} of ${full}: ${(error as Error).message}`);
+      this.log(`could not pin the dashboard issue #${number} of ${this.full}: ${(error as Error).message}`);
     }
   }
+}
 
-  /** The dashboard issue's number: known, recorded in the state, found by marker, or created now. */
-  async function ensureIssue(doc: FleetStateDoc, body: string): Promise<{ number: number; fresh: boolean }> {
-    if (issue !== undefined) return { number: issue, fresh: false };
-    const recorded = dashboardIssueOf(doc) ?? dashboardIssueOf((await opts.store.read()).doc);
-    if (recorded !== undefined) return { number: recorded, fresh: false };
-    const found = await findByMarker();
-    if (found !== undefined) return { number: await record(found), fresh: false };
-    const { data } = await opts.octokit.rest.issues.create({ ...opts.repo, title: DASHBOARD_TITLE, body });
-    const winner = await record(data.number);
-    if (winner !== data.number) {
-      await opts.octokit.rest.issues.update({
-        ...opts.repo,
-        issue_number: data.number,
-        state: "closed",
-        state_reason: "not_planned",
-        body: `${body.replace(DASHBOARD_MARKER, "")}\n\n_A duplicate of #${winner}, closed by Fleet._`,
-      });
-      return { number: winner, fresh: false };
-    }
-    await pin(data.number);
-    return { number: data.number, fresh: true };
-  }
-
-  async function publish(doc: FleetStateDoc, config: FleetConfig): Promise<void> {
-    const body = dashboardBody(full, doc, config, clock());
-    const content = dashboardContent(body);
-    if (content === lastContent) return;
-    const target = await ensureIssue(doc, body);
-    if (!target.fresh) {
-      try {
-        await opts.octokit.rest.issues.update({ ...opts.repo, issue_number: target.number, body });
-      } catch (error) {
-        issue = undefined;
-        const status = (error as { status?: number }).status;
-        // Deleted or transferred: forget it in the state too, so the next write finds or creates another.
-        if (status === 404 || status === 410) {
-          await opts.store.update(({ doc: d }) => {
-            if (dashboardIssueOf(d) !== target.number) return null;
-            const { [DASHBOARD_KEY]: _gone, ...rest } = d;
-            return { doc: rest as FleetStateDoc, message: `dashboard issue #${target.number} is gone` };
-          });
-        }
-        throw error;
-      }
-    }
-    issue = target.number;
-    lastContent = content;
-    edits++;
-  }
-
-  function write(): Promise<void> {
-    if (timer) clearTimeout(timer);
-    timer = undefined;
-    const job = pending;
-    pending = undefined;
-    if (!job) return writing;
-    lastWrite = Date.now();
-    writing = writing
-      .then(() => publish(job.doc, job.config))
-      .catch((error) => log(`dashboard of ${full} not updated: ${(error as Error).message}`));
-    return writing;
-  }
-
-  return {
-    get edits() {
-      return edits;
-    },
-    update(doc, config) {
-      if (!config.dashboard || stopped) return;
-      pending = { doc, config };
-      const wait = lastWrite + config.dashboard_interval_seconds * 1000 - Date.now();
-      if (wait <= 0) {
-        void write();
-        return;
-      }
-      if (!timer) {
-        timer = setTimeout(() => void write(), wait);
-        timer.unref?.();
-      }
-    },
-    async flush() {
-      await write();
-    },
-    async showProblem(config, text) {
-      if (!config.dashboard || stopped) return;
-      const run = async () => {
-        const number = issue ?? (await findByMarker());
-        if (number === undefined) return;
-        const body = [DASHBOARD_MARKER, `# ${DASHBOARD_TITLE} for ${full}`, "", text].join("\n");
-        await opts.octokit.rest.issues.update({ ...opts.repo, issue_number: number, body });
-        issue = number;
-        lastContent = undefined;
-        edits++;
-      };
-      writing = writing
-        .then(run)
-        .catch((error) => log(`dashboard of ${full} not updated: ${(error as Error).message}`));
-      await writing;
-    },
-    stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      timer = undefined;
-      pending = undefined;
-    },
-  };
+/** The repository's dashboard issue, kept current (see Dashboard). */
+export function createDashboardPublisher(opts: DashboardPublisherOptions): DashboardPublisher {
+  return new Dashboard(opts);
 }
