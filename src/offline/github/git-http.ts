@@ -73,61 +73,173 @@ function credentials(header: string | undefined): string | undefined {
 const actorLogin = (a: Actor): string =>
   a.kind === "user" || a.kind === "installation" ? a.user.login : a.kind;
 
+type GitTarget = { owner: string; repo: string; op: string };
+
+/** Who may do what, as GitHub answers it: 401 asks for credentials, 404 hides a repository, 403 refuses a push. */
+function authorize(d: GitHttpDeps, req: IncomingMessage, owner: string, name: string, push: boolean) {
+  const unauthorized = new HttpError(
+    401,
+    "Invalid username or token.",
+    {},
+    { "www-authenticate": 'Basic realm="GitHub"' },
+  );
+  let actor: Actor;
+  try {
+    actor = d.auth.actor(credentials(req.headers.authorization));
+  } catch {
+    throw unauthorized;
+  }
+  const repo = d.state.repo(owner, name);
+  if (actor.kind === "app") throw unauthorized;
+  if (actor.kind === "anonymous") {
+    // Public repositories can be cloned without credentials; everything else asks for them.
+    if (!repo || repo.private || push) throw unauthorized;
+    return { repo, actor };
+  }
+  const notFound = new HttpError(404, "Repository not found.");
+  if (!repo) throw notFound;
+  const denied = () =>
+    new HttpError(403, `Permission to ${repo.fullName}.git denied to ${actor.user.login}.`);
+  const level = push ? "write" : "read";
+  if (actor.kind === "installation") {
+    if (actor.installationId !== repo.installationId) throw notFound;
+    // A GITHUB_TOKEN reaches its own repository only, and pushes with `contents: write`.
+    if (actor.workflow) {
+      if (actor.workflow.repo.toLowerCase() !== repo.fullName.toLowerCase()) throw notFound;
+      if (!holds(actor.workflow, "contents", level)) throw denied();
+    }
+    // The app's token reaches the repositories it was created for, with `contents` to fetch and push.
+    if (actor.grant) {
+      if (!grantReaches(actor.grant, repo)) throw notFound;
+      if (!grantHolds(actor.grant, "contents", level)) throw denied();
+    }
+    return { repo, actor };
+  }
+  const p = d.state.permission(repo, actor.user.login);
+  if (p === "none") throw notFound;
+  if (push && !atLeast(p, "write")) throw denied();
+  return { repo, actor };
+}
+
+/** A fault injected for this git route (after its latency): the status, text and headers to answer. */
+async function injectedFault(d: GitHttpDeps, method: string, op: string) {
+  const fault = d.faults?.take(method, `/{owner}/{repo}.git/${op}`, { wildcard: false });
+  if (fault?.latencyMs) await new Promise((r) => setTimeout(r, fault.latencyMs));
+  if (!fault?.status) return undefined;
+  const limited = fault.status === 403 || fault.status === 429;
+  const message = limited
+    ? "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
+    : fault.status >= 500
+      ? "Server Error"
+      : "Injected fault";
+  const headers: Record<string, string> =
+    fault.retryAfter !== undefined ? { "retry-after": String(fault.retryAfter) } : {};
+  return { status: fault.status, message, headers };
+}
+
+/** The CGI environment of `git http-backend` for one request; a clean one, without the emulator's GIT_* variables. */
+function cgiEnvironment(
+  d: GitHttpDeps,
+  req: IncomingMessage,
+  repo: Repo,
+  target: GitTarget,
+  query: URLSearchParams,
+  remoteUser: string,
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("GIT_")) env[k] = v;
+  Object.assign(env, {
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_PROJECT_ROOT: d.dataDir,
+    GIT_HTTP_EXPORT_ALL: "1",
+    PATH_INFO: `/${relative(d.dataDir, repo.git.gitDir)}/${target.op}`,
+    QUERY_STRING: query.toString(),
+    REQUEST_METHOD: (req.method ?? "GET").toUpperCase(),
+    CONTENT_TYPE: req.headers["content-type"] ?? "",
+    // http-backend enables receive-pack only for an authenticated user.
+    REMOTE_USER: remoteUser,
+    REMOTE_ADDR: req.socket.remoteAddress ?? "",
+  });
+  if (req.headers["content-encoding"]) env.HTTP_CONTENT_ENCODING = String(req.headers["content-encoding"]);
+  if (req.headers["content-length"]) env.CONTENT_LENGTH = String(req.headers["content-length"]);
+  if (req.headers["git-protocol"]) env.GIT_PROTOCOL = String(req.headers["git-protocol"]);
+  return env;
+}
+
+/** Where a CGI response's header block ends (CRLF or LF blank line), or -1 while it has not. */
+function cgiHeaderEnd(head: Buffer): number {
+  const crlf = head.indexOf("\r\n\r\n");
+  const lf = head.indexOf("\n\n");
+  return crlf >= 0 && (lf < 0 || crlf < lf) ? crlf + 4 : lf >= 0 ? lf + 2 : -1;
+}
+
+/** A CGI header block: its `Status` and the HTTP headers to send. */
+function cgiHeaders(block: string): { status: number; headers: Record<string, string> } {
+  let status = 200;
+  const headers: Record<string, string> = {};
+  for (const line of block.split(/\r?\n/)) {
+    const colon = line.indexOf(":");
+    if (colon <= 0) continue;
+    const key = line.slice(0, colon).trim().toLowerCase();
+    const value = line.slice(colon + 1).trim();
+    if (key === "status") status = Number.parseInt(value, 10) || 500;
+    else headers[key] = value;
+  }
+  return { status, headers };
+}
+
+/**
+ * Runs `git http-backend` with the request as its input and streams its answer back (headers from
+ * its CGI header block). Resolves when it exits, leaving the response open for the caller to end.
+ */
+function runHttpBackend(
+  req: IncomingMessage,
+  res: ServerResponse,
+  env: Record<string, string>,
+  log: (status: number) => void,
+): Promise<{ headersDone: boolean; code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn("git", ["http-backend"], { env, stdio: ["pipe", "pipe", "pipe"] });
+    let head = Buffer.alloc(0);
+    let headersDone = false;
+    let stderr = "";
+    child.stderr.on("data", (c: Buffer) => {
+      stderr += c.toString("utf8");
+    });
+    child.stdin.on("error", () => {});
+    req.pipe(child.stdin);
+    child.stdout.on("data", (chunk: Buffer) => {
+      if (headersDone) {
+        res.write(chunk);
+        return;
+      }
+      head = Buffer.concat([head, chunk]);
+      const end = cgiHeaderEnd(head);
+      if (end < 0) return;
+      headersDone = true;
+      const { status, headers } = cgiHeaders(head.subarray(0, end).toString("latin1"));
+      log(status);
+      res.writeHead(status, headers);
+      const rest = head.subarray(end);
+      if (rest.length) res.write(rest);
+    });
+    child.on("error", (e) => {
+      stderr += e.message;
+    });
+    child.on("close", (code) => resolve({ headersDone, code, stderr }));
+  });
+}
+
 /**
  * Serves `info/refs`, `git-upload-pack` and `git-receive-pack` by running `git http-backend` as a CGI,
  * with GitHub's rules: HTTP Basic with a token, read access to fetch, write access to push.
  */
 export function createGitHttpHandler(d: GitHttpDeps) {
-  /** Who may do what, as GitHub answers it: 401 asks for credentials, 404 hides a repository, 403 refuses a push. */
-  function authorize(req: IncomingMessage, owner: string, name: string, push: boolean) {
-    const unauthorized = new HttpError(
-      401,
-      "Invalid username or token.",
-      {},
-      { "www-authenticate": 'Basic realm="GitHub"' },
-    );
-    let actor: Actor;
-    try {
-      actor = d.auth.actor(credentials(req.headers.authorization));
-    } catch {
-      throw unauthorized;
-    }
-    const repo = d.state.repo(owner, name);
-    if (actor.kind === "app") throw unauthorized;
-    if (actor.kind === "anonymous") {
-      // Public repositories can be cloned without credentials; everything else asks for them.
-      if (!repo || repo.private || push) throw unauthorized;
-      return { repo, actor };
-    }
-    const notFound = new HttpError(404, "Repository not found.");
-    if (!repo) throw notFound;
-    if (actor.kind === "installation") {
-      if (actor.installationId !== repo.installationId) throw notFound;
-      // A GITHUB_TOKEN reaches its own repository only, and pushes with `contents: write`.
-      if (actor.workflow) {
-        if (actor.workflow.repo.toLowerCase() !== repo.fullName.toLowerCase()) throw notFound;
-        if (!holds(actor.workflow, "contents", push ? "write" : "read"))
-          throw new HttpError(403, `Permission to ${repo.fullName}.git denied to ${actor.user.login}.`);
-      }
-      // The app's token reaches the repositories it was created for, with `contents` to fetch and push.
-      if (actor.grant) {
-        if (!grantReaches(actor.grant, repo)) throw notFound;
-        if (!grantHolds(actor.grant, "contents", push ? "write" : "read"))
-          throw new HttpError(403, `Permission to ${repo.fullName}.git denied to ${actor.user.login}.`);
-      }
-      return { repo, actor };
-    }
-    const p = d.state.permission(repo, actor.user.login);
-    if (p === "none") throw notFound;
-    if (push && !atLeast(p, "write"))
-      throw new HttpError(403, `Permission to ${repo.fullName}.git denied to ${actor.user.login}.`);
-    return { repo, actor };
-  }
-
   return async function handle(
     req: IncomingMessage,
     res: ServerResponse,
-    target: { owner: string; repo: string; op: string },
+    target: GitTarget,
     query: URLSearchParams,
   ): Promise<void> {
     const method = (req.method ?? "GET").toUpperCase();
@@ -150,111 +262,38 @@ export function createGitHttpHandler(d: GitHttpDeps) {
     let repo: Repo;
     let actor: Actor;
     try {
-      ({ repo, actor } = authorize(req, target.owner, target.repo, service === "git-receive-pack"));
+      ({ repo, actor } = authorize(d, req, target.owner, target.repo, service === "git-receive-pack"));
     } catch (e) {
       const err = e as HttpError;
       return fail(err.status, err.message, err.headers);
     }
     actorName = actorLogin(actor);
 
-    const fault = d.faults?.take(method, `/{owner}/{repo}.git/${target.op}`, { wildcard: false });
-    if (fault?.latencyMs) await new Promise((r) => setTimeout(r, fault.latencyMs));
-    if (fault?.status) {
-      const limited = fault.status === 403 || fault.status === 429;
-      const message = limited
-        ? "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
-        : fault.status >= 500
-          ? "Server Error"
-          : "Injected fault";
-      const headers: Record<string, string> =
-        fault.retryAfter !== undefined ? { "retry-after": String(fault.retryAfter) } : {};
-      return fail(fault.status, message, headers);
-    }
+    const fault = await injectedFault(d, method, target.op);
+    if (fault) return fail(fault.status, fault.message, fault.headers);
 
-    // The CGI sees a clean environment: no GIT_* variable of the emulator's own process leaks in.
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env))
-      if (v !== undefined && !k.startsWith("GIT_")) env[k] = v;
-    Object.assign(env, {
-      GIT_CONFIG_NOSYSTEM: "1",
-      GIT_CONFIG_GLOBAL: "/dev/null",
-      GIT_PROJECT_ROOT: d.dataDir,
-      GIT_HTTP_EXPORT_ALL: "1",
-      PATH_INFO: `/${relative(d.dataDir, repo.git.gitDir)}/${target.op}`,
-      QUERY_STRING: query.toString(),
-      REQUEST_METHOD: method,
-      CONTENT_TYPE: req.headers["content-type"] ?? "",
-      // http-backend enables receive-pack only for an authenticated user.
-      REMOTE_USER: actorName,
-      REMOTE_ADDR: req.socket.remoteAddress ?? "",
-    });
+    const env = cgiEnvironment(d, req, repo, target, query, actorName);
     let pushFile: string | undefined;
     if (target.op === "git-receive-pack") {
       // The post-receive hook writes its lines here; the emulator reports them as the token's actor.
       pushFile = join(await mkdtemp(join(tmpdir(), "fleet-gh-push-")), "lines");
       env.FLEET_EMULATOR_PUSH_FILE = pushFile;
     }
-    if (req.headers["content-encoding"]) env.HTTP_CONTENT_ENCODING = String(req.headers["content-encoding"]);
-    if (req.headers["content-length"]) env.CONTENT_LENGTH = String(req.headers["content-length"]);
-    if (req.headers["git-protocol"]) env.GIT_PROTOCOL = String(req.headers["git-protocol"]);
-
-    await new Promise<void>((resolve) => {
-      const child = spawn("git", ["http-backend"], { env, stdio: ["pipe", "pipe", "pipe"] });
-      let head = Buffer.alloc(0);
-      let headersDone = false;
-      let stderr = "";
-      child.stderr.on("data", (c: Buffer) => {
-        stderr += c.toString("utf8");
-      });
-      child.stdin.on("error", () => {});
-      req.pipe(child.stdin);
-      child.stdout.on("data", (chunk: Buffer) => {
-        if (headersDone) {
-          res.write(chunk);
-          return;
-        }
-        head = Buffer.concat([head, chunk]);
-        const crlf = head.indexOf("\r\n\r\n");
-        const lf = head.indexOf("\n\n");
-        const end = crlf >= 0 && (lf < 0 || crlf < lf) ? crlf + 4 : lf >= 0 ? lf + 2 : -1;
-        if (end < 0) return;
-        headersDone = true;
-        let status = 200;
-        const headers: Record<string, string> = {};
-        for (const line of head.subarray(0, end).toString("latin1").split(/\r?\n/)) {
-          const colon = line.indexOf(":");
-          if (colon <= 0) continue;
-          const key = line.slice(0, colon).trim().toLowerCase();
-          const value = line.slice(colon + 1).trim();
-          if (key === "status") status = Number.parseInt(value, 10) || 500;
-          else headers[key] = value;
-        }
-        log(status);
-        res.writeHead(status, headers);
-        const rest = head.subarray(end);
-        if (rest.length) res.write(rest);
-      });
-      child.on("error", (e) => {
-        stderr += e.message;
-      });
-      child.on("close", (code) => {
-        void (async () => {
-          if (pushFile) {
-            const lines = await readFile(pushFile, "utf8").catch(() => "");
-            await rm(dirname(pushFile), { recursive: true, force: true });
-            if (lines)
-              await d
-                .onPush(repo, lines, actor)
-                .catch((e) => process.stderr.write(`[github-emulator] push report failed: ${e}\n`));
-          }
-          if (!headersDone) {
-            process.stderr.write(`[github-emulator] git http-backend failed (${code}): ${stderr}\n`);
-            if (!res.headersSent) fail(500, "git http-backend failed");
-            else res.end();
-          } else res.end();
-          resolve();
-        })();
-      });
-    });
+    const { headersDone, code, stderr } = await runHttpBackend(req, res, env, log);
+    if (pushFile) {
+      const lines = await readFile(pushFile, "utf8").catch(() => "");
+      await rm(dirname(pushFile), { recursive: true, force: true });
+      if (lines)
+        await d
+          .onPush(repo, lines, actor)
+          .catch((e) => process.stderr.write(`[github-emulator] push report failed: ${e}\n`));
+    }
+    if (headersDone) {
+      res.end();
+      return;
+    }
+    process.stderr.write(`[github-emulator] git http-backend failed (${code}): ${stderr}\n`);
+    if (!res.headersSent) fail(500, "git http-backend failed");
+    else res.end();
   };
 }

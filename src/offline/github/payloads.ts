@@ -1,6 +1,13 @@
 import type { CommitInfo } from "./git-repo.ts";
 import type { Comment, Issue, Label, Repo, Review, ReviewComment, User, WorkflowRun } from "./state.ts";
 
+const UNSIGNED = { verified: false, reason: "unsigned", signature: null, payload: null, verified_at: null };
+
+/** GitHub wraps base64 content at 60 characters a line. */
+export function wrap64(s: string): string {
+  return s.replace(/(.{60})/g, "$1\n");
+}
+
 /**
  * JSON shapes of GitHub objects, shared by REST responses and webhook payloads. Field sets
  * follow @octokit/webhooks-schemas (which forbid extra fields), so tests can validate them.
@@ -377,13 +384,50 @@ export class Shapes {
         url: `${api}/commits/${p}`,
         html_url: `${this.html}/${r.fullName}/commit/${p}`,
       })),
-      verification: {
-        verified: false,
-        reason: "unsigned",
-        signature: null,
-        payload: null,
-        verified_at: null,
+      verification: { ...UNSIGNED },
+    };
+  }
+
+  /** A commit as the REST API lists it (`repos.getCommit`, `pulls.listCommits`, a branch's head). */
+  commit(r: Repo, c: CommitInfo) {
+    const api = `${this.api}/repos/${r.fullName}`;
+    return {
+      sha: c.sha,
+      node_id: this.nodeId("Commit", Number.parseInt(c.sha.slice(0, 8), 16)),
+      commit: {
+        author: c.author,
+        committer: c.committer,
+        message: c.message,
+        tree: { sha: c.tree, url: `${api}/git/trees/${c.tree}` },
+        url: `${api}/git/commits/${c.sha}`,
+        comment_count: 0,
+        verification: { ...UNSIGNED },
       },
+      url: `${api}/commits/${c.sha}`,
+      html_url: `${this.html}/${r.fullName}/commit/${c.sha}`,
+      comments_url: `${api}/commits/${c.sha}/comments`,
+      author: null,
+      committer: null,
+      parents: c.parents.map((p) => ({
+        sha: p,
+        url: `${api}/commits/${p}`,
+        html_url: `${this.html}/${r.fullName}/commit/${p}`,
+      })),
+    };
+  }
+
+  /** A file of a diff (`files` of a commit, a comparison or a pull request); no line figures. */
+  diffFile(sha: string, f: { status: string; path: string }) {
+    return {
+      sha,
+      filename: f.path,
+      status: f.status === "A" ? "added" : f.status === "D" ? "removed" : "modified",
+      additions: 0,
+      deletions: 0,
+      changes: 0,
+      blob_url: "",
+      raw_url: "",
+      contents_url: "",
     };
   }
 

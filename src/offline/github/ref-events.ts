@@ -1,8 +1,16 @@
-import { refreshPull } from "./routes/pulls.ts";
+import { refreshPull } from "./pull-requests.ts";
 import type { Repo, User } from "./state.ts";
 import type { World } from "./world.ts";
 
 const ZERO = "0".repeat(40);
+
+/** A ref moved (`before`/`after` null: created/deleted), through the REST API: what GitHub does about it. */
+export type OnRefMoved = (
+  repo: Repo,
+  ref: string,
+  before: string | null,
+  after: string | null,
+) => Promise<void>;
 
 /**
  * What GitHub does when a branch moves, by API or by `git push`: a push webhook, the `on: push`

@@ -22,6 +22,9 @@ export interface Reply {
 
 export type Handler = (ctx: Ctx) => Promise<Reply> | Reply;
 
+/** A JSON request body as the handlers read it. */
+export type Body = Record<string, unknown>;
+
 /** The emulator's implemented operations, keyed exactly like the spec: "METHOD /template". */
 export class Router {
   private readonly handlers = new Map<string, Handler>();

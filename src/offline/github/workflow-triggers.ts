@@ -1,6 +1,6 @@
 /**
  * Which workflows an event starts, the way GitHub reads a workflow's `on:` key. Pure functions over
- * the parsed YAML; routes/actions.ts reads the files and creates the runs.
+ * the parsed YAML; actions.ts reads the files and creates the runs.
  *
  * - Forms of `on:` (a string, a list, or a map of events to filters):
  *   https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-syntax#on

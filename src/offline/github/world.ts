@@ -16,7 +16,7 @@ import {
 import type { WebhookSender } from "./webhooks.ts";
 import { checkWorkflowToken } from "./workflow-token.ts";
 
-/** Starts the workflow runs an event triggers (routes/actions.ts); absent until Actions registers. */
+/** Starts the workflow runs an event triggers (actions.ts); absent until Actions is made. */
 export interface WorkflowTriggers {
   pushed(repo: Repo, ref: string, before: string | null, after: string | null, pusher?: User): Promise<void>;
   pullRequest(

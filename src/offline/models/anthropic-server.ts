@@ -1,28 +1,11 @@
 import { randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo, Socket } from "node:net";
-import {
-  estimateTokens,
-  hold,
-  type RecordedRequest,
-  readBody,
-  type ScriptServer,
-  type ScriptTurn,
-  type ScriptUsage,
-  sendJson,
-  sse,
-} from "./script.ts";
+import type { ScriptServer, ScriptTurn } from "./script.ts";
+import { estimateTokens, sendJson } from "./script.ts";
+import { type ScriptApi, type ScriptOptions, startScriptServer, type TurnReply } from "./script-server.ts";
 
 export type { RecordedRequest, ScriptServer, ScriptTurn, ScriptUsage } from "./script.ts";
 
-export interface AnthropicScriptOptions {
-  turns: ScriptTurn[];
-  port?: number;
-  /** Text of the turn played once the script is exhausted. */
-  finalText?: string;
-}
-
-const FINAL_USAGE: ScriptUsage = { input_tokens: 10, output_tokens: 5 };
+export type AnthropicScriptOptions = ScriptOptions;
 
 /**
  * A scripted Anthropic Messages API on loopback for the real Claude Code CLI
@@ -33,214 +16,111 @@ const FINAL_USAGE: ScriptUsage = { input_tokens: 10, output_tokens: 5 };
  * (`/v1/messages/count_tokens`) and tool-less calls (session titles, quota probes, summaries) on the
  * small model; those get a short generic answer.
  */
-export async function startAnthropicScriptServer(opts: AnthropicScriptOptions): Promise<ScriptServer> {
-  const requests: RecordedRequest[] = [];
-  const sockets = new Set<Socket>();
-  const stopping = new AbortController();
-  let next = 0;
+export function startAnthropicScriptServer(opts: AnthropicScriptOptions): Promise<ScriptServer> {
+  return startScriptServer(opts, anthropicApi());
+}
+
+function anthropicApi(): ScriptApi {
   let msgSeq = 0;
   let toolSeq = 0;
   // Ids unique across servers: consumers may key usage by message id.
   const runId = randomUUID().slice(0, 8);
-
-  const server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      if (!res.headersSent) sendJson(res, 500, apiError("api_error", String(err)));
-      else res.destroy();
-    });
-  });
-  server.on("connection", (s) => {
-    sockets.add(s);
-    s.on("close", () => sockets.delete(s));
-  });
-
-  async function handle(req: IncomingMessage, res: ServerResponse) {
-    const url = new URL(req.url ?? "/", "http://localhost");
-    // biome-ignore lint/suspicious/noExplicitAny: arbitrary JSON request body
-    const body = (await readBody(req)) as any;
-    const record: RecordedRequest = {
-      method: req.method ?? "GET",
-      path: url.pathname,
-      headers: req.headers,
-      body,
-      kind: "side",
-    };
-    requests.push(record);
-
-    if (req.method === "POST" && url.pathname === "/v1/messages/count_tokens") {
-      return sendJson(res, 200, { input_tokens: estimateTokens(body?.messages) });
-    }
-    if (req.method === "POST" && url.pathname === "/v1/messages") {
-      const stream = body?.stream === true;
-      const model = typeof body?.model === "string" ? body.model : "claude-scripted";
-      if (!isMainRequest(body)) {
-        // Zero usage: the CLI adds side requests into modelUsage, and tests compare totals with the script.
-        return playTurn(
-          res,
-          { text: sideText(body), usage: { input_tokens: 0, output_tokens: 0 } },
-          model,
-          stream,
-        );
-      }
-      const turn = opts.turns[next];
-      if (turn) {
-        record.kind = "main";
-        record.turn = next;
-        next++;
-        return playTurn(res, turn, model, stream);
-      }
-      record.kind = "final";
-      return playTurn(res, { text: opts.finalText ?? "Done.", usage: FINAL_USAGE }, model, stream);
-    }
-    // Claude Code probes the base URL with `HEAD /` before its first request.
-    if ((req.method === "HEAD" || req.method === "GET") && url.pathname === "/") {
-      res.writeHead(200, { "content-type": "text/plain" });
-      return res.end(req.method === "GET" ? "scripted anthropic server" : undefined);
-    }
-    if (req.method === "GET" && url.pathname === "/v1/models") {
-      return sendJson(res, 200, { data: [], has_more: false, first_id: null, last_id: null });
-    }
-    sendJson(
-      res,
-      404,
-      apiError("not_found_error", `scripted server: no route ${req.method} ${url.pathname}`),
-    );
-  }
-
-  async function playTurn(res: ServerResponse, turn: ScriptTurn, model: string, stream: boolean) {
-    if (turn.error) {
-      const headers: Record<string, string> = {};
-      if (turn.error.retryAfter !== undefined) headers["retry-after"] = String(turn.error.retryAfter);
-      const type =
-        turn.error.type ??
-        (turn.error.status === 429
-          ? "rate_limit_error"
-          : turn.error.status === 529
-            ? "overloaded_error"
-            : "api_error");
-      if (turn.stallMs && !(await hold(res, turn.stallMs, stopping.signal))) return;
-      return sendJson(res, turn.error.status, apiError(type, `scripted ${turn.error.status}`), headers);
-    }
-    const id = `msg_scripted_${runId}_${++msgSeq}`;
-    const usage = {
-      input_tokens: turn.usage?.input_tokens ?? 0,
-      output_tokens: turn.usage?.output_tokens ?? 0,
-      cache_read_input_tokens: turn.usage?.cache_read_input_tokens ?? 0,
-      cache_creation_input_tokens: turn.usage?.cache_creation_input_tokens ?? 0,
-    };
-    const content: Array<Record<string, unknown>> = [];
-    if (turn.text) content.push({ type: "text", text: turn.text });
-    for (const t of turn.toolUses ?? []) {
-      content.push({
-        type: "tool_use",
-        id: `toolu_scripted_${runId}_${++toolSeq}`,
-        name: t.name,
-        input: t.input ?? {},
-      });
-    }
-    const stopReason = turn.toolUses?.length ? "tool_use" : "end_turn";
-
-    if (!stream) {
-      if (turn.stallMs && !(await hold(res, turn.stallMs, stopping.signal))) return;
-      return sendJson(res, 200, {
-        id,
-        type: "message",
-        role: "assistant",
-        model,
-        content,
-        stop_reason: stopReason,
-        stop_sequence: null,
-        usage,
-      });
-    }
-
-    res.writeHead(200, {
-      "content-type": "text/event-stream",
-      "cache-control": "no-cache",
-      connection: "keep-alive",
-      "request-id": `req_scripted_${msgSeq}`,
-    });
-    res.flushHeaders();
-    if (turn.stallMs && !(await hold(res, turn.stallMs, stopping.signal))) return;
-
-    sse(res, "message_start", {
-      type: "message_start",
-      message: {
-        id,
-        type: "message",
-        role: "assistant",
-        model,
-        content: [],
-        stop_reason: null,
-        stop_sequence: null,
-        // The real API reports output_tokens 1 here and the final count in message_delta.
-        usage: { ...usage, output_tokens: Math.min(1, usage.output_tokens) },
-      },
-    });
-    content.forEach((block, index) => {
-      if (block.type === "text") {
-        sse(res, "content_block_start", {
-          type: "content_block_start",
-          index,
-          content_block: { type: "text", text: "" },
-        });
-        for (const piece of chunk(String(block.text), 40)) {
-          sse(res, "content_block_delta", {
-            type: "content_block_delta",
-            index,
-            delta: { type: "text_delta", text: piece },
-          });
-        }
-      } else {
-        sse(res, "content_block_start", {
-          type: "content_block_start",
-          index,
-          content_block: { type: "tool_use", id: block.id, name: block.name, input: {} },
-        });
-        for (const piece of chunk(JSON.stringify(block.input), 40)) {
-          sse(res, "content_block_delta", {
-            type: "content_block_delta",
-            index,
-            delta: { type: "input_json_delta", partial_json: piece },
-          });
-        }
-      }
-      sse(res, "content_block_stop", { type: "content_block_stop", index });
-    });
-    sse(res, "message_delta", {
-      type: "message_delta",
-      delta: { stop_reason: stopReason, stop_sequence: null },
-      usage,
-    });
-    sse(res, "message_stop", { type: "message_stop" });
-    res.end();
-  }
-
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.port ?? 0, "127.0.0.1", () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
-
   return {
-    url: `http://127.0.0.1:${port}`,
-    port,
-    requests,
-    get played() {
-      return next;
+    turnRequest: (method, path, body) =>
+      method === "POST" && path === "/v1/messages"
+        ? {
+            model: typeof body?.model === "string" ? body.model : "claude-scripted",
+            stream: body?.stream === true,
+          }
+        : undefined,
+    sideText,
+    answer(req, res, path, body) {
+      if (req.method === "POST" && path === "/v1/messages/count_tokens") {
+        sendJson(res, 200, { input_tokens: estimateTokens(body?.messages) });
+        return true;
+      }
+      // Claude Code probes the base URL with `HEAD /` before its first request.
+      if ((req.method === "HEAD" || req.method === "GET") && path === "/") {
+        res.writeHead(200, { "content-type": "text/plain" });
+        res.end(req.method === "GET" ? "scripted anthropic server" : undefined);
+        return true;
+      }
+      if (req.method === "GET" && path === "/v1/models") {
+        sendJson(res, 200, { data: [], has_more: false, first_id: null, last_id: null });
+        return true;
+      }
+      return false;
     },
-    stop: async () => {
-      stopping.abort();
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+    errorBody: apiError,
+    notFoundType: "not_found_error",
+    serverErrorType: "api_error",
+    turnError: (error) =>
+      apiError(
+        error.type ??
+          (error.status === 429
+            ? "rate_limit_error"
+            : error.status === 529
+              ? "overloaded_error"
+              : "api_error"),
+        `scripted ${error.status}`,
+      ),
+    reply(turn, model) {
+      const id = `msg_scripted_${runId}_${++msgSeq}`;
+      const content: Array<Record<string, unknown>> = [];
+      if (turn.text) content.push({ type: "text", text: turn.text });
+      for (const t of turn.toolUses ?? [])
+        content.push({
+          type: "tool_use",
+          id: `toolu_scripted_${runId}_${++toolSeq}`,
+          name: t.name,
+          input: t.input ?? {},
+        });
+      return messageReply(turn, { id, model, content, requestId: `req_scripted_${msgSeq}` });
     },
   };
 }
 
-/** Claude Code sends its tool list only on the agent's own turns; titles, probes and summaries go without. */
-// biome-ignore lint/suspicious/noExplicitAny: arbitrary JSON request body
-function isMainRequest(body: any): boolean {
-  return Array.isArray(body?.tools) && body.tools.length > 0;
+/** A Messages API answer: the message, and its stream of events (text and tool input in 40-character deltas). */
+function messageReply(
+  turn: ScriptTurn,
+  m: { id: string; model: string; content: Array<Record<string, unknown>>; requestId: string },
+): TurnReply {
+  const usage = {
+    input_tokens: turn.usage?.input_tokens ?? 0,
+    output_tokens: turn.usage?.output_tokens ?? 0,
+    cache_read_input_tokens: turn.usage?.cache_read_input_tokens ?? 0,
+    cache_creation_input_tokens: turn.usage?.cache_creation_input_tokens ?? 0,
+  };
+  const stopReason = turn.toolUses?.length ? "tool_use" : "end_turn";
+  const head = { id: m.id, type: "message", role: "assistant", model: m.model };
+  const events: TurnReply["events"] = [];
+  const event = (type: string, data: Record<string, unknown>) => events.push([type, { type, ...data }]);
+  // The real API reports output_tokens 1 here and the final count in message_delta.
+  const startUsage = { ...usage, output_tokens: Math.min(1, usage.output_tokens) };
+  event("message_start", {
+    message: { ...head, content: [], stop_reason: null, stop_sequence: null, usage: startUsage },
+  });
+  m.content.forEach((block, index) => {
+    const text = block.type === "text";
+    const contentBlock = text
+      ? { type: "text", text: "" }
+      : { type: "tool_use", id: block.id, name: block.name, input: {} };
+    event("content_block_start", { index, content_block: contentBlock });
+    for (const piece of chunk(text ? String(block.text) : JSON.stringify(block.input), 40)) {
+      const delta = text
+        ? { type: "text_delta", text: piece }
+        : { type: "input_json_delta", partial_json: piece };
+      event("content_block_delta", { index, delta });
+    }
+    event("content_block_stop", { index });
+  });
+  event("message_delta", { delta: { stop_reason: stopReason, stop_sequence: null }, usage });
+  event("message_stop", {});
+  return {
+    message: { ...head, content: m.content, stop_reason: stopReason, stop_sequence: null, usage },
+    events,
+    streamHeaders: { "request-id": m.requestId },
+  };
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: arbitrary JSON request body

@@ -1,7 +1,7 @@
-import { notFound } from "../http-error.ts";
 import type { Router } from "../router.ts";
 import { nowIso } from "../state.ts";
 import type { World } from "../world.ts";
+import { findComment } from "./issue-comments.ts";
 
 /** Reactions on issue comments and issues (a bot acknowledging a command with 👀). */
 export function registerReactionRoutes(r: Router, w: World): void {
@@ -25,12 +25,10 @@ export function registerReactionRoutes(r: Router, w: World): void {
   });
 
   r.on("POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", (ctx) => {
-    const repo = w.repo(ctx);
-    const found = w.state.comments.get(Number(ctx.params.comment_id));
-    if (!found || found.repo !== repo) throw notFound();
+    const { c } = findComment(w, ctx);
     // GitHub answers 200 for a reaction that already exists, 201 for a new one.
     const { status, rec } = react(
-      `c:${found.comment.id}`,
+      `c:${c.id}`,
       w.actingUser(ctx).login,
       String((ctx.body as { content: string }).content),
     );
@@ -38,10 +36,8 @@ export function registerReactionRoutes(r: Router, w: World): void {
   });
 
   r.on("GET /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", (ctx) => {
-    const repo = w.repo(ctx);
-    const found = w.state.comments.get(Number(ctx.params.comment_id));
-    if (!found || found.repo !== repo) throw notFound();
-    const list = (stored.get(`c:${found.comment.id}`) ?? []).filter(
+    const { c } = findComment(w, ctx);
+    const list = (stored.get(`c:${c.id}`) ?? []).filter(
       (x) => !ctx.params.content || x.content === ctx.params.content,
     );
     return { status: 200, body: list.map(json) };
