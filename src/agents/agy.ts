@@ -1,4 +1,5 @@
-import { arr, contentText, type Json, num, obj, optNum, safeParse, str, totals } from "./json-line.ts";
+import { coderCommand, defineAdapter } from "./adapter.ts";
+import { arr, contentText, type Json, num, obj, optNum, str, totals } from "./json-line.ts";
 import type { AgentAdapter, AgentEvent, AgentInvocation } from "./types.ts";
 
 /**
@@ -11,29 +12,16 @@ import type { AgentAdapter, AgentEvent, AgentInvocation } from "./types.ts";
  * tolerantly (snake_case or camelCase); anything else is `unknown`. Tests use recorded lines in that
  * documented shape.
  */
-export const agyAdapter: AgentAdapter = {
-  coder: "agy",
-  displayName: "Antigravity",
-  defaultModel: "gemini-3-pro",
-  binary: "agy",
-  credentialEnv: "GEMINI_API_KEY",
-
+export const agyAdapter: AgentAdapter = defineAdapter("agy", {
   command(inv: AgentInvocation) {
     const args = ["-p", inv.prompt, "--output-format", "stream-json", "--model", inv.model];
     // Plan phase: no auto-approval, so tools that write are refused in a headless run.
     if (inv.phase === "work") args.push("--yolo");
     if (inv.resumeSessionId) args.push("--resume", inv.resumeSessionId);
-    const env: Record<string, string> = {};
-    if (inv.credential) env[inv.credential.name] = inv.credential.value;
-    if (inv.home) env.HOME = inv.home;
-    Object.assign(env, inv.env);
-    return { file: "agy", args, env, stdin: "ignore" };
+    return coderCommand("agy", inv, args);
   },
-
-  parseLine(line: string): AgentEvent[] {
-    return safeParse(line, parseAgy);
-  },
-};
+  parse: parseAgy,
+});
 
 const pick = (o: Json, ...keys: string[]): unknown => {
   for (const k of keys) if (o[k] !== undefined) return o[k];

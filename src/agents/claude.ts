@@ -1,16 +1,6 @@
 import type { TokenUsage } from "../core/usage.ts";
-import {
-  arr,
-  contentText,
-  isoTime,
-  type Json,
-  num,
-  obj,
-  optNum,
-  safeParse,
-  str,
-  totals,
-} from "./json-line.ts";
+import { coderCommand, defineAdapter } from "./adapter.ts";
+import { arr, contentText, isoTime, type Json, num, obj, optNum, str, totals } from "./json-line.ts";
 import type { AgentAdapter, AgentEvent, AgentInvocation } from "./types.ts";
 
 /** Tools the work phase may use without asking (headless runs cannot answer a permission prompt). */
@@ -22,42 +12,22 @@ export const CLAUDE_WORK_TOOLS = ["Bash", "Edit", "Write", "Read", "Glob", "Grep
  * As root the CLI refuses --dangerously-skip-permissions, so the work phase uses
  * `--permission-mode acceptEdits` plus `--allowedTools`; the plan phase uses `--permission-mode plan`.
  */
-export const claudeAdapter: AgentAdapter = {
-  coder: "claude",
-  displayName: "Claude Code",
-  defaultModel: "claude-sonnet-4-5",
-  binary: "claude",
-  credentialEnv: "ANTHROPIC_API_KEY",
-  credentialAliases: ["ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"],
-  upstream: "https://api.anthropic.com",
-  modelRoutes: [
-    { method: "POST", path: /^\/v1\/messages(\/count_tokens)?$/ },
-    { method: "GET", path: /^\/v1\/models(\/[\w.-]+)?$/ },
-  ],
-
+export const claudeAdapter: AgentAdapter = defineAdapter("claude", {
   command(inv: AgentInvocation) {
     const args = ["-p", "--output-format", "stream-json", "--verbose", "--model", inv.model];
     if (inv.phase === "plan") args.push("--permission-mode", "plan");
     else args.push("--permission-mode", "acceptEdits", "--allowedTools", CLAUDE_WORK_TOOLS.join(","));
     if (inv.resumeSessionId) args.push("--resume", inv.resumeSessionId);
-    const env: Record<string, string> = {
+    return coderCommand("claude", inv, args, {
       DISABLE_TELEMETRY: "1",
       DISABLE_ERROR_REPORTING: "1",
       DISABLE_AUTOUPDATER: "1",
       // Also stops the side request for a session title.
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-    };
-    if (inv.modelBaseUrl) env.ANTHROPIC_BASE_URL = inv.modelBaseUrl;
-    if (inv.credential) env[inv.credential.name] = inv.credential.value;
-    if (inv.home) env.HOME = inv.home;
-    Object.assign(env, inv.env);
-    return { file: "claude", args, env, stdin: { text: inv.prompt } };
+    });
   },
-
-  parseLine(line: string): AgentEvent[] {
-    return safeParse(line, parseClaude);
-  },
-};
+  parse: parseClaude,
+});
 
 function parseClaude(o: Json): AgentEvent[] | null {
   switch (o.type) {

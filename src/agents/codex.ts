@@ -1,4 +1,6 @@
-import { type Json, looksRateLimited, num, obj, safeParse, str, totals } from "./json-line.ts";
+import { CODERS } from "../core/coders.ts";
+import { coderCommand, defineAdapter } from "./adapter.ts";
+import { type Json, looksRateLimited, num, obj, str, totals } from "./json-line.ts";
 import type { AgentAdapter, AgentEvent, AgentInvocation } from "./types.ts";
 
 /** Model provider name Fleet configures when it points Codex at its own base URL. */
@@ -18,28 +20,15 @@ const PROVIDER = "fleet";
  * On `exec resume`, turn.completed.usage is the THREAD's running total (codex-cli 0.171.0), so a
  * resumed run's own share is its totals minus the earlier run's; Claude's result counts one run only.
  */
-export const codexAdapter: AgentAdapter = {
-  coder: "codex",
-  displayName: "Codex",
-  defaultModel: "gpt-5-codex",
-  binary: "codex",
-  credentialEnv: "OPENAI_API_KEY",
-  credentialAliases: ["CODEX_API_KEY"],
-  upstream: "https://api.openai.com",
-  modelRoutes: [
-    { method: "POST", path: /^\/v1\/responses$/ },
-    { method: "GET", path: /^\/v1\/models$/ },
-  ],
-
+export const codexAdapter: AgentAdapter = defineAdapter("codex", {
   command(inv: AgentInvocation) {
     const options = ["--json", "--model", inv.model, "--skip-git-repo-check"];
     // Inside Fleet's sandbox (the worktree read-only in a plan phase) Codex's own is not nested.
     const own = inv.phase === "plan" ? "read-only" : "workspace-write";
     options.push("--sandbox", inv.sandboxed ? "danger-full-access" : own);
     options.push("-c", 'approval_policy="never"');
-    const env: Record<string, string> = {};
     if (inv.modelBaseUrl) {
-      const keyEnv = inv.credential?.name ?? "OPENAI_API_KEY";
+      const keyEnv = inv.credential?.name ?? CODERS.codex.credential.env;
       // modelBaseUrl is the server root (as for ANTHROPIC_BASE_URL); Codex wants the /v1 prefix.
       const root = inv.modelBaseUrl.replace(/\/+$/, "");
       const baseUrl = root.endsWith("/v1") ? root : `${root}/v1`;
@@ -56,22 +45,13 @@ export const codexAdapter: AgentAdapter = {
         `model_providers.${PROVIDER}.env_key=${JSON.stringify(keyEnv)}`,
       );
     }
-    if (inv.credential) env[inv.credential.name] = inv.credential.value;
-    if (inv.home) {
-      env.HOME = inv.home;
-      env.CODEX_HOME = inv.home;
-    }
-    Object.assign(env, inv.env);
     const args = inv.resumeSessionId
       ? ["exec", ...options, "resume", inv.resumeSessionId, "-"]
       : ["exec", ...options, "-"];
-    return { file: "codex", args, env, stdin: { text: inv.prompt } };
+    return coderCommand("codex", inv, args, {}, ["HOME", "CODEX_HOME"]);
   },
-
-  parseLine(line: string): AgentEvent[] {
-    return safeParse(line, parseCodex);
-  },
-};
+  parse: parseCodex,
+});
 
 function parseCodex(o: Json): AgentEvent[] | null {
   switch (o.type) {

@@ -1,4 +1,5 @@
-import { type Json, looksRateLimited, num, obj, safeParse, str, totals } from "./json-line.ts";
+import { coderCommand, defineAdapter } from "./adapter.ts";
+import { type Json, looksRateLimited, num, obj, str, totals } from "./json-line.ts";
 import type { AgentAdapter, AgentEvent, AgentInvocation } from "./types.ts";
 
 /**
@@ -9,37 +10,15 @@ import type { AgentAdapter, AgentEvent, AgentInvocation } from "./types.ts";
  * error, result with `stats`) and its docs (docs/cli/headless.md). Tests use recorded lines in
  * that format. `stats.input_tokens` includes `stats.cached`; `stats.input` is the uncached part.
  */
-export const geminiAdapter: AgentAdapter = {
-  coder: "gemini",
-  displayName: "Gemini CLI",
-  defaultModel: "gemini-2.5-pro",
-  binary: "gemini",
-  credentialEnv: "GEMINI_API_KEY",
-  credentialAliases: ["GOOGLE_API_KEY"],
-  upstream: "https://generativelanguage.googleapis.com",
-  modelRoutes: [
-    {
-      method: "POST",
-      path: /^\/v1(beta)?\/models\/[\w.-]+:(generateContent|streamGenerateContent|countTokens)$/,
-    },
-  ],
-
+export const geminiAdapter: AgentAdapter = defineAdapter("gemini", {
   command(inv: AgentInvocation) {
     const args = ["-p", inv.prompt, "--output-format", "stream-json", "-m", inv.model];
     args.push("--approval-mode", inv.phase === "plan" ? "plan" : "yolo");
     if (inv.resumeSessionId) args.push("--resume", inv.resumeSessionId);
-    const env: Record<string, string> = { GEMINI_CLI_NO_RELAUNCH: "true" };
-    if (inv.modelBaseUrl) env.GOOGLE_GEMINI_BASE_URL = inv.modelBaseUrl;
-    if (inv.credential) env[inv.credential.name] = inv.credential.value;
-    if (inv.home) env.HOME = inv.home;
-    Object.assign(env, inv.env);
-    return { file: "gemini", args, env, stdin: "ignore" };
+    return coderCommand("gemini", inv, args, { GEMINI_CLI_NO_RELAUNCH: "true" });
   },
-
-  parseLine(line: string): AgentEvent[] {
-    return safeParse(line, parseGemini);
-  },
-};
+  parse: parseGemini,
+});
 
 function parseGemini(o: Json): AgentEvent[] | null {
   switch (o.type) {

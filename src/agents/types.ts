@@ -52,6 +52,10 @@ export type AgentEvent =
   | { type: "error"; message: string }
   | { type: "unknown"; raw: string };
 
+/**
+ * One coder: its facts (name, binary, default model, credential variables, upstream and model routes)
+ * are the registry's (src/core/coders.ts, through `defineAdapter`); the adapter adds argv and parsing.
+ */
 export interface AgentAdapter {
   coder: string;
   displayName: string;

@@ -1,5 +1,5 @@
 import type { ApplicationFunction, Context } from "probot";
-import { knownCoders } from "../agents/index.ts";
+import { CODER_NAMES } from "../core/coders.ts";
 import { fleetLabelDefinitions } from "../core/labels.ts";
 import { ensureFleetLabels } from "../github/labels.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
@@ -53,7 +53,7 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
     guardWebhookIntake(app);
     const configs = createConfigCache();
     const deps: HandlerDeps = {
-      knownCoders: options.knownCoders ?? knownCoders,
+      knownCoders: options.knownCoders ?? CODER_NAMES,
       queues: createRepoQueues(app, {
         ...options,
         publicUrl: options.publicUrl ?? process.env.FLEET_PUBLIC_URL,

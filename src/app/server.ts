@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createNodeMiddleware, createProbot, ProbotOctokit } from "probot";
-import { knownCoders } from "../agents/index.ts";
+import { CODER_NAMES } from "../core/coders.ts";
 import { stateTransportFrom } from "../state/repo-store.ts";
 import { createFleetApp, type FleetAppOptions } from "./index.ts";
 import type { RepoQueues } from "./repo-queues.ts";
@@ -101,7 +101,7 @@ export async function startFleetServer(options: FleetServerOptions): Promise<Fle
   return {
     url,
     webhookUrl: `${url}${WEBHOOK_PATH}`,
-    reconcile: async () => queues?.reconcileKnown(options.knownCoders ?? knownCoders, () => {}),
+    reconcile: async () => queues?.reconcileKnown(options.knownCoders ?? CODER_NAMES, () => {}),
     flush: async () => queues?.flush(),
     idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((r) => idleWaiters.push(r))),
     stop: async () => {

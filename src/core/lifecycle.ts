@@ -1,4 +1,7 @@
-import type { Task, TaskState } from "./task.ts";
+import { TASK_STATES, type Task, type TaskState } from "./task.ts";
+
+/** Where a run (dispatched, planning or running) may end besides its own next step. */
+const RUN_EXITS = ["queued", "rate-limited", "cancelled", "failed"] as const;
 
 /**
  * Every legal state change. Anything not listed here is a bug and `transition` throws.
@@ -12,25 +15,11 @@ import type { Task, TaskState } from "./task.ts";
 export const TRANSITIONS: Readonly<Record<TaskState, readonly TaskState[]>> = Object.freeze({
   queued: Object.freeze(["blocked", "dispatched", "cancelled", "failed"] as const),
   blocked: Object.freeze(["queued", "cancelled", "failed"] as const),
-  dispatched: Object.freeze([
-    "planning",
-    "running",
-    "queued",
-    "rate-limited",
-    "cancelled",
-    "failed",
-  ] as const),
-  planning: Object.freeze([
-    "awaiting-approval",
-    "running",
-    "queued",
-    "rate-limited",
-    "cancelled",
-    "failed",
-  ] as const),
+  dispatched: Object.freeze(["planning", "running", ...RUN_EXITS] as const),
+  planning: Object.freeze(["awaiting-approval", "running", ...RUN_EXITS] as const),
   // Approval sends the task back to the queue: the work phase needs a slot like any run.
   "awaiting-approval": Object.freeze(["queued", "running", "cancelled", "failed"] as const),
-  running: Object.freeze(["pr-open", "done", "queued", "rate-limited", "cancelled", "failed"] as const),
+  running: Object.freeze(["pr-open", "done", ...RUN_EXITS] as const),
   // pr-open -> queued: review-loop instructions wait for a slot like any run.
   "pr-open": Object.freeze(["running", "queued", "done", "cancelled", "failed"] as const),
   done: Object.freeze([] as const),
@@ -39,16 +28,16 @@ export const TRANSITIONS: Readonly<Record<TaskState, readonly TaskState[]>> = Ob
   "rate-limited": Object.freeze(["queued", "cancelled", "failed"] as const),
 });
 
+// The lists of states that decide something, each once. Sets for `has`, frozen lists for `from:`.
+
 /**
- * States that hold a concurrency slot: an agent process is (or is about to be) running.
+ * States that hold a concurrency slot: an agent process is (or is about to be) running. A run's own
+ * report, a lost run and an expired lease move a task only out of these.
  * `awaiting-approval` does not: the plan waits for a human, possibly for days, and must not starve the queue.
  * `pr-open` does not either; a review-loop iteration re-enters `running` and takes a slot again.
  */
-export const ACTIVE_STATES: ReadonlySet<TaskState> = new Set<TaskState>([
-  "dispatched",
-  "planning",
-  "running",
-]);
+export const SLOT_HOLDING_STATES: readonly TaskState[] = Object.freeze(["dispatched", "planning", "running"]);
+export const ACTIVE_STATES: ReadonlySet<TaskState> = new Set<TaskState>(SLOT_HOLDING_STATES);
 
 /**
  * States in which nothing happens without a human: `done` is final; `failed` and `cancelled` only
@@ -56,9 +45,27 @@ export const ACTIVE_STATES: ReadonlySet<TaskState> = new Set<TaskState>([
  */
 export const TERMINAL_STATES: ReadonlySet<TaskState> = new Set<TaskState>(["done", "failed", "cancelled"]);
 
-/** States the scheduler still has to act on or wait for (neither terminal nor parked with a human). */
+/** Every state that is not terminal: the task is still on its way. `/fleet cancel` stops it in any of them. */
+export const LIVE_STATES: readonly TaskState[] = Object.freeze(
+  TASK_STATES.filter((s) => !TERMINAL_STATES.has(s)),
+);
+
+/**
+ * Live states a person cancels by removing the coder label or closing the issue (and the reconcile
+ * when it finds either); a task with an open PR ends with its PR instead.
+ */
+export const CANCELLABLE_STATES: readonly TaskState[] = Object.freeze(
+  LIVE_STATES.filter((s) => s !== "pr-open"),
+);
+
+/** States `/fleet retry` puts back in the queue. */
+export const RETRYABLE_STATES: readonly TaskState[] = Object.freeze(["failed", "cancelled"]);
+
+/** Holds a concurrency slot (see SLOT_HOLDING_STATES). */
 export const isActive = (state: TaskState): boolean => ACTIVE_STATES.has(state);
 export const isTerminal = (state: TaskState): boolean => TERMINAL_STATES.has(state);
+export const isLive = (state: TaskState): boolean => !TERMINAL_STATES.has(state);
+export const isCancellable = (state: TaskState): boolean => CANCELLABLE_STATES.includes(state);
 
 /** States whose `reason` field says why the task is there (queued: a retry, or a hold). */
 const STATES_WITH_REASON: ReadonlySet<TaskState> = new Set<TaskState>([

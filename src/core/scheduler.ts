@@ -78,6 +78,180 @@ function compareCandidates(a: Candidate, b: Candidate): number {
 
 const EMPTY_SET: ReadonlySet<number> = new Set();
 
+/** When a rate-limited task may run again: the provider's reset time, else the backoff after its last change. */
+const rateLimitEndsMs = (task: Task, backoffMs: number): number => {
+  const reset = ms(task.resetAt);
+  return Number.isNaN(reset) ? ms(task.updatedAt) + backoffMs : reset;
+};
+
+/** Who holds which slot, as the tasks already running say. */
+interface SlotUse {
+  max: number;
+  /** `taken[n]`: slot n is pinned by a live lease. */
+  taken: Uint8Array;
+  busy: number;
+  /** Busy tasks whose lease pins no usable slot number: they take the lowest free numbers. */
+  anonymous: number;
+  busyPerCoder: Map<string, number>;
+  /** Tasks holding a slot (or given one in this pass) whose files a candidate must not share. */
+  inUse: Task[];
+}
+
+/** The first pass over the tasks: what changes without a slot, what could take one, and who holds which. */
+interface Sorted {
+  expired: SchedulerDecision[];
+  requeued: SchedulerDecision[];
+  unblocked: SchedulerDecision[];
+  blocked: SchedulerDecision[];
+  candidates: Candidate[];
+  slots: SlotUse;
+}
+
+/** A slot-holding task: its lease expired (a decision), or it counts as busy in `slots`. */
+function countRunning(task: Task, now: number, serialize: boolean, sorted: Sorted): void {
+  const { slots } = sorted;
+  const lease = task.lease;
+  if (lease && ms(lease.expiresAt) <= now) {
+    sorted.expired.push({ kind: "expire-lease", taskId: task.id });
+    return;
+  }
+  slots.busy++;
+  slots.busyPerCoder.set(task.coder, (slots.busyPerCoder.get(task.coder) ?? 0) + 1);
+  if (serialize && task.files?.length) slots.inUse.push(task);
+  // A slot number held twice or out of range still counts as busy; it just does not pin a number.
+  if (
+    lease &&
+    Number.isInteger(lease.slot) &&
+    lease.slot >= 1 &&
+    lease.slot <= slots.max &&
+    !slots.taken[lease.slot]
+  )
+    slots.taken[lease.slot] = 1;
+  else slots.anonymous++;
+}
+
+/** A waiting task: requeued, unblocked or blocked as its time and dependencies say, and a candidate when ready. */
+function sortWaiting(
+  task: Task,
+  now: number,
+  backoffMs: number,
+  unmet: (task: Task) => number[],
+  sorted: Sorted,
+): void {
+  switch (task.state) {
+    case "rate-limited": {
+      if (rateLimitEndsMs(task, backoffMs) > now) return;
+      sorted.requeued.push({ kind: "requeue-rate-limited", taskId: task.id });
+      const waits = unmet(task);
+      if (waits.length > 0) sorted.blocked.push({ kind: "block", taskId: task.id, blockedBy: waits });
+      // Requeueing resets the FIFO key to now, as the transition will.
+      else sorted.candidates.push({ task, queuedMs: now });
+      return;
+    }
+    case "blocked": {
+      if (unmet(task).length > 0) return;
+      sorted.unblocked.push({ kind: "unblock", taskId: task.id });
+      sorted.candidates.push({ task, queuedMs: ms(task.queuedAt) });
+      return;
+    }
+    case "queued": {
+      // A retry backing off: it keeps its place in the queue and waits for its time.
+      if (ms(task.resetAt) > now) return;
+      const waits = unmet(task);
+      if (waits.length > 0) sorted.blocked.push({ kind: "block", taskId: task.id, blockedBy: waits });
+      else sorted.candidates.push({ task, queuedMs: ms(task.queuedAt) });
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+/** The first pass: each task counted as running or sorted as waiting. */
+function sortTasks(input: SchedulerInput, now: number): Sorted {
+  const { tasks, config } = input;
+  const closed = input.closedIssues ?? EMPTY_SET;
+  const backoffMs = (config.retries?.backoff_seconds ?? 60) * 1000;
+  const serialize = config.serialize_overlapping === true;
+  const doneIssues = new Set<number>();
+  for (const t of tasks) if (t.state === "done") doneIssues.add(t.issue);
+  const unmet = (task: Task) => unmetDependencies(task, doneIssues, closed);
+  const max = config.max_concurrent;
+  const sorted: Sorted = {
+    expired: [],
+    requeued: [],
+    unblocked: [],
+    blocked: [],
+    candidates: [],
+    slots: { max, taken: new Uint8Array(max + 1), busy: 0, anonymous: 0, busyPerCoder: new Map(), inUse: [] },
+  };
+  for (const task of tasks) {
+    if (ACTIVE_STATES.has(task.state)) countRunning(task, now, serialize, sorted);
+    else sortWaiting(task, now, backoffMs, unmet, sorted);
+  }
+  return sorted;
+}
+
+/** Why `task` may not take a slot now, as a hold decision; "full" when its coder is at its cap (no decision). */
+function holdOf(task: Task, input: SchedulerInput, slots: SlotUse): SchedulerDecision | "full" | undefined {
+  const coder = input.config.coders[task.coder];
+  if (!coder?.enabled) {
+    const reason = coder
+      ? `coder "${task.coder}" is disabled in the config`
+      : `coder "${task.coder}" is not configured`;
+    return { kind: "hold", taskId: task.id, reason };
+  }
+  if ((slots.busyPerCoder.get(task.coder) ?? 0) >= (coder.max_concurrent ?? Number.POSITIVE_INFINITY))
+    return "full";
+  if (input.config.serialize_overlapping === true && task.files?.length) {
+    const clash = overlapping(task, slots.inUse);
+    if (clash) {
+      const reason = `waits for gh-${clash.with.issue}: both touch ${clash.files.join(", ")}`;
+      return { kind: "hold", taskId: task.id, reason, waitsFor: clash.with.issue };
+    }
+  }
+  const r = input.readiness?.(task);
+  return r && !r.ready ? { kind: "hold", taskId: task.id, reason: r.reason } : undefined;
+}
+
+/** The second pass: candidates in queue order take the free slots, unless held. */
+function fillSlots(
+  candidates: Candidate[],
+  slots: SlotUse,
+  input: SchedulerInput,
+): { held: SchedulerDecision[]; dispatched: SchedulerDecision[] } {
+  const held: SchedulerDecision[] = [];
+  const dispatched: SchedulerDecision[] = [];
+  let free = slots.max - slots.busy;
+  if (free <= 0 || candidates.length === 0) return { held, dispatched };
+  candidates.sort(compareCandidates);
+  // Slots pinned by no lease take the lowest free numbers, so dispatches never reuse them.
+  const freeSlots: number[] = [];
+  for (let s = 1; s <= slots.max; s++) if (!slots.taken[s]) freeSlots.push(s);
+  let nextSlot = slots.anonymous;
+  const coderFull = new Set<string>();
+  for (const { task } of candidates) {
+    if (free <= 0) break;
+    if (coderFull.has(task.coder)) continue;
+    const hold = holdOf(task, input, slots);
+    if (hold === "full") {
+      coderFull.add(task.coder);
+      continue;
+    }
+    if (hold) {
+      held.push(hold);
+      continue;
+    }
+    const slot = freeSlots[nextSlot++];
+    if (slot === undefined) break;
+    dispatched.push({ kind: "dispatch", taskId: task.id, slot });
+    slots.busyPerCoder.set(task.coder, (slots.busyPerCoder.get(task.coder) ?? 0) + 1);
+    if (input.config.serialize_overlapping === true && task.files?.length) slots.inUse.push(task);
+    free--;
+  }
+  return { held, dispatched };
+}
+
 /**
  * One scheduling pass: a pure function from the task list, the config and the time to decisions.
  * Rules: at most `max_concurrent` tasks in slot-holding states (dispatched, planning, running) and at
@@ -89,146 +263,18 @@ const EMPTY_SET: ReadonlySet<number> = new Set();
  * src/a.ts") and a later task may take the slot. O(n log n) in the queued tasks (plus the overlap check).
  */
 export function scheduleNext(input: SchedulerInput): SchedulerDecision[] {
-  const { tasks, config } = input;
   const now = ms(input.now);
   if (Number.isNaN(now)) throw new TypeError(`scheduleNext: "now" is not an RFC3339 time: ${input.now}`);
-  const closed = input.closedIssues ?? EMPTY_SET;
-  const backoffMs = (config.retries?.backoff_seconds ?? 60) * 1000;
-  const max = config.max_concurrent;
-
-  const doneIssues = new Set<number>();
-  for (const t of tasks) if (t.state === "done") doneIssues.add(t.issue);
-
-  const expired: SchedulerDecision[] = [];
-  const requeued: SchedulerDecision[] = [];
-  const unblocked: SchedulerDecision[] = [];
-  const blocked: SchedulerDecision[] = [];
-  const held: SchedulerDecision[] = [];
-  const dispatched: SchedulerDecision[] = [];
-  const candidates: Candidate[] = [];
-
-  const slotTaken = new Uint8Array(max + 1);
-  let busy = 0;
-  let anonymous = 0;
-  const busyPerCoder = new Map<string, number>();
-  // Tasks holding a slot (or given one in this pass) whose files a candidate must not share.
-  const serialize = config.serialize_overlapping === true;
-  const inUse: Task[] = [];
-
-  for (const task of tasks) {
-    if (ACTIVE_STATES.has(task.state)) {
-      const lease = task.lease;
-      if (lease && ms(lease.expiresAt) <= now) {
-        expired.push({ kind: "expire-lease", taskId: task.id });
-        continue;
-      }
-      busy++;
-      busyPerCoder.set(task.coder, (busyPerCoder.get(task.coder) ?? 0) + 1);
-      if (serialize && task.files?.length) inUse.push(task);
-      // A slot number held twice or out of range still counts as busy; it just does not pin a number.
-      if (
-        lease &&
-        Number.isInteger(lease.slot) &&
-        lease.slot >= 1 &&
-        lease.slot <= max &&
-        !slotTaken[lease.slot]
-      ) {
-        slotTaken[lease.slot] = 1;
-      } else {
-        anonymous++;
-      }
-      continue;
-    }
-    switch (task.state) {
-      case "rate-limited": {
-        const reset = ms(task.resetAt);
-        const readyAt = Number.isNaN(reset) ? ms(task.updatedAt) + backoffMs : reset;
-        if (readyAt <= now) {
-          requeued.push({ kind: "requeue-rate-limited", taskId: task.id });
-          const unmet = unmetDependencies(task, doneIssues, closed);
-          if (unmet.length > 0) blocked.push({ kind: "block", taskId: task.id, blockedBy: unmet });
-          // Requeueing resets the FIFO key to now, as the transition will.
-          else candidates.push({ task, queuedMs: now });
-        }
-        break;
-      }
-      case "blocked": {
-        if (unmetDependencies(task, doneIssues, closed).length === 0) {
-          unblocked.push({ kind: "unblock", taskId: task.id });
-          candidates.push({ task, queuedMs: ms(task.queuedAt) });
-        }
-        break;
-      }
-      case "queued": {
-        // A retry backing off: it keeps its place in the queue and waits for its time.
-        if (ms(task.resetAt) > now) break;
-        const unmet = unmetDependencies(task, doneIssues, closed);
-        if (unmet.length > 0) blocked.push({ kind: "block", taskId: task.id, blockedBy: unmet });
-        else candidates.push({ task, queuedMs: ms(task.queuedAt) });
-        break;
-      }
-      default:
-        break;
-    }
-  }
-
-  let free = max - busy;
-  if (free > 0 && candidates.length > 0) {
-    candidates.sort(compareCandidates);
-    // Slots pinned by no lease take the lowest free numbers, so dispatches never reuse them.
-    const freeSlots: number[] = [];
-    for (let s = 1; s <= max; s++) if (!slotTaken[s]) freeSlots.push(s);
-    let nextSlot = anonymous;
-    const coderFull = new Set<string>();
-    for (const { task } of candidates) {
-      if (free <= 0) break;
-      const coder = config.coders[task.coder];
-      if (!coder?.enabled) {
-        held.push({
-          kind: "hold",
-          taskId: task.id,
-          reason: coder
-            ? `coder "${task.coder}" is disabled in the config`
-            : `coder "${task.coder}" is not configured`,
-        });
-        continue;
-      }
-      if (coderFull.has(task.coder)) continue;
-      const cap = coder.max_concurrent ?? Number.POSITIVE_INFINITY;
-      const coderBusy = busyPerCoder.get(task.coder) ?? 0;
-      if (coderBusy >= cap) {
-        coderFull.add(task.coder);
-        continue;
-      }
-      if (serialize && task.files?.length) {
-        const clash = overlapping(task, inUse);
-        if (clash) {
-          held.push({
-            kind: "hold",
-            taskId: task.id,
-            reason: `waits for gh-${clash.with.issue}: both touch ${clash.files.join(", ")}`,
-            waitsFor: clash.with.issue,
-          });
-          continue;
-        }
-      }
-      if (input.readiness) {
-        const r = input.readiness(task);
-        if (!r.ready) {
-          held.push({ kind: "hold", taskId: task.id, reason: r.reason });
-          continue;
-        }
-      }
-      const slot = freeSlots[nextSlot++];
-      if (slot === undefined) break;
-      dispatched.push({ kind: "dispatch", taskId: task.id, slot });
-      busyPerCoder.set(task.coder, coderBusy + 1);
-      if (serialize && task.files?.length) inUse.push(task);
-      free--;
-    }
-  }
-
-  return [...expired, ...requeued, ...unblocked, ...blocked, ...held, ...dispatched];
+  const sorted = sortTasks(input, now);
+  const { held, dispatched } = fillSlots(sorted.candidates, sorted.slots, input);
+  return [
+    ...sorted.expired,
+    ...sorted.requeued,
+    ...sorted.unblocked,
+    ...sorted.blocked,
+    ...held,
+    ...dispatched,
+  ];
 }
 
 /** Longest wait between two attempts of a task, however many attempts failed. */
@@ -266,10 +312,8 @@ export function nextWakeAt(
     if (t > nowMs && t < best) best = t;
   };
   for (const task of tasks) {
-    if (task.state === "rate-limited") {
-      const reset = ms(task.resetAt);
-      consider(Number.isNaN(reset) ? ms(task.updatedAt) + backoffMs : reset);
-    } else if (task.state === "queued" && task.resetAt) consider(ms(task.resetAt));
+    if (task.state === "rate-limited") consider(rateLimitEndsMs(task, backoffMs));
+    else if (task.state === "queued" && task.resetAt) consider(ms(task.resetAt));
     else if (ACTIVE_STATES.has(task.state) && task.lease) consider(ms(task.lease.expiresAt));
   }
   return Number.isFinite(best) ? new Date(best).toISOString() : undefined;
@@ -336,8 +380,7 @@ export function wakeDue(
   for (const task of tasks) {
     if (ACTIVE_STATES.has(task.state)) busy++;
     else if (task.state === "rate-limited") {
-      const reset = ms(task.resetAt);
-      if ((Number.isNaN(reset) ? ms(task.updatedAt) + backoffMs : reset) <= nowMs) return true;
+      if (rateLimitEndsMs(task, backoffMs) <= nowMs) return true;
     } else if (task.state === "queued" && task.resetAt && ms(task.resetAt) <= nowMs) retryDue = true;
   }
   return retryDue && busy < config.max_concurrent;

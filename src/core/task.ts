@@ -2,7 +2,7 @@ import type { PromptPin } from "./prompt-pin.ts";
 import type { RunRecord } from "./run-history.ts";
 import type { RunTotals } from "./usage.ts";
 
-/** A coder's name ("claude", "codex", "agy", ...). The registry lives in src/agents; core treats coders as names. */
+/** A coder's name ("claude", "codex", "agy", ...): a key of the registry in coders.ts, or one a config adds. */
 export type Coder = string;
 
 export type TaskState =
@@ -145,21 +145,9 @@ export const isTaskState = (value: unknown): value is TaskState =>
 export const isPriority = (value: unknown): value is Priority =>
   typeof value === "number" && Number.isInteger(value) && value >= 0 && value <= 4;
 
-export interface NewTaskInput {
-  id: string;
-  repo: string;
-  issue: number;
-  title: string;
-  coder: Coder;
-  model: string;
-  now: string;
-  priority?: Priority;
-  dependsOn?: number[];
-  requestedBy?: string;
-  files?: string[];
-  epic?: number;
-  pin?: PromptPin;
-}
+/** What a new task is made from: who and what it is for, and `now`, when it is queued. */
+export type NewTaskInput = Pick<Task, "id" | "repo" | "issue" | "title" | "coder" | "model"> &
+  Partial<Pick<Task, "priority" | "dependsOn" | "requestedBy" | "files" | "epic" | "pin">> & { now: string };
 
 /** A fresh task, queued at `now`. */
 export function newTask(input: NewTaskInput): Task {

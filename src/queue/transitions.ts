@@ -46,10 +46,21 @@ export function effectiveConfig(fileConfig: FleetConfig, doc: FleetStateDoc): Fl
   return resolvedConfig(fileConfig, doc).config;
 }
 
+/**
+ * The overrides as last resolved, by the stored overrides object they were read from: a transition
+ * keeps the document's `config` object, so one read of the state resolves its overrides once, however
+ * many scheduling passes and config reads follow. A new read (or a `config set`) is a new object.
+ */
+const resolvedByStored = new WeakMap<object, { fileConfig: FleetConfig; resolved: ResolvedOverrides }>();
+
 /** effectiveConfig with what it applied and what it left out. */
 export function resolvedConfig(fileConfig: FleetConfig, doc: FleetStateDoc): ResolvedOverrides {
   if (Object.keys(doc.config).length === 0) return { config: fileConfig, applied: {}, dropped: [] };
-  return resolveOverrides(fileConfig, doc.config);
+  const known = resolvedByStored.get(doc.config);
+  if (known?.fileConfig === fileConfig) return known.resolved;
+  const resolved = resolveOverrides(fileConfig, doc.config);
+  resolvedByStored.set(doc.config, { fileConfig, resolved });
+  return resolved;
 }
 
 export const tasksOf = (doc: FleetStateDoc): Task[] => Object.values(doc.tasks);

@@ -3,6 +3,7 @@ import { agyAdapter } from "../../src/agents/agy.ts";
 import { geminiAdapter } from "../../src/agents/gemini.ts";
 import { adapters, getAdapter, knownCoders } from "../../src/agents/index.ts";
 import type { AgentEvent } from "../../src/agents/types.ts";
+import { CODER_NAMES, CODERS } from "../../src/core/coders.ts";
 
 describe("registry", () => {
   it("knows claude, codex, agy and gemini, keyed by coder", () => {
@@ -11,6 +12,39 @@ describe("registry", () => {
     expect(getAdapter("codex")?.binary).toBe("codex");
     expect(getAdapter("nope")).toBeUndefined();
     expect(getAdapter("toString")).toBeUndefined();
+  });
+
+  it("takes each adapter's facts from the core registry, one adapter per registered coder", () => {
+    expect(Object.keys(adapters)).toEqual([...CODER_NAMES]);
+    for (const c of Object.values(CODERS)) {
+      const a = getAdapter(c.name)!;
+      expect(a).toMatchObject({
+        coder: c.name,
+        displayName: c.displayName,
+        defaultModel: c.defaultModel,
+        binary: c.binary,
+        credentialEnv: c.credential.env,
+        credentialAliases: c.credential.aliases,
+      });
+      expect(a.upstream).toBe(c.gateway?.upstream);
+      expect(a.modelRoutes).toBe(c.gateway?.routes);
+      const cmd = a.command({ prompt: "p", model: "m", phase: "work", cwd: "/w" });
+      expect(cmd.file).toBe(c.binary);
+      expect(cmd.stdin === "ignore" ? "argv" : "stdin").toBe(c.promptOn);
+    }
+  });
+
+  it("passes the base URL in the variable the registry names, when the CLI reads one", () => {
+    for (const c of Object.values(CODERS)) {
+      const cmd = getAdapter(c.name)!.command({
+        prompt: "p",
+        model: "m",
+        phase: "work",
+        cwd: "/w",
+        modelBaseUrl: "http://127.0.0.1:9",
+      });
+      if (c.gateway?.variable) expect(cmd.env[c.gateway.variable]).toBe("http://127.0.0.1:9");
+    }
   });
 
   it("no adapter throws on garbage lines", () => {

@@ -39,6 +39,7 @@ describe("parseFleetConfig defaults", () => {
         },
         codex: { model: "gpt-5-codex", credentials: ["OPENAI_API_KEY"], enabled: true },
         agy: { model: "gemini-2.5-pro", credentials: ["GEMINI_API_KEY"], enabled: true },
+        gemini: { model: "gemini-2.5-pro", credentials: ["GEMINI_API_KEY"], enabled: true },
       },
       default_coder: "claude",
       max_concurrent: 3,
@@ -152,10 +153,10 @@ workflow: fleet.sh
   it("checks cross-field rules", () => {
     expect(problems({ default_coder: "gpt" })[0]).toEqual({
       path: "default_coder",
-      message: '"gpt" is not a configured coder; use one of: claude, codex, agy.',
+      message: '"gpt" is not a configured coder; use one of: claude, codex, agy, gemini.',
     });
     expect(problems({ coders: { claude: { enabled: false } } })[0]?.message).toBe(
-      '"claude" is not enabled; use one of: codex, agy.',
+      '"claude" is not enabled; use one of: codex, agy, gemini.',
     );
     expect(problems({ budgets: { per_coder: { nobody: { daily_usd: 1 } } } })[0]?.path).toBe(
       "budgets.per_coder.nobody",
@@ -334,10 +335,10 @@ describe("applyOverrides", () => {
   });
 
   it("cannot add a coder: that is the file's", () => {
-    const r = applyOverrides(base, { "coders.gemini.model": "gemini-2.5-flash" });
+    const r = applyOverrides(base, { "coders.aider.model": "gpt-5" });
     expect(r.ok).toBe(false);
     if (r.ok) return;
-    expect(r.problems[0]?.message).toContain('"gemini" is not a coder configured in .github/fleet.yml');
+    expect(r.problems[0]?.message).toContain('"aider" is not a coder configured in .github/fleet.yml');
   });
 
   it("reports every bad override and cross-field violations", () => {

@@ -1,8 +1,16 @@
 import { describe, expect, it } from "vitest";
 import {
   ACTIVE_STATES,
+  CANCELLABLE_STATES,
   canTransition,
   IllegalTransitionError,
+  isActive,
+  isCancellable,
+  isLive,
+  isTerminal,
+  LIVE_STATES,
+  RETRYABLE_STATES,
+  SLOT_HOLDING_STATES,
   TERMINAL_STATES,
   TRANSITIONS,
   transition,
@@ -191,5 +199,39 @@ describe("transition", () => {
     });
     expect(retry.resetAt).toBe("2025-01-01T01:01:00Z");
     expect(transition(retry, "dispatched", { now: "2025-01-01T01:01:01Z" }).resetAt).toBeUndefined();
+  });
+});
+
+describe("the state lists", () => {
+  it("are each written once and agree with each other", () => {
+    expect([...ACTIVE_STATES]).toEqual([...SLOT_HOLDING_STATES]);
+    expect(LIVE_STATES).toEqual(TASK_STATES.filter((s) => !TERMINAL_STATES.has(s)));
+    expect(CANCELLABLE_STATES).toEqual([
+      "queued",
+      "blocked",
+      "dispatched",
+      "planning",
+      "awaiting-approval",
+      "running",
+      "rate-limited",
+    ]);
+    expect(LIVE_STATES).toEqual([...CANCELLABLE_STATES.slice(0, 6), "pr-open", "rate-limited"]);
+    expect(RETRYABLE_STATES).toEqual(["failed", "cancelled"]);
+  });
+
+  it("only list states the table lets a task leave the way they are used for", () => {
+    for (const s of LIVE_STATES) expect(canTransition(s, "cancelled"), s).toBe(true);
+    for (const s of RETRYABLE_STATES) expect(canTransition(s, "queued"), s).toBe(true);
+    for (const s of SLOT_HOLDING_STATES) expect(canTransition(s, "queued"), s).toBe(true);
+  });
+
+  it("answer the predicates", () => {
+    expect(isActive("running")).toBe(true);
+    expect(isActive("awaiting-approval")).toBe(false);
+    expect(isTerminal("done")).toBe(true);
+    expect(isLive("pr-open")).toBe(true);
+    expect(isLive("cancelled")).toBe(false);
+    expect(isCancellable("rate-limited")).toBe(true);
+    expect(isCancellable("pr-open")).toBe(false);
   });
 });

@@ -1,5 +1,6 @@
 import { stringify } from "yaml";
 import {
+  assignmentsText,
   CONFIG_KEYS,
   type ConfigValue,
   FILE_ONLY_KEYS,
@@ -125,10 +126,7 @@ export async function configCommand(argv: string[]): Promise<number> {
     }
     for (const d of result.dropped) err(`dropped the stored override ${d.key}=${d.value}: ${d.message}`);
     if (values.json) json({ target: target.full, set: assignments, config: result.config });
-    else
-      out(
-        `set ${assignments.map((a) => `${a.key}=${a.value === null ? "none" : String(a.value)}`).join(" ")} on ${target.full}`,
-      );
+    else out(`set ${assignmentsText(assignments)} on ${target.full}`);
     return 0;
   }
   if (sub === undefined) throw new UsageError("fleet config needs show or set.", CONFIG_USAGE);

@@ -1,0 +1,142 @@
+/**
+ * The coders Fleet can run, as facts: what each is called, which executable and model it uses, which
+ * variables carry its credential and which model API it talks to. The adapters in src/agents add how to
+ * call the CLI and read its output; `.github/fleet.yml`'s built-in coders are made from these entries.
+ * Adding a coder: an entry here and an adapter there (the registry test checks both agree).
+ */
+
+/** A model API request a coder's CLI makes: the model gateway forwards these and nothing else. */
+export interface ModelRoute {
+  method: string;
+  path: RegExp;
+}
+
+export interface CoderFacts {
+  /** The label name (`fleet:<name>`) and the key under `coders:` in the config. */
+  name: string;
+  displayName: string;
+  /** Executable name looked up on PATH. */
+  binary: string;
+  /** The npm package the CLI installs from, when it is on npm. */
+  npmPackage?: string;
+  /** The model a repository gets when its config names none (`coders.<name>.model`). */
+  defaultModel: string;
+  /** How the prompt reaches the CLI: on stdin (no argv length limit) or as an argument. */
+  promptOn: "stdin" | "argv";
+  credential: {
+    /** The variable the CLI reads its API key from; a configured credential of any other name travels in it. */
+    env: string;
+    /** Other variables the CLI reads a credential from: a configured credential of one of these names travels in it. */
+    aliases: readonly string[];
+    /** What `coders.<name>.credentials` names when the config names none, in order of preference. */
+    defaults: readonly string[];
+  };
+  /**
+   * Set when the CLI takes a model API base URL (`variable`: the environment variable it reads it
+   * from, when it reads one): its runs go through Fleet's model gateway to `upstream`, which forwards
+   * only `routes`, and the agent holds a per-run token instead of the credential. Absent: the CLI cannot
+   * be pointed elsewhere and is handed its credential itself.
+   */
+  gateway?: {
+    upstream: string;
+    routes: readonly ModelRoute[];
+    variable?: string;
+  };
+  /** Whether the CLI has been run against its real binary here (false: parsing follows its documentation). */
+  verified: boolean;
+}
+
+const claude: CoderFacts = {
+  name: "claude",
+  displayName: "Claude Code",
+  binary: "claude",
+  npmPackage: "@anthropic-ai/claude-code",
+  // The CLI's alias for the current Sonnet: a task never asks for a model the API has retired.
+  defaultModel: "sonnet",
+  promptOn: "stdin",
+  credential: {
+    env: "ANTHROPIC_API_KEY",
+    aliases: ["ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"],
+    // ANTHROPIC_AUTH_TOKEN is a proxy's bearer token: used only when a repository names it.
+    defaults: ["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"],
+  },
+  gateway: {
+    upstream: "https://api.anthropic.com",
+    routes: [
+      { method: "POST", path: /^\/v1\/messages(\/count_tokens)?$/ },
+      { method: "GET", path: /^\/v1\/models(\/[\w.-]+)?$/ },
+    ],
+    variable: "ANTHROPIC_BASE_URL",
+  },
+  verified: true,
+};
+
+const codex: CoderFacts = {
+  name: "codex",
+  displayName: "Codex",
+  binary: "codex",
+  npmPackage: "@openai/codex",
+  defaultModel: "gpt-5-codex",
+  promptOn: "stdin",
+  credential: { env: "OPENAI_API_KEY", aliases: ["CODEX_API_KEY"], defaults: ["OPENAI_API_KEY"] },
+  // Codex ignores OPENAI_BASE_URL: the base URL is a model provider of its own (`-c model_providers.*`).
+  gateway: {
+    upstream: "https://api.openai.com",
+    routes: [
+      { method: "POST", path: /^\/v1\/responses$/ },
+      { method: "GET", path: /^\/v1\/models$/ },
+    ],
+  },
+  verified: true,
+};
+
+const agy: CoderFacts = {
+  name: "agy",
+  displayName: "Antigravity",
+  binary: "agy",
+  defaultModel: "gemini-2.5-pro",
+  promptOn: "argv",
+  credential: { env: "GEMINI_API_KEY", aliases: [], defaults: ["GEMINI_API_KEY"] },
+  verified: false,
+};
+
+const gemini: CoderFacts = {
+  name: "gemini",
+  displayName: "Gemini CLI",
+  binary: "gemini",
+  npmPackage: "@google/gemini-cli",
+  // The Gemini CLI's own default model.
+  defaultModel: "gemini-2.5-pro",
+  promptOn: "argv",
+  credential: { env: "GEMINI_API_KEY", aliases: ["GOOGLE_API_KEY"], defaults: ["GEMINI_API_KEY"] },
+  gateway: {
+    upstream: "https://generativelanguage.googleapis.com",
+    routes: [
+      {
+        method: "POST",
+        path: /^\/v1(beta)?\/models\/[\w.-]+:(generateContent|streamGenerateContent|countTokens)$/,
+      },
+    ],
+    variable: "GOOGLE_GEMINI_BASE_URL",
+  },
+  verified: false,
+};
+
+/** Every coder, by name, in the order labels and messages list them. */
+export const CODERS = Object.freeze({ claude, codex, agy, gemini });
+
+export type CoderName = keyof typeof CODERS;
+
+/** The coders' names (`fleet:<name>` labels), in registry order. */
+export const CODER_NAMES: readonly CoderName[] = Object.freeze(Object.keys(CODERS) as CoderName[]);
+
+export const isKnownCoder = (name: string): name is CoderName => Object.hasOwn(CODERS, name);
+
+/** A coder's facts, or undefined for a name Fleet has no adapter for. */
+export const coderFacts = (name: string): CoderFacts | undefined =>
+  isKnownCoder(name) ? CODERS[name] : undefined;
+
+/** Every variable some coder reads its credential from: what a worker may hand an agent without being told. */
+export const CODER_CREDENTIAL_VARIABLES: readonly string[] = Object.freeze([
+  ...new Set(Object.values(CODERS).flatMap((c) => [c.credential.env, ...c.credential.aliases])),
+]);
