@@ -3,6 +3,7 @@ import { taskBranchName, variantBranchName } from "../core/branch.ts";
 import { type FleetConfig, type ResolvedOverrides, resolveOverrides } from "../core/config.ts";
 import { canTransition, isTerminal, transition } from "../core/lifecycle.ts";
 import { pinPrompt, promptPinDigest } from "../core/prompt-pin.ts";
+import type { SchedulerDecision } from "../core/scheduler.ts";
 import { type Readiness, retryNotBefore, retryReason, scheduleNext } from "../core/scheduler.ts";
 import { type Lease, newTask, type Priority, type Task, type TaskState } from "../core/task.ts";
 import { budgetReadiness } from "../economy/budgets.ts";
@@ -295,6 +296,25 @@ export function applySchedule(
   };
 }
 
+/** A scheduling pass being applied: the tasks as changed so far, the changes and the commit message lines. */
+interface Pass {
+  doc: FleetStateDoc;
+  config: FleetConfig;
+  opts: ScheduleOptions;
+  tasks: Record<string, Task>;
+  changes: Map<string, TaskChange>;
+  messages: string[];
+  gated: Set<string>;
+  cycles?: Map<number, number[]>;
+}
+
+/** Records a task's change in the pass (a task changed twice keeps its first `from`). */
+function note(pass: Pass, before: Task, after: Task): void {
+  pass.tasks[after.id] = after;
+  const prior = pass.changes.get(after.id);
+  pass.changes.set(after.id, { task: after, from: prior ? prior.from : before.state });
+}
+
 function schedulePass(doc: FleetStateDoc, config: FleetConfig, opts: ScheduleOptions): TransitionResult {
   // Tasks held by the gate show why on their tracking comment (the reason is kept while queued).
   const budgets = opts.readiness ?? budgetReadiness(config.budgets, doc.ledger, new Date(opts.now));
@@ -302,7 +322,15 @@ function schedulePass(doc: FleetStateDoc, config: FleetConfig, opts: ScheduleOpt
   const hold =
     doc.resetHold && Date.parse(doc.resetHold.until) > Date.parse(opts.now) ? doc.resetHold : undefined;
   const gate = hold ? () => ({ ready: false as const, reason: hold.reason }) : budgets;
-  const gated = new Set<string>();
+  const pass: Pass = {
+    doc,
+    config,
+    opts,
+    tasks: { ...doc.tasks },
+    changes: new Map(),
+    messages: [],
+    gated: new Set(),
+  };
   const decisions = scheduleNext({
     tasks: tasksOf(doc),
     config,
@@ -310,120 +338,116 @@ function schedulePass(doc: FleetStateDoc, config: FleetConfig, opts: ScheduleOpt
     closedIssues: opts.closedIssues,
     readiness: (task) => {
       const r = gate(task);
-      if (!r.ready) gated.add(task.id);
+      if (!r.ready) pass.gated.add(task.id);
       return r;
     },
   });
-  const tasks = { ...doc.tasks };
-  const changes = new Map<string, TaskChange>();
-  const messages: string[] = [];
-  const note = (before: Task, after: Task) => {
-    tasks[after.id] = after;
-    const prior = changes.get(after.id);
-    changes.set(after.id, { task: after, from: prior ? prior.from : before.state });
-  };
-  const busy = () => Object.values(tasks).filter((t) => t.lease).length;
-  let cycles: Map<number, number[]> | undefined;
-
   for (const d of decisions) {
-    const task = tasks[d.taskId];
-    if (!task) continue;
-    switch (d.kind) {
-      case "expire-lease": {
-        const reason = `the run stopped reporting (lease ${task.lease?.holder ?? ""} expired)`;
-        const retry = task.attempts <= config.retries.max;
-        const to = retry ? "queued" : "failed";
-        if (!canTransition(task.state, to)) break;
-        const resetAt = retry
-          ? retryNotBefore(opts.now, task.attempts, config.retries.backoff_seconds)
-          : undefined;
-        note(
-          task,
-          transition(task, to, {
-            now: opts.now,
-            reason: retry ? retryReason(reason, resetAt) : `${reason}; no retries left`,
-            resetAt,
-          }),
-        );
-        messages.push(`expire lease of gh-${task.issue} (${task.id}) -> ${to}`);
-        break;
-      }
-      case "requeue-rate-limited":
-      case "unblock": {
-        if (!canTransition(task.state, "queued")) break;
-        note(task, transition(task, "queued", { now: opts.now }));
-        messages.push(
-          `${d.kind === "unblock" ? "unblock" : "rate limit over for"} gh-${task.issue} (${task.id})`,
-        );
-        break;
-      }
-      case "block": {
-        if (task.state === "blocked" || !canTransition(task.state, "blocked")) break;
-        cycles ??= dependencyCycles(Object.values(tasks));
-        const reason = blockedReason(d.blockedBy, cycles.get(task.issue));
-        note(task, { ...transition(task, "blocked", { now: opts.now, reason }), dependsOn: task.dependsOn });
-        messages.push(`block gh-${task.issue} (${task.id}): ${reason}`);
-        break;
-      }
-      case "hold": {
-        // Holds by the gate or by overlapping files say why on the tracking comment.
-        if ((!gated.has(task.id) && d.waitsFor === undefined) || task.reason === d.reason) break;
-        note(task, { ...task, reason: d.reason, updatedAt: opts.now });
-        messages.push(`hold gh-${task.issue} (${task.id}): ${d.reason}`);
-        break;
-      }
-      case "dispatch": {
-        if (!canTransition(task.state, "dispatched")) break;
-        const expiresAt = new Date(
-          Date.parse(opts.now) + (opts.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS),
-        ).toISOString();
-        const lease: Lease = {
-          holder: opts.holder,
-          slot: d.slot,
-          acquiredAt: opts.now,
-          heartbeatAt: opts.now,
-          expiresAt,
-        };
-        const moved = transition(task, "dispatched", { now: opts.now });
-        // A new attempt gets its own run: late events of the previous run must not match it.
-        delete moved.runId;
-        delete moved.runUrl;
-        // Another coder or model on the same issue (an A/B run): each side has its own branch and PR.
-        const sibling = Object.values(tasks).some(
-          (t) =>
-            t.id !== task.id &&
-            t.issue === task.issue &&
-            !isTerminal(t.state) &&
-            (t.coder !== task.coder || t.model !== task.model),
-        );
-        const branch =
-          task.branch ??
-          (sibling
-            ? variantBranchName(task.issue, task.title, task.coder, task.model)
-            : taskBranchName(task.issue, task.title));
-        note(task, { ...moved, lease, branch });
-        messages.push(
-          `dispatch gh-${task.issue} to ${task.coder} (slot ${d.slot}/${config.max_concurrent}, ${busy()} busy)`,
-        );
-        break;
-      }
-    }
+    const task = pass.tasks[d.taskId];
+    if (task) applyDecision(pass, d, task);
   }
-  // A new block may close a cycle: the tasks already blocked in it learn that they wait for ever.
-  if (cycles?.size) {
-    for (const task of Object.values(tasks)) {
-      const cycle = cycles.get(task.issue);
-      if (!cycle || task.state !== "blocked" || task.reason?.includes("dependency cycle")) continue;
-      const reason = `${task.reason ?? blockedReason(task.dependsOn, undefined)}${cycleNote(cycle)}`;
-      note(task, { ...task, reason, updatedAt: opts.now });
-      messages.push(`gh-${task.issue} (${task.id}) is in a dependency cycle`);
-    }
-  }
-  const changed = [...changes.values()];
+  noteNewCycles(pass);
+  const changed = [...pass.changes.values()];
   const dispatched = decisions.flatMap((d) =>
-    d.kind === "dispatch" && tasks[d.taskId]?.state === "dispatched" ? [d.taskId] : [],
+    d.kind === "dispatch" && pass.tasks[d.taskId]?.state === "dispatched" ? [d.taskId] : [],
   );
-  return { doc: changed.length ? { ...doc, tasks } : doc, changes: changed, messages, dispatched };
+  return {
+    doc: changed.length ? { ...doc, tasks: pass.tasks } : doc,
+    changes: changed,
+    messages: pass.messages,
+    dispatched,
+  };
+}
+
+/** One scheduler decision, applied to the pass when the lifecycle still allows it. */
+function applyDecision(pass: Pass, d: SchedulerDecision, task: Task): void {
+  const { opts, config } = pass;
+  switch (d.kind) {
+    case "expire-lease": {
+      const reason = `the run stopped reporting (lease ${task.lease?.holder ?? ""} expired)`;
+      const retry = task.attempts <= config.retries.max;
+      const to = retry ? "queued" : "failed";
+      if (!canTransition(task.state, to)) return;
+      const resetAt = retry
+        ? retryNotBefore(opts.now, task.attempts, config.retries.backoff_seconds)
+        : undefined;
+      const why = retry ? retryReason(reason, resetAt) : `${reason}; no retries left`;
+      note(pass, task, transition(task, to, { now: opts.now, reason: why, resetAt }));
+      pass.messages.push(`expire lease of gh-${task.issue} (${task.id}) -> ${to}`);
+      return;
+    }
+    case "requeue-rate-limited":
+    case "unblock": {
+      if (!canTransition(task.state, "queued")) return;
+      note(pass, task, transition(task, "queued", { now: opts.now }));
+      pass.messages.push(
+        `${d.kind === "unblock" ? "unblock" : "rate limit over for"} gh-${task.issue} (${task.id})`,
+      );
+      return;
+    }
+    case "block": {
+      if (task.state === "blocked" || !canTransition(task.state, "blocked")) return;
+      pass.cycles ??= dependencyCycles(Object.values(pass.tasks));
+      const reason = blockedReason(d.blockedBy, pass.cycles.get(task.issue));
+      note(pass, task, {
+        ...transition(task, "blocked", { now: opts.now, reason }),
+        dependsOn: task.dependsOn,
+      });
+      pass.messages.push(`block gh-${task.issue} (${task.id}): ${reason}`);
+      return;
+    }
+    case "hold": {
+      // Holds by the gate or by overlapping files say why on the tracking comment.
+      if ((!pass.gated.has(task.id) && d.waitsFor === undefined) || task.reason === d.reason) return;
+      note(pass, task, { ...task, reason: d.reason, updatedAt: opts.now });
+      pass.messages.push(`hold gh-${task.issue} (${task.id}): ${d.reason}`);
+      return;
+    }
+    case "dispatch":
+      dispatchInPass(pass, task, d.slot);
+  }
+}
+
+/** Dispatches a task into `slot`: its lease for the dispatcher, a fresh run, its branch (a variant one in an A/B run). */
+function dispatchInPass(pass: Pass, task: Task, slot: number): void {
+  const { opts, config } = pass;
+  if (!canTransition(task.state, "dispatched")) return;
+  const expiresAt = new Date(Date.parse(opts.now) + (opts.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS)).toISOString();
+  const lease: Lease = { holder: opts.holder, slot, acquiredAt: opts.now, heartbeatAt: opts.now, expiresAt };
+  const moved = transition(task, "dispatched", { now: opts.now });
+  // A new attempt gets its own run: late events of the previous run must not match it.
+  delete moved.runId;
+  delete moved.runUrl;
+  // Another coder or model on the same issue (an A/B run): each side has its own branch and PR.
+  const sibling = Object.values(pass.tasks).some(
+    (t) =>
+      t.id !== task.id &&
+      t.issue === task.issue &&
+      !isTerminal(t.state) &&
+      (t.coder !== task.coder || t.model !== task.model),
+  );
+  const branch =
+    task.branch ??
+    (sibling
+      ? variantBranchName(task.issue, task.title, task.coder, task.model)
+      : taskBranchName(task.issue, task.title));
+  note(pass, task, { ...moved, lease, branch });
+  const busy = Object.values(pass.tasks).filter((t) => t.lease).length;
+  pass.messages.push(
+    `dispatch gh-${task.issue} to ${task.coder} (slot ${slot}/${config.max_concurrent}, ${busy} busy)`,
+  );
+}
+
+/** A new block may close a cycle: the tasks already blocked in it learn that they wait for ever. */
+function noteNewCycles(pass: Pass): void {
+  if (!pass.cycles?.size) return;
+  for (const task of Object.values(pass.tasks)) {
+    const cycle = pass.cycles.get(task.issue);
+    if (!cycle || task.state !== "blocked" || task.reason?.includes("dependency cycle")) continue;
+    const reason = `${task.reason ?? blockedReason(task.dependsOn, undefined)}${cycleNote(cycle)}`;
+    note(pass, task, { ...task, reason, updatedAt: pass.opts.now });
+    pass.messages.push(`gh-${task.issue} (${task.id}) is in a dependency cycle`);
+  }
 }
 
 function cycleNote(cycle: readonly number[]): string {
