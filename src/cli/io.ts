@@ -15,8 +15,10 @@ export function untilSignal(): { promise: Promise<NodeJS.Signals>; dispose: () =
   });
   const onInt = () => resolveFn("SIGINT");
   const onTerm = () => resolveFn("SIGTERM");
-  process.once("SIGINT", onInt);
-  process.once("SIGTERM", onTerm);
+  // `on`, not `once`: a signal that arrives while a child runs (execa's signal-exit listens too) would
+  // otherwise find no listener of ours left, and signal-exit re-raises it and the process dies.
+  process.on("SIGINT", onInt);
+  process.on("SIGTERM", onTerm);
   return {
     promise,
     dispose: () => {

@@ -7,8 +7,8 @@ import { totalTokens } from "../../core/usage.ts";
 import { localDispatcher } from "../../queue/dispatcher.ts";
 import { createRepoQueue } from "../../queue/repo-queue.ts";
 import { git } from "../../worker/git.ts";
-import { startLocalWorker } from "../../worker/local-worker.ts";
-import { assertSandboxAvailable, type SandboxMode, SandboxUnavailableError } from "../../worker/sandbox.ts";
+import { type LocalWorker, type LocalWorkerOptions, startLocalWorker } from "../../worker/local-worker.ts";
+import { assertSandboxAvailable, SandboxUnavailableError } from "../../worker/sandbox.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, UsageError } from "../errors.ts";
 import { formatTokens, liveUsage } from "../format.ts";
@@ -102,6 +102,36 @@ async function cloneSource(
   return { cloneUrl: data.clone_url, gitAuth: { username: "x-access-token", token: target.token } };
 }
 
+/** `--agent-env KEY=VALUE` pairs as an environment. */
+function agentEnvOf(pairs: readonly string[]): Record<string, string> {
+  const agentEnv: Record<string, string> = {};
+  for (const kv of pairs) {
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(kv);
+    if (!m) throw new UsageError(`--agent-env takes KEY=VALUE; got "${kv}".`);
+    agentEnv[m[1]!] = m[2]!;
+  }
+  return agentEnv;
+}
+
+/** A line on stderr, stamped, around the live status line of a terminal. */
+function createPrinter() {
+  const tty = Boolean(process.stderr.isTTY);
+  let statusLine = "";
+  return {
+    tty,
+    print(line: string) {
+      const stamp = new Date().toISOString().slice(11, 19);
+      if (tty && statusLine) process.stderr.write("\r\x1b[K");
+      err(`[${stamp}] ${line}`);
+      if (tty && statusLine) process.stderr.write(statusLine);
+    },
+    status(line: string) {
+      statusLine = line;
+      if (tty) process.stderr.write(line ? `\r\x1b[K${line}` : "\r\x1b[K");
+    },
+  };
+}
+
 export async function runCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, OPTIONS, RUN_USAGE);
   if (values.help) {
@@ -110,12 +140,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   }
   if (positionals.length)
     throw new UsageError(`fleet run takes no arguments (got "${positionals[0]}").`, RUN_USAGE);
-  const agentEnv: Record<string, string> = {};
-  for (const kv of values["agent-env"] ?? []) {
-    const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(kv);
-    if (!m) throw new UsageError(`--agent-env takes KEY=VALUE; got "${kv}".`);
-    agentEnv[m[1]!] = m[2]!;
-  }
+  const agentEnv = agentEnvOf(values["agent-env"] ?? []);
   // Signals are ours from here on: one arriving while the worker starts still stops it cleanly.
   const signal = untilSignal();
   let stopping: NodeJS.Signals | undefined;
@@ -132,9 +157,8 @@ export async function runCommand(argv: string[]): Promise<number> {
     );
   const config = await target.config(doc);
   // A worker that cannot contain its agents says so now, not at its first task.
-  const sandbox: SandboxMode = config.sandbox;
   try {
-    await assertSandboxAvailable(sandbox);
+    await assertSandboxAvailable(config.sandbox);
   } catch (error) {
     if (error instanceof SandboxUnavailableError) throw new CliError(error.message);
     throw error;
@@ -145,7 +169,19 @@ export async function runCommand(argv: string[]): Promise<number> {
     if (!check.ok) throw new UsageError(`--credential-env ${name}: ${check.why}.`);
   }
   const concurrency = positiveInt("--concurrency", values.concurrency, config.max_concurrent);
-  const { cloneUrl, gitAuth } = await cloneSource(target);
+  const out = createPrinter();
+  out.print(
+    `fleet run: worker for ${describeTarget(target)}, up to ${concurrency} at once, work dir ${target.workDir}`,
+  );
+  const worker = startLocalWorker({
+    ...(await workerOptions(target, config, allowed, out.print)),
+    agentEnv,
+    modelBaseUrl: values["model-base-url"] ?? process.env.FLEET_MODEL_BASE_URL,
+    concurrency,
+    pollMs,
+    heartbeatMs: Math.min(30_000, Math.max(1_000, pollMs * 5)),
+  });
+  // In local mode (or with dispatch: local) no app schedules: this worker does.
   const schedules = target.kind === "local" || config.dispatch === "local";
   const queue = createRepoQueue({
     repo: target.full,
@@ -153,26 +189,48 @@ export async function runCommand(argv: string[]): Promise<number> {
     fileConfig: file.config,
     dispatcher: localDispatcher,
   });
+  try {
+    await watch({
+      target,
+      worker,
+      out,
+      pollMs,
+      untilIdle: values["until-idle"] === true,
+      signal,
+      stopped: () => stopping,
+      schedule: schedules ? () => queue.schedule() : undefined,
+    });
+  } finally {
+    out.status("");
+    if (stopping) out.print(`${stopping}: stopping agents; their tasks go back to the queue`);
+    // A second signal while stopping means "now".
+    const force = () => process.exit(130);
+    process.once("SIGINT", force);
+    process.once("SIGTERM", force);
+    await worker.stop();
+    signal.dispose();
+    process.off("SIGINT", force);
+    process.off("SIGTERM", force);
+    out.print("worker stopped");
+  }
+  return 0;
+}
 
-  const tty = Boolean(process.stderr.isTTY);
-  let statusLine = "";
-  const print = (line: string) => {
-    const stamp = new Date().toISOString().slice(11, 19);
-    if (tty && statusLine) process.stderr.write("\r\x1b[K");
-    err(`[${stamp}] ${line}`);
-    if (tty && statusLine) process.stderr.write(statusLine);
-  };
-
-  print(
-    `fleet run: worker for ${describeTarget(target)}, up to ${concurrency} at once, work dir ${target.workDir}`,
-  );
-  const credentialOf = credentialValue(process.env, allowed, (m) => print(m));
+/** The worker's side of the target: its repository and clone, the credentials it may hand on, what it logs. */
+async function workerOptions(
+  target: Target,
+  config: FleetConfig,
+  allowed: ReadonlySet<string>,
+  print: (line: string) => void,
+): Promise<LocalWorkerOptions> {
+  const { cloneUrl, gitAuth } = await cloneSource(target);
+  const credentialOf = credentialValue(process.env, allowed, print);
   // Whatever this worker holds is looked for in everything its agents leave, in any encoding.
   const secrets = [
     ...(target.kind === "github" ? [target.token] : []),
     ...[...allowed].map((name) => process.env[name] ?? "").filter(Boolean),
   ];
-  const worker = startLocalWorker({
+  return {
     repo: target.repo,
     octokit: target.octokit,
     store: target.store,
@@ -184,71 +242,67 @@ export async function runCommand(argv: string[]): Promise<number> {
     credentialValue: credentialOf,
     secrets,
     ...(target.loadConfig ? { loadConfig: target.loadConfig } : {}),
-    sandbox,
-    modelBaseUrl: values["model-base-url"] ?? process.env.FLEET_MODEL_BASE_URL,
-    agentEnv,
-    concurrency,
-    pollMs,
-    heartbeatMs: Math.min(30_000, Math.max(1_000, pollMs * 5)),
+    sandbox: config.sandbox,
     trackerIntervalMs: target.kind === "local" ? 0 : undefined,
-    log: (m) => print(m),
+    log: print,
     onOutcome: (id, o) =>
       print(
         `${id}: ${o.outcome}${o.pr ? ` (PR #${o.pr.number} ${o.pr.url})` : ""}${o.reason ? `: ${o.reason}` : ""}${
           o.totals ? ` [${formatTokens(totalTokens(o.totals.usage))} tokens]` : ""
         }`,
       ),
-  });
+  };
+}
 
+/**
+ * Until a signal (or, with --until-idle, until nothing is queued or running): every task's state
+ * change printed, a live status line on a terminal, and a scheduling pass per poll when this worker
+ * is the one that schedules.
+ */
+async function watch(o: {
+  target: Target;
+  worker: LocalWorker;
+  out: ReturnType<typeof createPrinter>;
+  pollMs: number;
+  untilIdle: boolean;
+  signal: { promise: Promise<unknown> };
+  stopped: () => NodeJS.Signals | undefined;
+  schedule?: () => Promise<unknown>;
+}): Promise<void> {
+  const { target, out } = o;
   const seen = new Map<string, string>();
   let frame = 0;
   let sawWork = false;
-  try {
-    if (schedules) await queue.schedule();
-    while (!stopping) {
-      const snapshot = (await target.store.read()).doc;
-      const tasks = Object.values(snapshot.tasks);
-      for (const t of tasks) {
-        const before = seen.get(t.id);
-        if (before !== undefined && before !== t.state)
-          print(
-            `${t.id} #${t.issue} ${t.coder}:${t.model}: ${before} -> ${t.state}${t.reason ? ` (${t.reason})` : ""}`,
-          );
-        seen.set(t.id, t.state);
-      }
-      const running = tasks.filter((t) => isActive(t.state));
-      const queued = tasks.filter((t) => t.state === "queued");
-      if (running.length || queued.length) sawWork = true;
-      if (tty) {
-        const mine = await Promise.all(
-          running.slice(0, 3).map(async (t: Task) => {
-            const u = await liveUsage(target.workDir, t);
-            return `${t.id} ${t.state}${u ? ` ${formatTokens(totalTokens(u))} tok` : ""}`;
-          }),
+  await o.schedule?.();
+  while (!o.stopped()) {
+    const tasks = Object.values((await target.store.read()).doc.tasks);
+    for (const t of tasks) {
+      const before = seen.get(t.id);
+      if (before !== undefined && before !== t.state)
+        out.print(
+          `${t.id} #${t.issue} ${t.coder}:${t.model}: ${before} -> ${t.state}${t.reason ? ` (${t.reason})` : ""}`,
         );
-        statusLine = `${SPINNER[frame++ % SPINNER.length]} ${running.length} running, ${queued.length} queued${mine.length ? ` | ${mine.join(", ")}` : ""}`;
-        process.stderr.write(`\r\x1b[K${statusLine}`);
-      }
-      if (values["until-idle"] && running.length === 0 && queued.length === 0 && worker.running === 0) {
-        print(sawWork ? "idle: nothing queued or running" : "nothing to do: no task is queued or running");
-        break;
-      }
-      if (schedules) await queue.schedule();
-      await Promise.race([sleep(tty ? Math.min(pollMs, 250) : pollMs), signal.promise]);
+      seen.set(t.id, t.state);
     }
-  } finally {
-    if (tty) process.stderr.write("\r\x1b[K");
-    statusLine = "";
-    if (stopping) print(`${stopping}: stopping agents; their tasks go back to the queue`);
-    // A second signal while stopping means "now".
-    const force = () => process.exit(130);
-    process.once("SIGINT", force);
-    process.once("SIGTERM", force);
-    await worker.stop();
-    signal.dispose();
-    process.off("SIGINT", force);
-    process.off("SIGTERM", force);
-    print("worker stopped");
+    const running = tasks.filter((t) => isActive(t.state));
+    const queued = tasks.filter((t) => t.state === "queued");
+    if (running.length || queued.length) sawWork = true;
+    if (out.tty) {
+      const mine = await Promise.all(
+        running.slice(0, 3).map(async (t: Task) => {
+          const u = await liveUsage(target.workDir, t);
+          return `${t.id} ${t.state}${u ? ` ${formatTokens(totalTokens(u))} tok` : ""}`;
+        }),
+      );
+      out.status(
+        `${SPINNER[frame++ % SPINNER.length]} ${running.length} running, ${queued.length} queued${mine.length ? ` | ${mine.join(", ")}` : ""}`,
+      );
+    }
+    if (o.untilIdle && running.length === 0 && queued.length === 0 && o.worker.running === 0) {
+      out.print(sawWork ? "idle: nothing queued or running" : "nothing to do: no task is queued or running");
+      return;
+    }
+    await o.schedule?.();
+    await Promise.race([sleep(out.tty ? Math.min(o.pollMs, 250) : o.pollMs), o.signal.promise]);
   }
-  return stopping ? 0 : 0;
 }
