@@ -3,6 +3,9 @@
 // 2 local processes x 200 increments on a $FLEET_HOME store. Run: npx tsx bench/cas.ts
 // `--transport=git` writes through the git smart-HTTP store instead of the REST API (emulator only;
 // results in bench/results/cas-git.json, REST and git requests reported apart).
+// `--server=memory`: 4 writers in this process on the in-memory transport (src/state/memory-store.ts),
+// each read and each write one request; a few seconds (results in bench/results/cas-memory.json).
+// `--transitions=N` for a quicker run (the README figures use the default).
 import { execFile } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -10,19 +13,18 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { Octokit } from "@octokit/rest";
 import { execa } from "execa";
+import { acquireSlot, releaseLease, slotsInUse } from "../src/core/leases.ts";
 import { newTask } from "../src/core/task.ts";
 import { startGitHubEmulator } from "../src/offline/github/index.ts";
 import { type FleetStateDoc, parseStateDoc, recordLedger, STATE_PATH } from "../src/state/doc.ts";
 import { StateConflictError } from "../src/state/errors.ts";
 import { createGitStateStore } from "../src/state/git-store.ts";
 import { createGitHubStateStore } from "../src/state/github-store.ts";
-import { acquireSlot, releaseLease, slotsInUse } from "../src/state/leases.ts";
 import { createLocalStateStore } from "../src/state/local-store.ts";
-import { startFakeGitHub } from "../test/state/fake-git-github.ts";
+import { createMemoryRepo, createMemoryStateStore, type MemoryRepo } from "../src/state/memory-store.ts";
 
 const run = promisify(execFile);
 const WRITERS = 4;
-// `--transitions=N` for a quicker run (the README figures use the default).
 const TRANSITIONS = Number(process.argv.find((a) => a.startsWith("--transitions="))?.split("=")[1] ?? 200);
 const MAX_CONCURRENT = 3;
 const TASKS_PER_WRITER = 2;
@@ -37,9 +39,15 @@ const TRANSPORT = process.argv.includes("--transport=git") ? "git" : "rest";
 
 const taskId = (w: number, k: number) => `fl-w${w}t${k}`;
 
+type BenchStats = {
+  requests: number;
+  notModified: number;
+  byRoute: Record<string, number>;
+  gitOps?: unknown;
+};
 type BenchStore = {
   update: ReturnType<typeof createGitHubStateStore>["update"];
-  stats(): { requests: number; notModified: number; byRoute: Record<string, number>; gitOps?: unknown };
+  stats(): BenchStats;
 };
 
 /** The REST store, or the git store with a private cache repository; both report their requests the same way. */
@@ -64,15 +72,32 @@ async function benchStore(url: string, token: string, transport: string): Promis
   };
 }
 
-async function writer(
-  url: string,
-  token: string,
-  w: number,
-  n: number,
-  startAt: number,
-  transport: string,
-): Promise<void> {
-  const store = await benchStore(url, token, transport);
+/** A store on the in-memory repository: each read and each write one request. */
+function memoryStore(repo: MemoryRepo): BenchStore {
+  const store = createMemoryStateStore({ repo });
+  return {
+    update: store.update,
+    stats: () => {
+      const st = store.stats();
+      return { requests: st.requests, notModified: 0, byRoute: { read: st.reads, write: st.writes } };
+    },
+  };
+}
+
+interface WriterResult {
+  writer: number;
+  lateStartMs: number;
+  ranMs: number;
+  gaveUp: number;
+  retries: number;
+  granted: number;
+  released: number;
+  noSlot: number;
+  stats: BenchStats;
+}
+
+/** Writer `w`'s transitions: two steps taking slots for its two tasks, then two giving them back (8 tasks want 3 slots). */
+async function runWriter(store: BenchStore, w: number, n: number, startAt: number): Promise<WriterResult> {
   // Every writer starts at the same moment, whatever its process start-up took.
   await new Promise((r) => setTimeout(r, Math.max(0, startAt - Date.now())));
   const began = Date.now();
@@ -85,7 +110,6 @@ async function writer(
     let outcome = "";
     const attempt = () =>
       store.update(({ doc }) => {
-        // Two steps taking slots for this writer's two tasks, then two steps giving them back: 8 tasks want 3 slots.
         const id = taskId(w, i % TASKS_PER_WRITER);
         let next: FleetStateDoc = doc;
         let message: string;
@@ -123,25 +147,26 @@ async function writer(
     else if (outcome === "released") released++;
     else if (outcome === "no-slot") noSlot++;
   }
-  process.stdout.write(
-    JSON.stringify({
-      writer: w,
-      lateStartMs: began - startAt,
-      ranMs: Date.now() - began,
-      gaveUp,
-      retries,
-      granted,
-      released,
-      noSlot,
-      stats: store.stats(),
-    }),
-  );
+  const ranMs = Date.now() - began;
+  return {
+    writer: w,
+    lateStartMs: began - startAt,
+    ranMs,
+    gaveUp,
+    retries,
+    granted,
+    released,
+    noSlot,
+    stats: store.stats(),
+  };
 }
 
 interface BenchServer {
   name: string;
-  url: string;
-  token: string;
+  /** Every writer's result, the writers started together at `startAt`. */
+  runWriters(startAt: number): Promise<WriterResult[]>;
+  /** A store for seeding the branch. */
+  seedStore(): Promise<BenchStore>;
   /** state.json of every commit on the branch, newest first, and the requests the server saw. */
   branchStates(): Promise<string[]>;
   requests(): number;
@@ -158,10 +183,32 @@ async function emulatorServer(): Promise<BenchServer> {
     files: { "README.md": "# widgets\n" },
   });
   emulator.addCollaborator(repo.fullName, "maintainer", "write");
+  const token = emulator.userToken("maintainer");
   return {
     name: "offline emulator (src/offline/github, bare git repository)",
-    url: emulator.url,
-    token: emulator.userToken("maintainer"),
+    seedStore: () => benchStore(emulator.url, token, TRANSPORT),
+    // One process per writer, as separate app replicas or workers would be.
+    async runWriters(startAt) {
+      const outs = await Promise.all(
+        Array.from({ length: WRITERS }, (_, w) =>
+          run(
+            tsx,
+            [
+              join(here, "cas.ts"),
+              "writer",
+              emulator.url,
+              token,
+              String(w),
+              String(TRANSITIONS),
+              String(startAt),
+              TRANSPORT,
+            ],
+            { maxBuffer: 1 << 24 },
+          ),
+        ),
+      );
+      return outs.map((o) => JSON.parse(o.stdout) as WriterResult);
+    },
     async branchStates() {
       const shas = (
         await execa("git", ["-C", repo.gitDir, "rev-list", "refs/heads/fleet/state"])
@@ -186,29 +233,33 @@ async function emulatorServer(): Promise<BenchServer> {
   };
 }
 
-async function fakeServer(): Promise<BenchServer> {
-  const fake = await startFakeGitHub();
+function memoryServer(): BenchServer {
+  const repo = createMemoryRepo();
   return {
-    name: "test/state/fake-git-github.ts (in-memory)",
-    url: fake.url,
-    token: "bench",
+    name: "in-memory transport (src/state/memory-store.ts)",
+    seedStore: async () => memoryStore(repo),
+    runWriters: (startAt) =>
+      Promise.all(
+        Array.from({ length: WRITERS }, (_, w) => runWriter(memoryStore(repo), w, TRANSITIONS, startAt)),
+      ),
     async branchStates() {
       const docs: string[] = [];
-      for (let sha = fake.refs.get("fleet/state"); sha; sha = fake.commits.get(sha)!.parents[0]) {
-        docs.push(fake.filesAt(sha)[STATE_PATH] ?? "");
+      for (let sha = repo.refs.get("fleet/state"); sha; sha = repo.commits.get(sha)!.parents[0]) {
+        docs.push(repo.commits.get(sha)!.files[STATE_PATH] ?? "");
       }
       return docs;
     },
-    requests: () => fake.requests,
+    // Neither REST nor git: the stores' own counts are the figure.
+    requests: () => 0,
     gitRequests: () => 0,
-    close: () => fake.close(),
+    close: async () => {},
   };
 }
 
-async function githubBench(kind: "emulator" | "fake") {
-  const server = kind === "emulator" ? await emulatorServer() : await fakeServer();
+async function githubBench(kind: "emulator" | "memory") {
+  const server = kind === "emulator" ? await emulatorServer() : memoryServer();
   try {
-    const seed = await benchStore(server.url, server.token, TRANSPORT);
+    const seed = await server.seedStore();
     await seed.update(({ doc }) => {
       const tasks = { ...doc.tasks };
       for (let w = 0; w < WRITERS; w++) {
@@ -233,32 +284,12 @@ async function githubBench(kind: "emulator" | "fake") {
     const seedCommits = (await server.branchStates()).length;
     const requestsBefore = server.requests();
     const gitRequestsBefore = server.gitRequests();
-    const startAt = Date.now() + 8_000;
-    const outs = await Promise.all(
-      Array.from({ length: WRITERS }, (_, w) =>
-        run(
-          tsx,
-          [
-            join(here, "cas.ts"),
-            "writer",
-            server.url,
-            server.token,
-            String(w),
-            String(TRANSITIONS),
-            String(startAt),
-            TRANSPORT,
-          ],
-          {
-            maxBuffer: 1 << 24,
-          },
-        ),
-      ),
-    );
-    const results0 = outs.map((o) => JSON.parse(o.stdout));
+    // Writer processes need a few seconds to start; in-process writers start at once.
+    const startAt = Date.now() + (kind === "emulator" ? 8_000 : 0);
+    const results = await server.runWriters(startAt);
     const elapsedMs =
-      Math.max(...results0.map((r) => r.lateStartMs + r.ranMs)) -
-      Math.min(...results0.map((r) => r.lateStartMs));
-    const results = outs.map((o) => JSON.parse(o.stdout));
+      Math.max(...results.map((r) => r.lateStartMs + r.ranMs)) -
+      Math.min(...results.map((r) => r.lateStartMs));
     const serverRequests = server.requests() - requestsBefore;
     const serverGitRequests = server.gitRequests() - gitRequestsBefore;
     // Check every state the branch ever held for over-granted slots.
@@ -297,7 +328,7 @@ async function githubBench(kind: "emulator" | "fake") {
     const gaveUp = perWriter.reduce((s, r) => s + r.gaveUp, 0);
     return {
       server: server.name,
-      transport: TRANSPORT,
+      transport: kind === "memory" ? "memory" : TRANSPORT,
       writers: WRITERS,
       transitionsPerWriter: TRANSITIONS,
       maxConcurrent: MAX_CONCURRENT,
@@ -353,26 +384,18 @@ async function localBench() {
 
 if (process.argv[2] === "writer") {
   const [url, token, w, n, startAt, transport] = process.argv.slice(3);
-  await writer(url!, token!, Number(w), Number(n), Number(startAt), transport ?? "rest");
+  const store = await benchStore(url!, token!, transport ?? "rest");
+  process.stdout.write(JSON.stringify(await runWriter(store, Number(w), Number(n), Number(startAt))));
 } else {
-  const kind = process.argv.includes("--server=fake") ? "fake" : "emulator";
-  if (TRANSPORT === "git" && kind === "fake")
-    throw new Error("--transport=git needs the emulator (the fake has no git endpoint)");
+  const kind = process.argv.includes("--server=memory") ? "memory" : "emulator";
+  if (TRANSPORT === "git" && kind === "memory")
+    throw new Error("--transport=git needs the emulator (--server=memory runs the in-memory transport)");
   const github = await githubBench(kind);
   // The local store does not depend on the transport: measured with the REST run only.
   const local = TRANSPORT === "git" ? undefined : await localBench();
   const out = { date: new Date().toISOString(), node: process.version, github, local };
   console.log(JSON.stringify(out, null, 2));
   await mkdir(join(here, "results"), { recursive: true });
-  await writeFile(
-    join(
-      here,
-      TRANSPORT === "git"
-        ? "results/cas-git.json"
-        : kind === "emulator"
-          ? "results/cas.json"
-          : "results/cas-fake.json",
-    ),
-    `${JSON.stringify(out, null, 2)}\n`,
-  );
+  const file = TRANSPORT === "git" ? "cas-git.json" : kind === "emulator" ? "cas.json" : "cas-memory.json";
+  await writeFile(join(here, "results", file), `${JSON.stringify(out, null, 2)}\n`);
 }

@@ -1,7 +1,7 @@
 // `npm run bench`: every benchmark in one run (< 10 min on 2 cores), one JSON object in
 // bench/results/latest.json, a table on stdout and bench/results/README-table.md for the README.
 // The existing scripts (scheduler, beads, cas) run as child processes and are read from their JSON.
-// cas runs twice: `--server=fake` (REST transport, 4 writers x 200 on the in-memory git GitHub) and
+// cas runs twice: `--server=memory` (4 writers x 200 on the in-memory transport, in one process) and
 // `--transport=git` (4 x 200 over git smart HTTP on the emulator, the app's default). The REST transport on
 // the emulator takes ~9 minutes; its last figures are in bench/results/cas.json and are reported beside.
 import { execFile } from "node:child_process";
@@ -33,10 +33,10 @@ await timed("scheduler", () => run(tsx, [join(here, "scheduler.ts")]));
 const sched = await json("scheduler.json");
 await timed("beads", () => run(tsx, [join(here, "beads.ts")]));
 const beads = await json("beads.json");
-await timed("cas (fake server)", () =>
-  run(tsx, [join(here, "cas.ts"), "--server=fake"], { maxBuffer: 64 << 20 }),
+await timed("cas (in-memory transport)", () =>
+  run(tsx, [join(here, "cas.ts"), "--server=memory"], { maxBuffer: 64 << 20 }),
 );
-const casFake = (await json("cas-fake.json")).github;
+const casMemory = (await json("cas-memory.json")).github;
 await timed("cas (git transport, emulator)", () =>
   run(tsx, [join(here, "cas.ts"), "--transport=git", "--transitions=200"], { maxBuffer: 64 << 20 }),
 );
@@ -77,7 +77,7 @@ const latest = {
   burst,
   lifecycle,
   cas: {
-    ...casRow(casFake),
+    ...casRow(casMemory),
     emulatorLastRun: casRow(casEmu),
     git: { ...casRow(casGit), gitRequestsPerTransition: casGit.gitRequestsPerTransition },
   },

@@ -2,16 +2,10 @@ import { createHash, randomBytes } from "node:crypto";
 import { appendFile, mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
-import {
-  BEADS_PATH,
-  cloneStateDoc,
-  type FleetStateDoc,
-  parseStateDoc,
-  STATE_PATH,
-  serializeStateDoc,
-} from "./doc.ts";
+import * as cas from "./cas-store.ts";
+import { BEADS_PATH, STATE_PATH } from "./doc.ts";
 import { withFileLock } from "./file-lock.ts";
-import type { Mutation, StateSnapshot, StateStore, UpdateResult } from "./store.ts";
+import type { HistoryEntry, StateStore } from "./store.ts";
 
 export interface LocalStateStoreOptions {
   /** `$FLEET_HOME`; the state lives in `<home>/state`. */
@@ -28,7 +22,7 @@ export const defaultFleetHome = (env: NodeJS.ProcessEnv = process.env): string =
 
 export interface LocalStateStore extends StateStore {
   readonly dir: string;
-  history(limit: number): Promise<Array<{ sha: string; message: string; date: string }>>;
+  history(limit: number): Promise<HistoryEntry[]>;
 }
 
 const readText = async (path: string): Promise<string> => {
@@ -40,10 +34,10 @@ const readText = async (path: string): Promise<string> => {
   }
 };
 
-const versionOf = (stateText: string, beads: string): string =>
-  stateText === "" && beads === ""
+const versionOf = (files: cas.StateFiles): string =>
+  files.state === "" && files.beads === ""
     ? ""
-    : createHash("sha256").update(stateText).update("\0").update(beads).digest("hex");
+    : createHash("sha256").update(files.state).update("\0").update(files.beads).digest("hex");
 
 /** Write to a temporary file next to the target, then rename over it: readers see old or new, never half. */
 async function writeAtomic(path: string, text: string): Promise<void> {
@@ -54,74 +48,77 @@ async function writeAtomic(path: string, text: string): Promise<void> {
 }
 
 /**
+ * A directory on this machine: `<dir>/.fleet/state.json`, `<dir>/.beads/issues.jsonl` and an
+ * append-only `<dir>/history.jsonl`. Updates hold a lockfile and read first, so a write never loses.
+ */
+class FileTransport implements cas.CasTransport {
+  readonly readsFirst = true;
+  readonly place: cas.StatePlace;
+  private readonly paths: cas.StateFiles;
+  private readonly historyPath: string;
+
+  constructor(
+    private readonly dir: string,
+    private readonly opts: LocalStateStoreOptions,
+  ) {
+    this.paths = { state: join(dir, STATE_PATH), beads: join(dir, BEADS_PATH) };
+    this.historyPath = join(dir, "history.jsonl");
+    const remedy = `fix the file by hand or restore it from ${this.historyPath}'s last good state`;
+    this.place = { where: dir, docPath: this.paths.state, remedy };
+  }
+
+  /** Updates hold the lock from their read to their write; reads and history need none. */
+  async around<T>(op: cas.StoreOperation, fn: () => Promise<T>): Promise<T> {
+    if (op !== "update") return fn();
+    await mkdir(this.dir, { recursive: true });
+    return withFileLock(join(this.dir, ".lock"), fn, {
+      staleMs: this.opts.staleLockMs,
+      timeoutMs: this.opts.lockTimeoutMs,
+    });
+  }
+
+  async read(): Promise<cas.Head> {
+    const [state, beads] = await Promise.all([readText(this.paths.state), readText(this.paths.beads)]);
+    return { version: versionOf({ state, beads }), state, beads };
+  }
+
+  /** Under the update's lock: `base` is what the files hold, so the write cannot lose. */
+  async write(
+    base: cas.Head,
+    files: Partial<cas.StateFiles>,
+    message: cas.CommitMessage,
+  ): Promise<cas.WriteOutcome<cas.Head>> {
+    const next = { state: files.state ?? base.state, beads: files.beads ?? base.beads };
+    if (next.state !== base.state) await writeAtomic(this.paths.state, next.state);
+    if (next.beads !== base.beads) await writeAtomic(this.paths.beads, next.beads);
+    const version = versionOf(next);
+    const date = (this.opts.clock ?? (() => new Date()))().toISOString();
+    await appendFile(this.historyPath, `${JSON.stringify({ sha: version, message: message.text, date })}\n`);
+    return { kind: "written", head: { version, ...next } };
+  }
+
+  async history(limit: number): Promise<HistoryEntry[]> {
+    const lines = (await readText(this.historyPath)).split("\n").filter((l) => l.trim() !== "");
+    const out: HistoryEntry[] = [];
+    for (const line of lines.slice(-limit).reverse()) {
+      try {
+        out.push(JSON.parse(line));
+      } catch {
+        // A torn last line from a crash is skipped; the state files themselves are written atomically.
+      }
+    }
+    return out;
+  }
+}
+
+/**
  * The same state on a local directory, for a single machine without GitHub: `<home>/state/.fleet/state.json`,
  * `<home>/state/.beads/issues.jsonl` and an append-only `<home>/state/history.jsonl`. Updates hold a lockfile,
  * so two processes never lose one another's update.
  */
 export function createLocalStateStore(opts: LocalStateStoreOptions): LocalStateStore {
   const dir = join(opts.home, "state");
-  const statePath = join(dir, STATE_PATH);
-  const beadsPath = join(dir, BEADS_PATH);
-  const historyPath = join(dir, "history.jsonl");
-  const lockPath = join(dir, ".lock");
-  const clock = opts.clock ?? (() => new Date());
-  const remedy = `fix the file by hand or restore it from ${historyPath}'s last good state`;
-
-  async function readNow(): Promise<StateSnapshot & { stateText: string }> {
-    const [stateText, beads] = await Promise.all([readText(statePath), readText(beadsPath)]);
-    const doc = parseStateDoc(stateText, statePath, remedy);
-    return { doc, beads, version: versionOf(stateText, beads), stateText };
-  }
-
-  const publicSnapshot = (s: StateSnapshot): StateSnapshot => ({
-    doc: s.doc,
-    beads: s.beads,
-    version: s.version,
-  });
-
-  return {
-    dir,
-    async read() {
-      return publicSnapshot(await readNow());
-    },
-    async update(mutation: Mutation): Promise<UpdateResult> {
-      await mkdir(dir, { recursive: true });
-      return withFileLock(
-        lockPath,
-        async () => {
-          const current = await readNow();
-          const out = mutation({ doc: cloneStateDoc(current.doc), beads: current.beads });
-          if (out === null) return { applied: false, snapshot: publicSnapshot(current), retries: 0 };
-          const doc: FleetStateDoc = out.doc ?? current.doc;
-          const stateText = serializeStateDoc(doc);
-          const beads = out.beads ?? current.beads;
-          const stateChanged = stateText !== current.stateText;
-          const beadsChanged = beads !== current.beads;
-          if (!stateChanged && !beadsChanged)
-            return { applied: true, snapshot: publicSnapshot(current), retries: 0 };
-          if (stateChanged) await writeAtomic(statePath, stateText);
-          if (beadsChanged) await writeAtomic(beadsPath, beads);
-          const version = versionOf(stateText, beads);
-          await appendFile(
-            historyPath,
-            `${JSON.stringify({ sha: version, message: out.message, date: clock().toISOString() })}\n`,
-          );
-          return { applied: true, snapshot: { doc, beads, version }, retries: 0, commit: version };
-        },
-        { staleMs: opts.staleLockMs, timeoutMs: opts.lockTimeoutMs },
-      );
-    },
-    async history(limit: number) {
-      const lines = (await readText(historyPath)).split("\n").filter((l) => l.trim() !== "");
-      const out: Array<{ sha: string; message: string; date: string }> = [];
-      for (const line of lines.slice(-limit).reverse()) {
-        try {
-          out.push(JSON.parse(line));
-        } catch {
-          // A torn last line from a crash is skipped; the state files themselves are written atomically.
-        }
-      }
-      return out;
-    },
-  };
+  // No pacing: the lock already takes turns, and no write loses a race.
+  const store = cas.createCasStore(new FileTransport(dir, opts), { pacing: 0 });
+  return { ...store, dir };
 }

@@ -35,13 +35,23 @@ export interface UpdateOptions {
   maxRetries?: number;
 }
 
+/** One state commit (or local history line), newest first in a history. */
+export interface HistoryEntry {
+  sha: string;
+  message: string;
+  date: string;
+}
+
 export interface StateStore {
   read(): Promise<StateSnapshot>;
   update(mutation: Mutation, opts?: UpdateOptions): Promise<UpdateResult>;
-  history?(limit: number): Promise<Array<{ sha: string; message: string; date: string }>>;
+  history?(limit: number): Promise<HistoryEntry[]>;
 }
 
 export const DEFAULT_MAX_RETRIES = 25;
+
+/** The branch holding Fleet's state in a repository. */
+export const DEFAULT_STATE_BRANCH = "fleet/state";
 
 /** Exponential backoff with full jitter: a random delay in [0, min(cap, base * 2^attempt)). */
 export function backoffDelay(attempt: number, random: () => number, baseMs = 20, capMs = 1_000): number {

@@ -1,18 +1,23 @@
 import { describe, expect, it } from "vitest";
-import { newTask } from "../../src/core/task.ts";
-import { emptyStateDoc, type FleetStateDoc } from "../../src/state/doc.ts";
 import {
   acquireSlot,
+  claimLease,
+  DEFAULT_LEASE_TTL_MS,
+  dispatchHolder,
   expireLeases,
-  heartbeatLease,
+  heartbeatIntervalMs,
+  type LeaseDoc,
+  newLease,
   releaseLease,
+  renewLease,
   slotsInUse,
-} from "../../src/state/leases.ts";
+} from "../../src/core/leases.ts";
+import { newTask, type Task } from "../../src/core/task.ts";
 
 const t0 = new Date("2026-01-01T00:00:00Z");
 const later = (ms: number) => new Date(t0.getTime() + ms);
-const docWith = (n: number, max = 2): FleetStateDoc => {
-  const doc = { ...emptyStateDoc(), config: { max_concurrent: max } };
+const docWith = (n: number, max = 2): LeaseDoc => {
+  const doc: LeaseDoc = { tasks: {}, config: { max_concurrent: max } };
   for (let i = 1; i <= n; i++) {
     doc.tasks[`fl-${i}`] = {
       ...newTask({
@@ -57,9 +62,12 @@ describe("leases", () => {
   it("heartbeat extends, release frees, and both refuse a foreign holder", () => {
     const a = acquireSlot(docWith(1), "fl-1", { holder: "w1", now: t0, ttlMs: 1000 });
     if (!a.ok) throw new Error("no slot");
-    expect(heartbeatLease(a.doc, "fl-1", { holder: "w2", now: t0 })).toBeNull();
-    const hb = heartbeatLease(a.doc, "fl-1", { holder: "w1", now: later(900), ttlMs: 1000 })!;
+    expect(renewLease(a.doc, "fl-1", { holder: "w2", now: t0 })).toEqual({ ok: false, reason: "gone" });
+    const renewed = renewLease(a.doc, "fl-1", { holder: "w1", now: later(900), ttlMs: 1000 });
+    if (!renewed.ok) throw new Error("not renewed");
+    const hb = renewed.doc;
     expect(hb.tasks["fl-1"]!.lease!.expiresAt).toBe(later(1900).toISOString());
+    expect(renewed.message).toBe("heartbeat gh-1 (fl-1) by w1");
     expect(releaseLease(hb, "fl-1", { holder: "w2", now: t0 })).toBeNull();
     expect(releaseLease(hb, "fl-1", { holder: "w1", now: t0 })!.tasks["fl-1"]!.lease).toBeUndefined();
   });
@@ -67,12 +75,60 @@ describe("leases", () => {
   it("expires a stale lease, requeues its task and hands the slot to the next one", () => {
     const a = acquireSlot(docWith(2, 1), "fl-1", { holder: "gone", now: t0, ttlMs: 1000 });
     if (!a.ok) throw new Error("no slot");
-    expect(heartbeatLease(a.doc, "fl-1", { holder: "gone", now: later(1000) })).toBeNull();
+    expect(renewLease(a.doc, "fl-1", { holder: "gone", now: later(1000) })).toEqual({
+      ok: false,
+      reason: "expired",
+    });
     const { doc, expired } = expireLeases(a.doc, later(1000));
     expect(expired).toEqual([{ taskId: "fl-1", issue: 1, slot: 1, holder: "gone" }]);
     expect(doc.tasks["fl-1"]).toMatchObject({ state: "queued" });
     expect(doc.tasks["fl-1"]!.lease).toBeUndefined();
     const b = acquireSlot(a.doc, "fl-2", { holder: "w2", now: later(1000) });
     expect(b).toMatchObject({ ok: true, slot: 1, expired: [{ taskId: "fl-1" }] });
+  });
+
+  it("lasts 15 minutes, renewed every third of that", () => {
+    const a = acquireSlot(docWith(1), "fl-1", { holder: "w1", now: t0 });
+    if (!a.ok) throw new Error("no slot");
+    expect(a.doc.tasks["fl-1"]!.lease!.expiresAt).toBe(later(15 * 60_000).toISOString());
+    expect(DEFAULT_LEASE_TTL_MS).toBe(15 * 60_000);
+    expect(heartbeatIntervalMs()).toBe(5 * 60_000);
+  });
+
+  it("a worker claims the dispatcher's lease or its own, never another worker's", () => {
+    const dispatched = (holder: string): LeaseDoc => {
+      const doc = docWith(1);
+      doc.tasks["fl-1"] = { ...doc.tasks["fl-1"]!, lease: newLease(holder, 2, t0) };
+      return doc;
+    };
+    const claim = claimLease(dispatched(dispatchHolder("local")), "fl-1", {
+      holder: "w1",
+      now: later(60_000),
+      ttlMs: 1000,
+      startIn: () => "running",
+    });
+    expect(claim?.task).toMatchObject({
+      state: "running",
+      lease: {
+        holder: "w1",
+        slot: 2,
+        heartbeatAt: later(60_000).toISOString(),
+        expiresAt: later(61_000).toISOString(),
+      },
+    });
+    expect(claim?.message).toBe("claim gh-1 (fl-1) by w1 (slot 2), running");
+    expect(claimLease(dispatched("w1"), "fl-1", { holder: "w1", now: t0 })?.task.state).toBe("dispatched");
+    expect(claimLease(dispatched("w2"), "fl-1", { holder: "w1", now: t0 })).toBeNull();
+    const queued = docWith(1);
+    queued.tasks["fl-1"] = { ...queued.tasks["fl-1"]!, state: "queued" } as Task;
+    expect(claimLease(queued, "fl-1", { holder: "w1", now: t0 })).toBeNull();
+  });
+
+  it("a renewal tells a cancelled task from a lost lease", () => {
+    const doc = docWith(1);
+    const { lease: _none, ...task } = doc.tasks["fl-1"]!;
+    doc.tasks["fl-1"] = { ...task, state: "cancelled" };
+    expect(renewLease(doc, "fl-1", { holder: "w1", now: t0 })).toEqual({ ok: false, reason: "cancelled" });
+    expect(renewLease(doc, "fl-9", { holder: "w1", now: t0 })).toEqual({ ok: false, reason: "gone" });
   });
 });

@@ -1,13 +1,30 @@
-// The servers the GitHub-store tests run against: the offline emulator (src/offline/github, a real bare
-// git repository behind it) and the small in-memory fake in this folder. Same tests, same assertions.
+// The servers the state-store tests run against: the offline emulator (src/offline/github, a real bare
+// git repository behind it) with the REST transport, and an in-memory repository with the memory
+// transport (src/state/memory-store.ts). Same tests, same assertions.
 import { Octokit } from "@octokit/rest";
 import { execa } from "execa";
 import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
-import { startFakeGitHub } from "./fake-git-github.ts";
+import { createGitHubStateStore } from "../../src/state/github-store.ts";
+import { createMemoryRepo, createMemoryStateStore } from "../../src/state/memory-store.ts";
+import type { StateStore } from "../../src/state/store.ts";
+
+/** Options every store takes; `consistency` only means something to the REST transport. */
+export interface StoreTuning {
+  random?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+  pacing?: number;
+  consistency?: "file" | "commit";
+}
+
+export type TestStore = StateStore & {
+  history(limit: number): Promise<Array<{ sha: string; message: string; date: string }>>;
+  stats(): { conflicts: number };
+};
 
 export interface Backend {
   name: string;
-  octokit(): Octokit;
+  /** A state store on this backend's repository (the REST transport on the emulator). */
+  store(tuning?: StoreTuning): TestStore;
   head(branch: string): Promise<string | undefined>;
   parents(sha: string): Promise<string[]>;
   files(branch: string): Promise<Record<string, string>>;
@@ -23,26 +40,28 @@ export interface Backend {
 export const OWNER = "octo";
 export const REPO = "widgets";
 
-export async function startFakeBackend(): Promise<Backend> {
-  const gh = await startFakeGitHub();
+export async function startMemoryBackend(): Promise<Backend> {
+  const repo = createMemoryRepo();
   return {
-    name: "fake",
-    octokit: () => new Octokit({ baseUrl: gh.url, auth: "test-token" }),
-    head: async (b) => gh.refs.get(b),
-    parents: async (sha) => gh.commits.get(sha)?.parents ?? [],
-    files: async (b) => gh.files(b),
-    push: async (b, files, message) => gh.push(b, files, message),
-    lastMessage: async (b) => gh.commits.get(gh.refs.get(b)!)!.message,
+    name: "memory",
+    store: (tuning = {}) => createMemoryStateStore({ repo, ...tuning }),
+    head: async (b) => repo.refs.get(b),
+    parents: async (sha) => repo.commits.get(sha)?.parents ?? [],
+    files: async (b) => repo.files(b),
+    push: async (b, files, message) => repo.push(b, files, message),
+    lastMessage: async (b) => repo.commits.get(repo.refs.get(b)!)!.message,
     commitCount: async (b) => {
       let n = 0;
-      for (let sha = gh.refs.get(b); sha; sha = gh.commits.get(sha)!.parents[0]) n++;
+      for (let sha = repo.refs.get(b); sha; sha = repo.commits.get(sha)!.parents[0]) n++;
       return n;
     },
-    close: () => gh.close(),
+    close: async () => {},
   };
 }
 
-export async function startEmulatorBackend(): Promise<Backend & { emulator: GitHubEmulator }> {
+export async function startEmulatorBackend(): Promise<
+  Backend & { emulator: GitHubEmulator; octokit(): Octokit }
+> {
   const emulator = await startGitHubEmulator();
   const repo = await emulator.createRepo({ owner: OWNER, name: REPO, files: { "README.md": "# widgets\n" } });
   emulator.addCollaborator(repo.fullName, "maintainer", "write");
@@ -71,6 +90,13 @@ export async function startEmulatorBackend(): Promise<Backend & { emulator: GitH
     name: "emulator",
     emulator,
     octokit: () => new Octokit({ baseUrl: emulator.url, auth: token }),
+    store: (tuning = {}) =>
+      createGitHubStateStore({
+        octokit: new Octokit({ baseUrl: emulator.url, auth: token }),
+        owner: OWNER,
+        repo: REPO,
+        ...tuning,
+      }),
     head,
     parents: async (sha) => {
       const line = await git(["rev-list", "--parents", "-n", "1", sha]);

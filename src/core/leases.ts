@@ -1,0 +1,197 @@
+import { ACTIVE_STATES, canTransition, transition } from "./lifecycle.ts";
+import type { Lease, Task, TaskState } from "./task.ts";
+
+// Every lease decision, pure (time is passed in): how long a lease lasts, who may claim and renew it,
+// when it has expired, which slots it holds. Dispatch, the worker and the reconcile all use these.
+
+/** How long a lease lasts after its last claim or heartbeat. */
+export const DEFAULT_LEASE_TTL_MS = 15 * 60_000;
+export const DEFAULT_MAX_CONCURRENT = 3;
+
+/**
+ * How often a lease holder renews: a third of the lease, so two missed beats are tolerated, and not
+ * more often, since a beat is a state commit.
+ */
+export const heartbeatIntervalMs = (ttlMs = DEFAULT_LEASE_TTL_MS): number => ttlMs / 3;
+
+/** The holder a dispatcher writes on the lease it hands out, until a worker claims it. */
+export const dispatchHolder = (mode: string): string => `dispatch:${mode}`;
+const UNCLAIMED = /^dispatch:/;
+/** Whether a lease is still the dispatcher's, waiting for any worker to claim it. */
+export const isUnclaimed = (lease: Lease): boolean => UNCLAIMED.test(lease.holder);
+
+/** The document shape the lease decisions need (Fleet's state document has it). */
+export interface LeaseDoc {
+  tasks: Record<string, Task>;
+  config: { max_concurrent?: number };
+}
+
+/** A lease for `holder` on `slot`, taken at `now`. */
+export function newLease(holder: string, slot: number, now: Date, ttlMs = DEFAULT_LEASE_TTL_MS): Lease {
+  const at = now.toISOString();
+  return { holder, slot, acquiredAt: at, heartbeatAt: at, expiresAt: expiryFrom(now, ttlMs) };
+}
+
+const expiryFrom = (now: Date, ttlMs: number): string => new Date(now.getTime() + ttlMs).toISOString();
+
+/** A lease is live until its `expiresAt`; from that instant on it is expired and its slot is free. */
+export const isLeaseLive = (lease: Lease, now: Date): boolean => Date.parse(lease.expiresAt) > now.getTime();
+
+/** `max_concurrent` from the document's overrides, else the given default. */
+export const maxConcurrentOf = (doc: LeaseDoc, fallback = DEFAULT_MAX_CONCURRENT): number => {
+  const v = doc.config.max_concurrent;
+  return typeof v === "number" && Number.isInteger(v) && v >= 0 ? v : fallback;
+};
+
+/** Slots held by live leases (an expired lease no longer holds its slot, reclaimed or not). */
+export function slotsInUse(doc: LeaseDoc, now: Date): Map<number, string> {
+  const used = new Map<number, string>();
+  for (const task of Object.values(doc.tasks)) {
+    if (task.lease && isLeaseLive(task.lease, now)) used.set(task.lease.slot, task.id);
+  }
+  return used;
+}
+
+const withTask = <D extends LeaseDoc>(doc: D, task: Task): D => ({
+  ...doc,
+  tasks: { ...doc.tasks, [task.id]: task },
+});
+
+export type ExpiredLeases = Array<{ taskId: string; issue: number; slot: number; holder: string }>;
+
+/** Reclaims every lease past its `expiresAt`; a slot-holding task goes back to `queued` for a retry. */
+export function expireLeases<D extends LeaseDoc>(doc: D, now: Date): { doc: D; expired: ExpiredLeases } {
+  const expired: ExpiredLeases = [];
+  const tasks: Record<string, Task> = { ...doc.tasks };
+  for (const [id, task] of Object.entries(doc.tasks)) {
+    if (!task.lease || isLeaseLive(task.lease, now)) continue;
+    expired.push({ taskId: id, issue: task.issue, slot: task.lease.slot, holder: task.lease.holder });
+    const reason = `lease held by ${task.lease.holder} expired at ${task.lease.expiresAt}`;
+    if (ACTIVE_STATES.has(task.state) && canTransition(task.state, "queued")) {
+      tasks[id] = transition(task, "queued", { now: now.toISOString(), reason });
+    } else {
+      const { lease: _dropped, ...rest } = task;
+      tasks[id] = { ...rest, updatedAt: now.toISOString() };
+    }
+  }
+  return { doc: expired.length ? { ...doc, tasks } : doc, expired };
+}
+
+export interface AcquireOptions {
+  holder: string;
+  now: Date;
+  ttlMs?: number;
+  /** Used when the document has no `max_concurrent` override. */
+  maxConcurrent?: number;
+}
+
+export type AcquireResult<D extends LeaseDoc> =
+  | { ok: true; doc: D; slot: number; of: number; expired: ExpiredLeases }
+  | { ok: false; reason: "no-task" | "already-leased" | "no-free-slot"; detail: string };
+
+/**
+ * Gives `taskId` the lowest free slot in 1..max_concurrent, reclaiming expired leases first. Never grants
+ * more live leases than `max_concurrent`. The task's state is left to the caller (e.g. queued -> dispatched).
+ */
+export function acquireSlot<D extends LeaseDoc>(
+  doc: D,
+  taskId: string,
+  opts: AcquireOptions,
+): AcquireResult<D> {
+  if (!doc.tasks[taskId]) return { ok: false, reason: "no-task", detail: `no task ${taskId} in the state` };
+  const { doc: reclaimed, expired } = expireLeases(doc, opts.now);
+  const current = reclaimed.tasks[taskId]!;
+  if (current.lease) {
+    return {
+      ok: false,
+      reason: "already-leased",
+      detail: `${taskId} already holds slot ${current.lease.slot}`,
+    };
+  }
+  const max = maxConcurrentOf(reclaimed, opts.maxConcurrent);
+  const used = slotsInUse(reclaimed, opts.now);
+  let slot = 0;
+  for (let s = 1; s <= max && slot === 0; s++) if (!used.has(s)) slot = s;
+  if (slot === 0 || used.size >= max) {
+    return { ok: false, reason: "no-free-slot", detail: `all ${max} slots are taken` };
+  }
+  const lease = newLease(opts.holder, slot, opts.now, opts.ttlMs);
+  const leased = { ...current, lease, updatedAt: lease.acquiredAt };
+  return { ok: true, doc: withTask(reclaimed, leased), slot, of: max, expired };
+}
+
+export interface ClaimOptions {
+  holder: string;
+  now: Date;
+  ttlMs?: number;
+  /** The state the claimer starts in (planning or running): claimed and started in one commit. */
+  startIn?: (task: Task) => TaskState;
+}
+
+/**
+ * A worker claims a dispatched task's lease: the lease is the dispatcher's (unclaimed) or already this
+ * holder's. The lease keeps its slot, gets `holder` and a fresh expiry; with `startIn` the task moves on
+ * in the same change. null: the task is not dispatched, has no lease, or another worker holds it.
+ */
+export function claimLease<D extends LeaseDoc>(
+  doc: D,
+  taskId: string,
+  opts: ClaimOptions,
+): { doc: D; task: Task; message: string } | null {
+  const task = doc.tasks[taskId];
+  if (task?.state !== "dispatched" || !task.lease) return null;
+  if (task.lease.holder !== opts.holder && !isUnclaimed(task.lease)) return null;
+  const at = opts.now.toISOString();
+  const lease: Lease = {
+    ...task.lease,
+    holder: opts.holder,
+    heartbeatAt: at,
+    expiresAt: expiryFrom(opts.now, opts.ttlMs ?? DEFAULT_LEASE_TTL_MS),
+  };
+  const first = opts.startIn?.(task);
+  const claimed = first
+    ? { ...transition(task, first, { now: at }), lease }
+    : { ...task, lease, updatedAt: at };
+  const message = `claim gh-${task.issue} (${taskId}) by ${opts.holder} (slot ${task.lease.slot})${first ? `, ${first}` : ""}`;
+  return { doc: withTask(doc, claimed), task: claimed, message };
+}
+
+export type RenewResult<D extends LeaseDoc> =
+  | { ok: true; doc: D; task: Task; message: string }
+  /** gone: no lease of this holder (reclaimed, released, or the task was removed); expired: past `expiresAt`. */
+  | { ok: false; reason: "cancelled" | "gone" | "expired" };
+
+/**
+ * The holder's heartbeat: extends its live lease by the TTL from `now`. Refused when the task was
+ * cancelled, the lease is gone or someone else's, or it has expired (its slot may already be handed out).
+ */
+export function renewLease<D extends LeaseDoc>(
+  doc: D,
+  taskId: string,
+  opts: { holder: string; now: Date; ttlMs?: number },
+): RenewResult<D> {
+  const task = doc.tasks[taskId];
+  if (!task?.lease || task.lease.holder !== opts.holder)
+    return { ok: false, reason: task?.state === "cancelled" ? "cancelled" : "gone" };
+  if (!isLeaseLive(task.lease, opts.now)) return { ok: false, reason: "expired" };
+  const lease: Lease = {
+    ...task.lease,
+    heartbeatAt: opts.now.toISOString(),
+    expiresAt: expiryFrom(opts.now, opts.ttlMs ?? DEFAULT_LEASE_TTL_MS),
+  };
+  const renewed = { ...task, lease };
+  const message = `heartbeat gh-${task.issue} (${taskId}) by ${opts.holder}`;
+  return { ok: true, doc: withTask(doc, renewed), task: renewed, message };
+}
+
+/** Frees the holder's slot; null when the task holds no lease of that holder (already released or reclaimed). */
+export function releaseLease<D extends LeaseDoc>(
+  doc: D,
+  taskId: string,
+  opts: { holder: string; now: Date },
+): D | null {
+  const task = doc.tasks[taskId];
+  if (!task?.lease || task.lease.holder !== opts.holder) return null;
+  const { lease: _released, ...rest } = task;
+  return withTask(doc, { ...rest, updatedAt: opts.now.toISOString() });
+}

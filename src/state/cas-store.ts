@@ -1,0 +1,306 @@
+import { cloneStateDoc, type FleetStateDoc, parseStateDoc, STATE_PATH, serializeStateDoc } from "./doc.ts";
+import { StateConflictError } from "./errors.ts";
+import {
+  casBackoffDelay,
+  DEFAULT_MAX_RETRIES,
+  DEFAULT_STATE_BRANCH,
+  defaultSleep,
+  type HistoryEntry,
+  type Mutation,
+  type MutationResult,
+  type StateSnapshot,
+  type StateStore,
+  stateBranchRemedy,
+  type UpdateOptions,
+  type UpdateResult,
+  withoutWriteTrailer,
+  withSkipCi,
+  withWriteTrailer,
+} from "./store.ts";
+
+/** The state's two files as text: `.fleet/state.json` and `.beads/issues.jsonl` ("" when missing). */
+export interface StateFiles {
+  state: string;
+  beads: string;
+}
+
+/**
+ * The state at one version, as a transport read or wrote it. A transport may carry more in its heads
+ * (blob shas, ETags) to read or write the next time; the engine hands them back untouched.
+ */
+export interface Head extends StateFiles {
+  /** The commit (or content hash); "" while the state does not exist yet. */
+  version: string;
+}
+
+export type WriteOutcome<H extends Head> =
+  /** The compare-and-swap won: `head` is the new version. */
+  | { kind: "written"; head: H }
+  /**
+   * Another writer got there first. `file`: the CAS covered only that file (a per-file write), so
+   * re-reading it alone is enough to try again; otherwise the whole state is read again.
+   */
+  | { kind: "conflict"; file?: keyof StateFiles }
+  /** The answer was lost (a 5xx): the write may have landed or not. */
+  | { kind: "unknown" }
+  /** This write needs a full read first (the head's version is older than its files); not a lost race. */
+  | { kind: "stale" };
+
+export type StoreOperation = "read" | "update" | "history";
+
+/** Where a state lives, as its errors name it. */
+export interface StatePlace {
+  /** `owner/repo@branch` or a directory. */
+  where: string;
+  /** Where the state document lives and what to do when it is corrupt (see StateCorruptError). */
+  docPath: string;
+  remedy: string;
+}
+
+/** The place of the state on `branch` of `repository` (`owner/repo`). */
+export function branchPlace(
+  repository: string,
+  branch = DEFAULT_STATE_BRANCH,
+): StatePlace & { branch: string } {
+  const where = `${repository}@${branch}`;
+  return { branch, where, docPath: `${where}:${STATE_PATH}`, remedy: stateBranchRemedy(branch) };
+}
+
+/** A transition's message, in the forms a transport may write it. */
+export interface CommitMessage {
+  /** As the caller wrote it (a local history line). */
+  text: string;
+  /** With `[skip ci]` at the end of its subject: every commit on a state branch starts no workflow run. */
+  skipCi: string;
+  /**
+   * `[skip ci]` and a unique `Fleet-Write` trailer: for a commit whose CAS is a ref update, since two
+   * writers making the same change on the same parent in the same second would mint the same commit.
+   */
+  unique: string;
+}
+
+const commitMessage = (text: string): CommitMessage => ({
+  text,
+  skipCi: withSkipCi(text),
+  unique: withWriteTrailer(text),
+});
+
+/** How one backend reads and compare-and-swaps the state: git, the REST API, a local file, memory. */
+export interface CasTransport<H extends Head = Head> {
+  readonly place: StatePlace;
+  /**
+   * true: every update starts from a fresh read instead of the cached state (a transport whose
+   * updates hold a lock, so the write never loses and the read is cheap).
+   */
+  readonly readsFirst?: boolean;
+  /**
+   * The state now. `prev` is the last head the engine holds (for conditional reads); with `only`, a
+   * transport may re-read just that file after losing a per-file CAS on it (the version may then lag).
+   */
+  read(prev: H | undefined, only?: keyof StateFiles): Promise<H>;
+  /**
+   * Writes `files` (only those that change; both on the first write) on top of `base`, and only if
+   * `base` is still the current version.
+   */
+  write(base: H, files: Partial<StateFiles>, message: CommitMessage): Promise<WriteOutcome<H>>;
+  /** Housekeeping after a won write, outside the time the write is measured by (for pacing). */
+  afterWrite?(head: H): Promise<void>;
+  /** Newest first, messages as stored (the engine takes `[skip ci]` and the trailer off). */
+  history(limit: number): Promise<HistoryEntry[]>;
+  /** Runs each store operation, e.g. one at a time, or under a lock. */
+  around?<T>(op: StoreOperation, fn: () => Promise<T>): Promise<T>;
+}
+
+export interface CasOptions {
+  random?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+  /**
+   * Pacing: after a write that took d ms, the next optimistic write from this store waits a random
+   * [0, pacing * d) ms if it comes sooner than that. Without it a store writing in a loop on its own
+   * cache (1 round trip) starves stores that lost a CAS and must re-read first (2 round trips).
+   * Default 3; 0 turns it off. Bursts from one process belong in `createWriteQueue` anyway.
+   */
+  pacing?: number;
+}
+
+/** What every store on a branch takes besides its backend. */
+export interface BranchStoreOptions extends CasOptions {
+  /** Default `fleet/state`. */
+  branch?: string;
+  /** The commits' date (default: now). */
+  clock?: () => Date;
+}
+
+export interface CasStore extends StateStore {
+  history(limit: number): Promise<HistoryEntry[]>;
+  /** Writes that lost the compare-and-swap since the last reset. */
+  conflicts(): number;
+  resetConflicts(): void;
+  /** Forget the cached state (the next update reads first). */
+  dropCache(): void;
+}
+
+interface Cached<H extends Head> {
+  head: H;
+  doc: FleetStateDoc;
+}
+
+/** What a mutation's result changes on top of `c`; undefined when it changes nothing. */
+interface Change {
+  doc: FleetStateDoc;
+  files: Partial<StateFiles>;
+  state: string;
+  beads: string;
+  stateChanged: boolean;
+  beadsChanged: boolean;
+}
+
+function changeOf(c: Cached<Head>, out: MutationResult): Change | undefined {
+  const doc = out.doc ?? c.doc;
+  const state = serializeStateDoc(doc);
+  const beads = out.beads ?? c.head.beads;
+  // A missing state.json is not written only because the mutation did not touch the document.
+  const stateChanged = state !== c.head.state && !(c.head.state === "" && out.doc === undefined);
+  const beadsChanged = beads !== c.head.beads;
+  // The first write holds both files, so the state always has them.
+  const first = c.head.version === "";
+  if (!stateChanged && !beadsChanged && !first) return undefined;
+  const files = {
+    ...(stateChanged || first ? { state } : {}),
+    ...(beadsChanged || first ? { beads } : {}),
+  };
+  return { doc, files, state, beads, stateChanged, beadsChanged };
+}
+
+const snapshotOf = (c: Cached<Head>): StateSnapshot => ({
+  doc: cloneStateDoc(c.doc),
+  beads: c.head.beads,
+  version: c.head.version,
+});
+
+/**
+ * The compare-and-swap loop every state store runs: a mutation is applied to the cached state (one
+ * write when nobody else wrote), and after a lost race re-applied on fresh state, with backoff; a
+ * mutation that no longer applies is dropped, but only once fresh state confirms it.
+ */
+class CasEngine<H extends Head> {
+  private cache: Cached<H> | undefined;
+  private lastWrite = { endedAt: Number.NEGATIVE_INFINITY, tookMs: 0 };
+  conflicts = 0;
+  private readonly random: () => number;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly pacing: number;
+
+  constructor(
+    private readonly t: CasTransport<H>,
+    opts: CasOptions,
+  ) {
+    this.random = opts.random ?? Math.random;
+    this.sleep = opts.sleep ?? defaultSleep;
+    this.pacing = opts.pacing ?? 3;
+  }
+
+  dropCache(): void {
+    this.cache = undefined;
+  }
+
+  async read(): Promise<StateSnapshot> {
+    return snapshotOf(await this.refresh());
+  }
+
+  /** Reads through the transport; the document is parsed again only when its text changed. */
+  private async refresh(only?: keyof StateFiles): Promise<Cached<H>> {
+    const prev = this.cache;
+    const head = await this.t.read(prev?.head, only);
+    // Parse before caching: a corrupt document must fail every read, not just the first.
+    const doc =
+      prev && prev.head.state === head.state
+        ? prev.doc
+        : parseStateDoc(head.state, this.t.place.docPath, this.t.place.remedy);
+    this.cache = { head, doc };
+    return this.cache;
+  }
+
+  async update(mutation: Mutation, options: UpdateOptions = {}): Promise<UpdateResult> {
+    const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
+    let fresh = this.t.readsFirst === true || this.cache === undefined;
+    let c = fresh ? await this.refresh() : this.cache!;
+    let retries = 0;
+    for (;;) {
+      const out = mutation({ doc: cloneStateDoc(c.doc), beads: c.head.beads });
+      if (out === null) {
+        if (fresh) return { applied: false, snapshot: snapshotOf(c), retries };
+        // Decided on cached state: make sure it still does not apply before dropping it.
+        c = await this.refresh();
+        fresh = true;
+        continue;
+      }
+      const change = changeOf(c, out);
+      if (!change) return { applied: true, snapshot: snapshotOf(c), retries };
+      await this.pace(retries);
+      const started = performance.now();
+      const outcome = await this.t.write(c.head, change.files, commitMessage(out.message));
+      if (outcome.kind === "stale") {
+        c = await this.refresh();
+        fresh = true;
+        continue;
+      }
+      const ended = performance.now();
+      this.lastWrite = { endedAt: ended, tookMs: ended - started };
+      if (outcome.kind === "written") return this.won(outcome.head, change.doc, retries);
+      if (outcome.kind === "unknown") {
+        const landed = await this.landed(change);
+        if (landed)
+          return { applied: true, snapshot: snapshotOf(landed), retries, commit: landed.head.version };
+      } else this.conflicts++;
+      if (retries >= maxRetries) throw new StateConflictError(this.t.place.where, retries + 1);
+      await this.sleep(casBackoffDelay(retries, this.random, this.lastWrite.tookMs));
+      retries++;
+      const only = outcome.kind === "conflict" ? outcome.file : undefined;
+      c = await this.refresh(only);
+      fresh = only === undefined;
+    }
+  }
+
+  /** A store writing in a loop on its cache waits a little, so stores that must re-read first get a turn. */
+  private async pace(retries: number): Promise<void> {
+    const { endedAt, tookMs } = this.lastWrite;
+    if (retries === 0 && this.pacing > 0 && performance.now() - endedAt < this.pacing * tookMs) {
+      await this.sleep(Math.floor(this.random() * this.pacing * tookMs));
+    }
+  }
+
+  private async won(head: H, doc: FleetStateDoc, retries: number): Promise<UpdateResult> {
+    this.cache = { head, doc };
+    await this.t.afterWrite?.(head);
+    return { applied: true, snapshot: snapshotOf(this.cache), retries, commit: head.version };
+  }
+
+  /** After a lost answer: the fresh state if it holds exactly what we wrote (the write landed). */
+  private async landed(change: Change): Promise<Cached<H> | undefined> {
+    const after = await this.refresh();
+    const state = !change.stateChanged || after.head.state === change.state;
+    const beads = !change.beadsChanged || after.head.beads === change.beads;
+    return state && beads ? after : undefined;
+  }
+}
+
+/** A state store over `transport`: the one compare-and-swap engine every backend shares. */
+export function createCasStore<H extends Head>(transport: CasTransport<H>, opts: CasOptions = {}): CasStore {
+  const engine = new CasEngine(transport, opts);
+  const around = <T>(op: StoreOperation, fn: () => Promise<T>): Promise<T> =>
+    transport.around ? transport.around(op, fn) : fn();
+  return {
+    read: () => around("read", () => engine.read()),
+    update: (mutation, options) => around("update", () => engine.update(mutation, options)),
+    history: (limit) =>
+      around("history", async () =>
+        (await transport.history(limit)).map((e) => ({ ...e, message: withoutWriteTrailer(e.message) })),
+      ),
+    conflicts: () => engine.conflicts,
+    resetConflicts() {
+      engine.conflicts = 0;
+    },
+    dropCache: () => engine.dropCache(),
+  };
+}

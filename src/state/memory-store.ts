@@ -1,0 +1,158 @@
+import { createHash } from "node:crypto";
+import * as cas from "./cas-store.ts";
+import { BEADS_PATH, STATE_PATH } from "./doc.ts";
+import type { HistoryEntry, StateStore } from "./store.ts";
+
+export interface MemoryCommit {
+  sha: string;
+  parents: string[];
+  /** Every file of the commit by path. */
+  files: Record<string, string>;
+  message: string;
+  date: string;
+}
+
+/**
+ * A repository in memory: branches pointing at commits of files. Stores on it read and compare-and-swap
+ * a branch as they would on GitHub, in one process, for tests and benchmarks.
+ */
+export interface MemoryRepo {
+  readonly refs: Map<string, string>;
+  readonly commits: Map<string, MemoryCommit>;
+  /** Files of the commit a branch points at. */
+  files(branch: string): Record<string, string>;
+  /** A commit on top of the branch holding exactly `files`, as a person pushing would make (no request counted). */
+  push(branch: string, files: Record<string, string>, message: string): string;
+  /** A new commit object (not on any branch yet). */
+  commit(parents: string[], files: Record<string, string>, message: string, date?: Date): string;
+}
+
+export function createMemoryRepo(): MemoryRepo {
+  const refs = new Map<string, string>();
+  const commits = new Map<string, MemoryCommit>();
+  let seq = 0;
+  const repo: MemoryRepo = {
+    refs,
+    commits,
+    files: (branch) => ({ ...commits.get(refs.get(branch)!)!.files }),
+    commit(parents, files, message, date) {
+      seq++;
+      // Named by content and a sequence number: the same change twice is two commits.
+      const when = (date ?? new Date(Date.UTC(2026, 0, 1, 0, 0, seq))).toISOString();
+      const sha = createHash("sha1")
+        .update(JSON.stringify([seq, parents, files, message, when]))
+        .digest("hex");
+      commits.set(sha, { sha, parents, files, message, date: when });
+      return sha;
+    },
+    push(branch, files, message) {
+      const parent = refs.get(branch);
+      const sha = repo.commit(parent ? [parent] : [], { ...files }, message);
+      refs.set(branch, sha);
+      return sha;
+    },
+  };
+  return repo;
+}
+
+export interface MemoryStateStoreOptions extends cas.BranchStoreOptions {
+  repo: MemoryRepo;
+}
+
+/** Round trips to the memory repository: one a read, one a write. */
+export interface MemoryStoreStats {
+  requests: number;
+  reads: number;
+  writes: number;
+  conflicts: number;
+}
+
+export interface MemoryStateStore extends StateStore {
+  history(limit: number): Promise<HistoryEntry[]>;
+  stats(): MemoryStoreStats;
+  resetStats(): void;
+  dropCache(): void;
+}
+
+// A request's answer comes in a later turn of the event loop, so other stores' requests interleave.
+const roundTrip = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** A branch of a memory repository: a read is one round trip, a write one commit and one ref swap. */
+class MemoryTransport implements cas.CasTransport {
+  readonly place: cas.StatePlace & { branch: string };
+  reads = 0;
+  writes = 0;
+
+  constructor(private readonly opts: MemoryStateStoreOptions) {
+    this.place = cas.branchPlace("memory", opts.branch);
+  }
+
+  private at(sha: string): cas.Head {
+    const files = this.opts.repo.commits.get(sha)!.files;
+    return { version: sha, state: files[STATE_PATH] ?? "", beads: files[BEADS_PATH] ?? "" };
+  }
+
+  async read(prev: cas.Head | undefined): Promise<cas.Head> {
+    this.reads++;
+    await roundTrip();
+    const sha = this.opts.repo.refs.get(this.place.branch);
+    if (!sha) return { version: "", state: "", beads: "" };
+    return prev?.version === sha ? prev : this.at(sha);
+  }
+
+  async write(
+    base: cas.Head,
+    files: Partial<cas.StateFiles>,
+    message: cas.CommitMessage,
+  ): Promise<cas.WriteOutcome<cas.Head>> {
+    this.writes++;
+    const { repo, clock } = this.opts;
+    const { branch } = this.place;
+    await roundTrip();
+    // The compare-and-swap: the branch must still be where `base` saw it.
+    if ((repo.refs.get(branch) ?? "") !== base.version) return { kind: "conflict" };
+    const parent = base.version === "" ? undefined : repo.commits.get(base.version)!;
+    const tree = { ...parent?.files };
+    if (files.state !== undefined) tree[STATE_PATH] = files.state;
+    if (files.beads !== undefined) tree[BEADS_PATH] = files.beads;
+    // Commits here are named by a sequence number, never by content alone: no `Fleet-Write` trailer needed.
+    const sha = repo.commit(parent ? [parent.sha] : [], tree, message.skipCi, clock?.());
+    repo.refs.set(branch, sha);
+    return { kind: "written", head: this.at(sha) };
+  }
+
+  async history(limit: number): Promise<HistoryEntry[]> {
+    const out: HistoryEntry[] = [];
+    for (let sha = this.opts.repo.refs.get(this.place.branch); sha && out.length < limit; ) {
+      const c = this.opts.repo.commits.get(sha)!;
+      out.push({ sha, message: c.message, date: c.date });
+      sha = c.parents[0];
+    }
+    return out;
+  }
+}
+
+/** The transport alone, for tests that put their own in front of it (a lost answer, a slow write). */
+export const createMemoryTransport = (
+  opts: MemoryStateStoreOptions,
+): cas.CasTransport & { reads: number; writes: number } => new MemoryTransport(opts);
+
+/** A state store on a branch of an in-memory repository: the CAS engine with nothing but memory below it. */
+export function createMemoryStateStore(opts: MemoryStateStoreOptions): MemoryStateStore {
+  const transport = createMemoryTransport(opts);
+  const store = cas.createCasStore(transport, opts);
+  return {
+    ...store,
+    stats: () => ({
+      requests: transport.reads + transport.writes,
+      reads: transport.reads,
+      writes: transport.writes,
+      conflicts: store.conflicts(),
+    }),
+    resetStats() {
+      transport.reads = 0;
+      transport.writes = 0;
+      store.resetConflicts();
+    },
+  };
+}

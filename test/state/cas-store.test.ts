@@ -1,0 +1,337 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { acquireSlot } from "../../src/core/leases.ts";
+import { newTask } from "../../src/core/task.ts";
+import { type CasTransport, createCasStore } from "../../src/state/cas-store.ts";
+import { BEADS_PATH, type FleetStateDoc, recordLedger, STATE_PATH } from "../../src/state/doc.ts";
+import { StateCorruptError } from "../../src/state/errors.ts";
+import {
+  createMemoryRepo,
+  createMemoryStateStore,
+  createMemoryTransport,
+} from "../../src/state/memory-store.ts";
+import type { Mutation } from "../../src/state/store.ts";
+import { createWriteQueue } from "../../src/state/write-queue.ts";
+import { type Backend, type StoreTuning, startEmulatorBackend, startMemoryBackend } from "./backends.ts";
+
+const FIXTURES = fileURLToPath(new URL("../fixtures/beads", import.meta.url));
+const BRANCH = "fleet/state";
+// The compare-and-swap engine (src/state/cas-store.ts) as every store runs it: on the REST transport
+// against the emulator and on the in-memory transport.
+describe.each([
+  ["REST transport on the emulator", startEmulatorBackend],
+  ["in-memory transport", startMemoryBackend],
+] as const)("state store (%s)", (_name, startBackend) => {
+  let gh: Backend;
+  beforeEach(async () => {
+    gh = await startBackend();
+  });
+  afterEach(async () => {
+    await gh.close();
+  });
+
+  const noSleep = async () => {};
+  const makeStore = (extra: StoreTuning = {}) => gh.store({ sleep: noSleep, random: () => 0.5, ...extra });
+
+  const increment: Mutation = ({ doc }) => ({
+    doc: recordLedger(doc, { day: "2026-01-01", coder: "claude", usage: { input: 1 } }),
+    message: "count a run",
+  });
+  const runsOf = (doc: FleetStateDoc) => doc.ledger["2026-01-01"]?.claude?.runs ?? 0;
+
+  const withTask = (doc: FleetStateDoc, issue: number): FleetStateDoc => {
+    const t = newTask({
+      id: `fl-${issue}`,
+      repo: "octo/widgets",
+      issue,
+      title: `#${issue}`,
+      coder: "claude",
+      model: "opus",
+      now: "2026-01-01T00:00:00Z",
+    });
+    return { ...doc, tasks: { ...doc.tasks, [t.id]: t } };
+  };
+  const dispatch =
+    (issue: number, holder: string, now = new Date("2026-01-01T01:00:00Z")): Mutation =>
+    ({ doc }) => {
+      const r = acquireSlot(doc, `fl-${issue}`, { holder, now, maxConcurrent: 1 });
+      return r.ok ? { doc: r.doc, message: `dispatch gh-${issue} to claude (slot ${r.slot}/${r.of})` } : null;
+    };
+  it("creates the state branch on first use as an orphan commit holding both files", async () => {
+    const store = makeStore();
+    const empty = await store.read();
+    expect(empty.version).toBe("");
+    const r = await store.update(increment);
+    expect(r.applied).toBe(true);
+    const head = (await gh.head(BRANCH))!;
+    expect(r.commit).toBe(head);
+    expect(await gh.parents(head)).toEqual([]);
+    expect(Object.keys(await gh.files(BRANCH)).sort()).toEqual([BEADS_PATH, STATE_PATH]);
+    expect(JSON.parse((await gh.files(BRANCH))[STATE_PATH]!).ledger["2026-01-01"].claude.runs).toBe(1);
+  });
+
+  it("round-trips the beads fixtures byte for byte", async () => {
+    const store = makeStore();
+    for (const name of ["2025-12-01-64ef220", "2026-01-21-1f8a6bf", "head-fbcee6c"]) {
+      const text = await readFile(join(FIXTURES, name, "issues.jsonl"), "utf8");
+      const r = await store.update(() => ({ beads: text, message: `import ${name}` }));
+      expect(r.applied).toBe(true);
+      expect((await gh.files(BRANCH))[BEADS_PATH]).toBe(text);
+      const fresh = await makeStore().read();
+      expect(fresh.beads).toBe(text);
+      expect(fresh.version).toBe(await gh.head(BRANCH));
+    }
+  });
+
+  it("a change to both files is one commit", async () => {
+    const store = makeStore();
+    await store.update(increment);
+    const before = (await gh.head(BRANCH))!;
+    const r = await store.update(({ doc }) => ({
+      doc: { ...doc, config: { max_concurrent: 4 } },
+      beads: "{}\n",
+      message: "both",
+    }));
+    expect(await gh.parents(r.commit!)).toEqual([before]);
+    expect((await gh.files(BRANCH))[BEADS_PATH]).toBe("{}\n");
+    expect(JSON.parse((await gh.files(BRANCH))[STATE_PATH]!).config.max_concurrent).toBe(4);
+  });
+
+  it("retries a conflicting write on fresh state and applies it once", async () => {
+    const a = makeStore();
+    const b = makeStore();
+    await a.update(increment);
+    await b.read(); // b caches the state after one run
+    await a.update(increment); // a moves the branch; b's cache is now stale
+    const rb = await b.update(increment);
+    expect(rb.applied).toBe(true);
+    expect(rb.retries).toBe(1);
+    expect(runsOf((await makeStore().read()).doc)).toBe(3);
+    expect(b.stats().conflicts).toBe(1);
+  });
+
+  // Both writers make the same tree on the same parent within a second: without a unique commit message
+  // they minted the same commit and the second ref update passed as a no-op, losing an increment.
+  it("interleaved writers in a commit-consistency store also never lose an update", async () => {
+    const a = makeStore({ consistency: "commit" });
+    const b = makeStore({ consistency: "commit" });
+    await a.update(increment);
+    await b.read();
+    await a.update(increment);
+    const rb = await b.update(increment);
+    const final = runsOf((await makeStore().read()).doc);
+    expect({ final, retries: rb.retries }).toEqual({ final: 3, retries: 1 });
+  });
+
+  it("drops a transition that no longer applies after another writer took the slot", async () => {
+    const a = makeStore();
+    const b = makeStore();
+    await a.update(({ doc }) => ({ doc: withTask(withTask(doc, 1), 2), message: "queue gh-1, gh-2" }));
+    await b.read();
+    expect((await a.update(dispatch(1, "replica-a"))).applied).toBe(true);
+    const rb = await b.update(dispatch(2, "replica-b"));
+    expect(rb).toMatchObject({ applied: false, retries: 1 });
+    const { doc } = await makeStore().read();
+    expect(doc.tasks["fl-1"]!.lease?.holder).toBe("replica-a");
+    expect(doc.tasks["fl-2"]!.lease).toBeUndefined();
+    expect(await gh.lastMessage(BRANCH)).toBe("dispatch gh-1 to claude (slot 1/1) [skip ci]");
+  });
+
+  it("re-checks fresh state before dropping a transition judged on its cache", async () => {
+    const a = makeStore();
+    const b = makeStore();
+    await a.update(({ doc }) => ({ doc: withTask(withTask(doc, 1), 2), message: "queue" }));
+    await a.update(dispatch(1, "replica-a"));
+    await b.read(); // b sees the slot taken
+    await a.update(({ doc }) => {
+      const { lease: _l, ...t } = doc.tasks["fl-1"]!;
+      return { doc: { ...doc, tasks: { ...doc.tasks, "fl-1": t } }, message: "release gh-1" };
+    });
+    const rb = await b.update(dispatch(2, "replica-b"));
+    expect(rb.applied).toBe(true);
+  });
+
+  it("reclaims a stale lease's slot for a new task", async () => {
+    const store = makeStore();
+    await store.update(({ doc }) => ({ doc: withTask(withTask(doc, 1), 2), message: "queue" }));
+    await store.update(dispatch(1, "worker-gone", new Date("2026-01-01T01:00:00Z")));
+    // Five minutes later the lease is still live: no slot. A lease lasts 15 minutes (DEFAULT_LEASE_TTL_MS).
+    expect((await store.update(dispatch(2, "worker-2", new Date("2026-01-01T01:05:00Z")))).applied).toBe(
+      false,
+    );
+    const r = await store.update(dispatch(2, "worker-2", new Date("2026-01-01T01:16:00Z")));
+    expect(r.applied).toBe(true);
+    expect(r.snapshot.doc.tasks["fl-1"]!.lease).toBeUndefined();
+    expect(r.snapshot.doc.tasks["fl-2"]!.lease).toMatchObject({ holder: "worker-2", slot: 1 });
+  });
+
+  it("reports a corrupt state document and leaves the branch as it was", async () => {
+    const store = makeStore();
+    await store.update(increment);
+    const bad = await gh.push(
+      BRANCH,
+      { [STATE_PATH]: '{"version": 1, "tasks": {', [BEADS_PATH]: "" },
+      "hand edit",
+    );
+    await expect(makeStore().read()).rejects.toThrow(StateCorruptError);
+    await expect(store.update(increment)).rejects.toThrow(
+      /not valid JSON.*revert the last commit on fleet\/state/,
+    );
+    expect(await gh.head(BRANCH)).toBe(bad);
+    await gh.push(BRANCH, { [STATE_PATH]: '{"version": 7}', [BEADS_PATH]: "" }, "from the future");
+    await expect(store.read()).rejects.toThrow(/version 7.*newer Fleet/);
+  });
+
+  it("lists the branch history, newest first", async () => {
+    const store = makeStore();
+    await store.update(increment);
+    await store.update(({ doc }) => ({
+      doc: { ...doc, config: { max_concurrent: 2 } },
+      message: "config set max_concurrent=2",
+    }));
+    const history = await store.history(5);
+    expect(history.map((h) => h.message)).toEqual(["config set max_concurrent=2", "count a run"]);
+    expect(history[0]!.sha).toBe(await gh.head(BRANCH));
+  });
+
+  it("coalesces a burst of 50 mutations into a few commits, each caller told its outcome", async () => {
+    const store = makeStore();
+    await store.update(({ doc }) => ({ doc: withTask(doc, 1), message: "queue gh-1" }));
+    const queue = createWriteQueue(store, { maxDelayMs: 20 });
+    const before = await gh.commitCount(BRANCH);
+    const results = await Promise.all([
+      ...Array.from({ length: 50 }, (_, i) =>
+        queue.enqueue(({ doc }) => ({
+          doc: recordLedger(doc, { day: "2026-01-01", coder: "claude", usage: { input: i } }),
+          message: `label ${i}`,
+        })),
+      ),
+      queue.enqueue(dispatch(1, "a")),
+      queue.enqueue(dispatch(1, "b")), // fl-1 already leased by the one before: dropped
+    ]);
+    expect(results.slice(0, 51).every((r) => r.applied)).toBe(true);
+    expect(results[51]!.applied).toBe(false);
+    const commits = (await gh.commitCount(BRANCH)) - before;
+    expect(commits).toBeGreaterThanOrEqual(1);
+    expect(commits).toBeLessThanOrEqual(3);
+    const { doc } = await makeStore().read();
+    expect(runsOf(doc)).toBe(50);
+    expect(doc.tasks["fl-1"]!.lease?.holder).toBe("a");
+    expect(await gh.lastMessage(BRANCH)).toMatch(/^51 transitions \[skip ci\]\n\n- label 0\n/);
+  });
+
+  it("racing stores with a slot cap never over-grant and never lose an update", async () => {
+    // Real backoff and pacing here: without them the racers starve one another on a slow server.
+    const stores = Array.from({ length: 4 }, () =>
+      makeStore({ random: Math.random, sleep: (ms) => new Promise((r) => setTimeout(r, ms)) }),
+    );
+    await stores[0]!.update(({ doc }) => {
+      let d: FleetStateDoc = { ...doc, config: { max_concurrent: 2 } };
+      for (let i = 1; i <= 8; i++) d = withTask(d, i);
+      return { doc: d, message: "queue 8" };
+    });
+    await Promise.all(
+      stores.map(async (s, w) => {
+        for (let i = 0; i < 10; i++) {
+          await s.update(({ doc }) => {
+            const r = acquireSlot(doc, `fl-${w * 2 + (i % 2) + 1}`, {
+              holder: `w${w}`,
+              now: new Date("2026-01-01T01:00:00Z"),
+            });
+            const base = recordLedger(r.ok ? r.doc : doc, { day: "2026-01-01", coder: "claude" });
+            return { doc: base, message: `w${w} step ${i}` };
+          });
+        }
+      }),
+    );
+    const { doc } = await makeStore().read();
+    expect(runsOf(doc)).toBe(40);
+    expect(Object.values(doc.tasks).filter((t) => t.lease).length).toBe(2);
+  });
+});
+
+// The outcomes only some transports report (a lost answer, a per-file CAS, a write that needs a full
+// read), scripted in front of the in-memory transport.
+describe("CAS engine: what a transport's write may answer", () => {
+  type Step = "answer-lost-after-write" | "answer-lost-before-write" | "stale" | "lost-on-state-file";
+  const increment: Mutation = ({ doc }) => ({
+    doc: recordLedger(doc, { day: "2026-01-01", coder: "claude" }),
+    message: "count a run",
+  });
+  const runsOf = (doc: FleetStateDoc) => doc.ledger["2026-01-01"]?.claude?.runs ?? 0;
+
+  function scripted() {
+    const repo = createMemoryRepo();
+    const inner = createMemoryTransport({ repo });
+    const steps: Step[] = [];
+    const reads: Array<string | undefined> = [];
+    const transport: CasTransport = {
+      place: inner.place,
+      read: (prev, only) => {
+        reads.push(only);
+        return inner.read(prev, only);
+      },
+      async write(base, files, message) {
+        const step = steps.shift();
+        if (step === "stale") return { kind: "stale" };
+        if (step === "answer-lost-before-write") return { kind: "unknown" };
+        const out = await inner.write(base, files, message);
+        if (step === "answer-lost-after-write") return { kind: "unknown" };
+        if (step === "lost-on-state-file" && out.kind === "conflict")
+          return { kind: "conflict", file: "state" };
+        return out;
+      },
+      history: (limit) => inner.history(limit),
+    };
+    const store = createCasStore(transport, { sleep: async () => {}, random: () => 0.5 });
+    const other = createMemoryStateStore({ repo, sleep: async () => {} });
+    return { repo, steps, reads, store, other };
+  }
+
+  it("counts a write whose answer was lost as written when the state holds it, without writing again", async () => {
+    const { repo, steps, store } = scripted();
+    await store.update(increment);
+    steps.push("answer-lost-after-write");
+    const r = await store.update(increment);
+    expect(r).toMatchObject({ applied: true, retries: 0, commit: repo.refs.get("fleet/state") });
+    expect(runsOf(r.snapshot.doc)).toBe(2);
+    expect(store.conflicts()).toBe(0);
+    expect((await store.history(10)).map((h) => h.message)).toEqual(["count a run", "count a run"]);
+  });
+
+  it("writes again on fresh state when the answer was lost before the write landed", async () => {
+    const { steps, store } = scripted();
+    await store.update(increment);
+    steps.push("answer-lost-before-write");
+    const r = await store.update(increment);
+    expect(r).toMatchObject({ applied: true, retries: 1 });
+    expect(runsOf(r.snapshot.doc)).toBe(2);
+    expect(store.conflicts()).toBe(0);
+  });
+
+  it("reads in full and applies again, with no retry counted, when a write needs a fresh read first", async () => {
+    const { steps, reads, store } = scripted();
+    await store.update(increment);
+    steps.push("stale");
+    reads.length = 0;
+    const r = await store.update(increment);
+    expect(r).toMatchObject({ applied: true, retries: 0 });
+    expect(reads).toEqual([undefined]);
+    expect(runsOf(r.snapshot.doc)).toBe(2);
+  });
+
+  it("after a per-file conflict re-reads that file alone, and confirms a drop with a full read", async () => {
+    const { steps, reads, store, other } = scripted();
+    await store.update(increment);
+    await other.update(increment);
+    steps.push("lost-on-state-file");
+    reads.length = 0;
+    let calls = 0;
+    const r = await store.update((s) => (++calls === 1 ? increment(s) : null));
+    expect(r).toMatchObject({ applied: false, retries: 1 });
+    expect(reads).toEqual(["state", undefined]);
+    expect(store.conflicts()).toBe(1);
+  });
+});
