@@ -53401,6 +53401,9 @@ var DEFAULT_CODERS = Object.freeze(
     ])
   )
 );
+var NO_MODEL = "default";
+var modelFor = (config3, coder, asked) => asked ?? config3.coders[coder]?.model ?? NO_MODEL;
+var isDefaultModel = (config3, coder, model2) => !model2 || model2 === NO_MODEL || model2 === config3.coders[coder]?.model;
 var TOP_KEYS = validKeysAt([]);
 function editDistance(a2, b) {
   const row = Array.from({ length: b.length + 1 }, (_, i2) => i2);
@@ -63178,11 +63181,24 @@ function applySchedule(doc, config3, opts) {
     dispatched: [...first.dispatched ?? [], ...second.dispatched ?? []]
   };
 }
+function note(pass, before, after) {
+  pass.tasks[after.id] = after;
+  const prior = pass.changes.get(after.id);
+  pass.changes.set(after.id, { task: after, from: prior ? prior.from : before.state });
+}
 function schedulePass(doc, config3, opts) {
   const budgets = opts.readiness ?? budgetReadiness(config3.budgets, doc.ledger, new Date(opts.now));
   const hold = doc.resetHold && Date.parse(doc.resetHold.until) > Date.parse(opts.now) ? doc.resetHold : void 0;
   const gate = hold ? () => ({ ready: false, reason: hold.reason }) : budgets;
-  const gated = /* @__PURE__ */ new Set();
+  const pass = {
+    doc,
+    config: config3,
+    opts,
+    tasks: { ...doc.tasks },
+    changes: /* @__PURE__ */ new Map(),
+    messages: [],
+    gated: /* @__PURE__ */ new Set()
+  };
   const decisions = scheduleNext({
     tasks: tasksOf(doc),
     config: config3,
@@ -63190,105 +63206,97 @@ function schedulePass(doc, config3, opts) {
     closedIssues: opts.closedIssues,
     readiness: (task) => {
       const r = gate(task);
-      if (!r.ready) gated.add(task.id);
+      if (!r.ready) pass.gated.add(task.id);
       return r;
     }
   });
-  const tasks = { ...doc.tasks };
-  const changes = /* @__PURE__ */ new Map();
-  const messages = [];
-  const note = (before, after) => {
-    tasks[after.id] = after;
-    const prior = changes.get(after.id);
-    changes.set(after.id, { task: after, from: prior ? prior.from : before.state });
-  };
-  const busy = () => Object.values(tasks).filter((t) => t.lease).length;
-  let cycles;
   for (const d of decisions) {
-    const task = tasks[d.taskId];
-    if (!task) continue;
-    switch (d.kind) {
-      case "expire-lease": {
-        const reason = `the run stopped reporting (lease ${task.lease?.holder ?? ""} expired)`;
-        const retry = task.attempts <= config3.retries.max;
-        const to = retry ? "queued" : "failed";
-        if (!canTransition(task.state, to)) break;
-        const resetAt = retry ? retryNotBefore(opts.now, task.attempts, config3.retries.backoff_seconds) : void 0;
-        note(
-          task,
-          transition(task, to, {
-            now: opts.now,
-            reason: retry ? retryReason(reason, resetAt) : `${reason}; no retries left`,
-            resetAt
-          })
-        );
-        messages.push(`expire lease of gh-${task.issue} (${task.id}) -> ${to}`);
-        break;
-      }
-      case "requeue-rate-limited":
-      case "unblock": {
-        if (!canTransition(task.state, "queued")) break;
-        note(task, transition(task, "queued", { now: opts.now }));
-        messages.push(
-          `${d.kind === "unblock" ? "unblock" : "rate limit over for"} gh-${task.issue} (${task.id})`
-        );
-        break;
-      }
-      case "block": {
-        if (task.state === "blocked" || !canTransition(task.state, "blocked")) break;
-        cycles ??= dependencyCycles(Object.values(tasks));
-        const reason = blockedReason(d.blockedBy, cycles.get(task.issue));
-        note(task, { ...transition(task, "blocked", { now: opts.now, reason }), dependsOn: task.dependsOn });
-        messages.push(`block gh-${task.issue} (${task.id}): ${reason}`);
-        break;
-      }
-      case "hold": {
-        if (!gated.has(task.id) && d.waitsFor === void 0 || task.reason === d.reason) break;
-        note(task, { ...task, reason: d.reason, updatedAt: opts.now });
-        messages.push(`hold gh-${task.issue} (${task.id}): ${d.reason}`);
-        break;
-      }
-      case "dispatch": {
-        if (!canTransition(task.state, "dispatched")) break;
-        const expiresAt = new Date(
-          Date.parse(opts.now) + (opts.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS)
-        ).toISOString();
-        const lease = {
-          holder: opts.holder,
-          slot: d.slot,
-          acquiredAt: opts.now,
-          heartbeatAt: opts.now,
-          expiresAt
-        };
-        const moved = transition(task, "dispatched", { now: opts.now });
-        delete moved.runId;
-        delete moved.runUrl;
-        const sibling = Object.values(tasks).some(
-          (t) => t.id !== task.id && t.issue === task.issue && !isTerminal(t.state) && (t.coder !== task.coder || t.model !== task.model)
-        );
-        const branch = task.branch ?? (sibling ? variantBranchName(task.issue, task.title, task.coder, task.model) : taskBranchName(task.issue, task.title));
-        note(task, { ...moved, lease, branch });
-        messages.push(
-          `dispatch gh-${task.issue} to ${task.coder} (slot ${d.slot}/${config3.max_concurrent}, ${busy()} busy)`
-        );
-        break;
-      }
-    }
+    const task = pass.tasks[d.taskId];
+    if (task) applyDecision(pass, d, task);
   }
-  if (cycles?.size) {
-    for (const task of Object.values(tasks)) {
-      const cycle = cycles.get(task.issue);
-      if (!cycle || task.state !== "blocked" || task.reason?.includes("dependency cycle")) continue;
-      const reason = `${task.reason ?? blockedReason(task.dependsOn, void 0)}${cycleNote(cycle)}`;
-      note(task, { ...task, reason, updatedAt: opts.now });
-      messages.push(`gh-${task.issue} (${task.id}) is in a dependency cycle`);
-    }
-  }
-  const changed = [...changes.values()];
+  noteNewCycles(pass);
+  const changed = [...pass.changes.values()];
   const dispatched = decisions.flatMap(
-    (d) => d.kind === "dispatch" && tasks[d.taskId]?.state === "dispatched" ? [d.taskId] : []
+    (d) => d.kind === "dispatch" && pass.tasks[d.taskId]?.state === "dispatched" ? [d.taskId] : []
   );
-  return { doc: changed.length ? { ...doc, tasks } : doc, changes: changed, messages, dispatched };
+  return {
+    doc: changed.length ? { ...doc, tasks: pass.tasks } : doc,
+    changes: changed,
+    messages: pass.messages,
+    dispatched
+  };
+}
+function applyDecision(pass, d, task) {
+  const { opts, config: config3 } = pass;
+  switch (d.kind) {
+    case "expire-lease": {
+      const reason = `the run stopped reporting (lease ${task.lease?.holder ?? ""} expired)`;
+      const retry = task.attempts <= config3.retries.max;
+      const to = retry ? "queued" : "failed";
+      if (!canTransition(task.state, to)) return;
+      const resetAt = retry ? retryNotBefore(opts.now, task.attempts, config3.retries.backoff_seconds) : void 0;
+      const why = retry ? retryReason(reason, resetAt) : `${reason}; no retries left`;
+      note(pass, task, transition(task, to, { now: opts.now, reason: why, resetAt }));
+      pass.messages.push(`expire lease of gh-${task.issue} (${task.id}) -> ${to}`);
+      return;
+    }
+    case "requeue-rate-limited":
+    case "unblock": {
+      if (!canTransition(task.state, "queued")) return;
+      note(pass, task, transition(task, "queued", { now: opts.now }));
+      pass.messages.push(
+        `${d.kind === "unblock" ? "unblock" : "rate limit over for"} gh-${task.issue} (${task.id})`
+      );
+      return;
+    }
+    case "block": {
+      if (task.state === "blocked" || !canTransition(task.state, "blocked")) return;
+      pass.cycles ??= dependencyCycles(Object.values(pass.tasks));
+      const reason = blockedReason(d.blockedBy, pass.cycles.get(task.issue));
+      note(pass, task, {
+        ...transition(task, "blocked", { now: opts.now, reason }),
+        dependsOn: task.dependsOn
+      });
+      pass.messages.push(`block gh-${task.issue} (${task.id}): ${reason}`);
+      return;
+    }
+    case "hold": {
+      if (!pass.gated.has(task.id) && d.waitsFor === void 0 || task.reason === d.reason) return;
+      note(pass, task, { ...task, reason: d.reason, updatedAt: opts.now });
+      pass.messages.push(`hold gh-${task.issue} (${task.id}): ${d.reason}`);
+      return;
+    }
+    case "dispatch":
+      dispatchInPass(pass, task, d.slot);
+  }
+}
+function dispatchInPass(pass, task, slot) {
+  const { opts, config: config3 } = pass;
+  if (!canTransition(task.state, "dispatched")) return;
+  const expiresAt = new Date(Date.parse(opts.now) + (opts.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS)).toISOString();
+  const lease = { holder: opts.holder, slot, acquiredAt: opts.now, heartbeatAt: opts.now, expiresAt };
+  const moved = transition(task, "dispatched", { now: opts.now });
+  delete moved.runId;
+  delete moved.runUrl;
+  const sibling = Object.values(pass.tasks).some(
+    (t) => t.id !== task.id && t.issue === task.issue && !isTerminal(t.state) && (t.coder !== task.coder || t.model !== task.model)
+  );
+  const branch = task.branch ?? (sibling ? variantBranchName(task.issue, task.title, task.coder, task.model) : taskBranchName(task.issue, task.title));
+  note(pass, task, { ...moved, lease, branch });
+  const busy = Object.values(pass.tasks).filter((t) => t.lease).length;
+  pass.messages.push(
+    `dispatch gh-${task.issue} to ${task.coder} (slot ${slot}/${config3.max_concurrent}, ${busy} busy)`
+  );
+}
+function noteNewCycles(pass) {
+  if (!pass.cycles?.size) return;
+  for (const task of Object.values(pass.tasks)) {
+    const cycle = pass.cycles.get(task.issue);
+    if (!cycle || task.state !== "blocked" || task.reason?.includes("dependency cycle")) continue;
+    const reason = `${task.reason ?? blockedReason(task.dependsOn, void 0)}${cycleNote(cycle)}`;
+    note(pass, task, { ...task, reason, updatedAt: pass.opts.now });
+    pass.messages.push(`gh-${task.issue} (${task.id}) is in a dependency cycle`);
+  }
 }
 function cycleNote(cycle) {
   const walk = [...cycle, cycle[0]].map((n4) => `#${n4}`).join(" → ");
@@ -63328,24 +63336,130 @@ function holdAfterStateReset(doc, now, leaseTtlMs = DEFAULT_LEASE_TTL_MS) {
 
 // src/queue/repo-queue.ts
 var REPLY_WINDOW_MS = 60 * 6e4;
-function createRepoQueue(deps) {
-  const clock = deps.clock ?? (() => /* @__PURE__ */ new Date());
-  const now = () => clock().toISOString();
-  const holder = deps.holder ?? `dispatch:${deps.dispatcher.mode}`;
-  let lastDoc;
-  const config3 = (doc) => effectiveConfig(deps.fileConfig, doc);
-  const withoutInvalidOverrides = (doc) => {
-    const { dropped } = resolvedConfig(deps.fileConfig, doc);
+var RepoQueue = class {
+  constructor(deps) {
+    this.deps = deps;
+    this.now = deps.clock ?? (() => /* @__PURE__ */ new Date());
+    this.holder = deps.holder ?? `dispatch:${deps.dispatcher.mode}`;
+  }
+  deps;
+  /** The queue's clock (injected in tests), for handlers that compute times. */
+  now;
+  holder;
+  lastDoc;
+  /** The file config with the state's valid `config set` overrides. */
+  config = (doc) => effectiveConfig(this.deps.fileConfig, doc);
+  async snapshot() {
+    return (await this.deps.store.read()).doc;
+  }
+  /** A scheduling pass on its own (reconcile, a config change). */
+  async schedule() {
+    const { result } = await this.commit(() => null);
+    return result ? result.changes.map((c3) => c3.task) : [];
+  }
+  /** The state branch was deleted: the fresh state holds dispatches for a lease's length (see holdAfterStateReset). */
+  async holdAfterReset(holdMs) {
+    await this.commit((d) => holdAfterStateReset(d, this.iso(), holdMs), { schedule: false });
+  }
+  /** Queues a task (see enqueueTask), unless a task made since the label was added already answers it. */
+  async enqueue(input2) {
+    let created = false;
+    const { labeledAt, ...request2 } = input2;
+    const since = labeledAt === void 0 ? Number.NaN : Date.parse(labeledAt);
+    const { doc } = await this.commit((d) => {
+      created = false;
+      const answered = tasksOf(d).some(
+        (t) => t.issue === input2.issue && t.coder === input2.coder && t.model === input2.model && Date.parse(t.createdAt) >= since
+      );
+      if (answered) return null;
+      const r = enqueueTask(d, { ...request2, repo: this.deps.repo, now: this.iso() });
+      created = r.changes.length > 0;
+      return r;
+    });
+    const task = findTask(doc, { issue: input2.issue, coder: input2.coder, model: input2.model, live: true });
+    return { applied: created, task };
+  }
+  /** Moves every live task of the issue (or just `taskId`) to `to`. */
+  async move(issue3, to, opts = {}) {
+    const moved = [];
+    await this.commit((d) => {
+      const r = moveTasks(d, issue3, to, opts, this.iso());
+      moved.length = 0;
+      moved.push(...r?.changes.map((c3) => c3.task) ?? []);
+      return r;
+    });
+    return moved;
+  }
+  /**
+   * `config set`: checked against the file config and the overrides already stored (inside the
+   * compare-and-swap, so two people setting at once are both checked against what the other wrote);
+   * all or nothing. A scheduling pass follows in the same commit (a raised cap starts tasks now).
+   */
+  async setConfig(assignments, by) {
+    let outcome = { ok: false, problems: [] };
+    await this.commit((d) => {
+      const update = updateOverrides(this.deps.fileConfig, d.config, assignments);
+      if (!update.ok) {
+        outcome = update;
+        return null;
+      }
+      outcome = { ok: true, config: update.config, dropped: update.dropped };
+      return {
+        doc: { ...d, config: update.overrides },
+        changes: [],
+        messages: [
+          `config set ${assignments.map((a2) => `${a2.key}=${a2.value === null ? "none" : String(a2.value)}`).join(" ")} (by ${by})`
+        ]
+      };
+    });
+    return outcome;
+  }
+  /**
+   * Whether Fleet may answer `login` on `issue` now: true at most once per REPLY_WINDOW_MS per person
+   * and issue (recorded in the state, so replicas and restarts agree), for people who may not drive
+   * Fleet. The record is pruned of entries past the window on every claim.
+   */
+  async claimReply(issue3, login) {
+    let claimed = false;
+    await this.commit(
+      (d) => {
+        const r = claimReplyIn(d, issue3, login, this.now().getTime());
+        claimed = r !== null;
+        return r;
+      },
+      { schedule: false }
+    );
+    return claimed;
+  }
+  /** The issue's title or body was edited: re-pinned when `allowed` (the editor may drive Fleet), else noted. */
+  async issueEdited(issue3, edit) {
+    const { result } = await this.commit(
+      (d) => (edit.allowed ? repinTasks : noteIgnoredEdit)(d, issue3, { ...edit, now: this.iso() }),
+      { schedule: false }
+    );
+    return result ? result.changes.map((c3) => c3.task) : [];
+  }
+  iso() {
+    return this.now().toISOString();
+  }
+  /** The document without the stored overrides that no longer apply to the file config, and which those were. */
+  withoutInvalidOverrides(doc) {
+    const { dropped } = resolvedConfig(this.deps.fileConfig, doc);
     if (dropped.length === 0) return { doc, dropped };
     const kept = { ...doc.config };
     for (const o2 of dropped) delete kept[o2.key];
     return { doc: { ...doc, config: kept }, dropped };
-  };
-  async function commit(transitionFn, opts = { schedule: true }) {
+  }
+  /**
+   * Runs a transition and a scheduling pass as ONE compare-and-swap commit (GitHub counts every commit
+   * against its content-creation limits), keeping the beads mirror in step with every changed task.
+   */
+  async commit(transitionFn, opts = { schedule: true }) {
+    const { deps } = this;
     let last = null;
     let dropped = [];
     const mutation = ({ doc, beads }) => {
-      const cleaned = deps.onOverridesDropped ? withoutInvalidOverrides(doc) : { doc, dropped: [] };
+      const cleaned = deps.onOverridesDropped ? this.withoutInvalidOverrides(doc) : { doc, dropped: [] };
       dropped = cleaned.dropped;
       const first = transitionFn(cleaned.doc) ?? { doc: cleaned.doc, changes: [], messages: [] };
       if (dropped.length) {
@@ -63354,39 +63468,85 @@ function createRepoQueue(deps) {
           ...first.messages
         ];
       }
-      last = opts.schedule ? mergeResults(
-        first,
-        applySchedule(first.doc, config3(first.doc), { now: now(), holder, leaseTtlMs: deps.leaseTtlMs })
-      ) : first;
+      const pass = () => applySchedule(first.doc, this.config(first.doc), {
+        now: this.iso(),
+        holder: this.holder,
+        leaseTtlMs: deps.leaseTtlMs
+      });
+      last = opts.schedule ? mergeResults(first, pass()) : first;
       if (last.changes.length === 0 && last.doc === doc) return null;
+      const changed = last.changes.map((c3) => c3.task);
       return {
         doc: last.doc,
-        beads: syncBeads(
-          beads,
-          last.changes.map((c3) => c3.task),
-          tasksOf(last.doc),
-          last.pinned
-        ),
+        beads: syncBeads(beads, changed, tasksOf(last.doc), last.pinned),
         message: last.messages.join("\n") || "update tasks"
       };
     };
     const update = await deps.store.update(mutation);
-    lastDoc = update.snapshot.doc;
+    this.lastDoc = update.snapshot.doc;
     const result = update.applied ? last : null;
     if (update.applied && dropped.length) await deps.onOverridesDropped?.(dropped);
-    if (result) await afterCommit(result);
-    deps.onState?.(update.snapshot.doc, config3(update.snapshot.doc));
+    if (result) await this.afterCommit(result);
+    deps.onState?.(update.snapshot.doc, this.config(update.snapshot.doc));
     return { result, doc: update.snapshot.doc };
   }
-  async function show(changes, doc) {
-    if (!deps.tracker) return;
+  /** After a commit: start the runs of newly dispatched tasks, then show every change on its issue. */
+  async afterCommit(result) {
+    const startedIds = new Set(result.dispatched ?? []);
+    for (const { task } of result.changes.filter((c3) => startedIds.has(c3.task.id))) {
+      const withRun = await this.startRun(task);
+      if (withRun) {
+        for (const c3 of result.changes) if (c3.task.id === task.id) c3.task = withRun(c3.task);
+      }
+    }
+    for (const c3 of result.changes) {
+      if (c3.task.state === "cancelled" && c3.from !== "cancelled")
+        await this.deps.dispatcher.stop(c3.task).catch(() => {
+        });
+    }
+    await this.show(result.changes, this.lastDoc ?? result.doc);
+  }
+  /** Starts a dispatched task's run and records it on the task; a start that fails fails the task, saying why. */
+  async startRun(task) {
+    try {
+      const run = await this.deps.dispatcher.start(task);
+      if (!run.runId) return void 0;
+      const withRun = (t) => ({
+        ...t,
+        runId: run.runId,
+        ...run.runUrl ? { runUrl: run.runUrl } : {}
+      });
+      await this.commit(
+        (d) => d.tasks[task.id]?.state === "dispatched" ? {
+          doc: { ...d, tasks: { ...d.tasks, [task.id]: withRun(d.tasks[task.id]) } },
+          changes: [{ task: withRun(d.tasks[task.id]), from: "dispatched" }],
+          messages: [`run ${run.runId} started for gh-${task.issue}`]
+        } : null,
+        { schedule: false }
+      );
+      return withRun;
+    } catch (error64) {
+      this.deps.log?.(`dispatch of ${task.id} failed: ${error64.message}`);
+      await this.commit(
+        (d) => moveTask(d, task.id, "failed", {
+          now: this.iso(),
+          reason: `could not start the run: ${error64.message}`
+        })
+      );
+      return void 0;
+    }
+  }
+  /** Every changed task's tracking comment: its state, place in the queue, tokens, run link. */
+  async show(changes, doc) {
+    const { tracker } = this.deps;
+    if (!tracker) return;
     const tasks = tasksOf(doc);
-    const effective = config3(doc);
+    const effective = this.config(doc);
     const cap = effective.max_concurrent;
     await Promise.all(
       changes.map(({ task, from }) => {
         const pos = task.state === "queued" ? queuePosition(tasks, task.id, { max_concurrent: cap }) : void 0;
-        return deps.tracker.show(
+        return tracker.show(
           task.issue,
           {
             taskKey: task.id,
@@ -63411,162 +63571,37 @@ function createRepoQueue(deps) {
       })
     );
   }
-  async function afterCommit(result) {
-    const startedIds = new Set(result.dispatched ?? []);
-    const started = result.changes.filter((c3) => startedIds.has(c3.task.id));
-    for (const { task } of started) {
-      try {
-        const run = await deps.dispatcher.start(task);
-        if (run.runId) {
-          const withRun = (t) => ({
-            ...t,
-            runId: run.runId,
-            ...run.runUrl ? { runUrl: run.runUrl } : {}
-          });
-          await commit(
-            (d) => d.tasks[task.id]?.state === "dispatched" ? {
-              doc: { ...d, tasks: { ...d.tasks, [task.id]: withRun(d.tasks[task.id]) } },
-              changes: [{ task: withRun(d.tasks[task.id]), from: "dispatched" }],
-              messages: [`run ${run.runId} started for gh-${task.issue}`]
-            } : null,
-            { schedule: false }
-          );
-          for (const c3 of result.changes) if (c3.task.id === task.id) c3.task = withRun(c3.task);
-        }
-      } catch (error64) {
-        deps.log?.(`dispatch of ${task.id} failed: ${error64.message}`);
-        await commit(
-          (d) => moveTask(d, task.id, "failed", {
-            now: now(),
-            reason: `could not start the run: ${error64.message}`
-          })
-        );
-      }
-    }
-    for (const c3 of result.changes) {
-      if (c3.task.state === "cancelled" && c3.from !== "cancelled")
-        await deps.dispatcher.stop(c3.task).catch(() => {
-        });
-    }
-    await show(result.changes, lastDoc ?? result.doc);
+};
+function createRepoQueue(deps) {
+  return new RepoQueue(deps);
+}
+function moveTasks(d, issue3, to, opts, now) {
+  const targets = tasksOf(d).filter(
+    (t) => t.issue === issue3 && (!opts.taskId || t.id === opts.taskId) && (!opts.from || opts.from.includes(t.state))
+  );
+  let acc = { doc: d, changes: [], messages: [] };
+  for (const t of targets) {
+    const moved = t.state === to ? opts.patch && patchTask(acc.doc, t.id, opts.patch, now) : moveTask(acc.doc, t.id, to, { now, ...opts });
+    if (moved)
+      acc = {
+        doc: moved.doc,
+        changes: [...acc.changes, ...moved.changes],
+        messages: [...acc.messages, ...moved.messages]
+      };
   }
-  async function holdAfterReset(holdMs) {
-    await commit((d) => holdAfterStateReset(d, now(), holdMs), { schedule: false });
-  }
-  async function schedule() {
-    const { result } = await commit(() => null);
-    return result ? result.changes.map((c3) => c3.task) : [];
-  }
+  if (!acc.changes.length) return null;
+  return opts.alsoDoc ? { ...acc, doc: opts.alsoDoc(acc.doc) } : acc;
+}
+function claimReplyIn(d, issue3, login, nowMs) {
+  const nowS = Math.floor(nowMs / 1e3);
+  const windowS = REPLY_WINDOW_MS / 1e3;
+  const key = `${issue3}:${login.toLowerCase()}`;
+  const replies = Object.fromEntries(Object.entries(d.replies ?? {}).filter(([, at]) => nowS - at < windowS));
+  if (replies[key] !== void 0) return null;
   return {
-    schedule,
-    holdAfterReset,
-    /** The queue's clock (injected in tests), for handlers that compute times. */
-    now: clock,
-    async snapshot() {
-      return (await deps.store.read()).doc;
-    },
-    config: config3,
-    async enqueue(input2) {
-      let created = false;
-      const { labeledAt, ...request2 } = input2;
-      const since = labeledAt === void 0 ? Number.NaN : Date.parse(labeledAt);
-      const { doc } = await commit((d) => {
-        created = false;
-        const answered = tasksOf(d).some(
-          (t) => t.issue === input2.issue && t.coder === input2.coder && t.model === input2.model && Date.parse(t.createdAt) >= since
-        );
-        if (answered) return null;
-        const r = enqueueTask(d, { ...request2, repo: deps.repo, now: now() });
-        created = r.changes.length > 0;
-        return r;
-      });
-      const task = findTask(doc, { issue: input2.issue, coder: input2.coder, model: input2.model, live: true });
-      return { applied: created, task };
-    },
-    /** Moves every live task of the issue (or just `taskId`) to `to`. */
-    async move(issue3, to, opts = {}) {
-      const moved = [];
-      await commit((d) => {
-        const targets = tasksOf(d).filter(
-          (t) => t.issue === issue3 && (!opts.taskId || t.id === opts.taskId) && (!opts.from || opts.from.includes(t.state))
-        );
-        let acc = { doc: d, changes: [], messages: [] };
-        for (const t of targets) {
-          const moved2 = t.state === to ? opts.patch && patchTask(acc.doc, t.id, opts.patch, now()) : moveTask(acc.doc, t.id, to, { now: now(), ...opts });
-          if (moved2)
-            acc = {
-              doc: moved2.doc,
-              changes: [...acc.changes, ...moved2.changes],
-              messages: [...acc.messages, ...moved2.messages]
-            };
-        }
-        moved.length = 0;
-        moved.push(...acc.changes.map((c3) => c3.task));
-        if (!acc.changes.length) return null;
-        return opts.alsoDoc ? { ...acc, doc: opts.alsoDoc(acc.doc) } : acc;
-      });
-      return moved;
-    },
-    /**
-     * `config set`: checked against the file config and the overrides already stored (inside the
-     * compare-and-swap, so two people setting at once are both checked against what the other wrote);
-     * all or nothing. A scheduling pass follows in the same commit (a raised cap starts tasks now).
-     */
-    async setConfig(assignments, by) {
-      let outcome = { ok: false, problems: [] };
-      await commit((d) => {
-        const update = updateOverrides(deps.fileConfig, d.config, assignments);
-        if (!update.ok) {
-          outcome = update;
-          return null;
-        }
-        outcome = { ok: true, config: update.config, dropped: update.dropped };
-        return {
-          doc: { ...d, config: update.overrides },
-          changes: [],
-          messages: [
-            `config set ${assignments.map((a2) => `${a2.key}=${a2.value === null ? "none" : String(a2.value)}`).join(" ")} (by ${by})`
-          ]
-        };
-      });
-      return outcome;
-    },
-    /**
-     * Whether Fleet may answer `login` on `issue` now: true at most once per REPLY_WINDOW_MS per person
-     * and issue (recorded in the state, so replicas and restarts agree), for people who may not drive
-     * Fleet. The record is pruned of entries past the window on every claim.
-     */
-    async claimReply(issue3, login) {
-      let claimed = false;
-      await commit(
-        (d) => {
-          claimed = false;
-          const nowS = Math.floor(clock().getTime() / 1e3);
-          const windowS = REPLY_WINDOW_MS / 1e3;
-          const key = `${issue3}:${login.toLowerCase()}`;
-          const replies = Object.fromEntries(
-            Object.entries(d.replies ?? {}).filter(([, at]) => nowS - at < windowS)
-          );
-          if (replies[key] !== void 0) return null;
-          claimed = true;
-          return {
-            doc: { ...d, replies: { ...replies, [key]: nowS } },
-            changes: [],
-            messages: [`answer ${login} on #${issue3} (once an hour)`]
-          };
-        },
-        { schedule: false }
-      );
-      return claimed;
-    },
-    /** The issue's title or body was edited: re-pinned when `allowed` (the editor may drive Fleet), else noted. */
-    async issueEdited(issue3, edit) {
-      const { result } = await commit(
-        (d) => (edit.allowed ? repinTasks : noteIgnoredEdit)(d, issue3, { ...edit, now: now() }),
-        { schedule: false }
-      );
-      return result ? result.changes.map((c3) => c3.task) : [];
-    }
+    doc: { ...d, replies: { ...replies, [key]: nowS } },
+    changes: [],
+    messages: [`answer ${login} on #${issue3} (once an hour)`]
   };
 }
 function mergeResults(a2, b) {
@@ -64390,8 +64425,7 @@ function parseFleetLabel(name, knownCoders2) {
 
 // src/worker/discovered-work.ts
 function coderLabelOf(task, config3) {
-  const fallback = config3.coders[task.coder]?.model;
-  return task.model && task.model !== fallback && task.model !== "default" ? `${LABEL_PREFIX}${task.coder}:${task.model}` : `${LABEL_PREFIX}${task.coder}`;
+  return isDefaultModel(config3, task.coder, task.model) ? `${LABEL_PREFIX}${task.coder}` : `${LABEL_PREFIX}${task.coder}:${task.model}`;
 }
 async function fileDiscoveredWork(task, outcome, deps) {
   if (outcome.outcome !== "pr-opened" && outcome.outcome !== "no-changes") return [];
@@ -64694,7 +64728,7 @@ async function applySplitPlan(epic, raw, deps) {
       // The text Fleet wrote is the approved prompt: an edit by someone else later is not used.
       body,
       coder,
-      model: task.model ?? deps.config.coders[coder]?.model ?? "default",
+      model: modelFor(deps.config, coder, task.model),
       priority: task.priority ?? DEFAULT_PRIORITY,
       dependsOn: task.dependsOn.map((k) => issues.get(k)),
       epic
@@ -65895,13 +65929,13 @@ ${ticks}`;
 }
 function truncateMiddle(text, max) {
   if (text.length <= max) return text;
-  const note = `
+  const note2 = `
 
 … ${text.length - max} characters left out …
 
 `;
-  const half = Math.max(0, Math.floor((max - note.length) / 2));
-  return text.slice(0, half) + note + text.slice(text.length - half);
+  const half = Math.max(0, Math.floor((max - note2.length) / 2));
+  return text.slice(0, half) + note2 + text.slice(text.length - half);
 }
 function logTail(log, max) {
   const lines = log.replace(/\n$/, "").split("\n");
@@ -65958,12 +65992,12 @@ function renderRunReport(v) {
     const room = limit - body.length - wrapper;
     if (room > 1e3) {
       const tail = logTail(v.log, room);
-      const note = tail.omittedLines > 0 ? `Showing the last ${tail.totalLines - tail.omittedLines} of ${tail.totalLines} lines (GitHub comments hold at most ${GITHUB_COMMENT_LIMIT.toLocaleString("en-US")} characters). The full log: \`fleet task ${v.taskId} log\`.` : `The full log: \`fleet task ${v.taskId} log\`.`;
+      const note2 = tail.omittedLines > 0 ? `Showing the last ${tail.totalLines - tail.omittedLines} of ${tail.totalLines} lines (GitHub comments hold at most ${GITHUB_COMMENT_LIMIT.toLocaleString("en-US")} characters). The full log: \`fleet task ${v.taskId} log\`.` : `The full log: \`fleet task ${v.taskId} log\`.`;
       body += [
         "<details>",
         "<summary>Agent log</summary>",
         "",
-        note,
+        note2,
         "",
         fence(tail.text),
         "",
@@ -65994,17 +66028,33 @@ function renderPrBody(v) {
 
 // src/worker/finish-run.ts
 var import_promises18 = require("node:fs/promises");
-var STATE_OF = {
-  "pr-opened": "pr-open",
-  "no-changes": "done",
-  "awaiting-approval": "awaiting-approval",
-  failed: "failed",
-  timeout: "failed",
-  stall: "failed",
-  cancelled: "cancelled",
-  "rate-limited": "rate-limited",
-  "over-budget": "failed"
-};
+
+// src/core/outcomes.ts
+var AS_REPORTED = { retriesLeft: false, cancelledByUser: true };
+function stateAfterOutcome(outcome, context = AS_REPORTED) {
+  switch (outcome) {
+    case "pr-opened":
+      return "pr-open";
+    case "no-changes":
+      return "done";
+    case "awaiting-approval":
+      return "awaiting-approval";
+    case "rate-limited":
+      return "rate-limited";
+    case "over-budget":
+      return "failed";
+    case "cancelled":
+      return context.cancelledByUser ? "cancelled" : "queued";
+    case "failed":
+    case "timeout":
+    case "stall":
+      return context.retriesLeft && !context.noRetry ? "queued" : "failed";
+  }
+}
+var isRetry = (outcome, state) => state === "queued" && outcome !== "cancelled";
+var hasRetriesLeft = (attempts, retriesMax) => attempts <= retriesMax;
+
+// src/worker/finish-run.ts
 async function finish2(ctx, outcome, reason, run, notes) {
   const { result, reporter, redact } = ctx;
   result.outcome = outcome;
@@ -66043,7 +66093,7 @@ async function finish2(ctx, outcome, reason, run, notes) {
   }
   await ctx.progress(
     {
-      state: STATE_OF[outcome],
+      state: stateAfterOutcome(outcome),
       step: outcome,
       usage: result.totals?.usage,
       costUsd: result.totals?.costUsd
@@ -66961,9 +67011,6 @@ async function runRebase(spec, deps) {
   const ref = parseRepoFullName(spec.repo);
   const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
   const logPath = (0, import_node_path18.join)(artifactsDir, REBASE_LOG_FILE);
-  const labeled = labeledSecretsOf(deps);
-  const secrets = labeled.map((s) => s.value);
-  const redact = (text) => redactSecrets(text, secrets);
   const outcome = { outcome: "pr-opened", logPath, artifacts: {} };
   await (0, import_promises23.mkdir)(artifactsDir, { recursive: true });
   await (0, import_promises23.writeFile)(logPath, "");
@@ -66974,116 +67021,46 @@ async function runRebase(spec, deps) {
     outcome.reason = `Pull request #${spec.pr} was ${pr.merged ? "merged" : "closed"} before the rebase ran; nothing to rebase.`;
     return outcome;
   }
-  const branch = pr.head.ref;
-  const base = pr.base.ref;
-  const view = { why: spec.request.why, branch, base };
-  outcome.pr = { number: pr.number, url: pr.html_url, head: branch };
-  const comment = (body) => deps.octokit.rest.issues.createComment({ ...ref, issue_number: spec.pr, body: redact(body) }).catch(() => void 0);
-  let wt;
-  let totals2;
-  let conflicts = [];
-  let ownGateway;
-  try {
-    assertFleetBranch(branch);
-    if (!deps.gateway) ownGateway = await startModelGateway();
-    const gateway = deps.gateway ?? ownGateway;
-    const onRunToken = (token) => {
+  outcome.pr = { number: pr.number, url: pr.html_url, head: pr.head.ref };
+  const labeled = labeledSecretsOf(deps);
+  const secrets = labeled.map((s) => s.value);
+  const redact = (text) => redactSecrets(text, secrets);
+  const run = {
+    spec,
+    deps,
+    view: { why: spec.request.why, branch: pr.head.ref, base: pr.base.ref },
+    logPath,
+    artifactsDir,
+    labeled,
+    onRunToken: (token) => {
       labeled.push({ label: "this run's model-gateway token", value: token });
       secrets.push(token);
-    };
+    },
+    conflicts: [],
+    resolved: /* @__PURE__ */ new Set(),
+    comment: (body) => deps.octokit.rest.issues.createComment({ ...ref, issue_number: spec.pr, body: redact(body) }).then(
+      () => void 0,
+      () => void 0
+    )
+  };
+  let wt;
+  let ownGateway;
+  try {
+    assertFleetBranch(run.view.branch);
+    if (!deps.gateway) ownGateway = await startModelGateway();
+    run.gateway = deps.gateway ?? ownGateway;
     wt = await addWorktree(
       deps.workDir,
       { repo: spec.repo, cloneUrl: deps.cloneUrl, auth: deps.gitAuth },
       spec.taskId,
-      branch
+      run.view.branch
     );
-    if (!wt.continued) throw new RebaseFailed(`The branch \`${branch}\` is not on GitHub any more.`, []);
-    const tree = wt;
-    const baseSha = (await gitIn(tree, ["rev-parse", `refs/remotes/origin/${base}^{commit}`])).stdout.trim();
-    const based = await gitIn(tree, ["merge-base", "--is-ancestor", baseSha, "HEAD"], { okCodes: [1] });
-    const clean = await gitIn(
-      tree,
-      ["merge-tree", "--write-tree", "--name-only", "--no-messages", "HEAD", baseSha],
-      {
-        okCodes: [1]
-      }
-    );
-    if (based.exitCode === 0 || spec.request.onlyIfConflicting && clean.exitCode === 0) {
-      outcome.reason = based.exitCode === 0 ? `\`${branch}\` already contains \`${base}\`; nothing to rebase.` : `\`${branch}\` still merges cleanly into \`${base}\`; left as it is.`;
-      if (!spec.request.onlyIfConflicting)
-        await comment(renderRebaseNotNeeded({ ...view, reason: outcome.reason }));
-      return outcome;
-    }
-    let r = await gitIn(tree, ["-c", "core.editor=true", "rebase", baseSha], { okCodes: [1] });
-    const resolved = /* @__PURE__ */ new Set();
-    let agentSteps = 0;
-    for (let guard = 0; r.exitCode !== 0 || await rebaseInProgress(tree); guard++) {
-      if (guard > 100) throw new RebaseFailed("The rebase did not finish.", conflicts);
-      if (deps.signal?.aborted) throw new RebaseFailed("The run was cancelled.", conflicts);
-      const unmerged = await unmergedFiles(tree);
-      if (unmerged.length === 0) {
-        r = await gitIn(tree, ["-c", "core.editor=true", "rebase", "--skip"], { okCodes: [1] });
-        continue;
-      }
-      conflicts = [.../* @__PURE__ */ new Set([...conflicts, ...unmerged])].sort();
-      if (++agentSteps > MAX_AGENT_STEPS)
-        throw new RebaseFailed(
-          `More than ${MAX_AGENT_STEPS} commits of the branch conflict; this needs a person.`,
-          conflicts
-        );
-      const step = await resolveWithAgent(spec, deps, tree, {
-        branch,
-        base,
-        files: unmerged,
-        logPath,
-        artifactsDir,
-        gateway,
-        onRunToken
-      });
-      totals2 = combineTotals(totals2, step.totals);
-      await cleanAfterAgent(tree);
-      if (step.error) throw new RebaseFailed(step.error, conflicts);
-      const left = await filesWithMarkers(tree.path, unmerged);
-      if (left.length > 0)
-        throw new RebaseFailed(
-          `The agent left conflict markers in ${left.map((f) => `\`${f}\``).join(", ")}${step.summary ? `. Its summary: ${step.summary}` : "."}`,
-          conflicts
-        );
-      for (const f of unmerged) resolved.add(f);
-      await gitIn(tree, ["add", "-A"]);
-      r = await gitIn(tree, ["-c", "core.editor=true", "rebase", "--continue"], { okCodes: [1] });
-    }
-    const changed = (await gitIn(tree, ["diff", "--name-only", baseSha, "HEAD"])).stdout.split("\n").filter(Boolean);
-    const marked = await filesWithMarkers(tree.path, changed);
-    if (marked.length > 0)
-      throw new RebaseFailed(
-        `The rebased branch still has conflict markers in ${marked.map((f) => `\`${f}\``).join(", ")}.`,
-        conflicts
-      );
-    const leak = await checkOutgoing(tree, baseSha, labeled, []);
-    if (leak) throw new RebaseFailed(leak, conflicts);
-    if (deps.signal?.aborted) throw new RebaseFailed("The run was cancelled before the push.", conflicts);
-    const push = await gitIn(
-      tree,
-      [
-        "push",
-        "-q",
-        `--force-with-lease=refs/heads/${branch}:${wt.startSha}`,
-        deps.cloneUrl,
-        `HEAD:refs/heads/${branch}`
-      ],
-      { auth: deps.gitAuth, okCodes: [1] }
-    );
-    if (push.exitCode !== 0)
-      throw new RebaseFailed(
-        `The push was refused: \`${branch}\` changed on GitHub while Fleet rebased it.`,
-        conflicts
-      );
-    if (totals2) outcome.totals = totals2;
-    await comment(renderRebased({ ...view, baseSha, resolved: [...resolved].sort(), totals: totals2 }));
+    if (!wt.continued)
+      throw new RebaseFailed(`The branch \`${run.view.branch}\` is not on GitHub any more.`, []);
+    await rebaseAndPush(run, wt, outcome);
     return outcome;
   } catch (error64) {
-    if (totals2) outcome.totals = totals2;
+    if (run.totals) outcome.totals = run.totals;
     const reason = redact(error64 instanceof Error ? error64.message : String(error64));
     if (deps.signal?.aborted) {
       outcome.outcome = "cancelled";
@@ -67091,14 +67068,8 @@ async function runRebase(spec, deps) {
       return outcome;
     }
     outcome.reason = `Rebase failed: ${reason}`;
-    await comment(
-      renderRebaseFailed({
-        ...view,
-        conflicts: error64 instanceof RebaseFailed ? error64.conflicts : conflicts,
-        reason,
-        totals: totals2
-      })
-    );
+    const conflicts = error64 instanceof RebaseFailed ? error64.conflicts : run.conflicts;
+    await run.comment(renderRebaseFailed({ ...run.view, conflicts, reason, totals: run.totals }));
     return outcome;
   } finally {
     if (wt) {
@@ -67106,6 +67077,95 @@ async function runRebase(spec, deps) {
       await removeWorktree(wt);
     }
     await ownGateway?.close();
+  }
+}
+async function rebaseAndPush(run, wt, outcome) {
+  const { spec, deps, view } = run;
+  const baseSha = (await gitIn(wt, ["rev-parse", `refs/remotes/origin/${view.base}^{commit}`])).stdout.trim();
+  const based = await gitIn(wt, ["merge-base", "--is-ancestor", baseSha, "HEAD"], { okCodes: [1] });
+  const clean = await gitIn(
+    wt,
+    ["merge-tree", "--write-tree", "--name-only", "--no-messages", "HEAD", baseSha],
+    {
+      okCodes: [1]
+    }
+  );
+  if (based.exitCode === 0 || spec.request.onlyIfConflicting && clean.exitCode === 0) {
+    outcome.reason = based.exitCode === 0 ? `\`${view.branch}\` already contains \`${view.base}\`; nothing to rebase.` : `\`${view.branch}\` still merges cleanly into \`${view.base}\`; left as it is.`;
+    if (!spec.request.onlyIfConflicting)
+      await run.comment(renderRebaseNotNeeded({ ...view, reason: outcome.reason }));
+    return;
+  }
+  await replayWithAgent(run, wt, baseSha);
+  const changed = (await gitIn(wt, ["diff", "--name-only", baseSha, "HEAD"])).stdout.split("\n").filter(Boolean);
+  const marked = await filesWithMarkers(wt.path, changed);
+  if (marked.length > 0)
+    throw new RebaseFailed(
+      `The rebased branch still has conflict markers in ${marked.map((f) => `\`${f}\``).join(", ")}.`,
+      run.conflicts
+    );
+  const leak = await checkOutgoing(wt, baseSha, run.labeled, []);
+  if (leak) throw new RebaseFailed(leak, run.conflicts);
+  if (deps.signal?.aborted) throw new RebaseFailed("The run was cancelled before the push.", run.conflicts);
+  const push = await gitIn(
+    wt,
+    [
+      "push",
+      "-q",
+      `--force-with-lease=refs/heads/${view.branch}:${wt.startSha}`,
+      deps.cloneUrl,
+      `HEAD:refs/heads/${view.branch}`
+    ],
+    { auth: deps.gitAuth, okCodes: [1] }
+  );
+  if (push.exitCode !== 0)
+    throw new RebaseFailed(
+      `The push was refused: \`${view.branch}\` changed on GitHub while Fleet rebased it.`,
+      run.conflicts
+    );
+  if (run.totals) outcome.totals = run.totals;
+  await run.comment(
+    renderRebased({ ...view, baseSha, resolved: [...run.resolved].sort(), totals: run.totals })
+  );
+}
+async function replayWithAgent(run, wt, baseSha) {
+  const { spec, deps, view } = run;
+  let r = await gitIn(wt, ["-c", "core.editor=true", "rebase", baseSha], { okCodes: [1] });
+  let agentSteps = 0;
+  for (let guard = 0; r.exitCode !== 0 || await rebaseInProgress(wt); guard++) {
+    if (guard > 100) throw new RebaseFailed("The rebase did not finish.", run.conflicts);
+    if (deps.signal?.aborted) throw new RebaseFailed("The run was cancelled.", run.conflicts);
+    const unmerged = await unmergedFiles(wt);
+    if (unmerged.length === 0) {
+      r = await gitIn(wt, ["-c", "core.editor=true", "rebase", "--skip"], { okCodes: [1] });
+      continue;
+    }
+    run.conflicts = [.../* @__PURE__ */ new Set([...run.conflicts, ...unmerged])].sort();
+    if (++agentSteps > MAX_AGENT_STEPS)
+      throw new RebaseFailed(
+        `More than ${MAX_AGENT_STEPS} commits of the branch conflict; this needs a person.`,
+        run.conflicts
+      );
+    const step = await resolveWithAgent(spec, deps, wt, {
+      ...view,
+      files: unmerged,
+      logPath: run.logPath,
+      artifactsDir: run.artifactsDir,
+      gateway: run.gateway,
+      onRunToken: run.onRunToken
+    });
+    run.totals = combineTotals(run.totals, step.totals);
+    await cleanAfterAgent(wt);
+    if (step.error) throw new RebaseFailed(step.error, run.conflicts);
+    const left = await filesWithMarkers(wt.path, unmerged);
+    if (left.length > 0)
+      throw new RebaseFailed(
+        `The agent left conflict markers in ${left.map((f) => `\`${f}\``).join(", ")}${step.summary ? `. Its summary: ${step.summary}` : "."}`,
+        run.conflicts
+      );
+    for (const f of unmerged) run.resolved.add(f);
+    await gitIn(wt, ["add", "-A"]);
+    r = await gitIn(wt, ["-c", "core.editor=true", "rebase", "--continue"], { okCodes: [1] });
   }
 }
 async function rebaseInProgress(tree) {
@@ -67277,31 +67337,13 @@ async function recordOutcome(task, outcome, deps, lost) {
   if (!task.rebase) patch.result = resultSummaryOf(task.attempts, outcome.artifacts.result);
   if (task.instructions) patch.instructions = void 0;
   const reason = outcome.reason;
-  const retriesLeft = task.attempts <= deps.config.retries.max;
-  let to;
-  switch (outcome.outcome) {
-    case "pr-opened":
-      to = "pr-open";
-      break;
-    case "no-changes":
-      to = "done";
-      break;
-    case "awaiting-approval":
-      to = "awaiting-approval";
-      break;
-    case "rate-limited":
-      to = "rate-limited";
-      break;
-    case "over-budget":
-      to = "failed";
-      break;
-    case "cancelled":
-      to = lost === "cancelled" ? "cancelled" : "queued";
-      break;
-    default:
-      to = retriesLeft && !outcome.noRetry ? "queued" : "failed";
-  }
-  const retrying = to === "queued" && outcome.outcome !== "cancelled";
+  const to = stateAfterOutcome(outcome.outcome, {
+    retriesLeft: hasRetriesLeft(task.attempts, deps.config.retries.max),
+    noRetry: outcome.noRetry,
+    // A cancel from the issue already moved the task; a worker shutting down puts it back in the queue.
+    cancelledByUser: lost === "cancelled"
+  });
+  const retrying = isRetry(outcome.outcome, to);
   const now = clock().toISOString();
   const resetAt = retrying ? retryNotBefore(now, task.attempts, deps.config.retries.backoff_seconds) : outcome.rateLimit?.resetsAt ?? (outcome.rateLimit?.retryAfterSeconds !== void 0 ? new Date(clock().getTime() + outcome.rateLimit.retryAfterSeconds * 1e3).toISOString() : void 0);
   const why = retrying ? retryReason(
@@ -67312,7 +67354,7 @@ async function recordOutcome(task, outcome, deps, lost) {
   await deps.queue.move(task.issue, to, {
     taskId: task.id,
     // The PR's own webhook may have moved the task to pr-open already: then only the fields are added.
-    from: ["dispatched", "planning", "running", to],
+    from: [...SLOT_HOLDING_STATES, to],
     reason: why,
     resetAt,
     patch,

@@ -2,9 +2,9 @@ import type { Context } from "probot";
 import type { FleetConfig } from "../core/config.ts";
 import { getRepoRole } from "../github/permissions.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
+import type { ConfigCache } from "../queue/config-cache.ts";
 import { noticeMarker } from "../render/markers.ts";
 import { renderConfigProblems, renderNotAllowed } from "../render/notices.ts";
-import type { ConfigCache } from "../queue/config-cache.ts";
 import { CONFIG_PATH, loadRepoConfig } from "./load-config.ts";
 import type { HandlerDeps } from "./on-issue-labeled.ts";
 

@@ -3,6 +3,7 @@ import { CODER_NAMES } from "../core/coders.ts";
 import { fleetLabelDefinitions } from "../core/labels.ts";
 import { ensureFleetLabels } from "../github/labels.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
+import { createConfigCache } from "../queue/config-cache.ts";
 import { noticeMarker } from "../render/markers.ts";
 import { renderStateCorrupt } from "../render/notices.ts";
 import type { StateCorruptError } from "../state/errors.ts";
@@ -13,7 +14,6 @@ import {
   DEFAULT_OIDC_AUDIENCE,
   GITHUB_OIDC_ISSUER,
 } from "./actions-token.ts";
-import { createConfigCache } from "../queue/config-cache.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import { onCommand } from "./on-command.ts";
 import { onIssueEdited } from "./on-issue-edited.ts";

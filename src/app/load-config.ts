@@ -9,8 +9,10 @@ export type { ConfigLoad } from "../github/read-config.ts";
 export const CONFIG_PATH = FLEET_CONFIG_PATH;
 
 /** `.github/fleet.yml` of a repository (see readFleetConfig): the same loader as every other part of Fleet. */
-export const loadFleetConfig = (octokit: unknown, repo: { owner: string; repo: string }): Promise<ConfigLoad> =>
-  readFleetConfig(octokit as GitHubClient, repo);
+export const loadFleetConfig = (
+  octokit: unknown,
+  repo: { owner: string; repo: string },
+): Promise<ConfigLoad> => readFleetConfig(octokit as GitHubClient, repo);
 
 /** The event's repository's config, through the cache when there is one (see loadFleetConfig). */
 export async function loadRepoConfig(context: Context, cache?: ConfigCache): Promise<ConfigLoad> {

@@ -1,6 +1,7 @@
 import type { Context } from "probot";
 import { FLEET_COMMAND_HELP, parseFleetCommand } from "../core/commands.ts";
 import { fleetLabelDefinitions } from "../core/labels.ts";
+import { RETRYABLE_STATES } from "../core/lifecycle.ts";
 import { queuePosition } from "../core/scheduler.ts";
 import { ensureFleetLabels } from "../github/labels.ts";
 import { renderCommandReply, renderStatus } from "../render/command-replies.ts";
@@ -69,7 +70,7 @@ export async function onCommand(context: Context<"issue_comment.created">, deps:
       return;
     }
     case "retry": {
-      const moved = await queue.move(issue, "queued", { from: ["failed", "cancelled"] });
+      const moved = await queue.move(issue, "queued", { from: [...RETRYABLE_STATES] });
       if (moved.length === 0)
         await reply("Nothing to retry: only a failed or cancelled task can be retried.");
       return;

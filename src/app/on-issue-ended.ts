@@ -1,19 +1,8 @@
 import type { Context } from "probot";
 import { parseFleetLabel } from "../core/labels.ts";
-import type { TaskState } from "../core/task.ts";
+import { CANCELLABLE_STATES } from "../core/lifecycle.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import type { HandlerDeps } from "./on-issue-labeled.ts";
-
-// Live states a person can cancel by unlabeling or closing; a task with an open PR ends with its PR.
-const CANCELLABLE: TaskState[] = [
-  "queued",
-  "blocked",
-  "dispatched",
-  "planning",
-  "awaiting-approval",
-  "running",
-  "rate-limited",
-];
 
 /** `issues.unlabeled` (a coder label) and `issues.closed`: the task is cancelled and its agent stopped. */
 export async function onIssueEnded(
@@ -36,9 +25,12 @@ export async function onIssueEnded(
   const queue = await deps.queues.forContext(context, loaded.config);
   const doc = await queue.snapshot();
   const live = Object.values(doc.tasks).filter(
-    (t) => t.issue === payload.issue.number && CANCELLABLE.includes(t.state) && (!coder || t.coder === coder),
+    (t) =>
+      t.issue === payload.issue.number &&
+      CANCELLABLE_STATES.includes(t.state) &&
+      (!coder || t.coder === coder),
   );
   for (const t of live) {
-    await queue.move(t.issue, "cancelled", { reason, taskId: t.id, from: CANCELLABLE });
+    await queue.move(t.issue, "cancelled", { reason, taskId: t.id, from: [...CANCELLABLE_STATES] });
   }
 }

@@ -1,12 +1,13 @@
 import type { Context } from "probot";
+import { modelFor } from "../core/config.ts";
 import { parseDependencies } from "../core/dependencies.ts";
 import { filesNamedIn } from "../core/file-paths.ts";
 import { LABEL_GRAMMAR_HELP, parseFleetLabel, taskRequestFromLabels } from "../core/labels.ts";
 import { perUserQuota } from "../economy/budgets.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
+import type { ConfigCache } from "../queue/config-cache.ts";
 import { labelErrorMarker, noticeMarker } from "../render/markers.ts";
 import { renderLabelError } from "../render/notices.ts";
-import type { ConfigCache } from "../queue/config-cache.ts";
 import { allowedOrExplain, configOrExplain } from "./guard.ts";
 import type { RepoQueues } from "./repo-queues.ts";
 
@@ -41,7 +42,7 @@ export async function onIssueLabeled(context: Context<"issues.labeled">, deps: H
   const { priority } = taskRequestFromLabels(labels, deps.knownCoders);
   const { owner, repo } = context.repo();
   const queue = await deps.queues.forContext(context, config);
-  const model = parsed.model ?? config.coders[parsed.coder]?.model ?? "default";
+  const model = modelFor(config, parsed.coder, parsed.model);
   // A flood of labeled issues from one person is held at the door, before it costs a slot or a commit.
   if (config.per_user_daily_tasks !== undefined) {
     const tasks = Object.values((await queue.snapshot()).tasks);

@@ -1,4 +1,5 @@
 import type { Context } from "probot";
+import { modelFor } from "../core/config.ts";
 import { parseFleetLabel, taskRequestFromLabels } from "../core/labels.ts";
 import { allowedOrExplain, configOrExplain } from "./guard.ts";
 import { loadRepoConfig } from "./load-config.ts";
@@ -25,7 +26,7 @@ export async function onSplitLabel(context: Context<"issues.labeled">, deps: Han
     issue: issue.number,
     title: issue.title,
     coder,
-    model: config.coders[coder]?.model ?? "default",
+    model: modelFor(config, coder),
     priority: taskRequestFromLabels(labels, deps.knownCoders).priority,
     // Planning waits for nothing; the sub-issues carry the dependencies.
     dependsOn: [],

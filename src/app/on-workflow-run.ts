@@ -1,5 +1,5 @@
 import type { Context } from "probot";
-import { isActive } from "../core/lifecycle.ts";
+import { isActive, SLOT_HOLDING_STATES } from "../core/lifecycle.ts";
 import { retryNotBefore, retryReason } from "../core/scheduler.ts";
 import type { Task } from "../core/task.ts";
 import { loadRepoConfig } from "./load-config.ts";
@@ -35,7 +35,7 @@ export async function onWorkflowRunCompleted(
   await queue.move(task.issue, retry ? "queued" : "failed", {
     taskId: task.id,
     // Only while it is still this run's: a report that lands first wins.
-    from: ["dispatched", "planning", "running"],
+    from: [...SLOT_HOLDING_STATES],
     reason: retry ? retryReason(reason, notBefore) : `${reason}; no retries left (attempt ${task.attempts})`,
     resetAt: notBefore,
   });

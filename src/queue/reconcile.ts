@@ -1,7 +1,8 @@
+import { modelFor } from "../core/config.ts";
 import { parseDependencies } from "../core/dependencies.ts";
 import { filesNamedIn } from "../core/file-paths.ts";
 import { parseFleetLabel, taskRequestFromLabels } from "../core/labels.ts";
-import { isTerminal } from "../core/lifecycle.ts";
+import { isCancellable, isTerminal } from "../core/lifecycle.ts";
 import type { Task } from "../core/task.ts";
 import { perUserQuota } from "../economy/budgets.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
@@ -53,7 +54,7 @@ export async function reconcileRepo(
             .filter((i) => !i.pull_request)
             .map((i) => [i.number, i]),
         );
-  const live = Object.values(doc.tasks).filter((t) => !isTerminal(t.state) && t.state !== "pr-open");
+  const live = Object.values(doc.tasks).filter((t) => isCancellable(t.state));
   for (const task of live) {
     let issue: { state: string; labels: Array<string | { name?: string }> };
     if (updated) {
@@ -139,7 +140,7 @@ async function queueMissedLabels(
         issue: issue.number,
         title: issue.title,
         coder: parsed.coder,
-        model: parsed.model ?? config.coders[parsed.coder]?.model ?? "default",
+        model: modelFor(config, parsed.coder, parsed.model),
         priority: taskRequestFromLabels(labels, knownCoders).priority,
         dependsOn: parseDependencies(issue.body ?? "", `${repo.owner}/${repo.repo}`),
         files: filesNamedIn(issue.body ?? ""),

@@ -1,4 +1,4 @@
-import type { FleetConfig } from "../core/config.ts";
+import { type FleetConfig, modelFor } from "../core/config.ts";
 import { DEFAULT_PRIORITY, type Priority } from "../core/task.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
@@ -82,7 +82,7 @@ export async function applySplitPlan(
       // The text Fleet wrote is the approved prompt: an edit by someone else later is not used.
       body,
       coder,
-      model: task.model ?? deps.config.coders[coder]?.model ?? "default",
+      model: modelFor(deps.config, coder, task.model),
       priority: (task.priority ?? DEFAULT_PRIORITY) as Priority,
       dependsOn: task.dependsOn.map((k) => issues.get(k)!),
       epic,

@@ -1,5 +1,5 @@
 import { linkDiscoveredBeads } from "../beads/discovered.ts";
-import type { FleetConfig } from "../core/config.ts";
+import { type FleetConfig, isDefaultModel } from "../core/config.ts";
 import { filedDiscoveries, planDiscoveredIssues } from "../core/discovered.ts";
 import { LABEL_PREFIX } from "../core/labels.ts";
 import { redactSecrets } from "../core/redact.ts";
@@ -26,10 +26,9 @@ export interface DiscoveredWorkDeps {
 
 /** The label that gave the task its coder (and its model, when it is not the coder's default). */
 export function coderLabelOf(task: Pick<Task, "coder" | "model">, config: FleetConfig): string {
-  const fallback = config.coders[task.coder]?.model;
-  return task.model && task.model !== fallback && task.model !== "default"
-    ? `${LABEL_PREFIX}${task.coder}:${task.model}`
-    : `${LABEL_PREFIX}${task.coder}`;
+  return isDefaultModel(config, task.coder, task.model)
+    ? `${LABEL_PREFIX}${task.coder}`
+    : `${LABEL_PREFIX}${task.coder}:${task.model}`;
 }
 
 /**

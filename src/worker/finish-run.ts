@@ -1,19 +1,7 @@
 import { open } from "node:fs/promises";
-import type { TaskState } from "../core/task.ts";
+import { stateAfterOutcome } from "../core/outcomes.ts";
 import type { AgentArtifacts } from "./artifacts.ts";
 import type { OutcomeKind, PhaseRun, RunContext, TaskOutcome } from "./run-context.ts";
-
-const STATE_OF: Record<OutcomeKind, TaskState> = {
-  "pr-opened": "pr-open",
-  "no-changes": "done",
-  "awaiting-approval": "awaiting-approval",
-  failed: "failed",
-  timeout: "failed",
-  stall: "failed",
-  cancelled: "cancelled",
-  "rate-limited": "rate-limited",
-  "over-budget": "failed",
-};
 
 /** Records the outcome, posts the reports (never throwing) and tells the caller the final state. */
 export async function finish(
@@ -67,7 +55,7 @@ export async function finish(
   }
   await ctx.progress(
     {
-      state: STATE_OF[outcome],
+      state: stateAfterOutcome(outcome),
       step: outcome,
       usage: result.totals?.usage,
       costUsd: result.totals?.costUsd,

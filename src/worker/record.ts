@@ -1,6 +1,8 @@
+import { SLOT_HOLDING_STATES } from "../core/lifecycle.ts";
+import { hasRetriesLeft, isRetry, stateAfterOutcome } from "../core/outcomes.ts";
 import { appendRun, runKindOf } from "../core/run-history.ts";
 import { retryNotBefore, retryReason } from "../core/scheduler.ts";
-import type { Task, TaskState } from "../core/task.ts";
+import type { Task } from "../core/task.ts";
 import { combineTotals } from "../core/usage.ts";
 import { createCredentialRotation } from "../economy/rotation.ts";
 import { recordLedger } from "../state/doc.ts";
@@ -30,33 +32,13 @@ export async function recordOutcome(
   // Review instructions are used once; a later review asks again.
   if (task.instructions) patch.instructions = undefined;
   const reason = outcome.reason;
-  const retriesLeft = task.attempts <= deps.config.retries.max;
-  let to: TaskState;
-  switch (outcome.outcome) {
-    case "pr-opened":
-      to = "pr-open";
-      break;
-    case "no-changes":
-      to = "done";
-      break;
-    case "awaiting-approval":
-      to = "awaiting-approval";
-      break;
-    case "rate-limited":
-      to = "rate-limited";
-      break;
-    case "over-budget":
-      // Running it again would spend the same budget again.
-      to = "failed";
-      break;
-    case "cancelled":
-      // A cancel from the issue already moved the task; a worker shutting down puts it back in the queue.
-      to = lost === "cancelled" ? "cancelled" : "queued";
-      break;
-    default:
-      to = retriesLeft && !outcome.noRetry ? "queued" : "failed";
-  }
-  const retrying = to === "queued" && outcome.outcome !== "cancelled";
+  const to = stateAfterOutcome(outcome.outcome, {
+    retriesLeft: hasRetriesLeft(task.attempts, deps.config.retries.max),
+    noRetry: outcome.noRetry,
+    // A cancel from the issue already moved the task; a worker shutting down puts it back in the queue.
+    cancelledByUser: lost === "cancelled",
+  });
+  const retrying = isRetry(outcome.outcome, to);
   const now = clock().toISOString();
   const resetAt = retrying
     ? retryNotBefore(now, task.attempts, deps.config.retries.backoff_seconds)
@@ -75,7 +57,7 @@ export async function recordOutcome(
   await deps.queue.move(task.issue, to, {
     taskId: task.id,
     // The PR's own webhook may have moved the task to pr-open already: then only the fields are added.
-    from: ["dispatched", "planning", "running", to],
+    from: [...SLOT_HOLDING_STATES, to],
     reason: why,
     resetAt,
     patch,

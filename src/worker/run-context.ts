@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { AgentAdapter } from "../agents/types.ts";
 import { taskBranchName } from "../core/branch.ts";
+import type { RunOutcome } from "../core/outcomes.ts";
 import { redactSecrets } from "../core/redact.ts";
 import type { RunKind, RunRecord } from "../core/run-history.ts";
 import type { LabeledSecret } from "../core/secret-scan.ts";
@@ -91,16 +92,8 @@ export interface WorkerDeps {
   }) => void | Promise<void>;
 }
 
-export type OutcomeKind =
-  | "pr-opened"
-  | "no-changes"
-  | "awaiting-approval"
-  | "failed"
-  | "timeout"
-  | "stall"
-  | "cancelled"
-  | "rate-limited"
-  | "over-budget";
+/** How a run ended (see core/outcomes.ts for the task state each one leads to). */
+export type OutcomeKind = RunOutcome;
 
 export interface TaskOutcome {
   outcome: OutcomeKind;
