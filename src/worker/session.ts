@@ -12,9 +12,9 @@ import {
   totalTokens,
 } from "../core/usage.ts";
 import { overPerTaskBudget } from "../economy/budgets.ts";
-import { buildContextManifest, writeContextManifest } from "../economy/knowledge.ts";
 import { agentHomeDir, LOG_FILE, PLAN_FILE } from "./artifacts.ts";
 import { runContainedAgent } from "./contained-run.ts";
+import { buildContextManifest, writeContextManifest } from "./context-manifest.ts";
 import { buildPrompt } from "./prompt.ts";
 import type { RunAgentResult } from "./run-agent.ts";
 import {

@@ -4,17 +4,17 @@ import { isActive } from "../../core/lifecycle.ts";
 import { redactSecrets } from "../../core/redact.ts";
 import type { Task } from "../../core/task.ts";
 import {
-  CONTEXT_MANIFEST_FILE,
-  type ContextManifest,
-  renderContextManifest,
-} from "../../economy/knowledge.ts";
-import {
   KNOWLEDGE_FILE,
   LOG_FILE,
   PLAN_FILE,
   RESULT_FILE,
   taskArtifactsDir,
 } from "../../worker/artifacts.ts";
+import {
+  CONTEXT_MANIFEST_FILE,
+  type ContextManifest,
+  renderContextManifest,
+} from "../../worker/context-manifest.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, NotFoundError, UsageError } from "../errors.ts";
 import { json, out, sleep, untilSignal } from "../io.ts";

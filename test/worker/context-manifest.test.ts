@@ -6,7 +6,7 @@ import {
   buildContextManifest,
   renderContextManifest,
   writeContextManifest,
-} from "../../src/economy/knowledge.ts";
+} from "../../src/worker/context-manifest.ts";
 
 let dirs: string[] = [];
 afterEach(async () => {

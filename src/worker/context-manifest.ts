@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { readdir, writeFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
-import { readAgentFile } from "../worker/artifacts.ts";
+import { readAgentFile } from "./artifacts.ts";
 
 /**
  * The context an agent loads before it does anything: memory files up the tree and in its home,
