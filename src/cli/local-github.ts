@@ -92,7 +92,6 @@ export function readLocalPulls(home: string): Promise<LocalPull[]> {
 /** A GitHubClient over the local records (see the file comment); unknown calls fail loudly. */
 export function createLocalGitHub(opts: LocalGitHubOptions): GitHubClient {
   const clock = opts.clock ?? (() => new Date());
-  const bot = { login: "fleet[bot]", type: "Bot" };
   // Writes from one process are serialized; comments and pulls are written only by `fleet run`.
   let chain: Promise<unknown> = Promise.resolve();
   const serial = <T>(fn: () => Promise<T>): Promise<T> => {
@@ -100,122 +99,11 @@ export function createLocalGitHub(opts: LocalGitHubOptions): GitHubClient {
     chain = run.catch(() => undefined);
     return run;
   };
-  const commentView = (issue: number, c: LocalComment) => ({
-    id: c.id,
-    body: c.body,
-    user: bot,
-    created_at: c.createdAt,
-    updated_at: c.updatedAt,
-    html_url: `${localCommentsPath(opts.home, issue)}#${c.id}`,
-  });
-  const allComments = async () => {
-    // Comment ids are unique across issues, as on GitHub; the id says which file holds it.
-    return readJson<Record<string, number>>(join(opts.home, "local", "comment-index.json"), {});
-  };
-
   const rest = {
-    issues: {
-      async get(p: { issue_number: number }) {
-        const issue = localIssuesOf((await opts.store.read()).doc)[String(p.issue_number)];
-        if (!issue) throw notFound(`local issue #${p.issue_number}`);
-        return {
-          data: {
-            number: issue.number,
-            title: issue.title,
-            body: issue.body,
-            state: issue.state,
-            labels: issue.labels.map((name) => ({ name })),
-            user: { login: "local", type: "User" },
-          },
-        };
-      },
-      async listComments(p: { issue_number: number }) {
-        const list = await readLocalComments(opts.home, p.issue_number);
-        return { data: list.map((c) => commentView(p.issue_number, c)) };
-      },
-      createComment: (p: { issue_number: number; body: string }) =>
-        serial(async () => {
-          const index = await allComments();
-          const id = Math.max(0, ...Object.keys(index).map(Number)) + 1;
-          const at = clock().toISOString();
-          const list = await readLocalComments(opts.home, p.issue_number);
-          const c: LocalComment = { id, body: p.body, createdAt: at, updatedAt: at };
-          await writeJson(localCommentsPath(opts.home, p.issue_number), [...list, c]);
-          await writeJson(join(opts.home, "local", "comment-index.json"), {
-            ...index,
-            [id]: p.issue_number,
-          });
-          return { data: commentView(p.issue_number, c) };
-        }),
-      updateComment: (p: { comment_id: number; body: string }) =>
-        serial(async () => {
-          const issue = (await allComments())[String(p.comment_id)];
-          if (issue === undefined) throw notFound(`local comment ${p.comment_id}`);
-          const list = await readLocalComments(opts.home, issue);
-          const c = list.find((x) => x.id === p.comment_id);
-          if (!c) throw notFound(`local comment ${p.comment_id}`);
-          c.body = p.body;
-          c.updatedAt = clock().toISOString();
-          await writeJson(localCommentsPath(opts.home, issue), list);
-          return { data: commentView(issue, c) };
-        }),
-    },
-    repos: {
-      // The person at the terminal owns the local repository.
-      async getCollaboratorPermissionLevel() {
-        return { data: { permission: "admin", role_name: "admin" } };
-      },
-      async getContent(p: { path: string }) {
-        try {
-          const text = await readFile(join(opts.repoPath, p.path));
-          return { data: { type: "file", content: text.toString("base64"), encoding: "base64" } };
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code === "ENOENT") throw notFound(p.path);
-          throw error;
-        }
-      },
-    },
-    pulls: {
-      async list(p: { head?: string; state?: string }) {
-        const branch = p.head?.split(":").pop();
-        const pulls = await readLocalPulls(opts.home);
-        return {
-          data: pulls
-            .filter(
-              (x) => (!branch || x.head === branch) && (!p.state || p.state === "all" || x.state === p.state),
-            )
-            .map((x) => ({ ...x, html_url: x.url, head: { ref: x.head } })),
-        };
-      },
-      create: (p: { head: string; base: string; title: string; body?: string }) =>
-        serial(async () => {
-          const pulls = await readLocalPulls(opts.home);
-          const number = Math.max(0, ...pulls.map((x) => x.number)) + 1;
-          const pull: LocalPull = {
-            number,
-            head: p.head,
-            base: p.base,
-            title: p.title,
-            body: p.body ?? "",
-            state: "open",
-            url: `${opts.repoPath} (branch ${p.head})`,
-          };
-          await writeJson(localPullsPath(opts.home), [...pulls, pull]);
-          return { data: { number, html_url: pull.url, head: { ref: p.head } } };
-        }),
-      update: (p: { pull_number: number; title?: string; body?: string }) =>
-        serial(async () => {
-          const pulls = await readLocalPulls(opts.home);
-          const pull = pulls.find((x) => x.number === p.pull_number);
-          if (!pull) throw notFound(`local pull ${p.pull_number}`);
-          if (p.title !== undefined) pull.title = p.title;
-          if (p.body !== undefined) pull.body = p.body;
-          await writeJson(localPullsPath(opts.home), pulls);
-          return { data: { number: pull.number, html_url: pull.url, head: { ref: pull.head } } };
-        }),
-    },
+    issues: localIssues(opts, clock, serial),
+    repos: localRepos(opts),
+    pulls: localPulls(opts, serial),
   };
-
   const client = {
     rest,
     // Local lists are never paged: one call returns everything.
@@ -227,4 +115,126 @@ export function createLocalGitHub(opts: LocalGitHubOptions): GitHubClient {
     },
   };
   return client as unknown as GitHubClient;
+}
+
+type Serial = <T>(fn: () => Promise<T>) => Promise<T>;
+const BOT = { login: "fleet[bot]", type: "Bot" };
+
+/** Issues are the state's local issues; comments are files under `$FLEET_HOME/local/issues/`. */
+function localIssues(opts: LocalGitHubOptions, clock: () => Date, serial: Serial) {
+  const commentView = (issue: number, c: LocalComment) => ({
+    id: c.id,
+    body: c.body,
+    user: BOT,
+    created_at: c.createdAt,
+    updated_at: c.updatedAt,
+    html_url: `${localCommentsPath(opts.home, issue)}#${c.id}`,
+  });
+  const indexPath = join(opts.home, "local", "comment-index.json");
+  // Comment ids are unique across issues, as on GitHub; the id says which file holds it.
+  const allComments = () => readJson<Record<string, number>>(indexPath, {});
+  return {
+    async get(p: { issue_number: number }) {
+      const issue = localIssuesOf((await opts.store.read()).doc)[String(p.issue_number)];
+      if (!issue) throw notFound(`local issue #${p.issue_number}`);
+      return {
+        data: {
+          number: issue.number,
+          title: issue.title,
+          body: issue.body,
+          state: issue.state,
+          labels: issue.labels.map((name) => ({ name })),
+          user: { login: "local", type: "User" },
+        },
+      };
+    },
+    async listComments(p: { issue_number: number }) {
+      const list = await readLocalComments(opts.home, p.issue_number);
+      return { data: list.map((c) => commentView(p.issue_number, c)) };
+    },
+    createComment: (p: { issue_number: number; body: string }) =>
+      serial(async () => {
+        const index = await allComments();
+        const id = Math.max(0, ...Object.keys(index).map(Number)) + 1;
+        const at = clock().toISOString();
+        const list = await readLocalComments(opts.home, p.issue_number);
+        const c: LocalComment = { id, body: p.body, createdAt: at, updatedAt: at };
+        await writeJson(localCommentsPath(opts.home, p.issue_number), [...list, c]);
+        await writeJson(indexPath, { ...index, [id]: p.issue_number });
+        return { data: commentView(p.issue_number, c) };
+      }),
+    updateComment: (p: { comment_id: number; body: string }) =>
+      serial(async () => {
+        const issue = (await allComments())[String(p.comment_id)];
+        if (issue === undefined) throw notFound(`local comment ${p.comment_id}`);
+        const list = await readLocalComments(opts.home, issue);
+        const c = list.find((x) => x.id === p.comment_id);
+        if (!c) throw notFound(`local comment ${p.comment_id}`);
+        c.body = p.body;
+        c.updatedAt = clock().toISOString();
+        await writeJson(localCommentsPath(opts.home, issue), list);
+        return { data: commentView(issue, c) };
+      }),
+  };
+}
+
+/** The person at the terminal owns the local repository; its files are read from disk. */
+function localRepos(opts: LocalGitHubOptions) {
+  return {
+    async getCollaboratorPermissionLevel() {
+      return { data: { permission: "admin", role_name: "admin" } };
+    },
+    async getContent(p: { path: string }) {
+      try {
+        const text = await readFile(join(opts.repoPath, p.path));
+        return { data: { type: "file", content: text.toString("base64"), encoding: "base64" } };
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") throw notFound(p.path);
+        throw error;
+      }
+    },
+  };
+}
+
+/** A local "pull request" is a record of the pushed `fleet/*` branch, in `$FLEET_HOME/local/pulls.json`. */
+function localPulls(opts: LocalGitHubOptions, serial: Serial) {
+  return {
+    async list(p: { head?: string; state?: string }) {
+      const branch = p.head?.split(":").pop();
+      const pulls = await readLocalPulls(opts.home);
+      return {
+        data: pulls
+          .filter(
+            (x) => (!branch || x.head === branch) && (!p.state || p.state === "all" || x.state === p.state),
+          )
+          .map((x) => ({ ...x, html_url: x.url, head: { ref: x.head } })),
+      };
+    },
+    create: (p: { head: string; base: string; title: string; body?: string }) =>
+      serial(async () => {
+        const pulls = await readLocalPulls(opts.home);
+        const number = Math.max(0, ...pulls.map((x) => x.number)) + 1;
+        const pull: LocalPull = {
+          number,
+          head: p.head,
+          base: p.base,
+          title: p.title,
+          body: p.body ?? "",
+          state: "open",
+          url: `${opts.repoPath} (branch ${p.head})`,
+        };
+        await writeJson(localPullsPath(opts.home), [...pulls, pull]);
+        return { data: { number, html_url: pull.url, head: { ref: p.head } } };
+      }),
+    update: (p: { pull_number: number; title?: string; body?: string }) =>
+      serial(async () => {
+        const pulls = await readLocalPulls(opts.home);
+        const pull = pulls.find((x) => x.number === p.pull_number);
+        if (!pull) throw notFound(`local pull ${p.pull_number}`);
+        if (p.title !== undefined) pull.title = p.title;
+        if (p.body !== undefined) pull.body = p.body;
+        await writeJson(localPullsPath(opts.home), pulls);
+        return { data: { number: pull.number, html_url: pull.url, head: { ref: pull.head } } };
+      }),
+  };
 }

@@ -19,7 +19,7 @@ import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, NotFoundError, UsageError } from "../errors.ts";
 import { json, out, sleep, untilSignal } from "../io.ts";
 import { fetchTaskArtifact } from "../run-artifacts.ts";
-import { describeTarget, resolveTarget } from "../target.ts";
+import { describeTarget, resolveTarget, type Target } from "../target.ts";
 import { findTaskRef } from "../task-ref.ts";
 
 export const TASK_USAGE = `Usage: fleet task <id> log|plan|knowledge|result [-f] [--json]
@@ -109,23 +109,7 @@ export async function taskCommand(argv: string[]): Promise<number> {
   if (values.follow && what !== "log") throw new UsageError("-f/--follow applies to log only.", TASK_USAGE);
 
   const target = await resolveTarget(values);
-  const { doc } = await target.store.read();
-  let id = ref;
-  let task: Task | undefined;
-  let knownHere = true;
-  try {
-    task = findTaskRef(doc, ref, describeTarget(target));
-    id = task.id;
-  } catch (error) {
-    // Artifacts outlive the state: a task id with a folder here (or an artifact on GitHub) is still shown.
-    if (!(error instanceof NotFoundError)) throw error;
-    const dir = taskArtifactsDir(target.workDir, ref);
-    if (!(await stat(dir).catch(() => undefined))) {
-      if (target.kind !== "github")
-        throw new NotFoundError(`${error.message} No artifacts at ${dir} either.`);
-      knownHere = false;
-    }
-  }
+  const { id, task, knownHere } = await resolveTaskRef(target, ref);
   const dir = taskArtifactsDir(target.workDir, id);
   const secrets = knownSecrets(process.env);
   const redact = (t: string) => redactSecrets(t, secrets);
@@ -138,23 +122,11 @@ export async function taskCommand(argv: string[]): Promise<number> {
   let remoteMiss: string | undefined;
   if (missing && !followable && target.kind === "github") {
     // Not on this machine: an Actions run of the task may have uploaded it (the fleet-task workflow).
-    try {
-      const artifact = await fetchTaskArtifact(target.octokit, target.repo, id, task);
-      const there = await readWhat(
-        { read: async (name) => artifact.read(name), path: (name) => `${artifact.where}: ${name}` },
-        what as keyof typeof WHAT,
-      );
-      if (there.text !== undefined || there.manifest !== undefined) {
-        found = there;
-        remote = artifact.where;
-      } else {
-        const has = [...artifact.files.keys()].join(", ") || "nothing";
-        remoteMiss = `${artifact.where} has no ${file} either (it holds: ${has}).`;
-      }
-    } catch (error) {
-      if (!(error instanceof NotFoundError)) throw error;
-      remoteMiss = error.message;
-    }
+    const there = await readFromRunArtifact(target, id, task, what as keyof typeof WHAT);
+    if ("found" in there) {
+      found = there.found;
+      remote = there.where;
+    } else remoteMiss = there.miss;
     if (!knownHere && !remote)
       throw new NotFoundError(
         `No task "${ref}" in ${describeTarget(target)}, no artifacts at ${dir}. ${remoteMiss}`,
@@ -213,6 +185,48 @@ export async function taskCommand(argv: string[]): Promise<number> {
     const t = (await target.store.read()).doc.tasks[id];
     return t !== undefined && isActive(t.state);
   });
+}
+
+/** The task a reference names, or only its id when the state forgot it but its artifacts remain. */
+async function resolveTaskRef(
+  target: Target,
+  ref: string,
+): Promise<{ id: string; task?: Task; knownHere: boolean }> {
+  const { doc } = await target.store.read();
+  try {
+    const task = findTaskRef(doc, ref, describeTarget(target));
+    return { id: task.id, task, knownHere: true };
+  } catch (error) {
+    // Artifacts outlive the state: a task id with a folder here (or an artifact on GitHub) is still shown.
+    if (!(error instanceof NotFoundError)) throw error;
+    const dir = taskArtifactsDir(target.workDir, ref);
+    if (await stat(dir).catch(() => undefined)) return { id: ref, knownHere: true };
+    if (target.kind !== "github") throw new NotFoundError(`${error.message} No artifacts at ${dir} either.`);
+    return { id: ref, knownHere: false };
+  }
+}
+
+/** The file from the artifact an Actions run of the task uploaded; or why it is not there. */
+async function readFromRunArtifact(
+  target: Target,
+  id: string,
+  task: Task | undefined,
+  what: keyof typeof WHAT,
+): Promise<{ found: Awaited<ReturnType<typeof readWhat>>; where: string } | { miss: string }> {
+  try {
+    const artifact = await fetchTaskArtifact(target.octokit, target.repo, id, task);
+    const there = await readWhat(
+      { read: async (name) => artifact.read(name), path: (name) => `${artifact.where}: ${name}` },
+      what,
+    );
+    if (there.text !== undefined || there.manifest !== undefined)
+      return { found: there, where: artifact.where };
+    const has = [...artifact.files.keys()].join(", ") || "nothing";
+    return { miss: `${artifact.where} has no ${WHAT[what]} either (it holds: ${has}).` };
+  } catch (error) {
+    if (!(error instanceof NotFoundError)) throw error;
+    return { miss: error.message };
+  }
 }
 
 /** Prints the file and then what is appended, line by line, while `running()` says the task runs. */
