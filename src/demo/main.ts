@@ -78,6 +78,11 @@ const CI_WORKFLOW = ".github/workflows/ci.yml";
 /** Fleet's task workflow, dispatched once per task with `dispatch: actions`. */
 const TASK_WORKFLOW = ".github/workflows/fleet-task.yml";
 
+type Emulator = Awaited<ReturnType<typeof startGitHubEmulator>>;
+const OWNER = "octo-org";
+const NAME = "widgets";
+const FULL = `${OWNER}/${NAME}`;
+
 export async function runDemo(opts: {
   json: boolean;
   keep: boolean;
@@ -97,26 +102,7 @@ export async function runDemo(opts: {
   const workDir = await mkdtemp(join(tmpdir(), "fleet-demo-"));
   const stops: Array<() => Promise<unknown>> = [() => gh.stop()];
   try {
-    const owner = "octo-org";
-    const name = "widgets";
-    const full = `${owner}/${name}`;
-    const repo = await gh.createRepo({
-      owner,
-      name,
-      files: {
-        "README.md": "# widgets\n\nA small library.\n",
-        ".github/fleet.yml": `dispatch: ${dispatch}\nmax_concurrent: 2\nplan_phase: true\n`,
-        // Fleet's task workflow, as a repository using dispatch: actions has it.
-        ...(dispatch === "actions"
-          ? { [TASK_WORKFLOW]: await readFile(resolve(TASK_WORKFLOW), "utf8") }
-          : {}),
-        // The repository's own CI: it runs for pushes and PRs, never for Fleet's state commits.
-        [CI_WORKFLOW]:
-          "name: CI\non: [push, pull_request]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo test\n",
-      },
-    });
-    gh.addCollaborator(full, "mona", "write");
-
+    const repo = await createDemoRepo(gh, dispatch);
     say("starting the Fleet app (Probot) and pointing the emulator's webhooks at it");
     const app = await startFleetServer({
       appId: gh.appId,
@@ -139,36 +125,13 @@ export async function runDemo(opts: {
     const done = new Promise<string>((r) => {
       finished = r;
     });
+    const worker = { gh, workDir, modelUrl: model.url, say, finished: (o: string) => finished?.(o) };
     const stopWorker =
-      dispatch === "local"
-        ? await startDemoWorker({
-            gh,
-            repo,
-            owner,
-            name,
-            workDir,
-            modelUrl: model.url,
-            say,
-            finished: (o) => finished?.(o),
-          })
-        : startDemoRunner({ gh, full, workDir, modelUrl: model.url, say, finished: (o) => finished?.(o) });
+      dispatch === "local" ? await startDemoWorker({ ...worker, repo }) : startDemoRunner(worker);
     stops.unshift(stopWorker);
 
     const mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
-    const { data: issue } = await mona.rest.issues.create({
-      owner,
-      repo: name,
-      title: "Add a changelog",
-      body: "We need a CHANGELOG.md with an Unreleased section.",
-    });
-    say(`@mona opened issue #${issue.number} and labels it fleet:claude`);
-    await mona.rest.issues.addLabels({
-      owner,
-      repo: name,
-      issue_number: issue.number,
-      labels: ["fleet:claude"],
-    });
-
+    const issue = await openAndLabel(mona, say);
     const outcome = await Promise.race([
       done,
       new Promise<string>((_, reject) =>
@@ -185,52 +148,9 @@ export async function runDemo(opts: {
     await stopWorker();
     await app.flush();
     await gh.waitForDeliveries();
-    const state = await createRepoStateStore({ octokit: mona, owner, repo: name }).read();
-    const task = Object.values(state.doc.tasks).find((t: Task) => t.issue === issue.number)!;
-    const pr = gh.pulls(full).find((p) => p.number === task.pr)!;
-    const comments = gh.comments(full, issue.number);
-    const totals = task.totals;
-    const counts = gh.counts();
-    const result: DemoResult = {
-      pr: { number: pr.number, url: `${gh.url.replace(/\/$/, "")}/${full}/pull/${pr.number}`, head: pr.head },
-      issue: { number: issue.number, comments: comments.length },
-      tokens: {
-        input: totals?.usage.input ?? 0,
-        output: totals?.usage.output ?? 0,
-        cacheRead: totals?.usage.cacheRead ?? 0,
-        cacheWrite: totals?.usage.cacheWrite ?? 0,
-        costUsd: totals?.costUsd ?? null,
-      },
-      api: { total: counts.total, contentCreating: counts.contentCreating },
-      ci: {
-        runs: gh
-          .workflowRuns(full)
-          .filter((r) => r.workflowPath === CI_WORKFLOW)
-          .map((r) => ({ event: r.event, branch: r.headBranch, actor: r.actor.login })),
-      },
-    };
-    if (!opts.json) {
-      say(`pull request #${pr.number} "${pr.title}" from ${pr.head} (${task.state})`);
-      process.stdout.write(`\n--- pull request #${pr.number} ---\n${pr.body}\n`);
-      process.stdout.write(`\n--- issue #${issue.number}: ${comments.length} comments ---\n`);
-      for (const c of comments) {
-        const firstLine = c.body.split("\n").find((l) => l.trim() && !l.startsWith("<!--")) ?? "";
-        process.stdout.write(`@${c.user.login}: ${firstLine.slice(0, 110)}\n`);
-      }
-      const t = result.tokens;
-      process.stdout.write(
-        `\ntokens: ${t.input} input, ${t.output} output, ${t.cacheRead} cache read, ${t.cacheWrite} cache write` +
-          ` (${totalTokens({ ...t, reasoning: 0 })} in all)${t.costUsd == null ? "" : `, $${t.costUsd.toFixed(4)}`}\n`,
-      );
-      process.stdout.write(
-        `GitHub API: ${result.api.total} requests, ${result.api.contentCreating} content-creating\n`,
-      );
-      const runs = result.ci.runs.map((r) => `${r.event} on ${r.branch} by ${r.actor}`);
-      process.stdout.write(
-        `CI runs: ${runs.length ? runs.join("; ") : "none"} (state commits on fleet/state start none)\n`,
-      );
-      if (opts.keep) process.stdout.write(`work directory kept: ${workDir}\n`);
-    }
+    const result = await demoResult(gh, mona, issue);
+    if (!opts.json) narrate(gh, result, say);
+    if (!opts.json && opts.keep) process.stdout.write(`work directory kept: ${workDir}\n`);
     return result;
   } finally {
     for (const stop of stops) await stop().catch(() => {});
@@ -238,12 +158,99 @@ export async function runDemo(opts: {
   }
 }
 
+/** The demo repository: a README, its Fleet config, its own CI workflow (and Fleet's workflow for actions). */
+async function createDemoRepo(gh: Emulator, dispatch: "local" | "actions") {
+  const repo = await gh.createRepo({
+    owner: OWNER,
+    name: NAME,
+    files: {
+      "README.md": "# widgets\n\nA small library.\n",
+      ".github/fleet.yml": `dispatch: ${dispatch}\nmax_concurrent: 2\nplan_phase: true\n`,
+      // Fleet's task workflow, as a repository using dispatch: actions has it.
+      ...(dispatch === "actions" ? { [TASK_WORKFLOW]: await readFile(resolve(TASK_WORKFLOW), "utf8") } : {}),
+      // The repository's own CI: it runs for pushes and PRs, never for Fleet's state commits.
+      [CI_WORKFLOW]:
+        "name: CI\non: [push, pull_request]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo test\n",
+    },
+  });
+  gh.addCollaborator(FULL, "mona", "write");
+  return repo;
+}
+
+/** A maintainer opens the issue and labels it `fleet:claude`. */
+async function openAndLabel(mona: Octokit, say: (line: string) => void): Promise<number> {
+  const { data: issue } = await mona.rest.issues.create({
+    owner: OWNER,
+    repo: NAME,
+    title: "Add a changelog",
+    body: "We need a CHANGELOG.md with an Unreleased section.",
+  });
+  say(`@mona opened issue #${issue.number} and labels it fleet:claude`);
+  await mona.rest.issues.addLabels({
+    owner: OWNER,
+    repo: NAME,
+    issue_number: issue.number,
+    labels: ["fleet:claude"],
+  });
+  return issue.number;
+}
+
+/** What the demo ended with: the PR, the issue's comments, the tokens, the API requests, the CI runs. */
+async function demoResult(gh: Emulator, mona: Octokit, issue: number): Promise<DemoResult> {
+  const state = await createRepoStateStore({ octokit: mona, owner: OWNER, repo: NAME }).read();
+  const task = Object.values(state.doc.tasks).find((t: Task) => t.issue === issue)!;
+  const pr = gh.pulls(FULL).find((p) => p.number === task.pr)!;
+  const totals = task.totals;
+  const counts = gh.counts();
+  return {
+    pr: { number: pr.number, url: `${gh.url.replace(/\/$/, "")}/${FULL}/pull/${pr.number}`, head: pr.head },
+    issue: { number: issue, comments: gh.comments(FULL, issue).length },
+    tokens: {
+      input: totals?.usage.input ?? 0,
+      output: totals?.usage.output ?? 0,
+      cacheRead: totals?.usage.cacheRead ?? 0,
+      cacheWrite: totals?.usage.cacheWrite ?? 0,
+      costUsd: totals?.costUsd ?? null,
+    },
+    api: { total: counts.total, contentCreating: counts.contentCreating },
+    ci: {
+      runs: gh
+        .workflowRuns(FULL)
+        .filter((r) => r.workflowPath === CI_WORKFLOW)
+        .map((r) => ({ event: r.event, branch: r.headBranch, actor: r.actor.login })),
+    },
+  };
+}
+
+/** The narrated ending: the PR, the first line of each comment, the tokens, requests and CI runs. */
+function narrate(gh: Emulator, result: DemoResult, say: (line: string) => void): void {
+  const pr = gh.pulls(FULL).find((p) => p.number === result.pr.number)!;
+  const comments = gh.comments(FULL, result.issue.number);
+  say(`pull request #${pr.number} "${pr.title}" from ${pr.head}`);
+  process.stdout.write(`\n--- pull request #${pr.number} ---\n${pr.body}\n`);
+  process.stdout.write(`\n--- issue #${result.issue.number}: ${comments.length} comments ---\n`);
+  for (const c of comments) {
+    const firstLine = c.body.split("\n").find((l) => l.trim() && !l.startsWith("<!--")) ?? "";
+    process.stdout.write(`@${c.user.login}: ${firstLine.slice(0, 110)}\n`);
+  }
+  const t = result.tokens;
+  process.stdout.write(
+    `\ntokens: ${t.input} input, ${t.output} output, ${t.cacheRead} cache read, ${t.cacheWrite} cache write` +
+      ` (${totalTokens({ ...t, reasoning: 0 })} in all)${t.costUsd == null ? "" : `, $${t.costUsd.toFixed(4)}`}\n`,
+  );
+  process.stdout.write(
+    `GitHub API: ${result.api.total} requests, ${result.api.contentCreating} content-creating\n`,
+  );
+  const runs = result.ci.runs.map((r) => `${r.event} on ${r.branch} by ${r.actor}`);
+  process.stdout.write(
+    `CI runs: ${runs.length ? runs.join("; ") : "none"} (state commits on fleet/state start none)\n`,
+  );
+}
+
 /** `dispatch: local`: a `fleet run` worker with the app's installation token. */
 async function startDemoWorker(o: {
-  gh: Awaited<ReturnType<typeof startGitHubEmulator>>;
+  gh: Emulator;
   repo: { cloneUrl: string; installationId: number };
-  owner: string;
-  name: string;
   workDir: string;
   modelUrl: string;
   say: (line: string) => void;
@@ -268,9 +275,9 @@ async function startDemoWorker(o: {
   // push from this variable, so the CI runs its pushes start are the app's (fleet[bot]) too.
   process.env.FLEET_EMULATOR_LOGIN = o.gh.botLogin;
   const worker = startLocalWorker({
-    repo: { owner: o.owner, repo: o.name },
+    repo: { owner: OWNER, repo: NAME },
     octokit,
-    store: createRepoStateStore({ octokit, owner: o.owner, repo: o.name, pacing: 0 }),
+    store: createRepoStateStore({ octokit, owner: OWNER, repo: NAME, pacing: 0 }),
     cloneUrl: o.repo.cloneUrl,
     workDir: o.workDir,
     adapterFor: getAdapter,
@@ -293,8 +300,7 @@ async function startDemoWorker(o: {
  * token and OIDC variables; the action exchanges the OIDC token for the app's token.
  */
 function startDemoRunner(o: {
-  gh: Awaited<ReturnType<typeof startGitHubEmulator>>;
-  full: string;
+  gh: Emulator;
   workDir: string;
   modelUrl: string;
   say: (line: string) => void;
@@ -305,10 +311,10 @@ function startDemoRunner(o: {
   o.gh.onWorkflowDispatch((run) => {
     const job = (async () => {
       o.say(`runner: picked up run ${run.id} of ${run.workflowPath} for task ${run.inputs.task_id}`);
-      await o.gh.setWorkflowRunStatus(o.full, run.id, "in_progress");
+      await o.gh.setWorkflowRunStatus(FULL, run.id, "in_progress");
       const result = await runActionJob({
         gh: o.gh,
-        fullName: o.full,
+        fullName: FULL,
         run,
         scratch: o.workDir,
         inputs: {
@@ -321,7 +327,7 @@ function startDemoRunner(o: {
           "work-dir": join(o.workDir, `run-${run.id}`),
         },
       });
-      await o.gh.setWorkflowRunStatus(o.full, run.id, "completed", result.code === 0 ? "success" : "failure");
+      await o.gh.setWorkflowRunStatus(FULL, run.id, "completed", result.code === 0 ? "success" : "failure");
       const conclusion = result.outputs.conclusion ?? "error";
       // What the action said when it failed (core.setFailed prints an ::error:: line).
       const said = `${result.stdout}\n${result.stderr}`.match(/^::error::(.*)$/m)?.[1];
