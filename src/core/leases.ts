@@ -158,12 +158,14 @@ export function claimLease<D extends LeaseDoc>(
 
 export type RenewResult<D extends LeaseDoc> =
   | { ok: true; doc: D; task: Task; message: string }
-  /** gone: no lease of this holder (reclaimed, released, or the task was removed); expired: past `expiresAt`. */
-  | { ok: false; reason: "cancelled" | "gone" | "expired" };
+  /** gone: no lease of this holder (reclaimed, released, or the task was removed). */
+  | { ok: false; reason: "cancelled" | "gone" };
 
 /**
- * The holder's heartbeat: extends its live lease by the TTL from `now`. Refused when the task was
- * cancelled, the lease is gone or someone else's, or it has expired (its slot may already be handed out).
+ * The holder's heartbeat: extends its lease by the TTL from `now`. Refused when the task was cancelled
+ * or the lease is gone or someone else's. A lease past `expiresAt` that nobody reclaimed yet is still
+ * the holder's (its heartbeats failed for a while, say GitHub was down): renewing it keeps a healthy
+ * run going, and once a scheduling pass has reclaimed it the holder finds it gone and stops.
  */
 export function renewLease<D extends LeaseDoc>(
   doc: D,
@@ -173,7 +175,6 @@ export function renewLease<D extends LeaseDoc>(
   const task = doc.tasks[taskId];
   if (!task?.lease || task.lease.holder !== opts.holder)
     return { ok: false, reason: task?.state === "cancelled" ? "cancelled" : "gone" };
-  if (!isLeaseLive(task.lease, opts.now)) return { ok: false, reason: "expired" };
   const lease: Lease = {
     ...task.lease,
     heartbeatAt: opts.now.toISOString(),
