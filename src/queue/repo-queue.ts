@@ -5,6 +5,7 @@ import {
   type FleetConfig,
   updateOverrides,
 } from "../core/config.ts";
+import { dispatchHolder } from "../core/leases.ts";
 import { queuePosition } from "../core/scheduler.ts";
 import type { Priority, Task, TaskState } from "../core/task.ts";
 import type { FleetStateDoc } from "../state/doc.ts";
@@ -109,7 +110,7 @@ export class RepoQueue {
 
   constructor(private readonly deps: RepoQueueDeps) {
     this.now = deps.clock ?? (() => new Date());
-    this.holder = deps.holder ?? `dispatch:${deps.dispatcher.mode}`;
+    this.holder = deps.holder ?? dispatchHolder(deps.dispatcher.mode);
   }
 
   /** The file config with the state's valid `config set` overrides. */

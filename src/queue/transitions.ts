@@ -1,19 +1,18 @@
 import { findCycles, newBeadId } from "../beads/index.ts";
 import { taskBranchName, variantBranchName } from "../core/branch.ts";
 import { type FleetConfig, type ResolvedOverrides, resolveOverrides } from "../core/config.ts";
+import { DEFAULT_LEASE_TTL_MS, newLease } from "../core/leases.ts";
 import { canTransition, isTerminal, transition } from "../core/lifecycle.ts";
 import { pinPrompt, promptPinDigest } from "../core/prompt-pin.ts";
 import type { SchedulerDecision } from "../core/scheduler.ts";
 import { type Readiness, retryNotBefore, retryReason, scheduleNext } from "../core/scheduler.ts";
-import { type Lease, newTask, type Priority, type Task, type TaskState } from "../core/task.ts";
+import { newTask, type Priority, type Task, type TaskState } from "../core/task.ts";
 import { budgetReadiness } from "../economy/budgets.ts";
 import type { FleetStateDoc } from "../state/doc.ts";
 import type { PinnedText } from "./beads-sync.ts";
 
 // Pure transitions over the state document: each returns the new document and what changed, so the
 // caller can run it inside a compare-and-swap mutation (possibly several times) and act afterwards.
-
-export const DEFAULT_LEASE_TTL_MS = 15 * 60_000;
 
 export interface TaskChange {
   task: Task;
@@ -412,8 +411,7 @@ function applyDecision(pass: Pass, d: SchedulerDecision, task: Task): void {
 function dispatchInPass(pass: Pass, task: Task, slot: number): void {
   const { opts, config } = pass;
   if (!canTransition(task.state, "dispatched")) return;
-  const expiresAt = new Date(Date.parse(opts.now) + (opts.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS)).toISOString();
-  const lease: Lease = { holder: opts.holder, slot, acquiredAt: opts.now, heartbeatAt: opts.now, expiresAt };
+  const lease = newLease(opts.holder, slot, new Date(opts.now), opts.leaseTtlMs);
   const moved = transition(task, "dispatched", { now: opts.now });
   // A new attempt gets its own run: late events of the previous run must not match it.
   delete moved.runId;

@@ -1,8 +1,9 @@
-import { transition } from "../core/lifecycle.ts";
+import { claimLease, heartbeatIntervalMs, renewLease } from "../core/leases.ts";
 import type { Task } from "../core/task.ts";
 import type { StateStore } from "../state/store.ts";
 
-const UNCLAIMED = /^dispatch:/;
+// Step 1 of a run: the worker takes the lease the dispatcher handed out, and keeps it with heartbeats.
+// The decisions (who may claim, who may renew) are core/leases.ts; this file is their commits.
 
 /** Claims a dispatched task's lease for `holder` (compare-and-swap); undefined when someone else has it. */
 export async function claimTask(...args: Parameters<typeof claimTaskState>): Promise<Task | undefined> {
@@ -19,35 +20,15 @@ export async function claimTaskState(
   /** The state the worker starts in (planning or running): claimed and started in one commit. */
   startIn?: (task: Task) => "planning" | "running",
 ) {
-  const result = await store.update(({ doc }) => {
-    const task = doc.tasks[taskId];
-    if (task?.state !== "dispatched" || !task.lease) return null;
-    if (task.lease.holder !== holder && !UNCLAIMED.test(task.lease.holder)) return null;
-    const at = now.toISOString();
-    const lease = {
-      ...task.lease,
-      holder,
-      heartbeatAt: at,
-      expiresAt: new Date(now.getTime() + ttlMs).toISOString(),
-    };
-    const first = startIn?.(task);
-    const started = first
-      ? { ...transition(task, first, { now: at }), lease }
-      : { ...task, lease, updatedAt: at };
-    return {
-      doc: { ...doc, tasks: { ...doc.tasks, [taskId]: started } },
-      message: `claim gh-${task.issue} (${taskId}) by ${holder} (slot ${task.lease.slot})${first ? `, ${first}` : ""}`,
-    };
-  });
+  const result = await store.update(({ doc }) => claimLease(doc, taskId, { holder, now, ttlMs, startIn }));
   const task = result.snapshot.doc.tasks[taskId];
   return result.applied && task ? { task, beads: result.snapshot.beads } : undefined;
 }
 
 /**
- * While a task runs: its lease renewed every `everyMs` (a third of the lease by default: two missed
- * beats are tolerated, and a beat is a commit, so not more often). When the task is gone from the state,
- * cancelled or held by someone else, the run's signal aborts (the agent and its sandbox are stopped)
- * and `lost()` says why.
+ * While a task runs: its lease renewed every `everyMs` (a third of the lease by default). When the task
+ * is gone from the state, cancelled or held by someone else, the run's signal aborts (the agent and its
+ * sandbox are stopped) and `lost()` says why.
  */
 export function startHeartbeat(opts: {
   store: StateStore;
@@ -65,28 +46,25 @@ export function startHeartbeat(opts: {
   const onOuterAbort = () => abort.abort();
   opts.outer?.addEventListener("abort", onOuterAbort);
   let lost: string | undefined;
-  const beat = () =>
-    store
-      .update(({ doc }) => {
-        const t = doc.tasks[taskId];
-        if (!t?.lease || t.lease.holder !== holder) {
-          lost = t?.state === "cancelled" ? "cancelled" : "lease lost";
-          abort.abort();
-          return null;
-        }
-        const now = clock();
-        const lease = {
-          ...t.lease,
-          heartbeatAt: now.toISOString(),
-          expiresAt: new Date(now.getTime() + ttlMs).toISOString(),
-        };
-        return {
-          doc: { ...doc, tasks: { ...doc.tasks, [taskId]: { ...t, lease } } },
-          message: `heartbeat gh-${t.issue} (${taskId}) by ${holder}`,
-        };
-      })
-      .catch((e) => opts.log(`heartbeat of ${taskId} failed: ${(e as Error).message}`));
-  const timer = setInterval(() => void beat(), opts.everyMs ?? ttlMs / 3);
+  const beat = async () => {
+    let refused: "cancelled" | "gone" | undefined;
+    try {
+      await store.update(({ doc }) => {
+        const renewed = renewLease(doc, taskId, { holder, now: clock(), ttlMs });
+        refused = renewed.ok ? undefined : renewed.reason;
+        return renewed.ok ? renewed : null;
+      });
+    } catch (e) {
+      // A failed beat is retried at the next interval; the lease outlives two missed beats.
+      opts.log(`heartbeat of ${taskId} failed: ${(e as Error).message}`);
+      return;
+    }
+    if (refused) {
+      lost = refused === "cancelled" ? "cancelled" : "lease lost";
+      abort.abort();
+    }
+  };
+  const timer = setInterval(() => void beat(), opts.everyMs ?? heartbeatIntervalMs(ttlMs));
   timer.unref?.();
   return {
     signal: abort.signal,

@@ -1,5 +1,6 @@
 import type { AgentAdapter } from "../agents/types.ts";
 import type { FleetConfig } from "../core/config.ts";
+import { DEFAULT_LEASE_TTL_MS } from "../core/leases.ts";
 import { runKindOf } from "../core/run-history.ts";
 import type { Task, TaskState } from "../core/task.ts";
 import { perTaskLimits } from "../economy/budgets.ts";
@@ -65,7 +66,7 @@ export interface ExecuteDeps {
  */
 export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<TaskOutcome | undefined> {
   const clock = deps.clock ?? (() => new Date());
-  const ttl = deps.leaseTtlMs ?? 15 * 60_000;
+  const ttl = deps.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
   const log = deps.log ?? (() => {});
 
   // 1. A rebase run has no plan phase.

@@ -1,6 +1,7 @@
 import { hostname } from "node:os";
 import type { AgentAdapter } from "../agents/types.ts";
 import type { FleetConfig } from "../core/config.ts";
+import { dispatchHolder } from "../core/leases.ts";
 import { wakeDue } from "../core/scheduler.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
 import type { ConfigLoad } from "../github/read-config.ts";
@@ -120,7 +121,7 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
     }
     const config = queue.config(snapshot.doc);
     const waiting = Object.values(snapshot.doc.tasks).filter(
-      (t) => t.state === "dispatched" && t.lease?.holder.startsWith("dispatch:local") && !running.has(t.id),
+      (t) => t.state === "dispatched" && t.lease?.holder === dispatchHolder("local") && !running.has(t.id),
     );
     for (const task of waiting) {
       if (running.size >= concurrency) break;
