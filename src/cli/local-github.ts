@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { GitHubClient } from "../github/client.ts";
-import type { FleetStateDoc } from "../state/doc.ts";
+import { localIssuesOf } from "../queue/local-issues.ts";
 import type { StateStore } from "../state/store.ts";
 
 /**
@@ -12,15 +12,6 @@ import type { StateStore } from "../state/store.ts";
  * those records, so the same worker code runs a task end to end; its "pull request" is the pushed
  * `fleet/*` branch of the local repository.
  */
-
-export interface LocalIssue {
-  number: number;
-  title: string;
-  body: string;
-  labels: string[];
-  state: "open" | "closed";
-  createdAt: string;
-}
 
 export interface LocalComment {
   id: number;
@@ -37,19 +28,6 @@ export interface LocalPull {
   body: string;
   state: "open" | "closed";
   url: string;
-}
-
-export const LOCAL_ISSUES_KEY = "local_issues";
-
-export const localIssuesOf = (doc: FleetStateDoc): Record<string, LocalIssue> =>
-  (doc[LOCAL_ISSUES_KEY] as Record<string, LocalIssue> | undefined) ?? {};
-
-/** The next issue number for a locally created task: above every local issue and every task. */
-export function nextLocalIssueNumber(doc: FleetStateDoc): number {
-  let max = 0;
-  for (const k of Object.keys(localIssuesOf(doc))) max = Math.max(max, Number(k));
-  for (const t of Object.values(doc.tasks)) max = Math.max(max, t.issue);
-  return max + 1;
 }
 
 const notFound = (what: string) => Object.assign(new Error(`Not Found: ${what}`), { status: 404 });

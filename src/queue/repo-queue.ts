@@ -1,10 +1,4 @@
-import {
-  type ConfigProblem,
-  type ConfigValue,
-  type DroppedOverride,
-  type FleetConfig,
-  updateOverrides,
-} from "../core/config.ts";
+import type { ConfigValue, DroppedOverride, FleetConfig } from "../core/config.ts";
 import { dispatchHolder } from "../core/leases.ts";
 import { queuePosition } from "../core/scheduler.ts";
 import type { Priority, Task, TaskState } from "../core/task.ts";
@@ -24,6 +18,8 @@ import {
   patchTask,
   repinTasks,
   resolvedConfig,
+  type SetConfigOutcome,
+  setConfigOverrides,
   type TaskChange,
   type TransitionResult,
   tasksOf,
@@ -50,11 +46,6 @@ export interface RepoQueueDeps {
    */
   onOverridesDropped?: (dropped: DroppedOverride[]) => Promise<void> | void;
 }
-
-/** The answer to `config set`: applied, or refused with every problem (nothing is stored then). */
-export type SetConfigOutcome =
-  | { ok: true; config: FleetConfig; dropped: DroppedOverride[] }
-  | { ok: false; problems: ConfigProblem[] };
 
 /** One reply per person per issue per hour to people who may not drive Fleet. */
 export const REPLY_WINDOW_MS = 60 * 60_000;
@@ -177,19 +168,9 @@ export class RepoQueue {
   ): Promise<SetConfigOutcome> {
     let outcome: SetConfigOutcome = { ok: false, problems: [] };
     await this.commit((d) => {
-      const update = updateOverrides(this.deps.fileConfig, d.config, assignments);
-      if (!update.ok) {
-        outcome = update;
-        return null;
-      }
-      outcome = { ok: true, config: update.config, dropped: update.dropped };
-      return {
-        doc: { ...d, config: update.overrides },
-        changes: [],
-        messages: [
-          `config set ${assignments.map((a) => `${a.key}=${a.value === null ? "none" : String(a.value)}`).join(" ")} (by ${by})`,
-        ],
-      };
+      const set = setConfigOverrides(d, this.deps.fileConfig, assignments, by);
+      outcome = set.outcome;
+      return set.result;
     });
     return outcome;
   }

@@ -1,6 +1,15 @@
 import { findCycles, newBeadId } from "../beads/index.ts";
 import { taskBranchName, variantBranchName } from "../core/branch.ts";
-import { type FleetConfig, type ResolvedOverrides, resolveOverrides } from "../core/config.ts";
+import {
+  assignmentsText,
+  type ConfigProblem,
+  type ConfigValue,
+  type DroppedOverride,
+  type FleetConfig,
+  type ResolvedOverrides,
+  resolveOverrides,
+  updateOverrides,
+} from "../core/config.ts";
 import { DEFAULT_LEASE_TTL_MS, newLease } from "../core/leases.ts";
 import { canTransition, isTerminal, transition } from "../core/lifecycle.ts";
 import { pinPrompt, promptPinDigest } from "../core/prompt-pin.ts";
@@ -498,5 +507,32 @@ export function holdAfterStateReset(
     doc: { ...doc, resetHold: { until, reason } },
     changes: [],
     messages: [`state reset: dispatch held until ${until}`],
+  };
+}
+
+/** The answer to `config set`: applied, or refused with every problem (nothing is stored then). */
+export type SetConfigOutcome =
+  | { ok: true; config: FleetConfig; dropped: DroppedOverride[] }
+  | { ok: false; problems: ConfigProblem[] };
+
+/**
+ * `config set`: the assignments stored as overrides when the file and the stored overrides that still
+ * apply accept them (all or nothing); `result` is null when refused.
+ */
+export function setConfigOverrides(
+  doc: FleetStateDoc,
+  file: FleetConfig,
+  assignments: ReadonlyArray<{ key: string; value: ConfigValue }>,
+  by: string,
+): { outcome: SetConfigOutcome; result: TransitionResult | null } {
+  const update = updateOverrides(file, doc.config, assignments);
+  if (!update.ok) return { outcome: update, result: null };
+  return {
+    outcome: { ok: true, config: update.config, dropped: update.dropped },
+    result: {
+      doc: { ...doc, config: update.overrides },
+      changes: [],
+      messages: [`config set ${assignmentsText(assignments)} (by ${by})`],
+    },
   };
 }

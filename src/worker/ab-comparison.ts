@@ -1,4 +1,4 @@
-import { summarizeResult, type TaskResultSummary } from "../core/task.ts";
+import { summarizeResult, type Task, type TaskResultSummary } from "../core/task.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
 import {
@@ -30,6 +30,27 @@ function postedRounds(doc: FleetStateDoc): Record<string, string> {
 }
 
 /**
+ * The state change that makes one worker the poster of an A/B comparison: when every side of the
+ * issue's A/B run has finished and this round was not posted yet, it is recorded as posted. null
+ * otherwise (not finished, or someone posted it).
+ */
+export function claimAbComparisonRound(
+  doc: FleetStateDoc,
+  issue: number,
+): { doc: FleetStateDoc; message: string; sides: Task[] } | null {
+  const sides = abSides(Object.values(doc.tasks), issue);
+  if (!abFinished(sides)) return null;
+  const round = abRoundKey(sides);
+  const rounds = postedRounds(doc);
+  if (rounds[String(issue)] === round) return null;
+  return {
+    doc: { ...doc, [ROUNDS_KEY]: { ...rounds, [String(issue)]: round } },
+    message: `A/B comparison of gh-${issue}: ${round}`,
+    sides,
+  };
+}
+
+/**
  * After a task's outcome is recorded: when it was the last side of an A/B run to finish, posts the
  * issue's one comparison comment. The round is claimed in the state first (compare-and-swap), so
  * two workers finishing together, or a repeated call, post it once; a later round edits it in place.
@@ -39,17 +60,11 @@ export async function postAbComparisonIfDue(
   deps: { store: StateStore; octokit: GitHubClient; repo: RepoRef; log?: (m: string) => void },
   issue: number,
 ): Promise<boolean> {
-  let sides: ReturnType<typeof abSides> = [];
+  let sides: Task[] = [];
   const update = await deps.store.update(({ doc }) => {
-    sides = abSides(Object.values(doc.tasks), issue);
-    if (!abFinished(sides)) return null;
-    const round = abRoundKey(sides);
-    const rounds = postedRounds(doc);
-    if (rounds[String(issue)] === round) return null;
-    return {
-      doc: { ...doc, [ROUNDS_KEY]: { ...rounds, [String(issue)]: round } },
-      message: `A/B comparison of gh-${issue}: ${round}`,
-    };
+    const claimed = claimAbComparisonRound(doc, issue);
+    sides = claimed?.sides ?? [];
+    return claimed;
   });
   if (!update.applied) return false;
   const view: AbSide[] = [];

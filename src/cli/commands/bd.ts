@@ -2,19 +2,15 @@ import { getAdapter, knownCoders } from "../../agents/index.ts";
 import { type BeadIssue, issueNumberOf, liveIssues, parseJsonl, readyIssues } from "../../beads/index.ts";
 import type { FleetConfig } from "../../core/config.ts";
 import { parseFleetLabel } from "../../core/labels.ts";
-import { isTerminal } from "../../core/lifecycle.ts";
 import type { Priority, Task } from "../../core/task.ts";
-import { syncBeads } from "../../queue/beads-sync.ts";
 import { localDispatcher } from "../../queue/dispatcher.ts";
+import { closeLocalIssue, createLocalIssue, editLocalIssue } from "../../queue/local-issues.ts";
 import { createRepoQueue } from "../../queue/repo-queue.ts";
-import { enqueueTask, moveTask, type TaskChange, tasksOf } from "../../queue/transitions.ts";
 import type { FleetStateDoc } from "../../state/doc.ts";
-import { mirrorIssue } from "../../state/mirror.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, NotFoundError, UsageError } from "../errors.ts";
 import { table } from "../format.ts";
 import { json, out } from "../io.ts";
-import { LOCAL_ISSUES_KEY, type LocalIssue, localIssuesOf, nextLocalIssueNumber } from "../local-github.ts";
 import { describeTarget, resolveTarget, type Target } from "../target.ts";
 import { findTaskRef } from "../task-ref.ts";
 
@@ -87,28 +83,6 @@ function checkCoder(config: FleetConfig, coder: string, model: string | undefine
 
 const issueBody = (description: string, deps: number[]): string =>
   [description.trim(), deps.map((n) => `Depends on #${n}`).join("\n")].filter(Boolean).join("\n\n");
-
-/** The beads text after `changes`, with the local issue's description and labels on its bead. */
-function localBeads(
-  beads: string,
-  doc: FleetStateDoc,
-  changes: TaskChange[],
-  issue: LocalIssue,
-  repo: string,
-): string {
-  const synced = syncBeads(
-    beads,
-    changes.map((c) => c.task),
-    tasksOf(doc),
-  );
-  const task = changes.find((c) => c.task.issue === issue.number)?.task ?? latestTask(doc, issue.number);
-  return mirrorIssue(synced, { issue, task, repo, now: new Date() }).beads;
-}
-
-const latestTask = (doc: FleetStateDoc, issue: number): Task | undefined =>
-  tasksOf(doc)
-    .filter((t) => t.issue === issue)
-    .sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : -1))[0];
 
 async function scheduleLocal(target: Target, doc: FleetStateDoc): Promise<void> {
   const config = await target.config(doc);
@@ -253,12 +227,11 @@ async function create(values: Values): Promise<number> {
   let created: Task | undefined;
   let number = 0;
   await target.store.update(({ doc: d, beads }) => {
-    number = nextLocalIssueNumber(d);
-    const issue: LocalIssue = { number, title, body, labels, state: "open", createdAt: now };
-    const r = enqueueTask(d, {
+    const write = createLocalIssue(d, beads, {
       repo: target.full,
-      issue: number,
       title,
+      body,
+      labels,
       coder,
       model,
       priority: priority ?? 2,
@@ -266,13 +239,9 @@ async function create(values: Values): Promise<number> {
       requestedBy: process.env.USER ?? "cli",
       now,
     });
-    created = r.task;
-    const next = { ...r.doc, [LOCAL_ISSUES_KEY]: { ...localIssuesOf(r.doc), [number]: issue } };
-    return {
-      doc: next,
-      beads: localBeads(beads, next, r.changes, issue, target.full),
-      message: r.messages.join("\n") || `create local issue #${number}`,
-    };
+    created = write.task;
+    number = write.issue;
+    return write;
   });
   if (!created) throw new CliError(`Could not write the task to ${where}; try again.`);
   await scheduleLocal(target, (await target.store.read()).doc);
@@ -318,36 +287,16 @@ async function update(ref: string, values: Values): Promise<number> {
     }
   } else {
     const now = new Date().toISOString();
-    await target.store.update(({ doc, beads }) => {
-      const t = doc.tasks[task.id];
-      if (!t) return null;
-      const next: Task = { ...t, updatedAt: now };
-      if (values.title !== undefined) next.title = values.title;
-      if (priority !== undefined) next.priority = priority;
-      const old = localIssuesOf(doc)[String(t.issue)];
-      const issue: LocalIssue = {
-        ...(old ?? {
-          number: t.issue,
-          title: t.title,
-          body: "",
-          labels: [],
-          state: "open",
-          createdAt: t.createdAt,
-        }),
-      };
-      if (values.title !== undefined) issue.title = values.title;
-      if (values.description !== undefined) issue.body = issueBody(values.description, t.dependsOn);
-      const nextDoc = {
-        ...doc,
-        tasks: { ...doc.tasks, [t.id]: next },
-        [LOCAL_ISSUES_KEY]: { ...localIssuesOf(doc), [t.issue]: issue },
-      };
-      return {
-        doc: nextDoc,
-        beads: localBeads(beads, nextDoc, [{ task: next, from: t.state }], issue, target.full),
-        message: `update ${t.id} (#${t.issue})`,
-      };
-    });
+    const edit = {
+      repo: target.full,
+      now,
+      ...(values.title !== undefined ? { title: values.title } : {}),
+      ...(priority !== undefined ? { priority } : {}),
+      ...(values.description !== undefined
+        ? { body: (t: Task) => issueBody(values.description ?? "", t.dependsOn) }
+        : {}),
+    };
+    await target.store.update(({ doc, beads }) => editLocalIssue(doc, beads, task.id, edit));
   }
   const after = (await target.store.read()).doc.tasks[task.id];
   if (values.json) json(after ?? task);
@@ -372,24 +321,9 @@ async function close(ref: string, values: Values): Promise<number> {
     return 0;
   }
   const now = new Date().toISOString();
-  await target.store.update(({ doc, beads }) => {
-    const t = doc.tasks[task.id];
-    if (!t) return null;
-    const to = t.state === "pr-open" ? "done" : "cancelled";
-    const moved = isTerminal(t.state) ? null : moveTask(doc, t.id, to, { now, reason });
-    const d = moved?.doc ?? doc;
-    const old = localIssuesOf(d)[String(t.issue)];
-    const issue: LocalIssue = {
-      ...(old ?? { number: t.issue, title: t.title, body: "", labels: [], createdAt: t.createdAt }),
-      state: "closed",
-    } as LocalIssue;
-    const nextDoc = { ...d, [LOCAL_ISSUES_KEY]: { ...localIssuesOf(d), [t.issue]: issue } };
-    return {
-      doc: nextDoc,
-      beads: localBeads(beads, nextDoc, moved?.changes ?? [], issue, target.full),
-      message: `close #${t.issue} (${t.id}): ${reason}`,
-    };
-  });
+  await target.store.update(({ doc, beads }) =>
+    closeLocalIssue(doc, beads, task.id, { repo: target.full, now, reason }),
+  );
   await scheduleLocal(target, (await target.store.read()).doc);
   const after = (await target.store.read()).doc.tasks[task.id];
   if (values.json) json(after);

@@ -10,6 +10,7 @@ import {
 } from "../../core/config.ts";
 import { localDispatcher } from "../../queue/dispatcher.ts";
 import { createRepoQueue } from "../../queue/repo-queue.ts";
+import { setConfigOverrides } from "../../queue/transitions.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, UsageError } from "../errors.ts";
 import { err, json, out } from "../io.ts";
@@ -107,17 +108,12 @@ export async function configCommand(argv: string[]): Promise<number> {
     } else {
       let refused: string | undefined;
       const r = await target.store.update(({ doc: d }) => {
-        refused = undefined;
-        const update = updateOverrides(file.config, d.config, assignments);
-        if (!update.ok) {
-          refused = update.problems.map((p) => `${p.path}: ${p.message}`).join("\n");
-          return null;
-        }
-        result = update;
-        return {
-          doc: { ...d, config: update.overrides },
-          message: `config set ${rest.join(" ")} (by ${by})`,
-        };
+        const set = setConfigOverrides(d, file.config, assignments, by);
+        refused = set.outcome.ok
+          ? undefined
+          : set.outcome.problems.map((p) => `${p.path}: ${p.message}`).join("\n");
+        if (set.outcome.ok) result = { ...check, config: set.outcome.config, dropped: set.outcome.dropped };
+        return set.result && { doc: set.result.doc, message: set.result.messages.join("\n") };
       });
       if (refused) throw new UsageError(refused);
       if (!r.applied)

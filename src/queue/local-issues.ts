@@ -1,0 +1,171 @@
+import { isTerminal } from "../core/lifecycle.ts";
+import type { Priority, Task } from "../core/task.ts";
+import type { FleetStateDoc } from "../state/doc.ts";
+import { mirrorIssue } from "../state/mirror.ts";
+import { syncBeads } from "./beads-sync.ts";
+import { enqueueTask, moveTask, type TaskChange, tasksOf } from "./transitions.ts";
+
+// Local mode has no GitHub issues: the issues `fleet bd create` makes live in the state document under
+// `local_issues`. These are the named transitions over them (create, edit, close), each with its task
+// and its bead, for the CLI to run inside one compare-and-swap update.
+
+export interface LocalIssue {
+  number: number;
+  title: string;
+  body: string;
+  labels: string[];
+  state: "open" | "closed";
+  createdAt: string;
+}
+
+export const LOCAL_ISSUES_KEY = "local_issues";
+
+export const localIssuesOf = (doc: FleetStateDoc): Record<string, LocalIssue> =>
+  (doc[LOCAL_ISSUES_KEY] as Record<string, LocalIssue> | undefined) ?? {};
+
+/** The next issue number for a locally created task: above every local issue and every task. */
+export function nextLocalIssueNumber(doc: FleetStateDoc): number {
+  let max = 0;
+  for (const k of Object.keys(localIssuesOf(doc))) max = Math.max(max, Number(k));
+  for (const t of Object.values(doc.tasks)) max = Math.max(max, t.issue);
+  return max + 1;
+}
+
+/** A write of the state and its beads mirror, as `StateStore.update` takes it. */
+export interface LocalWrite {
+  doc: FleetStateDoc;
+  beads: string;
+  message: string;
+}
+
+export interface NewLocalIssue {
+  repo: string;
+  title: string;
+  body: string;
+  labels: string[];
+  coder: string;
+  model: string;
+  priority: Priority;
+  dependsOn: number[];
+  requestedBy: string;
+  now: string;
+}
+
+/** A new local issue and its queued task. */
+export function createLocalIssue(
+  doc: FleetStateDoc,
+  beads: string,
+  input: NewLocalIssue,
+): LocalWrite & { task: Task; issue: number } {
+  const number = nextLocalIssueNumber(doc);
+  const { repo, title, body, labels, now } = input;
+  const issue: LocalIssue = { number, title, body, labels, state: "open", createdAt: now };
+  const { coder, model, priority, dependsOn, requestedBy } = input;
+  const r = enqueueTask(doc, {
+    repo,
+    issue: number,
+    title,
+    coder,
+    model,
+    priority,
+    dependsOn,
+    requestedBy,
+    now,
+  });
+  const next = withIssue(r.doc, issue);
+  return {
+    doc: next,
+    beads: localBeads(beads, next, r.changes, issue, repo, now),
+    message: r.messages.join("\n") || `create local issue #${number}`,
+    task: r.task,
+    issue: number,
+  };
+}
+
+/** A local issue's title, description or priority changed; null when its task is gone. */
+export function editLocalIssue(
+  doc: FleetStateDoc,
+  beads: string,
+  taskId: string,
+  edit: { repo: string; now: string; title?: string; priority?: Priority; body?: (task: Task) => string },
+): LocalWrite | null {
+  const t = doc.tasks[taskId];
+  if (!t) return null;
+  const next: Task = { ...t, updatedAt: edit.now };
+  if (edit.title !== undefined) next.title = edit.title;
+  if (edit.priority !== undefined) next.priority = edit.priority;
+  const issue = { ...issueOf(doc, t) };
+  if (edit.title !== undefined) issue.title = edit.title;
+  if (edit.body) issue.body = edit.body(t);
+  const nextDoc = withIssue({ ...doc, tasks: { ...doc.tasks, [t.id]: next } }, issue);
+  return {
+    doc: nextDoc,
+    beads: localBeads(beads, nextDoc, [{ task: next, from: t.state }], issue, edit.repo, edit.now),
+    message: `update ${t.id} (#${t.issue})`,
+  };
+}
+
+/**
+ * A local issue closed: its task ends (done once its branch was pushed, cancelled before), as closing
+ * a GitHub issue does. null when its task is gone.
+ */
+export function closeLocalIssue(
+  doc: FleetStateDoc,
+  beads: string,
+  taskId: string,
+  close: { repo: string; now: string; reason: string },
+): LocalWrite | null {
+  const t = doc.tasks[taskId];
+  if (!t) return null;
+  const to = t.state === "pr-open" ? "done" : "cancelled";
+  const moved = isTerminal(t.state)
+    ? null
+    : moveTask(doc, t.id, to, { now: close.now, reason: close.reason });
+  const d = moved?.doc ?? doc;
+  const issue: LocalIssue = { ...issueOf(d, t), state: "closed" };
+  const nextDoc = withIssue(d, issue);
+  return {
+    doc: nextDoc,
+    beads: localBeads(beads, nextDoc, moved?.changes ?? [], issue, close.repo, close.now),
+    message: `close #${t.issue} (${t.id}): ${close.reason}`,
+  };
+}
+
+/** The task's local issue, or one made from the task for a task queued before issues were recorded. */
+const issueOf = (doc: FleetStateDoc, t: Task): LocalIssue =>
+  localIssuesOf(doc)[String(t.issue)] ?? {
+    number: t.issue,
+    title: t.title,
+    body: "",
+    labels: [],
+    state: "open",
+    createdAt: t.createdAt,
+  };
+
+const withIssue = (doc: FleetStateDoc, issue: LocalIssue): FleetStateDoc => ({
+  ...doc,
+  [LOCAL_ISSUES_KEY]: { ...localIssuesOf(doc), [issue.number]: issue },
+});
+
+/** The beads text after `changes`, with the local issue's description and labels on its bead. */
+function localBeads(
+  beads: string,
+  doc: FleetStateDoc,
+  changes: TaskChange[],
+  issue: LocalIssue,
+  repo: string,
+  now: string,
+): string {
+  const synced = syncBeads(
+    beads,
+    changes.map((c) => c.task),
+    tasksOf(doc),
+  );
+  const task = changes.find((c) => c.task.issue === issue.number)?.task ?? latestTask(doc, issue.number);
+  return mirrorIssue(synced, { issue, task, repo, now: new Date(now) }).beads;
+}
+
+const latestTask = (doc: FleetStateDoc, issue: number): Task | undefined =>
+  tasksOf(doc)
+    .filter((t) => t.issue === issue)
+    .sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : -1))[0];

@@ -1,0 +1,75 @@
+import { describe, expect, it } from "vitest";
+import { parseJsonl } from "../../src/beads/index.ts";
+import {
+  closeLocalIssue,
+  createLocalIssue,
+  editLocalIssue,
+  localIssuesOf,
+} from "../../src/queue/local-issues.ts";
+import { emptyStateDoc } from "../../src/state/doc.ts";
+
+const NEW = {
+  repo: "local/app",
+  title: "Add a greeting",
+  body: "Print hello.",
+  labels: ["fleet:claude"],
+  coder: "claude",
+  model: "sonnet",
+  priority: 2 as const,
+  dependsOn: [],
+  requestedBy: "mona",
+  now: "2026-12-01T10:00:00.000Z",
+};
+
+describe("local issues: the named transitions local mode's fleet bd runs", () => {
+  it("create numbers the issue above every task, queues its task and mirrors it as a bead", () => {
+    const first = createLocalIssue(emptyStateDoc(), "", NEW);
+    expect(first.issue).toBe(1);
+    expect(first.task.state).toBe("queued");
+    expect(localIssuesOf(first.doc)["1"]).toMatchObject({ title: "Add a greeting", state: "open" });
+    const bead = parseJsonl(first.beads)
+      .records.map((r) => r.issue)
+      .find((b) => b.title === "Add a greeting");
+    expect(bead?.description).toContain("Print hello.");
+    const second = createLocalIssue(first.doc, first.beads, { ...NEW, title: "Second" });
+    expect(second.issue).toBe(2);
+    expect(Object.keys(second.doc.tasks)).toHaveLength(2);
+  });
+
+  it("edit changes the task and the issue together; a task that is gone is left alone", () => {
+    const made = createLocalIssue(emptyStateDoc(), "", NEW);
+    const edited = editLocalIssue(made.doc, made.beads, made.task.id, {
+      repo: NEW.repo,
+      now: "2026-12-01T11:00:00.000Z",
+      title: "Add a friendly greeting",
+      priority: 0,
+      body: (t) => `Print hello.\n\nDepends on #${t.issue + 5}`,
+    });
+    expect(edited?.doc.tasks[made.task.id]).toMatchObject({ title: "Add a friendly greeting", priority: 0 });
+    expect(localIssuesOf(edited!.doc)["1"]?.body).toBe("Print hello.\n\nDepends on #6");
+    expect(editLocalIssue(made.doc, made.beads, "bd-gone", { repo: NEW.repo, now: NEW.now })).toBeNull();
+  });
+
+  it("close cancels a task without a branch, finishes one with its branch pushed, and closes the issue", () => {
+    const made = createLocalIssue(emptyStateDoc(), "", NEW);
+    const closed = closeLocalIssue(made.doc, made.beads, made.task.id, {
+      repo: NEW.repo,
+      now: "2026-12-01T12:00:00.000Z",
+      reason: "not needed",
+    });
+    expect(closed?.doc.tasks[made.task.id]?.state).toBe("cancelled");
+    expect(localIssuesOf(closed!.doc)["1"]?.state).toBe("closed");
+    const bead = parseJsonl(closed!.beads)
+      .records.map((r) => r.issue)
+      .find((b) => b.title === "Add a greeting");
+    expect(bead?.status).toBe("closed");
+
+    const open = { ...made.doc, tasks: { [made.task.id]: { ...made.task, state: "pr-open" as const } } };
+    const done = closeLocalIssue(open, made.beads, made.task.id, {
+      repo: NEW.repo,
+      now: NEW.now,
+      reason: "merged",
+    });
+    expect(done?.doc.tasks[made.task.id]?.state).toBe("done");
+  });
+});
