@@ -26,6 +26,22 @@ export async function configOrExplain(
   return null;
 }
 
+/**
+ * A labeled issue's way in: the repository's config is valid and the labeler may drive Fleet (else the
+ * issue says why, and undefined). Gives the labeler, the issue's labels and the repository's queue.
+ */
+export async function admitLabeler(context: Context<"issues.labeled">, deps: HandlerDeps) {
+  const config = await configOrExplain(context, deps.configs);
+  if (!config) return undefined;
+  const sender = context.payload.sender.login;
+  if (!(await allowedOrExplain(context, deps, config, sender))) return undefined;
+  const labels = (context.payload.issue.labels ?? []).map((l) =>
+    typeof l === "string" ? l : (l.name ?? ""),
+  );
+  const queue = await deps.queues.forContext(context, config);
+  return { config, sender, labels, queue };
+}
+
 /** Whether `login` may drive Fleet here: a role in `allowed_roles` (from the file only). */
 export async function mayDriveFleet(context: Context, config: FleetConfig, login: string): Promise<boolean> {
   const role = await getRepoRole(context.octokit as never, context.repo(), login);

@@ -19,10 +19,11 @@ import { onCommand } from "./on-command.ts";
 import { onIssueEdited } from "./on-issue-edited.ts";
 import { onIssueEnded } from "./on-issue-ended.ts";
 import { type HandlerDeps, onIssueLabeled } from "./on-issue-labeled.ts";
+import { onFleetPrMerged } from "./on-merge.ts";
 import { onPullRequest } from "./on-pull-request.ts";
-import { onFleetPrMerged, onRebaseLabel } from "./on-rebase.ts";
+import { onRebaseLabel } from "./on-rebase.ts";
 import { onReview } from "./on-review.ts";
-import { onSplitLabel, onSubTaskMerged } from "./on-split-label.ts";
+import { onSplitLabel } from "./on-split-label.ts";
 import { onWorkflowRunCompleted } from "./on-workflow-run.ts";
 import { createRepoQueues, type RepoQueueFactoryOptions, type RepoQueues } from "./repo-queues.ts";
 import { guardWebhookIntake } from "./webhook-intake.ts";
@@ -106,8 +107,7 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
     app.on("issues.edited", reportingCorruptState(onIssueEdited));
     // PR events come from Fleet's own bot when it opens the PR: they are not filtered by sender.
     app.on(["pull_request.opened", "pull_request.closed"], reportingCorruptState(onPullRequest));
-    app.on("pull_request.closed", reportingCorruptState(onSubTaskMerged));
-    // A merge moves the base: other Fleet PRs that now conflict get a rebase run.
+    // A merge moves the base (other Fleet PRs that now conflict get a rebase run) and may finish a split.
     app.on("pull_request.closed", reportingCorruptState(onFleetPrMerged));
     // Runs are started by Fleet's own bot, and their ends come from GitHub: not filtered by sender.
     app.on("workflow_run.completed", reportingCorruptState(onWorkflowRunCompleted));

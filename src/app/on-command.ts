@@ -1,7 +1,7 @@
 import type { Context } from "probot";
 import { FLEET_COMMAND_HELP, parseFleetCommand } from "../core/commands.ts";
 import { fleetLabelDefinitions } from "../core/labels.ts";
-import { RETRYABLE_STATES } from "../core/lifecycle.ts";
+import { LIVE_STATES, RETRYABLE_STATES } from "../core/lifecycle.ts";
 import { queuePosition } from "../core/scheduler.ts";
 import { ensureFleetLabels } from "../github/labels.ts";
 import { renderCommandReply, renderStatus } from "../render/command-replies.ts";
@@ -55,16 +55,7 @@ export async function onCommand(context: Context<"issue_comment.created">, deps:
     case "cancel": {
       const moved = await queue.move(issue, "cancelled", {
         reason: `cancelled by @${sender}${command.reason ? `: ${command.reason}` : ""}`,
-        from: [
-          "queued",
-          "blocked",
-          "dispatched",
-          "planning",
-          "awaiting-approval",
-          "running",
-          "rate-limited",
-          "pr-open",
-        ],
+        from: [...LIVE_STATES],
       });
       if (moved.length === 0) await reply("Nothing to cancel: this issue has no live Fleet task.");
       return;

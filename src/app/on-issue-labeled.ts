@@ -8,7 +8,7 @@ import { upsertMarkedComment } from "../github/upsert-comment.ts";
 import type { ConfigCache } from "../queue/config-cache.ts";
 import { labelErrorMarker, noticeMarker } from "../render/markers.ts";
 import { renderLabelError } from "../render/notices.ts";
-import { allowedOrExplain, configOrExplain } from "./guard.ts";
+import { admitLabeler } from "./guard.ts";
 import type { RepoQueues } from "./repo-queues.ts";
 
 export interface HandlerDeps {
@@ -32,16 +32,12 @@ export async function onIssueLabeled(context: Context<"issues.labeled">, deps: H
   }
   if (parsed.kind !== "coder") return;
 
-  const config = await configOrExplain(context, deps.configs);
-  if (!config) return;
-  const sender = payload.sender.login;
-  if (!(await allowedOrExplain(context, deps, config, sender))) return;
-
+  const admitted = await admitLabeler(context, deps);
+  if (!admitted) return;
+  const { config, sender, labels, queue } = admitted;
   const issue = payload.issue;
-  const labels = (issue.labels ?? []).map((l) => (typeof l === "string" ? l : (l.name ?? "")));
   const { priority } = taskRequestFromLabels(labels, deps.knownCoders);
   const { owner, repo } = context.repo();
-  const queue = await deps.queues.forContext(context, config);
   const model = modelFor(config, parsed.coder, parsed.model);
   // A flood of labeled issues from one person is held at the door, before it costs a slot or a commit.
   if (config.per_user_daily_tasks !== undefined) {

@@ -4,6 +4,7 @@ import type { RebaseRequest, Task } from "../core/task.ts";
 import { allowedOrExplain } from "./guard.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import type { HandlerDeps } from "./on-issue-labeled.ts";
+import type { MergedFleetPr } from "./on-merge.ts";
 import { taskForPullRequest } from "./on-pull-request.ts";
 
 type IssueContext = Context<"issues" | "issue_comment">;
@@ -14,21 +15,15 @@ const MERGEABLE_TRIES = 4;
 const MERGEABLE_WAIT_MS = 750;
 
 /**
- * `pull_request.closed` (merged) on a `fleet/*` branch: every other open Fleet PR of the repository
+ * After a `fleet/*` pull request is merged: every other open Fleet PR of the repository
  * that no longer merges cleanly gets a rebase run. GitHub's `mergeable` decides; when GitHub has not
  * computed it yet, the run is queued anyway and the worker tests the merge with git before touching
  * the branch.
  */
-export async function onFleetPrMerged(
+export async function rebaseOthersAfterMerge(
   context: Context<"pull_request.closed">,
-  deps: HandlerDeps,
+  { pr: merged, queue, doc }: MergedFleetPr,
 ): Promise<void> {
-  const merged = context.payload.pull_request;
-  if (!merged.merged || !merged.head.ref.startsWith("fleet/")) return;
-  const loaded = await loadRepoConfig(context as unknown as Context<"issues">, deps.configs);
-  if (!loaded.ok) return;
-  const queue = await deps.queues.forContext(context, loaded.config);
-  const doc = await queue.snapshot();
   const candidates = Object.values(doc.tasks).filter(
     (t) => t.state === "pr-open" && t.pr !== undefined && t.pr !== merged.number,
   );

@@ -1,9 +1,9 @@
 import type { Context } from "probot";
 import { modelFor } from "../core/config.ts";
 import { parseFleetLabel, taskRequestFromLabels } from "../core/labels.ts";
-import { allowedOrExplain, configOrExplain } from "./guard.ts";
-import { loadRepoConfig } from "./load-config.ts";
+import { admitLabeler } from "./guard.ts";
 import type { HandlerDeps } from "./on-issue-labeled.ts";
+import type { MergedFleetPr } from "./on-merge.ts";
 import { taskForPullRequest } from "./on-pull-request.ts";
 
 /**
@@ -14,14 +14,11 @@ export async function onSplitLabel(context: Context<"issues.labeled">, deps: Han
   const { payload } = context;
   const parsed = parseFleetLabel(payload.label?.name ?? "", deps.knownCoders);
   if (parsed.kind !== "split") return;
-  const config = await configOrExplain(context, deps.configs);
-  if (!config) return;
-  const sender = payload.sender.login;
-  if (!(await allowedOrExplain(context, deps, config, sender))) return;
+  const admitted = await admitLabeler(context, deps);
+  if (!admitted) return;
+  const { config, sender, labels, queue } = admitted;
   const issue = payload.issue;
-  const labels = (issue.labels ?? []).map((l) => (typeof l === "string" ? l : (l.name ?? "")));
   const coder = parsed.coder ?? config.default_coder;
-  const queue = await deps.queues.forContext(context, config);
   await queue.enqueue({
     issue: issue.number,
     title: issue.title,
@@ -36,19 +33,13 @@ export async function onSplitLabel(context: Context<"issues.labeled">, deps: Han
 }
 
 /**
- * `pull_request.closed` (merged) on a `fleet/*` branch whose issue is a sub-issue Fleet split off:
- * once every sub-issue of the epic is done (closed, or its task done), the epic is closed.
+ * After a `fleet/*` pull request is merged, when its issue is a sub-issue Fleet split off: once every
+ * sub-issue of the epic is done (closed, or its task done), the epic is closed.
  */
-export async function onSubTaskMerged(
+export async function closeEpicWhenDone(
   context: Context<"pull_request.closed">,
-  deps: HandlerDeps,
+  { pr, doc }: MergedFleetPr,
 ): Promise<void> {
-  const pr = context.payload.pull_request;
-  if (!pr.merged || !pr.head.ref.startsWith("fleet/")) return;
-  const loaded = await loadRepoConfig(context as unknown as Context<"issues">, deps.configs);
-  if (!loaded.ok) return;
-  const queue = await deps.queues.forContext(context, loaded.config);
-  const doc = await queue.snapshot();
   const task = taskForPullRequest(doc, { number: pr.number, head: pr.head.ref });
   if (!task) return;
   const repo = context.repo();

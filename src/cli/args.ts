@@ -1,5 +1,5 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
-import { UsageError } from "./errors.ts";
+import { HelpRequested, UsageError } from "./errors.ts";
 
 // node's util.parseArgs rather than commander: commander 15 needs node >= 22.12 and Fleet runs on
 // node 20; the commands here are few enough that a table per command reads as well as a builder.
@@ -42,13 +42,18 @@ export interface Parsed<T extends OptionSpec> {
   positionals: string[];
 }
 
-/** parseArgs with Fleet's wording: an unknown flag or a missing value is a UsageError with the usage text. */
+/**
+ * parseArgs with Fleet's wording: an unknown flag or a missing value is a UsageError with the usage
+ * text; `--help` (anywhere) is HelpRequested, which prints the usage.
+ */
 export function parse<T extends OptionSpec>(argv: string[], options: T, usage: string): Parsed<T> {
+  let r: Parsed<T>;
   try {
-    const r = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
-    return r as unknown as Parsed<T>;
+    r = parseArgs({ args: argv, options, allowPositionals: true, strict: true }) as unknown as Parsed<T>;
   } catch (error) {
     const message = (error as Error).message.replace(/^TypeError \[[A-Z_]+\]: /, "");
     throw new UsageError(message.replace(/\. To specify a positional argument.*$/s, "."), usage);
   }
+  if ((r.values as { help?: boolean }).help) throw new HelpRequested(usage);
+  return r;
 }

@@ -13,6 +13,15 @@ export class UsageError extends Error {
   }
 }
 
+/** `--help` was asked for: the command's usage is printed and the command does nothing else (exit 0). */
+export class HelpRequested extends Error {
+  readonly exitCode = EXIT.ok;
+  constructor(readonly usage: string) {
+    super("help requested");
+    this.name = "HelpRequested";
+  }
+}
+
 /** A task, issue or artifact that does not exist (exit 3). */
 export class NotFoundError extends Error {
   readonly exitCode = EXIT.notFound;

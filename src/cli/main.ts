@@ -1,5 +1,5 @@
 import { pathToFileURL } from "node:url";
-import { EXIT, exitCodeOf, UsageError } from "./errors.ts";
+import { EXIT, exitCodeOf, HelpRequested, UsageError } from "./errors.ts";
 import { err, out } from "./io.ts";
 
 const USAGE = `Usage: fleet <command> [options]
@@ -29,35 +29,27 @@ const SERVE_USAGE =
 
 // Each command's module is loaded when it runs: `fleet --help` or a typo should not pay for
 // Octokit, the worker and the agents.
-const COMMANDS: Record<string, () => Promise<{ run: (argv: string[]) => Promise<number>; usage: string }>> = {
-  tasks: async () => {
-    const m = await import("./commands/tasks.ts");
-    return { run: m.tasksCommand, usage: m.TASKS_USAGE };
-  },
-  task: async () => {
-    const m = await import("./commands/task.ts");
-    return { run: m.taskCommand, usage: m.TASK_USAGE };
-  },
-  config: async () => {
-    const m = await import("./commands/config.ts");
-    return { run: m.configCommand, usage: m.CONFIG_USAGE };
-  },
-  bd: async () => {
-    const m = await import("./commands/bd.ts");
-    return { run: m.bdCommand, usage: m.BD_USAGE };
-  },
-  run: async () => {
-    const m = await import("./commands/run.ts");
-    return { run: m.runCommand, usage: m.RUN_USAGE };
-  },
-  kill: async () => {
-    const m = await import("./commands/kill-retry.ts");
-    return { run: (argv) => m.moveCommand("kill", argv), usage: m.KILL_USAGE };
-  },
-  retry: async () => {
-    const m = await import("./commands/kill-retry.ts");
-    return { run: (argv) => m.moveCommand("retry", argv), usage: m.RETRY_USAGE };
-  },
+interface Command {
+  run: (argv: string[]) => Promise<number>;
+  usage: string;
+}
+
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  tasks: () => import("./commands/tasks.ts").then((m) => ({ run: m.tasksCommand, usage: m.TASKS_USAGE })),
+  task: () => import("./commands/task.ts").then((m) => ({ run: m.taskCommand, usage: m.TASK_USAGE })),
+  config: () => import("./commands/config.ts").then((m) => ({ run: m.configCommand, usage: m.CONFIG_USAGE })),
+  bd: () => import("./commands/bd.ts").then((m) => ({ run: m.bdCommand, usage: m.BD_USAGE })),
+  run: () => import("./commands/run.ts").then((m) => ({ run: m.runCommand, usage: m.RUN_USAGE })),
+  kill: () =>
+    import("./commands/kill-retry.ts").then((m) => ({
+      run: (argv) => m.moveCommand("kill", argv),
+      usage: m.KILL_USAGE,
+    })),
+  retry: () =>
+    import("./commands/kill-retry.ts").then((m) => ({
+      run: (argv) => m.moveCommand("retry", argv),
+      usage: m.RETRY_USAGE,
+    })),
   serve: async () => ({
     run: async (argv) => {
       if (argv.includes("--help") || argv.includes("-h")) {
@@ -89,6 +81,10 @@ export async function main(argv: string[]): Promise<number> {
   try {
     return await (await load()).run(rest);
   } catch (error) {
+    if (error instanceof HelpRequested) {
+      out(error.usage);
+      return EXIT.ok;
+    }
     return report(command, error);
   }
 }

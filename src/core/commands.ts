@@ -1,4 +1,4 @@
-import { type ConfigValue, parseConfigAssignment } from "./config.ts";
+import { type ConfigValue, parseConfigAssignments } from "./config.ts";
 import { liveLines } from "./markdown-lines.ts";
 
 export type FleetCommand =
@@ -76,24 +76,18 @@ function parseLine(rest: string, fullText: string, options: ParseCommandOptions)
       }
       const pairs = args.slice(1);
       if (pairs.length === 0) return error("`/fleet config set` needs at least one key=value.");
-      const assignments: Array<{ key: string; value: ConfigValue }> = [];
-      const problems: string[] = [];
-      for (const pair of pairs) {
-        const a = parseConfigAssignment(pair);
-        if (a.ok) assignments.push({ key: a.key, value: a.value });
-        else problems.push(a.message);
-      }
       // Settings change all or nothing, so every bad pair is reported at once.
-      if (problems.length > 0) {
+      const parsed = parseConfigAssignments(pairs);
+      if (!parsed.ok) {
         return {
           kind: "error",
           message: [
             "Fleet did not change the config (nothing is changed unless every setting is valid):",
-            ...problems.map((p) => `- ${p}`),
+            ...parsed.problems.map((p) => `- ${p}`),
           ].join("\n"),
         };
       }
-      return { kind: "config-set", assignments };
+      return { kind: "config-set", assignments: parsed.assignments };
     }
     default: {
       if (options.onPullRequest) return { kind: "instructions", text: fullText.trim() };

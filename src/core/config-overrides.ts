@@ -107,6 +107,23 @@ export function parseConfigAssignment(text: string): ConfigAssignment {
   return { ok: true, key, value: coerced.value };
 }
 
+/**
+ * Several `key=value` texts, all or nothing: the assignments, or every bad one's message (so one
+ * answer names them all).
+ */
+export function parseConfigAssignments(
+  texts: readonly string[],
+): { ok: true; assignments: Array<{ key: string; value: ConfigValue }> } | { ok: false; problems: string[] } {
+  const assignments: Array<{ key: string; value: ConfigValue }> = [];
+  const problems: string[] = [];
+  for (const text of texts) {
+    const a = parseConfigAssignment(text);
+    if (a.ok) assignments.push({ key: a.key, value: a.value });
+    else problems.push(a.message);
+  }
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, assignments };
+}
+
 /** The coder must be one the file (or the built-ins) configures: adding a coder is file-only. */
 const configuredCoder: Within = (file, _value, { coder }) =>
   coder !== undefined && !file.coders[coder]

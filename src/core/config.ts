@@ -36,6 +36,7 @@ export {
   FILE_ONLY_KEYS,
   type OverrideUpdate,
   parseConfigAssignment,
+  parseConfigAssignments,
   type ResolvedOverrides,
   resolveOverrides,
   updateOverrides,

@@ -46,6 +46,16 @@ export interface Lease {
   expiresAt: string;
 }
 
+/** What is asked of Fleet for an issue: the coder and model to run it, its priority, the issues it waits for. */
+export interface TaskRequest {
+  issue: number;
+  title: string;
+  coder: string;
+  model: string;
+  priority: Priority;
+  dependsOn: number[];
+}
+
 export interface Task {
   /** Bead id, e.g. "fl-a3f". */
   id: string;

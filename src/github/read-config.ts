@@ -3,7 +3,9 @@ import { type ConfigProblem, FLEET_CONFIG_PATH, type FleetConfig, parseFleetConf
 import type { GitHubClient, RepoRef } from "./client.ts";
 
 /** `.github/fleet.yml` as read: the validated config, or every problem with its key path. */
-export type ConfigLoad = { ok: true; config: FleetConfig; warnings?: string[] } | { ok: false; problems: ConfigProblem[] };
+export type ConfigLoad =
+  | { ok: true; config: FleetConfig; warnings?: string[] }
+  | { ok: false; problems: ConfigProblem[] };
 
 /**
  * Reads `.github/fleet.yml` from the default branch and validates it; a missing file means every

@@ -1,5 +1,5 @@
 import { isTerminal } from "../core/lifecycle.ts";
-import type { Priority, Task } from "../core/task.ts";
+import type { Priority, Task, TaskRequest } from "../core/task.ts";
 import type { FleetStateDoc } from "../state/doc.ts";
 import { mirrorIssue } from "../state/mirror.ts";
 import { syncBeads } from "./beads-sync.ts";
@@ -38,15 +38,10 @@ export interface LocalWrite {
   message: string;
 }
 
-export interface NewLocalIssue {
+export interface NewLocalIssue extends Omit<TaskRequest, "issue"> {
   repo: string;
-  title: string;
   body: string;
   labels: string[];
-  coder: string;
-  model: string;
-  priority: Priority;
-  dependsOn: number[];
   requestedBy: string;
   now: string;
 }

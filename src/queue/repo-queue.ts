@@ -1,7 +1,7 @@
 import type { ConfigValue, DroppedOverride, FleetConfig } from "../core/config.ts";
 import { dispatchHolder } from "../core/leases.ts";
 import { queuePosition } from "../core/scheduler.ts";
-import type { Priority, Task, TaskState } from "../core/task.ts";
+import type { Task, TaskRequest, TaskState } from "../core/task.ts";
 import type { FleetStateDoc } from "../state/doc.ts";
 import type { Mutation, StateStore } from "../state/store.ts";
 import { syncBeads } from "./beads-sync.ts";
@@ -57,13 +57,7 @@ export interface Outcome {
 }
 
 /** What `enqueue` takes: the task to queue for an issue. */
-export interface EnqueueRequest {
-  issue: number;
-  title: string;
-  coder: string;
-  model: string;
-  priority: Priority;
-  dependsOn: number[];
+export interface EnqueueRequest extends TaskRequest {
   requestedBy: string;
   files?: string[];
   epic?: number;

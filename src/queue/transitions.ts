@@ -15,7 +15,7 @@ import { canTransition, isTerminal, transition } from "../core/lifecycle.ts";
 import { pinPrompt, promptPinDigest } from "../core/prompt-pin.ts";
 import type { SchedulerDecision } from "../core/scheduler.ts";
 import { type Readiness, retryNotBefore, retryReason, scheduleNext } from "../core/scheduler.ts";
-import { newTask, type Priority, type Task, type TaskState } from "../core/task.ts";
+import { newTask, type Task, type TaskRequest, type TaskState } from "../core/task.ts";
 import { budgetReadiness } from "../economy/budgets.ts";
 import type { FleetStateDoc } from "../state/doc.ts";
 import type { PinnedText } from "./beads-sync.ts";
@@ -91,14 +91,8 @@ export function findTask(
   return found;
 }
 
-export interface EnqueueInput {
+export interface EnqueueInput extends TaskRequest {
   repo: string;
-  issue: number;
-  title: string;
-  coder: string;
-  model: string;
-  priority: Priority;
-  dependsOn: number[];
   requestedBy: string;
   now: string;
   idPrefix?: string;
@@ -160,6 +154,14 @@ export function enqueueTask(doc: FleetStateDoc, input: EnqueueInput): Transition
 const pinnableTasks = (doc: FleetStateDoc, issue: number): Task[] =>
   tasksOf(doc).filter((t) => t.issue === issue && t.state !== "done");
 
+/** An edit of an issue's title or body: the text after it, who made it, when. */
+export interface IssueEdit {
+  title: string;
+  body: string | null | undefined;
+  by: string;
+  now: string;
+}
+
 /**
  * The issue was edited by someone who may drive Fleet: its tasks are pinned to the new text (digest on
  * the task, text in the bead), and a note of an ignored edit is cleared. Null when nothing changes.
@@ -167,7 +169,7 @@ const pinnableTasks = (doc: FleetStateDoc, issue: number): Task[] =>
 export function repinTasks(
   doc: FleetStateDoc,
   issue: number,
-  edit: { title: string; body: string | null | undefined; by: string; now: string },
+  edit: IssueEdit,
 ): TransitionResult | null {
   const sha256 = promptPinDigest(edit.title, edit.body);
   const text: PinnedText = { title: edit.title, body: edit.body };
@@ -198,7 +200,7 @@ export function repinTasks(
 export function noteIgnoredEdit(
   doc: FleetStateDoc,
   issue: number,
-  edit: { title: string; body: string | null | undefined; by: string; now: string },
+  edit: IssueEdit,
 ): TransitionResult | null {
   const sha256 = promptPinDigest(edit.title, edit.body);
   const changed: Task[] = [];

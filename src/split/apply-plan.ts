@@ -1,17 +1,11 @@
 import { type FleetConfig, modelFor } from "../core/config.ts";
-import { DEFAULT_PRIORITY, type Priority } from "../core/task.ts";
+import { DEFAULT_PRIORITY, type Priority, type TaskRequest } from "../core/task.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
 import { type PlannedTask, type PlanProblem, validateSplitPlan } from "./plan.ts";
 import { renderSplitDone, renderSplitRejected, renderSubIssueBody, splitPlanMarker } from "./render.ts";
 
-export interface SubTaskToQueue {
-  issue: number;
-  title: string;
-  coder: string;
-  model: string;
-  priority: Priority;
-  dependsOn: number[];
+export interface SubTaskToQueue extends TaskRequest {
   /** The epic: the sub-issue's task remembers it, so its merge can close the epic without reading the issue. */
   epic: number;
   /** The sub-issue's body as Fleet wrote it: the task's pinned prompt. */

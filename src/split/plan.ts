@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { ConfigProblem } from "../core/config.ts";
 import type { Priority } from "../core/task.ts";
 
 // The plan a split run leaves: pure schema, validation and rendering (no I/O).
@@ -22,11 +23,8 @@ export const SplitPlanSchema = z.object({
 export type PlannedTask = z.infer<typeof PlannedTaskSchema> & { priority?: Priority };
 export type SplitPlan = { tasks: PlannedTask[] };
 
-export interface PlanProblem {
-  /** Where in the plan, e.g. `tasks[2].dependsOn[0]`. */
-  path: string;
-  message: string;
-}
+/** A problem in the plan at its path (e.g. `tasks[2].dependsOn[0]`), shaped like a config problem. */
+export type PlanProblem = ConfigProblem;
 
 export type PlanValidation =
   | { ok: true; plan: SplitPlan; order: PlannedTask[] }

@@ -1,32 +1,35 @@
 import { hostname } from "node:os";
-import type { AgentAdapter } from "../agents/types.ts";
 import type { FleetConfig } from "../core/config.ts";
 import { dispatchHolder } from "../core/leases.ts";
 import { wakeDue } from "../core/scheduler.ts";
-import type { GitHubClient, RepoRef } from "../github/client.ts";
 import type { ConfigLoad } from "../github/read-config.ts";
 import { localDispatcher } from "../queue/dispatcher.ts";
 import { openRepository, type Repository } from "../queue/open-repository.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
-import type { StateStore } from "../state/store.ts";
 import { type ExecuteDeps, executeTask } from "./execute-task.ts";
-import type { GitAuth } from "./git.ts";
 import type { TaskOutcome } from "./run-task.ts";
 import type { SandboxMode } from "./sandbox.ts";
 
-export interface LocalWorkerOptions {
-  repo: RepoRef;
-  octokit: GitHubClient;
-  store: StateStore;
-  cloneUrl: string;
-  gitAuth?: GitAuth;
-  workDir: string;
-  adapterFor: (coder: string) => AgentAdapter | undefined;
-  credentialFor?: (coder: string) => { name: string; value: string } | undefined;
-  /** A credential's value by name (the coder's whole pool rotates on rate limits); never logged. */
-  credentialValue?: (name: string) => string | undefined;
-  modelBaseUrl?: string;
-  agentEnv?: Record<string, string>;
+/** The worker's reach (repository, state, clone, agents, credentials) as executeTask takes it, and its pace. */
+export interface LocalWorkerOptions
+  extends Pick<
+    ExecuteDeps,
+    | "repo"
+    | "octokit"
+    | "store"
+    | "cloneUrl"
+    | "gitAuth"
+    | "workDir"
+    | "adapterFor"
+    | "credentialFor"
+    | "credentialValue"
+    | "modelBaseUrl"
+    | "agentEnv"
+    | "heartbeatMs"
+    | "leaseTtlMs"
+    | "clock"
+    | "log"
+  > {
   /** Secrets this worker holds (its GitHub token, credential values): redacted, and checked for in all an agent leaves. */
   secrets?: string[];
   /** How agents are contained; default: the repository config's `sandbox` (bubblewrap). */
@@ -37,12 +40,8 @@ export interface LocalWorkerOptions {
   concurrency?: number;
   /** How often the state is read for dispatched tasks; a read that finds nothing new costs a 304. */
   pollMs?: number;
-  heartbeatMs?: number;
-  leaseTtlMs?: number;
   name?: string;
-  clock?: () => Date;
   trackerIntervalMs?: number;
-  log?: (message: string) => void;
   onOutcome?: (taskId: string, outcome: TaskOutcome) => void;
 }
 

@@ -86,7 +86,13 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
 
     // Step 4
     await ctx.progress({ state: "running", step: "agent working" }, true);
-    const run = await runPhase(ctx, wt, notesDir, "work", planned.plan, planned.resumeSessionId);
+    const run = await runPhase(ctx, {
+      wt,
+      notesDir,
+      phase: "work",
+      plan: planned.plan,
+      resumeSessionId: planned.resumeSessionId,
+    });
     ctx.result.totals = run.totals;
     if (run.sessionId) ctx.result.sessionId = run.sessionId;
 
@@ -131,7 +137,7 @@ async function planStep(
   }
   if (!spec.planPhase) return {};
   await ctx.progress({ state: "planning", step: "planning (read-only)" }, true);
-  const run = await runPhase(ctx, wt, notesDir, "plan", undefined, undefined);
+  const run = await runPhase(ctx, { wt, notesDir, phase: "plan" });
   result.planTotals = run.totals;
   if (run.kind !== "ok") return await finish(ctx, run.kind, run.reason, run);
   const notes = await readArtifacts(notesDir);
@@ -224,7 +230,7 @@ async function publishChange(
  */
 async function runSplitPlanning(ctx: RunContext, wt: Worktree, notesDir: string): Promise<TaskOutcome> {
   await ctx.progress({ state: "planning", step: "splitting the issue (read-only)" }, true);
-  const run = await runPhase(ctx, wt, notesDir, "plan", undefined, undefined);
+  const run = await runPhase(ctx, { wt, notesDir, phase: "plan" });
   ctx.result.planTotals = run.totals;
   const notes = await readArtifacts(notesDir);
   await keepArtifacts(notesDir, ctx.artifactsDir);

@@ -31,24 +31,27 @@ import type { Worktree } from "./worktree.ts";
 
 type Phase = "plan" | "work";
 
+/** Where and what a phase runs: the worktree, the notes folder, the phase, the plan (work phase), the session to resume. */
+export interface PhaseInput {
+  wt: Worktree;
+  notesDir: string;
+  phase: Phase;
+  plan?: string;
+  resumeSessionId?: string;
+}
+
 /**
  * One agent phase, start to end: the prompt and what the agent will load (measured first), the agent
  * run under the run and stall timeouts with live progress and the per-task budget watched, and on a
  * rate limit the same session going on under the coder's next credential.
  */
-export async function runPhase(
-  ctx: RunContext,
-  wt: Worktree,
-  notesDir: string,
-  phase: Phase,
-  plan: string | undefined,
-  resumeSessionId: string | undefined,
-): Promise<PhaseRun> {
-  const setup = await preparePhase(ctx, wt, notesDir, phase, plan, resumeSessionId);
+export async function runPhase(ctx: RunContext, input: PhaseInput): Promise<PhaseRun> {
+  const { phase } = input;
+  const setup = await preparePhase(ctx, input);
   const tracker = trackPhase(ctx, phase);
   let ran: Awaited<ReturnType<typeof runRotating>>;
   try {
-    ran = await runRotating(ctx, wt, notesDir, phase, setup, tracker);
+    ran = await runRotating(ctx, input, setup, tracker);
   } finally {
     tracker.dispose();
   }
@@ -62,15 +65,9 @@ export async function runPhase(
 }
 
 /** The phase's prompt and invocation, a fresh log, and what the agent is about to load (measured now). */
-async function preparePhase(
-  ctx: RunContext,
-  wt: Worktree,
-  notesDir: string,
-  phase: Phase,
-  plan: string | undefined,
-  resumeSessionId: string | undefined,
-) {
+async function preparePhase(ctx: RunContext, input: PhaseInput) {
   const { spec, deps } = ctx;
+  const { wt, notesDir, phase, plan, resumeSessionId } = input;
   const prompt = buildPrompt({
     repo: spec.repo,
     issue: spec.issue,
@@ -165,9 +162,7 @@ function trackPhase(ctx: RunContext, phase: Phase) {
 /** The agent, contained; on a rate limit, again on the coder's next free credential, resuming its session. */
 async function runRotating(
   ctx: RunContext,
-  wt: Worktree,
-  notesDir: string,
-  phase: Phase,
+  { wt, notesDir, phase }: PhaseInput,
   setup: Awaited<ReturnType<typeof preparePhase>>,
   tracker: ReturnType<typeof trackPhase>,
 ): Promise<{ r: RunAgentResult; spent?: RunTotals; credential?: { name: string; value: string } }> {

@@ -126,10 +126,6 @@ const beadRows = (beads: BeadIssue[], doc: FleetStateDoc) =>
 
 export async function bdCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, OPTIONS, BD_USAGE);
-  if (values.help) {
-    out(BD_USAGE);
-    return 0;
-  }
   const [sub, ref, ...extra] = positionals;
   if (!sub)
     throw new UsageError("fleet bd needs a command: create, list, ready, show, update or close.", BD_USAGE);

@@ -2,9 +2,8 @@ import { stringify } from "yaml";
 import {
   assignmentsText,
   CONFIG_KEYS,
-  type ConfigValue,
   FILE_ONLY_KEYS,
-  parseConfigAssignment,
+  parseConfigAssignments,
   resolveOverrides,
   updateOverrides,
 } from "../../core/config.ts";
@@ -36,10 +35,6 @@ export const schedulesLocally = (target: Target, dispatch: string): boolean =>
 
 export async function configCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, TARGET_OPTIONS, CONFIG_USAGE);
-  if (values.help) {
-    out(CONFIG_USAGE);
-    return 0;
-  }
   const [sub, ...rest] = positionals;
   if (sub === "show") {
     if (rest.length)
@@ -77,14 +72,9 @@ export async function configCommand(argv: string[]): Promise<number> {
   }
   if (sub === "set") {
     if (rest.length === 0) throw new UsageError("fleet config set needs key=value.", CONFIG_USAGE);
-    const assignments: Array<{ key: string; value: ConfigValue }> = [];
-    const problems: string[] = [];
-    for (const text of rest) {
-      const a = parseConfigAssignment(text);
-      if (a.ok) assignments.push({ key: a.key, value: a.value });
-      else problems.push(a.message);
-    }
-    if (problems.length) throw new UsageError(problems.join("\n"));
+    const parsed = parseConfigAssignments(rest);
+    if (!parsed.ok) throw new UsageError(parsed.problems.join("\n"));
+    const { assignments } = parsed;
     const target = await resolveTarget(values);
     const { doc } = await target.store.read();
     const file = await target.fileConfig();

@@ -29,10 +29,6 @@ const OPTIONS = { ...TARGET_OPTIONS, reason: { type: "string" } } as const;
 export async function moveCommand(verb: "kill" | "retry", argv: string[]): Promise<number> {
   const text = verb === "kill" ? KILL_USAGE : RETRY_USAGE;
   const { values, positionals } = parse(argv, OPTIONS, text);
-  if (values.help) {
-    out(text);
-    return 0;
-  }
   const [ref, ...extra] = positionals;
   if (!ref) throw new UsageError(`fleet ${verb} needs a task id or issue.`, text);
   if (extra.length) throw new UsageError(`Unexpected argument "${extra[0]}".`, text);

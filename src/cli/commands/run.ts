@@ -134,10 +134,6 @@ function createPrinter() {
 
 export async function runCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, OPTIONS, RUN_USAGE);
-  if (values.help) {
-    process.stdout.write(RUN_USAGE);
-    return 0;
-  }
   if (positionals.length)
     throw new UsageError(`fleet run takes no arguments (got "${positionals[0]}").`, RUN_USAGE);
   const agentEnv = agentEnvOf(values["agent-env"] ?? []);

@@ -94,10 +94,6 @@ async function readWhat(
 
 export async function taskCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, OPTIONS, TASK_USAGE);
-  if (values.help) {
-    out(TASK_USAGE);
-    return 0;
-  }
   const [ref, what, ...extra] = positionals;
   if (!ref || !what) throw new UsageError("fleet task needs a task and what to show.", TASK_USAGE);
   if (!(what in WHAT))

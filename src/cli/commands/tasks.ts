@@ -34,10 +34,6 @@ async function rows(target: Target, all: boolean): Promise<TaskRow[]> {
 
 export async function tasksCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, OPTIONS, TASKS_USAGE);
-  if (values.help) {
-    out(TASKS_USAGE);
-    return 0;
-  }
   if (positionals.length)
     throw new UsageError(`fleet tasks takes no arguments (got "${positionals[0]}").`, TASKS_USAGE);
   const interval = values.interval === undefined ? 1000 : Number(values.interval);
