@@ -122,4 +122,22 @@ describe("the layout", () => {
     }
     expect(long).toEqual([]);
   });
+
+  it("the README's picture and CONTRIBUTING's table name every folder of src/", () => {
+    const root = join(SRC, "..");
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const picture = /## How it works\n\n```\n([\s\S]*?)```/.exec(readme)?.[1] ?? "";
+    const contributing = readFileSync(join(root, "CONTRIBUTING.md"), "utf8");
+    const dirs = (dir: string) =>
+      readdirSync(dir, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name);
+    const folders = [...dirs(SRC), ...dirs(join(SRC, "offline")).map((d) => `offline/${d}`)];
+    const missing = folders.flatMap((f) => [
+      ...(picture.includes(`${f.split("/").pop()}/`) ? [] : [`README picture: ${f}/`]),
+      ...(contributing.includes(`\`src/${f}/\``) || f === "offline" ? [] : [`CONTRIBUTING table: src/${f}/`]),
+    ]);
+    expect(picture).not.toBe("");
+    expect(missing).toEqual([]);
+  });
 });
