@@ -8,10 +8,10 @@ import { promisify } from "node:util";
 import { Octokit } from "@octokit/rest";
 import { defaultFleetConfig } from "../src/core/config.ts";
 import { scheduleNext } from "../src/core/scheduler.ts";
+import { emptyStateDoc, serializeStateDoc } from "../src/core/state-doc.ts";
 import { newTask } from "../src/core/task.ts";
 import { startGitHubEmulator } from "../src/offline/github/index.ts";
 import { syncBeads } from "../src/queue/beads-sync.ts";
-import { emptyStateDoc, serializeStateDoc } from "../src/state/doc.ts";
 import { createGitHubStateStore } from "../src/state/github-store.ts";
 
 const run = promisify(execFile);

@@ -53739,6 +53739,7 @@ function updateOverrides(file2, stored, assignments) {
   if (!whole.ok) return { ok: false, problems: whole.problems };
   return { ok: true, config: whole.config, overrides: next, dropped: current.dropped };
 }
+var assignmentsText = (assignments) => assignments.map((a2) => `${a2.key}=${a2.value === null ? "none" : String(a2.value)}`).join(" ");
 
 // src/github/read-config.ts
 async function readFleetConfig(octokit, ref) {
@@ -53812,7 +53813,7 @@ function newTask(input2) {
   return task;
 }
 
-// src/state/errors.ts
+// src/core/state-doc.ts
 var StateCorruptError = class extends Error {
   constructor(path6, detail, remedy) {
     super(`Fleet state at ${path6} is unreadable: ${detail}. Fleet will not overwrite it; ${remedy}.`);
@@ -53825,20 +53826,6 @@ var StateCorruptError = class extends Error {
   remedy;
   name = "StateCorruptError";
 };
-var StateConflictError = class extends Error {
-  constructor(where, attempts) {
-    super(
-      `Fleet state at ${where}: gave up after ${attempts} conflicting writes (other writers kept updating it first). Nothing was written; retry the operation.`
-    );
-    this.where = where;
-    this.attempts = attempts;
-  }
-  where;
-  attempts;
-  name = "StateConflictError";
-};
-
-// src/state/doc.ts
 var STATE_DOC_VERSION = 1;
 var STATE_PATH = ".fleet/state.json";
 var BEADS_PATH = ".beads/issues.jsonl";
@@ -53989,6 +53976,20 @@ function recordLedger(doc, input2) {
   };
   return { ...doc, ledger: { ...doc.ledger, [input2.day]: day } };
 }
+
+// src/state/errors.ts
+var StateConflictError = class extends Error {
+  constructor(where, attempts) {
+    super(
+      `Fleet state at ${where}: gave up after ${attempts} conflicting writes (other writers kept updating it first). Nothing was written; retry the operation.`
+    );
+    this.where = where;
+    this.attempts = attempts;
+  }
+  where;
+  attempts;
+  name = "StateConflictError";
+};
 
 // src/state/store.ts
 var import_node_crypto = require("node:crypto");
@@ -61851,13 +61852,6 @@ var localDispatcher = {
   }
 };
 
-// src/core/file-paths.ts
-function sharedFiles(a2, b) {
-  if (!a2?.length || !b?.length) return [];
-  const other = new Set(b);
-  return [...new Set(a2.filter((f) => other.has(f)))].sort();
-}
-
 // src/core/lifecycle.ts
 var RUN_EXITS = ["queued", "rate-limited", "cancelled", "failed"];
 var TRANSITIONS = Object.freeze({
@@ -61922,6 +61916,58 @@ function transition(task, to, options) {
     next.resetAt = options.resetAt;
   else delete next.resetAt;
   return next;
+}
+
+// src/core/leases.ts
+var DEFAULT_LEASE_TTL_MS = 15 * 6e4;
+var heartbeatIntervalMs = (ttlMs = DEFAULT_LEASE_TTL_MS) => ttlMs / 3;
+var dispatchHolder = (mode) => `dispatch:${mode}`;
+var UNCLAIMED = /^dispatch:/;
+var isUnclaimed = (lease) => UNCLAIMED.test(lease.holder);
+function newLease(holder, slot, now, ttlMs = DEFAULT_LEASE_TTL_MS) {
+  const at = now.toISOString();
+  return { holder, slot, acquiredAt: at, heartbeatAt: at, expiresAt: expiryFrom(now, ttlMs) };
+}
+var expiryFrom = (now, ttlMs) => new Date(now.getTime() + ttlMs).toISOString();
+var withTask = (doc, task) => ({
+  ...doc,
+  tasks: { ...doc.tasks, [task.id]: task }
+});
+function claimLease(doc, taskId, opts) {
+  const task = doc.tasks[taskId];
+  if (task?.state !== "dispatched" || !task.lease) return null;
+  if (task.lease.holder !== opts.holder && !isUnclaimed(task.lease)) return null;
+  const at = opts.now.toISOString();
+  const lease = {
+    ...task.lease,
+    holder: opts.holder,
+    heartbeatAt: at,
+    expiresAt: expiryFrom(opts.now, opts.ttlMs ?? DEFAULT_LEASE_TTL_MS)
+  };
+  const first = opts.startIn?.(task);
+  const claimed = first ? { ...transition(task, first, { now: at }), lease } : { ...task, lease, updatedAt: at };
+  const message = `claim gh-${task.issue} (${taskId}) by ${opts.holder} (slot ${task.lease.slot})${first ? `, ${first}` : ""}`;
+  return { doc: withTask(doc, claimed), task: claimed, message };
+}
+function renewLease(doc, taskId, opts) {
+  const task = doc.tasks[taskId];
+  if (!task?.lease || task.lease.holder !== opts.holder)
+    return { ok: false, reason: task?.state === "cancelled" ? "cancelled" : "gone" };
+  const lease = {
+    ...task.lease,
+    heartbeatAt: opts.now.toISOString(),
+    expiresAt: expiryFrom(opts.now, opts.ttlMs ?? DEFAULT_LEASE_TTL_MS)
+  };
+  const renewed = { ...task, lease };
+  const message = `heartbeat gh-${task.issue} (${taskId}) by ${opts.holder}`;
+  return { ok: true, doc: withTask(doc, renewed), task: renewed, message };
+}
+
+// src/core/file-paths.ts
+function sharedFiles(a2, b) {
+  if (!a2?.length || !b?.length) return [];
+  const other = new Set(b);
+  return [...new Set(a2.filter((f) => other.has(f)))].sort();
 }
 
 // src/core/scheduler.ts
@@ -63027,7 +63073,6 @@ function budgetReadiness(budgets, ledger, now) {
 }
 
 // src/queue/transitions.ts
-var DEFAULT_LEASE_TTL_MS = 15 * 6e4;
 var withTasks = (doc, tasks) => {
   if (tasks.length === 0) return doc;
   const next = { ...doc.tasks };
@@ -63273,8 +63318,7 @@ function applyDecision(pass, d, task) {
 function dispatchInPass(pass, task, slot) {
   const { opts, config: config3 } = pass;
   if (!canTransition(task.state, "dispatched")) return;
-  const expiresAt = new Date(Date.parse(opts.now) + (opts.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS)).toISOString();
-  const lease = { holder: opts.holder, slot, acquiredAt: opts.now, heartbeatAt: opts.now, expiresAt };
+  const lease = newLease(opts.holder, slot, new Date(opts.now), opts.leaseTtlMs);
   const moved = transition(task, "dispatched", { now: opts.now });
   delete moved.runId;
   delete moved.runUrl;
@@ -63333,6 +63377,18 @@ function holdAfterStateReset(doc, now, leaseTtlMs = DEFAULT_LEASE_TTL_MS) {
     messages: [`state reset: dispatch held until ${until}`]
   };
 }
+function setConfigOverrides(doc, file2, assignments, by) {
+  const update = updateOverrides(file2, doc.config, assignments);
+  if (!update.ok) return { outcome: update, result: null };
+  return {
+    outcome: { ok: true, config: update.config, dropped: update.dropped },
+    result: {
+      doc: { ...doc, config: update.overrides },
+      changes: [],
+      messages: [`config set ${assignmentsText(assignments)} (by ${by})`]
+    }
+  };
+}
 
 // src/queue/repo-queue.ts
 var REPLY_WINDOW_MS = 60 * 6e4;
@@ -63340,7 +63396,7 @@ var RepoQueue = class {
   constructor(deps) {
     this.deps = deps;
     this.now = deps.clock ?? (() => /* @__PURE__ */ new Date());
-    this.holder = deps.holder ?? `dispatch:${deps.dispatcher.mode}`;
+    this.holder = deps.holder ?? dispatchHolder(deps.dispatcher.mode);
   }
   deps;
   /** The queue's clock (injected in tests), for handlers that compute times. */
@@ -63398,19 +63454,9 @@ var RepoQueue = class {
   async setConfig(assignments, by) {
     let outcome = { ok: false, problems: [] };
     await this.commit((d) => {
-      const update = updateOverrides(this.deps.fileConfig, d.config, assignments);
-      if (!update.ok) {
-        outcome = update;
-        return null;
-      }
-      outcome = { ok: true, config: update.config, dropped: update.dropped };
-      return {
-        doc: { ...d, config: update.overrides },
-        changes: [],
-        messages: [
-          `config set ${assignments.map((a2) => `${a2.key}=${a2.value === null ? "none" : String(a2.value)}`).join(" ")} (by ${by})`
-        ]
-      };
+      const set2 = setConfigOverrides(d, this.deps.fileConfig, assignments, by);
+      outcome = set2.outcome;
+      return set2.result;
     });
     return outcome;
   }
@@ -64113,18 +64159,24 @@ function postedRounds(doc) {
   const raw = doc[ROUNDS_KEY];
   return typeof raw === "object" && raw !== null && !Array.isArray(raw) ? raw : {};
 }
+function claimAbComparisonRound(doc, issue3) {
+  const sides = abSides(Object.values(doc.tasks), issue3);
+  if (!abFinished(sides)) return null;
+  const round = abRoundKey(sides);
+  const rounds = postedRounds(doc);
+  if (rounds[String(issue3)] === round) return null;
+  return {
+    doc: { ...doc, [ROUNDS_KEY]: { ...rounds, [String(issue3)]: round } },
+    message: `A/B comparison of gh-${issue3}: ${round}`,
+    sides
+  };
+}
 async function postAbComparisonIfDue(deps, issue3) {
   let sides = [];
   const update = await deps.store.update(({ doc }) => {
-    sides = abSides(Object.values(doc.tasks), issue3);
-    if (!abFinished(sides)) return null;
-    const round = abRoundKey(sides);
-    const rounds = postedRounds(doc);
-    if (rounds[String(issue3)] === round) return null;
-    return {
-      doc: { ...doc, [ROUNDS_KEY]: { ...rounds, [String(issue3)]: round } },
-      message: `A/B comparison of gh-${issue3}: ${round}`
-    };
+    const claimed = claimAbComparisonRound(doc, issue3);
+    sides = claimed?.sides ?? [];
+    return claimed;
   });
   if (!update.applied) return false;
   const view = [];
@@ -64153,26 +64205,8 @@ async function postAbComparisonIfDue(deps, issue3) {
 }
 
 // src/worker/claim.ts
-var UNCLAIMED = /^dispatch:/;
 async function claimTaskState(store, taskId, holder, now, ttlMs, startIn) {
-  const result = await store.update(({ doc }) => {
-    const task2 = doc.tasks[taskId];
-    if (task2?.state !== "dispatched" || !task2.lease) return null;
-    if (task2.lease.holder !== holder && !UNCLAIMED.test(task2.lease.holder)) return null;
-    const at = now.toISOString();
-    const lease = {
-      ...task2.lease,
-      holder,
-      heartbeatAt: at,
-      expiresAt: new Date(now.getTime() + ttlMs).toISOString()
-    };
-    const first = startIn?.(task2);
-    const started = first ? { ...transition(task2, first, { now: at }), lease } : { ...task2, lease, updatedAt: at };
-    return {
-      doc: { ...doc, tasks: { ...doc.tasks, [taskId]: started } },
-      message: `claim gh-${task2.issue} (${taskId}) by ${holder} (slot ${task2.lease.slot})${first ? `, ${first}` : ""}`
-    };
-  });
+  const result = await store.update(({ doc }) => claimLease(doc, taskId, { holder, now, ttlMs, startIn }));
   const task = result.snapshot.doc.tasks[taskId];
   return result.applied && task ? { task, beads: result.snapshot.beads } : void 0;
 }
@@ -64182,25 +64216,24 @@ function startHeartbeat(opts) {
   const onOuterAbort = () => abort.abort();
   opts.outer?.addEventListener("abort", onOuterAbort);
   let lost;
-  const beat = () => store.update(({ doc }) => {
-    const t = doc.tasks[taskId];
-    if (!t?.lease || t.lease.holder !== holder) {
-      lost = t?.state === "cancelled" ? "cancelled" : "lease lost";
-      abort.abort();
-      return null;
+  const beat = async () => {
+    let refused;
+    try {
+      await store.update(({ doc }) => {
+        const renewed = renewLease(doc, taskId, { holder, now: clock(), ttlMs });
+        refused = renewed.ok ? void 0 : renewed.reason;
+        return renewed.ok ? renewed : null;
+      });
+    } catch (e) {
+      opts.log(`heartbeat of ${taskId} failed: ${e.message}`);
+      return;
     }
-    const now = clock();
-    const lease = {
-      ...t.lease,
-      heartbeatAt: now.toISOString(),
-      expiresAt: new Date(now.getTime() + ttlMs).toISOString()
-    };
-    return {
-      doc: { ...doc, tasks: { ...doc.tasks, [taskId]: { ...t, lease } } },
-      message: `heartbeat gh-${t.issue} (${taskId}) by ${holder}`
-    };
-  }).catch((e) => opts.log(`heartbeat of ${taskId} failed: ${e.message}`));
-  const timer = setInterval(() => void beat(), opts.everyMs ?? ttlMs / 3);
+    if (refused) {
+      lost = refused === "cancelled" ? "cancelled" : "lease lost";
+      abort.abort();
+    }
+  };
+  const timer = setInterval(() => void beat(), opts.everyMs ?? heartbeatIntervalMs(ttlMs));
   timer.unref?.();
   return {
     signal: abort.signal,
@@ -66268,7 +66301,7 @@ function createRunContext(spec, deps) {
 var import_promises20 = require("node:fs/promises");
 var import_node_path15 = require("node:path");
 
-// src/economy/knowledge.ts
+// src/worker/context-manifest.ts
 var import_node_crypto6 = require("node:crypto");
 var import_promises19 = require("node:fs/promises");
 var import_node_path14 = require("node:path");
@@ -66449,12 +66482,13 @@ function buildPrompt(p) {
 }
 
 // src/worker/session.ts
-async function runPhase(ctx, wt, notesDir, phase, plan, resumeSessionId) {
-  const setup = await preparePhase(ctx, wt, notesDir, phase, plan, resumeSessionId);
+async function runPhase(ctx, input2) {
+  const { phase } = input2;
+  const setup = await preparePhase(ctx, input2);
   const tracker = trackPhase(ctx, phase);
   let ran;
   try {
-    ran = await runRotating(ctx, wt, notesDir, phase, setup, tracker);
+    ran = await runRotating(ctx, input2, setup, tracker);
   } finally {
     tracker.dispose();
   }
@@ -66464,8 +66498,9 @@ async function runPhase(ctx, wt, notesDir, phase, plan, resumeSessionId) {
   await writeContextManifest(ctx.artifactsDir, setup.context);
   return phaseResult(ctx, phase, ran, tracker, setup.logFile);
 }
-async function preparePhase(ctx, wt, notesDir, phase, plan, resumeSessionId) {
+async function preparePhase(ctx, input2) {
   const { spec, deps } = ctx;
+  const { wt, notesDir, phase, plan, resumeSessionId } = input2;
   const prompt = buildPrompt({
     repo: spec.repo,
     issue: spec.issue,
@@ -66550,7 +66585,7 @@ function trackPhase(ctx, phase) {
     dispose: () => deps.signal?.removeEventListener("abort", onOuterAbort)
   };
 }
-async function runRotating(ctx, wt, notesDir, phase, setup, tracker) {
+async function runRotating(ctx, { wt, notesDir, phase }, setup, tracker) {
   const { spec, deps } = ctx;
   const { invocation } = setup;
   let credential = deps.credential;
@@ -66873,7 +66908,13 @@ async function runTask(spec, deps) {
     const planned = await planStep(ctx, wt, notesDir);
     if ("outcome" in planned) return planned;
     await ctx.progress({ state: "running", step: "agent working" }, true);
-    const run = await runPhase(ctx, wt, notesDir, "work", planned.plan, planned.resumeSessionId);
+    const run = await runPhase(ctx, {
+      wt,
+      notesDir,
+      phase: "work",
+      plan: planned.plan,
+      resumeSessionId: planned.resumeSessionId
+    });
     ctx.result.totals = run.totals;
     if (run.sessionId) ctx.result.sessionId = run.sessionId;
     await cleanAfterAgent(wt);
@@ -66904,7 +66945,7 @@ async function planStep(ctx, wt, notesDir) {
   }
   if (!spec.planPhase) return {};
   await ctx.progress({ state: "planning", step: "planning (read-only)" }, true);
-  const run = await runPhase(ctx, wt, notesDir, "plan", void 0, void 0);
+  const run = await runPhase(ctx, { wt, notesDir, phase: "plan" });
   result.planTotals = run.totals;
   if (run.kind !== "ok") return await finish2(ctx, run.kind, run.reason, run);
   const notes = await readArtifacts(notesDir);
@@ -66978,7 +67019,7 @@ async function publishChange(ctx, wt, run, notes) {
 }
 async function runSplitPlanning(ctx, wt, notesDir) {
   await ctx.progress({ state: "planning", step: "splitting the issue (read-only)" }, true);
-  const run = await runPhase(ctx, wt, notesDir, "plan", void 0, void 0);
+  const run = await runPhase(ctx, { wt, notesDir, phase: "plan" });
   ctx.result.planTotals = run.totals;
   const notes = await readArtifacts(notesDir);
   await keepArtifacts(notesDir, ctx.artifactsDir);
@@ -67386,7 +67427,7 @@ function credentialPool(coder, deps, clock) {
 // src/worker/execute-task.ts
 async function executeTask(taskId, deps) {
   const clock = deps.clock ?? (() => /* @__PURE__ */ new Date());
-  const ttl = deps.leaseTtlMs ?? 15 * 6e4;
+  const ttl = deps.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
   const log = deps.log ?? (() => {
   });
   const startIn = (t) => deps.config.plan_phase && !t.approved && !t.rebase ? "planning" : "running";

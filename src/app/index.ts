@@ -1,12 +1,12 @@
 import type { ApplicationFunction, Context } from "probot";
 import { CODER_NAMES } from "../core/coders.ts";
 import { fleetLabelDefinitions } from "../core/labels.ts";
+import type { StateCorruptError } from "../core/state-doc.ts";
 import { ensureFleetLabels } from "../github/labels.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
 import { createConfigCache } from "../queue/config-cache.ts";
 import { noticeMarker } from "../render/markers.ts";
 import { renderStateCorrupt } from "../render/notices.ts";
-import type { StateCorruptError } from "../state/errors.ts";
 import { DEFAULT_STATE_BRANCH } from "../state/github-store.ts";
 import {
   type ActionsTokenOptions,

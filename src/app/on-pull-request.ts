@@ -1,6 +1,6 @@
 import type { Context } from "probot";
+import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task } from "../core/task.ts";
-import type { FleetStateDoc } from "../state/doc.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import type { HandlerDeps } from "./on-issue-labeled.ts";
 

@@ -1,6 +1,7 @@
 import type { Context, Probot } from "probot";
 import type { FleetConfig } from "../core/config.ts";
 import { nextWakeAt } from "../core/scheduler.ts";
+import type { FleetStateDoc, StateCorruptError } from "../core/state-doc.ts";
 import { budgetHoldEndsAt } from "../economy/budgets.ts";
 import type { GitHubClient } from "../github/client.ts";
 import type { ConfigCache } from "../queue/config-cache.ts";
@@ -11,8 +12,6 @@ import { reconcileRepo } from "../queue/reconcile.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
 import { tasksOf } from "../queue/transitions.ts";
 import { renderOverridesDropped, renderStateCorrupt } from "../render/notices.ts";
-import type { FleetStateDoc } from "../state/doc.ts";
-import type { StateCorruptError } from "../state/errors.ts";
 import type { StateTransport } from "../state/repo-store.ts";
 
 export interface RepoQueueFactoryOptions {

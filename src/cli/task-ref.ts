@@ -1,5 +1,5 @@
+import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task } from "../core/task.ts";
-import type { FleetStateDoc } from "../state/doc.ts";
 import { NotFoundError, UsageError } from "./errors.ts";
 
 const ISSUE_REF = /^(?:#|gh-)?(\d+)$/;

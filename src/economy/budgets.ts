@@ -1,7 +1,7 @@
 import type { FleetConfig } from "../core/config.ts";
 import type { Readiness } from "../core/scheduler.ts";
+import type { Ledger } from "../core/state-doc.ts";
 import type { Task } from "../core/task.ts";
-import type { Ledger } from "../state/doc.ts";
 
 /** Per-task ceilings for one coder: the stricter of the repository's and the coder's own. */
 export interface PerTaskLimits {

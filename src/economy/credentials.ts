@@ -1,4 +1,4 @@
-import type { FleetStateDoc } from "../state/doc.ts";
+import type { FleetStateDoc } from "../core/state-doc.ts";
 
 /** One configured credential of a coder: its name (never its value) and until when it is cooling. */
 export interface PooledCredential {

@@ -1,4 +1,5 @@
 import type { FleetConfig } from "../core/config.ts";
+import type { FleetStateDoc } from "../core/state-doc.ts";
 import { credentialsState } from "../economy/credentials.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
 import {
@@ -9,7 +10,6 @@ import {
   renderDashboard,
 } from "../render/dashboard.ts";
 import { hasMarker } from "../render/markers.ts";
-import type { FleetStateDoc } from "../state/doc.ts";
 import type { StateStore } from "../state/store.ts";
 
 const DASHBOARD_KEY = "dashboard";

@@ -1,6 +1,6 @@
 import { isTerminal } from "../core/lifecycle.ts";
+import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Priority, Task, TaskRequest } from "../core/task.ts";
-import type { FleetStateDoc } from "../state/doc.ts";
 import { mirrorIssue } from "../state/mirror.ts";
 import { syncBeads } from "./beads-sync.ts";
 import { enqueueTask, moveTask, type TaskChange, tasksOf } from "./transitions.ts";

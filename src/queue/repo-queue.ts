@@ -1,8 +1,8 @@
 import type { ConfigValue, DroppedOverride, FleetConfig } from "../core/config.ts";
 import { dispatchHolder } from "../core/leases.ts";
 import { queuePosition } from "../core/scheduler.ts";
+import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task, TaskRequest, TaskState } from "../core/task.ts";
-import type { FleetStateDoc } from "../state/doc.ts";
 import type { Mutation, StateStore } from "../state/store.ts";
 import { syncBeads } from "./beads-sync.ts";
 import type { Dispatcher } from "./dispatcher.ts";

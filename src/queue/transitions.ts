@@ -15,9 +15,9 @@ import { canTransition, isTerminal, transition } from "../core/lifecycle.ts";
 import { pinPrompt, promptPinDigest } from "../core/prompt-pin.ts";
 import type { SchedulerDecision } from "../core/scheduler.ts";
 import { type Readiness, retryNotBefore, retryReason, scheduleNext } from "../core/scheduler.ts";
+import type { FleetStateDoc } from "../core/state-doc.ts";
 import { newTask, type Task, type TaskRequest, type TaskState } from "../core/task.ts";
 import { budgetReadiness } from "../economy/budgets.ts";
-import type { FleetStateDoc } from "../state/doc.ts";
 import type { PinnedText } from "./beads-sync.ts";
 
 // Pure transitions over the state document: each returns the new document and what changed, so the
@@ -166,11 +166,7 @@ export interface IssueEdit {
  * The issue was edited by someone who may drive Fleet: its tasks are pinned to the new text (digest on
  * the task, text in the bead), and a note of an ignored edit is cleared. Null when nothing changes.
  */
-export function repinTasks(
-  doc: FleetStateDoc,
-  issue: number,
-  edit: IssueEdit,
-): TransitionResult | null {
+export function repinTasks(doc: FleetStateDoc, issue: number, edit: IssueEdit): TransitionResult | null {
   const sha256 = promptPinDigest(edit.title, edit.body);
   const text: PinnedText = { title: edit.title, body: edit.body };
   const changed = pinnableTasks(doc, issue)
@@ -197,11 +193,7 @@ export function repinTasks(
  * edited (its tracking comment says the agent gets the text as it was queued). An edit back to the
  * pinned text clears the note. Null when nothing changes.
  */
-export function noteIgnoredEdit(
-  doc: FleetStateDoc,
-  issue: number,
-  edit: IssueEdit,
-): TransitionResult | null {
+export function noteIgnoredEdit(doc: FleetStateDoc, issue: number, edit: IssueEdit): TransitionResult | null {
   const sha256 = promptPinDigest(edit.title, edit.body);
   const changed: Task[] = [];
   for (const t of pinnableTasks(doc, issue)) {

@@ -1,4 +1,10 @@
-import { cloneStateDoc, type FleetStateDoc, parseStateDoc, STATE_PATH, serializeStateDoc } from "./doc.ts";
+import {
+  cloneStateDoc,
+  type FleetStateDoc,
+  parseStateDoc,
+  STATE_PATH,
+  serializeStateDoc,
+} from "../core/state-doc.ts";
 import { StateConflictError } from "./errors.ts";
 import {
   casBackoffDelay,

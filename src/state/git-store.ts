@@ -1,7 +1,7 @@
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
+import { BEADS_PATH, STATE_PATH } from "../core/state-doc.ts";
 import * as cas from "./cas-store.ts";
-import { BEADS_PATH, STATE_PATH } from "./doc.ts";
 import { GIT_NETWORK_ATTEMPTS, GitRemote, StateGitError } from "./git-remote.ts";
 import { defaultSleep, type HistoryEntry, type StateStore } from "./store.ts";
 

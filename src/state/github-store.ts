@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
+import { BEADS_PATH, STATE_PATH } from "../core/state-doc.ts";
 import type { GitHubClient } from "../github/client.ts";
 import * as cas from "./cas-store.ts";
-import { BEADS_PATH, STATE_PATH } from "./doc.ts";
 import { backoffDelay, defaultSleep, type HistoryEntry, type StateStore } from "./store.ts";
 
 export { DEFAULT_STATE_BRANCH } from "./store.ts";

@@ -2,8 +2,8 @@ import { createHash, randomBytes } from "node:crypto";
 import { appendFile, mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
+import { BEADS_PATH, STATE_PATH } from "../core/state-doc.ts";
 import * as cas from "./cas-store.ts";
-import { BEADS_PATH, STATE_PATH } from "./doc.ts";
 import { withFileLock } from "./file-lock.ts";
 import type { HistoryEntry, StateStore } from "./store.ts";
 

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
+import { BEADS_PATH, STATE_PATH } from "../core/state-doc.ts";
 import * as cas from "./cas-store.ts";
-import { BEADS_PATH, STATE_PATH } from "./doc.ts";
 import type { HistoryEntry, StateStore } from "./store.ts";
 
 export interface MemoryCommit {

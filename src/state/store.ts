@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { FleetStateDoc } from "./doc.ts";
+import type { FleetStateDoc } from "../core/state-doc.ts";
 
 export interface StateSnapshot {
   doc: FleetStateDoc;

@@ -1,4 +1,4 @@
-import type { FleetStateDoc } from "./doc.ts";
+import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Mutation, StateStore, UpdateResult } from "./store.ts";
 
 export interface WriteQueueOptions {

@@ -1,3 +1,4 @@
+import type { FleetStateDoc } from "../core/state-doc.ts";
 import { summarizeResult, type Task, type TaskResultSummary } from "../core/task.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
@@ -9,7 +10,6 @@ import {
   abSides,
   renderAbComparison,
 } from "../render/ab-comparison.ts";
-import type { FleetStateDoc } from "../state/doc.ts";
 import type { StateStore } from "../state/store.ts";
 import { ResultSchema } from "./artifacts.ts";
 

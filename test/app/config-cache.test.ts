@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { createConfigCache } from "../../src/queue/config-cache.ts";
 import type { ConfigLoad } from "../../src/app/load-config.ts";
 import { defaultFleetConfig } from "../../src/core/config.ts";
+import { createConfigCache } from "../../src/queue/config-cache.ts";
 
 describe("createConfigCache", () => {
   const ok = (max: number): ConfigLoad => ({

@@ -82,7 +82,10 @@ describe("leases", () => {
     const b = acquireSlot(a.doc, "fl-2", { holder: "w2", now: later(1000) });
     expect(b).toMatchObject({ ok: true, slot: 1, expired: [{ taskId: "fl-1" }] });
     // The holder of a reclaimed lease finds it gone at its next heartbeat.
-    expect(renewLease(doc, "fl-1", { holder: "gone", now: later(1000) })).toEqual({ ok: false, reason: "gone" });
+    expect(renewLease(doc, "fl-1", { holder: "gone", now: later(1000) })).toEqual({
+      ok: false,
+      reason: "gone",
+    });
   });
 
   it("renews a lease past its expiry that nobody reclaimed (the holder's beats failed for a while)", () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { STATE_PATH } from "../../src/core/state-doc.ts";
 import { dashboardIssueOf } from "../../src/queue/dashboard.ts";
-import { STATE_PATH } from "../../src/state/doc.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
 

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FleetServer } from "../../src/app/server.ts";
 import { parseFleetConfig } from "../../src/core/config.ts";
+import { recordLedger } from "../../src/core/state-doc.ts";
 import { recordCooling } from "../../src/economy/credentials.ts";
 import { createDashboardPublisher, dashboardIssueOf } from "../../src/queue/dashboard.ts";
 import { DASHBOARD_MARKER } from "../../src/render/dashboard.ts";
-import { recordLedger } from "../../src/state/doc.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { botClient, waitFor } from "../support/bot-client.ts";
 import { type Harness, startAppInstance, startHarness } from "../support/harness.ts";

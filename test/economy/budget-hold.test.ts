@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { defaultFleetConfig } from "../../src/core/config.ts";
+import { emptyStateDoc, recordLedger } from "../../src/core/state-doc.ts";
 import { budgetHoldEndsAt } from "../../src/economy/budgets.ts";
 import { applySchedule, enqueueTask } from "../../src/queue/transitions.ts";
-import { emptyStateDoc, recordLedger } from "../../src/state/doc.ts";
 
 const NOW = "2025-03-01T12:00:00.000Z";
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { defaultFleetConfig } from "../../src/core/config.ts";
+import { emptyStateDoc, recordLedger } from "../../src/core/state-doc.ts";
 import type { Task } from "../../src/core/task.ts";
 import {
   budgetReadiness,
@@ -11,7 +12,6 @@ import {
   perUserQuota,
   tasksRequestedToday,
 } from "../../src/economy/budgets.ts";
-import { emptyStateDoc, recordLedger } from "../../src/state/doc.ts";
 
 const NOW = new Date("2025-03-31T18:30:00Z");
 const budgets = (patch: object) => ({ ...defaultFleetConfig().budgets, ...patch });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { emptyStateDoc } from "../../src/core/state-doc.ts";
 import {
   credentialsState,
   earliestReset,
@@ -8,7 +9,6 @@ import {
   recordCooling,
   resetTime,
 } from "../../src/economy/credentials.ts";
-import { emptyStateDoc } from "../../src/state/doc.ts";
 
 const NOW = new Date("2025-03-01T12:00:00Z");
 const later = (s: number) => new Date(NOW.getTime() + s * 1000).toISOString();

@@ -4,13 +4,13 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type DroppedOverride, defaultFleetConfig, parseFleetConfig } from "../../src/core/config.ts";
 import { promptPinDigest } from "../../src/core/prompt-pin.ts";
+import { emptyStateDoc } from "../../src/core/state-doc.ts";
 import { syncBeads } from "../../src/queue/beads-sync.ts";
 import { localDispatcher } from "../../src/queue/dispatcher.ts";
 import { createRepoQueue } from "../../src/queue/repo-queue.ts";
 import type { Tracker } from "../../src/queue/tracker.ts";
 import { enqueueTask, noteIgnoredEdit, repinTasks } from "../../src/queue/transitions.ts";
 import { renderTrackingComment, type TrackingView } from "../../src/render/tracking-comment.ts";
-import { emptyStateDoc } from "../../src/state/doc.ts";
 import { createLocalStateStore } from "../../src/state/local-store.ts";
 import { pinnedTextOf } from "../../src/state/mirror.ts";
 

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { parseJsonl } from "../../src/beads/index.ts";
+import { emptyStateDoc } from "../../src/core/state-doc.ts";
 import {
   closeLocalIssue,
   createLocalIssue,
   editLocalIssue,
   localIssuesOf,
 } from "../../src/queue/local-issues.ts";
-import { emptyStateDoc } from "../../src/state/doc.ts";
 
 const NEW = {
   repo: "local/app",

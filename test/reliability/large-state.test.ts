@@ -1,8 +1,8 @@
 import { Octokit } from "@octokit/rest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { emptyStateDoc, serializeStateDoc } from "../../src/core/state-doc.ts";
 import { newTask } from "../../src/core/task.ts";
 import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
-import { emptyStateDoc, serializeStateDoc } from "../../src/state/doc.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 
 // Over 1 MB the contents API answers without content and the store reads the blob instead.

@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
+import {
+  emptyStateDoc,
+  parseStateDoc,
+  StateCorruptError,
+  serializeStateDoc,
+} from "../../src/core/state-doc.ts";
 import { newTask } from "../../src/core/task.ts";
-import { emptyStateDoc, parseStateDoc, serializeStateDoc } from "../../src/state/doc.ts";
-import { StateCorruptError } from "../../src/state/errors.ts";
 import { stateBranchRemedy } from "../../src/state/store.ts";
 
 const WHERE = "fleet/state:.fleet/state.json";

@@ -3,10 +3,15 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { acquireSlot } from "../../src/core/leases.ts";
+import {
+  BEADS_PATH,
+  type FleetStateDoc,
+  recordLedger,
+  STATE_PATH,
+  StateCorruptError,
+} from "../../src/core/state-doc.ts";
 import { newTask } from "../../src/core/task.ts";
 import { type CasTransport, createCasStore } from "../../src/state/cas-store.ts";
-import { BEADS_PATH, type FleetStateDoc, recordLedger, STATE_PATH } from "../../src/state/doc.ts";
-import { StateCorruptError } from "../../src/state/errors.ts";
 import {
   createMemoryRepo,
   createMemoryStateStore,

@@ -4,9 +4,14 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { execa } from "execa";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  BEADS_PATH,
+  type FleetStateDoc,
+  recordLedger,
+  STATE_PATH,
+  StateCorruptError,
+} from "../../src/core/state-doc.ts";
 import type { GitHubEmulator } from "../../src/offline/github/index.ts";
-import { BEADS_PATH, type FleetStateDoc, recordLedger, STATE_PATH } from "../../src/state/doc.ts";
-import { StateCorruptError } from "../../src/state/errors.ts";
 import { createGitStateStore, StateGitError } from "../../src/state/git-store.ts";
 import { gitBlobSha } from "../../src/state/github-store.ts";
 import type { Mutation } from "../../src/state/store.ts";

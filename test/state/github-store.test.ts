@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type FleetStateDoc, recordLedger } from "../../src/state/doc.ts";
+import { type FleetStateDoc, recordLedger } from "../../src/core/state-doc.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import type { Mutation } from "../../src/state/store.ts";
 import { OWNER, REPO, startEmulatorBackend } from "./backends.ts";

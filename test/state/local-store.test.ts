@@ -4,8 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { recordLedger } from "../../src/state/doc.ts";
-import { StateCorruptError } from "../../src/state/errors.ts";
+import { recordLedger, StateCorruptError } from "../../src/core/state-doc.ts";
 import { withFileLock } from "../../src/state/file-lock.ts";
 import { createLocalStateStore, defaultFleetHome } from "../../src/state/local-store.ts";
 

@@ -1,5 +1,5 @@
 import { execa } from "execa";
-import { type FleetStateDoc, parseStateDoc } from "../../src/state/doc.ts";
+import { type FleetStateDoc, parseStateDoc } from "../../src/core/state-doc.ts";
 
 /** Every commit of the state branch in a bare repository, oldest first, with the state it holds. */
 export async function stateHistory(

@@ -1,7 +1,24 @@
 import { z } from "zod";
-import { TASK_STATES, type Task, type TaskState } from "../core/task.ts";
-import type { TokenUsage } from "../core/usage.ts";
-import { StateCorruptError } from "./errors.ts";
+import { TASK_STATES, type Task, type TaskState } from "./task.ts";
+import type { TokenUsage } from "./usage.ts";
+
+/**
+ * The state document (or the branch holding it) is not something this Fleet can read. Never
+ * overwritten: the message says what is wrong and what the user can do about it.
+ */
+export class StateCorruptError extends Error {
+  override readonly name = "StateCorruptError";
+  constructor(
+    /** Where the bad document lives, e.g. "fleet/state:.fleet/state.json" or a local file path. */
+    readonly path: string,
+    /** What exactly is wrong with it. */
+    readonly detail: string,
+    /** What to do, e.g. "fix or revert the last commit on fleet/state". */
+    readonly remedy: string,
+  ) {
+    super(`Fleet state at ${path} is unreadable: ${detail}. Fleet will not overwrite it; ${remedy}.`);
+  }
+}
 
 export const STATE_DOC_VERSION = 1;
 /** Paths inside the state branch (and inside `$FLEET_HOME/state`). */
