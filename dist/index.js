@@ -63608,6 +63608,7 @@ var RepoQueue = class {
             tokens: task.totals?.usage,
             costUsd: task.totals?.costUsd,
             runUrl: task.runUrl,
+            pr: task.pr,
             sandbox: effective.sandbox,
             promptEditedBy: task.pin?.ignoredEdit?.by
           },
@@ -63758,7 +63759,7 @@ function renderTrackingComment(v) {
   ];
   if (v.step) lines.push(`| Step | ${v.step} |`);
   if (v.runUrl) lines.push(`| Run | ${v.runUrl} |`);
-  if (v.prUrl) lines.push(`| Pull request | ${v.prUrl} |`);
+  if (v.pr !== void 0) lines.push(`| Pull request | #${v.pr} |`);
   if (v.tokens) {
     const cost = v.costUsd == null ? "" : ` ($${v.costUsd.toFixed(4)})`;
     lines.push(`| Tokens | ${totalTokens(v.tokens).toLocaleString("en-US")}${cost} |`);

@@ -334,6 +334,7 @@ export class RepoQueue {
             tokens: task.totals?.usage,
             costUsd: task.totals?.costUsd,
             runUrl: task.runUrl,
+            pr: task.pr,
             sandbox: effective.sandbox,
             promptEditedBy: task.pin?.ignoredEdit?.by,
           },

@@ -16,7 +16,8 @@ export interface TrackingView {
   step?: string;
   reason?: string;
   runUrl?: string;
-  prUrl?: string;
+  /** The task's pull request (GitHub links `#N` within the repository). */
+  pr?: number;
   tokens?: TokenUsage;
   costUsd?: number | null;
   resetsAt?: string;
@@ -71,7 +72,7 @@ export function renderTrackingComment(v: TrackingView): string {
   ];
   if (v.step) lines.push(`| Step | ${v.step} |`);
   if (v.runUrl) lines.push(`| Run | ${v.runUrl} |`);
-  if (v.prUrl) lines.push(`| Pull request | ${v.prUrl} |`);
+  if (v.pr !== undefined) lines.push(`| Pull request | #${v.pr} |`);
   if (v.tokens) {
     const cost = v.costUsd == null ? "" : ` ($${v.costUsd.toFixed(4)})`;
     lines.push(`| Tokens | ${totalTokens(v.tokens).toLocaleString("en-US")}${cost} |`);

@@ -92,8 +92,14 @@ describe("label -> queue -> local worker runs the real Claude CLI -> PR -> merge
       USAGE.input_tokens + USAGE.cache_read_input_tokens + USAGE.cache_creation_input_tokens,
     );
 
-    const tracking = h.botComments(first).find((c) => c.body.includes("fleet:tracking"));
-    expect(tracking?.body).toContain("pr-open");
+    // The tracking comment is edited in place, throttled: it shows the new state shortly after the state has it.
+    const tracking = await waitFor(
+      "the tracking comment to show pr-open",
+      async () =>
+        h.botComments(first).find((c) => c.body.includes("fleet:tracking") && c.body.includes("pr-open")),
+      30_000,
+    );
+    expect(tracking.body).toContain(`#${opened.pr}`);
 
     await h.mona.rest.pulls.merge({ owner: h.owner, repo: h.name, pull_number: opened.pr! });
     await h.settle();
