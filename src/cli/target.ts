@@ -5,6 +5,9 @@ import { defaultFleetConfig, FLEET_CONFIG_PATH, type FleetConfig, parseFleetConf
 import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
 import { type ConfigLoad, readFleetConfig } from "../github/read-config.ts";
+import { localDispatcher } from "../queue/dispatcher.ts";
+import { openRepository } from "../queue/open-repository.ts";
+import type { RepoQueue } from "../queue/repo-queue.ts";
 import { effectiveConfig } from "../queue/transitions.ts";
 import { createLocalStateStore, defaultFleetHome } from "../state/local-store.ts";
 import { createRepoStateStore } from "../state/repo-store.ts";
@@ -28,6 +31,31 @@ export interface TargetBase {
   loadConfig?: () => Promise<ConfigLoad>;
   /** File config with the state's `config set` overrides. */
   config(doc: FleetStateDoc): Promise<FleetConfig>;
+  /** The repository's queue under `fileConfig`, for the transitions the CLI makes itself (see cliQueues). */
+  queue(fileConfig: FleetConfig): RepoQueue;
+}
+
+/**
+ * The CLI's queues come from openRepository like everyone's: its scheduling passes dispatch to local
+ * workers only (with dispatch: actions the app schedules). In local mode it keeps the tracking records,
+ * at once since the command exits right after; on GitHub it writes none: it acts as a person, whose
+ * comment the app would not recognise as its own (it edits only a bot's), so the app keeps them.
+ */
+function cliQueues(
+  octokit: GitHubClient,
+  repo: RepoRef,
+  store: StateStore,
+  where: "github" | "local",
+): TargetBase["queue"] {
+  const repository = openRepository({
+    octokit,
+    repo,
+    store,
+    dispatcherFor: () => localDispatcher,
+    trackerIntervalMs: 0,
+    tracking: where === "local",
+  });
+  return (fileConfig) => repository.queue(fileConfig);
 }
 
 export interface GitHubTarget extends TargetBase {
@@ -149,6 +177,7 @@ export async function resolveTarget(
       apiUrl,
       fileConfig,
       config: async (doc) => effectiveConfig((await fileConfig()).config, doc),
+      queue: cliQueues(octokit as unknown as GitHubClient, repo, store, "github"),
     };
   }
 
@@ -167,18 +196,21 @@ export async function resolveTarget(
     const r = await loadConfig();
     return { config: r.ok ? r.config : defaultFleetConfig(), problems: problemsOf(r) };
   };
+  const repo = { owner: "local", repo: name };
+  const octokit = createLocalGitHub({ home, repoPath, store });
   return {
     kind: "local",
     full: `local/${name}`,
-    repo: { owner: "local", repo: name },
+    repo,
     home,
     workDir,
     store,
-    octokit: createLocalGitHub({ home, repoPath, store }),
+    octokit,
     repoPath,
     fileConfig,
     loadConfig,
     config: async (doc) => effectiveConfig((await fileConfig()).config, doc),
+    queue: cliQueues(octokit, repo, store, "local"),
   };
 }
 

@@ -45,6 +45,8 @@ export interface OpenRepositoryOptions {
   clock?: () => Date;
   /** Tracking-comment edits at most this often (tests: 0). */
   trackerIntervalMs?: number;
+  /** Whether this repository's queues edit tracking comments (default true; see cli/target.ts for why not). */
+  tracking?: boolean;
   /** A cache shared between repositories (the app's, forgotten on pushes); default: this repository's own. */
   configs?: ConfigCache;
   /** How long an own cache keeps the file (default 5 minutes). */
@@ -98,7 +100,7 @@ export function openRepository(opts: OpenRepositoryOptions): Repository {
         store,
         fileConfig,
         dispatcher: dispatcherFor(fileConfig),
-        tracker,
+        ...(opts.tracking === false ? {} : { tracker }),
         clock: opts.clock,
         leaseTtlMs: opts.leaseTtlMs,
         log: extra.log ?? log,

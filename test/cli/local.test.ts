@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { localCommentsPath } from "../../src/cli/local-github.ts";
 import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { agentNotesDir } from "../../src/worker/artifacts.ts";
 import { worktreePath } from "../../src/worker/worktree.ts";
@@ -186,6 +187,11 @@ describe("fleet CLI in local mode ($FLEET_HOME, a local git repository)", () => 
       // Killing the dispatched task frees the slot: the queued one takes it at once.
       const killed = JSON.parse((await c("kill", a.id, "--json")).stdout);
       expect(killed.state).toBe("cancelled");
+      // Its tracking record (local mode's tracking comment) says so.
+      const tracking = JSON.parse(await readFile(localCommentsPath(h.dir, a.issue), "utf8")) as Array<{
+        body: string;
+      }>;
+      expect(tracking.find((x) => x.body.includes(`fleet:tracking ${a.id}`))?.body).toContain("cancelled");
       expect(states(JSON.parse((await c("tasks", "--all", "--json")).stdout))[c3.id]).toBe("dispatched");
       const retried = JSON.parse((await c("retry", "#1", "--json")).stdout);
       expect(retried.state).toBe("queued");

@@ -4,9 +4,7 @@ import type { FleetConfig } from "../../core/config.ts";
 import { parseFleetLabel } from "../../core/labels.ts";
 import type { FleetStateDoc } from "../../core/state-doc.ts";
 import type { Priority, Task } from "../../core/task.ts";
-import { localDispatcher } from "../../queue/dispatcher.ts";
 import { closeLocalIssue, createLocalIssue, editLocalIssue } from "../../queue/local-issues.ts";
-import { createRepoQueue } from "../../queue/repo-queue.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, NotFoundError, UsageError } from "../errors.ts";
 import { table } from "../format.ts";
@@ -87,12 +85,7 @@ const issueBody = (description: string, deps: number[]): string =>
 async function scheduleLocal(target: Target, doc: FleetStateDoc): Promise<void> {
   const config = await target.config(doc);
   if (target.kind !== "local" && config.dispatch !== "local") return;
-  await createRepoQueue({
-    repo: target.full,
-    store: target.store,
-    fileConfig: (await target.fileConfig()).config,
-    dispatcher: localDispatcher,
-  }).schedule();
+  await target.queue((await target.fileConfig()).config).schedule();
 }
 
 function beadOf(

@@ -7,8 +7,6 @@ import {
   resolveOverrides,
   updateOverrides,
 } from "../../core/config.ts";
-import { localDispatcher } from "../../queue/dispatcher.ts";
-import { createRepoQueue } from "../../queue/repo-queue.ts";
 import { setConfigOverrides } from "../../queue/transitions.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, UsageError } from "../errors.ts";
@@ -85,12 +83,7 @@ export async function configCommand(argv: string[]): Promise<number> {
     let result = check;
     if (schedulesLocally(target, check.config.dispatch)) {
       // The scheduler runs at once, so a raised cap starts queued tasks now.
-      const queue = createRepoQueue({
-        repo: target.full,
-        store: target.store,
-        fileConfig: file.config,
-        dispatcher: localDispatcher,
-      });
+      const queue = target.queue(file.config);
       const outcome = await queue.setConfig(assignments, by);
       if (!outcome.ok)
         throw new UsageError(outcome.problems.map((p) => `${p.path}: ${p.message}`).join("\n"));

@@ -1,7 +1,5 @@
 import { canTransition } from "../../core/lifecycle.ts";
 import type { TaskState } from "../../core/task.ts";
-import { localDispatcher } from "../../queue/dispatcher.ts";
-import { createRepoQueue } from "../../queue/repo-queue.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, UsageError } from "../errors.ts";
 import { json, out } from "../io.ts";
@@ -56,12 +54,7 @@ export async function moveCommand(verb: "kill" | "retry", argv: string[]): Promi
     else out(`asked the Fleet app to ${verb === "kill" ? "cancel" : "retry"} #${task.issue} (${task.id})`);
     return 0;
   }
-  const queue = createRepoQueue({
-    repo: target.full,
-    store: target.store,
-    fileConfig,
-    dispatcher: localDispatcher,
-  });
+  const queue = target.queue(fileConfig);
   const moved = await queue.move(task.issue, to, {
     taskId: task.id,
     reason: verb === "kill" ? reason : undefined,

@@ -4,8 +4,6 @@ import { checkCredentialName } from "../../core/credential-names.ts";
 import { isActive } from "../../core/lifecycle.ts";
 import type { Task } from "../../core/task.ts";
 import { totalTokens } from "../../core/usage.ts";
-import { localDispatcher } from "../../queue/dispatcher.ts";
-import { createRepoQueue } from "../../queue/repo-queue.ts";
 import { git } from "../../worker/git.ts";
 import { type LocalWorker, type LocalWorkerOptions, startLocalWorker } from "../../worker/local-worker.ts";
 import { assertSandboxAvailable, SandboxUnavailableError } from "../../worker/sandbox.ts";
@@ -179,12 +177,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   });
   // In local mode (or with dispatch: local) no app schedules: this worker does.
   const schedules = target.kind === "local" || config.dispatch === "local";
-  const queue = createRepoQueue({
-    repo: target.full,
-    store: target.store,
-    fileConfig: file.config,
-    dispatcher: localDispatcher,
-  });
+  const queue = target.queue(file.config);
   try {
     await watch({
       target,
