@@ -63877,7 +63877,7 @@ function openRepository(opts) {
       store,
       fileConfig,
       dispatcher: dispatcherFor(fileConfig),
-      tracker,
+      ...opts.tracking === false ? {} : { tracker },
       clock: opts.clock,
       leaseTtlMs: opts.leaseTtlMs,
       log: extra.log ?? log,
