@@ -17,6 +17,9 @@ export type DispatchMode = (typeof DISPATCH_MODES)[number];
 /** How an agent run is contained: `bubblewrap` (Linux namespaces, the default) or `none` (chosen explicitly). */
 export const SANDBOX_MODES = ["bubblewrap", "none"] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];
+/** What an agent's HOME holds: `isolated` (empty, the default) or `inherit` (the user's logins and context files, read-only). */
+export const HOME_MODES = ["isolated", "inherit"] as const;
+export type HomeMode = (typeof HOME_MODES)[number];
 
 export const CODER_NAME = /^[a-z][a-z0-9_-]*$/;
 const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$/;
@@ -137,6 +140,18 @@ const allowedModel: Within = (file, value, { coder }) => {
     : undefined;
 };
 
+/**
+ * A limit where 0 means off may be lowered with config set, never turned off or raised past the
+ * file's (when the file sets one).
+ */
+const lowerNotOff: Within = (file, value, { key }) => {
+  const limit = valueAt(file, key.split("."));
+  if (typeof limit !== "number" || limit === 0 || typeof value !== "number") return undefined;
+  if (value === 0)
+    return `${key} can only be lowered with config set: ${FILE_HOME} sets ${limit}, and 0 would turn it off. Remove it in the file.`;
+  return atMostFile(file, value, { key });
+};
+
 /** A coder may be turned off by config set, never on: turning one on hands its credentials to runs. */
 const onlyTurnOff: Within = (file, value, { coder }) =>
   value === true && coder !== undefined && file.coders[coder]?.enabled !== true
@@ -203,6 +218,13 @@ const CODER_FIELDS = {
   /** Names (never values) of the secrets or environment variables the coder may use, in order of preference. */
   credentials: fromCoder(credentialNames, fileOnly("it decides which secrets an agent receives")),
   enabled: fromCoder(bool, tighterOnly("turning a coder off; on is file-only", onlyTurnOff)),
+  /** Left out: `isolated`, an empty HOME of the task's own. */
+  home: optional(
+    oneOf(HOME_MODES),
+    fileOnly(
+      "`inherit` widens what the agent reads to the worker's user's logins and context files (~/.claude, ~/.codex, ...), and an agent may publish whatever it reads",
+    ),
+  ),
 };
 
 /**
@@ -283,6 +305,11 @@ export const CONFIG_FIELDS = {
   dashboard: withDefault(bool, false, operational("whether the dashboard issue is kept")),
   /** At most one dashboard edit per this many seconds (0: every change). */
   dashboard_interval_seconds: withDefault(int(0, 86_400), 60, operational("dashboard edit throttle")),
+  /** Stop a run whose last model turn read more than this share of the model's context window (0: off). */
+  max_context_pct: optional(
+    int(0, 100),
+    tighterOnly("a guard against runs that fill their context: lowered only", lowerNotOff),
+  ),
   /** How agent runs are contained; `none` must be chosen in the file and is shown on every tracking comment. */
   sandbox: withDefault(
     oneOf(SANDBOX_MODES),

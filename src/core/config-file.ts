@@ -130,6 +130,7 @@ function mergeCoder(name: string, given: Partial<CoderConfig>): CoderConfig | Co
   };
   if (given.models) coder.models = given.models;
   if (given.max_concurrent !== undefined) coder.max_concurrent = given.max_concurrent;
+  if (given.home !== undefined) coder.home = given.home;
   return coder;
 }
 

@@ -124,6 +124,14 @@ const TaskSchema = z.looseObject({
   runs: z.array(z.looseObject({ at: time })).optional(),
   result: z.looseObject({ attempt: count }).optional(),
   pin: PinSchema.optional(),
+  context: z
+    .looseObject({
+      tokens: count,
+      window: z.number().int().positive(),
+      at: time,
+      windowAssumed: z.boolean().optional(),
+    })
+    .optional(),
 });
 
 const LedgerEntrySchema = z.looseObject({

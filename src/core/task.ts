@@ -111,6 +111,21 @@ export interface Task {
    * someone who may drive Fleet); the text itself is the task's bead title and description. See prompt-pin.ts.
    */
   pin?: PromptPin;
+  /**
+   * How full the agent's context was at its last model turn, recorded as the run goes (with the
+   * heartbeat and the run's transitions): see core/context-windows.ts.
+   */
+  context?: TaskContext;
+}
+
+/** The last model turn's context (input + cache read + cache write tokens) against the model's window. */
+export interface TaskContext {
+  tokens: number;
+  window: number;
+  /** When the turn was seen (RFC3339). */
+  at: string;
+  /** The model is not in Fleet's table of windows: `window` is the documented fallback. */
+  windowAssumed?: boolean;
 }
 
 /** A finished run as the worker recorded it: its attempt and, from a valid RESULT.json, the verdict and tests. */

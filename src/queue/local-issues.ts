@@ -9,6 +9,14 @@ import { enqueueTask, moveTask, type TaskChange, tasksOf } from "./transitions.t
 // `local_issues`. These are the named transitions over them (create, edit, close), each with its task
 // and its bead, for the CLI to run inside one compare-and-swap update.
 
+/** The git repository a local issue's tasks run in: where it is on this machine, and its remote if it has one. */
+export interface LocalRepository {
+  /** Absolute path of the repository's top folder. */
+  path: string;
+  /** `git remote get-url origin`, when there is one (to tell apart clones of one project). */
+  remote?: string;
+}
+
 export interface LocalIssue {
   number: number;
   title: string;
@@ -16,6 +24,8 @@ export interface LocalIssue {
   labels: string[];
   state: "open" | "closed";
   createdAt: string;
+  /** Absent on issues recorded before repositories were (see localRepositoryOf). */
+  repository?: LocalRepository;
 }
 
 export const LOCAL_ISSUES_KEY = "local_issues";
@@ -38,44 +48,66 @@ export interface LocalWrite {
   message: string;
 }
 
-export interface NewLocalIssue extends Omit<TaskRequest, "issue"> {
+/** One coder and model a local issue is run with; several make an A/B run, each side its own task and branch. */
+export type LocalSide = Pick<TaskRequest, "coder" | "model">;
+
+export interface NewLocalIssue extends Omit<TaskRequest, "issue" | "coder" | "model"> {
   repo: string;
+  /** Where the tasks run. */
+  repository: LocalRepository;
+  sides: LocalSide[];
   body: string;
   labels: string[];
   requestedBy: string;
   now: string;
 }
 
-/** A new local issue and its queued task. */
+/** A new local issue in its repository and a queued task per side (the first is `task`). */
 export function createLocalIssue(
   doc: FleetStateDoc,
   beads: string,
   input: NewLocalIssue,
-): LocalWrite & { task: Task; issue: number } {
+): LocalWrite & { task: Task; tasks: Task[]; issue: number } {
+  if (input.sides.length === 0) throw new RangeError("createLocalIssue: a local issue needs a side");
   const number = nextLocalIssueNumber(doc);
-  const { repo, title, body, labels, now } = input;
-  const issue: LocalIssue = { number, title, body, labels, state: "open", createdAt: now };
-  const { coder, model, priority, dependsOn, requestedBy } = input;
-  const r = enqueueTask(doc, {
-    repo,
-    issue: number,
-    title,
-    coder,
-    model,
-    priority,
-    dependsOn,
-    requestedBy,
-    now,
-  });
-  const next = withIssue(r.doc, issue);
+  const { repo, repository, title, body, labels, now } = input;
+  const issue: LocalIssue = { number, title, body, labels, state: "open", createdAt: now, repository };
+  const { priority, dependsOn, requestedBy } = input;
+  let d = doc;
+  const changes: TaskChange[] = [];
+  const messages: string[] = [];
+  const tasks: Task[] = [];
+  for (const { coder, model } of input.sides) {
+    const r = enqueueTask(d, {
+      repo,
+      issue: number,
+      title,
+      coder,
+      model,
+      priority,
+      dependsOn,
+      requestedBy,
+      now,
+    });
+    d = r.doc;
+    changes.push(...r.changes);
+    messages.push(...r.messages);
+    tasks.push(r.task);
+  }
+  const next = withIssue(d, issue);
   return {
     doc: next,
-    beads: localBeads(beads, next, r.changes, issue, repo, now),
-    message: r.messages.join("\n") || `create local issue #${number}`,
-    task: r.task,
+    beads: localBeads(beads, next, changes, issue, repo, now),
+    message: messages.join("\n") || `create local issue #${number}`,
+    task: tasks[0]!,
+    tasks,
     issue: number,
   };
 }
+
+/** The repository a local task runs in; undefined for a task recorded before repositories were. */
+export const localRepositoryOf = (doc: FleetStateDoc, task: Task): LocalRepository | undefined =>
+  localIssuesOf(doc)[String(task.issue)]?.repository;
 
 /** A local issue's title, description or priority changed; null when its task is gone. */
 export function editLocalIssue(
@@ -123,6 +155,32 @@ export function closeLocalIssue(
     doc: nextDoc,
     beads: localBeads(beads, nextDoc, moved?.changes ?? [], issue, close.repo, close.now),
     message: `close #${t.issue} (${t.id}): ${close.reason}`,
+  };
+}
+
+/**
+ * `fleet merge` put the task's branch into its base: the task is done, and its issue closes unless
+ * another side of its A/B run is still live. null when the task is gone or has no open branch.
+ */
+export function mergeLocalTask(
+  doc: FleetStateDoc,
+  beads: string,
+  taskId: string,
+  merge: { repo: string; now: string; how: string },
+): LocalWrite | null {
+  const t = doc.tasks[taskId];
+  if (t?.state !== "pr-open") return null;
+  const moved = moveTask(doc, t.id, "done", { now: merge.now });
+  if (!moved) return null;
+  const othersLive = tasksOf(moved.doc).some(
+    (o) => o.issue === t.issue && o.id !== t.id && !isTerminal(o.state),
+  );
+  const issue: LocalIssue = { ...issueOf(moved.doc, t), ...(othersLive ? {} : { state: "closed" as const }) };
+  const nextDoc = withIssue(moved.doc, issue);
+  return {
+    doc: nextDoc,
+    beads: localBeads(beads, nextDoc, moved.changes, issue, merge.repo, merge.now),
+    message: `merge ${t.branch ?? t.id} (#${t.issue}, ${t.id}): ${merge.how}`,
   };
 }
 

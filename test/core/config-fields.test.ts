@@ -61,6 +61,7 @@ describe("the field table", () => {
       "budgets.daily_usd",
       "budgets.monthly_usd",
       "per_user_daily_tasks",
+      "max_context_pct",
       "coders.<coder>.models",
       "coders.<coder>.max_concurrent",
       "budgets.per_coder.<coder>.per_task_tokens",
@@ -110,6 +111,7 @@ describe("the field table", () => {
       "max_concurrent",
       "credentials",
       "enabled",
+      "home",
     ]);
     expect(validKeysAt(["coders"])).toEqual([]);
   });
@@ -145,6 +147,8 @@ describe("the field table", () => {
       enabled: boolean;
       models?: string[];
       max_concurrent?: number;
+      home?: "isolated" | "inherit";
     }>();
+    expectTypeOf<FleetConfig["max_context_pct"]>().toEqualTypeOf<number | undefined>();
   });
 });

@@ -6,6 +6,8 @@ import {
   createLocalIssue,
   editLocalIssue,
   localIssuesOf,
+  localRepositoryOf,
+  mergeLocalTask,
 } from "../../src/queue/local-issues.ts";
 
 const NEW = {
@@ -13,8 +15,8 @@ const NEW = {
   title: "Add a greeting",
   body: "Print hello.",
   labels: ["fleet:claude"],
-  coder: "claude",
-  model: "sonnet",
+  repository: { path: "/src/app", remote: "git@example.com:me/app.git" },
+  sides: [{ coder: "claude", model: "sonnet" }],
   priority: 2 as const,
   dependsOn: [],
   requestedBy: "mona",
@@ -71,5 +73,50 @@ describe("local issues: the named transitions local mode's fleet bd runs", () =>
       reason: "merged",
     });
     expect(done?.doc.tasks[made.task.id]?.state).toBe("done");
+  });
+
+  it("records the repository the issue's tasks run in", () => {
+    const made = createLocalIssue(emptyStateDoc(), "", NEW);
+    expect(localRepositoryOf(made.doc, made.task)).toEqual(NEW.repository);
+    expect(localIssuesOf(made.doc)["1"]?.repository).toEqual(NEW.repository);
+  });
+
+  it("create with several sides queues one task per side of the A/B run, one issue", () => {
+    const sides = [
+      { coder: "claude", model: "opus" },
+      { coder: "codex", model: "o4-mini" },
+    ];
+    const made = createLocalIssue(emptyStateDoc(), "", { ...NEW, sides });
+    expect(made.tasks.map((t) => `${t.coder}:${t.model}`)).toEqual(["claude:opus", "codex:o4-mini"]);
+    expect(new Set(made.tasks.map((t) => t.issue))).toEqual(new Set([1]));
+    expect(Object.keys(localIssuesOf(made.doc))).toEqual(["1"]);
+    const beads = parseJsonl(made.beads).records.map((r) => r.issue.id);
+    for (const t of made.tasks) expect(beads).toContain(t.id);
+  });
+
+  it("merge finishes a task with an open branch and closes its issue unless another side is live", () => {
+    const made = createLocalIssue(emptyStateDoc(), "", {
+      ...NEW,
+      sides: [
+        { coder: "claude", model: "opus" },
+        { coder: "codex", model: "o4-mini" },
+      ],
+    });
+    const [a, b] = made.tasks as [typeof made.task, typeof made.task];
+    const open = {
+      ...made.doc,
+      tasks: {
+        [a.id]: { ...a, state: "pr-open" as const, branch: "fleet/1-x-claude-opus" },
+        [b.id]: { ...b, state: "pr-open" as const, branch: "fleet/1-x-codex-o4-mini" },
+      },
+    };
+    const merge = { repo: NEW.repo, now: "2026-12-01T12:00:00.000Z", how: "fast-forward" };
+    expect(mergeLocalTask(made.doc, made.beads, a.id, merge)).toBeNull();
+    const first = mergeLocalTask(open, made.beads, a.id, merge)!;
+    expect(first.doc.tasks[a.id]?.state).toBe("done");
+    expect(localIssuesOf(first.doc)["1"]?.state).toBe("open");
+    expect(first.message).toContain("merge fleet/1-x-claude-opus");
+    const second = mergeLocalTask(first.doc, first.beads, b.id, merge)!;
+    expect(localIssuesOf(second.doc)["1"]?.state).toBe("closed");
   });
 });
