@@ -1,24 +1,57 @@
 import { coderCommand, defineAdapter } from "./adapter.ts";
 import { type Json, looksRateLimited, num, obj, str, totals } from "./json-line.ts";
-import type { AgentAdapter, AgentEvent, AgentInvocation } from "./types.ts";
+import type { AgentAdapter, AgentCommand, AgentEvent, AgentInvocation } from "./types.ts";
+
+/** The Gemini CLI's user settings, relative to the agent's HOME. */
+const SETTINGS_FILE = ".gemini/settings.json";
 
 /**
- * Gemini CLI (`@google/gemini-cli`), headless: `gemini -p <prompt> --output-format stream-json -m <model>`.
+ * Gemini CLI (`@google/gemini-cli`, run here as 0.61.0), headless:
+ * `gemini -p <prompt> --output-format stream-json -m <model> --approval-mode yolo|plan`.
  *
- * Not installed here; parsing follows the event types the CLI itself declares
- * (packages/core/src/output/types.ts, JsonStreamEventType: init, message, tool_use, tool_result,
- * error, result with `stats`) and its docs (docs/cli/headless.md). Tests use recorded lines in
- * that format. `stats.input_tokens` includes `stats.cached`; `stats.input` is the uncached part.
+ * Its output (packages/cli/src/nonInteractiveCli.ts, StreamJsonFormatter): `init` (session_id, model),
+ * `message` (role user|assistant, `delta`), `tool_use` (tool_name, tool_id, parameters), `tool_result`
+ * (tool_id, status, output), `error`, and a final `result` (status success|error, `error.message`,
+ * `stats`). The CLI exits 1 after a failed result.
+ *
+ * Settings: the CLI reads no variable for usage statistics or its auth type, so Fleet writes its user
+ * settings (~/.gemini/settings.json in the private HOME): usage statistics and telemetry off, no update
+ * check, the API key auth type. (A system settings file, GEMINI_CLI_SYSTEM_SETTINGS_PATH, is skipped
+ * when a folder above it is writable by others, as /tmp is.)
+ * GEMINI_CLI_TRUST_WORKSPACE=true, or a headless run in an untrusted folder falls back to approving
+ * nothing. The base URL is GOOGLE_GEMINI_BASE_URL and the key GEMINI_API_KEY (sent as x-goog-api-key).
  */
 export const geminiAdapter: AgentAdapter = defineAdapter("gemini", {
   command(inv: AgentInvocation) {
     const args = ["-p", inv.prompt, "--output-format", "stream-json", "-m", inv.model];
     args.push("--approval-mode", inv.phase === "plan" ? "plan" : "yolo");
     if (inv.resumeSessionId) args.push("--resume", inv.resumeSessionId);
-    return coderCommand("gemini", inv, args, { GEMINI_CLI_NO_RELAUNCH: "true" });
+    const own: Record<string, string> = {
+      GEMINI_CLI_NO_RELAUNCH: "true",
+      GEMINI_CLI_TRUST_WORKSPACE: "true",
+      GEMINI_TELEMETRY_ENABLED: "false",
+    };
+    const files: AgentCommand["files"] = [
+      { path: SETTINGS_FILE, content: JSON.stringify(geminiSettings(inv)) },
+    ];
+    return { ...coderCommand("gemini", inv, args, own), files };
   },
   parse: parseGemini,
 });
+
+/** Fleet's settings: nothing reported home, no update check; an API key when the run has one. */
+function geminiSettings(inv: AgentInvocation) {
+  return {
+    privacy: { usageStatisticsEnabled: false },
+    telemetry: { enabled: false },
+    general: { disableAutoUpdate: true, disableUpdateNag: true, enableAutoUpdate: false },
+    ...(inv.credential || inv.modelBaseUrl ? { security: { auth: { selectedType: "gemini-api-key" } } } : {}),
+  };
+}
+
+function failure(message: string): AgentEvent {
+  return looksRateLimited(message) ? { type: "rate_limit", message } : { type: "error", message };
+}
 
 function parseGemini(o: Json): AgentEvent[] | null {
   switch (o.type) {
@@ -38,33 +71,42 @@ function parseGemini(o: Json): AgentEvent[] | null {
           output: str(o.output) ?? str(obj(o.error).message) ?? "",
         },
       ];
-    case "error": {
-      const message = str(o.message) ?? "gemini: error";
-      return [looksRateLimited(message) ? { type: "rate_limit", message } : { type: "error", message }];
-    }
-    case "result": {
-      const s = obj(o.stats);
-      const cached = num(s.cached);
-      const usage = {
-        input: s.input !== undefined ? num(s.input) : Math.max(0, num(s.input_tokens) - cached),
-        output: num(s.output_tokens),
-        cacheRead: cached,
-      };
-      const ok = o.status !== "error";
-      const events: AgentEvent[] = [];
-      if (!ok) {
-        const message = str(obj(o.error).message) ?? "gemini: run failed";
-        events.push(looksRateLimited(message) ? { type: "rate_limit", message } : { type: "error", message });
-      }
-      events.push({
-        type: "result",
-        ok,
-        totals: totals(usage, { durationMs: num(s.duration_ms) }),
-        sessionId: str(o.session_id),
-      });
-      return events;
-    }
+    case "error":
+      // Also warnings (severity "warning", e.g. a loop detected): a report; the result is the verdict.
+      return [failure(str(o.message) ?? "gemini: error")];
+    case "result":
+      return parseResult(o);
     default:
       return null;
   }
+}
+
+/**
+ * `stats`: input_tokens is the prompt including its cached part (`cached`), output_tokens the
+ * candidates only. Thoughts are not listed but are in total_tokens (with tool-use prompt tokens, which
+ * Gemini counts alike): Fleet counts them as reasoning, inside output, as for Codex.
+ */
+function parseResult(o: Json): AgentEvent[] {
+  const s = obj(o.stats);
+  const cached = num(s.cached);
+  const reasoning = Math.max(0, num(s.total_tokens) - num(s.input_tokens) - num(s.output_tokens));
+  const usage = {
+    input: s.input !== undefined ? num(s.input) : Math.max(0, num(s.input_tokens) - cached),
+    output: num(s.output_tokens) + reasoning,
+    cacheRead: cached,
+    reasoning,
+  };
+  const ok = o.status !== "error";
+  const events: AgentEvent[] = [];
+  const message = ok ? undefined : (str(obj(o.error).message) ?? "gemini: run failed");
+  if (message) events.push(failure(message));
+  const models = Object.keys(obj(s.models));
+  events.push({
+    type: "result",
+    ok,
+    totals: totals(usage, { durationMs: num(s.duration_ms), model: models.length === 1 ? models[0] : "" }),
+    sessionId: str(o.session_id),
+    ...(message ? { summary: message } : {}),
+  });
+  return events;
 }

@@ -3,6 +3,7 @@ import { agyAdapter } from "./agy.ts";
 import { claudeAdapter } from "./claude.ts";
 import { codexAdapter } from "./codex.ts";
 import { geminiAdapter } from "./gemini.ts";
+import { opencodeAdapter } from "./opencode.ts";
 import type { AgentAdapter } from "./types.ts";
 
 export type * from "./types.ts";
@@ -16,6 +17,7 @@ export const adapters: Record<string, AgentAdapter> = {
   codex: codexAdapter,
   agy: agyAdapter,
   gemini: geminiAdapter,
+  opencode: opencodeAdapter,
 } satisfies Record<CoderName, AgentAdapter>;
 
 /** The coders' names, in registry order (a copy: callers may sort it). */

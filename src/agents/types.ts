@@ -29,6 +29,11 @@ export interface AgentCommand {
   /** Only what this coder needs; the runner adds a minimal base (PATH, HOME, LANG, TMPDIR) and nothing else. */
   env: Record<string, string>;
   stdin: "ignore" | { text: string };
+  /**
+   * Settings files the CLI reads at start (telemetry off, how it authenticates), for CLIs that take
+   * such settings from no variable: written before it starts, `path` relative to its private HOME.
+   */
+  files?: Array<{ path: string; content: string }>;
 }
 
 /**

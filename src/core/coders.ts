@@ -119,11 +119,28 @@ const gemini: CoderFacts = {
     ],
     variable: "GOOGLE_GEMINI_BASE_URL",
   },
-  verified: false,
+  verified: true,
+};
+
+const opencode: CoderFacts = {
+  name: "opencode",
+  displayName: "opencode",
+  binary: "opencode",
+  npmPackage: "opencode-ai",
+  // An Anthropic model id: Fleet's runs name the Anthropic Messages API as opencode's provider.
+  defaultModel: "claude-sonnet-4-5",
+  promptOn: "stdin",
+  credential: { env: "ANTHROPIC_API_KEY", aliases: [], defaults: ["ANTHROPIC_API_KEY"] },
+  // opencode takes its base URL from its config file (a provider's `baseURL`), not a variable.
+  gateway: {
+    upstream: "https://api.anthropic.com",
+    routes: [{ method: "POST", path: /^\/v1\/messages(\/count_tokens)?$/ }],
+  },
+  verified: true,
 };
 
 /** Every coder, by name, in the order labels and messages list them. */
-export const CODERS = Object.freeze({ claude, codex, agy, gemini });
+export const CODERS = Object.freeze({ claude, codex, agy, gemini, opencode });
 
 export type CoderName = keyof typeof CODERS;
 

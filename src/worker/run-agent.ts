@@ -1,9 +1,9 @@
 import { createWriteStream } from "node:fs";
-import { mkdtemp, realpath, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, isAbsolute, join, relative } from "node:path";
 import type { AgentAdapter, AgentCommand, AgentEvent, AgentInvocation } from "../agents/types.ts";
-import type { RunTotals } from "../core/usage.ts";
+import { addUsage, emptyUsage, type RunTotals, type TokenUsage } from "../core/usage.ts";
 import { type RunAgentReason, superviseProcess } from "./agent-process.ts";
 import { bubblewrapArgs, executableMounts, resolveExecutable, type SandboxMounts } from "./sandbox.ts";
 
@@ -116,6 +116,7 @@ export async function runAgent(
     return result;
   };
 
+  await writeHomeFiles(home, command.files ?? []);
   const launch = await launchCommand(command, inv.cwd, home, env, opts);
   if ("spawnError" in launch) return finish("spawn-error", launch.spawnError);
   const ended = await superviseProcess({
@@ -136,6 +137,17 @@ export async function runAgent(
   result.exitCode = ended.code;
   result.signal = ended.signal;
   return finish(ended.reason !== "exited" ? ended.reason : output.exitReason(ended.code));
+}
+
+/** The adapter's settings files, inside HOME only (a path that climbs out of it is refused). */
+async function writeHomeFiles(home: string, files: NonNullable<AgentCommand["files"]>) {
+  for (const file of files) {
+    const path = join(home, file.path);
+    if (relative(home, path).startsWith("..") || isAbsolute(relative(home, path)))
+      throw new Error(`agent settings file ${file.path} is outside the agent's HOME`);
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, file.content, { mode: 0o600 });
+  }
 }
 
 /** The file and arguments to start: the agent's executable, or bwrap around it with the run's mounts. */
@@ -171,9 +183,12 @@ function readAgentOutput(
   const result: RunAgentResult = { exitCode: null, signal: null, reason: "failed", errors: [], events: 0 };
   let finalResult: Extract<AgentEvent, { type: "result" }> | undefined;
   let lastRateLimit: RunAgentResult["rateLimit"];
+  // For a CLI that reports no final figures (opencode): its usage reports, one per model message.
+  const usages = new Map<string, Partial<TokenUsage>>();
   const handleEvent = (e: AgentEvent) => {
     result.events++;
     if (e.type === "init" && e.sessionId) result.sessionId = e.sessionId;
+    else if (e.type === "usage") usages.set(e.id ?? `#${usages.size}`, e.usage);
     else if (e.type === "result") {
       finalResult = e;
       if (e.sessionId) result.sessionId = e.sessionId;
@@ -209,6 +224,11 @@ function readAgentOutput(
     ) {
       result.reason = reason;
       if (spawnError) result.spawnError = spawnError;
+      if (!finalResult && usages.size > 0) {
+        const usage = [...usages.values()].reduce<TokenUsage>(addUsage, emptyUsage());
+        const totals = { usage, costUsd: null, turns: usages.size, durationMs: 0, model: "" };
+        finalResult = { type: "result", ok: reason === "completed", totals };
+      }
       if (finalResult) {
         const t = finalResult.totals;
         result.totals = {

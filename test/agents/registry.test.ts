@@ -6,8 +6,8 @@ import type { AgentEvent } from "../../src/agents/types.ts";
 import { CODER_NAMES, CODERS } from "../../src/core/coders.ts";
 
 describe("registry", () => {
-  it("knows claude, codex, agy and gemini, keyed by coder", () => {
-    expect(knownCoders.sort()).toEqual(["agy", "claude", "codex", "gemini"]);
+  it("knows claude, codex, agy, gemini and opencode, keyed by coder", () => {
+    expect(knownCoders.sort()).toEqual(["agy", "claude", "codex", "gemini", "opencode"]);
     for (const c of knownCoders) expect(adapters[c]?.coder).toBe(c);
     expect(getAdapter("codex")?.binary).toBe("codex");
     expect(getAdapter("nope")).toBeUndefined();

@@ -19,7 +19,7 @@ import { newTask } from "../../src/core/task.ts";
 
 describe("the coder registry", () => {
   it("names every coder once, in label order", () => {
-    expect(CODER_NAMES).toEqual(["claude", "codex", "agy", "gemini"]);
+    expect(CODER_NAMES).toEqual(["claude", "codex", "agy", "gemini", "opencode"]);
     for (const name of CODER_NAMES) expect(CODERS[name].name).toBe(name);
     expect(isKnownCoder("gemini")).toBe(true);
     expect(isKnownCoder("toString")).toBe(false);

@@ -40,6 +40,7 @@ describe("parseFleetConfig defaults", () => {
         codex: { model: "gpt-5-codex", credentials: ["OPENAI_API_KEY"], enabled: true },
         agy: { model: "gemini-2.5-pro", credentials: ["GEMINI_API_KEY"], enabled: true },
         gemini: { model: "gemini-2.5-pro", credentials: ["GEMINI_API_KEY"], enabled: true },
+        opencode: { model: "claude-sonnet-4-5", credentials: ["ANTHROPIC_API_KEY"], enabled: true },
       },
       default_coder: "claude",
       max_concurrent: 3,
@@ -153,10 +154,10 @@ workflow: fleet.sh
   it("checks cross-field rules", () => {
     expect(problems({ default_coder: "gpt" })[0]).toEqual({
       path: "default_coder",
-      message: '"gpt" is not a configured coder; use one of: claude, codex, agy, gemini.',
+      message: '"gpt" is not a configured coder; use one of: claude, codex, agy, gemini, opencode.',
     });
     expect(problems({ coders: { claude: { enabled: false } } })[0]?.message).toBe(
-      '"claude" is not enabled; use one of: codex, agy, gemini.',
+      '"claude" is not enabled; use one of: codex, agy, gemini, opencode.',
     );
     expect(problems({ budgets: { per_coder: { nobody: { daily_usd: 1 } } } })[0]?.path).toBe(
       "budgets.per_coder.nobody",

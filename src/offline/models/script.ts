@@ -75,8 +75,9 @@ export function sendJson(
   res.end(text);
 }
 
+/** One server-sent event; an empty `event` writes a `data:` line only (Gemini's streams name no events). */
 export function sse(res: ServerResponse, event: string, data: unknown) {
-  res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  res.write(`${event ? `event: ${event}\n` : ""}data: ${JSON.stringify(data)}\n\n`);
 }
 
 /** Waits ms, or until the client goes away / the server stops; resolves false if the wait was cut short. */

@@ -1,0 +1,93 @@
+// Runs the real Gemini CLI (devDependency @google/gemini-cli) against the scripted Gemini API server
+// on loopback. Nothing leaves the machine.
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { geminiAdapter } from "../../src/agents/gemini.ts";
+import type { AgentEvent, AgentInvocation } from "../../src/agents/types.ts";
+import {
+  type ScriptServer,
+  type ScriptTurn,
+  startGeminiScriptServer,
+} from "../../src/offline/models/gemini-server.ts";
+import { runAgent } from "../../src/worker/run-agent.ts";
+
+const GEMINI = new URL("../../node_modules/.bin/gemini", import.meta.url).pathname;
+
+let server: ScriptServer | undefined;
+afterEach(async () => {
+  await server?.stop();
+  server = undefined;
+});
+
+async function setup(turns: ScriptTurn[]) {
+  server = await startGeminiScriptServer({ turns });
+  const cwd = mkdtempSync(join(tmpdir(), "fleet-gemini-cwd-"));
+  const home = mkdtempSync(join(tmpdir(), "fleet-gemini-home-"));
+  const inv: AgentInvocation = {
+    prompt: "Create HELLO.md",
+    model: "gemini-2.5-pro",
+    phase: "work",
+    cwd,
+    home,
+    modelBaseUrl: server.url,
+    credential: { name: "GEMINI_API_KEY", value: "gemini-dummy-key" },
+  };
+  return { cwd, home, inv };
+}
+
+const opts = { timeoutMs: 60_000, stallMs: 30_000, binaryPath: GEMINI };
+
+describe("real gemini CLI against the scripted Gemini API server", () => {
+  it("a scripted write_file really writes; totals equal the script's figures", async () => {
+    const { cwd, home, inv } = await setup([
+      {
+        text: "Writing the file.",
+        toolUses: [{ name: "write_file", input: { file_path: "HELLO.md", content: "hello from gemini\n" } }],
+        usage: { input_tokens: 1000, cache_read_input_tokens: 400, output_tokens: 50, reasoning_tokens: 20 },
+      },
+      { text: "Done.", usage: { input_tokens: 1200, cache_read_input_tokens: 900, output_tokens: 30 } },
+    ]);
+    const events: AgentEvent[] = [];
+    const r = await runAgent(geminiAdapter, inv, { ...opts, onEvent: (e) => events.push(e) });
+    expect(r.reason, r.error).toBe("completed");
+    expect(readFileSync(join(cwd, "HELLO.md"), "utf8")).toBe("hello from gemini\n");
+    // promptTokenCount 2200 (1300 cached), candidates 60, thoughts 20.
+    expect(r.totals?.usage).toEqual({
+      input: 900,
+      cacheRead: 1300,
+      cacheWrite: 0,
+      output: 80,
+      reasoning: 20,
+    });
+    expect(r.totals?.model).toBe("gemini-2.5-pro");
+    expect(r.sessionId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(events.filter((e) => e.type === "tool_result")).toEqual([
+      expect.objectContaining({ isError: false }),
+    ]);
+    expect(events.filter((e) => e.type === "text").map((e) => (e as { text: string }).text)).toEqual([
+      "Writing the file.",
+      "Done.",
+    ]);
+    // Through the base URL with the key in Google's header; the function response went back.
+    const main = server?.requests.filter((q) => q.kind === "main") ?? [];
+    expect(main).toHaveLength(2);
+    expect(main[0]?.path).toBe("/v1beta/models/gemini-2.5-pro:streamGenerateContent");
+    expect(main[0]?.headers["x-goog-api-key"]).toBe("gemini-dummy-key");
+    expect(JSON.stringify(main[0]?.body.contents)).toContain("Create HELLO.md");
+    expect(JSON.stringify(main[1]?.body.contents)).toContain("functionResponse");
+    // Fleet's settings turned usage statistics off.
+    const settings = JSON.parse(readFileSync(join(home, ".gemini/settings.json"), "utf8"));
+    expect(settings.privacy.usageStatisticsEnabled).toBe(false);
+  });
+
+  it("an API error ends the run failed, with the API's message", async () => {
+    const { inv } = await setup([]);
+    // A base URL whose path the API does not serve: a 404, which the CLI does not retry.
+    const r = await runAgent(geminiAdapter, { ...inv, modelBaseUrl: `${server!.url}/nowhere` }, opts);
+    expect(r.reason).toBe("failed");
+    expect(r.exitCode).toBe(1);
+    expect(r.error).toMatch(/no route POST \/nowhere\/v1beta/);
+  });
+});
