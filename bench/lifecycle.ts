@@ -15,6 +15,7 @@ import { startLocalWorker } from "../src/worker/local-worker.ts";
 import { waitFor } from "../test/support/bot-client.ts";
 import { startHarness } from "../test/support/harness.ts";
 import { countingBotClient } from "./lib/bot.ts";
+import { type GitOperation, partOf, traceGit } from "./lib/git-trace.ts";
 
 const git = promisify(execFile);
 const USAGE = {
@@ -43,19 +44,29 @@ export interface LifecycleResult {
   labelToPrMs: number;
   labelToDoneMs: number;
   byRoute: Record<string, number>;
+  /**
+   * Every git operation of the state stores in order, with its git requests: which part of Fleet ran
+   * it (app, worker), fetch or push, and why (a push names its transition; a fetch its cause).
+   */
+  gitOperations: GitOperation[];
+  /** Git requests of no state-store operation (none when the worker clones over file://, as here). */
+  gitOtherRequests: number;
   agent: string;
 }
 
 export async function runLifecycle(): Promise<LifecycleResult> {
   process.env.PATH = `${resolve("node_modules/.bin")}:${process.env.PATH}`;
-  const h = await startHarness({
-    name: "lifecycle",
-    files: {
-      ".github/fleet.yml":
-        // The plan phase is on, as by default: its plan is posted before the work starts.
-        "dispatch: local\nmax_concurrent: 1\ntimeouts: { run_minutes: 2, stall_minutes: 1 }\n",
-    },
-  });
+  // The app's and the worker's git operations are told apart by the part they run under.
+  const h = await partOf.run("app", () =>
+    startHarness({
+      name: "lifecycle",
+      files: {
+        ".github/fleet.yml":
+          // The plan phase is on, as by default: its plan is posted before the work starts.
+          "dispatch: local\nmax_concurrent: 1\ntimeouts: { run_minutes: 2, stall_minutes: 1 }\n",
+      },
+    }),
+  );
   const model = await startAnthropicScriptServer({
     turns: [
       { text: "Plan: 1. Write DONE.md with one line.", usage: USAGE },
@@ -77,25 +88,28 @@ export async function runLifecycle(): Promise<LifecycleResult> {
       ).stdout.trim(),
     );
   const octokit = await countingBotClient(h.gh, h.full);
-  const worker = startLocalWorker({
-    repo: { owner: h.owner, repo: h.name },
-    octokit,
-    store: createRepoStateStore({ octokit, owner: h.owner, repo: h.name }),
-    cloneUrl: h.cloneUrl,
-    workDir,
-    adapterFor: getAdapter,
-    credentialFor: () => ({ name: "anthropic-demo", value: "sk-ant-demo-credential-000000" }),
-    modelBaseUrl: model.url,
-    agentEnv: { CLAUDE_CODE_MAX_RETRIES: "0" },
-    pollMs: 1_000,
-    heartbeatMs: 5_000,
-    trackerIntervalMs: 0,
-  });
+  const worker = partOf.run("worker", () =>
+    startLocalWorker({
+      repo: { owner: h.owner, repo: h.name },
+      octokit,
+      store: createRepoStateStore({ octokit, owner: h.owner, repo: h.name }),
+      cloneUrl: h.cloneUrl,
+      workDir,
+      adapterFor: getAdapter,
+      credentialFor: () => ({ name: "anthropic-demo", value: "sk-ant-demo-credential-000000" }),
+      modelBaseUrl: model.url,
+      agentEnv: { CLAUDE_CODE_MAX_RETRIES: "0" },
+      pollMs: 1_000,
+      heartbeatMs: 5_000,
+      trackerIntervalMs: 0,
+    }),
+  );
   try {
     const issue = await h.newIssue("Add DONE.md", "Create DONE.md.");
     const statesBefore = await commitsOnState();
     const mark = h.gh.requests.mark();
     const gitMark = h.gh.gitRequests.mark();
+    const gitTrace = traceGit(h.gh);
     const t0 = performance.now();
     await h.label(issue, "fleet:claude");
     const taskOf = async (): Promise<Task | undefined> => (await h.tasks()).find((t) => t.issue === issue);
@@ -112,14 +126,25 @@ export async function runLifecycle(): Promise<LifecycleResult> {
     const labelToDoneMs = performance.now() - t0;
     await worker.stop();
     await new Promise((r) => setTimeout(r, 500));
+    const git = gitTrace.stop();
     const all = h.gh.requests.entries.filter(
       (e) => e.seq > mark && (e.actor === h.gh.botLogin || e.actor === "app"),
     );
     const isMint = (e: { route: string }) =>
       e.route === "POST /app/installations/{installation_id}/access_tokens";
     const fleet = all.filter((e) => !isMint(e));
-    if (process.env.BENCH_TRACE)
-      for (const e of fleet) console.error(`${e.actor} ${e.method} ${e.path} ${e.status}`);
+    if (process.env.BENCH_TRACE) {
+      const rows = [
+        ...fleet.map((e) => ({
+          at: (e as { at?: number }).at ?? 0,
+          s: `REST ${e.actor} ${e.method} ${e.path} ${e.status}`,
+        })),
+        ...h.gh.gitRequests.entries
+          .filter((e) => e.seq > gitMark)
+          .map((e) => ({ at: e.at, s: `GIT ${e.actor} ${e.method} ${e.path} ${e.service} ${e.status}` })),
+      ].sort((a, b) => a.at - b.at);
+      for (const r of rows) console.error(r.at, r.s);
+    }
     const byRoute: Record<string, number> = {};
     for (const e of fleet) byRoute[e.route] = (byRoute[e.route] ?? 0) + 1;
     return {
@@ -134,6 +159,8 @@ export async function runLifecycle(): Promise<LifecycleResult> {
       labelToPrMs: Math.round(labelToPrMs),
       labelToDoneMs: Math.round(labelToDoneMs),
       byRoute,
+      gitOperations: git.operations,
+      gitOtherRequests: git.other,
       agent: "real Claude CLI (@anthropic-ai/claude-code) against src/offline/models/anthropic-server.ts",
     };
   } finally {
@@ -144,5 +171,22 @@ export async function runLifecycle(): Promise<LifecycleResult> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`)
-  console.log(JSON.stringify(await runLifecycle(), null, 2));
+/** The per-task counts as a reader wants them: REST by route, git by operation and cause. */
+export function printLifecycle(r: LifecycleResult, write: (line: string) => void = console.log): void {
+  write(`REST requests per task: ${r.restCalls} (${r.contentCreating} content-creating), by route:`);
+  for (const [route, n] of Object.entries(r.byRoute)) write(`  ${String(n).padStart(3)}  ${route}`);
+  write(
+    `git requests per task: ${r.gitRequests.total} (${r.gitRequests.fetches} fetch, ${r.gitRequests.pushes} push), ${r.stateWrites} state commits, by operation:`,
+  );
+  for (const o of r.gitOperations)
+    write(
+      `  ${String(o.requests).padStart(3)}  ${o.part} ${o.operation}${o.rejected ? " (rejected)" : ""}: ${o.cause}`,
+    );
+  if (r.gitOtherRequests) write(`  ${String(r.gitOtherRequests).padStart(3)}  not the state branch`);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const r = await runLifecycle();
+  console.log(JSON.stringify(r, null, 2));
+  printLifecycle(r);
+}

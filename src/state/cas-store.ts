@@ -54,6 +54,13 @@ export type WriteOutcome<H extends Head> =
 
 export type StoreOperation = "read" | "update" | "history";
 
+/**
+ * Why the engine reads: a caller asked (`read`), an update found no state in memory (`no cache`), a
+ * push lost the race (`lost race`), a mutation that did not apply on cached state is checked on fresh
+ * state (`confirm`), a transport asked for a full read (`stale`), a write's answer was lost (`lost answer`).
+ */
+export type ReadCause = "read" | "no cache" | "lost race" | "confirm" | "stale" | "lost answer";
+
 /** Where a state lives, as its errors name it. */
 export interface StatePlace {
   /** `owner/repo@branch` or a directory. */
@@ -102,8 +109,9 @@ export interface CasTransport<H extends Head = Head> {
   /**
    * The state now. `prev` is the last head the engine holds (for conditional reads); with `only`, a
    * transport may re-read just that file after losing a per-file CAS on it (the version may then lag).
+   * `cause` says why the engine reads (see ReadCause), for the transport's diagnostics.
    */
-  read(prev: H | undefined, only?: keyof StateFiles): Promise<H>;
+  read(prev: H | undefined, only?: keyof StateFiles, cause?: ReadCause): Promise<H>;
   /**
    * Writes `files` (only those that change; both on the first write) on top of `base`, and only if
    * `base` is still the current version.
@@ -210,14 +218,15 @@ class CasEngine<H extends Head> {
     this.cache = undefined;
   }
 
-  async read(): Promise<StateSnapshot> {
-    return snapshotOf(await this.refresh());
+  /** The state now, as the engine caches it (not to be changed: copy it, see snapshotOf). */
+  readCached(): Promise<Cached<H>> {
+    return this.refresh("read");
   }
 
   /** Reads through the transport; the document is parsed again only when its text changed. */
-  private async refresh(only?: keyof StateFiles): Promise<Cached<H>> {
+  private async refresh(cause: ReadCause, only?: keyof StateFiles): Promise<Cached<H>> {
     const prev = this.cache;
-    const head = await this.t.read(prev?.head, only);
+    const head = await this.t.read(prev?.head, only, cause);
     // Parse before caching: a corrupt document must fail every read, not just the first.
     const doc =
       prev && prev.head.state === head.state
@@ -230,14 +239,14 @@ class CasEngine<H extends Head> {
   async update(mutation: Mutation, options: UpdateOptions = {}): Promise<UpdateResult> {
     const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
     let fresh = this.t.readsFirst === true || this.cache === undefined;
-    let c = fresh ? await this.refresh() : this.cache!;
+    let c = fresh ? await this.refresh("no cache") : this.cache!;
     let retries = 0;
     for (;;) {
       const out = mutation({ doc: cloneStateDoc(c.doc), beads: c.head.beads });
       if (out === null) {
         if (fresh) return { applied: false, snapshot: snapshotOf(c), retries };
         // Decided on cached state: make sure it still does not apply before dropping it.
-        c = await this.refresh();
+        c = await this.refresh("confirm");
         fresh = true;
         continue;
       }
@@ -247,7 +256,7 @@ class CasEngine<H extends Head> {
       const started = performance.now();
       const outcome = await this.t.write(c.head, change.files, commitMessage(out.message));
       if (outcome.kind === "stale") {
-        c = await this.refresh();
+        c = await this.refresh("stale");
         fresh = true;
         continue;
       }
@@ -263,7 +272,7 @@ class CasEngine<H extends Head> {
       await this.sleep(casBackoffDelay(retries, this.random, this.lastWrite.tookMs));
       retries++;
       const only = outcome.kind === "conflict" ? outcome.file : undefined;
-      c = await this.refresh(only);
+      c = await this.refresh("lost race", only);
       fresh = only === undefined;
     }
   }
@@ -284,7 +293,7 @@ class CasEngine<H extends Head> {
 
   /** After a lost answer: the fresh state if it holds exactly what we wrote (the write landed). */
   private async landed(change: Change): Promise<Cached<H> | undefined> {
-    const after = await this.refresh();
+    const after = await this.refresh("lost answer");
     const state = !change.stateChanged || after.head.state === change.state;
     const beads = !change.beadsChanged || after.head.beads === change.beads;
     return state && beads ? after : undefined;
@@ -296,8 +305,29 @@ export function createCasStore<H extends Head>(transport: CasTransport<H>, opts:
   const engine = new CasEngine(transport, opts);
   const around = <T>(op: StoreOperation, fn: () => Promise<T>): Promise<T> =>
     transport.around ? transport.around(op, fn) : fn();
+  // Reads asked for while an earlier one waits its turn share it: it starts after all of them were
+  // asked, so it sees every write that happened before any of them (a burst of webhooks costs one fetch).
+  // The shared read hands out the engine's cached state, which is never changed in place; each caller
+  // gets its own copy.
+  let queued: { started: boolean; state: Promise<Cached<Head>> } | undefined;
+  const read = async (): Promise<StateSnapshot> => {
+    let mine = queued;
+    if (!mine || mine.started) {
+      const entry: { started: boolean; state: Promise<Cached<Head>> } = {
+        started: false,
+        state: Promise.resolve() as never,
+      };
+      entry.state = around("read", () => {
+        entry.started = true;
+        return engine.readCached();
+      });
+      queued = entry;
+      mine = entry;
+    }
+    return snapshotOf(await mine.state);
+  };
   return {
-    read: () => around("read", () => engine.read()),
+    read,
     update: (mutation, options) => around("update", () => engine.update(mutation, options)),
     history: (limit) =>
       around("history", async () =>

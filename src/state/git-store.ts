@@ -1,3 +1,4 @@
+import { channel } from "node:diagnostics_channel";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { BEADS_PATH, STATE_PATH } from "../core/state-doc.ts";
@@ -34,6 +35,26 @@ export interface GitStateStore extends StateStore {
   /** Forget the cached snapshot (the next update fetches first). */
   dropCache(): void;
 }
+
+/**
+ * Every fetch and push of a git state store is published here (a diagnostics channel costs nothing
+ * without subscribers): `start` and `end` of each, with why it ran. Benchmarks and operators subscribe
+ * to see which transition each git request belongs to.
+ */
+export const STATE_GIT_CHANNEL = "fleet:state:git";
+
+export interface StateGitEvent {
+  phase: "start" | "end";
+  /** `owner/repo@branch`. */
+  where: string;
+  operation: "fetch" | "push";
+  /** A fetch: why it ran (a ReadCause, `history`, `push answer lost`); a push: the transition's subject. */
+  cause: string;
+  /** On `end`: the push was refused because the branch moved (a lost race). */
+  rejected?: boolean;
+}
+
+const gitChannel = channel(STATE_GIT_CHANNEL);
 
 const REMOTE_REF = "refs/fleet/remote-state";
 // Losing reasons a push reports when another writer moved (or created) the branch first.
@@ -88,9 +109,28 @@ class GitTransport implements cas.CasTransport {
     return run;
   }
 
-  async read(prev: cas.Head | undefined): Promise<cas.Head> {
+  /** Publishes a network operation's start and end on STATE_GIT_CHANNEL. */
+  private async traced<T>(
+    operation: StateGitEvent["operation"],
+    cause: string,
+    fn: () => Promise<T>,
+  ): Promise<T> {
+    if (!gitChannel.hasSubscribers) return fn();
+    const event = { where: this.place.where, operation, cause };
+    gitChannel.publish({ ...event, phase: "start" } satisfies StateGitEvent);
+    let rejected = false;
+    try {
+      const out = await fn();
+      rejected = out === "conflict";
+      return out;
+    } finally {
+      gitChannel.publish({ ...event, phase: "end", rejected } satisfies StateGitEvent);
+    }
+  }
+
+  async read(prev: cas.Head | undefined, _only?: keyof cas.StateFiles, cause = "read"): Promise<cas.Head> {
     await this.git.init();
-    const head = await this.fetchHead(1);
+    const head = await this.fetchHead(1, cause);
     if (head === "") return { version: "", state: "", beads: "" };
     // The head did not move: nothing to re-read.
     if (prev && prev.version === head) return prev;
@@ -98,17 +138,24 @@ class GitTransport implements cas.CasTransport {
   }
 
   /** The branch head, fetched with retries on transient failures. */
-  private fetchHead(depth: number): Promise<string> {
-    return this.git.retrying(() => this.fetchHeadOnce(depth));
+  private fetchHead(depth: number, cause: string): Promise<string> {
+    return this.git.retrying(() => this.traced("fetch", cause, () => this.fetchHeadOnce(depth)));
   }
 
   /** Moves the local copy of the branch to what the server has; "" when the branch does not exist. */
   private async fetchHeadOnce(depth: number): Promise<string> {
     this.fetches++;
+    // With a copy of the branch here, only the commits since are asked for: a shallow fetch (`--depth`)
+    // costs a second round of negotiation in the stateless protocol.
+    const shallow = depth > 1 || !(await this.hasLocalCopy()) ? [`--depth=${depth}`] : [];
     const r = await this.git.remote("fetch", [
+      // Protocol v0: the ref advertisement is the first answer, so a fetch that finds the branch
+      // unmoved costs one request and one that finds it moved two (v2 adds an ls-refs round trip).
+      "-c",
+      "protocol.version=0",
       "fetch",
       "--quiet",
-      `--depth=${depth}`,
+      ...shallow,
       "--no-tags",
       "--no-write-fetch-head",
       "--no-auto-gc",
@@ -123,6 +170,13 @@ class GitTransport implements cas.CasTransport {
       throw r.fail(r.stderr);
     }
     return this.git.must(["rev-parse", "--verify", `${REMOTE_REF}^{commit}`]);
+  }
+
+  /** Whether the cache holds a commit of the branch (from a fetch or a push). */
+  private async hasLocalCopy(): Promise<boolean> {
+    return (
+      (await this.git.run(["rev-parse", "--verify", "--quiet", `${REMOTE_REF}^{commit}`])).exitCode === 0
+    );
   }
 
   /** The two files of a commit in one `cat-file --batch` call; a missing file reads as "". */
@@ -157,7 +211,8 @@ class GitTransport implements cas.CasTransport {
   ): Promise<cas.WriteOutcome<cas.Head>> {
     await this.git.init();
     const made = await this.makeCommit(base.version, files, message.unique);
-    if ((await this.push(made, base.version)) === "conflict") return { kind: "conflict" };
+    const subject = message.text.split("\n")[0]!;
+    if ((await this.push(made, base.version, subject)) === "conflict") return { kind: "conflict" };
     return {
       kind: "written",
       head: { version: made, state: files.state ?? base.state, beads: files.beads ?? base.beads },
@@ -208,11 +263,11 @@ class GitTransport implements cas.CasTransport {
    * `expected`, or not on it with the branch moved. Fetches the branch.
    */
   private async whereIs(sha: string, expected: string): Promise<"landed" | "unchanged" | "moved"> {
-    const head = await this.fetchHead(1);
+    const head = await this.fetchHead(1, "push answer lost");
     if (head === sha) return "landed";
     if (head === expected) return "unchanged";
     if (head === "") return "moved";
-    const deep = await this.fetchHead(LANDED_DEPTH);
+    const deep = await this.fetchHead(LANDED_DEPTH, "push answer lost");
     const r = await this.git.run(["rev-list", `--max-count=${LANDED_DEPTH}`, deep]);
     return r.exitCode === 0 && String(r.stdout).split("\n").includes(sha) ? "landed" : "moved";
   }
@@ -222,11 +277,11 @@ class GitTransport implements cas.CasTransport {
    * change is never applied twice: after each failure, and before calling a retried push's rejection a
    * conflict, the branch is read, and our commit on it counts as written.
    */
-  private async push(sha: string, expected: string): Promise<"ok" | "conflict"> {
+  private async push(sha: string, expected: string, subject: string): Promise<"ok" | "conflict"> {
     for (let attempt = 1; ; attempt++) {
       let failure: StateGitError;
       try {
-        const outcome = await this.pushOnce(sha, expected);
+        const outcome = await this.traced("push", subject, () => this.pushOnce(sha, expected));
         // An earlier try may have landed after all and been built on since: then the lease fails.
         if (outcome === "conflict" && attempt > 1 && (await this.whereIs(sha, expected)) === "landed")
           return "ok";
@@ -268,7 +323,7 @@ class GitTransport implements cas.CasTransport {
 
   async history(limit: number): Promise<HistoryEntry[]> {
     await this.git.init();
-    const head = await this.fetchHead(Math.max(1, limit));
+    const head = await this.fetchHead(Math.max(1, limit), "history");
     if (head === "") return [];
     const log = await this.git.must(["log", `--max-count=${limit}`, "--format=%H%x1f%cI%x1f%B%x1e", head]);
     return log

@@ -1,3 +1,4 @@
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,7 +13,12 @@ import {
   StateCorruptError,
 } from "../../src/core/state-doc.ts";
 import type { GitHubEmulator } from "../../src/offline/github/index.ts";
-import { createGitStateStore, StateGitError } from "../../src/state/git-store.ts";
+import {
+  createGitStateStore,
+  STATE_GIT_CHANNEL,
+  StateGitError,
+  type StateGitEvent,
+} from "../../src/state/git-store.ts";
 import { gitBlobSha } from "../../src/state/github-store.ts";
 import type { Mutation } from "../../src/state/store.ts";
 import { type Backend, OWNER, REPO, startEmulatorBackend } from "./backends.ts";
@@ -81,6 +87,55 @@ describe("git state store (emulator over git smart HTTP)", () => {
     await store.update(increment);
     expect(gh.emulator.gitRequests.counts({ since: mark })).toEqual({ total: 2, fetches: 0, pushes: 2 });
     expect(runsOf((await makeStore().read()).doc)).toBe(2);
+  });
+
+  it("a read costs one git request when the branch has not moved and two when it has; reads asked together share one", async () => {
+    const writer = makeStore();
+    const reader = makeStore();
+    await writer.update(increment);
+    await reader.read();
+    let mark = gh.emulator.gitRequests.mark();
+    await reader.read();
+    expect(gh.emulator.gitRequests.counts({ since: mark })).toEqual({ total: 1, fetches: 1, pushes: 0 });
+    await writer.update(increment);
+    mark = gh.emulator.gitRequests.mark();
+    expect(runsOf((await reader.read()).doc)).toBe(2);
+    expect(gh.emulator.gitRequests.counts({ since: mark })).toEqual({ total: 2, fetches: 2, pushes: 0 });
+    // Five reads asked before the first one started: one fetch. A read asked while one runs gets the next.
+    await writer.update(increment);
+    const fetches = reader.stats().fetches;
+    const reads = await Promise.all([1, 2, 3, 4, 5].map(() => reader.read()));
+    expect(reader.stats().fetches - fetches).toBe(1);
+    expect(reads.map((r) => runsOf(r.doc))).toEqual([3, 3, 3, 3, 3]);
+    // Each caller has its own copy.
+    reads[1]!.doc.tasks.x = {} as never;
+    expect(reads[2]!.doc.tasks.x).toBeUndefined();
+  });
+
+  it("publishes each fetch and push with its cause on the diagnostics channel", async () => {
+    const events: StateGitEvent[] = [];
+    const onEvent = (m: unknown) => events.push(m as StateGitEvent);
+    subscribe(STATE_GIT_CHANNEL, onEvent);
+    try {
+      const store = makeStore();
+      await store.update(increment);
+      await makeStore().update(increment);
+      await store.update(increment);
+    } finally {
+      unsubscribe(STATE_GIT_CHANNEL, onEvent);
+    }
+    const ends = events
+      .filter((e) => e.phase === "end")
+      .map((e) => `${e.operation} ${e.cause}${e.rejected ? " rejected" : ""}`);
+    expect(ends).toEqual([
+      "fetch no cache",
+      "push count a run",
+      "fetch no cache",
+      "push count a run",
+      "push count a run rejected",
+      "fetch lost race",
+      "push count a run",
+    ]);
   });
 
   it("the push is a real push: it emits the push webhook with the token's actor as pusher", async () => {
