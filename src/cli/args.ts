@@ -47,13 +47,28 @@ export interface Parsed<T extends OptionSpec> {
  * text; `--help` (anywhere) is HelpRequested, which prints the usage.
  */
 export function parse<T extends OptionSpec>(argv: string[], options: T, usage: string): Parsed<T> {
-  let r: Parsed<T>;
+  let r: Parsed<T> & { tokens?: Array<{ kind: string; name?: string }> };
   try {
-    r = parseArgs({ args: argv, options, allowPositionals: true, strict: true }) as unknown as Parsed<T>;
+    r = parseArgs({
+      args: argv,
+      options,
+      allowPositionals: true,
+      strict: true,
+      tokens: true,
+    }) as unknown as typeof r;
   } catch (error) {
     const message = (error as Error).message.replace(/^TypeError \[[A-Z_]+\]: /, "");
     throw new UsageError(message.replace(/\. To specify a positional argument.*$/s, "."), usage);
   }
   if ((r.values as { help?: boolean }).help) throw new HelpRequested(usage);
-  return r;
+  // parseArgs keeps the last of a repeated single-value option: say so instead of dropping the others.
+  const seen = new Set<string>();
+  for (const t of r.tokens ?? []) {
+    if (t.kind !== "option" || !t.name) continue;
+    const spec = options[t.name] as { type: string; multiple?: boolean } | undefined;
+    if (spec?.type !== "string" || spec.multiple) continue;
+    if (seen.has(t.name)) throw new UsageError(`--${t.name} was given more than once; give it once.`, usage);
+    seen.add(t.name);
+  }
+  return { values: r.values, positionals: r.positionals };
 }

@@ -66,6 +66,10 @@ export async function liveUsage(workDir: string, task: Task): Promise<TokenUsage
 export interface TaskRow {
   id: string;
   issue: number;
+  /** "owner/name" on GitHub, `local/<folder name>` in local mode. */
+  repo: string;
+  /** Local mode: the git repository the task runs in (absent for a task queued before it was recorded). */
+  repository?: { path: string; remote?: string };
   title: string;
   coder: string;
   model: string;
@@ -81,7 +85,12 @@ export interface TaskRow {
 }
 
 /** What `fleet tasks` shows for one task at `now`. */
-export async function taskRow(task: Task, now: number, workDir: string): Promise<TaskRow> {
+export async function taskRow(
+  task: Task,
+  now: number,
+  workDir: string,
+  repository?: { path: string; remote?: string },
+): Promise<TaskRow> {
   let elapsedMs: number | undefined;
   if (isActive(task.state)) elapsedMs = now - Date.parse(task.lease?.acquiredAt ?? task.updatedAt);
   else if (task.state === "queued" || task.state === "blocked" || task.state === "rate-limited")
@@ -99,6 +108,8 @@ export async function taskRow(task: Task, now: number, workDir: string): Promise
   const row: TaskRow = {
     id: task.id,
     issue: task.issue,
+    repo: task.repo,
+    ...(repository ? { repository } : {}),
     title: task.title,
     coder: task.coder,
     model: task.model,
@@ -114,13 +125,34 @@ export async function taskRow(task: Task, now: number, workDir: string): Promise
   return row;
 }
 
-export function renderTaskTable(rows: TaskRow[]): string {
+/** A path for a table: the home folder as `~`. */
+export function shortPath(path: string, home = process.env.HOME): string {
+  return home && (path === home || path.startsWith(`${home}/`)) ? `~${path.slice(home.length)}` : path;
+}
+
+/** The tasks as a table; `withRepository` adds the REPOSITORY column (local mode: one queue, many repositories). */
+export function renderTaskTable(rows: TaskRow[], withRepository = false): string {
   if (rows.length === 0) return "No tasks.";
+  const repoCell = (r: TaskRow) => (r.repository ? shortPath(r.repository.path) : `${r.repo} (not recorded)`);
+  const headers = [
+    "ID",
+    "ISSUE",
+    "CODER",
+    "MODEL",
+    "STATE",
+    "P",
+    "ELAPSED",
+    "IN",
+    "OUT",
+    "CACHE R/W",
+    "COST",
+  ];
   return table(
-    ["ID", "ISSUE", "CODER", "MODEL", "STATE", "P", "ELAPSED", "IN", "OUT", "CACHE R/W", "COST", "TITLE"],
+    [...headers.slice(0, 2), ...(withRepository ? ["REPOSITORY"] : []), ...headers.slice(2), "TITLE"],
     rows.map((r) => [
       r.id,
       `#${r.issue}`,
+      ...(withRepository ? [repoCell(r)] : []),
       r.coder,
       r.model,
       r.pr !== undefined ? `${r.state} (PR #${r.pr})` : r.state,

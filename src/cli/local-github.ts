@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { execa } from "execa";
 import type { GitHubClient } from "../github/client.ts";
 import { localIssuesOf } from "../queue/local-issues.ts";
 import type { StateStore } from "../state/store.ts";
@@ -27,6 +28,8 @@ export interface LocalPull {
   title: string;
   body: string;
   state: "open" | "closed";
+  /** Set by `fleet merge`. */
+  merged?: boolean;
   url: string;
 }
 
@@ -67,16 +70,59 @@ export function readLocalPulls(home: string): Promise<LocalPull[]> {
   return readJson<LocalPull[]>(localPullsPath(home), []);
 }
 
+// Writes to one $FLEET_HOME from this process are serialized, across the clients of every repository
+// `fleet run` serves; comments and pulls are written by `fleet run` (and pulls by `fleet merge`).
+const chains = new Map<string, Promise<unknown>>();
+function serialFor(home: string): Serial {
+  return <T>(fn: () => Promise<T>): Promise<T> => {
+    const run = (chains.get(home) ?? Promise.resolve()).then(fn, fn);
+    chains.set(
+      home,
+      run.catch(() => undefined),
+    );
+    return run;
+  };
+}
+
+/** Marks the local pull request of `branch` merged (and closed); false when there is none open. */
+export function markLocalPullMerged(home: string, branch: string): Promise<boolean> {
+  return serialFor(home)(async () => {
+    const pulls = await readLocalPulls(home);
+    const pull = pulls.find((x) => x.head === branch && x.state === "open");
+    if (!pull) return false;
+    pull.state = "closed";
+    pull.merged = true;
+    await writeJson(localPullsPath(home), pulls);
+    return true;
+  });
+}
+
+/** What a branch changes against its base in a local repository, as GitHub counts a pull request's diff. */
+export async function localDiffStat(
+  repoPath: string,
+  base: string,
+  head: string,
+): Promise<{ files: number; additions: number; deletions: number } | undefined> {
+  const r = await execa("git", ["diff", "--numstat", `${base}...${head}`, "--"], {
+    cwd: repoPath,
+    reject: false,
+  });
+  if (r.exitCode !== 0) return undefined;
+  const lines = String(r.stdout).split("\n").filter(Boolean);
+  let additions = 0;
+  let deletions = 0;
+  for (const line of lines) {
+    const [a, d] = line.split("\t");
+    additions += Number(a) || 0;
+    deletions += Number(d) || 0;
+  }
+  return { files: lines.length, additions, deletions };
+}
+
 /** A GitHubClient over the local records (see the file comment); unknown calls fail loudly. */
 export function createLocalGitHub(opts: LocalGitHubOptions): GitHubClient {
   const clock = opts.clock ?? (() => new Date());
-  // Writes from one process are serialized; comments and pulls are written only by `fleet run`.
-  let chain: Promise<unknown> = Promise.resolve();
-  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
-    const run = chain.then(fn, fn);
-    chain = run.catch(() => undefined);
-    return run;
-  };
+  const serial = serialFor(opts.home);
   const rest = {
     issues: localIssues(opts, clock, serial),
     repos: localRepos(opts),
@@ -177,6 +223,27 @@ function localRepos(opts: LocalGitHubOptions) {
 /** A local "pull request" is a record of the pushed `fleet/*` branch, in `$FLEET_HOME/local/pulls.json`. */
 function localPulls(opts: LocalGitHubOptions, serial: Serial) {
   return {
+    /** As GitHub answers it: open or closed, merged, and the diff against the base (from git). */
+    async get(p: { pull_number: number }) {
+      const pull = (await readLocalPulls(opts.home)).find((x) => x.number === p.pull_number);
+      if (!pull) throw notFound(`local pull ${p.pull_number}`);
+      const diff = await localDiffStat(opts.repoPath, pull.base, pull.head);
+      return {
+        data: {
+          number: pull.number,
+          state: pull.state,
+          merged: pull.merged === true,
+          title: pull.title,
+          body: pull.body,
+          html_url: pull.url,
+          head: { ref: pull.head },
+          base: { ref: pull.base },
+          changed_files: diff?.files ?? 0,
+          additions: diff?.additions ?? 0,
+          deletions: diff?.deletions ?? 0,
+        },
+      };
+    },
     async list(p: { head?: string; state?: string }) {
       const branch = p.head?.split(":").pop();
       const pulls = await readLocalPulls(opts.home);

@@ -6,12 +6,16 @@ const USAGE = `Usage: fleet <command> [options]
 
 Commands:
   tasks                     running and queued tasks (--all, --watch, --json)
-  task <id> log|plan|knowledge|result
-                            what a task's agent left: its log (-f follows), plan, context, verdict
+  task <id> log|plan|knowledge|result|compare
+                            what a task's agent left: its log (-f follows), plan, context, verdict;
+                            compare: the sides of its A/B run side by side
   config show|set k=v ...   the effective config; validated overrides
   bd create|list|ready|show|update|close
-                            the task list (beads): create a task, see what is ready
-  run                       a worker in the foreground: runs dispatched tasks' agents
+                            the task list (beads): create a task (or an A/B run), see what is ready
+  run                       a worker in the foreground: runs dispatched tasks' agents (local mode:
+                            in every repository in the queue, each task in its own)
+  merge <id>                local mode: merge a task's branch into its base; the task is done
+  approve <id>              approve a task's plan (plan_approval: true); its work phase runs next
   kill <id>                 cancel a task and stop its agent
   retry <id>                queue a failed or cancelled task again
   serve                     run the Fleet GitHub App (Probot): reads .env, forwards webhooks via smee
@@ -40,6 +44,9 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   config: () => import("./commands/config.ts").then((m) => ({ run: m.configCommand, usage: m.CONFIG_USAGE })),
   bd: () => import("./commands/bd.ts").then((m) => ({ run: m.bdCommand, usage: m.BD_USAGE })),
   run: () => import("./commands/run.ts").then((m) => ({ run: m.runCommand, usage: m.RUN_USAGE })),
+  merge: () => import("./commands/merge.ts").then((m) => ({ run: m.mergeCommand, usage: m.MERGE_USAGE })),
+  approve: () =>
+    import("./commands/approve.ts").then((m) => ({ run: m.approveCommand, usage: m.APPROVE_USAGE })),
   kill: () =>
     import("./commands/kill-retry.ts").then((m) => ({
       run: (argv) => m.moveCommand("kill", argv),

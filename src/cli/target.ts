@@ -186,7 +186,7 @@ export async function resolveTarget(
     () => false,
   );
   if (!isDir) throw new UsageError(`--repo-path ${repoPath} is not a directory.`);
-  const name = basename(repoPath).replace(/[^A-Za-z0-9-_.]/g, "-") || "repo";
+  const name = localRepoName(repoPath);
   const store = createLocalStateStore({ home });
   const loadConfig = async (): Promise<ConfigLoad> => {
     const text = await readFile(join(repoPath, FLEET_CONFIG_PATH), "utf8").catch(() => "");
@@ -213,6 +213,10 @@ export async function resolveTarget(
     queue: cliQueues(octokit, repo, store, "local"),
   };
 }
+
+/** The name local mode gives the repository at `path`: `local/<name>` is its `full` name. */
+export const localRepoName = (path: string): string =>
+  basename(path).replace(/[^A-Za-z0-9-_.]/g, "-") || "repo";
 
 /** Where a target is, in words, for messages. */
 export const describeTarget = (t: Target): string =>

@@ -2,6 +2,8 @@ import { hostname } from "node:os";
 import type { FleetConfig } from "../core/config.ts";
 import { dispatchHolder } from "../core/leases.ts";
 import { wakeDue } from "../core/scheduler.ts";
+import type { FleetStateDoc } from "../core/state-doc.ts";
+import type { Task } from "../core/task.ts";
 import type { ConfigLoad } from "../github/read-config.ts";
 import { localDispatcher } from "../queue/dispatcher.ts";
 import { openRepository, type Repository } from "../queue/open-repository.ts";
@@ -36,6 +38,11 @@ export interface LocalWorkerOptions
   sandbox?: SandboxMode;
   /** Reads `.github/fleet.yml` some other way than from GitHub (local mode: the repository on disk). */
   loadConfig?: () => Promise<ConfigLoad>;
+  /**
+   * Which dispatched tasks are this worker's (default: all). Local mode runs one worker per
+   * repository over one shared queue: each takes only the tasks recorded for its repository.
+   */
+  accepts?: (task: Task, doc: FleetStateDoc) => boolean;
   /** Tasks this worker runs at once (its share of the repository's slots). */
   concurrency?: number;
   /** How often the state is read for dispatched tasks; a read that finds nothing new costs a 304. */
@@ -120,7 +127,11 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
     }
     const config = queue.config(snapshot.doc);
     const waiting = Object.values(snapshot.doc.tasks).filter(
-      (t) => t.state === "dispatched" && t.lease?.holder === dispatchHolder("local") && !running.has(t.id),
+      (t) =>
+        t.state === "dispatched" &&
+        t.lease?.holder === dispatchHolder("local") &&
+        !running.has(t.id) &&
+        (opts.accepts?.(t, snapshot.doc) ?? true),
     );
     for (const task of waiting) {
       if (running.size >= concurrency) break;

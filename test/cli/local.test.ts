@@ -101,7 +101,13 @@ describe("fleet CLI in local mode ($FLEET_HOME, a local git repository)", () => 
     expect(rows[0].tokens).toMatchObject({ input: 2400, output: 160, cacheRead: 600, cacheWrite: 80 });
     expect(rows[0].costUsd).toBeGreaterThan(0);
     const table = await cli("tasks", "--all");
-    expect(table.stdout).toMatch(new RegExp(`${id}\\s+#1\\s+claude\\s+sonnet\\s+pr-open`));
+    // The repository column names where the task ran.
+    expect(table.stdout).toMatch(
+      new RegExp(
+        `${id}\\s+#1\\s+${repo.dir.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\s+claude\\s+sonnet\\s+pr-open`,
+      ),
+    );
+    expect(rows[0].repository).toEqual({ path: repo.dir });
     expect(table.stdout).toContain("2400");
 
     // The "pull request" of local mode: the task's branch, pushed to the local repository.
@@ -223,7 +229,7 @@ describe("fleet CLI in local mode ($FLEET_HOME, a local git repository)", () => 
       [["tasks", "--bogus"], 2, /Unknown option '--bogus'/],
       [["tasks", "--watch", "--interval", "5"], 2, /--interval must be/],
       [["task", "fl-nope", "log"], 3, /No task "fl-nope".*No artifacts at .*fl-nope/],
-      [["task", "fl-nope", "diary"], 2, /use log, plan, knowledge or result/],
+      [["task", "fl-nope", "diary"], 2, /use log, plan, knowledge, result or compare/],
       [["task"], 2, /needs a task/],
       [["task", "fl-nope", "plan", "-f"], 2, /applies to log only/],
       [

@@ -9,11 +9,12 @@ import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, NotFoundError, UsageError } from "../errors.ts";
 import { table } from "../format.ts";
 import { json, out } from "../io.ts";
-import { describeTarget, resolveTarget, type Target } from "../target.ts";
+import { localRepositoryAt } from "../local-repository.ts";
+import { describeTarget, localRepoName, resolveTarget, type Target } from "../target.ts";
 import { findTaskRef } from "../task-ref.ts";
 
 export const BD_USAGE = `Usage: fleet bd create --title T --description D [--coder C] [--model M] [--priority 0-4]
-                       [--deps 12,fl-a3f] [--labels a,b]
+                       [--deps 12,fl-a3f] [--labels a,b] [--ab coder[:model],coder[:model]]
        fleet bd list [--all]      beads of Fleet's tasks (open ones unless --all)
        fleet bd ready             open beads nothing blocks (as \`bd ready\`)
        fleet bd show <id>         one bead and its task
@@ -22,7 +23,13 @@ export const BD_USAGE = `Usage: fleet bd create --title T --description D [--cod
 
 Against GitHub, create opens an issue labeled fleet:<coder>[:<model>] (and fleet:p<n>), with a
 "Depends on #N" line per dependency; the Fleet app queues it. In local mode the task and its bead
-are written to $FLEET_HOME directly and \`fleet run\` picks it up.
+are written to $FLEET_HOME directly, with the repository it is for (the git repository of
+--repo-path, default cwd: its path and origin remote); \`fleet run\` runs it there.
+
+A/B run: several coders or models on one issue, each side its own task and branch, compared by
+\`fleet task <id> compare\` once all have finished. --coder and --model repeat and pair by position
+(--coder claude --model opus --coder codex); one --coder with several --model compares models;
+or --ab claude:opus,codex.
 <id> is a bead/task id (fl-a3f) or an issue (#12).
 
 ${TARGET_HELP}`;
@@ -31,8 +38,9 @@ const OPTIONS = {
   ...TARGET_OPTIONS,
   title: { type: "string" },
   description: { type: "string" },
-  coder: { type: "string" },
-  model: { type: "string" },
+  coder: { type: "string", multiple: true },
+  model: { type: "string", multiple: true },
+  ab: { type: "string" },
   priority: { type: "string" },
   deps: { type: "string" },
   labels: { type: "string" },
@@ -77,6 +85,61 @@ function checkCoder(config: FleetConfig, coder: string, model: string | undefine
   if (model !== undefined && c.models && !c.models.includes(model))
     throw new UsageError(`Model "${model}" is not allowed for ${coder}; use one of: ${c.models.join(", ")}.`);
   return model ?? c.model;
+}
+
+/**
+ * The coders and models asked for, paired by position (`--coder a --model x --coder b`), or from
+ * `--ab a:x,b`; one coder with several models compares the models. Each side is checked; a side
+ * asked for twice is an error, not a silent merge.
+ */
+function requestedSides(
+  values: Values,
+  config: FleetConfig,
+): Array<{ coder: string; model: string; label: string }> {
+  const coders = values.coder ?? [];
+  const models = values.model ?? [];
+  let asked: Array<{ coder: string; model?: string }>;
+  if (values.ab !== undefined) {
+    if (coders.length || models.length)
+      throw new UsageError(
+        "--ab names the coders and models itself: leave out --coder and --model.",
+        BD_USAGE,
+      );
+    asked = list(values.ab).map((side) => {
+      const [coder, ...rest] = side.split(":");
+      return rest.length ? { coder: coder!, model: rest.join(":") } : { coder: coder! };
+    });
+    if (asked.length < 2)
+      throw new UsageError(
+        `--ab needs at least two sides, e.g. --ab claude:opus,codex; got "${values.ab}".`,
+        BD_USAGE,
+      );
+  } else if (coders.length <= 1 && models.length > 1) {
+    const coder = coders[0] ?? config.default_coder;
+    asked = models.map((model) => ({ coder, model }));
+  } else {
+    if (models.length > coders.length)
+      throw new UsageError(
+        `${models.length} --model for ${coders.length} --coder: each --model pairs with the --coder at its position.`,
+        BD_USAGE,
+      );
+    asked = (coders.length ? coders : [config.default_coder]).map((coder, i) =>
+      models[i] === undefined ? { coder } : { coder, model: models[i] },
+    );
+  }
+  const sides = asked.map(({ coder, model }) => ({
+    coder,
+    model: checkCoder(config, coder, model),
+    label: model === undefined ? `fleet:${coder}` : `fleet:${coder}:${model}`,
+  }));
+  const seen = new Set<string>();
+  for (const s of sides) {
+    const key = `${s.coder}:${s.model}`;
+    if (seen.has(key))
+      throw new UsageError(`${key} is asked for twice; each side of an A/B run must differ.`, BD_USAGE);
+    seen.add(key);
+  }
+  return sides;
 }
 
 const issueBody = (description: string, deps: number[]): string =>
@@ -191,15 +254,14 @@ async function create(values: Values): Promise<number> {
   const target = await resolveTarget(values);
   const { doc } = await target.store.read();
   const config = await target.config(doc);
-  const coder = values.coder ?? config.default_coder;
-  const model = checkCoder(config, coder, values.model);
+  const sides = requestedSides(values, config);
   const where = describeTarget(target);
   const deps = resolveDeps(doc, values.deps, where);
   const extraLabels = list(values.labels);
   const title = values.title.trim();
   const body = issueBody(values.description, deps);
   const labels = [
-    values.model === undefined ? `fleet:${coder}` : `fleet:${coder}:${values.model}`,
+    ...sides.map((side) => side.label),
     ...(priority !== undefined ? [`fleet:p${priority}`] : []),
     ...extraLabels,
   ];
@@ -212,32 +274,48 @@ async function create(values: Values): Promise<number> {
     return 0;
   }
 
+  const repository = await localRepositoryAt(target.repoPath);
   const now = new Date().toISOString();
-  let created: Task | undefined;
+  let created: Task[] = [];
   let number = 0;
   await target.store.update(({ doc: d, beads }) => {
     const write = createLocalIssue(d, beads, {
-      repo: target.full,
+      repo: `local/${localRepoName(repository.path)}`,
       title,
       body,
       labels,
-      repository: { path: target.repoPath },
-      sides: [{ coder, model }],
+      repository,
+      sides: sides.map(({ coder, model }) => ({ coder, model })),
       priority: priority ?? 2,
       dependsOn: deps,
       requestedBy: process.env.USER ?? "cli",
       now,
     });
-    created = write.task;
+    created = write.tasks;
     number = write.issue;
     return write;
   });
-  if (!created) throw new CliError(`Could not write the task to ${where}; try again.`);
+  if (created.length === 0) throw new CliError(`Could not write the task to ${where}; try again.`);
   await scheduleLocal(target, (await target.store.read()).doc);
-  const task = (await target.store.read()).doc.tasks[created.id] ?? created;
+  const after = (await target.store.read()).doc;
+  const tasks = created.map((t) => after.tasks[t.id] ?? t);
+  const view = (t: Task) => ({
+    id: t.id,
+    issue: number,
+    state: t.state,
+    coder: t.coder,
+    model: t.model,
+    priority: t.priority,
+    repository,
+  });
+  // One side: the task itself, as before; an A/B run: the issue and every side.
   if (values.json)
-    json({ id: task.id, issue: number, state: task.state, coder, model, priority: task.priority });
-  else out(`created ${task.id} (#${number}) for ${coder}:${model}, ${task.state}`);
+    json(tasks.length === 1 ? view(tasks[0]!) : { issue: number, repository, tasks: tasks.map(view) });
+  else
+    for (const t of tasks)
+      out(`created ${t.id} (#${number}) for ${t.coder}:${t.model} in ${repository.path}, ${t.state}`);
+  if (!values.json && tasks.length > 1)
+    out(`A/B run of #${number}: \`fleet task ${tasks[0]!.id} compare\` once every side has finished.`);
   return 0;
 }
 
@@ -245,7 +323,7 @@ async function update(ref: string, values: Values): Promise<number> {
   const priority = parsePriority(values.priority);
   if (values.title === undefined && values.description === undefined && priority === undefined)
     throw new UsageError("fleet bd update needs --title, --description or --priority.", BD_USAGE);
-  if (values.coder || values.model || values.deps)
+  if (values.coder || values.model || values.ab || values.deps)
     throw new UsageError(
       "fleet bd update changes --title, --description and --priority only; to switch coder, close and create again.",
     );

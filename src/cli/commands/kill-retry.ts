@@ -1,4 +1,4 @@
-import { canTransition } from "../../core/lifecycle.ts";
+import { canTransition, RETRYABLE_STATES } from "../../core/lifecycle.ts";
 import type { TaskState } from "../../core/task.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, UsageError } from "../errors.ts";
@@ -19,7 +19,13 @@ export const KILL_USAGE = usage(
   "kill",
   "Cancels the task: a running agent is stopped (its process tree) and its slot freed.",
 );
-export const RETRY_USAGE = usage("retry", "Queues a failed or cancelled task again.");
+export const RETRY_USAGE = usage(
+  "retry",
+  "Queues a failed, cancelled or rate-limited task again. A task whose plan was approved keeps it: the\nretry runs the work phase with that plan (no new plan phase).",
+);
+
+/** States `fleet retry` queues again: as `/fleet retry`, plus a rate-limited task that should not wait for its reset. */
+const RETRY_FROM = [...RETRYABLE_STATES, "rate-limited"] as TaskState[];
 
 const OPTIONS = { ...TARGET_OPTIONS, reason: { type: "string" } } as const;
 
@@ -35,7 +41,11 @@ export async function moveCommand(verb: "kill" | "retry", argv: string[]): Promi
   const { doc } = await target.store.read();
   const task = findTaskRef(doc, ref, where);
   const to: TaskState = verb === "kill" ? "cancelled" : "queued";
-  if (!canTransition(task.state, to)) {
+  if (verb === "retry" && task.state === "awaiting-approval")
+    throw new CliError(
+      `Task ${task.id} (#${task.issue}) waits for its plan to be approved: \`fleet approve ${task.id}\` runs it with this plan (\`fleet task ${task.id} plan\` shows it). To plan again, \`fleet kill ${task.id}\` then \`fleet retry ${task.id}\`.`,
+    );
+  if (verb === "kill" ? !canTransition(task.state, to) : !RETRY_FROM.includes(task.state)) {
     throw new CliError(
       verb === "kill"
         ? `Task ${task.id} (#${task.issue}) is ${task.state}; there is nothing to kill.`
@@ -58,6 +68,7 @@ export async function moveCommand(verb: "kill" | "retry", argv: string[]): Promi
   const moved = await queue.move(task.issue, to, {
     taskId: task.id,
     reason: verb === "kill" ? reason : undefined,
+    ...(verb === "retry" ? { from: RETRY_FROM } : {}),
   });
   if (moved.length === 0)
     throw new CliError(`Task ${task.id} changed state meanwhile; see \`fleet tasks --all\` and try again.`);

@@ -5,23 +5,28 @@ import { isActive } from "../../core/lifecycle.ts";
 import type { Task } from "../../core/task.ts";
 import { totalTokens } from "../../core/usage.ts";
 import { git } from "../../worker/git.ts";
-import { type LocalWorker, type LocalWorkerOptions, startLocalWorker } from "../../worker/local-worker.ts";
+import { type LocalWorkerOptions, startLocalWorker } from "../../worker/local-worker.ts";
 import { assertSandboxAvailable, SandboxUnavailableError } from "../../worker/sandbox.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, UsageError } from "../errors.ts";
 import { formatTokens, liveUsage } from "../format.ts";
 import { err, sleep, untilSignal } from "../io.ts";
+import { singleWorkerPool, startLocalPool, type WorkerPool } from "../local-pool.ts";
 import { describeTarget, resolveTarget, type Target } from "../target.ts";
 
 export const RUN_USAGE = `Usage: fleet run [--concurrency N] [--until-idle] [--poll MS]
                  [--model-base-url URL] [--agent-env KEY=VALUE ...] [--credential-env NAME ...]
 
 A worker in the foreground: claims dispatched tasks and runs their agents in git worktrees under
---work-dir, up to --concurrency at once. Against GitHub it opens the pull requests; in local mode it
-runs against the git repository at --repo-path (default: cwd) and pushes each task's fleet/* branch
-there. Ctrl-C or SIGTERM stops it cleanly: agents are stopped and their tasks go back to the queue.
+--work-dir, up to --concurrency at once. Against GitHub it opens the pull requests. In local mode it
+serves every repository in the queue ($FLEET_HOME): each task runs in the git repository it was
+created in (\`fleet bd create\` records it), from a clone of it, and its fleet/* branch is pushed
+there. With --repo-path it serves that repository only. Tasks queued before Fleet recorded
+repositories run in the repository whose name they carry (local/<folder name>).
+Ctrl-C or SIGTERM stops it cleanly: agents are stopped and their tasks go back to the queue.
 
-  --concurrency N        tasks this worker runs at once (default: the repository's max_concurrent)
+  --concurrency N        tasks a worker runs at once, per repository in local mode (default: the
+                         repository's max_concurrent, which also caps all repositories together)
   --until-idle           exit once no task is queued or running (scripts, CI)
   --poll MS              how often the state is read (default 1000 local, 5000 GitHub)
   --model-base-url URL   model API base URL for the agents (or FLEET_MODEL_BASE_URL)
@@ -100,6 +105,15 @@ async function cloneSource(
   return { cloneUrl: data.clone_url, gitAuth: { username: "x-access-token", token: target.token } };
 }
 
+async function sandboxOrError(config: FleetConfig): Promise<void> {
+  try {
+    await assertSandboxAvailable(config.sandbox);
+  } catch (error) {
+    if (error instanceof SandboxUnavailableError) throw new CliError(error.message);
+    throw error;
+  }
+}
+
 /** `--agent-env KEY=VALUE` pairs as an environment. */
 function agentEnvOf(pairs: readonly string[]): Record<string, string> {
   const agentEnv: Record<string, string> = {};
@@ -151,12 +165,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     );
   const config = await target.config(doc);
   // A worker that cannot contain its agents says so now, not at its first task.
-  try {
-    await assertSandboxAvailable(config.sandbox);
-  } catch (error) {
-    if (error instanceof SandboxUnavailableError) throw new CliError(error.message);
-    throw error;
-  }
+  await sandboxOrError(config);
   const allowed = allowedCredentials(values["credential-env"] ?? []);
   for (const name of values["credential-env"] ?? []) {
     const check = checkCredentialName(name, allowed);
@@ -165,16 +174,39 @@ export async function runCommand(argv: string[]): Promise<number> {
   const concurrency = positiveInt("--concurrency", values.concurrency, config.max_concurrent);
   const out = createPrinter();
   out.print(
-    `fleet run: worker for ${describeTarget(target)}, up to ${concurrency} at once, work dir ${target.workDir}`,
+    target.kind === "github"
+      ? `fleet run: worker for ${describeTarget(target)}, up to ${concurrency} at once, work dir ${target.workDir}`
+      : `fleet run: worker for the local queue in ${target.home}, ${values["repo-path"] ? `repository ${target.repoPath} only` : "every repository in it"}, up to ${concurrency} at once per repository, work dir ${target.workDir}`,
   );
-  const worker = startLocalWorker({
-    ...(await workerOptions(target, config, allowed, out.print)),
+  const pace = {
     agentEnv,
     modelBaseUrl: values["model-base-url"] ?? process.env.FLEET_MODEL_BASE_URL,
     concurrency,
     pollMs,
     heartbeatMs: Math.min(30_000, Math.max(1_000, pollMs * 5)),
-  });
+  };
+  const worker =
+    target.kind === "github"
+      ? singleWorkerPool(
+          startLocalWorker({ ...(await workerOptions(target, config, allowed, out.print)), ...pace }),
+          target.full,
+        )
+      : await startLocalPool({
+          flags: values,
+          only: values["repo-path"],
+          cwd: process.cwd(),
+          print: out.print,
+          // Each repository's own .github/fleet.yml decides its sandbox, plan phase, timeouts and coders.
+          start: async (repoTarget, accepts) => {
+            const own = await repoTarget.fileConfig();
+            if (own.problems.length)
+              throw new CliError(`its .github/fleet.yml is invalid: ${own.problems.join("; ")}.`);
+            const ownConfig = await repoTarget.config((await repoTarget.store.read()).doc);
+            await sandboxOrError(ownConfig);
+            const opts = await workerOptions(repoTarget, ownConfig, allowed, out.print);
+            return startLocalWorker({ ...opts, ...pace, accepts });
+          },
+        });
   // In local mode (or with dispatch: local) no app schedules: this worker does.
   const schedules = target.kind === "local" || config.dispatch === "local";
   const queue = target.queue(file.config);
@@ -250,7 +282,7 @@ async function workerOptions(
  */
 async function watch(o: {
   target: Target;
-  worker: LocalWorker;
+  worker: WorkerPool;
   out: ReturnType<typeof createPrinter>;
   pollMs: number;
   untilIdle: boolean;
@@ -264,7 +296,9 @@ async function watch(o: {
   let sawWork = false;
   await o.schedule?.();
   while (!o.stopped()) {
-    const tasks = Object.values((await target.store.read()).doc.tasks);
+    const { doc } = await target.store.read();
+    await o.worker.refresh(doc);
+    const tasks = Object.values(doc.tasks);
     for (const t of tasks) {
       const before = seen.get(t.id);
       if (before !== undefined && before !== t.state)
@@ -273,8 +307,9 @@ async function watch(o: {
         );
       seen.set(t.id, t.state);
     }
-    const running = tasks.filter((t) => isActive(t.state));
-    const queued = tasks.filter((t) => t.state === "queued");
+    // Tasks of repositories this run does not serve are someone else's: they do not keep it busy.
+    const running = tasks.filter((t) => isActive(t.state) && o.worker.serves(t, doc));
+    const queued = tasks.filter((t) => t.state === "queued" && o.worker.serves(t, doc));
     if (running.length || queued.length) sawWork = true;
     if (out.tty) {
       const mine = await Promise.all(

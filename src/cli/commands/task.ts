@@ -15,6 +15,7 @@ import {
   type ContextManifest,
   renderContextManifest,
 } from "../../worker/context-manifest.ts";
+import { abComparisonOf } from "../ab-compare.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, NotFoundError, UsageError } from "../errors.ts";
 import { json, out, sleep, untilSignal } from "../io.ts";
@@ -22,7 +23,7 @@ import { fetchTaskArtifact } from "../run-artifacts.ts";
 import { describeTarget, resolveTarget, type Target } from "../target.ts";
 import { findTaskRef } from "../task-ref.ts";
 
-export const TASK_USAGE = `Usage: fleet task <id> log|plan|knowledge|result [-f] [--json]
+export const TASK_USAGE = `Usage: fleet task <id> log|plan|knowledge|result|compare [-f] [--json]
 
 What a task's agent left on this machine (under --work-dir, default $FLEET_HOME/work), or, against a
 GitHub repository when it is not here, in the artifact its Actions run uploaded (fleet-<id>):
@@ -30,6 +31,8 @@ GitHub repository when it is not here, in the artifact its Actions run uploaded 
   plan         PLAN.md, the agent's plan
   knowledge    KNOWLEDGE.md, the context the agent was given and gathered
   result       RESULT.json, the agent's own verdict
+  compare      the sides of the task's A/B run side by side (tokens, cost, duration, turns, diff,
+               tests, verdict): the table Fleet posts on the issue when every side has finished
 
 <id> is a task id (fl-a3f) or an issue (#12, gh-12, 12: its latest task).
 Secrets (known credential values and token shapes) are redacted.
@@ -96,9 +99,14 @@ export async function taskCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, OPTIONS, TASK_USAGE);
   const [ref, what, ...extra] = positionals;
   if (!ref || !what) throw new UsageError("fleet task needs a task and what to show.", TASK_USAGE);
+  if (what === "compare") {
+    if (extra.length) throw new UsageError(`Unexpected argument "${extra[0]}".`, TASK_USAGE);
+    if (values.follow) throw new UsageError("-f/--follow applies to log only.", TASK_USAGE);
+    return compare(ref, values);
+  }
   if (!(what in WHAT))
     throw new UsageError(
-      `"${what}" is not something a task has: use log, plan, knowledge or result.`,
+      `"${what}" is not something a task has: use log, plan, knowledge, result or compare.`,
       TASK_USAGE,
     );
   if (extra.length) throw new UsageError(`Unexpected argument "${extra[0]}".`, TASK_USAGE);
@@ -181,6 +189,26 @@ export async function taskCommand(argv: string[]): Promise<number> {
     const t = (await target.store.read()).doc.tasks[id];
     return t !== undefined && isActive(t.state);
   });
+}
+
+/** `fleet task <id> compare`: the A/B comparison table (the GitHub comment's), or its figures with --json. */
+async function compare(ref: string, values: { json?: boolean } & Parameters<typeof resolveTarget>[0]) {
+  const target = await resolveTarget(values);
+  const { doc } = await target.store.read();
+  const task = findTaskRef(doc, ref, describeTarget(target));
+  const view = await abComparisonOf(target, doc, task);
+  if (values.json) {
+    json({ issue: view.issue, finished: view.finished, sides: view.sides });
+    return 0;
+  }
+  out(view.table);
+  if (!view.finished) {
+    const open = view.sides.filter((s) => !["pr-open", "done", "failed", "cancelled"].includes(s.state));
+    out(
+      `\nNot every side has finished: ${open.map((s) => `${s.taskId} is ${s.state}`).join(", ") || "a side's figures are not recorded yet"}.`,
+    );
+  }
+  return 0;
 }
 
 /** The task a reference names, or only its id when the state forgot it but its artifacts remain. */

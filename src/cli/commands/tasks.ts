@@ -1,4 +1,5 @@
 import { isTerminal } from "../../core/lifecycle.ts";
+import { localRepositoryOf } from "../../queue/local-issues.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { UsageError } from "../errors.ts";
 import { renderTaskTable, type TaskRow, taskRow } from "../format.ts";
@@ -8,7 +9,8 @@ import { resolveTarget, type Target } from "../target.ts";
 export const TASKS_USAGE = `Usage: fleet tasks [--all] [--watch [--interval MS]] [--json]
 
 Running and queued tasks: id, issue, coder, model, state, priority, elapsed time, tokens
-(input, output, cache read/write; * = live from a run on this machine) and cost.
+(input, output, cache read/write; * = live from a run on this machine) and cost. In local mode also
+the repository each task runs in (its path; --json: repository.path and repository.remote).
 
   --all            include finished tasks (done, failed, cancelled)
   --watch          refresh in place on a terminal; otherwise print again whenever it changes
@@ -29,7 +31,11 @@ async function rows(target: Target, all: boolean): Promise<TaskRow[]> {
   const tasks = Object.values(doc.tasks)
     .filter((t) => all || !isTerminal(t.state))
     .sort((a, b) => a.priority - b.priority || (a.queuedAt < b.queuedAt ? -1 : 1));
-  return Promise.all(tasks.map((t) => taskRow(t, now, target.workDir)));
+  return Promise.all(
+    tasks.map((t) =>
+      taskRow(t, now, target.workDir, target.kind === "local" ? localRepositoryOf(doc, t) : undefined),
+    ),
+  );
 }
 
 export async function tasksCommand(argv: string[]): Promise<number> {
@@ -43,11 +49,12 @@ export async function tasksCommand(argv: string[]): Promise<number> {
     );
   const target = await resolveTarget(values);
   const all = Boolean(values.all);
-  const text = (r: TaskRow[]) => (values.json ? JSON.stringify(r, null, 2) : renderTaskTable(r));
+  const local = target.kind === "local";
+  const text = (r: TaskRow[]) => (values.json ? JSON.stringify(r, null, 2) : renderTaskTable(r, local));
   if (!values.watch) {
     const r = await rows(target, all);
     if (values.json) json(r);
-    else out(renderTaskTable(r));
+    else out(renderTaskTable(r, local));
     return 0;
   }
   const tty = process.stdout.isTTY && !values.json;

@@ -1,0 +1,151 @@
+import { execa } from "execa";
+import type { FleetStateDoc } from "../../core/state-doc.ts";
+import type { Task } from "../../core/task.ts";
+import { localRepositoryOf, mergeLocalTask } from "../../queue/local-issues.ts";
+import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
+import { CliError, UsageError } from "../errors.ts";
+import { json, out } from "../io.ts";
+import { markLocalPullMerged, readLocalPulls } from "../local-github.ts";
+import { mergeLocalBranch } from "../local-merge.ts";
+import { describeTarget, type LocalTarget, resolveTarget } from "../target.ts";
+import { findTaskRef } from "../task-ref.ts";
+
+export const MERGE_USAGE = `Usage: fleet merge <id> [--json]
+
+Local mode: merges the task's fleet/* branch into its base branch, in the repository the task was
+created in (wherever you run this), as merging its pull request would: a fast-forward when the base
+has not moved, else a merge commit (with your git identity). The task is then done, its issue
+closed (unless another side of its A/B run is still open), and tasks that depend on it are unblocked.
+
+When the branch conflicts with the base nothing is merged: a rebase run is queued instead, the same
+as on GitHub (the task's agent replays the branch onto the base and resolves the conflicting files);
+\`fleet run\` runs it, then \`fleet merge <id>\` again.
+
+Your checkout is never clobbered: when the base branch is checked out, its working tree is updated
+(git merge --ff-only), and a checkout with uncommitted changes is refused before anything moves.
+Against GitHub, merge the pull request there; the Fleet app marks the task done.
+
+<id> is a task id (fl-a3f) or an issue (#12: its latest task; in an A/B run name the side's task).
+Exit codes: 0 merged, 1 not merged (a conflict: rebase queued; or an error), 2 usage, 3 not found.
+
+${TARGET_HELP}`;
+
+const OPTIONS = TARGET_OPTIONS;
+
+/** What to say about a task that cannot be merged in its state. */
+function notMergeable(task: Task): string {
+  const what = `Task ${task.id} (#${task.issue}) is ${task.state}`;
+  switch (task.state) {
+    case "done":
+      return `${what}: it is merged or closed already.`;
+    case "failed":
+    case "cancelled":
+      return `${what}: it has no branch to merge. \`fleet retry ${task.id}\` runs it again.`;
+    case "awaiting-approval":
+      return `${what}: its plan waits for \`fleet approve ${task.id}\`; it has no branch yet.`;
+    default:
+      return `${what}: only a task whose branch is pushed (pr-open) can be merged. Wait for its run to end (\`fleet tasks\`).`;
+  }
+}
+
+/** The repository the task's branch is in: its recorded one, or (older tasks) the target's when the name matches. */
+function repositoryOf(target: LocalTarget, doc: FleetStateDoc, task: Task): string {
+  const recorded = localRepositoryOf(doc, task);
+  if (recorded) return recorded.path;
+  if (task.repo === target.full) return target.repoPath;
+  throw new CliError(
+    `Task ${task.id} was queued before Fleet recorded each task's repository; it belongs to ${task.repo}. Run fleet merge inside that repository (or pass --repo-path to it).`,
+  );
+}
+
+export async function mergeCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, OPTIONS, MERGE_USAGE);
+  const [ref, ...extra] = positionals;
+  if (!ref) throw new UsageError("fleet merge needs a task id or issue.", MERGE_USAGE);
+  if (extra.length) throw new UsageError(`Unexpected argument "${extra[0]}".`, MERGE_USAGE);
+  const target = await resolveTarget(values);
+  if (target.kind === "github")
+    throw new CliError(
+      `fleet merge is for local mode. On ${target.full}, merge the task's pull request on GitHub: the Fleet app then marks it done.`,
+    );
+  const { doc } = await target.store.read();
+  const task = findTaskRef(doc, ref, describeTarget(target));
+  if (task.state !== "pr-open" || !task.branch) throw new CliError(notMergeable(task));
+  const repo = repositoryOf(target, doc, task);
+  const pull = (await readLocalPulls(target.home)).find((p) => p.head === task.branch && p.state === "open");
+  const base = pull?.base ?? (await defaultBranchOf(repo));
+  const message = `Merge ${task.branch} into ${base}: ${task.title} (#${task.issue}, ${task.id})`;
+  const merged = await mergeLocalBranch(repo, task.branch, base, message);
+  const queue = target.queue((await target.fileConfig()).config);
+
+  if (merged.kind === "conflict") {
+    const moved = await queue.move(task.issue, "queued", {
+      taskId: task.id,
+      from: ["pr-open"],
+      patch: {
+        rebase: { why: `fleet merge found conflicts with \`${base}\``, onlyIfConflicting: true },
+      },
+    });
+    const files = merged.files.join(", ") || "(git named none)";
+    if (values.json)
+      json({
+        id: task.id,
+        merged: false,
+        conflicts: merged.files,
+        rebase: moved.length ? "queued" : "not queued",
+      });
+    else
+      out(
+        `not merged: ${task.branch} conflicts with ${base} in ${files}.\n` +
+          (moved.length
+            ? `Queued a rebase run of ${task.id}: \`fleet run\` has its agent resolve the conflicts, then run \`fleet merge ${task.id}\` again.`
+            : `${task.id} changed state meanwhile; no rebase was queued (see \`fleet tasks --all\`).`),
+      );
+    return 1;
+  }
+
+  const how =
+    merged.kind === "already-merged"
+      ? `${base} already contains it`
+      : `${merged.kind === "fast-forward" ? "fast-forward" : "merge commit"} ${merged.sha.slice(0, 12)}`;
+  await markLocalPullMerged(target.home, task.branch);
+  const now = new Date().toISOString();
+  const write = await target.store.update(({ doc: d, beads }) =>
+    mergeLocalTask(d, beads, task.id, { repo: task.repo, now, how }),
+  );
+  // The merge is a finished run: tasks that waited for this issue may start now.
+  await queue.schedule();
+  const after = (await target.store.read()).doc;
+  const unblocked = Object.values(after.tasks).filter(
+    (t) => t.dependsOn.includes(task.issue) && doc.tasks[t.id]?.state === "blocked" && t.state !== "blocked",
+  );
+  const state = after.tasks[task.id]?.state ?? task.state;
+  if (values.json)
+    json({
+      id: task.id,
+      merged: true,
+      how: merged.kind,
+      sha: merged.sha,
+      branch: task.branch,
+      base,
+      repository: repo,
+      state,
+      unblocked: unblocked.map((t) => ({ id: t.id, issue: t.issue, state: t.state })),
+    });
+  else {
+    out(`merged ${task.branch} into ${base} in ${repo} (${how}); ${task.id} is ${state}`);
+    if (!write.applied && state !== "done")
+      out(`${task.id} changed state meanwhile and was not marked done; see \`fleet tasks --all\`.`);
+    for (const t of unblocked) out(`unblocked ${t.id} (#${t.issue}): ${t.state}`);
+  }
+  return 0;
+}
+
+async function defaultBranchOf(repo: string): Promise<string> {
+  const r = await execa("git", ["symbolic-ref", "--short", "HEAD"], { cwd: repo, reject: false });
+  if (r.exitCode !== 0)
+    throw new CliError(
+      `Cannot tell the base branch of ${repo} (HEAD is detached); check out the branch to merge into.`,
+    );
+  return String(r.stdout).trim();
+}

@@ -1,0 +1,93 @@
+import { execa } from "execa";
+import { CliError } from "./errors.ts";
+
+// `fleet merge` works in the user's own repository, as the user: their git config (identity, signing)
+// applies, and their checkout is never clobbered. The base branch moves by a compare-and-swap
+// (update-ref with the old value) or, when it is checked out, by `git merge --ff-only` there, which
+// updates the working tree and refuses to overwrite anything.
+
+export type LocalMergeResult =
+  | { kind: "fast-forward" | "merge-commit"; sha: string; checkout?: string }
+  | { kind: "already-merged"; sha: string }
+  | { kind: "conflict"; files: string[] };
+
+async function git(cwd: string, args: string[], okCodes: number[] = [0]) {
+  const r = await execa("git", args, { cwd, reject: false, stripFinalNewline: true });
+  const code = r.exitCode ?? -1;
+  if (!okCodes.includes(code))
+    throw new CliError(`git ${args[0]} failed in ${cwd}: ${String(r.stderr || r.stdout).trim()}`);
+  return { code, stdout: String(r.stdout), stderr: String(r.stderr) };
+}
+
+async function commitOf(repo: string, branch: string): Promise<string> {
+  const r = await git(repo, ["rev-parse", "--verify", "-q", `refs/heads/${branch}^{commit}`], [0, 1]);
+  if (r.code !== 0) throw new CliError(`${repo} has no branch "${branch}": nothing to merge.`);
+  return r.stdout.trim();
+}
+
+/** The checkout (main folder or a worktree) where `branch` is checked out, if any. */
+async function checkoutOf(repo: string, branch: string): Promise<string | undefined> {
+  const list = (await git(repo, ["worktree", "list", "--porcelain"])).stdout;
+  for (const entry of list.split("\n\n")) {
+    const path = /^worktree (.+)$/m.exec(entry)?.[1];
+    if (path && entry.split("\n").includes(`branch refs/heads/${branch}`)) return path;
+  }
+  return undefined;
+}
+
+/**
+ * Merges `branch` into `base` in the repository at `repo`: a fast-forward when `base` has not moved,
+ * else a merge commit (`message`). A conflict merges nothing and names the files. A checked-out `base`
+ * with uncommitted changes is refused before anything moves.
+ */
+export async function mergeLocalBranch(
+  repo: string,
+  branch: string,
+  base: string,
+  message: string,
+): Promise<LocalMergeResult> {
+  const head = await commitOf(repo, branch);
+  const baseSha = await commitOf(repo, base);
+  if ((await git(repo, ["merge-base", "--is-ancestor", head, baseSha], [0, 1])).code === 0)
+    return { kind: "already-merged", sha: baseSha };
+  const checkout = await checkoutOf(repo, base);
+  if (checkout) {
+    const dirty = (await git(checkout, ["status", "--porcelain", "--untracked-files=no"])).stdout.trim();
+    if (dirty)
+      throw new CliError(
+        `${base} is checked out in ${checkout} with uncommitted changes:\n${dirty}\nCommit or stash them (or switch that checkout to another branch), then run fleet merge again. Nothing was merged.`,
+      );
+  }
+  const ff = (await git(repo, ["merge-base", "--is-ancestor", baseSha, head], [0, 1])).code === 0;
+  let target = head;
+  if (!ff) {
+    const tree = await git(
+      repo,
+      ["merge-tree", "--write-tree", "--name-only", "--no-messages", baseSha, head],
+      [0, 1],
+    );
+    const [treeId, ...files] = tree.stdout.split("\n").filter(Boolean);
+    if (tree.code === 1) return { kind: "conflict", files };
+    target = (
+      await git(repo, ["commit-tree", treeId!, "-p", baseSha, "-p", head, "-m", message])
+    ).stdout.trim();
+  }
+  if (checkout) {
+    // Updates the working tree with the branch; refuses (and moves nothing) if a file would be lost.
+    const r = await git(checkout, ["merge", "--ff-only", "-q", target], [0, 1, 128]);
+    if (r.code !== 0)
+      throw new CliError(
+        `git merge --ff-only in ${checkout} refused to update ${base}: ${(r.stderr || r.stdout).trim() || "see git status there"}. Nothing was merged.`,
+      );
+  } else {
+    // Only if the base is still where it was read: a commit made meanwhile is never lost.
+    const r = await git(
+      repo,
+      ["update-ref", "-m", message, `refs/heads/${base}`, target, baseSha],
+      [0, 1, 128],
+    );
+    if (r.code !== 0)
+      throw new CliError(`${base} moved while fleet merge ran; nothing was merged. Run it again.`);
+  }
+  return { kind: ff ? "fast-forward" : "merge-commit", sha: target, ...(checkout ? { checkout } : {}) };
+}
