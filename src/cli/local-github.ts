@@ -176,6 +176,15 @@ function localIssues(opts: LocalGitHubOptions, clock: () => Date, serial: Serial
       const list = await readLocalComments(opts.home, p.issue_number);
       return { data: list.map((c) => commentView(p.issue_number, c)) };
     },
+    async getComment(p: { comment_id: number }) {
+      const issue = (await allComments())[String(p.comment_id)];
+      const c =
+        issue === undefined
+          ? undefined
+          : (await readLocalComments(opts.home, issue)).find((x) => x.id === p.comment_id);
+      if (issue === undefined || !c) throw notFound(`local comment ${p.comment_id}`);
+      return { data: commentView(issue, c) };
+    },
     createComment: (p: { issue_number: number; body: string }) =>
       serial(async () => {
         const index = await allComments();
