@@ -10,18 +10,20 @@ import type { Task } from "../core/task.ts";
 import { totalTokens } from "../core/usage.ts";
 import type { GitHubClient } from "../github/client.ts";
 import { startGitHubEmulator } from "../offline/github/index.ts";
-import { startAnthropicScriptServer } from "../offline/models/anthropic-server.ts";
 import { runActionJob } from "../offline/runner/run-action-job.ts";
 import { createRepoStateStore } from "../state/repo-store.ts";
 import { startLocalWorker } from "../worker/local-worker.ts";
+import { DEMO_CODERS, type DemoCoder, type DemoCoderSetup, demoCoder, isDemoCoder } from "./coder-scripts.ts";
 
-const HELP = `npm run demo [-- --json] [-- --keep] [-- --dispatch local|actions]
+const HELP = `npm run demo [-- --json] [-- --keep] [-- --dispatch local|actions] [-- --coder ${DEMO_CODERS.join("|")}]
 
-Runs Fleet's whole loop offline: an emulated GitHub, the real Fleet app, a worker, and the real
-Claude Code CLI answering from a scripted model server on loopback. A maintainer labels an issue
-fleet:claude; Fleet queues it, the worker runs Claude, and the demo ends with the pull request, the
-issue's comments, the token totals and the repository's CI runs.
+Runs Fleet's whole loop offline: an emulated GitHub, the real Fleet app, a worker, and a real agent
+CLI (Claude Code by default) answering from a scripted model server on loopback. A maintainer labels an
+issue fleet:<coder>; Fleet queues it, the worker runs the agent, and the demo ends with the pull
+request, the issue's comments, the token totals and the repository's CI runs.
 
+  --coder <name>        the agent: claude (default), codex, gemini or opencode; each talks to a scripted
+                        server of its own model API (Anthropic Messages, OpenAI Responses, Gemini)
   --json                print one JSON object instead of the narrated run
   --keep                keep the work directory (worktrees, agent logs) and print where it is
   --dispatch actions    run the task through Fleet's workflow and the real action bundle (dist/) on an
@@ -29,40 +31,6 @@ issue's comments, the token totals and the repository's CI runs.
                         the job exchanges its OIDC token for the app's token (default: local, a
                         \`fleet run\` worker)
 `;
-
-// The scripted model's turns: a plan, then a Bash call that makes the change and writes RESULT.json, then a summary.
-const USAGE = {
-  input_tokens: 2_150,
-  output_tokens: 140,
-  cache_read_input_tokens: 9_800,
-  cache_creation_input_tokens: 1_200,
-};
-const RESULT = JSON.stringify({
-  status: "done",
-  summary: "Added CHANGELOG.md with an Unreleased section, as the issue asks.",
-  testsRun: ["cat CHANGELOG.md: ok"],
-  followUps: [],
-});
-const SCRIPT = [
-  {
-    text: "1. Create CHANGELOG.md with a title and an Unreleased section.\n2. Record the result.",
-    usage: USAGE,
-  },
-  {
-    text: "Creating the changelog.",
-    toolUses: [
-      {
-        name: "Bash",
-        input: {
-          command: `printf '# Changelog\\n\\n## Unreleased\\n\\n- Nothing yet.\\n' > CHANGELOG.md && for d in ../.fleet-task-*; do echo '${RESULT}' > "$d/RESULT.json"; done`,
-          description: "Write CHANGELOG.md and the result",
-        },
-      },
-    ],
-    usage: USAGE,
-  },
-  { text: "CHANGELOG.md is in place.", usage: USAGE },
-];
 
 export interface DemoResult {
   pr: { number: number; url: string; head: string };
@@ -87,14 +55,16 @@ export async function runDemo(opts: {
   json: boolean;
   keep: boolean;
   dispatch?: "local" | "actions";
+  coder?: DemoCoder;
 }): Promise<DemoResult> {
   const dispatch = opts.dispatch ?? "local";
+  const coder = demoCoder(opts.coder ?? "claude");
   const started = Date.now();
   const say = (line: string) => {
     if (!opts.json)
       process.stdout.write(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${line}\n`);
   };
-  // The real Claude Code CLI installed with the project's devDependencies.
+  // The real agent CLIs installed with the project's devDependencies.
   process.env.PATH = `${resolve("node_modules/.bin")}${delimiter}${process.env.PATH ?? ""}`;
 
   say("starting the offline GitHub (emulator on loopback, real bare git repositories)");
@@ -102,7 +72,7 @@ export async function runDemo(opts: {
   const workDir = await mkdtemp(join(tmpdir(), "fleet-demo-"));
   const stops: Array<() => Promise<unknown>> = [() => gh.stop()];
   try {
-    const repo = await createDemoRepo(gh, dispatch);
+    const repo = await createDemoRepo(gh, dispatch, coder);
     say("starting the Fleet app (Probot) and pointing the emulator's webhooks at it");
     const app = await startFleetServer({
       appId: gh.appId,
@@ -117,21 +87,21 @@ export async function runDemo(opts: {
     stops.unshift(() => app.stop());
     gh.setWebhookUrl(app.webhookUrl);
 
-    say("starting the scripted model server the real Claude Code CLI will talk to");
-    const model = await startAnthropicScriptServer({ turns: SCRIPT });
+    say(`starting the scripted model server the real ${coder.displayName} CLI will talk to`);
+    const model = await coder.startModel();
     stops.unshift(() => model.stop());
 
     let finished: ((t: string) => void) | undefined;
     const done = new Promise<string>((r) => {
       finished = r;
     });
-    const worker = { gh, workDir, modelUrl: model.url, say, finished: (o: string) => finished?.(o) };
+    const worker = { gh, workDir, coder, modelUrl: model.url, say, finished: (o: string) => finished?.(o) };
     const stopWorker =
       dispatch === "local" ? await startDemoWorker({ ...worker, repo }) : startDemoRunner(worker);
     stops.unshift(stopWorker);
 
     const mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
-    const issue = await openAndLabel(mona, say);
+    const issue = await openAndLabel(mona, coder.coder, say);
     const outcome = await Promise.race([
       done,
       new Promise<string>((_, reject) =>
@@ -159,13 +129,13 @@ export async function runDemo(opts: {
 }
 
 /** The demo repository: a README, its Fleet config, its own CI workflow (and Fleet's workflow for actions). */
-async function createDemoRepo(gh: Emulator, dispatch: "local" | "actions") {
+async function createDemoRepo(gh: Emulator, dispatch: "local" | "actions", coder: DemoCoderSetup) {
   const repo = await gh.createRepo({
     owner: OWNER,
     name: NAME,
     files: {
       "README.md": "# widgets\n\nA small library.\n",
-      ".github/fleet.yml": `dispatch: ${dispatch}\nmax_concurrent: 2\nplan_phase: true\n`,
+      ".github/fleet.yml": `dispatch: ${dispatch}\nmax_concurrent: 2\nplan_phase: true\ncoders:\n  ${coder.coder}: { model: ${coder.model} }\n`,
       // Fleet's task workflow, as a repository using dispatch: actions has it.
       ...(dispatch === "actions" ? { [TASK_WORKFLOW]: await readFile(resolve(TASK_WORKFLOW), "utf8") } : {}),
       // The repository's own CI: it runs for pushes and PRs, never for Fleet's state commits.
@@ -177,20 +147,20 @@ async function createDemoRepo(gh: Emulator, dispatch: "local" | "actions") {
   return repo;
 }
 
-/** A maintainer opens the issue and labels it `fleet:claude`. */
-async function openAndLabel(mona: Octokit, say: (line: string) => void): Promise<number> {
+/** A maintainer opens the issue and labels it `fleet:<coder>`. */
+async function openAndLabel(mona: Octokit, coder: DemoCoder, say: (line: string) => void): Promise<number> {
   const { data: issue } = await mona.rest.issues.create({
     owner: OWNER,
     repo: NAME,
     title: "Add a changelog",
     body: "We need a CHANGELOG.md with an Unreleased section.",
   });
-  say(`@mona opened issue #${issue.number} and labels it fleet:claude`);
+  say(`@mona opened issue #${issue.number} and labels it fleet:${coder}`);
   await mona.rest.issues.addLabels({
     owner: OWNER,
     repo: NAME,
     issue_number: issue.number,
-    labels: ["fleet:claude"],
+    labels: [`fleet:${coder}`],
   });
   return issue.number;
 }
@@ -252,6 +222,7 @@ async function startDemoWorker(o: {
   gh: Emulator;
   repo: { cloneUrl: string; installationId: number };
   workDir: string;
+  coder: DemoCoderSetup;
   modelUrl: string;
   say: (line: string) => void;
   finished: (outcome: string) => void;
@@ -281,7 +252,7 @@ async function startDemoWorker(o: {
     cloneUrl: o.repo.cloneUrl,
     workDir: o.workDir,
     adapterFor: getAdapter,
-    credentialFor: () => ({ name: "demo-anthropic-key", value: DEMO_KEY }),
+    credentialFor: () => ({ name: o.coder.credential, value: DEMO_KEY }),
     modelBaseUrl: o.modelUrl,
     agentEnv: { CLAUDE_CODE_MAX_RETRIES: "0" },
     pollMs: 500,
@@ -302,6 +273,7 @@ async function startDemoWorker(o: {
 function startDemoRunner(o: {
   gh: Emulator;
   workDir: string;
+  coder: DemoCoderSetup;
   modelUrl: string;
   say: (line: string) => void;
   finished: (outcome: string) => void;
@@ -321,7 +293,7 @@ function startDemoRunner(o: {
           "task-id": String(run.inputs.task_id),
           "fleet-url": String(run.inputs.fleet_url ?? ""),
           "api-url": o.gh.url,
-          credentials: `ANTHROPIC_API_KEY=${DEMO_KEY}`,
+          credentials: `${o.coder.credential}=${DEMO_KEY}`,
           "model-base-url": o.modelUrl,
           "agent-env": "CLAUDE_CODE_MAX_RETRIES=0",
           "work-dir": join(o.workDir, `run-${run.id}`),
@@ -344,7 +316,7 @@ function startDemoRunner(o: {
   };
 }
 
-const DEMO_KEY = "sk-ant-demo-not-a-real-key-0000";
+const DEMO_KEY = "demo-not-a-real-key-0000";
 
 const isMain = process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname);
 if (isMain) {
@@ -353,11 +325,16 @@ if (isMain) {
       json: { type: "boolean", default: false },
       keep: { type: "boolean", default: false },
       dispatch: { type: "string", default: "local" },
+      coder: { type: "string", default: "claude" },
       help: { type: "boolean", short: "h" },
     },
   });
   if (values.dispatch !== "local" && values.dispatch !== "actions") {
     process.stderr.write(`--dispatch takes local or actions; got "${values.dispatch}".\n${HELP}`);
+    process.exit(2);
+  }
+  if (!isDemoCoder(values.coder ?? "")) {
+    process.stderr.write(`--coder takes ${DEMO_CODERS.join(", ")}; got "${values.coder}".\n${HELP}`);
     process.exit(2);
   }
   if (values.help) {
@@ -368,6 +345,7 @@ if (isMain) {
         json: values.json ?? false,
         keep: values.keep ?? false,
         dispatch: values.dispatch as "local" | "actions",
+        coder: values.coder as DemoCoder,
       });
       if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
       process.exit(0);
