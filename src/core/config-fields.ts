@@ -208,6 +208,30 @@ const BUDGET_FIELDS = {
   monthly_usd: spendingLimit(usd),
 };
 
+/** A guard that is on by default: 0 turns it off in the file; config set may only lower it. */
+const guardOnByDefault = (value: ValueType<number>, dflt: number, why: string) =>
+  withDefault(value, dflt, tighterOnly(`${why}: lowered only`, lowerNotOff));
+const tokensOrOff: ValueType<number> = {
+  schema: z.number().int().min(0),
+  form: "a whole number of tokens (0: no ceiling)",
+  kind: "number",
+};
+const usdOrOff: ValueType<number> = {
+  schema: z.number().min(0).max(1_000_000),
+  form: "an amount in US dollars (0: no ceiling)",
+  kind: "number",
+};
+
+/**
+ * The repository's per-task ceilings, on by default and held at the model gateway: the request that
+ * would pass one is refused. 10M tokens (cache reads count: a long Claude session reads 5-8M) and $25.
+ */
+const REPO_BUDGET_FIELDS = {
+  ...BUDGET_FIELDS,
+  per_task_tokens: guardOnByDefault(tokensOrOff, 10_000_000, "a per-task ceiling"),
+  per_task_usd: guardOnByDefault(usdOrOff, 25, "a per-task ceiling"),
+};
+
 const CODER_FIELDS = {
   /** The model used when a label names none. */
   model: fromCoder(model, operational("the model, among those the file allows", allowedModel)),
@@ -268,7 +292,22 @@ export const CONFIG_FIELDS = {
       backoff_seconds: withDefault(int(0, 86_400), 60, operational("how long a retry waits")),
     },
   },
-  budgets: { group: { ...BUDGET_FIELDS, per_coder: { perCoder: BUDGET_FIELDS } } },
+  budgets: { group: { ...REPO_BUDGET_FIELDS, per_coder: { perCoder: BUDGET_FIELDS } } },
+  /** Stop agents that loop, at the model gateway (0 turns a check off). */
+  runaway: {
+    group: {
+      /** The same tool call with the same input this many times, the worktree unchanged meanwhile. */
+      repeated_tool_calls: guardOnByDefault(int(0, 1000), 5, "a guard against looping agents"),
+      /** This many turns with tool calls in a row that change nothing in the worktree (work phase). */
+      idle_turns: guardOnByDefault(int(0, 10_000), 40, "a guard against agents that get nowhere"),
+    },
+  },
+  /** New runs wait for another credential when one of a credential's rate-limit windows is this full (percent). */
+  credential_near_limit_pct: withDefault(
+    int(1, 100),
+    90,
+    operational("when new runs wait for a credential's window to reset"),
+  ),
   allowed_roles: withDefault(
     {
       schema: z.array(z.enum(REPO_ROLES)).min(1),

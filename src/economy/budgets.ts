@@ -9,8 +9,12 @@ export interface PerTaskLimits {
   usd?: number;
 }
 
-const stricter = (a: number | undefined, b: number | undefined) =>
-  a === undefined ? b : b === undefined ? a : Math.min(a, b);
+/** The stricter of two ceilings; 0 (the repository's way of turning one off) is none. */
+const stricter = (a: number | undefined, b: number | undefined) => {
+  const x = a ? a : undefined;
+  const y = b ? b : undefined;
+  return x === undefined ? y : y === undefined ? x : Math.min(x, y);
+};
 
 export function perTaskLimits(budgets: FleetConfig["budgets"], coder: string): PerTaskLimits {
   const own = budgets.per_coder[coder] ?? {};

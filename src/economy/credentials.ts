@@ -1,3 +1,4 @@
+import type { CredentialWindows } from "../core/rate-windows.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
 
 /** One configured credential of a coder: its name (never its value) and until when it is cooling. */
@@ -13,8 +14,11 @@ export interface CredentialPool {
   credentials: PooledCredential[];
 }
 
-/** `doc.credentials[coder][name]`: the cooling state shared by every worker of the repository. */
-export type CredentialsState = Record<string, Record<string, { coolingUntil?: string }>>;
+/** `doc.credentials[coder][name]`: the cooling state and rate-limit windows shared by every worker of the repository. */
+export type CredentialsState = Record<
+  string,
+  Record<string, { coolingUntil?: string; windows?: CredentialWindows }>
+>;
 
 const CREDENTIALS_KEY = "credentials";
 
@@ -92,12 +96,21 @@ export function recordCooling(
   now: Date,
 ): FleetStateDoc {
   const state = credentialsState(doc);
-  const mine: Record<string, { coolingUntil?: string }> = {};
+  const mine: Record<string, { coolingUntil?: string; windows?: CredentialWindows }> = {};
   for (const [n, v] of Object.entries(state[coder] ?? {})) {
-    if (v.coolingUntil && Date.parse(v.coolingUntil) > now.getTime()) mine[n] = v;
+    // An expired cooling time goes; the credential's windows stay.
+    const cooling = v.coolingUntil && Date.parse(v.coolingUntil) > now.getTime() ? v.coolingUntil : undefined;
+    if (cooling || v.windows)
+      mine[n] = {
+        ...(cooling ? { coolingUntil: cooling } : {}),
+        ...(v.windows ? { windows: v.windows } : {}),
+      };
   }
   const prior = mine[name]?.coolingUntil;
-  mine[name] = { coolingUntil: prior && Date.parse(prior) > Date.parse(until) ? prior : until };
+  mine[name] = {
+    ...mine[name],
+    coolingUntil: prior && Date.parse(prior) > Date.parse(until) ? prior : until,
+  };
   return { ...doc, [CREDENTIALS_KEY]: { ...state, [coder]: mine } };
 }
 

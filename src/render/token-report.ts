@@ -56,6 +56,11 @@ export interface TokenReportView {
   earlierRuns?: readonly RunRecord[];
   /** What this run was for, for its row. */
   runKind?: RunKind;
+  /**
+   * The agent's own account of this run, when the figures above are the model gateway's (read from
+   * the provider's responses): shown beside them, and flagged where the two disagree.
+   */
+  agentTotals?: RunTotals;
 }
 
 /** The final token report comment on the issue. */
@@ -73,8 +78,31 @@ export function renderTokenReport(v: TokenReportView): string {
     const runs = [...v.earlierRuns, { kind: v.runKind ?? "work", at: "", totals: current }];
     out.push("", "#### Every run of this task", "", renderRunsTable(runs));
   }
-  out.push("", "<sub>Figures are the agent's own final totals. Edited in place by Fleet on a rerun.</sub>");
+  const wire = v.agentTotals !== undefined;
+  if (wire && current) out.push("", agentComparison(current, v.agentTotals!));
+  out.push(
+    "",
+    wire
+      ? "<sub>Figures are what Fleet's model gateway read from the provider's responses. Edited in place by Fleet on a rerun.</sub>"
+      : "<sub>Figures are the agent's own final totals. Edited in place by Fleet on a rerun.</sub>",
+  );
   return out.join("\n");
+}
+
+const FIELDS = [
+  ["input", "input"],
+  ["output", "output"],
+  ["cacheRead", "cache read"],
+  ["cacheWrite", "cache write"],
+] as const;
+
+/** The agent's own figures beside the gateway's: one line when they agree, the differences flagged when not. */
+export function agentComparison(wire: RunTotals, agent: RunTotals): string {
+  const differ = FIELDS.filter(([k]) => wire.usage[k] !== agent.usage[k]);
+  if (differ.length === 0)
+    return "The agent's own report agrees with the gateway's figures (input, output, cache read, cache write).";
+  const cells = differ.map(([k, label]) => `${label} ${n(agent.usage[k])} (gateway: ${n(wire.usage[k])})`);
+  return `⚠️ **The agent's own report disagrees with the gateway's figures:** ${cells.join(", ")}. The gateway's figures are the ones counted.`;
 }
 
 /** One row per run (the last one is the run this report is about) and a total across them. */

@@ -1,4 +1,5 @@
 import { claimLease, heartbeatIntervalMs, renewLease } from "../core/leases.ts";
+import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task } from "../core/task.ts";
 import type { StateStore } from "../state/store.ts";
 
@@ -40,6 +41,8 @@ export function startHeartbeat(opts: {
   /** Aborts the run with the worker (its shutdown), too. */
   outer?: AbortSignal;
   log: (message: string) => void;
+  /** What the run adds to each heartbeat's commit (its context, its credentials' windows). */
+  alsoDoc?: (doc: FleetStateDoc) => FleetStateDoc;
 }): { signal: AbortSignal; lost: () => string | undefined; stop: () => void } {
   const { store, taskId, holder, ttlMs, clock } = opts;
   const abort = new AbortController();
@@ -52,7 +55,8 @@ export function startHeartbeat(opts: {
       await store.update(({ doc }) => {
         const renewed = renewLease(doc, taskId, { holder, now: clock(), ttlMs });
         refused = renewed.ok ? undefined : renewed.reason;
-        return renewed.ok ? renewed : null;
+        if (!renewed.ok) return null;
+        return opts.alsoDoc ? { ...renewed, doc: opts.alsoDoc(renewed.doc) } : renewed;
       });
     } catch (e) {
       // A failed beat is retried at the next interval; the lease outlives two missed beats.

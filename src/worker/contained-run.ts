@@ -1,4 +1,5 @@
 import type { AgentAdapter, AgentInvocation } from "../agents/types.ts";
+import type { GatewayRun } from "./gateway-run.ts";
 import type { ModelGateway } from "./model-gateway.ts";
 import { type RunAgentOptions, type RunAgentResult, runAgent } from "./run-agent.ts";
 import type { SandboxMode, SandboxMounts } from "./sandbox.ts";
@@ -12,6 +13,8 @@ export interface RunContainment {
   gateway?: ModelGateway;
   /** Told each per-run token handed to the agent, so what leaves the run is checked for it too. */
   onRunToken?: (token: string) => void;
+  /** The run's credentials and guard at the gateway: requests are metered, limited and rotated there. */
+  gatewayRun?: GatewayRun;
 }
 
 /** The variable a configured credential travels in: its own name when the CLI reads it, else the coder's. */
@@ -41,8 +44,9 @@ export async function runContainedAgent(
     if (containment.gateway && adapter.upstream) {
       const grant = containment.gateway.grant(
         inv.modelBaseUrl ?? adapter.upstream,
-        credential.value,
+        containment.gatewayRun?.credentials ?? credential.value,
         adapter.modelRoutes,
+        containment.gatewayRun?.policy,
       );
       revoke = grant.revoke;
       containment.onRunToken?.(grant.token);

@@ -2,8 +2,10 @@ import type { AgentAdapter } from "../agents/types.ts";
 import type { FleetConfig } from "../core/config.ts";
 import { DEFAULT_LEASE_TTL_MS } from "../core/leases.ts";
 import { runKindOf } from "../core/run-history.ts";
-import type { Task, TaskState } from "../core/task.ts";
+import type { FleetStateDoc } from "../core/state-doc.ts";
+import type { Task, TaskContext, TaskState } from "../core/task.ts";
 import { perTaskLimits } from "../economy/budgets.ts";
+import { writeWindows } from "../economy/credential-windows.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
 import type { Tracker } from "../queue/tracker.ts";
@@ -91,6 +93,16 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
   }
 
   // 3. A credential from the coder's pool; when every one is cooling the task waits for the first reset.
+  // The run's context and its credentials' windows go into each heartbeat's commit and the last one.
+  const rotation = credentialPool(task.coder, deps, clock);
+  let context: TaskContext | undefined;
+  const runDoc = (doc: FleetStateDoc): FleetStateDoc => {
+    const names = deps.config.coders[task.coder]?.credentials ?? [];
+    const current = doc.tasks[taskId];
+    const withContext =
+      context && current ? { ...doc, tasks: { ...doc.tasks, [taskId]: { ...current, context } } } : doc;
+    return writeWindows(withContext, task.coder, names, rotation.book);
+  };
   const heartbeat = startHeartbeat({
     store: deps.store,
     taskId,
@@ -100,8 +112,8 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
     clock,
     outer: deps.signal,
     log,
+    alsoDoc: runDoc,
   });
-  const rotation = credentialPool(task.coder, deps, clock);
   let outcome: TaskOutcome;
   try {
     const first = await rotation.first();
@@ -116,9 +128,14 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
       await recordOutcome(task, outcome, deps, heartbeat.lost());
       return outcome;
     }
+    const onContext = (c: TaskContext) => {
+      context = c;
+    };
     const workerDeps = workerDepsFor(task, adapter, gathered, deps, {
       credential: first.kind === "credential" ? first.credential : undefined,
       rotate: rotation.rotate,
+      pool: { coder: task.coder, book: rotation.book, rotate: rotation.rotate, next: rotation.next },
+      onContext,
       signal: heartbeat.signal,
       clock,
     });
@@ -134,7 +151,7 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
   // 5. Out of credentials: the task waits until the first one of the pool is free again.
   const poolReset = outcome.outcome === "rate-limited" ? rotation.resetAt() : undefined;
   if (poolReset) outcome.rateLimit = { ...outcome.rateLimit, resetsAt: poolReset };
-  await recordOutcome(task, outcome, deps, heartbeat.lost());
+  await recordOutcome(task, outcome, deps, heartbeat.lost(), runDoc);
   // The last side of an A/B run to finish posts the comparison.
   await postAbComparisonIfDue(deps, task.issue).catch((e) =>
     log(`A/B comparison of #${task.issue} failed: ${(e as Error).message}`),
@@ -188,6 +205,8 @@ function workerDepsFor(
   run: {
     credential?: { name: string; value: string };
     rotate: WorkerDeps["rotateCredential"];
+    pool: WorkerDeps["credentialPool"];
+    onContext: WorkerDeps["onContext"];
     signal: AbortSignal;
     clock: () => Date;
   },
@@ -202,6 +221,13 @@ function workerDepsFor(
     credential: run.credential,
     rotateCredential: run.rotate,
     perTaskLimits: perTaskLimits(deps.config.budgets, task.coder),
+    runLimits: {
+      repeatedToolCalls: deps.config.runaway.repeated_tool_calls,
+      idleTurns: deps.config.runaway.idle_turns,
+      ...(deps.config.max_context_pct ? { maxContextPct: deps.config.max_context_pct } : {}),
+    },
+    credentialPool: run.pool,
+    onContext: run.onContext,
     modelBaseUrl: deps.modelBaseUrl,
     agentEnv: deps.agentEnv,
     sandbox: deps.sandbox ?? deps.config.sandbox,

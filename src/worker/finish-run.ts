@@ -32,6 +32,7 @@ export async function finish(
                 planTotals: result.planTotals,
                 earlierRuns: ctx.spec.earlierRuns,
                 runKind: ctx.spec.runKind,
+                ...(result.agentTotals ? { agentTotals: result.agentTotals } : {}),
               }
             : undefined,
         run: {

@@ -9,6 +9,7 @@ import {
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
+import { createWireReader, type WireTurn, wireProviderOf } from "../economy/wire-usage.ts";
 
 /**
  * A grant: for as long as it lives, requests that carry its token go to `upstream` with the real
@@ -26,18 +27,67 @@ export interface GatewayRoute {
   path: RegExp;
 }
 
+/** A credential by name (what reports show) and value (what the upstream gets). */
+export interface NamedCredential {
+  name: string;
+  value: string;
+}
+
+/**
+ * Where a grant's credential comes from, request by request: a run can move to another credential
+ * between two requests (one nears its limit) or retry a request on another (the first answered 429).
+ */
+export interface GrantCredentials {
+  current(): NamedCredential;
+  /** `name` answered 429: the credential to retry the same request on, or undefined to pass the 429 on. */
+  rateLimited(name: string, info: { retryAfterSeconds?: number }): Promise<NamedCredential | undefined>;
+}
+
+/** What the upstream answered one forwarded request, and what its body said (model requests only). */
+export interface GatewayResponse {
+  credential: string;
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** The response's usage, model and tool calls, read from the wire (a model request that succeeded). */
+  turn?: WireTurn;
+}
+
+/** A run's rules at the gateway: whether a request may go out, and what to learn from each answer. */
+export interface GrantPolicy {
+  /** Before a request goes out: a reason to refuse it (the run must stop), or undefined. */
+  admit?(request: { method: string; path: string }): Promise<string | undefined> | string | undefined;
+  /** After each upstream answer has been passed on in full. */
+  onResponse?(response: GatewayResponse): void;
+}
+
 export interface ModelGateway {
   /** `http://127.0.0.1:<port>`: the base URL the agent is pointed at. */
   url: string;
-  /** Requests carrying the grant's token go to `upstream` with `credential`, if they match one of `routes`. */
-  grant(upstream: string, credential: string, routes?: readonly GatewayRoute[]): GatewayGrant;
+  /**
+   * Requests carrying the grant's token go to `upstream` with the credential (or the pool's current
+   * one), if they match one of `routes`, under `policy`.
+   */
+  grant(
+    upstream: string,
+    credential: string | GrantCredentials,
+    routes?: readonly GatewayRoute[],
+    policy?: GrantPolicy,
+  ): GatewayGrant;
   /** Requests forwarded so far (for reports and tests). */
   readonly forwarded: number;
   close(): Promise<void>;
 }
 
+interface Grant {
+  upstream: URL;
+  credentials: GrantCredentials;
+  routes?: readonly GatewayRoute[];
+  policy?: GrantPolicy;
+}
+
 /** Headers a credential travels in, by provider: Anthropic, OpenAI-style bearer, Google. */
 const AUTH_HEADERS = ["x-api-key", "authorization", "x-goog-api-key"] as const;
+type AuthHeader = (typeof AUTH_HEADERS)[number];
 const HOP_BY_HOP = new Set([
   "connection",
   "keep-alive",
@@ -48,21 +98,30 @@ const HOP_BY_HOP = new Set([
   "transfer-encoding",
   "upgrade",
   "host",
+  "content-length",
+  "accept-encoding",
 ]);
 const TOKEN_PREFIX = "fleet-run-";
+
+const fixed = (credential: string): GrantCredentials => ({
+  current: () => ({ name: "credential", value: credential }),
+  rateLimited: async () => undefined,
+});
 
 /**
  * Fleet's model gateway: a loopback HTTP server in the worker that sits between an agent and its
  * model API, so the agent never holds a long-lived credential. The agent is given the gateway's URL
  * and a random per-run token; the gateway checks the token, puts the real credential (API key or
- * OAuth token) in the same header the token came in, and streams the request and the response
- * through unchanged. A request without a live token gets a 401 and reaches no upstream.
+ * OAuth token) in the same header the token came in, and streams the response back unchanged while
+ * reading its usage, model and tool calls (wire-usage.ts). A request without a live token gets a 401
+ * and reaches no upstream; a request the run's policy refuses (a ceiling, a runaway) gets a 400 that
+ * says why; a 429 is retried on the pool's next credential when there is one.
  *
  * Hand-written rather than a proxy library: it is a small stream forwarder with one header rewrite,
- * and it is where usage will be read from the wire (server-sent events pass through it).
+ * a retry and a tap on the response bytes.
  */
 export async function startModelGateway(opts: { log?: (m: string) => void } = {}): Promise<ModelGateway> {
-  const grants = new Map<string, { upstream: URL; credential: string; routes?: readonly GatewayRoute[] }>();
+  const grants = new Map<string, Grant>();
   const sockets = new Set<Socket>();
   const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
   let forwarded = 0;
@@ -91,7 +150,12 @@ export async function startModelGateway(opts: { log?: (m: string) => void } = {}
       );
     }
     forwarded++;
-    forward(req, res, found.grant.upstream, found.grant.credential, found.header, agents, opts.log);
+    serve(req, res, path, found.grant, found.header, agents, opts.log).catch((error: unknown) => {
+      opts.log?.(`model gateway: ${(error as Error).message}`);
+      if (!res.headersSent)
+        refuse(res, 502, "api_error", "Fleet's model gateway failed to forward the request.");
+      else res.destroy();
+    });
   });
   server.on("connection", (s) => {
     sockets.add(s);
@@ -116,9 +180,14 @@ export async function startModelGateway(opts: { log?: (m: string) => void } = {}
 
   return {
     url: `http://127.0.0.1:${port}`,
-    grant(upstream, credential, routes) {
+    grant(upstream, credential, routes, policy) {
       const token = `${TOKEN_PREFIX}${randomBytes(24).toString("hex")}`;
-      grants.set(token, { upstream: new URL(upstream), credential, ...(routes ? { routes } : {}) });
+      grants.set(token, {
+        upstream: new URL(upstream),
+        credentials: typeof credential === "string" ? fixed(credential) : credential,
+        ...(routes ? { routes } : {}),
+        ...(policy ? { policy } : {}),
+      });
       return { token, revoke: () => void grants.delete(token) };
     },
     get forwarded() {
@@ -136,21 +205,71 @@ export async function startModelGateway(opts: { log?: (m: string) => void } = {}
   };
 }
 
-function refuse(res: ServerResponse, status: number, type: string, message: string) {
-  const body = JSON.stringify({ type: "error", error: { type, message } });
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
-  res.end(body);
-}
-
-function forward(
+/** One request: read whole (a 429 is retried with the same body), admitted by the policy, sent, answered. */
+async function serve(
   req: IncomingMessage,
   res: ServerResponse,
-  upstream: URL,
-  credential: string,
-  authHeader: (typeof AUTH_HEADERS)[number],
+  path: string,
+  grant: Grant,
+  authHeader: AuthHeader,
   agents: { http: HttpAgent; https: HttpsAgent },
   log?: (m: string) => void,
 ) {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  const body = Buffer.concat(chunks);
+  const method = req.method ?? "GET";
+  const refused = await grant.policy?.admit?.({ method, path });
+  if (refused) {
+    log?.(`model gateway: refused ${method} ${path}: ${refused}`);
+    return refuse(res, 400, "invalid_request_error", `Fleet stopped this run: ${refused}`);
+  }
+  const provider = wireProviderOf(method, path);
+  let credential = grant.credentials.current();
+  for (let attempt = 0; ; attempt++) {
+    const upstreamRes = await send(req, body, grant.upstream, credential.value, authHeader, agents, res);
+    if (!upstreamRes) return;
+    const status = upstreamRes.statusCode ?? 502;
+    if (status === 429 && attempt < 8) {
+      const retryAfter = Number(upstreamRes.headers["retry-after"]);
+      const next = await grant.credentials.rateLimited(credential.name, {
+        ...(Number.isFinite(retryAfter) && retryAfter >= 0 ? { retryAfterSeconds: retryAfter } : {}),
+      });
+      grant.policy?.onResponse?.({ credential: credential.name, status, headers: upstreamRes.headers });
+      if (next) {
+        upstreamRes.resume();
+        log?.(`model gateway: ${credential.name} answered 429; retrying on ${next.name}`);
+        credential = next;
+        continue;
+      }
+      return pipeBack(upstreamRes, res, undefined, () => undefined);
+    }
+    const reader =
+      provider && status >= 200 && status < 300
+        ? createWireReader(provider, String(upstreamRes.headers["content-type"] ?? ""))
+        : undefined;
+    const name = credential.name;
+    return pipeBack(upstreamRes, res, reader, (turn) =>
+      grant.policy?.onResponse?.({
+        credential: name,
+        status,
+        headers: upstreamRes.headers,
+        ...(turn ? { turn } : {}),
+      }),
+    );
+  }
+}
+
+/** The request, sent upstream with `credential`; undefined when the upstream cannot be reached (the agent got a 502). */
+function send(
+  req: IncomingMessage,
+  body: Buffer,
+  upstream: URL,
+  credential: string,
+  authHeader: AuthHeader,
+  agents: { http: HttpAgent; https: HttpsAgent },
+  res: ServerResponse,
+): Promise<IncomingMessage | undefined> {
   const headers: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined || HOP_BY_HOP.has(name) || (AUTH_HEADERS as readonly string[]).includes(name))
@@ -158,42 +277,67 @@ function forward(
     headers[name] = value;
   }
   headers[authHeader] = authHeader === "authorization" ? `Bearer ${credential}` : credential;
+  // Uncompressed, so the usage in the answer can be read on its way through.
+  headers["accept-encoding"] = "identity";
+  headers["content-length"] = String(body.length);
   // The upstream's own path prefix (e.g. a gateway of the provider at /anthropic) goes first.
   const prefix = upstream.pathname.replace(/\/+$/, "");
   const https = upstream.protocol === "https:";
-  const out = (https ? httpsRequest : httpRequest)(
-    {
-      protocol: upstream.protocol,
-      hostname: upstream.hostname,
-      port: upstream.port || (https ? 443 : 80),
-      method: req.method,
-      path: `${prefix}${req.url ?? "/"}`,
-      headers,
-      agent: https ? agents.https : agents.http,
-    },
-    (upstreamRes) => {
-      const back: Record<string, string | string[]> = {};
-      for (const [name, value] of Object.entries(upstreamRes.headers)) {
-        if (value !== undefined && !HOP_BY_HOP.has(name)) back[name] = value;
-      }
-      res.writeHead(upstreamRes.statusCode ?? 502, back);
-      upstreamRes.pipe(res);
-      upstreamRes.on("error", () => res.destroy());
-    },
-  );
-  out.on("error", (error) => {
-    log?.(`model gateway: ${upstream.origin} unreachable: ${error.message}`);
-    if (res.headersSent) return void res.destroy();
-    const body = JSON.stringify({
-      type: "error",
-      error: { type: "api_error", message: `Fleet's model gateway could not reach ${upstream.origin}.` },
+  return new Promise((resolve) => {
+    const out = (https ? httpsRequest : httpRequest)(
+      {
+        protocol: upstream.protocol,
+        hostname: upstream.hostname,
+        port: upstream.port || (https ? 443 : 80),
+        method: req.method,
+        path: `${prefix}${req.url ?? "/"}`,
+        headers,
+        agent: https ? agents.https : agents.http,
+      },
+      resolve,
+    );
+    out.on("error", () => {
+      if (res.headersSent) res.destroy();
+      else refuse(res, 502, "api_error", `Fleet's model gateway could not reach ${upstream.origin}.`);
+      resolve(undefined);
     });
-    res.writeHead(502, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
-    res.end(body);
+    // The agent went away (killed, timed out): the upstream request goes too.
+    res.on("close", () => {
+      if (!res.writableFinished) out.destroy();
+    });
+    out.end(body);
   });
-  // The agent went away (killed, timed out): the upstream request goes too.
-  res.on("close", () => {
-    if (!res.writableFinished) out.destroy();
+}
+
+/** The upstream's answer, streamed back as it comes and read on its way; `done` once it has all passed. */
+function pipeBack(
+  upstreamRes: IncomingMessage,
+  res: ServerResponse,
+  reader: ReturnType<typeof createWireReader> | undefined,
+  done: (turn: WireTurn | undefined) => void,
+) {
+  const back: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(upstreamRes.headers)) {
+    if (value !== undefined && !HOP_BY_HOP.has(name)) back[name] = value;
+  }
+  if (upstreamRes.headers["content-length"] !== undefined)
+    back["content-length"] = upstreamRes.headers["content-length"];
+  res.writeHead(upstreamRes.statusCode ?? 502, back);
+  if (reader) upstreamRes.on("data", (chunk: Buffer) => reader.push(chunk));
+  upstreamRes.on("end", () => {
+    try {
+      done(reader?.finish());
+    } catch {
+      // What the policy does with a turn never breaks the agent's answer.
+    }
   });
-  req.pipe(out);
+  upstreamRes.pipe(res);
+  upstreamRes.on("error", () => res.destroy());
+}
+
+/** An error in a shape both APIs' clients read: Anthropic's `{type, error: {type, message}}`, OpenAI's `error.message`/`code`. */
+function refuse(res: ServerResponse, status: number, type: string, message: string) {
+  const body = JSON.stringify({ type: "error", error: { type, code: type, message } });
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  res.end(body);
 }

@@ -2,7 +2,7 @@ import { SLOT_HOLDING_STATES } from "../core/lifecycle.ts";
 import { hasRetriesLeft, isRetry, stateAfterOutcome } from "../core/outcomes.ts";
 import { appendRun, runKindOf } from "../core/run-history.ts";
 import { retryNotBefore, retryReason } from "../core/scheduler.ts";
-import { recordLedger } from "../core/state-doc.ts";
+import { type FleetStateDoc, recordLedger } from "../core/state-doc.ts";
 import type { Task } from "../core/task.ts";
 import { combineTotals } from "../core/usage.ts";
 import { createCredentialRotation } from "../economy/rotation.ts";
@@ -20,6 +20,8 @@ export async function recordOutcome(
   outcome: TaskOutcome,
   deps: ExecuteDeps,
   lost: string | undefined,
+  /** What the run adds to the same commit (its last context, its credentials' windows). */
+  alsoDoc?: (doc: FleetStateDoc) => FleetStateDoc,
 ) {
   const clock = deps.clock ?? (() => new Date());
   const totals = combineTotals(outcome.planTotals, outcome.totals);
@@ -62,15 +64,17 @@ export async function recordOutcome(
     resetAt,
     patch,
     // The run's line in the token ledger goes into the same commit.
-    alsoDoc: totals
-      ? (doc) =>
-          recordLedger(doc, {
+    alsoDoc: (doc) => {
+      const withRun = alsoDoc ? alsoDoc(doc) : doc;
+      return totals
+        ? recordLedger(withRun, {
             day: clock().toISOString().slice(0, 10),
             coder: task.coder,
             usage: totals.usage,
             costUsd: totals.costUsd,
           })
-      : undefined,
+        : withRun;
+    },
   });
 }
 
@@ -88,6 +92,7 @@ export function credentialPool(coder: string, deps: ExecuteDeps, clock: () => Da
     secretOf,
     clock,
     fallbackSeconds: deps.config.retries.backoff_seconds,
+    nearLimitPct: deps.config.credential_near_limit_pct,
     log: deps.log,
   });
 }

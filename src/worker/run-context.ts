@@ -3,13 +3,15 @@ import type { AgentAdapter } from "../agents/types.ts";
 import { taskBranchName } from "../core/branch.ts";
 import type { RunOutcome } from "../core/outcomes.ts";
 import { redactSecrets } from "../core/redact.ts";
+import type { GuardLimits } from "../core/run-guard.ts";
 import type { RunKind, RunRecord } from "../core/run-history.ts";
 import type { LabeledSecret } from "../core/secret-scan.ts";
-import type { TaskState } from "../core/task.ts";
+import type { TaskContext, TaskState } from "../core/task.ts";
 import type { RunTotals, TokenUsage } from "../core/usage.ts";
 import type { PerTaskLimits } from "../economy/budgets.ts";
 import { type GitHubClient, type IssueRef, parseRepoFullName } from "../github/client.ts";
 import { LOG_FILE, taskArtifactsDir } from "./artifacts.ts";
+import type { RunPool } from "./gateway-run.ts";
 import type { GitAuth } from "./git.ts";
 import type { ModelGateway } from "./model-gateway.ts";
 import { createIssueReporter, type IssueReporter, type Progress, throttleProgress } from "./reports.ts";
@@ -84,6 +86,15 @@ export interface WorkerDeps {
   }) => Promise<{ name: string; value: string } | undefined>;
   /** Per-task ceilings (budgets.per_task_tokens / per_task_usd): the run is stopped once one is passed. */
   perTaskLimits?: PerTaskLimits;
+  /**
+   * What else stops a run at the gateway: runaway detection and max_context_pct (default: the
+   * config's defaults, DEFAULT_RUN_LIMITS).
+   */
+  runLimits?: Pick<GuardLimits, "repeatedToolCalls" | "idleTurns" | "maxContextPct">;
+  /** The coder's pool at the gateway: a run moves off a credential near its limit, and past a 429. */
+  credentialPool?: RunPool;
+  /** The agent's context after each model turn (recorded on the task with the heartbeat). */
+  onContext?: (context: TaskContext) => void;
   onProgress?: (p: {
     state: TaskState;
     step: string;
@@ -107,6 +118,8 @@ export interface TaskOutcome {
   artifacts: { plan?: string; knowledge?: string; result?: unknown };
   sessionId?: string;
   rateLimit?: { resetsAt?: string; retryAfterSeconds?: number };
+  /** The agent's own account of its usage (plan and work), kept beside the gateway's figures. */
+  agentTotals?: RunTotals;
 }
 
 /** What a plan phase leaves for the work phase of a later call (after `/fleet approve`). */

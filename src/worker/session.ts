@@ -2,6 +2,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { AgentEvent, AgentInvocation } from "../agents/types.ts";
 import { secretRedactor } from "../core/redact.ts";
+import { DEFAULT_RUN_LIMITS } from "../core/run-guard.ts";
 import type { TaskState } from "../core/task.ts";
 import {
   addUsage,
@@ -15,6 +16,7 @@ import { overPerTaskBudget } from "../economy/budgets.ts";
 import { agentHomeDir, LOG_FILE, PLAN_FILE } from "./artifacts.ts";
 import { runContainedAgent } from "./contained-run.ts";
 import { buildContextManifest, writeContextManifest } from "./context-manifest.ts";
+import { createGatewayRun, type GatewayRun } from "./gateway-run.ts";
 import { buildPrompt } from "./prompt.ts";
 import type { RunAgentResult } from "./run-agent.ts";
 import {
@@ -116,6 +118,8 @@ function trackPhase(ctx: RunContext, phase: Phase) {
   const byMessage = new Map<string, Partial<TokenUsage>>();
   let planText: string | undefined;
   let overBudget: string | undefined;
+  // The gateway meters the wire: its figures, not the agent's, are held against the ceilings.
+  let wireMetered = false;
   const state: TaskState = phase === "plan" ? "planning" : "running";
   const earlier = phase === "work" && ctx.result.planTotals ? totalTokens(ctx.result.planTotals.usage) : 0;
   const stop = new AbortController();
@@ -128,7 +132,7 @@ function trackPhase(ctx: RunContext, phase: Phase) {
       else usage = addUsage(usage, e.usage);
       const live = [...byMessage.values()].reduce<TokenUsage>((a, u) => addUsage(a, u), usage);
       void ctx.progress({ state, step: phase === "plan" ? "planning" : "agent working", usage: live });
-      if (deps.perTaskLimits && !overBudget) {
+      if (deps.perTaskLimits && !overBudget && !wireMetered) {
         overBudget = overPerTaskBudget(deps.perTaskLimits, { tokens: earlier + totalTokens(live) });
         if (overBudget) stop.abort();
       }
@@ -154,6 +158,14 @@ function trackPhase(ctx: RunContext, phase: Phase) {
     get planText() {
       return planText;
     },
+    /** The gateway stops the run with `reason` (a ceiling, a runaway, the context limit). */
+    stopAt(reason: string) {
+      overBudget ??= reason;
+      stop.abort();
+    },
+    meteredAtGateway() {
+      wireMetered = true;
+    },
     firstTurn: () => [...byMessage.values()][0],
     dispose: () => deps.signal?.removeEventListener("abort", onOuterAbort),
   };
@@ -165,11 +177,20 @@ async function runRotating(
   { wt, notesDir, phase }: PhaseInput,
   setup: Awaited<ReturnType<typeof preparePhase>>,
   tracker: ReturnType<typeof trackPhase>,
-): Promise<{ r: RunAgentResult; spent?: RunTotals; credential?: { name: string; value: string } }> {
+): Promise<{
+  r: RunAgentResult;
+  spent?: RunTotals;
+  credential?: { name: string; value: string };
+  gatewayRun?: GatewayRun;
+}> {
   const { spec, deps } = ctx;
   const { invocation } = setup;
   let credential = deps.credential;
   let spent: RunTotals | undefined;
+  const gatewayRun =
+    credential && ctx.gateway && deps.adapter.upstream
+      ? startGatewayRun(ctx, { wt, phase, credential, tracker })
+      : undefined;
   for (;;) {
     let scrub: ((line: string) => string) | undefined;
     // Built at the first line, once this run's gateway token is among the known secrets.
@@ -193,6 +214,7 @@ async function runRotating(
         mounts: worktreeMounts(wt, notesDir, phase),
         gateway: ctx.gateway,
         onRunToken: (token) => addSecret(ctx, "this run's model-gateway token", token),
+        ...(gatewayRun ? { gatewayRun } : {}),
       },
     );
     // Reports name the credential as configured, not the variable it travelled in.
@@ -200,14 +222,18 @@ async function runRotating(
       spent,
       r.totals && credential ? { ...r.totals, credential: credential.name } : r.totals,
     );
+    // At the gateway, the run went on (or ended) on the credential it holds now.
+    if (gatewayRun) credential = gatewayRun.credential;
+    const done = { r, spent, credential, ...(gatewayRun ? { gatewayRun } : {}) };
     if (r.reason !== "rate-limited" || !credential || !deps.rotateCredential || tracker.overBudget)
-      return { r, spent, credential };
+      return done;
     const next = await deps.rotateCredential({ name: credential.name, rateLimit: r.rateLimit });
-    if (!next) return { r, spent, credential };
+    if (!next) return done;
     addSecret(ctx, `the credential ${next.name}`, next.value);
     const limited = credential.name;
     credential = next;
     invocation.credential = { ...next };
+    gatewayRun?.use(next);
     if (r.sessionId) {
       // The same session goes on under the next credential; it already holds the task's prompt.
       invocation.resumeSessionId = r.sessionId;
@@ -220,6 +246,45 @@ async function runRotating(
   }
 }
 
+/**
+ * The phase at the gateway: its credentials (the pool's, when there is one), its ceilings and runaway
+ * limits, the worktree watched between turns; a stop aborts the agent with the reason.
+ */
+function startGatewayRun(
+  ctx: RunContext,
+  run: {
+    wt: Worktree;
+    phase: Phase;
+    credential: { name: string; value: string };
+    tracker: ReturnType<typeof trackPhase>;
+  },
+): GatewayRun {
+  const { deps } = ctx;
+  const clock = deps.clock ?? (() => new Date());
+  const plan = run.phase === "work" ? ctx.result.planTotals : undefined;
+  run.tracker.meteredAtGateway();
+  return createGatewayRun({
+    phase: run.phase,
+    limits: {
+      ...(deps.runLimits ?? DEFAULT_RUN_LIMITS),
+      ...(deps.perTaskLimits?.tokens ? { tokens: deps.perTaskLimits.tokens } : {}),
+      ...(deps.perTaskLimits?.usd ? { usd: deps.perTaskLimits.usd } : {}),
+    },
+    ...(plan ? { earlier: { usage: plan.usage, costUsd: plan.costUsd } } : {}),
+    credential: run.credential,
+    ...(deps.credentialPool ? { pool: deps.credentialPool } : {}),
+    worktree: run.wt,
+    clock,
+    onStop: (reason) => run.tracker.stopAt(reason),
+    onCredential: (c) => addSecret(ctx, `the credential ${c.name}`, c.value),
+    onTurn: (guard) => {
+      if (guard.context) deps.onContext?.(guard.context);
+      const step = run.phase === "plan" ? "planning" : "agent working";
+      void ctx.progress({ state: run.tracker.state, step, usage: guard.usage, costUsd: guard.costUsd });
+    },
+  });
+}
+
 /** How the phase ended, with its totals (under the credential that finished it) and the ceiling checked once more. */
 function phaseResult(
   ctx: RunContext,
@@ -228,9 +293,14 @@ function phaseResult(
   tracker: ReturnType<typeof trackPhase>,
   logFile: string,
 ): PhaseRun {
-  const { r, spent, credential } = ran;
+  const { r, spent, credential, gatewayRun } = ran;
   const { deps, spec } = ctx;
-  const totals = spent && credential ? { ...spent, credential: credential.name } : spent;
+  const agentTotals = spent && credential ? { ...spent, credential: credential.name } : spent;
+  // The gateway's figures are the report's; the agent's own account is kept beside them.
+  const wire = gatewayRun?.totals(spec.model, agentTotals?.durationMs ?? 0);
+  gatewayRun?.dispose();
+  if (wire) ctx.result.agentTotals = combineTotals(ctx.result.agentTotals, agentTotals);
+  const totals = wire ?? agentTotals;
   if (deps.perTaskLimits && !tracker.overBudget && totals) {
     const tokens = tracker.earlier + totalTokens(totals.usage);
     const costUsd = (totals.costUsd ?? 0) + (phase === "work" ? (ctx.result.planTotals?.costUsd ?? 0) : 0);

@@ -56,8 +56,6 @@ describe("the field table", () => {
     expect(
       SETTABLE_KEYS.filter((s) => s.unsettable && s.leaf.set.scope === "override").map((s) => s.pattern),
     ).toEqual([
-      "budgets.per_task_tokens",
-      "budgets.per_task_usd",
       "budgets.daily_usd",
       "budgets.monthly_usd",
       "per_user_daily_tasks",

@@ -50,7 +50,9 @@ describe("parseFleetConfig defaults", () => {
       plan_phase: true,
       plan_approval: false,
       retries: { max: 2, backoff_seconds: 60 },
-      budgets: { per_coder: {} },
+      budgets: { per_task_tokens: 10_000_000, per_task_usd: 25, per_coder: {} },
+      runaway: { repeated_tool_calls: 5, idle_turns: 40 },
+      credential_near_limit_pct: 90,
       allowed_roles: ["admin", "maintain", "write"],
       serialize_overlapping: false,
       auto_label_discovered: false,
@@ -99,7 +101,12 @@ per_user_daily_tasks: 10
       credentials: ["GEMINI_API_KEY"],
       enabled: true,
     });
-    expect(config.budgets).toEqual({ daily_usd: 25, per_coder: { claude: { monthly_usd: 300 } } });
+    expect(config.budgets).toEqual({
+      per_task_tokens: 10_000_000,
+      per_task_usd: 25,
+      daily_usd: 25,
+      per_coder: { claude: { monthly_usd: 300 } },
+    });
     expect(config.per_user_daily_tasks).toBe(10);
   });
 

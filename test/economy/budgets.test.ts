@@ -23,8 +23,10 @@ describe("per-task ceilings", () => {
       per_coder: { claude: { per_task_tokens: 500, per_task_usd: 2 } },
     });
     expect(perTaskLimits(b, "claude")).toEqual({ tokens: 500, usd: 2 });
-    expect(perTaskLimits(b, "codex")).toEqual({ tokens: 1000 });
-    expect(perTaskLimits(budgets({}), "claude")).toEqual({});
+    expect(perTaskLimits(b, "codex")).toEqual({ tokens: 1000, usd: 25 });
+    // On by default: 10M tokens and $25 a task; 0 turns a ceiling off.
+    expect(perTaskLimits(budgets({}), "claude")).toEqual({ tokens: 10_000_000, usd: 25 });
+    expect(perTaskLimits(budgets({ per_task_tokens: 0, per_task_usd: 0 }), "claude")).toEqual({});
   });
 
   it("says why a task over its ceiling is stopped", () => {
@@ -94,5 +96,27 @@ describe("per-user daily task limit", () => {
     const r = perUserQuota(2, tasks, "mona", NOW);
     expect(r.allowed).toBe(false);
     expect(!r.allowed && r.reason).toContain("per_user_daily_tasks");
+  });
+});
+
+describe("the gateway's ceilings and runaway limits in .github/fleet.yml", () => {
+  it("are on by default; config set may lower them, never raise them or turn them off", async () => {
+    const { checkOverride, parseFleetConfig } = await import("../../src/core/config.ts");
+    const parsed = parseFleetConfig({});
+    if (!parsed.ok) throw new Error("the empty file is valid");
+    const f = parsed.config;
+    expect(f.runaway).toEqual({ repeated_tool_calls: 5, idle_turns: 40 });
+    for (const [key, lower, higher] of [
+      ["budgets.per_task_tokens", 1_000_000, 20_000_000],
+      ["budgets.per_task_usd", 5, 50],
+      ["runaway.repeated_tool_calls", 3, 10],
+      ["runaway.idle_turns", 20, 100],
+    ] as const) {
+      expect(checkOverride(f, key, lower), key).toBeUndefined();
+      expect(checkOverride(f, key, higher), key).toContain("can only be lowered");
+      expect(checkOverride(f, key, 0), key).toContain("0 would turn it off");
+    }
+    const off = parseFleetConfig({ budgets: { per_task_tokens: 0 }, runaway: { repeated_tool_calls: 0 } });
+    expect(off.ok && perTaskLimits(off.config.budgets, "claude")).toEqual({ usd: 25 });
   });
 });

@@ -1,0 +1,72 @@
+import type { TokenUsage } from "./usage.ts";
+
+// What a model turn costs, from the tokens the gateway read on the wire: the providers' published
+// list prices per million tokens (input, output, cache read, cache write; USD). Used for the
+// per-task cost ceiling; a model not in the table has no price, and only the token ceiling applies.
+
+interface Price {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+}
+
+const p = (input: number, output: number, cacheRead: number, cacheWrite: number): Price => ({
+  input,
+  output,
+  cacheRead,
+  cacheWrite,
+});
+
+/**
+ * By model id prefix, most specific first. Anthropic: cache write is the 5-minute write (1.25x input),
+ * cache read 0.1x input. OpenAI: cached input as published; no separate cache-write charge.
+ * Gemini: the prices for prompts up to 200k tokens.
+ */
+const PRICES: ReadonlyArray<readonly [prefix: string, price: Price]> = [
+  ["claude-opus-4-5", p(5, 25, 0.5, 6.25)],
+  ["claude-opus-4", p(15, 75, 1.5, 18.75)],
+  ["claude-3-opus", p(15, 75, 1.5, 18.75)],
+  ["claude-sonnet-4", p(3, 15, 0.3, 3.75)],
+  ["claude-3-7-sonnet", p(3, 15, 0.3, 3.75)],
+  ["claude-3-5-sonnet", p(3, 15, 0.3, 3.75)],
+  ["claude-haiku-4-5", p(1, 5, 0.1, 1.25)],
+  ["claude-3-5-haiku", p(0.8, 4, 0.08, 1)],
+  ["claude-3-haiku", p(0.25, 1.25, 0.03, 0.3)],
+  ["opus", p(15, 75, 1.5, 18.75)],
+  ["sonnet", p(3, 15, 0.3, 3.75)],
+  ["haiku", p(1, 5, 0.1, 1.25)],
+  ["gpt-5-mini", p(0.25, 2, 0.025, 0)],
+  ["gpt-5-nano", p(0.05, 0.4, 0.005, 0)],
+  ["gpt-5", p(1.25, 10, 0.125, 0)],
+  ["codex-mini", p(1.5, 6, 0.375, 0)],
+  ["o4-mini", p(1.1, 4.4, 0.275, 0)],
+  ["o3", p(2, 8, 0.5, 0)],
+  ["gpt-4.1", p(2, 8, 0.5, 0)],
+  ["gpt-4o", p(2.5, 10, 1.25, 0)],
+  ["gemini-2.5-pro", p(1.25, 10, 0.31, 0)],
+  ["gemini-2.5-flash", p(0.3, 2.5, 0.075, 0)],
+];
+
+/** The price of `model` (a provider prefix such as `anthropic/` or `models/` is ignored), or undefined. */
+export function priceOf(model: string): Price | undefined {
+  const id = model
+    .trim()
+    .toLowerCase()
+    .replace(/\[1m\]$/, "");
+  const bare = id.slice(id.lastIndexOf("/") + 1);
+  return PRICES.find(([prefix]) => bare.startsWith(prefix))?.[1];
+}
+
+/** What `usage` of `model` costs in US dollars, or null when Fleet has no price for the model. */
+export function costOf(model: string, usage: Partial<TokenUsage>): number | null {
+  const price = priceOf(model);
+  if (!price) return null;
+  const perToken = (n: number | undefined, usdPerMillion: number) => ((n ?? 0) * usdPerMillion) / 1_000_000;
+  return (
+    perToken(usage.input, price.input) +
+    perToken(usage.output, price.output) +
+    perToken(usage.cacheRead, price.cacheRead) +
+    perToken(usage.cacheWrite, price.cacheWrite)
+  );
+}

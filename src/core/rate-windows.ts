@@ -1,0 +1,166 @@
+// A credential's rate-limit windows, as the provider's headers state them on each response, and
+// Fleet's own count of what it sent on the credential: which credential has the most headroom, and
+// which is too near a limit to start a run on.
+
+/** One window of a provider's limit: how much it allows, how much is left, and when it resets. */
+export interface RateWindow {
+  limit: number;
+  remaining: number;
+  /** RFC3339. */
+  resetsAt: string;
+  /** When the provider said so (RFC3339). */
+  at: string;
+}
+
+/** What Fleet knows of one credential's windows, by window name (`tokens`, `requests`, `5h`, ...). */
+export interface CredentialWindows {
+  windows: Record<string, RateWindow>;
+  /** Fleet's own count on this credential in the current UTC hour (every worker that records it). */
+  hour?: { start: string; tokens: number; requests: number };
+}
+
+/** The default share of a window at which new runs wait for another credential. */
+export const DEFAULT_NEAR_LIMIT_PCT = 90;
+
+type Headers = Record<string, string | string[] | undefined>;
+const header = (h: Headers, name: string): string | undefined => {
+  const v = h[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+/** OpenAI's reset durations: `1s`, `6m0s`, `20ms`, `1h2m3.5s`. */
+export function parseResetDuration(text: string): number | undefined {
+  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)];
+  if (parts.length === 0) return undefined;
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
+  return parts.reduce((sum, [, v, u]) => sum + Number(v) * unit[u as keyof typeof unit], 0);
+}
+
+const ANTHROPIC_WINDOWS = ["requests", "tokens", "input-tokens", "output-tokens"] as const;
+const OPENAI_WINDOWS = ["requests", "tokens"] as const;
+const UNIFIED_WINDOWS = ["5h", "7d"] as const;
+
+/**
+ * The windows a response's headers state: Anthropic's `anthropic-ratelimit-<w>-limit|remaining|reset`
+ * (reset RFC3339) and subscription `anthropic-ratelimit-unified-<5h|7d>-utilization|reset` (reset in
+ * epoch seconds), OpenAI's `x-ratelimit-limit|remaining|reset-<w>` (reset a duration).
+ */
+export function windowsFromHeaders(h: Headers, now: Date): Record<string, RateWindow> {
+  const out: Record<string, RateWindow> = {};
+  const at = now.toISOString();
+  const add = (name: string, limit?: string, remaining?: string, resetsAtMs?: number) => {
+    const l = Number(limit);
+    const r = Number(remaining);
+    if (!(l > 0) || !Number.isFinite(r) || resetsAtMs === undefined || Number.isNaN(resetsAtMs)) return;
+    out[name] = { limit: l, remaining: Math.max(0, r), resetsAt: new Date(resetsAtMs).toISOString(), at };
+  };
+  for (const w of ANTHROPIC_WINDOWS) {
+    const reset = header(h, `anthropic-ratelimit-${w}-reset`);
+    add(
+      w,
+      header(h, `anthropic-ratelimit-${w}-limit`),
+      header(h, `anthropic-ratelimit-${w}-remaining`),
+      reset ? Date.parse(reset) : undefined,
+    );
+  }
+  for (const w of UNIFIED_WINDOWS) {
+    const used = Number(header(h, `anthropic-ratelimit-unified-${w}-utilization`));
+    const reset = Number(header(h, `anthropic-ratelimit-unified-${w}-reset`));
+    if (Number.isFinite(used) && reset > 0)
+      add(w, "100", String(100 - Math.min(100, used * 100)), reset * 1000);
+  }
+  for (const w of OPENAI_WINDOWS) {
+    const reset = header(h, `x-ratelimit-reset-${w}`);
+    const ms = reset === undefined ? undefined : parseResetDuration(reset);
+    add(
+      w,
+      header(h, `x-ratelimit-limit-${w}`),
+      header(h, `x-ratelimit-remaining-${w}`),
+      ms === undefined ? undefined : now.getTime() + ms,
+    );
+  }
+  return out;
+}
+
+/** The share (0-1) of a window used at `now`; a window past its reset is empty again. */
+export function usedShare(w: RateWindow, now: Date): number {
+  if (!(Date.parse(w.resetsAt) > now.getTime())) return 0;
+  return Math.min(1, Math.max(0, (w.limit - w.remaining) / w.limit));
+}
+
+/** The fullest window of a credential, as a share (0 when nothing is known). */
+export function fullestShare(c: CredentialWindows | undefined, now: Date): number {
+  return Math.max(0, ...Object.values(c?.windows ?? {}).map((w) => usedShare(w, now)));
+}
+
+/** Whether a window of the credential is at `pct` percent of its limit or over. */
+export const nearLimit = (
+  c: CredentialWindows | undefined,
+  now: Date,
+  pct = DEFAULT_NEAR_LIMIT_PCT,
+): boolean => pct > 0 && fullestShare(c, now) * 100 >= pct;
+
+/** When the credential's windows at or over `pct` reset (the latest of them), or undefined. */
+export function nearLimitResetsAt(
+  c: CredentialWindows | undefined,
+  now: Date,
+  pct = DEFAULT_NEAR_LIMIT_PCT,
+): string | undefined {
+  const full = Object.values(c?.windows ?? {}).filter((w) => usedShare(w, now) * 100 >= pct);
+  return full.length
+    ? full
+        .map((w) => w.resetsAt)
+        .sort()
+        .at(-1)
+    : undefined;
+}
+
+/** The windows after a response on the credential: the headers' windows (where it gave any) and Fleet's own count. */
+export function recordOnWindows(
+  c: CredentialWindows | undefined,
+  seen: { windows: Record<string, RateWindow>; tokens: number },
+  now: Date,
+): CredentialWindows {
+  const hourStart = `${now.toISOString().slice(0, 13)}:00:00.000Z`;
+  const hour = c?.hour?.start === hourStart ? c.hour : { start: hourStart, tokens: 0, requests: 0 };
+  return {
+    windows: { ...(c?.windows ?? {}), ...seen.windows },
+    hour: { start: hourStart, tokens: hour.tokens + seen.tokens, requests: hour.requests + 1 },
+  };
+}
+
+/** One credential a run could draw. */
+export interface Candidate {
+  name: string;
+  windows?: CredentialWindows;
+  /** Runs on it right now (this worker's). */
+  active: number;
+}
+
+/**
+ * The credential with the most headroom among `candidates` (in config order): those with a window at
+ * `pct` or over are left out; then the emptiest fullest window, then the fewest runs on it, then the
+ * fewest tokens Fleet sent on it this hour, then config order. Undefined when every one is near a limit.
+ */
+export function mostHeadroom(
+  candidates: readonly Candidate[],
+  now: Date,
+  pct = DEFAULT_NEAR_LIMIT_PCT,
+): Candidate | undefined {
+  const hourStart = `${now.toISOString().slice(0, 13)}:00:00.000Z`;
+  const hourTokens = (c: Candidate) => (c.windows?.hour?.start === hourStart ? c.windows.hour.tokens : 0);
+  let best: Candidate | undefined;
+  for (const c of candidates) {
+    if (nearLimit(c.windows, now, pct)) continue;
+    if (!best) {
+      best = c;
+      continue;
+    }
+    const d =
+      fullestShare(c.windows, now) - fullestShare(best.windows, now) ||
+      c.active - best.active ||
+      hourTokens(c) - hourTokens(best);
+    if (d < 0) best = c;
+  }
+  return best;
+}

@@ -1,0 +1,95 @@
+import { type CredentialWindows, recordOnWindows, windowsFromHeaders } from "../core/rate-windows.ts";
+import type { FleetStateDoc } from "../core/state-doc.ts";
+import { credentialsState } from "./credentials.ts";
+
+// Where a credential's windows are kept. A worker keeps what its gateway saw in memory (a WindowBook,
+// one per process, shared by its runs: the freshest figures, and how many runs are on each credential),
+// and writes them into the repository state document (`credentials.<coder>.<name>.windows`) with its
+// heartbeats and when a run ends, so other workers and `fleet tasks --credentials` see them too.
+
+const key = (coder: string, name: string) => `${coder}\u0000${name}`;
+
+/** What this process's gateways saw of each credential, and the runs on each. */
+export class WindowBook {
+  private readonly seen = new Map<string, CredentialWindows>();
+  private readonly runs = new Map<string, number>();
+
+  get(coder: string, name: string): CredentialWindows | undefined {
+    return this.seen.get(key(coder, name));
+  }
+
+  /** A response on the credential: its headers' windows, and the tokens it used (Fleet's own count). */
+  record(
+    coder: string,
+    name: string,
+    seen: { headers: Record<string, string | string[] | undefined>; tokens: number },
+    now: Date,
+  ): void {
+    const k = key(coder, name);
+    this.seen.set(
+      k,
+      recordOnWindows(
+        this.seen.get(k),
+        { windows: windowsFromHeaders(seen.headers, now), tokens: seen.tokens },
+        now,
+      ),
+    );
+  }
+
+  /** The state's figures where this process has none, or older ones. */
+  merge(coder: string, name: string, stored: CredentialWindows | undefined): CredentialWindows | undefined {
+    const mine = this.get(coder, name);
+    if (!stored) return mine;
+    if (!mine) return stored;
+    const windows = { ...stored.windows };
+    for (const [w, v] of Object.entries(mine.windows)) {
+      if (!windows[w] || windows[w]!.at <= v.at) windows[w] = v;
+    }
+    const hour =
+      !stored.hour || (mine.hour && mine.hour.start >= stored.hour.start) ? mine.hour : stored.hour;
+    return hour ? { windows, hour } : { windows };
+  }
+
+  active(coder: string, name: string): number {
+    return this.runs.get(key(coder, name)) ?? 0;
+  }
+
+  /** A run starts on (+1) or leaves (-1) the credential. */
+  move(coder: string, name: string, by: 1 | -1): void {
+    const k = key(coder, name);
+    this.runs.set(k, Math.max(0, (this.runs.get(k) ?? 0) + by));
+  }
+}
+
+/** The book of this process (a worker runs several tasks at once; they share one view of the windows). */
+export const processWindowBook = new WindowBook();
+
+/** The windows the state document records for `coder`'s credentials, by name. */
+export function storedWindows(doc: FleetStateDoc, coder: string): Record<string, CredentialWindows> {
+  const out: Record<string, CredentialWindows> = {};
+  for (const [name, entry] of Object.entries(credentialsState(doc)[coder] ?? {})) {
+    const w = (entry as { windows?: CredentialWindows }).windows;
+    if (w && typeof w === "object" && typeof w.windows === "object") out[name] = w;
+  }
+  return out;
+}
+
+/** The state document with the book's figures for `names` of `coder` written in (newer figures win). */
+export function writeWindows(
+  doc: FleetStateDoc,
+  coder: string,
+  names: readonly string[],
+  book: WindowBook,
+): FleetStateDoc {
+  const state = credentialsState(doc);
+  const stored = storedWindows(doc, coder);
+  const mine: Record<string, Record<string, unknown>> = { ...(state[coder] ?? {}) };
+  let changed = false;
+  for (const name of names) {
+    const merged = book.merge(coder, name, stored[name]);
+    if (!merged || JSON.stringify(merged) === JSON.stringify(stored[name])) continue;
+    mine[name] = { ...(mine[name] ?? {}), windows: merged };
+    changed = true;
+  }
+  return changed ? { ...doc, credentials: { ...state, [coder]: mine } } : doc;
+}

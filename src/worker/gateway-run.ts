@@ -1,0 +1,188 @@
+import { createHash } from "node:crypto";
+import { lstat } from "node:fs/promises";
+import { join } from "node:path";
+import { afterTurn, beforeRequest, type GuardLimits, type GuardState, newGuard } from "../core/run-guard.ts";
+import { emptyUsage, type RunTotals, type TokenUsage, totalTokens } from "../core/usage.ts";
+import type { WindowBook } from "../economy/credential-windows.ts";
+import { gitIn, type WorktreeGitDirs } from "./git.ts";
+import type { GatewayResponse, GrantCredentials, GrantPolicy, NamedCredential } from "./model-gateway.ts";
+
+/** The pool a run draws from at the gateway (the credential rotation of economy/rotation.ts). */
+export interface RunPool {
+  coder: string;
+  book: WindowBook;
+  /** `limited` answered 429: marks it cooling and returns the next credential, if any. */
+  rotate(limited: {
+    name: string;
+    rateLimit?: { retryAfterSeconds?: number };
+  }): Promise<NamedCredential | undefined>;
+  /** Another credential when `current` is near a window's limit and one has room. */
+  next(current: string): NamedCredential | undefined;
+}
+
+export interface GatewayRunOptions {
+  phase: "plan" | "work";
+  limits: GuardLimits;
+  /** What the task spent before this phase (its plan phase): counted against the ceilings. */
+  earlier?: { usage?: TokenUsage; costUsd?: number | null };
+  credential: NamedCredential;
+  pool?: RunPool;
+  /** The worktree, watched for changes between turns (runaway.idle_turns, repeated calls). */
+  worktree?: WorktreeGitDirs;
+  clock: () => Date;
+  /** The run must stop: the agent is stopped with this reason. */
+  onStop: (reason: string) => void;
+  /** A credential was given to the run (a rotation): it becomes a known secret. */
+  onCredential?: (credential: NamedCredential) => void;
+  /** After each metered turn. */
+  onTurn?: (guard: GuardState) => void;
+  log?: (message: string) => void;
+}
+
+/**
+ * One agent phase at the gateway: the credential its requests go out on (moved off one near its limit,
+ * retried on the next after a 429), and the guard that meters every answer and refuses the request
+ * that would pass a ceiling or repeat a runaway. What the wire showed is the phase's token report.
+ */
+export function createGatewayRun(opts: GatewayRunOptions) {
+  let guard = newGuard(opts.earlier);
+  const start = newGuard(opts.earlier);
+  let wire = emptyUsage();
+  let turns = 0;
+  let model: string | undefined;
+  let credential = opts.credential;
+  let lastPrint: string | undefined;
+  let stopped = false;
+  const startedAt = Date.now();
+  const pool = opts.pool;
+  pool?.book.move(pool.coder, credential.name, 1);
+
+  const switchTo = (next: NamedCredential, why: string) => {
+    opts.log?.(`${pool?.coder ?? "agent"}: ${why}; going on with ${next.name}`);
+    opts.onCredential?.(next);
+    pool?.book.move(pool.coder, credential.name, -1);
+    pool?.book.move(pool.coder, next.name, 1);
+    credential = next;
+  };
+  const stop = (reason: string) => {
+    if (stopped) return;
+    stopped = true;
+    opts.onStop(reason);
+  };
+
+  const credentials: GrantCredentials = {
+    current() {
+      const next = pool?.next(credential.name);
+      if (next) switchTo(next, `${credential.name} is near a rate-limit window's limit`);
+      return credential;
+    },
+    async rateLimited(name, info) {
+      const next = await pool?.rotate({ name, rateLimit: info });
+      if (next) switchTo(next, `${name} answered 429`);
+      return next;
+    },
+  };
+
+  const policy: GrantPolicy = {
+    async admit() {
+      if (guard.stop) return guard.stop;
+      const print = opts.worktree && opts.phase === "work" ? await worktreePrint(opts.worktree) : undefined;
+      const changed = print !== undefined && lastPrint !== undefined && print !== lastPrint;
+      if (print !== undefined) lastPrint = print;
+      guard = beforeRequest(guard, opts.limits, { changed, countIdle: opts.phase === "work" });
+      if (guard.stop) stop(guard.stop);
+      return guard.stop;
+    },
+    onResponse(r: GatewayResponse) {
+      if (pool)
+        pool.book.record(
+          pool.coder,
+          r.credential,
+          { headers: r.headers, tokens: r.turn ? totalTokens(r.turn.usage) : 0 },
+          opts.clock(),
+        );
+      if (!r.turn?.metered) return;
+      const turnModel = r.turn.model ?? model ?? "";
+      model = r.turn.model ?? model;
+      wire = {
+        input: wire.input + r.turn.usage.input,
+        output: wire.output + r.turn.usage.output,
+        cacheRead: wire.cacheRead + r.turn.usage.cacheRead,
+        cacheWrite: wire.cacheWrite + r.turn.usage.cacheWrite,
+        reasoning: wire.reasoning + r.turn.usage.reasoning,
+      };
+      turns++;
+      guard = afterTurn(
+        guard,
+        {
+          model: turnModel,
+          usage: r.turn.usage,
+          toolCalls: r.turn.toolCalls,
+          at: opts.clock().toISOString(),
+        },
+        opts.limits,
+      );
+      opts.onTurn?.(guard);
+      if (guard.stop) stop(guard.stop);
+    },
+  };
+
+  return {
+    credentials,
+    policy,
+    get guard() {
+      return guard;
+    },
+    /** The run goes on with `next` (the agent was restarted on it after a rate limit it saw). */
+    use(next: NamedCredential) {
+      if (next.name !== credential.name) switchTo(next, `${credential.name} was rate-limited`);
+    },
+    /** The credential the run is on now. */
+    get credential() {
+      return credential;
+    },
+    /** What the wire showed for this phase (undefined when no answer was metered). */
+    totals(fallbackModel: string, durationMs: number): RunTotals | undefined {
+      if (turns === 0) return undefined;
+      const cost = guard.unpriced ? null : guard.costUsd - start.costUsd;
+      return {
+        usage: wire,
+        costUsd: cost,
+        turns,
+        durationMs: durationMs || Date.now() - startedAt,
+        model: model ?? fallbackModel,
+        credential: credential.name,
+      };
+    },
+    dispose() {
+      pool?.book.move(pool.coder, credential.name, -1);
+    },
+  };
+}
+export type GatewayRun = ReturnType<typeof createGatewayRun>;
+
+/**
+ * The worktree's state in one hash: what `git status` lists as changed or new, with each file's size
+ * and modification time (a file edited again changes its time). Undefined when git cannot tell.
+ */
+async function worktreePrint(wt: WorktreeGitDirs): Promise<string | undefined> {
+  try {
+    const { stdout } = await gitIn(wt, [
+      "--no-optional-locks",
+      "status",
+      "--porcelain=v1",
+      "-z",
+      "--untracked-files=all",
+    ]);
+    const hash = createHash("sha256").update(stdout);
+    for (const entry of stdout.split("\0")) {
+      const path = entry.slice(3);
+      if (!path) continue;
+      const st = await lstat(join(wt.path, path)).catch(() => undefined);
+      hash.update(`\0${path}\0${st ? `${st.size}:${st.mtimeMs}` : "-"}`);
+    }
+    return hash.digest("hex");
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,115 @@
+import { describe, expect, it } from "vitest";
+import {
+  mostHeadroom,
+  nearLimit,
+  nearLimitResetsAt,
+  parseResetDuration,
+  recordOnWindows,
+  windowsFromHeaders,
+} from "../../src/core/rate-windows.ts";
+
+const NOW = new Date("2026-01-01T10:30:00.000Z");
+const AT = NOW.toISOString();
+
+describe("rate-limit windows from the providers' headers", () => {
+  it("reads Anthropic's windows (RFC3339 resets) and subscription utilization (epoch resets)", () => {
+    const w = windowsFromHeaders(
+      {
+        "anthropic-ratelimit-tokens-limit": "100000",
+        "anthropic-ratelimit-tokens-remaining": "25000",
+        "anthropic-ratelimit-tokens-reset": "2026-01-01T10:31:00Z",
+        "anthropic-ratelimit-requests-limit": "50",
+        "anthropic-ratelimit-requests-remaining": "49",
+        "anthropic-ratelimit-requests-reset": "2026-01-01T10:30:05Z",
+        "anthropic-ratelimit-unified-5h-utilization": "0.42",
+        "anthropic-ratelimit-unified-5h-reset": String(Date.parse("2026-01-01T14:00:00Z") / 1000),
+      },
+      NOW,
+    );
+    expect(w).toEqual({
+      tokens: { limit: 100000, remaining: 25000, resetsAt: "2026-01-01T10:31:00.000Z", at: AT },
+      requests: { limit: 50, remaining: 49, resetsAt: "2026-01-01T10:30:05.000Z", at: AT },
+      "5h": { limit: 100, remaining: 58, resetsAt: "2026-01-01T14:00:00.000Z", at: AT },
+    });
+  });
+
+  it("reads OpenAI's windows with their duration resets", () => {
+    expect(parseResetDuration("6m0s")).toBe(360_000);
+    expect(parseResetDuration("1h2m3.5s")).toBe(3_723_500);
+    expect(parseResetDuration("20ms")).toBe(20);
+    const w = windowsFromHeaders(
+      {
+        "x-ratelimit-limit-tokens": "40000",
+        "x-ratelimit-remaining-tokens": "39000",
+        "x-ratelimit-reset-tokens": "1.5s",
+      },
+      NOW,
+    );
+    expect(w.tokens).toEqual({
+      limit: 40000,
+      remaining: 39000,
+      resetsAt: "2026-01-01T10:30:01.500Z",
+      at: AT,
+    });
+  });
+
+  it("a window at 90% or over is near its limit until it resets", () => {
+    const c = recordOnWindows(
+      undefined,
+      {
+        windows: { tokens: { limit: 100, remaining: 10, resetsAt: "2026-01-01T10:31:00.000Z", at: AT } },
+        tokens: 90,
+      },
+      NOW,
+    );
+    expect(nearLimit(c, NOW)).toBe(true);
+    expect(nearLimit(c, NOW, 95)).toBe(false);
+    expect(nearLimitResetsAt(c, NOW)).toBe("2026-01-01T10:31:00.000Z");
+    expect(nearLimit(c, new Date("2026-01-01T10:31:00.000Z"))).toBe(false);
+    expect(c.hour).toEqual({ start: "2026-01-01T10:00:00.000Z", tokens: 90, requests: 1 });
+  });
+
+  it("draws the credential with the most headroom; near-limit ones are left out; ties go to the idlest", () => {
+    const win = (remaining: number) => ({
+      windows: { tokens: { limit: 100, remaining, resetsAt: "2026-01-01T10:31:00.000Z", at: AT } },
+    });
+    expect(
+      mostHeadroom(
+        [
+          { name: "A", windows: win(20), active: 0 },
+          { name: "B", windows: win(60), active: 0 },
+        ],
+        NOW,
+      )?.name,
+    ).toBe("B");
+    expect(
+      mostHeadroom(
+        [
+          { name: "A", windows: win(5), active: 0 },
+          { name: "B", windows: win(8), active: 0 },
+        ],
+        NOW,
+      ),
+    ).toBeUndefined();
+    expect(
+      mostHeadroom(
+        [
+          { name: "A", active: 1 },
+          { name: "B", active: 0 },
+          { name: "C", active: 0 },
+        ],
+        NOW,
+      )?.name,
+    ).toBe("B");
+    const used = { windows: {}, hour: { start: "2026-01-01T10:00:00.000Z", tokens: 500, requests: 3 } };
+    expect(
+      mostHeadroom(
+        [
+          { name: "A", windows: used, active: 0 },
+          { name: "B", active: 0 },
+        ],
+        NOW,
+      )?.name,
+    ).toBe("B");
+  });
+});

@@ -1,0 +1,98 @@
+import { describe, expect, it } from "vitest";
+import { afterTurn, beforeRequest, type GuardTurn, newGuard } from "../../src/core/run-guard.ts";
+import { emptyUsage, type TokenUsage } from "../../src/core/usage.ts";
+
+const AT = "2026-01-01T00:00:00.000Z";
+const turn = (
+  usage: Partial<TokenUsage>,
+  toolCalls: GuardTurn["toolCalls"] = [],
+  model = "claude-sonnet-4-5",
+): GuardTurn => ({
+  model,
+  usage: { ...emptyUsage(), ...usage },
+  toolCalls,
+  at: AT,
+});
+const read = { name: "Read", input: '{"file_path":"/w/a.ts"}' };
+
+describe("the gateway's guard over a run", () => {
+  it("refuses the request that would pass the token ceiling: it reads at least the last turn's prompt and answer", () => {
+    const limits = { tokens: 35_000 };
+    let g = newGuard();
+    for (let i = 0; i < 3; i++) {
+      g = beforeRequest(g, limits, { changed: false, countIdle: false });
+      expect(g.stop).toBeUndefined();
+      g = afterTurn(g, turn({ input: 9_000, output: 1_000 }), limits);
+    }
+    expect(g.stop).toBeUndefined();
+    g = beforeRequest(g, limits, { changed: false, countIdle: false });
+    expect(g.stop).toBe(
+      "stopped: the next model request would pass the per-task ceiling of 35,000 tokens (budgets.per_task_tokens): 30,000 used, and it reads at least 10,000; the gateway refused it",
+    );
+  });
+
+  it("counts what earlier phases spent, and stops at once when a turn went over", () => {
+    const g = afterTurn(newGuard({ usage: { ...emptyUsage(), input: 900 } }), turn({ input: 200 }), {
+      tokens: 1000,
+    });
+    expect(g.stop).toContain("the task used 1,100 tokens, over the per-task ceiling of 1,000");
+  });
+
+  it("prices turns for the cost ceiling; an unknown model's turns count tokens only", () => {
+    let g = afterTurn(newGuard(), turn({ input: 1_000_000 }), { usd: 5 });
+    expect(g.costUsd).toBeCloseTo(3);
+    g = beforeRequest(g, { usd: 5 }, { changed: false, countIdle: false });
+    expect(g.stop).toContain("would pass the per-task ceiling of $5.00 (budgets.per_task_usd): $3.00 spent");
+    const unknown = afterTurn(newGuard(), turn({ input: 1_000_000 }, [], "scripted-model"), { usd: 5 });
+    expect(unknown.costUsd).toBe(0);
+    expect(unknown.unpriced).toBe(true);
+  });
+
+  it("stops the same tool call with the same input asked for N times with the worktree unchanged", () => {
+    const limits = { repeatedToolCalls: 3 };
+    let g = newGuard();
+    for (let i = 0; i < 2; i++) {
+      g = afterTurn(g, turn({ input: 10 }, [read]), limits);
+      g = beforeRequest(g, limits, { changed: false, countIdle: true });
+    }
+    expect(g.stop).toBeUndefined();
+    g = afterTurn(g, turn({ input: 10 }, [read]), limits);
+    g = beforeRequest(g, limits, { changed: false, countIdle: true });
+    expect(g.stop).toBe(
+      'stopped: the agent asked for the same tool call 3 times with nothing changed in the worktree (Read {"file_path":"/w/a.ts"}); runaway.repeated_tool_calls is 3',
+    );
+  });
+
+  it("forgets counted calls and idle turns when the worktree changed; 0 turns a check off", () => {
+    const limits = { repeatedToolCalls: 2, idleTurns: 2 };
+    let g = afterTurn(newGuard(), turn({ input: 10 }, [read]), limits);
+    g = afterTurn(g, turn({ input: 10 }, [read]), limits);
+    g = beforeRequest(g, limits, { changed: true, countIdle: true });
+    expect(g.stop).toBeUndefined();
+    expect(g.calls).toEqual({});
+    let off = afterTurn(newGuard(), turn({}, [read]), { repeatedToolCalls: 0, idleTurns: 0 });
+    off = afterTurn(off, turn({}, [read]), { repeatedToolCalls: 0 });
+    expect(
+      beforeRequest(off, { repeatedToolCalls: 0, idleTurns: 0 }, { changed: false, countIdle: true }).stop,
+    ).toBeUndefined();
+  });
+
+  it("stops after N turns with tool calls that changed nothing, where idle turns count (the work phase)", () => {
+    const limits = { idleTurns: 2 };
+    let g = afterTurn(newGuard(), turn({}, [read]), limits);
+    g = afterTurn(g, turn({}, [{ name: "Grep", input: "{}" }]), limits);
+    expect(beforeRequest(g, limits, { changed: false, countIdle: false }).stop).toBeUndefined();
+    expect(beforeRequest(g, limits, { changed: false, countIdle: true }).stop).toBe(
+      "stopped: 2 turns in a row changed nothing in the worktree; runaway.idle_turns is 2",
+    );
+  });
+
+  it("records the last turn's context and stops a turn past max_context_pct", () => {
+    const g = afterTurn(newGuard(), turn({ input: 100, cacheRead: 150_000, cacheWrite: 20_000 }), {
+      maxContextPct: 80,
+    });
+    expect(g.context).toEqual({ tokens: 170_100, window: 200_000, at: AT });
+    expect(g.stop).toContain("the last turn's context was 170k tokens, 85% of the model's 200k window");
+    expect(afterTurn(newGuard(), turn({ input: 100_000 }), { maxContextPct: 80 }).stop).toBeUndefined();
+  });
+});

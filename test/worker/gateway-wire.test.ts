@@ -1,0 +1,176 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
+import { startOpenAIScriptServer } from "../../src/offline/models/openai-server.ts";
+import type { ScriptServer } from "../../src/offline/models/script.ts";
+import {
+  type GatewayResponse,
+  type GrantCredentials,
+  type ModelGateway,
+  startModelGateway,
+} from "../../src/worker/model-gateway.ts";
+
+let gateway: ModelGateway | undefined;
+let server: ScriptServer | undefined;
+afterEach(async () => {
+  await gateway?.close();
+  await server?.stop();
+  gateway = undefined;
+  server = undefined;
+});
+
+const TOOLS = [{ name: "Bash", input_schema: { type: "object" } }];
+const anthropicCall = (token: string, stream: boolean) =>
+  fetch(`${gateway!.url}/v1/messages?beta=true`, {
+    method: "POST",
+    headers: { "x-api-key": token, "content-type": "application/json", "accept-encoding": "gzip" },
+    body: JSON.stringify({ model: "claude-sonnet-4-5", stream, tools: TOOLS, messages: [] }),
+  });
+
+describe("the model gateway reads usage from the wire", () => {
+  it("Anthropic: message_start and message_delta of a stream, and a whole JSON message, give the script's figures and tool calls", async () => {
+    const usage = {
+      input_tokens: 1200,
+      output_tokens: 345,
+      cache_read_input_tokens: 5000,
+      cache_creation_input_tokens: 700,
+    };
+    server = await startAnthropicScriptServer({
+      turns: [
+        {
+          toolUses: [{ name: "Bash", input: { command: "ls -la /tmp/a/very/long/path/to/split/in/deltas" } }],
+          usage,
+        },
+        { text: "done", usage: { input_tokens: 10, output_tokens: 2 } },
+      ],
+    });
+    gateway = await startModelGateway();
+    const seen: GatewayResponse[] = [];
+    const grant = gateway.grant(server.url, "sk-ant-real", undefined, { onResponse: (r) => seen.push(r) });
+    const streamed = await (await anthropicCall(grant.token, true)).text();
+    expect(streamed).toContain("event: message_delta");
+    const whole = (await (await anthropicCall(grant.token, false)).json()) as { usage: unknown };
+    expect(whole.usage).toMatchObject({ input_tokens: 10 });
+    expect(seen.map((r) => r.turn)).toEqual([
+      {
+        provider: "anthropic",
+        model: "claude-sonnet-4-5",
+        usage: { input: 1200, output: 345, cacheRead: 5000, cacheWrite: 700, reasoning: 0 },
+        metered: true,
+        toolCalls: [{ name: "Bash", input: '{"command":"ls -la /tmp/a/very/long/path/to/split/in/deltas"}' }],
+      },
+      {
+        provider: "anthropic",
+        model: "claude-sonnet-4-5",
+        usage: { input: 10, output: 2, cacheRead: 0, cacheWrite: 0, reasoning: 0 },
+        metered: true,
+        toolCalls: [],
+      },
+    ]);
+    expect(seen.every((r) => r.credential === "credential" && r.status === 200)).toBe(true);
+  });
+
+  it("OpenAI Responses: response.completed gives input without the cached part, cached as cache read, reasoning", async () => {
+    server = await startOpenAIScriptServer({
+      turns: [
+        {
+          toolUses: [{ name: "exec_command", input: { cmd: "ls", workdir: "/w" } }],
+          usage: {
+            input_tokens: 3000,
+            cache_read_input_tokens: 1000,
+            output_tokens: 400,
+            reasoning_tokens: 100,
+          },
+        },
+      ],
+    });
+    gateway = await startModelGateway();
+    const seen: GatewayResponse[] = [];
+    const grant = gateway.grant(server.url, "sk-openai-real", undefined, { onResponse: (r) => seen.push(r) });
+    const res = await fetch(`${gateway.url}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${grant.token}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "o4-mini",
+        stream: true,
+        tools: [{ type: "function", name: "exec_command" }],
+      }),
+    });
+    expect(await res.text()).toContain("response.completed");
+    expect(seen[0]?.turn).toEqual({
+      provider: "openai",
+      model: "o4-mini",
+      usage: { input: 2000, output: 400, cacheRead: 1000, cacheWrite: 0, reasoning: 100 },
+      metered: true,
+      toolCalls: [{ name: "exec_command", input: '{"cmd":"ls","workdir":"/w"}' }],
+    });
+  });
+
+  it("refuses a request the run's policy refuses with a 400 both CLIs read, and sends nothing upstream", async () => {
+    server = await startAnthropicScriptServer({ turns: [] });
+    gateway = await startModelGateway();
+    const grant = gateway.grant(server.url, "sk-ant-real", undefined, {
+      admit: async () => "stopped: over the ceiling",
+    });
+    const res = await anthropicCall(grant.token, true);
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as {
+      type: string;
+      error: { type: string; message: string; code: string };
+    };
+    expect(body).toEqual({
+      type: "error",
+      error: {
+        type: "invalid_request_error",
+        code: "invalid_request_error",
+        message: "Fleet stopped this run: stopped: over the ceiling",
+      },
+    });
+    expect(server.requests).toHaveLength(0);
+  });
+
+  it("retries a 429 on the pool's next credential with the same body; the agent sees only the answer", async () => {
+    server = await startAnthropicScriptServer({
+      turns: [
+        { error: { status: 429, retryAfter: 30 } },
+        { text: "ok", usage: { input_tokens: 50, output_tokens: 5 } },
+      ],
+    });
+    gateway = await startModelGateway();
+    const limited: Array<{ name: string; retryAfterSeconds?: number }> = [];
+    let current = { name: "KEY_A", value: "sk-ant-aaaa" };
+    const pool: GrantCredentials = {
+      current: () => current,
+      rateLimited: async (name, info) => {
+        limited.push({ name, ...info });
+        current = { name: "KEY_B", value: "sk-ant-bbbb" };
+        return current;
+      },
+    };
+    const seen: GatewayResponse[] = [];
+    const grant = gateway.grant(server.url, pool, undefined, { onResponse: (r) => seen.push(r) });
+    const res = await anthropicCall(grant.token, true);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain('"text":"ok"');
+    expect(limited).toEqual([{ name: "KEY_A", retryAfterSeconds: 30 }]);
+    const keys = server.requests.map((r) => r.headers["x-api-key"]);
+    expect(keys).toEqual(["sk-ant-aaaa", "sk-ant-bbbb"]);
+    expect(server.requests[0]!.body).toEqual(server.requests[1]!.body);
+    expect(seen.map((r) => [r.credential, r.status, r.turn?.usage.input])).toEqual([
+      ["KEY_A", 429, undefined],
+      ["KEY_B", 200, 50],
+    ]);
+  });
+
+  it("passes the 429 on when the pool has no other credential", async () => {
+    server = await startAnthropicScriptServer({ turns: [{ error: { status: 429, retryAfter: 7 } }] });
+    gateway = await startModelGateway();
+    const pool: GrantCredentials = {
+      current: () => ({ name: "KEY_A", value: "sk-ant-aaaa" }),
+      rateLimited: async () => undefined,
+    };
+    const res = await anthropicCall(gateway.grant(server.url, pool).token, true);
+    expect(res.status).toBe(429);
+    expect(res.headers.get("retry-after")).toBe("7");
+    expect(((await res.json()) as { error: { type: string } }).error.type).toBe("rate_limit_error");
+  });
+});
