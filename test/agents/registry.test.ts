@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { agyAdapter } from "../../src/agents/agy.ts";
 import { geminiAdapter } from "../../src/agents/gemini.ts";
 import { adapters, getAdapter, knownCoders } from "../../src/agents/index.ts";
 import type { AgentEvent } from "../../src/agents/types.ts";
@@ -67,47 +66,6 @@ describe("registry", () => {
         for (const e of events) expect(["unknown", "error"]).toContain(e.type);
       }
     }
-  });
-});
-
-// Recorded lines in the documented agy stream-json shape (the agy binary is not on npm).
-const agyLines = [
-  '{"event":"init","session_id":"conv-1","model":"gemini-3-pro","timestamp":"2026-07-28T10:00:00Z"}',
-  '{"event":"step_update","step_type":"planner_response","text":"I will add the file."}',
-  '{"event":"step_update","step_type":"tool_call","tool_id":"t1","tool_info":{"name":"write_file","input":{"path":"A.md"}}}',
-  '{"event":"step_update","step_type":"tool_result","tool_id":"t1","status":"success","output":"wrote A.md"}',
-  '{"event":"step_update","step_type":"thinking","text":"..."}',
-  '{"event":"result","status":"success","result":"Added A.md","session_id":"conv-1","duration_ms":1234,"num_turns":2,"usage":{"input_tokens":900,"output_tokens":120,"cached_input_tokens":300}}',
-];
-
-describe("agy adapter (documented format, recorded lines)", () => {
-  it("command: -p <prompt> --output-format stream-json, yolo only in the work phase", () => {
-    const work = agyAdapter.command({ prompt: "go", model: "m", phase: "work", cwd: "." });
-    expect(work.args).toEqual(["-p", "go", "--output-format", "stream-json", "--model", "m", "--yolo"]);
-    expect(agyAdapter.command({ prompt: "go", model: "m", phase: "plan", cwd: "." }).args).not.toContain(
-      "--yolo",
-    );
-  });
-
-  it("parses init, steps and the result with usage", () => {
-    const events = agyLines.flatMap((l) => agyAdapter.parseLine(l));
-    expect(events.map((e) => e.type)).toEqual(["init", "text", "tool_use", "tool_result", "result"]);
-    expect(events[0]).toMatchObject({ sessionId: "conv-1", model: "gemini-3-pro" });
-    expect(events[2]).toEqual({ type: "tool_use", name: "write_file", input: { path: "A.md" }, id: "t1" });
-    expect(events[4]).toEqual({
-      type: "result",
-      ok: true,
-      sessionId: "conv-1",
-      summary: "Added A.md",
-      totals: {
-        usage: { input: 900, output: 120, cacheRead: 300, cacheWrite: 0, reasoning: 0 },
-        costUsd: null,
-        turns: 2,
-        durationMs: 1234,
-        model: "",
-      },
-    });
-    expect(agyAdapter.parseLine('{"event":"step_update","step_type":"brand_new"}')[0]?.type).toBe("unknown");
   });
 });
 
