@@ -118,14 +118,13 @@ function requestedSides(
     const coder = coders[0] ?? config.default_coder;
     asked = models.map((model) => ({ coder, model }));
   } else {
-    if (models.length > coders.length)
+    const named = coders.length ? coders : [config.default_coder];
+    if (models.length > named.length)
       throw new UsageError(
-        `${models.length} --model for ${coders.length} --coder: each --model pairs with the --coder at its position.`,
+        `${models.length} --model for ${named.length} --coder: each --model pairs with the --coder at its position.`,
         BD_USAGE,
       );
-    asked = (coders.length ? coders : [config.default_coder]).map((coder, i) =>
-      models[i] === undefined ? { coder } : { coder, model: models[i] },
-    );
+    asked = named.map((coder, i) => (models[i] === undefined ? { coder } : { coder, model: models[i] }));
   }
   const sides = asked.map(({ coder, model }) => ({
     coder,

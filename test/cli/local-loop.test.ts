@@ -1,0 +1,310 @@
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { execa } from "execa";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  type ScriptServer,
+  type ScriptTurn,
+  startAnthropicScriptServer,
+} from "../../src/offline/models/anthropic-server.ts";
+import { cliEnv, fleet, mapLimit, tempGitRepo, tempHome } from "./cli-helpers.ts";
+
+// Local mode closes the loop: a conflicting merge starts the rebase run, a plan waits for
+// `fleet approve` (and a retry does not pay for it again), and an A/B run is made and compared from
+// the terminal. Real CLI, real git repositories, the real Claude CLI against a scripted model.
+
+const YML = "plan_phase: false\ntimeouts: { run_minutes: 2, stall_minutes: 1 }\n";
+const USAGE = {
+  input_tokens: 900,
+  output_tokens: 60,
+  cache_read_input_tokens: 100,
+  cache_creation_input_tokens: 20,
+};
+const IDENTITY = {
+  GIT_AUTHOR_NAME: "Dev",
+  GIT_AUTHOR_EMAIL: "dev@example.com",
+  GIT_COMMITTER_NAME: "Dev",
+  GIT_COMMITTER_EMAIL: "dev@example.com",
+};
+const git = async (cwd: string, ...args: string[]) =>
+  (await execa("git", args, { cwd, env: IDENTITY })).stdout.trim();
+const bash = (command: string): ScriptTurn => ({
+  toolUses: [{ name: "Bash", input: { command, description: "edit" } }],
+  usage: USAGE,
+});
+const done = (text: string): ScriptTurn => ({ text, usage: USAGE });
+
+type Cli = (...args: string[]) => ReturnType<typeof fleet>;
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0)) await c();
+});
+
+/** A repository with `files` and a fresh $FLEET_HOME, and the CLI run inside it. */
+async function setup(files: Record<string, string>) {
+  const repo = await tempGitRepo(files);
+  const home = await tempHome();
+  cleanups.push(repo.cleanup, home.cleanup);
+  const env = cliEnv({
+    FLEET_HOME: home.dir,
+    ANTHROPIC_API_KEY: "sk-ant-local-test-credential-0000",
+    ...IDENTITY,
+  });
+  const cli: Cli = (...args) => fleet(args, { cwd: repo.dir, env });
+  const ok = async (...args: string[]) => {
+    const r = await cli(...args);
+    expect(r.exitCode, `${args.join(" ")}\n${r.stderr}`).toBe(0);
+    return r;
+  };
+  const json = async (...args: string[]) => JSON.parse((await ok(...args, "--json")).stdout);
+  const run = (model: ScriptServer) =>
+    cli(
+      "run",
+      "--until-idle",
+      "--poll",
+      "300",
+      "--model-base-url",
+      model.url,
+      "--agent-env",
+      "CLAUDE_CODE_MAX_RETRIES=0",
+    );
+  const model = async (turns: ScriptTurn[]) => {
+    const server = await startAnthropicScriptServer({ turns });
+    cleanups.push(() => server.stop());
+    return server;
+  };
+  return { repo: repo.dir, home: home.dir, cli, ok, json, run, model };
+}
+
+describe("fleet CLI, local mode: merge conflicts, plan approval, A/B runs", () => {
+  it("fleet merge of a conflicting branch merges nothing and queues the rebase run; the agent resolves it and the next merge fast-forwards", async () => {
+    const s = await setup({ "SHARED.md": "first\n", ".github/fleet.yml": YML });
+    const task = await s.json("bd", "create", "--title", "Change SHARED.md", "--description", "Edit it.");
+    const server = await s.model([
+      bash('echo "from the agent" > SHARED.md'),
+      done("Changed SHARED.md."),
+      // The rebase run: git stops on SHARED.md and the agent writes both sides.
+      bash('printf "from the user\\nfrom the agent\\n" > SHARED.md'),
+      done("Kept both lines."),
+    ]);
+    expect((await s.run(server)).exitCode).toBe(0);
+    const branch = "fleet/1-change-shared-md";
+    expect(await git(s.repo, "show", `${branch}:SHARED.md`)).toBe("from the agent");
+
+    await writeFile(join(s.repo, "SHARED.md"), "from the user\n");
+    await git(s.repo, "commit", "-q", "-am", "user edit");
+    const mainBefore = await git(s.repo, "rev-parse", "main");
+    const conflict = await s.cli("merge", task.id, "--json");
+    expect(conflict.exitCode).toBe(1);
+    expect(JSON.parse(conflict.stdout)).toEqual({
+      id: task.id,
+      merged: false,
+      conflicts: ["SHARED.md"],
+      rebase: "queued",
+    });
+    expect(await git(s.repo, "rev-parse", "main")).toBe(mainBefore);
+    expect(await readFile(join(s.repo, "SHARED.md"), "utf8")).toBe("from the user\n");
+    const queued = (await s.json("bd", "show", task.id)).task;
+    expect(queued.rebase).toMatchObject({ onlyIfConflicting: true });
+    expect(queued.state).toBe("dispatched");
+
+    const rebase = await s.run(server);
+    expect(rebase.exitCode, rebase.stderr).toBe(0);
+    expect(server.played).toBe(4);
+    expect((await s.json("bd", "show", task.id)).task.state).toBe("pr-open");
+    // The branch now sits on the user's commit, with the agent's resolution.
+    await git(s.repo, "merge-base", "--is-ancestor", mainBefore, branch);
+    expect(await git(s.repo, "show", `${branch}:SHARED.md`)).toBe("from the user\nfrom the agent");
+
+    const merged = await s.json("merge", task.id);
+    expect(merged).toMatchObject({ merged: true, how: "fast-forward", state: "done" });
+    expect(await readFile(join(s.repo, "SHARED.md"), "utf8")).toBe("from the user\nfrom the agent\n");
+  }, 180_000);
+
+  it("plan_approval: the plan waits for fleet approve, the work phase gets it, and a retry after a failed work phase does not plan again", async () => {
+    const s = await setup({
+      ".github/fleet.yml":
+        "plan_phase: true\nplan_approval: true\nretries: { max: 0 }\ntimeouts: { run_minutes: 2, stall_minutes: 1 }\n",
+    });
+    const task = await s.json(
+      "bd",
+      "create",
+      "--title",
+      "Add PLANNED.md",
+      "--description",
+      "Write PLANNED.md.",
+    );
+    const server = await s.model([
+      done("1. Write PLANNED.md with one line."),
+      // The first work phase fails at the model; the retried one does the work.
+      { error: { status: 500 } },
+      bash('echo "planned" > PLANNED.md'),
+      done("Wrote PLANNED.md."),
+    ]);
+    expect((await s.run(server)).exitCode).toBe(0);
+    expect(server.played).toBe(1);
+    expect((await s.json("bd", "show", task.id)).task.state).toBe("awaiting-approval");
+    expect((await s.ok("task", task.id, "plan")).stdout).toContain("1. Write PLANNED.md with one line.");
+    const retryFirst = await s.cli("retry", task.id);
+    expect(retryFirst.exitCode).toBe(1);
+    expect(retryFirst.stderr).toContain(`waits for its plan to be approved: \`fleet approve ${task.id}\``);
+
+    const approved = await s.json("approve", task.id);
+    expect(approved).toMatchObject({ id: task.id, approved: true, state: "dispatched" });
+    expect((await s.run(server)).exitCode).toBe(0);
+    expect(server.played).toBe(2);
+    const failed = (await s.json("bd", "show", task.id)).task;
+    expect(failed).toMatchObject({ state: "failed", approved: true });
+
+    expect((await s.json("retry", task.id)).approved).toBe(true);
+    const retried = await s.run(server);
+    expect(retried.exitCode, retried.stderr).toBe(0);
+    // Two more turns, both work: had the retry planned again, the plan phase would have taken one.
+    expect(server.played).toBe(4);
+    expect((await s.json("bd", "show", task.id)).task.state).toBe("pr-open");
+    expect(await git(s.repo, "show", "fleet/1-add-planned-md:PLANNED.md")).toBe("planned");
+    // The work phase was given the approved plan.
+    const workPrompts = JSON.stringify(server.requests.filter((r) => r.kind === "main").slice(2));
+    expect(workPrompts).toContain("1. Write PLANNED.md with one line.");
+  }, 180_000);
+
+  it("an A/B run from the terminal: one issue, one task and branch per side, compared like the GitHub comment", async () => {
+    const s = await setup({ ".github/fleet.yml": YML });
+    await s.ok("config", "set", "max_concurrent=1");
+    const created = await s.json(
+      "bd",
+      "create",
+      "--title",
+      "Add AB.md",
+      "--description",
+      "Write AB.md.",
+      "--ab",
+      "claude:sonnet,claude:opus",
+    );
+    expect(created.issue).toBe(1);
+    expect(created.tasks.map((t: { coder: string; model: string }) => `${t.coder}:${t.model}`)).toEqual([
+      "claude:sonnet",
+      "claude:opus",
+    ]);
+    const [one, two] = created.tasks.map((t: { id: string }) => t.id);
+    const early = await s.ok("task", one, "compare");
+    expect(early.stdout).toMatch(/Not every side has finished/);
+
+    const server = await s.model([
+      bash('echo "side" > AB.md'),
+      done("Wrote AB.md."),
+      bash('echo "side" > AB.md'),
+      done("Wrote AB.md."),
+    ]);
+    expect((await s.run(server)).exitCode).toBe(0);
+    const branches = (await git(s.repo, "branch", "--list", "fleet/*", "--format=%(refname:short)")).split(
+      "\n",
+    );
+    expect(branches).toHaveLength(2);
+    for (const b of branches) expect(await git(s.repo, "show", `${b}:AB.md`)).toBe("side");
+
+    const compared = await s.json("task", one, "compare");
+    expect(compared.finished).toBe(true);
+    expect(compared.sides.map((x: { taskId: string }) => x.taskId)).toEqual([one, two]);
+    for (const side of compared.sides) {
+      expect(side).toMatchObject({ state: "pr-open", diff: { files: 1, additions: 1, deletions: 0 } });
+      expect(side.totals.usage.input).toBe(1800);
+    }
+    const table = (await s.ok("task", two, "compare")).stdout;
+    expect(table).toContain("### ⚖️ Fleet A/B comparison for #1");
+    expect(table).toMatch(/\|\s+\|\s+`claude:sonnet`\s+\|\s+`claude:opus`\s+\|/);
+    expect(table).toMatch(/\| Diff \| 1 files, \+1 −0 \| 1 files, \+1 −0 \|/);
+    expect(table).not.toContain("<!--");
+  }, 180_000);
+
+  it("answers bad input for the new commands and flags clearly, and keeps every repeated --coder", async () => {
+    const s = await setup({ ".github/fleet.yml": YML });
+    const ab = await s.json(
+      "bd",
+      "create",
+      "--title",
+      "T",
+      "--description",
+      "d",
+      "--coder",
+      "claude",
+      "--coder",
+      "codex",
+    );
+    expect(ab.tasks.map((t: { coder: string }) => t.coder)).toEqual(["claude", "codex"]);
+    const shown = await Promise.all(ab.tasks.map((t: { id: string }) => s.json("bd", "show", t.id)));
+    const branchesOf = shown.map((x) => x.task.branch);
+    expect(new Set(branchesOf).size).toBe(2);
+    const single = await s.json("bd", "create", "--title", "One", "--description", "d", "--model", "opus");
+    expect(single).toMatchObject({ coder: "claude", model: "opus" });
+    const outside = await tempHome();
+    cleanups.push(outside.cleanup);
+
+    const create = ["bd", "create", "--title", "x", "--description", "y"];
+    const cases: Array<[string[], number, RegExp]> = [
+      [[...create, "--title", "z"], 2, /--title was given more than once; give it once/],
+      [[...create, "--ab", "claude"], 2, /--ab needs at least two sides/],
+      [[...create, "--ab", "claude,codex", "--coder", "claude"], 2, /leave out --coder and --model/],
+      [[...create, "--coder", "claude", "--coder", "claude"], 2, /claude:sonnet is asked for twice/],
+      [
+        [...create, "--coder", "claude", "--coder", "codex", "--model", "a", "--model", "b", "--model", "c"],
+        2,
+        /3 --model for 2 --coder/,
+      ],
+      [["merge"], 2, /needs a task id/],
+      [["merge", "fl-zzz"], 3, /No task "fl-zzz"/],
+      [
+        ["merge", single.id],
+        1,
+        /is dispatched: only a task whose branch is pushed \(pr-open\) can be merged/,
+      ],
+      [["approve", "fl-zzz"], 3, /No task "fl-zzz"/],
+      [["approve", single.id], 1, /only a task whose plan waits for approval/],
+      [["retry", single.id], 1, /only failed, cancelled or rate-limited tasks can be retried/],
+      [["task", single.id, "compare"], 1, /is not an A\/B run.*--coder claude --coder codex/],
+      [["task", single.id, "compare", "-f"], 2, /applies to log only/],
+    ];
+    const results = await mapLimit(cases, 4, ([args]) => s.cli(...args));
+    results.forEach((r, i) => {
+      const [args, code, message] = cases[i]!;
+      expect({ args, code: r.exitCode }).toEqual({ args, code });
+      expect(r.stderr, args.join(" ")).toMatch(message);
+    });
+    const notGit = await fleet([...create, "--local"], {
+      cwd: outside.dir,
+      env: cliEnv({ FLEET_HOME: outside.dir }),
+    });
+    expect(notGit.exitCode).toBe(1);
+    expect(notGit.stderr).toMatch(
+      /is not in a git repository: local tasks run in the repository they were created in/,
+    );
+    for (const cmd of ["merge", "approve"]) {
+      const help = await s.cli(cmd, "--help");
+      expect(help.exitCode).toBe(0);
+      expect(help.stdout).toMatch(new RegExp(`^Usage: fleet ${cmd} <id>`));
+    }
+  }, 120_000);
+
+  it("a task queued before repositories were recorded runs only where its name matches, and fleet run says so elsewhere", async () => {
+    const s = await setup({ ".github/fleet.yml": YML });
+    const task = await s.json("bd", "create", "--title", "Old", "--description", "d");
+    // State written by an older Fleet: the local issue has no repository.
+    const statePath = join(s.home, "state", ".fleet", "state.json");
+    const state = JSON.parse(await readFile(statePath, "utf8"));
+    delete state.local_issues["1"].repository;
+    await writeFile(statePath, JSON.stringify(state));
+    const other = await tempGitRepo({ ".github/fleet.yml": YML });
+    cleanups.push(other.cleanup);
+    const env = cliEnv({ FLEET_HOME: s.home });
+    const elsewhere = await fleet(["run", "--until-idle", "--poll", "200"], { cwd: other.dir, env });
+    expect(elsewhere.exitCode).toBe(0);
+    const name = s.repo.split("/").pop();
+    expect(elsewhere.stderr).toContain(
+      `${task.id} (#1) was queued before Fleet recorded each task's repository: it runs only in a repository named "${name}"`,
+    );
+    expect((await s.json("tasks")).map((t: { id: string; repo: string }) => [t.id, t.repo])).toEqual([
+      [task.id, `local/${name}`],
+    ]);
+    expect((await s.ok("tasks")).stdout).toContain(`local/${name} (not recorded)`);
+  }, 60_000);
+});
