@@ -1,8 +1,9 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { getAdapter } from "../agents/index.ts";
+import { contextPercent, formatTokens as formatContextTokens } from "../core/context-windows.ts";
 import { isActive } from "../core/lifecycle.ts";
-import type { Task } from "../core/task.ts";
+import type { Task, TaskContext } from "../core/task.ts";
 import { addUsage, emptyUsage, type TokenUsage, totalTokens } from "../core/usage.ts";
 import { LOG_FILE, taskArtifactsDir } from "../worker/artifacts.ts";
 
@@ -82,6 +83,8 @@ export interface TaskRow {
   costUsd: number | null;
   pr?: number;
   reason?: string;
+  /** A running task's context at its last model turn (see core/context-windows.ts). */
+  context?: TaskContext & { percent: number };
 }
 
 /** What `fleet tasks` shows for one task at `now`. */
@@ -122,6 +125,8 @@ export async function taskRow(
   if (usage) row.tokens = { ...usage, total: totalTokens(usage) };
   if (task.pr !== undefined) row.pr = task.pr;
   if (task.reason) row.reason = task.reason;
+  if (task.context && isActive(task.state))
+    row.context = { ...task.context, percent: contextPercent(task.context) };
   return row;
 }
 
@@ -146,6 +151,7 @@ export function renderTaskTable(rows: TaskRow[], withRepository = false): string
     "OUT",
     "CACHE R/W",
     "COST",
+    "CONTEXT",
   ];
   return table(
     [...headers.slice(0, 2), ...(withRepository ? ["REPOSITORY"] : []), ...headers.slice(2), "TITLE"],
@@ -162,6 +168,7 @@ export function renderTaskTable(rows: TaskRow[], withRepository = false): string
       formatTokens(r.tokens?.output),
       r.tokens ? `${formatTokens(r.tokens.cacheRead)}/${formatTokens(r.tokens.cacheWrite)}` : "-",
       formatCost(r.costUsd),
+      r.context ? `${r.context.percent}% of ${formatContextTokens(r.context.window)}` : "-",
       r.title.length > 50 ? `${r.title.slice(0, 49)}…` : r.title,
     ]),
   );

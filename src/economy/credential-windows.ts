@@ -1,3 +1,4 @@
+import type { FleetConfig } from "../core/config.ts";
 import { type CredentialWindows, recordOnWindows, windowsFromHeaders } from "../core/rate-windows.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
 import { credentialsState } from "./credentials.ts";
@@ -92,4 +93,31 @@ export function writeWindows(
     changed = true;
   }
   return changed ? { ...doc, credentials: { ...state, [coder]: mine } } : doc;
+}
+
+/**
+ * Every credential of the coders Fleet uses (enabled ones, and any other it has tasks or credential
+ * records for), in config order, with its cooling time and windows from the state document.
+ */
+export function credentialRows(
+  doc: FleetStateDoc,
+  config: Pick<FleetConfig, "coders">,
+): Array<{ coder: string; name: string; coolingUntil?: string; windows?: CredentialWindows }> {
+  const state = credentialsState(doc);
+  const used = new Set([...Object.values(doc.tasks).map((t) => t.coder), ...Object.keys(state)]);
+  const rows: Array<{ coder: string; name: string; coolingUntil?: string; windows?: CredentialWindows }> = [];
+  for (const [coder, c] of Object.entries(config.coders)) {
+    if (!c.enabled && !used.has(coder)) continue;
+    const stored = storedWindows(doc, coder);
+    for (const name of c.credentials) {
+      const until = state[coder]?.[name]?.coolingUntil;
+      rows.push({
+        coder,
+        name,
+        ...(until ? { coolingUntil: until } : {}),
+        ...(stored[name] ? { windows: stored[name] } : {}),
+      });
+    }
+  }
+  return rows;
 }

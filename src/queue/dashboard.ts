@@ -1,6 +1,6 @@
 import type { FleetConfig } from "../core/config.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
-import { credentialsState } from "../economy/credentials.ts";
+import { credentialRows } from "../economy/credential-windows.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
 import {
   DASHBOARD_MARKER,
@@ -22,18 +22,8 @@ export function dashboardIssueOf(doc: FleetStateDoc): number | undefined {
 
 /** The dashboard's figures from the state document and the config. */
 export function dashboardBody(repo: string, doc: FleetStateDoc, config: FleetConfig, now: Date): string {
-  const cooling = credentialsState(doc);
-  const coders = new Set(Object.values(doc.tasks).map((t) => t.coder));
-  for (const c of Object.keys(cooling)) coders.add(c);
-  const credentials: DashboardCredential[] = [];
-  for (const [coder, c] of Object.entries(config.coders)) {
-    // Every enabled coder's pool, and any other coder Fleet has tasks or cooling credentials for.
-    if (!c.enabled && !coders.has(coder)) continue;
-    for (const name of c.credentials) {
-      const until = cooling[coder]?.[name]?.coolingUntil;
-      credentials.push(until ? { coder, name, coolingUntil: until } : { coder, name });
-    }
-  }
+  // Every enabled coder's pool, and any other coder Fleet has tasks or credential records for.
+  const credentials: DashboardCredential[] = credentialRows(doc, config);
   return renderDashboard({
     repo,
     now: now.toISOString(),

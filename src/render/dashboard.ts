@@ -2,17 +2,14 @@ import { ACTIVE_STATES, isTerminal } from "../core/lifecycle.ts";
 import { queuePosition } from "../core/scheduler.ts";
 import type { Task } from "../core/task.ts";
 import { type TokenUsage, totalTokens } from "../core/usage.ts";
+import { type CredentialWindowsRow, renderCredentialWindowsTable } from "./credential-windows.ts";
 
 /** Hidden marker of the repository's one dashboard issue: how Fleet finds it again. */
 export const DASHBOARD_MARKER = "<!-- fleet:dashboard -->";
 export const DASHBOARD_TITLE = "Fleet dashboard";
 
-/** One coder's credential (its name, never its value) and until when it is cooling. */
-export interface DashboardCredential {
-  coder: string;
-  name: string;
-  coolingUntil?: string;
-}
+/** One coder's credential (its name, never its value), until when it is cooling, and its rate-limit windows. */
+export type DashboardCredential = CredentialWindowsRow;
 
 export interface DashboardView {
   repo: string;
@@ -87,12 +84,7 @@ function waitingSection(v: DashboardView): string[] {
 function credentialsSection(v: DashboardView): string[] {
   const lines = ["## Credentials", ""];
   if (v.credentials.length === 0) return [...lines, "_No credential pools configured._"];
-  lines.push("| Coder | Credential | Window |", "|---|---|---|");
-  for (const c of v.credentials) {
-    const window = future(c.coolingUntil, v.now) ? `🧊 cooling until ${c.coolingUntil}` : "✅ open";
-    lines.push(`| ${cell(c.coder)} | \`${cell(c.name)}\` | ${window} |`);
-  }
-  return lines;
+  return [...lines, ...renderCredentialWindowsTable(v.credentials, new Date(v.now))];
 }
 
 function spendSection(v: DashboardView): string[] {

@@ -5,16 +5,19 @@ import { UsageError } from "../errors.ts";
 import { renderTaskTable, type TaskRow, taskRow } from "../format.ts";
 import { json, out, sleep, untilSignal } from "../io.ts";
 import { resolveTarget, type Target } from "../target.ts";
+import { showCredentialWindows } from "./tasks-credentials.ts";
 
-export const TASKS_USAGE = `Usage: fleet tasks [--all] [--watch [--interval MS]] [--json]
+export const TASKS_USAGE = `Usage: fleet tasks [--all] [--watch [--interval MS]] [--credentials] [--json]
 
 Running and queued tasks: id, issue, coder, model, state, priority, elapsed time, tokens
 (input, output, cache read/write; * = live from a run on this machine) and cost. In local mode also
 the repository each task runs in (its path; --json: repository.path and repository.remote).
+CONTEXT: how full a running agent's context was at its last turn (--json: context).
 
   --all            include finished tasks (done, failed, cancelled)
   --watch          refresh in place on a terminal; otherwise print again whenever it changes
   --interval MS    refresh interval for --watch (default 1000)
+  --credentials    each credential's rate-limit windows instead: use and reset per window
 
 ${TARGET_HELP}`;
 
@@ -23,6 +26,7 @@ const OPTIONS = {
   all: { type: "boolean" },
   watch: { type: "boolean", short: "w" },
   interval: { type: "string" },
+  credentials: { type: "boolean" },
 } as const;
 
 async function rows(target: Target, all: boolean): Promise<TaskRow[]> {
@@ -48,6 +52,7 @@ export async function tasksCommand(argv: string[]): Promise<number> {
       `--interval must be a whole number of milliseconds, at least 100 (got "${values.interval}").`,
     );
   const target = await resolveTarget(values);
+  if (values.credentials) return showCredentialWindows(target, Boolean(values.json));
   const all = Boolean(values.all);
   const local = target.kind === "local";
   const text = (r: TaskRow[]) => (values.json ? JSON.stringify(r, null, 2) : renderTaskTable(r, local));
