@@ -24,7 +24,8 @@ export const TARGET_HELP = `Target (all commands):
   --local             use the local state in $FLEET_HOME (default ~/.fleet) instead of GitHub;
                       also used when no repository can be found
   --home DIR          $FLEET_HOME for this call
-  --repo-path DIR     local git repository tasks run against (local mode; default: cwd)
+  --repo-path DIR     local mode: the git repository (default: cwd); bd create records it as the
+                      task's repository, fleet run serves only it
   --work-dir DIR      where worktrees and task artifacts live (default: $FLEET_HOME/work)
   --json              machine-readable output
   -h, --help          this help

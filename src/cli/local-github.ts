@@ -84,18 +84,23 @@ function serialFor(home: string): Serial {
   };
 }
 
-/** Marks the local pull request of `branch` merged (and closed); false when there is none open. */
-export function markLocalPullMerged(home: string, branch: string): Promise<boolean> {
+/** Closes the open local pull request of `branch`, merged or not; false when there is none open. */
+function closePull(home: string, branch: string, merged: boolean): Promise<boolean> {
   return serialFor(home)(async () => {
     const pulls = await readLocalPulls(home);
     const pull = pulls.find((x) => x.head === branch && x.state === "open");
     if (!pull) return false;
     pull.state = "closed";
-    pull.merged = true;
+    if (merged) pull.merged = true;
     await writeJson(localPullsPath(home), pulls);
     return true;
   });
 }
+
+/** `fleet merge`: the local pull request of `branch` is merged (and closed). */
+export const markLocalPullMerged = (home: string, branch: string) => closePull(home, branch, true);
+/** `fleet bd close` of a task with an open branch: its local pull request is closed unmerged. */
+export const closeLocalPull = (home: string, branch: string) => closePull(home, branch, false);
 
 /** What a branch changes against its base in a local repository, as GitHub counts a pull request's diff. */
 export async function localDiffStat(

@@ -91,3 +91,20 @@ export async function mergeLocalBranch(
   }
   return { kind: ff ? "fast-forward" : "merge-commit", sha: target, ...(checkout ? { checkout } : {}) };
 }
+
+/** The files `branch` would conflict in if merged into `base` now: [] when it merges cleanly. */
+export async function conflictingFiles(repo: string, base: string, branch: string): Promise<string[]> {
+  const r = await git(
+    repo,
+    [
+      "merge-tree",
+      "--write-tree",
+      "--name-only",
+      "--no-messages",
+      `refs/heads/${base}`,
+      `refs/heads/${branch}`,
+    ],
+    [0, 1],
+  );
+  return r.code === 1 ? r.stdout.split("\n").filter(Boolean).slice(1) : [];
+}

@@ -121,6 +121,34 @@ describe("fleet CLI, local mode: merge conflicts, plan approval, A/B runs", () =
     expect(await readFile(join(s.repo, "SHARED.md"), "utf8")).toBe("from the user\nfrom the agent\n");
   }, 180_000);
 
+  it("after a merge, another task's branch that now conflicts with the base gets its rebase run, as on GitHub", async () => {
+    const s = await setup({ "SHARED.md": "first\n", ".github/fleet.yml": YML });
+    await s.ok("config", "set", "max_concurrent=1");
+    const one = await s.json("bd", "create", "--title", "One", "--description", "Write one.");
+    const two = await s.json("bd", "create", "--title", "Two", "--description", "Write two.");
+    const server = await s.model([
+      bash('echo "one" > SHARED.md'),
+      done("one"),
+      bash('echo "two" > SHARED.md'),
+      done("two"),
+      bash('printf "one\\ntwo\\n" > SHARED.md'),
+      done("Kept both."),
+    ]);
+    expect((await s.run(server)).exitCode).toBe(0);
+    expect(server.played).toBe(4);
+    const merged = await s.json("merge", one.id);
+    expect(merged).toMatchObject({ how: "fast-forward", state: "done" });
+    expect(merged.rebased).toEqual([{ id: two.id, issue: 2, files: ["SHARED.md"] }]);
+    expect((await s.json("bd", "show", two.id)).task.rebase.why).toBe("`fleet/1-one` was merged into `main`");
+
+    const rebase = await s.run(server);
+    expect(rebase.exitCode, rebase.stderr).toBe(0);
+    expect(server.played).toBe(6);
+    expect(await git(s.repo, "show", "fleet/2-two:SHARED.md")).toBe("one\ntwo");
+    expect(await s.json("merge", two.id)).toMatchObject({ how: "fast-forward", state: "done", rebased: [] });
+    expect(await git(s.repo, "show", "main:SHARED.md")).toBe("one\ntwo");
+  }, 180_000);
+
   it("plan_approval: the plan waits for fleet approve, the work phase gets it, and a retry after a failed work phase does not plan again", async () => {
     const s = await setup({
       ".github/fleet.yml":

@@ -9,6 +9,7 @@ import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, NotFoundError, UsageError } from "../errors.ts";
 import { table } from "../format.ts";
 import { json, out } from "../io.ts";
+import { closeLocalPull } from "../local-github.ts";
 import { localRepositoryAt } from "../local-repository.ts";
 import { describeTarget, localRepoName, resolveTarget, type Target } from "../target.ts";
 import { findTaskRef } from "../task-ref.ts";
@@ -29,7 +30,7 @@ are written to $FLEET_HOME directly, with the repository it is for (the git repo
 A/B run: several coders or models on one issue, each side its own task and branch, compared by
 \`fleet task <id> compare\` once all have finished. --coder and --model repeat and pair by position
 (--coder claude --model opus --coder codex); one --coder with several --model compares models;
-or --ab claude:opus,codex.
+or --ab claude:opus,codex. --json prints the task (an A/B run: {issue, repository, tasks}).
 <id> is a bead/task id (fl-a3f) or an issue (#12).
 
 ${TARGET_HELP}`;
@@ -390,9 +391,18 @@ async function close(ref: string, values: Values): Promise<number> {
   await target.store.update(({ doc, beads }) =>
     closeLocalIssue(doc, beads, task.id, { repo: target.full, now, reason }),
   );
+  // Closed, not merged: the branch stays where it is, and its local pull request is closed.
+  const unmerged = task.state === "pr-open" && task.branch ? task.branch : undefined;
+  if (unmerged) await closeLocalPull(target.home, unmerged);
   await scheduleLocal(target, (await target.store.read()).doc);
   const after = (await target.store.read()).doc.tasks[task.id];
   if (values.json) json(after);
-  else out(`closed ${task.id} (#${task.issue}): task ${after?.state ?? task.state}`);
+  else {
+    out(`closed ${task.id} (#${task.issue}): task ${after?.state ?? task.state}`);
+    if (unmerged)
+      out(
+        `${unmerged} was not merged (it is kept); \`fleet merge <id>\` merges a task's branch and closes it.`,
+      );
+  }
   return 0;
 }

@@ -2,11 +2,12 @@ import { execa } from "execa";
 import type { FleetStateDoc } from "../../core/state-doc.ts";
 import type { Task } from "../../core/task.ts";
 import { localRepositoryOf, mergeLocalTask } from "../../queue/local-issues.ts";
+import type { RepoQueue } from "../../queue/repo-queue.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, UsageError } from "../errors.ts";
 import { json, out } from "../io.ts";
 import { markLocalPullMerged, readLocalPulls } from "../local-github.ts";
-import { mergeLocalBranch } from "../local-merge.ts";
+import { conflictingFiles, mergeLocalBranch } from "../local-merge.ts";
 import { describeTarget, type LocalTarget, resolveTarget } from "../target.ts";
 import { findTaskRef } from "../task-ref.ts";
 
@@ -19,7 +20,8 @@ closed (unless another side of its A/B run is still open), and tasks that depend
 
 When the branch conflicts with the base nothing is merged: a rebase run is queued instead, the same
 as on GitHub (the task's agent replays the branch onto the base and resolves the conflicting files);
-\`fleet run\` runs it, then \`fleet merge <id>\` again.
+\`fleet run\` runs it, then \`fleet merge <id>\` again. After a merge, as on GitHub, every other task
+branch of the repository that now conflicts with the base gets a rebase run too.
 
 Your checkout is never clobbered: when the base branch is checked out, its working tree is updated
 (git merge --ff-only), and a checkout with uncommitted changes is refused before anything moves.
@@ -115,6 +117,14 @@ export async function mergeCommand(argv: string[]): Promise<number> {
   );
   // The merge is a finished run: tasks that waited for this issue may start now.
   await queue.schedule();
+  const rebased = await rebaseConflicting(
+    queue,
+    (await target.store.read()).doc,
+    task,
+    repo,
+    base,
+    target.home,
+  );
   const after = (await target.store.read()).doc;
   const unblocked = Object.values(after.tasks).filter(
     (t) => t.dependsOn.includes(task.issue) && doc.tasks[t.id]?.state === "blocked" && t.state !== "blocked",
@@ -131,14 +141,51 @@ export async function mergeCommand(argv: string[]): Promise<number> {
       repository: repo,
       state,
       unblocked: unblocked.map((t) => ({ id: t.id, issue: t.issue, state: t.state })),
+      rebased,
     });
   else {
     out(`merged ${task.branch} into ${base} in ${repo} (${how}); ${task.id} is ${state}`);
     if (!write.applied && state !== "done")
       out(`${task.id} changed state meanwhile and was not marked done; see \`fleet tasks --all\`.`);
     for (const t of unblocked) out(`unblocked ${t.id} (#${t.issue}): ${t.state}`);
+    for (const r of rebased)
+      out(
+        `queued a rebase run of ${r.id} (#${r.issue}): its branch now conflicts with ${base} in ${r.files.join(", ")}`,
+      );
   }
   return 0;
+}
+
+/**
+ * As on GitHub after a merge: every other open branch of the repository into the same base that no
+ * longer merges cleanly gets a rebase run. The other sides of the merged task's A/B run are left
+ * alone: they are alternatives to what was merged, not work on top of it.
+ */
+async function rebaseConflicting(
+  queue: RepoQueue,
+  doc: FleetStateDoc,
+  merged: Task,
+  repo: string,
+  base: string,
+  home: string,
+): Promise<Array<{ id: string; issue: number; files: string[] }>> {
+  const pulls = await readLocalPulls(home);
+  const out: Array<{ id: string; issue: number; files: string[] }> = [];
+  for (const t of Object.values(doc.tasks)) {
+    if (t.state !== "pr-open" || !t.branch || t.issue === merged.issue) continue;
+    const path = localRepositoryOf(doc, t)?.path ?? (t.repo === merged.repo ? repo : undefined);
+    const pull = pulls.find((p) => p.head === t.branch && p.state === "open");
+    if (path !== repo || (pull?.base ?? base) !== base) continue;
+    const files = await conflictingFiles(repo, base, t.branch).catch(() => []);
+    if (files.length === 0) continue;
+    const moved = await queue.move(t.issue, "queued", {
+      taskId: t.id,
+      from: ["pr-open"],
+      patch: { rebase: { why: `\`${merged.branch}\` was merged into \`${base}\``, onlyIfConflicting: true } },
+    });
+    if (moved.length) out.push({ id: t.id, issue: t.issue, files });
+  }
+  return out;
 }
 
 async function defaultBranchOf(repo: string): Promise<string> {
