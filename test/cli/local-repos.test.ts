@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
@@ -191,5 +191,66 @@ describe("fleet CLI, local mode, one queue for two repositories", () => {
     expect(await git(a.dir, "rev-parse", "main")).toBe(await git(a.dir, "rev-parse", branchA));
     expect(await readFile(join(a.dir, "AFTER.md"), "utf8")).toBe("made in A\n");
     expect(await git(a.dir, "status", "--porcelain")).toBe("");
+  }, 180_000);
+  it("two repositories with the same folder name each run their own task from their own clone", async () => {
+    const parent = await mkdtemp(join(tmpdir(), "fleet-cli-twins-"));
+    const h = await tempHome();
+    try {
+      const twins = [join(parent, "one", "app"), join(parent, "two", "app")];
+      for (const [i, dir] of twins.entries()) {
+        await execa("mkdir", ["-p", dir]);
+        await git(dir, "init", "-q", "-b", "main");
+        await writeFile(join(dir, `ONLY_${i}.md`), `${i}\n`);
+        await execa("mkdir", ["-p", join(dir, ".github")]);
+        await writeFile(join(dir, ".github", "fleet.yml"), FLEET_YML);
+        await git(dir, "add", "-A");
+        await git(dir, "commit", "-q", "-m", "init");
+      }
+      const e = { ...env, FLEET_HOME: h.dir };
+      expect((await fleet(["config", "set", "max_concurrent=1"], { cwd: twins[0]!, env: e })).exitCode).toBe(
+        0,
+      );
+      for (const dir of twins) {
+        const r = await fleet(["bd", "create", "--title", "Add AGENT.md", "--description", "d"], {
+          cwd: dir,
+          env: e,
+        });
+        expect(r.exitCode, r.stderr).toBe(0);
+      }
+      const model = await startAnthropicScriptServer({
+        turns: [...writes("AGENT.md", "first"), ...writes("AGENT.md", "second")],
+      });
+      try {
+        const run = await fleet(
+          [
+            "run",
+            "--until-idle",
+            "--poll",
+            "300",
+            "--model-base-url",
+            model.url,
+            "--agent-env",
+            "CLAUDE_CODE_MAX_RETRIES=0",
+          ],
+          { cwd: parent, env: e },
+        );
+        expect(run.exitCode, run.stderr).toBe(0);
+        expect(model.played).toBe(4);
+      } finally {
+        await model.stop();
+      }
+      // Each has its own clone cache: a shared one would mix the two repositories' branches.
+      const caches = (await readdir(join(h.dir, "work", "repos", "local"))).filter((d) => d.endsWith(".git"));
+      expect(caches).toHaveLength(2);
+      for (const [i, dir] of twins.entries()) {
+        const branch = (await git(dir, "branch", "--list", "fleet/*", "--format=%(refname:short)")).trim();
+        const files = (await git(dir, "ls-tree", "--name-only", branch)).split("\n");
+        expect(files).toEqual(expect.arrayContaining(["AGENT.md", `ONLY_${i}.md`]));
+        expect(files).not.toContain(`ONLY_${1 - i}.md`);
+      }
+    } finally {
+      await rm(parent, { recursive: true, force: true });
+      await h.cleanup();
+    }
   }, 180_000);
 });
