@@ -279,6 +279,11 @@ describe("fleet CLI, local mode: merge conflicts, plan approval, A/B runs", () =
         2,
         /3 --model for 2 --coder/,
       ],
+      [
+        ["config", "set", "max_concurrent=2", "max_concurrent=5"],
+        2,
+        /max_concurrent is assigned more than once/,
+      ],
       [["merge"], 2, /needs a task id/],
       [["merge", "fl-zzz"], 3, /No task "fl-zzz"/],
       [

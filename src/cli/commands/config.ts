@@ -73,6 +73,9 @@ export async function configCommand(argv: string[]): Promise<number> {
     const parsed = parseConfigAssignments(rest);
     if (!parsed.ok) throw new UsageError(parsed.problems.join("\n"));
     const { assignments } = parsed;
+    const twice = assignments.find((a, i) => assignments.findIndex((b) => b.key === a.key) !== i);
+    if (twice)
+      throw new UsageError(`${twice.key} is assigned more than once; give each key once.`, CONFIG_USAGE);
     const target = await resolveTarget(values);
     const { doc } = await target.store.read();
     const file = await target.fileConfig();
