@@ -185,28 +185,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     pollMs,
     heartbeatMs: Math.min(30_000, Math.max(1_000, pollMs * 5)),
   };
-  const worker =
-    target.kind === "github"
-      ? singleWorkerPool(
-          startLocalWorker({ ...(await workerOptions(target, config, allowed, out.print)), ...pace }),
-          target.full,
-        )
-      : await startLocalPool({
-          flags: values,
-          only: values["repo-path"],
-          cwd: process.cwd(),
-          print: out.print,
-          // Each repository's own .github/fleet.yml decides its sandbox, plan phase, timeouts and coders.
-          start: async (repoTarget, accepts) => {
-            const own = await repoTarget.fileConfig();
-            if (own.problems.length)
-              throw new CliError(`its .github/fleet.yml is invalid: ${own.problems.join("; ")}.`);
-            const ownConfig = await repoTarget.config((await repoTarget.store.read()).doc);
-            await sandboxOrError(ownConfig);
-            const opts = await workerOptions(repoTarget, ownConfig, allowed, out.print);
-            return startLocalWorker({ ...opts, ...pace, accepts });
-          },
-        });
+  const worker = await startWorkers(target, values, { config, allowed, pace, print: out.print });
   // In local mode (or with dispatch: local) no app schedules: this worker does.
   const schedules = target.kind === "local" || config.dispatch === "local";
   const queue = target.queue(file.config);
@@ -235,6 +214,42 @@ export async function runCommand(argv: string[]): Promise<number> {
     out.print("worker stopped");
   }
   return 0;
+}
+
+/**
+ * The workers of this run: one for a GitHub repository; in local mode one per repository in the queue
+ * (or --repo-path's only), each under its own repository's .github/fleet.yml (sandbox, plan phase,
+ * timeouts, coders).
+ */
+async function startWorkers(
+  target: Target,
+  values: { "repo-path"?: string } & Parameters<typeof resolveTarget>[0],
+  o: {
+    config: FleetConfig;
+    allowed: ReadonlySet<string>;
+    pace: Partial<LocalWorkerOptions>;
+    print: (line: string) => void;
+  },
+): Promise<WorkerPool> {
+  if (target.kind === "github") {
+    const opts = await workerOptions(target, o.config, o.allowed, o.print);
+    return singleWorkerPool(startLocalWorker({ ...opts, ...o.pace }), target.full);
+  }
+  return startLocalPool({
+    flags: values,
+    only: values["repo-path"],
+    cwd: process.cwd(),
+    print: o.print,
+    start: async (repoTarget, accepts) => {
+      const own = await repoTarget.fileConfig();
+      if (own.problems.length)
+        throw new CliError(`its .github/fleet.yml is invalid: ${own.problems.join("; ")}.`);
+      const ownConfig = await repoTarget.config((await repoTarget.store.read()).doc);
+      await sandboxOrError(ownConfig);
+      const opts = await workerOptions(repoTarget, ownConfig, o.allowed, o.print);
+      return startLocalWorker({ ...opts, ...o.pace, accepts });
+    },
+  });
 }
 
 /** The worker's side of the target: its repository and clone, the credentials it may hand on, what it logs. */
