@@ -39,13 +39,16 @@ export const geminiAdapter: AgentAdapter = defineAdapter("gemini", {
   parse: parseGemini,
 });
 
-/** Fleet's settings: nothing reported home, no update check; an API key when the run has one. */
+/** Fleet's settings: nothing reported home, no update check; the API key when the run has one. */
 function geminiSettings(inv: AgentInvocation) {
   return {
     privacy: { usageStatisticsEnabled: false },
     telemetry: { enabled: false },
     general: { disableAutoUpdate: true, disableUpdateNag: true, enableAutoUpdate: false },
-    ...(inv.credential || inv.modelBaseUrl ? { security: { auth: { selectedType: "gemini-api-key" } } } : {}),
+    // Without a key the run uses the user's Google login (`home: inherit` shows it its oauth_creds.json).
+    security: {
+      auth: { selectedType: inv.credential || inv.modelBaseUrl ? "gemini-api-key" : "oauth-personal" },
+    },
   };
 }
 

@@ -37,12 +37,15 @@ const MEMORY_FILES: Record<string, string[]> = {
   codex: ["AGENTS.md", "AGENTS.override.md"],
   gemini: ["GEMINI.md"],
   agy: ["GEMINI.md", "AGENTS.md"],
+  // opencode reads AGENTS.md, and CLAUDE.md where a folder has no AGENTS.md.
+  opencode: ["AGENTS.md", "CLAUDE.md"],
 };
 const HOME_MEMORY: Record<string, string[]> = {
   claude: [".claude/CLAUDE.md"],
   codex: [".codex/AGENTS.md"],
   gemini: [".gemini/GEMINI.md"],
   agy: [".gemini/GEMINI.md"],
+  opencode: [".config/opencode/AGENTS.md"],
 };
 
 export const estimateTokens = (text: string): number => Math.ceil(text.length / 4);
@@ -79,7 +82,7 @@ export async function buildContextManifest(input: {
   cwd: string;
   /** How far up the tree to look (the worktree's root by default). */
   top?: string;
-  /** The agent's HOME. */
+  /** The HOME the agent's files there come from: its private one, or the user's with `home: inherit`. */
   home?: string;
   prompt?: string;
 }): Promise<ContextManifest> {
@@ -99,7 +102,10 @@ export async function buildContextManifest(input: {
     for (const name of HOME_MEMORY[input.coder] ?? []) {
       candidates.push({ kind: "memory", path: join(input.home, name), label: `~/${name}` });
     }
-    for (const skill of await skillFiles(join(input.home, ".claude", "skills"))) {
+    // Claude Code's own skills folder: other coders do not load it.
+    const homeSkills =
+      input.coder === "claude" ? await skillFiles(join(input.home, ".claude", "skills")) : [];
+    for (const skill of homeSkills) {
       candidates.push({ kind: "skill", path: skill, label: `~/${relative(input.home, skill)}` });
     }
   }

@@ -1,3 +1,4 @@
+import { homedir } from "node:os";
 import type { AgentAdapter } from "../agents/types.ts";
 import type { FleetConfig } from "../core/config.ts";
 import { DEFAULT_LEASE_TTL_MS } from "../core/leases.ts";
@@ -46,6 +47,8 @@ export interface ExecuteDeps {
   agentEnv?: Record<string, string>;
   /** How agents are contained; default: `config.sandbox`. */
   sandbox?: SandboxMode;
+  /** The HOME whose coder files a `home: inherit` coder's agents see; default: this user's. */
+  userHome?: string;
   /** Lease holder: this worker or Actions run. */
   holder: string;
   clock?: () => Date;
@@ -231,6 +234,9 @@ function workerDepsFor(
     modelBaseUrl: deps.modelBaseUrl,
     agentEnv: deps.agentEnv,
     sandbox: deps.sandbox ?? deps.config.sandbox,
+    ...(deps.config.coders[task.coder]?.home === "inherit"
+      ? { inheritHome: deps.userHome ?? homedir() }
+      : {}),
     clock: run.clock,
     signal: run.signal,
     secrets: deps.secrets,

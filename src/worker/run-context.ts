@@ -61,6 +61,11 @@ export interface WorkerDeps {
   credential?: { name: string; value: string };
   /** How agents are contained; default `bubblewrap`. `none` is the operator's explicit choice. */
   sandbox?: SandboxMode;
+  /**
+   * `home: inherit`: the worker user's HOME, whose files of this coder (INHERITED_HOME_PATHS) the
+   * agent's sandbox shows read-only inside its private HOME. Absent: the private HOME only.
+   */
+  inheritHome?: string;
   /** A running model gateway; without one, the task starts its own for its duration. */
   gateway?: ModelGateway;
   /** Scripted model server offline. */

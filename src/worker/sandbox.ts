@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { constants } from "node:fs";
-import { access, lstat, open, readdir, readlink, realpath, stat } from "node:fs/promises";
+import { access, lstat, mkdir, open, readdir, readlink, realpath, stat, writeFile } from "node:fs/promises";
 import { basename, delimiter, dirname, isAbsolute, join, sep } from "node:path";
 import type { SandboxMode } from "../core/config.ts";
 
@@ -18,6 +18,11 @@ export interface SandboxMounts {
   hidden?: string[];
   /** Read-only, mounted after `hidden` (e.g. this worktree's own admin folder inside a hidden one). */
   readOnlyAfter?: string[];
+  /**
+   * Read-only, each host `source` shown at `target` (mounted last, over the writable HOME): the worker
+   * user's own files of the agent's coder with `home: inherit` (see `inheritedHomePaths`).
+   */
+  homeOverlay?: Array<{ source: string; target: string }>;
 }
 
 /** The bwrap binary could not run a sandbox here; the message says what to install or configure. */
@@ -146,6 +151,72 @@ async function shebangInterpreter(file: string): Promise<string | undefined> {
 }
 
 /**
+ * Each coder's own files in its user's HOME (its login, settings, memory file, skills and commands):
+ * all that `home: inherit` shows its agent of the worker user's HOME, read-only. Files and folders
+ * one by one, not the CLI's whole folder: the CLIs write their sessions and state beside them (Claude
+ * Code's Bash tool fails on a read-only ~/.claude), and that stays in the private HOME. Never ~/.ssh,
+ * another coder's files or anything else.
+ */
+export const INHERITED_HOME_PATHS: Readonly<Record<string, readonly string[]>> = {
+  claude: [
+    ".claude.json",
+    ".claude/.credentials.json",
+    ".claude/settings.json",
+    ".claude/CLAUDE.md",
+    ".claude/skills",
+    ".claude/agents",
+    ".claude/commands",
+    ".claude/plugins",
+  ],
+  codex: [".codex/auth.json", ".codex/config.toml", ".codex/AGENTS.md", ".codex/prompts"],
+  // Not ~/.gemini/settings.json: Fleet writes its own there (usage statistics off).
+  gemini: [
+    ".gemini/oauth_creds.json",
+    ".gemini/google_accounts.json",
+    ".gemini/GEMINI.md",
+    ".gemini/extensions",
+  ],
+  // Not the folder itself: opencode writes a .gitignore and installs its plugin package there.
+  opencode: [
+    ".config/opencode/opencode.json",
+    ".config/opencode/opencode.jsonc",
+    ".config/opencode/config.json",
+    ".config/opencode/AGENTS.md",
+    ".config/opencode/agent",
+    ".config/opencode/command",
+    ".local/share/opencode/auth.json",
+  ],
+  // Where agy keeps its sign-in is not known here (no run of agy recorded): nothing is inherited.
+  agy: [],
+};
+
+/**
+ * The `homeOverlay` of a `home: inherit` run: each of the coder's paths that exists in `userHome`,
+ * shown read-only at the same place in the agent's private HOME (its mount point made there first).
+ */
+export async function inheritedHomeMounts(
+  coder: string,
+  userHome: string,
+  agentHome: string,
+): Promise<Array<{ source: string; target: string }>> {
+  const mounts: Array<{ source: string; target: string }> = [];
+  for (const rel of INHERITED_HOME_PATHS[coder] ?? []) {
+    const source = await realpath(join(userHome, rel)).catch(() => undefined);
+    const info = source ? await stat(source).catch(() => undefined) : undefined;
+    if (!source || !info) continue;
+    const target = join(agentHome, rel);
+    try {
+      await mkdir(info.isDirectory() ? target : dirname(target), { recursive: true });
+      if (!info.isDirectory()) await writeFile(target, "", { flag: "a" });
+    } catch {
+      continue; // the private HOME holds something else of that name: that path is not inherited
+    }
+    mounts.push({ source, target });
+  }
+  return mounts;
+}
+
+/**
  * bwrap's arguments for one agent run, up to and including `--`: an empty root with the system
  * folders and a few /etc files read-only, a fresh /proc in a new PID namespace (the agent sees none
  * of the worker's processes, so no `/proc/<pid>/environ` of an ancestor), a minimal /dev, a private
@@ -186,6 +257,7 @@ export async function bubblewrapArgs(mounts: SandboxMounts, cwd: string): Promis
   for (const p of mounts.writable) args.push("--bind", p, p);
   for (const p of mounts.hidden ?? []) args.push("--tmpfs", p);
   for (const p of mounts.readOnlyAfter ?? []) args.push("--ro-bind", p, p);
+  for (const o of mounts.homeOverlay ?? []) args.push("--ro-bind", o.source, o.target);
   args.push("--chdir", cwd, "--");
   return args;
 }

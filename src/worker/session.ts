@@ -29,6 +29,7 @@ import {
   type TaskSpec,
   worktreeMounts,
 } from "./run-context.ts";
+import { inheritedHomeMounts } from "./sandbox.ts";
 import type { Worktree } from "./worktree.ts";
 
 type Phase = "plan" | "work";
@@ -98,14 +99,17 @@ async function preparePhase(ctx: RunContext, input: PhaseInput) {
   await mkdir(invocation.home!, { recursive: true });
   // runAgent appends; one attempt's log per file keeps the posted tail about this run.
   await writeFile(logFile, "");
-  // What the agent is about to load (`fleet task <id> knowledge` shows it).
+  // `home: inherit`: the user's own files of this coder, read-only over the private HOME (sandboxed runs only).
+  const inheritHome = (deps.sandbox ?? "bubblewrap") === "bubblewrap" ? deps.inheritHome : undefined;
+  const homeOverlay = inheritHome ? await inheritedHomeMounts(spec.coder, inheritHome, invocation.home!) : [];
+  // What the agent is about to load (`fleet task <id> knowledge` shows it), its inherited files included.
   const context = await buildContextManifest({
     coder: spec.coder,
     cwd: wt.path,
-    home: invocation.home,
+    home: inheritHome ?? invocation.home,
     prompt: fullPrompt,
   });
-  return { invocation, logFile, context };
+  return { invocation, logFile, context, homeOverlay };
 }
 
 /**
@@ -211,7 +215,7 @@ async function runRotating(
       },
       {
         sandbox: deps.sandbox ?? "bubblewrap",
-        mounts: worktreeMounts(wt, notesDir, phase),
+        mounts: { ...worktreeMounts(wt, notesDir, phase), homeOverlay: setup.homeOverlay },
         gateway: ctx.gateway,
         onRunToken: (token) => addSecret(ctx, "this run's model-gateway token", token),
         ...(gatewayRun ? { gatewayRun } : {}),
