@@ -340,4 +340,22 @@ describe("fleet CLI, local mode: merge conflicts, plan approval, A/B runs", () =
     ]);
     expect((await s.ok("tasks")).stdout).toContain(`local/${name} (not recorded)`);
   }, 60_000);
+  it("a task whose repository is gone waits, and fleet run says why instead of running it elsewhere", async () => {
+    const s = await setup({ ".github/fleet.yml": YML });
+    const gone = await tempGitRepo({ ".github/fleet.yml": YML });
+    const env = cliEnv({ FLEET_HOME: s.home });
+    const created = await fleet(["bd", "create", "--title", "Lost", "--description", "d", "--json"], {
+      cwd: gone.dir,
+      env,
+    });
+    const task = JSON.parse(created.stdout);
+    await gone.cleanup();
+    const r = await s.cli("run", "--until-idle", "--poll", "200");
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stderr).toContain(`cannot serve ${gone.dir} (task ${task.id}, #1)`);
+    expect(r.stderr).toContain("Its tasks wait; `fleet kill <id>` drops them.");
+    expect(r.stderr).toMatch(/nothing to do/);
+    expect((await s.json("bd", "show", task.id)).task.state).toBe("dispatched");
+    expect(await git(s.repo, "branch", "--list", "fleet/*")).toBe("");
+  }, 60_000);
 });
