@@ -90,4 +90,16 @@ describe("real gemini CLI against the scripted Gemini API server", () => {
     expect(r.exitCode).toBe(1);
     expect(r.error).toMatch(/no route POST \/nowhere\/v1beta/);
   });
+  it("resume continues the session; the resumed run's totals are its own", async () => {
+    const { inv } = await setup([
+      { text: "first", usage: { input_tokens: 5, output_tokens: 1 } },
+      { text: "second", usage: { input_tokens: 7, output_tokens: 2 } },
+    ]);
+    const a = await runAgent(geminiAdapter, inv, opts);
+    const b = await runAgent(geminiAdapter, { ...inv, prompt: "two", resumeSessionId: a.sessionId }, opts);
+    expect(b.reason, b.error).toBe("completed");
+    expect(b.sessionId).toBe(a.sessionId);
+    expect(JSON.stringify(server?.requests.at(-1)?.body)).toContain("first");
+    expect(b.totals?.usage).toMatchObject({ input: 7, output: 2 });
+  });
 });
