@@ -339,6 +339,13 @@ describe("fleet CLI, local mode: merge conflicts, plan approval, A/B runs", () =
       [task.id, `local/${name}`],
     ]);
     expect((await s.ok("tasks")).stdout).toContain(`local/${name} (not recorded)`);
+    // In the repository of its name it runs.
+    const server = await s.model([bash('echo "old" > OLD.md'), done("Wrote OLD.md.")]);
+    const here = await s.run(server);
+    expect(here.exitCode, here.stderr).toBe(0);
+    expect((await s.json("bd", "show", task.id)).task.state).toBe("pr-open");
+    expect(await git(s.repo, "show", "fleet/1-old:OLD.md")).toBe("old");
+    expect(await git(other.dir, "branch", "--list", "fleet/*")).toBe("");
   }, 60_000);
   it("a task whose repository is gone waits, and fleet run says why instead of running it elsewhere", async () => {
     const s = await setup({ ".github/fleet.yml": YML });
