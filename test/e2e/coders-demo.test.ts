@@ -16,7 +16,7 @@ describe("npm run demo -- --coder <name> --json", () => {
       expect(exitCode, stderr).toBe(0);
       const result = JSON.parse(stdout.trim().split("\n").at(-1)!);
       expect(result.pr.head).toMatch(/^fleet\/\d+-add-a-changelog$/);
-      expect(result.issue.comments).toBeGreaterThanOrEqual(2);
+      expect(result.issue.comments).toBeGreaterThanOrEqual(1);
       // Three scripted turns (plan, work, summary), in Fleet's terms whatever the API's way of counting.
       expect(result.tokens).toMatchObject(demoTokens(coder));
       const runs = result.ci.runs as Array<{ event: string; branch: string }>;
