@@ -9,14 +9,15 @@ const SETTINGS_FILE = ".gemini/settings.json";
  * Gemini CLI (`@google/gemini-cli`, run here as 0.61.0), headless:
  * `gemini -p <prompt> --output-format stream-json -m <model> --approval-mode yolo|plan`.
  *
- * Its output (packages/cli/src/nonInteractiveCli.ts, StreamJsonFormatter): `init` (session_id, model),
- * `message` (role user|assistant, `delta`), `tool_use` (tool_name, tool_id, parameters), `tool_result`
- * (tool_id, status, output), `error`, and a final `result` (status success|error, `error.message`,
- * `stats`). The CLI exits 1 after a failed result.
+ * Its output (packages/core/src/output/types.ts and stream-json-formatter.ts, as bundled): `init`
+ * (session_id, model), `message` (role user|assistant, `delta`), `tool_use` (tool_name, tool_id,
+ * parameters), `tool_result` (tool_id, status, output), `error`, and a final `result` (status
+ * success|error, `error.message`, `stats`). The CLI exits 1 after a failed result. Resume takes the
+ * session id (`--resume <id>`).
  *
  * Settings: the CLI reads no variable for usage statistics or its auth type, so Fleet writes its user
  * settings (~/.gemini/settings.json in the private HOME): usage statistics and telemetry off, no update
- * check, the API key auth type. (A system settings file, GEMINI_CLI_SYSTEM_SETTINGS_PATH, is skipped
+ * check, the API key auth type (the user's Google login without a key). (A system settings file, GEMINI_CLI_SYSTEM_SETTINGS_PATH, is skipped
  * when a folder above it is writable by others, as /tmp is.)
  * GEMINI_CLI_TRUST_WORKSPACE=true, or a headless run in an untrusted folder falls back to approving
  * nothing. The base URL is GOOGLE_GEMINI_BASE_URL and the key GEMINI_API_KEY (sent as x-goog-api-key).
