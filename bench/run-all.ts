@@ -10,6 +10,7 @@ import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { runBurst } from "./burst.ts";
+import { runGatewayBench } from "./gateway.ts";
 import { runLifecycle } from "./lifecycle.ts";
 import { runMemory } from "./memory.ts";
 import { runWorkerBench } from "./worker.ts";
@@ -46,6 +47,7 @@ const memory = await timed("memory", () => runMemory());
 const worker = await timed("worker", () => runWorkerBench());
 const lifecycle = await timed("lifecycle", () => runLifecycle());
 const burst = await timed("burst", () => runBurst({ issues, seconds: 10, cap: 10 }));
+const gateway = await timed("gateway", () => runGatewayBench());
 
 const casRow = (g: Record<string, number | string>) => ({
   server: g.server,
@@ -83,6 +85,7 @@ const latest = {
   },
   worker,
   memory,
+  gateway,
   elapsedSeconds: Math.round((Date.now() - started) / 1000),
 };
 await writeFile(join(results, "latest.json"), `${JSON.stringify(latest, null, 2)}\n`);
@@ -166,6 +169,18 @@ const rows: Array<[string, string, string, string]> = [
     `${memory.rssMB} MB (baseline ${memory.baselineRssMB} MB)`,
     "(figure)",
     "",
+  ],
+  [
+    "model gateway: added latency per model request (metered, policed)",
+    `p50 ${gateway.addedP50Ms} ms, p99 ${gateway.addedP99Ms} ms`,
+    "< 5 ms p50",
+    ok(gateway.addedP50Ms < 5),
+  ],
+  [
+    "model gateway: a streamed answer through it (usage read on the way)",
+    `${gateway.gatewayMBps} MB/s (direct ${gateway.directMBps} MB/s)`,
+    "≥ 10 MB/s",
+    ok(gateway.gatewayMBps >= 10),
   ],
 ];
 const table = [
