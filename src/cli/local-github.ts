@@ -3,7 +3,7 @@ import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { execa } from "execa";
 import type { GitHubClient } from "../github/client.ts";
-import { localIssuesOf } from "../queue/local-issues.ts";
+import { localIssuesOf, nextLocalIssueNumber } from "../queue/local-issues.ts";
 import type { StateStore } from "../state/store.ts";
 
 /**
@@ -272,7 +272,9 @@ function localPulls(opts: LocalGitHubOptions, serial: Serial) {
     create: (p: { head: string; base: string; title: string; body?: string }) =>
       serial(async () => {
         const pulls = await readLocalPulls(opts.home);
-        const number = Math.max(0, ...pulls.map((x) => x.number)) + 1;
+        // One series of numbers for issues and pull requests, as on GitHub (see nextLocalIssueNumber).
+        const { doc } = await opts.store.read();
+        const number = nextLocalIssueNumber(doc, Math.max(0, ...pulls.map((x) => x.number)));
         const pull: LocalPull = {
           number,
           head: p.head,

@@ -33,11 +33,15 @@ export const LOCAL_ISSUES_KEY = "local_issues";
 export const localIssuesOf = (doc: FleetStateDoc): Record<string, LocalIssue> =>
   (doc[LOCAL_ISSUES_KEY] as Record<string, LocalIssue> | undefined) ?? {};
 
-/** The next issue number for a locally created task: above every local issue and every task. */
-export function nextLocalIssueNumber(doc: FleetStateDoc): number {
-  let max = 0;
+/**
+ * The next issue number for a locally created task: above every local issue, every task and every
+ * local pull request (`above`, and the tasks' `pr`): as on GitHub, issues and pull requests share one
+ * series of numbers, so a comment on either lands on the right one.
+ */
+export function nextLocalIssueNumber(doc: FleetStateDoc, above = 0): number {
+  let max = above;
   for (const k of Object.keys(localIssuesOf(doc))) max = Math.max(max, Number(k));
-  for (const t of Object.values(doc.tasks)) max = Math.max(max, t.issue);
+  for (const t of Object.values(doc.tasks)) max = Math.max(max, t.issue, t.pr ?? 0);
   return max + 1;
 }
 
@@ -60,6 +64,8 @@ export interface NewLocalIssue extends Omit<TaskRequest, "issue" | "coder" | "mo
   labels: string[];
   requestedBy: string;
   now: string;
+  /** The highest local pull request number, which the issue's number must be above. */
+  numberAbove?: number;
 }
 
 /** A new local issue in its repository and a queued task per side (the first is `task`). */
@@ -69,7 +75,7 @@ export function createLocalIssue(
   input: NewLocalIssue,
 ): LocalWrite & { task: Task; tasks: Task[]; issue: number } {
   if (input.sides.length === 0) throw new RangeError("createLocalIssue: a local issue needs a side");
-  const number = nextLocalIssueNumber(doc);
+  const number = nextLocalIssueNumber(doc, input.numberAbove);
   const { repo, repository, title, body, labels, now } = input;
   const issue: LocalIssue = { number, title, body, labels, state: "open", createdAt: now, repository };
   const { priority, dependsOn, requestedBy } = input;

@@ -2,6 +2,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterEach, describe, expect, it } from "vitest";
+import { localCommentsPath } from "../../src/cli/local-github.ts";
 import {
   type ScriptServer,
   type ScriptTurn,
@@ -111,7 +112,14 @@ describe("fleet CLI, local mode: merge conflicts, plan approval, A/B runs", () =
     const rebase = await s.run(server);
     expect(rebase.exitCode, rebase.stderr).toBe(0);
     expect(server.played).toBe(4);
-    expect((await s.json("bd", "show", task.id)).task.state).toBe("pr-open");
+    const rebased = (await s.json("bd", "show", task.id)).task;
+    expect(rebased.state).toBe("pr-open");
+    // The rebase is reported on the pull request's record (#2: issues and pulls share numbers).
+    expect(rebased.pr).toBe(2);
+    const onPull = JSON.parse(await readFile(localCommentsPath(s.home, 2), "utf8")) as Array<{
+      body: string;
+    }>;
+    expect(onPull.map((c) => c.body).join("\n")).toMatch(/Fleet rebased this pull request[\s\S]*SHARED\.md/);
     // The branch now sits on the user's commit, with the agent's resolution.
     await git(s.repo, "merge-base", "--is-ancestor", mainBefore, branch);
     expect(await git(s.repo, "show", `${branch}:SHARED.md`)).toBe("from the user\nfrom the agent");

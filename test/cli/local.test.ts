@@ -97,7 +97,8 @@ describe("fleet CLI in local mode ($FLEET_HOME, a local git repository)", () => 
 
     const rows = await json("tasks", "--all");
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ id, issue: 1, coder: "claude", state: "pr-open", pr: 1 });
+    // Issues and local pull requests share one series of numbers, as on GitHub.
+    expect(rows[0]).toMatchObject({ id, issue: 1, coder: "claude", state: "pr-open", pr: 2 });
     expect(rows[0].tokens).toMatchObject({ input: 2400, output: 160, cacheRead: 600, cacheWrite: 80 });
     expect(rows[0].costUsd).toBeGreaterThan(0);
     const table = await cli("tasks", "--all");

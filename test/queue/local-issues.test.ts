@@ -38,6 +38,18 @@ describe("local issues: the named transitions local mode's fleet bd runs", () =>
     expect(Object.keys(second.doc.tasks)).toHaveLength(2);
   });
 
+  it("numbers issues above the local pull requests too: one series, as on GitHub", () => {
+    const first = createLocalIssue(emptyStateDoc(), "", NEW);
+    // The first task's branch became pull request #2.
+    const withPr = {
+      ...first.doc,
+      tasks: { [first.task.id]: { ...first.task, state: "pr-open" as const, pr: 2 } },
+    };
+    expect(createLocalIssue(withPr, first.beads, NEW).issue).toBe(3);
+    // A pull request not yet recorded on its task is named by the caller.
+    expect(createLocalIssue(first.doc, first.beads, { ...NEW, numberAbove: 7 }).issue).toBe(8);
+  });
+
   it("edit changes the task and the issue together; a task that is gone is left alone", () => {
     const made = createLocalIssue(emptyStateDoc(), "", NEW);
     const edited = editLocalIssue(made.doc, made.beads, made.task.id, {

@@ -9,7 +9,7 @@ import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, NotFoundError, UsageError } from "../errors.ts";
 import { table } from "../format.ts";
 import { json, out } from "../io.ts";
-import { closeLocalPull } from "../local-github.ts";
+import { closeLocalPull, readLocalPulls } from "../local-github.ts";
 import { localRepositoryAt } from "../local-repository.ts";
 import { describeTarget, localRepoName, resolveTarget, type Target } from "../target.ts";
 import { findTaskRef } from "../task-ref.ts";
@@ -275,6 +275,7 @@ async function create(values: Values): Promise<number> {
   }
 
   const repository = await localRepositoryAt(target.repoPath);
+  const pulls = await readLocalPulls(target.home);
   const now = new Date().toISOString();
   let created: Task[] = [];
   let number = 0;
@@ -290,6 +291,7 @@ async function create(values: Values): Promise<number> {
       dependsOn: deps,
       requestedBy: process.env.USER ?? "cli",
       now,
+      numberAbove: Math.max(0, ...pulls.map((p) => p.number)),
     });
     created = write.tasks;
     number = write.issue;
