@@ -14,6 +14,7 @@ import { type ModelGateway, startModelGateway } from "./model-gateway.ts";
 import { checkOutgoing } from "./outgoing-check.ts";
 import { assertFleetBranch } from "./publish.ts";
 import { labeledSecretsOf, type TaskOutcome, type WorkerDeps, worktreeMounts } from "./run-task.ts";
+import { inheritedHomeMounts } from "./sandbox.ts";
 import { addWorktree, cleanAfterAgent, removeWorktree, type Worktree } from "./worktree.ts";
 
 export interface RebaseSpec {
@@ -42,6 +43,7 @@ export type RebaseDeps = Pick<
   | "signal"
   | "secrets"
   | "sandbox"
+  | "inheritHome"
   | "gateway"
 >;
 
@@ -340,6 +342,12 @@ async function resolveWithAgent(
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
   if (deps.credential) invocation.credential = { ...deps.credential };
   await mkdir(invocation.home!, { recursive: true });
+  const sandbox = deps.sandbox ?? "bubblewrap";
+  // `home: inherit`: the user's own files of this coder, read-only, as in the task's other runs.
+  const homeOverlay =
+    sandbox === "bubblewrap" && deps.inheritHome
+      ? await inheritedHomeMounts(spec.coder, deps.inheritHome, invocation.home!)
+      : [];
   const r = await runContainedAgent(
     deps.adapter,
     invocation,
@@ -350,8 +358,8 @@ async function resolveWithAgent(
       logFile: at.logPath,
     },
     {
-      sandbox: deps.sandbox ?? "bubblewrap",
-      mounts: worktreeMounts(tree, undefined, "work"),
+      sandbox,
+      mounts: { ...worktreeMounts(tree, undefined, "work"), homeOverlay },
       gateway: at.gateway,
       onRunToken: at.onRunToken,
     },
