@@ -126,6 +126,15 @@ describe("fleet CLI against GitHub (the offline emulator with the real Fleet app
     const missing = await cli("task", id, "result");
     expect(missing.exitCode).toBe(3);
     expect(missing.stderr).toMatch(/has no RESULT\.json: looked for .*RESULT\.json/);
+    // On GitHub the pull request is merged there; a plan is approved only while it waits.
+    const merge = await cli("merge", id);
+    expect(merge.exitCode).toBe(1);
+    expect(merge.stderr).toMatch(
+      /fleet merge is for local mode\. On octo-org\/widgets, merge the task's pull request on GitHub/,
+    );
+    const approve = await cli("approve", id);
+    expect(approve.exitCode).toBe(1);
+    expect(approve.stderr).toMatch(/is pr-open; only a task whose plan waits for approval/);
   }, 300_000);
 
   it("says what is wrong with the target", async () => {
