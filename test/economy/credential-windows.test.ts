@@ -45,6 +45,18 @@ describe("credential windows: recorded, drawn by headroom, kept in the state", (
     );
   });
 
+  it("the dashboard's credentials table shows each window's use and reset, and what Fleet sent this hour", async () => {
+    const { dashboardBody } = await import("../../src/queue/dashboard.ts");
+    const book = new WindowBook();
+    book.record("claude", "ANTHROPIC_API_KEY", { headers: anthropic(8_000), tokens: 92_000 }, NOW);
+    const doc = writeWindows(emptyStateDoc(), "claude", ["ANTHROPIC_API_KEY"], book);
+    const body = dashboardBody("o/r", doc, defaultFleetConfig(), NOW);
+    expect(body).toContain("| Coder | Credential | State | Windows (used, reset) | Fleet this hour |");
+    expect(body).toContain(
+      "| claude | `ANTHROPIC_API_KEY` | ⚠️ near a limit | tokens 92% used (8k of 100k left), resets 2026-01-01T10:31:00.000Z | 92k tokens, 1 requests |",
+    );
+  });
+
   it("a run draws the credential with the most headroom, not the first; a pool near its limits waits for the first reset", async () => {
     const home = await mkdtemp(join(tmpdir(), "fleet-windows-"));
     try {
