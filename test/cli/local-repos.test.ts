@@ -162,6 +162,8 @@ describe("fleet CLI, local mode, one queue for two repositories", () => {
     const bead = await jsonOf(inA("bd", "show", first.id, "--json"));
     expect(bead.bead.status).toBe("closed");
     expect(bead.task.state).toBe("done");
+    expect(bead.repository).toEqual({ path: b.dir, remote: bare });
+    expect((await ok(inA("bd", "show", first.id))).stdout).toContain(`repository: ${b.dir} (${bare})`);
     const again = await inA("merge", first.id);
     expect(again.exitCode).toBe(1);
     expect(again.stderr).toMatch(/is done: it is merged or closed already/);

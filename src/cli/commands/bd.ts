@@ -4,7 +4,12 @@ import type { FleetConfig } from "../../core/config.ts";
 import { parseFleetLabel } from "../../core/labels.ts";
 import type { FleetStateDoc } from "../../core/state-doc.ts";
 import type { Priority, Task } from "../../core/task.ts";
-import { closeLocalIssue, createLocalIssue, editLocalIssue } from "../../queue/local-issues.ts";
+import {
+  closeLocalIssue,
+  createLocalIssue,
+  editLocalIssue,
+  localRepositoryOf,
+} from "../../queue/local-issues.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, NotFoundError, UsageError } from "../errors.ts";
 import { table } from "../format.ts";
@@ -216,7 +221,8 @@ export async function bdCommand(argv: string[]): Promise<number> {
       const { doc, beads } = await target.store.read();
       const { bead, task } = beadOf(beads, ref!, doc, describeTarget(target));
       if (!bead && !task) throw new NotFoundError(`No bead "${ref}" in ${describeTarget(target)}.`);
-      if (values.json) json({ bead, task });
+      const repository = task && target.kind === "local" ? localRepositoryOf(doc, task) : undefined;
+      if (values.json) json({ bead, task, ...(repository ? { repository } : {}) });
       else {
         if (bead)
           out(
@@ -226,8 +232,10 @@ export async function bdCommand(argv: string[]): Promise<number> {
           out(`depends on: ${bead.dependencies.map((d) => `${d.depends_on_id} (${d.type})`).join(", ")}`);
         if (task)
           out(
-            `task: ${task.state}  coder: ${task.coder}:${task.model}  attempts: ${task.attempts}${task.pr ? `  PR #${task.pr}` : ""}${task.reason ? `\nreason: ${task.reason}` : ""}`,
+            `task: ${task.state}  coder: ${task.coder}:${task.model}  attempts: ${task.attempts}${task.pr ? `  PR #${task.pr}` : ""}${task.branch ? `  branch: ${task.branch}` : ""}${task.reason ? `\nreason: ${task.reason}` : ""}`,
           );
+        if (repository)
+          out(`repository: ${repository.path}${repository.remote ? ` (${repository.remote})` : ""}`);
         if (bead?.description) out(`\n${bead.description}`);
       }
       return 0;
