@@ -25,7 +25,8 @@ const USAGE = {
   cache_creation_input_tokens: 40,
 };
 
-export interface LifecycleResult {
+/** What one task's life cost, label to done. */
+export interface TaskCounts {
   /** REST requests of the task's life, without installation-token mints (see tokenMints). */
   restCalls: number;
   /**
@@ -38,21 +39,58 @@ export interface LifecycleResult {
   writes: number;
   contentCreating: number;
   stateWrites: number;
-  /** Git smart-HTTP requests (the state branch's fetches and pushes, the worker's clone and push): not REST. */
+  /** Workflow runs the state commits started (every state commit says `[skip ci]`). */
+  workflowRunsFromState: number;
+  /** Git smart-HTTP requests (the state branch's fetches and pushes): not REST. */
   gitRequests: { total: number; fetches: number; pushes: number };
-  stateTransport: string;
   labelToPrMs: number;
   labelToDoneMs: number;
   byRoute: Record<string, number>;
   /**
    * Every git operation of the state stores in order, with its git requests: which part of Fleet ran
-   * it (app, worker), fetch or push, and why (a push names its transition; a fetch its cause).
+   * it (app, worker), fetch or push, and why (a push names its transitions; a fetch its cause).
    */
   gitOperations: GitOperation[];
   /** Git requests of no state-store operation (none when the worker clones over file://, as here). */
   gitOtherRequests: number;
+  /**
+   * Git requests of the worker's polls that found nothing to claim: a cost per poll interval while the
+   * worker waits (1 request when the branch has not moved), not per task; here polls are 1 s apart.
+   */
+  gitIdlePollRequests: number;
+  /** `gitRequests.total` without the idle polls: what the task itself cost (the figure with a target). */
+  gitRequestsPerTask: number;
+}
+
+/** Requests of the worker's polls other than the one that found the task it then claimed. */
+function idlePollRequests(ops: readonly GitOperation[]): number {
+  const claim = ops.findIndex((o) => o.operation === "push" && o.cause.startsWith("claim "));
+  let found = -1;
+  for (let i = 0; i < claim; i++) if (ops[i]!.cause === "poll") found = i;
+  return ops.reduce((n, o, i) => (o.cause === "poll" && i !== found ? n + o.requests : n), 0);
+}
+
+/**
+ * A task's life on running processes (the figures at the top), and the first task after the app and
+ * the worker started (`firstTask`), which also pays what a process does once: reading the config,
+ * fetching the state branch for the first time.
+ */
+export interface LifecycleResult extends TaskCounts {
+  stateTransport: string;
+  firstTask: TaskCounts;
   agent: string;
 }
+
+const turnsWriting = (file: string) => [
+  { text: `Plan: 1. Write ${file} with one line.`, usage: USAGE },
+  {
+    toolUses: [
+      { name: "Bash", input: { command: `echo "made by fleet" > ${file}`, description: "write file" } },
+    ],
+    usage: USAGE,
+  },
+  { text: `Wrote ${file}.`, usage: USAGE },
+];
 
 export async function runLifecycle(): Promise<LifecycleResult> {
   process.env.PATH = `${resolve("node_modules/.bin")}:${process.env.PATH}`;
@@ -67,17 +105,9 @@ export async function runLifecycle(): Promise<LifecycleResult> {
       },
     }),
   );
+  // Two tasks one after the other, each writing its own file.
   const model = await startAnthropicScriptServer({
-    turns: [
-      { text: "Plan: 1. Write DONE.md with one line.", usage: USAGE },
-      {
-        toolUses: [
-          { name: "Bash", input: { command: 'echo "made by fleet" > DONE.md', description: "write file" } },
-        ],
-        usage: USAGE,
-      },
-      { text: "Wrote DONE.md.", usage: USAGE },
-    ],
+    turns: [...turnsWriting("DONE.md"), ...turnsWriting("DONE2.md")],
   });
   const workDir = await mkdtemp(join(tmpdir(), "fleet-bench-life-"));
   const gitDir = join(h.gh.dataDir, h.owner, `${h.name}.git`);
@@ -99,14 +129,17 @@ export async function runLifecycle(): Promise<LifecycleResult> {
       credentialFor: () => ({ name: "anthropic-demo", value: "sk-ant-demo-credential-000000" }),
       modelBaseUrl: model.url,
       agentEnv: { CLAUDE_CODE_MAX_RETRIES: "0" },
+      // Polls 1 s apart so the bench does not wait; idle polls are listed apart (see TaskCounts).
       pollMs: 1_000,
-      heartbeatMs: 5_000,
+      // Heartbeats at the default pace (a third of the lease): a task of seconds has none, as in use.
       trackerIntervalMs: 0,
     }),
   );
-  try {
-    const issue = await h.newIssue("Add DONE.md", "Create DONE.md.");
+
+  const oneTask = async (title: string): Promise<TaskCounts> => {
+    const issue = await h.newIssue(title, `${title}.`);
     const statesBefore = await commitsOnState();
+    const runsBefore = h.gh.workflowRuns(h.full).length;
     const mark = h.gh.requests.mark();
     const gitMark = h.gh.gitRequests.mark();
     const gitTrace = traceGit(h.gh);
@@ -124,29 +157,26 @@ export async function runLifecycle(): Promise<LifecycleResult> {
     await h.settle();
     await waitFor("done", async () => (await taskOf())?.state === "done", 60_000);
     const labelToDoneMs = performance.now() - t0;
-    await worker.stop();
+    // The worker's last edits and reads after the outcome, then quiet.
+    await worker.idle();
     await new Promise((r) => setTimeout(r, 500));
-    const git = gitTrace.stop();
+    const traced = gitTrace.stop();
     const all = h.gh.requests.entries.filter(
       (e) => e.seq > mark && (e.actor === h.gh.botLogin || e.actor === "app"),
     );
     const isMint = (e: { route: string }) =>
       e.route === "POST /app/installations/{installation_id}/access_tokens";
     const fleet = all.filter((e) => !isMint(e));
-    if (process.env.BENCH_TRACE) {
-      const rows = [
-        ...fleet.map((e) => ({
-          at: (e as { at?: number }).at ?? 0,
-          s: `REST ${e.actor} ${e.method} ${e.path} ${e.status}`,
-        })),
-        ...h.gh.gitRequests.entries
-          .filter((e) => e.seq > gitMark)
-          .map((e) => ({ at: e.at, s: `GIT ${e.actor} ${e.method} ${e.path} ${e.service} ${e.status}` })),
-      ].sort((a, b) => a.at - b.at);
-      for (const r of rows) console.error(r.at, r.s);
-    }
+    if (process.env.BENCH_TRACE)
+      for (const e of fleet) console.error(`${e.actor} ${e.method} ${e.path} ${e.status}`);
     const byRoute: Record<string, number> = {};
     for (const e of fleet) byRoute[e.route] = (byRoute[e.route] ?? 0) + 1;
+    const stateRuns = h.gh
+      .workflowRuns(h.full)
+      .slice(runsBefore)
+      .filter((r) => r.headBranch === "fleet/state").length;
+    const gitRequests = h.gh.gitRequests.counts({ since: gitMark });
+    const idlePolls = idlePollRequests(traced.operations);
     return {
       restCalls: fleet.length,
       tokenMints: all.filter(isMint).length,
@@ -154,13 +184,25 @@ export async function runLifecycle(): Promise<LifecycleResult> {
       writes: fleet.filter((e) => e.class !== "read").length,
       contentCreating: fleet.filter((e) => e.class === "content").length,
       stateWrites: (await commitsOnState()) - statesBefore,
-      gitRequests: h.gh.gitRequests.counts({ since: gitMark }),
-      stateTransport: process.env.FLEET_STATE_TRANSPORT || "git",
+      workflowRunsFromState: stateRuns,
+      gitRequests,
       labelToPrMs: Math.round(labelToPrMs),
       labelToDoneMs: Math.round(labelToDoneMs),
       byRoute,
-      gitOperations: git.operations,
-      gitOtherRequests: git.other,
+      gitOperations: traced.operations,
+      gitOtherRequests: traced.other,
+      gitIdlePollRequests: idlePolls,
+      gitRequestsPerTask: gitRequests.total - idlePolls,
+    };
+  };
+
+  try {
+    const firstTask = await oneTask("Add DONE.md");
+    const next = await oneTask("Add DONE2.md");
+    return {
+      ...next,
+      stateTransport: process.env.FLEET_STATE_TRANSPORT || "git",
+      firstTask,
       agent: "real Claude CLI (@anthropic-ai/claude-code) against src/offline/models/anthropic-server.ts",
     };
   } finally {
@@ -172,11 +214,11 @@ export async function runLifecycle(): Promise<LifecycleResult> {
 }
 
 /** The per-task counts as a reader wants them: REST by route, git by operation and cause. */
-export function printLifecycle(r: LifecycleResult, write: (line: string) => void = console.log): void {
+export function printLifecycle(r: TaskCounts, write: (line: string) => void = console.log): void {
   write(`REST requests per task: ${r.restCalls} (${r.contentCreating} content-creating), by route:`);
   for (const [route, n] of Object.entries(r.byRoute)) write(`  ${String(n).padStart(3)}  ${route}`);
   write(
-    `git requests per task: ${r.gitRequests.total} (${r.gitRequests.fetches} fetch, ${r.gitRequests.pushes} push), ${r.stateWrites} state commits, by operation:`,
+    `git requests: ${r.gitRequestsPerTask} for the task + ${r.gitIdlePollRequests} of idle worker polls (${r.gitRequests.fetches} fetch, ${r.gitRequests.pushes} push in all), ${r.stateWrites} state commits (${r.workflowRunsFromState} workflow runs started), by operation:`,
   );
   for (const o of r.gitOperations)
     write(
@@ -188,5 +230,8 @@ export function printLifecycle(r: LifecycleResult, write: (line: string) => void
 if (import.meta.url === `file://${process.argv[1]}`) {
   const r = await runLifecycle();
   console.log(JSON.stringify(r, null, 2));
+  console.log("\nThe first task after the app and the worker started:");
+  printLifecycle(r.firstTask);
+  console.log("\nA task on running processes (the figures compared with the targets):");
   printLifecycle(r);
 }

@@ -1,4 +1,5 @@
 import type { Context } from "probot";
+import { isLeaseLive, isUnclaimed } from "../core/leases.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task } from "../core/task.ts";
 import { loadRepoConfig } from "./load-config.ts";
@@ -36,12 +37,17 @@ export async function onPullRequest(
 ): Promise<void> {
   const pr = context.payload.pull_request;
   if (!pr.head.ref.startsWith("fleet/") || fromFork(pr)) return;
+  // Opened by Fleet's own worker: the worker records pr-open with the run's outcome, in one commit.
+  if (context.payload.action === "opened" && context.isBot) return;
   const loaded = await loadRepoConfig(context as unknown as Context<"issues">, deps.configs);
   if (!loaded.ok) return;
   const queue = await deps.queues.forContext(context, loaded.config);
   const task = taskForPullRequest(await queue.snapshot(), { number: pr.number, head: pr.head.ref });
   if (!task) return;
   if (context.payload.action === "opened") {
+    // A run in progress records its own PR with its outcome (one commit); a PR opened by hand on the
+    // branch of a task whose run is over moves the task here.
+    if (task.lease && !isUnclaimed(task.lease) && isLeaseLive(task.lease, queue.now())) return;
     await queue.move(task.issue, "pr-open", { taskId: task.id, from: ["running"], patch: { pr: pr.number } });
     return;
   }

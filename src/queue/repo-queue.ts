@@ -1,7 +1,8 @@
 import type { ConfigValue, DroppedOverride, FleetConfig } from "../core/config.ts";
 import { dispatchHolder } from "../core/leases.ts";
+import { canTransition } from "../core/lifecycle.ts";
 import { queuePosition } from "../core/scheduler.ts";
-import type { FleetStateDoc } from "../core/state-doc.ts";
+import { emptyStateDoc, type FleetStateDoc } from "../core/state-doc.ts";
 import type { Task, TaskRequest, TaskState } from "../core/task.ts";
 import type { Mutation, StateStore } from "../state/store.ts";
 import { syncBeads } from "./beads-sync.ts";
@@ -47,6 +48,9 @@ export interface RepoQueueDeps {
   onOverridesDropped?: (dropped: DroppedOverride[]) => Promise<void> | void;
 }
 
+/** States a task leaves before any worker has written to its tracking comment (in this round). */
+const BEFORE_ANY_RUN: ReadonlySet<TaskState> = new Set<TaskState>(["queued", "blocked"]);
+
 /** One reply per person per issue per hour to people who may not drive Fleet. */
 export const REPLY_WINDOW_MS = 60 * 60_000;
 
@@ -80,6 +84,11 @@ export interface MoveOptions {
   from?: TaskState[];
   /** More changes to the document in the same commit (e.g. the run's line in the token ledger). */
   alsoDoc?: (doc: FleetStateDoc) => FleetStateDoc;
+  /**
+   * A state passed through on the way when `to` cannot be reached directly but can from it, in the same
+   * commit (a run's outcome from `planning` whose `running` was not committed yet).
+   */
+  via?: TaskState;
 }
 
 /**
@@ -100,6 +109,11 @@ export class RepoQueue {
 
   /** The file config with the state's valid `config set` overrides. */
   readonly config = (doc: FleetStateDoc): FleetConfig => effectiveConfig(this.deps.fileConfig, doc);
+
+  /** The state as this queue's last operation left it (no request); undefined before any. */
+  lastState(): FleetStateDoc | undefined {
+    return this.lastDoc;
+  }
 
   async snapshot(): Promise<FleetStateDoc> {
     return (await this.deps.store.read()).doc;
@@ -149,6 +163,15 @@ export class RepoQueue {
       return r;
     });
     return moved;
+  }
+
+  /**
+   * Shows `task` moved to `to` on its tracking comment before the move is committed: a worker's
+   * planning -> running is committed with the task's next commit (see execute-task.ts).
+   */
+  async showAhead(task: Task, to: TaskState): Promise<void> {
+    const doc = this.lastDoc ?? { ...emptyStateDoc(), tasks: { [task.id]: task } };
+    await this.show([{ task: { ...task, state: to }, from: task.state }], doc);
   }
 
   /**
@@ -338,8 +361,12 @@ export class RepoQueue {
             sandbox: effective.sandbox,
             promptEditedBy: task.pin?.ignoredEdit?.by,
           },
-          // No `from`: the task was created by this commit.
-          { fresh: from === undefined },
+          // No `from`: the task was created by this commit. A task coming from a run's states may have
+          // a plan and report in its comment that a worker wrote: the edit keeps them.
+          {
+            fresh: from === undefined,
+            othersMayHaveWritten: from !== undefined && !BEFORE_ANY_RUN.has(from),
+          },
         );
       }),
     );
@@ -368,6 +395,12 @@ function moveTasks(
   let acc: TransitionResult = { doc: d, changes: [], messages: [] };
   for (const t of targets) {
     // Already there (an event got ahead of the worker): keep the fields the mover brings.
+    const through =
+      opts.via && t.state !== to && !canTransition(t.state, to) && canTransition(t.state, opts.via)
+        ? moveTask(acc.doc, t.id, opts.via, { now })
+        : undefined;
+    if (through)
+      acc = { doc: through.doc, changes: acc.changes, messages: [...acc.messages, ...through.messages] };
     const moved =
       t.state === to
         ? opts.patch && patchTask(acc.doc, t.id, opts.patch, now)

@@ -1,8 +1,15 @@
 import { redactSecrets } from "../core/redact.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
-import { upsertMarkedComment } from "../github/upsert-comment.ts";
-import { trackingMarker } from "../render/markers.ts";
-import { renderTrackingComment, type TrackingView } from "../render/tracking-comment.ts";
+import { hasMarker, trackingMarker } from "../render/markers.ts";
+import { GITHUB_COMMENT_LIMIT, truncateMiddle } from "../render/run-report.ts";
+import {
+  composeTrackingComment,
+  renderTrackingComment,
+  type TrackingSections,
+  type TrackingView,
+  trackingHeaderOf,
+  trackingSectionsOf,
+} from "../render/tracking-comment.ts";
 
 export interface TrackerOptions {
   octokit: GitHubClient;
@@ -12,31 +19,130 @@ export interface TrackerOptions {
   minIntervalMs?: number;
 }
 
+export interface ShowOptions {
+  /** The task was created by this very commit: no comment can carry its marker yet. */
+  fresh?: boolean;
+  /**
+   * A run elsewhere may have written the comment's sections since this process last saw it (the task
+   * comes from a run's state): the comment is read before the edit, so its plan and report stay.
+   */
+  othersMayHaveWritten?: boolean;
+}
+
+/** A run's change to the sections of its tracking comment, applied to what the comment holds. */
+export type SectionsEdit = (current: TrackingSections) => TrackingSections;
+
 export interface Tracker {
   /** Shows the view now, or at the end of the task's throttle window (the latest view wins). */
-  show(issue: number, view: TrackingView, opts?: { fresh?: boolean }): Promise<void>;
-  /** The task's tracking comment is this one (found in a listing made for another purpose). */
-  remember(taskKey: string, commentId: number): void;
-  /** Writes every view still waiting for its window. */
-  flush(): Promise<void>;
+  show(issue: number, view: TrackingView, opts?: ShowOptions): Promise<void>;
+  /**
+   * The run in this process writes the sections (plan, report) of the task's comment: `edit` is applied
+   * to the sections the comment holds when the next `show` or `flush` writes it, below the state.
+   */
+  setSections(issue: number, taskKey: string, edit: SectionsEdit): void;
+  /** The task's tracking comment is this one (found in a listing made for another purpose, with its body). */
+  remember(taskKey: string, commentId: number, body?: string | null): void;
+  /** Writes every view (or only `taskKey`'s) still waiting for its window. */
+  flush(taskKey?: string): Promise<void>;
   readonly edits: number;
 }
 
 interface Slot {
   lastWrite: number;
-  /** The comment's id once known; null when the task is new, so no comment can carry its marker yet. */
+  /** The comment's id once known; null when there is none yet (the task is new). */
   commentId?: number | null;
-  pending?: { issue: number; view: TrackingView };
+  pending?: { issue: number; view?: TrackingView; othersMayHaveWritten: boolean };
   timer?: NodeJS.Timeout;
   writing: Promise<void>;
+  /** The sections as the comment holds them, as far as this process knows. */
+  sections: TrackingSections;
+  /** Whether `sections` are what the comment holds (this process wrote or read them since a run could). */
+  sectionsKnown: boolean;
+  /** A run in this process writes the sections: nobody else does while it runs. */
+  runHere: boolean;
+  /** That run's edits not written yet. */
+  own?: SectionsEdit;
 }
 
-/** The task's one tracking comment, found by its marker, edited in place and throttled per task. */
+const newSlot = (commentId?: number | null): Slot => ({
+  lastWrite: Number.NEGATIVE_INFINITY,
+  writing: Promise.resolve(),
+  sections: {},
+  // A comment about to be created has no sections; an unknown one is read before the first edit.
+  sectionsKnown: commentId === null,
+  runHere: false,
+  ...(commentId !== undefined ? { commentId } : {}),
+});
+
+/** What the comment holds now: its id and body (listed by marker when the id is unknown). */
+async function readComment(
+  opts: TrackerOptions,
+  key: string,
+  slot: Slot,
+  issue: number,
+): Promise<string | undefined> {
+  const { octokit } = opts;
+  if (slot.commentId === null) return undefined;
+  if (slot.commentId === undefined) {
+    const comments = await octokit.paginate(octokit.rest.issues.listComments, {
+      ...opts.repo,
+      issue_number: issue,
+      per_page: 100,
+    });
+    // Only a bot's comment counts, so a person quoting the marker cannot redirect Fleet's edits.
+    const found = comments.find((c) => c.user?.type === "Bot" && hasMarker(c.body, trackingMarker(key)));
+    slot.commentId = found?.id ?? null;
+    return found?.body ?? undefined;
+  }
+  const { data } = await octokit.rest.issues.getComment({ ...opts.repo, comment_id: slot.commentId });
+  return data.body ?? undefined;
+}
+
+/**
+ * The task's one comment on its issue, found by its marker and edited in place, throttled per task: its
+ * state (from the queue's views), and the plan and report of its run below (see TrackingSections). One
+ * comment for all of it: every comment is a content-creating request.
+ */
 export function createTracker(opts: TrackerOptions): Tracker {
   const clock = opts.clock ?? Date.now;
   const minInterval = opts.minIntervalMs ?? 15_000;
   const slots = new Map<string, Slot>();
   let edits = 0;
+  const { octokit } = opts;
+
+  const writeOnce = async (key: string, slot: Slot, job: NonNullable<Slot["pending"]>): Promise<void> => {
+    let header = job.view ? renderTrackingComment(job.view) : undefined;
+    const stale = !slot.sectionsKnown || (job.othersMayHaveWritten && !slot.runHere);
+    let current: string | undefined;
+    if (slot.commentId === undefined || stale || header === undefined) {
+      current = await readComment(opts, key, slot, job.issue);
+      slot.sections = trackingSectionsOf(current);
+      slot.sectionsKnown = true;
+      header ??= current === undefined ? undefined : trackingHeaderOf(current);
+    }
+    // Sections with no state to show them under and no comment yet: the next view brings the state.
+    if (header === undefined) return;
+    const sections = slot.own ? slot.own(slot.sections) : slot.sections;
+    // Reasons come from many places (commands, GitHub errors, runs): none may carry a secret out.
+    const body = truncateMiddle(
+      redactSecrets(composeTrackingComment(header, sections)),
+      GITHUB_COMMENT_LIMIT,
+    );
+    if (body === current) return;
+    if (typeof slot.commentId === "number") {
+      await octokit.rest.issues.updateComment({ ...opts.repo, comment_id: slot.commentId, body });
+    } else {
+      const { data } = await octokit.rest.issues.createComment({
+        ...opts.repo,
+        issue_number: job.issue,
+        body,
+      });
+      slot.commentId = data.id;
+    }
+    slot.sections = sections;
+    slot.own = undefined;
+    edits++;
+  };
 
   const write = (key: string, slot: Slot): Promise<void> => {
     const job = slot.pending;
@@ -45,38 +151,32 @@ export function createTracker(opts: TrackerOptions): Tracker {
     slot.timer = undefined;
     if (!job) return slot.writing;
     slot.lastWrite = clock();
-    slot.writing = slot.writing.then(async () => {
-      const result = await upsertMarkedComment(
-        opts.octokit,
-        { ...opts.repo, issue_number: job.issue },
-        trackingMarker(key),
-        // Reasons come from many places (commands, GitHub errors, runs): none may carry a secret out.
-        redactSecrets(renderTrackingComment(job.view)),
-        slot.commentId,
-      );
-      slot.commentId = result.id;
-      edits++;
-    });
+    slot.writing = slot.writing.then(() => writeOnce(key, slot, job));
     return slot.writing;
+  };
+
+  const slotOf = (key: string, commentId?: number | null): Slot => {
+    let slot = slots.get(key);
+    if (!slot) {
+      slot = newSlot(commentId);
+      slots.set(key, slot);
+    }
+    return slot;
   };
 
   return {
     get edits() {
       return edits;
     },
-    async show(issue, view, opts = {}) {
+    async show(issue, view, showOpts = {}) {
       const key = view.taskKey;
-      let slot = slots.get(key);
-      if (!slot) {
-        // A task created by this very commit has a new id: there is no comment to look for.
-        slot = {
-          lastWrite: Number.NEGATIVE_INFINITY,
-          writing: Promise.resolve(),
-          ...(opts.fresh ? { commentId: null } : {}),
-        };
-        slots.set(key, slot);
-      }
-      slot.pending = { issue, view };
+      const slot = slotOf(key, showOpts.fresh ? null : undefined);
+      slot.pending = {
+        issue,
+        view,
+        othersMayHaveWritten:
+          (slot.pending?.othersMayHaveWritten ?? false) || !!showOpts.othersMayHaveWritten,
+      };
       const wait = slot.lastWrite + minInterval - clock();
       if (wait <= 0) return write(key, slot);
       if (!slot.timer) {
@@ -85,15 +185,28 @@ export function createTracker(opts: TrackerOptions): Tracker {
         s.timer.unref?.();
       }
     },
-    remember(taskKey, commentId) {
-      const slot = slots.get(taskKey);
-      if (slot) {
-        if (typeof slot.commentId !== "number") slot.commentId = commentId;
-      } else
-        slots.set(taskKey, { lastWrite: Number.NEGATIVE_INFINITY, writing: Promise.resolve(), commentId });
+    setSections(issue, taskKey, edit) {
+      const slot = slotOf(taskKey);
+      slot.runHere = true;
+      const earlier = slot.own;
+      slot.own = earlier ? (s) => edit(earlier(s)) : edit;
+      slot.pending = {
+        issue,
+        view: slot.pending?.view,
+        othersMayHaveWritten: slot.pending?.othersMayHaveWritten ?? false,
+      };
     },
-    async flush() {
-      await Promise.all([...slots.entries()].map(([key, slot]) => write(key, slot)));
+    remember(taskKey, commentId, body) {
+      const slot = slotOf(taskKey, commentId);
+      if (typeof slot.commentId !== "number") slot.commentId = commentId;
+      if (body !== undefined) {
+        slot.sections = trackingSectionsOf(body);
+        slot.sectionsKnown = true;
+      }
+    },
+    async flush(taskKey) {
+      const entries = taskKey === undefined ? [...slots.entries()] : [[taskKey, slots.get(taskKey)] as const];
+      await Promise.all(entries.map(([key, slot]) => (slot ? write(key, slot) : undefined)));
     },
   };
 }

@@ -9,7 +9,8 @@ export interface TrackingView {
   state: TaskState;
   coder: string;
   model: string;
-  priority: number;
+  /** Shown when known (a worker reporting on its own may not know it). */
+  priority?: number;
   /** Present while queued: "position 2 of 5, 3 of 3 slots busy". */
   queue?: { position: number; of: number; busy: number; cap: number };
   blockedBy?: number[];
@@ -58,7 +59,51 @@ export function describeState(v: TrackingView): string {
   }
 }
 
-/** The one comment per task that Fleet edits in place as the task moves. */
+/**
+ * What a run adds below the state in its task's tracking comment, each already rendered with its own
+ * marker: the plan (renderPlanComment), then the run's report (token report, run report and the log's
+ * tail, collapsed). The app renders the state; the worker running the task writes these.
+ */
+export interface TrackingSections {
+  plan?: string;
+  report?: string;
+}
+
+const SECTION_NAMES = ["plan", "report"] as const;
+const sectionMarker = (name: (typeof SECTION_NAMES)[number]): string => `<!-- fleet:section ${name} -->`;
+const SECTION_SPLIT = /\n*(?:---\n+)?<!-- fleet:section (plan|report) -->\n/;
+// Section text never opens a section of its own: a plan that quotes the marker cannot cut the comment.
+const quoteSectionMarkers = (text: string): string =>
+  text.replace(/<!-- fleet:section /g, "<!-- fleet:quoted ");
+
+/** The sections of a tracking comment as posted (none for a comment that has none, or no comment). */
+export function trackingSectionsOf(body: string | null | undefined): TrackingSections {
+  if (!body) return {};
+  const parts = body.split(SECTION_SPLIT);
+  const out: TrackingSections = {};
+  for (let i = 1; i + 1 < parts.length; i += 2) {
+    const name = parts[i] as (typeof SECTION_NAMES)[number];
+    out[name] = parts[i + 1]!.replace(/\s+$/, "");
+  }
+  return out;
+}
+
+/** The state part of a tracking comment as posted (everything above its sections). */
+export function trackingHeaderOf(body: string): string {
+  return body.split(SECTION_SPLIT)[0]!.replace(/\s+$/, "");
+}
+
+/** A tracking comment: the state (rendered from `v`, or a header as posted) and the run's sections below it. */
+export function composeTrackingComment(header: string, sections: TrackingSections = {}): string {
+  const parts = [header];
+  for (const name of SECTION_NAMES) {
+    const text = sections[name];
+    if (text) parts.push(`---\n${sectionMarker(name)}\n${quoteSectionMarkers(text)}`);
+  }
+  return parts.join("\n\n");
+}
+
+/** The one comment per task that Fleet edits in place as the task moves (its state; see composeTrackingComment). */
 export function renderTrackingComment(v: TrackingView): string {
   const lines = [
     trackingMarker(v.taskKey),
@@ -68,8 +113,8 @@ export function renderTrackingComment(v: TrackingView): string {
     "|---|---|",
     `| Coder | \`${v.coder}\` |`,
     `| Model | \`${v.model}\` |`,
-    `| Priority | p${v.priority} |`,
   ];
+  if (v.priority !== undefined) lines.push(`| Priority | p${v.priority} |`);
   if (v.step) lines.push(`| Step | ${v.step} |`);
   if (v.runUrl) lines.push(`| Run | ${v.runUrl} |`);
   if (v.pr !== undefined) lines.push(`| Pull request | #${v.pr} |`);

@@ -14,6 +14,7 @@ import {
   type HistoryEntry,
   type Mutation,
   type MutationResult,
+  type ReadOptions,
   type StateSnapshot,
   type StateStore,
   stateBranchRemedy,
@@ -111,7 +112,7 @@ export interface CasTransport<H extends Head = Head> {
    * transport may re-read just that file after losing a per-file CAS on it (the version may then lag).
    * `cause` says why the engine reads (see ReadCause), for the transport's diagnostics.
    */
-  read(prev: H | undefined, only?: keyof StateFiles, cause?: ReadCause): Promise<H>;
+  read(prev: H | undefined, only?: keyof StateFiles, cause?: ReadCause | string): Promise<H>;
   /**
    * Writes `files` (only those that change; both on the first write) on top of `base`, and only if
    * `base` is still the current version.
@@ -219,12 +220,12 @@ class CasEngine<H extends Head> {
   }
 
   /** The state now, as the engine caches it (not to be changed: copy it, see snapshotOf). */
-  readCached(): Promise<Cached<H>> {
-    return this.refresh("read");
+  readCached(why: string = "read"): Promise<Cached<H>> {
+    return this.refresh(why);
   }
 
   /** Reads through the transport; the document is parsed again only when its text changed. */
-  private async refresh(cause: ReadCause, only?: keyof StateFiles): Promise<Cached<H>> {
+  private async refresh(cause: ReadCause | string, only?: keyof StateFiles): Promise<Cached<H>> {
     const prev = this.cache;
     const head = await this.t.read(prev?.head, only, cause);
     // Parse before caching: a corrupt document must fail every read, not just the first.
@@ -309,17 +310,19 @@ export function createCasStore<H extends Head>(transport: CasTransport<H>, opts:
   // asked, so it sees every write that happened before any of them (a burst of webhooks costs one fetch).
   // The shared read hands out the engine's cached state, which is never changed in place; each caller
   // gets its own copy.
-  let queued: { started: boolean; state: Promise<Cached<Head>> } | undefined;
-  const read = async (): Promise<StateSnapshot> => {
+  let queued: { started: boolean; why: string; state: Promise<Cached<Head>> } | undefined;
+  const read = async (opts: ReadOptions = {}): Promise<StateSnapshot> => {
+    const why = opts.why ?? "read";
     let mine = queued;
     if (!mine || mine.started) {
-      const entry: { started: boolean; state: Promise<Cached<Head>> } = {
+      const entry: { started: boolean; why: string; state: Promise<Cached<Head>> } = {
         started: false,
+        why,
         state: Promise.resolve() as never,
       };
       entry.state = around("read", () => {
         entry.started = true;
-        return engine.readCached();
+        return engine.readCached(entry.why);
       });
       queued = entry;
       mine = entry;

@@ -211,7 +211,12 @@ class GitTransport implements cas.CasTransport {
   ): Promise<cas.WriteOutcome<cas.Head>> {
     await this.git.init();
     const made = await this.makeCommit(base.version, files, message.unique);
-    const subject = message.text.split("\n")[0]!;
+    // Every transition the commit holds (a batch or a folded transition has one per line).
+    const subject = message.text
+      .split("\n")
+      .map((l) => l.replace(/^- /, "").trim())
+      .filter(Boolean)
+      .join("; ");
     if ((await this.push(made, base.version, subject)) === "conflict") return { kind: "conflict" };
     return {
       kind: "written",

@@ -31,6 +31,10 @@ export interface UpdateResult {
   commit?: string;
 }
 
+export interface ReadOptions {
+  why?: string;
+}
+
 export interface UpdateOptions {
   maxRetries?: number;
 }
@@ -43,7 +47,8 @@ export interface HistoryEntry {
 }
 
 export interface StateStore {
-  read(): Promise<StateSnapshot>;
+  /** The state now. `opts.why` names the read in the store's diagnostics (e.g. a worker's `poll`). */
+  read(opts?: ReadOptions): Promise<StateSnapshot>;
   update(mutation: Mutation, opts?: UpdateOptions): Promise<UpdateResult>;
   history?(limit: number): Promise<HistoryEntry[]>;
 }

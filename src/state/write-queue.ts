@@ -119,5 +119,5 @@ export function createWriteQueue(store: StateStore, opts: WriteQueueOptions = {}
  */
 export function coalescingStore(store: StateStore, opts: WriteQueueOptions = {}): StateStore {
   const queue = createWriteQueue(store, opts);
-  return { read: () => store.read(), update: (m) => queue.enqueue(m) };
+  return { read: (o) => store.read(o), update: (m) => queue.enqueue(m) };
 }

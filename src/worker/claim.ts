@@ -11,7 +11,10 @@ export async function claimTask(...args: Parameters<typeof claimTaskState>): Pro
   return (await claimTaskState(...args))?.task;
 }
 
-/** `claimTask`, with the beads mirror as the claim saw it (the task's pinned prompt is its bead). */
+/**
+ * `claimTask`, with the beads mirror as the claim saw it (the task's pinned prompt is its bead) and the
+ * whole state as the claim left it (as fresh as a read: the run starts from it without another).
+ */
 export async function claimTaskState(
   store: StateStore,
   taskId: string,
@@ -23,13 +26,26 @@ export async function claimTaskState(
 ) {
   const result = await store.update(({ doc }) => claimLease(doc, taskId, { holder, now, ttlMs, startIn }));
   const task = result.snapshot.doc.tasks[taskId];
-  return result.applied && task ? { task, beads: result.snapshot.beads } : undefined;
+  return result.applied && task
+    ? { task, beads: result.snapshot.beads, snapshot: result.snapshot }
+    : undefined;
 }
 
 /**
- * While a task runs: its lease renewed every `everyMs` (a third of the lease by default). When the task
- * is gone from the state, cancelled or held by someone else, the run's signal aborts (the agent and its
- * sandbox are stopped) and `lost()` says why.
+ * Whether a beat renews the lease (a state commit) or only looks at the state: renewed once a third of
+ * the lease has gone by since the last renewal (less half a beat, for timers), so the lease outlives two
+ * missed renewals and a beat more frequent than that costs a read, not a commit.
+ */
+export function renewalDue(lastBeatAt: string, now: Date, ttlMs: number, everyMs: number): boolean {
+  return now.getTime() - Date.parse(lastBeatAt) >= ttlMs / 3 - everyMs / 2;
+}
+
+/**
+ * While a task runs: every `everyMs` (a third of the lease by default) the state is looked at, and the
+ * lease renewed when due (see renewalDue); a beat commits only what changed (a renewal, the run's
+ * `alsoDoc`), never an unchanged state. When the task is gone from the state, cancelled or held by
+ * someone else, the run's signal aborts (the agent and its sandbox are stopped) and `lost()` says why.
+ * `onBeat` runs beside each beat: a transition waiting for the task's next commit joins it.
  */
 export function startHeartbeat(opts: {
   store: StateStore;
@@ -43,8 +59,11 @@ export function startHeartbeat(opts: {
   log: (message: string) => void;
   /** What the run adds to each heartbeat's commit (its context, its credentials' windows). */
   alsoDoc?: (doc: FleetStateDoc) => FleetStateDoc;
+  onBeat?: () => Promise<unknown>;
 }): { signal: AbortSignal; lost: () => string | undefined; stop: () => void } {
   const { store, taskId, holder, ttlMs, clock } = opts;
+  const everyMs = opts.everyMs ?? heartbeatIntervalMs(ttlMs);
+  let lastRenewal = clock().toISOString();
   const abort = new AbortController();
   const onOuterAbort = () => abort.abort();
   opts.outer?.addEventListener("abort", onOuterAbort);
@@ -52,12 +71,28 @@ export function startHeartbeat(opts: {
   const beat = async () => {
     let refused: "cancelled" | "gone" | undefined;
     try {
-      await store.update(({ doc }) => {
-        const renewed = renewLease(doc, taskId, { holder, now: clock(), ttlMs });
-        refused = renewed.ok ? undefined : renewed.reason;
-        if (!renewed.ok) return null;
-        return opts.alsoDoc ? { ...renewed, doc: opts.alsoDoc(renewed.doc) } : renewed;
-      });
+      const now = clock();
+      const due = renewalDue(lastRenewal, now, ttlMs, everyMs);
+      // Not due: a fresh read shows a cancel or a lost lease; the commit below then carries only a change.
+      if (!due) {
+        const seen = renewLease((await store.read()).doc, taskId, { holder, now, ttlMs });
+        refused = seen.ok ? undefined : seen.reason;
+      }
+      const beatDone =
+        !due && !opts.alsoDoc
+          ? undefined
+          : store.update(({ doc }) => {
+              const renewed = renewLease(doc, taskId, { holder, now, ttlMs });
+              refused = renewed.ok ? undefined : renewed.reason;
+              if (!renewed.ok) return null;
+              if (!due)
+                return opts.alsoDoc
+                  ? { doc: opts.alsoDoc(doc), message: `run of gh-${renewed.task.issue} (${taskId})` }
+                  : null;
+              return opts.alsoDoc ? { ...renewed, doc: opts.alsoDoc(renewed.doc) } : renewed;
+            });
+      const [done] = await Promise.all([beatDone, opts.onBeat?.()]);
+      if (due && done?.applied) lastRenewal = now.toISOString();
     } catch (e) {
       // A failed beat is retried at the next interval; the lease outlives two missed beats.
       opts.log(`heartbeat of ${taskId} failed: ${(e as Error).message}`);
@@ -68,7 +103,7 @@ export function startHeartbeat(opts: {
       abort.abort();
     }
   };
-  const timer = setInterval(() => void beat(), opts.everyMs ?? heartbeatIntervalMs(ttlMs));
+  const timer = setInterval(() => void beat(), everyMs);
   timer.unref?.();
   return {
     signal: abort.signal,

@@ -10,7 +10,9 @@ import { writeWindows } from "../economy/credential-windows.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
 import type { Tracker } from "../queue/tracker.ts";
-import type { StateStore } from "../state/store.ts";
+import { tasksOf } from "../queue/transitions.ts";
+import { abSides } from "../render/ab-comparison.ts";
+import type { StateSnapshot, StateStore } from "../state/store.ts";
 import { postAbComparisonIfDue } from "./ab-comparison.ts";
 import { claimTaskState, startHeartbeat } from "./claim.ts";
 import { fileDiscoveredWork } from "./discovered-work.ts";
@@ -97,7 +99,12 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
 
   // 3. A credential from the coder's pool; when every one is cooling the task waits for the first reset.
   // The run's context and its credentials' windows go into each heartbeat's commit and the last one.
-  const rotation = credentialPool(task.coder, deps, clock);
+  // The pool's first look at the state is the claim's own state: no read of its own.
+  const rotation = credentialPool(
+    task.coder,
+    { ...deps, store: readingFirst(deps.store, claimed.snapshot) },
+    clock,
+  );
   let context: TaskContext | undefined;
   const runDoc = (doc: FleetStateDoc): FleetStateDoc => {
     const names = deps.config.coders[task.coder]?.credentials ?? [];
@@ -106,7 +113,9 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
       context && current ? { ...doc, tasks: { ...doc.tasks, [taskId]: { ...current, context } } } : doc;
     return writeWindows(withContext, task.coder, names, rotation.book);
   };
+  const ahead = runningAhead(task, deps);
   const heartbeat = startHeartbeat({
+    onBeat: () => ahead.commit(),
     store: deps.store,
     taskId,
     holder: deps.holder,
@@ -141,6 +150,7 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
       onContext,
       signal: heartbeat.signal,
       clock,
+      ahead,
     });
     outcome = await runFor(task)(taskSpecFor(task, gathered, deps), workerDeps);
   } finally {
@@ -155,11 +165,29 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
   const poolReset = outcome.outcome === "rate-limited" ? rotation.resetAt() : undefined;
   if (poolReset) outcome.rateLimit = { ...outcome.rateLimit, resetsAt: poolReset };
   await recordOutcome(task, outcome, deps, heartbeat.lost(), runDoc);
+  // The outcome's state edit carried the report; without one (the task had moved on), it goes out now.
+  await deps.tracker?.flush(task.id);
   // The last side of an A/B run to finish posts the comparison.
-  await postAbComparisonIfDue(deps, task.issue).catch((e) =>
-    log(`A/B comparison of #${task.issue} failed: ${(e as Error).message}`),
-  );
+  // (Only an issue with tasks on two sides has one: an ordinary task costs no state request here.)
+  const known = deps.queue.lastState();
+  if (!known || abSides(tasksOf(known), task.issue).length > 0)
+    await postAbComparisonIfDue(deps, task.issue).catch((e) =>
+      log(`A/B comparison of #${task.issue} failed: ${(e as Error).message}`),
+    );
   return outcome;
+}
+
+/** A store whose next read is `snapshot` (the state a commit of this run just left), later ones its own. */
+function readingFirst(store: StateStore, snapshot: StateSnapshot): StateStore {
+  let first: StateSnapshot | undefined = snapshot;
+  return {
+    read: (opts) => {
+      const s = first;
+      first = undefined;
+      return s ? Promise.resolve(s) : store.read(opts);
+    },
+    update: (mutation, opts) => store.update(mutation, opts),
+  };
 }
 
 /** A rebase run of an open PR (after a merge elsewhere, or `fleet:rebase`), else the task's own run. */
@@ -199,6 +227,31 @@ function taskSpecFor(task: Task, gathered: Gathered, deps: ExecuteDeps): TaskSpe
   };
 }
 
+/**
+ * The end of the plan phase (planning -> running) is shown on the issue at once and committed with the
+ * task's next commit: its next heartbeat's, or its outcome's (a short run makes one commit of both).
+ */
+interface RunningAhead {
+  show(): Promise<void>;
+  /** Commits it now, if it is still waiting (a heartbeat). */
+  commit(): Promise<void>;
+}
+
+function runningAhead(task: Task, deps: ExecuteDeps): RunningAhead {
+  let waiting = false;
+  return {
+    async show() {
+      waiting = true;
+      await deps.queue.showAhead(task, "running");
+    },
+    async commit() {
+      if (!waiting) return;
+      waiting = false;
+      await deps.queue.move(task.issue, "running", { taskId: task.id, from: ["planning"] });
+    },
+  };
+}
+
 /** What the run works with; its planning/running progress moves the task in the state. */
 function workerDepsFor(
   task: Task,
@@ -212,6 +265,7 @@ function workerDepsFor(
     onContext: WorkerDeps["onContext"];
     signal: AbortSignal;
     clock: () => Date;
+    ahead: RunningAhead;
   },
 ): WorkerDeps {
   let current: TaskState = task.state;
@@ -242,10 +296,13 @@ function workerDepsFor(
     secrets: deps.secrets,
     // Listed for the prompt: the final report finds its earlier comment here, not by another listing.
     issueComments: gathered.issueComments,
+    // The plan and the report go into the tracking comment, with the task's state edits.
+    tracker: deps.tracker,
     onProgress: async (p) => {
       if (p.state !== current && (p.state === "planning" || p.state === "running")) {
         const from = current;
         current = p.state;
+        if (from === "planning" && p.state === "running") return run.ahead.show();
         await deps.queue.move(task.issue, p.state, { taskId: task.id, from: [from] });
       }
     },

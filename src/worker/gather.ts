@@ -44,7 +44,7 @@ export async function gatherIssue(
   const tracking = issueComments.find(
     (c) => c.user?.type === "Bot" && hasMarker(c.body, trackingMarker(task.id)),
   );
-  if (tracking) deps.tracker?.remember(task.id, tracking.id);
+  if (tracking) deps.tracker?.remember(task.id, tracking.id, tracking.body);
   const roles = new Map<string, boolean>();
   const trusted = async (login: string) => {
     if (!roles.has(login)) {

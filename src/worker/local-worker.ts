@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import type { FleetConfig } from "../core/config.ts";
-import { dispatchHolder } from "../core/leases.ts";
+import { dispatchHolder, slotsInUse } from "../core/leases.ts";
 import { wakeDue } from "../core/scheduler.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task } from "../core/task.ts";
@@ -11,6 +11,9 @@ import type { RepoQueue } from "../queue/repo-queue.ts";
 import { type ExecuteDeps, executeTask } from "./execute-task.ts";
 import type { TaskOutcome } from "./run-task.ts";
 import type { SandboxMode } from "./sandbox.ts";
+
+/** How often a worker whose runs hold every slot of the repository still looks at the state. */
+const FULL_POLL_MS = 30_000;
 
 /** The worker's reach (repository, state, clone, agents, credentials) as executeTask takes it, and its pace. */
 export interface LocalWorkerOptions
@@ -108,8 +111,19 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
     running.set(taskId, job);
   };
 
+  // The state as the last poll saw it: when every slot of the repository is held by this worker's own
+  // runs, nothing can be dispatched to anyone until one of them ends (which polls at once), so the
+  // polls in between only look now and then (a raised cap).
+  let lastSeen: { doc: FleetStateDoc; config: FleetConfig; at: number } | undefined;
+  const fullOfOwnRuns = (now: Date): boolean => {
+    if (!lastSeen || running.size === 0 || now.getTime() - lastSeen.at >= FULL_POLL_MS) return false;
+    const used = slotsInUse(lastSeen.doc, now);
+    return used.size >= lastSeen.config.max_concurrent && [...used.values()].every((id) => running.has(id));
+  };
+
   async function pollOnce(): Promise<void> {
     if (stopping.signal.aborted || running.size >= concurrency) return;
+    if (fullOfOwnRuns(opts.clock?.() ?? new Date())) return;
     const loaded = await repository.fileConfig();
     if (!loaded.ok) {
       log(
@@ -117,15 +131,16 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
       );
       return;
     }
-    let snapshot = await repository.store.read();
+    let snapshot = await repository.store.read({ why: "poll" });
     const queue = repository.queue(loaded.config);
     // A rate limit or a retry backoff ran out: no webhook says so, so this poll runs the pass.
     const nowIso = (opts.clock?.() ?? new Date()).toISOString();
     if (wakeDue(Object.values(snapshot.doc.tasks), queue.config(snapshot.doc), nowIso)) {
       await queue.schedule();
-      snapshot = await repository.store.read();
+      snapshot = await repository.store.read({ why: "poll" });
     }
     const config = queue.config(snapshot.doc);
+    lastSeen = { doc: snapshot.doc, config, at: (opts.clock?.() ?? new Date()).getTime() };
     const waiting = Object.values(snapshot.doc.tasks).filter(
       (t) =>
         t.state === "dispatched" &&

@@ -60,6 +60,8 @@ export async function recordOutcome(
     taskId: task.id,
     // The PR's own webhook may have moved the task to pr-open already: then only the fields are added.
     from: [...SLOT_HOLDING_STATES, to],
+    // The end of the plan phase waits for this commit when no heartbeat carried it (see execute-task.ts).
+    via: "running",
     reason: why,
     resetAt,
     patch,

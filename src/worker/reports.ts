@@ -1,93 +1,90 @@
+import { stateAfterOutcome } from "../core/outcomes.ts";
 import type { TaskState } from "../core/task.ts";
 import type { TokenUsage } from "../core/usage.ts";
 import type { GitHubClient, IssueRef } from "../github/client.ts";
-import { upsertMarkedComment } from "../github/upsert-comment.ts";
-import { hasMarker } from "../render/markers.ts";
-import {
-  AWAITING_APPROVAL_LINE,
-  PLAN_POSTED_LINE,
-  planMarker,
-  renderPlanComment,
-} from "../render/plan-comment.ts";
+import { createTracker, type Tracker } from "../queue/tracker.ts";
+import { hasMarker, trackingMarker } from "../render/markers.ts";
+import { AWAITING_APPROVAL_LINE, PLAN_POSTED_LINE, renderPlanComment } from "../render/plan-comment.ts";
 import {
   GITHUB_COMMENT_LIMIT,
   type RunReportView,
   renderRunReport,
-  runReportMarker,
   truncateMiddle,
 } from "../render/run-report.ts";
-import { renderTokenReport, type TokenReportView, tokenReportMarker } from "../render/token-report.ts";
+import { renderTokenReport, type TokenReportView } from "../render/token-report.ts";
 
 export type Redact = (text: string) => string;
 
-/** Redacted, and still within GitHub's limit after redaction changed its length. */
-const finalBody = (body: string, redact: Redact): string =>
-  truncateMiddle(redact(body), GITHUB_COMMENT_LIMIT);
+/** Room the state part of a tracking comment may take above the run's sections. */
+const STATE_ROOM = 4_000;
+
+export interface IssueReporterOptions {
+  /**
+   * The repository's tracker: the sections go out with the task's next state edit (one edit for both),
+   * and the caller flushes the task after its last transition. Without one, each report is written at
+   * once under a state line of its own (`describe`).
+   */
+  tracker?: Tracker;
+  /** The task's coder and model, for the state line when the reporter writes the comment itself. */
+  describe?: { coder: string; model: string };
+}
 
 /**
- * Posts a task's comments on its issue. Each carries a marker, so a rerun edits its comment
- * instead of adding one; every body passes through `redact` right before it leaves.
+ * Writes a run's plan and final report into its task's tracking comment, below the state, as sections
+ * with their own markers (a rerun replaces them instead of adding any): the task's ONE comment, since
+ * every comment is a content-creating request. Every text passes through `redact` before it leaves.
  */
 export function createIssueReporter(
   octokit: GitHubClient,
   issue: IssueRef,
   taskId: string,
   redact: Redact,
-  /** The issue's comments listed at the run's start (only this run posts this task's reports since). */
+  /** The issue's comments listed at the run's start (they hold the tracking comment and its sections). */
   listed?: ReadonlyArray<{ id: number; body?: string | null; user?: { type?: string } | null }>,
+  opts: IssueReporterOptions = {},
 ) {
-  // Without a listing from the run's start, the first report lists the comments once (it must look anyway).
-  let comments = listed;
-  const listOnce = async () => {
-    comments ??= await octokit.paginate(octokit.rest.issues.listComments, { ...issue, per_page: 100 });
-    return comments;
-  };
-  const known = new Map<string, number>();
-  const posted = new Map<string, string>();
-  const post = async (marker: string, body: string) => {
-    const all = known.has(marker) ? [] : await listOnce();
-    const earlier = all.find((c) => c.user?.type === "Bot" && hasMarker(c.body, marker))?.id;
-    const r = await upsertMarkedComment(
-      octokit,
-      issue,
-      marker,
-      finalBody(body, redact),
-      known.get(marker) ?? earlier ?? null,
-    );
-    known.set(marker, r.id);
-    posted.set(marker, body);
-    return r;
-  };
-  /** The plan part of the task's report comment (this run's, or an earlier run's), without any report below it. */
-  const planPart = async (): Promise<string | undefined> => {
-    const body =
-      posted.get(planMarker(taskId)) ??
-      (await listOnce()).find((c) => c.user?.type === "Bot" && hasMarker(c.body, planMarker(taskId)))?.body ??
-      undefined;
-    if (!body) return undefined;
-    const cuts = [tokenReportMarker(taskId), runReportMarker(taskId)]
-      .map((m) => body.indexOf(m))
-      .filter((i) => i >= 0);
-    const plan = body.slice(0, cuts.length ? Math.min(...cuts) : body.length).replace(/\s*(---\s*)?$/, "");
-    // The plan keeps at most half a comment, so the report below it always has room.
-    return truncateMiddle(plan.replace(AWAITING_APPROVAL_LINE, PLAN_POSTED_LINE), GITHUB_COMMENT_LIMIT / 2);
+  const tracker =
+    opts.tracker ??
+    createTracker({ octokit, repo: { owner: issue.owner, repo: issue.repo }, minIntervalMs: 0 });
+  const tracking = listed?.find((c) => c.user?.type === "Bot" && hasMarker(c.body, trackingMarker(taskId)));
+  if (tracking) tracker.remember(taskId, tracking.id, tracking.body);
+  /** Without the repository's tracker, the comment is written now, under a state line of the reporter's own. */
+  const writeNow = async (state: TaskState) => {
+    if (opts.tracker) return;
+    const d = opts.describe ?? { coder: "?", model: "?" };
+    await tracker.show(issue.issue_number, {
+      taskKey: taskId,
+      taskId,
+      state,
+      coder: d.coder,
+      model: d.model,
+    });
+    await tracker.flush(taskId);
   };
   return {
-    plan: (plan: string, awaitingApproval: boolean) =>
-      post(planMarker(taskId), renderPlanComment({ taskId, plan: redact(plan), awaitingApproval })),
+    plan: async (plan: string, awaitingApproval: boolean) => {
+      const text = redact(renderPlanComment({ taskId, plan: redact(plan), awaitingApproval }));
+      tracker.setSections(issue.issue_number, taskId, (s) => ({ ...s, plan: text }));
+      await writeNow(awaitingApproval ? "awaiting-approval" : "running");
+    },
     /**
-     * The run's final report: the token report (when the run used tokens) and the run report with
-     * the log's tail, in ONE comment: each comment is a content-creating request, and GitHub allows
-     * 500 of those an hour. The log is redacted before its tail is cut, so a secret split by the cut
-     * cannot slip through.
+     * The run's final report: the token report (when the run used tokens) and the run report with the
+     * log's tail, below the plan (the plan keeps at most half the comment, so the report always has
+     * room). The log is redacted before its tail is cut, so a secret split by the cut cannot slip through.
      */
     final: async (v: { tokens?: Omit<TokenReportView, "taskId">; run: Omit<RunReportView, "taskId"> }) => {
-      const plan = await planPart();
-      const head = `${plan ? `${plan}\n\n---\n\n` : ""}${v.tokens ? `${renderTokenReport({ ...v.tokens, taskId })}\n\n` : ""}`;
+      const tokens = v.tokens ? redact(renderTokenReport({ ...v.tokens, taskId })) : "";
       const log = v.run.log === undefined ? undefined : redact(v.run.log);
-      const run = renderRunReport({ ...v.run, taskId, log, limit: GITHUB_COMMENT_LIMIT - head.length });
-      // Below the plan when there is one: the plan's comment becomes the run's report.
-      return post(plan ? planMarker(taskId) : runReportMarker(taskId), head + run);
+      tracker.setSections(issue.issue_number, taskId, (s) => {
+        const plan =
+          s.plan &&
+          truncateMiddle(s.plan.replace(AWAITING_APPROVAL_LINE, PLAN_POSTED_LINE), GITHUB_COMMENT_LIMIT / 2);
+        const head = tokens ? `${tokens}\n\n` : "";
+        const limit = GITHUB_COMMENT_LIMIT - STATE_ROOM - (plan?.length ?? 0) - head.length;
+        const run = redact(renderRunReport({ ...v.run, taskId, log, limit }));
+        return { ...s, plan, report: head + run };
+      });
+      await writeNow(stateAfterOutcome(v.run.outcome));
     },
   };
 }

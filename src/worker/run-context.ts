@@ -10,6 +10,7 @@ import type { TaskContext, TaskState } from "../core/task.ts";
 import type { RunTotals, TokenUsage } from "../core/usage.ts";
 import type { PerTaskLimits } from "../economy/budgets.ts";
 import { type GitHubClient, type IssueRef, parseRepoFullName } from "../github/client.ts";
+import type { Tracker } from "../queue/tracker.ts";
 import { LOG_FILE, taskArtifactsDir } from "./artifacts.ts";
 import type { RunPool } from "./gateway-run.ts";
 import type { GitAuth } from "./git.ts";
@@ -81,6 +82,11 @@ export interface WorkerDeps {
   secrets?: string[];
   /** The issue's comments as listed when the run started; the final report then needs no listing of its own. */
   issueComments?: ReadonlyArray<{ id: number; body?: string | null; user?: { type?: string } | null }>;
+  /**
+   * The repository's tracker: the run's plan and report go into the task's tracking comment with its
+   * next state edit. Without one (a run on its own), the reporter writes them at once.
+   */
+  tracker?: Tracker;
   /**
    * Called when the agent is rate-limited on `limited`: marks it cooling and returns the next free
    * credential to continue on (the session is resumed where the adapter supports it), or undefined.
@@ -219,7 +225,10 @@ export function createRunContext(spec: TaskSpec, deps: WorkerDeps): RunContext {
     spec,
     deps,
     redact,
-    reporter: createIssueReporter(deps.octokit, issueRef, spec.taskId, redact, deps.issueComments),
+    reporter: createIssueReporter(deps.octokit, issueRef, spec.taskId, redact, deps.issueComments, {
+      tracker: deps.tracker,
+      describe: { coder: spec.coder, model: spec.model },
+    }),
     progress: throttleProgress(deps.onProgress, clock),
     artifactsDir,
     branch: spec.branch ?? taskBranchName(spec.issue, spec.title),

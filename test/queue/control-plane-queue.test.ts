@@ -131,6 +131,7 @@ describe("the repository queue's control plane", () => {
         extra.views?.push(view);
       },
       remember: () => {},
+      setSections: () => {},
       flush: async () => {},
       edits: 0,
     };

@@ -392,10 +392,12 @@ describe("runTask end to end: real git, the GitHub emulator, the real Claude Cod
       { spec: { ...spec, approved: true }, again: { taskId: first.taskId, issue: first.issue } },
     );
     expect(second.outcome.outcome).toBe("pr-opened");
-    // One comment carries the plan, then the token report and the run report below it (one
-    // content-creating request for both phases), and no longer asks for an approval already given.
+    // The task's one comment (its tracking comment) carries the state, the plan, then the token report
+    // and the run report below it, and no longer asks for an approval already given.
+    expect(fleetComments(first.issue)).toHaveLength(1);
     const reports = fleetComments(first.issue).filter((b) => /fleet:(plan|token-report|run-report)/.test(b));
     expect(reports).toHaveLength(1);
+    expect(reports[0]).toContain(`fleet:tracking ${first.taskId}`);
     expect(reports[0]).toContain("PLANNED.md");
     expect(reports[0]).toContain(`fleet:token-report ${first.taskId}`);
     expect(reports[0]).toContain(`fleet:run-report ${first.taskId}`);
