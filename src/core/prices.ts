@@ -24,18 +24,13 @@ const p = (input: number, output: number, cacheRead: number, cacheWrite: number)
  * Gemini: the prices for prompts up to 200k tokens.
  */
 const PRICES: ReadonlyArray<readonly [prefix: string, price: Price]> = [
-  ["claude-opus-4-5", p(5, 25, 0.5, 6.25)],
-  ["claude-opus-4", p(15, 75, 1.5, 18.75)],
+  // Opus 4 and 4.1 (claude-opus-4-20250514, claude-opus-4-1-...) and Claude 3 Opus; later Opus below.
+  ["claude-opus-4-1", p(15, 75, 1.5, 18.75)],
+  ["claude-opus-4-0", p(15, 75, 1.5, 18.75)],
+  ["claude-opus-4-2025", p(15, 75, 1.5, 18.75)],
   ["claude-3-opus", p(15, 75, 1.5, 18.75)],
-  ["claude-sonnet-4", p(3, 15, 0.3, 3.75)],
-  ["claude-3-7-sonnet", p(3, 15, 0.3, 3.75)],
-  ["claude-3-5-sonnet", p(3, 15, 0.3, 3.75)],
-  ["claude-haiku-4-5", p(1, 5, 0.1, 1.25)],
   ["claude-3-5-haiku", p(0.8, 4, 0.08, 1)],
   ["claude-3-haiku", p(0.25, 1.25, 0.03, 0.3)],
-  ["opus", p(15, 75, 1.5, 18.75)],
-  ["sonnet", p(3, 15, 0.3, 3.75)],
-  ["haiku", p(1, 5, 0.1, 1.25)],
   ["gpt-5-mini", p(0.25, 2, 0.025, 0)],
   ["gpt-5-nano", p(0.05, 0.4, 0.005, 0)],
   ["gpt-5", p(1.25, 10, 0.125, 0)],
@@ -48,6 +43,16 @@ const PRICES: ReadonlyArray<readonly [prefix: string, price: Price]> = [
   ["gemini-2.5-flash", p(0.3, 2.5, 0.075, 0)],
 ];
 
+/**
+ * Claude models by family, for ids the table above does not name (newer versions such as
+ * `claude-opus-4-8`, `claude-sonnet-5`, and the CLI's aliases): the family's current list price.
+ */
+const CLAUDE_FAMILIES: ReadonlyArray<readonly [family: string, price: Price]> = [
+  ["opus", p(5, 25, 0.5, 6.25)],
+  ["sonnet", p(3, 15, 0.3, 3.75)],
+  ["haiku", p(1, 5, 0.1, 1.25)],
+];
+
 /** The price of `model` (a provider prefix such as `anthropic/` or `models/` is ignored), or undefined. */
 export function priceOf(model: string): Price | undefined {
   const id = model
@@ -55,7 +60,10 @@ export function priceOf(model: string): Price | undefined {
     .toLowerCase()
     .replace(/\[1m\]$/, "");
   const bare = id.slice(id.lastIndexOf("/") + 1);
-  return PRICES.find(([prefix]) => bare.startsWith(prefix))?.[1];
+  return (
+    PRICES.find(([prefix]) => bare.startsWith(prefix))?.[1] ??
+    CLAUDE_FAMILIES.find(([family]) => bare.includes(family))?.[1]
+  );
 }
 
 /** What `usage` of `model` costs in US dollars, or null when Fleet has no price for the model. */

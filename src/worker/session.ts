@@ -301,7 +301,12 @@ function phaseResult(
   const { deps, spec } = ctx;
   const agentTotals = spent && credential ? { ...spent, credential: credential.name } : spent;
   // The gateway's figures are the report's; the agent's own account is kept beside them.
-  const wire = gatewayRun?.totals(spec.model, agentTotals?.durationMs ?? 0);
+  const metered = gatewayRun?.totals(spec.model, agentTotals?.durationMs ?? 0);
+  // A model Fleet has no price for: the agent's own cost, where it reports one, stands in.
+  const wire =
+    metered && metered.costUsd === null && agentTotals?.costUsd != null
+      ? { ...metered, costUsd: agentTotals.costUsd }
+      : metered;
   gatewayRun?.dispose();
   if (wire) ctx.result.agentTotals = combineTotals(ctx.result.agentTotals, agentTotals);
   const totals = wire ?? agentTotals;

@@ -96,3 +96,20 @@ describe("the gateway's guard over a run", () => {
     expect(afterTurn(newGuard(), turn({ input: 100_000 }), { maxContextPct: 80 }).stop).toBeUndefined();
   });
 });
+
+describe("prices from the wire's model ids", () => {
+  it("prices Claude ids by version where they differ, newer ids and aliases by family; unknown models have none", async () => {
+    const { costOf } = await import("../../src/core/prices.ts");
+    const million = { input: 1_000_000 };
+    expect(costOf("claude-opus-4-1-20250805", million)).toBe(15);
+    expect(costOf("claude-opus-4-5-20251101", million)).toBe(5);
+    expect(costOf("claude-opus-4-8", million)).toBe(5);
+    expect(
+      costOf("claude-sonnet-5", { input: 1_000_000, cacheRead: 1_000_000, output: 1_000_000 }),
+    ).toBeCloseTo(18.3);
+    expect(costOf("anthropic/claude-haiku-4-5", million)).toBe(1);
+    expect(costOf("gpt-5-codex", { input: 1_000_000, output: 1_000_000 })).toBeCloseTo(11.25);
+    expect(costOf("o4-mini", { cacheRead: 1_000_000 })).toBeCloseTo(0.275);
+    expect(costOf("scripted-model", million)).toBeNull();
+  });
+});
