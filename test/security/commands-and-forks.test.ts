@@ -164,13 +164,14 @@ describe("pull requests from forks", () => {
     const opened = delivered("pull_request");
     const review = delivered("pull_request_review");
 
-    // A task in the middle of its run.
+    // A task in the middle of its run, whose worker is gone (its lease ran out): a PR opened by hand on
+    // its branch moves it (a live run records its own PR with its outcome).
     const issue = await h.newIssue("Work on a named branch");
     await h.label(issue, "fleet:claude");
     const dispatched = await taskOf(issue);
     expect(dispatched.branch).toMatch(/^fleet\//);
     const store = createGitHubStateStore({ octokit: await botClient(h.gh, h.full), owner, repo });
-    await claimTask(store, dispatched.id, "local:w1", new Date(), 600_000, () => "running");
+    await claimTask(store, dispatched.id, "local:w1", new Date(Date.now() - 600_000), 60_000, () => "running");
     const running = await taskOf(issue);
     expect(running.state).toBe("running");
 
