@@ -18,7 +18,9 @@ const SETTINGS_FILE = ".gemini/settings.json";
  * Settings: the CLI reads no variable for usage statistics or its auth type, so Fleet writes its user
  * settings (~/.gemini/settings.json in the private HOME): usage statistics and telemetry off, no update
  * check, the API key auth type (the user's Google login without a key). (A system settings file, GEMINI_CLI_SYSTEM_SETTINGS_PATH, is skipped
- * when a folder above it is writable by others, as /tmp is.)
+ * when a folder above it is writable by others, as /tmp is.) A repository's own .gemini/settings.json
+ * (workspace settings) still overrides these, usage statistics included: the agent, on the shared
+ * network, can send anything anyway.
  * GEMINI_CLI_TRUST_WORKSPACE=true, or a headless run in an untrusted folder falls back to approving
  * nothing. The base URL is GOOGLE_GEMINI_BASE_URL and the key GEMINI_API_KEY (sent as x-goog-api-key).
  */

@@ -12,6 +12,7 @@ import {
   startGeminiScriptServer,
 } from "../../src/offline/models/gemini-server.ts";
 import { runAgent } from "../../src/worker/run-agent.ts";
+import { startEgressTrap } from "./egress-trap.ts";
 
 const GEMINI = new URL("../../node_modules/.bin/gemini", import.meta.url).pathname;
 
@@ -50,7 +51,16 @@ describe("real gemini CLI against the scripted Gemini API server", () => {
       { text: "Done.", usage: { input_tokens: 1200, cache_read_input_tokens: 900, output_tokens: 30 } },
     ]);
     const events: AgentEvent[] = [];
-    const r = await runAgent(geminiAdapter, inv, { ...opts, onEvent: (e) => events.push(e) });
+    // Everything bound off the machine goes to a proxy that forwards nothing and records it.
+    const trap = await startEgressTrap();
+    const r = await runAgent(
+      geminiAdapter,
+      { ...inv, env: trap.env },
+      { ...opts, onEvent: (e) => events.push(e) },
+    );
+    await trap.stop();
+    // No usage statistics, telemetry or update check left the machine.
+    expect(trap.attempts).toEqual([]);
     expect(r.reason, r.error).toBe("completed");
     expect(readFileSync(join(cwd, "HELLO.md"), "utf8")).toBe("hello from gemini\n");
     // promptTokenCount 2200 (1300 cached), candidates 60, thoughts 20.

@@ -12,6 +12,7 @@ import {
   startAnthropicScriptServer,
 } from "../../src/offline/models/anthropic-server.ts";
 import { runAgent } from "../../src/worker/run-agent.ts";
+import { startEgressTrap } from "./egress-trap.ts";
 
 const OPENCODE = new URL("../../node_modules/.bin/opencode", import.meta.url).pathname;
 
@@ -55,7 +56,16 @@ describe("real opencode CLI against the scripted Anthropic server", () => {
       { text: "Done.", usage: { input_tokens: 1200, output_tokens: 30, cache_read_input_tokens: 900 } },
     ]);
     const events: AgentEvent[] = [];
-    const r = await runAgent(opencodeAdapter, inv, { ...opts, onEvent: (e) => events.push(e) });
+    // Everything bound off the machine goes to a proxy that forwards nothing and records it.
+    const trap = await startEgressTrap();
+    const r = await runAgent(
+      opencodeAdapter,
+      { ...inv, env: trap.env },
+      { ...opts, onEvent: (e) => events.push(e) },
+    );
+    await trap.stop();
+    // No models.dev fetch, update check, share or plugin install left the machine.
+    expect(trap.attempts).toEqual([]);
     expect(r.reason, r.error).toBe("completed");
     expect(readFileSync(join(cwd, "HELLO.md"), "utf8")).toBe("hello from opencode\n");
     expect(r.totals?.usage).toEqual({
