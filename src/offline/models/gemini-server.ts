@@ -23,10 +23,14 @@ const MODEL_METHOD =
  * it there with GOOGLE_GEMINI_BASE_URL).
  *
  * Each `generateContent` / `streamGenerateContent` request that declares tools plays the next script
- * turn; tool uses become `functionCall` parts. A stream is server-sent `data:` lines only (the Gemini
- * SDK reads nothing else), the last chunk carrying `finishReason` and `usageMetadata`. Requests without
- * tools are side requests (the CLI's JSON checks such as "who speaks next"): they get an answer in the
- * shape of their `responseJsonSchema`, or a short text, with zero usage.
+ * turn; tool uses become `functionCall` parts. Shapes from the API reference (https://ai.google.dev/api,
+ * "streamGenerateContent uses Server-Sent Events"; https://ai.google.dev/api/generate-content for
+ * GenerateContentResponse and UsageMetadata: promptTokenCount includes cachedContentTokenCount,
+ * thoughtsTokenCount is apart from candidatesTokenCount). A stream is server-sent `data:` lines only
+ * (unnamed events: what the CLI's SDK reads), the last chunk carrying `finishReason` and
+ * `usageMetadata`. Requests without tools are side requests (the CLI's JSON checks such as "who speaks
+ * next"): they get an answer in the shape of their `responseJsonSchema`, or a short text, with zero
+ * usage.
  */
 export function startGeminiScriptServer(opts: GeminiScriptOptions): Promise<ScriptServer> {
   return startScriptServer(opts, geminiApi());
