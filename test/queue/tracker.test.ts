@@ -105,3 +105,61 @@ describe("the tracking comment's throttle", () => {
     expect(tracking[0]!.body).toContain("running");
   });
 });
+
+describe("the tracking comment's sections (the run's plan and report)", () => {
+  let gh: GitHubEmulator;
+  beforeAll(async () => {
+    gh = await startGitHubEmulator();
+    await gh.createRepo({ owner: "octo-org", name: "tracked", files: { "README.md": "# t\n" } });
+  });
+  afterAll(async () => gh?.stop());
+
+  it("a worker writes its plan and report with its state edits, and the app's later edit keeps them", async () => {
+    const octokit = await botClient(gh, FULL);
+    const repo = { owner: "octo-org", repo: "tracked" };
+    const { data: created } = await octokit.rest.issues.create({ ...repo, title: "Sections" });
+    const number = created.number;
+    const app = createTracker({ octokit, repo, minIntervalMs: 0 });
+    const worker = createTracker({ octokit, repo, minIntervalMs: 0 });
+    const body = () => gh.comments(FULL, number).find((c) => c.user.type === "Bot")!.body;
+    const byRoute = (since: number) => gh.counts({ since }).byRoute;
+
+    // The app creates the comment; the worker learns its id and body from the listing it makes anyway.
+    let mark = gh.requests.mark();
+    await app.show(number, view("dispatched"), { fresh: true });
+    const listed = gh.comments(FULL, number)[0]!;
+    worker.remember("fl-a1", listed.id, listed.body);
+    worker.setSections(number, "fl-a1", (s) => ({
+      ...s,
+      plan: "<!-- fleet:plan fl-a1 -->\n### Plan\n1. Do it",
+    }));
+    await worker.show(number, view("running"), { othersMayHaveWritten: true });
+    expect(body()).toMatch(/running[\s\S]*### Plan\n1\. Do it/);
+    worker.setSections(number, "fl-a1", (s) => ({
+      ...s,
+      report: "<!-- fleet:run-report fl-a1 -->\nAll done.",
+    }));
+    await worker.show(number, view("pr-open", { pr: 7 }), { othersMayHaveWritten: true });
+    await worker.flush("fl-a1");
+    expect(body()).toMatch(/pr-open[\s\S]*### Plan[\s\S]*All done\./);
+    // One comment; the worker's two edits read nothing (it writes the sections itself).
+    expect(byRoute(mark)).toEqual({
+      "POST /repos/{owner}/{repo}/issues/{issue_number}/comments": 1,
+      "PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}": 2,
+    });
+
+    // The app moves the task on: it reads the comment once, and the plan and report stay below the state.
+    mark = gh.requests.mark();
+    await app.show(number, view("done", { pr: 7 }), { othersMayHaveWritten: true });
+    expect(body()).toMatch(/done[\s\S]*### Plan\n1\. Do it[\s\S]*All done\./);
+    expect(body()).not.toContain("pr-open");
+    expect(byRoute(mark)).toEqual({
+      "GET /repos/{owner}/{repo}/issues/comments/{comment_id}": 1,
+      "PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}": 1,
+    });
+    // A section that quotes the marker of another does not open one.
+    worker.setSections(number, "fl-a1", (s) => ({ ...s, plan: "x <!-- fleet:section report --> y" }));
+    await worker.flush("fl-a1");
+    expect(body()).toContain("<!-- fleet:quoted report -->");
+  });
+});
