@@ -31,6 +31,19 @@ describe("the model gateway's token economy with the real agent CLIs", () => {
     expect(r.comments).toContain("runaway.repeated_tool_calls is 5");
   });
 
+  it("Claude: the same command repeated while it changes the worktree each time is not a runaway", async () => {
+    const append: ScriptTurn = {
+      toolUses: [{ name: "Bash", input: { command: "echo x >> GROWING.md", description: "append" } }],
+      usage: { input_tokens: 500, output_tokens: 20 },
+    };
+    const r = await run("claude", () => [
+      ...Array.from({ length: 7 }, () => append),
+      { text: "Done.", usage: { input_tokens: 10, output_tokens: 5 } },
+    ]);
+    expect(r.outcome.outcome, r.outcome.reason).toBe("pr-opened");
+    expect(r.server.played).toBe(8);
+  });
+
   it("Codex: a looping agent is stopped by the defaults within 200,000 tokens, the reason on the issue", async () => {
     const r = await run("codex", (path) =>
       Array.from({ length: 40 }, () => ({
