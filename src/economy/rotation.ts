@@ -123,6 +123,8 @@ export function createCredentialRotation(opts: CredentialRotationOptions) {
     },
 
     book,
+    /** The pool's credential names, in config order. */
+    names: opts.names,
   };
 }
 

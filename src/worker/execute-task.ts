@@ -107,11 +107,10 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
   );
   let context: TaskContext | undefined;
   const runDoc = (doc: FleetStateDoc): FleetStateDoc => {
-    const names = deps.config.coders[task.coder]?.credentials ?? [];
     const current = doc.tasks[taskId];
     const withContext =
       context && current ? { ...doc, tasks: { ...doc.tasks, [taskId]: { ...current, context } } } : doc;
-    return writeWindows(withContext, task.coder, names, rotation.book);
+    return writeWindows(withContext, task.coder, rotation.names, rotation.book);
   };
   const ahead = runningAhead(task, deps);
   const heartbeat = startHeartbeat({

@@ -3,10 +3,12 @@
 // while the run goes, and max_context_pct stops the run with the reason on the tracking comment.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../src/core/task.ts";
+import { credentialsState } from "../../src/economy/credentials.ts";
 import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
+import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
-import { startTestWorker, type TestWorker } from "../support/worker.ts";
+import { startTestWorker, TEST_CREDENTIAL, type TestWorker } from "../support/worker.ts";
 
 describe("context pressure, recorded and enforced by a local worker", () => {
   let h: Harness;
@@ -60,6 +62,13 @@ describe("context pressure, recorded and enforced by a local worker", () => {
     expect(failed.reason).toBe(reason);
     expect(failed.context).toMatchObject({ tokens: 120_000, window: 200_000 });
     expect(model.played).toBe(2);
+    // What Fleet sent on the credential this hour went into the state with the run (no rate-limit
+    // headers from the scripted server: Fleet's own count only).
+    const { doc } = await createGitHubStateStore({ octokit: h.mona, owner: h.owner, repo: h.name }).read();
+    expect(credentialsState(doc).claude?.[TEST_CREDENTIAL.name]?.windows).toMatchObject({
+      windows: {},
+      hour: { tokens: 80_050 + 120_050 },
+    });
     await waitFor(
       "the reason on the tracking comment",
       async () =>
