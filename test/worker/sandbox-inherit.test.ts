@@ -12,10 +12,14 @@ import { claudeAdapter } from "../../src/agents/claude.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
 import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
 import { startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
+import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { taskArtifactsDir } from "../../src/worker/artifacts.ts";
 import { CONTEXT_MANIFEST_FILE, type ContextManifest } from "../../src/worker/context-manifest.ts";
+import { type LocalWorker, startLocalWorker } from "../../src/worker/local-worker.ts";
 import { runTask } from "../../src/worker/run-task.ts";
 import { INHERITED_HOME_PATHS } from "../../src/worker/sandbox.ts";
+import { botClient, waitFor } from "../support/bot-client.ts";
+import { type Harness, startHarness } from "../support/harness.ts";
 
 const OWNER = "octo-org";
 const NAME = "inherit";
@@ -159,4 +163,69 @@ describe("home: inherit", () => {
     expect(manifest.duplicateTokens).toBeGreaterThan(0);
     expect(manifest.suggestions.join("\n")).toContain("~/.claude/CLAUDE.md");
   }, 120_000);
+});
+
+describe("home: inherit from .github/fleet.yml", () => {
+  let h: Harness;
+  let worker: LocalWorker | undefined;
+  let dir: string;
+  const realHome = process.env.HOME;
+
+  beforeAll(async () => {
+    h = await startHarness({
+      files: {
+        ".github/fleet.yml":
+          "dispatch: local\nplan_phase: false\nretries: { max: 0 }\ncoders:\n  claude:\n    home: inherit\n",
+      },
+    });
+    dir = await mkdtemp(join(tmpdir(), "fleet-inherit-config-"));
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await h?.stop();
+    process.env.HOME = realHome;
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("a worker runs the coder with its user's memory file when the file says so", async () => {
+    // The worker's user is whoever $HOME says: here a planted one.
+    process.env.HOME = userHome;
+    const model = await startAnthropicScriptServer({
+      turns: [
+        {
+          toolUses: [{ name: "Write", input: { file_path: "NOTE.md", content: "noted\n" } }],
+          usage: { input_tokens: 50, output_tokens: 5 },
+        },
+      ],
+    });
+    try {
+      const issue = await h.newIssue("Leave a note", "Please.");
+      await h.label(issue, "fleet:claude");
+      const octokit = await botClient(h.gh, h.full);
+      worker = startLocalWorker({
+        repo: { owner: h.owner, repo: h.name },
+        octokit,
+        store: createGitHubStateStore({ octokit, owner: h.owner, repo: h.name }),
+        cloneUrl: h.cloneUrl,
+        workDir: dir,
+        adapterFor: () => claudeAdapter,
+        credentialFor: () => ({ name: "ANTHROPIC_API_KEY", value: "sk-ant-inherit-config-0123456789" }),
+        modelBaseUrl: model.url,
+        pollMs: 200,
+        heartbeatMs: 2_000,
+        trackerIntervalMs: 0,
+      });
+      await waitFor(
+        "the task's pull request",
+        async () => (await h.tasks()).find((t) => t.issue === issue && t.state === "pr-open"),
+        50_000,
+      );
+      await worker.idle();
+    } finally {
+      process.env.HOME = realHome;
+      await model.stop();
+    }
+    const first = model.requests.find((q) => q.kind === "main");
+    expect(JSON.stringify(first?.body)).toContain("5521-KESTREL");
+  }, 60_000);
 });
