@@ -1,7 +1,14 @@
 import { createHash } from "node:crypto";
 import { lstat } from "node:fs/promises";
 import { join } from "node:path";
-import { afterTurn, beforeRequest, type GuardLimits, type GuardState, newGuard } from "../core/run-guard.ts";
+import {
+  afterTurn,
+  beforeRequest,
+  DEFAULT_RUN_LIMITS,
+  type GuardLimits,
+  type GuardState,
+  newGuard,
+} from "../core/run-guard.ts";
 import { emptyUsage, type RunTotals, type TokenUsage, totalTokens } from "../core/usage.ts";
 import type { WindowBook } from "../economy/credential-windows.ts";
 import { gitIn, type WorktreeGitDirs } from "./git.ts";
@@ -18,6 +25,18 @@ export interface RunPool {
   }): Promise<NamedCredential | undefined>;
   /** Another credential when `current` is near a window's limit and one has room. */
   next(current: string): NamedCredential | undefined;
+}
+
+/** A run's limits at the gateway: the per-task ceilings and the runaway and context limits (their defaults when not given). */
+export function guardLimitsOf(deps: {
+  perTaskLimits?: { tokens?: number; usd?: number };
+  runLimits?: Pick<GuardLimits, "repeatedToolCalls" | "idleTurns" | "maxContextPct">;
+}): GuardLimits {
+  return {
+    ...(deps.runLimits ?? DEFAULT_RUN_LIMITS),
+    ...(deps.perTaskLimits?.tokens ? { tokens: deps.perTaskLimits.tokens } : {}),
+    ...(deps.perTaskLimits?.usd ? { usd: deps.perTaskLimits.usd } : {}),
+  };
 }
 
 export interface GatewayRunOptions {

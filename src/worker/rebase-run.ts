@@ -9,6 +9,7 @@ import { parseRepoFullName } from "../github/client.ts";
 import { renderRebased, renderRebaseFailed, renderRebaseNotNeeded } from "../render/rebase-comment.ts";
 import { agentHomeDir, readAgentFile, taskArtifactsDir } from "./artifacts.ts";
 import { runContainedAgent } from "./contained-run.ts";
+import { createGatewayRun, guardLimitsOf } from "./gateway-run.ts";
 import { gitIn } from "./git.ts";
 import { type ModelGateway, startModelGateway } from "./model-gateway.ts";
 import { checkOutgoing } from "./outgoing-check.ts";
@@ -45,6 +46,10 @@ export type RebaseDeps = Pick<
   | "sandbox"
   | "inheritHome"
   | "gateway"
+  | "perTaskLimits"
+  | "runLimits"
+  | "credentialPool"
+  | "clock"
 >;
 
 /** At most this many conflicted commits are handed to the agent in one rebase. */
@@ -348,23 +353,58 @@ async function resolveWithAgent(
     sandbox === "bubblewrap" && deps.inheritHome
       ? await inheritedHomeMounts(spec.coder, deps.inheritHome, invocation.home!)
       : [];
-  const r = await runContainedAgent(
-    deps.adapter,
-    invocation,
-    {
-      timeoutMs: spec.timeouts.runMs,
-      stallMs: spec.timeouts.stallMs,
-      signal: deps.signal,
-      logFile: at.logPath,
-    },
-    {
-      sandbox,
-      mounts: { ...worktreeMounts(tree, undefined, "work"), homeOverlay },
-      gateway: at.gateway,
-      onRunToken: at.onRunToken,
-    },
-  );
-  const totals = r.totals && deps.credential ? { ...r.totals, credential: deps.credential.name } : r.totals;
+  // At the gateway like every run: metered, held to the task's ceilings and runaway limits.
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  if (deps.signal?.aborted) stop.abort();
+  deps.signal?.addEventListener("abort", onAbort, { once: true });
+  let stopped: string | undefined;
+  const gatewayRun =
+    deps.credential && deps.adapter.upstream
+      ? createGatewayRun({
+          phase: "work",
+          limits: guardLimitsOf(deps),
+          credential: deps.credential,
+          ...(deps.credentialPool ? { pool: deps.credentialPool } : {}),
+          worktree: tree,
+          clock: deps.clock ?? (() => new Date()),
+          onStop: (reason) => {
+            stopped = reason;
+            stop.abort();
+          },
+          onCredential: (c) => at.onRunToken(c.value),
+        })
+      : undefined;
+  let r: Awaited<ReturnType<typeof runContainedAgent>>;
+  try {
+    r = await runContainedAgent(
+      deps.adapter,
+      invocation,
+      {
+        timeoutMs: spec.timeouts.runMs,
+        stallMs: spec.timeouts.stallMs,
+        signal: stop.signal,
+        logFile: at.logPath,
+      },
+      {
+        sandbox,
+        mounts: { ...worktreeMounts(tree, undefined, "work"), homeOverlay },
+        gateway: at.gateway,
+        onRunToken: at.onRunToken,
+        ...(gatewayRun ? { gatewayRun } : {}),
+      },
+    );
+  } finally {
+    deps.signal?.removeEventListener("abort", onAbort);
+    gatewayRun?.dispose();
+  }
+  const own = r.totals && deps.credential ? { ...r.totals, credential: deps.credential.name } : r.totals;
+  const metered = gatewayRun?.totals(spec.model, own?.durationMs ?? 0);
+  const totals =
+    metered && metered.costUsd === null && own?.costUsd != null
+      ? { ...metered, costUsd: own.costUsd }
+      : (metered ?? own);
+  if (stopped) return { totals, error: stopped };
   if (r.reason === "completed") return { totals, summary: r.summary };
   const why =
     r.reason === "timeout" || r.reason === "stall"

@@ -2,7 +2,6 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { AgentEvent, AgentInvocation } from "../agents/types.ts";
 import { secretRedactor } from "../core/redact.ts";
-import { DEFAULT_RUN_LIMITS } from "../core/run-guard.ts";
 import type { TaskState } from "../core/task.ts";
 import {
   addUsage,
@@ -16,7 +15,7 @@ import { overPerTaskBudget } from "../economy/budgets.ts";
 import { agentHomeDir, LOG_FILE, PLAN_FILE } from "./artifacts.ts";
 import { runContainedAgent } from "./contained-run.ts";
 import { buildContextManifest, writeContextManifest } from "./context-manifest.ts";
-import { createGatewayRun, type GatewayRun } from "./gateway-run.ts";
+import { createGatewayRun, type GatewayRun, guardLimitsOf } from "./gateway-run.ts";
 import { buildPrompt } from "./prompt.ts";
 import type { RunAgentResult } from "./run-agent.ts";
 import {
@@ -269,11 +268,7 @@ function startGatewayRun(
   run.tracker.meteredAtGateway();
   return createGatewayRun({
     phase: run.phase,
-    limits: {
-      ...(deps.runLimits ?? DEFAULT_RUN_LIMITS),
-      ...(deps.perTaskLimits?.tokens ? { tokens: deps.perTaskLimits.tokens } : {}),
-      ...(deps.perTaskLimits?.usd ? { usd: deps.perTaskLimits.usd } : {}),
-    },
+    limits: guardLimitsOf(deps),
     ...(plan ? { earlier: { usage: plan.usage, costUsd: plan.costUsd } } : {}),
     credential: run.credential,
     ...(deps.credentialPool ? { pool: deps.credentialPool } : {}),
