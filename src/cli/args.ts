@@ -73,3 +73,11 @@ export function parse<T extends OptionSpec>(argv: string[], options: T, usage: s
   }
   return { values: r.values, positionals: r.positionals };
 }
+
+/** The one task reference (`fl-a3f` or `#12`) a command takes; a UsageError when it is missing or followed by more. */
+export function taskRefArgument(positionals: string[], command: string, usage: string): string {
+  const [ref, ...extra] = positionals;
+  if (!ref) throw new UsageError(`${command} needs a task id or issue.`, usage);
+  if (extra.length) throw new UsageError(`Unexpected argument "${extra[0]}".`, usage);
+  return ref;
+}

@@ -100,11 +100,15 @@ export function createLocalIssue(
     messages.push(...r.messages);
     tasks.push(r.task);
   }
-  const next = withIssue(d, issue);
   return {
-    doc: next,
-    beads: localBeads(beads, next, changes, issue, repo, now),
-    message: messages.join("\n") || `create local issue #${number}`,
+    ...issueWrite(
+      d,
+      beads,
+      changes,
+      issue,
+      { repo, now },
+      messages.join("\n") || `create local issue #${number}`,
+    ),
     task: tasks[0]!,
     tasks,
     issue: number,
@@ -130,12 +134,15 @@ export function editLocalIssue(
   const issue = { ...issueOf(doc, t) };
   if (edit.title !== undefined) issue.title = edit.title;
   if (edit.body) issue.body = edit.body(t);
-  const nextDoc = withIssue({ ...doc, tasks: { ...doc.tasks, [t.id]: next } }, issue);
-  return {
-    doc: nextDoc,
-    beads: localBeads(beads, nextDoc, [{ task: next, from: t.state }], issue, edit.repo, edit.now),
-    message: `update ${t.id} (#${t.issue})`,
-  };
+  const withTask = { ...doc, tasks: { ...doc.tasks, [t.id]: next } };
+  return issueWrite(
+    withTask,
+    beads,
+    [{ task: next, from: t.state }],
+    issue,
+    edit,
+    `update ${t.id} (#${t.issue})`,
+  );
 }
 
 /**
@@ -156,12 +163,14 @@ export function closeLocalIssue(
     : moveTask(doc, t.id, to, { now: close.now, reason: close.reason });
   const d = moved?.doc ?? doc;
   const issue: LocalIssue = { ...issueOf(d, t), state: "closed" };
-  const nextDoc = withIssue(d, issue);
-  return {
-    doc: nextDoc,
-    beads: localBeads(beads, nextDoc, moved?.changes ?? [], issue, close.repo, close.now),
-    message: `close #${t.issue} (${t.id}): ${close.reason}`,
-  };
+  return issueWrite(
+    d,
+    beads,
+    moved?.changes ?? [],
+    issue,
+    close,
+    `close #${t.issue} (${t.id}): ${close.reason}`,
+  );
 }
 
 /**
@@ -182,12 +191,8 @@ export function mergeLocalTask(
     (o) => o.issue === t.issue && o.id !== t.id && !isTerminal(o.state),
   );
   const issue: LocalIssue = { ...issueOf(moved.doc, t), ...(othersLive ? {} : { state: "closed" as const }) };
-  const nextDoc = withIssue(moved.doc, issue);
-  return {
-    doc: nextDoc,
-    beads: localBeads(beads, nextDoc, moved.changes, issue, merge.repo, merge.now),
-    message: `merge ${t.branch ?? t.id} (#${t.issue}, ${t.id}): ${merge.how}`,
-  };
+  const message = `merge ${t.branch ?? t.id} (#${t.issue}, ${t.id}): ${merge.how}`;
+  return issueWrite(moved.doc, beads, moved.changes, issue, merge, message);
 }
 
 /** The task's local issue, or one made from the task for a task queued before issues were recorded. */
@@ -200,6 +205,19 @@ const issueOf = (doc: FleetStateDoc, t: Task): LocalIssue =>
     state: "open",
     createdAt: t.createdAt,
   };
+
+/** The write that records `issue` in `doc` after `changes`, with its beads. */
+function issueWrite(
+  doc: FleetStateDoc,
+  beads: string,
+  changes: TaskChange[],
+  issue: LocalIssue,
+  at: { repo: string; now: string },
+  message: string,
+): LocalWrite {
+  const next = withIssue(doc, issue);
+  return { doc: next, beads: localBeads(beads, next, changes, issue, at.repo, at.now), message };
+}
 
 const withIssue = (doc: FleetStateDoc, issue: LocalIssue): FleetStateDoc => ({
   ...doc,

@@ -1,5 +1,5 @@
-import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
-import { CliError, UsageError } from "../errors.ts";
+import { parse, TARGET_HELP, TARGET_OPTIONS, taskRefArgument } from "../args.ts";
+import { CliError } from "../errors.ts";
 import { json, out } from "../io.ts";
 import { describeTarget, resolveTarget } from "../target.ts";
 import { findTaskRef } from "../task-ref.ts";
@@ -19,9 +19,7 @@ ${TARGET_HELP}`;
 
 export async function approveCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, TARGET_OPTIONS, APPROVE_USAGE);
-  const [ref, ...extra] = positionals;
-  if (!ref) throw new UsageError("fleet approve needs a task id or issue.", APPROVE_USAGE);
-  if (extra.length) throw new UsageError(`Unexpected argument "${extra[0]}".`, APPROVE_USAGE);
+  const ref = taskRefArgument(positionals, "fleet approve", APPROVE_USAGE);
   const target = await resolveTarget(values);
   const { doc } = await target.store.read();
   const task = findTaskRef(doc, ref, describeTarget(target));

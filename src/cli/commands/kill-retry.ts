@@ -1,7 +1,7 @@
 import { canTransition, RETRYABLE_STATES } from "../../core/lifecycle.ts";
 import type { TaskState } from "../../core/task.ts";
-import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
-import { CliError, UsageError } from "../errors.ts";
+import { parse, TARGET_HELP, TARGET_OPTIONS, taskRefArgument } from "../args.ts";
+import { CliError } from "../errors.ts";
 import { json, out } from "../io.ts";
 import { describeTarget, resolveTarget } from "../target.ts";
 import { findTaskRef } from "../task-ref.ts";
@@ -33,9 +33,7 @@ const OPTIONS = { ...TARGET_OPTIONS, reason: { type: "string" } } as const;
 export async function moveCommand(verb: "kill" | "retry", argv: string[]): Promise<number> {
   const text = verb === "kill" ? KILL_USAGE : RETRY_USAGE;
   const { values, positionals } = parse(argv, OPTIONS, text);
-  const [ref, ...extra] = positionals;
-  if (!ref) throw new UsageError(`fleet ${verb} needs a task id or issue.`, text);
-  if (extra.length) throw new UsageError(`Unexpected argument "${extra[0]}".`, text);
+  const ref = taskRefArgument(positionals, `fleet ${verb}`, text);
   const target = await resolveTarget(values);
   const where = describeTarget(target);
   const { doc } = await target.store.read();

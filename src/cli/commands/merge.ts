@@ -3,8 +3,8 @@ import type { FleetStateDoc } from "../../core/state-doc.ts";
 import type { Task } from "../../core/task.ts";
 import { localRepositoryOf, mergeLocalTask } from "../../queue/local-issues.ts";
 import type { RepoQueue } from "../../queue/repo-queue.ts";
-import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
-import { CliError, UsageError } from "../errors.ts";
+import { parse, TARGET_HELP, TARGET_OPTIONS, taskRefArgument } from "../args.ts";
+import { CliError } from "../errors.ts";
 import { json, out } from "../io.ts";
 import { markLocalPullMerged, readLocalPulls } from "../local-github.ts";
 import { conflictingFiles, mergeLocalBranch } from "../local-merge.ts";
@@ -62,9 +62,7 @@ function repositoryOf(target: LocalTarget, doc: FleetStateDoc, task: Task): stri
 
 export async function mergeCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, OPTIONS, MERGE_USAGE);
-  const [ref, ...extra] = positionals;
-  if (!ref) throw new UsageError("fleet merge needs a task id or issue.", MERGE_USAGE);
-  if (extra.length) throw new UsageError(`Unexpected argument "${extra[0]}".`, MERGE_USAGE);
+  const ref = taskRefArgument(positionals, "fleet merge", MERGE_USAGE);
   const target = await resolveTarget(values);
   if (target.kind === "github")
     throw new CliError(
