@@ -40,22 +40,6 @@ export function poolFor(coder: string, names: readonly string[], state: Credenti
   };
 }
 
-const isFree = (c: PooledCredential, nowMs: number) =>
-  c.coolingUntil === undefined || !(Date.parse(c.coolingUntil) > nowMs);
-
-/**
- * The first credential, in config order, that is not cooling at `now` (and, when `usable` is given,
- * that this worker has a value for). Undefined when every one is cooling or unusable.
- */
-export function pickCredential(
-  pool: CredentialPool,
-  now: Date,
-  usable: (name: string) => boolean = () => true,
-): PooledCredential | undefined {
-  const t = now.getTime();
-  return pool.credentials.find((c) => isFree(c, t) && usable(c.name));
-}
-
 /** The pool with `name` cooling until `until` (a later cooling time already recorded is kept). */
 export function markCooling(pool: CredentialPool, name: string, until: string): CredentialPool {
   return {

@@ -4,7 +4,6 @@ import {
   credentialsState,
   earliestReset,
   markCooling,
-  pickCredential,
   poolFor,
   recordCooling,
   resetTime,
@@ -16,25 +15,18 @@ const later = (s: number) => new Date(NOW.getTime() + s * 1000).toISOString();
 describe("credential pool", () => {
   const pool = poolFor("claude", ["KEY_A", "KEY_B", "KEY_C"], {});
 
-  it("picks the first free credential in config order", () => {
-    expect(pickCredential(pool, NOW)?.name).toBe("KEY_A");
-    expect(pickCredential(markCooling(pool, "KEY_A", later(30)), NOW)?.name).toBe("KEY_B");
+  it("marks one credential cooling and leaves the others free", () => {
+    expect(markCooling(pool, "KEY_A", later(30)).credentials).toEqual([
+      { name: "KEY_A", coolingUntil: later(30) },
+      { name: "KEY_B" },
+      { name: "KEY_C" },
+    ]);
   });
 
-  it("skips credentials the worker has no value for", () => {
-    expect(pickCredential(pool, NOW, (n) => n === "KEY_C")?.name).toBe("KEY_C");
-  });
-
-  it("frees a credential once its cooling time has passed", () => {
-    const cooled = markCooling(pool, "KEY_A", later(30));
-    expect(pickCredential(cooled, new Date(later(30)))?.name).toBe("KEY_A");
-  });
-
-  it("has none free when all cool, and names the earliest reset", () => {
+  it("names the earliest reset among the cooling credentials", () => {
     let p = markCooling(pool, "KEY_A", later(90));
     p = markCooling(p, "KEY_B", later(30));
     p = markCooling(p, "KEY_C", later(60));
-    expect(pickCredential(p, NOW)).toBeUndefined();
     expect(earliestReset(p, NOW)).toBe(later(30));
     expect(earliestReset(p, NOW, (n) => n !== "KEY_B")).toBe(later(60));
   });
@@ -51,7 +43,7 @@ describe("cooling state in the state document", () => {
     doc = recordCooling(doc, "claude", "KEY_B", later(30), NOW);
     expect(credentialsState(doc)).toEqual({ claude: { KEY_B: { coolingUntil: later(30) } } });
     const pool = poolFor("claude", ["KEY_A", "KEY_B"], credentialsState(doc));
-    expect(pickCredential(pool, NOW)?.name).toBe("KEY_A");
+    expect(pool.credentials).toEqual([{ name: "KEY_A" }, { name: "KEY_B", coolingUntil: later(30) }]);
   });
 
   it("reads a document without the key as no cooling", () => {
