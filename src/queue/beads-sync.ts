@@ -27,12 +27,11 @@ export function syncBeads(
   pinned: Readonly<Record<string, PinnedText>> = {},
 ): string {
   if (changed.length === 0) return beads;
-  const existing = new Map<string, BeadIssue>();
+  const existing = parsedBeads(beads);
   const beadForIssue = new Map<number, string>();
   // Beads of issues that are not tasks (yet), e.g. discovered work: a task for the issue takes them over.
   const plainForIssue = new Map<number, BeadIssue>();
-  for (const { issue } of parseJsonl(beads).records) {
-    existing.set(issue.id, issue);
+  for (const issue of existing.values()) {
     const n = issueNumberOf(issue);
     if (n !== undefined) beadForIssue.set(n, issue.id);
     if (n !== undefined && !fleetMetaOf(issue) && issue.status !== "tombstone") plainForIssue.set(n, issue);
@@ -66,5 +65,25 @@ export function syncBeads(
     }
     return bead;
   });
-  return rewriteJsonl(beads, { upsert, ...(remove.length ? { remove } : {}) });
+  const out = rewriteJsonl(beads, { upsert, ...(remove.length ? { remove } : {}) });
+  // The text just written is what the next transition of a batch starts from: its beads are known.
+  const next = new Map(existing);
+  for (const id of remove) next.delete(id);
+  for (const bead of upsert) if (!remove.includes(bead.id)) next.set(bead.id, bead);
+  lastWritten = new WeakRef({ text: out, beads: next });
+  return out;
+}
+
+// The beads of the last text syncBeads wrote, while nothing else holds them: the transitions of one
+// batch (one synchronous run) each start from the text the one before wrote, and each parsed all of it
+// again (a batch cost transitions x beads). Held weakly, so no copy outlives the batch.
+let lastWritten: WeakRef<{ text: string; beads: Map<string, BeadIssue> }> | undefined;
+
+/** Every bead of the text by id (the later line wins), parsed or as the last syncBeads left them. */
+function parsedBeads(text: string): Map<string, BeadIssue> {
+  const known = lastWritten?.deref();
+  if (known && known.text === text) return known.beads;
+  const beads = new Map<string, BeadIssue>();
+  for (const { issue } of parseJsonl(text).records) beads.set(issue.id, issue);
+  return beads;
 }

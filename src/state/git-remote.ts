@@ -28,7 +28,8 @@ export const GIT_NETWORK_ATTEMPTS = 6;
 const NETWORK_BACKOFF = { baseMs: 1_000, capMs: 16_000 };
 // Rate limits ask for a pause: git does not show Retry-After, so wait at least this long.
 const RATE_LIMIT_FLOOR_MS = 1_000;
-const IDENTITY = { name: "Fleet", email: "fleet@users.noreply.github.com" };
+/** Who Fleet's state commits are by. */
+export const IDENTITY = { name: "Fleet", email: "fleet@users.noreply.github.com" };
 const HTTP_STATUS = /(?:returned error:|RPC failed; HTTP) (\d{3})/;
 const CONNECTION_LOST =
   /Could not resolve host|Failed to connect|Connection reset|Connection refused|Connection timed out|Operation timed out|timed out after|Empty reply from server|RPC failed|early EOF|unexpected disconnect/i;

@@ -1,9 +1,7 @@
 import { channel } from "node:diagnostics_channel";
-import { rm } from "node:fs/promises";
-import { join } from "node:path";
 import { BEADS_PATH, STATE_PATH } from "../core/state-doc.ts";
 import * as cas from "./cas-store.ts";
-import { GIT_NETWORK_ATTEMPTS, GitRemote, StateGitError } from "./git-remote.ts";
+import { GIT_NETWORK_ATTEMPTS, GitRemote, IDENTITY, StateGitError } from "./git-remote.ts";
 import { defaultSleep, type HistoryEntry, type StateStore } from "./store.ts";
 
 export { GIT_NETWORK_ATTEMPTS, isTransientGitFailure, StateGitError } from "./git-remote.ts";
@@ -57,6 +55,8 @@ export interface StateGitEvent {
 const gitChannel = channel(STATE_GIT_CHANNEL);
 
 const REMOTE_REF = "refs/fleet/remote-state";
+// Where fast-import leaves the commit it made (the push sends the commit itself).
+const COMMIT_REF = "refs/fleet/commit";
 // Losing reasons a push reports when another writer moved (or created) the branch first.
 const LOST_RACE =
   /stale info|fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|already exists/i;
@@ -233,32 +233,44 @@ class GitTransport implements cas.CasTransport {
     await this.git.run(["-c", "gc.auto=1", "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"]);
   }
 
-  /** A commit on top of `parent` (an orphan when the branch does not exist yet) changing `files`. */
+  /**
+   * A commit on top of `parent` (an orphan when the branch does not exist yet) changing `files`, made by
+   * one `git fast-import` (blobs, tree from the parent's, commit): a state write is one process here,
+   * not six (read-tree, hash-object per file, update-index, write-tree, commit-tree), which under a burst
+   * of labels was most of a commit's time.
+   */
   private async makeCommit(parent: string, files: Partial<cas.StateFiles>, message: string): Promise<string> {
-    const indexFile = join(this.opts.cacheDir, "fleet-index");
-    await rm(indexFile, { force: true });
-    const env = { GIT_INDEX_FILE: indexFile };
-    // Starting from the parent's tree keeps every other file on the branch exactly as it was.
-    if (parent !== "") await this.git.must(["read-tree", parent], { env });
-    const lines: string[] = [];
+    const when = `${Math.floor((this.opts.clock?.() ?? new Date()).getTime() / 1000)} +0000`;
+    const who = `${IDENTITY.name} <${IDENTITY.email}>`;
+    const parts: Buffer[] = [];
+    const line = (text: string) => parts.push(Buffer.from(`${text}\n`, "utf8"));
+    const data = (text: string) => {
+      const bytes = Buffer.from(text, "utf8");
+      line(`data ${bytes.length}`);
+      parts.push(bytes);
+      line("");
+    };
+    // `reset` first: an orphan commit when there is no parent, whatever the scratch ref held.
+    line(`reset ${COMMIT_REF}`);
+    line(`commit ${COMMIT_REF}`);
+    line("mark :1");
+    line(`author ${who} ${when}`);
+    line(`committer ${who} ${when}`);
+    data(`${message}\n`);
+    if (parent !== "") line(`from ${parent}`);
     for (const [path, text] of [
       [STATE_PATH, files.state],
       [BEADS_PATH, files.beads],
     ] as const) {
       if (text === undefined) continue;
-      const blob = await this.git.must(["hash-object", "-w", "--stdin"], {
-        input: Buffer.from(text, "utf8"),
-      });
-      lines.push(`100644 ${blob}\t${path}`);
+      line(`M 100644 inline ${path}`);
+      data(text);
     }
-    if (lines.length)
-      await this.git.must(["update-index", "--index-info"], { env, input: `${lines.join("\n")}\n` });
-    const tree = await this.git.must(["write-tree"], { env });
-    await rm(indexFile, { force: true });
-    const date = this.opts.clock ? `${Math.floor(this.opts.clock().getTime() / 1000)} +0000` : undefined;
-    return this.git.must(["commit-tree", tree, ...(parent === "" ? [] : ["-p", parent]), "-F", "-"], {
-      input: `${message}\n`,
-      env: date ? { GIT_AUTHOR_DATE: date, GIT_COMMITTER_DATE: date } : {},
+    line("");
+    line("get-mark :1");
+    line("done");
+    return this.git.must(["fast-import", "--quiet", "--done", "--force", "--date-format=raw"], {
+      input: Buffer.concat(parts),
     });
   }
 

@@ -25,6 +25,16 @@ interface Pending {
 }
 
 /**
+ * The document as a mutation of a batch gets it: its own top level and tasks map, so a mutation that
+ * throws or drops out after changing them leaves the others' document as it was. Transitions replace
+ * a task rather than change it (see core/), so the tasks are shared: a deep copy per mutation made a
+ * batch cost (mutations x tasks), the burst handler's largest CPU cost at a few hundred tasks.
+ */
+function detached(doc: FleetStateDoc): FleetStateDoc {
+  return { ...doc, config: { ...doc.config }, tasks: { ...doc.tasks }, ledger: { ...doc.ledger } };
+}
+
+/**
  * Coalesces mutations that arrive together into one commit: they are applied in arrival order on the
  * freshest state, each may drop out (returns null) or fail (throws) on its own, the commit message lists
  * them, and every caller learns whether its own mutation was applied.
@@ -48,7 +58,7 @@ export function createWriteQueue(store: StateStore, opts: WriteQueueOptions = {}
       for (const p of batch) {
         let out: ReturnType<Mutation>;
         try {
-          out = p.mutation({ doc: structuredClone(doc), beads });
+          out = p.mutation({ doc: detached(doc), beads });
         } catch (error) {
           outcomes.push({ error });
           continue;
