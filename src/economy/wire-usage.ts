@@ -67,6 +67,8 @@ export function createWireReader(provider: WireProvider, contentType: string, ma
     }
   };
   return {
+    /** Whether what was read so far carries the response's final output count (its stream ended). */
+    outputKnown: () => acc.outputKnown(),
     push(chunk: Buffer): void {
       if (stream) {
         takeEvents(decoder.decode(chunk, { stream: true }), false);
@@ -107,6 +109,7 @@ const usageOf = (u: Partial<TokenUsage>): TokenUsage => ({
 function anthropicAccumulator() {
   const usage: Partial<TokenUsage> = {};
   let metered = false;
+  let final = false;
   let model: string | undefined;
   const calls = new Map<number, { name: string; input: string; started: string }>();
   const takeUsage = (u: Json) => {
@@ -123,8 +126,10 @@ function anthropicAccumulator() {
       if (e?.type === "message_start") {
         model = typeof e.message?.model === "string" ? e.message.model : model;
         takeUsage(e.message?.usage);
-      } else if (e?.type === "message_delta") takeUsage(e.usage);
-      else if (e?.type === "content_block_start" && e.content_block?.type === "tool_use") {
+      } else if (e?.type === "message_delta") {
+        takeUsage(e.usage);
+        final ||= Boolean(e.usage && typeof e.usage === "object");
+      } else if (e?.type === "content_block_start" && e.content_block?.type === "tool_use") {
         const started = JSON.stringify(e.content_block.input ?? {});
         calls.set(num(e.index), { name: String(e.content_block.name ?? ""), input: "", started });
       } else if (e?.type === "content_block_delta" && e.delta?.type === "input_json_delta") {
@@ -135,11 +140,13 @@ function anthropicAccumulator() {
     whole(m: Json) {
       model = typeof m?.model === "string" ? m.model : undefined;
       takeUsage(m?.usage);
+      final = metered;
       for (const block of Array.isArray(m?.content) ? m.content : []) {
         if (block?.type === "tool_use")
           wholeCalls.push({ name: String(block.name ?? ""), input: JSON.stringify(block.input ?? {}) });
       }
     },
+    outputKnown: () => final,
     result(): WireTurn {
       const toolCalls = [
         ...wholeCalls,
@@ -175,6 +182,7 @@ function openaiAccumulator() {
       if (e?.type === "response.completed" || e?.type === "response.incomplete") take(e.response);
     },
     whole: take,
+    outputKnown: () => turn.metered,
     result: () => turn,
   };
 }
@@ -192,10 +200,13 @@ function openaiToolCall(item: Json): WireToolCall[] {
 function geminiAccumulator() {
   let usage = usageOf({});
   let metered = false;
+  let final = false;
   let model: string | undefined;
   const toolCalls: WireToolCall[] = [];
   const take = (c: Json) => {
     if (typeof c?.modelVersion === "string") model = c.modelVersion;
+    if ((Array.isArray(c?.candidates) ? c.candidates : []).some((cand: Json) => cand?.finishReason))
+      final = true;
     const u = c?.usageMetadata;
     if (u && typeof u === "object") {
       metered = true;
@@ -223,8 +234,46 @@ function geminiAccumulator() {
     whole: (body: Json) => {
       for (const c of Array.isArray(body) ? body : [body]) take(c);
     },
+    outputKnown: () => final && metered,
     result: (): WireTurn => ({ provider: "gemini", model, usage, metered, toolCalls }),
   };
+}
+
+/**
+ * What a cut-off response is charged for its output when its final count never came: the request's
+ * own cap on it (Anthropic `max_tokens`, OpenAI Responses `max_output_tokens`, Gemini
+ * `generationConfig.maxOutputTokens`), else this many tokens (Claude Code asks for 32,000 at most).
+ */
+export const DEFAULT_CUT_OUTPUT_TOKENS = 32_000;
+
+/** The output cap a model request asks for, read from its JSON body; undefined when it names none. */
+export function requestedMaxOutput(body: Buffer | string): number | undefined {
+  try {
+    const b: Json = JSON.parse(typeof body === "string" ? body : body.toString("utf8"));
+    const cap = num(b?.max_tokens) || num(b?.max_output_tokens) || num(b?.generationConfig?.maxOutputTokens);
+    return cap > 0 ? Math.floor(cap) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A response the agent or the upstream cut off before its end, as it is charged: what was read of it
+ * (Anthropic's `message_start` carries the prompt's figures), its output at least the request's cap
+ * when the final count never came, and, when no figure came at all, its prompt estimated from the
+ * request's size (4 bytes a token). Such a turn was paid for; it is never free.
+ */
+export function cutTurn(
+  provider: WireProvider,
+  read: WireTurn | undefined,
+  request: { outputKnown: boolean; maxOutput?: number; bodyBytes: number },
+): WireTurn {
+  const turn = read ?? { provider, usage: usageOf({}), metered: false, toolCalls: [] };
+  const usage = { ...turn.usage };
+  if (!turn.metered) usage.input = Math.ceil(request.bodyBytes / 4);
+  if (!request.outputKnown)
+    usage.output = Math.max(usage.output, request.maxOutput ?? DEFAULT_CUT_OUTPUT_TOKENS);
+  return { ...turn, usage, metered: true };
 }
 
 /** JSON text in one canonical spelling (so the same input streamed in other pieces compares equal). */

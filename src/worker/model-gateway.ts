@@ -9,7 +9,14 @@ import {
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
-import { createWireReader, type WireTurn, wireProviderOf } from "../economy/wire-usage.ts";
+import {
+  createWireReader,
+  cutTurn,
+  requestedMaxOutput,
+  type WireProvider,
+  type WireTurn,
+  wireProviderOf,
+} from "../economy/wire-usage.ts";
 
 /**
  * A grant: for as long as it lives, requests that carry its token go to `upstream` with the real
@@ -43,21 +50,37 @@ export interface GrantCredentials {
   rateLimited(name: string, info: { retryAfterSeconds?: number }): Promise<NamedCredential | undefined>;
 }
 
+/** One request the agent asked for, as the policy sees it (the same object from admit to settled). */
+export interface GatewayRequest {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+}
+
 /** What the upstream answered one forwarded request, and what its body said (model requests only). */
 export interface GatewayResponse {
+  request?: GatewayRequest;
   credential: string;
   status: number;
   headers: IncomingHttpHeaders;
-  /** The response's usage, model and tool calls, read from the wire (a model request that succeeded). */
+  /**
+   * The response's usage, model and tool calls, read from the wire (a model request that succeeded).
+   * An answer cut off before its end (the agent went away, the upstream broke off) is charged what
+   * was read, its output estimated when its count never came (`cut`).
+   */
   turn?: WireTurn;
+  /** The answer did not pass in full: `turn` holds estimates where figures were missing. */
+  cut?: boolean;
 }
 
 /** A run's rules at the gateway: whether a request may go out, and what to learn from each answer. */
 export interface GrantPolicy {
   /** Before a request goes out: a reason to refuse it (the run must stop), or undefined. */
-  admit?(request: { method: string; path: string }): Promise<string | undefined> | string | undefined;
-  /** After each upstream answer has been passed on in full. */
+  admit?(request: GatewayRequest): Promise<string | undefined> | string | undefined;
+  /** After each upstream answer has been passed on in full, or was cut off (a 429 retried is one too). */
   onResponse?(response: GatewayResponse): void;
+  /** Once per admitted request, after its last answer was handled or when it got none (the upstream failed, the agent left). */
+  settled?(request: GatewayRequest): void;
 }
 
 export interface ModelGateway {
@@ -219,44 +242,116 @@ async function serve(
   for await (const c of req) chunks.push(c as Buffer);
   const body = Buffer.concat(chunks);
   const method = req.method ?? "GET";
-  const refused = await grant.policy?.admit?.({ method, path });
+  const request: GatewayRequest = { method, path, headers: req.headers };
+  const refused = await grant.policy?.admit?.(request);
   if (refused) {
     log?.(`model gateway: refused ${method} ${path}: ${refused}`);
     return refuse(res, 400, "invalid_request_error", `Fleet stopped this run: ${refused}`);
   }
-  const provider = wireProviderOf(method, path);
+  let settled = false;
+  const settle = () => {
+    if (settled) return;
+    settled = true;
+    tell(log, () => grant.policy?.settled?.(request));
+  };
+  try {
+    await forward(req, res, { request, body, grant, authHeader, agents, settle }, log);
+  } catch (error) {
+    settle();
+    throw error;
+  }
+}
+
+/** The admitted request upstream, retried on the next credential after a 429; `settle` once it is over. */
+async function forward(
+  req: IncomingMessage,
+  res: ServerResponse,
+  at: {
+    request: GatewayRequest;
+    body: Buffer;
+    grant: Grant;
+    authHeader: AuthHeader;
+    agents: { http: HttpAgent; https: HttpsAgent };
+    settle: () => void;
+  },
+  log?: (m: string) => void,
+) {
+  const { request, body, grant, settle } = at;
+  const provider = wireProviderOf(request.method, request.path);
+  const policy = grant.policy;
   let credential = grant.credentials.current();
   for (let attempt = 0; ; attempt++) {
-    const upstreamRes = await send(req, body, grant.upstream, credential.value, authHeader, agents, res);
-    if (!upstreamRes) return;
+    const upstreamRes = await send(
+      req,
+      body,
+      grant.upstream,
+      credential.value,
+      at.authHeader,
+      at.agents,
+      res,
+    );
+    if (!upstreamRes) return settle();
     const status = upstreamRes.statusCode ?? 502;
+    const headers = upstreamRes.headers;
     if (status === 429 && attempt < 8) {
-      const retryAfter = Number(upstreamRes.headers["retry-after"]);
+      const retryAfter = Number(headers["retry-after"]);
       const next = await grant.credentials.rateLimited(credential.name, {
         ...(Number.isFinite(retryAfter) && retryAfter >= 0 ? { retryAfterSeconds: retryAfter } : {}),
       });
-      grant.policy?.onResponse?.({ credential: credential.name, status, headers: upstreamRes.headers });
+      tell(log, () => policy?.onResponse?.({ request, credential: credential.name, status, headers }));
       if (next) {
         upstreamRes.resume();
         log?.(`model gateway: ${credential.name} answered 429; retrying on ${next.name}`);
         credential = next;
         continue;
       }
-      return pipeBack(upstreamRes, res, undefined, () => undefined);
+      return pipeBack(upstreamRes, res, undefined, settle);
     }
     const reader =
       provider && status >= 200 && status < 300
-        ? createWireReader(provider, String(upstreamRes.headers["content-type"] ?? ""))
+        ? createWireReader(provider, String(headers["content-type"] ?? ""))
         : undefined;
     const name = credential.name;
-    return pipeBack(upstreamRes, res, reader, (turn) =>
-      grant.policy?.onResponse?.({
-        credential: name,
-        status,
-        headers: upstreamRes.headers,
-        ...(turn ? { turn } : {}),
-      }),
-    );
+    return pipeBack(upstreamRes, res, reader, (complete) => {
+      const turn = reader && provider ? turnOf(provider, reader, complete, body) : undefined;
+      tell(log, () =>
+        policy?.onResponse?.({
+          request,
+          credential: name,
+          status,
+          headers,
+          ...(turn ? { turn } : {}),
+          ...(complete ? {} : { cut: true }),
+        }),
+      );
+      settle();
+    });
+  }
+}
+
+/** What a model answer said, or (cut off) what it is charged: see cutTurn. */
+function turnOf(
+  provider: WireProvider,
+  reader: ReturnType<typeof createWireReader>,
+  complete: boolean,
+  body: Buffer,
+): WireTurn {
+  const read = reader.finish();
+  if (complete) return read;
+  const maxOutput = requestedMaxOutput(body);
+  return cutTurn(provider, read, {
+    outputKnown: reader.outputKnown(),
+    bodyBytes: body.length,
+    ...(maxOutput ? { maxOutput } : {}),
+  });
+}
+
+/** What the policy does with an answer never breaks the agent's answer. */
+function tell(log: ((m: string) => void) | undefined, f: () => void): void {
+  try {
+    f();
+  } catch (error) {
+    log?.(`model gateway: the run's policy failed: ${(error as Error).message}`);
   }
 }
 
@@ -309,12 +404,16 @@ function send(
   });
 }
 
-/** The upstream's answer, streamed back as it comes and read on its way; `done` once it has all passed. */
+/**
+ * The upstream's answer, streamed back as it comes and read on its way; `done` once, when it has all
+ * passed (`complete`) or when it stopped short: the agent went away, the upstream broke off. A turn
+ * cut off was paid for all the same, so it is settled too.
+ */
 function pipeBack(
   upstreamRes: IncomingMessage,
   res: ServerResponse,
   reader: ReturnType<typeof createWireReader> | undefined,
-  done: (turn: WireTurn | undefined) => void,
+  done: (complete: boolean) => void,
 ) {
   const back: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(upstreamRes.headers)) {
@@ -322,15 +421,18 @@ function pipeBack(
   }
   if (upstreamRes.headers["content-length"] !== undefined)
     back["content-length"] = upstreamRes.headers["content-length"];
-  res.writeHead(upstreamRes.statusCode ?? 502, back);
+  let ended = false;
+  const settle = (complete: boolean) => {
+    if (ended) return;
+    ended = true;
+    done(complete);
+  };
   if (reader) upstreamRes.on("data", (chunk: Buffer) => reader.push(chunk));
-  upstreamRes.on("end", () => {
-    try {
-      done(reader?.finish());
-    } catch {
-      // What the policy does with a turn never breaks the agent's answer.
-    }
-  });
+  upstreamRes.on("end", () => settle(true));
+  upstreamRes.on("aborted", () => settle(false));
+  upstreamRes.on("close", () => settle(false));
+  res.on("close", () => settle(false));
+  res.writeHead(upstreamRes.statusCode ?? 502, back);
   upstreamRes.pipe(res);
   upstreamRes.on("error", () => res.destroy());
 }

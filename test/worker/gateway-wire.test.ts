@@ -1,4 +1,7 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { DEFAULT_CUT_OUTPUT_TOKENS } from "../../src/economy/wire-usage.ts";
 import { startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { startOpenAIScriptServer } from "../../src/offline/models/openai-server.ts";
 import type { ScriptServer } from "../../src/offline/models/script.ts";
@@ -172,5 +175,111 @@ describe("the model gateway reads usage from the wire", () => {
     expect(res.status).toBe(429);
     expect(res.headers.get("retry-after")).toBe("7");
     expect(((await res.json()) as { error: { type: string } }).error.type).toBe("rate_limit_error");
+  });
+});
+
+/** An upstream that starts an Anthropic stream (message_start, one text delta) and never ends it. */
+async function startHangingUpstream(usage: Record<string, number>) {
+  const open = new Set<import("node:http").ServerResponse>();
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const message = { model: "claude-sonnet-4-5", usage: { ...usage, output_tokens: 1 } };
+      res.write(`event: message_start\ndata: ${JSON.stringify({ type: "message_start", message })}\n\n`);
+      res.write(
+        `event: content_block_delta\ndata: ${JSON.stringify({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Hel" } })}\n\n`,
+      );
+      open.add(res);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    /** The upstream breaks off every open answer. */
+    breakOff: () => {
+      for (const res of open) res.destroy();
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        for (const res of open) res.destroy();
+        server.close(() => r());
+      }),
+  };
+}
+
+/** Reads the first bytes of a streamed answer, then goes away (the agent is killed, it gives up). */
+async function readFirstBytesAndLeave(url: string, token: string, body: object): Promise<void> {
+  const abort = new AbortController();
+  const res = await fetch(`${url}/v1/messages`, {
+    method: "POST",
+    headers: { "x-api-key": token, "content-type": "application/json" },
+    body: JSON.stringify(body),
+    signal: abort.signal,
+  });
+  const reader = res.body!.getReader();
+  await reader.read();
+  abort.abort();
+  await reader.read().catch(() => undefined);
+}
+
+describe("an answer cut off before its end is still charged", () => {
+  it("the agent disconnects mid-stream: the prompt as message_start said it, the output at the request's max_tokens", async () => {
+    const upstream = await startHangingUpstream({ input_tokens: 50_000, cache_read_input_tokens: 10_000 });
+    try {
+      gateway = await startModelGateway();
+      const seen: GatewayResponse[] = [];
+      let settled = 0;
+      const answered = new Promise<void>((resolve) => {
+        const grant = gateway!.grant(upstream.url, "sk-ant-real", undefined, {
+          onResponse: (r) => {
+            seen.push(r);
+            resolve();
+          },
+          settled: () => void settled++,
+        });
+        void readFirstBytesAndLeave(gateway!.url, grant.token, {
+          model: "claude-sonnet-4-5",
+          stream: true,
+          max_tokens: 4096,
+        });
+      });
+      await answered;
+      expect(seen).toHaveLength(1);
+      expect(seen[0]!.cut).toBe(true);
+      expect(seen[0]!.turn).toMatchObject({
+        metered: true,
+        model: "claude-sonnet-4-5",
+        usage: { input: 50_000, cacheRead: 10_000, output: 4096 },
+      });
+      await new Promise((r) => setTimeout(r, 20));
+      expect(settled).toBe(1);
+    } finally {
+      await upstream.close();
+    }
+  });
+
+  it("the upstream breaks off: charged the same way; without max_tokens the documented default", async () => {
+    const upstream = await startHangingUpstream({ input_tokens: 7_000 });
+    try {
+      gateway = await startModelGateway();
+      const seen: GatewayResponse[] = [];
+      const grant = gateway.grant(upstream.url, "sk-ant-real", undefined, {
+        onResponse: (r) => seen.push(r),
+      });
+      const res = await fetch(`${gateway.url}/v1/messages`, {
+        method: "POST",
+        headers: { "x-api-key": grant.token, "content-type": "application/json" },
+        body: JSON.stringify({ model: "claude-sonnet-4-5", stream: true }),
+      });
+      const reader = res.body!.getReader();
+      await reader.read();
+      upstream.breakOff();
+      await reader.read().catch(() => undefined);
+      await vi.waitFor(() => expect(seen).toHaveLength(1));
+      expect(seen[0]!.turn?.usage).toMatchObject({ input: 7_000, output: DEFAULT_CUT_OUTPUT_TOKENS });
+    } finally {
+      await upstream.close();
+    }
   });
 });
