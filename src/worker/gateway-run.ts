@@ -11,7 +11,7 @@ import {
 } from "../core/run-guard.ts";
 import { emptyUsage, type RunTotals, type TokenUsage, totalTokens } from "../core/usage.ts";
 import type { WindowBook } from "../economy/credential-windows.ts";
-import { gitIn, type WorktreeGitDirs } from "./git.ts";
+import { gitIn, IGNORE_SUBMODULES, type WorktreeGitDirs } from "./git.ts";
 import type { GatewayResponse, GrantCredentials, GrantPolicy, NamedCredential } from "./model-gateway.ts";
 
 /** The pool a run draws from at the gateway (the credential rotation of economy/rotation.ts). */
@@ -184,14 +184,17 @@ export type GatewayRun = ReturnType<typeof createGatewayRun>;
  * The worktree's state in one hash: what `git status` lists as changed or new, with each file's size
  * and modification time (a file edited again changes its time). Undefined when git cannot tell.
  */
-async function worktreePrint(wt: WorktreeGitDirs): Promise<string | undefined> {
+export async function worktreePrint(wt: WorktreeGitDirs): Promise<string | undefined> {
   try {
+    // The agent is running and may have filled a submodule's folder with a repository of its own:
+    // git must not look into it (its config's filter drivers would run here, outside the sandbox).
     const { stdout } = await gitIn(wt, [
       "--no-optional-locks",
       "status",
       "--porcelain=v1",
       "-z",
       "--untracked-files=all",
+      IGNORE_SUBMODULES,
     ]);
     const hash = createHash("sha256").update(stdout);
     for (const entry of stdout.split("\0")) {

@@ -32,6 +32,15 @@ function hostBasics(): Record<string, string> {
  * Config every Fleet git command runs with, as `-c` flags (never written to any config file):
  * the commit identity, and no hooks or fsmonitor, because the agent could have planted them in
  * the repository and they would run with the worker's environment.
+ *
+ * Submodules are never looked into: to tell whether a submodule is modified, git runs `git status`
+ * inside its folder with the `.git` and config found there, which the agent can create (`git init` in
+ * a gitlink's folder) with a `filter.<x>.clean` or other command of its own, and that command would
+ * run as the worker, outside the sandbox. `diff.ignoreSubmodules=all` stops that for `status`, `diff`
+ * and `checkout`; `commit.status=false` keeps `commit` (also the one `rebase --continue` runs) from
+ * writing a status into its message template; no recursion and no submodule summary either. A
+ * `.gitmodules` the agent wrote (`ignore = none`) outranks `diff.ignoreSubmodules`, so a status or diff
+ * of the worktree also passes `--ignore-submodules=all` (`IGNORE_SUBMODULES`), which nothing outranks.
  */
 const FLAGS = [
   "-c",
@@ -44,7 +53,18 @@ const FLAGS = [
   "core.fsmonitor=false",
   "-c",
   "commit.gpgSign=false",
+  "-c",
+  "diff.ignoreSubmodules=all",
+  "-c",
+  "submodule.recurse=false",
+  "-c",
+  "status.submoduleSummary=false",
+  "-c",
+  "commit.status=false",
 ];
+
+/** For `status` and `diff` of a worktree the agent touched: see FLAGS. */
+export const IGNORE_SUBMODULES = "--ignore-submodules=all";
 
 /**
  * Credentials travel in the environment only (git's GIT_CONFIG_COUNT mechanism), so they appear
