@@ -1,10 +1,14 @@
+import { lstat } from "node:fs/promises";
+import { join } from "node:path";
 import { execa } from "execa";
 import { CliError } from "./errors.ts";
 
 // `fleet merge` works in the user's own repository, as the user: their git config (identity, signing)
 // applies, and their checkout is never clobbered. The base branch moves by a compare-and-swap
 // (update-ref with the old value) or, when it is checked out, by `git merge --ff-only` there, which
-// updates the working tree and refuses to overwrite anything.
+// updates the working tree and refuses to overwrite anything: not a tracked change, not an untracked
+// file, and not an ignored one either (`--no-overwrite-ignore`: a user's ignored `.env` is theirs, even
+// when the branch adds a tracked `.env`). Files in the way are named before anything moves.
 
 export type LocalMergeResult =
   | { kind: "fast-forward" | "merge-commit"; sha: string; checkout?: string }
@@ -73,8 +77,14 @@ export async function mergeLocalBranch(
     ).stdout.trim();
   }
   if (checkout) {
-    // Updates the working tree with the branch; refuses (and moves nothing) if a file would be lost.
-    const r = await git(checkout, ["merge", "--ff-only", "-q", target], [0, 1, 128]);
+    const inTheWay = await untrackedInTheWay(checkout, baseSha, target);
+    if (inTheWay.length)
+      throw new CliError(
+        `${base} is checked out in ${checkout}, and merging ${branch} would overwrite files there that git does not track:\n${inTheWay.map((f) => `  ${f.path} (${f.ignored ? "ignored" : "untracked"})`).join("\n")}\nMove them out of ${checkout} (or delete them if you do not need them), then run fleet merge again. Nothing was merged.`,
+      );
+    // Updates the working tree with the branch; refuses (and moves nothing) if a file would be lost,
+    // ignored files included.
+    const r = await git(checkout, ["merge", "--ff-only", "--no-overwrite-ignore", "-q", target], [0, 1, 128]);
     if (r.code !== 0)
       throw new CliError(
         `git merge --ff-only in ${checkout} refused to update ${base}: ${(r.stderr || r.stdout).trim() || "see git status there"}. Nothing was merged.`,
@@ -90,6 +100,56 @@ export async function mergeLocalBranch(
       throw new CliError(`${base} moved while fleet merge ran; nothing was merged. Run it again.`);
   }
   return { kind: ff ? "fast-forward" : "merge-commit", sha: target, ...(checkout ? { checkout } : {}) };
+}
+
+/**
+ * The untracked and ignored files of `checkout` (whose HEAD is `from`) that moving it to `to` would
+ * overwrite: a file at a path the merge writes, a file where it needs a folder, or a folder where it
+ * writes a file.
+ */
+async function untrackedInTheWay(
+  checkout: string,
+  from: string,
+  to: string,
+): Promise<Array<{ path: string; ignored: boolean }>> {
+  const changed = (await git(checkout, ["diff", "--name-only", "--no-renames", "-z", from, to])).stdout
+    .split("\0")
+    .filter(Boolean);
+  if (changed.length === 0) return [];
+  // Untracked folders come collapsed ("dir/"), ignored ones too: the listing stays small.
+  const status = await git(checkout, [
+    "status",
+    "--porcelain=v1",
+    "-z",
+    "--untracked-files=normal",
+    "--ignored=traditional",
+  ]);
+  const untracked = new Map<string, boolean>();
+  for (const entry of status.stdout.split("\0")) {
+    if (entry.startsWith("?? ")) untracked.set(entry.slice(3), false);
+    else if (entry.startsWith("!! ")) untracked.set(entry.slice(3), true);
+  }
+  if (untracked.size === 0) return [];
+  const exists = (path: string) =>
+    lstat(join(checkout, path)).then(
+      () => true,
+      () => false,
+    );
+  const found: Array<{ path: string; ignored: boolean }> = [];
+  for (const path of changed) {
+    const parts = path.split("/");
+    let hit: { path: string; ignored: boolean } | undefined;
+    for (let i = 1; i <= parts.length && !hit; i++) {
+      const prefix = parts.slice(0, i).join("/");
+      const asFile = untracked.get(prefix);
+      if (asFile !== undefined) hit = { path: prefix, ignored: asFile };
+      const asDir = untracked.get(`${prefix}/`);
+      if (asDir !== undefined && (i === parts.length || (await exists(path))))
+        hit = { path: i === parts.length ? `${prefix}/` : path, ignored: asDir };
+    }
+    if (hit && !found.some((f) => f.path === hit.path)) found.push(hit);
+  }
+  return found;
 }
 
 /** The files `branch` would conflict in if merged into `base` now: [] when it merges cleanly. */

@@ -1,4 +1,4 @@
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterEach, describe, expect, it } from "vitest";
@@ -127,6 +127,64 @@ describe("fleet CLI, local mode: merge conflicts, plan approval, A/B runs", () =
     const merged = await s.json("merge", task.id);
     expect(merged).toMatchObject({ merged: true, how: "fast-forward", state: "done" });
     expect(await readFile(join(s.repo, "SHARED.md"), "utf8")).toBe("from the user\nfrom the agent\n");
+  }, 180_000);
+
+  it("fleet merge never overwrites the user's ignored or untracked files: it names them and moves nothing until they are moved away", async () => {
+    const s = await setup({ ".gitignore": ".env\n", ".github/fleet.yml": YML });
+    const task = await s.json("bd", "create", "--title", "Track env", "--description", "Add .env.");
+    // The branch stops ignoring .env and tracks one, and adds NOTES.md.
+    const server = await s.model([
+      bash(
+        'printf "node_modules/\\n" > .gitignore && echo "FROM=agent" > .env && echo "agent notes" > NOTES.md',
+      ),
+      done("Tracked .env."),
+    ]);
+    const ran = await s.run(server);
+    expect(ran.exitCode, ran.stderr).toBe(0);
+    const branch = "fleet/1-track-env";
+    expect(await git(s.repo, "show", `${branch}:.env`)).toBe("FROM=agent");
+    expect(await git(s.repo, "show", `${branch}:NOTES.md`)).toBe("agent notes");
+
+    // The user's own .env (ignored on main) and NOTES.md (untracked) sit in the checkout of main.
+    await writeFile(join(s.repo, ".env"), "SECRET=mine\n");
+    await writeFile(join(s.repo, "NOTES.md"), "my notes\n");
+    const unchanged = async (mainSha: string) => {
+      expect(await git(s.repo, "rev-parse", "main")).toBe(mainSha);
+      expect(await readFile(join(s.repo, ".env"), "utf8")).toBe("SECRET=mine\n");
+      expect((await s.json("bd", "show", task.id)).task.state).toBe("pr-open");
+    };
+    // A fast-forward is refused, naming both files.
+    let mainSha = await git(s.repo, "rev-parse", "main");
+    const ff = await s.cli("merge", task.id);
+    expect(ff.exitCode).toBe(1);
+    expect(ff.stderr).toContain("would overwrite files there that git does not track");
+    expect(ff.stderr).toContain("  .env (ignored)");
+    expect(ff.stderr).toContain("  NOTES.md (untracked)");
+    expect(ff.stderr).toMatch(/Move them out of .*Nothing was merged/);
+    await unchanged(mainSha);
+    expect(await readFile(join(s.repo, "NOTES.md"), "utf8")).toBe("my notes\n");
+
+    // So is a merge commit (main moved), with NOTES.md moved away: .env alone is named.
+    await writeFile(join(s.repo, "LATER.md"), "later\n");
+    await git(s.repo, "add", "LATER.md");
+    await git(s.repo, "commit", "-q", "-m", "later");
+    await writeFile(join(s.repo, "NOTES.mine.md"), await readFile(join(s.repo, "NOTES.md"), "utf8"));
+    await rm(join(s.repo, "NOTES.md"));
+    mainSha = await git(s.repo, "rev-parse", "main");
+    const mc = await s.cli("merge", task.id);
+    expect(mc.exitCode).toBe(1);
+    expect(mc.stderr).toContain("  .env (ignored)");
+    expect(mc.stderr).not.toContain("NOTES.md");
+    await unchanged(mainSha);
+
+    // Once .env is moved too, the merge goes through and brings the branch's files.
+    await writeFile(join(s.repo, ".env.mine"), await readFile(join(s.repo, ".env"), "utf8"));
+    await rm(join(s.repo, ".env"));
+    const merged = await s.json("merge", task.id);
+    expect(merged).toMatchObject({ merged: true, how: "merge-commit", state: "done" });
+    expect(await readFile(join(s.repo, ".env"), "utf8")).toBe("FROM=agent\n");
+    expect(await readFile(join(s.repo, ".env.mine"), "utf8")).toBe("SECRET=mine\n");
+    expect(await readFile(join(s.repo, "NOTES.mine.md"), "utf8")).toBe("my notes\n");
   }, 180_000);
 
   it("after a merge, another task's branch that now conflicts with the base gets its rebase run, as on GitHub", async () => {

@@ -24,7 +24,9 @@ as on GitHub (the task's agent replays the branch onto the base and resolves the
 branch of the repository that now conflicts with the base gets a rebase run too.
 
 Your checkout is never clobbered: when the base branch is checked out, its working tree is updated
-(git merge --ff-only), and a checkout with uncommitted changes is refused before anything moves.
+(git merge --ff-only), and a checkout with uncommitted changes, or with untracked or ignored files
+the merge would overwrite (your ignored .env, say, when the branch adds a tracked one), is refused
+before anything moves, naming the files to move.
 Against GitHub, merge the pull request there; the Fleet app marks the task done.
 
 <id> is a task id (fl-a3f) or an issue (#12: its latest task; in an A/B run name the side's task).
