@@ -76,7 +76,8 @@ export function openRepository(opts: OpenRepositoryOptions): Repository {
       clock: opts.clock,
       pacing: opts.pacing ?? 0,
     });
-  const store = coalescingStore(inner, { maxDelayMs: 50 });
+  // Transitions arriving while a commit is being written share the next one; a lone one waits 10 ms.
+  const store = coalescingStore(inner, { maxDelayMs: 10 });
   const tracker = createTracker({ octokit, repo, minIntervalMs: opts.trackerIntervalMs });
   const configs = opts.configs ?? createConfigCache({ ttlMs: opts.configTtlMs });
   const load = opts.loadConfig ?? (() => readFleetConfig(octokit, repo));

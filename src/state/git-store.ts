@@ -224,8 +224,9 @@ class GitTransport implements cas.CasTransport {
     };
   }
 
-  async afterWrite(head: cas.Head): Promise<void> {
-    await this.git.run(["update-ref", REMOTE_REF, head.version]);
+  async afterWrite(_head: cas.Head): Promise<void> {
+    // The local copy of the branch (REMOTE_REF) is left behind: the next fetch moves it, and negotiates
+    // from the commit just pushed (COMMIT_REF), so a write is no git process more.
     this.commitsSinceGc++;
     if (this.commitsSinceGc < GC_EVERY) return;
     this.commitsSinceGc = 0;

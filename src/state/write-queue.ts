@@ -95,14 +95,20 @@ export function createWriteQueue(store: StateStore, opts: WriteQueueOptions = {}
     });
   }
 
+  let busy = false;
   function flush(): Promise<void> {
     if (timer) clearTimeout(timer);
     timer = undefined;
     // One batch at a time per queue, so a queue never races itself.
     running = running.then(async () => {
-      while (waiting.length > 0) {
-        const batch = waiting.splice(0, maxBatch);
-        await writeBatch(batch);
+      busy = true;
+      try {
+        while (waiting.length > 0) {
+          const batch = waiting.splice(0, maxBatch);
+          await writeBatch(batch);
+        }
+      } finally {
+        busy = false;
       }
     });
     return running;
@@ -113,7 +119,10 @@ export function createWriteQueue(store: StateStore, opts: WriteQueueOptions = {}
       return new Promise<UpdateResult>((resolve, reject) => {
         waiting.push({ mutation, resolve, reject });
         if (waiting.length >= maxBatch) void flush();
-        else if (!timer) timer = setTimeout(() => void flush(), maxDelayMs);
+        // While a batch is being written, what arrives waits for it and goes in the next (group commit):
+        // under load batches grow by themselves, and an idle queue makes a lone transition wait only
+        // `maxDelayMs` for company.
+        else if (!busy && !timer) timer = setTimeout(() => void flush(), maxDelayMs);
       });
     },
     flush,
