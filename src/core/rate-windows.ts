@@ -36,6 +36,13 @@ export function parseResetDuration(text: string): number | undefined {
   return parts.reduce((sum, [, v, u]) => sum + Number(v) * unit[u as keyof typeof unit], 0);
 }
 
+/**
+ * How far from now a window's reset may be and still be believed: the providers' longest window is a
+ * week (Claude's 7d); a header further out (or no time at all, `1e300`, `99999999999999h`) is not a
+ * window Fleet can use, and is left out rather than trusted.
+ */
+export const MAX_RESET_DISTANCE_MS = 31 * 24 * 3600_000;
+
 const ANTHROPIC_WINDOWS = ["requests", "tokens", "input-tokens", "output-tokens"] as const;
 const OPENAI_WINDOWS = ["requests", "tokens"] as const;
 const UNIFIED_WINDOWS = ["5h", "7d"] as const;
@@ -51,7 +58,11 @@ export function windowsFromHeaders(h: Headers, now: Date): Record<string, RateWi
   const add = (name: string, limit?: string, remaining?: string, resetsAtMs?: number) => {
     const l = Number(limit);
     const r = Number(remaining);
-    if (!(l > 0) || !Number.isFinite(r) || resetsAtMs === undefined || Number.isNaN(resetsAtMs)) return;
+    const sane =
+      resetsAtMs !== undefined &&
+      Number.isFinite(resetsAtMs) &&
+      Math.abs(resetsAtMs - now.getTime()) <= MAX_RESET_DISTANCE_MS;
+    if (!(l > 0) || !Number.isFinite(l) || !Number.isFinite(r) || !sane) return;
     out[name] = { limit: l, remaining: Math.max(0, r), resetsAt: new Date(resetsAtMs).toISOString(), at };
   };
   for (const w of ANTHROPIC_WINDOWS) {

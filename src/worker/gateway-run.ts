@@ -9,9 +9,10 @@ import {
   type GuardState,
   newGuard,
 } from "../core/run-guard.ts";
-import { emptyUsage, type RunTotals, type TokenUsage, totalTokens } from "../core/usage.ts";
+import { addUsage, emptyUsage, type RunTotals, type TokenUsage, totalTokens } from "../core/usage.ts";
 import type { WindowBook } from "../economy/credential-windows.ts";
-import { gitIn, IGNORE_SUBMODULES, type WorktreeGitDirs } from "./git.ts";
+import type { WireTurn } from "../economy/wire-usage.ts";
+import { gitIn, type WorktreeGitDirs } from "./git.ts";
 import type { GatewayResponse, GrantCredentials, GrantPolicy, NamedCredential } from "./model-gateway.ts";
 
 /** The pool a run draws from at the gateway (the credential rotation of economy/rotation.ts). */
@@ -113,38 +114,34 @@ export function createGatewayRun(opts: GatewayRunOptions) {
       return guard.stop;
     },
     onResponse(r: GatewayResponse) {
-      if (pool)
-        pool.book.record(
-          pool.coder,
-          r.credential,
-          { headers: r.headers, tokens: r.turn ? totalTokens(r.turn.usage) : 0 },
-          opts.clock(),
+      // The turn is metered first: nothing a provider's headers say may keep it from counting.
+      if (r.turn?.metered) meter(r.turn);
+      if (!pool) return;
+      try {
+        const tokens = r.turn ? totalTokens(r.turn.usage) : 0;
+        pool.book.record(pool.coder, r.credential, { headers: r.headers, tokens }, opts.clock());
+      } catch (error) {
+        opts.log?.(
+          `${pool.coder}: ${r.credential}'s rate-limit headers were not read: ${(error as Error).message}`,
         );
-      if (!r.turn?.metered) return;
-      const turnModel = r.turn.model ?? model ?? "";
-      model = r.turn.model ?? model;
-      wire = {
-        input: wire.input + r.turn.usage.input,
-        output: wire.output + r.turn.usage.output,
-        cacheRead: wire.cacheRead + r.turn.usage.cacheRead,
-        cacheWrite: wire.cacheWrite + r.turn.usage.cacheWrite,
-        reasoning: wire.reasoning + r.turn.usage.reasoning,
-      };
-      turns++;
-      guard = afterTurn(
-        guard,
-        {
-          model: turnModel,
-          usage: r.turn.usage,
-          toolCalls: r.turn.toolCalls,
-          at: opts.clock().toISOString(),
-        },
-        opts.limits,
-      );
-      opts.onTurn?.(guard);
-      if (guard.stop) stop(guard.stop);
+      }
     },
   };
+
+  /** A metered turn: its figures added to the phase's, then the guard's checks. */
+  function meter(turn: WireTurn) {
+    const turnModel = turn.model ?? model ?? "";
+    model = turn.model ?? model;
+    wire = addUsage(wire, turn.usage);
+    turns++;
+    guard = afterTurn(
+      guard,
+      { model: turnModel, usage: turn.usage, toolCalls: turn.toolCalls, at: opts.clock().toISOString() },
+      opts.limits,
+    );
+    opts.onTurn?.(guard);
+    if (guard.stop) stop(guard.stop);
+  }
 
   return {
     credentials,
@@ -184,17 +181,14 @@ export type GatewayRun = ReturnType<typeof createGatewayRun>;
  * The worktree's state in one hash: what `git status` lists as changed or new, with each file's size
  * and modification time (a file edited again changes its time). Undefined when git cannot tell.
  */
-export async function worktreePrint(wt: WorktreeGitDirs): Promise<string | undefined> {
+async function worktreePrint(wt: WorktreeGitDirs): Promise<string | undefined> {
   try {
-    // The agent is running and may have filled a submodule's folder with a repository of its own:
-    // git must not look into it (its config's filter drivers would run here, outside the sandbox).
     const { stdout } = await gitIn(wt, [
       "--no-optional-locks",
       "status",
       "--porcelain=v1",
       "-z",
       "--untracked-files=all",
-      IGNORE_SUBMODULES,
     ]);
     const hash = createHash("sha256").update(stdout);
     for (const entry of stdout.split("\0")) {

@@ -12,6 +12,25 @@ const NOW = new Date("2026-01-01T10:30:00.000Z");
 const AT = NOW.toISOString();
 
 describe("rate-limit windows from the providers' headers", () => {
+  it("leaves out a window whose reset is no sane time (it never throws): 1e300, 99999999999999h, far away", () => {
+    const headers = {
+      "anthropic-ratelimit-unified-5h-utilization": "0.5",
+      "anthropic-ratelimit-unified-5h-reset": "1e300",
+      "anthropic-ratelimit-unified-7d-utilization": "0.5",
+      "anthropic-ratelimit-unified-7d-reset": String(Date.parse("2030-01-01T00:00:00Z") / 1000),
+      "anthropic-ratelimit-tokens-limit": "1000",
+      "anthropic-ratelimit-tokens-remaining": "10",
+      "anthropic-ratelimit-tokens-reset": "+275760-09-13T00:00:00.000Z",
+      "x-ratelimit-limit-tokens": "1000",
+      "x-ratelimit-remaining-tokens": "10",
+      "x-ratelimit-reset-tokens": "99999999999999h",
+      "x-ratelimit-limit-requests": "1e400",
+      "x-ratelimit-remaining-requests": "1",
+      "x-ratelimit-reset-requests": "1s",
+    };
+    expect(windowsFromHeaders(headers, NOW)).toEqual({});
+  });
+
   it("reads Anthropic's windows (RFC3339 resets) and subscription utilization (epoch resets)", () => {
     const w = windowsFromHeaders(
       {

@@ -1,0 +1,114 @@
+// A run's rules at the model gateway (gateway-run.ts), over real HTTP on loopback: the gateway in
+// front of a fake upstream that answers as a model API would, headers and all.
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import type { GuardLimits } from "../../src/core/run-guard.ts";
+import { WindowBook } from "../../src/economy/credential-windows.ts";
+import { createGatewayRun, type GatewayRunOptions, type RunPool } from "../../src/worker/gateway-run.ts";
+import { type ModelGateway, startModelGateway } from "../../src/worker/model-gateway.ts";
+
+interface Answer {
+  status?: number;
+  headers?: Record<string, string>;
+  usage?: Record<string, number>;
+  model?: string;
+}
+
+/** A fake Anthropic upstream: answers each request with `answer(i)` (a JSON message), once `gate` opens. */
+async function startUpstream(answer: (i: number) => Answer, gate?: Promise<void>) {
+  const seen: Array<{ headers: IncomingHttpHeaders; body: string }> = [];
+  const server = createServer((req, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", async () => {
+      const i = seen.length;
+      seen.push({ headers: req.headers, body: Buffer.concat(chunks).toString() });
+      await gate;
+      const a = answer(i);
+      const status = a.status ?? 200;
+      const body =
+        status === 200
+          ? {
+              type: "message",
+              model: a.model ?? "claude-sonnet-4-5-20250929",
+              content: [{ type: "text", text: "ok" }],
+              usage: a.usage ?? { input_tokens: 1000, output_tokens: 10 },
+            }
+          : { type: "error", error: { type: "rate_limit_error", message: "slow down" } };
+      res.writeHead(status, { "content-type": "application/json", ...(a.headers ?? {}) });
+      res.end(JSON.stringify(body));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { url, seen, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+let gateway: ModelGateway | undefined;
+let upstream: Awaited<ReturnType<typeof startUpstream>> | undefined;
+afterEach(async () => {
+  await gateway?.close();
+  await upstream?.close();
+  gateway = undefined;
+  upstream = undefined;
+});
+
+/** A gateway run over `upstream` (the plan phase: no worktree to watch), and a way to ask it. */
+async function gatewayRun(limits: GuardLimits, more: Partial<GatewayRunOptions> = {}) {
+  gateway = await startModelGateway();
+  const stops: string[] = [];
+  const run = createGatewayRun({
+    phase: "plan",
+    limits,
+    credential: { name: "KEY_A", value: "sk-ant-aaaa" },
+    clock: () => new Date(),
+    onStop: (reason) => stops.push(reason),
+    ...more,
+  });
+  const grant = gateway.grant(upstream!.url, run.credentials, undefined, run.policy);
+  const ask = (body: object = {}, headers: Record<string, string> = {}) =>
+    fetch(`${gateway!.url}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": grant.token, "content-type": "application/json", ...headers },
+      body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 1000, messages: [], ...body }),
+    });
+  return { run, stops, ask };
+}
+
+const pool = (book = new WindowBook()): RunPool => ({
+  coder: "claude",
+  book,
+  rotate: async () => ({ name: "KEY_B", value: "sk-ant-bbbb" }),
+  next: () => undefined,
+});
+
+describe("rate-limit headers that are no time", () => {
+  const CRAZY = {
+    "anthropic-ratelimit-unified-5h-utilization": "0.5",
+    "anthropic-ratelimit-unified-5h-reset": "1e300",
+    "x-ratelimit-limit-tokens": "1000",
+    "x-ratelimit-remaining-tokens": "10",
+    "x-ratelimit-reset-tokens": "99999999999999h",
+  };
+
+  it("an answer with them is metered all the same", async () => {
+    upstream = await startUpstream(() => ({ headers: CRAZY }));
+    const { run, ask } = await gatewayRun({}, { pool: pool() });
+    const res = await ask();
+    expect(res.status).toBe(200);
+    await res.text();
+    expect(run.guard.turns).toBe(1);
+    expect(run.totals("m", 1)?.usage).toMatchObject({ input: 1000, output: 10 });
+  });
+
+  it("a 429 with them is still retried on the next credential; the agent sees the answer", async () => {
+    upstream = await startUpstream((i) => (i === 0 ? { status: 429, headers: CRAZY } : {}));
+    const { run, ask } = await gatewayRun({}, { pool: pool() });
+    const res = await ask();
+    expect(res.status).toBe(200);
+    await res.text();
+    expect(upstream.seen.map((s) => s.headers["x-api-key"])).toEqual(["sk-ant-aaaa", "sk-ant-bbbb"]);
+    expect(run.guard.turns).toBe(1);
+  });
+});
