@@ -1,47 +1,21 @@
 // App memory with 10,000 queued tasks: a child process loads a 10k-task state document (and its beads
-// mirror) through the GitHub state store from the offline GitHub, runs a scheduling pass, and reports
-// its RSS; a second child does the same imports and reads an empty state, as the baseline.
+// mirror) as the app does (the state store over its default transport, git, run through tsx like
+// `fleet serve`), runs a scheduling pass, and reports its RSS; a second child does the same and reads an
+// empty state, as the baseline. The child imports only what it uses (bench/lib/memory-child.ts): the
+// offline GitHub stays in the parent, as GitHub is not in the app's process.
 // Run alone: npx tsx bench/memory.ts
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { Octokit } from "@octokit/rest";
-import { defaultFleetConfig } from "../src/core/config.ts";
-import { scheduleNext } from "../src/core/scheduler.ts";
 import { emptyStateDoc, serializeStateDoc } from "../src/core/state-doc.ts";
 import { newTask } from "../src/core/task.ts";
 import { startGitHubEmulator } from "../src/offline/github/index.ts";
 import { syncBeads } from "../src/queue/beads-sync.ts";
-import { createGitHubStateStore } from "../src/state/github-store.ts";
 
 const run = promisify(execFile);
 const tsx = join(import.meta.dirname, "../node_modules/.bin/tsx");
-
-async function child(url: string, token: string, repo: string) {
-  const store = createGitHubStateStore({
-    octokit: new Octokit({ baseUrl: url, auth: token }),
-    owner: "octo",
-    repo,
-  });
-  const snap = await store.read();
-  const tasks = Object.values(snap.doc.tasks);
-  const decisions = scheduleNext({
-    tasks,
-    config: { ...defaultFleetConfig(), max_concurrent: 10 },
-    now: new Date().toISOString(),
-  });
-  globalThis.gc?.();
-  const m = process.memoryUsage();
-  console.log(
-    JSON.stringify({
-      tasks: tasks.length,
-      beadsBytes: snap.beads.length,
-      decisions: decisions.length,
-      rssMB: +(m.rss / 2 ** 20).toFixed(1),
-      heapUsedMB: +(m.heapUsed / 2 ** 20).toFixed(1),
-    }),
-  );
-}
+const CHILD = join(import.meta.dirname, "lib/memory-child.ts");
 
 export async function runMemory(n = 10_000) {
   const gh = await startGitHubEmulator();
@@ -100,7 +74,7 @@ export async function runMemory(n = 10_000) {
     const measure = async (repo: string) =>
       JSON.parse(
         (
-          await run(tsx, [import.meta.filename, "child", gh.url, gh.userToken("octo"), repo], {
+          await run(tsx, [CHILD, gh.url, gh.userToken("octo"), repo], {
             maxBuffer: 1 << 20,
           })
         ).stdout
@@ -123,6 +97,4 @@ export async function runMemory(n = 10_000) {
   }
 }
 
-if (process.argv[2] === "child") await child(process.argv[3]!, process.argv[4]!, process.argv[5]!);
-else if (import.meta.url === `file://${process.argv[1]}`)
-  console.log(JSON.stringify(await runMemory(), null, 2));
+if (import.meta.url === `file://${process.argv[1]}`) console.log(JSON.stringify(await runMemory(), null, 2));
