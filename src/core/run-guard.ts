@@ -111,28 +111,35 @@ function overCeiling(s: GuardState, limits: GuardLimits): string | undefined {
 /**
  * Whether the next request may go out, after the worktree was checked (`changed`: it differs from
  * the last check, which forgets the counted calls and idle turns). The guard's `stop` says why not:
- * a ceiling the request would pass (it reads at least what the last turn read and answered), a
- * repeated tool call, too many idle turns (`idleTurns` counts only where `countIdle`).
+ * a ceiling the request would pass (it reads at least what the last turn read and answered, and so
+ * does each of the `inFlight` requests admitted before it and not answered yet), a repeated tool
+ * call, too many idle turns (`idleTurns` counts only where `countIdle`).
  */
 export function beforeRequest(
   s: GuardState,
   limits: GuardLimits,
-  opts: { changed: boolean; countIdle: boolean },
+  opts: { changed: boolean; countIdle: boolean; inFlight?: number },
 ): GuardState {
   const next: GuardState = opts.changed ? { ...s, calls: {}, idleTurns: 0 } : { ...s };
   if (next.stop) return next;
-  next.stop = wouldPassCeiling(next, limits) ?? repeated(next, limits) ?? idle(next, limits, opts.countIdle);
+  next.stop =
+    wouldPassCeiling(next, limits, opts.inFlight ?? 0) ??
+    repeated(next, limits) ??
+    idle(next, limits, opts.countIdle);
   return next;
 }
 
-function wouldPassCeiling(s: GuardState, limits: GuardLimits): string | undefined {
+function wouldPassCeiling(s: GuardState, limits: GuardLimits, inFlight: number): string | undefined {
   if (!s.last) return undefined;
   const tokens = totalTokens(s.usage);
   const next = s.last.context + s.last.output;
-  if (on(limits.tokens) && tokens + next > limits.tokens)
-    return `stopped: the next model request would pass the per-task ceiling of ${n(limits.tokens)} tokens (budgets.per_task_tokens): ${n(tokens)} used, and it reads at least ${n(next)}; the gateway refused it`;
-  if (on(limits.usd) && s.last.costUsd > 0 && s.costUsd + s.last.costUsd > limits.usd)
-    return `stopped: the next model request would pass the per-task ceiling of ${usd(limits.usd)} (budgets.per_task_usd): ${usd(s.costUsd)} spent, and it costs about ${usd(s.last.costUsd)}; the gateway refused it`;
+  // Requests admitted and not answered yet are each held at what this one reads at least.
+  const pending = Math.max(0, inFlight);
+  const also = pending > 0 ? ` and ${pending} more in flight` : "";
+  if (on(limits.tokens) && tokens + (pending + 1) * next > limits.tokens)
+    return `stopped: the next model request would pass the per-task ceiling of ${n(limits.tokens)} tokens (budgets.per_task_tokens): ${n(tokens)} used, and it${also} ${pending > 0 ? "read" : "reads"} at least ${n(next)}${pending > 0 ? " each" : ""}; the gateway refused it`;
+  if (on(limits.usd) && s.last.costUsd > 0 && s.costUsd + (pending + 1) * s.last.costUsd > limits.usd)
+    return `stopped: the next model request would pass the per-task ceiling of ${usd(limits.usd)} (budgets.per_task_usd): ${usd(s.costUsd)} spent, and it${also} ${pending > 0 ? "cost" : "costs"} about ${usd(s.last.costUsd)}${pending > 0 ? " each" : ""}; the gateway refused it`;
   return undefined;
 }
 

@@ -72,6 +72,8 @@ export function createGatewayRun(opts: GatewayRunOptions) {
   let model: string | undefined;
   let credential = opts.credential;
   let lastPrint: string | undefined;
+  /** Requests admitted and not settled yet. */
+  let inFlight = 0;
   let stopped = false;
   const startedAt = Date.now();
   const pool = opts.pool;
@@ -109,9 +111,14 @@ export function createGatewayRun(opts: GatewayRunOptions) {
       const print = opts.worktree && opts.phase === "work" ? await worktreePrint(opts.worktree) : undefined;
       const changed = print !== undefined && lastPrint !== undefined && print !== lastPrint;
       if (print !== undefined) lastPrint = print;
-      guard = beforeRequest(guard, opts.limits, { changed, countIdle: opts.phase === "work" });
+      guard = beforeRequest(guard, opts.limits, { changed, countIdle: opts.phase === "work", inFlight });
       if (guard.stop) stop(guard.stop);
+      // Admitted: held against the ceilings until it is settled (answered, cut off, or failed).
+      else inFlight++;
       return guard.stop;
+    },
+    settled() {
+      inFlight = Math.max(0, inFlight - 1);
     },
     onResponse(r: GatewayResponse) {
       // The turn is metered first: nothing a provider's headers say may keep it from counting.

@@ -31,6 +31,23 @@ describe("the gateway's guard over a run", () => {
     );
   });
 
+  it("holds each request admitted and not answered yet at the last turn's size: parallel requests cannot all slip under a ceiling", () => {
+    const limits = { tokens: 35_000, usd: 1 };
+    const g = afterTurn(newGuard(), turn({ input: 9_000, output: 1_000 }), limits);
+    // 10,000 used; each request reads at least 10,000: two more fit, a third beside them does not.
+    expect(beforeRequest(g, limits, { changed: false, countIdle: false, inFlight: 1 }).stop).toBeUndefined();
+    expect(beforeRequest(g, limits, { changed: false, countIdle: false, inFlight: 2 }).stop).toBe(
+      "stopped: the next model request would pass the per-task ceiling of 35,000 tokens (budgets.per_task_tokens): 10,000 used, and it and 2 more in flight read at least 10,000 each; the gateway refused it",
+    );
+    const dear = afterTurn(newGuard(), turn({ input: 100_000 }), { usd: 1 });
+    expect(
+      beforeRequest(dear, { usd: 1 }, { changed: false, countIdle: false, inFlight: 1 }).stop,
+    ).toBeUndefined();
+    expect(beforeRequest(dear, { usd: 1 }, { changed: false, countIdle: false, inFlight: 2 }).stop).toContain(
+      "$0.30 spent, and it and 2 more in flight cost about $0.30 each",
+    );
+  });
+
   it("counts what earlier phases spent, and stops at once when a turn went over", () => {
     const g = afterTurn(newGuard({ usage: { ...emptyUsage(), input: 900 } }), turn({ input: 200 }), {
       tokens: 1000,

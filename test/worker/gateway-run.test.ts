@@ -2,7 +2,7 @@
 // front of a fake upstream that answers as a model API would, headers and all.
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { GuardLimits } from "../../src/core/run-guard.ts";
 import { WindowBook } from "../../src/economy/credential-windows.ts";
 import { createGatewayRun, type GatewayRunOptions, type RunPool } from "../../src/worker/gateway-run.ts";
@@ -15,8 +15,8 @@ interface Answer {
   model?: string;
 }
 
-/** A fake Anthropic upstream: answers each request with `answer(i)` (a JSON message), once `gate` opens. */
-async function startUpstream(answer: (i: number) => Answer, gate?: Promise<void>) {
+/** A fake Anthropic upstream: answers each request with `answer(i)` (a JSON message), once `gate(i)` opens. */
+async function startUpstream(answer: (i: number) => Answer, gate?: (i: number) => Promise<void> | undefined) {
   const seen: Array<{ headers: IncomingHttpHeaders; body: string }> = [];
   const server = createServer((req, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -24,7 +24,8 @@ async function startUpstream(answer: (i: number) => Answer, gate?: Promise<void>
     req.on("end", async () => {
       const i = seen.length;
       seen.push({ headers: req.headers, body: Buffer.concat(chunks).toString() });
-      await gate;
+      await gate?.(i);
+      if (res.destroyed) return;
       const a = answer(i);
       const status = a.status ?? 200;
       const body =
@@ -67,9 +68,10 @@ async function gatewayRun(limits: GuardLimits, more: Partial<GatewayRunOptions> 
     ...more,
   });
   const grant = gateway.grant(upstream!.url, run.credentials, undefined, run.policy);
-  const ask = (body: object = {}, headers: Record<string, string> = {}) =>
+  const ask = (body: object = {}, headers: Record<string, string> = {}, signal?: AbortSignal) =>
     fetch(`${gateway!.url}/v1/messages`, {
       method: "POST",
+      ...(signal ? { signal } : {}),
       headers: { "x-api-key": grant.token, "content-type": "application/json", ...headers },
       body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 1000, messages: [], ...body }),
     });
@@ -110,5 +112,49 @@ describe("rate-limit headers that are no time", () => {
     await res.text();
     expect(upstream.seen.map((s) => s.headers["x-api-key"])).toEqual(["sk-ant-aaaa", "sk-ant-bbbb"]);
     expect(run.guard.turns).toBe(1);
+  });
+});
+
+describe("requests in flight count against the ceilings", () => {
+  it("parallel requests just under the token ceiling: only as many as fit go out, the rest are refused", async () => {
+    let open!: () => void;
+    const opened = new Promise<void>((r) => {
+      open = r;
+    });
+    upstream = await startUpstream(
+      () => ({ usage: { input_tokens: 9_000, output_tokens: 1_000 } }),
+      (i) => (i === 0 ? undefined : opened),
+    );
+    const { ask, stops } = await gatewayRun({ tokens: 35_000 });
+    await (await ask()).text();
+    // 10,000 used, each request reads at least 10,000: two more fit under 35,000, not five.
+    const answers = Array.from({ length: 5 }, () => ask());
+    const refused = [];
+    for (const a of answers.slice(2)) refused.push((await a).status);
+    expect(refused).toEqual([400, 400, 400]);
+    expect(upstream.seen).toHaveLength(3);
+    open();
+    expect(await Promise.all(answers.slice(0, 2).map(async (a) => (await a).status))).toEqual([200, 200]);
+    expect(stops[0]).toContain("and it and 2 more in flight read at least 10,000 each");
+  });
+
+  it("a request the agent gave up on is settled: its hold on the ceiling goes", async () => {
+    upstream = await startUpstream(
+      () => ({ usage: { input_tokens: 9_000, output_tokens: 1_000 } }),
+      (i) => (i === 1 ? new Promise(() => undefined) : undefined),
+    );
+    const { ask, stops } = await gatewayRun({ tokens: 25_000 });
+    await (await ask()).text();
+    // 10,000 used: one request in flight (20,000 at least) fits under 25,000; two would not.
+    const leave = new AbortController();
+    const gone = ask({}, {}, leave.signal).catch(() => "gone");
+    await vi.waitFor(() => expect(upstream!.seen).toHaveLength(2));
+    leave.abort();
+    expect(await gone).toBe("gone");
+    await new Promise((r) => setTimeout(r, 50));
+    const next = await ask();
+    expect(next.status).toBe(200);
+    await next.text();
+    expect(stops).toEqual([]);
   });
 });
