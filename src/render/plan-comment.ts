@@ -16,6 +16,7 @@ export const AWAITING_APPROVAL_LINE = "✋ Work starts once a maintainer comment
 export const PLAN_POSTED_LINE =
   "<sub>Posted before work starts; the agent follows it unless the code says otherwise.</sub>";
 
+/** The plan, as its section of the task's tracking comment (see composeTrackingComment). */
 export function renderPlanComment(v: PlanCommentView): string {
   const head = [planMarker(v.taskId), `### 🧭 Fleet's plan for task \`${v.taskId}\``, ""];
   const tail = ["", v.awaitingApproval ? AWAITING_APPROVAL_LINE : PLAN_POSTED_LINE];

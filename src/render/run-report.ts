@@ -91,7 +91,7 @@ const NEXT_STEP: Partial<Record<RunOutcomeKind, string>> = {
   "rate-limited": "Fleet queues the task again once the limit resets.",
 };
 
-/** The run report comment: how the run ended, what to do next, and the tail of the agent's log. */
+/** The run report (a section of the tracking comment): how the run ended, what to do next, and the tail of the agent's log. */
 export function renderRunReport(v: RunReportView): string {
   const head: string[] = [
     runReportMarker(v.taskId),
