@@ -4,6 +4,7 @@ import { dirname, join } from "node:path";
 import { execa } from "execa";
 import type { GitHubClient } from "../github/client.ts";
 import { localIssuesOf, nextLocalIssueNumber } from "../queue/local-issues.ts";
+import { withFileLock } from "../state/file-lock.ts";
 import type { StateStore } from "../state/store.ts";
 
 /**
@@ -70,12 +71,18 @@ export function readLocalPulls(home: string): Promise<LocalPull[]> {
   return readJson<LocalPull[]>(localPullsPath(home), []);
 }
 
-// Writes to one $FLEET_HOME from this process are serialized, across the clients of every repository
-// `fleet run` serves; comments and pulls are written by `fleet run` (and pulls by `fleet merge`).
+// Writes to one $FLEET_HOME are serialized: within this process across the clients of every
+// repository `fleet run` serves, and across processes (two `fleet run`s, `fleet merge`, `fleet bd
+// close`) by a lock file, so no read-modify-write of pulls.json or a comments file loses another's.
 const chains = new Map<string, Promise<unknown>>();
+export const localRecordsLockPath = (home: string) => join(home, "local", "records.lock");
 function serialFor(home: string): Serial {
   return <T>(fn: () => Promise<T>): Promise<T> => {
-    const run = (chains.get(home) ?? Promise.resolve()).then(fn, fn);
+    const locked = async () => {
+      await mkdir(join(home, "local"), { recursive: true });
+      return withFileLock(localRecordsLockPath(home), fn);
+    };
+    const run = (chains.get(home) ?? Promise.resolve()).then(locked, locked);
     chains.set(
       home,
       run.catch(() => undefined),

@@ -168,3 +168,20 @@ export async function conflictingFiles(repo: string, base: string, branch: strin
   );
   return r.code === 1 ? r.stdout.split("\n").filter(Boolean).slice(1) : [];
 }
+
+/**
+ * The branch a task created now in `repo` is to merge into, recorded on its issue at `fleet bd create`:
+ * the branch checked out (the worker starts task branches from it), unless that is a task's own
+ * `fleet/*` branch or HEAD is detached; then `origin`'s default branch if it exists here. Undefined
+ * when neither tells: `fleet merge` then asks for --base.
+ */
+export async function baseBranchAt(repo: string): Promise<string | undefined> {
+  const head = await git(repo, ["symbolic-ref", "-q", "--short", "HEAD"], [0, 1, 128]);
+  const current = head.code === 0 ? head.stdout.trim() : "";
+  if (current && !current.startsWith("fleet/")) return current;
+  const origin = await git(repo, ["symbolic-ref", "-q", "--short", "refs/remotes/origin/HEAD"], [0, 1, 128]);
+  const name = origin.code === 0 ? origin.stdout.trim().replace(/^origin\//, "") : "";
+  if (!name || name.startsWith("fleet/")) return undefined;
+  const local = await git(repo, ["rev-parse", "--verify", "-q", `refs/heads/${name}`], [0, 1]);
+  return local.code === 0 ? name : undefined;
+}

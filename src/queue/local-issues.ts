@@ -26,6 +26,11 @@ export interface LocalIssue {
   createdAt: string;
   /** Absent on issues recorded before repositories were (see localRepositoryOf). */
   repository?: LocalRepository;
+  /**
+   * The branch its tasks' branches merge into (`fleet merge`), recorded when the issue was created:
+   * the repository's branch then. Absent on older issues, and when there was none to record.
+   */
+  base?: string;
 }
 
 export const LOCAL_ISSUES_KEY = "local_issues";
@@ -59,6 +64,8 @@ export interface NewLocalIssue extends Omit<TaskRequest, "issue" | "coder" | "mo
   repo: string;
   /** Where the tasks run. */
   repository: LocalRepository;
+  /** The branch the tasks' branches are to merge into (see LocalIssue.base). */
+  base?: string;
   sides: LocalSide[];
   body: string;
   labels: string[];
@@ -77,7 +84,16 @@ export function createLocalIssue(
   if (input.sides.length === 0) throw new RangeError("createLocalIssue: a local issue needs a side");
   const number = nextLocalIssueNumber(doc, input.numberAbove);
   const { repo, repository, title, body, labels, now } = input;
-  const issue: LocalIssue = { number, title, body, labels, state: "open", createdAt: now, repository };
+  const issue: LocalIssue = {
+    number,
+    title,
+    body,
+    labels,
+    state: "open",
+    createdAt: now,
+    repository,
+    ...(input.base ? { base: input.base } : {}),
+  };
   const { priority, dependsOn, requestedBy } = input;
   let d = doc;
   const changes: TaskChange[] = [];
@@ -118,6 +134,10 @@ export function createLocalIssue(
 /** The repository a local task runs in; undefined for a task recorded before repositories were. */
 export const localRepositoryOf = (doc: FleetStateDoc, task: Task): LocalRepository | undefined =>
   localIssuesOf(doc)[String(task.issue)]?.repository;
+
+/** The branch a local task's branch merges into, as recorded on its issue; undefined when not recorded. */
+export const localBaseOf = (doc: FleetStateDoc, task: Task): string | undefined =>
+  localIssuesOf(doc)[String(task.issue)]?.base;
 
 /** A local issue's title, description or priority changed; null when its task is gone. */
 export function editLocalIssue(

@@ -187,6 +187,56 @@ describe("fleet CLI, local mode: merge conflicts, plan approval, A/B runs", () =
     expect(await readFile(join(s.repo, "NOTES.mine.md"), "utf8")).toBe("my notes\n");
   }, 180_000);
 
+  it("fleet merge merges into the base recorded at bd create, not the checkout's HEAD, and refuses when the base is unknown or the task's own branch", async () => {
+    const s = await setup({ ".github/fleet.yml": YML });
+    await s.ok("config", "set", "max_concurrent=1");
+    const one = await s.json("bd", "create", "--title", "One", "--description", "Write ONE.md.");
+    const two = await s.json("bd", "create", "--title", "Two", "--description", "Write TWO.md.");
+    const server = await s.model([
+      bash('echo "one" > ONE.md'),
+      done("one"),
+      bash('echo "two" > TWO.md'),
+      done("two"),
+    ]);
+    const ran = await s.run(server);
+    expect(ran.exitCode, ran.stderr).toBe(0);
+    expect(server.played).toBe(4);
+    const mainBefore = await git(s.repo, "rev-parse", "main");
+    // The user checks the task's branch out to look at it, and the local pull records are lost.
+    await git(s.repo, "checkout", "-q", "fleet/1-one");
+    await writeFile(join(s.home, "local", "pulls.json"), "[]\n");
+
+    // The base recorded on #1 at bd create is main: the branch lands there, not "into itself".
+    const merged = await s.json("merge", one.id);
+    expect(merged).toMatchObject({ merged: true, how: "fast-forward", base: "main", state: "done" });
+    expect(await git(s.repo, "rev-parse", "main")).toBe(await git(s.repo, "rev-parse", "fleet/1-one"));
+    expect(await git(s.repo, "rev-parse", "main")).not.toBe(mainBefore);
+    expect(await git(s.repo, "symbolic-ref", "--short", "HEAD")).toBe("fleet/1-one");
+
+    // An issue from before Fleet recorded the base, with no pull record: refused, and --base names it.
+    const statePath = join(s.home, "state", ".fleet", "state.json");
+    const state = JSON.parse(await readFile(statePath, "utf8"));
+    expect(state.local_issues["2"].base).toBe("main");
+    delete state.local_issues["2"].base;
+    await writeFile(statePath, JSON.stringify(state));
+    const mainNow = await git(s.repo, "rev-parse", "main");
+    const unknown = await s.cli("merge", two.id);
+    expect(unknown.exitCode).toBe(1);
+    expect(unknown.stderr).toContain(
+      `Fleet does not know which branch fleet/2-two of ${two.id} (#2) merges into`,
+    );
+    expect(unknown.stderr).toContain(`fleet merge ${two.id} --base <branch>`);
+    const itself = await s.cli("merge", two.id, "--base", "fleet/2-two");
+    expect(itself.exitCode).toBe(1);
+    expect(itself.stderr).toMatch(/a branch cannot be merged into itself[\s\S]*Nothing was merged/);
+    expect(await git(s.repo, "rev-parse", "main")).toBe(mainNow);
+    expect((await s.json("bd", "show", two.id)).task.state).toBe("pr-open");
+    const named = await s.json("merge", two.id, "--base", "main");
+    expect(named).toMatchObject({ merged: true, how: "merge-commit", base: "main", state: "done" });
+    expect(await git(s.repo, "show", "main:TWO.md")).toBe("two");
+    expect(await git(s.repo, "show", "main:ONE.md")).toBe("one");
+  }, 180_000);
+
   it("after a merge, another task's branch that now conflicts with the base gets its rebase run, as on GitHub", async () => {
     const s = await setup({ "SHARED.md": "first\n", ".github/fleet.yml": YML });
     await s.ok("config", "set", "max_concurrent=1");

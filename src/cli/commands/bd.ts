@@ -15,6 +15,7 @@ import { CliError, NotFoundError, UsageError } from "../errors.ts";
 import { table } from "../format.ts";
 import { json, out } from "../io.ts";
 import { closeLocalPull, readLocalPulls } from "../local-github.ts";
+import { baseBranchAt } from "../local-merge.ts";
 import { localRepositoryAt } from "../local-repository.ts";
 import { describeTarget, localRepoName, resolveTarget, type Target } from "../target.ts";
 import { findTaskRef } from "../task-ref.ts";
@@ -283,6 +284,7 @@ async function create(values: Values): Promise<number> {
   }
 
   const repository = await localRepositoryAt(target.repoPath);
+  const base = await baseBranchAt(repository.path);
   const pulls = await readLocalPulls(target.home);
   const now = new Date().toISOString();
   let created: Task[] = [];
@@ -294,6 +296,7 @@ async function create(values: Values): Promise<number> {
       body,
       labels,
       repository,
+      base,
       sides: sides.map(({ coder, model }) => ({ coder, model })),
       priority: priority ?? 2,
       dependsOn: deps,

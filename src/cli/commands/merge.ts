@@ -1,7 +1,6 @@
-import { execa } from "execa";
 import type { FleetStateDoc } from "../../core/state-doc.ts";
 import type { Task } from "../../core/task.ts";
-import { localRepositoryOf, mergeLocalTask } from "../../queue/local-issues.ts";
+import { localBaseOf, localRepositoryOf, mergeLocalTask } from "../../queue/local-issues.ts";
 import type { RepoQueue } from "../../queue/repo-queue.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS, taskRefArgument } from "../args.ts";
 import { CliError } from "../errors.ts";
@@ -11,7 +10,7 @@ import { conflictingFiles, mergeLocalBranch } from "../local-merge.ts";
 import { describeTarget, type LocalTarget, resolveTarget } from "../target.ts";
 import { findTaskRef } from "../task-ref.ts";
 
-export const MERGE_USAGE = `Usage: fleet merge <id> [--json]
+export const MERGE_USAGE = `Usage: fleet merge <id> [--base <branch>] [--json]
 
 Local mode: merges the task's fleet/* branch into its base branch, in the repository the task was
 created in (wherever you run this), as merging its pull request would: a fast-forward when the base
@@ -29,12 +28,16 @@ the merge would overwrite (your ignored .env, say, when the branch adds a tracke
 before anything moves, naming the files to move.
 Against GitHub, merge the pull request there; the Fleet app marks the task done.
 
+The base is the one the task's local pull request names (the branch its run started from), else the
+branch recorded when its issue was created (\`fleet bd show\`). --base <branch> names it instead: for a
+task created before Fleet recorded it.
+
 <id> is a task id (fl-a3f) or an issue (#12: its latest task; in an A/B run name the side's task).
 Exit codes: 0 merged, 1 not merged (a conflict: rebase queued; or an error), 2 usage, 3 not found.
 
 ${TARGET_HELP}`;
 
-const OPTIONS = TARGET_OPTIONS;
+const OPTIONS = { ...TARGET_OPTIONS, base: { type: "string" } } as const;
 
 /** What to say about a task that cannot be merged in its state. */
 function notMergeable(task: Task): string {
@@ -75,7 +78,7 @@ export async function mergeCommand(argv: string[]): Promise<number> {
   if (task.state !== "pr-open" || !task.branch) throw new CliError(notMergeable(task));
   const repo = repositoryOf(target, doc, task);
   const pull = (await readLocalPulls(target.home)).find((p) => p.head === task.branch && p.state === "open");
-  const base = pull?.base ?? (await defaultBranchOf(repo));
+  const base = baseOf(task, values.base ?? pull?.base ?? localBaseOf(doc, task));
   const message = `Merge ${task.branch} into ${base}: ${task.title} (#${task.issue}, ${task.id})`;
   const merged = await mergeLocalBranch(repo, task.branch, base, message);
   const queue = target.queue((await target.fileConfig()).config);
@@ -175,7 +178,7 @@ async function rebaseConflicting(
     if (t.state !== "pr-open" || !t.branch || t.issue === merged.issue) continue;
     const path = localRepositoryOf(doc, t)?.path ?? (t.repo === merged.repo ? repo : undefined);
     const pull = pulls.find((p) => p.head === t.branch && p.state === "open");
-    if (path !== repo || (pull?.base ?? base) !== base) continue;
+    if (path !== repo || (pull?.base ?? localBaseOf(doc, t) ?? base) !== base) continue;
     const files = await conflictingFiles(repo, base, t.branch).catch(() => []);
     if (files.length === 0) continue;
     const moved = await queue.move(t.issue, "queued", {
@@ -188,11 +191,19 @@ async function rebaseConflicting(
   return out;
 }
 
-async function defaultBranchOf(repo: string): Promise<string> {
-  const r = await execa("git", ["symbolic-ref", "--short", "HEAD"], { cwd: repo, reject: false });
-  if (r.exitCode !== 0)
+/**
+ * The branch to merge `task`'s branch into, refused when unknown or the task's branch itself: HEAD of
+ * the repository is no answer (with the task's branch checked out, it would "merge" into itself and
+ * close the task with nothing merged).
+ */
+function baseOf(task: Task, base: string | undefined): string {
+  if (!base)
     throw new CliError(
-      `Cannot tell the base branch of ${repo} (HEAD is detached); check out the branch to merge into.`,
+      `Fleet does not know which branch ${task.branch} of ${task.id} (#${task.issue}) merges into: it has no open local pull request, and #${task.issue} was created before Fleet recorded its base branch. Name it: fleet merge ${task.id} --base <branch>. Nothing was merged.`,
     );
-  return String(r.stdout).trim();
+  if (base === task.branch)
+    throw new CliError(
+      `The base branch of ${task.id} (#${task.issue}) is recorded as its own branch ${task.branch}: a branch cannot be merged into itself. Name the branch to merge into: fleet merge ${task.id} --base <branch>. Nothing was merged.`,
+    );
+  return base;
 }
