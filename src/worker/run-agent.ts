@@ -1,11 +1,17 @@
 import { createWriteStream } from "node:fs";
-import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, isAbsolute, join, relative } from "node:path";
+import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import type { AgentAdapter, AgentCommand, AgentEvent, AgentInvocation } from "../agents/types.ts";
 import { addUsage, emptyUsage, type RunTotals, type TokenUsage } from "../core/usage.ts";
 import { type RunAgentReason, superviseProcess } from "./agent-process.ts";
-import { bubblewrapArgs, executableMounts, resolveExecutable, type SandboxMounts } from "./sandbox.ts";
+import {
+  bubblewrapArgs,
+  executableMounts,
+  makeInside,
+  resolveExecutable,
+  type SandboxMounts,
+} from "./sandbox.ts";
 
 export { LineSplitter, type RunAgentReason } from "./agent-process.ts";
 
@@ -105,6 +111,7 @@ export async function runAgent(
   const { result } = output;
   if (opts.logFile) result.logPath = opts.logFile;
 
+  let filesDir: string | undefined;
   const finish = async (reason: RunAgentReason, spawnError?: string): Promise<RunAgentResult> => {
     output.conclude(reason, spawnError, { model: inv.model, startedAt, credential: inv.credential?.name });
     if (log) {
@@ -113,11 +120,13 @@ export async function runAgent(
     }
     if (ownHome) await rm(ownHome, { recursive: true, force: true }).catch(() => {});
     if (ownTmp) await rm(ownTmp, { recursive: true, force: true }).catch(() => {});
+    if (filesDir) await rm(filesDir, { recursive: true, force: true }).catch(() => {});
     return result;
   };
 
-  await writeHomeFiles(home, command.files ?? []);
-  const launch = await launchCommand(command, inv.cwd, home, env, opts);
+  const settings = await writeHomeFiles(home, command.files ?? [], opts.sandbox);
+  filesDir = settings.dir;
+  const launch = await launchCommand(command, inv.cwd, home, env, opts, settings.overlay);
   if ("spawnError" in launch) return finish("spawn-error", launch.spawnError);
   const ended = await superviseProcess({
     ...launch,
@@ -139,15 +148,54 @@ export async function runAgent(
   return finish(ended.reason !== "exited" ? ended.reason : output.exitReason(ended.code));
 }
 
-/** The adapter's settings files, inside HOME only (a path that climbs out of it is refused). */
-async function writeHomeFiles(home: string, files: NonNullable<AgentCommand["files"]>) {
+/**
+ * The adapter's settings files, inside HOME only (a path that climbs out of it is refused). The HOME
+ * is the agent's and kept across its runs (plan, work, retries, rebase), so it may hold symlinks the
+ * agent left (`~/.gemini/settings.json -> ~/.bashrc` of the worker): nothing is written through them.
+ * In a sandbox each file is written to a folder of the worker's own, outside every writable mount, and
+ * shown read-only at its place in HOME (`homeOverlay`; the mount point made without following any
+ * symlink). Without one, the path is made anew in HOME (components checked with lstat, a symlink or
+ * other entry on the way removed, the file created with O_EXCL|O_NOFOLLOW).
+ */
+async function writeHomeFiles(
+  home: string,
+  files: NonNullable<AgentCommand["files"]>,
+  sandbox: SandboxMounts | undefined,
+): Promise<{ overlay: Array<{ source: string; target: string }>; dir?: string }> {
   for (const file of files) {
     const path = join(home, file.path);
     if (relative(home, path).startsWith("..") || isAbsolute(relative(home, path)))
       throw new Error(`agent settings file ${file.path} is outside the agent's HOME`);
-    await mkdir(dirname(path), { recursive: true });
-    await writeFile(path, file.content, { mode: 0o600 });
   }
+  if (files.length === 0) return { overlay: [] };
+  if (!sandbox) {
+    for (const file of files)
+      await makeInside(home, relative(home, join(home, file.path)), "file", {
+        replace: true,
+        content: file.content,
+      });
+    return { overlay: [] };
+  }
+  const dir = await mkdtemp(join(tmpdir(), "fleet-agent-files-"));
+  const writable = [...sandbox.writable, home].map((p) => resolve(p));
+  if (writable.some((w) => dir === w || dir.startsWith(`${w}${sep}`) || w.startsWith(`${dir}${sep}`))) {
+    await rm(dir, { recursive: true, force: true });
+    throw new Error(`${dir} for the agent's settings files lies in a folder the agent can write`);
+  }
+  const overlay: Array<{ source: string; target: string }> = [];
+  try {
+    for (const [i, file] of files.entries()) {
+      const source = join(dir, String(i));
+      await writeFile(source, file.content, { mode: 0o600, flag: "wx" });
+      const rel = relative(home, join(home, file.path));
+      await makeInside(home, rel, "file", { replace: true });
+      overlay.push({ source, target: join(home, rel) });
+    }
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
+  return { overlay, dir };
 }
 
 /** The file and arguments to start: the agent's executable, or bwrap around it with the run's mounts. */
@@ -157,6 +205,7 @@ async function launchCommand(
   home: string,
   env: Record<string, string>,
   opts: RunAgentOptions,
+  settingsOverlay: Array<{ source: string; target: string }>,
 ): Promise<{ file: string; args: string[] } | { spawnError: string }> {
   const file = opts.binaryPath ?? command.file;
   if (!opts.sandbox) return { file, args: command.args };
@@ -166,6 +215,8 @@ async function launchCommand(
     ...opts.sandbox,
     writable: [...opts.sandbox.writable, home],
     readOnly: [...opts.sandbox.readOnly, ...(await executableMounts(executable))],
+    // Fleet's settings files last: they win over an inherited file of the same name.
+    homeOverlay: [...(opts.sandbox.homeOverlay ?? []), ...settingsOverlay],
   };
   const args = [...(await bubblewrapArgs(mounts, cwd)), await realpath(executable), ...command.args];
   return { file: "bwrap", args };

@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { constants } from "node:fs";
-import { access, lstat, mkdir, open, readdir, readlink, realpath, stat, writeFile } from "node:fs/promises";
+import { access, lstat, mkdir, open, readdir, readlink, realpath, rm, stat } from "node:fs/promises";
 import { basename, delimiter, dirname, isAbsolute, join, sep } from "node:path";
 import type { SandboxMode } from "../core/config.ts";
 
@@ -205,15 +205,66 @@ export async function inheritedHomeMounts(
     const info = source ? await stat(source).catch(() => undefined) : undefined;
     if (!source || !info) continue;
     const target = join(agentHome, rel);
-    try {
-      await mkdir(info.isDirectory() ? target : dirname(target), { recursive: true });
-      if (!info.isDirectory()) await writeFile(target, "", { flag: "a" });
-    } catch {
-      continue; // the private HOME holds something else of that name: that path is not inherited
-    }
+    // The private HOME is the agent's (kept across its runs): a symlink it left on the way is not
+    // followed, and that path is then not inherited; neither when something else holds the name.
+    const made = await makeInside(agentHome, rel, info.isDirectory() ? "dir" : "file", {
+      replace: false,
+    }).catch(() => false);
+    if (!made) continue;
     mounts.push({ source, target });
   }
   return mounts;
+}
+
+/**
+ * Makes `rel` inside `root` (a folder an agent can write: its private HOME) a plain folder or file
+ * without following anything the agent left there: every component is checked with lstat and made
+ * with mkdir (which never follows), the file with O_CREAT|O_EXCL|O_NOFOLLOW. A symlink, or an entry of
+ * the wrong kind, on the way is removed with `replace` (the link itself, never what it points at), and
+ * otherwise refused (false). Without `replace` an existing plain file or folder of the right kind is
+ * kept as it is (a mount point); with it, the file is always made anew, holding `content`.
+ * For use while no agent process runs in `root` (between runs).
+ */
+export async function makeInside(
+  root: string,
+  rel: string,
+  kind: "file" | "dir",
+  opts: { replace: boolean; content?: string },
+): Promise<boolean> {
+  const parts = rel.split(sep).filter((p) => p !== "" && p !== ".");
+  if (isAbsolute(rel) || parts.length === 0 || parts.includes("..")) {
+    throw new Error(`${rel} is not a path inside ${root}`);
+  }
+  const top = await lstat(root);
+  if (!top.isDirectory()) throw new Error(`${root} is not a folder`);
+  let dir = root;
+  for (const [i, part] of parts.entries()) {
+    const path = join(dir, part);
+    const last = i === parts.length - 1;
+    const wantDir = !last || kind === "dir";
+    const info = await lstat(path).catch(() => undefined);
+    const fits = info && (wantDir ? info.isDirectory() : info.isFile());
+    if (info && (!fits || (last && !wantDir && opts.replace))) {
+      if (!opts.replace) return false;
+      await rm(path, { recursive: true, force: true });
+    }
+    if (wantDir) {
+      if (!fits) await mkdir(path, { mode: 0o700 });
+    } else if (!fits || opts.replace) {
+      const fh = await open(
+        path,
+        constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+        0o600,
+      );
+      try {
+        await fh.writeFile(opts.content ?? "");
+      } finally {
+        await fh.close();
+      }
+    }
+    dir = path;
+  }
+  return true;
 }
 
 /**
