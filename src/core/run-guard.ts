@@ -1,5 +1,5 @@
 import { CONFIG_FIELDS } from "./config-fields.ts";
-import { contextAfterTurn, overContextLimit } from "./context-windows.ts";
+import { contextAfterTurn, overContextLimit, turnContextTokens } from "./context-windows.ts";
 import { costOf } from "./prices.ts";
 import type { TaskContext } from "./task.ts";
 import { addUsage, emptyUsage, type TokenUsage, totalTokens } from "./usage.ts";
@@ -74,7 +74,7 @@ const on = (limit: number | undefined): limit is number => limit !== undefined &
 /** The guard after a response: its figures added, its tool calls counted, the ceilings and the context checked. */
 export function afterTurn(s: GuardState, turn: GuardTurn, limits: GuardLimits): GuardState {
   const cost = costOf(turn.model, turn.usage);
-  const context = turn.usage.input + turn.usage.cacheRead + turn.usage.cacheWrite;
+  const context = turnContextTokens(turn.usage);
   const calls = { ...s.calls };
   for (const c of turn.toolCalls) {
     const key = `${c.name}\u0000${c.input}`;

@@ -40,21 +40,6 @@ export function poolFor(coder: string, names: readonly string[], state: Credenti
   };
 }
 
-/** The pool with `name` cooling until `until` (a later cooling time already recorded is kept). */
-export function markCooling(pool: CredentialPool, name: string, until: string): CredentialPool {
-  return {
-    ...pool,
-    credentials: pool.credentials.map((c) => {
-      if (c.name !== name) return c;
-      const later =
-        c.coolingUntil !== undefined && Date.parse(c.coolingUntil) > Date.parse(until)
-          ? c.coolingUntil
-          : until;
-      return { name, coolingUntil: later };
-    }),
-  };
-}
-
 /** When the first cooling credential (among `usable` ones) is free again; undefined if none cools. */
 export function earliestReset(
   pool: CredentialPool,

@@ -74,6 +74,7 @@ export function createGatewayRun(opts: GatewayRunOptions) {
   let lastPrint: string | undefined;
   /** Requests admitted and not settled yet. */
   let inFlight = 0;
+  let disposed = false;
   let stopped = false;
   const startedAt = Date.now();
   const pool = opts.pool;
@@ -123,15 +124,7 @@ export function createGatewayRun(opts: GatewayRunOptions) {
     onResponse(r: GatewayResponse) {
       // The turn is metered first: nothing a provider's headers say may keep it from counting.
       if (r.turn?.metered) meter(r.turn);
-      if (!pool) return;
-      try {
-        const tokens = r.turn ? totalTokens(r.turn.usage) : 0;
-        pool.book.record(pool.coder, r.credential, { headers: r.headers, tokens }, opts.clock());
-      } catch (error) {
-        opts.log?.(
-          `${pool.coder}: ${r.credential}'s rate-limit headers were not read: ${(error as Error).message}`,
-        );
-      }
+      if (pool) recordWindows(pool, r, opts.clock(), opts.log);
     },
   };
 
@@ -177,12 +170,66 @@ export function createGatewayRun(opts: GatewayRunOptions) {
         credential: credential.name,
       };
     },
+    /** The run leaves its credential (once; later calls do nothing). */
     dispose() {
+      if (disposed) return;
+      disposed = true;
       pool?.book.move(pool.coder, credential.name, -1);
     },
   };
 }
 export type GatewayRun = ReturnType<typeof createGatewayRun>;
+
+/** What an answer's headers say of its credential's windows, into the pool's book; never throws. */
+function recordWindows(pool: RunPool, r: GatewayResponse, now: Date, log?: (message: string) => void) {
+  try {
+    const tokens = r.turn ? totalTokens(r.turn.usage) : 0;
+    pool.book.record(pool.coder, r.credential, { headers: r.headers, tokens }, now);
+  } catch (error) {
+    log?.(`${pool.coder}: ${r.credential}'s rate-limit headers were not read: ${(error as Error).message}`);
+  }
+}
+
+/** What a worker gives every agent run at the gateway: its limits, its credential pool, its clock. */
+export interface GatewayRunDeps {
+  perTaskLimits?: { tokens?: number; usd?: number };
+  runLimits?: Pick<GuardLimits, "repeatedToolCalls" | "idleTurns" | "maxContextPct">;
+  credentialPool?: RunPool;
+  clock?: () => Date;
+}
+
+/**
+ * An agent run at the gateway as every kind of run has it (a task's plan and work phases, a rebase's
+ * agent): the worker's limits (guardLimitsOf), pool and clock, and what the task spent before it
+ * (`earlier`: its plan phase, a rebase's earlier agent steps) counted against the ceilings.
+ */
+export function gatewayRunFor(
+  deps: GatewayRunDeps,
+  run: Omit<GatewayRunOptions, "limits" | "pool" | "clock" | "earlier"> & {
+    earlier?: Pick<RunTotals, "usage" | "costUsd">;
+  },
+): GatewayRun {
+  const { earlier, ...rest } = run;
+  return createGatewayRun({
+    ...rest,
+    limits: guardLimitsOf(deps),
+    ...(earlier ? { earlier: { usage: earlier.usage, costUsd: earlier.costUsd } } : {}),
+    ...(deps.credentialPool ? { pool: deps.credentialPool } : {}),
+    clock: deps.clock ?? (() => new Date()),
+  });
+}
+
+/**
+ * A run's figures for its report: the gateway's (`metered`) where it metered any, with the agent's
+ * own cost standing in for a model Fleet has no price for; else the agent's own (`own`).
+ */
+export function reportedTotals(
+  metered: RunTotals | undefined,
+  own: RunTotals | undefined,
+): RunTotals | undefined {
+  if (!metered) return own;
+  return metered.costUsd === null && own?.costUsd != null ? { ...metered, costUsd: own.costUsd } : metered;
+}
 
 /**
  * The worktree's state in one hash: what `git status` lists as changed or new, with each file's size

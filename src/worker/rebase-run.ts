@@ -9,7 +9,7 @@ import { parseRepoFullName } from "../github/client.ts";
 import { renderRebased, renderRebaseFailed, renderRebaseNotNeeded } from "../render/rebase-comment.ts";
 import { agentHomeDir, readAgentFile, taskArtifactsDir } from "./artifacts.ts";
 import { runContainedAgent } from "./contained-run.ts";
-import { createGatewayRun, guardLimitsOf } from "./gateway-run.ts";
+import { gatewayRunFor, reportedTotals } from "./gateway-run.ts";
 import { gitIn } from "./git.ts";
 import { type ModelGateway, startModelGateway } from "./model-gateway.ts";
 import { checkOutgoing } from "./outgoing-check.ts";
@@ -256,6 +256,7 @@ async function replayWithAgent(run: RebaseState, wt: Worktree, baseSha: string):
       artifactsDir: run.artifactsDir,
       gateway: run.gateway!,
       onRunToken: run.onRunToken,
+      ...(run.totals ? { earlier: run.totals } : {}),
     });
     run.totals = combineTotals(run.totals, step.totals);
     await cleanAfterAgent(wt);
@@ -331,6 +332,8 @@ async function resolveWithAgent(
     artifactsDir: string;
     gateway: ModelGateway;
     onRunToken: (token: string) => void;
+    /** What the rebase's agent spent in its earlier steps. */
+    earlier?: RunTotals;
   },
 ): Promise<{ totals?: RunTotals; error?: string; summary?: string }> {
   const commit = (
@@ -361,13 +364,12 @@ async function resolveWithAgent(
   let stopped: string | undefined;
   const gatewayRun =
     deps.credential && deps.adapter.upstream
-      ? createGatewayRun({
+      ? gatewayRunFor(deps, {
           phase: "work",
-          limits: guardLimitsOf(deps),
+          // The rebase's earlier agent steps count: the run is held to the ceilings as a whole.
+          ...(at.earlier ? { earlier: at.earlier } : {}),
           credential: deps.credential,
-          ...(deps.credentialPool ? { pool: deps.credentialPool } : {}),
           worktree: tree,
-          clock: deps.clock ?? (() => new Date()),
           onStop: (reason) => {
             stopped = reason;
             stop.abort();
@@ -399,11 +401,7 @@ async function resolveWithAgent(
     gatewayRun?.dispose();
   }
   const own = r.totals && deps.credential ? { ...r.totals, credential: deps.credential.name } : r.totals;
-  const metered = gatewayRun?.totals(spec.model, own?.durationMs ?? 0);
-  const totals =
-    metered && metered.costUsd === null && own?.costUsd != null
-      ? { ...metered, costUsd: own.costUsd }
-      : (metered ?? own);
+  const totals = reportedTotals(gatewayRun?.totals(spec.model, own?.durationMs ?? 0), own);
   if (stopped) return { totals, error: stopped };
   if (r.reason === "completed") return { totals, summary: r.summary };
   const why =

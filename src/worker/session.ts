@@ -1,6 +1,7 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { AgentEvent, AgentInvocation } from "../agents/types.ts";
+import { turnContextTokens } from "../core/context-windows.ts";
 import { secretRedactor } from "../core/redact.ts";
 import type { TaskState } from "../core/task.ts";
 import {
@@ -15,7 +16,7 @@ import { overPerTaskBudget } from "../economy/budgets.ts";
 import { agentHomeDir, LOG_FILE, PLAN_FILE } from "./artifacts.ts";
 import { runContainedAgent } from "./contained-run.ts";
 import { buildContextManifest, writeContextManifest } from "./context-manifest.ts";
-import { createGatewayRun, type GatewayRun, guardLimitsOf } from "./gateway-run.ts";
+import { type GatewayRun, gatewayRunFor, reportedTotals } from "./gateway-run.ts";
 import { buildPrompt } from "./prompt.ts";
 import type { RunAgentResult } from "./run-agent.ts";
 import {
@@ -51,16 +52,22 @@ export async function runPhase(ctx: RunContext, input: PhaseInput): Promise<Phas
   const { phase } = input;
   const setup = await preparePhase(ctx, input);
   const tracker = trackPhase(ctx, phase);
+  const { deps } = ctx;
+  const gatewayRun =
+    deps.credential && ctx.gateway && deps.adapter.upstream
+      ? startGatewayRun(ctx, { wt: input.wt, phase, credential: deps.credential, tracker })
+      : undefined;
   let ran: Awaited<ReturnType<typeof runRotating>>;
   try {
-    ran = await runRotating(ctx, input, setup, tracker);
+    ran = await runRotating(ctx, input, setup, tracker, gatewayRun);
   } finally {
     tracker.dispose();
+    // The run leaves its credential however the agent ended (a throw too); its figures stay readable.
+    gatewayRun?.dispose();
   }
   // The first turn's real cost is the context's real cost: the agent has loaded everything, done nothing yet.
   const first = tracker.firstTurn();
-  if (first)
-    setup.context.firstTurnTokens = (first.input ?? 0) + (first.cacheRead ?? 0) + (first.cacheWrite ?? 0);
+  if (first) setup.context.firstTurnTokens = turnContextTokens(first);
   // The work phase's manifest replaces the plan phase's: it is the one that did the work.
   await writeContextManifest(ctx.artifactsDir, setup.context);
   return phaseResult(ctx, phase, ran, tracker, setup.logFile);
@@ -180,6 +187,7 @@ async function runRotating(
   { wt, notesDir, phase }: PhaseInput,
   setup: Awaited<ReturnType<typeof preparePhase>>,
   tracker: ReturnType<typeof trackPhase>,
+  gatewayRun: GatewayRun | undefined,
 ): Promise<{
   r: RunAgentResult;
   spent?: RunTotals;
@@ -190,10 +198,6 @@ async function runRotating(
   const { invocation } = setup;
   let credential = deps.credential;
   let spent: RunTotals | undefined;
-  const gatewayRun =
-    credential && ctx.gateway && deps.adapter.upstream
-      ? startGatewayRun(ctx, { wt, phase, credential, tracker })
-      : undefined;
   for (;;) {
     let scrub: ((line: string) => string) | undefined;
     // Built at the first line, once this run's gateway token is among the known secrets.
@@ -263,17 +267,13 @@ function startGatewayRun(
   },
 ): GatewayRun {
   const { deps } = ctx;
-  const clock = deps.clock ?? (() => new Date());
   const plan = run.phase === "work" ? ctx.result.planTotals : undefined;
   run.tracker.meteredAtGateway();
-  return createGatewayRun({
+  return gatewayRunFor(deps, {
     phase: run.phase,
-    limits: guardLimitsOf(deps),
-    ...(plan ? { earlier: { usage: plan.usage, costUsd: plan.costUsd } } : {}),
+    ...(plan ? { earlier: plan } : {}),
     credential: run.credential,
-    ...(deps.credentialPool ? { pool: deps.credentialPool } : {}),
     worktree: run.wt,
-    clock,
     onStop: (reason) => run.tracker.stopAt(reason),
     onCredential: (c) => addSecret(ctx, `the credential ${c.name}`, c.value),
     onTurn: (guard) => {
@@ -297,14 +297,8 @@ function phaseResult(
   const agentTotals = spent && credential ? { ...spent, credential: credential.name } : spent;
   // The gateway's figures are the report's; the agent's own account is kept beside them.
   const metered = gatewayRun?.totals(spec.model, agentTotals?.durationMs ?? 0);
-  // A model Fleet has no price for: the agent's own cost, where it reports one, stands in.
-  const wire =
-    metered && metered.costUsd === null && agentTotals?.costUsd != null
-      ? { ...metered, costUsd: agentTotals.costUsd }
-      : metered;
-  gatewayRun?.dispose();
-  if (wire) ctx.result.agentTotals = combineTotals(ctx.result.agentTotals, agentTotals);
-  const totals = wire ?? agentTotals;
+  if (metered) ctx.result.agentTotals = combineTotals(ctx.result.agentTotals, agentTotals);
+  const totals = reportedTotals(metered, agentTotals);
   if (deps.perTaskLimits && !tracker.overBudget && totals) {
     const tokens = tracker.earlier + totalTokens(totals.usage);
     const costUsd = (totals.costUsd ?? 0) + (phase === "work" ? (ctx.result.planTotals?.costUsd ?? 0) : 0);

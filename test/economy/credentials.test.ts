@@ -3,7 +3,6 @@ import { emptyStateDoc } from "../../src/core/state-doc.ts";
 import {
   credentialsState,
   earliestReset,
-  markCooling,
   poolFor,
   recordCooling,
   resetTime,
@@ -13,27 +12,16 @@ const NOW = new Date("2025-03-01T12:00:00Z");
 const later = (s: number) => new Date(NOW.getTime() + s * 1000).toISOString();
 
 describe("credential pool", () => {
-  const pool = poolFor("claude", ["KEY_A", "KEY_B", "KEY_C"], {});
-
-  it("marks one credential cooling and leaves the others free", () => {
-    expect(markCooling(pool, "KEY_A", later(30)).credentials).toEqual([
-      { name: "KEY_A", coolingUntil: later(30) },
-      { name: "KEY_B" },
-      { name: "KEY_C" },
-    ]);
-  });
-
   it("names the earliest reset among the cooling credentials", () => {
-    let p = markCooling(pool, "KEY_A", later(90));
-    p = markCooling(p, "KEY_B", later(30));
-    p = markCooling(p, "KEY_C", later(60));
+    const p = poolFor("claude", ["KEY_A", "KEY_B", "KEY_C"], {
+      claude: {
+        KEY_A: { coolingUntil: later(90) },
+        KEY_B: { coolingUntil: later(30) },
+        KEY_C: { coolingUntil: later(60) },
+      },
+    });
     expect(earliestReset(p, NOW)).toBe(later(30));
     expect(earliestReset(p, NOW, (n) => n !== "KEY_B")).toBe(later(60));
-  });
-
-  it("keeps a later cooling time when marked again with an earlier one", () => {
-    const p = markCooling(markCooling(pool, "KEY_A", later(90)), "KEY_A", later(10));
-    expect(p.credentials[0]).toEqual({ name: "KEY_A", coolingUntil: later(90) });
   });
 });
 

@@ -5,7 +5,13 @@ import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { GuardLimits } from "../../src/core/run-guard.ts";
 import { WindowBook } from "../../src/economy/credential-windows.ts";
-import { createGatewayRun, type GatewayRunOptions, type RunPool } from "../../src/worker/gateway-run.ts";
+import {
+  createGatewayRun,
+  type GatewayRunOptions,
+  gatewayRunFor,
+  type RunPool,
+  reportedTotals,
+} from "../../src/worker/gateway-run.ts";
 import { type ModelGateway, startModelGateway } from "../../src/worker/model-gateway.ts";
 
 interface Answer {
@@ -156,5 +162,60 @@ describe("requests in flight count against the ceilings", () => {
     expect(next.status).toBe(200);
     await next.text();
     expect(stops).toEqual([]);
+  });
+});
+
+describe("one builder for every agent run at the gateway", () => {
+  it("counts what the task spent before the run (a plan phase, a rebase's earlier steps) against the ceilings", async () => {
+    upstream = await startUpstream(() => ({ usage: { input_tokens: 9_000, output_tokens: 1_000 } }));
+    gateway = await startModelGateway();
+    const stops: string[] = [];
+    const earlier = {
+      usage: { input: 30_000, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 },
+      costUsd: 0.09,
+    };
+    const run = gatewayRunFor(
+      { perTaskLimits: { tokens: 35_000 } },
+      { phase: "plan", earlier, credential: { name: "KEY_A", value: "sk" }, onStop: (r) => stops.push(r) },
+    );
+    const grant = gateway.grant(upstream.url, run.credentials, undefined, run.policy);
+    const res = await fetch(`${gateway.url}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": grant.token },
+      body: "{}",
+    });
+    await res.text();
+    expect(stops).toEqual([
+      "stopped: the task used 40,000 tokens, over the per-task ceiling of 35,000 (budgets.per_task_tokens)",
+    ]);
+    // The run's own figures are its report's; the earlier spend is not in them twice.
+    expect(run.totals("m", 1)?.usage.input).toBe(9_000);
+  });
+
+  it("a run leaves its credential once, however often it is disposed (a finally after a normal end)", () => {
+    const book = new WindowBook();
+    const make = () =>
+      createGatewayRun({
+        phase: "plan",
+        limits: {},
+        credential: { name: "KEY_A", value: "sk" },
+        pool: pool(book),
+        clock: () => new Date(),
+        onStop: () => undefined,
+      });
+    const [a] = [make(), make()];
+    expect(book.active("claude", "KEY_A")).toBe(2);
+    a!.dispose();
+    a!.dispose();
+    expect(book.active("claude", "KEY_A")).toBe(1);
+  });
+
+  it("reports the gateway's figures, the agent's own cost standing in where the model has no price", () => {
+    const usage = { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, reasoning: 0 };
+    const metered = { usage, costUsd: null, turns: 1, durationMs: 1, model: "m" };
+    const own = { usage: { ...usage, input: 5 }, costUsd: 0.5, turns: 1, durationMs: 1, model: "m" };
+    expect(reportedTotals(metered, own)).toEqual({ ...metered, costUsd: 0.5 });
+    expect(reportedTotals({ ...metered, costUsd: 0.2 }, own)?.costUsd).toBe(0.2);
+    expect(reportedTotals(undefined, own)).toBe(own);
   });
 });
