@@ -52,6 +52,24 @@ export function contextWindowOf(model: string): ContextWindow {
   return found ? { tokens: found[1], known: true } : { tokens: FALLBACK_CONTEXT_WINDOW, known: false };
 }
 
+/**
+ * The model id a turn's context is measured by: the answer's, marked `[1m]` when the 1M-context beta
+ * was asked for, which the answer's id does not say (Claude answers `claude-sonnet-4-5-...` to a
+ * `sonnet[1m]` run): by the task's configured model (`sonnet[1m]`) or the request's
+ * `anthropic-beta: context-1m-...` header.
+ */
+export function contextModelOf(
+  answered: string,
+  asked: { configured?: string; anthropicBeta?: string | string[] },
+): string {
+  if (answered.trim().toLowerCase().endsWith("[1m]")) return answered;
+  const beta = [asked.anthropicBeta ?? []].flat().join(",");
+  const oneMillion =
+    (asked.configured ?? "").trim().toLowerCase().endsWith("[1m]") ||
+    beta.split(",").some((b) => b.trim().toLowerCase().startsWith("context-1m-"));
+  return oneMillion ? `${answered}[1m]` : answered;
+}
+
 /** One model turn's context: everything it read (input, cache read, cache write); output is not in it yet. */
 export const turnContextTokens = (u: Partial<TokenUsage>): number =>
   (u.input ?? 0) + (u.cacheRead ?? 0) + (u.cacheWrite ?? 0);

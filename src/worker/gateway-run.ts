@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { lstat } from "node:fs/promises";
 import { join } from "node:path";
+import { contextModelOf } from "../core/context-windows.ts";
 import {
   afterTurn,
   beforeRequest,
@@ -13,7 +14,13 @@ import { addUsage, emptyUsage, type RunTotals, type TokenUsage, totalTokens } fr
 import type { WindowBook } from "../economy/credential-windows.ts";
 import type { WireTurn } from "../economy/wire-usage.ts";
 import { gitIn, type WorktreeGitDirs } from "./git.ts";
-import type { GatewayResponse, GrantCredentials, GrantPolicy, NamedCredential } from "./model-gateway.ts";
+import type {
+  GatewayRequest,
+  GatewayResponse,
+  GrantCredentials,
+  GrantPolicy,
+  NamedCredential,
+} from "./model-gateway.ts";
 
 /** The pool a run draws from at the gateway (the credential rotation of economy/rotation.ts). */
 export interface RunPool {
@@ -46,6 +53,8 @@ export interface GatewayRunOptions {
   /** What the task spent before this phase (its plan phase): counted against the ceilings. */
   earlier?: { usage?: TokenUsage; costUsd?: number | null };
   credential: NamedCredential;
+  /** The model the task was configured with (`sonnet[1m]`: its turns are held against the 1M window). */
+  model?: string;
   pool?: RunPool;
   /** The worktree, watched for changes between turns (runaway.idle_turns, repeated calls). */
   worktree?: WorktreeGitDirs;
@@ -123,14 +132,18 @@ export function createGatewayRun(opts: GatewayRunOptions) {
     },
     onResponse(r: GatewayResponse) {
       // The turn is metered first: nothing a provider's headers say may keep it from counting.
-      if (r.turn?.metered) meter(r.turn);
+      if (r.turn?.metered) meter(r.turn, r.request);
       if (pool) recordWindows(pool, r, opts.clock(), opts.log);
     },
   };
 
   /** A metered turn: its figures added to the phase's, then the guard's checks. */
-  function meter(turn: WireTurn) {
-    const turnModel = turn.model ?? model ?? "";
+  function meter(turn: WireTurn, request: GatewayRequest | undefined) {
+    // Measured against the window the run asked for: a `sonnet[1m]` answer names no `[1m]`.
+    const turnModel = contextModelOf(turn.model ?? model ?? "", {
+      configured: opts.model,
+      anthropicBeta: request?.headers["anthropic-beta"],
+    });
     model = turn.model ?? model;
     wire = addUsage(wire, turn.usage);
     turns++;

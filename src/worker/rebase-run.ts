@@ -369,6 +369,7 @@ async function resolveWithAgent(
           // The rebase's earlier agent steps count: the run is held to the ceilings as a whole.
           ...(at.earlier ? { earlier: at.earlier } : {}),
           credential: deps.credential,
+          model: spec.model,
           worktree: tree,
           onStop: (reason) => {
             stopped = reason;

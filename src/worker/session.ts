@@ -273,6 +273,7 @@ function startGatewayRun(
     phase: run.phase,
     ...(plan ? { earlier: plan } : {}),
     credential: run.credential,
+    model: ctx.spec.model,
     worktree: run.wt,
     onStop: (reason) => run.tracker.stopAt(reason),
     onCredential: (c) => addSecret(ctx, `the credential ${c.name}`, c.value),

@@ -7,6 +7,7 @@ import {
 } from "../../src/core/config.ts";
 import {
   contextAfterTurn,
+  contextModelOf,
   contextPercent,
   contextWindowOf,
   FALLBACK_CONTEXT_WINDOW,
@@ -138,5 +139,26 @@ describe("config: max_context_pct and coders.<coder>.home", () => {
     expect(checkOverride(withLimit, "max_context_pct", 0)).toContain("0 would turn it off");
     // The file sets none: config set may set any.
     expect(checkOverride(file({}), "max_context_pct", 95)).toBeUndefined();
+  });
+});
+
+describe("the 1M-context beta, which the answer's model id does not name", () => {
+  it("is read from the task's configured model or the request's anthropic-beta header", () => {
+    const answered = "claude-sonnet-4-5-20250929";
+    expect(contextModelOf(answered, { configured: "sonnet[1m]" })).toBe(`${answered}[1m]`);
+    expect(contextWindowOf(contextModelOf(answered, { configured: "sonnet[1m]" })).tokens).toBe(1_000_000);
+    expect(
+      contextModelOf(answered, {
+        configured: "sonnet",
+        anthropicBeta: "oauth-2025-04-20,context-1m-2025-08-07",
+      }),
+    ).toBe(`${answered}[1m]`);
+    expect(contextModelOf(answered, { configured: "sonnet", anthropicBeta: "oauth-2025-04-20" })).toBe(
+      answered,
+    );
+    expect(contextModelOf(answered, {})).toBe(answered);
+    expect(contextModelOf("claude-sonnet-4-5[1m]", { configured: "sonnet[1m]" })).toBe(
+      "claude-sonnet-4-5[1m]",
+    );
   });
 });

@@ -219,3 +219,29 @@ describe("one builder for every agent run at the gateway", () => {
     expect(reportedTotals(undefined, own)).toBe(own);
   });
 });
+
+describe("the context window a run asked for", () => {
+  const BIG = { input_tokens: 1_000, cache_read_input_tokens: 299_000, output_tokens: 100 };
+
+  it("a sonnet[1m] task is held against 1M, though the answer names claude-sonnet-4-5 without [1m]", async () => {
+    upstream = await startUpstream(() => ({ usage: BIG, model: "claude-sonnet-4-5-20250929" }));
+    const { run, stops, ask } = await gatewayRun({ maxContextPct: 80 }, { model: "sonnet[1m]" });
+    await (await ask()).text();
+    expect(stops).toEqual([]);
+    expect(run.guard.context).toMatchObject({ tokens: 300_000, window: 1_000_000 });
+    expect(run.totals("m", 1)?.model).toBe("claude-sonnet-4-5-20250929");
+  });
+
+  it("so is a request that asks for the context-1m beta; without either, 200k and the limit stops it", async () => {
+    upstream = await startUpstream(() => ({ usage: BIG, model: "claude-sonnet-4-5-20250929" }));
+    const beta = await gatewayRun({ maxContextPct: 80 }, { model: "sonnet" });
+    await (await beta.ask({}, { "anthropic-beta": "oauth-2025-04-20,context-1m-2025-08-07" })).text();
+    expect(beta.stops).toEqual([]);
+    expect(beta.run.guard.context?.window).toBe(1_000_000);
+    await gateway?.close();
+    const plain = await gatewayRun({ maxContextPct: 80 }, { model: "sonnet" });
+    await (await plain.ask()).text();
+    expect(plain.run.guard.context?.window).toBe(200_000);
+    expect(plain.stops[0]).toContain("over max_context_pct 80");
+  });
+});
