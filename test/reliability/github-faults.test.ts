@@ -115,6 +115,12 @@ describe("GitHub faults on write routes", () => {
 
   it("state over git: 5xx and rate limits on fetch and push are retried and no labeled issue is dropped", async () => {
     const { em, mona, issues, label } = await start("git");
+    // The branch exists before the labels, so the app's first read downloads it: a fetch that finds
+    // the branch absent or unmoved makes no upload-pack request for the fault to hit.
+    await createGitHubStateStore({ octokit: mona, owner, repo }).update(({ doc }) => ({
+      doc,
+      message: "seed the state branch",
+    }));
     const mark = em.requests.mark();
     const gitMark = em.gitRequests.mark();
     em.faults.inject({ route: COMMENTS, status: 502, times: 2 });
