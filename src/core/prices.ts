@@ -19,29 +19,55 @@ const p = (input: number, output: number, cacheRead: number, cacheWrite: number)
 });
 
 /**
- * By model id prefix, most specific first. Anthropic: cache write is the 5-minute write (1.25x input),
- * cache read 0.1x input. OpenAI: cached input as published; no separate cache-write charge.
+ * By model id: an id is priced by an entry it starts with when what follows is nothing, a date
+ * (`-20250514`, `-2025-08-07`), `-latest` or a `-preview...`/`-exp...` tag; any other variant
+ * (`o3-pro`, `gpt-5-pro`, `o3-deep-research`) is a different model with its own price, so it is
+ * unpriced unless listed itself, never charged its base model's price. Anthropic: cache write is the
+ * 5-minute write (1.25x input), cache read 0.1x input. OpenAI: cached input as published; no separate
+ * cache-write charge; models without prompt caching (the -pro ones) charge cached input as input.
  * Gemini: the prices for prompts up to 200k tokens.
+ * Sources: https://docs.claude.com/en/docs/about-claude/pricing, https://platform.openai.com/docs/pricing,
+ * https://ai.google.dev/gemini-api/docs/pricing.
  */
 const PRICES: ReadonlyArray<readonly [prefix: string, price: Price]> = [
-  // Opus 4 and 4.1 (claude-opus-4-20250514, claude-opus-4-1-...) and Claude 3 Opus; later Opus below.
+  // Opus 4 and 4.1 (claude-opus-4-20250514, claude-opus-4-1-...) and Claude 3 Opus; later Opus by family.
   ["claude-opus-4-1", p(15, 75, 1.5, 18.75)],
   ["claude-opus-4-0", p(15, 75, 1.5, 18.75)],
-  ["claude-opus-4-2025", p(15, 75, 1.5, 18.75)],
+  ["claude-opus-4", p(15, 75, 1.5, 18.75)],
   ["claude-3-opus", p(15, 75, 1.5, 18.75)],
   ["claude-3-5-haiku", p(0.8, 4, 0.08, 1)],
   ["claude-3-haiku", p(0.25, 1.25, 0.03, 0.3)],
+  ["gpt-5-pro", p(15, 120, 15, 0)],
   ["gpt-5-mini", p(0.25, 2, 0.025, 0)],
   ["gpt-5-nano", p(0.05, 0.4, 0.005, 0)],
+  ["gpt-5-codex-mini", p(0.25, 2, 0.025, 0)],
+  ["gpt-5-codex", p(1.25, 10, 0.125, 0)],
+  ["gpt-5-chat-latest", p(1.25, 10, 0.125, 0)],
   ["gpt-5", p(1.25, 10, 0.125, 0)],
+  ["gpt-5.1-codex-mini", p(0.25, 2, 0.025, 0)],
+  ["gpt-5.1-codex-max", p(1.25, 10, 0.125, 0)],
+  ["gpt-5.1-codex", p(1.25, 10, 0.125, 0)],
+  ["gpt-5.1", p(1.25, 10, 0.125, 0)],
   ["codex-mini", p(1.5, 6, 0.375, 0)],
-  ["o4-mini", p(1.1, 4.4, 0.275, 0)],
+  ["o1-pro", p(150, 600, 150, 0)],
+  ["o1-mini", p(1.1, 4.4, 0.55, 0)],
+  ["o1", p(15, 60, 7.5, 0)],
+  ["o3-pro", p(20, 80, 20, 0)],
+  ["o3-mini", p(1.1, 4.4, 0.55, 0)],
   ["o3", p(2, 8, 0.5, 0)],
+  ["o4-mini", p(1.1, 4.4, 0.275, 0)],
+  ["gpt-4.1-mini", p(0.4, 1.6, 0.1, 0)],
+  ["gpt-4.1-nano", p(0.1, 0.4, 0.025, 0)],
   ["gpt-4.1", p(2, 8, 0.5, 0)],
+  ["gpt-4o-mini", p(0.15, 0.6, 0.075, 0)],
   ["gpt-4o", p(2.5, 10, 1.25, 0)],
   ["gemini-2.5-pro", p(1.25, 10, 0.31, 0)],
+  ["gemini-2.5-flash-lite", p(0.1, 0.4, 0.025, 0)],
   ["gemini-2.5-flash", p(0.3, 2.5, 0.075, 0)],
 ];
+
+/** What may follow a listed id and still be that model: a date, `-latest`, a preview or experiment tag. */
+const SAME_MODEL = /^(-\d{8}|-\d{4}-\d{2}-\d{2}|-latest|-(preview|exp)([-.\w]*)?)?$/;
 
 /**
  * Claude models by family, for ids the table above does not name (newer versions such as
@@ -61,7 +87,7 @@ export function priceOf(model: string): Price | undefined {
     .replace(/\[1m\]$/, "");
   const bare = id.slice(id.lastIndexOf("/") + 1);
   return (
-    PRICES.find(([prefix]) => bare.startsWith(prefix))?.[1] ??
+    PRICES.find(([prefix]) => bare.startsWith(prefix) && SAME_MODEL.test(bare.slice(prefix.length)))?.[1] ??
     CLAUDE_FAMILIES.find(([family]) => bare.includes(family))?.[1]
   );
 }
