@@ -188,10 +188,7 @@ export async function resolveTarget(
   if (!isDir) throw new UsageError(`--repo-path ${repoPath} is not a directory.`);
   const name = localRepoName(repoPath);
   const store = createLocalStateStore({ home });
-  const loadConfig = async (): Promise<ConfigLoad> => {
-    const text = await readFile(join(repoPath, FLEET_CONFIG_PATH), "utf8").catch(() => "");
-    return parseFleetConfig(text);
-  };
+  const loadConfig = async (): Promise<ConfigLoad> => parseFleetConfig(await committedFleetYml(repoPath));
   const fileConfig = async () => {
     const r = await loadConfig();
     return { config: r.ok ? r.config : defaultFleetConfig(), problems: problemsOf(r) };
@@ -212,6 +209,55 @@ export async function resolveTarget(
     config: async (doc) => effectiveConfig((await fileConfig()).config, doc),
     queue: cliQueues(octokit, repo, store, "local"),
   };
+}
+
+const gitAt = (cwd: string, args: string[]) =>
+  execa("git", args, { cwd, reject: false, stripFinalNewline: true }).then((r) => ({
+    ok: r.exitCode === 0,
+    out: String(r.stdout ?? "").trim(),
+  }));
+
+/**
+ * The branch local mode reads `.github/fleet.yml` from, as GitHub reads it from the default branch:
+ * the branch `origin/HEAD` names, else git's `init.defaultBranch`, else `main`, else `master` (each
+ * only when this repository has it as a branch), else the branch checked out unless it is a task's
+ * `fleet/*` branch. Undefined when none of them is there.
+ */
+export async function localDefaultBranch(repoPath: string): Promise<string | undefined> {
+  const has = async (name: string) =>
+    name !== "" &&
+    !name.startsWith("fleet/") &&
+    (await gitAt(repoPath, ["rev-parse", "--verify", "-q", `refs/heads/${name}^{commit}`])).ok;
+  const origin = await gitAt(repoPath, ["symbolic-ref", "-q", "--short", "refs/remotes/origin/HEAD"]);
+  const candidates = [
+    origin.ok ? origin.out.replace(/^origin\//, "") : "",
+    (await gitAt(repoPath, ["config", "--get", "init.defaultBranch"])).out,
+    "main",
+    "master",
+  ];
+  for (const name of candidates) if (await has(name)) return name;
+  const head = await gitAt(repoPath, ["symbolic-ref", "-q", "--short", "HEAD"]);
+  return head.ok && (await has(head.out)) ? head.out : undefined;
+}
+
+/**
+ * `.github/fleet.yml` as committed on the repository's default branch (`localDefaultBranch`), never
+ * as the working tree holds it: the branch checked out may be a task's, which its agent wrote, and the
+ * file decides how agents run (`sandbox`, `credentials`, `home`, who may dispatch). An edit takes effect
+ * once committed there. "" (the defaults) when that branch has no such file or the repository has no
+ * such branch; a folder that is no git repository at all is read as it is.
+ */
+async function committedFleetYml(repoPath: string): Promise<string> {
+  if (!(await gitAt(repoPath, ["rev-parse", "--git-dir"])).ok)
+    return readFile(join(repoPath, FLEET_CONFIG_PATH), "utf8").catch(() => "");
+  const branch = await localDefaultBranch(repoPath);
+  if (!branch) return "";
+  const r = await execa("git", ["cat-file", "blob", `refs/heads/${branch}:${FLEET_CONFIG_PATH}`], {
+    cwd: repoPath,
+    reject: false,
+    stripFinalNewline: false,
+  });
+  return r.exitCode === 0 ? String(r.stdout) : "";
 }
 
 /** The name local mode gives the repository at `path`: `local/<name>` is its `full` name. */
