@@ -57,19 +57,25 @@ export function belongsTo(task: Task, doc: FleetStateDoc, path: string): boolean
   return recorded ? recorded.path === path : task.repo === `local/${localRepoName(path)}`;
 }
 
+/**
+ * The target a worker for the repository at `path` runs with: named `<name>-<hash of path>`, which
+ * names its clone cache (`repos/local/<name>-<hash>.git`). Keyed by the path alone, so two folders of
+ * one name never share a cache, whichever `fleet run` (or restart, in whatever order) serves them.
+ */
+export function cacheKeyed(target: LocalTarget, path: string): LocalTarget {
+  const repo = `${localRepoName(path)}-${createHash("sha256").update(path).digest("hex").slice(0, 8)}`;
+  return { ...target, repo: { owner: "local", repo }, full: `local/${repo}` };
+}
+
 export async function startLocalPool(opts: LocalPoolOptions): Promise<WorkerPool> {
   const workers = new Map<string, LocalWorker>();
   const refused = new Set<string>();
   const said = new Set<string>();
-  const names = new Set<string>();
   const add = async (path: string) => {
-    let target = (await resolveTarget({ ...opts.flags, local: true, "repo-path": path })) as LocalTarget;
-    // The worker's clone cache is named after the repository: two folders of one name get two caches.
-    if (names.has(target.full)) {
-      const repo = `${target.repo.repo}-${createHash("sha256").update(path).digest("hex").slice(0, 8)}`;
-      target = { ...target, repo: { owner: "local", repo }, full: `local/${repo}` };
-    }
-    names.add(target.full);
+    const target = cacheKeyed(
+      (await resolveTarget({ ...opts.flags, local: true, "repo-path": path })) as LocalTarget,
+      path,
+    );
     workers.set(path, await opts.start(target, (task, doc) => belongsTo(task, doc, path)));
     opts.print(`serving ${path}`);
   };

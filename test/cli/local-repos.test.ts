@@ -244,10 +244,73 @@ describe("fleet CLI, local mode, one queue for two repositories", () => {
       // Each has its own clone cache: a shared one would mix the two repositories' branches.
       const caches = (await readdir(join(h.dir, "work", "repos", "local"))).filter((d) => d.endsWith(".git"));
       expect(caches).toHaveLength(2);
+      for (const c of caches) expect(c).toMatch(/^app-[0-9a-f]{8}\.git$/);
       for (const [i, dir] of twins.entries()) {
         const branch = (await git(dir, "branch", "--list", "fleet/*", "--format=%(refname:short)")).trim();
         const files = (await git(dir, "ls-tree", "--name-only", branch)).split("\n");
         expect(files).toEqual(expect.arrayContaining(["AGENT.md", `ONLY_${i}.md`]));
+        expect(files).not.toContain(`ONLY_${1 - i}.md`);
+      }
+    } finally {
+      await rm(parent, { recursive: true, force: true });
+      await h.cleanup();
+    }
+  }, 180_000);
+
+  it("two repositories with the same folder name served by separate fleet run processes keep separate clone caches", async () => {
+    const parent = await mkdtemp(join(tmpdir(), "fleet-cli-twins-"));
+    const h = await tempHome();
+    try {
+      const twins = [join(parent, "one", "app"), join(parent, "two", "app")];
+      const e = { ...env, FLEET_HOME: h.dir };
+      const caches = async () =>
+        (await readdir(join(h.dir, "work", "repos", "local"))).filter((d) => d.endsWith(".git")).sort();
+      const seen: string[][] = [];
+      // The second folder first, each by its own process (as after a restart in another order).
+      for (const [i, dir] of [...twins.entries()].reverse()) {
+        await execa("mkdir", ["-p", join(dir, ".github")]);
+        await git(dir, "init", "-q", "-b", "main");
+        await writeFile(join(dir, `ONLY_${i}.md`), `${i}\n`);
+        await writeFile(join(dir, ".github", "fleet.yml"), FLEET_YML);
+        await git(dir, "add", "-A");
+        await git(dir, "commit", "-q", "-m", "init");
+        const created = await fleet(["bd", "create", "--title", "Add AGENT.md", "--description", "d"], {
+          cwd: dir,
+          env: e,
+        });
+        expect(created.exitCode, created.stderr).toBe(0);
+        const model = await startAnthropicScriptServer({ turns: writes("AGENT.md", `made in ${i}`) });
+        try {
+          const run = await fleet(
+            [
+              "run",
+              "--until-idle",
+              "--poll",
+              "300",
+              "--repo-path",
+              dir,
+              "--model-base-url",
+              model.url,
+              "--agent-env",
+              "CLAUDE_CODE_MAX_RETRIES=0",
+            ],
+            { cwd: dir, env: e },
+          );
+          expect(run.exitCode, run.stderr).toBe(0);
+          expect(model.played).toBe(2);
+        } finally {
+          await model.stop();
+        }
+        seen.push(await caches());
+      }
+      expect(seen[0]).toHaveLength(1);
+      expect(seen[1]).toHaveLength(2);
+      expect(seen[1]).toEqual(expect.arrayContaining(seen[0]!));
+      for (const [i, dir] of twins.entries()) {
+        const branch = (await git(dir, "branch", "--list", "fleet/*", "--format=%(refname:short)")).trim();
+        expect(await git(dir, "show", `${branch}:AGENT.md`)).toBe(`made in ${i}`);
+        const files = (await git(dir, "ls-tree", "--name-only", branch)).split("\n");
+        expect(files).toContain(`ONLY_${i}.md`);
         expect(files).not.toContain(`ONLY_${1 - i}.md`);
       }
     } finally {
