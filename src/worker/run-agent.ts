@@ -1,5 +1,5 @@
 import { createWriteStream } from "node:fs";
-import { mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import type { AgentAdapter, AgentCommand, AgentEvent, AgentInvocation } from "../agents/types.ts";
@@ -168,6 +168,8 @@ async function writeHomeFiles(
       throw new Error(`agent settings file ${file.path} is outside the agent's HOME`);
   }
   if (files.length === 0) return { overlay: [] };
+  // HOME itself is the worker's choice (the agent cannot replace the folder, only what is in it).
+  await mkdir(home, { recursive: true });
   if (!sandbox) {
     for (const file of files)
       await makeInside(home, relative(home, join(home, file.path)), "file", {
