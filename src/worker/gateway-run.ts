@@ -13,7 +13,7 @@ import {
 import { addUsage, emptyUsage, type RunTotals, type TokenUsage, totalTokens } from "../core/usage.ts";
 import type { WindowBook } from "../economy/credential-windows.ts";
 import type { WireTurn } from "../economy/wire-usage.ts";
-import { gitIn, type WorktreeGitDirs } from "./git.ts";
+import { gitIn, IGNORE_SUBMODULES, type WorktreeGitDirs } from "./git.ts";
 import type {
   GatewayRequest,
   GatewayResponse,
@@ -248,14 +248,17 @@ export function reportedTotals(
  * The worktree's state in one hash: what `git status` lists as changed or new, with each file's size
  * and modification time (a file edited again changes its time). Undefined when git cannot tell.
  */
-async function worktreePrint(wt: WorktreeGitDirs): Promise<string | undefined> {
+export async function worktreePrint(wt: WorktreeGitDirs): Promise<string | undefined> {
   try {
+    // The agent is running and may have filled a submodule's folder with a repository of its own:
+    // git must not look into it (its config's filter drivers would run here, outside the sandbox).
     const { stdout } = await gitIn(wt, [
       "--no-optional-locks",
       "status",
       "--porcelain=v1",
       "-z",
       "--untracked-files=all",
+      IGNORE_SUBMODULES,
     ]);
     const hash = createHash("sha256").update(stdout);
     for (const entry of stdout.split("\0")) {
