@@ -29,8 +29,9 @@ before anything moves, naming the files to move.
 Against GitHub, merge the pull request there; the Fleet app marks the task done.
 
 The base is the one the task's local pull request names (the branch its run started from), else the
-branch recorded when its issue was created (\`fleet bd show\`). --base <branch> names it instead: for a
-task created before Fleet recorded it.
+one recorded when its issue was created (\`fleet bd create\` records the branch checked out then).
+--base <branch> names it instead: for a task created before Fleet recorded it. The task's own branch
+is never its base.
 
 <id> is a task id (fl-a3f) or an issue (#12: its latest task; in an A/B run name the side's task).
 Exit codes: 0 merged, 1 not merged (a conflict: rebase queued; or an error), 2 usage, 3 not found.
