@@ -35,9 +35,9 @@ export function abSides(tasks: readonly Task[], issue: number): Task[] {
       latest.set(key, t);
   }
   if (latest.size < 2) return [];
-  return [...latest.values()].sort(
-    (a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id),
-  );
+  // Sides queued together (one `fleet bd create --ab`) share createdAt: the stable sort keeps the
+  // order they were queued in, which is the state document's (its task ids are random).
+  return [...latest.values()].sort((a, b) => a.createdAt.localeCompare(b.createdAt));
 }
 
 const RECORDED = new Set(["pr-open", "done"]);

@@ -54,6 +54,12 @@ describe("A/B sides", () => {
     expect(abSides([a, other], 7)).toEqual([]);
   });
 
+  it("queued together (one create with several sides), keep the order they were queued in, whatever their ids", () => {
+    const first = task("fl-z", "claude", "sonnet");
+    const second = task("fl-a", "claude", "opus");
+    expect(abSides([first, second], 7).map((t) => t.id)).toEqual(["fl-z", "fl-a"]);
+  });
+
   it("are finished when each has the worker's record of its attempt, or failed or was cancelled", () => {
     const recorded = (t: Task): Task => ({ ...t, attempts: 1, result: { attempt: 1 } });
     const a = recorded(task("fl-a", "claude", "opus", { state: "pr-open" }));
