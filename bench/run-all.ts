@@ -142,7 +142,7 @@ const rows: Array<[string, string, string, string]> = [
   ],
   [
     "the same, first task after the app and worker start",
-    `${lifecycle.firstTask.restCalls} REST + ${lifecycle.firstTask.tokenMints} token mints, ${lifecycle.firstTask.contentCreating} content-creating, ${lifecycle.firstTask.stateWrites} state commits, ${lifecycle.firstTask.gitRequestsPerTask} git requests (+ ${lifecycle.firstTask.gitIdlePollRequests} of polls)`,
+    `${lifecycle.firstTask.restCalls} REST + ${lifecycle.firstTask.tokenMints} token mint${lifecycle.firstTask.tokenMints === 1 ? "" : "s"}, ${lifecycle.firstTask.contentCreating} content-creating, ${lifecycle.firstTask.stateWrites} state commits, ${lifecycle.firstTask.gitRequestsPerTask} git requests (+ ${lifecycle.firstTask.gitIdlePollRequests} of polls)`,
     "none: once per process (config read, token, first fetch)",
     "",
   ],
