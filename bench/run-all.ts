@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { runBurst } from "./burst.ts";
 import { runGatewayBench } from "./gateway.ts";
-import { runLifecycle } from "./lifecycle.ts";
+import { printLifecycle, runLifecycle } from "./lifecycle.ts";
 import { runMemory } from "./memory.ts";
 import { runWorkerBench } from "./worker.ts";
 
@@ -46,6 +46,8 @@ const casEmu = (await json("cas.json")).github;
 const memory = await timed("memory", () => runMemory());
 const worker = await timed("worker", () => runWorkerBench());
 const lifecycle = await timed("lifecycle", () => runLifecycle());
+// Where each request of a task goes (also in latest.json: lifecycle.byRoute, lifecycle.gitOperations).
+printLifecycle(lifecycle, (line) => process.stderr.write(`  ${line}\n`));
 const burst = await timed("burst", () => runBurst({ issues, seconds: 10, cap: 10 }));
 const gateway = await timed("gateway", () => runGatewayBench());
 
