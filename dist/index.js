@@ -18,9 +18,9 @@ var __export = (target, all) => {
 };
 var __copyProps = (to, from, except, desc) => {
   if (from && typeof from === "object" || typeof from === "function") {
-    for (let key of __getOwnPropNames(from))
-      if (!__hasOwnProp.call(to, key) && key !== except)
-        __defProp(to, key, { get: () => from[key], enumerable: !(desc = __getOwnPropDesc(from, key)) || desc.enumerable });
+    for (let key2 of __getOwnPropNames(from))
+      if (!__hasOwnProp.call(to, key2) && key2 !== except)
+        __defProp(to, key2, { get: () => from[key2], enumerable: !(desc = __getOwnPropDesc(from, key2)) || desc.enumerable });
   }
   return to;
 };
@@ -804,9 +804,9 @@ var require_constants = __commonJS({
       "X-XSS-Protection"
     ];
     for (let i2 = 0; i2 < wellknownHeaderNames.length; ++i2) {
-      const key = wellknownHeaderNames[i2];
-      const lowerCasedKey = key.toLowerCase();
-      headerNameLowerCasedRecord[key] = headerNameLowerCasedRecord[lowerCasedKey] = lowerCasedKey;
+      const key2 = wellknownHeaderNames[i2];
+      const lowerCasedKey = key2.toLowerCase();
+      headerNameLowerCasedRecord[key2] = headerNameLowerCasedRecord[lowerCasedKey] = lowerCasedKey;
     }
     Object.setPrototypeOf(headerNameLowerCasedRecord, null);
     module2.exports = {
@@ -840,16 +840,16 @@ var require_tree = __commonJS({
        * @param {any} value
        * @param {number} index
        */
-      constructor(key, value, index) {
-        if (index === void 0 || index >= key.length) {
+      constructor(key2, value, index) {
+        if (index === void 0 || index >= key2.length) {
           throw new TypeError("Unreachable");
         }
-        const code2 = this.code = key.charCodeAt(index);
+        const code2 = this.code = key2.charCodeAt(index);
         if (code2 > 127) {
           throw new TypeError("key must be ascii string");
         }
-        if (key.length !== ++index) {
-          this.middle = new _TstNode(key, value, index);
+        if (key2.length !== ++index) {
+          this.middle = new _TstNode(key2, value, index);
         } else {
           this.value = value;
         }
@@ -858,15 +858,15 @@ var require_tree = __commonJS({
        * @param {string} key
        * @param {any} value
        */
-      add(key, value) {
-        const length = key.length;
+      add(key2, value) {
+        const length = key2.length;
         if (length === 0) {
           throw new TypeError("Unreachable");
         }
         let index = 0;
         let node2 = this;
         while (true) {
-          const code2 = key.charCodeAt(index);
+          const code2 = key2.charCodeAt(index);
           if (code2 > 127) {
             throw new TypeError("key must be ascii string");
           }
@@ -877,20 +877,20 @@ var require_tree = __commonJS({
             } else if (node2.middle !== null) {
               node2 = node2.middle;
             } else {
-              node2.middle = new _TstNode(key, value, index);
+              node2.middle = new _TstNode(key2, value, index);
               break;
             }
           } else if (node2.code < code2) {
             if (node2.left !== null) {
               node2 = node2.left;
             } else {
-              node2.left = new _TstNode(key, value, index);
+              node2.left = new _TstNode(key2, value, index);
               break;
             }
           } else if (node2.right !== null) {
             node2 = node2.right;
           } else {
-            node2.right = new _TstNode(key, value, index);
+            node2.right = new _TstNode(key2, value, index);
             break;
           }
         }
@@ -899,12 +899,12 @@ var require_tree = __commonJS({
        * @param {Uint8Array} key
        * @return {TstNode | null}
        */
-      search(key) {
-        const keylength = key.length;
+      search(key2) {
+        const keylength = key2.length;
         let index = 0;
         let node2 = this;
         while (node2 !== null && index < keylength) {
-          let code2 = key[index];
+          let code2 = key2[index];
           if (code2 <= 90 && code2 >= 65) {
             code2 |= 32;
           }
@@ -929,25 +929,25 @@ var require_tree = __commonJS({
        * @param {string} key
        * @param {any} value
        * */
-      insert(key, value) {
+      insert(key2, value) {
         if (this.node === null) {
-          this.node = new TstNode(key, value, 0);
+          this.node = new TstNode(key2, value, 0);
         } else {
-          this.node.add(key, value);
+          this.node.add(key2, value);
         }
       }
       /**
        * @param {Uint8Array} key
        * @return {any}
        */
-      lookup(key) {
-        return this.node?.search(key)?.value ?? null;
+      lookup(key2) {
+        return this.node?.search(key2)?.value ?? null;
       }
     };
     var tree = new TernarySearchTree();
     for (let i2 = 0; i2 < wellknownHeaderNames.length; ++i2) {
-      const key = headerNameLowerCasedRecord[wellknownHeaderNames[i2]];
-      tree.insert(key, key);
+      const key2 = headerNameLowerCasedRecord[wellknownHeaderNames[i2]];
+      tree.insert(key2, key2);
     }
     module2.exports = {
       TernarySearchTree,
@@ -1171,20 +1171,20 @@ var require_util = __commonJS({
     function parseHeaders(headers, obj2) {
       if (obj2 === void 0) obj2 = {};
       for (let i2 = 0; i2 < headers.length; i2 += 2) {
-        const key = headerNameToString(headers[i2]);
-        let val = obj2[key];
+        const key2 = headerNameToString(headers[i2]);
+        let val = obj2[key2];
         if (val) {
           if (typeof val === "string") {
             val = [val];
-            obj2[key] = val;
+            obj2[key2] = val;
           }
           val.push(headers[i2 + 1].toString("utf8"));
         } else {
           const headersValue = headers[i2 + 1];
           if (typeof headersValue === "string") {
-            obj2[key] = headersValue;
+            obj2[key2] = headersValue;
           } else {
-            obj2[key] = Array.isArray(headersValue) ? headersValue.map((x) => x.toString("utf8")) : headersValue.toString("utf8");
+            obj2[key2] = Array.isArray(headersValue) ? headersValue.map((x) => x.toString("utf8")) : headersValue.toString("utf8");
           }
         }
       }
@@ -1198,22 +1198,22 @@ var require_util = __commonJS({
       const ret = new Array(len);
       let hasContentLength = false;
       let contentDispositionIdx = -1;
-      let key;
+      let key2;
       let val;
       let kLen = 0;
-      for (let n4 = 0; n4 < headers.length; n4 += 2) {
-        key = headers[n4];
-        val = headers[n4 + 1];
-        typeof key !== "string" && (key = key.toString());
+      for (let n5 = 0; n5 < headers.length; n5 += 2) {
+        key2 = headers[n5];
+        val = headers[n5 + 1];
+        typeof key2 !== "string" && (key2 = key2.toString());
         typeof val !== "string" && (val = val.toString("utf8"));
-        kLen = key.length;
-        if (kLen === 14 && key[7] === "-" && (key === "content-length" || key.toLowerCase() === "content-length")) {
+        kLen = key2.length;
+        if (kLen === 14 && key2[7] === "-" && (key2 === "content-length" || key2.toLowerCase() === "content-length")) {
           hasContentLength = true;
-        } else if (kLen === 19 && key[7] === "-" && (key === "content-disposition" || key.toLowerCase() === "content-disposition")) {
-          contentDispositionIdx = n4 + 1;
+        } else if (kLen === 19 && key2[7] === "-" && (key2 === "content-disposition" || key2.toLowerCase() === "content-disposition")) {
+          contentDispositionIdx = n5 + 1;
         }
-        ret[n4] = key;
-        ret[n4 + 1] = val;
+        ret[n5] = key2;
+        ret[n5 + 1] = val;
       }
       if (hasContentLength && contentDispositionIdx !== -1) {
         ret[contentDispositionIdx] = Buffer.from(ret[contentDispositionIdx]).toString("latin1");
@@ -1780,11 +1780,11 @@ var require_request = __commonJS({
           }
         } else if (headers && typeof headers === "object") {
           if (headers[Symbol.iterator]) {
-            for (const header of headers) {
-              if (!Array.isArray(header) || header.length !== 2) {
+            for (const header2 of headers) {
+              if (!Array.isArray(header2) || header2.length !== 2) {
                 throw new InvalidArgumentError("headers must be in key-value pair format");
               }
-              processHeader(this, header[0], header[1]);
+              processHeader(this, header2[0], header2[1]);
             }
           } else {
             const keys = Object.keys(headers);
@@ -1953,20 +1953,20 @@ var require_request = __commonJS({
           this.endHandler = null;
         }
       }
-      addHeader(key, value) {
-        processHeader(this, key, value);
+      addHeader(key2, value) {
+        processHeader(this, key2, value);
         return this;
       }
     };
-    function processHeader(request2, key, val) {
+    function processHeader(request2, key2, val) {
       if (val && (typeof val === "object" && !Array.isArray(val))) {
-        throw new InvalidArgumentError(`invalid ${key} header`);
+        throw new InvalidArgumentError(`invalid ${key2} header`);
       } else if (val === void 0) {
         return;
       }
-      let headerName = headerNameLowerCasedRecord[key];
+      let headerName = headerNameLowerCasedRecord[key2];
       if (headerName === void 0) {
-        headerName = key.toLowerCase();
+        headerName = key2.toLowerCase();
         if (headerNameLowerCasedRecord[headerName] === void 0 && !isValidHTTPToken(headerName)) {
           throw new InvalidArgumentError("invalid header key");
         }
@@ -1976,17 +1976,17 @@ var require_request = __commonJS({
         for (let i2 = 0; i2 < val.length; i2++) {
           if (typeof val[i2] === "string") {
             if (!isValidHeaderValue(val[i2])) {
-              throw new InvalidArgumentError(`invalid ${key} header`);
+              throw new InvalidArgumentError(`invalid ${key2} header`);
             }
             arr2.push(val[i2]);
           } else if (val[i2] === null) {
             arr2.push("");
           } else if (typeof val[i2] === "object") {
-            throw new InvalidArgumentError(`invalid ${key} header`);
+            throw new InvalidArgumentError(`invalid ${key2} header`);
           } else {
             const str2 = `${val[i2]}`;
             if (!isValidHeaderValue(str2)) {
-              throw new InvalidArgumentError(`invalid ${key} header`);
+              throw new InvalidArgumentError(`invalid ${key2} header`);
             }
             arr2.push(str2);
           }
@@ -1994,14 +1994,14 @@ var require_request = __commonJS({
         val = arr2;
       } else if (typeof val === "string") {
         if (!isValidHeaderValue(val)) {
-          throw new InvalidArgumentError(`invalid ${key} header`);
+          throw new InvalidArgumentError(`invalid ${key2} header`);
         }
       } else if (val === null) {
         val = "";
       } else {
         val = `${val}`;
         if (!isValidHeaderValue(val)) {
-          throw new InvalidArgumentError(`invalid ${key} header`);
+          throw new InvalidArgumentError(`invalid ${key2} header`);
         }
       }
       if (headerName === "host") {
@@ -2022,7 +2022,7 @@ var require_request = __commonJS({
         }
       } else if (request2.contentType === null && headerName === "content-type") {
         request2.contentType = val;
-        request2.headers.push(key, val);
+        request2.headers.push(key2, val);
       } else if (headerName === "transfer-encoding" || headerName === "keep-alive" || headerName === "upgrade") {
         throw new InvalidArgumentError(`invalid ${headerName} header`);
       } else if (headerName === "connection") {
@@ -2036,7 +2036,7 @@ var require_request = __commonJS({
       } else if (headerName === "expect") {
         throw new NotSupportedError("expect header not supported");
       } else {
-        request2.headers.push(key, val);
+        request2.headers.push(key2, val);
       }
     }
     module2.exports = Request;
@@ -2158,9 +2158,9 @@ var require_dispatcher_base = __commonJS({
       }
       close(callback) {
         if (callback === void 0) {
-          return new Promise((resolve2, reject) => {
+          return new Promise((resolve3, reject) => {
             this.close((err, data) => {
-              return err ? reject(err) : resolve2(data);
+              return err ? reject(err) : resolve3(data);
             });
           });
         }
@@ -2198,12 +2198,12 @@ var require_dispatcher_base = __commonJS({
           err = null;
         }
         if (callback === void 0) {
-          return new Promise((resolve2, reject) => {
+          return new Promise((resolve3, reject) => {
             this.destroy(err, (err2, data) => {
               return err2 ? (
                 /* istanbul ignore next: should never error */
                 reject(err2)
-              ) : resolve2(data);
+              ) : resolve3(data);
             });
           });
         }
@@ -2524,13 +2524,13 @@ var require_connect = __commonJS({
         constructor(maxCachedSessions) {
           this._maxCachedSessions = maxCachedSessions;
           this._sessionCache = /* @__PURE__ */ new Map();
-          this._sessionRegistry = new global.FinalizationRegistry((key) => {
+          this._sessionRegistry = new global.FinalizationRegistry((key2) => {
             if (this._sessionCache.size < this._maxCachedSessions) {
               return;
             }
-            const ref = this._sessionCache.get(key);
+            const ref = this._sessionCache.get(key2);
             if (ref !== void 0 && ref.deref() === void 0) {
-              this._sessionCache.delete(key);
+              this._sessionCache.delete(key2);
             }
           });
         }
@@ -2694,10 +2694,10 @@ var require_utils = __commonJS({
     exports2.enumToMap = void 0;
     function enumToMap(obj2) {
       const res = {};
-      Object.keys(obj2).forEach((key) => {
-        const value = obj2[key];
+      Object.keys(obj2).forEach((key2) => {
+        const value = obj2[key2];
         if (typeof value === "number") {
-          res[key] = value;
+          res[key2] = value;
         }
       });
       return res;
@@ -2874,9 +2874,9 @@ var require_constants2 = __commonJS({
     ];
     exports2.METHOD_MAP = utils_1.enumToMap(METHODS);
     exports2.H_METHOD_MAP = {};
-    Object.keys(exports2.METHOD_MAP).forEach((key) => {
-      if (/^H/.test(key)) {
-        exports2.H_METHOD_MAP[key] = exports2.METHOD_MAP[key];
+    Object.keys(exports2.METHOD_MAP).forEach((key2) => {
+      if (/^H/.test(key2)) {
+        exports2.H_METHOD_MAP[key2] = exports2.METHOD_MAP[key2];
       }
     });
     var FINISH;
@@ -3789,9 +3789,9 @@ var require_webidl = __commonJS({
       }
       return x;
     };
-    webidl.util.IntegerPart = function(n4) {
-      const r = Math.floor(Math.abs(n4));
-      if (n4 < 0) {
+    webidl.util.IntegerPart = function(n5) {
+      const r = Math.floor(Math.abs(n5));
+      if (n5 < 0) {
         return -1 * r;
       }
       return r;
@@ -3847,19 +3847,19 @@ var require_webidl = __commonJS({
         const result = {};
         if (!types.isProxy(O)) {
           const keys2 = [...Object.getOwnPropertyNames(O), ...Object.getOwnPropertySymbols(O)];
-          for (const key of keys2) {
-            const typedKey = keyConverter(key, prefix, argument);
-            const typedValue = valueConverter(O[key], prefix, argument);
+          for (const key2 of keys2) {
+            const typedKey = keyConverter(key2, prefix, argument);
+            const typedValue = valueConverter(O[key2], prefix, argument);
             result[typedKey] = typedValue;
           }
           return result;
         }
         const keys = Reflect.ownKeys(O);
-        for (const key of keys) {
-          const desc = Reflect.getOwnPropertyDescriptor(O, key);
+        for (const key2 of keys) {
+          const desc = Reflect.getOwnPropertyDescriptor(O, key2);
           if (desc?.enumerable) {
-            const typedKey = keyConverter(key, prefix, argument);
-            const typedValue = valueConverter(O[key], prefix, argument);
+            const typedKey = keyConverter(key2, prefix, argument);
+            const typedValue = valueConverter(O[key2], prefix, argument);
             result[typedKey] = typedValue;
           }
         }
@@ -3890,29 +3890,29 @@ var require_webidl = __commonJS({
           });
         }
         for (const options of converters) {
-          const { key, defaultValue, required: required3, converter } = options;
+          const { key: key2, defaultValue, required: required3, converter } = options;
           if (required3 === true) {
-            if (!Object.hasOwn(dictionary, key)) {
+            if (!Object.hasOwn(dictionary, key2)) {
               throw webidl.errors.exception({
                 header: prefix,
-                message: `Missing required key "${key}".`
+                message: `Missing required key "${key2}".`
               });
             }
           }
-          let value = dictionary[key];
+          let value = dictionary[key2];
           const hasDefault = Object.hasOwn(options, "defaultValue");
           if (hasDefault && value !== null) {
             value ??= defaultValue();
           }
           if (required3 || hasDefault || value !== void 0) {
-            value = converter(value, prefix, `${argument}.${key}`);
+            value = converter(value, prefix, `${argument}.${key2}`);
             if (options.allowedValues && !options.allowedValues.includes(value)) {
               throw webidl.errors.exception({
                 header: prefix,
                 message: `${value} is not an accepted type. Expected one of ${options.allowedValues.join(", ")}.`
               });
             }
-            dict[key] = value;
+            dict[key2] = value;
           }
         }
         return dict;
@@ -4181,9 +4181,9 @@ var require_util2 = __commonJS({
       return "success";
     }
     function appendFetchMetadata(httpRequest2) {
-      let header = null;
-      header = httpRequest2.mode;
-      httpRequest2.headersList.set("sec-fetch-mode", header, true);
+      let header2 = null;
+      header2 = httpRequest2.mode;
+      httpRequest2.headersList.set("sec-fetch-mode", header2, true);
     }
     function appendRequestOriginHeader(request2) {
       let serializedOrigin = request2.origin;
@@ -4470,8 +4470,8 @@ var require_util2 = __commonJS({
     function createDeferredPromise() {
       let res;
       let rej;
-      const promise2 = new Promise((resolve2, reject) => {
-        res = resolve2;
+      const promise2 = new Promise((resolve3, reject) => {
+        res = resolve3;
         rej = reject;
       });
       return { promise: promise2, resolve: res, reject: rej };
@@ -4527,18 +4527,18 @@ var require_util2 = __commonJS({
               done: true
             };
           }
-          const { [keyIndex]: key, [valueIndex]: value } = values[index];
+          const { [keyIndex]: key2, [valueIndex]: value } = values[index];
           this.#index = index + 1;
           let result;
           switch (this.#kind) {
             case "key":
-              result = key;
+              result = key2;
               break;
             case "value":
               result = value;
               break;
             case "key+value":
-              result = [key, value];
+              result = [key2, value];
               break;
           }
           return {
@@ -4604,8 +4604,8 @@ var require_util2 = __commonJS({
                 `Failed to execute 'forEach' on '${name}': parameter 1 is not of type 'Function'.`
               );
             }
-            for (const { 0: key, 1: value } of makeIterator(this, "key+value")) {
-              callbackfn.call(thisArg, value, key, this);
+            for (const { 0: key2, 1: value } of makeIterator(this, "key+value")) {
+              callbackfn.call(thisArg, value, key2, this);
             }
           }
         }
@@ -4963,12 +4963,12 @@ var require_file = __commonJS({
     var { webidl } = require_webidl();
     var FileLike = class _FileLike {
       constructor(blobLike, fileName, options = {}) {
-        const n4 = fileName;
+        const n5 = fileName;
         const t = options.type;
         const d = options.lastModified ?? Date.now();
         this[kState] = {
           blobLike,
-          name: n4,
+          name: n5,
           type: t,
           lastModified: d
         };
@@ -5803,39 +5803,39 @@ var require_client_h1 = __commonJS({
       return await WebAssembly.instantiate(mod, {
         env: {
           /* eslint-disable camelcase */
-          wasm_on_url: (p, at, len) => {
+          wasm_on_url: (p2, at, len) => {
             return 0;
           },
-          wasm_on_status: (p, at, len) => {
-            assert2(currentParser.ptr === p);
+          wasm_on_status: (p2, at, len) => {
+            assert2(currentParser.ptr === p2);
             const start = at - currentBufferPtr + currentBufferRef.byteOffset;
             return currentParser.onStatus(new FastBuffer(currentBufferRef.buffer, start, len)) || 0;
           },
-          wasm_on_message_begin: (p) => {
-            assert2(currentParser.ptr === p);
+          wasm_on_message_begin: (p2) => {
+            assert2(currentParser.ptr === p2);
             return currentParser.onMessageBegin() || 0;
           },
-          wasm_on_header_field: (p, at, len) => {
-            assert2(currentParser.ptr === p);
+          wasm_on_header_field: (p2, at, len) => {
+            assert2(currentParser.ptr === p2);
             const start = at - currentBufferPtr + currentBufferRef.byteOffset;
             return currentParser.onHeaderField(new FastBuffer(currentBufferRef.buffer, start, len)) || 0;
           },
-          wasm_on_header_value: (p, at, len) => {
-            assert2(currentParser.ptr === p);
+          wasm_on_header_value: (p2, at, len) => {
+            assert2(currentParser.ptr === p2);
             const start = at - currentBufferPtr + currentBufferRef.byteOffset;
             return currentParser.onHeaderValue(new FastBuffer(currentBufferRef.buffer, start, len)) || 0;
           },
-          wasm_on_headers_complete: (p, statusCode, upgrade, shouldKeepAlive) => {
-            assert2(currentParser.ptr === p);
+          wasm_on_headers_complete: (p2, statusCode, upgrade, shouldKeepAlive) => {
+            assert2(currentParser.ptr === p2);
             return currentParser.onHeadersComplete(statusCode, Boolean(upgrade), Boolean(shouldKeepAlive)) || 0;
           },
-          wasm_on_body: (p, at, len) => {
-            assert2(currentParser.ptr === p);
+          wasm_on_body: (p2, at, len) => {
+            assert2(currentParser.ptr === p2);
             const start = at - currentBufferPtr + currentBufferRef.byteOffset;
             return currentParser.onBody(new FastBuffer(currentBufferRef.buffer, start, len)) || 0;
           },
-          wasm_on_message_complete: (p) => {
-            assert2(currentParser.ptr === p);
+          wasm_on_message_complete: (p2) => {
+            assert2(currentParser.ptr === p2);
             return currentParser.onMessageComplete() || 0;
           }
           /* eslint-enable camelcase */
@@ -6048,15 +6048,15 @@ var require_client_h1 = __commonJS({
         } else {
           this.headers[len - 1] = Buffer.concat([this.headers[len - 1], buf]);
         }
-        const key = this.headers[len - 2];
-        if (key.length === 10) {
-          const headerName = util.bufferToLowerCasedHeaderName(key);
+        const key2 = this.headers[len - 2];
+        if (key2.length === 10) {
+          const headerName = util.bufferToLowerCasedHeaderName(key2);
           if (headerName === "keep-alive") {
             this.keepAlive += buf.toString();
           } else if (headerName === "connection") {
             this.connection += buf.toString();
           }
-        } else if (key.length === 14 && util.bufferToLowerCasedHeaderName(key) === "content-length") {
+        } else if (key2.length === 14 && util.bufferToLowerCasedHeaderName(key2) === "content-length") {
           this.contentLength += buf.toString();
         }
         this.trackHeader(buf.length);
@@ -6535,64 +6535,64 @@ var require_client_h1 = __commonJS({
       if (blocking) {
         socket[kBlocking] = true;
       }
-      let header = `${method} ${path6} HTTP/1.1\r
+      let header2 = `${method} ${path6} HTTP/1.1\r
 `;
       if (typeof host === "string") {
-        header += `host: ${host}\r
+        header2 += `host: ${host}\r
 `;
       } else {
-        header += client[kHostHeader];
+        header2 += client[kHostHeader];
       }
       if (upgrade) {
-        header += `connection: upgrade\r
+        header2 += `connection: upgrade\r
 upgrade: ${upgrade}\r
 `;
       } else if (client[kPipelining] && !socket[kReset]) {
-        header += "connection: keep-alive\r\n";
+        header2 += "connection: keep-alive\r\n";
       } else {
-        header += "connection: close\r\n";
+        header2 += "connection: close\r\n";
       }
       if (Array.isArray(headers)) {
-        for (let n4 = 0; n4 < headers.length; n4 += 2) {
-          const key = headers[n4 + 0];
-          const val = headers[n4 + 1];
+        for (let n5 = 0; n5 < headers.length; n5 += 2) {
+          const key2 = headers[n5 + 0];
+          const val = headers[n5 + 1];
           if (Array.isArray(val)) {
             for (let i2 = 0; i2 < val.length; i2++) {
-              header += `${key}: ${val[i2]}\r
+              header2 += `${key2}: ${val[i2]}\r
 `;
             }
           } else {
-            header += `${key}: ${val}\r
+            header2 += `${key2}: ${val}\r
 `;
           }
         }
       }
       if (channels.sendHeaders.hasSubscribers) {
-        channels.sendHeaders.publish({ request: request2, headers: header, socket });
+        channels.sendHeaders.publish({ request: request2, headers: header2, socket });
       }
       if (!body || bodyLength === 0) {
-        writeBuffer(abort, null, client, request2, socket, contentLength, header, expectsPayload);
+        writeBuffer(abort, null, client, request2, socket, contentLength, header2, expectsPayload);
       } else if (util.isBuffer(body)) {
-        writeBuffer(abort, body, client, request2, socket, contentLength, header, expectsPayload);
+        writeBuffer(abort, body, client, request2, socket, contentLength, header2, expectsPayload);
       } else if (util.isBlobLike(body)) {
         if (typeof body.stream === "function") {
-          writeIterable(abort, body.stream(), client, request2, socket, contentLength, header, expectsPayload);
+          writeIterable(abort, body.stream(), client, request2, socket, contentLength, header2, expectsPayload);
         } else {
-          writeBlob(abort, body, client, request2, socket, contentLength, header, expectsPayload);
+          writeBlob(abort, body, client, request2, socket, contentLength, header2, expectsPayload);
         }
       } else if (util.isStream(body)) {
-        writeStream(abort, body, client, request2, socket, contentLength, header, expectsPayload);
+        writeStream(abort, body, client, request2, socket, contentLength, header2, expectsPayload);
       } else if (util.isIterable(body)) {
-        writeIterable(abort, body, client, request2, socket, contentLength, header, expectsPayload);
+        writeIterable(abort, body, client, request2, socket, contentLength, header2, expectsPayload);
       } else {
         assert2(false);
       }
       return true;
     }
-    function writeStream(abort, body, client, request2, socket, contentLength, header, expectsPayload) {
+    function writeStream(abort, body, client, request2, socket, contentLength, header2, expectsPayload) {
       assert2(contentLength !== 0 || client[kRunning] === 0, "stream body cannot be pipelined");
       let finished7 = false;
-      const writer = new AsyncWriter({ abort, socket, request: request2, contentLength, client, expectsPayload, header });
+      const writer = new AsyncWriter({ abort, socket, request: request2, contentLength, client, expectsPayload, header: header2 });
       const onData = function(chunk) {
         if (finished7) {
           return;
@@ -6658,22 +6658,22 @@ upgrade: ${upgrade}\r
         setImmediate(onClose);
       }
     }
-    function writeBuffer(abort, body, client, request2, socket, contentLength, header, expectsPayload) {
+    function writeBuffer(abort, body, client, request2, socket, contentLength, header2, expectsPayload) {
       try {
         if (!body) {
           if (contentLength === 0) {
-            socket.write(`${header}content-length: 0\r
+            socket.write(`${header2}content-length: 0\r
 \r
 `, "latin1");
           } else {
             assert2(contentLength === null, "no body must not have content length");
-            socket.write(`${header}\r
+            socket.write(`${header2}\r
 `, "latin1");
           }
         } else if (util.isBuffer(body)) {
           assert2(contentLength === body.byteLength, "buffer body must have content length");
           socket.cork();
-          socket.write(`${header}content-length: ${contentLength}\r
+          socket.write(`${header2}content-length: ${contentLength}\r
 \r
 `, "latin1");
           socket.write(body);
@@ -6689,7 +6689,7 @@ upgrade: ${upgrade}\r
         abort(err);
       }
     }
-    async function writeBlob(abort, body, client, request2, socket, contentLength, header, expectsPayload) {
+    async function writeBlob(abort, body, client, request2, socket, contentLength, header2, expectsPayload) {
       assert2(contentLength === body.size, "blob body must have content length");
       try {
         if (contentLength != null && contentLength !== body.size) {
@@ -6697,7 +6697,7 @@ upgrade: ${upgrade}\r
         }
         const buffer = Buffer.from(await body.arrayBuffer());
         socket.cork();
-        socket.write(`${header}content-length: ${contentLength}\r
+        socket.write(`${header2}content-length: ${contentLength}\r
 \r
 `, "latin1");
         socket.write(buffer);
@@ -6712,7 +6712,7 @@ upgrade: ${upgrade}\r
         abort(err);
       }
     }
-    async function writeIterable(abort, body, client, request2, socket, contentLength, header, expectsPayload) {
+    async function writeIterable(abort, body, client, request2, socket, contentLength, header2, expectsPayload) {
       assert2(contentLength !== 0 || client[kRunning] === 0, "iterator body cannot be pipelined");
       let callback = null;
       function onDrain() {
@@ -6722,16 +6722,16 @@ upgrade: ${upgrade}\r
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve2, reject) => {
+      const waitForDrain = () => new Promise((resolve3, reject) => {
         assert2(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve2;
+          callback = resolve3;
         }
       });
       socket.on("close", onDrain).on("drain", onDrain);
-      const writer = new AsyncWriter({ abort, socket, request: request2, contentLength, client, expectsPayload, header });
+      const writer = new AsyncWriter({ abort, socket, request: request2, contentLength, client, expectsPayload, header: header2 });
       try {
         for await (const chunk of body) {
           if (socket[kError]) {
@@ -6749,19 +6749,19 @@ upgrade: ${upgrade}\r
       }
     }
     var AsyncWriter = class {
-      constructor({ abort, socket, request: request2, contentLength, client, expectsPayload, header }) {
+      constructor({ abort, socket, request: request2, contentLength, client, expectsPayload, header: header2 }) {
         this.socket = socket;
         this.request = request2;
         this.contentLength = contentLength;
         this.client = client;
         this.bytesWritten = 0;
         this.expectsPayload = expectsPayload;
-        this.header = header;
+        this.header = header2;
         this.abort = abort;
         socket[kWriting] = true;
       }
       write(chunk) {
-        const { socket, request: request2, contentLength, client, bytesWritten, expectsPayload, header } = this;
+        const { socket, request: request2, contentLength, client, bytesWritten, expectsPayload, header: header2 } = this;
         if (socket[kError]) {
           throw socket[kError];
         }
@@ -6784,10 +6784,10 @@ upgrade: ${upgrade}\r
             socket[kReset] = true;
           }
           if (contentLength === null) {
-            socket.write(`${header}transfer-encoding: chunked\r
+            socket.write(`${header2}transfer-encoding: chunked\r
 `, "latin1");
           } else {
-            socket.write(`${header}content-length: ${contentLength}\r
+            socket.write(`${header2}content-length: ${contentLength}\r
 \r
 `, "latin1");
           }
@@ -6811,7 +6811,7 @@ ${len.toString(16)}\r
         return ret;
       }
       end() {
-        const { socket, contentLength, client, bytesWritten, expectsPayload, header, request: request2 } = this;
+        const { socket, contentLength, client, bytesWritten, expectsPayload, header: header2, request: request2 } = this;
         request2.onRequestSent();
         socket[kWriting] = false;
         if (socket[kError]) {
@@ -6822,11 +6822,11 @@ ${len.toString(16)}\r
         }
         if (bytesWritten === 0) {
           if (expectsPayload) {
-            socket.write(`${header}content-length: 0\r
+            socket.write(`${header2}content-length: 0\r
 \r
 `, "latin1");
           } else {
-            socket.write(`${header}\r
+            socket.write(`${header2}\r
 `, "latin1");
           }
         } else if (contentLength === null) {
@@ -7071,19 +7071,19 @@ var require_client_h2 = __commonJS({
         return false;
       }
       const headers = {};
-      for (let n4 = 0; n4 < reqHeaders.length; n4 += 2) {
-        const key = reqHeaders[n4 + 0];
-        const val = reqHeaders[n4 + 1];
+      for (let n5 = 0; n5 < reqHeaders.length; n5 += 2) {
+        const key2 = reqHeaders[n5 + 0];
+        const val = reqHeaders[n5 + 1];
         if (Array.isArray(val)) {
           for (let i2 = 0; i2 < val.length; i2++) {
-            if (headers[key]) {
-              headers[key] += `,${val[i2]}`;
+            if (headers[key2]) {
+              headers[key2] += `,${val[i2]}`;
             } else {
-              headers[key] = val[i2];
+              headers[key2] = val[i2];
             }
           }
         } else {
-          headers[key] = val;
+          headers[key2] = val;
         }
       }
       let stream;
@@ -7397,12 +7397,12 @@ var require_client_h2 = __commonJS({
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve2, reject) => {
+      const waitForDrain = () => new Promise((resolve3, reject) => {
         assert2(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve2;
+          callback = resolve3;
         }
       });
       h2stream.on("close", onDrain).on("drain", onDrain);
@@ -7556,15 +7556,15 @@ var require_redirect_handler = __commonJS({
         }
       }
     }
-    function shouldRemoveHeader(header, removeContent, unknownOrigin) {
-      if (header.length === 4) {
-        return util.headerNameToString(header) === "host";
+    function shouldRemoveHeader(header2, removeContent, unknownOrigin) {
+      if (header2.length === 4) {
+        return util.headerNameToString(header2) === "host";
       }
-      if (removeContent && util.headerNameToString(header).startsWith("content-")) {
+      if (removeContent && util.headerNameToString(header2).startsWith("content-")) {
         return true;
       }
-      if (unknownOrigin && (header.length === 13 || header.length === 6 || header.length === 19)) {
-        const name = util.headerNameToString(header);
+      if (unknownOrigin && (header2.length === 13 || header2.length === 6 || header2.length === 19)) {
+        const name = util.headerNameToString(header2);
         return name === "authorization" || name === "cookie" || name === "proxy-authorization";
       }
       return false;
@@ -7578,9 +7578,9 @@ var require_redirect_handler = __commonJS({
           }
         }
       } else if (headers && typeof headers === "object") {
-        for (const key of Object.keys(headers)) {
-          if (!shouldRemoveHeader(key, removeContent, unknownOrigin)) {
-            ret.push(key, headers[key]);
+        for (const key2 of Object.keys(headers)) {
+          if (!shouldRemoveHeader(key2, removeContent, unknownOrigin)) {
+            ret.push(key2, headers[key2]);
           }
         }
       } else {
@@ -7881,16 +7881,16 @@ var require_client = __commonJS({
         return this[kNeedDrain] < 2;
       }
       async [kClose]() {
-        return new Promise((resolve2) => {
+        return new Promise((resolve3) => {
           if (this[kSize]) {
-            this[kClosedResolve] = resolve2;
+            this[kClosedResolve] = resolve3;
           } else {
-            resolve2(null);
+            resolve3(null);
           }
         });
       }
       async [kDestroy](err) {
-        return new Promise((resolve2) => {
+        return new Promise((resolve3) => {
           const requests = this[kQueue].splice(this[kPendingIdx]);
           for (let i2 = 0; i2 < requests.length; i2++) {
             const request2 = requests[i2];
@@ -7901,7 +7901,7 @@ var require_client = __commonJS({
               this[kClosedResolve]();
               this[kClosedResolve] = null;
             }
-            resolve2(null);
+            resolve3(null);
           };
           if (this[kHTTPContext]) {
             this[kHTTPContext].destroy(err, callback);
@@ -7952,7 +7952,7 @@ var require_client = __commonJS({
         });
       }
       try {
-        const socket = await new Promise((resolve2, reject) => {
+        const socket = await new Promise((resolve3, reject) => {
           client[kConnector]({
             host,
             hostname: hostname3,
@@ -7964,7 +7964,7 @@ var require_client = __commonJS({
             if (err) {
               reject(err);
             } else {
-              resolve2(socket2);
+              resolve3(socket2);
             }
           });
         });
@@ -8300,8 +8300,8 @@ var require_pool_base = __commonJS({
         if (this[kQueue].isEmpty()) {
           await Promise.all(this[kClients].map((c3) => c3.close()));
         } else {
-          await new Promise((resolve2) => {
-            this[kClosedResolve] = resolve2;
+          await new Promise((resolve3) => {
+            this[kClosedResolve] = resolve3;
           });
         }
       }
@@ -8554,7 +8554,7 @@ var require_balanced_pool = __commonJS({
         return this;
       }
       get upstreams() {
-        return this[kClients].filter((dispatcher) => dispatcher.closed !== true && dispatcher.destroyed !== true).map((p) => p[kUrl].origin);
+        return this[kClients].filter((dispatcher) => dispatcher.closed !== true && dispatcher.destroyed !== true).map((p2) => p2[kUrl].origin);
       }
       [kGetDispatcher]() {
         if (this[kClients].length === 0) {
@@ -8661,16 +8661,16 @@ var require_agent = __commonJS({
         return ret;
       }
       [kDispatch](opts, handler2) {
-        let key;
+        let key2;
         if (opts.origin && (typeof opts.origin === "string" || opts.origin instanceof URL)) {
-          key = String(opts.origin);
+          key2 = String(opts.origin);
         } else {
           throw new InvalidArgumentError("opts.origin must be a non-empty string or URL.");
         }
-        let dispatcher = this[kClients].get(key);
+        let dispatcher = this[kClients].get(key2);
         if (!dispatcher) {
           dispatcher = this[kFactory](opts.origin, this[kOptions]).on("drain", this[kOnDrain]).on("connect", this[kOnConnect]).on("disconnect", this[kOnDisconnect]).on("connectionError", this[kOnConnectionError]);
-          this[kClients].set(key, dispatcher);
+          this[kClients].set(key2, dispatcher);
         }
         return dispatcher.dispatch(opts, handler2);
       }
@@ -8909,7 +8909,7 @@ var require_proxy_agent = __commonJS({
       return headers;
     }
     function throwIfProxyAuthIsSent(headers) {
-      const existProxyAuth = headers && Object.keys(headers).find((key) => key.toLowerCase() === "proxy-authorization");
+      const existProxyAuth = headers && Object.keys(headers).find((key2) => key2.toLowerCase() === "proxy-authorization");
       if (existProxyAuth) {
         throw new InvalidArgumentError("Proxy-Authorization should be sent in ProxyAgent constructor");
       }
@@ -9570,7 +9570,7 @@ var require_readable = __commonJS({
         if (this._readableState.closeEmitted) {
           return null;
         }
-        return await new Promise((resolve2, reject) => {
+        return await new Promise((resolve3, reject) => {
           if (this[kContentLength] > limit) {
             this.destroy(new AbortError());
           }
@@ -9583,7 +9583,7 @@ var require_readable = __commonJS({
             if (signal?.aborted) {
               reject(signal.reason ?? new AbortError());
             } else {
-              resolve2(null);
+              resolve3(null);
             }
           }).on("error", noop5).on("data", function(chunk) {
             limit -= chunk.length;
@@ -9602,7 +9602,7 @@ var require_readable = __commonJS({
     }
     async function consume(stream, type) {
       assert2(!stream[kConsume]);
-      return new Promise((resolve2, reject) => {
+      return new Promise((resolve3, reject) => {
         if (isUnusable(stream)) {
           const rState = stream._readableState;
           if (rState.destroyed && rState.closeEmitted === false) {
@@ -9619,7 +9619,7 @@ var require_readable = __commonJS({
             stream[kConsume] = {
               type,
               stream,
-              resolve: resolve2,
+              resolve: resolve3,
               reject,
               length: 0,
               body: []
@@ -9644,8 +9644,8 @@ var require_readable = __commonJS({
       if (state.bufferIndex) {
         const start = state.bufferIndex;
         const end = state.buffer.length;
-        for (let n4 = start; n4 < end; n4++) {
-          consumePush(consume2, state.buffer[n4]);
+        for (let n5 = start; n5 < end; n5++) {
+          consumePush(consume2, state.buffer[n5]);
         }
       } else {
         for (const chunk of state.buffer) {
@@ -9689,18 +9689,18 @@ var require_readable = __commonJS({
       return buffer;
     }
     function consumeEnd(consume2) {
-      const { type, body, resolve: resolve2, stream, length } = consume2;
+      const { type, body, resolve: resolve3, stream, length } = consume2;
       try {
         if (type === "text") {
-          resolve2(chunksDecode(body, length));
+          resolve3(chunksDecode(body, length));
         } else if (type === "json") {
-          resolve2(JSON.parse(chunksDecode(body, length)));
+          resolve3(JSON.parse(chunksDecode(body, length)));
         } else if (type === "arrayBuffer") {
-          resolve2(chunksConcat(body, length).buffer);
+          resolve3(chunksConcat(body, length).buffer);
         } else if (type === "blob") {
-          resolve2(new Blob(body, { type: stream[kContentType] }));
+          resolve3(new Blob(body, { type: stream[kContentType] }));
         } else if (type === "bytes") {
-          resolve2(chunksConcat(body, length));
+          resolve3(chunksConcat(body, length));
         }
         consumeFinish(consume2);
       } catch (err) {
@@ -9957,9 +9957,9 @@ var require_api_request = __commonJS({
     };
     function request2(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve2, reject) => {
+        return new Promise((resolve3, reject) => {
           request2.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve2(data);
+            return err ? reject(err) : resolve3(data);
           });
         });
       }
@@ -10182,9 +10182,9 @@ var require_api_stream = __commonJS({
     };
     function stream(opts, factory, callback) {
       if (callback === void 0) {
-        return new Promise((resolve2, reject) => {
+        return new Promise((resolve3, reject) => {
           stream.call(this, opts, factory, (err, data) => {
-            return err ? reject(err) : resolve2(data);
+            return err ? reject(err) : resolve3(data);
           });
         });
       }
@@ -10469,9 +10469,9 @@ var require_api_upgrade = __commonJS({
     };
     function upgrade(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve2, reject) => {
+        return new Promise((resolve3, reject) => {
           upgrade.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve2(data);
+            return err ? reject(err) : resolve3(data);
           });
         });
       }
@@ -10563,9 +10563,9 @@ var require_api_connect = __commonJS({
     };
     function connect(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve2, reject) => {
+        return new Promise((resolve3, reject) => {
           connect.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve2(data);
+            return err ? reject(err) : resolve3(data);
           });
         });
       }
@@ -10687,18 +10687,18 @@ var require_mock_utils = __commonJS({
         })
       );
     }
-    function getHeaderByName(headers, key) {
+    function getHeaderByName(headers, key2) {
       if (Array.isArray(headers)) {
         for (let i2 = 0; i2 < headers.length; i2 += 2) {
-          if (headers[i2].toLocaleLowerCase() === key.toLocaleLowerCase()) {
+          if (headers[i2].toLocaleLowerCase() === key2.toLocaleLowerCase()) {
             return headers[i2 + 1];
           }
         }
         return void 0;
       } else if (typeof headers.get === "function") {
-        return headers.get(key);
+        return headers.get(key2);
       } else {
-        return lowerCaseEntries(headers)[key.toLocaleLowerCase()];
+        return lowerCaseEntries(headers)[key2.toLocaleLowerCase()];
       }
     }
     function buildHeadersFromArray(headers) {
@@ -10762,41 +10762,41 @@ var require_mock_utils = __commonJS({
         return data.toString();
       }
     }
-    function getMockDispatch(mockDispatches, key) {
-      const basePath = key.query ? buildURL(key.path, key.query) : key.path;
+    function getMockDispatch(mockDispatches, key2) {
+      const basePath = key2.query ? buildURL(key2.path, key2.query) : key2.path;
       const resolvedPath = typeof basePath === "string" ? safeUrl(basePath) : basePath;
       let matchedMockDispatches = mockDispatches.filter(({ consumed }) => !consumed).filter(({ path: path6 }) => matchValue(safeUrl(path6), resolvedPath));
       if (matchedMockDispatches.length === 0) {
         throw new MockNotMatchedError(`Mock dispatch not matched for path '${resolvedPath}'`);
       }
-      matchedMockDispatches = matchedMockDispatches.filter(({ method }) => matchValue(method, key.method));
+      matchedMockDispatches = matchedMockDispatches.filter(({ method }) => matchValue(method, key2.method));
       if (matchedMockDispatches.length === 0) {
-        throw new MockNotMatchedError(`Mock dispatch not matched for method '${key.method}' on path '${resolvedPath}'`);
+        throw new MockNotMatchedError(`Mock dispatch not matched for method '${key2.method}' on path '${resolvedPath}'`);
       }
-      matchedMockDispatches = matchedMockDispatches.filter(({ body }) => typeof body !== "undefined" ? matchValue(body, key.body) : true);
+      matchedMockDispatches = matchedMockDispatches.filter(({ body }) => typeof body !== "undefined" ? matchValue(body, key2.body) : true);
       if (matchedMockDispatches.length === 0) {
-        throw new MockNotMatchedError(`Mock dispatch not matched for body '${key.body}' on path '${resolvedPath}'`);
+        throw new MockNotMatchedError(`Mock dispatch not matched for body '${key2.body}' on path '${resolvedPath}'`);
       }
-      matchedMockDispatches = matchedMockDispatches.filter((mockDispatch2) => matchHeaders(mockDispatch2, key.headers));
+      matchedMockDispatches = matchedMockDispatches.filter((mockDispatch2) => matchHeaders(mockDispatch2, key2.headers));
       if (matchedMockDispatches.length === 0) {
-        const headers = typeof key.headers === "object" ? JSON.stringify(key.headers) : key.headers;
+        const headers = typeof key2.headers === "object" ? JSON.stringify(key2.headers) : key2.headers;
         throw new MockNotMatchedError(`Mock dispatch not matched for headers '${headers}' on path '${resolvedPath}'`);
       }
       return matchedMockDispatches[0];
     }
-    function addMockDispatch(mockDispatches, key, data) {
+    function addMockDispatch(mockDispatches, key2, data) {
       const baseData = { timesInvoked: 0, times: 1, persist: false, consumed: false };
       const replyData = typeof data === "function" ? { callback: data } : { ...data };
-      const newMockDispatch = { ...baseData, ...key, pending: true, data: { error: null, ...replyData } };
+      const newMockDispatch = { ...baseData, ...key2, pending: true, data: { error: null, ...replyData } };
       mockDispatches.push(newMockDispatch);
       return newMockDispatch;
     }
-    function deleteMockDispatch(mockDispatches, key) {
+    function deleteMockDispatch(mockDispatches, key2) {
       const index = mockDispatches.findIndex((dispatch) => {
         if (!dispatch.consumed) {
           return false;
         }
-        return matchKey(dispatch, key);
+        return matchKey(dispatch, key2);
       });
       if (index !== -1) {
         mockDispatches.splice(index, 1);
@@ -10816,9 +10816,9 @@ var require_mock_utils = __commonJS({
       const keys = Object.keys(data);
       const result = [];
       for (let i2 = 0; i2 < keys.length; ++i2) {
-        const key = keys[i2];
-        const value = data[key];
-        const name = Buffer.from(`${key}`);
+        const key2 = keys[i2];
+        const value = data[key2];
+        const name = Buffer.from(`${key2}`);
         if (Array.isArray(value)) {
           for (let j = 0; j < value.length; ++j) {
             result.push(name, Buffer.from(`${value[j]}`));
@@ -10840,8 +10840,8 @@ var require_mock_utils = __commonJS({
       return Buffer.concat(buffers).toString("utf8");
     }
     function mockDispatch(opts, handler2) {
-      const key = buildKey(opts);
-      const mockDispatch2 = getMockDispatch(this[kDispatches], key);
+      const key2 = buildKey(opts);
+      const mockDispatch2 = getMockDispatch(this[kDispatches], key2);
       mockDispatch2.timesInvoked++;
       if (mockDispatch2.data.callback) {
         mockDispatch2.data = { ...mockDispatch2.data, ...mockDispatch2.data.callback(opts) };
@@ -10851,7 +10851,7 @@ var require_mock_utils = __commonJS({
       mockDispatch2.consumed = !persist && timesInvoked >= times;
       mockDispatch2.pending = timesInvoked < times;
       if (error64 !== null) {
-        deleteMockDispatch(this[kDispatches], key);
+        deleteMockDispatch(this[kDispatches], key2);
         handler2.onError(error64);
         return true;
       }
@@ -10876,7 +10876,7 @@ var require_mock_utils = __commonJS({
         handler2.onHeaders?.(statusCode, responseHeaders, resume, getStatusText(statusCode));
         handler2.onData?.(Buffer.from(responseData));
         handler2.onComplete?.(responseTrailers);
-        deleteMockDispatch(mockDispatches, key);
+        deleteMockDispatch(mockDispatches, key2);
       }
       function resume() {
       }
@@ -11952,14 +11952,14 @@ var require_headers = __commonJS({
     function fill(headers, object2) {
       if (Array.isArray(object2)) {
         for (let i2 = 0; i2 < object2.length; ++i2) {
-          const header = object2[i2];
-          if (header.length !== 2) {
+          const header2 = object2[i2];
+          if (header2.length !== 2) {
             throw webidl.errors.exception({
               header: "Headers constructor",
-              message: `expected name/value pair to be length 2, found ${header.length}.`
+              message: `expected name/value pair to be length 2, found ${header2.length}.`
             });
           }
-          appendHeader(headers, header[0], header[1]);
+          appendHeader(headers, header2[0], header2[1]);
         }
       } else if (typeof object2 === "object" && object2 !== null) {
         const keys = Object.keys(object2);
@@ -12614,12 +12614,12 @@ var require_response = __commonJS({
         ...state
       };
       return new Proxy(response, {
-        get(target, p) {
-          return p in state ? state[p] : target[p];
+        get(target, p2) {
+          return p2 in state ? state[p2] : target[p2];
         },
-        set(target, p, value) {
-          assert2(!(p in state));
-          target[p] = value;
+        set(target, p2, value) {
+          assert2(!(p2 in state));
+          target[p2] = value;
           return true;
         }
       });
@@ -12783,16 +12783,16 @@ var require_dispatcher_weakref = __commonJS({
       constructor(finalizer) {
         this.finalizer = finalizer;
       }
-      register(dispatcher, key) {
+      register(dispatcher, key2) {
         if (dispatcher.on) {
           dispatcher.on("disconnect", () => {
             if (dispatcher[kConnected] === 0 && dispatcher[kSize] === 0) {
-              this.finalizer(key);
+              this.finalizer(key2);
             }
           });
         }
       }
-      unregister(key) {
+      unregister(key2) {
       }
     };
     module2.exports = function() {
@@ -13132,7 +13132,7 @@ var require_request2 = __commonJS({
           }
           request2.useCORSPreflightFlag = true;
         }
-        let finalBody2 = inputOrInitBody;
+        let finalBody = inputOrInitBody;
         if (initBody == null && inputBody != null) {
           if (bodyUnusable(input2)) {
             throw new TypeError(
@@ -13141,13 +13141,13 @@ var require_request2 = __commonJS({
           }
           const identityTransform = new TransformStream();
           inputBody.stream.pipeThrough(identityTransform);
-          finalBody2 = {
+          finalBody = {
             source: inputBody.source,
             length: inputBody.length,
             stream: identityTransform.readable
           };
         }
-        this[kState].body = finalBody2;
+        this[kState].body = finalBody;
       }
       // Returns request’s HTTP method, which is "GET" by default.
       get method() {
@@ -13607,18 +13607,18 @@ var require_fetch = __commonJS({
     }
     function fetch2(input2, init = void 0) {
       webidl.argumentLengthCheck(arguments, 1, "globalThis.fetch");
-      let p = createDeferredPromise();
+      let p2 = createDeferredPromise();
       let requestObject;
       try {
         requestObject = new Request(input2, init);
       } catch (e) {
-        p.reject(e);
-        return p.promise;
+        p2.reject(e);
+        return p2.promise;
       }
       const request2 = requestObject[kState];
       if (requestObject.signal.aborted) {
-        abortFetch(p, request2, null, requestObject.signal.reason);
-        return p.promise;
+        abortFetch(p2, request2, null, requestObject.signal.reason);
+        return p2.promise;
       }
       const globalObject = request2.client.globalObject;
       if (globalObject?.constructor?.name === "ServiceWorkerGlobalScope") {
@@ -13634,7 +13634,7 @@ var require_fetch = __commonJS({
           assert2(controller != null);
           controller.abort(requestObject.signal.reason);
           const realResponse = responseObject?.deref();
-          abortFetch(p, request2, realResponse, requestObject.signal.reason);
+          abortFetch(p2, request2, realResponse, requestObject.signal.reason);
         }
       );
       const processResponse = (response) => {
@@ -13642,16 +13642,16 @@ var require_fetch = __commonJS({
           return;
         }
         if (response.aborted) {
-          abortFetch(p, request2, responseObject, controller.serializedAbortReason);
+          abortFetch(p2, request2, responseObject, controller.serializedAbortReason);
           return;
         }
         if (response.type === "error") {
-          p.reject(new TypeError("fetch failed", { cause: response.error }));
+          p2.reject(new TypeError("fetch failed", { cause: response.error }));
           return;
         }
         responseObject = new WeakRef(fromInnerResponse(response, "immutable"));
-        p.resolve(responseObject.deref());
-        p = null;
+        p2.resolve(responseObject.deref());
+        p2 = null;
       };
       controller = fetching({
         request: request2,
@@ -13660,7 +13660,7 @@ var require_fetch = __commonJS({
         dispatcher: requestObject[kDispatcher]
         // undici
       });
-      return p.promise;
+      return p2.promise;
     }
     function finalizeAndReportTiming(response, initiatorType = "other") {
       if (response.type === "error" && response.aborted) {
@@ -13695,9 +13695,9 @@ var require_fetch = __commonJS({
       );
     }
     var markResourceTiming = performance.markResourceTiming;
-    function abortFetch(p, request2, responseObject, error64) {
-      if (p) {
-        p.reject(error64);
+    function abortFetch(p2, request2, responseObject, error64) {
+      if (p2) {
+        p2.reject(error64);
       }
       if (request2.body != null && isReadable(request2.body?.stream)) {
         request2.body.stream.cancel(error64).catch((err) => {
@@ -14428,7 +14428,7 @@ var require_fetch = __commonJS({
       function dispatch({ body }) {
         const url2 = requestCurrentURL(request2);
         const agent = fetchParams.controller.dispatcher;
-        return new Promise((resolve2, reject) => agent.dispatch(
+        return new Promise((resolve3, reject) => agent.dispatch(
           {
             path: url2.pathname + url2.search,
             origin: url2.origin,
@@ -14504,7 +14504,7 @@ var require_fetch = __commonJS({
               }
               this.body = new Readable4({ read: resume });
               const onError = this.onError.bind(this);
-              resolve2({
+              resolve3({
                 status,
                 statusText,
                 headersList,
@@ -14547,7 +14547,7 @@ var require_fetch = __commonJS({
               for (let i2 = 0; i2 < rawHeaders.length; i2 += 2) {
                 headersList.append(bufferToLowerCasedHeaderName(rawHeaders[i2]), rawHeaders[i2 + 1].toString("latin1"), true);
               }
-              resolve2({
+              resolve3({
                 status,
                 statusText: STATUS_CODES[status],
                 headersList,
@@ -15403,10 +15403,10 @@ var require_util5 = __commonJS({
       const serializedB = URLSerializer(B, excludeFragment);
       return serializedA === serializedB;
     }
-    function getFieldValues(header) {
-      assert2(header !== null);
+    function getFieldValues(header2) {
+      assert2(header2 !== null);
       const values = [];
-      for (let value of header.split(",")) {
+      for (let value of header2.split(",")) {
         value = value.trim();
         if (isValidHeaderName(value)) {
           values.push(value);
@@ -15454,11 +15454,11 @@ var require_cache = __commonJS({
         webidl.argumentLengthCheck(arguments, 1, prefix);
         request2 = webidl.converters.RequestInfo(request2, prefix, "request");
         options = webidl.converters.CacheQueryOptions(options, prefix, "options");
-        const p = this.#internalMatchAll(request2, options, 1);
-        if (p.length === 0) {
+        const p2 = this.#internalMatchAll(request2, options, 1);
+        if (p2.length === 0) {
           return;
         }
-        return p[0];
+        return p2[0];
       }
       async matchAll(request2 = void 0, options = {}) {
         webidl.brandCheck(this, _Cache);
@@ -15549,8 +15549,8 @@ var require_cache = __commonJS({
           }));
           responsePromises.push(responsePromise.promise);
         }
-        const p = Promise.all(responsePromises);
-        const responses = await p;
+        const p2 = Promise.all(responsePromises);
+        const responses = await p2;
         const operations = [];
         let index = 0;
         for (const response of responses) {
@@ -16277,8 +16277,8 @@ var require_util6 = __commonJS({
         if (!part.includes("=")) {
           throw new Error("Invalid unparsed");
         }
-        const [key, ...value] = part.split("=");
-        const trimmedKey = key.trim();
+        const [key2, ...value] = part.split("=");
+        const trimmedKey = key2.trim();
         const joinedValue = value.join("=");
         validateCookieName(trimmedKey);
         validateCookieValue(joinedValue);
@@ -16305,20 +16305,20 @@ var require_parse = __commonJS({
     var { isCTLExcludingHtab } = require_util6();
     var { collectASequenceOfCodePointsFast } = require_data_url();
     var assert2 = require("node:assert");
-    function parseSetCookie(header) {
-      if (isCTLExcludingHtab(header)) {
+    function parseSetCookie(header2) {
+      if (isCTLExcludingHtab(header2)) {
         return null;
       }
       let nameValuePair = "";
       let unparsedAttributes = "";
       let name = "";
       let value = "";
-      if (header.includes(";")) {
+      if (header2.includes(";")) {
         const position = { position: 0 };
-        nameValuePair = collectASequenceOfCodePointsFast(";", header, position);
-        unparsedAttributes = header.slice(position.position);
+        nameValuePair = collectASequenceOfCodePointsFast(";", header2, position);
+        unparsedAttributes = header2.slice(position.position);
       } else {
-        nameValuePair = header;
+        nameValuePair = header2;
       }
       if (!nameValuePair.includes("=")) {
         value = nameValuePair;
@@ -17043,8 +17043,8 @@ var require_util7 = __commonJS({
           return false;
         }
       }
-      const num2 = Number.parseInt(value, 10);
-      return num2 >= 8 && num2 <= 15;
+      const num3 = Number.parseInt(value, 10);
+      return num3 >= 8 && num3 <= 15;
     }
     var hasIntl = typeof process.versions.icu === "string";
     var fatalDecoder = hasIntl ? new TextDecoder("utf-8", { fatal: true }) : void 0;
@@ -17665,34 +17665,34 @@ var require_receiver = __commonJS({
        * @param {number} n
        * @returns {Buffer}
        */
-      consume(n4) {
-        if (n4 > this.#byteOffset) {
+      consume(n5) {
+        if (n5 > this.#byteOffset) {
           throw new Error("Called consume() before buffers satiated.");
-        } else if (n4 === 0) {
+        } else if (n5 === 0) {
           return emptyBuffer;
         }
-        if (this.#buffers[0].length === n4) {
+        if (this.#buffers[0].length === n5) {
           this.#byteOffset -= this.#buffers[0].length;
           return this.#buffers.shift();
         }
-        const buffer = Buffer.allocUnsafe(n4);
+        const buffer = Buffer.allocUnsafe(n5);
         let offset = 0;
-        while (offset !== n4) {
+        while (offset !== n5) {
           const next = this.#buffers[0];
           const { length } = next;
-          if (length + offset === n4) {
+          if (length + offset === n5) {
             buffer.set(this.#buffers.shift(), offset);
             break;
-          } else if (length + offset > n4) {
-            buffer.set(next.subarray(0, n4 - offset), offset);
-            this.#buffers[0] = next.subarray(n4 - offset);
+          } else if (length + offset > n5) {
+            buffer.set(next.subarray(0, n5 - offset), offset);
+            this.#buffers[0] = next.subarray(n5 - offset);
             break;
           } else {
             buffer.set(this.#buffers.shift(), offset);
             offset += next.length;
           }
         }
-        this.#byteOffset -= n4;
+        this.#byteOffset -= n5;
         return buffer;
       }
       writeFragments(fragment) {
@@ -17962,10 +17962,10 @@ var require_websocket = __commonJS({
         if (typeof protocols === "string") {
           protocols = [protocols];
         }
-        if (protocols.length !== new Set(protocols.map((p) => p.toLowerCase())).size) {
+        if (protocols.length !== new Set(protocols.map((p2) => p2.toLowerCase())).size) {
           throw new DOMException("Invalid Sec-WebSocket-Protocol value", "SyntaxError");
         }
-        if (protocols.length > 0 && !protocols.every((p) => isValidSubprotocol(p))) {
+        if (protocols.length > 0 && !protocols.every((p2) => isValidSubprotocol(p2))) {
           throw new DOMException("Invalid Sec-WebSocket-Protocol value", "SyntaxError");
         }
         this[kWebSocketURL] = new URL(urlRecord.href);
@@ -18288,8 +18288,8 @@ var require_util8 = __commonJS({
       return true;
     }
     function delay(ms2) {
-      return new Promise((resolve2) => {
-        setTimeout(resolve2, ms2).unref();
+      return new Promise((resolve3) => {
+        setTimeout(resolve3, ms2).unref();
       });
     }
     module2.exports = {
@@ -19224,11 +19224,11 @@ var require_visit = __commonJS({
     visit2.BREAK = BREAK;
     visit2.SKIP = SKIP;
     visit2.REMOVE = REMOVE;
-    function visit_(key, node2, visitor, path6) {
-      const ctrl = callVisitor(key, node2, visitor, path6);
+    function visit_(key2, node2, visitor, path6) {
+      const ctrl = callVisitor(key2, node2, visitor, path6);
       if (identity3.isNode(ctrl) || identity3.isPair(ctrl)) {
-        replaceNode(key, path6, ctrl);
-        return visit_(key, ctrl, visitor, path6);
+        replaceNode(key2, path6, ctrl);
+        return visit_(key2, ctrl, visitor, path6);
       }
       if (typeof ctrl !== "symbol") {
         if (identity3.isCollection(node2)) {
@@ -19272,11 +19272,11 @@ var require_visit = __commonJS({
     visitAsync.BREAK = BREAK;
     visitAsync.SKIP = SKIP;
     visitAsync.REMOVE = REMOVE;
-    async function visitAsync_(key, node2, visitor, path6) {
-      const ctrl = await callVisitor(key, node2, visitor, path6);
+    async function visitAsync_(key2, node2, visitor, path6) {
+      const ctrl = await callVisitor(key2, node2, visitor, path6);
       if (identity3.isNode(ctrl) || identity3.isPair(ctrl)) {
-        replaceNode(key, path6, ctrl);
-        return visitAsync_(key, ctrl, visitor, path6);
+        replaceNode(key2, path6, ctrl);
+        return visitAsync_(key2, ctrl, visitor, path6);
       }
       if (typeof ctrl !== "symbol") {
         if (identity3.isCollection(node2)) {
@@ -19326,27 +19326,27 @@ var require_visit = __commonJS({
       }
       return visitor;
     }
-    function callVisitor(key, node2, visitor, path6) {
+    function callVisitor(key2, node2, visitor, path6) {
       if (typeof visitor === "function")
-        return visitor(key, node2, path6);
+        return visitor(key2, node2, path6);
       if (identity3.isMap(node2))
-        return visitor.Map?.(key, node2, path6);
+        return visitor.Map?.(key2, node2, path6);
       if (identity3.isSeq(node2))
-        return visitor.Seq?.(key, node2, path6);
+        return visitor.Seq?.(key2, node2, path6);
       if (identity3.isPair(node2))
-        return visitor.Pair?.(key, node2, path6);
+        return visitor.Pair?.(key2, node2, path6);
       if (identity3.isScalar(node2))
-        return visitor.Scalar?.(key, node2, path6);
+        return visitor.Scalar?.(key2, node2, path6);
       if (identity3.isAlias(node2))
-        return visitor.Alias?.(key, node2, path6);
+        return visitor.Alias?.(key2, node2, path6);
       return void 0;
     }
-    function replaceNode(key, path6, node2) {
+    function replaceNode(key2, path6, node2) {
       const parent = path6[path6.length - 1];
       if (identity3.isCollection(parent)) {
-        parent.items[key] = node2;
+        parent.items[key2] = node2;
       } else if (identity3.isPair(parent)) {
-        if (key === "key")
+        if (key2 === "key")
           parent.key = node2;
         else
           parent.value = node2;
@@ -19607,7 +19607,7 @@ var require_anchors = __commonJS({
 var require_applyReviver = __commonJS({
   "node_modules/yaml/dist/doc/applyReviver.js"(exports2) {
     "use strict";
-    function applyReviver(reviver, obj2, key, val) {
+    function applyReviver(reviver, obj2, key2, val) {
       if (val && typeof val === "object") {
         if (Array.isArray(val)) {
           for (let i2 = 0, len = val.length; i2 < len; ++i2) {
@@ -19647,7 +19647,7 @@ var require_applyReviver = __commonJS({
           }
         }
       }
-      return reviver.call(obj2, key, val);
+      return reviver.call(obj2, key2, val);
     }
     exports2.applyReviver = applyReviver;
   }
@@ -20010,14 +20010,14 @@ var require_Collection = __commonJS({
         if (isEmptyPath(path6))
           this.add(value);
         else {
-          const [key, ...rest] = path6;
-          const node2 = this.get(key, true);
+          const [key2, ...rest] = path6;
+          const node2 = this.get(key2, true);
           if (identity3.isCollection(node2))
             node2.addIn(rest, value);
           else if (node2 === void 0 && this.schema)
-            this.set(key, collectionFromPath(this.schema, rest, value));
+            this.set(key2, collectionFromPath(this.schema, rest, value));
           else
-            throw new Error(`Expected YAML collection at ${key}. Remaining path: ${rest}`);
+            throw new Error(`Expected YAML collection at ${key2}. Remaining path: ${rest}`);
         }
       }
       /**
@@ -20025,14 +20025,14 @@ var require_Collection = __commonJS({
        * @returns `true` if the item was found and removed.
        */
       deleteIn(path6) {
-        const [key, ...rest] = path6;
+        const [key2, ...rest] = path6;
         if (rest.length === 0)
-          return this.delete(key);
-        const node2 = this.get(key, true);
+          return this.delete(key2);
+        const node2 = this.get(key2, true);
         if (identity3.isCollection(node2))
           return node2.deleteIn(rest);
         else
-          throw new Error(`Expected YAML collection at ${key}. Remaining path: ${rest}`);
+          throw new Error(`Expected YAML collection at ${key2}. Remaining path: ${rest}`);
       }
       /**
        * Returns item at `key`, or `undefined` if not found. By default unwraps
@@ -20040,8 +20040,8 @@ var require_Collection = __commonJS({
        * `true` (collections are always returned intact).
        */
       getIn(path6, keepScalar) {
-        const [key, ...rest] = path6;
-        const node2 = this.get(key, true);
+        const [key2, ...rest] = path6;
+        const node2 = this.get(key2, true);
         if (rest.length === 0)
           return !keepScalar && identity3.isScalar(node2) ? node2.value : node2;
         else
@@ -20051,18 +20051,18 @@ var require_Collection = __commonJS({
         return this.items.every((node2) => {
           if (!identity3.isPair(node2))
             return false;
-          const n4 = node2.value;
-          return n4 == null || allowScalar && identity3.isScalar(n4) && n4.value == null && !n4.commentBefore && !n4.comment && !n4.tag;
+          const n5 = node2.value;
+          return n5 == null || allowScalar && identity3.isScalar(n5) && n5.value == null && !n5.commentBefore && !n5.comment && !n5.tag;
         });
       }
       /**
        * Checks if the collection includes a value with the key `key`.
        */
       hasIn(path6) {
-        const [key, ...rest] = path6;
+        const [key2, ...rest] = path6;
         if (rest.length === 0)
-          return this.has(key);
-        const node2 = this.get(key, true);
+          return this.has(key2);
+        const node2 = this.get(key2, true);
         return identity3.isCollection(node2) ? node2.hasIn(rest) : false;
       }
       /**
@@ -20070,17 +20070,17 @@ var require_Collection = __commonJS({
        * boolean to add/remove the item from the set.
        */
       setIn(path6, value) {
-        const [key, ...rest] = path6;
+        const [key2, ...rest] = path6;
         if (rest.length === 0) {
-          this.set(key, value);
+          this.set(key2, value);
         } else {
-          const node2 = this.get(key, true);
+          const node2 = this.get(key2, true);
           if (identity3.isCollection(node2))
             node2.setIn(rest, value);
           else if (node2 === void 0 && this.schema)
-            this.set(key, collectionFromPath(this.schema, rest, value));
+            this.set(key2, collectionFromPath(this.schema, rest, value));
           else
-            throw new Error(`Expected YAML collection at ${key}. Remaining path: ${rest}`);
+            throw new Error(`Expected YAML collection at ${key2}. Remaining path: ${rest}`);
         }
       }
     };
@@ -20435,9 +20435,9 @@ ${indent}`) + "'";
         start = start.replace(/\n+/g, `$&${indent}`);
       }
       const indentSize = indent ? "2" : "1";
-      let header = (startWithSpace ? indentSize : "") + chomp;
+      let header2 = (startWithSpace ? indentSize : "") + chomp;
       if (comment) {
-        header += " " + commentString(comment.replace(/ ?[\r\n]+/g, " "));
+        header2 += " " + commentString(comment.replace(/ ?[\r\n]+/g, " "));
         if (onComment)
           onComment();
       }
@@ -20452,11 +20452,11 @@ ${indent}`) + "'";
         }
         const body = foldFlowLines.foldFlowLines(`${start}${foldedValue}${end}`, indent, foldFlowLines.FOLD_BLOCK, foldOptions);
         if (!literalFallback)
-          return `>${header}
+          return `>${header2}
 ${indent}${body}`;
       }
       value = value.replace(/\n+/g, `$&${indent}`);
-      return `|${header}
+      return `|${header2}
 ${indent}${start}${value}${end}`;
     }
     function plainString(item, ctx, onComment, onChompKeep) {
@@ -20658,19 +20658,19 @@ var require_stringifyPair = __commonJS({
     var Scalar = require_Scalar();
     var stringify = require_stringify();
     var stringifyComment = require_stringifyComment();
-    function stringifyPair({ key, value }, ctx, onComment, onChompKeep) {
+    function stringifyPair({ key: key2, value }, ctx, onComment, onChompKeep) {
       const { allNullValues, doc, indent, indentStep, options: { commentString, indentSeq, simpleKeys } } = ctx;
-      let keyComment = identity3.isNode(key) && key.comment || null;
+      let keyComment = identity3.isNode(key2) && key2.comment || null;
       if (simpleKeys) {
         if (keyComment) {
           throw new Error("With simple keys, key nodes cannot have comments");
         }
-        if (identity3.isCollection(key) || !identity3.isNode(key) && typeof key === "object") {
+        if (identity3.isCollection(key2) || !identity3.isNode(key2) && typeof key2 === "object") {
           const msg = "With simple keys, collection cannot be used as a key value";
           throw new Error(msg);
         }
       }
-      let explicitKey = !simpleKeys && (!key || keyComment && value == null && !ctx.inFlow || identity3.isCollection(key) || (identity3.isScalar(key) ? key.type === Scalar.Scalar.BLOCK_FOLDED || key.type === Scalar.Scalar.BLOCK_LITERAL : typeof key === "object"));
+      let explicitKey = !simpleKeys && (!key2 || keyComment && value == null && !ctx.inFlow || identity3.isCollection(key2) || (identity3.isScalar(key2) ? key2.type === Scalar.Scalar.BLOCK_FOLDED || key2.type === Scalar.Scalar.BLOCK_LITERAL : typeof key2 === "object"));
       ctx = Object.assign({}, ctx, {
         allNullValues: false,
         implicitKey: !explicitKey && (simpleKeys || !allNullValues),
@@ -20678,7 +20678,7 @@ var require_stringifyPair = __commonJS({
       });
       let keyCommentDone = false;
       let chompKeep = false;
-      let str2 = stringify.stringify(key, ctx, () => keyCommentDone = true, () => chompKeep = true);
+      let str2 = stringify.stringify(key2, ctx, () => keyCommentDone = true, () => chompKeep = true);
       if (!explicitKey && !ctx.inFlow && str2.length > 1024) {
         if (simpleKeys)
           throw new Error("With simple keys, single line scalar must not span more than 1024 characters");
@@ -20822,7 +20822,7 @@ var require_merge = __commonJS({
       }),
       stringify: () => MERGE_KEY
     };
-    var isMergeKey = (ctx, key) => (merge3.identify(key) || identity3.isScalar(key) && (!key.type || key.type === Scalar.Scalar.PLAIN) && merge3.identify(key.value)) && ctx?.doc.schema.tags.some((tag) => tag.tag === merge3.tag && tag.default);
+    var isMergeKey = (ctx, key2) => (merge3.identify(key2) || identity3.isScalar(key2) && (!key2.type || key2.type === Scalar.Scalar.PLAIN) && merge3.identify(key2.value)) && ctx?.doc.schema.tags.some((tag) => tag.tag === merge3.tag && tag.default);
     function addMergeToJSMap(ctx, map2, value) {
       const source = resolveAliasValue(ctx, value);
       if (identity3.isSeq(source))
@@ -20839,14 +20839,14 @@ var require_merge = __commonJS({
       if (!identity3.isMap(source))
         throw new Error("Merge sources must be maps or map aliases");
       const srcMap = source.toJSON(null, ctx, Map);
-      for (const [key, value2] of srcMap) {
+      for (const [key2, value2] of srcMap) {
         if (map2 instanceof Map) {
-          if (!map2.has(key))
-            map2.set(key, value2);
+          if (!map2.has(key2))
+            map2.set(key2, value2);
         } else if (map2 instanceof Set) {
-          map2.add(key);
-        } else if (!Object.prototype.hasOwnProperty.call(map2, key)) {
-          Object.defineProperty(map2, key, {
+          map2.add(key2);
+        } else if (!Object.prototype.hasOwnProperty.call(map2, key2)) {
+          Object.defineProperty(map2, key2, {
             value: value2,
             writable: true,
             enumerable: true,
@@ -20874,19 +20874,19 @@ var require_addPairToJSMap = __commonJS({
     var stringify = require_stringify();
     var identity3 = require_identity();
     var toJS = require_toJS();
-    function addPairToJSMap(ctx, map2, { key, value }) {
-      if (identity3.isNode(key) && key.addToJSMap)
-        key.addToJSMap(ctx, map2, value);
-      else if (merge3.isMergeKey(ctx, key))
+    function addPairToJSMap(ctx, map2, { key: key2, value }) {
+      if (identity3.isNode(key2) && key2.addToJSMap)
+        key2.addToJSMap(ctx, map2, value);
+      else if (merge3.isMergeKey(ctx, key2))
         merge3.addMergeToJSMap(ctx, map2, value);
       else {
-        const jsKey = toJS.toJS(key, "", ctx);
+        const jsKey = toJS.toJS(key2, "", ctx);
         if (map2 instanceof Map) {
           map2.set(jsKey, toJS.toJS(value, jsKey, ctx));
         } else if (map2 instanceof Set) {
           map2.add(jsKey);
         } else {
-          const stringKey = stringifyKey(key, jsKey, ctx);
+          const stringKey = stringifyKey(key2, jsKey, ctx);
           const jsValue = toJS.toJS(value, stringKey, ctx);
           if (stringKey in map2)
             Object.defineProperty(map2, stringKey, {
@@ -20901,19 +20901,19 @@ var require_addPairToJSMap = __commonJS({
       }
       return map2;
     }
-    function stringifyKey(key, jsKey, ctx) {
+    function stringifyKey(key2, jsKey, ctx) {
       if (jsKey === null)
         return "";
       if (typeof jsKey !== "object")
         return String(jsKey);
-      if (identity3.isNode(key) && ctx?.doc) {
+      if (identity3.isNode(key2) && ctx?.doc) {
         const strCtx = stringify.createStringifyContext(ctx.doc, {});
         strCtx.anchors = /* @__PURE__ */ new Set();
         for (const node2 of ctx.anchors.keys())
           strCtx.anchors.add(node2.anchor);
         strCtx.inFlow = true;
         strCtx.inStringifyKey = true;
-        const strKey = key.toString(strCtx);
+        const strKey = key2.toString(strCtx);
         if (!ctx.mapKeyWarned) {
           let jsonStr = JSON.stringify(strKey);
           if (jsonStr.length > 40)
@@ -20937,24 +20937,24 @@ var require_Pair = __commonJS({
     var stringifyPair = require_stringifyPair();
     var addPairToJSMap = require_addPairToJSMap();
     var identity3 = require_identity();
-    function createPair(key, value, ctx) {
-      const k = createNode.createNode(key, void 0, ctx);
+    function createPair(key2, value, ctx) {
+      const k = createNode.createNode(key2, void 0, ctx);
       const v = createNode.createNode(value, void 0, ctx);
       return new Pair(k, v);
     }
     var Pair = class _Pair {
-      constructor(key, value = null) {
+      constructor(key2, value = null) {
         Object.defineProperty(this, identity3.NODE_TYPE, { value: identity3.PAIR });
-        this.key = key;
+        this.key = key2;
         this.value = value;
       }
       clone(schema) {
-        let { key, value } = this;
-        if (identity3.isNode(key))
-          key = key.clone(schema);
+        let { key: key2, value } = this;
+        if (identity3.isNode(key2))
+          key2 = key2.clone(schema);
         if (identity3.isNode(value))
           value = value.clone(schema);
-        return new _Pair(key, value);
+        return new _Pair(key2, value);
       }
       toJSON(_, ctx) {
         const pair = ctx?.mapAsMap ? /* @__PURE__ */ new Map() : {};
@@ -21130,11 +21130,11 @@ var require_YAMLMap = __commonJS({
     var identity3 = require_identity();
     var Pair = require_Pair();
     var Scalar = require_Scalar();
-    function findPair(items, key) {
-      const k = identity3.isScalar(key) ? key.value : key;
+    function findPair(items, key2) {
+      const k = identity3.isScalar(key2) ? key2.value : key2;
       for (const it of items) {
         if (identity3.isPair(it)) {
-          if (it.key === key || it.key === k)
+          if (it.key === key2 || it.key === k)
             return it;
           if (identity3.isScalar(it.key) && it.key.value === k)
             return it;
@@ -21157,20 +21157,20 @@ var require_YAMLMap = __commonJS({
       static from(schema, obj2, ctx) {
         const { keepUndefined, replacer } = ctx;
         const map2 = new this(schema);
-        const add = (key, value) => {
+        const add = (key2, value) => {
           if (typeof replacer === "function")
-            value = replacer.call(obj2, key, value);
-          else if (Array.isArray(replacer) && !replacer.includes(key))
+            value = replacer.call(obj2, key2, value);
+          else if (Array.isArray(replacer) && !replacer.includes(key2))
             return;
           if (value !== void 0 || keepUndefined)
-            map2.items.push(Pair.createPair(key, value, ctx));
+            map2.items.push(Pair.createPair(key2, value, ctx));
         };
         if (obj2 instanceof Map) {
-          for (const [key, value] of obj2)
-            add(key, value);
+          for (const [key2, value] of obj2)
+            add(key2, value);
         } else if (obj2 && typeof obj2 === "object") {
-          for (const key of Object.keys(obj2))
-            add(key, obj2[key]);
+          for (const key2 of Object.keys(obj2))
+            add(key2, obj2[key2]);
         }
         if (typeof schema.sortMapEntries === "function") {
           map2.items.sort(schema.sortMapEntries);
@@ -21210,23 +21210,23 @@ var require_YAMLMap = __commonJS({
           this.items.push(_pair);
         }
       }
-      delete(key) {
-        const it = findPair(this.items, key);
+      delete(key2) {
+        const it = findPair(this.items, key2);
         if (!it)
           return false;
         const del = this.items.splice(this.items.indexOf(it), 1);
         return del.length > 0;
       }
-      get(key, keepScalar) {
-        const it = findPair(this.items, key);
+      get(key2, keepScalar) {
+        const it = findPair(this.items, key2);
         const node2 = it?.value;
         return (!keepScalar && identity3.isScalar(node2) ? node2.value : node2) ?? void 0;
       }
-      has(key) {
-        return !!findPair(this.items, key);
+      has(key2) {
+        return !!findPair(this.items, key2);
       }
-      set(key, value) {
-        this.add(new Pair.Pair(key, value), true);
+      set(key2, value) {
+        this.add(new Pair.Pair(key2, value), true);
       }
       /**
        * @param ctx - Conversion context, originally set in Document#toJS()
@@ -21315,15 +21315,15 @@ var require_YAMLSeq = __commonJS({
        *
        * @returns `true` if the item was found and removed.
        */
-      delete(key) {
-        const idx = asItemIndex(key);
+      delete(key2) {
+        const idx = asItemIndex(key2);
         if (typeof idx !== "number")
           return false;
         const del = this.items.splice(idx, 1);
         return del.length > 0;
       }
-      get(key, keepScalar) {
-        const idx = asItemIndex(key);
+      get(key2, keepScalar) {
+        const idx = asItemIndex(key2);
         if (typeof idx !== "number")
           return void 0;
         const it = this.items[idx];
@@ -21335,8 +21335,8 @@ var require_YAMLSeq = __commonJS({
        * `key` must contain a representation of an integer for this to succeed.
        * It may be wrapped in a `Scalar`.
        */
-      has(key) {
-        const idx = asItemIndex(key);
+      has(key2) {
+        const idx = asItemIndex(key2);
         return typeof idx === "number" && idx < this.items.length;
       }
       /**
@@ -21346,10 +21346,10 @@ var require_YAMLSeq = __commonJS({
        * If `key` does not contain a representation of an integer, this will throw.
        * It may be wrapped in a `Scalar`.
        */
-      set(key, value) {
-        const idx = asItemIndex(key);
+      set(key2, value) {
+        const idx = asItemIndex(key2);
         if (typeof idx !== "number")
-          throw new Error(`Expected a valid index, not ${key}.`);
+          throw new Error(`Expected a valid index, not ${key2}.`);
         const prev = this.items[idx];
         if (identity3.isScalar(prev) && Scalar.isScalarValue(value))
           prev.value = value;
@@ -21383,8 +21383,8 @@ var require_YAMLSeq = __commonJS({
           let i2 = 0;
           for (let it of obj2) {
             if (typeof replacer === "function") {
-              const key = obj2 instanceof Set ? it : String(i2++);
-              it = replacer.call(obj2, key, it);
+              const key2 = obj2 instanceof Set ? it : String(i2++);
+              it = replacer.call(obj2, key2, it);
             }
             seq.items.push(createNode.createNode(it, void 0, ctx));
           }
@@ -21392,8 +21392,8 @@ var require_YAMLSeq = __commonJS({
         return seq;
       }
     };
-    function asItemIndex(key) {
-      let idx = identity3.isScalar(key) ? key.value : key;
+    function asItemIndex(key2) {
+      let idx = identity3.isScalar(key2) ? key2.value : key2;
       if (idx && typeof idx === "string")
         idx = Number(idx);
       return typeof idx === "number" && Number.isInteger(idx) && idx >= 0 ? idx : null;
@@ -21492,21 +21492,21 @@ var require_stringifyNumber = __commonJS({
     function stringifyNumber({ format: format2, minFractionDigits, tag, value }) {
       if (typeof value === "bigint")
         return String(value);
-      const num2 = typeof value === "number" ? value : Number(value);
-      if (!isFinite(num2))
-        return isNaN(num2) ? ".nan" : num2 < 0 ? "-.inf" : ".inf";
-      let n4 = Object.is(value, -0) ? "-0" : JSON.stringify(value);
-      if (!format2 && minFractionDigits && (!tag || tag === "tag:yaml.org,2002:float") && /^-?\d/.test(n4) && !n4.includes("e")) {
-        let i2 = n4.indexOf(".");
+      const num3 = typeof value === "number" ? value : Number(value);
+      if (!isFinite(num3))
+        return isNaN(num3) ? ".nan" : num3 < 0 ? "-.inf" : ".inf";
+      let n5 = Object.is(value, -0) ? "-0" : JSON.stringify(value);
+      if (!format2 && minFractionDigits && (!tag || tag === "tag:yaml.org,2002:float") && /^-?\d/.test(n5) && !n5.includes("e")) {
+        let i2 = n5.indexOf(".");
         if (i2 < 0) {
-          i2 = n4.length;
-          n4 += ".";
+          i2 = n5.length;
+          n5 += ".";
         }
-        let d = minFractionDigits - (n4.length - i2 - 1);
+        let d = minFractionDigits - (n5.length - i2 - 1);
         while (d-- > 0)
-          n4 += "0";
+          n5 += "0";
       }
-      return n4;
+      return n5;
     }
     exports2.stringifyNumber = stringifyNumber;
   }
@@ -21534,8 +21534,8 @@ var require_float = __commonJS({
       test: /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$/,
       resolve: (str2) => parseFloat(str2),
       stringify(node2) {
-        const num2 = Number(node2.value);
-        return isFinite(num2) ? num2.toExponential() : stringifyNumber.stringifyNumber(node2);
+        const num3 = Number(node2.value);
+        return isFinite(num3) ? num3.toExponential() : stringifyNumber.stringifyNumber(node2);
       }
     };
     var float = {
@@ -21750,9 +21750,9 @@ var require_binary = __commonJS({
         type ?? (type = Scalar.Scalar.BLOCK_LITERAL);
         if (type !== Scalar.Scalar.QUOTE_DOUBLE) {
           const lineWidth = Math.max(ctx.options.lineWidth - ctx.indent.length, ctx.options.minContentWidth);
-          const n4 = Math.ceil(str2.length / lineWidth);
-          const lines = new Array(n4);
-          for (let i2 = 0, o2 = 0; i2 < n4; ++i2, o2 += lineWidth) {
+          const n5 = Math.ceil(str2.length / lineWidth);
+          const lines = new Array(n5);
+          for (let i2 = 0, o2 = 0; i2 < n5; ++i2, o2 += lineWidth) {
             lines[i2] = str2.substr(o2, lineWidth);
           }
           str2 = lines.join(type === Scalar.Scalar.BLOCK_LITERAL ? "\n" : " ");
@@ -21807,25 +21807,25 @@ ${cn.comment}` : item.comment;
         for (let it of iterable) {
           if (typeof replacer === "function")
             it = replacer.call(iterable, String(i2++), it);
-          let key, value;
+          let key2, value;
           if (Array.isArray(it)) {
             if (it.length === 2) {
-              key = it[0];
+              key2 = it[0];
               value = it[1];
             } else
               throw new TypeError(`Expected [key, value] tuple: ${it}`);
           } else if (it && it instanceof Object) {
             const keys = Object.keys(it);
             if (keys.length === 1) {
-              key = keys[0];
-              value = it[key];
+              key2 = keys[0];
+              value = it[key2];
             } else {
               throw new TypeError(`Expected tuple with one key, not ${keys.length} keys`);
             }
           } else {
-            key = it;
+            key2 = it;
           }
-          pairs2.items.push(Pair.createPair(key, value, ctx));
+          pairs2.items.push(Pair.createPair(key2, value, ctx));
         }
       return pairs2;
     }
@@ -21872,16 +21872,16 @@ var require_omap = __commonJS({
         if (ctx?.onCreate)
           ctx.onCreate(map2);
         for (const pair of this.items) {
-          let key, value;
+          let key2, value;
           if (identity3.isPair(pair)) {
-            key = toJS.toJS(pair.key, "", ctx);
-            value = toJS.toJS(pair.value, key, ctx);
+            key2 = toJS.toJS(pair.key, "", ctx);
+            value = toJS.toJS(pair.value, key2, ctx);
           } else {
-            key = toJS.toJS(pair, "", ctx);
+            key2 = toJS.toJS(pair, "", ctx);
           }
-          if (map2.has(key))
+          if (map2.has(key2))
             throw new Error("Ordered maps must not include duplicate keys");
-          map2.set(key, value);
+          map2.set(key2, value);
         }
         return map2;
       }
@@ -21902,12 +21902,12 @@ var require_omap = __commonJS({
       resolve(seq, onError) {
         const pairs$1 = pairs.resolvePairs(seq, onError);
         const seenKeys = [];
-        for (const { key } of pairs$1.items) {
-          if (identity3.isScalar(key)) {
-            if (seenKeys.includes(key.value)) {
-              onError(`Ordered maps must not include duplicate keys: ${key.value}`);
+        for (const { key: key2 } of pairs$1.items) {
+          if (identity3.isScalar(key2)) {
+            if (seenKeys.includes(key2.value)) {
+              onError(`Ordered maps must not include duplicate keys: ${key2.value}`);
             } else {
-              seenKeys.push(key.value);
+              seenKeys.push(key2.value);
             }
           }
         }
@@ -21974,8 +21974,8 @@ var require_float2 = __commonJS({
       test: /^[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?[eE][-+]?[0-9]+$/,
       resolve: (str2) => parseFloat(str2.replace(/_/g, "")),
       stringify(node2) {
-        const num2 = Number(node2.value);
-        return isFinite(num2) ? num2.toExponential() : stringifyNumber.stringifyNumber(node2);
+        const num3 = Number(node2.value);
+        return isFinite(num3) ? num3.toExponential() : stringifyNumber.stringifyNumber(node2);
       }
     };
     var float = {
@@ -22024,11 +22024,11 @@ var require_int2 = __commonJS({
             str2 = `0x${str2}`;
             break;
         }
-        const n5 = BigInt(str2);
-        return sign === "-" ? BigInt(-1) * n5 : n5;
+        const n6 = BigInt(str2);
+        return sign === "-" ? BigInt(-1) * n6 : n6;
       }
-      const n4 = parseInt(str2, radix);
-      return sign === "-" ? -1 * n4 : n4;
+      const n5 = parseInt(str2, radix);
+      return sign === "-" ? -1 * n5 : n5;
     }
     function intStringify(node2, radix, prefix) {
       const { value } = node2;
@@ -22092,14 +22092,14 @@ var require_set = __commonJS({
         super(schema);
         this.tag = _YAMLSet.tag;
       }
-      add(key) {
+      add(key2) {
         let pair;
-        if (identity3.isPair(key))
-          pair = key;
-        else if (key && typeof key === "object" && "key" in key && "value" in key && key.value === null)
-          pair = new Pair.Pair(key.key, null);
+        if (identity3.isPair(key2))
+          pair = key2;
+        else if (key2 && typeof key2 === "object" && "key" in key2 && "value" in key2 && key2.value === null)
+          pair = new Pair.Pair(key2.key, null);
         else
-          pair = new Pair.Pair(key, null);
+          pair = new Pair.Pair(key2, null);
         const prev = YAMLMap.findPair(this.items, pair.key);
         if (!prev)
           this.items.push(pair);
@@ -22108,18 +22108,18 @@ var require_set = __commonJS({
        * If `keepPair` is `true`, returns the Pair matching `key`.
        * Otherwise, returns the value of that Pair's key.
        */
-      get(key, keepPair) {
-        const pair = YAMLMap.findPair(this.items, key);
+      get(key2, keepPair) {
+        const pair = YAMLMap.findPair(this.items, key2);
         return !keepPair && identity3.isPair(pair) ? identity3.isScalar(pair.key) ? pair.key.value : pair.key : pair;
       }
-      set(key, value) {
+      set(key2, value) {
         if (typeof value !== "boolean")
           throw new Error(`Expected boolean value for set(key, value) in a YAML set, not ${typeof value}`);
-        const prev = YAMLMap.findPair(this.items, key);
+        const prev = YAMLMap.findPair(this.items, key2);
         if (prev && !value) {
           this.items.splice(this.items.indexOf(prev), 1);
         } else if (!prev && value) {
-          this.items.push(new Pair.Pair(key));
+          this.items.push(new Pair.Pair(key2));
         }
       }
       toJSON(_, ctx) {
@@ -22177,23 +22177,23 @@ var require_timestamp = __commonJS({
     function parseSexagesimal(str2, asBigInt) {
       const sign = str2[0];
       const parts = sign === "-" || sign === "+" ? str2.substring(1) : str2;
-      const num2 = (n4) => asBigInt ? BigInt(n4) : Number(n4);
-      const res = parts.replace(/_/g, "").split(":").reduce((res2, p) => res2 * num2(60) + num2(p), num2(0));
-      return sign === "-" ? num2(-1) * res : res;
+      const num3 = (n5) => asBigInt ? BigInt(n5) : Number(n5);
+      const res = parts.replace(/_/g, "").split(":").reduce((res2, p2) => res2 * num3(60) + num3(p2), num3(0));
+      return sign === "-" ? num3(-1) * res : res;
     }
     function stringifySexagesimal(node2) {
       let { value } = node2;
-      let num2 = (n4) => n4;
+      let num3 = (n5) => n5;
       if (typeof value === "bigint")
-        num2 = (n4) => BigInt(n4);
+        num3 = (n5) => BigInt(n5);
       else if (isNaN(value) || !isFinite(value))
         return stringifyNumber.stringifyNumber(node2);
       let sign = "";
       if (value < 0) {
         sign = "-";
-        value *= num2(-1);
+        value *= num3(-1);
       }
-      const _60 = num2(60);
+      const _60 = num3(60);
       const parts = [value % _60];
       if (value < 60) {
         parts.unshift(0);
@@ -22205,7 +22205,7 @@ var require_timestamp = __commonJS({
           parts.unshift(value);
         }
       }
-      return sign + parts.map((n4) => String(n4).padStart(2, "0")).join(":").replace(/000000\d*$/, "");
+      return sign + parts.map((n5) => String(n5).padStart(2, "0")).join(":").replace(/000000\d*$/, "");
     }
     var intTime = {
       identify: (value) => typeof value === "bigint" || Number.isInteger(value),
@@ -22366,7 +22366,7 @@ var require_tags = __commonJS({
         if (Array.isArray(customTags))
           tags = [];
         else {
-          const keys = Array.from(schemas.keys()).filter((key) => key !== "yaml11").map((key) => JSON.stringify(key)).join(", ");
+          const keys = Array.from(schemas.keys()).filter((key2) => key2 !== "yaml11").map((key2) => JSON.stringify(key2)).join(", ");
           throw new Error(`Unknown schema "${schemaName}"; use one of ${keys} or define customTags array`);
         }
       }
@@ -22382,7 +22382,7 @@ var require_tags = __commonJS({
         const tagObj = typeof tag === "string" ? tagsByName[tag] : tag;
         if (!tagObj) {
           const tagName = JSON.stringify(tag);
-          const keys = Object.keys(tagsByName).map((key) => JSON.stringify(key)).join(", ");
+          const keys = Object.keys(tagsByName).map((key2) => JSON.stringify(key2)).join(", ");
           throw new Error(`Unknown custom tag ${tagName}; use one of ${keys}`);
         }
         if (!tags2.includes(tagObj))
@@ -22646,8 +22646,8 @@ var require_Document = __commonJS({
        * Convert a key and a value into a `Pair` using the current schema,
        * recursively wrapping all values as `Scalar` or `Collection` nodes.
        */
-      createPair(key, value, options = {}) {
-        const k = this.createNode(key, null, options);
+      createPair(key2, value, options = {}) {
+        const k = this.createNode(key2, null, options);
         const v = this.createNode(value, null, options);
         return new Pair.Pair(k, v);
       }
@@ -22655,8 +22655,8 @@ var require_Document = __commonJS({
        * Removes a value from the document.
        * @returns `true` if the item was found and removed.
        */
-      delete(key) {
-        return assertCollection(this.contents) ? this.contents.delete(key) : false;
+      delete(key2) {
+        return assertCollection(this.contents) ? this.contents.delete(key2) : false;
       }
       /**
        * Removes a value from the document.
@@ -22676,8 +22676,8 @@ var require_Document = __commonJS({
        * scalar values from their surrounding node; to disable set `keepScalar` to
        * `true` (collections are always returned intact).
        */
-      get(key, keepScalar) {
-        return identity3.isCollection(this.contents) ? this.contents.get(key, keepScalar) : void 0;
+      get(key2, keepScalar) {
+        return identity3.isCollection(this.contents) ? this.contents.get(key2, keepScalar) : void 0;
       }
       /**
        * Returns item at `path`, or `undefined` if not found. By default unwraps
@@ -22692,8 +22692,8 @@ var require_Document = __commonJS({
       /**
        * Checks if the document includes a value with the key `key`.
        */
-      has(key) {
-        return identity3.isCollection(this.contents) ? this.contents.has(key) : false;
+      has(key2) {
+        return identity3.isCollection(this.contents) ? this.contents.has(key2) : false;
       }
       /**
        * Checks if the document includes a value at `path`.
@@ -22707,11 +22707,11 @@ var require_Document = __commonJS({
        * Sets a value in this document. For `!!set`, `value` needs to be a
        * boolean to add/remove the item from the set.
        */
-      set(key, value) {
+      set(key2, value) {
         if (this.contents == null) {
-          this.contents = Collection2.collectionFromPath(this.schema, [key], value);
+          this.contents = Collection2.collectionFromPath(this.schema, [key2], value);
         } else if (assertCollection(this.contents)) {
-          this.contents.set(key, value);
+          this.contents.set(key2, value);
         }
       }
       /**
@@ -23019,24 +23019,24 @@ var require_resolve_props = __commonJS({
 var require_util_contains_newline = __commonJS({
   "node_modules/yaml/dist/compose/util-contains-newline.js"(exports2) {
     "use strict";
-    function containsNewline(key) {
-      if (!key)
+    function containsNewline(key2) {
+      if (!key2)
         return null;
-      switch (key.type) {
+      switch (key2.type) {
         case "alias":
         case "scalar":
         case "double-quoted-scalar":
         case "single-quoted-scalar":
-          if (key.source.includes("\n"))
+          if (key2.source.includes("\n"))
             return true;
-          if (key.end) {
-            for (const st of key.end)
+          if (key2.end) {
+            for (const st of key2.end)
               if (st.type === "newline")
                 return true;
           }
           return false;
         case "flow-collection":
-          for (const it of key.items) {
+          for (const it of key2.items) {
             for (const st of it.start)
               if (st.type === "newline")
                 return true;
@@ -23110,10 +23110,10 @@ var require_resolve_block_map = __commonJS({
       let offset = bm.offset;
       let commentEnd = null;
       for (const collItem of bm.items) {
-        const { start, key, sep: sep3, value } = collItem;
+        const { start, key: key2, sep: sep4, value } = collItem;
         const keyProps = resolveProps.resolveProps(start, {
           indicator: "explicit-key-ind",
-          next: key ?? sep3?.[0],
+          next: key2 ?? sep4?.[0],
           offset,
           onError,
           parentIndent: bm.indent,
@@ -23121,13 +23121,13 @@ var require_resolve_block_map = __commonJS({
         });
         const implicitKey = !keyProps.found;
         if (implicitKey) {
-          if (key) {
-            if (key.type === "block-seq")
+          if (key2) {
+            if (key2.type === "block-seq")
               onError(offset, "BLOCK_AS_IMPLICIT_KEY", "A block sequence may not be used as an implicit map key");
-            else if ("indent" in key && key.indent !== bm.indent)
+            else if ("indent" in key2 && key2.indent !== bm.indent)
               onError(offset, "BAD_INDENT", startColMsg);
           }
-          if (!keyProps.anchor && !keyProps.tag && !sep3) {
+          if (!keyProps.anchor && !keyProps.tag && !sep4) {
             commentEnd = keyProps.end;
             if (keyProps.comment) {
               if (map2.comment)
@@ -23137,27 +23137,27 @@ var require_resolve_block_map = __commonJS({
             }
             continue;
           }
-          if (keyProps.newlineAfterProp || utilContainsNewline.containsNewline(key)) {
-            onError(key ?? start[start.length - 1], "MULTILINE_IMPLICIT_KEY", "Implicit keys need to be on a single line");
+          if (keyProps.newlineAfterProp || utilContainsNewline.containsNewline(key2)) {
+            onError(key2 ?? start[start.length - 1], "MULTILINE_IMPLICIT_KEY", "Implicit keys need to be on a single line");
           }
         } else if (keyProps.found?.indent !== bm.indent) {
           onError(offset, "BAD_INDENT", startColMsg);
         }
         ctx.atKey = true;
         const keyStart = keyProps.end;
-        const keyNode = key ? composeNode(ctx, key, keyProps, onError) : composeEmptyNode(ctx, keyStart, start, null, keyProps, onError);
+        const keyNode = key2 ? composeNode(ctx, key2, keyProps, onError) : composeEmptyNode(ctx, keyStart, start, null, keyProps, onError);
         if (ctx.schema.compat)
-          utilFlowIndentCheck.flowIndentCheck(bm.indent, key, onError);
+          utilFlowIndentCheck.flowIndentCheck(bm.indent, key2, onError);
         ctx.atKey = false;
         if (utilMapIncludes.mapIncludes(ctx, map2.items, keyNode))
           onError(keyStart, "DUPLICATE_KEY", "Map keys must be unique");
-        const valueProps = resolveProps.resolveProps(sep3 ?? [], {
+        const valueProps = resolveProps.resolveProps(sep4 ?? [], {
           indicator: "map-value-ind",
           next: value,
           offset: keyNode.range[2],
           onError,
           parentIndent: bm.indent,
-          startOnNewline: !key || key.type === "block-scalar"
+          startOnNewline: !key2 || key2.type === "block-scalar"
         });
         offset = valueProps.end;
         if (valueProps.found) {
@@ -23167,7 +23167,7 @@ var require_resolve_block_map = __commonJS({
             if (ctx.options.strict && keyProps.start < valueProps.found.offset - 1024)
               onError(keyNode.range, "KEY_OVER_1024_CHARS", "The : indicator must be at most 1024 chars after the start of an implicit block mapping key");
           }
-          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : composeEmptyNode(ctx, offset, sep3, null, valueProps, onError);
+          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : composeEmptyNode(ctx, offset, sep4, null, valueProps, onError);
           if (ctx.schema.compat)
             utilFlowIndentCheck.flowIndentCheck(bm.indent, value, onError);
           offset = valueNode.range[2];
@@ -23258,7 +23258,7 @@ var require_resolve_end = __commonJS({
       let comment = "";
       if (end) {
         let hasSpace = false;
-        let sep3 = "";
+        let sep4 = "";
         for (const token of end) {
           const { source, type } = token;
           switch (type) {
@@ -23272,13 +23272,13 @@ var require_resolve_end = __commonJS({
               if (!comment)
                 comment = cb;
               else
-                comment += sep3 + cb;
-              sep3 = "";
+                comment += sep4 + cb;
+              sep4 = "";
               break;
             }
             case "newline":
               if (comment)
-                sep3 += source;
+                sep4 += source;
               hasSpace = true;
               break;
             default:
@@ -23321,18 +23321,18 @@ var require_resolve_flow_collection = __commonJS({
       let offset = fc.offset + fc.start.source.length;
       for (let i2 = 0; i2 < fc.items.length; ++i2) {
         const collItem = fc.items[i2];
-        const { start, key, sep: sep3, value } = collItem;
+        const { start, key: key2, sep: sep4, value } = collItem;
         const props = resolveProps.resolveProps(start, {
           flow: fcName,
           indicator: "explicit-key-ind",
-          next: key ?? sep3?.[0],
+          next: key2 ?? sep4?.[0],
           offset,
           onError,
           parentIndent: fc.indent,
           startOnNewline: false
         });
         if (!props.found) {
-          if (!props.anchor && !props.tag && !sep3 && !value) {
+          if (!props.anchor && !props.tag && !sep4 && !value) {
             if (i2 === 0 && props.comma)
               onError(props.comma, "UNEXPECTED_TOKEN", `Unexpected , in ${fcName}`);
             else if (i2 < fc.items.length - 1)
@@ -23346,9 +23346,9 @@ var require_resolve_flow_collection = __commonJS({
             offset = props.end;
             continue;
           }
-          if (!isMap && ctx.options.strict && utilContainsNewline.containsNewline(key))
+          if (!isMap && ctx.options.strict && utilContainsNewline.containsNewline(key2))
             onError(
-              key,
+              key2,
               // checked by containsNewline()
               "MULTILINE_IMPLICIT_KEY",
               "Implicit keys of flow sequence pairs need to be on a single line"
@@ -23386,8 +23386,8 @@ var require_resolve_flow_collection = __commonJS({
             }
           }
         }
-        if (!isMap && !sep3 && !props.found) {
-          const valueNode = value ? composeNode(ctx, value, props, onError) : composeEmptyNode(ctx, props.end, sep3, null, props, onError);
+        if (!isMap && !sep4 && !props.found) {
+          const valueNode = value ? composeNode(ctx, value, props, onError) : composeEmptyNode(ctx, props.end, sep4, null, props, onError);
           coll.items.push(valueNode);
           offset = valueNode.range[2];
           if (isBlock(value))
@@ -23395,11 +23395,11 @@ var require_resolve_flow_collection = __commonJS({
         } else {
           ctx.atKey = true;
           const keyStart = props.end;
-          const keyNode = key ? composeNode(ctx, key, props, onError) : composeEmptyNode(ctx, keyStart, start, null, props, onError);
-          if (isBlock(key))
+          const keyNode = key2 ? composeNode(ctx, key2, props, onError) : composeEmptyNode(ctx, keyStart, start, null, props, onError);
+          if (isBlock(key2))
             onError(keyNode.range, "BLOCK_IN_FLOW", blockMsg);
           ctx.atKey = false;
-          const valueProps = resolveProps.resolveProps(sep3 ?? [], {
+          const valueProps = resolveProps.resolveProps(sep4 ?? [], {
             flow: fcName,
             indicator: "map-value-ind",
             next: value,
@@ -23410,8 +23410,8 @@ var require_resolve_flow_collection = __commonJS({
           });
           if (valueProps.found) {
             if (!isMap && !props.found && ctx.options.strict) {
-              if (sep3)
-                for (const st of sep3) {
+              if (sep4)
+                for (const st of sep4) {
                   if (st === valueProps.found)
                     break;
                   if (st.type === "newline") {
@@ -23428,7 +23428,7 @@ var require_resolve_flow_collection = __commonJS({
             else
               onError(valueProps.start, "MISSING_CHAR", `Missing , or : between ${fcName} items`);
           }
-          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : valueProps.found ? composeEmptyNode(ctx, valueProps.end, sep3, null, valueProps, onError) : null;
+          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : valueProps.found ? composeEmptyNode(ctx, valueProps.end, sep4, null, valueProps, onError) : null;
           if (valueNode) {
             if (isBlock(value))
               onError(valueNode.range, "BLOCK_IN_FLOW", blockMsg);
@@ -23559,10 +23559,10 @@ var require_resolve_block_scalar = __commonJS({
     var Scalar = require_Scalar();
     function resolveBlockScalar(ctx, scalar, onError) {
       const start = scalar.offset;
-      const header = parseBlockScalarHeader(scalar, ctx.options.strict, onError);
-      if (!header)
+      const header2 = parseBlockScalarHeader(scalar, ctx.options.strict, onError);
+      if (!header2)
         return { value: "", type: null, comment: "", range: [start, start, start] };
-      const type = header.mode === ">" ? Scalar.Scalar.BLOCK_FOLDED : Scalar.Scalar.BLOCK_LITERAL;
+      const type = header2.mode === ">" ? Scalar.Scalar.BLOCK_FOLDED : Scalar.Scalar.BLOCK_LITERAL;
       const lines = scalar.source ? splitLines2(scalar.source) : [];
       let chompStart = lines.length;
       for (let i2 = lines.length - 1; i2 >= 0; --i2) {
@@ -23573,26 +23573,26 @@ var require_resolve_block_scalar = __commonJS({
           break;
       }
       if (chompStart === 0) {
-        const value2 = header.chomp === "+" && lines.length > 0 ? "\n".repeat(Math.max(1, lines.length - 1)) : "";
-        let end2 = start + header.length;
+        const value2 = header2.chomp === "+" && lines.length > 0 ? "\n".repeat(Math.max(1, lines.length - 1)) : "";
+        let end2 = start + header2.length;
         if (scalar.source)
           end2 += scalar.source.length;
-        return { value: value2, type, comment: header.comment, range: [start, end2, end2] };
+        return { value: value2, type, comment: header2.comment, range: [start, end2, end2] };
       }
-      let trimIndent = scalar.indent + header.indent;
-      let offset = scalar.offset + header.length;
+      let trimIndent = scalar.indent + header2.indent;
+      let offset = scalar.offset + header2.length;
       let contentStart = 0;
       for (let i2 = 0; i2 < chompStart; ++i2) {
         const [indent, content] = lines[i2];
         if (content === "" || content === "\r") {
-          if (header.indent === 0 && indent.length > trimIndent)
+          if (header2.indent === 0 && indent.length > trimIndent)
             trimIndent = indent.length;
         } else {
           if (indent.length < trimIndent) {
             const message = "Block scalars with more-indented leading empty lines must use an explicit indentation indicator";
             onError(offset + indent.length, "MISSING_CHAR", message);
           }
-          if (header.indent === 0)
+          if (header2.indent === 0)
             trimIndent = indent.length;
           contentStart = i2;
           if (trimIndent === 0 && !ctx.atRoot) {
@@ -23608,7 +23608,7 @@ var require_resolve_block_scalar = __commonJS({
           chompStart = i2 + 1;
       }
       let value = "";
-      let sep3 = "";
+      let sep4 = "";
       let prevMoreIndented = false;
       for (let i2 = 0; i2 < contentStart; ++i2)
         value += lines[i2][0].slice(trimIndent) + "\n";
@@ -23619,34 +23619,34 @@ var require_resolve_block_scalar = __commonJS({
         if (crlf)
           content = content.slice(0, -1);
         if (content && indent.length < trimIndent) {
-          const src = header.indent ? "explicit indentation indicator" : "first line";
+          const src = header2.indent ? "explicit indentation indicator" : "first line";
           const message = `Block scalar lines must not be less indented than their ${src}`;
           onError(offset - content.length - (crlf ? 2 : 1), "BAD_INDENT", message);
           indent = "";
         }
         if (type === Scalar.Scalar.BLOCK_LITERAL) {
-          value += sep3 + indent.slice(trimIndent) + content;
-          sep3 = "\n";
+          value += sep4 + indent.slice(trimIndent) + content;
+          sep4 = "\n";
         } else if (indent.length > trimIndent || content[0] === "	") {
-          if (sep3 === " ")
-            sep3 = "\n";
-          else if (!prevMoreIndented && sep3 === "\n")
-            sep3 = "\n\n";
-          value += sep3 + indent.slice(trimIndent) + content;
-          sep3 = "\n";
+          if (sep4 === " ")
+            sep4 = "\n";
+          else if (!prevMoreIndented && sep4 === "\n")
+            sep4 = "\n\n";
+          value += sep4 + indent.slice(trimIndent) + content;
+          sep4 = "\n";
           prevMoreIndented = true;
         } else if (content === "") {
-          if (sep3 === "\n")
+          if (sep4 === "\n")
             value += "\n";
           else
-            sep3 = "\n";
+            sep4 = "\n";
         } else {
-          value += sep3 + content;
-          sep3 = " ";
+          value += sep4 + content;
+          sep4 = " ";
           prevMoreIndented = false;
         }
       }
-      switch (header.chomp) {
+      switch (header2.chomp) {
         case "-":
           break;
         case "+":
@@ -23658,8 +23658,8 @@ var require_resolve_block_scalar = __commonJS({
         default:
           value += "\n";
       }
-      const end = start + header.length + scalar.source.length;
-      return { value, type, comment: header.comment, range: [start, end, end] };
+      const end = start + header2.length + scalar.source.length;
+      return { value, type, comment: header2.comment, range: [start, end, end] };
     }
     function parseBlockScalarHeader({ offset, props }, strict, onError) {
       if (props[0].type !== "block-scalar-header") {
@@ -23676,9 +23676,9 @@ var require_resolve_block_scalar = __commonJS({
         if (!chomp && (ch === "-" || ch === "+"))
           chomp = ch;
         else {
-          const n4 = Number(ch);
-          if (!indent && n4)
-            indent = n4;
+          const n5 = Number(ch);
+          if (!indent && n5)
+            indent = n5;
           else if (error64 === -1)
             error64 = offset + i2;
         }
@@ -23825,25 +23825,25 @@ var require_resolve_flow_scalar = __commonJS({
         trimBoth = /^[ \t]+|[ \t]+$/g;
       }
       let res = match[1].replace(trimEnd, "");
-      let sep3 = " ";
+      let sep4 = " ";
       let pos = line.lastIndex;
       while (match = line.exec(source)) {
         const lm = match[1].replace(trimBoth, "");
         if (lm === "") {
-          if (sep3 === "\n")
-            res += sep3;
+          if (sep4 === "\n")
+            res += sep4;
           else
-            sep3 = "\n";
+            sep4 = "\n";
         } else {
-          res += sep3 + lm;
-          sep3 = " ";
+          res += sep4 + lm;
+          sep4 = " ";
         }
         pos = line.lastIndex;
       }
       const last = /[ \t]*(.*)/sy;
       last.lastIndex = pos;
       match = last.exec(source);
-      return res + sep3 + (match?.[1] ?? "");
+      return res + sep4 + (match?.[1] ?? "");
     }
     function doubleQuotedValue(source, onError) {
       let res = "";
@@ -24498,10 +24498,10 @@ var require_cst_scalar = __commonJS({
             type = "QUOTE_DOUBLE";
             break;
           case "block-scalar": {
-            const header = token.props[0];
-            if (header.type !== "block-scalar-header")
+            const header2 = token.props[0];
+            if (header2.type !== "block-scalar-header")
               throw new Error("Invalid block scalar header");
-            type = header.source[0] === ">" ? "BLOCK_FOLDED" : "BLOCK_LITERAL";
+            type = header2.source[0] === ">" ? "BLOCK_FOLDED" : "BLOCK_LITERAL";
             break;
           }
           default:
@@ -24533,10 +24533,10 @@ var require_cst_scalar = __commonJS({
       const head = source.substring(0, he);
       const body = source.substring(he + 1) + "\n";
       if (token.type === "block-scalar") {
-        const header = token.props[0];
-        if (header.type !== "block-scalar-header")
+        const header2 = token.props[0];
+        if (header2.type !== "block-scalar-header")
           throw new Error("Invalid block scalar header");
-        header.source = head;
+        header2.source = head;
         token.source = body;
       } else {
         const { offset } = token;
@@ -24546,9 +24546,9 @@ var require_cst_scalar = __commonJS({
         ];
         if (!addEndtoBlockProps(props, "end" in token ? token.end : void 0))
           props.push({ type: "newline", offset: -1, indent, source: "\n" });
-        for (const key of Object.keys(token))
-          if (key !== "type" && key !== "offset")
-            delete token[key];
+        for (const key2 of Object.keys(token))
+          if (key2 !== "type" && key2 !== "offset")
+            delete token[key2];
         Object.assign(token, { type: "block-scalar", indent, props, source: body });
       }
     }
@@ -24596,9 +24596,9 @@ var require_cst_scalar = __commonJS({
         default: {
           const indent = "indent" in token ? token.indent : -1;
           const end = "end" in token && Array.isArray(token.end) ? token.end.filter((st) => st.type === "space" || st.type === "comment" || st.type === "newline") : [];
-          for (const key of Object.keys(token))
-            if (key !== "type" && key !== "offset")
-              delete token[key];
+          for (const key2 of Object.keys(token))
+            if (key2 !== "type" && key2 !== "offset")
+              delete token[key2];
           Object.assign(token, { type, indent, source, end });
         }
       }
@@ -24653,14 +24653,14 @@ var require_cst_stringify = __commonJS({
         }
       }
     }
-    function stringifyItem({ start, key, sep: sep3, value }) {
+    function stringifyItem({ start, key: key2, sep: sep4, value }) {
       let res = "";
       for (const st of start)
         res += st.source;
-      if (key)
-        res += stringifyToken(key);
-      if (sep3)
-        for (const st of sep3)
+      if (key2)
+        res += stringifyToken(key2);
+      if (sep4)
+        for (const st of sep4)
           res += st.source;
       if (value)
         res += stringifyToken(value);
@@ -24899,8 +24899,8 @@ var require_lexer = __commonJS({
           return this.buffer[i2 + 1] === "\n";
         return false;
       }
-      charAt(n4) {
-        return this.buffer[this.pos + n4];
+      charAt(n5) {
+        return this.buffer[this.pos + n5];
       }
       continueScalar(offset) {
         let ch = this.buffer[offset];
@@ -24934,8 +24934,8 @@ var require_lexer = __commonJS({
           end -= 1;
         return this.buffer.substring(this.pos, end);
       }
-      hasChars(n4) {
-        return this.pos + n4 <= this.buffer.length;
+      hasChars(n5) {
+        return this.pos + n5 <= this.buffer.length;
       }
       setNext(state) {
         this.buffer = this.buffer.substring(this.pos);
@@ -24944,8 +24944,8 @@ var require_lexer = __commonJS({
         this.next = state;
         return null;
       }
-      peek(n4) {
-        return this.buffer.substr(this.pos, n4);
+      peek(n5) {
+        return this.buffer.substr(this.pos, n5);
       }
       *parseNext(next) {
         switch (next) {
@@ -24994,8 +24994,8 @@ var require_lexer = __commonJS({
             else
               break;
           }
-          const n4 = (yield* this.pushCount(dirEnd)) + (yield* this.pushSpaces(true));
-          yield* this.pushCount(line.length - n4);
+          const n5 = (yield* this.pushCount(dirEnd)) + (yield* this.pushSpaces(true));
+          yield* this.pushCount(line.length - n5);
           this.pushNewline();
           return "stream";
         }
@@ -25033,9 +25033,9 @@ var require_lexer = __commonJS({
         if (!ch1 && !this.atEnd)
           return this.setNext("block-start");
         if ((ch0 === "-" || ch0 === "?" || ch0 === ":") && isEmpty(ch1)) {
-          const n4 = (yield* this.pushCount(1)) + (yield* this.pushSpaces(true));
+          const n5 = (yield* this.pushCount(1)) + (yield* this.pushSpaces(true));
           this.indentNext = this.indentValue + 1;
-          this.indentValue += n4;
+          this.indentValue += n5;
           return "block-start";
         }
         return "doc";
@@ -25045,10 +25045,10 @@ var require_lexer = __commonJS({
         const line = this.getLine();
         if (line === null)
           return this.setNext("doc");
-        let n4 = yield* this.pushIndicators();
-        switch (line[n4]) {
+        let n5 = yield* this.pushIndicators();
+        switch (line[n5]) {
           case "#":
-            yield* this.pushCount(line.length - n4);
+            yield* this.pushCount(line.length - n5);
           // fallthrough
           case void 0:
             yield* this.pushNewline();
@@ -25071,9 +25071,9 @@ var require_lexer = __commonJS({
             return yield* this.parseQuotedScalar();
           case "|":
           case ">":
-            n4 += yield* this.parseBlockScalarHeader();
-            n4 += yield* this.pushSpaces(true);
-            yield* this.pushCount(line.length - n4);
+            n5 += yield* this.parseBlockScalarHeader();
+            n5 += yield* this.pushSpaces(true);
+            yield* this.pushCount(line.length - n5);
             yield* this.pushNewline();
             return yield* this.parseBlockScalar();
           default:
@@ -25104,18 +25104,18 @@ var require_lexer = __commonJS({
             return yield* this.parseLineStart();
           }
         }
-        let n4 = 0;
-        while (line[n4] === ",") {
-          n4 += yield* this.pushCount(1);
-          n4 += yield* this.pushSpaces(true);
+        let n5 = 0;
+        while (line[n5] === ",") {
+          n5 += yield* this.pushCount(1);
+          n5 += yield* this.pushSpaces(true);
           this.flowKey = false;
         }
-        n4 += yield* this.pushIndicators();
-        switch (line[n4]) {
+        n5 += yield* this.pushIndicators();
+        switch (line[n5]) {
           case void 0:
             return "flow";
           case "#":
-            yield* this.pushCount(line.length - n4);
+            yield* this.pushCount(line.length - n5);
             return "flow";
           case "{":
           case "[":
@@ -25159,10 +25159,10 @@ var require_lexer = __commonJS({
             end = this.buffer.indexOf("'", end + 2);
         } else {
           while (end !== -1) {
-            let n4 = 0;
-            while (this.buffer[end - 1 - n4] === "\\")
-              n4 += 1;
-            if (n4 % 2 === 0)
+            let n5 = 0;
+            while (this.buffer[end - 1 - n5] === "\\")
+              n5 += 1;
+            if (n5 % 2 === 0)
               break;
             end = this.buffer.indexOf('"', end + 1);
           }
@@ -25316,11 +25316,11 @@ var require_lexer = __commonJS({
         yield* this.pushToIndex(end + 1, true);
         return inFlow ? "flow" : "doc";
       }
-      *pushCount(n4) {
-        if (n4 > 0) {
-          yield this.buffer.substr(this.pos, n4);
-          this.pos += n4;
-          return n4;
+      *pushCount(n5) {
+        if (n5 > 0) {
+          yield this.buffer.substr(this.pos, n5);
+          this.pos += n5;
+          return n5;
         }
         return 0;
       }
@@ -25335,16 +25335,16 @@ var require_lexer = __commonJS({
         return 0;
       }
       *pushIndicators() {
-        let n4 = 0;
+        let n5 = 0;
         loop: while (true) {
           switch (this.charAt(0)) {
             case "!":
-              n4 += yield* this.pushTag();
-              n4 += yield* this.pushSpaces(true);
+              n5 += yield* this.pushTag();
+              n5 += yield* this.pushSpaces(true);
               continue loop;
             case "&":
-              n4 += yield* this.pushUntil(isNotAnchorChar);
-              n4 += yield* this.pushSpaces(true);
+              n5 += yield* this.pushUntil(isNotAnchorChar);
+              n5 += yield* this.pushSpaces(true);
               continue loop;
             case "-":
             // this is an error
@@ -25358,15 +25358,15 @@ var require_lexer = __commonJS({
                   this.indentNext = this.indentValue + 1;
                 else if (this.flowKey)
                   this.flowKey = false;
-                n4 += yield* this.pushCount(1);
-                n4 += yield* this.pushSpaces(true);
+                n5 += yield* this.pushCount(1);
+                n5 += yield* this.pushSpaces(true);
                 continue loop;
               }
             }
           }
           break loop;
         }
-        return n4;
+        return n5;
       }
       *pushTag() {
         if (this.charAt(1) === "<") {
@@ -25404,12 +25404,12 @@ var require_lexer = __commonJS({
         do {
           ch = this.buffer[++i2];
         } while (ch === " " || allowTabs && ch === "	");
-        const n4 = i2 - this.pos;
-        if (n4 > 0) {
-          yield this.buffer.substr(this.pos, n4);
+        const n5 = i2 - this.pos;
+        if (n5 > 0) {
+          yield this.buffer.substr(this.pos, n5);
           this.pos = i2;
         }
-        return n4;
+        return n5;
       }
       *pushUntil(test) {
         let i2 = this.pos;
@@ -25684,8 +25684,8 @@ var require_parser = __commonJS({
         }
         yield* this.pop();
       }
-      peek(n4) {
-        return this.stack[this.stack.length - n4];
+      peek(n5) {
+        return this.stack[this.stack.length - n5];
       }
       *pop(error64) {
         const token = error64 ?? this.stack.pop();
@@ -25827,18 +25827,18 @@ var require_parser = __commonJS({
         if (this.type === "map-value-ind") {
           const prev = getPrevProps(this.peek(2));
           const start = getFirstKeyStartProps(prev);
-          let sep3;
+          let sep4;
           if (scalar.end) {
-            sep3 = scalar.end;
-            sep3.push(this.sourceToken);
+            sep4 = scalar.end;
+            sep4.push(this.sourceToken);
             delete scalar.end;
           } else
-            sep3 = [this.sourceToken];
+            sep4 = [this.sourceToken];
           const map2 = {
             type: "block-map",
             offset: scalar.offset,
             indent: scalar.indent,
-            items: [{ start, key: scalar, sep: sep3 }]
+            items: [{ start, key: scalar, sep: sep4 }]
           };
           this.onKeyLine = true;
           this.stack[this.stack.length - 1] = map2;
@@ -25990,16 +25990,16 @@ var require_parser = __commonJS({
                   });
                 } else if (isFlowToken(it.key) && !includesToken(it.sep, "newline")) {
                   const start2 = getFirstKeyStartProps(it.start);
-                  const key = it.key;
-                  const sep3 = it.sep;
-                  sep3.push(this.sourceToken);
+                  const key2 = it.key;
+                  const sep4 = it.sep;
+                  sep4.push(this.sourceToken);
                   delete it.key;
                   delete it.sep;
                   this.stack.push({
                     type: "block-map",
                     offset: this.offset,
                     indent: this.indent,
-                    items: [{ start: start2, key, sep: sep3 }]
+                    items: [{ start: start2, key: key2, sep: sep4 }]
                   });
                 } else if (start.length > 0) {
                   it.sep = it.sep.concat(start, this.sourceToken);
@@ -26193,13 +26193,13 @@ var require_parser = __commonJS({
             const prev = getPrevProps(parent);
             const start = getFirstKeyStartProps(prev);
             fixFlowSeqItems(fc);
-            const sep3 = fc.end.splice(1, fc.end.length);
-            sep3.push(this.sourceToken);
+            const sep4 = fc.end.splice(1, fc.end.length);
+            sep4.push(this.sourceToken);
             const map2 = {
               type: "block-map",
               offset: fc.offset,
               indent: fc.indent,
-              items: [{ start, key: fc, sep: sep3 }]
+              items: [{ start, key: fc, sep: sep4 }]
             };
             this.onKeyLine = true;
             this.stack[this.stack.length - 1] = map2;
@@ -26493,8 +26493,8 @@ var require_windows = __commonJS({
         return true;
       }
       for (var i2 = 0; i2 < pathext.length; i2++) {
-        var p = pathext[i2].toLowerCase();
-        if (p && path6.substr(-p.length).toLowerCase() === p) {
+        var p2 = pathext[i2].toLowerCase();
+        if (p2 && path6.substr(-p2.length).toLowerCase() === p2) {
           return true;
         }
       }
@@ -26571,12 +26571,12 @@ var require_isexe = __commonJS({
         if (typeof Promise !== "function") {
           throw new TypeError("callback not provided");
         }
-        return new Promise(function(resolve2, reject) {
+        return new Promise(function(resolve3, reject) {
           isexe(path6, options || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
-              resolve2(is);
+              resolve3(is);
             }
           });
         });
@@ -26642,27 +26642,27 @@ var require_which = __commonJS({
         opt = {};
       const { pathEnv, pathExt, pathExtExe } = getPathInfo(cmd, opt);
       const found = [];
-      const step = (i2) => new Promise((resolve2, reject) => {
+      const step = (i2) => new Promise((resolve3, reject) => {
         if (i2 === pathEnv.length)
-          return opt.all && found.length ? resolve2(found) : reject(getNotFoundError(cmd));
+          return opt.all && found.length ? resolve3(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
         const pCmd = path6.join(pathPart, cmd);
-        const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
-        resolve2(subStep(p, i2, 0));
+        const p2 = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
+        resolve3(subStep(p2, i2, 0));
       });
-      const subStep = (p, i2, ii) => new Promise((resolve2, reject) => {
+      const subStep = (p2, i2, ii) => new Promise((resolve3, reject) => {
         if (ii === pathExt.length)
-          return resolve2(step(i2 + 1));
+          return resolve3(step(i2 + 1));
         const ext = pathExt[ii];
-        isexe(p + ext, { pathExt: pathExtExe }, (er, is) => {
+        isexe(p2 + ext, { pathExt: pathExtExe }, (er, is) => {
           if (!er && is) {
             if (opt.all)
-              found.push(p + ext);
+              found.push(p2 + ext);
             else
-              return resolve2(p + ext);
+              return resolve3(p2 + ext);
           }
-          return resolve2(subStep(p, i2, ii + 1));
+          return resolve3(subStep(p2, i2, ii + 1));
         });
       });
       return cb ? step(0).then((res) => cb(null, res), cb) : step(0);
@@ -26675,9 +26675,9 @@ var require_which = __commonJS({
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
         const pCmd = path6.join(pathPart, cmd);
-        const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
+        const p2 = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         for (let j = 0; j < pathExt.length; j++) {
-          const cur = p + pathExt[j];
+          const cur = p2 + pathExt[j];
           try {
             const is = isexe.sync(cur, { pathExt: pathExtExe });
             if (is) {
@@ -26711,7 +26711,7 @@ var require_path_key = __commonJS({
       if (platform3 !== "win32") {
         return "PATH";
       }
-      return Object.keys(environment).reverse().find((key) => key.toUpperCase() === "PATH") || "Path";
+      return Object.keys(environment).reverse().find((key2) => key2.toUpperCase() === "PATH") || "Path";
     };
     module2.exports = pathKey2;
     module2.exports.default = pathKey2;
@@ -26726,8 +26726,8 @@ var require_resolveCommand = __commonJS({
     var which2 = require_which();
     var getPathKey = require_path_key();
     function getPathExt(env) {
-      const key = Object.keys(env).find((name) => name.toUpperCase() === "PATHEXT");
-      return key ? env[key] : void 0;
+      const key2 = Object.keys(env).find((name) => name.toUpperCase() === "PATHEXT");
+      return key2 ? env[key2] : void 0;
     }
     function resolveCommandAttempt(parsed, withoutPathExt) {
       const env = parsed.options.env || process.env;
@@ -27032,7 +27032,7 @@ var require_cross_spawn = __commonJS({
 });
 
 // src/action/runner.ts
-var import_node_os6 = require("node:os");
+var import_node_os7 = require("node:os");
 var import_node_path19 = require("node:path");
 
 // node_modules/@actions/core/lib/command.js
@@ -27081,16 +27081,16 @@ var Command = class {
     if (this.properties && Object.keys(this.properties).length > 0) {
       cmdStr += " ";
       let first = true;
-      for (const key in this.properties) {
-        if (this.properties.hasOwnProperty(key)) {
-          const val = this.properties[key];
+      for (const key2 in this.properties) {
+        if (this.properties.hasOwnProperty(key2)) {
+          const val = this.properties[key2];
           if (val) {
             if (first) {
               first = false;
             } else {
               cmdStr += ",";
             }
-            cmdStr += `${key}=${escapeProperty(val)}`;
+            cmdStr += `${key2}=${escapeProperty(val)}`;
           }
         }
       }
@@ -27122,16 +27122,16 @@ function issueFileCommand(command, message) {
     encoding: "utf8"
   });
 }
-function prepareKeyValueMessage(key, value) {
+function prepareKeyValueMessage(key2, value) {
   const delimiter2 = `ghadelimiter_${crypto.randomUUID()}`;
   const convertedValue = toCommandValue(value);
-  if (key.includes(delimiter2)) {
+  if (key2.includes(delimiter2)) {
     throw new Error(`Unexpected input: name should not contain the delimiter "${delimiter2}"`);
   }
   if (convertedValue.includes(delimiter2)) {
     throw new Error(`Unexpected input: value should not contain the delimiter "${delimiter2}"`);
   }
-  return `${key}<<${delimiter2}${os2.EOL}${convertedValue}${os2.EOL}${delimiter2}`;
+  return `${key2}<<${delimiter2}${os2.EOL}${convertedValue}${os2.EOL}${delimiter2}`;
 }
 
 // node_modules/@actions/core/lib/core.js
@@ -27219,11 +27219,11 @@ var tunnel = __toESM(require_tunnel2(), 1);
 var import_undici = __toESM(require_undici(), 1);
 var __awaiter = function(thisArg, _arguments, P, generator) {
   function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve2) {
-      resolve2(value);
+    return value instanceof P ? value : new P(function(resolve3) {
+      resolve3(value);
     });
   }
-  return new (P || (P = Promise))(function(resolve2, reject) {
+  return new (P || (P = Promise))(function(resolve3, reject) {
     function fulfilled(value) {
       try {
         step(generator.next(value));
@@ -27239,7 +27239,7 @@ var __awaiter = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve2(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve3(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -27312,26 +27312,26 @@ var HttpClientResponse = class {
   }
   readBody() {
     return __awaiter(this, void 0, void 0, function* () {
-      return new Promise((resolve2) => __awaiter(this, void 0, void 0, function* () {
+      return new Promise((resolve3) => __awaiter(this, void 0, void 0, function* () {
         let output2 = Buffer.alloc(0);
         this.message.on("data", (chunk) => {
           output2 = Buffer.concat([output2, chunk]);
         });
         this.message.on("end", () => {
-          resolve2(output2.toString());
+          resolve3(output2.toString());
         });
       }));
     });
   }
   readBodyBuffer() {
     return __awaiter(this, void 0, void 0, function* () {
-      return new Promise((resolve2) => __awaiter(this, void 0, void 0, function* () {
+      return new Promise((resolve3) => __awaiter(this, void 0, void 0, function* () {
         const chunks = [];
         this.message.on("data", (chunk) => {
           chunks.push(chunk);
         });
         this.message.on("end", () => {
-          resolve2(Buffer.concat(chunks));
+          resolve3(Buffer.concat(chunks));
         });
       }));
     });
@@ -27496,9 +27496,9 @@ var HttpClient = class {
           }
           yield response.readBody();
           if (parsedRedirectUrl.hostname !== parsedUrl.hostname) {
-            for (const header in headers) {
-              if (header.toLowerCase() === "authorization") {
-                delete headers[header];
+            for (const header2 in headers) {
+              if (header2.toLowerCase() === "authorization") {
+                delete headers[header2];
               }
             }
           }
@@ -27534,14 +27534,14 @@ var HttpClient = class {
    */
   requestRaw(info2, data) {
     return __awaiter(this, void 0, void 0, function* () {
-      return new Promise((resolve2, reject) => {
+      return new Promise((resolve3, reject) => {
         function callbackForResult(err, res) {
           if (err) {
             reject(err);
           } else if (!res) {
             reject(new Error("Unknown error"));
           } else {
-            resolve2(res);
+            resolve3(res);
           }
         }
         this.requestRawWithCallback(info2, data, callbackForResult);
@@ -27651,15 +27651,15 @@ var HttpClient = class {
    * For headers that must always be a single string (like Content-Type), use the
    * specialized _getExistingOrDefaultContentTypeHeader method instead.
    */
-  _getExistingOrDefaultHeader(additionalHeaders, header, _default3) {
+  _getExistingOrDefaultHeader(additionalHeaders, header2, _default3) {
     let clientHeader;
     if (this.requestOptions && this.requestOptions.headers) {
-      const headerValue = lowercaseKeys(this.requestOptions.headers)[header];
+      const headerValue = lowercaseKeys(this.requestOptions.headers)[header2];
       if (headerValue) {
         clientHeader = typeof headerValue === "number" ? headerValue.toString() : headerValue;
       }
     }
-    const additionalValue = additionalHeaders[header];
+    const additionalValue = additionalHeaders[header2];
     if (additionalValue !== void 0) {
       return typeof additionalValue === "number" ? additionalValue.toString() : additionalValue;
     }
@@ -27785,12 +27785,12 @@ var HttpClient = class {
     return __awaiter(this, void 0, void 0, function* () {
       retryNumber = Math.min(ExponentialBackoffCeiling, retryNumber);
       const ms2 = ExponentialBackoffTimeSlice * Math.pow(2, retryNumber);
-      return new Promise((resolve2) => setTimeout(() => resolve2(), ms2));
+      return new Promise((resolve3) => setTimeout(() => resolve3(), ms2));
     });
   }
   _processResponse(res, options) {
     return __awaiter(this, void 0, void 0, function* () {
-      return new Promise((resolve2, reject) => __awaiter(this, void 0, void 0, function* () {
+      return new Promise((resolve3, reject) => __awaiter(this, void 0, void 0, function* () {
         const statusCode = res.message.statusCode || 0;
         const response = {
           statusCode,
@@ -27798,9 +27798,9 @@ var HttpClient = class {
           headers: {}
         };
         if (statusCode === HttpCodes.NotFound) {
-          resolve2(response);
+          resolve3(response);
         }
-        function dateTimeDeserializer(key, value) {
+        function dateTimeDeserializer(key2, value) {
           if (typeof value === "string") {
             const a2 = new Date(value);
             if (!isNaN(a2.valueOf())) {
@@ -27837,7 +27837,7 @@ var HttpClient = class {
           err.result = response.result;
           reject(err);
         } else {
-          resolve2(response);
+          resolve3(response);
         }
       }));
     });
@@ -27848,11 +27848,11 @@ var lowercaseKeys = (obj2) => Object.keys(obj2).reduce((c3, k) => (c3[k.toLowerC
 // node_modules/@actions/http-client/lib/auth.js
 var __awaiter2 = function(thisArg, _arguments, P, generator) {
   function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve2) {
-      resolve2(value);
+    return value instanceof P ? value : new P(function(resolve3) {
+      resolve3(value);
     });
   }
-  return new (P || (P = Promise))(function(resolve2, reject) {
+  return new (P || (P = Promise))(function(resolve3, reject) {
     function fulfilled(value) {
       try {
         step(generator.next(value));
@@ -27868,7 +27868,7 @@ var __awaiter2 = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve2(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve3(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -27899,11 +27899,11 @@ var BearerCredentialHandler = class {
 // node_modules/@actions/core/lib/oidc-utils.js
 var __awaiter3 = function(thisArg, _arguments, P, generator) {
   function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve2) {
-      resolve2(value);
+    return value instanceof P ? value : new P(function(resolve3) {
+      resolve3(value);
     });
   }
-  return new (P || (P = Promise))(function(resolve2, reject) {
+  return new (P || (P = Promise))(function(resolve3, reject) {
     function fulfilled(value) {
       try {
         step(generator.next(value));
@@ -27919,7 +27919,7 @@ var __awaiter3 = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve2(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve3(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -27988,11 +27988,11 @@ var import_os = require("os");
 var import_fs = require("fs");
 var __awaiter4 = function(thisArg, _arguments, P, generator) {
   function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve2) {
-      resolve2(value);
+    return value instanceof P ? value : new P(function(resolve3) {
+      resolve3(value);
     });
   }
-  return new (P || (P = Promise))(function(resolve2, reject) {
+  return new (P || (P = Promise))(function(resolve3, reject) {
     function fulfilled(value) {
       try {
         step(generator.next(value));
@@ -28008,7 +28008,7 @@ var __awaiter4 = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve2(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve3(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -28053,7 +28053,7 @@ var Summary = class {
    * @returns {string} content wrapped in HTML element
    */
   wrap(tag, content, attrs = {}) {
-    const htmlAttrs = Object.entries(attrs).map(([key, value]) => ` ${key}="${value}"`).join("");
+    const htmlAttrs = Object.entries(attrs).map(([key2, value]) => ` ${key2}="${value}"`).join("");
     if (!content) {
       return `<${tag}${htmlAttrs}>`;
     }
@@ -28170,8 +28170,8 @@ var Summary = class {
         if (typeof cell2 === "string") {
           return this.wrap("td", cell2);
         }
-        const { header, data, colspan, rowspan } = cell2;
-        const tag = header ? "th" : "td";
+        const { header: header2, data, colspan, rowspan } = cell2;
+        const tag = header2 ? "th" : "td";
         const attrs = Object.assign(Object.assign({}, colspan && { colspan }), rowspan && { rowspan });
         return this.wrap(tag, data, attrs);
       }).join("");
@@ -28287,11 +28287,11 @@ var arch = import_os2.default.arch();
 // node_modules/@actions/core/lib/core.js
 var __awaiter5 = function(thisArg, _arguments, P, generator) {
   function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve2) {
-      resolve2(value);
+    return value instanceof P ? value : new P(function(resolve3) {
+      resolve3(value);
     });
   }
-  return new (P || (P = Promise))(function(resolve2, reject) {
+  return new (P || (P = Promise))(function(resolve3, reject) {
     function fulfilled(value) {
       try {
         step(generator.next(value));
@@ -28307,7 +28307,7 @@ var __awaiter5 = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve2(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve3(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -28498,8 +28498,8 @@ function lowercaseKeys2(object2) {
   if (!object2) {
     return {};
   }
-  return Object.keys(object2).reduce((newObj, key) => {
-    newObj[key.toLowerCase()] = object2[key];
+  return Object.keys(object2).reduce((newObj, key2) => {
+    newObj[key2.toLowerCase()] = object2[key2];
     return newObj;
   }, {});
 }
@@ -28513,20 +28513,20 @@ function isPlainObject(value) {
 }
 function mergeDeep(defaults, options) {
   const result = Object.assign({}, defaults);
-  Object.keys(options).forEach((key) => {
-    if (isPlainObject(options[key])) {
-      if (!(key in defaults)) Object.assign(result, { [key]: options[key] });
-      else result[key] = mergeDeep(defaults[key], options[key]);
+  Object.keys(options).forEach((key2) => {
+    if (isPlainObject(options[key2])) {
+      if (!(key2 in defaults)) Object.assign(result, { [key2]: options[key2] });
+      else result[key2] = mergeDeep(defaults[key2], options[key2]);
     } else {
-      Object.assign(result, { [key]: options[key] });
+      Object.assign(result, { [key2]: options[key2] });
     }
   });
   return result;
 }
 function removeUndefinedProperties(obj2) {
-  for (const key in obj2) {
-    if (obj2[key] === void 0) {
-      delete obj2[key];
+  for (const key2 in obj2) {
+    if (obj2[key2] === void 0) {
+      delete obj2[key2];
     }
   }
   return obj2;
@@ -28578,9 +28578,9 @@ function extractUrlVariableNames(url2) {
 }
 function omit(object2, keysToOmit) {
   const result = { __proto__: null };
-  for (const key of Object.keys(object2)) {
-    if (keysToOmit.indexOf(key) === -1) {
-      result[key] = object2[key];
+  for (const key2 of Object.keys(object2)) {
+    if (keysToOmit.indexOf(key2) === -1) {
+      result[key2] = object2[key2];
     }
   }
   return result;
@@ -28598,10 +28598,10 @@ function encodeUnreserved(str2) {
     return "%" + c3.charCodeAt(0).toString(16).toUpperCase();
   });
 }
-function encodeValue(operator, value, key) {
+function encodeValue(operator, value, key2) {
   value = operator === "+" || operator === "#" ? encodeReserved(value) : encodeUnreserved(value);
-  if (key) {
-    return encodeUnreserved(key) + "=" + value;
+  if (key2) {
+    return encodeUnreserved(key2) + "=" + value;
   } else {
     return value;
   }
@@ -28612,8 +28612,8 @@ function isDefined(value) {
 function isKeyOperator(operator) {
   return operator === ";" || operator === "&" || operator === "?";
 }
-function getValues(context, operator, key, modifier) {
-  var value = context[key], result = [];
+function getValues(context, operator, key2, modifier) {
+  var value = context[key2], result = [];
   if (isDefined(value) && value !== "") {
     if (typeof value === "string" || typeof value === "number" || typeof value === "bigint" || typeof value === "boolean") {
       value = value.toString();
@@ -28621,14 +28621,14 @@ function getValues(context, operator, key, modifier) {
         value = value.substring(0, parseInt(modifier, 10));
       }
       result.push(
-        encodeValue(operator, value, isKeyOperator(operator) ? key : "")
+        encodeValue(operator, value, isKeyOperator(operator) ? key2 : "")
       );
     } else {
       if (modifier === "*") {
         if (Array.isArray(value)) {
           value.filter(isDefined).forEach(function(value2) {
             result.push(
-              encodeValue(operator, value2, isKeyOperator(operator) ? key : "")
+              encodeValue(operator, value2, isKeyOperator(operator) ? key2 : "")
             );
           });
         } else {
@@ -28653,7 +28653,7 @@ function getValues(context, operator, key, modifier) {
           });
         }
         if (isKeyOperator(operator)) {
-          result.push(encodeUnreserved(key) + "=" + tmp.join(","));
+          result.push(encodeUnreserved(key2) + "=" + tmp.join(","));
         } else if (tmp.length !== 0) {
           result.push(tmp.join(","));
         }
@@ -28662,10 +28662,10 @@ function getValues(context, operator, key, modifier) {
   } else {
     if (operator === ";") {
       if (isDefined(value)) {
-        result.push(encodeUnreserved(key));
+        result.push(encodeUnreserved(key2));
       }
     } else if (value === "" && (operator === "&" || operator === "?")) {
-      result.push(encodeUnreserved(key) + "=");
+      result.push(encodeUnreserved(key2) + "=");
     } else if (value === "") {
       result.push("");
     }
@@ -28834,11 +28834,11 @@ var NullObject = /* @__PURE__ */ (() => {
   C.prototype = /* @__PURE__ */ Object.create(null);
   return C;
 })();
-function parse2(header, options) {
+function parse2(header2, options) {
   const stopFlags = SEMI_FLAG | (options?.comma === true ? COMMA_FLAG : 0);
-  const len = header.length;
+  const len = header2.length;
   let valueStart = options?.start ?? 0;
-  while ((CHAR_MAP[header.charCodeAt(valueStart)] & OWS) !== 0) {
+  while ((CHAR_MAP[header2.charCodeAt(valueStart)] & OWS) !== 0) {
     valueStart++;
   }
   let index = valueStart;
@@ -28846,7 +28846,7 @@ function parse2(header, options) {
   let whitespace = -1;
   let stop = options?.parameters === false ? COMMA_FLAG : 0;
   while (index < len) {
-    const code2 = header.charCodeAt(index);
+    const code2 = header2.charCodeAt(index);
     const flags = CHAR_MAP[code2];
     if ((flags & stopFlags) !== 0) {
       stop |= flags & COMMA_FLAG;
@@ -28862,25 +28862,25 @@ function parse2(header, options) {
     index++;
   }
   const valueEnd = whitespace === -1 ? index : whitespace;
-  const value = header.slice(valueStart, valueEnd);
+  const value = header2.slice(valueStart, valueEnd);
   const type = (typeFlags & CASE_FLAGS) === 0 ? value : value.toLowerCase();
   if (index === len || stop !== 0) {
     return { type, index, parameters: new NullObject() };
   }
-  return parseParameters(header, type, index, len, stopFlags);
+  return parseParameters(header2, type, index, len, stopFlags);
 }
-function parseParameters(header, type, index, len, stopFlags) {
+function parseParameters(header2, type, index, len, stopFlags) {
   const parameters = new NullObject();
   parameter: while (index < len) {
     index++;
-    while ((CHAR_MAP[header.charCodeAt(index)] & OWS) !== 0) {
+    while ((CHAR_MAP[header2.charCodeAt(index)] & OWS) !== 0) {
       index++;
     }
     const keyStart = index;
     let keyFlags = 0;
     let keyWhitespace = -1;
     while (index < len) {
-      const code2 = header.charCodeAt(index);
+      const code2 = header2.charCodeAt(index);
       const flags = CHAR_MAP[code2];
       if ((flags & stopFlags) !== 0) {
         if ((flags & COMMA_FLAG) !== 0)
@@ -28889,25 +28889,25 @@ function parseParameters(header, type, index, len, stopFlags) {
       }
       if (code2 === EQ) {
         const keyEnd = keyWhitespace === -1 ? index : keyWhitespace;
-        const value = header.slice(keyStart, keyEnd);
-        const key = (keyFlags & CASE_FLAGS) === 0 ? value : value.toLowerCase();
+        const value = header2.slice(keyStart, keyEnd);
+        const key2 = (keyFlags & CASE_FLAGS) === 0 ? value : value.toLowerCase();
         index++;
-        while ((CHAR_MAP[header.charCodeAt(index)] & OWS) !== 0) {
+        while ((CHAR_MAP[header2.charCodeAt(index)] & OWS) !== 0) {
           index++;
         }
-        if (index < len && header.charCodeAt(index) === DQUOTE) {
+        if (index < len && header2.charCodeAt(index) === DQUOTE) {
           const quotedStart = ++index;
           let escaped = false;
           while (index < len) {
-            const code3 = header.charCodeAt(index);
+            const code3 = header2.charCodeAt(index);
             if (code3 === DQUOTE) {
-              if (parameters[key] === void 0) {
-                parameters[key] = escaped ? unescapeQuotedPairs(header, quotedStart, index) : header.slice(quotedStart, index);
+              if (parameters[key2] === void 0) {
+                parameters[key2] = escaped ? unescapeQuotedPairs(header2, quotedStart, index) : header2.slice(quotedStart, index);
               }
               index++;
               let stop2 = 0;
               while (index < len) {
-                const code4 = header.charCodeAt(index);
+                const code4 = header2.charCodeAt(index);
                 const flags2 = CHAR_MAP[code4];
                 if ((flags2 & stopFlags) !== 0) {
                   stop2 = flags2 & COMMA_FLAG;
@@ -28932,7 +28932,7 @@ function parseParameters(header, type, index, len, stopFlags) {
         let stop = 0;
         let valueWhitespace = -1;
         while (index < len) {
-          const code3 = header.charCodeAt(index);
+          const code3 = header2.charCodeAt(index);
           const flags2 = CHAR_MAP[code3];
           if ((flags2 & stopFlags) !== 0) {
             stop = flags2 & COMMA_FLAG;
@@ -28946,9 +28946,9 @@ function parseParameters(header, type, index, len, stopFlags) {
           }
           index++;
         }
-        if (parameters[key] === void 0) {
+        if (parameters[key2] === void 0) {
           const valueEnd = valueWhitespace === -1 ? index : valueWhitespace;
-          parameters[key] = header.slice(valueStart, valueEnd);
+          parameters[key2] = header2.slice(valueStart, valueEnd);
         }
         if (stop !== 0)
           break parameter;
@@ -28996,11 +28996,11 @@ var stringifyIteratively = (rootValue, replacer, spaceParam) => {
   }
   const isFunctionReplacer = typeof replacer === "function";
   const propertyList = Array.isArray(replacer) ? new Set(replacer.map(String)) : null;
-  const prepareVal = (parent, key, val) => {
+  const prepareVal = (parent, key2, val) => {
     const isObject3 = val !== null && typeof val === "object";
     const hasToJSON = isObject3 && typeof val.toJSON === "function";
     if (hasToJSON) {
-      val = val.toJSON(key);
+      val = val.toJSON(key2);
     }
     const isNoise = typeof val === "string" && noiseValue.test(val);
     if (isNoise) return val + "n";
@@ -29011,7 +29011,7 @@ var stringifyIteratively = (rootValue, replacer, spaceParam) => {
       return val.toString() + "n";
     }
     if (isFunctionReplacer) {
-      val = replacer.call(parent, key, val);
+      val = replacer.call(parent, key2, val);
     }
     const isPostReplacerObject = val !== null && typeof val === "object";
     if (isPostReplacerObject) {
@@ -29148,11 +29148,11 @@ var JSONStringify = (value, replacer, space) => {
     if (supportsRawJSON) {
       return originalStringify(
         value,
-        (key, val) => {
+        (key2, val) => {
           if (typeof val === "bigint") return JSON.rawJSON(val.toString());
           const hasFunctionReplacer = typeof replacer === "function";
-          if (hasFunctionReplacer) return replacer(key, val);
-          const isKeyInArrayReplacer = Array.isArray(replacer) && replacer.includes(key);
+          if (hasFunctionReplacer) return replacer(key2, val);
+          const isKeyInArrayReplacer = Array.isArray(replacer) && replacer.includes(key2);
           if (isKeyInArrayReplacer) return val;
           return val;
         },
@@ -29162,13 +29162,13 @@ var JSONStringify = (value, replacer, space) => {
     if (!value) return originalStringify(value, replacer, space);
     const convertedToCustomJSON = originalStringify(
       value,
-      (key, val) => {
+      (key2, val) => {
         const isNoise = typeof val === "string" && noiseValue.test(val);
         if (isNoise) return val.toString() + "n";
         if (typeof val === "bigint") return val.toString() + "n";
         const hasFunctionReplacer = typeof replacer === "function";
-        if (hasFunctionReplacer) return replacer(key, val);
-        const isKeyInArrayReplacer = Array.isArray(replacer) && replacer.includes(key);
+        if (hasFunctionReplacer) return replacer(key2, val);
+        const isKeyInArrayReplacer = Array.isArray(replacer) && replacer.includes(key2);
         if (isKeyInArrayReplacer) return val;
         return val;
       },
@@ -29210,17 +29210,17 @@ var isContextSourceSupported = () => {
     return false;
   }
 };
-var convertMarkedBigIntsReviver = (key, value, context, userReviver) => {
+var convertMarkedBigIntsReviver = (key2, value, context, userReviver) => {
   const isCustomFormatBigInt = typeof value === "string" && customFormat.test(value);
   if (isCustomFormatBigInt) return BigInt(value.slice(0, -1));
   const isNoiseValue = typeof value === "string" && noiseValue.test(value);
   if (isNoiseValue) return value.slice(0, -1);
   const hasUserReviver = typeof userReviver === "function";
   if (!hasUserReviver) return value;
-  return userReviver(key, value, context);
+  return userReviver(key2, value, context);
 };
 var JSONParseV2 = (text, reviver) => {
-  return JSON.parse(text, (key, value, context) => {
+  return JSON.parse(text, (key2, value, context) => {
     const isNumber = typeof value === "number";
     const isOutOfBounds = value > Number.MAX_SAFE_INTEGER || value < Number.MIN_SAFE_INTEGER;
     const isBigNumber = isNumber && isOutOfBounds;
@@ -29229,7 +29229,7 @@ var JSONParseV2 = (text, reviver) => {
     if (isBigInt) return BigInt(context.source);
     const hasCustomReviver = typeof reviver === "function";
     if (!hasCustomReviver) return value;
-    return reviver(key, value, context);
+    return reviver(key2, value, context);
   });
 };
 var MAX_INT = Number.MAX_SAFE_INTEGER.toString();
@@ -29252,8 +29252,8 @@ var applyReviverIteratively = (parsed, userReviver) => {
         }
       }
     } else {
-      const { parent, key } = node2;
-      let value = parent[key];
+      const { parent, key: key2 } = node2;
+      let value = parent[key2];
       if (typeof value === "string") {
         const isCustomFormatBigInt = customFormat.test(value);
         if (isCustomFormatBigInt) {
@@ -29265,13 +29265,13 @@ var applyReviverIteratively = (parsed, userReviver) => {
       }
       const hasUserReviver = typeof userReviver === "function";
       if (hasUserReviver) {
-        value = userReviver.call(parent, key, value);
+        value = userReviver.call(parent, key2, value);
       }
       const isDeleted = value === void 0;
       if (isDeleted) {
-        delete parent[key];
+        delete parent[key2];
       } else {
-        parent[key] = value;
+        parent[key2] = value;
       }
       stack.pop();
     }
@@ -29300,7 +29300,7 @@ var JSONParse = (text, reviver) => {
     const serializedData = serializeBigInts(text);
     return originalParse(
       serializedData,
-      (key, value, context) => convertMarkedBigIntsReviver(key, value, context, reviver)
+      (key2, value, context) => convertMarkedBigIntsReviver(key2, value, context, reviver)
     );
   } catch (error64) {
     if (error64 instanceof RangeError) {
@@ -29420,8 +29420,8 @@ async function fetchWrapper(requestOptions) {
   const status = fetchResponse.status;
   const url2 = fetchResponse.url;
   const responseHeaders = {};
-  for (const [key, value] of fetchResponse.headers) {
-    responseHeaders[key] = value;
+  for (const [key2, value] of fetchResponse.headers) {
+    responseHeaders[key2] = value;
   }
   const octokitResponse = {
     url: url2,
@@ -29577,11 +29577,11 @@ function graphql(request2, query, options) {
         new Error(`[@octokit/graphql] "query" cannot be used as variable name`)
       );
     }
-    for (const key in options) {
-      if (!FORBIDDEN_VARIABLE_OPTIONS.includes(key)) continue;
+    for (const key2 in options) {
+      if (!FORBIDDEN_VARIABLE_OPTIONS.includes(key2)) continue;
       return Promise.reject(
         new Error(
-          `[@octokit/graphql] "${key}" cannot be used as variable name`
+          `[@octokit/graphql] "${key2}" cannot be used as variable name`
         )
       );
     }
@@ -29589,15 +29589,15 @@ function graphql(request2, query, options) {
   const parsedOptions = typeof query === "string" ? Object.assign({ query }, options) : query;
   const requestOptions = Object.keys(
     parsedOptions
-  ).reduce((result, key) => {
-    if (NON_VARIABLE_OPTIONS.includes(key)) {
-      result[key] = parsedOptions[key];
+  ).reduce((result, key2) => {
+    if (NON_VARIABLE_OPTIONS.includes(key2)) {
+      result[key2] = parsedOptions[key2];
       return result;
     }
     if (!result.variables) {
       result.variables = {};
     }
-    result.variables[key] = parsedOptions[key];
+    result.variables[key2] = parsedOptions[key2];
     return result;
   }, {});
   const baseUrl = parsedOptions.baseUrl || request2.endpoint.DEFAULTS.baseUrl;
@@ -29607,8 +29607,8 @@ function graphql(request2, query, options) {
   return request2(requestOptions).then((response) => {
     if (response.data.errors) {
       const headers = {};
-      for (const key of Object.keys(response.headers)) {
-        headers[key] = response.headers[key];
+      for (const key2 of Object.keys(response.headers)) {
+        headers[key2] = response.headers[key2];
       }
       throw new GraphqlResponseError(
         requestOptions,
@@ -32491,9 +32491,25 @@ var gemini = {
     ],
     variable: "GOOGLE_GEMINI_BASE_URL"
   },
-  verified: false
+  verified: true
 };
-var CODERS = Object.freeze({ claude, codex, agy, gemini });
+var opencode = {
+  name: "opencode",
+  displayName: "opencode",
+  binary: "opencode",
+  npmPackage: "opencode-ai",
+  // An Anthropic model id: Fleet's runs name the Anthropic Messages API as opencode's provider.
+  defaultModel: "claude-sonnet-4-5",
+  promptOn: "stdin",
+  credential: { env: "ANTHROPIC_API_KEY", aliases: [], defaults: ["ANTHROPIC_API_KEY"] },
+  // opencode takes its base URL from its config file (a provider's `baseURL`), not a variable.
+  gateway: {
+    upstream: "https://api.anthropic.com",
+    routes: [{ method: "POST", path: /^\/v1\/messages(\/count_tokens)?$/ }]
+  },
+  verified: true
+};
+var CODERS = Object.freeze({ claude, codex, agy, gemini, opencode });
 var CODER_NAMES = Object.freeze(Object.keys(CODERS));
 var CODER_CREDENTIAL_VARIABLES = Object.freeze([
   ...new Set(Object.values(CODERS).flatMap((c3) => [c3.credential.env, ...c3.credential.aliases]))
@@ -32615,98 +32631,104 @@ function coderCommand(name, inv, args, own2 = {}, homeVariables = ["HOME"]) {
 var agyAdapter = defineAdapter("agy", {
   command(inv) {
     const args = ["-p", inv.prompt, "--output-format", "stream-json", "--model", inv.model];
-    if (inv.phase === "work") args.push("--yolo");
-    if (inv.resumeSessionId) args.push("--resume", inv.resumeSessionId);
+    args.push("--print-timeout", "24h");
+    if (inv.phase === "work") args.push("--dangerously-skip-permissions");
+    else args.push("--mode", "plan");
     return coderCommand("agy", inv, args);
   },
   parse: parseAgy
 });
-var pick = (o2, ...keys) => {
-  for (const k of keys) if (o2[k] !== void 0) return o2[k];
-  return void 0;
-};
 function parseAgy(o2) {
   switch (o2.event) {
-    case "init":
+    case "init": {
+      const init = obj(o2.init);
       return [
         {
           type: "init",
-          sessionId: str(pick(o2, "session_id", "sessionId", "conversation_id")),
-          model: str(o2.model),
-          tools: arr(o2.tools).filter((t) => typeof t === "string")
+          sessionId: str(o2.conversation_id),
+          model: str(init.model),
+          tools: arr(init.tools).filter((t) => typeof t === "string")
         }
       ];
+    }
     case "step_update":
-      return parseStep(o2);
+      return parseStep(obj(o2.step_update));
     case "result":
-      return parseResult(o2);
-    case "error":
-      return [{ type: "error", message: str(o2.message) ?? contentText(o2.error) }];
+      return parseResult(obj(o2.result));
     default:
       return null;
   }
 }
-function parseStep(o2) {
-  const step = { ...o2, ...obj(o2.step) };
-  const kind = str(pick(step, "step_type", "stepType", "type"));
-  const id = str(pick(step, "tool_id", "toolId", "step_id", "stepId", "id"));
-  const tool = obj(pick(step, "tool_info", "toolInfo", "tool"));
-  switch (kind) {
-    case "text":
-    case "message":
-    case "model_response":
-    case "planner_response":
-      return [{ type: "text", text: contentText(pick(step, "text", "content", "message")) }];
-    case "thinking":
-    case "reasoning":
-      return [];
-    case "tool_call":
-    case "tool_use":
-      return [
-        {
-          type: "tool_use",
-          name: str(pick(tool, "name", "canonical_name")) ?? str(pick(step, "tool_name", "name")) ?? "",
-          input: pick(tool, "input", "args", "parameters") ?? pick(step, "input", "args", "parameters"),
-          id
-        }
-      ];
-    case "tool_result":
-      return [
-        {
-          type: "tool_result",
-          id,
-          isError: step.status === "error" || step.is_error === true,
-          output: contentText(pick(step, "output", "result", "content"))
-        }
-      ];
-    default:
-      return null;
-  }
-}
-function parseResult(o2) {
-  const u2 = obj(pick(o2, "usage", "stats"));
-  const cached2 = num(pick(u2, "cache_read_input_tokens", "cached_input_tokens", "cached", "cacheReadTokens"));
-  const usage = {
-    input: num(pick(u2, "input_tokens", "inputTokens", "input")),
-    output: num(pick(u2, "output_tokens", "outputTokens")),
-    cacheRead: cached2,
-    cacheWrite: num(pick(u2, "cache_creation_input_tokens", "cacheWriteTokens")),
-    reasoning: num(pick(u2, "reasoning_tokens", "thoughts_tokens", "thoughtsTokens"))
+function agyUsage(u2) {
+  return {
+    input: num(u2.input_tokens),
+    output: num(u2.output_tokens),
+    cacheRead: num(u2.cache_read_tokens),
+    reasoning: num(u2.thinking_tokens)
   };
-  const ok = o2.is_error !== true && o2.status !== "error" && o2.subtype !== "error";
-  const summary2 = str(pick(o2, "result", "response", "text"));
+}
+function parseStep(step) {
+  const index = typeof step.step_index === "number" ? String(step.step_index) : void 0;
+  const id = index && str(step.conversation_id) ? `${step.conversation_id}:${index}` : index;
+  switch (step.step_type) {
+    case "user_input":
+      return [];
+    case "agent_response": {
+      const events = [];
+      const text = str(step.text_delta);
+      if (text) events.push({ type: "text", text });
+      if (step.usage !== void 0) events.push({ type: "usage", id, usage: agyUsage(obj(step.usage)) });
+      if (step.state === "ERROR") events.push({ type: "error", message: stepError(step) });
+      return events;
+    }
+    case "tool":
+      return toolStep(step, id);
+    case "error_message":
+      return [{ type: "error", message: stepError(step) }];
+    default:
+      return null;
+  }
+}
+function stepError(step) {
+  const e = step.error;
+  return str(obj(e).message) ?? str(e) ?? `agy: step ${String(step.step_index ?? "?")} ended in error`;
+}
+function toolStep(step, id) {
+  const info2 = obj(step.tool_info);
+  const name = str(info2.name) ?? str(step.tool_name) ?? "";
+  if (step.state === "ACTIVE") return [{ type: "tool_use", name, input: info2.parameters, id }];
+  const isError = step.state === "ERROR" || info2.error !== void 0;
+  const output2 = isError ? str(obj(info2.error).message) ?? str(info2.error) ?? "" : str(info2.output) ?? "";
+  return [{ type: "tool_result", id, isError, output: output2 }];
+}
+function resetSeconds(message) {
+  const m = /resets in\s+(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s)?/i.exec(message);
+  if (!m || !m[1] && !m[2] && !m[3]) return void 0;
+  return Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0);
+}
+var QUOTA = /quota reached|exhausted your quota|credits balance is too low|resource.?exhausted|\b429\b/i;
+function parseResult(r) {
+  const response = str(r.response) ?? "";
+  const denied = arr(r.denied_actions).map((d) => str(obj(d).display_name) ?? str(obj(d).action) ?? "?");
+  let message;
+  if (r.status !== "SUCCESS") message = str(r.error) || `agy: run ended with status ${String(r.status)}`;
+  else if (!response.trim() && denied.length > 0)
+    message = `agy refused ${denied.join(", ")} (a headless run cannot ask for approval) and gave no answer`;
   const events = [];
-  if (!ok) events.push({ type: "error", message: contentText(o2.error) || summary2 || "agy: run failed" });
+  if (message) {
+    const retryAfterSeconds = resetSeconds(message);
+    events.push(
+      QUOTA.test(message) ? { type: "rate_limit", message, ...retryAfterSeconds !== void 0 ? { retryAfterSeconds } : {} } : { type: "error", message }
+    );
+  }
   events.push({
     type: "result",
-    ok,
-    sessionId: str(pick(o2, "session_id", "sessionId")),
-    summary: summary2,
-    totals: totals(usage, {
-      costUsd: optNum(pick(o2, "total_cost_usd", "cost_usd")) ?? null,
-      turns: num(pick(o2, "num_turns", "turns")),
-      durationMs: num(pick(o2, "duration_ms", "durationMs")),
-      model: str(o2.model) ?? ""
+    ok: message === void 0,
+    sessionId: str(r.conversation_id) || void 0,
+    summary: message ?? response,
+    totals: totals(agyUsage(obj(r.usage)), {
+      turns: num(r.num_turns),
+      durationMs: Math.round(num(r.duration_seconds) * 1e3)
     })
   });
   return events;
@@ -32992,15 +33014,38 @@ function itemCompleted(item) {
 }
 
 // src/agents/gemini.ts
+var SETTINGS_FILE = ".gemini/settings.json";
 var geminiAdapter = defineAdapter("gemini", {
   command(inv) {
     const args = ["-p", inv.prompt, "--output-format", "stream-json", "-m", inv.model];
     args.push("--approval-mode", inv.phase === "plan" ? "plan" : "yolo");
     if (inv.resumeSessionId) args.push("--resume", inv.resumeSessionId);
-    return coderCommand("gemini", inv, args, { GEMINI_CLI_NO_RELAUNCH: "true" });
+    const own2 = {
+      GEMINI_CLI_NO_RELAUNCH: "true",
+      GEMINI_CLI_TRUST_WORKSPACE: "true",
+      GEMINI_TELEMETRY_ENABLED: "false"
+    };
+    const files = [
+      { path: SETTINGS_FILE, content: JSON.stringify(geminiSettings(inv)) }
+    ];
+    return { ...coderCommand("gemini", inv, args, own2), files };
   },
   parse: parseGemini
 });
+function geminiSettings(inv) {
+  return {
+    privacy: { usageStatisticsEnabled: false },
+    telemetry: { enabled: false },
+    general: { disableAutoUpdate: true, disableUpdateNag: true, enableAutoUpdate: false },
+    // Without a key the run uses the user's Google login (`home: inherit` shows it its oauth_creds.json).
+    security: {
+      auth: { selectedType: inv.credential || inv.modelBaseUrl ? "gemini-api-key" : "oauth-personal" }
+    }
+  };
+}
+function failure(message) {
+  return looksRateLimited(message) ? { type: "rate_limit", message } : { type: "error", message };
+}
 function parseGemini(o2) {
   switch (o2.type) {
     case "init":
@@ -33018,35 +33063,141 @@ function parseGemini(o2) {
           output: str(o2.output) ?? str(obj(o2.error).message) ?? ""
         }
       ];
-    case "error": {
-      const message = str(o2.message) ?? "gemini: error";
-      return [looksRateLimited(message) ? { type: "rate_limit", message } : { type: "error", message }];
-    }
-    case "result": {
-      const s = obj(o2.stats);
-      const cached2 = num(s.cached);
-      const usage = {
-        input: s.input !== void 0 ? num(s.input) : Math.max(0, num(s.input_tokens) - cached2),
-        output: num(s.output_tokens),
-        cacheRead: cached2
-      };
-      const ok = o2.status !== "error";
-      const events = [];
-      if (!ok) {
-        const message = str(obj(o2.error).message) ?? "gemini: run failed";
-        events.push(looksRateLimited(message) ? { type: "rate_limit", message } : { type: "error", message });
+    case "error":
+      return [failure(str(o2.message) ?? "gemini: error")];
+    case "result":
+      return parseResult3(o2);
+    default:
+      return null;
+  }
+}
+function parseResult3(o2) {
+  const s = obj(o2.stats);
+  const cached2 = num(s.cached);
+  const reasoning = Math.max(0, num(s.total_tokens) - num(s.input_tokens) - num(s.output_tokens));
+  const usage = {
+    input: s.input !== void 0 ? num(s.input) : Math.max(0, num(s.input_tokens) - cached2),
+    output: num(s.output_tokens) + reasoning,
+    cacheRead: cached2,
+    reasoning
+  };
+  const ok = o2.status !== "error";
+  const events = [];
+  const message = ok ? void 0 : str(obj(o2.error).message) ?? "gemini: run failed";
+  if (message) events.push(failure(message));
+  const models2 = Object.keys(obj(s.models));
+  events.push({
+    type: "result",
+    ok,
+    totals: totals(usage, { durationMs: num(s.duration_ms), model: models2.length === 1 ? models2[0] : "" }),
+    sessionId: str(o2.session_id),
+    ...message ? { summary: message } : {}
+  });
+  return events;
+}
+
+// src/agents/opencode.ts
+var PROVIDER2 = "fleet";
+var opencodeAdapter = defineAdapter("opencode", {
+  command(inv) {
+    const model2 = inv.model.includes("/") ? inv.model : `${PROVIDER2}/${inv.model}`;
+    const args = ["run", "--format", "json", "-m", model2];
+    if (inv.phase === "plan") args.push("--agent", "plan");
+    if (inv.resumeSessionId) args.push("--session", inv.resumeSessionId);
+    const own2 = {
+      OPENCODE_CONFIG_CONTENT: JSON.stringify(opencodeConfig(inv)),
+      OPENCODE_DISABLE_AUTOUPDATE: "true",
+      OPENCODE_DISABLE_SHARE: "true",
+      OPENCODE_DISABLE_MODELS_FETCH: "true",
+      OPENCODE_DISABLE_LSP_DOWNLOAD: "true",
+      OPENCODE_DISABLE_DEFAULT_PLUGINS: "true",
+      npm_config_offline: "true"
+    };
+    return coderCommand("opencode", inv, args, own2);
+  },
+  parse: parseOpencode
+});
+function opencodeConfig(inv) {
+  const config3 = {
+    $schema: "https://opencode.ai/config.json",
+    autoupdate: false,
+    share: "disabled"
+  };
+  if (inv.phase === "work") {
+    config3.permission = { edit: "allow", bash: "allow", webfetch: "allow", external_directory: "allow" };
+  }
+  if (inv.modelBaseUrl || inv.credential) {
+    const keyEnv = inv.credential?.name ?? CODERS.opencode.credential.env;
+    const root = (inv.modelBaseUrl ?? CODERS.opencode.gateway.upstream).replace(/\/+$/, "");
+    const model2 = inv.model.includes("/") ? inv.model.split("/").slice(1).join("/") : inv.model;
+    config3.provider = {
+      [PROVIDER2]: {
+        npm: "@ai-sdk/anthropic",
+        name: "Fleet",
+        options: { baseURL: root.endsWith("/v1") ? root : `${root}/v1`, apiKey: `{env:${keyEnv}}` },
+        models: { [model2]: { name: model2, tool_call: true } }
       }
-      events.push({
-        type: "result",
-        ok,
-        totals: totals(usage, { durationMs: num(s.duration_ms) }),
-        sessionId: str(o2.session_id)
-      });
-      return events;
+    };
+  }
+  return config3;
+}
+function failure2(message) {
+  return looksRateLimited(message) ? { type: "rate_limit", message } : { type: "error", message };
+}
+function parseOpencode(o2) {
+  const part = obj(o2.part);
+  switch (o2.type) {
+    case "step_start":
+      return [{ type: "init", sessionId: str(o2.sessionID) }];
+    case "text":
+      return [{ type: "text", text: str(part.text) ?? "" }];
+    case "reasoning":
+      return [];
+    case "tool_use":
+      return toolEvents(part);
+    case "step_finish":
+      return [stepUsage(part)];
+    case "error": {
+      const error64 = obj(o2.error);
+      const data = obj(error64.data);
+      const status = num(data.statusCode);
+      const message = str(data.message) ?? str(error64.message) ?? str(error64.name) ?? "opencode: error";
+      return [failure2(status === 429 ? `429: ${message}` : message)];
     }
     default:
       return null;
   }
+}
+function toolEvents(part) {
+  const state = obj(part.state);
+  const id = str(part.callID) ?? str(part.id);
+  const events = [{ type: "tool_use", name: str(part.tool) ?? "", input: state.input, id }];
+  if (state.status === "completed" || state.status === "error") {
+    const isError = state.status === "error";
+    events.push({
+      type: "tool_result",
+      id,
+      isError,
+      output: str(isError ? state.error : state.output) ?? ""
+    });
+  }
+  return events;
+}
+function stepUsage(part) {
+  const tokens2 = obj(part.tokens);
+  const cache = obj(tokens2.cache);
+  const reasoning = num(tokens2.reasoning);
+  return {
+    type: "usage",
+    id: str(part.messageID) ?? str(part.id),
+    usage: {
+      input: num(tokens2.input),
+      output: num(tokens2.output) + reasoning,
+      cacheRead: num(cache.read),
+      cacheWrite: num(cache.write),
+      reasoning
+    }
+  };
 }
 
 // src/agents/index.ts
@@ -33054,7 +33205,8 @@ var adapters = {
   claude: claudeAdapter,
   codex: codexAdapter,
   agy: agyAdapter,
-  gemini: geminiAdapter
+  gemini: geminiAdapter,
+  opencode: opencodeAdapter
 };
 var knownCoders = [...CODER_NAMES];
 function getAdapter(coder) {
@@ -34072,7 +34224,7 @@ __export(util_exports, {
   own: () => own,
   parsedType: () => parsedType,
   partial: () => partial,
-  pick: () => pick2,
+  pick: () => pick,
   prefixIssues: () => prefixIssues,
   primitiveTypes: () => primitiveTypes,
   promiseAllObject: () => promiseAllObject,
@@ -34154,9 +34306,9 @@ function floatSafeRemainder(val, step) {
   return ratio - roundedRatio;
 }
 var EVALUATING = /* @__PURE__ */ Symbol("evaluating");
-function defineLazy(object2, key, getter) {
+function defineLazy(object2, key2, getter) {
   let value = void 0;
-  Object.defineProperty(object2, key, {
+  Object.defineProperty(object2, key2, {
     get() {
       if (value === EVALUATING) {
         return void 0;
@@ -34168,7 +34320,7 @@ function defineLazy(object2, key, getter) {
       return value;
     },
     set(v) {
-      Object.defineProperty(object2, key, {
+      Object.defineProperty(object2, key2, {
         value: v
         // configurable: true,
       });
@@ -34194,47 +34346,47 @@ function rawShape(def) {
 function sourceShape(schema) {
   return rawShape(schema._zod.def) ?? schema._zod.def.shape;
 }
-function deferProp(target, key, getter) {
-  Object.defineProperty(target, key, {
+function deferProp(target, key2, getter) {
+  Object.defineProperty(target, key2, {
     get() {
       const value = getter();
-      assignProp(this, key, value);
+      assignProp(this, key2, value);
       return value;
     },
     enumerable: true,
     configurable: true
   });
 }
-function putProp(target, key, value) {
-  if (key in target)
-    assignProp(target, key, value);
+function putProp(target, key2, value) {
+  if (key2 in target)
+    assignProp(target, key2, value);
   else
-    target[key] = value;
+    target[key2] = value;
 }
 function mirrorShape(target, source, keys, wrap) {
   const raw = sourceShape(source);
-  for (const key of keys) {
-    const desc = Object.getOwnPropertyDescriptor(raw, key);
+  for (const key2 of keys) {
+    const desc = Object.getOwnPropertyDescriptor(raw, key2);
     if (!desc.enumerable)
       continue;
     if (desc.get) {
-      deferProp(target, key, () => {
-        const value = source._zod.def.shape[key];
-        return wrap ? wrap(value, key) : value;
+      deferProp(target, key2, () => {
+        const value = source._zod.def.shape[key2];
+        return wrap ? wrap(value, key2) : value;
       });
     } else
-      putProp(target, key, wrap ? wrap(desc.value, key) : desc.value);
+      putProp(target, key2, wrap ? wrap(desc.value, key2) : desc.value);
   }
 }
 function mirrorProps(target, source) {
-  for (const key of Reflect.ownKeys(source)) {
-    const desc = Object.getOwnPropertyDescriptor(source, key);
+  for (const key2 of Reflect.ownKeys(source)) {
+    const desc = Object.getOwnPropertyDescriptor(source, key2);
     if (!desc.enumerable)
       continue;
     if (desc.get)
-      deferProp(target, key, () => source[key]);
+      deferProp(target, key2, () => source[key2]);
     else
-      putProp(target, key, desc.value);
+      putProp(target, key2, desc.value);
   }
 }
 function mergeDefs(...defs) {
@@ -34251,11 +34403,11 @@ function cloneDef(schema) {
 function getElementAtPath(obj2, path6) {
   if (!path6)
     return obj2;
-  return path6.reduce((acc, key) => acc?.[key], obj2);
+  return path6.reduce((acc, key2) => acc?.[key2], obj2);
 }
 function promiseAllObject(promisesObj) {
   const keys = Object.keys(promisesObj);
-  const promises3 = keys.map((key) => promisesObj[key]);
+  const promises3 = keys.map((key2) => promisesObj[key2]);
   return Promise.all(promises3).then((results) => {
     const resolvedObj = {};
     for (let i2 = 0; i2 < keys.length; i2++) {
@@ -34327,8 +34479,8 @@ function shallowClone(o2) {
 }
 function numKeys(data) {
   let keyCount = 0;
-  for (const key in data) {
-    if (Object.prototype.hasOwnProperty.call(data, key)) {
+  for (const key2 in data) {
+    if (Object.prototype.hasOwnProperty.call(data, key2)) {
       keyCount++;
     }
   }
@@ -34468,7 +34620,7 @@ var BIGINT_FORMAT_RANGES = {
   int64: [/* @__PURE__ */ BigInt("-9223372036854775808"), /* @__PURE__ */ BigInt("9223372036854775807")],
   uint64: [/* @__PURE__ */ BigInt(0), /* @__PURE__ */ BigInt("18446744073709551615")]
 };
-function pick2(schema, mask) {
+function pick(schema, mask) {
   const currDef = schema._zod.def;
   const checks = currDef.checks;
   const hasChecks = checks && checks.length > 0;
@@ -34482,12 +34634,12 @@ function pick2(schema, mask) {
 function maskedKeys(schema, mask) {
   const raw = sourceShape(schema);
   const keys = [];
-  for (const key of Reflect.ownKeys(mask)) {
-    if (!Object.getOwnPropertyDescriptor(raw, key)?.enumerable) {
-      throw new Error(`Unrecognized key: "${String(key)}"`);
+  for (const key2 of Reflect.ownKeys(mask)) {
+    if (!Object.getOwnPropertyDescriptor(raw, key2)?.enumerable) {
+      throw new Error(`Unrecognized key: "${String(key2)}"`);
     }
-    if (mask[key])
-      keys.push(key);
+    if (mask[key2])
+      keys.push(key2);
   }
   return keys;
 }
@@ -34500,7 +34652,7 @@ function omit2(schema, mask) {
   }
   const omitted = new Set(maskedKeys(schema, mask));
   const newShape = {};
-  mirrorShape(newShape, schema, Reflect.ownKeys(sourceShape(schema)).filter((key) => !omitted.has(key)));
+  mirrorShape(newShape, schema, Reflect.ownKeys(sourceShape(schema)).filter((key2) => !omitted.has(key2)));
   return clone(schema, mergeDefs(currDef, { shape: newShape, checks: [] }));
 }
 function extend(schema, shape) {
@@ -34511,8 +34663,8 @@ function extend(schema, shape) {
   const hasChecks = checks && checks.length > 0;
   if (hasChecks) {
     const existingShape = sourceShape(schema);
-    for (const key of Reflect.ownKeys(shape)) {
-      if (Object.getOwnPropertyDescriptor(existingShape, key) !== void 0) {
+    for (const key2 of Reflect.ownKeys(shape)) {
+      if (Object.getOwnPropertyDescriptor(existingShape, key2) !== void 0) {
         throw new Error("Cannot overwrite keys on object schemas containing refinements. Use `.safeExtend()` instead.");
       }
     }
@@ -34559,15 +34711,15 @@ function partial(Class2, schema, mask, name = "partial") {
   }
   const selected = mask ? new Set(maskedKeys(schema, mask)) : void 0;
   const newShape = {};
-  mirrorShape(newShape, schema, Reflect.ownKeys(sourceShape(schema)), Class2 && ((value, key) => selected && !selected.has(key) ? value : new Class2({ type: "optional", innerType: value })));
+  mirrorShape(newShape, schema, Reflect.ownKeys(sourceShape(schema)), Class2 && ((value, key2) => selected && !selected.has(key2) ? value : new Class2({ type: "optional", innerType: value })));
   return clone(schema, mergeDefs(schema._zod.def, { shape: newShape, checks: [] }));
 }
 function required(Class2, schema, mask) {
   const selected = mask ? new Set(maskedKeys(schema, mask)) : void 0;
   const newShape = {};
-  mirrorShape(newShape, schema, Reflect.ownKeys(sourceShape(schema)), (value, key) => (
+  mirrorShape(newShape, schema, Reflect.ownKeys(sourceShape(schema)), (value, key2) => (
     // overwrite with non-optional
-    selected && !selected.has(key) ? value : new Class2({ type: "nonoptional", innerType: value })
+    selected && !selected.has(key2) ? value : new Class2({ type: "nonoptional", innerType: value })
   ));
   return clone(schema, mergeDefs(schema._zod.def, { shape: newShape }));
 }
@@ -34754,46 +34906,46 @@ var Class = class {
   }
 };
 function members(proto, table) {
-  for (const key in table) {
-    const desc = Object.getOwnPropertyDescriptor(table, key);
+  for (const key2 in table) {
+    const desc = Object.getOwnPropertyDescriptor(table, key2);
     if (desc.get)
-      Object.defineProperty(proto, key, { ...desc, enumerable: false });
+      Object.defineProperty(proto, key2, { ...desc, enumerable: false });
     else
-      defineBound(proto, key, desc.value);
+      defineBound(proto, key2, desc.value);
   }
 }
-function own(inst, key, value, enumerable = true) {
-  Object.defineProperty(inst, key, { configurable: true, writable: true, enumerable, value });
+function own(inst, key2, value, enumerable = true) {
+  Object.defineProperty(inst, key2, { configurable: true, writable: true, enumerable, value });
   return value;
 }
-function hide(inst, key, value) {
-  return own(inst, key, value, false);
+function hide(inst, key2, value) {
+  return own(inst, key2, value, false);
 }
 // @__NO_SIDE_EFFECTS__
 function derived(computes, table) {
-  for (const key in computes) {
-    const compute = computes[key];
-    Object.defineProperty(table, key, {
+  for (const key2 in computes) {
+    const compute = computes[key2];
+    Object.defineProperty(table, key2, {
       configurable: true,
       enumerable: true,
       get() {
-        return own(this, key, compute(this));
+        return own(this, key2, compute(this));
       },
       set(value) {
-        own(this, key, value);
+        own(this, key2, value);
       }
     });
   }
   return table;
 }
-function defineBound(proto, key, fn) {
-  Object.defineProperty(proto, key, {
+function defineBound(proto, key2, fn) {
+  Object.defineProperty(proto, key2, {
     configurable: true,
     get() {
-      return this == null ? fn : own(this, key, fn.bind(this));
+      return this == null ? fn : own(this, key2, fn.bind(this));
     },
     set(value) {
-      own(this, key, value);
+      own(this, key2, value);
     }
   });
 }
@@ -34810,53 +34962,53 @@ var breaker = {
     return void 0;
   }
 };
-function defineLazyInternal(inst, key, compute) {
+function defineLazyInternal(inst, key2, compute) {
   const proto = Object.getPrototypeOf(inst._zod);
-  if (key in proto && installing !== inst._zod) {
+  if (key2 in proto && installing !== inst._zod) {
     installing = void 0;
     return;
   }
   installing = inst._zod;
-  Object.defineProperty(proto, key, {
+  Object.defineProperty(proto, key2, {
     configurable: true,
     get() {
-      Object.defineProperty(this, key, breaker);
+      Object.defineProperty(this, key2, breaker);
       const outer = broke;
       broke = false;
       try {
         const value = compute(this);
         if (broke)
-          delete this[key];
+          delete this[key2];
         else
-          Object.defineProperty(this, key, { configurable: true, writable: true, value });
+          Object.defineProperty(this, key2, { configurable: true, writable: true, value });
         broke = broke || outer;
         return value;
       } catch (err) {
-        delete this[key];
+        delete this[key2];
         broke = broke || outer;
         throw err;
       }
     },
     set(value) {
-      Object.defineProperty(this, key, { configurable: true, writable: true, value });
+      Object.defineProperty(this, key2, { configurable: true, writable: true, value });
     }
   });
 }
-function installLazyProp(inst, key, make, enumerable) {
-  const proto = claim(inst, key);
+function installLazyProp(inst, key2, make, enumerable) {
+  const proto = claim(inst, key2);
   if (!proto)
     return;
-  Object.defineProperty(proto, key, {
+  Object.defineProperty(proto, key2, {
     configurable: true,
     get() {
       const desc = { configurable: true, writable: true, enumerable, value: void 0 };
-      Object.defineProperty(this, key, desc);
+      Object.defineProperty(this, key2, desc);
       desc.value = make(this);
-      Object.defineProperty(this, key, desc);
+      Object.defineProperty(this, key2, desc);
       return desc.value;
     },
     set(value) {
-      Object.defineProperty(this, key, { configurable: true, writable: true, enumerable, value });
+      Object.defineProperty(this, key2, { configurable: true, writable: true, enumerable, value });
     }
   });
 }
@@ -35033,15 +35185,15 @@ var $ZodError = $constructor("$ZodError", initializer);
 var $ZodRealError = $constructor("$ZodError", initializer, void 0, {
   Parent: Error
 });
-function node(obj2, key, make) {
-  if (!Object.prototype.hasOwnProperty.call(obj2, key)) {
-    if (key === "__proto__") {
-      Object.defineProperty(obj2, key, { value: make(), writable: true, enumerable: true, configurable: true });
+function node(obj2, key2, make) {
+  if (!Object.prototype.hasOwnProperty.call(obj2, key2)) {
+    if (key2 === "__proto__") {
+      Object.defineProperty(obj2, key2, { value: make(), writable: true, enumerable: true, configurable: true });
     } else {
-      obj2[key] = make();
+      obj2[key2] = make();
     }
   }
-  return obj2[key];
+  return obj2[key2];
 }
 function flattenError(error64, mapper = (issue3) => issue3.message) {
   const fieldErrors = {};
@@ -35224,10 +35376,10 @@ var _safeParse = (_Err) => (schema, value, _ctx) => {
   if (result instanceof Promise) {
     throw new $ZodAsyncError();
   }
-  return result.issues.length ? failure(_Err, result.issues, ctx) : { success: true, data: result.value };
+  return result.issues.length ? failure3(_Err, result.issues, ctx) : { success: true, data: result.value };
 };
 var safeParse2 = /* @__PURE__ */ _safeParse($ZodRealError);
-function failure(Err, issues, ctx) {
+function failure3(Err, issues, ctx) {
   let error64;
   return {
     success: false,
@@ -35251,7 +35403,7 @@ var _safeParseAsync = (_Err) => async (schema, value, _ctx) => {
   let result = schema._zod.run({ value, issues: [] }, ctx);
   if (result instanceof Promise)
     result = await result;
-  return result.issues.length ? failure(_Err, result.issues, ctx) : { success: true, data: result.value };
+  return result.issues.length ? failure3(_Err, result.issues, ctx) : { success: true, data: result.value };
 };
 var safeParseAsync = /* @__PURE__ */ _safeParseAsync($ZodRealError);
 var COMPILE_INVALID = /* @__PURE__ */ Symbol.for("zod.compile.invalid");
@@ -35950,16 +36102,16 @@ var $ZodCheckProperties = /* @__PURE__ */ $constructor("$ZodCheckProperties", (i
       payload.issues.push({ expected: "object", code: "invalid_type", input: payload.value, inst });
       return void 0;
     }
-    entries ?? (entries = Reflect.ownKeys(def.shape).map((key) => [key, def.shape[key]]));
+    entries ?? (entries = Reflect.ownKeys(def.shape).map((key2) => [key2, def.shape[key2]]));
     const input2 = payload.value;
     let proms;
-    for (const [key, schema] of entries) {
-      const result = schema._zod.run({ value: input2[key], issues: [] }, {});
+    for (const [key2, schema] of entries) {
+      const result = schema._zod.run({ value: input2[key2], issues: [] }, {});
       if (result instanceof Promise) {
         proms ?? (proms = []);
-        proms.push(result.then((result2) => handleCheckPropertyResult(result2, payload, key)));
+        proms.push(result.then((result2) => handleCheckPropertyResult(result2, payload, key2)));
       } else {
-        handleCheckPropertyResult(result, payload, key);
+        handleCheckPropertyResult(result, payload, key2);
       }
     }
     if (proms)
@@ -36566,10 +36718,10 @@ function isValidJWT(token, algorithm = null) {
     const tokensParts = token.split(".");
     if (tokensParts.length !== 3)
       return false;
-    const [header] = tokensParts;
-    if (!header)
+    const [header2] = tokensParts;
+    if (!header2)
       return false;
-    const parsedHeader = JSON.parse(atob(header));
+    const parsedHeader = JSON.parse(atob(header2));
     if ("typ" in parsedHeader && parsedHeader?.typ !== "JWT")
       return false;
     if (!parsedHeader.alg)
@@ -36797,10 +36949,10 @@ function capSize(inst, size) {
   const cap = Math.min(...caps.map((c3) => c3[0]));
   const parse5 = inst._zod.parse;
   inst._zod.parse = (payload, ctx) => {
-    const n4 = size(payload.value);
-    if (n4 > cap && !ctx?.skipChecks && ctx?.direction !== "backward") {
+    const n5 = size(payload.value);
+    if (n5 > cap && !ctx?.skipChecks && ctx?.direction !== "backward") {
       for (const [max, ch] of sizeCaps(inst._zod.def.checks)) {
-        if (n4 > max && ch._zod.def.when(payload)) {
+        if (n5 > max && ch._zod.def.when(payload)) {
           const start = payload.issues.length;
           ch._zod.check(payload);
           payload.issues[start].continue = false;
@@ -36860,8 +37012,8 @@ var $ZodArray = /* @__PURE__ */ $constructor("$ZodArray", (inst, def) => {
   };
   capSize(inst, arraySize);
 });
-function handlePropertyResult(result, final, key, input2, optin, optout) {
-  const isPresent = key in input2;
+function handlePropertyResult(result, final, key2, input2, optin, optout) {
+  const isPresent = key2 in input2;
   const isOptionalOut = optout === "optional";
   if (!isPresent && isOptionalOut && optin === "optional") {
     return;
@@ -36870,7 +37022,7 @@ function handlePropertyResult(result, final, key, input2, optin, optout) {
     if (optin !== void 0 && isOptionalOut && !isPresent) {
       return;
     }
-    final.issues.push(...prefixIssues(key, result.issues));
+    final.issues.push(...prefixIssues(key2, result.issues));
   }
   if (!isPresent && optin === void 0) {
     if (!result.issues.length) {
@@ -36878,17 +37030,17 @@ function handlePropertyResult(result, final, key, input2, optin, optout) {
         code: "invalid_type",
         expected: "nonoptional",
         input: void 0,
-        path: [key]
+        path: [key2]
       });
     }
     return;
   }
   if (result.value === void 0) {
     if (isPresent || optin === "defaulted" && !isOptionalOut) {
-      final.value[key] = void 0;
+      final.value[key2] = void 0;
     }
   } else {
-    final.value[key] = result.value;
+    final.value[key2] = result.value;
   }
 }
 var NO_SYMBOL_KEYS = [];
@@ -36921,28 +37073,28 @@ function handleCatchall(proms, input2, payload, ctx, def, inst, abortEarly) {
   const optin = _catchall.optin;
   const optout = _catchall.optout;
   let seen = 0;
-  for (const key in input2) {
+  for (const key2 in input2) {
     if (abortEarly && payload.issues.length !== seen) {
       if (aborted(payload, seen))
         break;
       seen = payload.issues.length;
     }
-    if (keySet.has(key))
+    if (keySet.has(key2))
       continue;
-    if (key === "__proto__") {
+    if (key2 === "__proto__") {
       if (t === "never")
-        unrecognized.push(key);
+        unrecognized.push(key2);
       continue;
     }
     if (t === "never") {
-      unrecognized.push(key);
+      unrecognized.push(key2);
       continue;
     }
-    const r = _catchall.run({ value: input2[key], issues: [] }, ctx);
+    const r = _catchall.run({ value: input2[key2], issues: [] }, ctx);
     if (r instanceof Promise) {
-      proms.push(r.then((r2) => handlePropertyResult(r2, payload, key, input2, optin, optout)));
+      proms.push(r.then((r2) => handlePropertyResult(r2, payload, key2, input2, optin, optout)));
     } else {
-      handlePropertyResult(r, payload, key, input2, optin, optout);
+      handlePropertyResult(r, payload, key2, input2, optin, optout);
     }
   }
   if (unrecognized.length) {
@@ -36979,16 +37131,16 @@ var $ZodObject = /* @__PURE__ */ $constructor("$ZodObject", (inst, def) => {
   defineLazyInternal(inst, "propValues", (zod) => {
     const shape = zod.def.shape;
     const propValues = {};
-    for (const key in shape) {
-      const field = shape[key]._zod;
+    for (const key2 in shape) {
+      const field = shape[key2]._zod;
       if (field.values) {
-        if (!Object.prototype.hasOwnProperty.call(propValues, key)) {
-          assignProp(propValues, key, /* @__PURE__ */ new Set());
+        if (!Object.prototype.hasOwnProperty.call(propValues, key2)) {
+          assignProp(propValues, key2, /* @__PURE__ */ new Set());
         }
         for (const v of field.values)
-          propValues[key].add(v);
+          propValues[key2].add(v);
         if (field.optin !== void 0)
-          propValues[key].add(void 0);
+          propValues[key2].add(void 0);
       }
     }
     return propValues;
@@ -37015,22 +37167,22 @@ var $ZodObject = /* @__PURE__ */ $constructor("$ZodObject", (inst, def) => {
     const shape = value.shape;
     const abortEarly = ctx?.abortEarly;
     let seen = payload.issues.length;
-    for (const key of value.allKeys) {
+    for (const key2 of value.allKeys) {
       if (abortEarly && payload.issues.length !== seen) {
         if (aborted(payload, seen))
           break;
         seen = payload.issues.length;
       }
-      if (key === "__proto__")
+      if (key2 === "__proto__")
         continue;
-      const el = shape[key];
+      const el = shape[key2];
       const optin = el._zod.optin;
       const optout = el._zod.optout;
-      const r = el._zod.run({ value: input2[key], issues: [] }, ctx);
+      const r = el._zod.run({ value: input2[key2], issues: [] }, ctx);
       if (r instanceof Promise) {
-        proms.push(r.then((r2) => handlePropertyResult(r2, payload, key, input2, optin, optout)));
+        proms.push(r.then((r2) => handlePropertyResult(r2, payload, key2, input2, optin, optout)));
       } else {
-        handlePropertyResult(r, payload, key, input2, optin, optout);
+        handlePropertyResult(r, payload, key2, input2, optin, optout);
       }
     }
     if (!catchall) {
@@ -37064,17 +37216,17 @@ var $ZodObjectJIT = /* @__PURE__ */ $constructor("$ZodObjectJIT", (inst, def) =>
     doc.write(`const input = payload.value;`);
     const ids = /* @__PURE__ */ Object.create(null);
     let counter = 0;
-    for (const key of normalized.allKeys) {
-      ids[key] = `key_${counter++}`;
+    for (const key2 of normalized.allKeys) {
+      ids[key2] = `key_${counter++}`;
     }
     doc.write(memo2 ? `const newResult = memo.alloc(inst, payload, {}, ctx);` : `const newResult = {};`);
-    for (const key of normalized.allKeys) {
-      if (key === "__proto__")
+    for (const key2 of normalized.allKeys) {
+      if (key2 === "__proto__")
         continue;
-      const id = ids[key];
-      const k = typeof key === "symbol" ? `syms[${syms.indexOf(key)}]` : esc(key);
+      const id = ids[key2];
+      const k = typeof key2 === "symbol" ? `syms[${syms.indexOf(key2)}]` : esc(key2);
       const isPresent = `${k} in input`;
-      const schema = shape[key];
+      const schema = shape[key2];
       const optin = schema?._zod?.optin;
       const isOptionalIn = optin !== void 0;
       const isOptionalOut = schema?._zod?.optout === "optional";
@@ -37199,7 +37351,7 @@ var $ZodUnion = /* @__PURE__ */ $constructor("$ZodUnion", (inst, def) => {
   defineLazyInternal(inst, "pattern", (zod) => {
     if (zod.def.options.every((o2) => o2._zod.pattern)) {
       const patterns = zod.def.options.map((o2) => o2._zod.pattern);
-      return new RegExp(`^(${patterns.map((p) => cleanRegex(p.source)).join("|")})$`);
+      return new RegExp(`^(${patterns.map((p2) => cleanRegex(p2.source)).join("|")})$`);
     }
     return void 0;
   });
@@ -37408,21 +37560,21 @@ function mergeValues(a2, b) {
   }
   if (isPlainObject3(a2) && isPlainObject3(b)) {
     const bKeys = Object.keys(b);
-    const sharedKeys = Object.keys(a2).filter((key) => bKeys.indexOf(key) !== -1);
+    const sharedKeys = Object.keys(a2).filter((key2) => bKeys.indexOf(key2) !== -1);
     const newObj = { ...a2, ...b };
     if (Object.prototype.hasOwnProperty.call(newObj, "__proto__"))
       delete newObj.__proto__;
-    for (const key of sharedKeys) {
-      if (key === "__proto__")
+    for (const key2 of sharedKeys) {
+      if (key2 === "__proto__")
         continue;
-      const sharedValue = mergeValues(a2[key], b[key]);
+      const sharedValue = mergeValues(a2[key2], b[key2]);
       if (!sharedValue.valid) {
         return {
           valid: false,
-          mergeErrorPath: [key, ...sharedValue.mergeErrorPath]
+          mergeErrorPath: [key2, ...sharedValue.mergeErrorPath]
         };
       }
-      newObj[key] = sharedValue.data;
+      newObj[key2] = sharedValue.data;
     }
     return { valid: true, data: newObj };
   }
@@ -37581,9 +37733,9 @@ var $ZodTuple = /* @__PURE__ */ $constructor("$ZodTuple", (inst, def) => {
     return handleTupleResults(itemResults, payload, items, input2, optoutStart);
   };
 });
-function getTupleOptStart(items, key) {
+function getTupleOptStart(items, key2) {
   for (let i2 = items.length - 1; i2 >= 0; i2--) {
-    const omittable = key === "optin" ? items[i2]._zod.optin !== void 0 : items[i2]._zod.optout === "optional";
+    const omittable = key2 === "optin" ? items[i2]._zod.optin !== void 0 : items[i2]._zod.optout === "optional";
     if (!omittable)
       return i2 + 1;
   }
@@ -37641,12 +37793,12 @@ var $ZodRecord = /* @__PURE__ */ $constructor("$ZodRecord", (inst, def) => {
     if (values && !def.partial) {
       payload.value = memo2 ? memo2.alloc(inst, payload, {}, ctx) : {};
       const recordKeys = /* @__PURE__ */ new Set();
-      for (const key of values) {
-        if (typeof key === "string" || typeof key === "number" || typeof key === "symbol") {
-          recordKeys.add(typeof key === "number" ? key.toString() : key);
-          if (key === "__proto__")
+      for (const key2 of values) {
+        if (typeof key2 === "string" || typeof key2 === "number" || typeof key2 === "symbol") {
+          recordKeys.add(typeof key2 === "number" ? key2.toString() : key2);
+          if (key2 === "__proto__")
             continue;
-          const keyResult = def.keyType._zod.run({ value: key, issues: [] }, ctx);
+          const keyResult = def.keyType._zod.run({ value: key2, issues: [] }, ctx);
           if (keyResult instanceof Promise) {
             throw new Error("Async schemas not supported in object keys currently");
           }
@@ -37655,8 +37807,8 @@ var $ZodRecord = /* @__PURE__ */ $constructor("$ZodRecord", (inst, def) => {
               code: "invalid_key",
               origin: "record",
               issues: keyResult.issues.map((iss) => finalizeIssue(iss, ctx, config2())),
-              input: key,
-              path: [key],
+              input: key2,
+              path: [key2],
               inst
             });
             continue;
@@ -37664,32 +37816,32 @@ var $ZodRecord = /* @__PURE__ */ $constructor("$ZodRecord", (inst, def) => {
           const outKey = keyResult.value;
           if (outKey === "__proto__")
             continue;
-          const result = def.valueType._zod.run({ value: input2[key], issues: [] }, ctx);
+          const result = def.valueType._zod.run({ value: input2[key2], issues: [] }, ctx);
           if (result instanceof Promise) {
             proms.push(result.then((result2) => {
               if (result2.issues.length) {
-                payload.issues.push(...prefixIssues(key, result2.issues));
+                payload.issues.push(...prefixIssues(key2, result2.issues));
               }
               payload.value[outKey] = result2.value;
             }));
           } else {
             if (result.issues.length) {
-              payload.issues.push(...prefixIssues(key, result.issues));
+              payload.issues.push(...prefixIssues(key2, result.issues));
             }
             payload.value[outKey] = result.value;
           }
         }
       }
       let unrecognized;
-      for (const key in input2) {
-        if (!recordKeys.has(key)) {
+      for (const key2 in input2) {
+        if (!recordKeys.has(key2)) {
           if (def.mode === "loose") {
-            if (key === "__proto__")
+            if (key2 === "__proto__")
               continue;
-            payload.value[key] = input2[key];
+            payload.value[key2] = input2[key2];
           } else {
             unrecognized = unrecognized ?? [];
-            unrecognized.push(key);
+            unrecognized.push(key2);
           }
         }
       }
@@ -37705,18 +37857,18 @@ var $ZodRecord = /* @__PURE__ */ $constructor("$ZodRecord", (inst, def) => {
     } else {
       payload.value = memo2 ? memo2.alloc(inst, payload, {}, ctx) : {};
       let unrecognized;
-      for (const key of Reflect.ownKeys(input2)) {
-        if (key === "__proto__")
+      for (const key2 of Reflect.ownKeys(input2)) {
+        if (key2 === "__proto__")
           continue;
-        if (!Object.prototype.propertyIsEnumerable.call(input2, key))
+        if (!Object.prototype.propertyIsEnumerable.call(input2, key2))
           continue;
-        let keyResult = def.keyType._zod.run({ value: key, issues: [] }, ctx);
+        let keyResult = def.keyType._zod.run({ value: key2, issues: [] }, ctx);
         if (keyResult instanceof Promise) {
           throw new Error("Async schemas not supported in object keys currently");
         }
-        const checkNumericKey = typeof key === "string" && number.test(key) && keyResult.issues.length;
+        const checkNumericKey = typeof key2 === "string" && number.test(key2) && keyResult.issues.length;
         if (checkNumericKey) {
-          const retryResult = def.keyType._zod.run({ value: Number(key), issues: [] }, ctx);
+          const retryResult = def.keyType._zod.run({ value: Number(key2), issues: [] }, ctx);
           if (retryResult instanceof Promise) {
             throw new Error("Async schemas not supported in object keys currently");
           }
@@ -37726,17 +37878,17 @@ var $ZodRecord = /* @__PURE__ */ $constructor("$ZodRecord", (inst, def) => {
         }
         if (keyResult.issues.length) {
           if (def.mode === "loose") {
-            payload.value[key] = input2[key];
+            payload.value[key2] = input2[key2];
           } else if (values) {
             unrecognized = unrecognized ?? [];
-            unrecognized.push(key);
+            unrecognized.push(key2);
           } else {
             payload.issues.push({
               code: "invalid_key",
               origin: "record",
               issues: keyResult.issues.map((iss) => finalizeIssue(iss, ctx, config2())),
-              input: key,
-              path: [key],
+              input: key2,
+              path: [key2],
               inst
             });
           }
@@ -37745,17 +37897,17 @@ var $ZodRecord = /* @__PURE__ */ $constructor("$ZodRecord", (inst, def) => {
         const outKey = keyResult.value;
         if (outKey === "__proto__")
           continue;
-        const result = def.valueType._zod.run({ value: input2[key], issues: [] }, ctx);
+        const result = def.valueType._zod.run({ value: input2[key2], issues: [] }, ctx);
         if (result instanceof Promise) {
           proms.push(result.then((result2) => {
             if (result2.issues.length) {
-              payload.issues.push(...prefixIssues(key, result2.issues));
+              payload.issues.push(...prefixIssues(key2, result2.issues));
             }
             payload.value[outKey] = result2.value;
           }));
         } else {
           if (result.issues.length) {
-            payload.issues.push(...prefixIssues(key, result.issues));
+            payload.issues.push(...prefixIssues(key2, result.issues));
           }
           payload.value[outKey] = result.value;
         }
@@ -37795,20 +37947,20 @@ var $ZodMap = /* @__PURE__ */ $constructor("$ZodMap", (inst, def) => {
     payload.value = memo2 ? memo2.alloc(inst, payload, /* @__PURE__ */ new Map(), ctx) : /* @__PURE__ */ new Map();
     const abortEarly = ctx?.abortEarly;
     let seen = payload.issues.length;
-    for (const [key, value] of input2) {
+    for (const [key2, value] of input2) {
       if (abortEarly && payload.issues.length !== seen) {
         if (aborted(payload, seen))
           break;
         seen = payload.issues.length;
       }
-      const keyResult = def.keyType._zod.run({ value: key, issues: [] }, ctx);
+      const keyResult = def.keyType._zod.run({ value: key2, issues: [] }, ctx);
       const valueResult = def.valueType._zod.run({ value, issues: [] }, ctx);
       if (keyResult instanceof Promise || valueResult instanceof Promise) {
         proms.push(Promise.all([keyResult, valueResult]).then(([keyResult2, valueResult2]) => {
-          handleMapResult(keyResult2, valueResult2, payload, key, input2, inst, ctx);
+          handleMapResult(keyResult2, valueResult2, payload, key2, input2, inst, ctx);
         }));
       } else {
-        handleMapResult(keyResult, valueResult, payload, key, input2, inst, ctx);
+        handleMapResult(keyResult, valueResult, payload, key2, input2, inst, ctx);
       }
     }
     if (proms.length)
@@ -37817,10 +37969,10 @@ var $ZodMap = /* @__PURE__ */ $constructor("$ZodMap", (inst, def) => {
   };
   capSize(inst, mapSize);
 });
-function handleMapResult(keyResult, valueResult, final, key, input2, inst, ctx) {
+function handleMapResult(keyResult, valueResult, final, key2, input2, inst, ctx) {
   if (keyResult.issues.length) {
-    if (propertyKeyTypes.has(typeof key)) {
-      final.issues.push(...prefixIssues(key, keyResult.issues));
+    if (propertyKeyTypes.has(typeof key2)) {
+      final.issues.push(...prefixIssues(key2, keyResult.issues));
     } else {
       final.issues.push({
         code: "invalid_key",
@@ -37832,15 +37984,15 @@ function handleMapResult(keyResult, valueResult, final, key, input2, inst, ctx) 
     }
   }
   if (valueResult.issues.length) {
-    if (propertyKeyTypes.has(typeof key)) {
-      final.issues.push(...prefixIssues(key, valueResult.issues));
+    if (propertyKeyTypes.has(typeof key2)) {
+      final.issues.push(...prefixIssues(key2, valueResult.issues));
     } else {
       final.issues.push({
         origin: "map",
         code: "invalid_element",
         input: input2,
         inst,
-        key,
+        key: key2,
         issues: valueResult.issues.map((iss) => finalizeIssue(iss, ctx, config2()))
       });
     }
@@ -38498,7 +38650,7 @@ var recursive = /* @__PURE__ */ new WeakMap();
 var NONE = 0;
 var ASSUMED = 1;
 var PROVEN = 2;
-function isRecursive(inst, stack, resolve2) {
+function isRecursive(inst, stack, resolve3) {
   const cached2 = recursive.get(inst);
   if (cached2 !== void 0)
     return cached2 ? PROVEN : NONE;
@@ -38508,18 +38660,18 @@ function isRecursive(inst, stack, resolve2) {
   let result = NONE;
   const check2 = (child) => {
     if (result !== PROVEN && child?._zod) {
-      const answer = isRecursive(child, stack, resolve2);
+      const answer = isRecursive(child, stack, resolve3);
       if (answer > result)
         result = answer;
     }
   };
   const shape = (sh, spread) => {
     let answer = NONE;
-    for (const key of Reflect.ownKeys(sh)) {
-      const desc = Object.getOwnPropertyDescriptor(sh, key);
+    for (const key2 of Reflect.ownKeys(sh)) {
+      const desc = Object.getOwnPropertyDescriptor(sh, key2);
       if (spread && !desc.enumerable)
         continue;
-      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve2) : NONE;
+      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve3) : NONE;
       if (child > answer)
         answer = child;
     }
@@ -38583,7 +38735,7 @@ function isRecursive(inst, stack, resolve2) {
       break;
     // `$ZodLazy` caches its inner on the def, so a resolved edge is followed exactly
     case "lazy": {
-      const inner = def._cachedInner ?? (resolve2 ? inst._zod.innerType : void 0);
+      const inner = def._cachedInner ?? (resolve3 ? inst._zod.innerType : void 0);
       merge3(inner ? isRecursive(inner, stack, false) : ASSUMED);
       break;
     }
@@ -38612,8 +38764,8 @@ function isRecursive(inst, stack, resolve2) {
       break;
     default: {
       kind;
-      for (const key in def) {
-        const desc = Object.getOwnPropertyDescriptor(def, key);
+      for (const key2 in def) {
+        const desc = Object.getOwnPropertyDescriptor(def, key2);
         if (!desc || desc.get)
           continue;
         const value = desc.value;
@@ -39643,7 +39795,7 @@ var error8 = () => {
         const expected = TypeDictionary[issue3.expected] ?? issue3.expected;
         const receivedType = parsedType(issue3.input);
         const received = TypeDictionary[receivedType] ?? receivedType;
-        const postfix = ["ا", "و", "ۆ", "وو", "ە", "ی", "ێ"].some((p) => received.endsWith(p)) ? "یە" : "ە";
+        const postfix = ["ا", "و", "ۆ", "وو", "ە", "ی", "ێ"].some((p2) => received.endsWith(p2)) ? "یە" : "ە";
         const isEnglish = /^[a-zA-Z]+$/.test(received);
         if (receivedType === "null" || receivedType === "undefined")
           return `داواکراوە`;
@@ -46354,9 +46506,9 @@ var $ZodRegistry = class {
     return this;
   }
   get(schema) {
-    const p = schema._zod.parent;
-    if (p) {
-      const pm = { ...this.get(p) ?? {} };
+    const p2 = schema._zod.parent;
+    if (p2) {
+      const pm = { ...this.get(p2) ?? {} };
       delete pm.id;
       const f = { ...pm, ...this._map.get(schema) };
       return Object.keys(f).length ? f : void 0;
@@ -46746,11 +46898,11 @@ function generatePropertiesChecks(doc, ctx, def, accessor) {
   }
   doc.write(`if (${accessor} == null) return INVALID;`);
   const shape = def.shape;
-  for (const key of Reflect.ownKeys(shape)) {
-    const keyExpr = typeof key === "symbol" ? addConstant(ctx, key) : esc(key);
+  for (const key2 of Reflect.ownKeys(shape)) {
+    const keyExpr = typeof key2 === "symbol" ? addConstant(ctx, key2) : esc(key2);
     const inputVar = newVar(ctx);
     doc.write(`const ${inputVar} = ${accessor}[${keyExpr}];`);
-    compileChild(doc, ctx, shape[key], inputVar, false);
+    compileChild(doc, ctx, shape[key2], inputVar, false);
   }
 }
 function generatePropertyCheck(doc, ctx, def, accessor) {
@@ -47143,9 +47295,9 @@ function generateObjectCheck(doc, ctx, schema, accessor, buildsValue = true) {
     throw new ZodCompileUnsupportedError('object shape key "__proto__"');
   }
   const propOutputs = /* @__PURE__ */ new Map();
-  for (const key of allKeys) {
-    const propSchema = propShape[key];
-    const kx = keyExpr(key);
+  for (const key2 of allKeys) {
+    const propSchema = propShape[key2];
+    const kx = keyExpr(key2);
     const inputVar = newVar(ctx);
     doc.write(`const ${inputVar} = ${accessor}[${kx}];`);
     if (propSchema._zod.optin !== void 0) {
@@ -47166,14 +47318,14 @@ function generateObjectCheck(doc, ctx, schema, accessor, buildsValue = true) {
       } else {
         doc.write(`if (${outputVar2} === INVALID) return INVALID;`);
       }
-      propOutputs.set(key, outputVar2);
+      propOutputs.set(key2, outputVar2);
     } else {
       if (requiresPresenceCheck(propSchema)) {
         doc.write(`if (!(${kx} in ${accessor})) return INVALID;`);
       }
       const outputAccessor = compileChild(doc, ctx, propSchema, inputVar, buildsValue);
       if (outputAccessor !== null)
-        propOutputs.set(key, outputAccessor);
+        propOutputs.set(key2, outputAccessor);
     }
   }
   const catchall = def.catchall;
@@ -47594,9 +47746,9 @@ function generateTupleCheck(doc, ctx, schema, accessor) {
   }
   return outputVar;
 }
-function getTupleOptStart2(items, key) {
+function getTupleOptStart2(items, key2) {
   for (let i2 = items.length - 1; i2 >= 0; i2--) {
-    const omittable = key === "optin" ? items[i2]._zod.optin !== void 0 : items[i2]._zod.optout === "optional";
+    const omittable = key2 === "optin" ? items[i2]._zod.optin !== void 0 : items[i2]._zod.optout === "optional";
     if (!omittable)
       return i2 + 1;
   }
@@ -47726,16 +47878,16 @@ function generateRecordCheck(doc, ctx, schema, accessor) {
   const keyValues = recordDef.partial ? void 0 : def.keyType._zod.values;
   if (keyValues) {
     const inputKeys = [];
-    for (const key of keyValues) {
-      if (!(typeof key === "string" || typeof key === "number" || typeof key === "symbol")) {
-        throw new ZodCompileUnsupportedError(`record key value ${String(key)}`);
+    for (const key2 of keyValues) {
+      if (!(typeof key2 === "string" || typeof key2 === "number" || typeof key2 === "symbol")) {
+        throw new ZodCompileUnsupportedError(`record key value ${String(key2)}`);
       }
-      const inputKey = typeof key === "number" ? key.toString() : key;
+      const inputKey = typeof key2 === "number" ? key2.toString() : key2;
       if (inputKey === "__proto__") {
         throw new ZodCompileUnsupportedError('record key "__proto__"');
       }
       inputKeys.push(inputKey);
-      const keyConst = addConstant(ctx, key);
+      const keyConst = addConstant(ctx, key2);
       const outKey = generateCheck(doc, ctx, def.keyType, keyConst);
       const valueVar = newVar(ctx);
       doc.write(`const ${valueVar} = ${accessor}[${literalPropertyKey(ctx, inputKey)}];`);
@@ -47813,10 +47965,10 @@ function emitOwnKeys(doc, ctx, accessor, kVar, body, onSymbol) {
   });
   doc.write(`}`);
 }
-function literalPropertyKey(ctx, key) {
-  if (typeof key === "string")
-    return esc(key);
-  return addConstant(ctx, key);
+function literalPropertyKey(ctx, key2) {
+  if (typeof key2 === "string")
+    return esc(key2);
+  return addConstant(ctx, key2);
 }
 function generateMapCheck(doc, ctx, schema, accessor) {
   const def = schema._zod.def;
@@ -49045,9 +49197,9 @@ function _stringFormat(Class2, format2, fnOrRegex, _params = {}) {
 // node_modules/zod/v4/core/to-json-schema.js
 function assignProps(target, ...sources) {
   for (const source of sources) {
-    for (const key of Reflect.ownKeys(source)) {
-      if (Object.prototype.propertyIsEnumerable.call(source, key)) {
-        assignProp(target, key, source[key]);
+    for (const key2 of Reflect.ownKeys(source)) {
+      if (Object.prototype.propertyIsEnumerable.call(source, key2)) {
+        assignProp(target, key2, source[key2]);
       }
     }
   }
@@ -49193,8 +49345,8 @@ function extractDefs(ctx, schema) {
     if (defId)
       seen.defId = defId;
     const schema2 = seen.schema;
-    for (const key in schema2) {
-      delete schema2[key];
+    for (const key2 in schema2) {
+      delete schema2[key2];
     }
     schema2.$ref = ref;
   };
@@ -49275,8 +49427,8 @@ function foldObjects(members2) {
   for (const member of members2) {
     if (typeof member !== "object" || member.type !== "object")
       return null;
-    for (const key in member) {
-      if (!FOLDABLE_KEYS.has(key))
+    for (const key2 in member) {
+      if (!FOLDABLE_KEYS.has(key2))
         return null;
     }
     objects.push(member);
@@ -49284,22 +49436,22 @@ function foldObjects(members2) {
   const properties = {};
   const required3 = /* @__PURE__ */ new Set();
   for (const object2 of objects) {
-    for (const key in object2.properties) {
-      if (Object.prototype.hasOwnProperty.call(properties, key))
+    for (const key2 in object2.properties) {
+      if (Object.prototype.hasOwnProperty.call(properties, key2))
         continue;
       const parts = [];
       for (const other of objects) {
-        const part = other.properties?.[key] ?? undeclaredConstraint(other);
+        const part = other.properties?.[key2] ?? undeclaredConstraint(other);
         if (part === null || part === void 0)
           continue;
         if (!parts.some((seen) => JSON.stringify(seen) === JSON.stringify(part)))
           parts.push(part);
       }
       const merged = parts.length === 1 ? parts[0] : foldObjects(parts) ?? { allOf: parts };
-      assignProp(properties, key, merged);
+      assignProp(properties, key2, merged);
     }
-    for (const key of object2.required ?? [])
-      required3.add(key);
+    for (const key2 of object2.required ?? [])
+      required3.add(key2);
   }
   const folded = { type: "object", properties };
   if (required3.size)
@@ -49324,8 +49476,8 @@ function foldIntersection(json2) {
   const allOf = json2.allOf;
   if (!Array.isArray(allOf) || allOf.length < 2)
     return;
-  for (const key of FOLDABLE_KEYS)
-    if (key in json2)
+  for (const key2 of FOLDABLE_KEYS)
+    if (key2 in json2)
       return;
   const unions = allOf.filter((m) => UNION_KEYS.some((k) => Array.isArray(m[k])));
   let folded = null;
@@ -49372,20 +49524,20 @@ function finalize(ctx, schema) {
       assignProps(schema2, _cached);
       const isParentRef = zodSchema._zod.parent === ref;
       if (isParentRef) {
-        for (const key in schema2) {
-          if (key === "$ref" || key === "allOf")
+        for (const key2 in schema2) {
+          if (key2 === "$ref" || key2 === "allOf")
             continue;
-          if (!(key in _cached)) {
-            delete schema2[key];
+          if (!(key2 in _cached)) {
+            delete schema2[key2];
           }
         }
       }
       if (refSchema.$ref && refSeen.def) {
-        for (const key in schema2) {
-          if (key === "$ref" || key === "allOf")
+        for (const key2 in schema2) {
+          if (key2 === "$ref" || key2 === "allOf")
             continue;
-          if (key in refSeen.def && JSON.stringify(schema2[key]) === JSON.stringify(refSeen.def[key])) {
-            delete schema2[key];
+          if (key2 in refSeen.def && JSON.stringify(schema2[key2]) === JSON.stringify(refSeen.def[key2])) {
+            delete schema2[key2];
           }
         }
       }
@@ -49397,11 +49549,11 @@ function finalize(ctx, schema) {
       if (parentSeen?.schema.$ref) {
         schema2.$ref = parentSeen.schema.$ref;
         if (parentSeen.def) {
-          for (const key in schema2) {
-            if (key === "$ref" || key === "allOf")
+          for (const key2 in schema2) {
+            if (key2 === "$ref" || key2 === "allOf")
               continue;
-            if (key in parentSeen.def && JSON.stringify(schema2[key]) === JSON.stringify(parentSeen.def[key])) {
-              delete schema2[key];
+            if (key2 in parentSeen.def && JSON.stringify(schema2[key2]) === JSON.stringify(parentSeen.def[key2])) {
+              delete schema2[key2];
             }
           }
         }
@@ -49534,8 +49686,8 @@ function isTransforming(_schema, _ctx) {
     return isTransforming(def.in, ctx) || isTransforming(def.out, ctx);
   }
   if (def.type === "object") {
-    for (const key in def.shape) {
-      if (isTransforming(def.shape[key], ctx))
+    for (const key2 in def.shape) {
+      if (isTransforming(def.shape[key2], ctx))
         return true;
     }
     return false;
@@ -49573,13 +49725,13 @@ var createStandardJSONSchemaMethod = (schema, io, processors = {}) => (params) =
 };
 
 // node_modules/zod/v4/core/json-schema-processors.js
-var narrowMin = (agg, key, value) => {
-  if (agg[key] === void 0 || value > agg[key])
-    agg[key] = value;
+var narrowMin = (agg, key2, value) => {
+  if (agg[key2] === void 0 || value > agg[key2])
+    agg[key2] = value;
 };
-var narrowMax = (agg, key, value) => {
-  if (agg[key] === void 0 || value < agg[key])
-    agg[key] = value;
+var narrowMax = (agg, key2, value) => {
+  if (agg[key2] === void 0 || value < agg[key2])
+    agg[key2] = value;
 };
 var narrowBoth = (agg, value) => {
   narrowMin(agg, "minimum", value);
@@ -49673,7 +49825,7 @@ var exactPatterns = /* @__PURE__ */ new Map([
   [base64Charset, base64],
   [base64urlCharset, base64url]
 ]);
-var exactPattern = (p) => exactPatterns.get(p) ?? p;
+var exactPattern = (p2) => exactPatterns.get(p2) ?? p2;
 var stringProcessor = (schema, ctx, _json, _params) => {
   const json2 = _json;
   json2.type = "string";
@@ -49917,17 +50069,17 @@ var objectProcessor = (schema, ctx, _json, params) => {
   }
   json2.type = "object";
   json2.properties = {};
-  for (const key in shape) {
-    assignProp(json2.properties, key, processSchema(shape[key], ctx, {
+  for (const key2 in shape) {
+    assignProp(json2.properties, key2, processSchema(shape[key2], ctx, {
       ...params,
-      path: [...params.path, "properties", key]
+      path: [...params.path, "properties", key2]
     }));
   }
   const requiredKeys = [];
-  for (const key of Object.keys(shape)) {
-    const field = def.shape[key];
+  for (const key2 of Object.keys(shape)) {
+    const field = def.shape[key2];
     if (ctx.io === "input" ? inputOptin(field) === void 0 : field._zod.optout === void 0) {
-      requiredKeys.push(key);
+      requiredKeys.push(key2);
     }
   }
   if (requiredKeys.length > 0) {
@@ -50302,9 +50454,9 @@ function toJSONSchema(input2, params) {
     };
     ctx2.external = external;
     for (const entry of registry2._idmap.entries()) {
-      const [key, schema] = entry;
+      const [key2, schema] = entry;
       extractDefs(ctx2, schema);
-      assignProp(schemas, key, finalize(ctx2, schema));
+      assignProp(schemas, key2, finalize(ctx2, schema));
     }
     if (Object.keys(defs).length > 0) {
       const defsSegment = ctx2.target === "draft-2020-12" ? "$defs" : "definitions";
@@ -50619,17 +50771,17 @@ __export(checks_exports2, {
 
 // node_modules/zod/v4/classic/errors.js
 var _installedErrorProtos = /* @__PURE__ */ new WeakSet([Object.prototype, Error.prototype]);
-function _lazyMethod(proto, key, make) {
-  Object.defineProperty(proto, key, {
+function _lazyMethod(proto, key2, make) {
+  Object.defineProperty(proto, key2, {
     configurable: true,
     enumerable: false,
     get() {
       const value = make(this);
-      Object.defineProperty(this, key, { value, configurable: true, writable: true });
+      Object.defineProperty(this, key2, { value, configurable: true, writable: true });
       return value;
     },
     set(value) {
-      Object.defineProperty(this, key, { value, configurable: true, writable: true });
+      Object.defineProperty(this, key2, { value, configurable: true, writable: true });
     }
   });
 }
@@ -51466,17 +51618,17 @@ var ZodArray = /* @__PURE__ */ $constructor("ZodArray", (inst, def) => {
   inst._zod.processJSONSchema = (ctx, json2, params) => arrayProcessor(inst, ctx, json2, params);
   inst.element = def.element;
 }, {
-  min(n4, params) {
-    return this.check(_minLength(n4, params));
+  min(n5, params) {
+    return this.check(_minLength(n5, params));
   },
   nonempty(params) {
     return this.check(_minLength(1, params));
   },
-  max(n4, params) {
-    return this.check(_maxLength(n4, params));
+  max(n5, params) {
+    return this.check(_maxLength(n5, params));
   },
-  length(n4, params) {
-    return this.check(_length(n4, params));
+  length(n5, params) {
+    return this.check(_length(n5, params));
   },
   unwrap() {
     return this.element;
@@ -52299,11 +52451,11 @@ function resolveRef(ref, ctx) {
   }
   const defsKey = ctx.version === "draft-2020-12" ? "$defs" : "definitions";
   if (path6[0] === defsKey) {
-    const key = path6[1] === void 0 ? void 0 : decodeJSONPointerSegment(path6[1]);
-    if (!key || !ctx.defs[key]) {
+    const key2 = path6[1] === void 0 ? void 0 : decodeJSONPointerSegment(path6[1]);
+    if (!key2 || !ctx.defs[key2]) {
       throw new Error(`Reference not found: ${ref}`);
     }
-    return ctx.defs[key];
+    return ctx.defs[key2];
   }
   throw new Error(`Reference not found: ${ref}`);
 }
@@ -52338,16 +52490,16 @@ function checkObjectGuards(objectSchema, guards) {
       });
     }
     if (guards.keySchema) {
-      for (const key of keys) {
-        const result = guards.keySchema.safeParse(key);
+      for (const key2 of keys) {
+        const result = guards.keySchema.safeParse(key2);
         if (result.success)
           continue;
         payload.issues.push({
           code: "invalid_key",
           origin: "record",
           issues: result.error.issues,
-          input: key,
-          path: [key],
+          input: key2,
+          path: [key2],
           continue: true
         });
       }
@@ -52372,20 +52524,20 @@ function canonicalKey(value, seen) {
     if (Array.isArray(value)) {
       const parts2 = [];
       for (const item of value) {
-        const key = canonicalKey(item, seen);
-        if (key === null)
+        const key2 = canonicalKey(item, seen);
+        if (key2 === null)
           return null;
-        parts2.push(key);
+        parts2.push(key2);
       }
       return `a${parts2.length}:[${parts2.join(",")}]`;
     }
     const keys = Object.keys(value).sort();
     const parts = [];
     for (const k of keys) {
-      const key = canonicalKey(value[k], seen);
-      if (key === null)
+      const key2 = canonicalKey(value[k], seen);
+      if (key2 === null)
         return null;
-      parts.push(`${k.length}:${k}=${key}`);
+      parts.push(`${k.length}:${k}=${key2}`);
     }
     return `o${parts.length}:{${parts.join(",")}}`;
   } finally {
@@ -52425,16 +52577,16 @@ function containsRef(value) {
     return value.some(containsRef);
   if (typeof value.$ref === "string")
     return true;
-  return Object.entries(value).some(([key, sub]) => {
-    if (SCHEMA_KEYWORDS.has(key))
+  return Object.entries(value).some(([key2, sub]) => {
+    if (SCHEMA_KEYWORDS.has(key2))
       return containsRef(sub);
-    if (!SCHEMA_MAP_KEYWORDS.has(key) || typeof sub !== "object" || sub === null)
+    if (!SCHEMA_MAP_KEYWORDS.has(key2) || typeof sub !== "object" || sub === null)
       return false;
     return Object.values(sub).some(containsRef);
   });
 }
-function plural(n4) {
-  return n4 === 1 ? "element" : "elements";
+function plural(n5) {
+  return n5 === 1 ? "element" : "elements";
 }
 function checkArrayGuards(arraySchema, guards) {
   const guard = z.transform((value) => value).check((payload) => {
@@ -52444,12 +52596,12 @@ function checkArrayGuards(arraySchema, guards) {
     if (guards.uniqueItems === true) {
       const firstSeen = /* @__PURE__ */ new Map();
       for (let i2 = 0; i2 < items.length; i2++) {
-        const key = canonicalKey(items[i2], /* @__PURE__ */ new Set());
-        if (key === null)
+        const key2 = canonicalKey(items[i2], /* @__PURE__ */ new Set());
+        if (key2 === null)
           continue;
-        const first = firstSeen.get(key);
+        const first = firstSeen.get(key2);
         if (first === void 0) {
-          firstSeen.set(key, i2);
+          firstSeen.set(key2, i2);
           continue;
         }
         payload.issues.push({
@@ -52688,9 +52840,9 @@ function convertBaseSchema(schema, ctx) {
       const properties = schema.properties || {};
       const requiredSet = new Set(schema.required || []);
       const additionalSchema = typeof schema.additionalProperties === "object" ? convertSchema(schema.additionalProperties, ctx) : void 0;
-      for (const [key, propSchema] of Object.entries(properties)) {
+      for (const [key2, propSchema] of Object.entries(properties)) {
         const propZodSchema = convertSchema(propSchema, ctx);
-        assignProp(shape, key, requiredSet.has(key) ? propZodSchema : propZodSchema.optional());
+        assignProp(shape, key2, requiredSet.has(key2) ? propZodSchema : propZodSchema.optional());
       }
       if (schema.patternProperties) {
         const patternProps = schema.patternProperties;
@@ -52719,18 +52871,18 @@ function convertBaseSchema(schema, ctx) {
         }
         if (schema.additionalProperties === false) {
           const propertyKeys = Object.keys(shape);
-          const patterns = patternKeys.map((p) => new RegExp(p));
+          const patterns = patternKeys.map((p2) => new RegExp(p2));
           const basePatternSchema = zodSchema;
           zodSchema = zodSchema.check((payload) => {
             if (!isPlainObject3(payload.value))
               return;
             const unrecognized = [];
-            for (const key of Object.keys(payload.value)) {
-              if (propertyKeys.includes(key))
+            for (const key2 of Object.keys(payload.value)) {
+              if (propertyKeys.includes(key2))
                 continue;
-              if (patterns.some((regex) => regex.test(key)))
+              if (patterns.some((regex) => regex.test(key2)))
                 continue;
-              unrecognized.push(key);
+              unrecognized.push(key2);
             }
             if (unrecognized.length) {
               payload.issues.push({
@@ -52861,38 +53013,38 @@ function convertSchema(schema, ctx) {
   }
   const extraMeta = {};
   const coreMetadataKeys = ["$id", "id", "$comment", "$anchor", "$vocabulary", "$dynamicRef", "$dynamicAnchor"];
-  for (const key of coreMetadataKeys) {
-    if (key in schema) {
-      extraMeta[key] = schema[key];
+  for (const key2 of coreMetadataKeys) {
+    if (key2 in schema) {
+      extraMeta[key2] = schema[key2];
     }
   }
   const contentMetadataKeys = ["contentEncoding", "contentMediaType", "contentSchema"];
-  for (const key of contentMetadataKeys) {
-    if (key in schema) {
-      extraMeta[key] = schema[key];
+  for (const key2 of contentMetadataKeys) {
+    if (key2 in schema) {
+      extraMeta[key2] = schema[key2];
     }
   }
   if (schema.type === "object" && schema.$ref === void 0) {
     if (schema.propertyNames !== void 0 && !containsRef(schema.propertyNames)) {
       extraMeta.propertyNames = schema.propertyNames;
     }
-    for (const key of ["minProperties", "maxProperties"]) {
-      if (schema[key] !== void 0)
-        extraMeta[key] = schema[key];
+    for (const key2 of ["minProperties", "maxProperties"]) {
+      if (schema[key2] !== void 0)
+        extraMeta[key2] = schema[key2];
     }
   }
   if (schema.type === "array" && schema.$ref === void 0) {
     if (schema.contains !== void 0 && !containsRef(schema.contains)) {
       extraMeta.contains = schema.contains;
     }
-    for (const key of ["uniqueItems", "minContains", "maxContains"]) {
-      if (schema[key] !== void 0)
-        extraMeta[key] = schema[key];
+    for (const key2 of ["uniqueItems", "minContains", "maxContains"]) {
+      if (schema[key2] !== void 0)
+        extraMeta[key2] = schema[key2];
     }
   }
-  for (const key of Object.keys(schema)) {
-    if (!RECOGNIZED_KEYS.has(key)) {
-      assignProp(extraMeta, key, schema[key]);
+  for (const key2 of Object.keys(schema)) {
+    if (!RECOGNIZED_KEYS.has(key2)) {
+      assignProp(extraMeta, key2, schema[key2]);
     }
   }
   if (Object.keys(extraMeta).length > 0) {
@@ -53154,6 +53306,7 @@ var FILE_HOME = `${FLEET_CONFIG_PATH} on the default branch`;
 var REPO_ROLES = ["admin", "maintain", "write", "triage", "read"];
 var DISPATCH_MODES = ["actions", "local"];
 var SANDBOX_MODES = ["bubblewrap", "none"];
+var HOME_MODES = ["isolated", "inherit"];
 var CODER_NAME = /^[a-z][a-z0-9_-]*$/;
 var MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$/;
 var CREDENTIAL_NAME = /^[A-Z_][A-Z0-9_]*$/;
@@ -53204,16 +53357,23 @@ function valueAt(root, path6) {
   }
   return node2;
 }
-var atMostFile = (file2, value, { key }) => {
-  const limit = valueAt(file2, key.split("."));
+var atMostFile = (file2, value, { key: key2 }) => {
+  const limit = valueAt(file2, key2.split("."));
   if (typeof limit !== "number" || typeof value !== "number" || value <= limit) return void 0;
-  return `${key} can only be lowered with config set: ${FILE_HOME} sets ${limit}, and ${value} is above it. Raise it in the file.`;
+  return `${key2} can only be lowered with config set: ${FILE_HOME} sets ${limit}, and ${value} is above it. Raise it in the file.`;
 };
 var allowedModel = (file2, value, { coder }) => {
   const allowed = coder === void 0 ? void 0 : file2.coders[coder]?.models;
   const wanted = Array.isArray(value) ? value : [String(value)];
   const outside = allowed ? wanted.filter((m) => !allowed.includes(m)) : [];
   return outside.length ? `${outside.join(", ")} is not a model ${FILE_HOME} allows for ${coder} (${allowed.join(", ")}); widen coders.${coder}.models in the file.` : void 0;
+};
+var lowerNotOff = (file2, value, { key: key2 }) => {
+  const limit = valueAt(file2, key2.split("."));
+  if (typeof limit !== "number" || limit === 0 || typeof value !== "number") return void 0;
+  if (value === 0)
+    return `${key2} can only be lowered with config set: ${FILE_HOME} sets ${limit}, and 0 would turn it off. Remove it in the file.`;
+  return atMostFile(file2, value, { key: key2 });
 };
 var onlyTurnOff = (file2, value, { coder }) => value === true && coder !== void 0 && file2.coders[coder]?.enabled !== true ? `turning coder "${coder}" on is file-only: it hands the coder's credentials to agent runs. Set coders.${coder}.enabled: true in ${FILE_HOME}.` : void 0;
 var withDefault = (value, dflt, set2) => ({
@@ -53231,6 +53391,22 @@ var BUDGET_FIELDS = {
   daily_usd: spendingLimit(usd),
   monthly_usd: spendingLimit(usd)
 };
+var guardOnByDefault = (value, dflt, why) => withDefault(value, dflt, tighterOnly(`${why}: lowered only`, lowerNotOff));
+var tokensOrOff = {
+  schema: external_exports.number().int().min(0),
+  form: "a whole number of tokens (0: no ceiling)",
+  kind: "number"
+};
+var usdOrOff = {
+  schema: external_exports.number().min(0).max(1e6),
+  form: "an amount in US dollars (0: no ceiling)",
+  kind: "number"
+};
+var REPO_BUDGET_FIELDS = {
+  ...BUDGET_FIELDS,
+  per_task_tokens: guardOnByDefault(tokensOrOff, 1e7, "a per-task ceiling"),
+  per_task_usd: guardOnByDefault(usdOrOff, 25, "a per-task ceiling")
+};
 var CODER_FIELDS = {
   /** The model used when a label names none. */
   model: fromCoder(model, operational("the model, among those the file allows", allowedModel)),
@@ -53240,7 +53416,14 @@ var CODER_FIELDS = {
   max_concurrent: optional2(int2(1, 100), operational("a per-coder cap")),
   /** Names (never values) of the secrets or environment variables the coder may use, in order of preference. */
   credentials: fromCoder(credentialNames, fileOnly("it decides which secrets an agent receives")),
-  enabled: fromCoder(bool, tighterOnly("turning a coder off; on is file-only", onlyTurnOff))
+  enabled: fromCoder(bool, tighterOnly("turning a coder off; on is file-only", onlyTurnOff)),
+  /** Left out: `isolated`, an empty HOME of the task's own. */
+  home: optional2(
+    oneOf(HOME_MODES),
+    fileOnly(
+      "`inherit` widens what the agent reads to the worker's user's logins and context files (~/.claude, ~/.codex, ...), and an agent may publish whatever it reads"
+    )
+  )
 };
 var CONFIG_FIELDS = {
   /** Merged over the built-in coders key by key. */
@@ -53279,7 +53462,22 @@ var CONFIG_FIELDS = {
       backoff_seconds: withDefault(int2(0, 86400), 60, operational("how long a retry waits"))
     }
   },
-  budgets: { group: { ...BUDGET_FIELDS, per_coder: { perCoder: BUDGET_FIELDS } } },
+  budgets: { group: { ...REPO_BUDGET_FIELDS, per_coder: { perCoder: BUDGET_FIELDS } } },
+  /** Stop agents that loop, at the model gateway (0 turns a check off). */
+  runaway: {
+    group: {
+      /** The same tool call with the same input this many times, the worktree unchanged meanwhile. */
+      repeated_tool_calls: guardOnByDefault(int2(0, 1e3), 5, "a guard against looping agents"),
+      /** This many turns with tool calls in a row that change nothing in the worktree (work phase). */
+      idle_turns: guardOnByDefault(int2(0, 1e4), 40, "a guard against agents that get nowhere")
+    }
+  },
+  /** New runs wait for another credential when one of a credential's rate-limit windows is this full (percent). */
+  credential_near_limit_pct: withDefault(
+    int2(1, 100),
+    90,
+    operational("when new runs wait for a credential's window to reset")
+  ),
   allowed_roles: withDefault(
     {
       schema: external_exports.array(external_exports.enum(REPO_ROLES)).min(1),
@@ -53316,6 +53514,11 @@ var CONFIG_FIELDS = {
   dashboard: withDefault(bool, false, operational("whether the dashboard issue is kept")),
   /** At most one dashboard edit per this many seconds (0: every change). */
   dashboard_interval_seconds: withDefault(int2(0, 86400), 60, operational("dashboard edit throttle")),
+  /** Stop a run whose last model turn read more than this share of the model's context window (0: off). */
+  max_context_pct: optional2(
+    int2(0, 100),
+    tighterOnly("a guard against runs that fill their context: lowered only", lowerNotOff)
+  ),
   /** How agent runs are contained; `none` must be chosen in the file and is shown on every tracking comment. */
   sandbox: withDefault(
     oneOf(SANDBOX_MODES),
@@ -53329,7 +53532,7 @@ function schemaOf(node2) {
   if ("group" in node2) return objectOf(node2.group).prefault({});
   return external_exports.record(external_exports.string(), objectOf(node2.perCoder)).default({});
 }
-var objectOf = (fields) => external_exports.strictObject(Object.fromEntries(Object.entries(fields).map(([key, node2]) => [key, schemaOf(node2)])));
+var objectOf = (fields) => external_exports.strictObject(Object.fromEntries(Object.entries(fields).map(([key2, node2]) => [key2, schemaOf(node2)])));
 var FILE_SCHEMA = objectOf(CONFIG_FIELDS);
 var ROOT = { group: CONFIG_FIELDS };
 function nodeAt(path6) {
@@ -53340,9 +53543,9 @@ function nodeAt(path6) {
       node2 = { group: node2.perCoder };
       continue;
     }
-    const key = path6[i2];
-    if (!Object.hasOwn(node2.group, key)) return void 0;
-    node2 = node2.group[key];
+    const key2 = path6[i2];
+    if (!Object.hasOwn(node2.group, key2)) return void 0;
+    node2 = node2.group[key2];
   }
   return { node: node2, rest: 0 };
 }
@@ -53356,8 +53559,8 @@ function formAt(path6) {
   return at.rest > 0 ? at.node.value.itemForm ?? at.node.value.form : at.node.value.form;
 }
 function settableKeys(fields, prefix) {
-  return Object.entries(fields).flatMap(([key, node2]) => {
-    const pattern = `${prefix}${key}`;
+  return Object.entries(fields).flatMap(([key2, node2]) => {
+    const pattern = `${prefix}${key2}`;
     if ("value" in node2) return [{ pattern, leaf: node2, unsettable: node2.has === "none" }];
     if ("group" in node2) return settableKeys(node2.group, `${pattern}.`);
     return settableKeys(node2.perCoder, `${pattern}.<coder>.`);
@@ -53368,8 +53571,8 @@ var perCoderLast = (keys) => [
   ...keys.filter((k) => k.pattern.includes("<coder>"))
 ];
 var SETTABLE_KEYS = perCoderLast(settableKeys(CONFIG_FIELDS, ""));
-function settableAt(key) {
-  const parts = key.split(".");
+function settableAt(key2) {
+  const parts = key2.split(".");
   const pattern = [];
   let coder;
   let node2 = ROOT;
@@ -53444,11 +53647,11 @@ function problemsFromIssues(issues, input2) {
     const path6 = issue3.path.map(String);
     if (issue3.code === "unrecognized_keys") {
       const valid = validKeysAt(path6);
-      for (const key of issue3.keys) {
-        const hint = suggest(key, valid);
+      for (const key2 of issue3.keys) {
+        const hint = suggest(key2, valid);
         problems.push({
-          path: [...path6, key].join("."),
-          message: `unknown key "${key}".${hint ? ` Did you mean "${hint}"?` : ""} Valid keys${path6.length ? ` under ${path6.join(".")}` : ""}: ${valid.join(", ")}.`
+          path: [...path6, key2].join("."),
+          message: `unknown key "${key2}".${hint ? ` Did you mean "${hint}"?` : ""} Valid keys${path6.length ? ` under ${path6.join(".")}` : ""}: ${valid.join(", ")}.`
         });
       }
       continue;
@@ -53482,6 +53685,7 @@ function mergeCoder(name, given) {
   };
   if (given.models) coder.models = given.models;
   if (given.max_concurrent !== void 0) coder.max_concurrent = given.max_concurrent;
+  if (given.home !== void 0) coder.home = given.home;
   return coder;
 }
 function mergeCoders(raw, problems, warnings) {
@@ -53592,12 +53796,12 @@ var CONFIG_KEYS = SETTABLE_KEYS.filter(
 var FILE_ONLY_KEYS = SETTABLE_KEYS.filter((s) => s.leaf.set.scope === "file").map(
   (s) => s.pattern
 );
-function coerce(spec, key, raw) {
+function coerce(spec, key2, raw) {
   const text = raw.trim();
   const { form, kind, schema } = spec.leaf.value;
   const bad = () => ({
     ok: false,
-    message: `${key} must be ${form}${spec.unsettable ? ' (or "none" to remove the override)' : ""}; got "${text}".`
+    message: `${key2} must be ${form}${spec.unsettable ? ' (or "none" to remove the override)' : ""}; got "${text}".`
   });
   if (spec.unsettable && /^(none|null|unset)$/i.test(text)) return { ok: true, value: null };
   let value;
@@ -53624,7 +53828,7 @@ function coerce(spec, key, raw) {
   return schema.safeParse(value).success ? { ok: true, value } : bad();
 }
 var keysHelp = () => `Settable keys: ${CONFIG_KEYS.join(", ")}.`;
-var fileOnlyMessage = (key, spec) => `${key} is file-only: ${spec.leaf.set.why}, so Fleet reads it only from ${FILE_HOME}. Change it there with a reviewed commit; config set changes operational settings only.`;
+var fileOnlyMessage = (key2, spec) => `${key2} is file-only: ${spec.leaf.set.why}, so Fleet reads it only from ${FILE_HOME}. Change it there with a reviewed commit; config set changes operational settings only.`;
 function parseConfigAssignment(text) {
   const eq = text.indexOf("=");
   if (eq < 0) {
@@ -53633,36 +53837,36 @@ function parseConfigAssignment(text) {
       message: `"${text.trim()}" is not an assignment: write key=value (e.g. max_concurrent=5). ${keysHelp()}`
     };
   }
-  const key = text.slice(0, eq).trim();
+  const key2 = text.slice(0, eq).trim();
   const rawValue = text.slice(eq + 1);
-  if (key === "") return { ok: false, message: `No key before "=". ${keysHelp()}` };
-  const found = settableAt(key);
+  if (key2 === "") return { ok: false, message: `No key before "=". ${keysHelp()}` };
+  const found = settableAt(key2);
   if (!found) {
     const concrete = CONFIG_KEYS.filter((k) => !k.includes("<coder>"));
-    const hint = suggest(key, concrete);
+    const hint = suggest(key2, concrete);
     return {
       ok: false,
-      key,
-      message: `"${key}" is not a settable key.${hint ? ` Did you mean "${hint}"?` : ""} ${keysHelp()}`
+      key: key2,
+      message: `"${key2}" is not a settable key.${hint ? ` Did you mean "${hint}"?` : ""} ${keysHelp()}`
     };
   }
   const { spec } = found;
-  if (spec.leaf.set.scope === "file") return { ok: false, key, message: fileOnlyMessage(key, spec) };
+  if (spec.leaf.set.scope === "file") return { ok: false, key: key2, message: fileOnlyMessage(key2, spec) };
   if (rawValue.trim() === "" && spec.leaf.value.kind !== "list") {
-    return { ok: false, key, message: `No value for ${key}: it must be ${spec.leaf.value.form}.` };
+    return { ok: false, key: key2, message: `No value for ${key2}: it must be ${spec.leaf.value.form}.` };
   }
-  const coerced = coerce(spec, key, rawValue);
-  if (!coerced.ok) return { ok: false, key, message: coerced.message };
-  return { ok: true, key, value: coerced.value };
+  const coerced = coerce(spec, key2, rawValue);
+  if (!coerced.ok) return { ok: false, key: key2, message: coerced.message };
+  return { ok: true, key: key2, value: coerced.value };
 }
 var configuredCoder = (file2, _value, { coder }) => coder !== void 0 && !file2.coders[coder] ? `"${coder}" is not a coder configured in ${FILE_HOME} (or built in); adding a coder is file-only. Configured coders: ${Object.keys(file2.coders).join(", ")}.` : void 0;
-function checkOverride(file2, key, value) {
-  const found = settableAt(key);
-  if (!found) return `"${key}" is not a settable key. ${keysHelp()}`;
+function checkOverride(file2, key2, value) {
+  const found = settableAt(key2);
+  if (!found) return `"${key2}" is not a settable key. ${keysHelp()}`;
   const rule = found.spec.leaf.set;
-  if (rule.scope === "file") return fileOnlyMessage(key, found.spec);
+  if (rule.scope === "file") return fileOnlyMessage(key2, found.spec);
   if (value === null) return void 0;
-  const at = found.coder === void 0 ? { key } : { key, coder: found.coder };
+  const at = found.coder === void 0 ? { key: key2 } : { key: key2, coder: found.coder };
   return configuredCoder(file2, value, at) ?? rule.within?.(file2, value, at);
 }
 function setPath(root, path6, value) {
@@ -53676,25 +53880,25 @@ function setPath(root, path6, value) {
 }
 function withOverrides(file2, overrides) {
   const draft = structuredClone(file2);
-  for (const { key, value } of overrides) if (value !== null) setPath(draft, key.split("."), value);
+  for (const { key: key2, value } of overrides) if (value !== null) setPath(draft, key2.split("."), value);
   return parseFleetConfig(draft);
 }
 var overrideText = (v) => Array.isArray(v) ? v.join(",") : String(v);
-function checkedOverride(file2, key, text) {
-  const assignment = parseConfigAssignment(`${key}=${text}`);
+function checkedOverride(file2, key2, text) {
+  const assignment = parseConfigAssignment(`${key2}=${text}`);
   if (!assignment.ok) return assignment;
-  const problem = checkOverride(file2, key, assignment.value);
+  const problem = checkOverride(file2, key2, assignment.value);
   return problem ? { ok: false, message: problem } : { ok: true, value: assignment.value };
 }
 function resolveOverrides(file2, stored) {
   const dropped = [];
   const candidates = [];
-  for (const [key, v] of Object.entries(stored)) {
+  for (const [key2, v] of Object.entries(stored)) {
     if (v === void 0 || v === null) continue;
     const text = overrideText(v);
-    const checked2 = checkedOverride(file2, key, text);
-    if (!checked2.ok) dropped.push({ key, value: text, message: checked2.message });
-    else if (checked2.value !== null) candidates.push({ key, value: checked2.value, text });
+    const checked2 = checkedOverride(file2, key2, text);
+    if (!checked2.ok) dropped.push({ key: key2, value: text, message: checked2.message });
+    else if (checked2.value !== null) candidates.push({ key: key2, value: checked2.value, text });
   }
   const all = withOverrides(file2, candidates);
   if (all.ok) {
@@ -53715,7 +53919,7 @@ function resolveOverrides(file2, stored) {
       dropped.push({
         key: c3.key,
         value: c3.text,
-        message: r.problems.map((p) => `${p.path}: ${p.message}`).join(" ")
+        message: r.problems.map((p2) => `${p2.path}: ${p2.message}`).join(" ")
       });
     }
   }
@@ -53734,7 +53938,7 @@ function updateOverrides(file2, stored, assignments) {
   if (problems.length > 0) return { ok: false, problems };
   const whole = withOverrides(
     file2,
-    Object.entries(next).map(([key, value]) => ({ key, value }))
+    Object.entries(next).map(([key2, value]) => ({ key: key2, value }))
   );
   if (!whole.ok) return { ok: false, problems: whole.problems };
   return { ok: true, config: whole.config, overrides: next, dropped: current.dropped };
@@ -53756,11 +53960,10 @@ async function readFleetConfig(octokit, ref) {
 // src/state/repo-store.ts
 var import_node_fs6 = require("node:fs");
 var import_node_os4 = require("node:os");
-var import_node_path8 = require("node:path");
+var import_node_path7 = require("node:path");
 
 // src/state/git-store.ts
-var import_promises13 = require("node:fs/promises");
-var import_node_path7 = require("node:path");
+var import_node_diagnostics_channel = require("node:diagnostics_channel");
 
 // src/core/task.ts
 var TASK_STATES = [
@@ -53800,7 +54003,7 @@ function newTask(input2) {
     model: input2.model,
     priority: input2.priority ?? DEFAULT_PRIORITY,
     state: "queued",
-    dependsOn: [...new Set(input2.dependsOn ?? [])].filter((n4) => n4 !== input2.issue),
+    dependsOn: [...new Set(input2.dependsOn ?? [])].filter((n5) => n5 !== input2.issue),
     createdAt: input2.now,
     updatedAt: input2.now,
     queuedAt: input2.now,
@@ -53879,7 +54082,13 @@ var TaskSchema = external_exports.looseObject({
   rebase: external_exports.looseObject({ why: external_exports.string(), onlyIfConflicting: external_exports.boolean() }).optional(),
   runs: external_exports.array(external_exports.looseObject({ at: time3 })).optional(),
   result: external_exports.looseObject({ attempt: count }).optional(),
-  pin: PinSchema.optional()
+  pin: PinSchema.optional(),
+  context: external_exports.looseObject({
+    tokens: count,
+    window: external_exports.number().int().positive(),
+    at: time3,
+    windowAssumed: external_exports.boolean().optional()
+  }).optional()
 });
 var LedgerEntrySchema = external_exports.looseObject({
   runs: count,
@@ -53890,9 +54099,9 @@ var StateDocSchema = external_exports.looseObject({
   version: external_exports.literal(STATE_DOC_VERSION),
   config: external_exports.record(external_exports.string(), external_exports.unknown()).optional(),
   tasks: external_exports.record(external_exports.string(), TaskSchema).superRefine((tasks, ctx) => {
-    for (const [key, task] of Object.entries(tasks)) {
-      if (task.id !== key)
-        ctx.addIssue({ code: "custom", path: [key, "id"], message: `must be the record's key "${key}"` });
+    for (const [key2, task] of Object.entries(tasks)) {
+      if (task.id !== key2)
+        ctx.addIssue({ code: "custom", path: [key2, "id"], message: `must be the record's key "${key2}"` });
     }
   }).optional(),
   ledger: external_exports.record(external_exports.string(), external_exports.record(external_exports.string(), LedgerEntrySchema)).optional(),
@@ -53912,7 +54121,7 @@ function describeProblem(issue3, raw) {
   const [head, a2, b, ...rest] = path6;
   let where;
   if (head === "tasks" && a2 !== void 0) {
-    const field = [b, ...rest].filter((p) => p !== void 0).join(".");
+    const field = [b, ...rest].filter((p2) => p2 !== void 0).join(".");
     where = field ? `task "${a2}", field "${field}"` : `task "${a2}"`;
   } else if (head === "ledger" && a2 !== void 0) {
     const field = rest.join(".");
@@ -53998,7 +54207,7 @@ var DEFAULT_STATE_BRANCH = "fleet/state";
 function backoffDelay(attempt, random, baseMs = 20, capMs = 1e3) {
   return Math.floor(random() * Math.min(capMs, baseMs * 2 ** attempt));
 }
-var defaultSleep = (ms2) => new Promise((resolve2) => setTimeout(resolve2, ms2));
+var defaultSleep = (ms2) => new Promise((resolve3) => setTimeout(resolve3, ms2));
 function casBackoffDelay(attempt, random, lastWriteMs) {
   const unit = Math.max(20, 6 * lastWriteMs);
   return backoffDelay(attempt, random, unit, Math.max(1e3, unit * 8));
@@ -54068,13 +54277,14 @@ var CasEngine = class {
   dropCache() {
     this.cache = void 0;
   }
-  async read() {
-    return snapshotOf(await this.refresh());
+  /** The state now, as the engine caches it (not to be changed: copy it, see snapshotOf). */
+  readCached(why = "read") {
+    return this.refresh(why);
   }
   /** Reads through the transport; the document is parsed again only when its text changed. */
-  async refresh(only) {
+  async refresh(cause, only) {
     const prev = this.cache;
-    const head = await this.t.read(prev?.head, only);
+    const head = await this.t.read(prev?.head, only, cause);
     const doc = prev && prev.head.state === head.state ? prev.doc : parseStateDoc(head.state, this.t.place.docPath, this.t.place.remedy);
     this.cache = { head, doc };
     return this.cache;
@@ -54082,13 +54292,13 @@ var CasEngine = class {
   async update(mutation, options = {}) {
     const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
     let fresh = this.t.readsFirst === true || this.cache === void 0;
-    let c3 = fresh ? await this.refresh() : this.cache;
+    let c3 = fresh ? await this.refresh("no cache") : this.cache;
     let retries = 0;
     for (; ; ) {
       const out = mutation({ doc: cloneStateDoc(c3.doc), beads: c3.head.beads });
       if (out === null) {
         if (fresh) return { applied: false, snapshot: snapshotOf(c3), retries };
-        c3 = await this.refresh();
+        c3 = await this.refresh("confirm");
         fresh = true;
         continue;
       }
@@ -54098,7 +54308,7 @@ var CasEngine = class {
       const started = performance.now();
       const outcome = await this.t.write(c3.head, change.files, commitMessage(out.message));
       if (outcome.kind === "stale") {
-        c3 = await this.refresh();
+        c3 = await this.refresh("stale");
         fresh = true;
         continue;
       }
@@ -54114,7 +54324,7 @@ var CasEngine = class {
       await this.sleep(casBackoffDelay(retries, this.random, this.lastWrite.tookMs));
       retries++;
       const only = outcome.kind === "conflict" ? outcome.file : void 0;
-      c3 = await this.refresh(only);
+      c3 = await this.refresh("lost race", only);
       fresh = only === void 0;
     }
   }
@@ -54132,7 +54342,7 @@ var CasEngine = class {
   }
   /** After a lost answer: the fresh state if it holds exactly what we wrote (the write landed). */
   async landed(change) {
-    const after = await this.refresh();
+    const after = await this.refresh("lost answer");
     const state = !change.stateChanged || after.head.state === change.state;
     const beads = !change.beadsChanged || after.head.beads === change.beads;
     return state && beads ? after : void 0;
@@ -54141,8 +54351,27 @@ var CasEngine = class {
 function createCasStore(transport, opts = {}) {
   const engine = new CasEngine(transport, opts);
   const around = (op, fn) => transport.around ? transport.around(op, fn) : fn();
+  let queued;
+  const read = async (opts2 = {}) => {
+    const why = opts2.why ?? "read";
+    let mine = queued;
+    if (!mine || mine.started) {
+      const entry = {
+        started: false,
+        why,
+        state: Promise.resolve()
+      };
+      entry.state = around("read", () => {
+        entry.started = true;
+        return engine.readCached(entry.why);
+      });
+      queued = entry;
+      mine = entry;
+    }
+    return snapshotOf(await mine.state);
+  };
   return {
-    read: () => around("read", () => engine.read()),
+    read,
     update: (mutation, options) => around("update", () => engine.update(mutation, options)),
     history: (limit) => around(
       "history",
@@ -55041,7 +55270,7 @@ function pathKey(options = {}) {
   if (platform3 !== "win32") {
     return "PATH";
   }
-  return Object.keys(env).reverse().find((key) => key.toUpperCase() === "PATH") || "Path";
+  return Object.keys(env).reverse().find((key2) => key2.toUpperCase() === "PATH") || "Path";
 }
 
 // node_modules/unicorn-magic/node.js
@@ -55728,8 +55957,8 @@ var disconnect = (anyProcess) => {
 // node_modules/execa/lib/utils/deferred.js
 var createDeferred = () => {
   const methods = {};
-  const promise2 = new Promise((resolve2, reject) => {
-    Object.assign(methods, { resolve: resolve2, reject });
+  const promise2 = new Promise((resolve3, reject) => {
+    Object.assign(methods, { resolve: resolve3, reject });
   });
   return Object.assign(promise2, methods);
 };
@@ -55838,37 +56067,37 @@ var import_node_events3 = require("node:events");
 var import_promises2 = require("node:timers/promises");
 
 // node_modules/execa/lib/ipc/reference.js
-var addReference = (channel, reference) => {
+var addReference = (channel2, reference) => {
   if (reference) {
-    addReferenceCount(channel);
+    addReferenceCount(channel2);
   }
 };
-var addReferenceCount = (channel) => {
-  channel.refCounted();
+var addReferenceCount = (channel2) => {
+  channel2.refCounted();
 };
-var removeReference = (channel, reference) => {
+var removeReference = (channel2, reference) => {
   if (reference) {
-    removeReferenceCount(channel);
+    removeReferenceCount(channel2);
   }
 };
-var removeReferenceCount = (channel) => {
-  channel.unrefCounted();
+var removeReferenceCount = (channel2) => {
+  channel2.unrefCounted();
 };
-var undoAddedReferences = (channel, isSubprocess) => {
+var undoAddedReferences = (channel2, isSubprocess) => {
   if (isSubprocess) {
-    removeReferenceCount(channel);
-    removeReferenceCount(channel);
+    removeReferenceCount(channel2);
+    removeReferenceCount(channel2);
   }
 };
-var redoAddedReferences = (channel, isSubprocess) => {
+var redoAddedReferences = (channel2, isSubprocess) => {
   if (isSubprocess) {
-    addReferenceCount(channel);
-    addReferenceCount(channel);
+    addReferenceCount(channel2);
+    addReferenceCount(channel2);
   }
 };
 
 // node_modules/execa/lib/ipc/incoming.js
-var onMessage = async ({ anyProcess, channel, isSubprocess, ipcEmitter }, wrappedMessage) => {
+var onMessage = async ({ anyProcess, channel: channel2, isSubprocess, ipcEmitter }, wrappedMessage) => {
   if (handleStrictResponse(wrappedMessage) || handleAbort(wrappedMessage)) {
     return;
   }
@@ -55886,7 +56115,7 @@ var onMessage = async ({ anyProcess, channel, isSubprocess, ipcEmitter }, wrappe
     const message = await handleStrictRequest({
       wrappedMessage: incomingMessages[0],
       anyProcess,
-      channel,
+      channel: channel2,
       isSubprocess,
       ipcEmitter
     });
@@ -55895,21 +56124,21 @@ var onMessage = async ({ anyProcess, channel, isSubprocess, ipcEmitter }, wrappe
     ipcEmitter.emit("message:done");
   }
 };
-var onDisconnect = async ({ anyProcess, channel, isSubprocess, ipcEmitter, boundOnMessage }) => {
+var onDisconnect = async ({ anyProcess, channel: channel2, isSubprocess, ipcEmitter, boundOnMessage }) => {
   abortOnDisconnect();
   const incomingMessages = INCOMING_MESSAGES.get(anyProcess);
   while (incomingMessages?.length > 0) {
     await (0, import_node_events3.once)(ipcEmitter, "message:done");
   }
   anyProcess.removeListener("message", boundOnMessage);
-  redoAddedReferences(channel, isSubprocess);
+  redoAddedReferences(channel2, isSubprocess);
   ipcEmitter.connected = false;
   ipcEmitter.emit("disconnect");
 };
 var INCOMING_MESSAGES = /* @__PURE__ */ new WeakMap();
 
 // node_modules/execa/lib/ipc/forward.js
-var getIpcEmitter = (anyProcess, channel, isSubprocess) => {
+var getIpcEmitter = (anyProcess, channel2, isSubprocess) => {
   if (IPC_EMITTERS.has(anyProcess)) {
     return IPC_EMITTERS.get(anyProcess);
   }
@@ -55919,28 +56148,28 @@ var getIpcEmitter = (anyProcess, channel, isSubprocess) => {
   forwardEvents({
     ipcEmitter,
     anyProcess,
-    channel,
+    channel: channel2,
     isSubprocess
   });
   return ipcEmitter;
 };
 var IPC_EMITTERS = /* @__PURE__ */ new WeakMap();
-var forwardEvents = ({ ipcEmitter, anyProcess, channel, isSubprocess }) => {
+var forwardEvents = ({ ipcEmitter, anyProcess, channel: channel2, isSubprocess }) => {
   const boundOnMessage = onMessage.bind(void 0, {
     anyProcess,
-    channel,
+    channel: channel2,
     isSubprocess,
     ipcEmitter
   });
   anyProcess.on("message", boundOnMessage);
   anyProcess.once("disconnect", onDisconnect.bind(void 0, {
     anyProcess,
-    channel,
+    channel: channel2,
     isSubprocess,
     ipcEmitter,
     boundOnMessage
   }));
-  undoAddedReferences(channel, isSubprocess);
+  undoAddedReferences(channel2, isSubprocess);
 };
 var isConnected = (anyProcess) => {
   const ipcEmitter = IPC_EMITTERS.get(anyProcess);
@@ -55948,11 +56177,11 @@ var isConnected = (anyProcess) => {
 };
 
 // node_modules/execa/lib/ipc/strict.js
-var handleSendStrict = ({ anyProcess, channel, isSubprocess, message, strict }) => {
+var handleSendStrict = ({ anyProcess, channel: channel2, isSubprocess, message, strict }) => {
   if (!strict) {
     return message;
   }
-  const ipcEmitter = getIpcEmitter(anyProcess, channel, isSubprocess);
+  const ipcEmitter = getIpcEmitter(anyProcess, channel2, isSubprocess);
   const hasListeners = hasMessageListeners(anyProcess, ipcEmitter);
   return {
     id: count2++,
@@ -55972,7 +56201,7 @@ var validateStrictDeadlock = (outgoingMessages, wrappedMessage) => {
     }
   }
 };
-var handleStrictRequest = async ({ wrappedMessage, anyProcess, channel, isSubprocess, ipcEmitter }) => {
+var handleStrictRequest = async ({ wrappedMessage, anyProcess, channel: channel2, isSubprocess, ipcEmitter }) => {
   if (wrappedMessage?.type !== REQUEST_TYPE || !anyProcess.connected) {
     return wrappedMessage;
   }
@@ -55981,7 +56210,7 @@ var handleStrictRequest = async ({ wrappedMessage, anyProcess, channel, isSubpro
   try {
     await sendMessage({
       anyProcess,
-      channel,
+      channel: channel2,
       isSubprocess,
       ipc: true
     }, response);
@@ -56058,7 +56287,7 @@ var hasMessageListeners = (anyProcess, ipcEmitter) => ipcEmitter.listenerCount("
 var getMinListenerCount = (anyProcess) => SUBPROCESS_OPTIONS.has(anyProcess) && !getFdSpecificValue(SUBPROCESS_OPTIONS.get(anyProcess).options.buffer, "ipc") ? 1 : 0;
 
 // node_modules/execa/lib/ipc/send.js
-var sendMessage = ({ anyProcess, channel, isSubprocess, ipc }, message, { strict = false } = {}) => {
+var sendMessage = ({ anyProcess, channel: channel2, isSubprocess, ipc }, message, { strict = false } = {}) => {
   const methodName = "sendMessage";
   validateIpcMethod({
     methodName,
@@ -56068,17 +56297,17 @@ var sendMessage = ({ anyProcess, channel, isSubprocess, ipc }, message, { strict
   });
   return sendMessageAsync({
     anyProcess,
-    channel,
+    channel: channel2,
     methodName,
     isSubprocess,
     message,
     strict
   });
 };
-var sendMessageAsync = async ({ anyProcess, channel, methodName, isSubprocess, message, strict }) => {
+var sendMessageAsync = async ({ anyProcess, channel: channel2, methodName, isSubprocess, message, strict }) => {
   const wrappedMessage = handleSendStrict({
     anyProcess,
-    channel,
+    channel: channel2,
     isSubprocess,
     message,
     strict
@@ -56139,16 +56368,16 @@ var sendAbort = (subprocess, message) => {
     message
   });
 };
-var getCancelSignal = async ({ anyProcess, channel, isSubprocess, ipc }) => {
+var getCancelSignal = async ({ anyProcess, channel: channel2, isSubprocess, ipc }) => {
   await startIpc({
     anyProcess,
-    channel,
+    channel: channel2,
     isSubprocess,
     ipc
   });
   return cancelController.signal;
 };
-var startIpc = async ({ anyProcess, channel, isSubprocess, ipc }) => {
+var startIpc = async ({ anyProcess, channel: channel2, isSubprocess, ipc }) => {
   if (cancelListening) {
     return;
   }
@@ -56157,11 +56386,11 @@ var startIpc = async ({ anyProcess, channel, isSubprocess, ipc }) => {
     throwOnMissingParent();
     return;
   }
-  if (channel === null) {
+  if (channel2 === null) {
     abortOnDisconnect();
     return;
   }
-  getIpcEmitter(anyProcess, channel, isSubprocess);
+  getIpcEmitter(anyProcess, channel2, isSubprocess);
   await import_promises3.scheduler.yield();
 };
 var cancelListening = false;
@@ -57491,7 +57720,7 @@ var isSyncGenerator = (value) => Object.prototype.toString.call(value) === "[obj
 var isTransformOptions = (value) => isPlainObject4(value) && (value.transform !== void 0 || value.final !== void 0);
 var isUrl = (value) => Object.prototype.toString.call(value) === "[object URL]";
 var isRegularUrl = (value) => isUrl(value) && value.protocol !== "file:";
-var isFilePathObject = (value) => isPlainObject4(value) && Object.keys(value).length > 0 && Object.keys(value).every((key) => FILE_PATH_KEYS.has(key)) && isFilePathString(value.file);
+var isFilePathObject = (value) => isPlainObject4(value) && Object.keys(value).length > 0 && Object.keys(value).every((key2) => FILE_PATH_KEYS.has(key2)) && isFilePathString(value.file);
 var FILE_PATH_KEYS = /* @__PURE__ */ new Set(["file", "append"]);
 var isFilePathString = (file2) => typeof file2 === "string";
 var isUnknownStdioString = (type, value) => type === "native" && typeof value === "string" && !KNOWN_STDIO_STRINGS.has(value);
@@ -58683,14 +58912,14 @@ var handleSyncArguments = (rawFile, rawArguments, rawOptions) => {
   };
 };
 var normalizeSyncOptions = (options) => options.node && !options.ipc ? { ...options, ipc: false } : options;
-var validateSyncOptions = ({ ipc, ipcInput, detached, cancelSignal }) => {
+var validateSyncOptions = ({ ipc, ipcInput, detached: detached2, cancelSignal }) => {
   if (ipcInput) {
     throwInvalidSyncOption("ipcInput");
   }
   if (ipc) {
     throwInvalidSyncOption("ipc: true");
   }
-  if (detached) {
+  if (detached2) {
     throwInvalidSyncOption("detached: true");
   }
   if (cancelSignal) {
@@ -58791,7 +59020,7 @@ var import_node_process10 = __toESM(require("node:process"), 1);
 
 // node_modules/execa/lib/ipc/get-one.js
 var import_node_events8 = require("node:events");
-var getOneMessage = ({ anyProcess, channel, isSubprocess, ipc }, { reference = true, filter } = {}) => {
+var getOneMessage = ({ anyProcess, channel: channel2, isSubprocess, ipc }, { reference = true, filter } = {}) => {
   validateIpcMethod({
     methodName: "getOneMessage",
     isSubprocess,
@@ -58800,15 +59029,15 @@ var getOneMessage = ({ anyProcess, channel, isSubprocess, ipc }, { reference = t
   });
   return getOneMessageAsync({
     anyProcess,
-    channel,
+    channel: channel2,
     isSubprocess,
     filter,
     reference
   });
 };
-var getOneMessageAsync = async ({ anyProcess, channel, isSubprocess, filter, reference }) => {
-  addReference(channel, reference);
-  const ipcEmitter = getIpcEmitter(anyProcess, channel, isSubprocess);
+var getOneMessageAsync = async ({ anyProcess, channel: channel2, isSubprocess, filter, reference }) => {
+  addReference(channel2, reference);
+  const ipcEmitter = getIpcEmitter(anyProcess, channel2, isSubprocess);
   const controller = new AbortController();
   try {
     return await Promise.race([
@@ -58821,7 +59050,7 @@ var getOneMessageAsync = async ({ anyProcess, channel, isSubprocess, filter, ref
     throw error64;
   } finally {
     controller.abort();
-    removeReference(channel, reference);
+    removeReference(channel2, reference);
   }
 };
 var getMessage = async (ipcEmitter, filter, { signal }) => {
@@ -58846,23 +59075,23 @@ var throwOnStrictError = async (ipcEmitter, isSubprocess, { signal }) => {
 
 // node_modules/execa/lib/ipc/get-each.js
 var import_node_events9 = require("node:events");
-var getEachMessage = ({ anyProcess, channel, isSubprocess, ipc }, { reference = true } = {}) => loopOnMessages({
+var getEachMessage = ({ anyProcess, channel: channel2, isSubprocess, ipc }, { reference = true } = {}) => loopOnMessages({
   anyProcess,
-  channel,
+  channel: channel2,
   isSubprocess,
   ipc,
   shouldAwait: !isSubprocess,
   reference
 });
-var loopOnMessages = ({ anyProcess, channel, isSubprocess, ipc, shouldAwait, reference }) => {
+var loopOnMessages = ({ anyProcess, channel: channel2, isSubprocess, ipc, shouldAwait, reference }) => {
   validateIpcMethod({
     methodName: "getEachMessage",
     isSubprocess,
     ipc,
     isConnected: isConnected(anyProcess)
   });
-  addReference(channel, reference);
-  const ipcEmitter = getIpcEmitter(anyProcess, channel, isSubprocess);
+  addReference(channel2, reference);
+  const ipcEmitter = getIpcEmitter(anyProcess, channel2, isSubprocess);
   const controller = new AbortController();
   const state = {};
   stopOnDisconnect(anyProcess, ipcEmitter, controller);
@@ -58874,7 +59103,7 @@ var loopOnMessages = ({ anyProcess, channel, isSubprocess, ipc, shouldAwait, ref
   });
   return iterateOnMessages({
     anyProcess,
-    channel,
+    channel: channel2,
     ipcEmitter,
     isSubprocess,
     shouldAwait,
@@ -58898,7 +59127,7 @@ var abortOnStrictError = async ({ ipcEmitter, isSubprocess, controller, state })
   } catch {
   }
 };
-var iterateOnMessages = async function* ({ anyProcess, channel, ipcEmitter, isSubprocess, shouldAwait, controller, state, reference }) {
+var iterateOnMessages = async function* ({ anyProcess, channel: channel2, ipcEmitter, isSubprocess, shouldAwait, controller, state, reference }) {
   try {
     for await (const [message] of (0, import_node_events9.on)(ipcEmitter, "message", { signal: controller.signal })) {
       throwIfStrictError(state);
@@ -58908,7 +59137,7 @@ var iterateOnMessages = async function* ({ anyProcess, channel, ipcEmitter, isSu
     throwIfStrictError(state);
   } finally {
     controller.abort();
-    removeReference(channel, reference);
+    removeReference(channel2, reference);
     if (!isSubprocess) {
       disconnect(anyProcess);
     }
@@ -59492,9 +59721,9 @@ var SignalExit = class extends SignalExitBase {
       this.#sigListeners[sig] = () => {
         const listeners = this.#process.listeners(sig);
         let { count: count3 } = this.#emitter;
-        const p = process10;
-        if (typeof p.__signal_exit_emitter__ === "object" && typeof p.__signal_exit_emitter__.count === "number") {
-          count3 += p.__signal_exit_emitter__.count;
+        const p2 = process10;
+        if (typeof p2.__signal_exit_emitter__ === "object" && typeof p2.__signal_exit_emitter__.count === "number") {
+          count3 += p2.__signal_exit_emitter__.count;
         }
         if (listeners.length === count3) {
           this.unload();
@@ -59618,8 +59847,8 @@ var {
 } = signalExitWrap(processOk(process9) ? new SignalExit(process9) : new SignalExitFallback());
 
 // node_modules/execa/lib/terminate/cleanup.js
-var cleanupOnExit = (subprocess, { cleanup, detached }, { signal }) => {
-  if (!cleanup || detached) {
+var cleanupOnExit = (subprocess, { cleanup, detached: detached2 }, { signal }) => {
+  if (!cleanup || detached2) {
     return;
   }
   const removeExitHandler = onExit(() => {
@@ -60367,11 +60596,11 @@ var addConcurrentStream = (concurrentStreams, stream, waitName) => {
   const promises3 = weakMap.get(stream);
   const promise2 = createDeferred();
   promises3.push(promise2);
-  const resolve2 = promise2.resolve.bind(promise2);
-  return { resolve: resolve2, promises: promises3 };
+  const resolve3 = promise2.resolve.bind(promise2);
+  return { resolve: resolve3, promises: promises3 };
 };
-var waitForConcurrentStreams = async ({ resolve: resolve2, promises: promises3 }, subprocess) => {
-  resolve2();
+var waitForConcurrentStreams = async ({ resolve: resolve3, promises: promises3 }, subprocess) => {
+  resolve3();
   const [isSubprocessExit] = await Promise.race([
     Promise.allSettled([true, subprocess]),
     Promise.all([false, ...promises3])
@@ -61062,11 +61291,11 @@ var GitRemote = class {
   /** Runs a network command with the token in an HTTP header passed through the environment, never argv or disk. */
   async remote(operation, args) {
     const token = await this.o.token();
-    const header = `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString("base64")}`;
+    const header2 = `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString("base64")}`;
     const r = await this.run(args, {
-      env: { GIT_CONFIG_COUNT: "1", GIT_CONFIG_KEY_0: "http.extraHeader", GIT_CONFIG_VALUE_0: header }
+      env: { GIT_CONFIG_COUNT: "1", GIT_CONFIG_KEY_0: "http.extraHeader", GIT_CONFIG_VALUE_0: header2 }
     });
-    const scrub = (s) => token === "" ? s : s.split(header).join("Authorization: ***").split(token).join("***");
+    const scrub = (s) => token === "" ? s : s.split(header2).join("Authorization: ***").split(token).join("***");
     return {
       exitCode: r.exitCode ?? 1,
       stdout: scrub(String(r.stdout)),
@@ -61121,7 +61350,10 @@ var GitRemote = class {
 };
 
 // src/state/git-store.ts
+var STATE_GIT_CHANNEL = "fleet:state:git";
+var gitChannel = (0, import_node_diagnostics_channel.channel)(STATE_GIT_CHANNEL);
 var REMOTE_REF = "refs/fleet/remote-state";
+var COMMIT_REF = "refs/fleet/commit";
 var LOST_RACE = /stale info|fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|already exists/i;
 var GC_EVERY = 500;
 var LANDED_DEPTH = 64;
@@ -61163,24 +61395,43 @@ var GitTransport = class {
     this.chain = run.catch(() => void 0);
     return run;
   }
-  async read(prev) {
+  /** Publishes a network operation's start and end on STATE_GIT_CHANNEL. */
+  async traced(operation, cause, fn) {
+    if (!gitChannel.hasSubscribers) return fn();
+    const event = { where: this.place.where, operation, cause };
+    gitChannel.publish({ ...event, phase: "start" });
+    let rejected = false;
+    try {
+      const out = await fn();
+      rejected = out === "conflict";
+      return out;
+    } finally {
+      gitChannel.publish({ ...event, phase: "end", rejected });
+    }
+  }
+  async read(prev, _only, cause = "read") {
     await this.git.init();
-    const head = await this.fetchHead(1);
+    const head = await this.fetchHead(1, cause);
     if (head === "") return { version: "", state: "", beads: "" };
     if (prev && prev.version === head) return prev;
     return { version: head, ...await this.readFiles(head) };
   }
   /** The branch head, fetched with retries on transient failures. */
-  fetchHead(depth) {
-    return this.git.retrying(() => this.fetchHeadOnce(depth));
+  fetchHead(depth, cause) {
+    return this.git.retrying(() => this.traced("fetch", cause, () => this.fetchHeadOnce(depth)));
   }
   /** Moves the local copy of the branch to what the server has; "" when the branch does not exist. */
   async fetchHeadOnce(depth) {
     this.fetches++;
+    const shallow = depth > 1 || !await this.hasLocalCopy() ? [`--depth=${depth}`] : [];
     const r = await this.git.remote("fetch", [
+      // Protocol v0: the ref advertisement is the first answer, so a fetch that finds the branch
+      // unmoved costs one request and one that finds it moved two (v2 adds an ls-refs round trip).
+      "-c",
+      "protocol.version=0",
       "fetch",
       "--quiet",
-      `--depth=${depth}`,
+      ...shallow,
       "--no-tags",
       "--no-write-fetch-head",
       "--no-auto-gc",
@@ -61195,6 +61446,10 @@ var GitTransport = class {
       throw r.fail(r.stderr);
     }
     return this.git.must(["rev-parse", "--verify", `${REMOTE_REF}^{commit}`]);
+  }
+  /** Whether the cache holds a commit of the branch (from a fetch or a push). */
+  async hasLocalCopy() {
+    return (await this.git.run(["rev-parse", "--verify", "--quiet", `${REMOTE_REF}^{commit}`])).exitCode === 0;
   }
   /** The two files of a commit in one `cat-file --batch` call; a missing file reads as "". */
   async readFiles(commit) {
@@ -61216,55 +61471,67 @@ ${commit}:${BEADS_PATH}
         texts.push("");
         continue;
       }
-      const n4 = Number(size);
-      texts.push(out.subarray(at, at + n4).toString("utf8"));
-      at += n4 + 1;
+      const n5 = Number(size);
+      texts.push(out.subarray(at, at + n5).toString("utf8"));
+      at += n5 + 1;
     }
     return { state: texts[0], beads: texts[1] };
   }
   async write(base, files, message) {
     await this.git.init();
     const made = await this.makeCommit(base.version, files, message.unique);
-    if (await this.push(made, base.version) === "conflict") return { kind: "conflict" };
+    const subject = message.text.split("\n").map((l) => l.replace(/^- /, "").trim()).filter(Boolean).join("; ");
+    if (await this.push(made, base.version, subject) === "conflict") return { kind: "conflict" };
     return {
       kind: "written",
       head: { version: made, state: files.state ?? base.state, beads: files.beads ?? base.beads }
     };
   }
-  async afterWrite(head) {
-    await this.git.run(["update-ref", REMOTE_REF, head.version]);
+  async afterWrite(_head) {
     this.commitsSinceGc++;
     if (this.commitsSinceGc < GC_EVERY) return;
     this.commitsSinceGc = 0;
     await this.git.run(["-c", "gc.auto=1", "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"]);
   }
-  /** A commit on top of `parent` (an orphan when the branch does not exist yet) changing `files`. */
+  /**
+   * A commit on top of `parent` (an orphan when the branch does not exist yet) changing `files`, made by
+   * one `git fast-import` (blobs, tree from the parent's, commit): a state write is one process here,
+   * not six (read-tree, hash-object per file, update-index, write-tree, commit-tree), which under a burst
+   * of labels was most of a commit's time.
+   */
   async makeCommit(parent, files, message) {
-    const indexFile = (0, import_node_path7.join)(this.opts.cacheDir, "fleet-index");
-    await (0, import_promises13.rm)(indexFile, { force: true });
-    const env = { GIT_INDEX_FILE: indexFile };
-    if (parent !== "") await this.git.must(["read-tree", parent], { env });
-    const lines = [];
+    const when = `${Math.floor((this.opts.clock?.() ?? /* @__PURE__ */ new Date()).getTime() / 1e3)} +0000`;
+    const who = `${IDENTITY.name} <${IDENTITY.email}>`;
+    const parts = [];
+    const line = (text) => parts.push(Buffer.from(`${text}
+`, "utf8"));
+    const data = (text) => {
+      const bytes = Buffer.from(text, "utf8");
+      line(`data ${bytes.length}`);
+      parts.push(bytes);
+      line("");
+    };
+    line(`reset ${COMMIT_REF}`);
+    line(`commit ${COMMIT_REF}`);
+    line("mark :1");
+    line(`author ${who} ${when}`);
+    line(`committer ${who} ${when}`);
+    data(`${message}
+`);
+    if (parent !== "") line(`from ${parent}`);
     for (const [path6, text] of [
       [STATE_PATH, files.state],
       [BEADS_PATH, files.beads]
     ]) {
       if (text === void 0) continue;
-      const blob = await this.git.must(["hash-object", "-w", "--stdin"], {
-        input: Buffer.from(text, "utf8")
-      });
-      lines.push(`100644 ${blob}	${path6}`);
+      line(`M 100644 inline ${path6}`);
+      data(text);
     }
-    if (lines.length)
-      await this.git.must(["update-index", "--index-info"], { env, input: `${lines.join("\n")}
-` });
-    const tree = await this.git.must(["write-tree"], { env });
-    await (0, import_promises13.rm)(indexFile, { force: true });
-    const date5 = this.opts.clock ? `${Math.floor(this.opts.clock().getTime() / 1e3)} +0000` : void 0;
-    return this.git.must(["commit-tree", tree, ...parent === "" ? [] : ["-p", parent], "-F", "-"], {
-      input: `${message}
-`,
-      env: date5 ? { GIT_AUTHOR_DATE: date5, GIT_COMMITTER_DATE: date5 } : {}
+    line("");
+    line("get-mark :1");
+    line("done");
+    return this.git.must(["fast-import", "--quiet", "--done", "--force", "--date-format=raw"], {
+      input: Buffer.concat(parts)
     });
   }
   /**
@@ -61273,11 +61540,11 @@ ${commit}:${BEADS_PATH}
    * `expected`, or not on it with the branch moved. Fetches the branch.
    */
   async whereIs(sha, expected) {
-    const head = await this.fetchHead(1);
+    const head = await this.fetchHead(1, "push answer lost");
     if (head === sha) return "landed";
     if (head === expected) return "unchanged";
     if (head === "") return "moved";
-    const deep = await this.fetchHead(LANDED_DEPTH);
+    const deep = await this.fetchHead(LANDED_DEPTH, "push answer lost");
     const r = await this.git.run(["rev-list", `--max-count=${LANDED_DEPTH}`, deep]);
     return r.exitCode === 0 && String(r.stdout).split("\n").includes(sha) ? "landed" : "moved";
   }
@@ -61286,23 +61553,23 @@ ${commit}:${BEADS_PATH}
    * change is never applied twice: after each failure, and before calling a retried push's rejection a
    * conflict, the branch is read, and our commit on it counts as written.
    */
-  async push(sha, expected) {
+  async push(sha, expected, subject) {
     for (let attempt = 1; ; attempt++) {
-      let failure2;
+      let failure4;
       try {
-        const outcome = await this.pushOnce(sha, expected);
+        const outcome = await this.traced("push", subject, () => this.pushOnce(sha, expected));
         if (outcome === "conflict" && attempt > 1 && await this.whereIs(sha, expected) === "landed")
           return "ok";
         return outcome;
       } catch (error64) {
         if (!(error64 instanceof StateGitError)) throw error64;
-        failure2 = error64;
+        failure4 = error64;
       }
       const now = await this.whereIs(sha, expected).catch(() => void 0);
       if (now === "landed") return "ok";
-      if (!now || !failure2.transient || attempt >= GIT_NETWORK_ATTEMPTS) throw failure2;
+      if (!now || !failure4.transient || attempt >= GIT_NETWORK_ATTEMPTS) throw failure4;
       if (now === "moved") return "conflict";
-      await this.git.pause(failure2, attempt);
+      await this.git.pause(failure4, attempt);
     }
   }
   /** Pushes `sha` only if the branch still points at `expected` ("" = must not exist): the CAS. */
@@ -61327,7 +61594,7 @@ ${commit}:${BEADS_PATH}
   }
   async history(limit) {
     await this.git.init();
-    const head = await this.fetchHead(Math.max(1, limit));
+    const head = await this.fetchHead(Math.max(1, limit), "history");
     if (head === "") return [];
     const log = await this.git.must(["log", `--max-count=${limit}`, "--format=%H%x1f%cI%x1f%B%x1e", head]);
     return log.split("").map((rec) => rec.replace(/^\n/, "")).filter(Boolean).map((rec) => {
@@ -61628,7 +61895,7 @@ function newCacheDir(owner, repo) {
     });
   }
   cacheSeq += 1;
-  const dir = (0, import_node_path8.join)((0, import_node_os4.tmpdir)(), "fleet-state-cache", `${owner}-${repo}-${process.pid}-${cacheSeq}`);
+  const dir = (0, import_node_path7.join)((0, import_node_os4.tmpdir)(), "fleet-state-cache", `${owner}-${repo}-${process.pid}-${cacheSeq}`);
   cacheDirs.add(dir);
   return dir;
 }
@@ -61655,6 +61922,9 @@ function createRepoStateStore(opts) {
 }
 
 // src/state/write-queue.ts
+function detached(doc) {
+  return { ...doc, config: { ...doc.config }, tasks: { ...doc.tasks }, ledger: { ...doc.ledger } };
+}
 function createWriteQueue(store, opts = {}) {
   const maxDelayMs = opts.maxDelayMs ?? 50;
   const maxBatch = opts.maxBatch ?? 200;
@@ -61669,10 +61939,10 @@ function createWriteQueue(store, opts = {}) {
       let doc = s.doc;
       let beads = s.beads;
       const messages = [];
-      for (const p of batch) {
+      for (const p2 of batch) {
         let out;
         try {
-          out = p.mutation({ doc: structuredClone(doc), beads });
+          out = p2.mutation({ doc: detached(doc), beads });
         } catch (error64) {
           outcomes.push({ error: error64 });
           continue;
@@ -61696,34 +61966,40 @@ ${messages.map((m) => `- ${m.split("\n")[0]}`).join("\n")}`;
     try {
       result = await store.update(combined, { maxRetries: opts.maxRetries });
     } catch (error64) {
-      for (const p of batch) p.reject(error64);
+      for (const p2 of batch) p2.reject(error64);
       return;
     }
     if (result.commit) commits++;
-    batch.forEach((p, i2) => {
+    batch.forEach((p2, i2) => {
       const o2 = outcomes[i2];
-      if (o2 === void 0 || o2 === "dropped") p.resolve({ ...result, applied: false, commit: void 0 });
-      else if (o2 === "applied") p.resolve(result);
-      else p.reject(o2.error);
+      if (o2 === void 0 || o2 === "dropped") p2.resolve({ ...result, applied: false, commit: void 0 });
+      else if (o2 === "applied") p2.resolve(result);
+      else p2.reject(o2.error);
     });
   }
+  let busy = false;
   function flush() {
     if (timer) clearTimeout(timer);
     timer = void 0;
     running = running.then(async () => {
-      while (waiting.length > 0) {
-        const batch = waiting.splice(0, maxBatch);
-        await writeBatch(batch);
+      busy = true;
+      try {
+        while (waiting.length > 0) {
+          const batch = waiting.splice(0, maxBatch);
+          await writeBatch(batch);
+        }
+      } finally {
+        busy = false;
       }
     });
     return running;
   }
   return {
     enqueue(mutation) {
-      return new Promise((resolve2, reject) => {
-        waiting.push({ mutation, resolve: resolve2, reject });
+      return new Promise((resolve3, reject) => {
+        waiting.push({ mutation, resolve: resolve3, reject });
         if (waiting.length >= maxBatch) void flush();
-        else if (!timer) timer = setTimeout(() => void flush(), maxDelayMs);
+        else if (!busy && !timer) timer = setTimeout(() => void flush(), maxDelayMs);
       });
     },
     flush,
@@ -61734,7 +62010,7 @@ ${messages.map((m) => `- ${m.split("\n")[0]}`).join("\n")}`;
 }
 function coalescingStore(store, opts = {}) {
   const queue = createWriteQueue(store, opts);
-  return { read: () => store.read(), update: (m) => queue.enqueue(m) };
+  return { read: (o2) => store.read(o2), update: (m) => queue.enqueue(m) };
 }
 
 // src/queue/actions-dispatcher.ts
@@ -61827,14 +62103,14 @@ function createConfigCache(opts = {}) {
   const entries = /* @__PURE__ */ new Map();
   return {
     get(fullName, load2) {
-      const key = fullName.toLowerCase();
-      const hit = entries.get(key);
+      const key2 = fullName.toLowerCase();
+      const hit = entries.get(key2);
       if (hit && now() - hit.at < ttl) return hit.value;
       const value = load2();
       const entry = { at: now(), value };
-      entries.set(key, entry);
+      entries.set(key2, entry);
       value.catch(() => {
-        if (entries.get(key) === entry) entries.delete(key);
+        if (entries.get(key2) === entry) entries.delete(key2);
       });
       return value;
     },
@@ -62326,12 +62602,12 @@ function bytesForLength(length) {
   return 5;
 }
 function encodeBase36(bytes, length) {
-  let num2 = 0n;
-  for (const byte of bytes) num2 = num2 << 8n | BigInt(byte);
+  let num3 = 0n;
+  for (const byte of bytes) num3 = num3 << 8n | BigInt(byte);
   let digits = "";
-  while (num2 > 0n) {
-    digits = BASE36[Number(num2 % 36n)] + digits;
-    num2 /= 36n;
+  while (num3 > 0n) {
+    digits = BASE36[Number(num3 % 36n)] + digits;
+    num3 /= 36n;
   }
   if (digits.length < length) digits = "0".repeat(length - digits.length) + digits;
   return digits.slice(digits.length - length);
@@ -62342,8 +62618,8 @@ function hashId(input2, options) {
   const digest = (0, import_node_crypto4.createHash)("sha256").update(content, "utf8").digest();
   return `${prefix}-${encodeBase36(digest.subarray(0, bytesForLength(options.length)), options.length)}`;
 }
-function collisionProbability(n4, length) {
-  return 1 - Math.exp(-(n4 * n4) / (2 * 36 ** length));
+function collisionProbability(n5, length) {
+  return 1 - Math.exp(-(n5 * n5) / (2 * 36 ** length));
 }
 function adaptiveIdLength(topLevelCount, options = {}) {
   const min = options.minLength ?? DEFAULT_MIN_ID_LENGTH;
@@ -62523,8 +62799,8 @@ function writeObject(object2, fields, known) {
   }
   return `{${parts.join(",")}}`;
 }
-var DEPENDENCY_KNOWN = new Set(DEPENDENCY_FIELDS.map(([n4]) => n4));
-var COMMENT_KNOWN = new Set(COMMENT_FIELDS.map(([n4]) => n4));
+var DEPENDENCY_KNOWN = new Set(DEPENDENCY_FIELDS.map(([n5]) => n5));
+var COMMENT_KNOWN = new Set(COMMENT_FIELDS.map(([n5]) => n5));
 function serializeDependency(dep) {
   if (dep.metadata !== void 0 && typeof dep.metadata !== "string") {
     const { metadata, ...rest } = dep;
@@ -62564,8 +62840,8 @@ function parseLine(raw) {
   const issue3 = value;
   if (typeof issue3.id !== "string" || issue3.id === "") return 'missing string "id"';
   let known = true;
-  for (const key of Object.keys(issue3)) {
-    if (!KNOWN_ISSUE_FIELDS.has(key)) {
+  for (const key2 of Object.keys(issue3)) {
+    if (!KNOWN_ISSUE_FIELDS.has(key2)) {
       known = false;
       break;
     }
@@ -62634,15 +62910,15 @@ function findCycles(issues) {
       edges[from].push(to);
     }
   }
-  const n4 = ids.length;
-  const index = new Int32Array(n4).fill(-1);
-  const low = new Int32Array(n4);
-  const onStack = new Uint8Array(n4);
+  const n5 = ids.length;
+  const index = new Int32Array(n5).fill(-1);
+  const low = new Int32Array(n5);
+  const onStack = new Uint8Array(n5);
   const stack = [];
   const components = [];
   let counter = 0;
   const work = [];
-  for (let root = 0; root < n4; root++) {
+  for (let root = 0; root < n5; root++) {
     if (index[root] !== -1) continue;
     work.push([root, 0]);
     while (work.length > 0) {
@@ -62800,14 +63076,13 @@ function rewriteJsonl(original, changes) {
 // src/queue/beads-sync.ts
 function syncBeads(beads, changed, allTasks, pinned = {}) {
   if (changed.length === 0) return beads;
-  const existing = /* @__PURE__ */ new Map();
+  const existing = parsedBeads(beads);
   const beadForIssue = /* @__PURE__ */ new Map();
   const plainForIssue = /* @__PURE__ */ new Map();
-  for (const { issue: issue3 } of parseJsonl(beads).records) {
-    existing.set(issue3.id, issue3);
-    const n4 = issueNumberOf(issue3);
-    if (n4 !== void 0) beadForIssue.set(n4, issue3.id);
-    if (n4 !== void 0 && !fleetMetaOf(issue3) && issue3.status !== "tombstone") plainForIssue.set(n4, issue3);
+  for (const issue3 of existing.values()) {
+    const n5 = issueNumberOf(issue3);
+    if (n5 !== void 0) beadForIssue.set(n5, issue3.id);
+    if (n5 !== void 0 && !fleetMetaOf(issue3) && issue3.status !== "tombstone") plainForIssue.set(n5, issue3);
   }
   for (const t of allTasks) beadForIssue.set(t.issue, t.id);
   const remove = [];
@@ -62837,7 +63112,20 @@ function syncBeads(beads, changed, allTasks, pinned = {}) {
     }
     return bead;
   });
-  return rewriteJsonl(beads, { upsert, ...remove.length ? { remove } : {} });
+  const out = rewriteJsonl(beads, { upsert, ...remove.length ? { remove } : {} });
+  const next = new Map(existing);
+  for (const id of remove) next.delete(id);
+  for (const bead of upsert) if (!remove.includes(bead.id)) next.set(bead.id, bead);
+  lastWritten = new WeakRef({ text: out, beads: next });
+  return out;
+}
+var lastWritten;
+function parsedBeads(text) {
+  const known = lastWritten?.deref();
+  if (known && known.text === text) return known.beads;
+  const beads = /* @__PURE__ */ new Map();
+  for (const { issue: issue3 } of parseJsonl(text).records) beads.set(issue3.id, issue3);
+  return beads;
 }
 
 // src/core/branch.ts
@@ -62947,7 +63235,7 @@ function sha256Hex(text) {
     1541459225
   ]);
   const w = new Uint32Array(64);
-  const rotr = (x, n4) => x >>> n4 | x << 32 - n4;
+  const rotr = (x, n5) => x >>> n5 | x << 32 - n5;
   for (let offset = 0; offset < padded.length; offset += 64) {
     for (let i2 = 0; i2 < 16; i2++) w[i2] = view.getUint32(offset + i2 * 4);
     for (let i2 = 16; i2 < 64; i2++) {
@@ -63016,17 +63304,21 @@ function choosePromptText(input2) {
 var quoteLogin = (login) => `\`@${login}\``;
 
 // src/economy/budgets.ts
-var stricter = (a2, b) => a2 === void 0 ? b : b === void 0 ? a2 : Math.min(a2, b);
+var stricter = (a2, b) => {
+  const x = a2 ? a2 : void 0;
+  const y = b ? b : void 0;
+  return x === void 0 ? y : y === void 0 ? x : Math.min(x, y);
+};
 function perTaskLimits(budgets, coder) {
   const own2 = budgets.per_coder[coder] ?? {};
   const limits = {};
   const tokens2 = stricter(budgets.per_task_tokens, own2.per_task_tokens);
-  const usd3 = stricter(budgets.per_task_usd, own2.per_task_usd);
+  const usd4 = stricter(budgets.per_task_usd, own2.per_task_usd);
   if (tokens2 !== void 0) limits.tokens = tokens2;
-  if (usd3 !== void 0) limits.usd = usd3;
+  if (usd4 !== void 0) limits.usd = usd4;
   return limits;
 }
-var fmtUsd = (n4) => `$${n4.toFixed(2)}`;
+var fmtUsd = (n5) => `$${n5.toFixed(2)}`;
 function overPerTaskBudget(limits, used) {
   if (limits.tokens !== void 0 && used.tokens > limits.tokens) {
     return `stopped: the task used ${used.tokens} tokens, over the per-task budget of ${limits.tokens}`;
@@ -63343,11 +63635,11 @@ function noteNewCycles(pass) {
   }
 }
 function cycleNote(cycle) {
-  const walk = [...cycle, cycle[0]].map((n4) => `#${n4}`).join(" → ");
+  const walk = [...cycle, cycle[0]].map((n5) => `#${n5}`).join(" → ");
   return `: a dependency cycle (${walk}) that never clears; remove one of its "Depends on" lines`;
 }
 function blockedReason(blockedBy, cycle) {
-  return `blocked by ${blockedBy.map((n4) => `#${n4}`).join(", ")}${cycle ? cycleNote(cycle) : ""}`;
+  return `blocked by ${blockedBy.map((n5) => `#${n5}`).join(", ")}${cycle ? cycleNote(cycle) : ""}`;
 }
 function dependencyCycles(tasks) {
   const byIssue = /* @__PURE__ */ new Map();
@@ -63364,7 +63656,7 @@ function dependencyCycles(tasks) {
   const out = /* @__PURE__ */ new Map();
   for (const component of findCycles(nodes)) {
     const issues = component.map(Number);
-    for (const n4 of issues) out.set(n4, issues);
+    for (const n5 of issues) out.set(n5, issues);
   }
   return out;
 }
@@ -63391,6 +63683,7 @@ function setConfigOverrides(doc, file2, assignments, by) {
 }
 
 // src/queue/repo-queue.ts
+var BEFORE_ANY_RUN = /* @__PURE__ */ new Set(["queued", "blocked"]);
 var REPLY_WINDOW_MS = 60 * 6e4;
 var RepoQueue = class {
   constructor(deps) {
@@ -63405,6 +63698,10 @@ var RepoQueue = class {
   lastDoc;
   /** The file config with the state's valid `config set` overrides. */
   config = (doc) => effectiveConfig(this.deps.fileConfig, doc);
+  /** The state as this queue's last operation left it (no request); undefined before any. */
+  lastState() {
+    return this.lastDoc;
+  }
   async snapshot() {
     return (await this.deps.store.read()).doc;
   }
@@ -63445,6 +63742,14 @@ var RepoQueue = class {
       return r;
     });
     return moved;
+  }
+  /**
+   * Shows `task` moved to `to` on its tracking comment before the move is committed: a worker's
+   * planning -> running is committed with the task's next commit (see execute-task.ts).
+   */
+  async showAhead(task, to) {
+    const doc = this.lastDoc ?? { ...emptyStateDoc(), tasks: { [task.id]: task } };
+    await this.show([{ task: { ...task, state: to }, from: task.state }], doc);
   }
   /**
    * `config set`: checked against the file config and the overrides already stored (inside the
@@ -63612,8 +63917,12 @@ var RepoQueue = class {
             sandbox: effective.sandbox,
             promptEditedBy: task.pin?.ignoredEdit?.by
           },
-          // No `from`: the task was created by this commit.
-          { fresh: from === void 0 }
+          // No `from`: the task was created by this commit. A task coming from a run's states may have
+          // a plan and report in its comment that a worker wrote: the edit keeps them.
+          {
+            fresh: from === void 0,
+            othersMayHaveWritten: from !== void 0 && !BEFORE_ANY_RUN.has(from)
+          }
         );
       })
     );
@@ -63628,6 +63937,9 @@ function moveTasks(d, issue3, to, opts, now) {
   );
   let acc = { doc: d, changes: [], messages: [] };
   for (const t of targets) {
+    const through = opts.via && t.state !== to && !canTransition(t.state, to) && canTransition(t.state, opts.via) ? moveTask(acc.doc, t.id, opts.via, { now }) : void 0;
+    if (through)
+      acc = { doc: through.doc, changes: acc.changes, messages: [...acc.messages, ...through.messages] };
     const moved = t.state === to ? opts.patch && patchTask(acc.doc, t.id, opts.patch, now) : moveTask(acc.doc, t.id, to, { now, ...opts });
     if (moved)
       acc = {
@@ -63642,11 +63954,11 @@ function moveTasks(d, issue3, to, opts, now) {
 function claimReplyIn(d, issue3, login, nowMs) {
   const nowS = Math.floor(nowMs / 1e3);
   const windowS = REPLY_WINDOW_MS / 1e3;
-  const key = `${issue3}:${login.toLowerCase()}`;
+  const key2 = `${issue3}:${login.toLowerCase()}`;
   const replies = Object.fromEntries(Object.entries(d.replies ?? {}).filter(([, at]) => nowS - at < windowS));
-  if (replies[key] !== void 0) return null;
+  if (replies[key2] !== void 0) return null;
   return {
-    doc: { ...d, replies: { ...replies, [key]: nowS } },
+    doc: { ...d, replies: { ...replies, [key2]: nowS } },
     changes: [],
     messages: [`answer ${login} on #${issue3} (once an hour)`]
   };
@@ -63670,26 +63982,95 @@ function mergeResults(a2, b) {
 var trackingMarker = (taskKey) => `<!-- fleet:tracking ${taskKey} -->`;
 var hasMarker = (body, marker) => typeof body === "string" && body.includes(marker);
 
-// src/github/upsert-comment.ts
-async function upsertMarkedComment(octokit, ref, marker, body, knownId) {
-  let id = knownId ?? void 0;
-  if (knownId === void 0) {
-    const comments = await octokit.paginate(octokit.rest.issues.listComments, { ...ref, per_page: 100 });
-    const existing = comments.find((c3) => hasMarker(c3.body, marker) && c3.user?.type === "Bot");
-    if (existing?.body === body) return { id: existing.id, created: false, url: existing.html_url };
-    id = existing?.id;
+// src/render/run-report.ts
+var GITHUB_COMMENT_LIMIT = 65536;
+var runReportMarker = (taskId) => `<!-- fleet:run-report ${taskId} -->`;
+function fence(text, lang = "") {
+  const longest = Math.max(0, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  const ticks = "`".repeat(Math.max(3, longest + 1));
+  return `${ticks}${lang}
+${text}
+${ticks}`;
+}
+function truncateMiddle(text, max) {
+  if (text.length <= max) return text;
+  const note2 = `
+
+… ${text.length - max} characters left out …
+
+`;
+  const half = Math.max(0, Math.floor((max - note2.length) / 2));
+  return text.slice(0, half) + note2 + text.slice(text.length - half);
+}
+function logTail(log, max) {
+  const lines = log.replace(/\n$/, "").split("\n");
+  const kept = [];
+  let size = 0;
+  for (let i2 = lines.length - 1; i2 >= 0; i2--) {
+    let line = lines[i2];
+    if (size + line.length + 1 > max) {
+      if (kept.length === 0) {
+        line = `…${line.slice(line.length - (max - 2))}`;
+        kept.unshift(line);
+      }
+      break;
+    }
+    kept.unshift(line);
+    size += line.length + 1;
   }
-  if (id !== void 0) {
-    const { data: data2 } = await octokit.rest.issues.updateComment({
-      owner: ref.owner,
-      repo: ref.repo,
-      comment_id: id,
-      body
-    });
-    return { id: data2.id, created: false, url: data2.html_url };
+  return { text: kept.join("\n"), omittedLines: lines.length - kept.length, totalLines: lines.length };
+}
+var HEADLINE = {
+  "pr-opened": "✅ opened a pull request",
+  "no-changes": "ℹ️ finished without changes, so no pull request was opened",
+  "awaiting-approval": "✋ is waiting for approval of its plan",
+  failed: "❌ failed",
+  timeout: "⏱️ ran out of time and was stopped",
+  stall: "💤 stalled (no output for too long) and was stopped",
+  cancelled: "🚫 was cancelled",
+  "rate-limited": "🧊 hit the model provider's rate limit"
+};
+var NEXT_STEP = {
+  "no-changes": "If a change was expected, add detail to the issue (what to change, where) and comment `/fleet retry`.",
+  failed: "Check the log below, fix the cause (issue text, configuration or credential) and comment `/fleet retry`.",
+  timeout: "Split the issue into smaller tasks or raise `timeouts.run` in `.github/fleet.yml`, then `/fleet retry`.",
+  stall: "The agent produced no output for too long. `/fleet retry` starts it again; raise `timeouts.stall` if it needs to think longer.",
+  "rate-limited": "Fleet queues the task again once the limit resets."
+};
+function renderRunReport(v) {
+  const head = [
+    runReportMarker(v.taskId),
+    `### Fleet task \`${v.taskId}\` ${HEADLINE[v.outcome]}`,
+    ""
+  ];
+  if (v.pr) head.push(`Pull request: #${v.pr.number} (${v.pr.url})`, "");
+  if (v.reason) head.push(`> ${v.reason.replace(/\n/g, "\n> ")}`, "");
+  if (v.outcome === "rate-limited" && v.resetsAt) head.push(`The limit resets at ${v.resetsAt}.`, "");
+  if (v.summary) head.push("**Agent's summary:**", "", v.summary.trim(), "");
+  if (v.resultProblem) head.push(`⚠️ ${v.resultProblem}`, "");
+  const next = NEXT_STEP[v.outcome];
+  if (next) head.push(next, "");
+  let body = head.join("\n");
+  const limit = v.limit ?? GITHUB_COMMENT_LIMIT;
+  if (v.log !== void 0 && v.log.length > 0) {
+    const wrapper = 400;
+    const room = limit - body.length - wrapper;
+    if (room > 1e3) {
+      const tail = logTail(v.log, room);
+      const note2 = tail.omittedLines > 0 ? `Showing the last ${tail.totalLines - tail.omittedLines} of ${tail.totalLines} lines (GitHub comments hold at most ${GITHUB_COMMENT_LIMIT.toLocaleString("en-US")} characters). The full log: \`fleet task ${v.taskId} log\`.` : `The full log: \`fleet task ${v.taskId} log\`.`;
+      body += [
+        "<details>",
+        "<summary>Agent log</summary>",
+        "",
+        note2,
+        "",
+        fence(tail.text),
+        "",
+        "</details>"
+      ].join("\n");
+    }
   }
-  const { data } = await octokit.rest.issues.createComment({ ...ref, body });
-  return { id: data.id, created: true, url: data.html_url };
+  return body.length > limit ? truncateMiddle(body, limit) : body;
 }
 
 // src/core/commands.ts
@@ -63737,7 +64118,7 @@ function describeState(v) {
     case "queued":
       return v.queue ? `queued: position ${v.queue.position} of ${v.queue.of}, ${v.queue.busy} of ${v.queue.cap} slots busy` : "queued";
     case "blocked":
-      return v.blockedBy?.length ? `blocked by ${v.blockedBy.map((n4) => `#${n4}`).join(", ")}` : "blocked";
+      return v.blockedBy?.length ? `blocked by ${v.blockedBy.map((n5) => `#${n5}`).join(", ")}` : "blocked";
     case "rate-limited":
       return v.resetsAt ? `rate-limited until ${v.resetsAt}` : "rate-limited";
     case "awaiting-approval":
@@ -63745,6 +64126,33 @@ function describeState(v) {
     default:
       return v.state;
   }
+}
+var SECTION_NAMES = ["plan", "report"];
+var sectionMarker = (name) => `<!-- fleet:section ${name} -->`;
+var SECTION_SPLIT = /\n*(?:---\n+)?<!-- fleet:section (plan|report) -->\n/;
+var quoteSectionMarkers = (text) => text.replace(/<!-- fleet:section /g, "<!-- fleet:quoted ");
+function trackingSectionsOf(body) {
+  if (!body) return {};
+  const parts = body.split(SECTION_SPLIT);
+  const out = {};
+  for (let i2 = 1; i2 + 1 < parts.length; i2 += 2) {
+    const name = parts[i2];
+    out[name] = parts[i2 + 1].replace(/\s+$/, "");
+  }
+  return out;
+}
+function trackingHeaderOf(body) {
+  return body.split(SECTION_SPLIT)[0].replace(/\s+$/, "");
+}
+function composeTrackingComment(header2, sections = {}) {
+  const parts = [header2];
+  for (const name of SECTION_NAMES) {
+    const text = sections[name];
+    if (text) parts.push(`---
+${sectionMarker(name)}
+${quoteSectionMarkers(text)}`);
+  }
+  return parts.join("\n\n");
 }
 function renderTrackingComment(v) {
   const lines = [
@@ -63754,9 +64162,9 @@ function renderTrackingComment(v) {
     "| | |",
     "|---|---|",
     `| Coder | \`${v.coder}\` |`,
-    `| Model | \`${v.model}\` |`,
-    `| Priority | p${v.priority} |`
+    `| Model | \`${v.model}\` |`
   ];
+  if (v.priority !== void 0) lines.push(`| Priority | p${v.priority} |`);
   if (v.step) lines.push(`| Step | ${v.step} |`);
   if (v.runUrl) lines.push(`| Run | ${v.runUrl} |`);
   if (v.pr !== void 0) lines.push(`| Pull request | #${v.pr} |`);
@@ -63781,66 +64189,129 @@ function renderTrackingComment(v) {
 }
 
 // src/queue/tracker.ts
+var newSlot = (commentId) => ({
+  lastWrite: Number.NEGATIVE_INFINITY,
+  writing: Promise.resolve(),
+  sections: {},
+  // A comment about to be created has no sections; an unknown one is read before the first edit.
+  sectionsKnown: commentId === null,
+  runHere: false,
+  ...commentId !== void 0 ? { commentId } : {}
+});
+async function readComment(opts, key2, slot, issue3) {
+  const { octokit } = opts;
+  if (slot.commentId === null) return void 0;
+  if (slot.commentId === void 0) {
+    const comments = await octokit.paginate(octokit.rest.issues.listComments, {
+      ...opts.repo,
+      issue_number: issue3,
+      per_page: 100
+    });
+    const found = comments.find((c3) => c3.user?.type === "Bot" && hasMarker(c3.body, trackingMarker(key2)));
+    slot.commentId = found?.id ?? null;
+    return found?.body ?? void 0;
+  }
+  const { data } = await octokit.rest.issues.getComment({ ...opts.repo, comment_id: slot.commentId });
+  return data.body ?? void 0;
+}
 function createTracker(opts) {
   const clock = opts.clock ?? Date.now;
   const minInterval = opts.minIntervalMs ?? 15e3;
   const slots = /* @__PURE__ */ new Map();
   let edits = 0;
-  const write = (key, slot) => {
+  const { octokit } = opts;
+  const writeOnce = async (key2, slot, job) => {
+    let header2 = job.view ? renderTrackingComment(job.view) : void 0;
+    const stale = !slot.sectionsKnown || job.othersMayHaveWritten && !slot.runHere;
+    let current;
+    if (slot.commentId === void 0 || stale || header2 === void 0) {
+      current = await readComment(opts, key2, slot, job.issue);
+      slot.sections = trackingSectionsOf(current);
+      slot.sectionsKnown = true;
+      header2 ??= current === void 0 ? void 0 : trackingHeaderOf(current);
+    }
+    if (header2 === void 0) return;
+    const sections = slot.own ? slot.own(slot.sections) : slot.sections;
+    const body = truncateMiddle(
+      redactSecrets(composeTrackingComment(header2, sections)),
+      GITHUB_COMMENT_LIMIT
+    );
+    if (body === current) return;
+    if (typeof slot.commentId === "number") {
+      await octokit.rest.issues.updateComment({ ...opts.repo, comment_id: slot.commentId, body });
+    } else {
+      const { data } = await octokit.rest.issues.createComment({
+        ...opts.repo,
+        issue_number: job.issue,
+        body
+      });
+      slot.commentId = data.id;
+    }
+    slot.sections = sections;
+    slot.own = void 0;
+    edits++;
+  };
+  const write = (key2, slot) => {
     const job = slot.pending;
     slot.pending = void 0;
     if (slot.timer) clearTimeout(slot.timer);
     slot.timer = void 0;
     if (!job) return slot.writing;
     slot.lastWrite = clock();
-    slot.writing = slot.writing.then(async () => {
-      const result = await upsertMarkedComment(
-        opts.octokit,
-        { ...opts.repo, issue_number: job.issue },
-        trackingMarker(key),
-        // Reasons come from many places (commands, GitHub errors, runs): none may carry a secret out.
-        redactSecrets(renderTrackingComment(job.view)),
-        slot.commentId
-      );
-      slot.commentId = result.id;
-      edits++;
-    });
+    slot.writing = slot.writing.then(() => writeOnce(key2, slot, job));
     return slot.writing;
+  };
+  const slotOf = (key2, commentId) => {
+    let slot = slots.get(key2);
+    if (!slot) {
+      slot = newSlot(commentId);
+      slots.set(key2, slot);
+    }
+    return slot;
   };
   return {
     get edits() {
       return edits;
     },
-    async show(issue3, view, opts2 = {}) {
-      const key = view.taskKey;
-      let slot = slots.get(key);
-      if (!slot) {
-        slot = {
-          lastWrite: Number.NEGATIVE_INFINITY,
-          writing: Promise.resolve(),
-          ...opts2.fresh ? { commentId: null } : {}
-        };
-        slots.set(key, slot);
-      }
-      slot.pending = { issue: issue3, view };
+    async show(issue3, view, showOpts = {}) {
+      const key2 = view.taskKey;
+      const slot = slotOf(key2, showOpts.fresh ? null : void 0);
+      slot.pending = {
+        issue: issue3,
+        view,
+        othersMayHaveWritten: (slot.pending?.othersMayHaveWritten ?? false) || !!showOpts.othersMayHaveWritten
+      };
       const wait = slot.lastWrite + minInterval - clock();
-      if (wait <= 0) return write(key, slot);
+      if (wait <= 0) return write(key2, slot);
       if (!slot.timer) {
         const s = slot;
-        s.timer = setTimeout(() => void write(key, s).catch(() => {
+        s.timer = setTimeout(() => void write(key2, s).catch(() => {
         }), wait);
         s.timer.unref?.();
       }
     },
-    remember(taskKey, commentId) {
-      const slot = slots.get(taskKey);
-      if (slot) {
-        if (typeof slot.commentId !== "number") slot.commentId = commentId;
-      } else
-        slots.set(taskKey, { lastWrite: Number.NEGATIVE_INFINITY, writing: Promise.resolve(), commentId });
+    setSections(issue3, taskKey, edit) {
+      const slot = slotOf(taskKey);
+      slot.runHere = true;
+      const earlier = slot.own;
+      slot.own = earlier ? (s) => edit(earlier(s)) : edit;
+      slot.pending = {
+        issue: issue3,
+        view: slot.pending?.view,
+        othersMayHaveWritten: slot.pending?.othersMayHaveWritten ?? false
+      };
     },
-    async flush() {
-      await Promise.all([...slots.entries()].map(([key, slot]) => write(key, slot)));
+    remember(taskKey, commentId, body) {
+      const slot = slotOf(taskKey, commentId);
+      if (typeof slot.commentId !== "number") slot.commentId = commentId;
+      if (body !== void 0) {
+        slot.sections = trackingSectionsOf(body);
+        slot.sectionsKnown = true;
+      }
+    },
+    async flush(taskKey) {
+      const entries = taskKey === void 0 ? [...slots.entries()] : [[taskKey, slots.get(taskKey)]];
+      await Promise.all(entries.map(([key2, slot]) => slot ? write(key2, slot) : void 0));
     }
   };
 }
@@ -63859,7 +64330,7 @@ function openRepository(opts) {
     clock: opts.clock,
     pacing: opts.pacing ?? 0
   });
-  const store = coalescingStore(inner, { maxDelayMs: 50 });
+  const store = coalescingStore(inner, { maxDelayMs: 10 });
   const tracker = createTracker({ octokit, repo, minIntervalMs: opts.trackerIntervalMs });
   const configs = opts.configs ?? createConfigCache({ ttlMs: opts.configTtlMs });
   const load2 = opts.loadConfig ?? (() => readFleetConfig(octokit, repo));
@@ -63916,8 +64387,8 @@ function renderTokenTable(work, plan) {
   if (plan) phases.push(["Plan", plan]);
   if (work) phases.push(["Work", work]);
   if (phases.length === 0) return "_No token figures: the agent reported none._";
-  const header = ["", ...phases.map(([name]) => name)];
-  if (phases.length > 1) header.push("Total");
+  const header2 = ["", ...phases.map(([name]) => name)];
+  if (phases.length > 1) header2.push("Total");
   const sum = (f) => phases.reduce((acc, [, t]) => acc + f(t), 0);
   const costs = phases.map(([, t]) => t.costUsd);
   const totalCost = costs.every((c3) => c3 == null) ? null : costs.reduce((a2, c3) => a2 + (c3 ?? 0), 0);
@@ -63928,8 +64399,8 @@ function renderTokenTable(work, plan) {
   };
   const numRow = (label, f) => row(label, (t) => n2(f(t)), n2(sum(f)));
   return [
-    `| ${header.join(" | ")} |`,
-    `|${header.map((_, i2) => i2 === 0 ? "---" : "---:").join("|")}|`,
+    `| ${header2.join(" | ")} |`,
+    `|${header2.map((_, i2) => i2 === 0 ? "---" : "---:").join("|")}|`,
     numRow("Input tokens", (t) => t.usage.input),
     numRow("Output tokens", (t) => t.usage.output),
     numRow("Cache read", (t) => t.usage.cacheRead),
@@ -63955,8 +64426,26 @@ function renderTokenReport(v) {
     const runs = [...v.earlierRuns, { kind: v.runKind ?? "work", at: "", totals: current }];
     out.push("", "#### Every run of this task", "", renderRunsTable(runs));
   }
-  out.push("", "<sub>Figures are the agent's own final totals. Edited in place by Fleet on a rerun.</sub>");
+  const wire = v.agentTotals !== void 0;
+  if (wire && current) out.push("", agentComparison(current, v.agentTotals));
+  out.push(
+    "",
+    wire ? "<sub>Figures are what Fleet's model gateway read from the provider's responses. Edited in place by Fleet on a rerun.</sub>" : "<sub>Figures are the agent's own final totals. Edited in place by Fleet on a rerun.</sub>"
+  );
   return out.join("\n");
+}
+var FIELDS = [
+  ["input", "input"],
+  ["output", "output"],
+  ["cacheRead", "cache read"],
+  ["cacheWrite", "cache write"]
+];
+function agentComparison(wire, agent) {
+  const differ = FIELDS.filter(([k]) => wire.usage[k] !== agent.usage[k]);
+  if (differ.length === 0)
+    return "The agent's own report agrees with the gateway's figures (input, output, cache read, cache write).";
+  const cells = differ.map(([k, label]) => `${label} ${n2(agent.usage[k])} (gateway: ${n2(wire.usage[k])})`);
+  return `⚠️ **The agent's own report disagrees with the gateway's figures:** ${cells.join(", ")}. The gateway's figures are the ones counted.`;
 }
 function renderRunsTable(runs) {
   const cells = (t) => [
@@ -63983,6 +64472,213 @@ function renderRunsTable(runs) {
   return lines.join("\n");
 }
 
+// src/worker/execute-task.ts
+var import_node_os6 = require("node:os");
+
+// src/core/rate-windows.ts
+var DEFAULT_NEAR_LIMIT_PCT = 90;
+var header = (h2, name) => {
+  const v = h2[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+function parseResetDuration(text) {
+  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)];
+  if (parts.length === 0) return void 0;
+  const unit = { ms: 1, s: 1e3, m: 6e4, h: 36e5 };
+  return parts.reduce((sum, [, v, u2]) => sum + Number(v) * unit[u2], 0);
+}
+var MAX_RESET_DISTANCE_MS = 31 * 24 * 36e5;
+var ANTHROPIC_WINDOWS = ["requests", "tokens", "input-tokens", "output-tokens"];
+var OPENAI_WINDOWS = ["requests", "tokens"];
+var UNIFIED_WINDOWS = ["5h", "7d"];
+function windowsFromHeaders(h2, now) {
+  const out = {};
+  const at = now.toISOString();
+  const add = (name, limit, remaining, resetsAtMs) => {
+    const l = Number(limit);
+    const r = Number(remaining);
+    const sane = resetsAtMs !== void 0 && Number.isFinite(resetsAtMs) && Math.abs(resetsAtMs - now.getTime()) <= MAX_RESET_DISTANCE_MS;
+    if (!(l > 0) || !Number.isFinite(l) || !Number.isFinite(r) || !sane) return;
+    out[name] = { limit: l, remaining: Math.max(0, r), resetsAt: new Date(resetsAtMs).toISOString(), at };
+  };
+  for (const w of ANTHROPIC_WINDOWS) {
+    const reset2 = header(h2, `anthropic-ratelimit-${w}-reset`);
+    add(
+      w,
+      header(h2, `anthropic-ratelimit-${w}-limit`),
+      header(h2, `anthropic-ratelimit-${w}-remaining`),
+      reset2 ? Date.parse(reset2) : void 0
+    );
+  }
+  for (const w of UNIFIED_WINDOWS) {
+    const used = Number(header(h2, `anthropic-ratelimit-unified-${w}-utilization`));
+    const reset2 = Number(header(h2, `anthropic-ratelimit-unified-${w}-reset`));
+    if (Number.isFinite(used) && reset2 > 0)
+      add(w, "100", String(100 - Math.min(100, used * 100)), reset2 * 1e3);
+  }
+  for (const w of OPENAI_WINDOWS) {
+    const reset2 = header(h2, `x-ratelimit-reset-${w}`);
+    const ms2 = reset2 === void 0 ? void 0 : parseResetDuration(reset2);
+    add(
+      w,
+      header(h2, `x-ratelimit-limit-${w}`),
+      header(h2, `x-ratelimit-remaining-${w}`),
+      ms2 === void 0 ? void 0 : now.getTime() + ms2
+    );
+  }
+  return out;
+}
+function usedShare(w, now) {
+  if (!(Date.parse(w.resetsAt) > now.getTime())) return 0;
+  return Math.min(1, Math.max(0, (w.limit - w.remaining) / w.limit));
+}
+function fullestShare(c3, now) {
+  return Math.max(0, ...Object.values(c3?.windows ?? {}).map((w) => usedShare(w, now)));
+}
+var nearLimit = (c3, now, pct = DEFAULT_NEAR_LIMIT_PCT) => pct > 0 && fullestShare(c3, now) * 100 >= pct;
+function nearLimitResetsAt(c3, now, pct = DEFAULT_NEAR_LIMIT_PCT) {
+  const full = Object.values(c3?.windows ?? {}).filter((w) => usedShare(w, now) * 100 >= pct);
+  return full.length ? full.map((w) => w.resetsAt).sort().at(-1) : void 0;
+}
+function recordOnWindows(c3, seen, now) {
+  const hourStart = `${now.toISOString().slice(0, 13)}:00:00.000Z`;
+  const hour = c3?.hour?.start === hourStart ? c3.hour : { start: hourStart, tokens: 0, requests: 0 };
+  return {
+    windows: { ...c3?.windows ?? {}, ...seen.windows },
+    hour: { start: hourStart, tokens: hour.tokens + seen.tokens, requests: hour.requests + 1 }
+  };
+}
+function mostHeadroom(candidates, now, pct = DEFAULT_NEAR_LIMIT_PCT) {
+  const hourStart = `${now.toISOString().slice(0, 13)}:00:00.000Z`;
+  const hourTokens = (c3) => c3.windows?.hour?.start === hourStart ? c3.windows.hour.tokens : 0;
+  let best;
+  for (const c3 of candidates) {
+    if (nearLimit(c3.windows, now, pct)) continue;
+    if (!best) {
+      best = c3;
+      continue;
+    }
+    const d = fullestShare(c3.windows, now) - fullestShare(best.windows, now) || c3.active - best.active || hourTokens(c3) - hourTokens(best);
+    if (d < 0) best = c3;
+  }
+  return best;
+}
+
+// src/economy/credentials.ts
+var CREDENTIALS_KEY = "credentials";
+function credentialsState(doc) {
+  const raw = doc[CREDENTIALS_KEY];
+  return typeof raw === "object" && raw !== null && !Array.isArray(raw) ? raw : {};
+}
+function poolFor(coder, names, state) {
+  const cooling = state[coder] ?? {};
+  return {
+    coder,
+    credentials: names.map((name) => {
+      const until = cooling[name]?.coolingUntil;
+      return until ? { name, coolingUntil: until } : { name };
+    })
+  };
+}
+function earliestReset(pool, now, usable = () => true) {
+  let best;
+  for (const c3 of pool.credentials) {
+    if (!usable(c3.name) || c3.coolingUntil === void 0) continue;
+    const t = Date.parse(c3.coolingUntil);
+    if (!(t > now.getTime())) continue;
+    if (best === void 0 || t < best) best = t;
+  }
+  return best === void 0 ? void 0 : new Date(best).toISOString();
+}
+function recordCooling(doc, coder, name, until, now) {
+  const state = credentialsState(doc);
+  const mine = {};
+  for (const [n5, v] of Object.entries(state[coder] ?? {})) {
+    const cooling = v.coolingUntil && Date.parse(v.coolingUntil) > now.getTime() ? v.coolingUntil : void 0;
+    if (cooling || v.windows)
+      mine[n5] = {
+        ...cooling ? { coolingUntil: cooling } : {},
+        ...v.windows ? { windows: v.windows } : {}
+      };
+  }
+  const prior = mine[name]?.coolingUntil;
+  mine[name] = {
+    ...mine[name],
+    coolingUntil: prior && Date.parse(prior) > Date.parse(until) ? prior : until
+  };
+  return { ...doc, [CREDENTIALS_KEY]: { ...state, [coder]: mine } };
+}
+function resetTime(rateLimit, now, fallbackSeconds) {
+  const latest = now.getTime() + MAX_COOLING_MS;
+  const at = rateLimit?.resetsAt && !Number.isNaN(Date.parse(rateLimit.resetsAt)) ? Date.parse(rateLimit.resetsAt) : now.getTime() + (rateLimit?.retryAfterSeconds ?? fallbackSeconds) * 1e3;
+  return new Date(Math.min(Math.max(at, now.getTime()), latest)).toISOString();
+}
+var MAX_COOLING_MS = 7 * 24 * 36e5;
+
+// src/economy/credential-windows.ts
+var key = (coder, name) => `${coder}\0${name}`;
+var WindowBook = class {
+  seen = /* @__PURE__ */ new Map();
+  runs = /* @__PURE__ */ new Map();
+  get(coder, name) {
+    return this.seen.get(key(coder, name));
+  }
+  /** A response on the credential: its headers' windows, and the tokens it used (Fleet's own count). */
+  record(coder, name, seen, now) {
+    const k = key(coder, name);
+    this.seen.set(
+      k,
+      recordOnWindows(
+        this.seen.get(k),
+        { windows: windowsFromHeaders(seen.headers, now), tokens: seen.tokens },
+        now
+      )
+    );
+  }
+  /** The state's figures where this process has none, or older ones. */
+  merge(coder, name, stored) {
+    const mine = this.get(coder, name);
+    if (!stored) return mine;
+    if (!mine) return stored;
+    const windows = { ...stored.windows };
+    for (const [w, v] of Object.entries(mine.windows)) {
+      if (!windows[w] || windows[w].at <= v.at) windows[w] = v;
+    }
+    const hour = !stored.hour || mine.hour && mine.hour.start >= stored.hour.start ? mine.hour : stored.hour;
+    return hour ? { windows, hour } : { windows };
+  }
+  active(coder, name) {
+    return this.runs.get(key(coder, name)) ?? 0;
+  }
+  /** A run starts on (+1) or leaves (-1) the credential. */
+  move(coder, name, by) {
+    const k = key(coder, name);
+    this.runs.set(k, Math.max(0, (this.runs.get(k) ?? 0) + by));
+  }
+};
+var processWindowBook = new WindowBook();
+function storedWindows(doc, coder) {
+  const out = {};
+  for (const [name, entry] of Object.entries(credentialsState(doc)[coder] ?? {})) {
+    const w = entry.windows;
+    if (w && typeof w === "object" && typeof w.windows === "object") out[name] = w;
+  }
+  return out;
+}
+function writeWindows(doc, coder, names, book) {
+  const state = credentialsState(doc);
+  const stored = storedWindows(doc, coder);
+  const mine = { ...state[coder] ?? {} };
+  let changed = false;
+  for (const name of names) {
+    const merged = book.merge(coder, name, stored[name]);
+    if (!merged || JSON.stringify(merged) === JSON.stringify(stored[name])) continue;
+    mine[name] = { ...mine[name] ?? {}, windows: merged };
+    changed = true;
+  }
+  return changed ? { ...doc, credentials: { ...state, [coder]: mine } } : doc;
+}
+
 // src/render/ab-comparison.ts
 var abComparisonMarker = (issue3) => `<!-- fleet:ab-comparison ${issue3} -->`;
 var n3 = (v) => v.toLocaleString("en-US");
@@ -63991,29 +64687,27 @@ function abSides(tasks, issue3) {
   const latest = /* @__PURE__ */ new Map();
   for (const t of tasks) {
     if (t.issue !== issue3) continue;
-    const key = `${t.coder}\0${t.model}`;
-    const prior = latest.get(key);
+    const key2 = `${t.coder}\0${t.model}`;
+    const prior = latest.get(key2);
     if (!prior || t.createdAt > prior.createdAt || t.createdAt === prior.createdAt && t.id > prior.id)
-      latest.set(key, t);
+      latest.set(key2, t);
   }
   if (latest.size < 2) return [];
-  return [...latest.values()].sort(
-    (a2, b) => a2.createdAt.localeCompare(b.createdAt) || a2.id.localeCompare(b.id)
-  );
+  return [...latest.values()].sort((a2, b) => a2.createdAt.localeCompare(b.createdAt));
 }
 var RECORDED = /* @__PURE__ */ new Set(["pr-open", "done"]);
 var ENDED = /* @__PURE__ */ new Set(["failed", "cancelled"]);
 var abFinished = (sides) => sides.length >= 2 && sides.every((t) => ENDED.has(t.state) || RECORDED.has(t.state) && t.result?.attempt === t.attempts);
 var abRoundKey = (sides) => sides.map((t) => `${t.id}#${t.attempts}`).join(",");
 function renderAbComparison(issue3, sides) {
-  const header = ["", ...sides.map((s) => cell(`\`${s.coder}:${s.model}\``))];
+  const header2 = ["", ...sides.map((s) => cell(`\`${s.coder}:${s.model}\``))];
   const row = (label, f) => `| ${[label, ...sides.map(f)].map(cell).join(" | ")} |`;
   const dash = "—";
   const lines = [
     abComparisonMarker(issue3),
     `### ⚖️ Fleet A/B comparison for #${issue3}`,
     "",
-    `| ${header.join(" | ")} |`,
+    `| ${header2.join(" | ")} |`,
     `|---|${sides.map(() => "---:").join("|")}|`,
     row("Task", (s) => `\`${s.taskId}\``),
     row("Outcome", (s) => s.state),
@@ -64053,17 +64747,39 @@ function cheapestSide(sides) {
   return priced.reduce((a2, b) => b.totals.costUsd < a2.totals.costUsd ? b : a2);
 }
 
+// src/github/upsert-comment.ts
+async function upsertMarkedComment(octokit, ref, marker, body, knownId) {
+  let id = knownId ?? void 0;
+  if (knownId === void 0) {
+    const comments = await octokit.paginate(octokit.rest.issues.listComments, { ...ref, per_page: 100 });
+    const existing = comments.find((c3) => hasMarker(c3.body, marker) && c3.user?.type === "Bot");
+    if (existing?.body === body) return { id: existing.id, created: false, url: existing.html_url };
+    id = existing?.id;
+  }
+  if (id !== void 0) {
+    const { data: data2 } = await octokit.rest.issues.updateComment({
+      owner: ref.owner,
+      repo: ref.repo,
+      comment_id: id,
+      body
+    });
+    return { id: data2.id, created: false, url: data2.html_url };
+  }
+  const { data } = await octokit.rest.issues.createComment({ ...ref, body });
+  return { id: data.id, created: true, url: data.html_url };
+}
+
 // src/worker/artifacts.ts
 var import_node_fs7 = require("node:fs");
-var import_promises14 = require("node:fs/promises");
-var import_node_path9 = require("node:path");
+var import_promises13 = require("node:fs/promises");
+var import_node_path8 = require("node:path");
 var PLAN_FILE = "PLAN.md";
 var KNOWLEDGE_FILE = "KNOWLEDGE.md";
 var RESULT_FILE = "RESULT.json";
 var LOG_FILE = "agent.log";
-var taskArtifactsDir = (workDir, taskId) => (0, import_node_path9.join)(workDir, "tasks", safeSegment(taskId));
-var agentHomeDir = (workDir, taskId) => (0, import_node_path9.join)(workDir, "homes", safeSegment(taskId));
-var agentNotesDir = (worktree, taskId) => (0, import_node_path9.join)((0, import_node_path9.dirname)(worktree), `.fleet-task-${safeSegment(taskId)}`);
+var taskArtifactsDir = (workDir, taskId) => (0, import_node_path8.join)(workDir, "tasks", safeSegment(taskId));
+var agentHomeDir = (workDir, taskId) => (0, import_node_path8.join)(workDir, "homes", safeSegment(taskId));
+var agentNotesDir = (worktree, taskId) => (0, import_node_path8.join)((0, import_node_path8.dirname)(worktree), `.fleet-task-${safeSegment(taskId)}`);
 function safeSegment(id) {
   const s = id.replace(/[^A-Za-z0-9._-]/g, "_");
   if (s === "" || s === "." || s === "..")
@@ -64080,7 +64796,7 @@ var MAX_NOTES_FILE_BYTES = 1024 * 1024;
 async function readAgentFile(path6, maxBytes = MAX_NOTES_FILE_BYTES) {
   let fh;
   try {
-    fh = await (0, import_promises14.open)(path6, import_node_fs7.constants.O_RDONLY | import_node_fs7.constants.O_NOFOLLOW | import_node_fs7.constants.O_NONBLOCK);
+    fh = await (0, import_promises13.open)(path6, import_node_fs7.constants.O_RDONLY | import_node_fs7.constants.O_NOFOLLOW | import_node_fs7.constants.O_NONBLOCK);
   } catch (error64) {
     const code2 = error64.code;
     if (code2 === "ENOENT") return void 0;
@@ -64103,15 +64819,15 @@ async function readAgentFile(path6, maxBytes = MAX_NOTES_FILE_BYTES) {
   }
 }
 async function prepareNotesDir(dir, keep = []) {
-  await (0, import_promises14.mkdir)(dir, { recursive: true });
+  await (0, import_promises13.mkdir)(dir, { recursive: true });
   for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE]) {
-    if (!keep.includes(name)) await (0, import_promises14.rm)((0, import_node_path9.join)(dir, name), { force: true });
+    if (!keep.includes(name)) await (0, import_promises13.rm)((0, import_node_path8.join)(dir, name), { force: true });
   }
 }
 async function readArtifacts(dir) {
   const out = {};
   const problems = [];
-  const read = (name) => readAgentFile((0, import_node_path9.join)(dir, name)).catch((error64) => {
+  const read = (name) => readAgentFile((0, import_node_path8.join)(dir, name)).catch((error64) => {
     problems.push(`${name} was not read: ${error64.message.replace(`${dir}/`, "")}`);
     return void 0;
   });
@@ -64143,10 +64859,10 @@ async function readArtifacts(dir) {
   return out;
 }
 async function keepArtifacts(notesDir, artifactsDir) {
-  await (0, import_promises14.mkdir)(artifactsDir, { recursive: true });
+  await (0, import_promises13.mkdir)(artifactsDir, { recursive: true });
   for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE]) {
-    const text = await readAgentFile((0, import_node_path9.join)(notesDir, name)).catch(() => void 0);
-    if (text !== void 0) await (0, import_promises14.writeFile)((0, import_node_path9.join)(artifactsDir, name), text);
+    const text = await readAgentFile((0, import_node_path8.join)(notesDir, name)).catch(() => void 0);
+    if (text !== void 0) await (0, import_promises13.writeFile)((0, import_node_path8.join)(artifactsDir, name), text);
   }
 }
 
@@ -64209,10 +64925,15 @@ async function postAbComparisonIfDue(deps, issue3) {
 async function claimTaskState(store, taskId, holder, now, ttlMs, startIn) {
   const result = await store.update(({ doc }) => claimLease(doc, taskId, { holder, now, ttlMs, startIn }));
   const task = result.snapshot.doc.tasks[taskId];
-  return result.applied && task ? { task, beads: result.snapshot.beads } : void 0;
+  return result.applied && task ? { task, beads: result.snapshot.beads, snapshot: result.snapshot } : void 0;
+}
+function renewalDue(lastBeatAt, now, ttlMs, everyMs) {
+  return now.getTime() - Date.parse(lastBeatAt) >= ttlMs / 3 - everyMs / 2;
 }
 function startHeartbeat(opts) {
   const { store, taskId, holder, ttlMs, clock } = opts;
+  const everyMs = opts.everyMs ?? heartbeatIntervalMs(ttlMs);
+  let lastRenewal = clock().toISOString();
   const abort = new AbortController();
   const onOuterAbort = () => abort.abort();
   opts.outer?.addEventListener("abort", onOuterAbort);
@@ -64220,11 +64941,22 @@ function startHeartbeat(opts) {
   const beat = async () => {
     let refused;
     try {
-      await store.update(({ doc }) => {
-        const renewed = renewLease(doc, taskId, { holder, now: clock(), ttlMs });
+      const now = clock();
+      const due = renewalDue(lastRenewal, now, ttlMs, everyMs);
+      if (!due) {
+        const seen = renewLease((await store.read()).doc, taskId, { holder, now, ttlMs });
+        refused = seen.ok ? void 0 : seen.reason;
+      }
+      const beatDone = !due && !opts.alsoDoc ? void 0 : store.update(({ doc }) => {
+        const renewed = renewLease(doc, taskId, { holder, now, ttlMs });
         refused = renewed.ok ? void 0 : renewed.reason;
-        return renewed.ok ? renewed : null;
+        if (!renewed.ok) return null;
+        if (!due)
+          return opts.alsoDoc ? { doc: opts.alsoDoc(doc), message: `run of gh-${renewed.task.issue} (${taskId})` } : null;
+        return opts.alsoDoc ? { ...renewed, doc: opts.alsoDoc(renewed.doc) } : renewed;
       });
+      const [done] = await Promise.all([beatDone, opts.onBeat?.()]);
+      if (due && done?.applied) lastRenewal = now.toISOString();
     } catch (e) {
       opts.log(`heartbeat of ${taskId} failed: ${e.message}`);
       return;
@@ -64234,7 +64966,7 @@ function startHeartbeat(opts) {
       abort.abort();
     }
   };
-  const timer = setInterval(() => void beat(), opts.everyMs ?? heartbeatIntervalMs(ttlMs));
+  const timer = setInterval(() => void beat(), everyMs);
   timer.unref?.();
   return {
     signal: abort.signal,
@@ -64253,8 +64985,8 @@ function linkDiscoveredBeads(beads, fromBeadId, discovered, now) {
   const ids = /* @__PURE__ */ new Set();
   for (const { issue: issue3 } of parseJsonl(beads).records) {
     ids.add(issue3.id);
-    const n4 = issueNumberOf(issue3);
-    if (n4 !== void 0 && issue3.status !== "tombstone") byIssue.set(n4, issue3);
+    const n5 = issueNumberOf(issue3);
+    if (n5 !== void 0 && issue3.status !== "tombstone") byIssue.set(n5, issue3);
   }
   const upsert = [];
   for (const d of discovered) {
@@ -64300,7 +65032,7 @@ function linkDiscoveredBeads(beads, fromBeadId, discovered, now) {
 
 // src/core/discovered.ts
 var TITLE_MAX = 80;
-var discoveredMarker = (taskId, key) => `<!-- fleet:discovered-from ${taskId} ${key} -->`;
+var discoveredMarker = (taskId, key2) => `<!-- fleet:discovered-from ${taskId} ${key2} -->`;
 function followUpKey(text) {
   const norm = text.trim().replace(/\s+/g, " ").toLowerCase();
   const fnv = (seed) => {
@@ -64335,15 +65067,15 @@ function planDiscoveredIssues(input2) {
   const seen = /* @__PURE__ */ new Set();
   for (const text of input2.followUps) {
     if (!text.trim() || !followUpTitle(text)) continue;
-    const key = followUpKey(text);
-    if (seen.has(key)) continue;
-    seen.add(key);
-    const marker = discoveredMarker(input2.taskId, key);
+    const key2 = followUpKey(text);
+    if (seen.has(key2)) continue;
+    seen.add(key2);
+    const marker = discoveredMarker(input2.taskId, key2);
     if (input2.existingBodies.some((b) => b.includes(marker))) continue;
     out.push({
-      key,
+      key: key2,
       title: followUpTitle(text),
-      body: discoveredBody(text, { ...input2, key }),
+      body: discoveredBody(text, { ...input2, key: key2 }),
       labels: input2.autoLabel ? [input2.coderLabel] : []
     });
   }
@@ -64395,8 +65127,8 @@ function checkCoder(label, coderAt, coder, forms, knownCoders2) {
   if (knownCoders2.includes(coder)) return void 0;
   const lower = coder.toLowerCase();
   if (lower !== coder && knownCoders2.includes(lower)) {
-    const fixed = label.slice(0, coderAt) + lower + label.slice(coderAt + coder.length);
-    return `Coder names are lowercase: use ${fixed} instead of ${label}. ${forms}`;
+    const fixed2 = label.slice(0, coderAt) + lower + label.slice(coderAt + coder.length);
+    return `Coder names are lowercase: use ${fixed2} instead of ${label}. ${forms}`;
   }
   if (coder === "") return `Label ${label} names no coder. ${forms}`;
   if (!CODER_NAME2.test(coder)) {
@@ -64423,14 +65155,14 @@ function parseFleetLabel(name, knownCoders2) {
   }
   const priority = /^p(\d+)$/i.exec(head);
   if (priority) {
-    const n4 = Number(priority[1]);
-    if (second !== void 0 || n4 > 4 || priority[1].length > 1) {
+    const n5 = Number(priority[1]);
+    if (second !== void 0 || n5 > 4 || priority[1].length > 1) {
       return error63(
         name,
         `Priority label ${name} is not valid. Use fleet:p0 (most urgent) to fleet:p4; the default is p2.`
       );
     }
-    return { kind: "priority", priority: n4 };
+    return { kind: "priority", priority: n5 };
   }
   if (headLower === "rebase") {
     if (second !== void 0)
@@ -64481,7 +65213,7 @@ async function fileDiscoveredWork(task, outcome, deps) {
     const known = [
       ...deps.secrets ?? [],
       ...[deps.credentialFor?.(task.coder)?.value],
-      ...(deps.config.coders[task.coder]?.credentials ?? []).map((n4) => deps.credentialValue?.(n4))
+      ...(deps.config.coders[task.coder]?.credentials ?? []).map((n5) => deps.credentialValue?.(n5))
     ].filter((v) => typeof v === "string" && v.length > 0);
     const plan = planDiscoveredIssues({
       followUps: parsed.data.followUps.map((f) => redactSecrets(f, known)),
@@ -64633,16 +65365,16 @@ function findKeyCycles(tasks) {
   const color = /* @__PURE__ */ new Map();
   const stack = [];
   const cycles = [];
-  const visit2 = (key) => {
-    color.set(key, 1);
-    stack.push(key);
-    for (const d of deps.get(key) ?? []) {
+  const visit2 = (key2) => {
+    color.set(key2, 1);
+    stack.push(key2);
+    for (const d of deps.get(key2) ?? []) {
       if (!deps.has(d)) continue;
       if (color.get(d) === 1) cycles.push(stack.slice(stack.indexOf(d)));
       else if (!color.has(d)) visit2(d);
     }
     stack.pop();
-    color.set(key, 2);
+    color.set(key2, 2);
   };
   for (const t of tasks) if (!color.has(t.key)) visit2(t.key);
   return cycles;
@@ -64669,8 +65401,8 @@ function renderPlanMermaid(plan, issues) {
   const index = new Map(plan.tasks.map((t, i2) => [t.key, i2]));
   const lines = ["```mermaid", "flowchart TD"];
   plan.tasks.forEach((t, i2) => {
-    const n4 = issues?.get(t.key);
-    lines.push(`  ${nodeId(i2)}["${n4 !== void 0 ? `#${n4} ` : ""}${mermaidLabel(t.title)}"]`);
+    const n5 = issues?.get(t.key);
+    lines.push(`  ${nodeId(i2)}["${n5 !== void 0 ? `#${n5} ` : ""}${mermaidLabel(t.title)}"]`);
   });
   plan.tasks.forEach((t, i2) => {
     for (const d of t.dependsOn) {
@@ -64697,9 +65429,9 @@ function extractPlanJson(result, planText) {
 // src/split/render.ts
 var splitPlanMarker = (epic) => `<!-- fleet:split-plan ${epic} -->`;
 var partOfLine = (epic) => `Part of #${epic} (split by Fleet).`;
-function renderSubIssueBody(body, epic, key, dependsOn) {
-  const lines = [body.trim(), "", "---", partOfLine(epic), `Plan key: \`${key}\``];
-  for (const n4 of dependsOn) lines.push(`Depends on #${n4}`);
+function renderSubIssueBody(body, epic, key2, dependsOn) {
+  const lines = [body.trim(), "", "---", partOfLine(epic), `Plan key: \`${key2}\``];
+  for (const n5 of dependsOn) lines.push(`Depends on #${n5}`);
   return lines.join("\n").trimStart();
 }
 function renderSplitDone(epic, plan, issues) {
@@ -64723,7 +65455,7 @@ function renderSplitRejected(epic, problems) {
     "",
     "Nothing was created. The plan the agent produced has these problems:",
     "",
-    ...problems.map((p) => `- \`${p.path}\`: ${p.message}`),
+    ...problems.map((p2) => `- \`${p2.path}\`: ${p2.message}`),
     "",
     "Edit the issue to make the split clearer, then remove and re-add the `fleet:split` label to try again."
   ].join("\n");
@@ -64960,7 +65692,7 @@ async function gatherIssue(task, beads, deps) {
   const tracking = issueComments.find(
     (c3) => c3.user?.type === "Bot" && hasMarker(c3.body, trackingMarker(task.id))
   );
-  if (tracking) deps.tracker?.remember(task.id, tracking.id);
+  if (tracking) deps.tracker?.remember(task.id, tracking.id, tracking.body);
   const roles = /* @__PURE__ */ new Map();
   const trusted = async (login) => {
     if (!roles.has(login)) {
@@ -65043,9 +65775,9 @@ function renderRebaseNotNeeded(v) {
 
 // src/worker/run-agent.ts
 var import_node_fs9 = require("node:fs");
-var import_promises16 = require("node:fs/promises");
+var import_promises15 = require("node:fs/promises");
 var import_node_os5 = require("node:os");
-var import_node_path11 = require("node:path");
+var import_node_path10 = require("node:path");
 
 // src/worker/agent-process.ts
 var import_node_child_process6 = require("node:child_process");
@@ -65094,7 +65826,7 @@ function superviseProcess(o2) {
     return Promise.resolve({ reason: "spawn-error", code: null, signal: null, spawnError: String(err) });
   }
   o2.onSpawn(child.pid);
-  return new Promise((resolve2) => {
+  return new Promise((resolve3) => {
     let stopReason;
     let spawnError;
     let killTimer;
@@ -65138,7 +65870,7 @@ function superviseProcess(o2) {
       spawnError = err.message;
       if (child.pid === void 0) {
         cleanup();
-        resolve2({ reason: "spawn-error", code: null, signal: null, spawnError });
+        resolve3({ reason: "spawn-error", code: null, signal: null, spawnError });
       }
     });
     child.once("close", (code2, signal) => {
@@ -65146,8 +65878,8 @@ function superviseProcess(o2) {
       stdout.end();
       stderr.end();
       signalGroup(child, "SIGKILL");
-      if (spawnError && child.pid === void 0) resolve2({ reason: "spawn-error", code: code2, signal, spawnError });
-      else resolve2({ reason: stopReason ?? "exited", code: code2, signal });
+      if (spawnError && child.pid === void 0) resolve3({ reason: "spawn-error", code: code2, signal, spawnError });
+      else resolve3({ reason: stopReason ?? "exited", code: code2, signal });
     });
   });
 }
@@ -65162,8 +65894,8 @@ function signalGroup(child, signal) {
 // src/worker/sandbox.ts
 var import_node_child_process7 = require("node:child_process");
 var import_node_fs8 = require("node:fs");
-var import_promises15 = require("node:fs/promises");
-var import_node_path10 = require("node:path");
+var import_promises14 = require("node:fs/promises");
+var import_node_path9 = require("node:path");
 var SandboxUnavailableError = class extends Error {
   name = "SandboxUnavailableError";
 };
@@ -65194,56 +65926,56 @@ var ETC_FILES = [
   "terminfo",
   "timezone"
 ];
-var exists2 = (p) => (0, import_promises15.access)(p).then(
+var exists2 = (p2) => (0, import_promises14.access)(p2).then(
   () => true,
   () => false
 );
 async function resolveExecutable(file2, path6) {
   if (file2.includes("/")) return await exists2(file2) ? file2 : void 0;
-  for (const dir of (path6 ?? "").split(import_node_path10.delimiter)) {
+  for (const dir of (path6 ?? "").split(import_node_path9.delimiter)) {
     if (!dir) continue;
-    const candidate = (0, import_node_path10.join)(dir, file2);
+    const candidate = (0, import_node_path9.join)(dir, file2);
     try {
-      await (0, import_promises15.access)(candidate, import_node_fs8.constants.X_OK);
-      if ((await (0, import_promises15.stat)(candidate)).isFile()) return candidate;
+      await (0, import_promises14.access)(candidate, import_node_fs8.constants.X_OK);
+      if ((await (0, import_promises14.stat)(candidate)).isFile()) return candidate;
     } catch {
     }
   }
   return void 0;
 }
 async function executableMounts(executable) {
-  const real = await (0, import_promises15.realpath)(executable);
+  const real = await (0, import_promises14.realpath)(executable);
   const mounts = /* @__PURE__ */ new Set();
   const pkg = npmPackageRoot(real);
   if (pkg) {
-    const parent = (0, import_node_path10.dirname)(pkg);
-    const name = (0, import_node_path10.basename)(pkg);
-    for (const sibling of await (0, import_promises15.readdir)(parent).catch(() => [])) {
-      if (sibling === name || sibling.startsWith(`${name}-`)) mounts.add((0, import_node_path10.join)(parent, sibling));
+    const parent = (0, import_node_path9.dirname)(pkg);
+    const name = (0, import_node_path9.basename)(pkg);
+    for (const sibling of await (0, import_promises14.readdir)(parent).catch(() => [])) {
+      if (sibling === name || sibling.startsWith(`${name}-`)) mounts.add((0, import_node_path9.join)(parent, sibling));
     }
   } else if (!underSystem(real)) {
-    mounts.add((0, import_node_path10.dirname)(real));
+    mounts.add((0, import_node_path9.dirname)(real));
   }
   const interpreter = await shebangInterpreter(real);
   if (interpreter && !underSystem(interpreter)) {
-    mounts.add((0, import_node_path10.dirname)((0, import_node_path10.dirname)(interpreter)));
+    mounts.add((0, import_node_path9.dirname)((0, import_node_path9.dirname)(interpreter)));
   }
   return [...mounts];
 }
-var underSystem = (p) => SYSTEM_DIRS.some((d) => p === d || p.startsWith(`${d}${import_node_path10.sep}`));
+var underSystem = (p2) => SYSTEM_DIRS.some((d) => p2 === d || p2.startsWith(`${d}${import_node_path9.sep}`));
 function npmPackageRoot(file2) {
-  const parts = file2.split(import_node_path10.sep);
+  const parts = file2.split(import_node_path9.sep);
   const at = parts.lastIndexOf("node_modules");
   if (at < 0 || at + 1 >= parts.length - 1) return void 0;
   const scoped = parts[at + 1].startsWith("@");
   const end = at + (scoped ? 3 : 2);
   if (end > parts.length - 1) return void 0;
-  return parts.slice(0, end).join(import_node_path10.sep) || void 0;
+  return parts.slice(0, end).join(import_node_path9.sep) || void 0;
 }
 async function shebangInterpreter(file2) {
   let head;
   try {
-    const fh = await (0, import_promises15.open)(file2, "r");
+    const fh = await (0, import_promises14.open)(file2, "r");
     try {
       const buf = Buffer.alloc(256);
       const { bytesRead } = await fh.read(buf, 0, 256, 0);
@@ -65258,8 +65990,91 @@ async function shebangInterpreter(file2) {
   const words = head.slice(2).split("\n")[0].trim().split(/\s+/);
   const program = words[0] === "/usr/bin/env" ? words.find((w, i2) => i2 > 0 && !w.startsWith("-")) : words[0];
   if (!program) return void 0;
-  const found = (0, import_node_path10.isAbsolute)(program) ? program : await resolveExecutable(program, process.env.PATH);
-  return found ? (0, import_promises15.realpath)(found).catch(() => void 0) : void 0;
+  const found = (0, import_node_path9.isAbsolute)(program) ? program : await resolveExecutable(program, process.env.PATH);
+  return found ? (0, import_promises14.realpath)(found).catch(() => void 0) : void 0;
+}
+var INHERITED_HOME_PATHS = {
+  claude: [
+    ".claude.json",
+    ".claude/.credentials.json",
+    ".claude/settings.json",
+    ".claude/CLAUDE.md",
+    ".claude/skills",
+    ".claude/agents",
+    ".claude/commands",
+    ".claude/plugins"
+  ],
+  codex: [".codex/auth.json", ".codex/config.toml", ".codex/AGENTS.md", ".codex/prompts"],
+  // Not ~/.gemini/settings.json: Fleet writes its own there (usage statistics off).
+  gemini: [
+    ".gemini/oauth_creds.json",
+    ".gemini/google_accounts.json",
+    ".gemini/GEMINI.md",
+    ".gemini/extensions"
+  ],
+  // Not the folder itself: opencode writes a .gitignore and installs its plugin package there.
+  opencode: [
+    ".config/opencode/opencode.json",
+    ".config/opencode/opencode.jsonc",
+    ".config/opencode/config.json",
+    ".config/opencode/AGENTS.md",
+    ".config/opencode/agent",
+    ".config/opencode/command",
+    ".local/share/opencode/auth.json"
+  ],
+  // Where agy keeps its sign-in is not known here (no run of agy recorded): nothing is inherited.
+  agy: []
+};
+async function inheritedHomeMounts(coder, userHome, agentHome) {
+  const mounts = [];
+  for (const rel of INHERITED_HOME_PATHS[coder] ?? []) {
+    const source = await (0, import_promises14.realpath)((0, import_node_path9.join)(userHome, rel)).catch(() => void 0);
+    const info2 = source ? await (0, import_promises14.stat)(source).catch(() => void 0) : void 0;
+    if (!source || !info2) continue;
+    const target = (0, import_node_path9.join)(agentHome, rel);
+    const made = await makeInside(agentHome, rel, info2.isDirectory() ? "dir" : "file", {
+      replace: false
+    }).catch(() => false);
+    if (!made) continue;
+    mounts.push({ source, target });
+  }
+  return mounts;
+}
+async function makeInside(root, rel, kind, opts) {
+  const parts = rel.split(import_node_path9.sep).filter((p2) => p2 !== "" && p2 !== ".");
+  if ((0, import_node_path9.isAbsolute)(rel) || parts.length === 0 || parts.includes("..")) {
+    throw new Error(`${rel} is not a path inside ${root}`);
+  }
+  const top = await (0, import_promises14.lstat)(root);
+  if (!top.isDirectory()) throw new Error(`${root} is not a folder`);
+  let dir = root;
+  for (const [i2, part] of parts.entries()) {
+    const path6 = (0, import_node_path9.join)(dir, part);
+    const last = i2 === parts.length - 1;
+    const wantDir = !last || kind === "dir";
+    const info2 = await (0, import_promises14.lstat)(path6).catch(() => void 0);
+    const fits = info2 && (wantDir ? info2.isDirectory() : info2.isFile());
+    if (info2 && (!fits || last && !wantDir && opts.replace)) {
+      if (!opts.replace) return false;
+      await (0, import_promises14.rm)(path6, { recursive: true, force: true });
+    }
+    if (wantDir) {
+      if (!fits) await (0, import_promises14.mkdir)(path6, { mode: 448 });
+    } else if (!fits || opts.replace) {
+      const fh = await (0, import_promises14.open)(
+        path6,
+        import_node_fs8.constants.O_WRONLY | import_node_fs8.constants.O_CREAT | import_node_fs8.constants.O_EXCL | import_node_fs8.constants.O_NOFOLLOW,
+        384
+      );
+      try {
+        await fh.writeFile(opts.content ?? "");
+      } finally {
+        await fh.close();
+      }
+    }
+    dir = path6;
+  }
+  return true;
 }
 async function bubblewrapArgs(mounts, cwd) {
   const args = [
@@ -65280,19 +66095,20 @@ async function bubblewrapArgs(mounts, cwd) {
     "fleet-sandbox"
   ];
   for (const dir of SYSTEM_DIRS) {
-    const info2 = await (0, import_promises15.lstat)(dir).catch(() => void 0);
+    const info2 = await (0, import_promises14.lstat)(dir).catch(() => void 0);
     if (!info2) continue;
-    if (info2.isSymbolicLink()) args.push("--symlink", await (0, import_promises15.readlink)(dir), dir);
+    if (info2.isSymbolicLink()) args.push("--symlink", await (0, import_promises14.readlink)(dir), dir);
     else args.push("--ro-bind", dir, dir);
   }
   for (const name of ETC_FILES) args.push("--ro-bind-try", `/etc/${name}`, `/etc/${name}`);
   args.push("--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys");
   args.push("--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger");
   args.push("--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp");
-  for (const p of mounts.readOnly) args.push("--ro-bind", p, p);
-  for (const p of mounts.writable) args.push("--bind", p, p);
-  for (const p of mounts.hidden ?? []) args.push("--tmpfs", p);
-  for (const p of mounts.readOnlyAfter ?? []) args.push("--ro-bind", p, p);
+  for (const p2 of mounts.readOnly) args.push("--ro-bind", p2, p2);
+  for (const p2 of mounts.writable) args.push("--bind", p2, p2);
+  for (const p2 of mounts.hidden ?? []) args.push("--tmpfs", p2);
+  for (const p2 of mounts.readOnlyAfter ?? []) args.push("--ro-bind", p2, p2);
+  for (const o2 of mounts.homeOverlay ?? []) args.push("--ro-bind", o2.source, o2.target);
   args.push("--chdir", cwd, "--");
   return args;
 }
@@ -65345,29 +66161,34 @@ function buildAgentEnv(command, base) {
 }
 async function runAgent(adapter, inv, opts) {
   const startedAt = Date.now();
-  const ownHome = inv.home ? void 0 : await (0, import_promises16.mkdtemp)((0, import_node_path11.join)((0, import_node_os5.tmpdir)(), "fleet-agent-home-"));
+  const ownHome = inv.home ? void 0 : await (0, import_promises15.mkdtemp)((0, import_node_path10.join)((0, import_node_os5.tmpdir)(), "fleet-agent-home-"));
   const home = inv.home ?? ownHome;
   const sandboxed = opts.sandbox !== void 0;
   const command = adapter.command({ ...inv, home, ...sandboxed ? { sandboxed } : {} });
-  const ownTmp = sandboxed ? void 0 : await (0, import_promises16.mkdtemp)((0, import_node_path11.join)((0, import_node_os5.tmpdir)(), "fleet-agent-tmp-"));
+  const ownTmp = sandboxed ? void 0 : await (0, import_promises15.mkdtemp)((0, import_node_path10.join)((0, import_node_os5.tmpdir)(), "fleet-agent-tmp-"));
   const env = buildAgentEnv(command, { home, path: opts.path, tmpdir: ownTmp ?? "/tmp" });
   const log = opts.logFile ? createLogSink(opts.logFile, opts.maxLogBytes) : void 0;
   const output2 = readAgentOutput(adapter, opts, log);
   const { result } = output2;
   if (opts.logFile) result.logPath = opts.logFile;
+  let filesDir;
   const finish3 = async (reason, spawnError) => {
     output2.conclude(reason, spawnError, { model: inv.model, startedAt, credential: inv.credential?.name });
     if (log) {
       await log.end();
       if (log.error) result.logError = log.error;
     }
-    if (ownHome) await (0, import_promises16.rm)(ownHome, { recursive: true, force: true }).catch(() => {
+    if (ownHome) await (0, import_promises15.rm)(ownHome, { recursive: true, force: true }).catch(() => {
     });
-    if (ownTmp) await (0, import_promises16.rm)(ownTmp, { recursive: true, force: true }).catch(() => {
+    if (ownTmp) await (0, import_promises15.rm)(ownTmp, { recursive: true, force: true }).catch(() => {
+    });
+    if (filesDir) await (0, import_promises15.rm)(filesDir, { recursive: true, force: true }).catch(() => {
     });
     return result;
   };
-  const launch = await launchCommand(command, inv.cwd, home, env, opts);
+  const settings = await writeHomeFiles(home, command.files ?? [], opts.sandbox);
+  filesDir = settings.dir;
+  const launch = await launchCommand(command, inv.cwd, home, env, opts, settings.overlay);
   if ("spawnError" in launch) return finish3("spawn-error", launch.spawnError);
   const ended = await superviseProcess({
     ...launch,
@@ -65388,7 +66209,44 @@ async function runAgent(adapter, inv, opts) {
   result.signal = ended.signal;
   return finish3(ended.reason !== "exited" ? ended.reason : output2.exitReason(ended.code));
 }
-async function launchCommand(command, cwd, home, env, opts) {
+async function writeHomeFiles(home, files, sandbox) {
+  for (const file2 of files) {
+    const path6 = (0, import_node_path10.join)(home, file2.path);
+    if ((0, import_node_path10.relative)(home, path6).startsWith("..") || (0, import_node_path10.isAbsolute)((0, import_node_path10.relative)(home, path6)))
+      throw new Error(`agent settings file ${file2.path} is outside the agent's HOME`);
+  }
+  if (files.length === 0) return { overlay: [] };
+  await (0, import_promises15.mkdir)(home, { recursive: true });
+  if (!sandbox) {
+    for (const file2 of files)
+      await makeInside(home, (0, import_node_path10.relative)(home, (0, import_node_path10.join)(home, file2.path)), "file", {
+        replace: true,
+        content: file2.content
+      });
+    return { overlay: [] };
+  }
+  const dir = await (0, import_promises15.mkdtemp)((0, import_node_path10.join)((0, import_node_os5.tmpdir)(), "fleet-agent-files-"));
+  const writable2 = [...sandbox.writable, home].map((p2) => (0, import_node_path10.resolve)(p2));
+  if (writable2.some((w) => dir === w || dir.startsWith(`${w}${import_node_path10.sep}`) || w.startsWith(`${dir}${import_node_path10.sep}`))) {
+    await (0, import_promises15.rm)(dir, { recursive: true, force: true });
+    throw new Error(`${dir} for the agent's settings files lies in a folder the agent can write`);
+  }
+  const overlay = [];
+  try {
+    for (const [i2, file2] of files.entries()) {
+      const source = (0, import_node_path10.join)(dir, String(i2));
+      await (0, import_promises15.writeFile)(source, file2.content, { mode: 384, flag: "wx" });
+      const rel = (0, import_node_path10.relative)(home, (0, import_node_path10.join)(home, file2.path));
+      await makeInside(home, rel, "file", { replace: true });
+      overlay.push({ source, target: (0, import_node_path10.join)(home, rel) });
+    }
+  } catch (error64) {
+    await (0, import_promises15.rm)(dir, { recursive: true, force: true });
+    throw error64;
+  }
+  return { overlay, dir };
+}
+async function launchCommand(command, cwd, home, env, opts, settingsOverlay) {
   const file2 = opts.binaryPath ?? command.file;
   if (!opts.sandbox) return { file: file2, args: command.args };
   const executable = await resolveExecutable(file2, env.PATH);
@@ -65396,18 +66254,22 @@ async function launchCommand(command, cwd, home, env, opts) {
   const mounts = {
     ...opts.sandbox,
     writable: [...opts.sandbox.writable, home],
-    readOnly: [...opts.sandbox.readOnly, ...await executableMounts(executable)]
+    readOnly: [...opts.sandbox.readOnly, ...await executableMounts(executable)],
+    // Fleet's settings files last: they win over an inherited file of the same name.
+    homeOverlay: [...opts.sandbox.homeOverlay ?? [], ...settingsOverlay]
   };
-  const args = [...await bubblewrapArgs(mounts, cwd), await (0, import_promises16.realpath)(executable), ...command.args];
+  const args = [...await bubblewrapArgs(mounts, cwd), await (0, import_promises15.realpath)(executable), ...command.args];
   return { file: "bwrap", args };
 }
 function readAgentOutput(adapter, opts, log) {
   const result = { exitCode: null, signal: null, reason: "failed", errors: [], events: 0 };
   let finalResult;
   let lastRateLimit;
+  const usages = /* @__PURE__ */ new Map();
   const handleEvent = (e) => {
     result.events++;
     if (e.type === "init" && e.sessionId) result.sessionId = e.sessionId;
+    else if (e.type === "usage") usages.set(e.id ?? `#${usages.size}`, e.usage);
     else if (e.type === "result") {
       finalResult = e;
       if (e.sessionId) result.sessionId = e.sessionId;
@@ -65441,6 +66303,11 @@ function readAgentOutput(adapter, opts, log) {
     conclude(reason, spawnError, run) {
       result.reason = reason;
       if (spawnError) result.spawnError = spawnError;
+      if (!finalResult && usages.size > 0) {
+        const usage = [...usages.values()].reduce(addUsage, emptyUsage());
+        const totals2 = { usage, costUsd: null, turns: usages.size, durationMs: 0, model: "" };
+        finalResult = { type: "result", ok: reason === "completed", totals: totals2 };
+      }
       if (finalResult) {
         const t = finalResult.totals;
         result.totals = {
@@ -65480,15 +66347,15 @@ function createLogSink(path6, maxBytes = DEFAULT_MAX_LOG_BYTES) {
     },
     write(text) {
       if (error64) return;
-      const n4 = Buffer.byteLength(text);
-      if (tail.length === 0 && headBytes + n4 <= headCap) {
-        headBytes += n4;
+      const n5 = Buffer.byteLength(text);
+      if (tail.length === 0 && headBytes + n5 <= headCap) {
+        headBytes += n5;
         stream.write(text);
         return;
       }
-      const kept = n4 > tailCap ? text.slice(-Math.floor(tailCap / 4)) : text;
+      const kept = n5 > tailCap ? text.slice(-Math.floor(tailCap / 4)) : text;
       if (kept !== text) {
-        leftOutBytes += n4 - Buffer.byteLength(kept);
+        leftOutBytes += n5 - Buffer.byteLength(kept);
       }
       tail.push(kept);
       tailBytes += Buffer.byteLength(kept);
@@ -65516,9 +66383,9 @@ function createLogSink(path6, maxBytes = DEFAULT_MAX_LOG_BYTES) {
         for (let i2 = tailStart; i2 < tail.length; i2++) stream.write(tail[i2]);
       }
       tail = [];
-      await new Promise((resolve2) => {
-        if (stream.closed) return resolve2();
-        stream.once("close", () => resolve2());
+      await new Promise((resolve3) => {
+        if (stream.closed) return resolve3();
+        stream.once("close", () => resolve3());
         if (!stream.destroyed) stream.end();
       });
       error64 ??= stream.errored?.message;
@@ -65539,8 +66406,9 @@ async function runContainedAgent(adapter, inv, opts, containment) {
     if (containment.gateway && adapter.upstream) {
       const grant = containment.gateway.grant(
         inv.modelBaseUrl ?? adapter.upstream,
-        credential.value,
-        adapter.modelRoutes
+        containment.gatewayRun?.credentials ?? credential.value,
+        adapter.modelRoutes,
+        containment.gatewayRun?.policy
       );
       revoke = grant.revoke;
       containment.onRunToken?.(grant.token);
@@ -65558,6 +66426,212 @@ async function runContainedAgent(adapter, inv, opts, containment) {
   } finally {
     revoke?.();
   }
+}
+
+// src/worker/gateway-run.ts
+var import_node_crypto5 = require("node:crypto");
+var import_promises16 = require("node:fs/promises");
+var import_node_path11 = require("node:path");
+
+// src/core/context-windows.ts
+var WINDOWS = [
+  ["claude-", 2e5],
+  ["opus", 2e5],
+  ["sonnet", 2e5],
+  ["haiku", 2e5],
+  ["gpt-5", 272e3],
+  ["codex-mini", 2e5],
+  ["o1-mini", 128e3],
+  ["o1", 2e5],
+  ["o3", 2e5],
+  ["o4-mini", 2e5],
+  ["gpt-4.1", 1047576],
+  ["gpt-4o", 128e3],
+  ["gpt-oss", 131072],
+  ["gemini-1.5-pro", 2097152],
+  ["gemini-", 1048576]
+];
+var FALLBACK_CONTEXT_WINDOW = 128e3;
+var ONE_MILLION = 1e6;
+function contextWindowOf(model2) {
+  const id = model2.trim().toLowerCase();
+  if (id.endsWith("[1m]")) return { tokens: ONE_MILLION, known: true };
+  const bare = id.slice(id.lastIndexOf("/") + 1);
+  const found = WINDOWS.find(([prefix]) => bare.startsWith(prefix));
+  return found ? { tokens: found[1], known: true } : { tokens: FALLBACK_CONTEXT_WINDOW, known: false };
+}
+function contextModelOf(answered, asked) {
+  if (answered.trim().toLowerCase().endsWith("[1m]")) return answered;
+  const beta = [asked.anthropicBeta ?? []].flat().join(",");
+  const oneMillion = (asked.configured ?? "").trim().toLowerCase().endsWith("[1m]") || beta.split(",").some((b) => b.trim().toLowerCase().startsWith("context-1m-"));
+  return oneMillion ? `${answered}[1m]` : answered;
+}
+var turnContextTokens = (u2) => (u2.input ?? 0) + (u2.cacheRead ?? 0) + (u2.cacheWrite ?? 0);
+function contextAfterTurn(model2, usage, at) {
+  const window = contextWindowOf(model2);
+  return {
+    tokens: turnContextTokens(usage),
+    window: window.tokens,
+    at,
+    ...window.known ? {} : { windowAssumed: true }
+  };
+}
+var contextPercent = (c3) => c3.window > 0 ? Math.floor(c3.tokens * 100 / c3.window) : 0;
+function overContextLimit(c3, maxPct) {
+  if (!maxPct || c3.tokens * 100 <= maxPct * c3.window) return void 0;
+  const assumed = c3.windowAssumed ? " (assumed: the model is not in Fleet's table)" : "";
+  return `stopped: the last turn's context was ${formatTokens(c3.tokens)} tokens, ${contextPercent(c3)}% of the model's ${formatTokens(c3.window)} window${assumed}, over max_context_pct ${maxPct}`;
+}
+function formatTokens(n5) {
+  if (n5 < 1e3) return String(n5);
+  if (n5 < 1e4) return `${trim((n5 / 1e3).toFixed(1))}k`;
+  if (n5 < 999500) return `${Math.round(n5 / 1e3)}k`;
+  return `${trim((n5 / ONE_MILLION).toFixed(2))}M`;
+}
+var trim = (s) => s.replace(/\.?0+$/, "");
+
+// src/core/prices.ts
+var p = (input2, output2, cacheRead, cacheWrite) => ({
+  input: input2,
+  output: output2,
+  cacheRead,
+  cacheWrite
+});
+var PRICES = [
+  // Opus 4 and 4.1 (claude-opus-4-20250514, claude-opus-4-1-...) and Claude 3 Opus; later Opus by family.
+  ["claude-opus-4-1", p(15, 75, 1.5, 18.75)],
+  ["claude-opus-4-0", p(15, 75, 1.5, 18.75)],
+  ["claude-opus-4", p(15, 75, 1.5, 18.75)],
+  ["claude-3-opus", p(15, 75, 1.5, 18.75)],
+  ["claude-3-5-haiku", p(0.8, 4, 0.08, 1)],
+  ["claude-3-haiku", p(0.25, 1.25, 0.03, 0.3)],
+  ["gpt-5-pro", p(15, 120, 15, 0)],
+  ["gpt-5-mini", p(0.25, 2, 0.025, 0)],
+  ["gpt-5-nano", p(0.05, 0.4, 5e-3, 0)],
+  ["gpt-5-codex-mini", p(0.25, 2, 0.025, 0)],
+  ["gpt-5-codex", p(1.25, 10, 0.125, 0)],
+  ["gpt-5-chat-latest", p(1.25, 10, 0.125, 0)],
+  ["gpt-5", p(1.25, 10, 0.125, 0)],
+  ["gpt-5.1-codex-mini", p(0.25, 2, 0.025, 0)],
+  ["gpt-5.1-codex-max", p(1.25, 10, 0.125, 0)],
+  ["gpt-5.1-codex", p(1.25, 10, 0.125, 0)],
+  ["gpt-5.1", p(1.25, 10, 0.125, 0)],
+  ["codex-mini", p(1.5, 6, 0.375, 0)],
+  ["o1-pro", p(150, 600, 150, 0)],
+  ["o1-mini", p(1.1, 4.4, 0.55, 0)],
+  ["o1", p(15, 60, 7.5, 0)],
+  ["o3-pro", p(20, 80, 20, 0)],
+  ["o3-mini", p(1.1, 4.4, 0.55, 0)],
+  ["o3", p(2, 8, 0.5, 0)],
+  ["o4-mini", p(1.1, 4.4, 0.275, 0)],
+  ["gpt-4.1-mini", p(0.4, 1.6, 0.1, 0)],
+  ["gpt-4.1-nano", p(0.1, 0.4, 0.025, 0)],
+  ["gpt-4.1", p(2, 8, 0.5, 0)],
+  ["gpt-4o-mini", p(0.15, 0.6, 0.075, 0)],
+  ["gpt-4o", p(2.5, 10, 1.25, 0)],
+  ["gemini-2.5-pro", p(1.25, 10, 0.31, 0)],
+  ["gemini-2.5-flash-lite", p(0.1, 0.4, 0.025, 0)],
+  ["gemini-2.5-flash", p(0.3, 2.5, 0.075, 0)]
+];
+var SAME_MODEL = /^(-\d{8}|-\d{4}-\d{2}-\d{2}|-latest|-(preview|exp)([-.\w]*)?)?$/;
+var CLAUDE_FAMILIES = [
+  ["opus", p(5, 25, 0.5, 6.25)],
+  ["sonnet", p(3, 15, 0.3, 3.75)],
+  ["haiku", p(1, 5, 0.1, 1.25)]
+];
+function priceOf(model2) {
+  const id = model2.trim().toLowerCase().replace(/\[1m\]$/, "");
+  const bare = id.slice(id.lastIndexOf("/") + 1);
+  return PRICES.find(([prefix]) => bare.startsWith(prefix) && SAME_MODEL.test(bare.slice(prefix.length)))?.[1] ?? CLAUDE_FAMILIES.find(([family]) => bare.includes(family))?.[1];
+}
+function costOf(model2, usage) {
+  const price = priceOf(model2);
+  if (!price) return null;
+  const perToken = (n5, usdPerMillion) => (n5 ?? 0) * usdPerMillion / 1e6;
+  return perToken(usage.input, price.input) + perToken(usage.output, price.output) + perToken(usage.cacheRead, price.cacheRead) + perToken(usage.cacheWrite, price.cacheWrite);
+}
+
+// src/core/run-guard.ts
+var DEFAULT_RUN_LIMITS = {
+  repeatedToolCalls: CONFIG_FIELDS.runaway.group.repeated_tool_calls.default,
+  idleTurns: CONFIG_FIELDS.runaway.group.idle_turns.default
+};
+function newGuard(earlier) {
+  return {
+    usage: earlier?.usage ? { ...earlier.usage } : emptyUsage(),
+    costUsd: earlier?.costUsd ?? 0,
+    unpriced: false,
+    turns: 0,
+    calls: {},
+    idleTurns: 0
+  };
+}
+var n4 = (v) => v.toLocaleString("en-US");
+var usd3 = (v) => `$${v.toFixed(2)}`;
+var on6 = (limit) => limit !== void 0 && limit > 0;
+function afterTurn(s, turn, limits) {
+  const cost = costOf(turn.model, turn.usage);
+  const context = turnContextTokens(turn.usage);
+  const calls = { ...s.calls };
+  for (const c3 of turn.toolCalls) {
+    const key2 = `${c3.name}\0${c3.input}`;
+    calls[key2] = (calls[key2] ?? 0) + 1;
+  }
+  const next = {
+    ...s,
+    usage: addUsage(s.usage, turn.usage),
+    costUsd: s.costUsd + (cost ?? 0),
+    unpriced: s.unpriced || cost === null && totalTokens(turn.usage) > 0,
+    turns: s.turns + 1,
+    calls,
+    idleTurns: turn.toolCalls.length > 0 ? s.idleTurns + 1 : s.idleTurns
+  };
+  if (context > 0) {
+    next.last = { context, output: turn.usage.output, costUsd: cost ?? 0 };
+    next.context = contextAfterTurn(turn.model, turn.usage, turn.at);
+  }
+  next.stop ??= overCeiling(next, limits) ?? (next.context && overContextLimit(next.context, limits.maxContextPct));
+  return next;
+}
+function overCeiling(s, limits) {
+  const tokens2 = totalTokens(s.usage);
+  if (on6(limits.tokens) && tokens2 > limits.tokens)
+    return `stopped: the task used ${n4(tokens2)} tokens, over the per-task ceiling of ${n4(limits.tokens)} (budgets.per_task_tokens)`;
+  if (on6(limits.usd) && s.costUsd > limits.usd)
+    return `stopped: the task cost ${usd3(s.costUsd)}, over the per-task ceiling of ${usd3(limits.usd)} (budgets.per_task_usd)`;
+  return void 0;
+}
+function beforeRequest(s, limits, opts) {
+  const next = opts.changed ? { ...s, calls: {}, idleTurns: 0 } : { ...s };
+  if (next.stop) return next;
+  next.stop = wouldPassCeiling(next, limits, opts.inFlight ?? 0) ?? repeated(next, limits) ?? idle(next, limits, opts.countIdle);
+  return next;
+}
+function wouldPassCeiling(s, limits, inFlight) {
+  if (!s.last) return void 0;
+  const tokens2 = totalTokens(s.usage);
+  const next = s.last.context + s.last.output;
+  const pending = Math.max(0, inFlight);
+  const also = pending > 0 ? ` and ${pending} more in flight` : "";
+  if (on6(limits.tokens) && tokens2 + (pending + 1) * next > limits.tokens)
+    return `stopped: the next model request would pass the per-task ceiling of ${n4(limits.tokens)} tokens (budgets.per_task_tokens): ${n4(tokens2)} used, and it${also} ${pending > 0 ? "read" : "reads"} at least ${n4(next)}${pending > 0 ? " each" : ""}; the gateway refused it`;
+  if (on6(limits.usd) && s.last.costUsd > 0 && s.costUsd + (pending + 1) * s.last.costUsd > limits.usd)
+    return `stopped: the next model request would pass the per-task ceiling of ${usd3(limits.usd)} (budgets.per_task_usd): ${usd3(s.costUsd)} spent, and it${also} ${pending > 0 ? "cost" : "costs"} about ${usd3(s.last.costUsd)}${pending > 0 ? " each" : ""}; the gateway refused it`;
+  return void 0;
+}
+function repeated(s, limits) {
+  if (!on6(limits.repeatedToolCalls)) return void 0;
+  for (const [key2, count3] of Object.entries(s.calls)) {
+    if (count3 < limits.repeatedToolCalls) continue;
+    const [name, input2] = key2.split("\0");
+    const shown2 = input2.length > 120 ? `${input2.slice(0, 117)}...` : input2;
+    return `stopped: the agent asked for the same tool call ${count3} times with nothing changed in the worktree (${name} ${shown2}); runaway.repeated_tool_calls is ${limits.repeatedToolCalls}`;
+  }
+  return void 0;
+}
+function idle(s, limits, countIdle) {
+  if (!countIdle || !on6(limits.idleTurns) || s.idleTurns < limits.idleTurns) return void 0;
+  return `stopped: ${s.idleTurns} turns in a row changed nothing in the worktree; runaway.idle_turns is ${limits.idleTurns}`;
 }
 
 // src/worker/git.ts
@@ -65590,8 +66664,17 @@ var FLAGS = [
   "-c",
   "core.fsmonitor=false",
   "-c",
-  "commit.gpgSign=false"
+  "commit.gpgSign=false",
+  "-c",
+  "diff.ignoreSubmodules=all",
+  "-c",
+  "submodule.recurse=false",
+  "-c",
+  "status.submoduleSummary=false",
+  "-c",
+  "commit.status=false"
 ];
+var IGNORE_SUBMODULES = "--ignore-submodules=all";
 function gitAuthEnv(auth2) {
   if (!auth2) return {};
   const basic = Buffer.from(`${auth2.username}:${auth2.token}`).toString("base64");
@@ -65637,10 +66720,390 @@ function gitIn(wt, args, opts = {}) {
   return git(["--git-dir", wt.gitDir, "--work-tree", wt.path, ...args], { ...opts, cwd: wt.path });
 }
 
+// src/worker/gateway-run.ts
+function guardLimitsOf(deps) {
+  return {
+    ...deps.runLimits ?? DEFAULT_RUN_LIMITS,
+    ...deps.perTaskLimits?.tokens ? { tokens: deps.perTaskLimits.tokens } : {},
+    ...deps.perTaskLimits?.usd ? { usd: deps.perTaskLimits.usd } : {}
+  };
+}
+function createGatewayRun(opts) {
+  let guard = newGuard(opts.earlier);
+  const start = newGuard(opts.earlier);
+  let wire = emptyUsage();
+  let turns = 0;
+  let model2;
+  let credential = opts.credential;
+  let lastPrint;
+  let inFlight = 0;
+  let disposed = false;
+  let stopped = false;
+  const startedAt = Date.now();
+  const pool = opts.pool;
+  pool?.book.move(pool.coder, credential.name, 1);
+  const switchTo = (next, why) => {
+    opts.log?.(`${pool?.coder ?? "agent"}: ${why}; going on with ${next.name}`);
+    opts.onCredential?.(next);
+    pool?.book.move(pool.coder, credential.name, -1);
+    pool?.book.move(pool.coder, next.name, 1);
+    credential = next;
+  };
+  const stop = (reason) => {
+    if (stopped) return;
+    stopped = true;
+    opts.onStop(reason);
+  };
+  const credentials = {
+    current() {
+      const next = pool?.next(credential.name);
+      if (next) switchTo(next, `${credential.name} is near a rate-limit window's limit`);
+      return credential;
+    },
+    async rateLimited(name, info2) {
+      const next = await pool?.rotate({ name, rateLimit: info2 });
+      if (next) switchTo(next, `${name} answered 429`);
+      return next;
+    }
+  };
+  const policy = {
+    async admit() {
+      if (guard.stop) return guard.stop;
+      const print = opts.worktree && opts.phase === "work" ? await worktreePrint(opts.worktree) : void 0;
+      const changed = print !== void 0 && lastPrint !== void 0 && print !== lastPrint;
+      if (print !== void 0) lastPrint = print;
+      guard = beforeRequest(guard, opts.limits, { changed, countIdle: opts.phase === "work", inFlight });
+      if (guard.stop) stop(guard.stop);
+      else inFlight++;
+      return guard.stop;
+    },
+    settled() {
+      inFlight = Math.max(0, inFlight - 1);
+    },
+    onResponse(r) {
+      if (r.turn?.metered) meter(r.turn, r.request);
+      if (pool) recordWindows(pool, r, opts.clock(), opts.log);
+    }
+  };
+  function meter(turn, request2) {
+    const turnModel = contextModelOf(turn.model ?? model2 ?? "", {
+      configured: opts.model,
+      anthropicBeta: request2?.headers["anthropic-beta"]
+    });
+    model2 = turn.model ?? model2;
+    wire = addUsage(wire, turn.usage);
+    turns++;
+    guard = afterTurn(
+      guard,
+      { model: turnModel, usage: turn.usage, toolCalls: turn.toolCalls, at: opts.clock().toISOString() },
+      opts.limits
+    );
+    opts.onTurn?.(guard);
+    if (guard.stop) stop(guard.stop);
+  }
+  return {
+    credentials,
+    policy,
+    get guard() {
+      return guard;
+    },
+    /** The run goes on with `next` (the agent was restarted on it after a rate limit it saw). */
+    use(next) {
+      if (next.name !== credential.name) switchTo(next, `${credential.name} was rate-limited`);
+    },
+    /** The credential the run is on now. */
+    get credential() {
+      return credential;
+    },
+    /** What the wire showed for this phase (undefined when no answer was metered). */
+    totals(fallbackModel, durationMs) {
+      if (turns === 0) return void 0;
+      const cost = guard.unpriced ? null : guard.costUsd - start.costUsd;
+      return {
+        usage: wire,
+        costUsd: cost,
+        turns,
+        durationMs: durationMs || Date.now() - startedAt,
+        model: model2 ?? fallbackModel,
+        credential: credential.name
+      };
+    },
+    /** The run leaves its credential (once; later calls do nothing). */
+    dispose() {
+      if (disposed) return;
+      disposed = true;
+      pool?.book.move(pool.coder, credential.name, -1);
+    }
+  };
+}
+function recordWindows(pool, r, now, log) {
+  try {
+    const tokens2 = r.turn ? totalTokens(r.turn.usage) : 0;
+    pool.book.record(pool.coder, r.credential, { headers: r.headers, tokens: tokens2 }, now);
+  } catch (error64) {
+    log?.(`${pool.coder}: ${r.credential}'s rate-limit headers were not read: ${error64.message}`);
+  }
+}
+function gatewayRunFor(deps, run) {
+  const { earlier, ...rest } = run;
+  return createGatewayRun({
+    ...rest,
+    limits: guardLimitsOf(deps),
+    ...earlier ? { earlier: { usage: earlier.usage, costUsd: earlier.costUsd } } : {},
+    ...deps.credentialPool ? { pool: deps.credentialPool } : {},
+    clock: deps.clock ?? (() => /* @__PURE__ */ new Date())
+  });
+}
+function reportedTotals(metered, own2) {
+  if (!metered) return own2;
+  return metered.costUsd === null && own2?.costUsd != null ? { ...metered, costUsd: own2.costUsd } : metered;
+}
+async function worktreePrint(wt) {
+  try {
+    const { stdout } = await gitIn(wt, [
+      "--no-optional-locks",
+      "status",
+      "--porcelain=v1",
+      "-z",
+      "--untracked-files=all",
+      IGNORE_SUBMODULES
+    ]);
+    const hash2 = (0, import_node_crypto5.createHash)("sha256").update(stdout);
+    for (const entry of stdout.split("\0")) {
+      const path6 = entry.slice(3);
+      if (!path6) continue;
+      const st = await (0, import_promises16.lstat)((0, import_node_path11.join)(wt.path, path6)).catch(() => void 0);
+      hash2.update(`\0${path6}\0${st ? `${st.size}:${st.mtimeMs}` : "-"}`);
+    }
+    return hash2.digest("hex");
+  } catch {
+    return void 0;
+  }
+}
+
 // src/worker/model-gateway.ts
-var import_node_crypto5 = require("node:crypto");
+var import_node_crypto6 = require("node:crypto");
 var import_node_http = require("node:http");
 var import_node_https = require("node:https");
+
+// src/economy/wire-usage.ts
+function wireProviderOf(method, path6) {
+  if (method !== "POST") return void 0;
+  if (/\/v1\/messages$/.test(path6)) return "anthropic";
+  if (/\/v1\/responses$/.test(path6)) return "openai";
+  if (/:(stream)?[gG]enerateContent$/.test(path6)) return "gemini";
+  return void 0;
+}
+var num2 = (v) => typeof v === "number" && Number.isFinite(v) && v > 0 ? v : 0;
+function createWireReader(provider, contentType, maxJsonBytes = 16 << 20) {
+  const stream = /text\/event-stream/i.test(contentType);
+  const acc = accumulator(provider);
+  let pending = "";
+  const chunks = [];
+  let size = 0;
+  const decoder = new TextDecoder();
+  const takeEvents = (text, final) => {
+    pending += text;
+    const events = pending.split(/\r?\n\r?\n/);
+    pending = final ? "" : events.pop() ?? "";
+    for (const event of events) {
+      const data = event.split(/\r?\n/).filter((l) => l.startsWith("data:")).map((l) => l.slice(5).replace(/^ /, "")).join("\n");
+      if (!data || data === "[DONE]") continue;
+      try {
+        acc.event(JSON.parse(data));
+      } catch {
+      }
+    }
+  };
+  return {
+    /** Whether what was read so far carries the response's final output count (its stream ended). */
+    outputKnown: () => acc.outputKnown(),
+    push(chunk) {
+      if (stream) {
+        takeEvents(decoder.decode(chunk, { stream: true }), false);
+        return;
+      }
+      size += chunk.length;
+      if (size <= maxJsonBytes) chunks.push(chunk);
+    },
+    finish() {
+      if (stream) takeEvents(decoder.decode(), true);
+      else if (size <= maxJsonBytes && size > 0) {
+        try {
+          acc.whole(JSON.parse(Buffer.concat(chunks).toString("utf8")));
+        } catch {
+        }
+      }
+      return acc.result();
+    }
+  };
+}
+function accumulator(provider) {
+  if (provider === "anthropic") return anthropicAccumulator();
+  if (provider === "openai") return openaiAccumulator();
+  return geminiAccumulator();
+}
+var usageOf = (u2) => ({
+  input: u2.input ?? 0,
+  output: u2.output ?? 0,
+  cacheRead: u2.cacheRead ?? 0,
+  cacheWrite: u2.cacheWrite ?? 0,
+  reasoning: u2.reasoning ?? 0
+});
+function anthropicAccumulator() {
+  const usage = {};
+  let metered = false;
+  let final = false;
+  let model2;
+  const calls = /* @__PURE__ */ new Map();
+  const takeUsage = (u2) => {
+    if (!u2 || typeof u2 !== "object") return;
+    metered = true;
+    if ("input_tokens" in u2) usage.input = num2(u2.input_tokens);
+    if ("cache_read_input_tokens" in u2) usage.cacheRead = num2(u2.cache_read_input_tokens);
+    if ("cache_creation_input_tokens" in u2) usage.cacheWrite = num2(u2.cache_creation_input_tokens);
+    if ("output_tokens" in u2) usage.output = num2(u2.output_tokens);
+  };
+  const wholeCalls = [];
+  return {
+    event(e) {
+      if (e?.type === "message_start") {
+        model2 = typeof e.message?.model === "string" ? e.message.model : model2;
+        takeUsage(e.message?.usage);
+      } else if (e?.type === "message_delta") {
+        takeUsage(e.usage);
+        final ||= Boolean(e.usage && typeof e.usage === "object");
+      } else if (e?.type === "content_block_start" && e.content_block?.type === "tool_use") {
+        const started = JSON.stringify(e.content_block.input ?? {});
+        calls.set(num2(e.index), { name: String(e.content_block.name ?? ""), input: "", started });
+      } else if (e?.type === "content_block_delta" && e.delta?.type === "input_json_delta") {
+        const call = calls.get(num2(e.index));
+        if (call) call.input += String(e.delta.partial_json ?? "");
+      }
+    },
+    whole(m) {
+      model2 = typeof m?.model === "string" ? m.model : void 0;
+      takeUsage(m?.usage);
+      final = metered;
+      for (const block of Array.isArray(m?.content) ? m.content : []) {
+        if (block?.type === "tool_use")
+          wholeCalls.push({ name: String(block.name ?? ""), input: JSON.stringify(block.input ?? {}) });
+      }
+    },
+    outputKnown: () => final,
+    result() {
+      const toolCalls = [
+        ...wholeCalls,
+        ...[...calls.values()].map((c3) => ({ name: c3.name, input: normalJson(c3.input || c3.started) }))
+      ];
+      return { provider: "anthropic", model: model2, usage: usageOf(usage), metered, toolCalls };
+    }
+  };
+}
+function openaiAccumulator() {
+  let turn = { provider: "openai", usage: usageOf({}), metered: false, toolCalls: [] };
+  const take = (r) => {
+    if (!r || typeof r !== "object") return;
+    const u2 = r.usage;
+    const cached2 = num2(u2?.input_tokens_details?.cached_tokens);
+    turn = {
+      provider: "openai",
+      ...typeof r.model === "string" ? { model: r.model } : {},
+      usage: usageOf({
+        input: Math.max(0, num2(u2?.input_tokens) - cached2),
+        cacheRead: cached2,
+        output: num2(u2?.output_tokens),
+        reasoning: num2(u2?.output_tokens_details?.reasoning_tokens)
+      }),
+      metered: Boolean(u2 && typeof u2 === "object"),
+      toolCalls: (Array.isArray(r.output) ? r.output : []).flatMap(openaiToolCall)
+    };
+  };
+  return {
+    event(e) {
+      if (e?.type === "response.completed" || e?.type === "response.incomplete") take(e.response);
+    },
+    whole: take,
+    outputKnown: () => turn.metered,
+    result: () => turn
+  };
+}
+function openaiToolCall(item) {
+  if (item?.type === "function_call")
+    return [{ name: String(item.name ?? ""), input: normalJson(String(item.arguments ?? "")) }];
+  if (item?.type === "custom_tool_call")
+    return [{ name: String(item.name ?? ""), input: String(item.input) }];
+  if (item?.type === "local_shell_call") return [{ name: "local_shell", input: JSON.stringify(item.action) }];
+  return [];
+}
+function geminiAccumulator() {
+  let usage = usageOf({});
+  let metered = false;
+  let final = false;
+  let model2;
+  const toolCalls = [];
+  const take = (c3) => {
+    if (typeof c3?.modelVersion === "string") model2 = c3.modelVersion;
+    if ((Array.isArray(c3?.candidates) ? c3.candidates : []).some((cand) => cand?.finishReason))
+      final = true;
+    const u2 = c3?.usageMetadata;
+    if (u2 && typeof u2 === "object") {
+      metered = true;
+      const cached2 = num2(u2.cachedContentTokenCount);
+      const thoughts = num2(u2.thoughtsTokenCount);
+      usage = usageOf({
+        input: Math.max(0, num2(u2.promptTokenCount) - cached2),
+        cacheRead: cached2,
+        output: num2(u2.candidatesTokenCount) + thoughts,
+        reasoning: thoughts
+      });
+    }
+    for (const cand of Array.isArray(c3?.candidates) ? c3.candidates : []) {
+      for (const part of Array.isArray(cand?.content?.parts) ? cand.content.parts : []) {
+        if (part?.functionCall)
+          toolCalls.push({
+            name: String(part.functionCall.name ?? ""),
+            input: JSON.stringify(part.functionCall.args ?? {})
+          });
+      }
+    }
+  };
+  return {
+    event: take,
+    whole: (body) => {
+      for (const c3 of Array.isArray(body) ? body : [body]) take(c3);
+    },
+    outputKnown: () => final && metered,
+    result: () => ({ provider: "gemini", model: model2, usage, metered, toolCalls })
+  };
+}
+var DEFAULT_CUT_OUTPUT_TOKENS = 32e3;
+function requestedMaxOutput(body) {
+  try {
+    const b = JSON.parse(typeof body === "string" ? body : body.toString("utf8"));
+    const cap = num2(b?.max_tokens) || num2(b?.max_output_tokens) || num2(b?.generationConfig?.maxOutputTokens);
+    return cap > 0 ? Math.floor(cap) : void 0;
+  } catch {
+    return void 0;
+  }
+}
+function cutTurn(provider, read, request2) {
+  const turn = read ?? { provider, usage: usageOf({}), metered: false, toolCalls: [] };
+  const usage = { ...turn.usage };
+  if (!turn.metered) usage.input = Math.ceil(request2.bodyBytes / 4);
+  if (!request2.outputKnown)
+    usage.output = Math.max(usage.output, request2.maxOutput ?? DEFAULT_CUT_OUTPUT_TOKENS);
+  return { ...turn, usage, metered: true };
+}
+function normalJson(text) {
+  try {
+    return JSON.stringify(JSON.parse(text));
+  } catch {
+    return text;
+  }
+}
+
+// src/worker/model-gateway.ts
 var AUTH_HEADERS = ["x-api-key", "authorization", "x-goog-api-key"];
 var HOP_BY_HOP = /* @__PURE__ */ new Set([
   "connection",
@@ -65651,9 +67114,15 @@ var HOP_BY_HOP = /* @__PURE__ */ new Set([
   "trailer",
   "transfer-encoding",
   "upgrade",
-  "host"
+  "host",
+  "content-length",
+  "accept-encoding"
 ]);
 var TOKEN_PREFIX = "fleet-run-";
+var fixed = (credential) => ({
+  current: () => ({ name: "credential", value: credential }),
+  rateLimited: async () => void 0
+});
 async function startModelGateway(opts = {}) {
   const grants = /* @__PURE__ */ new Map();
   const sockets = /* @__PURE__ */ new Set();
@@ -65683,32 +67152,42 @@ async function startModelGateway(opts = {}) {
       );
     }
     forwarded++;
-    forward(req, res, found.grant.upstream, found.grant.credential, found.header, agents, opts.log);
+    serve(req, res, path6, found.grant, found.header, agents, opts.log).catch((error64) => {
+      opts.log?.(`model gateway: ${error64.message}`);
+      if (!res.headersSent)
+        refuse(res, 502, "api_error", "Fleet's model gateway failed to forward the request.");
+      else res.destroy();
+    });
   });
   server.on("connection", (s) => {
     sockets.add(s);
     s.on("close", () => sockets.delete(s));
   });
-  await new Promise((resolve2) => server.listen(0, "127.0.0.1", resolve2));
+  await new Promise((resolve3) => server.listen(0, "127.0.0.1", resolve3));
   const port = server.address().port;
   function findGrant(headers) {
-    for (const header of AUTH_HEADERS) {
-      const raw = headers[header];
+    for (const header2 of AUTH_HEADERS) {
+      const raw = headers[header2];
       if (typeof raw !== "string") continue;
       const token = raw.replace(/^Bearer\s+/i, "").trim();
       if (!token.startsWith(TOKEN_PREFIX)) continue;
       for (const [known, grant] of grants) {
-        if (known.length === token.length && (0, import_node_crypto5.timingSafeEqual)(Buffer.from(known), Buffer.from(token)))
-          return { grant, header };
+        if (known.length === token.length && (0, import_node_crypto6.timingSafeEqual)(Buffer.from(known), Buffer.from(token)))
+          return { grant, header: header2 };
       }
     }
     return void 0;
   }
   return {
     url: `http://127.0.0.1:${port}`,
-    grant(upstream, credential, routes) {
-      const token = `${TOKEN_PREFIX}${(0, import_node_crypto5.randomBytes)(24).toString("hex")}`;
-      grants.set(token, { upstream: new URL(upstream), credential, ...routes ? { routes } : {} });
+    grant(upstream, credential, routes, policy) {
+      const token = `${TOKEN_PREFIX}${(0, import_node_crypto6.randomBytes)(24).toString("hex")}`;
+      grants.set(token, {
+        upstream: new URL(upstream),
+        credentials: typeof credential === "string" ? fixed(credential) : credential,
+        ...routes ? { routes } : {},
+        ...policy ? { policy } : {}
+      });
       return { token, revoke: () => void grants.delete(token) };
     },
     get forwarded() {
@@ -65716,8 +67195,8 @@ async function startModelGateway(opts = {}) {
     },
     async close() {
       grants.clear();
-      await new Promise((resolve2) => {
-        server.close(() => resolve2());
+      await new Promise((resolve3) => {
+        server.close(() => resolve3());
         for (const s of sockets) s.destroy();
       });
       agents.http.destroy();
@@ -65725,12 +67204,99 @@ async function startModelGateway(opts = {}) {
     }
   };
 }
-function refuse(res, status, type, message) {
-  const body = JSON.stringify({ type: "error", error: { type, message } });
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
-  res.end(body);
+async function serve(req, res, path6, grant, authHeader, agents, log) {
+  const chunks = [];
+  for await (const c3 of req) chunks.push(c3);
+  const body = Buffer.concat(chunks);
+  const method = req.method ?? "GET";
+  const request2 = { method, path: path6, headers: req.headers };
+  const refused = await grant.policy?.admit?.(request2);
+  if (refused) {
+    log?.(`model gateway: refused ${method} ${path6}: ${refused}`);
+    return refuse(res, 400, "invalid_request_error", `Fleet stopped this run: ${refused}`);
+  }
+  let settled = false;
+  const settle2 = () => {
+    if (settled) return;
+    settled = true;
+    tell(log, () => grant.policy?.settled?.(request2));
+  };
+  try {
+    await forward(req, res, { request: request2, body, grant, authHeader, agents, settle: settle2 }, log);
+  } catch (error64) {
+    settle2();
+    throw error64;
+  }
 }
-function forward(req, res, upstream, credential, authHeader, agents, log) {
+async function forward(req, res, at, log) {
+  const { request: request2, body, grant, settle: settle2 } = at;
+  const provider = wireProviderOf(request2.method, request2.path);
+  const policy = grant.policy;
+  let credential = grant.credentials.current();
+  for (let attempt = 0; ; attempt++) {
+    const upstreamRes = await send(
+      req,
+      body,
+      grant.upstream,
+      credential.value,
+      at.authHeader,
+      at.agents,
+      res
+    );
+    if (!upstreamRes) return settle2();
+    const status = upstreamRes.statusCode ?? 502;
+    const headers = upstreamRes.headers;
+    if (status === 429 && attempt < 8) {
+      const retryAfter = Number(headers["retry-after"]);
+      const next = await grant.credentials.rateLimited(credential.name, {
+        ...Number.isFinite(retryAfter) && retryAfter >= 0 ? { retryAfterSeconds: retryAfter } : {}
+      });
+      tell(log, () => policy?.onResponse?.({ request: request2, credential: credential.name, status, headers }));
+      if (next) {
+        upstreamRes.resume();
+        log?.(`model gateway: ${credential.name} answered 429; retrying on ${next.name}`);
+        credential = next;
+        continue;
+      }
+      return pipeBack(upstreamRes, res, void 0, settle2);
+    }
+    const reader = provider && status >= 200 && status < 300 ? createWireReader(provider, String(headers["content-type"] ?? "")) : void 0;
+    const name = credential.name;
+    return pipeBack(upstreamRes, res, reader, (complete) => {
+      const turn = reader && provider ? turnOf(provider, reader, complete, body) : void 0;
+      tell(
+        log,
+        () => policy?.onResponse?.({
+          request: request2,
+          credential: name,
+          status,
+          headers,
+          ...turn ? { turn } : {},
+          ...complete ? {} : { cut: true }
+        })
+      );
+      settle2();
+    });
+  }
+}
+function turnOf(provider, reader, complete, body) {
+  const read = reader.finish();
+  if (complete) return read;
+  const maxOutput = requestedMaxOutput(body);
+  return cutTurn(provider, read, {
+    outputKnown: reader.outputKnown(),
+    bodyBytes: body.length,
+    ...maxOutput ? { maxOutput } : {}
+  });
+}
+function tell(log, f) {
+  try {
+    f();
+  } catch (error64) {
+    log?.(`model gateway: the run's policy failed: ${error64.message}`);
+  }
+}
+function send(req, body, upstream, credential, authHeader, agents, res) {
   const headers = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === void 0 || HOP_BY_HOP.has(name) || AUTH_HEADERS.includes(name))
@@ -65738,42 +67304,60 @@ function forward(req, res, upstream, credential, authHeader, agents, log) {
     headers[name] = value;
   }
   headers[authHeader] = authHeader === "authorization" ? `Bearer ${credential}` : credential;
+  headers["accept-encoding"] = "identity";
+  headers["content-length"] = String(body.length);
   const prefix = upstream.pathname.replace(/\/+$/, "");
   const https2 = upstream.protocol === "https:";
-  const out = (https2 ? import_node_https.request : import_node_http.request)(
-    {
-      protocol: upstream.protocol,
-      hostname: upstream.hostname,
-      port: upstream.port || (https2 ? 443 : 80),
-      method: req.method,
-      path: `${prefix}${req.url ?? "/"}`,
-      headers,
-      agent: https2 ? agents.https : agents.http
-    },
-    (upstreamRes) => {
-      const back = {};
-      for (const [name, value] of Object.entries(upstreamRes.headers)) {
-        if (value !== void 0 && !HOP_BY_HOP.has(name)) back[name] = value;
-      }
-      res.writeHead(upstreamRes.statusCode ?? 502, back);
-      upstreamRes.pipe(res);
-      upstreamRes.on("error", () => res.destroy());
-    }
-  );
-  out.on("error", (error64) => {
-    log?.(`model gateway: ${upstream.origin} unreachable: ${error64.message}`);
-    if (res.headersSent) return void res.destroy();
-    const body = JSON.stringify({
-      type: "error",
-      error: { type: "api_error", message: `Fleet's model gateway could not reach ${upstream.origin}.` }
+  return new Promise((resolve3) => {
+    const out = (https2 ? import_node_https.request : import_node_http.request)(
+      {
+        protocol: upstream.protocol,
+        hostname: upstream.hostname,
+        port: upstream.port || (https2 ? 443 : 80),
+        method: req.method,
+        path: `${prefix}${req.url ?? "/"}`,
+        headers,
+        agent: https2 ? agents.https : agents.http
+      },
+      resolve3
+    );
+    out.on("error", () => {
+      if (res.headersSent) res.destroy();
+      else refuse(res, 502, "api_error", `Fleet's model gateway could not reach ${upstream.origin}.`);
+      resolve3(void 0);
     });
-    res.writeHead(502, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
-    res.end(body);
+    res.on("close", () => {
+      if (!res.writableFinished) out.destroy();
+    });
+    out.end(body);
   });
-  res.on("close", () => {
-    if (!res.writableFinished) out.destroy();
-  });
-  req.pipe(out);
+}
+function pipeBack(upstreamRes, res, reader, done) {
+  const back = {};
+  for (const [name, value] of Object.entries(upstreamRes.headers)) {
+    if (value !== void 0 && !HOP_BY_HOP.has(name)) back[name] = value;
+  }
+  if (upstreamRes.headers["content-length"] !== void 0)
+    back["content-length"] = upstreamRes.headers["content-length"];
+  let ended = false;
+  const settle2 = (complete) => {
+    if (ended) return;
+    ended = true;
+    done(complete);
+  };
+  if (reader) upstreamRes.on("data", (chunk) => reader.push(chunk));
+  upstreamRes.on("end", () => settle2(true));
+  upstreamRes.on("aborted", () => settle2(false));
+  upstreamRes.on("close", () => settle2(false));
+  res.on("close", () => settle2(false));
+  res.writeHead(upstreamRes.statusCode ?? 502, back);
+  upstreamRes.pipe(res);
+  upstreamRes.on("error", () => res.destroy());
+}
+function refuse(res, status, type, message) {
+  const body = JSON.stringify({ type: "error", error: { type, code: type, message } });
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  res.end(body);
 }
 
 // src/worker/publish.ts
@@ -65873,7 +67457,7 @@ async function openOrUpdatePullRequest(octokit, ref, pr) {
       state: "open",
       per_page: 10
     });
-    return open6.find((p) => p.head.ref === pr.branch);
+    return open6.find((p2) => p2.head.ref === pr.branch);
   };
   const update = async (number4) => {
     const { data } = await octokit.rest.pulls.update({
@@ -65924,7 +67508,7 @@ async function checkOutgoing(wt, startSha, secrets, texts) {
     if (hit) return describe5(hit, what);
   }
   const files = await addedSince(wt, startSha);
-  const size = files.reduce((n4, f) => n4 + f.added.length, 0);
+  const size = files.reduce((n5, f) => n5 + f.added.length, 0);
   const everything = [
     { what: "the names of the files it adds", text: files.map((f) => f.file).join("\n") },
     { what: "the change as a whole", text: files.map((f) => f.added).join("\n") }
@@ -65950,97 +67534,6 @@ async function fileAt(wt, rev, file2) {
 // src/worker/run-task.ts
 var import_promises22 = require("node:fs/promises");
 var import_node_path17 = require("node:path");
-
-// src/render/run-report.ts
-var GITHUB_COMMENT_LIMIT = 65536;
-var runReportMarker = (taskId) => `<!-- fleet:run-report ${taskId} -->`;
-function fence(text, lang = "") {
-  const longest = Math.max(0, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
-  const ticks = "`".repeat(Math.max(3, longest + 1));
-  return `${ticks}${lang}
-${text}
-${ticks}`;
-}
-function truncateMiddle(text, max) {
-  if (text.length <= max) return text;
-  const note2 = `
-
-… ${text.length - max} characters left out …
-
-`;
-  const half = Math.max(0, Math.floor((max - note2.length) / 2));
-  return text.slice(0, half) + note2 + text.slice(text.length - half);
-}
-function logTail(log, max) {
-  const lines = log.replace(/\n$/, "").split("\n");
-  const kept = [];
-  let size = 0;
-  for (let i2 = lines.length - 1; i2 >= 0; i2--) {
-    let line = lines[i2];
-    if (size + line.length + 1 > max) {
-      if (kept.length === 0) {
-        line = `…${line.slice(line.length - (max - 2))}`;
-        kept.unshift(line);
-      }
-      break;
-    }
-    kept.unshift(line);
-    size += line.length + 1;
-  }
-  return { text: kept.join("\n"), omittedLines: lines.length - kept.length, totalLines: lines.length };
-}
-var HEADLINE = {
-  "pr-opened": "✅ opened a pull request",
-  "no-changes": "ℹ️ finished without changes, so no pull request was opened",
-  "awaiting-approval": "✋ is waiting for approval of its plan",
-  failed: "❌ failed",
-  timeout: "⏱️ ran out of time and was stopped",
-  stall: "💤 stalled (no output for too long) and was stopped",
-  cancelled: "🚫 was cancelled",
-  "rate-limited": "🧊 hit the model provider's rate limit"
-};
-var NEXT_STEP = {
-  "no-changes": "If a change was expected, add detail to the issue (what to change, where) and comment `/fleet retry`.",
-  failed: "Check the log below, fix the cause (issue text, configuration or credential) and comment `/fleet retry`.",
-  timeout: "Split the issue into smaller tasks or raise `timeouts.run` in `.github/fleet.yml`, then `/fleet retry`.",
-  stall: "The agent produced no output for too long. `/fleet retry` starts it again; raise `timeouts.stall` if it needs to think longer.",
-  "rate-limited": "Fleet queues the task again once the limit resets."
-};
-function renderRunReport(v) {
-  const head = [
-    runReportMarker(v.taskId),
-    `### Fleet task \`${v.taskId}\` ${HEADLINE[v.outcome]}`,
-    ""
-  ];
-  if (v.pr) head.push(`Pull request: #${v.pr.number} (${v.pr.url})`, "");
-  if (v.reason) head.push(`> ${v.reason.replace(/\n/g, "\n> ")}`, "");
-  if (v.outcome === "rate-limited" && v.resetsAt) head.push(`The limit resets at ${v.resetsAt}.`, "");
-  if (v.summary) head.push("**Agent's summary:**", "", v.summary.trim(), "");
-  if (v.resultProblem) head.push(`⚠️ ${v.resultProblem}`, "");
-  const next = NEXT_STEP[v.outcome];
-  if (next) head.push(next, "");
-  let body = head.join("\n");
-  const limit = v.limit ?? GITHUB_COMMENT_LIMIT;
-  if (v.log !== void 0 && v.log.length > 0) {
-    const wrapper = 400;
-    const room = limit - body.length - wrapper;
-    if (room > 1e3) {
-      const tail = logTail(v.log, room);
-      const note2 = tail.omittedLines > 0 ? `Showing the last ${tail.totalLines - tail.omittedLines} of ${tail.totalLines} lines (GitHub comments hold at most ${GITHUB_COMMENT_LIMIT.toLocaleString("en-US")} characters). The full log: \`fleet task ${v.taskId} log\`.` : `The full log: \`fleet task ${v.taskId} log\`.`;
-      body += [
-        "<details>",
-        "<summary>Agent log</summary>",
-        "",
-        note2,
-        "",
-        fence(tail.text),
-        "",
-        "</details>"
-      ].join("\n");
-    }
-  }
-  return body.length > limit ? truncateMiddle(body, limit) : body;
-}
 
 // src/render/pr-body.ts
 var prMarker = (taskId) => `<!-- fleet:pr ${taskId} -->`;
@@ -66106,7 +67599,8 @@ async function finish2(ctx, outcome, reason, run, notes) {
           totals: result.totals,
           planTotals: result.planTotals,
           earlierRuns: ctx.spec.earlierRuns,
-          runKind: ctx.spec.runKind
+          runKind: ctx.spec.runKind,
+          ...result.agentTotals ? { agentTotals: result.agentTotals } : {}
         } : void 0,
         run: {
           // The run report has no budget headline of its own; the reason says "stopped: ... budget".
@@ -66184,70 +67678,61 @@ function renderPlanComment(v) {
 }
 
 // src/worker/reports.ts
-var finalBody = (body, redact) => truncateMiddle(redact(body), GITHUB_COMMENT_LIMIT);
-function createIssueReporter(octokit, issue3, taskId, redact, listed) {
-  let comments = listed;
-  const listOnce = async () => {
-    comments ??= await octokit.paginate(octokit.rest.issues.listComments, { ...issue3, per_page: 100 });
-    return comments;
-  };
-  const known = /* @__PURE__ */ new Map();
-  const posted = /* @__PURE__ */ new Map();
-  const post = async (marker, body) => {
-    const all = known.has(marker) ? [] : await listOnce();
-    const earlier = all.find((c3) => c3.user?.type === "Bot" && hasMarker(c3.body, marker))?.id;
-    const r = await upsertMarkedComment(
-      octokit,
-      issue3,
-      marker,
-      finalBody(body, redact),
-      known.get(marker) ?? earlier ?? null
-    );
-    known.set(marker, r.id);
-    posted.set(marker, body);
-    return r;
-  };
-  const planPart = async () => {
-    const body = posted.get(planMarker(taskId)) ?? (await listOnce()).find((c3) => c3.user?.type === "Bot" && hasMarker(c3.body, planMarker(taskId)))?.body ?? void 0;
-    if (!body) return void 0;
-    const cuts = [tokenReportMarker(taskId), runReportMarker(taskId)].map((m) => body.indexOf(m)).filter((i2) => i2 >= 0);
-    const plan = body.slice(0, cuts.length ? Math.min(...cuts) : body.length).replace(/\s*(---\s*)?$/, "");
-    return truncateMiddle(plan.replace(AWAITING_APPROVAL_LINE, PLAN_POSTED_LINE), GITHUB_COMMENT_LIMIT / 2);
+var STATE_ROOM = 4e3;
+function createIssueReporter(octokit, issue3, taskId, redact, listed, opts = {}) {
+  const tracker = opts.tracker ?? createTracker({ octokit, repo: { owner: issue3.owner, repo: issue3.repo }, minIntervalMs: 0 });
+  const tracking = listed?.find((c3) => c3.user?.type === "Bot" && hasMarker(c3.body, trackingMarker(taskId)));
+  if (tracking) tracker.remember(taskId, tracking.id, tracking.body);
+  const writeNow = async (state) => {
+    if (opts.tracker) return;
+    const d = opts.describe ?? { coder: "?", model: "?" };
+    await tracker.show(issue3.issue_number, {
+      taskKey: taskId,
+      taskId,
+      state,
+      coder: d.coder,
+      model: d.model
+    });
+    await tracker.flush(taskId);
   };
   return {
-    plan: (plan, awaitingApproval) => post(planMarker(taskId), renderPlanComment({ taskId, plan: redact(plan), awaitingApproval })),
+    plan: async (plan, awaitingApproval) => {
+      const text = redact(renderPlanComment({ taskId, plan: redact(plan), awaitingApproval }));
+      tracker.setSections(issue3.issue_number, taskId, (s) => ({ ...s, plan: text }));
+      await writeNow(awaitingApproval ? "awaiting-approval" : "running");
+    },
     /**
-     * The run's final report: the token report (when the run used tokens) and the run report with
-     * the log's tail, in ONE comment: each comment is a content-creating request, and GitHub allows
-     * 500 of those an hour. The log is redacted before its tail is cut, so a secret split by the cut
-     * cannot slip through.
+     * The run's final report: the token report (when the run used tokens) and the run report with the
+     * log's tail, below the plan (the plan keeps at most half the comment, so the report always has
+     * room). The log is redacted before its tail is cut, so a secret split by the cut cannot slip through.
      */
     final: async (v) => {
-      const plan = await planPart();
-      const head = `${plan ? `${plan}
-
----
-
-` : ""}${v.tokens ? `${renderTokenReport({ ...v.tokens, taskId })}
-
-` : ""}`;
+      const tokens2 = v.tokens ? redact(renderTokenReport({ ...v.tokens, taskId })) : "";
       const log = v.run.log === void 0 ? void 0 : redact(v.run.log);
-      const run = renderRunReport({ ...v.run, taskId, log, limit: GITHUB_COMMENT_LIMIT - head.length });
-      return post(plan ? planMarker(taskId) : runReportMarker(taskId), head + run);
+      tracker.setSections(issue3.issue_number, taskId, (s) => {
+        const plan = s.plan && truncateMiddle(s.plan.replace(AWAITING_APPROVAL_LINE, PLAN_POSTED_LINE), GITHUB_COMMENT_LIMIT / 2);
+        const head = tokens2 ? `${tokens2}
+
+` : "";
+        const limit = GITHUB_COMMENT_LIMIT - STATE_ROOM - (plan?.length ?? 0) - head.length;
+        const run = redact(renderRunReport({ ...v.run, taskId, log, limit }));
+        return { ...s, plan, report: head + run };
+      });
+      await writeNow(stateAfterOutcome(v.run.outcome));
     }
   };
 }
 function throttleProgress(onProgress, clock, intervalMs = 15e3) {
   let lastAt = Number.NEGATIVE_INFINITY;
   let lastState;
-  return async (p, force = false) => {
+  return async (p2, force = false) => {
     if (!onProgress) return;
     const now = clock().getTime();
-    if (!force && p.state === lastState && now - lastAt < intervalMs) return;
+    if (!force && p2.state === lastState && now - lastAt < intervalMs) return;
     lastAt = now;
-    lastState = p.state;
+    lastState = p2.state;
     try {
-      await onProgress(p);
+      await onProgress(p2);
     } catch {
     }
   };
@@ -66288,7 +67773,10 @@ function createRunContext(spec, deps) {
     spec,
     deps,
     redact,
-    reporter: createIssueReporter(deps.octokit, issueRef, spec.taskId, redact, deps.issueComments),
+    reporter: createIssueReporter(deps.octokit, issueRef, spec.taskId, redact, deps.issueComments, {
+      tracker: deps.tracker,
+      describe: { coder: spec.coder, model: spec.model }
+    }),
     progress: throttleProgress(deps.onProgress, clock),
     artifactsDir,
     branch: spec.branch ?? taskBranchName(spec.issue, spec.title),
@@ -66303,20 +67791,23 @@ var import_promises20 = require("node:fs/promises");
 var import_node_path15 = require("node:path");
 
 // src/worker/context-manifest.ts
-var import_node_crypto6 = require("node:crypto");
+var import_node_crypto7 = require("node:crypto");
 var import_promises19 = require("node:fs/promises");
 var import_node_path14 = require("node:path");
 var MEMORY_FILES = {
   claude: ["CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"],
   codex: ["AGENTS.md", "AGENTS.override.md"],
   gemini: ["GEMINI.md"],
-  agy: ["GEMINI.md", "AGENTS.md"]
+  agy: ["GEMINI.md", "AGENTS.md"],
+  // opencode reads AGENTS.md, and CLAUDE.md where a folder has no AGENTS.md.
+  opencode: ["AGENTS.md", "CLAUDE.md"]
 };
 var HOME_MEMORY = {
   claude: [".claude/CLAUDE.md"],
   codex: [".codex/AGENTS.md"],
   gemini: [".gemini/GEMINI.md"],
-  agy: [".gemini/GEMINI.md"]
+  agy: [".gemini/GEMINI.md"],
+  opencode: [".config/opencode/AGENTS.md"]
 };
 var estimateTokens = (text) => Math.ceil(text.length / 4);
 async function readIfFile(path6) {
@@ -66357,14 +67848,15 @@ async function buildContextManifest(input2) {
     for (const name of HOME_MEMORY[input2.coder] ?? []) {
       candidates.push({ kind: "memory", path: (0, import_node_path14.join)(input2.home, name), label: `~/${name}` });
     }
-    for (const skill of await skillFiles((0, import_node_path14.join)(input2.home, ".claude", "skills"))) {
+    const homeSkills = input2.coder === "claude" ? await skillFiles((0, import_node_path14.join)(input2.home, ".claude", "skills")) : [];
+    for (const skill of homeSkills) {
       candidates.push({ kind: "skill", path: skill, label: `~/${(0, import_node_path14.relative)(input2.home, skill)}` });
     }
   }
   const sources = [];
   const firstByHash = /* @__PURE__ */ new Map();
   const add = (kind, path6, text) => {
-    const sha256 = (0, import_node_crypto6.createHash)("sha256").update(text.replace(/\r\n/g, "\n").trim()).digest("hex");
+    const sha256 = (0, import_node_crypto7.createHash)("sha256").update(text.replace(/\r\n/g, "\n").trim()).digest("hex");
     const source = {
       kind,
       path: path6,
@@ -66386,8 +67878,8 @@ async function buildContextManifest(input2) {
   return {
     coder: input2.coder,
     sources,
-    totalTokens: sources.reduce((n4, s) => n4 + s.tokens, 0),
-    duplicateTokens: duplicates.reduce((n4, s) => n4 + s.tokens, 0),
+    totalTokens: sources.reduce((n5, s) => n5 + s.tokens, 0),
+    duplicateTokens: duplicates.reduce((n5, s) => n5 + s.tokens, 0),
     suggestions: duplicates.map(
       (d) => `Remove ${d.path} (same content as ${d.duplicateOf}) to save ~${d.tokens.toLocaleString("en-US")} tokens per turn.`
     )
@@ -66408,9 +67900,9 @@ function clip(text, max, what) {
 
 [Fleet left out the last ${left.toLocaleString("en-US")} characters of this ${what}: it is longer than the ${max.toLocaleString("en-US")} an agent is given.]`;
 }
-function buildPrompt(p) {
-  const trusted = p.comments.filter((c3) => c3.trusted);
-  const leftOut = p.comments.length - trusted.length;
+function buildPrompt(p2) {
+  const trusted = p2.comments.filter((c3) => c3.trusted);
+  const leftOut = p2.comments.length - trusted.length;
   let room = PROMPT_LIMITS.comments;
   let kept = 0;
   for (let i2 = trusted.length - 1; i2 >= 0; i2--) {
@@ -66421,13 +67913,13 @@ function buildPrompt(p) {
   }
   const older = trusted.length - kept;
   const out = [
-    `You are working on GitHub issue #${p.issue} of the repository ${p.repo}, on the branch \`${p.branch}\`.`,
+    `You are working on GitHub issue #${p2.issue} of the repository ${p2.repo}, on the branch \`${p2.branch}\`.`,
     "Your working directory is a checkout of that branch.",
     "",
     "<issue>",
-    `# ${clip(p.title, PROMPT_LIMITS.title, "title")}`,
+    `# ${clip(p2.title, PROMPT_LIMITS.title, "title")}`,
     "",
-    clip(p.body.trim(), PROMPT_LIMITS.body, "issue description") || "(The issue has no description.)",
+    clip(p2.body.trim(), PROMPT_LIMITS.body, "issue description") || "(The issue has no description.)",
     "</issue>"
   ];
   if (trusted.length > 0) {
@@ -66453,23 +67945,23 @@ function buildPrompt(p) {
   }
   out.push("", "## How Fleet works with you", "");
   out.push(
-    `Keep your notes in the folder \`${p.notesDir}\` (outside the repository; nothing there is committed):`,
-    `- \`${p.notesDir}/${PLAN_FILE}\`: your plan, as a short list of steps; keep it current.`,
-    `- \`${p.notesDir}/${KNOWLEDGE_FILE}\`: what you learned about the code base that the next person would want to know.`
+    `Keep your notes in the folder \`${p2.notesDir}\` (outside the repository; nothing there is committed):`,
+    `- \`${p2.notesDir}/${PLAN_FILE}\`: your plan, as a short list of steps; keep it current.`,
+    `- \`${p2.notesDir}/${KNOWLEDGE_FILE}\`: what you learned about the code base that the next person would want to know.`
   );
-  if (p.phase === "plan") {
+  if (p2.phase === "plan") {
     out.push(
       "",
       "This is the PLANNING phase. Do not change any file in the repository and do not run commands that change anything.",
-      `Read the code, then write your plan to \`${p.notesDir}/${PLAN_FILE}\` and stop. A maintainer may review it before work starts.`
+      `Read the code, then write your plan to \`${p2.notesDir}/${PLAN_FILE}\` and stop. A maintainer may review it before work starts.`
     );
     return out.join("\n");
   }
-  if (p.plan?.trim()) {
-    out.push("", "Your plan from the planning phase (approved):", "", "<plan>", p.plan.trim(), "</plan>");
+  if (p2.plan?.trim()) {
+    out.push("", "Your plan from the planning phase (approved):", "", "<plan>", p2.plan.trim(), "</plan>");
   }
   out.push(
-    `- \`${p.notesDir}/${RESULT_FILE}\`: written last, exactly this shape:`,
+    `- \`${p2.notesDir}/${RESULT_FILE}\`: written last, exactly this shape:`,
     "  ```json",
     '  {"status": "done", "summary": "What you changed and why, in a few sentences.", "testsRun": ["npm test: 42 passed"], "followUps": ["Anything left for later"]}',
     "  ```",
@@ -66487,15 +67979,17 @@ async function runPhase(ctx, input2) {
   const { phase } = input2;
   const setup = await preparePhase(ctx, input2);
   const tracker = trackPhase(ctx, phase);
+  const { deps } = ctx;
+  const gatewayRun = deps.credential && ctx.gateway && deps.adapter.upstream ? startGatewayRun(ctx, { wt: input2.wt, phase, credential: deps.credential, tracker }) : void 0;
   let ran;
   try {
-    ran = await runRotating(ctx, input2, setup, tracker);
+    ran = await runRotating(ctx, input2, setup, tracker, gatewayRun);
   } finally {
     tracker.dispose();
+    gatewayRun?.dispose();
   }
   const first = tracker.firstTurn();
-  if (first)
-    setup.context.firstTurnTokens = (first.input ?? 0) + (first.cacheRead ?? 0) + (first.cacheWrite ?? 0);
+  if (first) setup.context.firstTurnTokens = turnContextTokens(first);
   await writeContextManifest(ctx.artifactsDir, setup.context);
   return phaseResult(ctx, phase, ran, tracker, setup.logFile);
 }
@@ -66530,13 +68024,15 @@ ${spec.extraPrompt}` : prompt;
   if (deps.credential) invocation.credential = { ...deps.credential };
   await (0, import_promises20.mkdir)(invocation.home, { recursive: true });
   await (0, import_promises20.writeFile)(logFile, "");
+  const inheritHome = (deps.sandbox ?? "bubblewrap") === "bubblewrap" ? deps.inheritHome : void 0;
+  const homeOverlay = inheritHome ? await inheritedHomeMounts(spec.coder, inheritHome, invocation.home) : [];
   const context = await buildContextManifest({
     coder: spec.coder,
     cwd: wt.path,
-    home: invocation.home,
+    home: inheritHome ?? invocation.home,
     prompt: fullPrompt
   });
-  return { invocation, logFile, context };
+  return { invocation, logFile, context, homeOverlay };
 }
 function trackPhase(ctx, phase) {
   const { deps } = ctx;
@@ -66544,6 +68040,7 @@ function trackPhase(ctx, phase) {
   const byMessage = /* @__PURE__ */ new Map();
   let planText;
   let overBudget;
+  let wireMetered = false;
   const state = phase === "plan" ? "planning" : "running";
   const earlier = phase === "work" && ctx.result.planTotals ? totalTokens(ctx.result.planTotals.usage) : 0;
   const stop = new AbortController();
@@ -66556,7 +68053,7 @@ function trackPhase(ctx, phase) {
       else usage = addUsage(usage, e.usage);
       const live = [...byMessage.values()].reduce((a2, u2) => addUsage(a2, u2), usage);
       void ctx.progress({ state, step: phase === "plan" ? "planning" : "agent working", usage: live });
-      if (deps.perTaskLimits && !overBudget) {
+      if (deps.perTaskLimits && !overBudget && !wireMetered) {
         overBudget = overPerTaskBudget(deps.perTaskLimits, { tokens: earlier + totalTokens(live) });
         if (overBudget) stop.abort();
       }
@@ -66582,11 +68079,19 @@ function trackPhase(ctx, phase) {
     get planText() {
       return planText;
     },
+    /** The gateway stops the run with `reason` (a ceiling, a runaway, the context limit). */
+    stopAt(reason) {
+      overBudget ??= reason;
+      stop.abort();
+    },
+    meteredAtGateway() {
+      wireMetered = true;
+    },
     firstTurn: () => [...byMessage.values()][0],
     dispose: () => deps.signal?.removeEventListener("abort", onOuterAbort)
   };
 }
-async function runRotating(ctx, { wt, notesDir, phase }, setup, tracker) {
+async function runRotating(ctx, { wt, notesDir, phase }, setup, tracker, gatewayRun) {
   const { spec, deps } = ctx;
   const { invocation } = setup;
   let credential = deps.credential;
@@ -66610,23 +68115,27 @@ async function runRotating(ctx, { wt, notesDir, phase }, setup, tracker) {
       },
       {
         sandbox: deps.sandbox ?? "bubblewrap",
-        mounts: worktreeMounts(wt, notesDir, phase),
+        mounts: { ...worktreeMounts(wt, notesDir, phase), homeOverlay: setup.homeOverlay },
         gateway: ctx.gateway,
-        onRunToken: (token) => addSecret(ctx, "this run's model-gateway token", token)
+        onRunToken: (token) => addSecret(ctx, "this run's model-gateway token", token),
+        ...gatewayRun ? { gatewayRun } : {}
       }
     );
     spent = combineTotals(
       spent,
       r.totals && credential ? { ...r.totals, credential: credential.name } : r.totals
     );
+    if (gatewayRun) credential = gatewayRun.credential;
+    const done = { r, spent, credential, ...gatewayRun ? { gatewayRun } : {} };
     if (r.reason !== "rate-limited" || !credential || !deps.rotateCredential || tracker.overBudget)
-      return { r, spent, credential };
+      return done;
     const next = await deps.rotateCredential({ name: credential.name, rateLimit: r.rateLimit });
-    if (!next) return { r, spent, credential };
+    if (!next) return done;
     addSecret(ctx, `the credential ${next.name}`, next.value);
     const limited = credential.name;
     credential = next;
     invocation.credential = { ...next };
+    gatewayRun?.use(next);
     if (r.sessionId) {
       invocation.resumeSessionId = r.sessionId;
       invocation.prompt = `The previous request was rate-limited; continue the task where you stopped.`;
@@ -66637,10 +68146,32 @@ async function runRotating(ctx, { wt, notesDir, phase }, setup, tracker) {
     );
   }
 }
+function startGatewayRun(ctx, run) {
+  const { deps } = ctx;
+  const plan = run.phase === "work" ? ctx.result.planTotals : void 0;
+  run.tracker.meteredAtGateway();
+  return gatewayRunFor(deps, {
+    phase: run.phase,
+    ...plan ? { earlier: plan } : {},
+    credential: run.credential,
+    model: ctx.spec.model,
+    worktree: run.wt,
+    onStop: (reason) => run.tracker.stopAt(reason),
+    onCredential: (c3) => addSecret(ctx, `the credential ${c3.name}`, c3.value),
+    onTurn: (guard) => {
+      if (guard.context) deps.onContext?.(guard.context);
+      const step = run.phase === "plan" ? "planning" : "agent working";
+      void ctx.progress({ state: run.tracker.state, step, usage: guard.usage, costUsd: guard.costUsd });
+    }
+  });
+}
 function phaseResult(ctx, phase, ran, tracker, logFile) {
-  const { r, spent, credential } = ran;
+  const { r, spent, credential, gatewayRun } = ran;
   const { deps, spec } = ctx;
-  const totals2 = spent && credential ? { ...spent, credential: credential.name } : spent;
+  const agentTotals = spent && credential ? { ...spent, credential: credential.name } : spent;
+  const metered = gatewayRun?.totals(spec.model, agentTotals?.durationMs ?? 0);
+  if (metered) ctx.result.agentTotals = combineTotals(ctx.result.agentTotals, agentTotals);
+  const totals2 = reportedTotals(metered, agentTotals);
   if (deps.perTaskLimits && !tracker.overBudget && totals2) {
     const tokens2 = tracker.earlier + totalTokens(totals2.usage);
     const costUsd = (totals2.costUsd ?? 0) + (phase === "work" ? ctx.result.planTotals?.costUsd ?? 0 : 0);
@@ -66699,18 +68230,18 @@ async function loadPlan(artifactsDir) {
 }
 
 // src/worker/worktree.ts
-var import_node_crypto7 = require("node:crypto");
+var import_node_crypto8 = require("node:crypto");
 var import_promises21 = require("node:fs/promises");
 var import_node_path16 = require("node:path");
-var exists3 = (p) => (0, import_promises21.access)(p).then(
+var exists3 = (p2) => (0, import_promises21.access)(p2).then(
   () => true,
   () => false
 );
 var locks = /* @__PURE__ */ new Map();
-function exclusive(key, fn) {
-  const run = (locks.get(key) ?? Promise.resolve()).then(fn, fn);
+function exclusive(key2, fn) {
+  const run = (locks.get(key2) ?? Promise.resolve()).then(fn, fn);
   locks.set(
-    key,
+    key2,
     run.catch(() => void 0)
   );
   return run;
@@ -66833,7 +68364,7 @@ async function removeWorktree(wt) {
         await gitIn(wt, ["checkout", "-q", "--force", "--detach"]);
         await gitIn(wt, ["clean", "-q", "-ffdx"]);
         await (0, import_promises21.mkdir)(pool, { recursive: true });
-        await git(["worktree", "move", wt.path, (0, import_node_path16.join)(pool, (0, import_node_crypto7.randomUUID)())], { cwd: wt.cacheDir });
+        await git(["worktree", "move", wt.path, (0, import_node_path16.join)(pool, (0, import_node_crypto8.randomUUID)())], { cwd: wt.cacheDir });
         await (0, import_promises21.rm)((0, import_node_path16.join)(wt.path, ".."), { recursive: true, force: true });
         return;
       } catch {
@@ -67194,7 +68725,8 @@ async function replayWithAgent(run, wt, baseSha) {
       logPath: run.logPath,
       artifactsDir: run.artifactsDir,
       gateway: run.gateway,
-      onRunToken: run.onRunToken
+      onRunToken: run.onRunToken,
+      ...run.totals ? { earlier: run.totals } : {}
     });
     run.totals = combineTotals(run.totals, step.totals);
     await cleanAfterAgent(wt);
@@ -67212,8 +68744,8 @@ async function replayWithAgent(run, wt, baseSha) {
 }
 async function rebaseInProgress(tree) {
   for (const dir of ["rebase-merge", "rebase-apply"]) {
-    const p = (await gitIn(tree, ["rev-parse", "--git-path", dir])).stdout.trim();
-    if (await (0, import_promises23.access)((0, import_node_path18.resolve)(tree.path, p)).then(
+    const p2 = (await gitIn(tree, ["rev-parse", "--git-path", dir])).stdout.trim();
+    if (await (0, import_promises23.access)((0, import_node_path18.resolve)(tree.path, p2)).then(
       () => true,
       () => false
     ))
@@ -67259,93 +68791,91 @@ async function resolveWithAgent(spec, deps, tree, at) {
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
   if (deps.credential) invocation.credential = { ...deps.credential };
   await (0, import_promises23.mkdir)(invocation.home, { recursive: true });
-  const r = await runContainedAgent(
-    deps.adapter,
-    invocation,
-    {
-      timeoutMs: spec.timeouts.runMs,
-      stallMs: spec.timeouts.stallMs,
-      signal: deps.signal,
-      logFile: at.logPath
+  const sandbox = deps.sandbox ?? "bubblewrap";
+  const homeOverlay = sandbox === "bubblewrap" && deps.inheritHome ? await inheritedHomeMounts(spec.coder, deps.inheritHome, invocation.home) : [];
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  if (deps.signal?.aborted) stop.abort();
+  deps.signal?.addEventListener("abort", onAbort, { once: true });
+  let stopped;
+  const gatewayRun = deps.credential && deps.adapter.upstream ? gatewayRunFor(deps, {
+    phase: "work",
+    // The rebase's earlier agent steps count: the run is held to the ceilings as a whole.
+    ...at.earlier ? { earlier: at.earlier } : {},
+    credential: deps.credential,
+    model: spec.model,
+    worktree: tree,
+    onStop: (reason) => {
+      stopped = reason;
+      stop.abort();
     },
-    {
-      sandbox: deps.sandbox ?? "bubblewrap",
-      mounts: worktreeMounts(tree, void 0, "work"),
-      gateway: at.gateway,
-      onRunToken: at.onRunToken
-    }
-  );
-  const totals2 = r.totals && deps.credential ? { ...r.totals, credential: deps.credential.name } : r.totals;
+    onCredential: (c3) => at.onRunToken(c3.value)
+  }) : void 0;
+  let r;
+  try {
+    r = await runContainedAgent(
+      deps.adapter,
+      invocation,
+      {
+        timeoutMs: spec.timeouts.runMs,
+        stallMs: spec.timeouts.stallMs,
+        signal: stop.signal,
+        logFile: at.logPath
+      },
+      {
+        sandbox,
+        mounts: { ...worktreeMounts(tree, void 0, "work"), homeOverlay },
+        gateway: at.gateway,
+        onRunToken: at.onRunToken,
+        ...gatewayRun ? { gatewayRun } : {}
+      }
+    );
+  } finally {
+    deps.signal?.removeEventListener("abort", onAbort);
+    gatewayRun?.dispose();
+  }
+  const own2 = r.totals && deps.credential ? { ...r.totals, credential: deps.credential.name } : r.totals;
+  const totals2 = reportedTotals(gatewayRun?.totals(spec.model, own2?.durationMs ?? 0), own2);
+  if (stopped) return { totals: totals2, error: stopped };
   if (r.reason === "completed") return { totals: totals2, summary: r.summary };
   const why = r.reason === "timeout" || r.reason === "stall" ? `The agent resolving the conflicts was stopped (${r.reason}).` : r.reason === "rate-limited" ? "The agent resolving the conflicts was rate-limited." : `The agent resolving the conflicts failed${r.error ? `: ${r.error}` : "."}`;
   return { totals: totals2, error: why };
 }
 
-// src/economy/credentials.ts
-var CREDENTIALS_KEY = "credentials";
-function credentialsState(doc) {
-  const raw = doc[CREDENTIALS_KEY];
-  return typeof raw === "object" && raw !== null && !Array.isArray(raw) ? raw : {};
-}
-function poolFor(coder, names, state) {
-  const cooling = state[coder] ?? {};
-  return {
-    coder,
-    credentials: names.map((name) => {
-      const until = cooling[name]?.coolingUntil;
-      return until ? { name, coolingUntil: until } : { name };
-    })
-  };
-}
-var isFree = (c3, nowMs) => c3.coolingUntil === void 0 || !(Date.parse(c3.coolingUntil) > nowMs);
-function pickCredential(pool, now, usable = () => true) {
-  const t = now.getTime();
-  return pool.credentials.find((c3) => isFree(c3, t) && usable(c3.name));
-}
-function earliestReset(pool, now, usable = () => true) {
-  let best;
-  for (const c3 of pool.credentials) {
-    if (!usable(c3.name) || c3.coolingUntil === void 0) continue;
-    const t = Date.parse(c3.coolingUntil);
-    if (!(t > now.getTime())) continue;
-    if (best === void 0 || t < best) best = t;
-  }
-  return best === void 0 ? void 0 : new Date(best).toISOString();
-}
-function recordCooling(doc, coder, name, until, now) {
-  const state = credentialsState(doc);
-  const mine = {};
-  for (const [n4, v] of Object.entries(state[coder] ?? {})) {
-    if (v.coolingUntil && Date.parse(v.coolingUntil) > now.getTime()) mine[n4] = v;
-  }
-  const prior = mine[name]?.coolingUntil;
-  mine[name] = { coolingUntil: prior && Date.parse(prior) > Date.parse(until) ? prior : until };
-  return { ...doc, [CREDENTIALS_KEY]: { ...state, [coder]: mine } };
-}
-function resetTime(rateLimit, now, fallbackSeconds) {
-  const latest = now.getTime() + MAX_COOLING_MS;
-  const at = rateLimit?.resetsAt && !Number.isNaN(Date.parse(rateLimit.resetsAt)) ? Date.parse(rateLimit.resetsAt) : now.getTime() + (rateLimit?.retryAfterSeconds ?? fallbackSeconds) * 1e3;
-  return new Date(Math.min(Math.max(at, now.getTime()), latest)).toISOString();
-}
-var MAX_COOLING_MS = 7 * 24 * 36e5;
-
 // src/economy/rotation.ts
 function createCredentialRotation(opts) {
   const usable = (name) => Boolean(opts.secretOf(name));
+  const book = opts.book ?? processWindowBook;
+  const pct = opts.nearLimitPct ?? DEFAULT_NEAR_LIMIT_PCT;
   let pool = poolFor(opts.coder, opts.names, {});
+  let stored = {};
   const refresh = async () => {
     const { doc } = await opts.store.read();
     pool = poolFor(opts.coder, opts.names, credentialsState(doc));
+    stored = storedWindows(doc, opts.coder);
   };
   const take = (name) => ({ name, value: opts.secretOf(name) });
+  const windowsOf = (name) => book.merge(opts.coder, name, stored[name]);
+  const best = (now, except) => mostHeadroom(
+    pool.credentials.filter((c3) => c3.name !== except && usable(c3.name)).filter((c3) => c3.coolingUntil === void 0 || !(Date.parse(c3.coolingUntil) > now.getTime())).map((c3) => ({ name: c3.name, windows: windowsOf(c3.name), active: book.active(opts.coder, c3.name) })),
+    now,
+    pct
+  );
+  const firstFree = (now) => {
+    const times = [
+      earliestReset(pool, now, usable),
+      ...opts.names.filter(usable).map((n5) => nearLimitResetsAt(windowsOf(n5), now, pct))
+    ].filter((t) => t !== void 0);
+    return times.sort()[0];
+  };
   return {
     async first() {
       if (!opts.names.some(usable)) return { kind: "none" };
       await refresh();
       const now = opts.clock();
-      const free = pickCredential(pool, now, usable);
+      const free = best(now);
       if (free) return { kind: "credential", credential: take(free.name) };
-      return { kind: "all-cooling", resetAt: earliestReset(pool, now, usable) ?? now.toISOString() };
+      return { kind: "all-cooling", resetAt: firstFree(now) ?? now.toISOString() };
     },
     async rotate(limited) {
       const now = opts.clock();
@@ -67355,21 +68885,32 @@ function createCredentialRotation(opts) {
         message: `credential ${limited.name} of ${opts.coder} cooling until ${until}`
       }));
       pool = poolFor(opts.coder, opts.names, credentialsState(update.snapshot.doc));
-      const next = pickCredential(pool, now, usable);
+      stored = storedWindows(update.snapshot.doc, opts.coder);
+      const next = best(now, limited.name);
       opts.log?.(
         `${opts.coder}: ${limited.name} rate-limited until ${until}; ${next ? `continuing on ${next.name}` : "no credential free"}`
       );
       return next ? take(next.name) : void 0;
     },
+    /** Another credential to go on with when `current` is near a window's limit and one has room; else undefined. */
+    next(current) {
+      const now = opts.clock();
+      if (!nearLimit(windowsOf(current), now, pct)) return void 0;
+      const other = best(now, current);
+      return other ? take(other.name) : void 0;
+    },
     /** When the first usable credential is free again (after `rotate` found none free). */
     resetAt() {
-      return earliestReset(pool, opts.clock(), usable);
-    }
+      return firstFree(opts.clock());
+    },
+    book,
+    /** The pool's credential names, in config order. */
+    names: opts.names
   };
 }
 
 // src/worker/record.ts
-async function recordOutcome(task, outcome, deps, lost) {
+async function recordOutcome(task, outcome, deps, lost, alsoDoc) {
   const clock = deps.clock ?? (() => /* @__PURE__ */ new Date());
   const totals2 = combineTotals(outcome.planTotals, outcome.totals);
   const patch = {};
@@ -67397,16 +68938,21 @@ async function recordOutcome(task, outcome, deps, lost) {
     taskId: task.id,
     // The PR's own webhook may have moved the task to pr-open already: then only the fields are added.
     from: [...SLOT_HOLDING_STATES, to],
+    // The end of the plan phase waits for this commit when no heartbeat carried it (see execute-task.ts).
+    via: "running",
     reason: why,
     resetAt,
     patch,
     // The run's line in the token ledger goes into the same commit.
-    alsoDoc: totals2 ? (doc) => recordLedger(doc, {
-      day: clock().toISOString().slice(0, 10),
-      coder: task.coder,
-      usage: totals2.usage,
-      costUsd: totals2.costUsd
-    }) : void 0
+    alsoDoc: (doc) => {
+      const withRun = alsoDoc ? alsoDoc(doc) : doc;
+      return totals2 ? recordLedger(withRun, {
+        day: clock().toISOString().slice(0, 10),
+        coder: task.coder,
+        usage: totals2.usage,
+        costUsd: totals2.costUsd
+      }) : withRun;
+    }
   });
 }
 function credentialPool(coder, deps, clock) {
@@ -67421,6 +68967,7 @@ function credentialPool(coder, deps, clock) {
     secretOf,
     clock,
     fallbackSeconds: deps.config.retries.backoff_seconds,
+    nearLimitPct: deps.config.credential_near_limit_pct,
     log: deps.log
   });
 }
@@ -67448,7 +68995,20 @@ async function executeTask(taskId, deps) {
     await deps.queue.move(task.issue, "failed", { taskId, reason: gathered.missing });
     return void 0;
   }
+  const rotation = credentialPool(
+    task.coder,
+    { ...deps, store: readingFirst(deps.store, claimed.snapshot) },
+    clock
+  );
+  let context;
+  const runDoc = (doc) => {
+    const current = doc.tasks[taskId];
+    const withContext = context && current ? { ...doc, tasks: { ...doc.tasks, [taskId]: { ...current, context } } } : doc;
+    return writeWindows(withContext, task.coder, rotation.names, rotation.book);
+  };
+  const ahead = runningAhead(task, deps);
   const heartbeat = startHeartbeat({
+    onBeat: () => ahead.commit(),
     store: deps.store,
     taskId,
     holder: deps.holder,
@@ -67456,9 +69016,9 @@ async function executeTask(taskId, deps) {
     everyMs: deps.heartbeatMs,
     clock,
     outer: deps.signal,
-    log
+    log,
+    alsoDoc: runDoc
   });
-  const rotation = credentialPool(task.coder, deps, clock);
   let outcome;
   try {
     const first = await rotation.first();
@@ -67473,11 +69033,17 @@ async function executeTask(taskId, deps) {
       await recordOutcome(task, outcome, deps, heartbeat.lost());
       return outcome;
     }
+    const onContext = (c3) => {
+      context = c3;
+    };
     const workerDeps = workerDepsFor(task, adapter, gathered, deps, {
       credential: first.kind === "credential" ? first.credential : void 0,
       rotate: rotation.rotate,
+      pool: { coder: task.coder, book: rotation.book, rotate: rotation.rotate, next: rotation.next },
+      onContext,
       signal: heartbeat.signal,
-      clock
+      clock,
+      ahead
     });
     outcome = await runFor(task)(taskSpecFor(task, gathered, deps), workerDeps);
   } finally {
@@ -67487,11 +69053,25 @@ async function executeTask(taskId, deps) {
   else await fileDiscoveredWork(task, outcome, deps);
   const poolReset = outcome.outcome === "rate-limited" ? rotation.resetAt() : void 0;
   if (poolReset) outcome.rateLimit = { ...outcome.rateLimit, resetsAt: poolReset };
-  await recordOutcome(task, outcome, deps, heartbeat.lost());
-  await postAbComparisonIfDue(deps, task.issue).catch(
-    (e) => log(`A/B comparison of #${task.issue} failed: ${e.message}`)
-  );
+  await recordOutcome(task, outcome, deps, heartbeat.lost(), runDoc);
+  await deps.tracker?.flush(task.id);
+  const known = deps.queue.lastState();
+  if (!known || abSides(tasksOf(known), task.issue).length > 0)
+    await postAbComparisonIfDue(deps, task.issue).catch(
+      (e) => log(`A/B comparison of #${task.issue} failed: ${e.message}`)
+    );
   return outcome;
+}
+function readingFirst(store, snapshot) {
+  let first = snapshot;
+  return {
+    read: (opts) => {
+      const s = first;
+      first = void 0;
+      return s ? Promise.resolve(s) : store.read(opts);
+    },
+    update: (mutation, opts) => store.update(mutation, opts)
+  };
 }
 function runFor(task) {
   const rebase = task.rebase && task.pr !== void 0 ? { request: task.rebase, pr: task.pr } : void 0;
@@ -67524,6 +69104,20 @@ function taskSpecFor(task, gathered, deps) {
     runKind: runKindOf(task)
   };
 }
+function runningAhead(task, deps) {
+  let waiting = false;
+  return {
+    async show() {
+      waiting = true;
+      await deps.queue.showAhead(task, "running");
+    },
+    async commit() {
+      if (!waiting) return;
+      waiting = false;
+      await deps.queue.move(task.issue, "running", { taskId: task.id, from: ["planning"] });
+    }
+  };
+}
 function workerDepsFor(task, adapter, gathered, deps, run) {
   let current = task.state;
   return {
@@ -67535,19 +69129,30 @@ function workerDepsFor(task, adapter, gathered, deps, run) {
     credential: run.credential,
     rotateCredential: run.rotate,
     perTaskLimits: perTaskLimits(deps.config.budgets, task.coder),
+    runLimits: {
+      repeatedToolCalls: deps.config.runaway.repeated_tool_calls,
+      idleTurns: deps.config.runaway.idle_turns,
+      ...deps.config.max_context_pct ? { maxContextPct: deps.config.max_context_pct } : {}
+    },
+    credentialPool: run.pool,
+    onContext: run.onContext,
     modelBaseUrl: deps.modelBaseUrl,
     agentEnv: deps.agentEnv,
     sandbox: deps.sandbox ?? deps.config.sandbox,
+    ...deps.config.coders[task.coder]?.home === "inherit" ? { inheritHome: deps.userHome ?? (0, import_node_os6.homedir)() } : {},
     clock: run.clock,
     signal: run.signal,
     secrets: deps.secrets,
     // Listed for the prompt: the final report finds its earlier comment here, not by another listing.
     issueComments: gathered.issueComments,
-    onProgress: async (p) => {
-      if (p.state !== current && (p.state === "planning" || p.state === "running")) {
+    // The plan and the report go into the tracking comment, with the task's state edits.
+    tracker: deps.tracker,
+    onProgress: async (p2) => {
+      if (p2.state !== current && (p2.state === "planning" || p2.state === "running")) {
         const from = current;
-        current = p.state;
-        await deps.queue.move(task.issue, p.state, { taskId: task.id, from: [from] });
+        current = p2.state;
+        if (from === "planning" && p2.state === "running") return run.ahead.show();
+        await deps.queue.move(task.issue, p2.state, { taskId: task.id, from: [from] });
       }
     }
   };
@@ -67576,7 +69181,7 @@ async function runAction(inputs, deps) {
   const loaded = await repository.fileConfig();
   if (!loaded.ok)
     throw new ActionInputError(
-      `.github/fleet.yml is invalid: ${loaded.problems.map((p) => `${p.path}: ${p.message}`).join("; ")}`
+      `.github/fleet.yml is invalid: ${loaded.problems.map((p2) => `${p2.path}: ${p2.message}`).join("; ")}`
     );
   try {
     await assertSandboxAvailable(loaded.config.sandbox);
@@ -67749,7 +69354,7 @@ async function runner(env = process.env) {
     const agentEnv = Object.fromEntries(parseNameValueLines(getInput("agent-env"), "agent-env"));
     const apiUrl = getInput("api-url") || env.GITHUB_API_URL || "https://api.github.com";
     const modelBaseUrl = getInput("model-base-url") || void 0;
-    const workDir = getInput("work-dir") || (0, import_node_path19.join)(env.RUNNER_TEMP || (0, import_node_os6.tmpdir)(), "fleet");
+    const workDir = getInput("work-dir") || (0, import_node_path19.join)(env.RUNNER_TEMP || (0, import_node_os7.tmpdir)(), "fleet");
     const fullName = required2(env, "GITHUB_REPOSITORY");
     const runId = required2(env, "GITHUB_RUN_ID");
     const serverUrl = env.GITHUB_SERVER_URL || "https://github.com";
