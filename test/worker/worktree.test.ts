@@ -119,7 +119,8 @@ describe("worktree and publish, against a real bare repository", () => {
     await writeFile(join(first.path, "stray.txt"), "untracked\n");
     await mkdir(join(first.path, "node_modules"), { recursive: true });
     await writeFile(join(first.path, "node_modules", "x.js"), "ignored or not, it goes\n");
-    const inode = (await execa("stat", ["-c", "%i", join(first.path, ".git")])).stdout;
+    // The checkout's folder (a rename keeps its inode; its `.git` link is written anew on removal).
+    const inode = (await execa("stat", ["-c", "%i", first.path])).stdout;
     await removeWorktree(first);
     expect(await exists(first.path)).toBe(false);
     expect(await exists(join(first.path, ".."))).toBe(false);
@@ -132,8 +133,9 @@ describe("worktree and publish, against a real bare repository", () => {
     await gitIn(seed, "push", "-q", bare, "main");
 
     const second = await addWorktree(workDir, src, "t6", "fleet/6-second");
-    // The same checkout (its .git file moved with it), now at the new main on the new branch.
-    expect((await execa("stat", ["-c", "%i", join(second.path, ".git")])).stdout).toBe(inode);
+    // The same checkout (its folder and its admin folder moved with it), now at the new main on the new branch.
+    expect((await execa("stat", ["-c", "%i", second.path])).stdout).toBe(inode);
+    expect(second.gitDir).toBe(first.gitDir);
     expect((await execa("git", ["branch", "--show-current"], { cwd: second.path, env })).stdout).toBe(
       "fleet/6-second",
     );
