@@ -7,5 +7,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // Two test files at a time even on 2 cores: most of an end-to-end test's time is waiting on git,
+    // servers and agent CLIs, and one at a time (vitest's default there) takes twice as long.
+    maxWorkers: 2,
   },
 });
