@@ -19,6 +19,21 @@ export interface CredentialWindows {
   hour?: { start: string; tokens: number; requests: number };
 }
 
+/**
+ * What is on its way on a credential: requests sent on it and not answered yet (the provider may
+ * have counted them already; their answers' headers have not said so), and their estimated tokens.
+ */
+export interface InFlight {
+  requests: number;
+  /** All tokens (input, output, cache reads and writes): what a `tokens` window counts. */
+  tokens: number;
+  /** What an `input-tokens` window counts (Anthropic leaves cache reads out). */
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export const NOTHING_IN_FLIGHT: InFlight = { requests: 0, tokens: 0, inputTokens: 0, outputTokens: 0 };
+
 /** The default share of a window at which new runs wait for another credential. */
 export const DEFAULT_NEAR_LIMIT_PCT = 90;
 
@@ -124,6 +139,35 @@ export function nearLimitResetsAt(
         .sort()
         .at(-1)
     : undefined;
+}
+
+/** Which figure of what is in flight each window counts, by the window's name. */
+const IN_FLIGHT_UNIT: Record<string, keyof InFlight> = {
+  requests: "requests",
+  tokens: "tokens",
+  "input-tokens": "inputTokens",
+  "output-tokens": "outputTokens",
+};
+
+/**
+ * The credential's windows as they will be once what is in flight on it is counted: the last figures
+ * the provider stated, less the in-flight requests (a `requests` window) and their estimated tokens
+ * (the token windows). A subscription's `5h`/`7d` utilization is a share whose size in tokens Fleet
+ * cannot tell: it stays as stated. The hour's own count is Fleet's record of answers, and stays too.
+ * Deciding on these rather than the last answer's figures keeps two runs from both sending on a
+ * credential at 84% when the first request takes it to 96%.
+ */
+export function projectedWindows(
+  c: CredentialWindows | undefined,
+  inFlight: InFlight | undefined,
+): CredentialWindows | undefined {
+  if (!c || !inFlight || inFlight.requests <= 0) return c;
+  const windows: Record<string, RateWindow> = {};
+  for (const [name, w] of Object.entries(c.windows)) {
+    const unit = IN_FLIGHT_UNIT[name];
+    windows[name] = unit ? { ...w, remaining: Math.max(0, w.remaining - inFlight[unit]) } : w;
+  }
+  return { ...c, windows };
 }
 
 /** The windows after a response on the credential: the headers' windows (where it gave any) and Fleet's own count. */

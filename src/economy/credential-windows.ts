@@ -1,5 +1,12 @@
 import type { FleetConfig } from "../core/config.ts";
-import { type CredentialWindows, recordOnWindows, windowsFromHeaders } from "../core/rate-windows.ts";
+import {
+  type CredentialWindows,
+  type InFlight,
+  NOTHING_IN_FLIGHT,
+  projectedWindows,
+  recordOnWindows,
+  windowsFromHeaders,
+} from "../core/rate-windows.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
 import { credentialsState } from "./credentials.ts";
 
@@ -14,6 +21,7 @@ const key = (coder: string, name: string) => `${coder}\u0000${name}`;
 export class WindowBook {
   private readonly seen = new Map<string, CredentialWindows>();
   private readonly runs = new Map<string, number>();
+  private readonly flying = new Map<string, InFlight>();
 
   get(coder: string, name: string): CredentialWindows | undefined {
     return this.seen.get(key(coder, name));
@@ -49,6 +57,46 @@ export class WindowBook {
     const hour =
       !stored.hour || (mine.hour && mine.hour.start >= stored.hour.start) ? mine.hour : stored.hour;
     return hour ? { windows, hour } : { windows };
+  }
+
+  /** What is sent on the credential and not answered yet (this process's requests). */
+  inFlight(coder: string, name: string): InFlight {
+    return this.flying.get(key(coder, name)) ?? NOTHING_IN_FLIGHT;
+  }
+
+  /**
+   * A request goes out on the credential: it counts as in flight, with its estimated tokens, until
+   * the returned release is called (its answer was recorded, or it failed or was cut off; once).
+   */
+  hold(coder: string, name: string, estimate: Omit<InFlight, "requests">): () => void {
+    const k = key(coder, name);
+    const add = (sign: 1 | -1) => {
+      const was = this.flying.get(k) ?? NOTHING_IN_FLIGHT;
+      const now: InFlight = {
+        requests: Math.max(0, was.requests + sign),
+        tokens: Math.max(0, was.tokens + sign * estimate.tokens),
+        inputTokens: Math.max(0, was.inputTokens + sign * estimate.inputTokens),
+        outputTokens: Math.max(0, was.outputTokens + sign * estimate.outputTokens),
+      };
+      if (now.requests === 0) this.flying.delete(k);
+      else this.flying.set(k, now);
+    };
+    add(1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      add(-1);
+    };
+  }
+
+  /** The credential's figures (`merge`'s) as they will be once what is in flight on it is counted. */
+  projected(
+    coder: string,
+    name: string,
+    stored: CredentialWindows | undefined,
+  ): CredentialWindows | undefined {
+    return projectedWindows(this.merge(coder, name, stored), this.inFlight(coder, name));
   }
 
   active(coder: string, name: string): number {

@@ -60,7 +60,9 @@ export function createCredentialRotation(opts: CredentialRotationOptions) {
     stored = storedWindows(doc, opts.coder);
   };
   const take = (name: string) => ({ name, value: opts.secretOf(name)! });
-  const windowsOf = (name: string) => book.merge(opts.coder, name, stored[name]);
+  // What the provider last said of the credential plus what is in flight on it (not answered yet):
+  // every decision (a run's start, a request's credential) is made on the projected figures.
+  const windowsOf = (name: string) => book.projected(opts.coder, name, stored[name]);
   /** The free credential with the most headroom, other than `except`. */
   const best = (now: Date, except?: string): Candidate | undefined =>
     mostHeadroom(
@@ -109,7 +111,10 @@ export function createCredentialRotation(opts: CredentialRotationOptions) {
       return next ? take(next.name) : undefined;
     },
 
-    /** Another credential to go on with when `current` is near a window's limit and one has room; else undefined. */
+    /**
+     * Another credential to go on with when `current` is near a window's limit, counting what is in
+     * flight on it, and one has room; else undefined.
+     */
     next(current: string): { name: string; value: string } | undefined {
       const now = opts.clock();
       if (!nearLimit(windowsOf(current), now, pct)) return undefined;

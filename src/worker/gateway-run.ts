@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { lstat } from "node:fs/promises";
 import { join } from "node:path";
 import { contextModelOf } from "../core/context-windows.ts";
+import type { InFlight } from "../core/rate-windows.ts";
 import {
   afterTurn,
   beforeRequest,
@@ -12,7 +13,7 @@ import {
 } from "../core/run-guard.ts";
 import { addUsage, emptyUsage, type RunTotals, type TokenUsage, totalTokens } from "../core/usage.ts";
 import type { WindowBook } from "../economy/credential-windows.ts";
-import type { WireTurn } from "../economy/wire-usage.ts";
+import { type WireTurn, wireProviderOf } from "../economy/wire-usage.ts";
 import { gitIn, IGNORE_SUBMODULES, type WorktreeGitDirs } from "./git.ts";
 import type {
   GatewayRequest,
@@ -83,6 +84,7 @@ export function createGatewayRun(opts: GatewayRunOptions) {
   let lastPrint: string | undefined;
   /** Requests admitted and not settled yet. */
   let inFlight = 0;
+  const flying = inFlightOn(opts.pool);
   let disposed = false;
   let stopped = false;
   const startedAt = Date.now();
@@ -102,18 +104,7 @@ export function createGatewayRun(opts: GatewayRunOptions) {
     opts.onStop(reason);
   };
 
-  const credentials: GrantCredentials = {
-    current() {
-      const next = pool?.next(credential.name);
-      if (next) switchTo(next, `${credential.name} is near a rate-limit window's limit`);
-      return credential;
-    },
-    async rateLimited(name, info) {
-      const next = await pool?.rotate({ name, rateLimit: info });
-      if (next) switchTo(next, `${name} answered 429`);
-      return next;
-    },
-  };
+  const credentials = runCredentials(pool, flying, { current: () => credential, switchTo });
 
   const policy: GrantPolicy = {
     async admit() {
@@ -127,13 +118,17 @@ export function createGatewayRun(opts: GatewayRunOptions) {
       else inFlight++;
       return guard.stop;
     },
-    settled() {
+    settled(request) {
       inFlight = Math.max(0, inFlight - 1);
+      // Failed or cut off without an answer recorded: no longer in flight on its credential.
+      flying.release(request);
     },
     onResponse(r: GatewayResponse) {
       // The turn is metered first: nothing a provider's headers say may keep it from counting.
       if (r.turn?.metered) meter(r.turn, r.request);
       if (pool) recordWindows(pool, r, opts.clock(), opts.log);
+      // The answer's figures are in the book now (a 429 retried stays in flight, on the next credential).
+      if (r.status !== 429) flying.release(r.request);
     },
   };
 
@@ -145,6 +140,7 @@ export function createGatewayRun(opts: GatewayRunOptions) {
       anthropicBeta: request?.headers["anthropic-beta"],
     });
     model = turn.model ?? model;
+    flying.metered(turn.usage);
     wire = addUsage(wire, turn.usage);
     turns++;
     guard = afterTurn(
@@ -187,11 +183,102 @@ export function createGatewayRun(opts: GatewayRunOptions) {
     dispose() {
       if (disposed) return;
       disposed = true;
+      flying.releaseAll();
       pool?.book.move(pool.coder, credential.name, -1);
     },
   };
 }
 export type GatewayRun = ReturnType<typeof createGatewayRun>;
+
+/**
+ * Where a run's requests go out: its credential, moved off one near a window's limit (counting what is
+ * in flight on it, not only what the last answer said) and, after a 429, retried on the next; each
+ * model request held in flight on the credential it went out on.
+ */
+function runCredentials(
+  pool: RunPool | undefined,
+  flying: ReturnType<typeof inFlightOn>,
+  run: { current: () => NamedCredential; switchTo: (next: NamedCredential, why: string) => void },
+): GrantCredentials {
+  return {
+    current(request) {
+      const next = pool?.next(run.current().name);
+      if (next) run.switchTo(next, `${run.current().name} is near a rate-limit window's limit`);
+      const credential = run.current();
+      flying.hold(request, credential.name);
+      return credential;
+    },
+    async rateLimited(name, info, request) {
+      const next = await pool?.rotate({ name, rateLimit: info });
+      if (next) {
+        run.switchTo(next, `${name} answered 429`);
+        flying.hold(request, next.name);
+      }
+      return next;
+    },
+  };
+}
+
+/**
+ * A run's requests in flight on the pool's credentials (model requests only), each held in the book at
+ * its estimate (inFlightEstimate) from when its credential is chosen until its answer is recorded or
+ * it is settled without one.
+ */
+function inFlightOn(pool: RunPool | undefined) {
+  /** The largest figures of the run's metered turns. */
+  let turnSize: Omit<InFlight, "requests"> | undefined;
+  const held = new Map<GatewayRequest, () => void>();
+  const release = (request: GatewayRequest | undefined) => {
+    const r = request && held.get(request);
+    if (!r) return;
+    held.delete(request);
+    r();
+  };
+  return {
+    /** `request` is in flight on `name` (no longer on any other credential). */
+    hold(request: GatewayRequest | undefined, name: string) {
+      if (!pool || !request || !wireProviderOf(request.method, request.path)) return;
+      release(request);
+      held.set(request, pool.book.hold(pool.coder, name, inFlightEstimate(turnSize, request)));
+    },
+    release,
+    releaseAll() {
+      for (const r of [...held.keys()]) release(r);
+    },
+    /** A turn of the run was metered: the next requests are estimated at it (or larger ones before). */
+    metered(usage: TokenUsage) {
+      turnSize = largestTurn(turnSize, usage);
+    },
+  };
+}
+
+/**
+ * What a request in flight is estimated at: the size of the run's turns (`largest`, each figure the
+ * largest a metered turn of the run had: an agent's context grows turn by turn, so this is its last
+ * full turn, and a small side answer metered in between, a session title, does not make the next
+ * whole-context request count as nothing). Before the run has a metered turn, the request's prompt
+ * estimated from its size (4 bytes a token, as a cut-off answer is charged) and no output.
+ */
+export function inFlightEstimate(
+  largest: Omit<InFlight, "requests"> | undefined,
+  request: Pick<GatewayRequest, "bodyBytes">,
+): Omit<InFlight, "requests"> {
+  if (largest) return largest;
+  const prompt = Math.ceil((request.bodyBytes ?? 0) / 4);
+  return { tokens: prompt, inputTokens: prompt, outputTokens: 0 };
+}
+
+/** The run's largest figures so far, with one more metered turn (`input-tokens` windows leave cache reads out). */
+export function largestTurn(
+  largest: Omit<InFlight, "requests"> | undefined,
+  turn: TokenUsage,
+): Omit<InFlight, "requests"> {
+  return {
+    tokens: Math.max(largest?.tokens ?? 0, totalTokens(turn)),
+    inputTokens: Math.max(largest?.inputTokens ?? 0, turn.input + turn.cacheWrite),
+    outputTokens: Math.max(largest?.outputTokens ?? 0, turn.output),
+  };
+}
 
 /** What an answer's headers say of its credential's windows, into the pool's book; never throws. */
 function recordWindows(pool: RunPool, r: GatewayResponse, now: Date, log?: (message: string) => void) {

@@ -45,9 +45,14 @@ export interface NamedCredential {
  * between two requests (one nears its limit) or retry a request on another (the first answered 429).
  */
 export interface GrantCredentials {
-  current(): NamedCredential;
+  /** The credential `request` (admitted) goes out on: from then on it is in flight on it until settled. */
+  current(request?: GatewayRequest): NamedCredential;
   /** `name` answered 429: the credential to retry the same request on, or undefined to pass the 429 on. */
-  rateLimited(name: string, info: { retryAfterSeconds?: number }): Promise<NamedCredential | undefined>;
+  rateLimited(
+    name: string,
+    info: { retryAfterSeconds?: number },
+    request?: GatewayRequest,
+  ): Promise<NamedCredential | undefined>;
 }
 
 /** One request the agent asked for, as the policy sees it (the same object from admit to settled). */
@@ -55,6 +60,8 @@ export interface GatewayRequest {
   method: string;
   path: string;
   headers: IncomingHttpHeaders;
+  /** The body's size in bytes. */
+  bodyBytes?: number;
 }
 
 /** What the upstream answered one forwarded request, and what its body said (model requests only). */
@@ -242,7 +249,7 @@ async function serve(
   for await (const c of req) chunks.push(c as Buffer);
   const body = Buffer.concat(chunks);
   const method = req.method ?? "GET";
-  const request: GatewayRequest = { method, path, headers: req.headers };
+  const request: GatewayRequest = { method, path, headers: req.headers, bodyBytes: body.length };
   const refused = await grant.policy?.admit?.(request);
   if (refused) {
     log?.(`model gateway: refused ${method} ${path}: ${refused}`);
@@ -279,7 +286,7 @@ async function forward(
   const { request, body, grant, settle } = at;
   const provider = wireProviderOf(request.method, request.path);
   const policy = grant.policy;
-  let credential = grant.credentials.current();
+  let credential = grant.credentials.current(request);
   for (let attempt = 0; ; attempt++) {
     const upstreamRes = await send(
       req,
@@ -295,9 +302,11 @@ async function forward(
     const headers = upstreamRes.headers;
     if (status === 429 && attempt < 8) {
       const retryAfter = Number(headers["retry-after"]);
-      const next = await grant.credentials.rateLimited(credential.name, {
-        ...(Number.isFinite(retryAfter) && retryAfter >= 0 ? { retryAfterSeconds: retryAfter } : {}),
-      });
+      const next = await grant.credentials.rateLimited(
+        credential.name,
+        { ...(Number.isFinite(retryAfter) && retryAfter >= 0 ? { retryAfterSeconds: retryAfter } : {}) },
+        request,
+      );
       tell(log, () => policy?.onResponse?.({ request, credential: credential.name, status, headers }));
       if (next) {
         upstreamRes.resume();

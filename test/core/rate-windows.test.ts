@@ -4,6 +4,7 @@ import {
   nearLimit,
   nearLimitResetsAt,
   parseResetDuration,
+  projectedWindows,
   recordOnWindows,
   windowsFromHeaders,
 } from "../../src/core/rate-windows.ts";
@@ -130,5 +131,50 @@ describe("rate-limit windows from the providers' headers", () => {
         NOW,
       )?.name,
     ).toBe("B");
+  });
+
+  it("counts what is in flight: a credential at 84% with a 12% request unanswered is near its limit; another with room is drawn", () => {
+    const tokens = (remaining: number) => ({
+      windows: {
+        tokens: { limit: 100_000, remaining, resetsAt: "2026-01-01T10:31:00.000Z", at: AT },
+        requests: { limit: 50, remaining: 10, resetsAt: "2026-01-01T10:31:00.000Z", at: AT },
+        "5h": { limit: 100, remaining: 50, resetsAt: "2026-01-01T12:00:00.000Z", at: AT },
+      },
+    });
+    const a = tokens(16_000);
+    const flying = { requests: 1, tokens: 12_000, inputTokens: 2_000, outputTokens: 0 };
+    // What the last answer said: 84%, room for one more request.
+    expect(nearLimit(a, NOW)).toBe(false);
+    // With one request of the last turn's size (12k) in flight on it: 96%.
+    const projected = projectedWindows(a, flying);
+    expect(projected?.windows.tokens?.remaining).toBe(4_000);
+    expect(projected?.windows.requests?.remaining).toBe(9);
+    // A subscription's utilization is not in tokens: it stays as stated.
+    expect(projected?.windows["5h"]?.remaining).toBe(50);
+    expect(nearLimit(projected, NOW)).toBe(true);
+    expect(projectedWindows(a, { requests: 0, tokens: 0, inputTokens: 0, outputTokens: 0 })).toBe(a);
+    expect(
+      mostHeadroom(
+        [
+          { name: "A", windows: projected, active: 2 },
+          { name: "B", windows: tokens(30_000), active: 0 },
+        ],
+        NOW,
+      )?.name,
+    ).toBe("B");
+    // Two requests in flight on B (70% + 2 x 12%) leave it with less headroom than A at 84% alone.
+    expect(
+      mostHeadroom(
+        [
+          { name: "A", windows: a, active: 1 },
+          {
+            name: "B",
+            windows: projectedWindows(tokens(30_000), { ...flying, requests: 2, tokens: 24_000 }),
+            active: 1,
+          },
+        ],
+        NOW,
+      )?.name,
+    ).toBe("A");
   });
 });

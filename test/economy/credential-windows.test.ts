@@ -4,7 +4,12 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultFleetConfig } from "../../src/core/config.ts";
 import { emptyStateDoc } from "../../src/core/state-doc.ts";
-import { credentialRows, WindowBook, writeWindows } from "../../src/economy/credential-windows.ts";
+import {
+  credentialRows,
+  storedWindows,
+  WindowBook,
+  writeWindows,
+} from "../../src/economy/credential-windows.ts";
 import { recordCooling } from "../../src/economy/credentials.ts";
 import { createCredentialRotation } from "../../src/economy/rotation.ts";
 import { renderCredentialWindowsText } from "../../src/render/credential-windows.ts";
@@ -82,6 +87,46 @@ describe("credential windows: recorded, drawn by headroom, kept in the state", (
       for (const k of ["KEY_B", "KEY_C"])
         book.record("claude", k, { headers: anthropic(5_000), tokens: 0 }, NOW);
       expect(await rotation.first()).toEqual({ kind: "all-cooling", resetAt: "2026-01-01T10:31:00.000Z" });
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+  });
+
+  it("a request in flight counts until it is answered: two runs on KEY_A at 84% do not both send on it", async () => {
+    const home = await mkdtemp(join(tmpdir(), "fleet-windows-"));
+    try {
+      const book = new WindowBook();
+      const rotation = createCredentialRotation({
+        store: createLocalStateStore({ home }),
+        coder: "claude",
+        names: ["KEY_A", "KEY_B"],
+        secretOf: (n) => `sk-ant-${n}`,
+        clock: () => NOW,
+        fallbackSeconds: 60,
+        book,
+      });
+      book.record("claude", "KEY_A", { headers: anthropic(16_000), tokens: 12_000 }, NOW);
+      book.record("claude", "KEY_B", { headers: anthropic(100_000), tokens: 0 }, NOW);
+      // The first run's request goes out on KEY_A (84% known) and is not answered yet.
+      expect(rotation.next("KEY_A")).toBeUndefined();
+      const release = book.hold("claude", "KEY_A", { tokens: 12_000, inputTokens: 2_000, outputTokens: 0 });
+      expect(book.inFlight("claude", "KEY_A")).toEqual({
+        requests: 1,
+        tokens: 12_000,
+        inputTokens: 2_000,
+        outputTokens: 0,
+      });
+      // The second run's request: 84% + 12% in flight = 96%, so it goes on KEY_B.
+      expect(rotation.next("KEY_A")?.name).toBe("KEY_B");
+      // The answer failed (nothing recorded): released once; a second release does nothing.
+      release();
+      release();
+      expect(book.inFlight("claude", "KEY_A").requests).toBe(0);
+      expect(rotation.next("KEY_A")).toBeUndefined();
+      // What is in flight is never written into the state document.
+      book.hold("claude", "KEY_A", { tokens: 12_000, inputTokens: 2_000, outputTokens: 0 });
+      const doc = writeWindows(emptyStateDoc(), "claude", ["KEY_A"], book);
+      expect(storedWindows(doc, "claude").KEY_A?.windows.tokens?.remaining).toBe(16_000);
     } finally {
       await rm(home, { recursive: true, force: true });
     }

@@ -165,6 +165,75 @@ describe("requests in flight count against the ceilings", () => {
   });
 });
 
+describe("requests in flight count against their credential's windows", () => {
+  it("a request is in flight on its credential, at the size of the run's turns, until it is answered or given up", async () => {
+    let open!: () => void;
+    const opened = new Promise<void>((r) => {
+      open = r;
+    });
+    upstream = await startUpstream(
+      () => ({
+        usage: { input_tokens: 2_000, cache_read_input_tokens: 10_000, output_tokens: 0 },
+        headers: {
+          "anthropic-ratelimit-tokens-limit": "100000",
+          "anthropic-ratelimit-tokens-remaining": "16000",
+          "anthropic-ratelimit-tokens-reset": new Date(Date.now() + 60_000).toISOString(),
+        },
+      }),
+      (i) => (i === 1 ? opened : i === 2 ? new Promise(() => undefined) : undefined),
+    );
+    const book = new WindowBook();
+    const { ask } = await gatewayRun({}, { pool: pool(book) });
+    // The first request: no turn yet, estimated from its size (4 bytes a token).
+    const body = { messages: [{ role: "user", content: "x".repeat(4_000) }] };
+    const first = ask(body);
+    await vi.waitFor(() => expect(upstream!.seen).toHaveLength(1));
+    await (await first).text();
+    expect(book.inFlight("claude", "KEY_A").requests).toBe(0);
+    expect(book.get("claude", "KEY_A")?.windows.tokens?.remaining).toBe(16_000);
+    // The next one counts as the last turn (12,000 tokens) until its answer is recorded.
+    const second = ask();
+    await vi.waitFor(() => expect(upstream!.seen).toHaveLength(2));
+    expect(book.inFlight("claude", "KEY_A")).toEqual({
+      requests: 1,
+      tokens: 12_000,
+      inputTokens: 2_000,
+      outputTokens: 0,
+    });
+    open();
+    await (await second).text();
+    expect(book.inFlight("claude", "KEY_A").requests).toBe(0);
+    // One the agent gives up on goes too.
+    const leave = new AbortController();
+    const gone = ask({}, {}, leave.signal).catch(() => "gone");
+    await vi.waitFor(() => expect(upstream!.seen).toHaveLength(3));
+    expect(book.inFlight("claude", "KEY_A").requests).toBe(1);
+    leave.abort();
+    expect(await gone).toBe("gone");
+    await vi.waitFor(() => expect(book.inFlight("claude", "KEY_A").requests).toBe(0));
+  });
+
+  it("the estimate before a run has a turn is its request's size; after, its turns' largest figures", async () => {
+    const { inFlightEstimate, largestTurn } = await import("../../src/worker/gateway-run.ts");
+    expect(inFlightEstimate(undefined, { bodyBytes: 4_001 })).toEqual({
+      tokens: 1_001,
+      inputTokens: 1_001,
+      outputTokens: 0,
+    });
+    const main = largestTurn(undefined, {
+      input: 2_000,
+      output: 300,
+      cacheRead: 10_000,
+      cacheWrite: 500,
+      reasoning: 0,
+    });
+    expect(main).toEqual({ tokens: 12_800, inputTokens: 2_500, outputTokens: 300 });
+    // A side answer (a session title) metered after it does not shrink what the next request counts as.
+    const side = largestTurn(main, { input: 20, output: 5, cacheRead: 0, cacheWrite: 0, reasoning: 0 });
+    expect(inFlightEstimate(side, { bodyBytes: 40 })).toEqual(main);
+  });
+});
+
 describe("one builder for every agent run at the gateway", () => {
   it("counts what the task spent before the run (a plan phase, a rebase's earlier steps) against the ceilings", async () => {
     upstream = await startUpstream(() => ({ usage: { input_tokens: 9_000, output_tokens: 1_000 } }));
