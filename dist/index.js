@@ -64476,6 +64476,7 @@ function renderRunsTable(runs) {
 var import_node_os6 = require("node:os");
 
 // src/core/rate-windows.ts
+var NOTHING_IN_FLIGHT = { requests: 0, tokens: 0, inputTokens: 0, outputTokens: 0 };
 var DEFAULT_NEAR_LIMIT_PCT = 90;
 var header = (h2, name) => {
   const v = h2[name];
@@ -64539,6 +64540,21 @@ var nearLimit = (c3, now, pct = DEFAULT_NEAR_LIMIT_PCT) => pct > 0 && fullestSha
 function nearLimitResetsAt(c3, now, pct = DEFAULT_NEAR_LIMIT_PCT) {
   const full = Object.values(c3?.windows ?? {}).filter((w) => usedShare(w, now) * 100 >= pct);
   return full.length ? full.map((w) => w.resetsAt).sort().at(-1) : void 0;
+}
+var IN_FLIGHT_UNIT = {
+  requests: "requests",
+  tokens: "tokens",
+  "input-tokens": "inputTokens",
+  "output-tokens": "outputTokens"
+};
+function projectedWindows(c3, inFlight) {
+  if (!c3 || !inFlight || inFlight.requests <= 0) return c3;
+  const windows = {};
+  for (const [name, w] of Object.entries(c3.windows)) {
+    const unit = IN_FLIGHT_UNIT[name];
+    windows[name] = unit ? { ...w, remaining: Math.max(0, w.remaining - inFlight[unit]) } : w;
+  }
+  return { ...c3, windows };
 }
 function recordOnWindows(c3, seen, now) {
   const hourStart = `${now.toISOString().slice(0, 13)}:00:00.000Z`;
@@ -64620,6 +64636,7 @@ var key = (coder, name) => `${coder}\0${name}`;
 var WindowBook = class {
   seen = /* @__PURE__ */ new Map();
   runs = /* @__PURE__ */ new Map();
+  flying = /* @__PURE__ */ new Map();
   get(coder, name) {
     return this.seen.get(key(coder, name));
   }
@@ -64646,6 +64663,39 @@ var WindowBook = class {
     }
     const hour = !stored.hour || mine.hour && mine.hour.start >= stored.hour.start ? mine.hour : stored.hour;
     return hour ? { windows, hour } : { windows };
+  }
+  /** What is sent on the credential and not answered yet (this process's requests). */
+  inFlight(coder, name) {
+    return this.flying.get(key(coder, name)) ?? NOTHING_IN_FLIGHT;
+  }
+  /**
+   * A request goes out on the credential: it counts as in flight, with its estimated tokens, until
+   * the returned release is called (its answer was recorded, or it failed or was cut off; once).
+   */
+  hold(coder, name, estimate) {
+    const k = key(coder, name);
+    const add = (sign) => {
+      const was = this.flying.get(k) ?? NOTHING_IN_FLIGHT;
+      const now = {
+        requests: Math.max(0, was.requests + sign),
+        tokens: Math.max(0, was.tokens + sign * estimate.tokens),
+        inputTokens: Math.max(0, was.inputTokens + sign * estimate.inputTokens),
+        outputTokens: Math.max(0, was.outputTokens + sign * estimate.outputTokens)
+      };
+      if (now.requests === 0) this.flying.delete(k);
+      else this.flying.set(k, now);
+    };
+    add(1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      add(-1);
+    };
+  }
+  /** The credential's figures (`merge`'s) as they will be once what is in flight on it is counted. */
+  projected(coder, name, stored) {
+    return projectedWindows(this.merge(coder, name, stored), this.inFlight(coder, name));
   }
   active(coder, name) {
     return this.runs.get(key(coder, name)) ?? 0;
@@ -66634,258 +66684,6 @@ function idle(s, limits, countIdle) {
   return `stopped: ${s.idleTurns} turns in a row changed nothing in the worktree; runaway.idle_turns is ${limits.idleTurns}`;
 }
 
-// src/worker/git.ts
-var ISOLATED = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0" };
-var HOST_BASICS = [
-  "PATH",
-  "HOME",
-  "LANG",
-  "LC_ALL",
-  "TMPDIR",
-  "HTTPS_PROXY",
-  "HTTP_PROXY",
-  "NO_PROXY",
-  "https_proxy",
-  "http_proxy",
-  "no_proxy"
-];
-function hostBasics() {
-  const env = {};
-  for (const name of HOST_BASICS) if (process.env[name]) env[name] = process.env[name];
-  return env;
-}
-var FLAGS = [
-  "-c",
-  "user.name=Fleet",
-  "-c",
-  "user.email=fleet@users.noreply.github.com",
-  "-c",
-  "core.hooksPath=/dev/null",
-  "-c",
-  "core.fsmonitor=false",
-  "-c",
-  "commit.gpgSign=false",
-  "-c",
-  "diff.ignoreSubmodules=all",
-  "-c",
-  "submodule.recurse=false",
-  "-c",
-  "status.submoduleSummary=false",
-  "-c",
-  "commit.status=false"
-];
-var IGNORE_SUBMODULES = "--ignore-submodules=all";
-function gitAuthEnv(auth2) {
-  if (!auth2) return {};
-  const basic = Buffer.from(`${auth2.username}:${auth2.token}`).toString("base64");
-  return {
-    GIT_CONFIG_COUNT: "1",
-    GIT_CONFIG_KEY_0: "http.extraHeader",
-    GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}`
-  };
-}
-var GitError = class extends Error {
-  constructor(message, args, stderr) {
-    super(message);
-    this.args = args;
-    this.stderr = stderr;
-    this.name = "GitError";
-  }
-  args;
-  stderr;
-};
-async function git(args, opts) {
-  const r = await execa("git", [...FLAGS, ...args], {
-    cwd: opts.cwd,
-    // Not the worker's environment: should git ever run a program (a driver in a repository Fleet
-    // did not write), it finds no token, key or OIDC request variables there.
-    env: { ...hostBasics(), ...ISOLATED, ...gitAuthEnv(opts.auth) },
-    extendEnv: false,
-    input: opts.input,
-    reject: false,
-    stripFinalNewline: true
-  });
-  const code2 = r.exitCode ?? -1;
-  if (code2 !== 0 && !(opts.okCodes ?? []).includes(code2)) {
-    const stderr = String(r.stderr ?? "").trim();
-    throw new GitError(
-      `git ${args[0]} failed (exit ${code2}): ${stderr.split("\n").slice(-3).join(" ")}`,
-      args,
-      stderr
-    );
-  }
-  return { stdout: String(r.stdout ?? ""), exitCode: code2 };
-}
-function gitIn(wt, args, opts = {}) {
-  return git(["--git-dir", wt.gitDir, "--work-tree", wt.path, ...args], { ...opts, cwd: wt.path });
-}
-
-// src/worker/gateway-run.ts
-function guardLimitsOf(deps) {
-  return {
-    ...deps.runLimits ?? DEFAULT_RUN_LIMITS,
-    ...deps.perTaskLimits?.tokens ? { tokens: deps.perTaskLimits.tokens } : {},
-    ...deps.perTaskLimits?.usd ? { usd: deps.perTaskLimits.usd } : {}
-  };
-}
-function createGatewayRun(opts) {
-  let guard = newGuard(opts.earlier);
-  const start = newGuard(opts.earlier);
-  let wire = emptyUsage();
-  let turns = 0;
-  let model2;
-  let credential = opts.credential;
-  let lastPrint;
-  let inFlight = 0;
-  let disposed = false;
-  let stopped = false;
-  const startedAt = Date.now();
-  const pool = opts.pool;
-  pool?.book.move(pool.coder, credential.name, 1);
-  const switchTo = (next, why) => {
-    opts.log?.(`${pool?.coder ?? "agent"}: ${why}; going on with ${next.name}`);
-    opts.onCredential?.(next);
-    pool?.book.move(pool.coder, credential.name, -1);
-    pool?.book.move(pool.coder, next.name, 1);
-    credential = next;
-  };
-  const stop = (reason) => {
-    if (stopped) return;
-    stopped = true;
-    opts.onStop(reason);
-  };
-  const credentials = {
-    current() {
-      const next = pool?.next(credential.name);
-      if (next) switchTo(next, `${credential.name} is near a rate-limit window's limit`);
-      return credential;
-    },
-    async rateLimited(name, info2) {
-      const next = await pool?.rotate({ name, rateLimit: info2 });
-      if (next) switchTo(next, `${name} answered 429`);
-      return next;
-    }
-  };
-  const policy = {
-    async admit() {
-      if (guard.stop) return guard.stop;
-      const print = opts.worktree && opts.phase === "work" ? await worktreePrint(opts.worktree) : void 0;
-      const changed = print !== void 0 && lastPrint !== void 0 && print !== lastPrint;
-      if (print !== void 0) lastPrint = print;
-      guard = beforeRequest(guard, opts.limits, { changed, countIdle: opts.phase === "work", inFlight });
-      if (guard.stop) stop(guard.stop);
-      else inFlight++;
-      return guard.stop;
-    },
-    settled() {
-      inFlight = Math.max(0, inFlight - 1);
-    },
-    onResponse(r) {
-      if (r.turn?.metered) meter(r.turn, r.request);
-      if (pool) recordWindows(pool, r, opts.clock(), opts.log);
-    }
-  };
-  function meter(turn, request2) {
-    const turnModel = contextModelOf(turn.model ?? model2 ?? "", {
-      configured: opts.model,
-      anthropicBeta: request2?.headers["anthropic-beta"]
-    });
-    model2 = turn.model ?? model2;
-    wire = addUsage(wire, turn.usage);
-    turns++;
-    guard = afterTurn(
-      guard,
-      { model: turnModel, usage: turn.usage, toolCalls: turn.toolCalls, at: opts.clock().toISOString() },
-      opts.limits
-    );
-    opts.onTurn?.(guard);
-    if (guard.stop) stop(guard.stop);
-  }
-  return {
-    credentials,
-    policy,
-    get guard() {
-      return guard;
-    },
-    /** The run goes on with `next` (the agent was restarted on it after a rate limit it saw). */
-    use(next) {
-      if (next.name !== credential.name) switchTo(next, `${credential.name} was rate-limited`);
-    },
-    /** The credential the run is on now. */
-    get credential() {
-      return credential;
-    },
-    /** What the wire showed for this phase (undefined when no answer was metered). */
-    totals(fallbackModel, durationMs) {
-      if (turns === 0) return void 0;
-      const cost = guard.unpriced ? null : guard.costUsd - start.costUsd;
-      return {
-        usage: wire,
-        costUsd: cost,
-        turns,
-        durationMs: durationMs || Date.now() - startedAt,
-        model: model2 ?? fallbackModel,
-        credential: credential.name
-      };
-    },
-    /** The run leaves its credential (once; later calls do nothing). */
-    dispose() {
-      if (disposed) return;
-      disposed = true;
-      pool?.book.move(pool.coder, credential.name, -1);
-    }
-  };
-}
-function recordWindows(pool, r, now, log) {
-  try {
-    const tokens2 = r.turn ? totalTokens(r.turn.usage) : 0;
-    pool.book.record(pool.coder, r.credential, { headers: r.headers, tokens: tokens2 }, now);
-  } catch (error64) {
-    log?.(`${pool.coder}: ${r.credential}'s rate-limit headers were not read: ${error64.message}`);
-  }
-}
-function gatewayRunFor(deps, run) {
-  const { earlier, ...rest } = run;
-  return createGatewayRun({
-    ...rest,
-    limits: guardLimitsOf(deps),
-    ...earlier ? { earlier: { usage: earlier.usage, costUsd: earlier.costUsd } } : {},
-    ...deps.credentialPool ? { pool: deps.credentialPool } : {},
-    clock: deps.clock ?? (() => /* @__PURE__ */ new Date())
-  });
-}
-function reportedTotals(metered, own2) {
-  if (!metered) return own2;
-  return metered.costUsd === null && own2?.costUsd != null ? { ...metered, costUsd: own2.costUsd } : metered;
-}
-async function worktreePrint(wt) {
-  try {
-    const { stdout } = await gitIn(wt, [
-      "--no-optional-locks",
-      "status",
-      "--porcelain=v1",
-      "-z",
-      "--untracked-files=all",
-      IGNORE_SUBMODULES
-    ]);
-    const hash2 = (0, import_node_crypto5.createHash)("sha256").update(stdout);
-    for (const entry of stdout.split("\0")) {
-      const path6 = entry.slice(3);
-      if (!path6) continue;
-      const st = await (0, import_promises16.lstat)((0, import_node_path11.join)(wt.path, path6)).catch(() => void 0);
-      hash2.update(`\0${path6}\0${st ? `${st.size}:${st.mtimeMs}` : "-"}`);
-    }
-    return hash2.digest("hex");
-  } catch {
-    return void 0;
-  }
-}
-
-// src/worker/model-gateway.ts
-var import_node_crypto6 = require("node:crypto");
-var import_node_http = require("node:http");
-var import_node_https = require("node:https");
-
 // src/economy/wire-usage.ts
 function wireProviderOf(method, path6) {
   if (method !== "POST") return void 0;
@@ -67103,7 +66901,308 @@ function normalJson(text) {
   }
 }
 
+// src/worker/git.ts
+var ISOLATED = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0" };
+var HOST_BASICS = [
+  "PATH",
+  "HOME",
+  "LANG",
+  "LC_ALL",
+  "TMPDIR",
+  "HTTPS_PROXY",
+  "HTTP_PROXY",
+  "NO_PROXY",
+  "https_proxy",
+  "http_proxy",
+  "no_proxy"
+];
+function hostBasics() {
+  const env = {};
+  for (const name of HOST_BASICS) if (process.env[name]) env[name] = process.env[name];
+  return env;
+}
+var FLAGS = [
+  "-c",
+  "user.name=Fleet",
+  "-c",
+  "user.email=fleet@users.noreply.github.com",
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false",
+  "-c",
+  "commit.gpgSign=false",
+  "-c",
+  "diff.ignoreSubmodules=all",
+  "-c",
+  "submodule.recurse=false",
+  "-c",
+  "status.submoduleSummary=false",
+  "-c",
+  "commit.status=false"
+];
+var IGNORE_SUBMODULES = "--ignore-submodules=all";
+function gitAuthEnv(auth2) {
+  if (!auth2) return {};
+  const basic = Buffer.from(`${auth2.username}:${auth2.token}`).toString("base64");
+  return {
+    GIT_CONFIG_COUNT: "1",
+    GIT_CONFIG_KEY_0: "http.extraHeader",
+    GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}`
+  };
+}
+var GitError = class extends Error {
+  constructor(message, args, stderr) {
+    super(message);
+    this.args = args;
+    this.stderr = stderr;
+    this.name = "GitError";
+  }
+  args;
+  stderr;
+};
+async function git(args, opts) {
+  const r = await execa("git", [...FLAGS, ...args], {
+    cwd: opts.cwd,
+    // Not the worker's environment: should git ever run a program (a driver in a repository Fleet
+    // did not write), it finds no token, key or OIDC request variables there.
+    env: { ...hostBasics(), ...ISOLATED, ...gitAuthEnv(opts.auth) },
+    extendEnv: false,
+    input: opts.input,
+    reject: false,
+    stripFinalNewline: true
+  });
+  const code2 = r.exitCode ?? -1;
+  if (code2 !== 0 && !(opts.okCodes ?? []).includes(code2)) {
+    const stderr = String(r.stderr ?? "").trim();
+    throw new GitError(
+      `git ${args[0]} failed (exit ${code2}): ${stderr.split("\n").slice(-3).join(" ")}`,
+      args,
+      stderr
+    );
+  }
+  return { stdout: String(r.stdout ?? ""), exitCode: code2 };
+}
+function gitIn(wt, args, opts = {}) {
+  return git(["--git-dir", wt.gitDir, "--work-tree", wt.path, ...args], { ...opts, cwd: wt.path });
+}
+
+// src/worker/gateway-run.ts
+function guardLimitsOf(deps) {
+  return {
+    ...deps.runLimits ?? DEFAULT_RUN_LIMITS,
+    ...deps.perTaskLimits?.tokens ? { tokens: deps.perTaskLimits.tokens } : {},
+    ...deps.perTaskLimits?.usd ? { usd: deps.perTaskLimits.usd } : {}
+  };
+}
+function createGatewayRun(opts) {
+  let guard = newGuard(opts.earlier);
+  const start = newGuard(opts.earlier);
+  let wire = emptyUsage();
+  let turns = 0;
+  let model2;
+  let credential = opts.credential;
+  let lastPrint;
+  let inFlight = 0;
+  const flying = inFlightOn(opts.pool);
+  let disposed = false;
+  let stopped = false;
+  const startedAt = Date.now();
+  const pool = opts.pool;
+  pool?.book.move(pool.coder, credential.name, 1);
+  const switchTo = (next, why) => {
+    opts.log?.(`${pool?.coder ?? "agent"}: ${why}; going on with ${next.name}`);
+    opts.onCredential?.(next);
+    pool?.book.move(pool.coder, credential.name, -1);
+    pool?.book.move(pool.coder, next.name, 1);
+    credential = next;
+  };
+  const stop = (reason) => {
+    if (stopped) return;
+    stopped = true;
+    opts.onStop(reason);
+  };
+  const credentials = runCredentials(pool, flying, { current: () => credential, switchTo });
+  const policy = {
+    async admit() {
+      if (guard.stop) return guard.stop;
+      const print = opts.worktree && opts.phase === "work" ? await worktreePrint(opts.worktree) : void 0;
+      const changed = print !== void 0 && lastPrint !== void 0 && print !== lastPrint;
+      if (print !== void 0) lastPrint = print;
+      guard = beforeRequest(guard, opts.limits, { changed, countIdle: opts.phase === "work", inFlight });
+      if (guard.stop) stop(guard.stop);
+      else inFlight++;
+      return guard.stop;
+    },
+    settled(request2) {
+      inFlight = Math.max(0, inFlight - 1);
+      flying.release(request2);
+    },
+    onResponse(r) {
+      if (r.turn?.metered) meter(r.turn, r.request);
+      if (pool) recordWindows(pool, r, opts.clock(), opts.log);
+      if (r.status !== 429) flying.release(r.request);
+    }
+  };
+  function meter(turn, request2) {
+    const turnModel = contextModelOf(turn.model ?? model2 ?? "", {
+      configured: opts.model,
+      anthropicBeta: request2?.headers["anthropic-beta"]
+    });
+    model2 = turn.model ?? model2;
+    flying.metered(turn.usage);
+    wire = addUsage(wire, turn.usage);
+    turns++;
+    guard = afterTurn(
+      guard,
+      { model: turnModel, usage: turn.usage, toolCalls: turn.toolCalls, at: opts.clock().toISOString() },
+      opts.limits
+    );
+    opts.onTurn?.(guard);
+    if (guard.stop) stop(guard.stop);
+  }
+  return {
+    credentials,
+    policy,
+    get guard() {
+      return guard;
+    },
+    /** The run goes on with `next` (the agent was restarted on it after a rate limit it saw). */
+    use(next) {
+      if (next.name !== credential.name) switchTo(next, `${credential.name} was rate-limited`);
+    },
+    /** The credential the run is on now. */
+    get credential() {
+      return credential;
+    },
+    /** What the wire showed for this phase (undefined when no answer was metered). */
+    totals(fallbackModel, durationMs) {
+      if (turns === 0) return void 0;
+      const cost = guard.unpriced ? null : guard.costUsd - start.costUsd;
+      return {
+        usage: wire,
+        costUsd: cost,
+        turns,
+        durationMs: durationMs || Date.now() - startedAt,
+        model: model2 ?? fallbackModel,
+        credential: credential.name
+      };
+    },
+    /** The run leaves its credential (once; later calls do nothing). */
+    dispose() {
+      if (disposed) return;
+      disposed = true;
+      flying.releaseAll();
+      pool?.book.move(pool.coder, credential.name, -1);
+    }
+  };
+}
+function runCredentials(pool, flying, run) {
+  return {
+    current(request2) {
+      const next = pool?.next(run.current().name);
+      if (next) run.switchTo(next, `${run.current().name} is near a rate-limit window's limit`);
+      const credential = run.current();
+      flying.hold(request2, credential.name);
+      return credential;
+    },
+    async rateLimited(name, info2, request2) {
+      const next = await pool?.rotate({ name, rateLimit: info2 });
+      if (next) {
+        run.switchTo(next, `${name} answered 429`);
+        flying.hold(request2, next.name);
+      }
+      return next;
+    }
+  };
+}
+function inFlightOn(pool) {
+  let turnSize;
+  const held = /* @__PURE__ */ new Map();
+  const release = (request2) => {
+    const r = request2 && held.get(request2);
+    if (!r) return;
+    held.delete(request2);
+    r();
+  };
+  return {
+    /** `request` is in flight on `name` (no longer on any other credential). */
+    hold(request2, name) {
+      if (!pool || !request2 || !wireProviderOf(request2.method, request2.path)) return;
+      release(request2);
+      held.set(request2, pool.book.hold(pool.coder, name, inFlightEstimate(turnSize, request2)));
+    },
+    release,
+    releaseAll() {
+      for (const r of [...held.keys()]) release(r);
+    },
+    /** A turn of the run was metered: the next requests are estimated at it (or larger ones before). */
+    metered(usage) {
+      turnSize = largestTurn(turnSize, usage);
+    }
+  };
+}
+function inFlightEstimate(largest, request2) {
+  if (largest) return largest;
+  const prompt = Math.ceil((request2.bodyBytes ?? 0) / 4);
+  return { tokens: prompt, inputTokens: prompt, outputTokens: 0 };
+}
+function largestTurn(largest, turn) {
+  return {
+    tokens: Math.max(largest?.tokens ?? 0, totalTokens(turn)),
+    inputTokens: Math.max(largest?.inputTokens ?? 0, turn.input + turn.cacheWrite),
+    outputTokens: Math.max(largest?.outputTokens ?? 0, turn.output)
+  };
+}
+function recordWindows(pool, r, now, log) {
+  try {
+    const tokens2 = r.turn ? totalTokens(r.turn.usage) : 0;
+    pool.book.record(pool.coder, r.credential, { headers: r.headers, tokens: tokens2 }, now);
+  } catch (error64) {
+    log?.(`${pool.coder}: ${r.credential}'s rate-limit headers were not read: ${error64.message}`);
+  }
+}
+function gatewayRunFor(deps, run) {
+  const { earlier, ...rest } = run;
+  return createGatewayRun({
+    ...rest,
+    limits: guardLimitsOf(deps),
+    ...earlier ? { earlier: { usage: earlier.usage, costUsd: earlier.costUsd } } : {},
+    ...deps.credentialPool ? { pool: deps.credentialPool } : {},
+    clock: deps.clock ?? (() => /* @__PURE__ */ new Date())
+  });
+}
+function reportedTotals(metered, own2) {
+  if (!metered) return own2;
+  return metered.costUsd === null && own2?.costUsd != null ? { ...metered, costUsd: own2.costUsd } : metered;
+}
+async function worktreePrint(wt) {
+  try {
+    const { stdout } = await gitIn(wt, [
+      "--no-optional-locks",
+      "status",
+      "--porcelain=v1",
+      "-z",
+      "--untracked-files=all",
+      IGNORE_SUBMODULES
+    ]);
+    const hash2 = (0, import_node_crypto5.createHash)("sha256").update(stdout);
+    for (const entry of stdout.split("\0")) {
+      const path6 = entry.slice(3);
+      if (!path6) continue;
+      const st = await (0, import_promises16.lstat)((0, import_node_path11.join)(wt.path, path6)).catch(() => void 0);
+      hash2.update(`\0${path6}\0${st ? `${st.size}:${st.mtimeMs}` : "-"}`);
+    }
+    return hash2.digest("hex");
+  } catch {
+    return void 0;
+  }
+}
+
 // src/worker/model-gateway.ts
+var import_node_crypto6 = require("node:crypto");
+var import_node_http = require("node:http");
+var import_node_https = require("node:https");
 var AUTH_HEADERS = ["x-api-key", "authorization", "x-goog-api-key"];
 var HOP_BY_HOP = /* @__PURE__ */ new Set([
   "connection",
@@ -67209,7 +67308,7 @@ async function serve(req, res, path6, grant, authHeader, agents, log) {
   for await (const c3 of req) chunks.push(c3);
   const body = Buffer.concat(chunks);
   const method = req.method ?? "GET";
-  const request2 = { method, path: path6, headers: req.headers };
+  const request2 = { method, path: path6, headers: req.headers, bodyBytes: body.length };
   const refused = await grant.policy?.admit?.(request2);
   if (refused) {
     log?.(`model gateway: refused ${method} ${path6}: ${refused}`);
@@ -67232,7 +67331,7 @@ async function forward(req, res, at, log) {
   const { request: request2, body, grant, settle: settle2 } = at;
   const provider = wireProviderOf(request2.method, request2.path);
   const policy = grant.policy;
-  let credential = grant.credentials.current();
+  let credential = grant.credentials.current(request2);
   for (let attempt = 0; ; attempt++) {
     const upstreamRes = await send(
       req,
@@ -67248,9 +67347,11 @@ async function forward(req, res, at, log) {
     const headers = upstreamRes.headers;
     if (status === 429 && attempt < 8) {
       const retryAfter = Number(headers["retry-after"]);
-      const next = await grant.credentials.rateLimited(credential.name, {
-        ...Number.isFinite(retryAfter) && retryAfter >= 0 ? { retryAfterSeconds: retryAfter } : {}
-      });
+      const next = await grant.credentials.rateLimited(
+        credential.name,
+        { ...Number.isFinite(retryAfter) && retryAfter >= 0 ? { retryAfterSeconds: retryAfter } : {} },
+        request2
+      );
       tell(log, () => policy?.onResponse?.({ request: request2, credential: credential.name, status, headers }));
       if (next) {
         upstreamRes.resume();
@@ -68855,7 +68956,7 @@ function createCredentialRotation(opts) {
     stored = storedWindows(doc, opts.coder);
   };
   const take = (name) => ({ name, value: opts.secretOf(name) });
-  const windowsOf = (name) => book.merge(opts.coder, name, stored[name]);
+  const windowsOf = (name) => book.projected(opts.coder, name, stored[name]);
   const best = (now, except) => mostHeadroom(
     pool.credentials.filter((c3) => c3.name !== except && usable(c3.name)).filter((c3) => c3.coolingUntil === void 0 || !(Date.parse(c3.coolingUntil) > now.getTime())).map((c3) => ({ name: c3.name, windows: windowsOf(c3.name), active: book.active(opts.coder, c3.name) })),
     now,
@@ -68892,7 +68993,10 @@ function createCredentialRotation(opts) {
       );
       return next ? take(next.name) : void 0;
     },
-    /** Another credential to go on with when `current` is near a window's limit and one has room; else undefined. */
+    /**
+     * Another credential to go on with when `current` is near a window's limit, counting what is in
+     * flight on it, and one has room; else undefined.
+     */
     next(current) {
       const now = opts.clock();
       if (!nearLimit(windowsOf(current), now, pct)) return void 0;
