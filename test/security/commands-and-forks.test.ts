@@ -171,7 +171,14 @@ describe("pull requests from forks", () => {
     const dispatched = await taskOf(issue);
     expect(dispatched.branch).toMatch(/^fleet\//);
     const store = createGitHubStateStore({ octokit: await botClient(h.gh, h.full), owner, repo });
-    await claimTask(store, dispatched.id, "local:w1", new Date(Date.now() - 600_000), 60_000, () => "running");
+    await claimTask(
+      store,
+      dispatched.id,
+      "local:w1",
+      new Date(Date.now() - 600_000),
+      60_000,
+      () => "running",
+    );
     const running = await taskOf(issue);
     expect(running.state).toBe("running");
 
