@@ -1,22 +1,16 @@
-// Every coder end to end: runTask (its bubblewrap sandbox, the model gateway, real git, the offline
-// GitHub) with the REAL agent CLI of each coder against its scripted model server on loopback. The
-// branch holds what the agent wrote and the run's tokens are the script's. Nothing leaves the machine.
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { Octokit } from "@octokit/rest";
+import type { Octokit } from "@octokit/rest";
 import { execa } from "execa";
-import { createProbot, ProbotOctokit } from "probot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getAdapter } from "../../src/agents/index.ts";
 import type { TokenUsage } from "../../src/core/usage.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
-import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
+import type { GitHubEmulator } from "../../src/offline/github/index.ts";
 import { startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { startGeminiScriptServer } from "../../src/offline/models/gemini-server.ts";
 import { startOpenAIScriptServer } from "../../src/offline/models/openai-server.ts";
 import type { ScriptServer, ScriptTurn } from "../../src/offline/models/script.ts";
 import { runTask } from "../../src/worker/run-task.ts";
+import { startTaskRepository, stopTaskRepository } from "../support/task-repository.ts";
 
 const OWNER = "octo-org";
 const NAME = "coders";
@@ -85,28 +79,15 @@ let mona: Octokit;
 let workDir: string;
 
 beforeAll(async () => {
-  process.env.PATH = `${resolve("node_modules/.bin")}:${process.env.PATH}`;
-  gh = await startGitHubEmulator();
-  repo = await gh.createRepo({ owner: OWNER, name: NAME, files: { "README.md": "# coders\n" } });
-  gh.addCollaborator(REPO, "mona", "write");
-  const probot = createProbot({
-    overrides: {
-      appId: gh.appId,
-      privateKey: gh.privateKey,
-      baseUrl: gh.url,
-      logLevel: "warn",
-      Octokit: ProbotOctokit.defaults({ throttle: { enabled: false }, retry: { enabled: false } }),
-    },
-  });
-  bot = (await probot.auth(repo.installationId)) as unknown as GitHubClient;
-  mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
-  workDir = await mkdtemp(join(tmpdir(), "fleet-coders-e2e-"));
+  ({ gh, repo, bot, mona, workDir } = await startTaskRepository({
+    owner: OWNER,
+    name: NAME,
+    files: { "README.md": "# coders\n" },
+    workPrefix: "fleet-coders-e2e-",
+  }));
 });
 
-afterAll(async () => {
-  await gh?.stop();
-  if (workDir) await rm(workDir, { recursive: true, force: true });
-});
+afterAll(() => stopTaskRepository({ gh, workDir }));
 
 describe("every coder through a real task: sandbox, gateway, the real CLI, a pull request", () => {
   it.each(CASES)(

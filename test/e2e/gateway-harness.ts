@@ -1,13 +1,6 @@
-// Shared by the gateway's end-to-end tests: the GitHub emulator, one task run by runTask with the
-// config's defaults and the REAL agent CLI against a scripted server, a credential pool, and a
-// rate-limited provider in front of the scripted servers.
-import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { Octokit } from "@octokit/rest";
-import { createProbot, ProbotOctokit } from "probot";
+import type { Octokit } from "@octokit/rest";
 import { afterAll, beforeAll } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import { codexAdapter } from "../../src/agents/codex.ts";
@@ -17,13 +10,14 @@ import type { WindowBook } from "../../src/economy/credential-windows.ts";
 import { createCredentialRotation } from "../../src/economy/rotation.ts";
 import { createWireReader } from "../../src/economy/wire-usage.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
-import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
+import type { GitHubEmulator } from "../../src/offline/github/index.ts";
 import { startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { startOpenAIScriptServer } from "../../src/offline/models/openai-server.ts";
 import type { ScriptServer, ScriptTurn } from "../../src/offline/models/script.ts";
 import { createLocalStateStore } from "../../src/state/local-store.ts";
 import { runTask, type TaskSpec, type WorkerDeps } from "../../src/worker/run-task.ts";
 import { worktreePath } from "../../src/worker/worktree.ts";
+import { startTaskRepository, stopTaskRepository } from "../support/task-repository.ts";
 
 const OWNER = "octo-org";
 const NAME = "economy-wire";
@@ -50,28 +44,15 @@ export function useGitHub(): void {
 }
 
 async function setUp() {
-  process.env.PATH = `${resolve("node_modules/.bin")}:${process.env.PATH}`;
-  gh = await startGitHubEmulator();
-  repo = await gh.createRepo({ owner: OWNER, name: NAME, files: { "README.md": "# wire\n" } });
-  gh.addCollaborator(REPO, "mona", "write");
-  const probot = createProbot({
-    overrides: {
-      appId: gh.appId,
-      privateKey: gh.privateKey,
-      baseUrl: gh.url,
-      logLevel: "warn",
-      Octokit: ProbotOctokit.defaults({ throttle: { enabled: false }, retry: { enabled: false } }),
-    },
-  });
-  bot = (await probot.auth(repo.installationId)) as unknown as GitHubClient;
-  mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
-  workDir = await mkdtemp(join(tmpdir(), "fleet-gateway-e2e-"));
+  ({ gh, repo, bot, mona, workDir } = await startTaskRepository({
+    owner: OWNER,
+    name: NAME,
+    files: { "README.md": "# wire\n" },
+    workPrefix: "fleet-gateway-e2e-",
+  }));
 }
 
-async function tearDown() {
-  await gh?.stop();
-  if (workDir) await rm(workDir, { recursive: true, force: true });
-}
+const tearDown = () => stopTaskRepository({ gh, workDir });
 
 export type Coder = "claude" | "codex";
 

@@ -1,18 +1,18 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { Octokit } from "@octokit/rest";
-import { createProbot, ProbotOctokit } from "probot";
+import { join } from "node:path";
+import type { Octokit } from "@octokit/rest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import { credentialsState } from "../../src/economy/credentials.ts";
 import { createCredentialRotation } from "../../src/economy/rotation.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
-import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
+import type { GitHubEmulator } from "../../src/offline/github/index.ts";
 import { type ScriptTurn, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { createLocalStateStore } from "../../src/state/local-store.ts";
 import { runTask, type WorkerDeps } from "../../src/worker/run-task.ts";
 import { worktreePath } from "../../src/worker/worktree.ts";
+import { startTaskRepository, stopTaskRepository } from "../support/task-repository.ts";
 
 const OWNER = "octo-org";
 const NAME = "economy";
@@ -31,30 +31,15 @@ let workDir: string;
 let seq = 0;
 
 beforeAll(async () => {
-  process.env.PATH = `${resolve("node_modules/.bin")}:${process.env.PATH}`;
-  gh = await startGitHubEmulator();
-  repo = await gh.createRepo({ owner: OWNER, name: NAME, files: { "README.md": "# economy\n" } });
-  gh.addCollaborator(REPO, "mona", "write");
-  const probot = createProbot({
-    overrides: {
-      appId: gh.appId,
-      privateKey: gh.privateKey,
-      baseUrl: gh.url,
-      logLevel: "warn",
-      Octokit: ProbotOctokit.defaults({ throttle: { enabled: false }, retry: { enabled: false } }),
-    },
-  });
-  bot = (await probot.auth(
-    (repo as { installationId: number } & typeof repo).installationId,
-  )) as unknown as GitHubClient;
-  mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
-  workDir = await mkdtemp(join(tmpdir(), "fleet-economy-e2e-"));
+  ({ gh, repo, bot, mona, workDir } = await startTaskRepository({
+    owner: OWNER,
+    name: NAME,
+    files: { "README.md": "# economy\n" },
+    workPrefix: "fleet-economy-e2e-",
+  }));
 });
 
-afterAll(async () => {
-  await gh?.stop();
-  if (workDir) await rm(workDir, { recursive: true, force: true });
-});
+afterAll(() => stopTaskRepository({ gh, workDir }));
 
 async function run(
   title: string,

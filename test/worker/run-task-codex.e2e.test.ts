@@ -1,18 +1,13 @@
-// runTask end to end with the REAL Codex CLI (devDependency @openai/codex) against the scripted
-// OpenAI Responses server and the offline GitHub emulator. Nothing leaves the machine.
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { Octokit } from "@octokit/rest";
+import type { Octokit } from "@octokit/rest";
 import { execa } from "execa";
-import { createProbot, ProbotOctokit } from "probot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { codexAdapter } from "../../src/agents/codex.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
-import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
+import type { GitHubEmulator } from "../../src/offline/github/index.ts";
 import { startOpenAIScriptServer } from "../../src/offline/models/openai-server.ts";
 import { runTask } from "../../src/worker/run-task.ts";
 import { worktreePath } from "../../src/worker/worktree.ts";
+import { startTaskRepository, stopTaskRepository } from "../support/task-repository.ts";
 
 const OWNER = "octo-org";
 const NAME = "codex-gadgets";
@@ -26,29 +21,15 @@ let mona: Octokit;
 let workDir: string;
 
 beforeAll(async () => {
-  // The real Codex CLI from this project's devDependencies.
-  process.env.PATH = `${resolve("node_modules/.bin")}:${process.env.PATH}`;
-  gh = await startGitHubEmulator();
-  repo = await gh.createRepo({ owner: OWNER, name: NAME, files: { "README.md": "# gadgets\n" } });
-  gh.addCollaborator(REPO, "mona", "write");
-  const probot = createProbot({
-    overrides: {
-      appId: gh.appId,
-      privateKey: gh.privateKey,
-      baseUrl: gh.url,
-      logLevel: "warn",
-      Octokit: ProbotOctokit.defaults({ throttle: { enabled: false }, retry: { enabled: false } }),
-    },
-  });
-  bot = (await probot.auth(repo.installationId)) as unknown as GitHubClient;
-  mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
-  workDir = await mkdtemp(join(tmpdir(), "fleet-worker-codex-e2e-"));
+  ({ gh, repo, bot, mona, workDir } = await startTaskRepository({
+    owner: OWNER,
+    name: NAME,
+    files: { "README.md": "# gadgets\n" },
+    workPrefix: "fleet-worker-codex-e2e-",
+  }));
 });
 
-afterAll(async () => {
-  await gh?.stop();
-  if (workDir) await rm(workDir, { recursive: true, force: true });
-});
+afterAll(() => stopTaskRepository({ gh, workDir }));
 
 describe("runTask end to end: real git, the GitHub emulator, the real Codex CLI", () => {
   it("turns a scripted exec_command into a pull request, with the script's token figures", async () => {

@@ -1,17 +1,16 @@
-import { access, mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { Octokit } from "@octokit/rest";
+import { access, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { Octokit } from "@octokit/rest";
 import { execa } from "execa";
-import { createProbot, ProbotOctokit } from "probot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
-import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
+import type { GitHubEmulator } from "../../src/offline/github/index.ts";
 import { type ScriptTurn, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { agentNotesDir } from "../../src/worker/artifacts.ts";
 import { runTask, type TaskOutcome, type TaskSpec, type WorkerDeps } from "../../src/worker/run-task.ts";
 import { worktreePath } from "../../src/worker/worktree.ts";
+import { startTaskRepository, stopTaskRepository } from "../support/task-repository.ts";
 
 const OWNER = "octo-org";
 const NAME = "gadgets";
@@ -34,29 +33,15 @@ let workDir: string;
 let seq = 0;
 
 beforeAll(async () => {
-  // The real Claude Code CLI from this project's devDependencies.
-  process.env.PATH = `${resolve("node_modules/.bin")}:${process.env.PATH}`;
-  gh = await startGitHubEmulator();
-  repo = await gh.createRepo({ owner: OWNER, name: NAME, files: { "README.md": "# gadgets\n" } });
-  gh.addCollaborator(REPO, "mona", "write");
-  const probot = createProbot({
-    overrides: {
-      appId: gh.appId,
-      privateKey: gh.privateKey,
-      baseUrl: gh.url,
-      logLevel: "warn",
-      Octokit: ProbotOctokit.defaults({ throttle: { enabled: false }, retry: { enabled: false } }),
-    },
-  });
-  bot = (await probot.auth(repo.installationId)) as unknown as GitHubClient;
-  mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
-  workDir = await mkdtemp(join(tmpdir(), "fleet-worker-e2e-"));
+  ({ gh, repo, bot, mona, workDir } = await startTaskRepository({
+    owner: OWNER,
+    name: NAME,
+    files: { "README.md": "# gadgets\n" },
+    workPrefix: "fleet-worker-e2e-",
+  }));
 });
 
-afterAll(async () => {
-  await gh?.stop();
-  if (workDir) await rm(workDir, { recursive: true, force: true });
-});
+afterAll(() => stopTaskRepository({ gh, workDir }));
 
 interface Run {
   taskId: string;

@@ -4,13 +4,12 @@
 // nothing else of that HOME (~/.ssh); the context manifest lists it and flags the repository's copy.
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { Octokit } from "@octokit/rest";
-import { createProbot, ProbotOctokit } from "probot";
+import { join } from "node:path";
+import type { Octokit } from "@octokit/rest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
-import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
+import type { GitHubEmulator } from "../../src/offline/github/index.ts";
 import { startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { taskArtifactsDir } from "../../src/worker/artifacts.ts";
@@ -20,6 +19,7 @@ import { runTask } from "../../src/worker/run-task.ts";
 import { INHERITED_HOME_PATHS } from "../../src/worker/sandbox.ts";
 import { botClient, waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
+import { startTaskRepository } from "../support/task-repository.ts";
 
 const OWNER = "octo-org";
 const NAME = "inherit";
@@ -35,27 +35,13 @@ let workDir: string;
 let userHome: string;
 
 beforeAll(async () => {
-  process.env.PATH = `${resolve("node_modules/.bin")}:${process.env.PATH}`;
-  gh = await startGitHubEmulator();
   // The repository holds the same memory text as the user's HOME: loaded twice.
-  repo = await gh.createRepo({
+  ({ gh, repo, bot, mona, workDir } = await startTaskRepository({
     owner: OWNER,
     name: NAME,
     files: { "README.md": "# inherit\n", "CLAUDE.md": MEMORY },
-  });
-  gh.addCollaborator(`${OWNER}/${NAME}`, "mona", "write");
-  const probot = createProbot({
-    overrides: {
-      appId: gh.appId,
-      privateKey: gh.privateKey,
-      baseUrl: gh.url,
-      logLevel: "warn",
-      Octokit: ProbotOctokit.defaults({ throttle: { enabled: false }, retry: { enabled: false } }),
-    },
-  });
-  bot = (await probot.auth(repo.installationId)) as unknown as GitHubClient;
-  mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
-  workDir = await mkdtemp(join(tmpdir(), "fleet-inherit-"));
+    workPrefix: "fleet-inherit-",
+  }));
   userHome = await mkdtemp(join(tmpdir(), "fleet-inherit-user-"));
   await mkdir(join(userHome, ".claude"), { recursive: true });
   await writeFile(join(userHome, ".claude", "CLAUDE.md"), MEMORY);
