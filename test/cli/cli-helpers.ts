@@ -81,3 +81,31 @@ export async function mapLimit<T, R>(
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return out;
 }
+
+/** `fleet run` until the queue is idle, its agents against the scripted model server at `modelUrl`. */
+export const scriptedRunArgs = (modelUrl: string): string[] => [
+  "run",
+  "--until-idle",
+  "--poll",
+  "300",
+  "--model-base-url",
+  modelUrl,
+  "--agent-env",
+  "CLAUDE_CODE_MAX_RETRIES=0",
+];
+
+/** The usage each scripted turn of the local-mode tests reports. */
+export const SCRIPTED_USAGE = {
+  input_tokens: 900,
+  output_tokens: 60,
+  cache_read_input_tokens: 100,
+  cache_creation_input_tokens: 20,
+};
+
+/** A git identity for the commits made as the user (`fleet merge`'s merge commits, the tests' own). */
+export const USER_GIT_IDENTITY = {
+  GIT_AUTHOR_NAME: "Dev",
+  GIT_AUTHOR_EMAIL: "dev@example.com",
+  GIT_COMMITTER_NAME: "Dev",
+  GIT_COMMITTER_EMAIL: "dev@example.com",
+};

@@ -8,25 +8,24 @@ import {
   type ScriptTurn,
   startAnthropicScriptServer,
 } from "../../src/offline/models/anthropic-server.ts";
-import { cliEnv, fleet, mapLimit, tempGitRepo, tempHome } from "./cli-helpers.ts";
+import {
+  cliEnv,
+  fleet,
+  mapLimit,
+  SCRIPTED_USAGE,
+  scriptedRunArgs,
+  tempGitRepo,
+  tempHome,
+  USER_GIT_IDENTITY,
+} from "./cli-helpers.ts";
 
 // Local mode closes the loop: a conflicting merge starts the rebase run, a plan waits for
 // `fleet approve` (and a retry does not pay for it again), and an A/B run is made and compared from
 // the terminal. Real CLI, real git repositories, the real Claude CLI against a scripted model.
 
 const YML = "plan_phase: false\ntimeouts: { run_minutes: 2, stall_minutes: 1 }\n";
-const USAGE = {
-  input_tokens: 900,
-  output_tokens: 60,
-  cache_read_input_tokens: 100,
-  cache_creation_input_tokens: 20,
-};
-const IDENTITY = {
-  GIT_AUTHOR_NAME: "Dev",
-  GIT_AUTHOR_EMAIL: "dev@example.com",
-  GIT_COMMITTER_NAME: "Dev",
-  GIT_COMMITTER_EMAIL: "dev@example.com",
-};
+const USAGE = SCRIPTED_USAGE;
+const IDENTITY = USER_GIT_IDENTITY;
 const git = async (cwd: string, ...args: string[]) =>
   (await execa("git", args, { cwd, env: IDENTITY })).stdout.trim();
 const bash = (command: string): ScriptTurn => ({
@@ -58,17 +57,7 @@ async function setup(files: Record<string, string>) {
     return r;
   };
   const json = async (...args: string[]) => JSON.parse((await ok(...args, "--json")).stdout);
-  const run = (model: ScriptServer) =>
-    cli(
-      "run",
-      "--until-idle",
-      "--poll",
-      "300",
-      "--model-base-url",
-      model.url,
-      "--agent-env",
-      "CLAUDE_CODE_MAX_RETRIES=0",
-    );
+  const run = (model: ScriptServer) => cli(...scriptedRunArgs(model.url));
   const model = async (turns: ScriptTurn[]) => {
     const server = await startAnthropicScriptServer({ turns });
     cleanups.push(() => server.stop());

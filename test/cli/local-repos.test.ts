@@ -4,25 +4,22 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
-import { cliEnv, fleet, tempGitRepo, tempHome } from "./cli-helpers.ts";
+import {
+  cliEnv,
+  fleet,
+  SCRIPTED_USAGE,
+  scriptedRunArgs,
+  tempGitRepo,
+  tempHome,
+  USER_GIT_IDENTITY,
+} from "./cli-helpers.ts";
 
 // One $FLEET_HOME queue, two repositories: tasks run in the repository they were created in, whatever
 // repository `fleet run` starts in, and `fleet merge` closes the loop in that repository.
 
 const FLEET_YML = "plan_phase: false\ntimeouts: { run_minutes: 2, stall_minutes: 1 }\n";
-const USAGE = {
-  input_tokens: 900,
-  output_tokens: 60,
-  cache_read_input_tokens: 100,
-  cache_creation_input_tokens: 20,
-};
-/** A git identity for the merge commits `fleet merge` makes as the user. */
-const IDENTITY = {
-  GIT_AUTHOR_NAME: "Dev",
-  GIT_AUTHOR_EMAIL: "dev@example.com",
-  GIT_COMMITTER_NAME: "Dev",
-  GIT_COMMITTER_EMAIL: "dev@example.com",
-};
+const USAGE = SCRIPTED_USAGE;
+const IDENTITY = USER_GIT_IDENTITY;
 
 type Repo = { dir: string; cleanup: () => Promise<void> };
 const git = async (cwd: string, ...args: string[]) =>
@@ -55,17 +52,7 @@ describe("fleet CLI, local mode, one queue for two repositories", () => {
   const runWith = async (turns: ReturnType<typeof writes>, ...args: string[]) => {
     const model: ScriptServer = await startAnthropicScriptServer({ turns });
     try {
-      return await inA(
-        "run",
-        "--until-idle",
-        "--poll",
-        "300",
-        "--model-base-url",
-        model.url,
-        "--agent-env",
-        "CLAUDE_CODE_MAX_RETRIES=0",
-        ...args,
-      );
+      return await inA(...scriptedRunArgs(model.url), ...args);
     } finally {
       await model.stop();
     }
@@ -223,19 +210,7 @@ describe("fleet CLI, local mode, one queue for two repositories", () => {
         turns: [...writes("AGENT.md", "first"), ...writes("AGENT.md", "second")],
       });
       try {
-        const run = await fleet(
-          [
-            "run",
-            "--until-idle",
-            "--poll",
-            "300",
-            "--model-base-url",
-            model.url,
-            "--agent-env",
-            "CLAUDE_CODE_MAX_RETRIES=0",
-          ],
-          { cwd: parent, env: e },
-        );
+        const run = await fleet(scriptedRunArgs(model.url), { cwd: parent, env: e });
         expect(run.exitCode, run.stderr).toBe(0);
         expect(model.played).toBe(4);
       } finally {

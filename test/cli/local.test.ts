@@ -6,7 +6,15 @@ import { localCommentsPath } from "../../src/cli/local-github.ts";
 import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { agentNotesDir } from "../../src/worker/artifacts.ts";
 import { worktreePath } from "../../src/worker/worktree.ts";
-import { cliEnv, fleet, fleetProcess, mapLimit, tempGitRepo, tempHome } from "./cli-helpers.ts";
+import {
+  cliEnv,
+  fleet,
+  fleetProcess,
+  mapLimit,
+  scriptedRunArgs,
+  tempGitRepo,
+  tempHome,
+} from "./cli-helpers.ts";
 
 const FLEET_YML = "plan_phase: false\ntimeouts: { run_minutes: 2, stall_minutes: 1 }\n";
 const USAGE = {
@@ -78,16 +86,7 @@ describe("fleet CLI in local mode ($FLEET_HOME, a local git repository)", () => 
           { text: `Wrote FIRST.md. (${LEAKED})`, usage: USAGE },
         ],
       });
-      const run = await cli(
-        "run",
-        "--until-idle",
-        "--poll",
-        "300",
-        "--model-base-url",
-        model.url,
-        "--agent-env",
-        "CLAUDE_CODE_MAX_RETRIES=0",
-      );
+      const run = await cli(...scriptedRunArgs(model.url));
       expect(run.exitCode, run.stderr).toBe(0);
       expect(run.stderr).toMatch(/dispatched -> running/);
       expect(run.stderr).toMatch(/pr-opened/);

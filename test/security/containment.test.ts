@@ -17,7 +17,7 @@ import {
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { agentNotesDir } from "../../src/worker/artifacts.ts";
 import { worktreePath } from "../../src/worker/worktree.ts";
-import { cliEnv, fleet, fleetProcess } from "../cli/cli-helpers.ts";
+import { cliEnv, fleet, fleetProcess, scriptedRunArgs } from "../cli/cli-helpers.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
 import {
   CANARY,
@@ -92,14 +92,7 @@ describe("containment: a hostile agent under the real `fleet run`", () => {
   });
 
   const workerArgs = (model: ScriptServer, repo = h.full) => [
-    "run",
-    "--until-idle",
-    "--poll",
-    "300",
-    "--model-base-url",
-    model.url,
-    "--agent-env",
-    "CLAUDE_CODE_MAX_RETRIES=0",
+    ...scriptedRunArgs(model.url),
     "--repo",
     repo,
     "--api-url",
