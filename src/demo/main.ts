@@ -198,7 +198,9 @@ function narrate(gh: Emulator, result: DemoResult, say: (line: string) => void):
   const comments = gh.comments(FULL, result.issue.number);
   say(`pull request #${pr.number} "${pr.title}" from ${pr.head}`);
   process.stdout.write(`\n--- pull request #${pr.number} ---\n${pr.body}\n`);
-  process.stdout.write(`\n--- issue #${result.issue.number}: ${comments.length} comments ---\n`);
+  process.stdout.write(
+    `\n--- issue #${result.issue.number}: ${comments.length} comment${comments.length === 1 ? "" : "s"} ---\n`,
+  );
   for (const c of comments) {
     const firstLine = c.body.split("\n").find((l) => l.trim() && !l.startsWith("<!--")) ?? "";
     process.stdout.write(`@${c.user.login}: ${firstLine.slice(0, 110)}\n`);
