@@ -1,23 +1,29 @@
 // App memory with 10,000 queued tasks: a child process loads a 10k-task state document (and its beads
-// mirror) as the app does (the state store over its default transport, git, run through tsx like
-// `fleet serve`), runs a scheduling pass, and reports its RSS; a second child does the same and reads an
-// empty state, as the baseline. The child imports only what it uses (bench/lib/memory-child.ts): the
+// mirror) as the app does (the state store over its default transport, git), runs a scheduling pass,
+// and reports its RSS; a second child does the same and reads an empty state, as the baseline. The
+// child runs as the app runs under `npm start`: built JavaScript (scripts/build-app.mjs, esbuild) on
+// plain node, no TypeScript loader. It imports only what it uses (bench/lib/memory-child.ts): the
 // offline GitHub stays in the parent, as GitHub is not in the app's process.
 // Run alone: npx tsx bench/memory.ts
 import { execFile } from "node:child_process";
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { Octokit } from "@octokit/rest";
+import { buildApp } from "../scripts/build-app.mjs";
 import { emptyStateDoc, serializeStateDoc } from "../src/core/state-doc.ts";
 import { newTask } from "../src/core/task.ts";
 import { startGitHubEmulator } from "../src/offline/github/index.ts";
 import { syncBeads } from "../src/queue/beads-sync.ts";
 
 const run = promisify(execFile);
-const tsx = join(import.meta.dirname, "../node_modules/.bin/tsx");
 const CHILD = join(import.meta.dirname, "lib/memory-child.ts");
+// Inside the repository, so the child's packages resolve from node_modules (they stay external).
+const BUILT = join(import.meta.dirname, "results/tmp/memory-child.mjs");
 
 export async function runMemory(n = 10_000) {
+  await mkdir(join(import.meta.dirname, "results/tmp"), { recursive: true });
+  await buildApp({ entry: CHILD, outfile: BUILT });
   const gh = await startGitHubEmulator();
   try {
     const mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("octo") });
@@ -74,7 +80,7 @@ export async function runMemory(n = 10_000) {
     const measure = async (repo: string) =>
       JSON.parse(
         (
-          await run(tsx, [CHILD, gh.url, gh.userToken("octo"), repo], {
+          await run(process.execPath, [BUILT, gh.url, gh.userToken("octo"), repo], {
             maxBuffer: 1 << 20,
             // The child collects its garbage before it measures (globalThis.gc), as it always meant to.
             env: { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --expose-gc`.trim() },

@@ -1,6 +1,8 @@
 // The child of bench/memory.ts: reads the state of `octo/<repo>` from the offline GitHub as the app does
 // (the repository's state store, default transport), runs a scheduling pass, and prints its memory.
-// Only what the app itself would load is imported here.
+// Only what the app itself would load is imported here. It runs as the app runs under `npm start`:
+// built JavaScript on plain node (bench/memory.ts builds it with scripts/build-app.mjs), no TypeScript
+// loader.
 import { Octokit } from "@octokit/rest";
 import { defaultFleetConfig } from "../../src/core/config.ts";
 import { scheduleNext } from "../../src/core/scheduler.ts";

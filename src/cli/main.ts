@@ -128,6 +128,7 @@ export async function runMain(argv: string[]): Promise<void> {
   process.exitCode = code;
 }
 
-// `tsx src/cli/main.ts serve` (npm start) runs this file directly; bin/fleet.js calls runMain.
+// `node build/fleet.mjs serve` (npm start; this file built by scripts/build-app.mjs) and
+// `tsx src/cli/main.ts` run this file directly; bin/fleet.js calls runMain.
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href)
   await runMain(process.argv.slice(2));

@@ -1,0 +1,5 @@
+// Types of scripts/build-app.mjs, for the TypeScript that imports it (bench/memory.ts, the tests).
+export function buildApp(options?: {
+  entry?: string;
+  outfile?: string;
+}): Promise<import("esbuild").Message[]>;

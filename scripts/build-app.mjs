@@ -1,0 +1,42 @@
+// Builds the app and CLI (src/cli/main.ts) into one ES module, build/fleet.mjs, for plain node:
+// `npm start` runs `node build/fleet.mjs serve`, not the TypeScript through tsx's loader, whose hooks
+// thread and transform caches cost the app's process ~48 MB of RSS (bench/memory.ts).
+// `node scripts/build-app.mjs [outfile]` (default build/fleet.mjs). Only Fleet's sources are bundled:
+// the packages stay external (imported from node_modules as usual), so CommonJS packages load as
+// they do in development, with no interop shims; bundling them as well saved no memory (measured
+// with bench/memory.ts).
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+
+/**
+ * Builds `entry` (relative to the repository, or absolute) into the ES module `outfile`; returns
+ * esbuild's warnings. bench/memory.ts builds its child the same way, so it measures what runs.
+ */
+export async function buildApp({
+  entry = "src/cli/main.ts",
+  outfile = resolve(root, "build/fleet.mjs"),
+} = {}) {
+  const result = await build({
+    absWorkingDir: root,
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    packages: "external",
+    platform: "node",
+    target: "node20",
+    format: "esm",
+    charset: "utf8",
+    sourcemap: false,
+    minify: false,
+    logLevel: "warning",
+  });
+  return result.warnings;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const outfile = process.argv[2] ? resolve(process.argv[2]) : undefined;
+  await buildApp({ outfile });
+}

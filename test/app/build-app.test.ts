@@ -1,0 +1,80 @@
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { execa } from "execa";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApp } from "../../scripts/build-app.mjs";
+
+const root = resolve(import.meta.dirname, "../..");
+
+/** A port nothing listens on now: the OS picks it for a moment's listener. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  const { port } = server.address() as { port: number };
+  await new Promise((done) => server.close(done));
+  return port;
+}
+
+describe("the built app (npm start: scripts/build-app.mjs, then plain node)", () => {
+  let dir: string;
+  let out: string;
+  let cwd: string;
+
+  beforeAll(async () => {
+    // Inside the repository: the packages stay external and resolve from its node_modules.
+    await mkdir(join(root, "build"), { recursive: true });
+    dir = await mkdtemp(join(root, "build", "test-"));
+    out = join(dir, "fleet.mjs");
+    expect(await buildApp({ outfile: out })).toEqual([]);
+    // Probot's runner reads .env and package.json from the working directory: an empty one here.
+    cwd = await mkdtemp(join(tmpdir(), "fleet-serve-"));
+  }, 30_000);
+
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+    await rm(cwd, { recursive: true, force: true });
+  });
+
+  it("`--help` names the serve command", async () => {
+    const result = await execa(process.execPath, [out, "--help"], { reject: false });
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toMatch(/^\s+serve\s/m);
+  });
+
+  it("`serve` without credentials starts Probot's setup page and answers HTTP on PORT", async () => {
+    const port = await freePort();
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      PORT: String(port),
+      NO_SMEE_SETUP: "true",
+    };
+    for (const key of ["APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET", "WEBHOOK_PROXY_URL"])
+      delete env[key];
+    // No `NODE_ENV=production`: Probot serves the setup page only outside production.
+    delete env.NODE_ENV;
+    const child = execa(process.execPath, [out, "serve"], {
+      cwd,
+      env,
+      extendEnv: false,
+      reject: false,
+      all: true,
+    });
+    let status: number | undefined;
+    const deadline = Date.now() + 15_000;
+    while (status === undefined && Date.now() < deadline && child.exitCode === null) {
+      status = await fetch(`http://127.0.0.1:${port}/`, { redirect: "manual" }).then(
+        (r) => r.status,
+        () => undefined,
+      );
+      if (status === undefined) await new Promise((done) => setTimeout(done, 100));
+    }
+    const page = status === undefined ? undefined : await fetch(`http://127.0.0.1:${port}/probot`);
+    child.kill();
+    const { all } = await child;
+    // The setup app redirects / to its page, /probot.
+    expect(status, all).toBe(302);
+    expect(page?.status, all).toBe(200);
+  }, 20_000);
+});
