@@ -16,6 +16,12 @@ export interface BurstResult {
   handlerP50Ms: number;
   handlerP99Ms: number;
   handlerMaxMs: number;
+  /**
+   * From a label's delivery to its tracking comment (the task committed to the state, then shown on
+   * the issue): how long a person waits to see the task queued. Deliveries are answered before this.
+   */
+  labelToTrackingP50Ms: number;
+  labelToTrackingP99Ms: number;
   /** Answers sent after Probot's 9 s timeout (202 "still processing"): their latency is capped. */
   answeredStillProcessing: number;
   failedDeliveries: number;
@@ -79,6 +85,8 @@ export async function runBurst(
     const mark = gh.requests.mark();
     const gitMark = gh.gitRequests.mark();
     const latencies: number[] = [];
+    // When each issue's label was sent (epoch ms, as the emulator's request log stamps requests).
+    const sentAt = new Map<number, number>();
     let stillProcessing = 0;
     let failed = 0;
     const started = performance.now();
@@ -86,6 +94,7 @@ export async function runBurst(
       await new Promise((r) => setTimeout(r, (i * seconds * 1000) / labeled.length));
       const body = JSON.stringify(d.payload);
       const t0 = performance.now();
+      sentAt.set((d.payload as { issue: { number: number } }).issue.number, Date.now());
       const res = await fetch(app.webhookUrl, {
         method: "POST",
         headers: {
@@ -114,6 +123,13 @@ export async function runBurst(
       await new Promise((r) => setTimeout(r, 250));
     }
     const settledMs = performance.now() - started;
+    const toTracking: number[] = [];
+    for (const r of gh.requests.entries) {
+      if (r.seq <= mark || r.method !== "POST") continue;
+      const issue = Number(/\/issues\/(\d+)\/comments$/.exec(r.path)?.[1]);
+      const sent = sentAt.get(issue);
+      if (sent !== undefined) toTracking.push(r.at - sent);
+    }
     const counts = gh.counts({ since: mark });
     const history = await readStateHistory(gitDir, cap);
     const perIssue = new Map<number, number>();
@@ -128,6 +144,8 @@ export async function runBurst(
       handlerP50Ms: round(percentile(latencies, 50)),
       handlerP99Ms: round(percentile(latencies, 99)),
       handlerMaxMs: round(Math.max(...latencies)),
+      labelToTrackingP50Ms: round(percentile(toTracking, 50)),
+      labelToTrackingP99Ms: round(percentile(toTracking, 99)),
       answeredStillProcessing: stillProcessing,
       failedDeliveries: failed,
       settledMs: Math.round(settledMs),

@@ -14,6 +14,7 @@ import {
   DEFAULT_OIDC_AUDIENCE,
   GITHUB_OIDC_ISSUER,
 } from "./actions-token.ts";
+import { type BackgroundDeliveries, handleDeliveriesInBackground } from "./deliveries.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import { onCommand } from "./on-command.ts";
 import { onIssueEdited } from "./on-issue-edited.ts";
@@ -30,8 +31,11 @@ import { guardWebhookIntake } from "./webhook-intake.ts";
 
 export interface FleetAppOptions extends RepoQueueFactoryOptions {
   knownCoders?: readonly string[];
-  /** Called with the app's per-repository queues, e.g. for a test's flush or reconcile. */
-  onReady?: (queues: RepoQueues) => void;
+  /**
+   * Called with the app's per-repository queues (e.g. for a test's flush or reconcile) and the
+   * deliveries it has answered and is still handling (to wait for quiet, or to drain before stopping).
+   */
+  onReady?: (queues: RepoQueues, deliveries: BackgroundDeliveries) => void;
   /** Period of the reconcile safety net (lease expiry, missed webhooks); 0 turns it off. Default 5 minutes. */
   reconcileMs?: number;
   /** Whose OIDC tokens runners may exchange (default GitHub's, `FLEET_OIDC_ISSUER`), for which audience. */
@@ -52,6 +56,8 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
   return (app, { addHandler }) => {
     // Before anything reads a webhook body: the 25 MB cap and the signature check on the raw request.
     guardWebhookIntake(app);
+    // Every delivery is answered on receipt and handled after (GitHub's 10-second window, bursts).
+    const deliveries = handleDeliveriesInBackground(app);
     const configs = createConfigCache();
     const deps: HandlerDeps = {
       knownCoders: options.knownCoders ?? CODER_NAMES,
@@ -62,7 +68,7 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
       }),
       configs,
     };
-    options.onReady?.(deps.queues);
+    options.onReady?.(deps.queues, deliveries);
     // Runners of dispatched tasks get the app's token here, in exchange for their job's OIDC token.
     addHandler(createActionsTokenHandler(app, () => deps.queues, actionsTokenOptions(options.actionsTokens)));
     const period = options.reconcileMs ?? 5 * 60_000;

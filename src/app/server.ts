@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { createNodeMiddleware, createProbot, ProbotOctokit } from "probot";
 import { CODER_NAMES } from "../core/coders.ts";
 import { stateTransportFrom } from "../state/repo-store.ts";
+import type { BackgroundDeliveries } from "./deliveries.ts";
 import { createFleetApp, type FleetAppOptions } from "./index.ts";
 import type { RepoQueues } from "./repo-queues.ts";
 
@@ -25,12 +26,15 @@ export interface FleetServer {
   reconcile(): Promise<void>;
   /** Writes tracking comments still waiting for their throttle window. */
   flush(): Promise<void>;
-  /** Resolves when no webhook is being handled (Probot answers 202 and goes on after its timeout). */
+  /** Resolves when no webhook is being handled (deliveries are answered on receipt and handled after). */
   idle(): Promise<void>;
   stop(): Promise<void>;
 }
 
 export const WEBHOOK_PATH = "/api/github/webhooks";
+/** How long stopping waits for deliveries already answered to be handled. */
+const STOP_DRAIN_MS = 10_000;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
 /**
  * Serves the Probot app on a node:http server. `fleet serve` uses Probot's own runner (which adds
@@ -70,46 +74,34 @@ export async function startFleetServer(options: FleetServerOptions): Promise<Fle
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
   let queues: RepoQueues | undefined;
+  let deliveries: BackgroundDeliveries | undefined;
   const appFn = createFleetApp({
     ...options,
     publicUrl: options.publicUrl ?? url,
     // A bad FLEET_STATE_TRANSPORT stops the start-up with the valid values, not every later event.
     stateTransport: options.stateTransport ?? stateTransportFrom(),
-    onReady: (q) => {
+    onReady: (q, d) => {
       queues = q;
-      options.onReady?.(q);
+      deliveries = d;
+      options.onReady?.(q, d);
     },
   });
   middleware = await createNodeMiddleware(appFn, { probot, webhooksPath: WEBHOOK_PATH });
-  // The webhooks instance exists once the middleware has loaded the app.
-  const webhooks = probot.webhooks!;
-  // Count deliveries in handling, so embedders (tests, the demo, benchmarks) can wait for quiet.
-  let inFlight = 0;
-  let idleWaiters: Array<() => void> = [];
-  const receive = webhooks.verifyAndReceive.bind(webhooks);
-  webhooks.verifyAndReceive = async (event) => {
-    inFlight++;
-    try {
-      return await receive(event);
-    } finally {
-      if (--inFlight === 0) {
-        for (const w of idleWaiters) w();
-        idleWaiters = [];
-      }
-    }
-  };
   return {
     url,
     webhookUrl: `${url}${WEBHOOK_PATH}`,
     reconcile: async () => queues?.reconcileKnown(options.knownCoders ?? CODER_NAMES, () => {}),
     flush: async () => queues?.flush(),
-    idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((r) => idleWaiters.push(r))),
+    idle: async () => deliveries?.idle(),
     stop: async () => {
-      await queues?.stop();
-      await new Promise<void>((resolve, reject) => {
+      // Stop taking deliveries, then let the ones answered finish: an answered delivery is not dropped.
+      const closed = new Promise<void>((resolve, reject) => {
         if (!server.listening) return resolve();
         server.close((e) => (e ? reject(e) : resolve()));
       });
+      await Promise.race([deliveries?.idle(), sleep(STOP_DRAIN_MS)]);
+      await queues?.stop();
+      await closed;
     },
   };
 }

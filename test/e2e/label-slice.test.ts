@@ -39,6 +39,15 @@ describe("labeled issue -> tracking comment, over real HTTP", () => {
     await gh?.stop();
   });
 
+  /** Deliveries answered and handled (the app answers first and handles after), until both are quiet. */
+  async function settle(): Promise<void> {
+    for (let i = 0; i < 10; i++) {
+      await gh.waitForDeliveries();
+      await app.idle();
+      if (!gh.deliveries().some((d) => d.status === "pending")) return;
+    }
+  }
+
   async function newIssue(title: string): Promise<number> {
     const { data } = await maintainer.rest.issues.create({
       owner: "octo-org",
@@ -59,7 +68,7 @@ describe("labeled issue -> tracking comment, over real HTTP", () => {
       issue_number: issue,
       labels: ["fleet:claude"],
     });
-    await gh.waitForDeliveries();
+    await settle();
 
     const comments = fleetComments(issue);
     expect(comments).toHaveLength(1);
@@ -71,7 +80,7 @@ describe("labeled issue -> tracking comment, over real HTTP", () => {
     const labeled = gh.deliveries().filter((d) => d.event === "issues" && d.action === "labeled");
     const last = labeled.at(-1)!;
     expect(await gh.redeliver(last.id)).toBe(200);
-    await gh.waitForDeliveries();
+    await settle();
     expect(fleetComments(issue)).toHaveLength(1);
   });
 
@@ -83,7 +92,7 @@ describe("labeled issue -> tracking comment, over real HTTP", () => {
       issue_number: issue,
       labels: ["fleet:claude:opus"],
     });
-    await gh.waitForDeliveries();
+    await settle();
     const [comment] = fleetComments(issue);
     expect(comment?.body).toContain("`opus`");
   });
@@ -96,7 +105,7 @@ describe("labeled issue -> tracking comment, over real HTTP", () => {
       issue_number: issue,
       labels: ["fleet:clade"],
     });
-    await gh.waitForDeliveries();
+    await settle();
     const comments = fleetComments(issue);
     expect(comments).toHaveLength(1);
     expect(comments[0]!.body).toContain("fleet:clade");
@@ -109,7 +118,7 @@ describe("labeled issue -> tracking comment, over real HTTP", () => {
       issue_number: issue,
       labels: ["fleet:codex"],
     });
-    await gh.waitForDeliveries();
+    await settle();
     expect(
       fleetComments(issue).some((c) => c.body.includes("fleet:tracking") && c.body.includes("`codex`")),
     ).toBe(true);
@@ -121,7 +130,7 @@ describe("labeled issue -> tracking comment, over real HTTP", () => {
     await outsider.rest.issues
       .addLabels({ owner: "octo-org", repo: "widgets", issue_number: issue, labels: ["fleet:claude"] })
       .catch(() => undefined);
-    await gh.waitForDeliveries();
+    await settle();
     const bodies = fleetComments(issue).map((c) => c.body);
     expect(bodies.some((b) => b.includes("fleet:tracking"))).toBe(false);
   });
