@@ -3,3 +3,5 @@ export function buildApp(options?: {
   entry?: string;
   outfile?: string;
 }): Promise<import("esbuild").Message[]>;
+/** Where the app is built by default (what `npm start` and `fleet serve` run). */
+export const BUILT_APP: string;

@@ -10,15 +10,14 @@ import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+/** Where the app is built by default (what `npm start` and `fleet serve` run). */
+export const BUILT_APP = resolve(root, "build/fleet.mjs");
 
 /**
  * Builds `entry` (relative to the repository, or absolute) into the ES module `outfile`; returns
  * esbuild's warnings. bench/memory.ts builds its child the same way, so it measures what runs.
  */
-export async function buildApp({
-  entry = "src/cli/main.ts",
-  outfile = resolve(root, "build/fleet.mjs"),
-} = {}) {
+export async function buildApp({ entry = "src/cli/main.ts", outfile = BUILT_APP } = {}) {
   const result = await build({
     absWorkingDir: root,
     entryPoints: [entry],

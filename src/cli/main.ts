@@ -129,6 +129,6 @@ export async function runMain(argv: string[]): Promise<void> {
 }
 
 // `node build/fleet.mjs serve` (npm start; this file built by scripts/build-app.mjs) and
-// `tsx src/cli/main.ts` run this file directly; bin/fleet.js calls runMain.
+// `tsx src/cli/main.ts` run this file directly; bin/fleet.js calls runMain (of the build, for `serve`).
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href)
   await runMain(process.argv.slice(2));

@@ -1,10 +1,10 @@
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, stat } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../../scripts/build-app.mjs";
+import { BUILT_APP, buildApp } from "../../scripts/build-app.mjs";
 
 const root = resolve(import.meta.dirname, "../..");
 
@@ -43,7 +43,8 @@ describe("the built app (npm start: scripts/build-app.mjs, then plain node)", ()
     expect(result.stdout).toMatch(/^\s+serve\s/m);
   });
 
-  it("`serve` without credentials starts Probot's setup page and answers HTTP on PORT", async () => {
+  /** Runs `args` (a serve command) without credentials; the status of / and of /probot, and its output. */
+  async function serveWithoutCredentials(args: string[]) {
     const port = await freePort();
     const env: Record<string, string | undefined> = {
       ...process.env,
@@ -54,13 +55,7 @@ describe("the built app (npm start: scripts/build-app.mjs, then plain node)", ()
       delete env[key];
     // No `NODE_ENV=production`: Probot serves the setup page only outside production.
     delete env.NODE_ENV;
-    const child = execa(process.execPath, [out, "serve"], {
-      cwd,
-      env,
-      extendEnv: false,
-      reject: false,
-      all: true,
-    });
+    const child = execa(process.execPath, args, { cwd, env, extendEnv: false, reject: false, all: true });
     let status: number | undefined;
     const deadline = Date.now() + 15_000;
     while (status === undefined && Date.now() < deadline && child.exitCode === null) {
@@ -73,8 +68,21 @@ describe("the built app (npm start: scripts/build-app.mjs, then plain node)", ()
     const page = status === undefined ? undefined : await fetch(`http://127.0.0.1:${port}/probot`);
     child.kill();
     const { all } = await child;
+    return { status, pageStatus: page?.status, all };
+  }
+
+  it("`serve` without credentials starts Probot's setup page and answers HTTP on PORT", async () => {
+    const { status, pageStatus, all } = await serveWithoutCredentials([out, "serve"]);
     // The setup app redirects / to its page, /probot.
     expect(status, all).toBe(302);
-    expect(page?.status, all).toBe(200);
+    expect(pageStatus, all).toBe(200);
+  }, 20_000);
+
+  it("the installed command's `fleet serve` builds the app first and runs the build", async () => {
+    const before = Date.now();
+    const { status, all } = await serveWithoutCredentials([join(root, "bin/fleet.js"), "serve"]);
+    expect(status, all).toBe(302);
+    // Rebuilt at this start (never a stale build).
+    expect((await stat(BUILT_APP)).mtimeMs).toBeGreaterThanOrEqual(before - 1_000);
   }, 20_000);
 });
