@@ -5,6 +5,7 @@
 // the packages stay external (imported from node_modules as usual), so CommonJS packages load as
 // they do in development, with no interop shims; bundling them as well saved no memory (measured
 // with bench/memory.ts).
+import { mkdir, rename, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -22,6 +23,8 @@ export async function buildApp({ entry = "src/cli/main.ts", outfile = BUILT_APP 
     absWorkingDir: root,
     entryPoints: [entry],
     outfile,
+    // Written below, by rename: two starts building at once never run a half-written file.
+    write: false,
     bundle: true,
     packages: "external",
     platform: "node",
@@ -32,6 +35,11 @@ export async function buildApp({ entry = "src/cli/main.ts", outfile = BUILT_APP 
     minify: false,
     logLevel: "warning",
   });
+  const [file] = result.outputFiles;
+  await mkdir(dirname(outfile), { recursive: true });
+  const partial = `${outfile}.${process.pid}.partial`;
+  await writeFile(partial, file.contents);
+  await rename(partial, outfile);
   return result.warnings;
 }
 

@@ -17,6 +17,10 @@ export interface Endpoints {
  */
 export async function listen(port: number, e: Endpoints): Promise<Server> {
   const server = createServer((req, res) => {
+    // GitHub Enterprise Server serves the REST API under /api/v3 ("the base URL is
+    // http(s)://HOSTNAME/api/v3", https://docs.github.com/en/enterprise-server@latest/rest/quickstart):
+    // clients configured for it (Probot's GHE_HOST) reach the same API here.
+    if (req.url?.startsWith("/api/v3/")) req.url = req.url.slice("/api/v3".length);
     const url = new URL(req.url ?? "/", "http://emulator.invalid");
     // The Actions OIDC provider (discovery, keys, a job's ID token) is not part of the REST API.
     const oidcReply = e.oidc.handle(req.method ?? "GET", url, req.headers.authorization);
