@@ -20,7 +20,6 @@ import { onCommand } from "./on-command.ts";
 import { onIssueEdited } from "./on-issue-edited.ts";
 import { onIssueEnded } from "./on-issue-ended.ts";
 import { type HandlerDeps, onIssueLabeled } from "./on-issue-labeled.ts";
-import { onFleetPrMerged } from "./on-merge.ts";
 import { onPullRequest } from "./on-pull-request.ts";
 import { onRebaseLabel } from "./on-rebase.ts";
 import { onReview } from "./on-review.ts";
@@ -111,10 +110,9 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
     app.on("issue_comment.created", human(onCommand));
     // Edits by anyone, bots included: only a person who may drive Fleet moves the pinned prompt.
     app.on("issues.edited", reportingCorruptState(onIssueEdited));
-    // PR events come from Fleet's own bot when it opens the PR: they are not filtered by sender.
+    // PR events come from Fleet's own bot when it opens the PR: they are not filtered by sender. A merge
+    // also moves the base (other Fleet PRs that now conflict get a rebase run) and may finish a split.
     app.on(["pull_request.opened", "pull_request.closed"], reportingCorruptState(onPullRequest));
-    // A merge moves the base (other Fleet PRs that now conflict get a rebase run) and may finish a split.
-    app.on("pull_request.closed", reportingCorruptState(onFleetPrMerged));
     // Runs are started by Fleet's own bot, and their ends come from GitHub: not filtered by sender.
     app.on("workflow_run.completed", reportingCorruptState(onWorkflowRunCompleted));
     // A push to the default branch may change .github/fleet.yml: the next event reads it again.

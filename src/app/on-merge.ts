@@ -1,32 +1,25 @@
 import type { Context } from "probot";
-import { loadRepoConfig } from "./load-config.ts";
-import type { HandlerDeps } from "./on-issue-labeled.ts";
+import type { FleetStateDoc } from "../core/state-doc.ts";
+import type { RepoQueue } from "../queue/repo-queue.ts";
 import { rebaseOthersAfterMerge } from "./on-rebase.ts";
 import { closeEpicWhenDone } from "./on-split-label.ts";
 
-/** A merged `fleet/*` pull request with its repository's queue and state, as read once for what follows. */
-export type MergedFleetPr = NonNullable<Awaited<ReturnType<typeof mergedFleetPr>>>;
-
-async function mergedFleetPr(context: Context<"pull_request.closed">, deps: HandlerDeps) {
-  const pr = context.payload.pull_request;
-  if (!pr.merged || !pr.head.ref.startsWith("fleet/")) return undefined;
-  const loaded = await loadRepoConfig(context as unknown as Context<"issues">, deps.configs);
-  if (!loaded.ok) return undefined;
-  const queue = await deps.queues.forContext(context, loaded.config);
-  return { pr, queue, doc: await queue.snapshot() };
+/** A merged `fleet/*` pull request with its repository's queue and the state as read for the event. */
+export interface MergedFleetPr {
+  pr: Context<"pull_request.closed">["payload"]["pull_request"];
+  queue: RepoQueue;
+  doc: FleetStateDoc;
 }
 
 /**
- * `pull_request.closed` (merged) on a `fleet/*` branch: the merge moved the base, so other Fleet PRs
- * that now conflict get a rebase run; and a finished split's epic is closed. Each goes on when the
- * other fails; the first failure is reported.
+ * After a merged `fleet/*` pull request (see onPullRequest, which reads the state once for both): the
+ * merge moved the base, so other Fleet PRs that now conflict get a rebase run; and a finished split's
+ * epic is closed. Each goes on when the other fails; the first failure is thrown.
  */
-export async function onFleetPrMerged(
+export async function afterFleetPrMerged(
   context: Context<"pull_request.closed">,
-  deps: HandlerDeps,
+  merged: MergedFleetPr,
 ): Promise<void> {
-  const merged = await mergedFleetPr(context, deps);
-  if (!merged) return;
   const results = await Promise.allSettled([
     closeEpicWhenDone(context, merged),
     rebaseOthersAfterMerge(context, merged),

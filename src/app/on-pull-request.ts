@@ -4,6 +4,7 @@ import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task } from "../core/task.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import type { HandlerDeps } from "./on-issue-labeled.ts";
+import { afterFleetPrMerged } from "./on-merge.ts";
 
 /**
  * A pull request whose head lives in another repository (a fork): its branch may carry a task's
@@ -29,7 +30,8 @@ export function taskForPullRequest(
 
 /**
  * `pull_request.opened|closed` on a `fleet/*` branch: opened -> pr-open; merged -> done (dependents
- * unblocked, slot already free); closed unmerged -> failed, retry allowed.
+ * unblocked, slot already free) and what a merge starts (afterFleetPrMerged), on one read of the state;
+ * closed unmerged -> failed, retry allowed.
  */
 export async function onPullRequest(
   context: Context<"pull_request.opened"> | Context<"pull_request.closed">,
@@ -42,7 +44,19 @@ export async function onPullRequest(
   const loaded = await loadRepoConfig(context as unknown as Context<"issues">, deps.configs);
   if (!loaded.ok) return;
   const queue = await deps.queues.forContext(context, loaded.config);
-  const task = taskForPullRequest(await queue.snapshot(), { number: pr.number, head: pr.head.ref });
+  const doc = await queue.snapshot();
+  const task = taskForPullRequest(doc, { number: pr.number, head: pr.head.ref });
+  if (context.payload.action === "closed" && pr.merged) {
+    const closed = context as Context<"pull_request.closed">;
+    const merged = { pr: closed.payload.pull_request, queue, doc };
+    const results = await Promise.allSettled([
+      task && queue.move(task.issue, "done", { taskId: task.id, patch: { pr: pr.number } }),
+      afterFleetPrMerged(closed, merged),
+    ]);
+    const failed = results.find((r) => r.status === "rejected");
+    if (failed) throw failed.reason;
+    return;
+  }
   if (!task) return;
   if (context.payload.action === "opened") {
     // A run in progress records its own PR with its outcome (one commit); a PR opened by hand on the
@@ -51,12 +65,8 @@ export async function onPullRequest(
     await queue.move(task.issue, "pr-open", { taskId: task.id, from: ["running"], patch: { pr: pr.number } });
     return;
   }
-  if (pr.merged) {
-    await queue.move(task.issue, "done", { taskId: task.id, patch: { pr: pr.number } });
-  } else {
-    await queue.move(task.issue, "failed", {
-      taskId: task.id,
-      reason: `pull request #${pr.number} was closed without merging; comment \`/fleet retry\` to run it again`,
-    });
-  }
+  await queue.move(task.issue, "failed", {
+    taskId: task.id,
+    reason: `pull request #${pr.number} was closed without merging; comment \`/fleet retry\` to run it again`,
+  });
 }

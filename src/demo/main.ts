@@ -116,10 +116,11 @@ export async function runDemo(opts: {
 
     // Stopping the worker writes its last tracking-comment edit (throttled to one per 15 s otherwise).
     await stopWorker();
-    await app.flush();
-    // Deliveries answered, then handled (the app answers each on receipt).
+    // Deliveries answered, then handled (the app answers each on receipt), then the comment edits
+    // still waiting for their throttle window written.
     await gh.waitForDeliveries();
     await app.idle();
+    await app.flush();
     const result = await demoResult(gh, mona, issue);
     if (!opts.json) narrate(gh, result, say);
     if (!opts.json && opts.keep) process.stdout.write(`work directory kept: ${workDir}\n`);
