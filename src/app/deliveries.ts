@@ -9,21 +9,86 @@ export interface BackgroundDeliveries {
 }
 
 /**
- * Answers each webhook delivery as soon as it is known to be GitHub's (signature) and readable (JSON),
- * and handles it after the answer. GitHub gives a delivery 10 seconds and recommends exactly this:
- * "respond with a 2XX response ... process the payload in the background"
+ * What a delivery is about: an issue or pull request of a repository (they share one numbering), or
+ * the repository as a whole (a push, a workflow run, an installation change).
+ */
+interface Scope {
+  repo: string;
+  number?: number;
+}
+
+function scopeOf(payload: Record<string, unknown>): Scope {
+  const repo = (payload.repository as { full_name?: string } | undefined)?.full_name?.toLowerCase() ?? "";
+  const item = (payload.issue ?? payload.pull_request) as { number?: unknown } | undefined;
+  return typeof item?.number === "number" ? { repo, number: item.number } : { repo };
+}
+
+/** One repository's deliveries being handled, for the order below. */
+interface RepoOrder {
+  /** The last repository-wide delivery: everything after it waits for it. */
+  barrier: Promise<void>;
+  /** The last delivery of each issue or pull request. */
+  last: Map<number, Promise<void>>;
+  /** Every delivery of the repository not finished yet. */
+  pending: Set<Promise<void>>;
+}
+
+/**
+ * Handling in arrival order where order matters, concurrently where it does not: a delivery about an
+ * issue starts after the earlier ones about the same issue (a label, then its removal, a `/fleet
+ * cancel` right after the label) and after the repository's earlier repository-wide ones; a
+ * repository-wide delivery (the state branch deleted, a workflow run ended) starts after every earlier
+ * delivery of the repository. Different issues never wait for each other, so a burst of labels shares
+ * its state commits (see write-queue.ts).
+ */
+class DeliveryOrder {
+  private readonly repos = new Map<string, RepoOrder>();
+
+  run(scope: Scope, handle: () => Promise<void>): Promise<void> {
+    let o = this.repos.get(scope.repo);
+    if (!o) {
+      o = { barrier: Promise.resolve(), last: new Map(), pending: new Set() };
+      this.repos.set(scope.repo, o);
+    }
+    const { number } = scope;
+    const before =
+      number === undefined ? [o.barrier, ...o.pending] : [o.barrier, o.last.get(number) ?? Promise.resolve()];
+    // Failures are the handler's to report (Probot logs them); the next delivery goes on regardless.
+    const done = Promise.all(before)
+      .then(handle)
+      .catch(() => {});
+    o.pending.add(done);
+    if (number === undefined) o.barrier = done;
+    else o.last.set(number, done);
+    const order = o;
+    void done.then(() => {
+      order.pending.delete(done);
+      if (number !== undefined && order.last.get(number) === done) order.last.delete(number);
+      if (order.pending.size === 0) this.repos.delete(scope.repo);
+    });
+    return done;
+  }
+}
+
+/**
+ * Answers each webhook delivery as soon as it is known to be GitHub's (signature) and readable (a JSON
+ * object naming its event), and handles it after the answer. GitHub gives a delivery 10 seconds and
+ * recommends exactly this: "respond with a 2XX response ... process the payload in the background"
  * (https://docs.github.com/en/webhooks/using-webhooks/best-practices-for-using-webhooks#respond-within-10-seconds).
  * A handler that waited for its state commit (a push to GitHub, hundreds of milliseconds there) held
- * every answer of a burst behind the commits before it.
+ * every answer of a burst behind the commits before it. GitHub does not promise the order of
+ * deliveries; the ones Fleet receives in order are handled in order where it matters (DeliveryOrder).
  *
- * Nothing is lost by answering first: a delivery whose handling dies with the process is what GitHub's
- * failed deliveries already were (GitHub does not resend them either), and the reconcile pass finds
- * labeled issues with no task. Handler errors are logged by Probot's error handler (get-webhooks.js).
- * A bad signature or body still gets its 400 from the original path.
+ * Answering first loses nothing that answering late kept: a delivery whose handling dies with the
+ * process is what a failed delivery was (GitHub does not resend those either), and the reconcile pass
+ * finds labeled issues with no task. A handler's failure no longer shows in GitHub's delivery log:
+ * Probot's error handler logs it (get-webhooks.js). A bad signature still gets its answer from the
+ * original path, and a body that is not a JSON object, or no event name, a 400.
  */
 export function handleDeliveriesInBackground(app: Probot): BackgroundDeliveries {
   let inFlight = 0;
   let waiters: Array<() => void> = [];
+  const order = new DeliveryOrder();
   let installed = false;
   const install = () => {
     if (installed) return;
@@ -32,18 +97,19 @@ export function handleDeliveriesInBackground(app: Probot): BackgroundDeliveries 
     const verifyAndReceive = webhooks.verifyAndReceive.bind(webhooks);
     webhooks.verifyAndReceive = async (event) => {
       const genuine = await webhooks.verify(event.payload, event.signature).catch(() => false);
-      const payload = genuine ? parsedOrUndefined(event.payload) : undefined;
-      if (payload === undefined) return verifyAndReceive(event);
+      if (!genuine) return verifyAndReceive(event);
+      const payload = objectOrUndefined(event.payload);
+      if (payload === undefined || !event.name) throw notAnEvent(payload === undefined);
       inFlight++;
-      void webhooks
-        .receive({ id: event.id, name: event.name, payload } as Parameters<typeof webhooks.receive>[0])
-        // Already logged by Probot's onError handler; an unhandled rejection would stop the process.
-        .catch(() => {})
-        .finally(() => {
-          if (--inFlight > 0) return;
-          for (const w of waiters) w();
-          waiters = [];
-        });
+      const receive = () =>
+        webhooks.receive({ id: event.id, name: event.name, payload } as Parameters<
+          typeof webhooks.receive
+        >[0]);
+      void order.run(scopeOf(payload), receive).finally(() => {
+        if (--inFlight > 0) return;
+        for (const w of waiters) w();
+        waiters = [];
+      });
     };
   };
   // Probot creates its webhooks when it makes the middleware (in `fleet serve` and startFleetServer alike).
@@ -61,9 +127,22 @@ export function handleDeliveriesInBackground(app: Probot): BackgroundDeliveries 
   };
 }
 
-function parsedOrUndefined(text: string): unknown {
+/** A 400 answer, in the shape @octokit/webhooks' middleware reads (the first of an AggregateError's errors). */
+function notAnEvent(badBody: boolean): AggregateError {
+  const message = badBody
+    ? "The body is not a JSON object: GitHub's webhook payloads always are."
+    : "The X-GitHub-Event header is empty.";
+  const error = Object.assign(new Error(message), { status: 400 });
+  return new AggregateError([error], message);
+}
+
+/** The body parsed, when it is a JSON object (every GitHub event payload is one). */
+function objectOrUndefined(text: string): Record<string, unknown> | undefined {
   try {
-    return JSON.parse(text);
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }

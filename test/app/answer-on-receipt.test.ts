@@ -71,7 +71,41 @@ describe("webhook deliveries are answered on receipt and handled after", () => {
     expect(await taskOf(d.issue)).toBeUndefined();
   });
 
-  it("a handler that fails is logged, not answered, and the next delivery is handled", async () => {
+  it("a signed body that is JSON but not an event object gets its error answer and leaves nothing in flight", async () => {
+    const d = await labeledDelivery("Not an object");
+    for (const body of ["null", "1", "[]", '"labeled"']) {
+      const res = await post(h.app.webhookUrl, { ...d, body });
+      expect(res.status, body).toBeGreaterThanOrEqual(400);
+    }
+    // Nothing counted as being handled: idle resolves (a leak would hang here until the test's timeout).
+    await h.app.idle();
+    expect(await taskOf(d.issue)).toBeUndefined();
+  });
+
+  it("handles one issue's deliveries in the order they came: a label removed right after it was added", async () => {
+    const issue = await h.newIssue("Label, then unlabel");
+    h.gh.setWebhookUrl(h.app.webhookUrl);
+    // The label's handler waits on the permission read; the removal arrives (and is answered) meanwhile.
+    h.gh.faults.inject({ route: PERMISSION, latencyMs: 500, times: 1 });
+    const ref = { owner: h.owner, repo: h.name, issue_number: issue };
+    await h.mona.rest.issues.addLabels({ ...ref, labels: ["fleet:claude"] });
+    await h.mona.rest.issues.removeLabel({ ...ref, name: "fleet:claude" });
+    await h.settle();
+    expect((await taskOf(issue))?.state).toBe("cancelled");
+  });
+
+  it("a `/fleet cancel` right after the label cancels the task the label queued", async () => {
+    const issue = await h.newIssue("Label, then cancel");
+    h.gh.setWebhookUrl(h.app.webhookUrl);
+    h.gh.faults.inject({ route: PERMISSION, latencyMs: 500, times: 1 });
+    const ref = { owner: h.owner, repo: h.name, issue_number: issue };
+    await h.mona.rest.issues.addLabels({ ...ref, labels: ["fleet:claude"] });
+    await h.mona.rest.issues.createComment({ ...ref, body: "/fleet cancel" });
+    await h.settle();
+    expect((await taskOf(issue))?.state).toBe("cancelled");
+  });
+
+  it("a handler that fails is logged (not in the answer: that was 200) and the next delivery is handled", async () => {
     const failing = await labeledDelivery("GitHub fails");
     h.gh.faults.inject({ route: PERMISSION, status: 500, times: 1 });
     expect((await post(h.app.webhookUrl, failing)).status).toBe(200);
