@@ -147,3 +147,28 @@ function objectOrUndefined(text: string): Record<string, unknown> | undefined {
     return undefined;
   }
 }
+
+/**
+ * Stops taking deliveries and lets the answered ones finish, all within `withinMs` from now:
+ * `closeServer` stops the listener (and resolves when its connections are gone), `forceClose` drops
+ * connections still open at the deadline. Resolves with how many deliveries were left unfinished.
+ */
+export async function stopAndDrain(
+  deliveries: BackgroundDeliveries | undefined,
+  server: { close: () => Promise<void>; forceClose?: () => void },
+  withinMs: number,
+): Promise<number> {
+  const deadline = Date.now() + withinMs;
+  const until = () => new Promise<void>((r) => setTimeout(r, Math.max(0, deadline - Date.now())).unref());
+  let closed = false;
+  const closing = server
+    .close()
+    .catch(() => {})
+    .then(() => {
+      closed = true;
+    });
+  await Promise.race([closing, until()]);
+  if (!closed) server.forceClose?.();
+  await Promise.race([deliveries?.idle(), until()]);
+  return deliveries?.inFlight ?? 0;
+}

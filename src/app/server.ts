@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { createNodeMiddleware, createProbot, ProbotOctokit } from "probot";
 import { CODER_NAMES } from "../core/coders.ts";
 import { stateTransportFrom } from "../state/repo-store.ts";
-import type { BackgroundDeliveries } from "./deliveries.ts";
+import { type BackgroundDeliveries, stopAndDrain } from "./deliveries.ts";
 import { createFleetApp, type FleetAppOptions } from "./index.ts";
 import type { RepoQueues } from "./repo-queues.ts";
 
@@ -34,7 +34,6 @@ export interface FleetServer {
 export const WEBHOOK_PATH = "/api/github/webhooks";
 /** How long stopping waits for deliveries already answered to be handled. */
 const STOP_DRAIN_MS = 10_000;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
 /**
  * Serves the Probot app on a node:http server. `fleet serve` uses Probot's own runner (which adds
@@ -95,13 +94,19 @@ export async function startFleetServer(options: FleetServerOptions): Promise<Fle
     idle: async () => deliveries?.idle(),
     stop: async () => {
       // Stop taking deliveries, then let the ones answered finish: an answered delivery is not dropped.
-      const closed = new Promise<void>((resolve, reject) => {
-        if (!server.listening) return resolve();
-        server.close((e) => (e ? reject(e) : resolve()));
-      });
-      await Promise.race([deliveries?.idle(), sleep(STOP_DRAIN_MS)]);
+      const close = () =>
+        new Promise<void>((resolve, reject) => {
+          if (!server.listening) return resolve();
+          server.close((e) => (e ? reject(e) : resolve()));
+          // Connections kept alive between requests would hold the close until their idle timeout.
+          server.closeIdleConnections();
+        });
+      await stopAndDrain(
+        deliveries,
+        { close, forceClose: () => server.closeAllConnections() },
+        STOP_DRAIN_MS,
+      );
       await queues?.stop();
-      await closed;
     },
   };
 }

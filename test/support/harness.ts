@@ -23,6 +23,14 @@ export interface Harness {
   stop(): Promise<void>;
 }
 
+/** Every app instance started on an emulator, so settling waits for whichever one got the deliveries. */
+const instances = new WeakMap<GitHubEmulator, Set<FleetServer>>();
+
+/** Resolves when no app instance started on `gh` is handling a delivery. */
+export async function allInstancesIdle(gh: GitHubEmulator): Promise<void> {
+  await Promise.all([...(instances.get(gh) ?? [])].map((app) => app.idle()));
+}
+
 /**
  * Another instance of the real app on the same offline GitHub (a restart, a replica), receiving its
  * webhooks from now on; counting-friendly (no retry or throttling), quiet, no reconcile timer.
@@ -45,6 +53,8 @@ export async function startAppInstance(
     ...extra,
   });
   gh.setWebhookUrl(app.webhookUrl);
+  if (!instances.has(gh)) instances.set(gh, new Set());
+  instances.get(gh)!.add(app);
   return app;
 }
 
@@ -81,7 +91,8 @@ export async function startHarness(
   const settle = async () => {
     for (let i = 0; i < 10; i++) {
       await gh.waitForDeliveries();
-      await app.idle();
+      // Deliveries are answered on receipt and handled after, by whichever instance received them.
+      await allInstancesIdle(gh);
       const pending = gh.deliveries().some((d) => d.status === "pending");
       if (!pending) return;
     }
