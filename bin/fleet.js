@@ -2,14 +2,30 @@
 // The `fleet` command. `fleet serve` (the long-running app) runs built: src/ bundled by esbuild
 // (scripts/build-app.mjs, a fraction of a second) into build/fleet.mjs and run on plain node, because
 // tsx's loader costs a long-running process ~48 MB of RSS (bench/memory.ts); rebuilt at every start,
-// so it is never stale. Every other command runs the TypeScript sources through tsx's loader.
+// so it is never stale. Every other command runs the TypeScript sources through tsx's loader, as
+// `fleet serve` does when the build cannot be written (a read-only install).
+import { pathToFileURL } from "node:url";
+
 const argv = process.argv.slice(2);
 let runMain;
 if (argv[0] === "serve") {
   const { buildApp, BUILT_APP } = await import("../scripts/build-app.mjs");
-  await buildApp();
-  ({ runMain } = await import(BUILT_APP));
-} else {
+  const built = await buildApp().then(
+    () => true,
+    (error) => {
+      process.stderr.write(
+        `fleet serve: could not build the app (${error.message}); running the sources through tsx\n`,
+      );
+      return false;
+    },
+  );
+  if (built) {
+    // Stack traces in the logs point into src/, not the bundle.
+    process.setSourceMapsEnabled(true);
+    ({ runMain } = await import(pathToFileURL(BUILT_APP).href));
+  }
+}
+if (!runMain) {
   const { register } = await import("tsx/esm/api");
   register();
   ({ runMain } = await import("../src/cli/main.ts"));

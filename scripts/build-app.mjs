@@ -8,7 +8,7 @@
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
+import { build, stop } from "esbuild";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 /** Where the app is built by default (what `npm start` and `fleet serve` run). */
@@ -31,15 +31,22 @@ export async function buildApp({ entry = "src/cli/main.ts", outfile = BUILT_APP 
     target: "node20",
     format: "esm",
     charset: "utf8",
-    sourcemap: false,
+    // Linked: the app's stack traces name src/ files (bin/fleet.js turns source maps on).
+    sourcemap: "linked",
     minify: false,
     logLevel: "warning",
   });
-  const [file] = result.outputFiles;
+  // esbuild's service process would otherwise live (~40 MB) as long as the app it built.
+  await stop();
   await mkdir(dirname(outfile), { recursive: true });
-  const partial = `${outfile}.${process.pid}.partial`;
-  await writeFile(partial, file.contents);
-  await rename(partial, outfile);
+  // The map first: the module names it.
+  for (const file of [...result.outputFiles].sort(
+    (a, b) => Number(a.path === outfile) - Number(b.path === outfile),
+  )) {
+    const partial = `${file.path}.${process.pid}.partial`;
+    await writeFile(partial, file.contents);
+    await rename(partial, file.path);
+  }
   return result.warnings;
 }
 

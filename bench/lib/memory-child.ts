@@ -9,6 +9,8 @@ import { scheduleNext } from "../../src/core/scheduler.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
 import { createRepoStateStore } from "../../src/state/repo-store.ts";
 
+// As bin/fleet.js runs the built app: with its source map on.
+process.setSourceMapsEnabled(true);
 const [url, token, repo] = process.argv.slice(2) as [string, string, string];
 const octokit = new Octokit({ baseUrl: url, auth: token }) as unknown as GitHubClient;
 const store = createRepoStateStore({ octokit, owner: "octo", repo });
