@@ -1,4 +1,6 @@
-// Burst: 500 labeled issues delivered within 10 s to the real app on the offline GitHub
+// Burst: 500 labeled issues delivered within 10 s to the real app on the offline GitHub. Two latencies:
+// the answer to each delivery (the app answers on receipt, src/app/deliveries.ts) and the time from a
+// label's delivery to its tracking comment (the task committed to the state and shown on the issue)
 // (dispatch: local, max_concurrent: 10, no worker: nothing claims). Deliveries are posted concurrently,
 // as GitHub does (the emulator's own sender is serial per repository), signed with the webhook secret.
 // Run alone: npx tsx bench/burst.ts [--issues=500] [--seconds=10]
@@ -22,7 +24,10 @@ export interface BurstResult {
    */
   labelToTrackingP50Ms: number;
   labelToTrackingP99Ms: number;
-  /** Answers sent after Probot's 9 s timeout (202 "still processing"): their latency is capped. */
+  /**
+   * Answers sent after Probot's 9 s timeout (202 "still processing"); the app answers on receipt, so
+   * this stays 0 unless something holds the answer itself.
+   */
   answeredStillProcessing: number;
   failedDeliveries: number;
   settledMs: number;

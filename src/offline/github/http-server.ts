@@ -20,7 +20,9 @@ export async function listen(port: number, e: Endpoints): Promise<Server> {
     // GitHub Enterprise Server serves the REST API under /api/v3 ("the base URL is
     // http(s)://HOSTNAME/api/v3", https://docs.github.com/en/enterprise-server@latest/rest/quickstart):
     // clients configured for it (Probot's GHE_HOST) reach the same API here.
+    // Its GraphQL API is at /api/graphql.
     if (req.url?.startsWith("/api/v3/")) req.url = req.url.slice("/api/v3".length);
+    else if (req.url === "/api/graphql") req.url = "/graphql";
     const url = new URL(req.url ?? "/", "http://emulator.invalid");
     // The Actions OIDC provider (discovery, keys, a job's ID token) is not part of the REST API.
     const oidcReply = e.oidc.handle(req.method ?? "GET", url, req.headers.authorization);

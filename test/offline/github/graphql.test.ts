@@ -51,3 +51,23 @@ describe("GraphQL pinIssue / unpinIssue", () => {
     expect(other.data.errors[0].message).toContain("supports only the pinIssue and unpinIssue mutations");
   });
 });
+
+describe("GitHub Enterprise Server's paths", () => {
+  it("serves the REST API under /api/v3 and GraphQL at /api/graphql, as GHES does", async () => {
+    const token = em.userToken("maria");
+    const headers = { authorization: `token ${token}`, "content-type": "application/json" };
+    const issue = await fetch(`${em.url}/api/v3/repos/acme/pins/issues`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ title: "via GHES paths" }),
+    });
+    expect(issue.status).toBe(201);
+    const { number, node_id } = (await issue.json()) as { number: number; node_id: string };
+    const pinned = await fetch(`${em.url}/api/graphql`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ query: UNPIN, variables: { id: node_id } }),
+    });
+    expect(((await pinned.json()) as { data: unknown }).data).toEqual({ unpinIssue: { issue: { number } } });
+  });
+});
