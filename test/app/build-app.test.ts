@@ -1,21 +1,12 @@
 import { mkdir, mkdtemp, rm, stat } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUILT_APP, buildApp } from "../../scripts/build-app.mjs";
+import { freePort } from "../support/free-port.ts";
 
 const root = resolve(import.meta.dirname, "../..");
-
-/** A port nothing listens on now: the OS picks it for a moment's listener. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  const { port } = server.address() as { port: number };
-  await new Promise((done) => server.close(done));
-  return port;
-}
 
 describe("the built app (npm start: scripts/build-app.mjs, then plain node)", () => {
   let dir: string;

@@ -1,5 +1,4 @@
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Octokit } from "@octokit/rest";
@@ -8,17 +7,10 @@ import { afterAll, describe, expect, it } from "vitest";
 import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { waitFor } from "../support/bot-client.ts";
+import { freePort } from "../support/free-port.ts";
 
 const root = resolve(import.meta.dirname, "../..");
 const PERMISSION = "GET /repos/{owner}/{repo}/collaborators/{username}/permission";
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  const { port } = server.address() as { port: number };
-  await new Promise((done) => server.close(done));
-  return port;
-}
 
 // `fleet serve` is Probot's runner with Fleet's app: it answers deliveries on receipt, so a stop must
 // let the answered ones finish, or a label GitHub saw answered would wait for the next reconcile.
