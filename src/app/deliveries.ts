@@ -12,12 +12,12 @@ export interface BackgroundDeliveries {
  * What a delivery is about: an issue or pull request of a repository (they share one numbering), or
  * the repository as a whole (a push, a workflow run, an installation change).
  */
-interface Scope {
+export interface Scope {
   repo: string;
   number?: number;
 }
 
-function scopeOf(payload: Record<string, unknown>): Scope {
+export function scopeOf(payload: Record<string, unknown>): Scope {
   const repo = (payload.repository as { full_name?: string } | undefined)?.full_name?.toLowerCase() ?? "";
   const item = (payload.issue ?? payload.pull_request) as { number?: unknown } | undefined;
   return typeof item?.number === "number" ? { repo, number: item.number } : { repo };
@@ -41,7 +41,7 @@ interface RepoOrder {
  * delivery of the repository. Different issues never wait for each other, so a burst of labels shares
  * its state commits (see write-queue.ts).
  */
-class DeliveryOrder {
+export class DeliveryOrder {
   private readonly repos = new Map<string, RepoOrder>();
 
   run(scope: Scope, handle: () => Promise<void>): Promise<void> {
