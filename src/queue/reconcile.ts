@@ -14,6 +14,8 @@ export interface ReconcileReport {
   cancelled: string[];
   /** Tasks queued for coder labels whose webhook never arrived or was not handled (issue numbers). */
   recovered: number[];
+  /** Tasks whose pull request was merged (done) or closed (failed) without Fleet hearing of it. */
+  ended: string[];
   changed: number;
 }
 
@@ -21,7 +23,8 @@ type ListedIssue = Awaited<ReturnType<GitHubClient["rest"]["issues"]["listForRep
 
 /**
  * The safety net behind event-driven scheduling, for a crash or a missed webhook: a live task whose
- * issue was closed or lost its coder label is cancelled; then one scheduling pass reclaims leases
+ * issue was closed or lost its coder label is cancelled, a task whose PR was merged or closed ends
+ * (settleEndedPullRequests), a label without its task is queued; then one scheduling pass reclaims leases
  * past expiry, releases unblocked and rate-limited tasks and fills free slots.
  *
  * A full sweep (no `since`) costs one issue read per live task that has not opened its PR yet, the
@@ -39,21 +42,16 @@ export async function reconcileRepo(
 ): Promise<ReconcileReport> {
   const doc = await queue.snapshot();
   const cancelled: string[] = [];
-  const updated =
+  const listed =
     opts.since === undefined
       ? undefined
-      : new Map(
-          (
-            await octokit.paginate(octokit.rest.issues.listForRepo, {
-              ...repo,
-              state: "all",
-              since: opts.since,
-              per_page: 100,
-            })
-          )
-            .filter((i) => !i.pull_request)
-            .map((i) => [i.number, i]),
-        );
+      : await octokit.paginate(octokit.rest.issues.listForRepo, {
+          ...repo,
+          state: "all",
+          since: opts.since,
+          per_page: 100,
+        });
+  const updated = listed && new Map(listed.filter((i) => !i.pull_request).map((i) => [i.number, i]));
   const live = Object.values(doc.tasks).filter((t) => isCancellable(t.state));
   for (const task of live) {
     let issue: { state: string; labels: Array<string | { name?: string }> };
@@ -84,6 +82,9 @@ export async function reconcileRepo(
     const moved = await queue.move(task.issue, "cancelled", { taskId: task.id, reason });
     cancelled.push(...moved.map((t) => t.id));
   }
+  const closedPulls =
+    listed && new Set(listed.filter((i) => i.pull_request && i.state === "closed").map((i) => i.number));
+  const ended = await settleEndedPullRequests(queue, octokit, repo, Object.values(doc.tasks), closedPulls);
   const recovered = await queueMissedLabels(
     queue,
     octokit,
@@ -92,7 +93,38 @@ export async function reconcileRepo(
     updated && [...updated.values()].filter((i) => i.state === "open"),
   );
   const changed = await queue.schedule();
-  return { cancelled, recovered, changed: changed.length };
+  return { cancelled, recovered, ended, changed: changed.length };
+}
+
+/**
+ * A task waiting on its pull request whose `pull_request.closed` webhook was missed, or whose handling
+ * failed after the delivery was answered: merged -> done, closed unmerged -> failed, as the webhook
+ * would have moved it. A full sweep reads each such PR (one request per `pr-open` task); with a
+ * listing of what was updated since the last sweep, only the PRs it shows closed.
+ */
+async function settleEndedPullRequests(
+  queue: RepoQueue,
+  octokit: GitHubClient,
+  repo: RepoRef,
+  tasks: Task[],
+  closedSince?: Set<number>,
+): Promise<string[]> {
+  const ended: string[] = [];
+  for (const task of tasks) {
+    if (task.state !== "pr-open" || task.pr === undefined) continue;
+    if (closedSince && !closedSince.has(task.pr)) continue;
+    const { data: pr } = await octokit.rest.pulls.get({ ...repo, pull_number: task.pr });
+    if (pr.state !== "closed") continue;
+    const moved = pr.merged
+      ? await queue.move(task.issue, "done", { taskId: task.id, from: ["pr-open"] })
+      : await queue.move(task.issue, "failed", {
+          taskId: task.id,
+          from: ["pr-open"],
+          reason: `pull request #${task.pr} was closed without merging (found by reconcile); comment \`/fleet retry\` to run it again`,
+        });
+    ended.push(...moved.map((t) => t.id));
+  }
+  return ended;
 }
 
 /**

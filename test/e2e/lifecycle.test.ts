@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../src/core/task.ts";
+import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { botClient, waitFor } from "../support/bot-client.ts";
 import { type Harness, startAppInstance, startHarness } from "../support/harness.ts";
 
@@ -269,6 +270,73 @@ describe("periodic reconcile", () => {
       await h.stop();
     }
   });
+});
+
+describe("reconcile and pull requests", () => {
+  it("a PR merged, or closed, while its webhook was lost ends its task: done, or failed", async () => {
+    const h = await startHarness({ files: { ".github/fleet.yml": "dispatch: local\nmax_concurrent: 5\n" } });
+    const ref = { owner: h.owner, repo: h.name };
+    const store = createGitHubStateStore({ octokit: h.mona, ...ref });
+    /** A task at pr-open with a real PR on its branch, as a worker's outcome commit leaves it. */
+    const taskWithPr = async (title: string) => {
+      const issue = await h.newIssue(title);
+      await h.label(issue, "fleet:claude");
+      const task = (await h.tasks()).find((t) => t.issue === issue)!;
+      const branch = `fleet/${issue}-work`;
+      const main = await h.mona.rest.git.getRef({ ...ref, ref: "heads/main" });
+      const blob = await h.mona.rest.git.createBlob({ ...ref, content: `${title}\n` });
+      const tree = await h.mona.rest.git.createTree({
+        ...ref,
+        base_tree: main.data.object.sha,
+        tree: [{ path: `${issue}.txt`, mode: "100644", type: "blob", sha: blob.data.sha }],
+      });
+      const commit = await h.mona.rest.git.createCommit({
+        ...ref,
+        message: title,
+        tree: tree.data.sha,
+        parents: [main.data.object.sha],
+      });
+      await h.mona.rest.git.createRef({ ...ref, ref: `refs/heads/${branch}`, sha: commit.data.sha });
+      const pr = (await h.mona.rest.pulls.create({ ...ref, title, head: branch, base: "main" })).data.number;
+      await h.settle();
+      await store.update(({ doc }) => {
+        // On the store's cached state first: null (not there yet) makes it try on fresh state.
+        if (!doc.tasks[task.id]) return null;
+        const { lease: _lease, ...rest } = doc.tasks[task.id]!;
+        const t: Task = { ...rest, state: "pr-open", branch, pr };
+        return { doc: { ...doc, tasks: { ...doc.tasks, [task.id]: t } }, message: `pr-open gh-${issue}` };
+      });
+      return { id: task.id, pr };
+    };
+    try {
+      const merged = await taskWithPr("Merged unheard");
+      const closed = await taskWithPr("Closed unheard");
+      h.gh.faults.inject({
+        route: "PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge",
+        dropDelivery: true,
+      });
+      h.gh.faults.inject({ route: "PATCH /repos/{owner}/{repo}/pulls/{pull_number}", dropDelivery: true });
+      await h.mona.rest.pulls.merge({ ...ref, pull_number: merged.pr });
+      await h.settle();
+      const state = async (id: string) => (await h.tasks()).find((t) => t.id === id)?.state;
+      expect(await state(merged.id)).toBe("pr-open");
+      // The first sweep is a full one: it reads each pr-open task's PR.
+      await h.app.reconcile();
+      expect(await state(merged.id)).toBe("done");
+      expect(await state(closed.id)).toBe("pr-open");
+
+      // The next sweep lists only what was updated since: the PR closed meanwhile is in that list.
+      await h.mona.rest.pulls.update({ ...ref, pull_number: closed.pr, state: "closed" });
+      await h.settle();
+      await h.app.reconcile();
+      const failed = (await h.tasks()).find((t) => t.id === closed.id)!;
+      expect(failed.state).toBe("failed");
+      expect(failed.reason).toMatch(/closed without merging \(found by reconcile\)/);
+    } finally {
+      h.gh.faults.clear();
+      await h.stop();
+    }
+  }, 60_000);
 });
 
 describe("configuration between events", () => {
