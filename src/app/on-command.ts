@@ -63,7 +63,7 @@ export async function onCommand(context: Context<"issue_comment.created">, deps:
     case "retry": {
       const moved = await queue.move(issue, "queued", { from: [...RETRYABLE_STATES] });
       if (moved.length === 0)
-        await reply("Nothing to retry: only a failed or cancelled task can be retried.");
+        await reply("Nothing to retry: only a failed, cancelled or rate-limited task can be retried.");
       return;
     }
     case "approve": {

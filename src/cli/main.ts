@@ -17,7 +17,7 @@ Commands:
   merge <id>                local mode: merge a task's branch into its base; the task is done
   approve <id>              approve a task's plan (plan_approval: true); its work phase runs next
   kill <id>                 cancel a task and stop its agent
-  retry <id>                queue a failed or cancelled task again
+  retry <id>                queue a failed, cancelled or rate-limited task again
   serve                     run the Fleet GitHub App (Probot): reads .env, forwards webhooks via smee
                             when WEBHOOK_PROXY_URL is set
 

@@ -23,7 +23,7 @@ export const FLEET_COMMAND_HELP = [
   "Fleet commands (a comment line starting with `/fleet`):",
   "- `/fleet status`: show the task's state, queue position and slot use",
   "- `/fleet cancel [reason]`: stop the task and its run",
-  "- `/fleet retry [coder[:model]]`: queue a failed or cancelled task again, optionally with another coder or model",
+  "- `/fleet retry [coder[:model]]`: queue a failed, cancelled or rate-limited task again (without waiting for the limit's reset), optionally with another coder or model",
   "- `/fleet approve [note]`: approve the posted plan",
   "- `/fleet config set key=value [key=value ...]`: change an operational setting (e.g. `max_concurrent=5`); who may drive Fleet, credentials, dispatch and the sandbox come only from `.github/fleet.yml`",
   "- `/fleet labels`: create the fleet labels in this repository",

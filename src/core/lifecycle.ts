@@ -59,7 +59,7 @@ export const CANCELLABLE_STATES: readonly TaskState[] = Object.freeze(
 );
 
 /** States `/fleet retry` puts back in the queue. */
-export const RETRYABLE_STATES: readonly TaskState[] = Object.freeze(["failed", "cancelled"]);
+export const RETRYABLE_STATES: readonly TaskState[] = Object.freeze(["failed", "cancelled", "rate-limited"]);
 
 /** Holds a concurrency slot (see SLOT_HOLDING_STATES). */
 export const isActive = (state: TaskState): boolean => ACTIVE_STATES.has(state);

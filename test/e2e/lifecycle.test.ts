@@ -272,6 +272,35 @@ describe("periodic reconcile", () => {
   });
 });
 
+describe("/fleet retry on a rate-limited task", () => {
+  it("queues it without waiting for the limit's reset, as `fleet retry` does", async () => {
+    const h = await startHarness({ files: { ".github/fleet.yml": "dispatch: local\nmax_concurrent: 5\n" } });
+    try {
+      const issue = await h.newIssue("Limited");
+      await h.label(issue, "fleet:claude");
+      const task = (await h.tasks()).find((t) => t.issue === issue)!;
+      // As a worker records a run stopped by the provider's limit (the reset an hour away).
+      const store = createGitHubStateStore({ octokit: h.mona, owner: h.owner, repo: h.name });
+      const resetAt = new Date(Date.now() + 3_600_000).toISOString();
+      await store.update(({ doc }) => {
+        if (!doc.tasks[task.id]) return null;
+        const { lease: _lease, ...rest } = doc.tasks[task.id]!;
+        const t: Task = { ...rest, state: "rate-limited", resetAt };
+        return {
+          doc: { ...doc, tasks: { ...doc.tasks, [task.id]: t } },
+          message: `rate-limited gh-${issue}`,
+        };
+      });
+      await h.comment(issue, "/fleet retry");
+      const after = (await h.tasks()).find((t) => t.id === task.id)!;
+      expect(["queued", "dispatched"]).toContain(after.state);
+      expect(h.botComments(issue).some((c) => c.body.includes("Nothing to retry"))).toBe(false);
+    } finally {
+      await h.stop();
+    }
+  }, 60_000);
+});
+
 describe("reconcile and pull requests", () => {
   it("a PR merged, or closed, while its webhook was lost ends its task: done, or failed", async () => {
     const h = await startHarness({ files: { ".github/fleet.yml": "dispatch: local\nmax_concurrent: 5\n" } });

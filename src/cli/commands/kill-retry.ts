@@ -24,9 +24,6 @@ export const RETRY_USAGE = usage(
   "Queues a failed, cancelled or rate-limited task again. A task whose plan was approved keeps it: the\nretry runs the work phase with that plan (no new plan phase).",
 );
 
-/** States `fleet retry` queues again: as `/fleet retry`, plus a rate-limited task that should not wait for its reset. */
-const RETRY_FROM = [...RETRYABLE_STATES, "rate-limited"] as TaskState[];
-
 const OPTIONS = { ...TARGET_OPTIONS, reason: { type: "string" } } as const;
 
 /** `fleet kill` (to cancelled) and `fleet retry` (to queued), through the repository queue. */
@@ -43,7 +40,7 @@ export async function moveCommand(verb: "kill" | "retry", argv: string[]): Promi
     throw new CliError(
       `Task ${task.id} (#${task.issue}) waits for its plan to be approved: \`fleet approve ${task.id}\` runs it with this plan (\`fleet task ${task.id} plan\` shows it). To plan again, \`fleet kill ${task.id}\` then \`fleet retry ${task.id}\`.`,
     );
-  if (verb === "kill" ? !canTransition(task.state, to) : !RETRY_FROM.includes(task.state)) {
+  if (verb === "kill" ? !canTransition(task.state, to) : !RETRYABLE_STATES.includes(task.state)) {
     throw new CliError(
       verb === "kill"
         ? `Task ${task.id} (#${task.issue}) is ${task.state}; there is nothing to kill.`
@@ -66,7 +63,7 @@ export async function moveCommand(verb: "kill" | "retry", argv: string[]): Promi
   const moved = await queue.move(task.issue, to, {
     taskId: task.id,
     reason: verb === "kill" ? reason : undefined,
-    ...(verb === "retry" ? { from: RETRY_FROM } : {}),
+    ...(verb === "retry" ? { from: [...RETRYABLE_STATES] } : {}),
   });
   if (moved.length === 0)
     throw new CliError(`Task ${task.id} changed state meanwhile; see \`fleet tasks --all\` and try again.`);
