@@ -62154,7 +62154,7 @@ var LIVE_STATES = Object.freeze(
 var CANCELLABLE_STATES = Object.freeze(
   LIVE_STATES.filter((s) => s !== "pr-open")
 );
-var RETRYABLE_STATES = Object.freeze(["failed", "cancelled"]);
+var RETRYABLE_STATES = Object.freeze(["failed", "cancelled", "rate-limited"]);
 var isTerminal = (state) => TERMINAL_STATES.has(state);
 var STATES_WITH_REASON = /* @__PURE__ */ new Set([
   "failed",
@@ -64078,7 +64078,7 @@ var FLEET_COMMAND_HELP = [
   "Fleet commands (a comment line starting with `/fleet`):",
   "- `/fleet status`: show the task's state, queue position and slot use",
   "- `/fleet cancel [reason]`: stop the task and its run",
-  "- `/fleet retry [coder[:model]]`: queue a failed or cancelled task again, optionally with another coder or model",
+  "- `/fleet retry [coder[:model]]`: queue a failed, cancelled or rate-limited task again (without waiting for the limit's reset), optionally with another coder or model",
   "- `/fleet approve [note]`: approve the posted plan",
   "- `/fleet config set key=value [key=value ...]`: change an operational setting (e.g. `max_concurrent=5`); who may drive Fleet, credentials, dispatch and the sandbox come only from `.github/fleet.yml`",
   "- `/fleet labels`: create the fleet labels in this repository",
