@@ -91,6 +91,13 @@ function serialFor(home: string): Serial {
   };
 }
 
+/**
+ * Runs `fn` holding $FLEET_HOME's records lock (see serialFor): for a read of pulls.json and a state
+ * write that must see each other, as numbering a new local issue after the pull requests does. The
+ * lock is always taken before the state store's own, never inside it.
+ */
+export const withLocalRecords = <T>(home: string, fn: () => Promise<T>): Promise<T> => serialFor(home)(fn);
+
 /** Closes the open local pull request of `branch`, merged or not; false when there is none open. */
 function closePull(home: string, branch: string, merged: boolean): Promise<boolean> {
   return serialFor(home)(async () => {

@@ -14,7 +14,7 @@ import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, NotFoundError, UsageError } from "../errors.ts";
 import { table } from "../format.ts";
 import { json, out } from "../io.ts";
-import { closeLocalPull, readLocalPulls } from "../local-github.ts";
+import { closeLocalPull, readLocalPulls, withLocalRecords } from "../local-github.ts";
 import { baseBranchAt } from "../local-merge.ts";
 import { localRepositoryAt } from "../local-repository.ts";
 import { describeTarget, localRepoName, resolveTarget, type Target } from "../target.ts";
@@ -285,28 +285,32 @@ async function create(values: Values): Promise<number> {
 
   const repository = await localRepositoryAt(target.repoPath);
   const base = await baseBranchAt(repository.path);
-  const pulls = await readLocalPulls(target.home);
   const now = new Date().toISOString();
   let created: Task[] = [];
   let number = 0;
-  await target.store.update(({ doc: d, beads }) => {
-    const write = createLocalIssue(d, beads, {
-      repo: `local/${localRepoName(repository.path)}`,
-      title,
-      body,
-      labels,
-      repository,
-      base,
-      sides: sides.map(({ coder, model }) => ({ coder, model })),
-      priority: priority ?? 2,
-      dependsOn: deps,
-      requestedBy: process.env.USER ?? "cli",
-      now,
-      numberAbove: Math.max(0, ...pulls.map((p) => p.number)),
+  // Issues and pull requests share one series of numbers: the pull requests read and the issue written
+  // under the records lock a worker opening a pull request holds too, so the two never take one number.
+  await withLocalRecords(target.home, async () => {
+    const pulls = await readLocalPulls(target.home);
+    await target.store.update(({ doc: d, beads }) => {
+      const write = createLocalIssue(d, beads, {
+        repo: `local/${localRepoName(repository.path)}`,
+        title,
+        body,
+        labels,
+        repository,
+        base,
+        sides: sides.map(({ coder, model }) => ({ coder, model })),
+        priority: priority ?? 2,
+        dependsOn: deps,
+        requestedBy: process.env.USER ?? "cli",
+        now,
+        numberAbove: Math.max(0, ...pulls.map((p) => p.number)),
+      });
+      created = write.tasks;
+      number = write.issue;
+      return write;
     });
-    created = write.tasks;
-    number = write.issue;
-    return write;
   });
   if (created.length === 0) throw new CliError(`Could not write the task to ${where}; try again.`);
   await scheduleLocal(target, (await target.store.read()).doc);
