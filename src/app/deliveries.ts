@@ -1,4 +1,5 @@
 import type { Probot } from "probot";
+import { DEFAULT_STATE_BRANCH } from "../state/store.ts";
 
 /** The deliveries the app has answered and is still handling. */
 export interface BackgroundDeliveries {
@@ -9,18 +10,30 @@ export interface BackgroundDeliveries {
 }
 
 /**
- * What a delivery is about: an issue or pull request of a repository (they share one numbering), or
- * the repository as a whole (a push, a workflow run, an installation change).
+ * What a delivery's handling must be ordered with: an issue or pull request of a repository (they
+ * share one numbering), or the whole repository (`number` absent: a barrier).
  */
 export interface Scope {
   repo: string;
   number?: number;
 }
 
-export function scopeOf(payload: Record<string, unknown>): Scope {
-  const repo = (payload.repository as { full_name?: string } | undefined)?.full_name?.toLowerCase() ?? "";
+/**
+ * The scope of a delivery, or undefined when its handling needs no order: an event about an issue or
+ * pull request is ordered with that one's; the state branch deleted (the fresh state holds dispatches)
+ * with everything of the repository before and after it. Other pushes (each state commit is one; a
+ * default-branch push only drops the cached config), workflow runs (each moves its own task, guarded
+ * by its state) and installation events go their own way: as barriers they held up every issue of
+ * the repository behind the slowest handler.
+ */
+export function scopeOf(name: string, payload: Record<string, unknown>): Scope | undefined {
+  const repo = (payload.repository as { full_name?: string } | undefined)?.full_name?.toLowerCase();
+  if (!repo) return undefined;
   const item = (payload.issue ?? payload.pull_request) as { number?: unknown } | undefined;
-  return typeof item?.number === "number" ? { repo, number: item.number } : { repo };
+  if (typeof item?.number === "number") return { repo, number: item.number };
+  const stateBranchDeleted =
+    name === "push" && payload.deleted === true && payload.ref === `refs/heads/${DEFAULT_STATE_BRANCH}`;
+  return stateBranchDeleted ? { repo } : undefined;
 }
 
 /** One repository's deliveries being handled, for the order below. */
@@ -36,15 +49,19 @@ interface RepoOrder {
 /**
  * Handling in arrival order where order matters, concurrently where it does not: a delivery about an
  * issue starts after the earlier ones about the same issue (a label, then its removal, a `/fleet
- * cancel` right after the label) and after the repository's earlier repository-wide ones; a
- * repository-wide delivery (the state branch deleted, a workflow run ended) starts after every earlier
- * delivery of the repository. Different issues never wait for each other, so a burst of labels shares
+ * cancel` right after the label) and after the repository's earlier barriers; a barrier (the state
+ * branch deleted) starts after every earlier delivery of the repository, and later ones after it. Different issues never wait for each other, so a burst of labels shares
  * its state commits (see write-queue.ts).
  */
 export class DeliveryOrder {
   private readonly repos = new Map<string, RepoOrder>();
 
-  run(scope: Scope, handle: () => Promise<void>): Promise<void> {
+  run(scope: Scope | undefined, handle: () => Promise<void>): Promise<void> {
+    // Failures are the handler's to report (Probot logs them); nothing waits on this one.
+    if (!scope)
+      return Promise.resolve()
+        .then(handle)
+        .catch(() => {});
     let o = this.repos.get(scope.repo);
     if (!o) {
       o = { barrier: Promise.resolve(), last: new Map(), pending: new Set() };
@@ -64,7 +81,7 @@ export class DeliveryOrder {
     void done.then(() => {
       order.pending.delete(done);
       if (number !== undefined && order.last.get(number) === done) order.last.delete(number);
-      if (order.pending.size === 0) this.repos.delete(scope.repo);
+      if (order.pending.size === 0 && this.repos.get(scope.repo) === order) this.repos.delete(scope.repo);
     });
     return done;
   }
@@ -105,7 +122,7 @@ export function handleDeliveriesInBackground(app: Probot): BackgroundDeliveries 
         webhooks.receive({ id: event.id, name: event.name, payload } as Parameters<
           typeof webhooks.receive
         >[0]);
-      void order.run(scopeOf(payload), receive).finally(() => {
+      void order.run(scopeOf(event.name, payload), receive).finally(() => {
         if (--inFlight > 0) return;
         for (const w of waiters) w();
         waiters = [];
@@ -150,7 +167,7 @@ function objectOrUndefined(text: string): Record<string, unknown> | undefined {
 
 /**
  * Stops taking deliveries and lets the answered ones finish, all within `withinMs` from now:
- * `closeServer` stops the listener (and resolves when its connections are gone), `forceClose` drops
+ * `server.close` stops the listener (and resolves when its connections are gone), `forceClose` drops
  * connections still open at the deadline. Resolves with how many deliveries were left unfinished.
  */
 export async function stopAndDrain(

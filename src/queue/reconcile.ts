@@ -84,7 +84,7 @@ export async function reconcileRepo(
   }
   const closedPulls =
     listed && new Set(listed.filter((i) => i.pull_request && i.state === "closed").map((i) => i.number));
-  const ended = await settleEndedPullRequests(queue, octokit, repo, Object.values(doc.tasks), closedPulls);
+  const settled = await settleEndedPullRequests(queue, octokit, repo, Object.values(doc.tasks), closedPulls);
   const recovered = await queueMissedLabels(
     queue,
     octokit,
@@ -93,7 +93,10 @@ export async function reconcileRepo(
     updated && [...updated.values()].filter((i) => i.state === "open"),
   );
   const changed = await queue.schedule();
-  return { cancelled, recovered, ended, changed: changed.length };
+  // A PR that could not be read fails the sweep only now: the rest of it is done, and the next sweep
+  // starts from the same point (see RepoQueues.reconcileOne), so it reads that PR again.
+  if (settled.failure !== undefined) throw settled.failure;
+  return { cancelled, recovered, ended: settled.ended, changed: changed.length };
 }
 
 /**
@@ -108,23 +111,33 @@ async function settleEndedPullRequests(
   repo: RepoRef,
   tasks: Task[],
   closedSince?: Set<number>,
-): Promise<string[]> {
+): Promise<{ ended: string[]; failure?: unknown }> {
   const ended: string[] = [];
+  let failure: unknown;
   for (const task of tasks) {
     if (task.state !== "pr-open" || task.pr === undefined) continue;
     if (closedSince && !closedSince.has(task.pr)) continue;
-    const { data: pr } = await octokit.rest.pulls.get({ ...repo, pull_number: task.pr });
+    let pr: { state: string; merged: boolean };
+    try {
+      pr = (await octokit.rest.pulls.get({ ...repo, pull_number: task.pr })).data;
+    } catch (error) {
+      const status = (error as { status?: number }).status;
+      // No such PR (anymore): nothing to learn from it. Anything else: the others go on (see below).
+      if (status !== 404 && status !== 410) failure ??= error;
+      continue;
+    }
     if (pr.state !== "closed") continue;
+    // The task as the sweep read it may have moved on since (a retry opened another PR).
+    const samePr = { taskId: task.id, from: ["pr-open" as const], when: (t: Task) => t.pr === task.pr };
     const moved = pr.merged
-      ? await queue.move(task.issue, "done", { taskId: task.id, from: ["pr-open"] })
+      ? await queue.move(task.issue, "done", samePr)
       : await queue.move(task.issue, "failed", {
-          taskId: task.id,
-          from: ["pr-open"],
+          ...samePr,
           reason: `pull request #${task.pr} was closed without merging (found by reconcile); comment \`/fleet retry\` to run it again`,
         });
     ended.push(...moved.map((t) => t.id));
   }
-  return ended;
+  return { ended, failure };
 }
 
 /**

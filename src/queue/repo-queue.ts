@@ -82,6 +82,8 @@ export interface MoveOptions {
   patch?: Partial<Task>;
   taskId?: string;
   from?: TaskState[];
+  /** Only tasks this holds for, as the compare-and-swap sees them (e.g. still on the same PR). */
+  when?: (task: Task) => boolean;
   /** More changes to the document in the same commit (e.g. the run's line in the token ledger). */
   alsoDoc?: (doc: FleetStateDoc) => FleetStateDoc;
   /**
@@ -390,7 +392,8 @@ function moveTasks(
     (t) =>
       t.issue === issue &&
       (!opts.taskId || t.id === opts.taskId) &&
-      (!opts.from || opts.from.includes(t.state)),
+      (!opts.from || opts.from.includes(t.state)) &&
+      (!opts.when || opts.when(t)),
   );
   let acc: TransitionResult = { doc: d, changes: [], messages: [] };
   for (const t of targets) {

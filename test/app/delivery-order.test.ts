@@ -87,11 +87,45 @@ describe("the order deliveries answered on receipt are handled in", () => {
     expect(log).toEqual(["next"]);
   });
 
-  it("reads the scope from the payload: issues and pull requests by number, the rest repository-wide", () => {
+  it("reads the scope from the event: an issue or PR by number, the state branch deleted as a barrier, the rest unordered", () => {
     const repository = { full_name: "Octo/Widgets" };
-    expect(scopeOf({ repository, issue: { number: 7 } })).toEqual({ repo: "octo/widgets", number: 7 });
-    expect(scopeOf({ repository, pull_request: { number: 9 } })).toEqual({ repo: "octo/widgets", number: 9 });
-    expect(scopeOf({ repository, ref: "refs/heads/fleet/state" })).toEqual({ repo: "octo/widgets" });
-    expect(scopeOf({ installation: { id: 1 } })).toEqual({ repo: "" });
+    expect(scopeOf("issues", { repository, issue: { number: 7 } })).toEqual({
+      repo: "octo/widgets",
+      number: 7,
+    });
+    expect(scopeOf("issue_comment", { repository, issue: { number: 9 } })).toEqual({
+      repo: "octo/widgets",
+      number: 9,
+    });
+    expect(scopeOf("pull_request", { repository, pull_request: { number: 9 } })).toEqual({
+      repo: "octo/widgets",
+      number: 9,
+    });
+    expect(scopeOf("push", { repository, ref: "refs/heads/fleet/state", deleted: true })).toEqual({
+      repo: "octo/widgets",
+    });
+    // Each state commit is a push, and CI runs come and go: as barriers they held up every issue.
+    expect(scopeOf("push", { repository, ref: "refs/heads/fleet/state", deleted: false })).toBeUndefined();
+    expect(scopeOf("push", { repository, ref: "refs/heads/main", deleted: false })).toBeUndefined();
+    expect(scopeOf("workflow_run", { repository, workflow_run: { id: 1 } })).toBeUndefined();
+    expect(scopeOf("installation", { installation: { id: 1 } })).toBeUndefined();
+  });
+
+  it("an unordered delivery waits for nothing and holds up nothing", async () => {
+    const order = new DeliveryOrder();
+    const log: string[] = [];
+    const slow = gate(log, "#1");
+    const first = order.run({ repo: "o/r", number: 1 }, slow.handle);
+    await tick();
+    await order.run(undefined, async () => {
+      log.push("push");
+    });
+    const after = order.run({ repo: "o/r", number: 2 }, async () => {
+      log.push("#2");
+    });
+    await after;
+    expect(log).toEqual(["start #1", "push", "#2"]);
+    slow.finish();
+    await first;
   });
 });

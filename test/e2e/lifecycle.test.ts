@@ -349,7 +349,11 @@ describe("reconcile and pull requests", () => {
       await h.settle();
       const state = async (id: string) => (await h.tasks()).find((t) => t.id === id)?.state;
       expect(await state(merged.id)).toBe("pr-open");
-      // The first sweep is a full one: it reads each pr-open task's PR.
+      // The first sweep is a full one: it reads each pr-open task's PR. One read fails (a 502): the
+      // sweep finishes the rest and fails, so the next starts from the same point and reads it again.
+      h.gh.faults.inject({ route: "GET /repos/{owner}/{repo}/pulls/{pull_number}", status: 502, times: 1 });
+      await h.app.reconcile();
+      expect(await state(merged.id)).toBe("pr-open");
       await h.app.reconcile();
       expect(await state(merged.id)).toBe("done");
       expect(await state(closed.id)).toBe("pr-open");
