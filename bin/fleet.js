@@ -8,7 +8,7 @@ import { pathToFileURL } from "node:url";
 
 const argv = process.argv.slice(2);
 let runMain;
-if (argv[0] === "serve") {
+if (argv[0] === "serve" && !argv.includes("--help") && !argv.includes("-h")) {
   const { buildApp, BUILT_APP } = await import("../scripts/build-app.mjs");
   const built = await buildApp().then(
     () => true,

@@ -1,6 +1,6 @@
 // Builds the app and CLI (src/cli/main.ts) into one ES module, build/fleet.mjs, for plain node:
-// `npm start` runs `node build/fleet.mjs serve`, not the TypeScript through tsx's loader, whose hooks
-// thread and transform caches cost the app's process ~48 MB of RSS (bench/memory.ts).
+// `fleet serve` and `npm start` (bin/fleet.js) build it and run it, not the TypeScript through tsx's
+// loader, whose hooks thread and transform caches cost the app's process ~45 MB of RSS (bench/memory.ts).
 // `node scripts/build-app.mjs [outfile]` (default build/fleet.mjs). Only Fleet's sources are bundled:
 // the packages stay external (imported from node_modules as usual), so CommonJS packages load as
 // they do in development, with no interop shims; bundling them as well saved no memory (measured
@@ -35,9 +35,11 @@ export async function buildApp({ entry = "src/cli/main.ts", outfile = BUILT_APP 
     sourcemap: "linked",
     minify: false,
     logLevel: "warning",
-  });
-  // esbuild's service process would otherwise live (~40 MB) as long as the app it built.
-  await stop();
+  }).finally(
+    // esbuild's service process would otherwise live (~40 MB) as long as the app it built, or beside
+    // the sources run through tsx after a failed build.
+    () => stop(),
+  );
   await mkdir(dirname(outfile), { recursive: true });
   // The map first: the module names it.
   for (const file of [...result.outputFiles].sort(

@@ -145,12 +145,17 @@ export class RepoQueues {
     }
   }
 
+  /** Writes every repository's waiting comment edits; one repository's failure does not skip the others'. */
   async flush(): Promise<void> {
-    for (const pending of this.handles.values()) {
-      const h = await pending;
-      await h.repository.tracker.flush();
-      await h.dashboard.flush();
-    }
+    const results = await Promise.allSettled(
+      [...this.handles.values()].map(async (pending) => {
+        const h = await pending;
+        await h.repository.tracker.flush();
+        await h.dashboard.flush();
+      }),
+    );
+    const failed = results.find((r) => r.status === "rejected");
+    if (failed) throw failed.reason;
   }
 
   /** Disarms the wake-up timers (the app is stopping). */

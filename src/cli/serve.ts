@@ -30,15 +30,19 @@ export async function serve(): Promise<void> {
   );
   // Probot's own SIGINT handler exits as soon as the HTTP server is closed, dropping handlers at work.
   for (const l of process.listeners("SIGINT")) if (!listenersBefore.has(l)) process.off("SIGINT", l);
+  let stopping = false;
   const stop = async (signal: string) => {
+    // A second signal (SIGTERM, then Ctrl-C) does not start a second stop.
+    if (stopping) return;
+    stopping = true;
     process.stderr.write(`fleet serve: ${signal}, finishing ${deliveries?.inFlight ?? 0} deliveries\n`);
     const left = await stopAndDrain(deliveries, { close: () => server.stop() }, DRAIN_MS);
     if (left > 0)
       process.stderr.write(
-        `fleet serve: ${left} deliveries were still being handled after ${DRAIN_MS / 1000} s; the next reconcile finds their labels\n`,
+        `fleet serve: ${left} deliveries were still being handled after ${DRAIN_MS / 1000} s and are dropped; the next reconcile finds labels and closed issues or PRs among them, not commands or reviews\n`,
       );
     const flushed = (async () => {
-      await queues?.flush();
+      await queues?.flush().catch(() => {});
       await queues?.stop();
     })().catch(() => {});
     await Promise.race([flushed, new Promise((r) => setTimeout(r, FLUSH_MS).unref())]);
