@@ -63933,7 +63933,7 @@ function createRepoQueue(deps) {
 }
 function moveTasks(d, issue3, to, opts, now) {
   const targets = tasksOf(d).filter(
-    (t) => t.issue === issue3 && (!opts.taskId || t.id === opts.taskId) && (!opts.from || opts.from.includes(t.state))
+    (t) => t.issue === issue3 && (!opts.taskId || t.id === opts.taskId) && (!opts.from || opts.from.includes(t.state)) && (!opts.when || opts.when(t))
   );
   let acc = { doc: d, changes: [], messages: [] };
   for (const t of targets) {

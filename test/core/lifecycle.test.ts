@@ -216,7 +216,7 @@ describe("the state lists", () => {
       "rate-limited",
     ]);
     expect(LIVE_STATES).toEqual([...CANCELLABLE_STATES.slice(0, 6), "pr-open", "rate-limited"]);
-    expect(RETRYABLE_STATES).toEqual(["failed", "cancelled"]);
+    expect(RETRYABLE_STATES).toEqual(["failed", "cancelled", "rate-limited"]);
   });
 
   it("only list states the table lets a task leave the way they are used for", () => {
