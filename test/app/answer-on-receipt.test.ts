@@ -82,27 +82,36 @@ describe("webhook deliveries are answered on receipt and handled after", () => {
     expect(await taskOf(d.issue)).toBeUndefined();
   });
 
-  it("handles one issue's deliveries in the order they came: a label removed right after it was added", async () => {
-    const issue = await h.newIssue("Label, then unlabel");
+  /**
+   * Labels a new issue and does `then` to it at once: the label's handler waits on the permission read
+   * while the second delivery arrives (and is answered). The task the label queued, once all settled.
+   */
+  async function labelThen(
+    title: string,
+    then: (ref: { owner: string; repo: string; issue_number: number }) => Promise<unknown>,
+  ) {
+    const issue = await h.newIssue(title);
     h.gh.setWebhookUrl(h.app.webhookUrl);
-    // The label's handler waits on the permission read; the removal arrives (and is answered) meanwhile.
     h.gh.faults.inject({ route: PERMISSION, latencyMs: 500, times: 1 });
     const ref = { owner: h.owner, repo: h.name, issue_number: issue };
     await h.mona.rest.issues.addLabels({ ...ref, labels: ["fleet:claude"] });
-    await h.mona.rest.issues.removeLabel({ ...ref, name: "fleet:claude" });
+    await then(ref);
     await h.settle();
-    expect((await taskOf(issue))?.state).toBe("cancelled");
+    return taskOf(issue);
+  }
+
+  it("handles one issue's deliveries in the order they came: a label removed right after it was added", async () => {
+    const task = await labelThen("Label, then unlabel", (ref) =>
+      h.mona.rest.issues.removeLabel({ ...ref, name: "fleet:claude" }),
+    );
+    expect(task?.state).toBe("cancelled");
   });
 
   it("a `/fleet cancel` right after the label cancels the task the label queued", async () => {
-    const issue = await h.newIssue("Label, then cancel");
-    h.gh.setWebhookUrl(h.app.webhookUrl);
-    h.gh.faults.inject({ route: PERMISSION, latencyMs: 500, times: 1 });
-    const ref = { owner: h.owner, repo: h.name, issue_number: issue };
-    await h.mona.rest.issues.addLabels({ ...ref, labels: ["fleet:claude"] });
-    await h.mona.rest.issues.createComment({ ...ref, body: "/fleet cancel" });
-    await h.settle();
-    expect((await taskOf(issue))?.state).toBe("cancelled");
+    const task = await labelThen("Label, then cancel", (ref) =>
+      h.mona.rest.issues.createComment({ ...ref, body: "/fleet cancel" }),
+    );
+    expect(task?.state).toBe("cancelled");
   });
 
   it("a handler that fails is logged (not in the answer: that was 200) and the next delivery is handled", async () => {
