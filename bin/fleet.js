@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The `fleet` command. `fleet serve` (the long-running app) runs built: src/ bundled by esbuild
 // (scripts/build-app.mjs, a fraction of a second) into build/fleet.mjs and run on plain node, because
-// tsx's loader costs a long-running process ~48 MB of RSS (bench/memory.ts); rebuilt at every start,
+// tsx's loader costs a long-running process ~45 MB of RSS (bench/memory.ts); rebuilt at every start,
 // so it is never stale. Every other command runs the TypeScript sources through tsx's loader, as
 // `fleet serve` does when the build cannot be written (a read-only install).
 import { pathToFileURL } from "node:url";

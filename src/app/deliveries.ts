@@ -38,7 +38,7 @@ export function scopeOf(name: string, payload: Record<string, unknown>): Scope |
 
 /** One repository's deliveries being handled, for the order below. */
 interface RepoOrder {
-  /** The last repository-wide delivery: everything after it waits for it. */
+  /** The last barrier (the state branch deleted): everything after it waits for it. */
   barrier: Promise<void>;
   /** The last delivery of each issue or pull request. */
   last: Map<number, Promise<void>>;
@@ -50,8 +50,9 @@ interface RepoOrder {
  * Handling in arrival order where order matters, concurrently where it does not: a delivery about an
  * issue starts after the earlier ones about the same issue (a label, then its removal, a `/fleet
  * cancel` right after the label) and after the repository's earlier barriers; a barrier (the state
- * branch deleted) starts after every earlier delivery of the repository, and later ones after it. Different issues never wait for each other, so a burst of labels shares
- * its state commits (see write-queue.ts).
+ * branch deleted) starts after every earlier delivery of the repository, and later ones after it.
+ * Different issues never wait for each other, so a burst of labels shares its state commits (see
+ * write-queue.ts).
  */
 export class DeliveryOrder {
   private readonly repos = new Map<string, RepoOrder>();

@@ -1,5 +1,6 @@
 import type { Context } from "probot";
 import type { FleetStateDoc } from "../core/state-doc.ts";
+import type { Task } from "../core/task.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
 import { rebaseOthersAfterMerge } from "./on-rebase.ts";
 import { closeEpicWhenDone } from "./on-split-label.ts";
@@ -9,18 +10,23 @@ export interface MergedFleetPr {
   pr: Context<"pull_request.closed">["payload"]["pull_request"];
   queue: RepoQueue;
   doc: FleetStateDoc;
+  /** The task whose PR it is, as `doc` holds it (none: a `fleet/*` branch Fleet has no task for). */
+  task?: Task;
 }
 
 /**
- * After a merged `fleet/*` pull request (see onPullRequest, which reads the state once for both): the
- * merge moved the base, so other Fleet PRs that now conflict get a rebase run; and a finished split's
- * epic is closed. Each goes on when the other fails; the first failure is thrown.
+ * A merged `fleet/*` pull request (see onPullRequest, which reads the state once for all of it): its
+ * task is done (dependents unblocked), the merge moved the base, so other Fleet PRs that now conflict
+ * get a rebase run, and a finished split's epic is closed. Each goes on when another fails; the first
+ * failure is thrown.
  */
 export async function afterFleetPrMerged(
   context: Context<"pull_request.closed">,
   merged: MergedFleetPr,
 ): Promise<void> {
+  const { task, queue, pr } = merged;
   const results = await Promise.allSettled([
+    task && queue.move(task.issue, "done", { taskId: task.id, patch: { pr: pr.number } }),
     closeEpicWhenDone(context, merged),
     rebaseOthersAfterMerge(context, merged),
   ]);

@@ -48,14 +48,7 @@ export async function onPullRequest(
   const task = taskForPullRequest(doc, { number: pr.number, head: pr.head.ref });
   if (context.payload.action === "closed" && pr.merged) {
     const closed = context as Context<"pull_request.closed">;
-    const merged = { pr: closed.payload.pull_request, queue, doc };
-    const results = await Promise.allSettled([
-      task && queue.move(task.issue, "done", { taskId: task.id, patch: { pr: pr.number } }),
-      afterFleetPrMerged(closed, merged),
-    ]);
-    const failed = results.find((r) => r.status === "rejected");
-    if (failed) throw failed.reason;
-    return;
+    return afterFleetPrMerged(closed, { pr: closed.payload.pull_request, queue, doc, task });
   }
   if (!task) return;
   if (context.payload.action === "opened") {
