@@ -24,14 +24,15 @@ type ListedIssue = Awaited<ReturnType<GitHubClient["rest"]["issues"]["listForRep
 /**
  * The safety net behind event-driven scheduling, for a crash or a missed webhook: a live task whose
  * issue was closed or lost its coder label is cancelled, a task whose PR was merged or closed ends
- * (settleEndedPullRequests), a label without its task is queued; then one scheduling pass reclaims leases
- * past expiry, releases unblocked and rate-limited tasks and fills free slots.
+ * (settleEndedPullRequests), a label without its task is queued; then one scheduling pass reclaims
+ * leases past expiry, releases unblocked and rate-limited tasks and fills free slots.
  *
- * A full sweep (no `since`) costs one issue read per live task that has not opened its PR yet, the
- * open issues' listing, one events read per labeled issue without its task, plus the state reads.
- * With `since` (the start of the last sweep that completed), only issues updated since then are
- * listed, in one request when nothing changed: closing, labeling and unlabeling all update an issue,
- * so an issue not in that list has nothing the last sweep did not see.
+ * A full sweep (no `since`) costs one issue read per live task that has not opened its PR yet, one PR
+ * read per task that has, the open issues' listing, one events read per labeled issue without its
+ * task, plus the state reads. With `since` (the start of the last sweep that completed), only issues
+ * and PRs updated since then are listed, in one request when nothing changed: closing, labeling and
+ * unlabeling all update an issue, so an issue not in that list has nothing the last sweep did not see;
+ * only the PRs it shows closed are read.
  */
 export async function reconcileRepo(
   queue: RepoQueue,
