@@ -1,6 +1,3 @@
-import { createHash } from "node:crypto";
-import { lstat } from "node:fs/promises";
-import { join } from "node:path";
 import { contextModelOf } from "../core/context-windows.ts";
 import type { InFlight } from "../core/rate-windows.ts";
 import {
@@ -14,7 +11,7 @@ import {
 import { addUsage, emptyUsage, type RunTotals, type TokenUsage, totalTokens } from "../core/usage.ts";
 import type { WindowBook } from "../economy/credential-windows.ts";
 import { type WireTurn, wireProviderOf } from "../economy/wire-usage.ts";
-import { gitIn, IGNORE_SUBMODULES, type WorktreeGitDirs } from "./git.ts";
+import type { WorktreeGitDirs } from "./git.ts";
 import type {
   GatewayRequest,
   GatewayResponse,
@@ -22,6 +19,7 @@ import type {
   GrantPolicy,
   NamedCredential,
 } from "./model-gateway.ts";
+import { newPrintCache, worktreePrint } from "./worktree-print.ts";
 
 /** The pool a run draws from at the gateway (the credential rotation of economy/rotation.ts). */
 export interface RunPool {
@@ -82,6 +80,7 @@ export function createGatewayRun(opts: GatewayRunOptions) {
   let model: string | undefined;
   let credential = opts.credential;
   let lastPrint: string | undefined;
+  const printCache = newPrintCache();
   /** Requests admitted and not settled yet. */
   let inFlight = 0;
   const flying = inFlightOn(opts.pool);
@@ -109,7 +108,8 @@ export function createGatewayRun(opts: GatewayRunOptions) {
   const policy: GrantPolicy = {
     async admit() {
       if (guard.stop) return guard.stop;
-      const print = opts.worktree && opts.phase === "work" ? await worktreePrint(opts.worktree) : undefined;
+      const print =
+        opts.worktree && opts.phase === "work" ? await worktreePrint(opts.worktree, printCache) : undefined;
       const changed = print !== undefined && lastPrint !== undefined && print !== lastPrint;
       if (print !== undefined) lastPrint = print;
       guard = beforeRequest(guard, opts.limits, { changed, countIdle: opts.phase === "work", inFlight });
@@ -329,33 +329,4 @@ export function reportedTotals(
 ): RunTotals | undefined {
   if (!metered) return own;
   return metered.costUsd === null && own?.costUsd != null ? { ...metered, costUsd: own.costUsd } : metered;
-}
-
-/**
- * The worktree's state in one hash: what `git status` lists as changed or new, with each file's size
- * and modification time (a file edited again changes its time). Undefined when git cannot tell.
- */
-export async function worktreePrint(wt: WorktreeGitDirs): Promise<string | undefined> {
-  try {
-    // The agent is running and may have filled a submodule's folder with a repository of its own:
-    // git must not look into it (its config's filter drivers would run here, outside the sandbox).
-    const { stdout } = await gitIn(wt, [
-      "--no-optional-locks",
-      "status",
-      "--porcelain=v1",
-      "-z",
-      "--untracked-files=all",
-      IGNORE_SUBMODULES,
-    ]);
-    const hash = createHash("sha256").update(stdout);
-    for (const entry of stdout.split("\0")) {
-      const path = entry.slice(3);
-      if (!path) continue;
-      const st = await lstat(join(wt.path, path)).catch(() => undefined);
-      hash.update(`\0${path}\0${st ? `${st.size}:${st.mtimeMs}` : "-"}`);
-    }
-    return hash.digest("hex");
-  } catch {
-    return undefined;
-  }
 }
