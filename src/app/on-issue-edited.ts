@@ -1,4 +1,5 @@
 import type { Context } from "probot";
+import { parseDependencies } from "../core/dependencies.ts";
 import { mayDriveFleet } from "./guard.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import type { HandlerDeps } from "./on-issue-labeled.ts";
@@ -24,5 +25,16 @@ export async function onIssueEdited(context: Context<"issues.edited">, deps: Han
   // An app's bot is a "Bot" whose login ends in [bot] (a character no person's login has).
   const bot = payload.sender.type === "Bot" || by.endsWith("[bot]");
   const allowed = !bot && (await mayDriveFleet(context, loaded.config, by));
-  await queue.issueEdited(issue.number, { title: issue.title, body: issue.body ?? null, by, allowed });
+  // An edited body says anew what the issue waits for (its `Depends on` lines), as when it was labeled.
+  const dependsOn =
+    changes.body === undefined
+      ? {}
+      : { dependsOn: parseDependencies(issue.body ?? "", payload.repository.full_name) };
+  await queue.issueEdited(issue.number, {
+    title: issue.title,
+    body: issue.body ?? null,
+    by,
+    allowed,
+    ...dependsOn,
+  });
 }

@@ -57,3 +57,26 @@ export function parseDependencies(body: string, repo?: string): number[] {
   }
   return [...found].sort((a, b) => a - b);
 }
+
+// A line that says only what the issue waits for ("Depends on #3", "Blocked by: #3 and #4"): the
+// lines `fleet bd create --deps` writes, which a change of dependencies rewrites.
+const DEPENDENCY_LINE =
+  /^\s*(?:depends\s+on|blocked\s+by)\s*:?\s*#\d+(?:\s*(?:,\s*(?:and\s+|&\s*)?|and\s+|&\s*|\s+)#\d+)*\s*$/i;
+
+/**
+ * `body` with its lines that only name dependencies replaced by one `Depends on #N` line per
+ * dependency in `deps`, at its end. A dependency named in a sentence stays: parseDependencies of the
+ * result says whether the body now names exactly `deps`.
+ */
+export function withDependencyLines(body: string, deps: readonly number[]): string {
+  const drop = new Set(
+    liveLines(body).flatMap(({ line, index }) => (DEPENDENCY_LINE.test(line) ? [index] : [])),
+  );
+  const kept = body
+    .split(/\r?\n/)
+    .filter((_, i) => !drop.has(i))
+    .join("\n")
+    .replace(/\s+$/, "");
+  const lines = [...new Set(deps)].sort((a, b) => a - b).map((n) => `Depends on #${n}`);
+  return [kept, lines.join("\n")].filter(Boolean).join("\n\n");
+}

@@ -1,9 +1,10 @@
+import { withDependencyLines } from "../core/dependencies.ts";
 import { isTerminal } from "../core/lifecycle.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Priority, Task, TaskRequest } from "../core/task.ts";
 import { mirrorIssue } from "../state/mirror.ts";
 import { syncBeads } from "./beads-sync.ts";
-import { enqueueTask, moveTask, type TaskChange, tasksOf } from "./transitions.ts";
+import { enqueueTask, moveTask, setDependencies, type TaskChange, tasksOf } from "./transitions.ts";
 
 // Local mode has no GitHub issues: the issues `fleet bd create` makes live in the state document under
 // `local_issues`. These are the named transitions over them (create, edit, close), each with its task
@@ -163,6 +164,30 @@ export function editLocalIssue(
     edit,
     `update ${t.id} (#${t.issue})`,
   );
+}
+
+/** Whether issue `n` is known in local mode: a local issue, or the issue of a task. */
+export const localIssueExists = (doc: FleetStateDoc, n: number): boolean =>
+  localIssuesOf(doc)[String(n)] !== undefined || tasksOf(doc).some((t) => t.issue === n);
+
+/**
+ * The local issue of `taskId` depends on `dependsOn` now: its tasks wait for them (setDependencies) and
+ * its text's `Depends on` lines say so. null when the task is gone or nothing changes.
+ */
+export function setLocalIssueDependencies(
+  doc: FleetStateDoc,
+  beads: string,
+  taskId: string,
+  change: { repo: string; now: string; dependsOn: readonly number[] },
+): LocalWrite | null {
+  const t = doc.tasks[taskId];
+  if (!t) return null;
+  const moved = setDependencies(doc, t.issue, change.dependsOn, change.now);
+  const before = issueOf(doc, t);
+  const issue = { ...before, body: withDependencyLines(before.body, change.dependsOn) };
+  if (!moved && issue.body === before.body) return null;
+  const message = moved?.messages.join("\n") ?? `#${t.issue} depends on ${change.dependsOn.join(", ")}`;
+  return issueWrite(moved?.doc ?? doc, beads, moved?.changes ?? [], issue, change, message);
 }
 
 /**

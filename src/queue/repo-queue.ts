@@ -21,6 +21,7 @@ import {
   resolvedConfig,
   type SetConfigOutcome,
   setConfigOverrides,
+  setDependencies,
   type TaskChange,
   type TransitionResult,
   tasksOf,
@@ -212,14 +213,30 @@ export class RepoQueue {
     return claimed;
   }
 
-  /** The issue's title or body was edited: re-pinned when `allowed` (the editor may drive Fleet), else noted. */
+  /**
+   * The issue's title or body was edited: re-pinned when `allowed` (the editor may drive Fleet), else
+   * noted. An allowed body edit also sets what its tasks wait for (`dependsOn`, its `Depends on` lines).
+   */
   async issueEdited(
     issue: number,
-    edit: { title: string; body: string | null | undefined; by: string; allowed: boolean },
+    edit: {
+      title: string;
+      body: string | null | undefined;
+      by: string;
+      allowed: boolean;
+      dependsOn?: readonly number[];
+    },
   ): Promise<Task[]> {
+    const deps = edit.allowed ? edit.dependsOn : undefined;
     const { result } = await this.commit(
-      (d) => (edit.allowed ? repinTasks : noteIgnoredEdit)(d, issue, { ...edit, now: this.iso() }),
-      { schedule: false },
+      (d) => {
+        const now = this.iso();
+        const pinned = (edit.allowed ? repinTasks : noteIgnoredEdit)(d, issue, { ...edit, now });
+        const waits = deps && setDependencies(pinned?.doc ?? d, issue, deps, now);
+        return pinned && waits ? mergeResults(pinned, waits) : (waits ?? pinned);
+      },
+      // New dependencies block or release tasks in the same commit.
+      { schedule: deps !== undefined },
     );
     return result ? result.changes.map((c) => c.task) : [];
   }

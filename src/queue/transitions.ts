@@ -222,6 +222,35 @@ export function noteIgnoredEdit(doc: FleetStateDoc, issue: number, edit: IssueEd
   };
 }
 
+/**
+ * The issue now depends on `deps` (its body's dependencies changed): each of its tasks but the done ones
+ * waits for them; a blocked one goes back to the queue, keeping its place, for the scheduling pass to
+ * block again for what it waits for now or run. Null when nothing changes.
+ */
+export function setDependencies(
+  doc: FleetStateDoc,
+  issue: number,
+  deps: readonly number[],
+  now: string,
+): TransitionResult | null {
+  const dependsOn = [...new Set(deps)].filter((n) => n !== issue).sort((a, b) => a - b);
+  const same = (t: Task) =>
+    t.dependsOn.length === dependsOn.length && t.dependsOn.every((n, i) => n === dependsOn[i]);
+  const changed = pinnableTasks(doc, issue)
+    .filter((t) => !same(t))
+    .map((t): Task => {
+      const next = t.state === "blocked" ? transition(t, "queued", { now }) : { ...t, updatedAt: now };
+      return { ...next, dependsOn };
+    });
+  if (changed.length === 0) return null;
+  const text = dependsOn.length ? dependsOn.map((n) => `#${n}`).join(", ") : "nothing";
+  return {
+    doc: withTasks(doc, changed),
+    changes: changed.map((task) => ({ task, from: doc.tasks[task.id]!.state })),
+    messages: changed.map((t) => `gh-${issue} (${t.id}) depends on ${text}`),
+  };
+}
+
 /** Records fields on a task without a state change (e.g. a run's totals when an event already moved it). */
 export function patchTask(
   doc: FleetStateDoc,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseDependencies } from "../../src/core/dependencies.ts";
+import { parseDependencies, withDependencyLines } from "../../src/core/dependencies.ts";
 
 describe("parseDependencies", () => {
   it.each([
@@ -45,5 +45,23 @@ describe("parseDependencies", () => {
   it("reads a large body with many repeated refs", () => {
     const body = `${"Depends on #1, ".repeat(20_000)}\n${"x".repeat(100_000)}`;
     expect(parseDependencies(body)).toEqual([1]);
+  });
+});
+
+describe("withDependencyLines", () => {
+  it("replaces the lines that only name dependencies, and keeps the rest of the text", () => {
+    const body = "Do the thing.\n\nDepends on #3\nBlocked by: #4 and #5\n\nMore text.";
+    expect(withDependencyLines(body, [7, 6])).toBe(
+      "Do the thing.\n\n\nMore text.\n\nDepends on #6\nDepends on #7",
+    );
+    expect(withDependencyLines("Do it.\n\nDepends on #3", [])).toBe("Do it.");
+    expect(withDependencyLines("", [2])).toBe("Depends on #2");
+  });
+
+  it("leaves code blocks and sentences alone: parseDependencies tells what the text still names", () => {
+    const body = "```\nDepends on #9\n```\nAfter #8 lands; this depends on #8 too.";
+    const next = withDependencyLines(body, [2]);
+    expect(next).toContain("```\nDepends on #9\n```");
+    expect(parseDependencies(next)).toEqual([2, 8]);
   });
 });

@@ -1,15 +1,22 @@
+import { execa } from "execa";
 import { getAdapter, knownCoders } from "../../agents/index.ts";
 import { type BeadIssue, issueNumberOf, liveIssues, parseJsonl, readyIssues } from "../../beads/index.ts";
 import type { FleetConfig } from "../../core/config.ts";
+import { parseDependencies, withDependencyLines } from "../../core/dependencies.ts";
 import { parseFleetLabel } from "../../core/labels.ts";
+import { SLOT_HOLDING_STATES } from "../../core/lifecycle.ts";
 import type { FleetStateDoc } from "../../core/state-doc.ts";
 import type { Priority, Task } from "../../core/task.ts";
 import {
   closeLocalIssue,
   createLocalIssue,
   editLocalIssue,
+  localIssueExists,
+  localIssuesOf,
   localRepositoryOf,
+  setLocalIssueDependencies,
 } from "../../queue/local-issues.ts";
+import { dependencyCycles } from "../../queue/transitions.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, NotFoundError, UsageError } from "../errors.ts";
 import { table } from "../format.ts";
@@ -26,12 +33,19 @@ export const BD_USAGE = `Usage: fleet bd create --title T --description D [--cod
        fleet bd ready             open beads nothing blocks (as \`bd ready\`)
        fleet bd show <id>         one bead and its task
        fleet bd update <id> [--title T] [--description D] [--priority 0-4]
+                       [--deps 12,fl-a3f | --deps none] [--add-dep 12] [--remove-dep 12]
        fleet bd close <id> [--reason R]
 
 Against GitHub, create opens an issue labeled fleet:<coder>[:<model>] (and fleet:p<n>), with a
 "Depends on #N" line per dependency; the Fleet app queues it. In local mode the task and its bead
 are written to $FLEET_HOME directly, with the repository it is for (the git repository of
 --repo-path, default cwd: its path and origin remote); \`fleet run\` runs it there.
+
+--deps names issues (12 or #12) or tasks (fl-a3f) that must be done first; each must exist. On
+update, --deps replaces the dependencies (--deps none clears them), --add-dep and --remove-dep
+change them one by one (both take a list too); the issue's "Depends on" lines are rewritten to say
+so, and a task waiting for an issue it no longer depends on is run. A task needs a repository with a
+commit to start from: create tasks after the first commit.
 
 A/B run: several coders or models on one issue, each side its own task and branch, compared by
 \`fleet task <id> compare\` once all have finished. --coder and --model repeat and pair by position
@@ -50,6 +64,8 @@ const OPTIONS = {
   ab: { type: "string" },
   priority: { type: "string" },
   deps: { type: "string" },
+  "add-dep": { type: "string" },
+  "remove-dep": { type: "string" },
   labels: { type: "string" },
   reason: { type: "string" },
   all: { type: "boolean" },
@@ -69,14 +85,69 @@ const list = (text: string | undefined): string[] =>
     .filter(Boolean);
 
 /** Dependencies as issue numbers: `12`, `#12` or the id of a task in the state. */
-function resolveDeps(doc: FleetStateDoc, text: string | undefined, where: string): number[] {
+function resolveDeps(doc: FleetStateDoc, text: string | undefined, where: string, flag = "--deps"): number[] {
   return list(text).map((d) => {
     const m = /^(?:#|gh-)?(\d+)$/.exec(d);
-    if (m) return Number(m[1]);
+    if (m && Number(m[1]) > 0) return Number(m[1]);
     const t = doc.tasks[d];
-    if (!t) throw new UsageError(`--deps: "${d}" is neither an issue number nor a task in ${where}.`);
+    if (!t) throw new UsageError(`${flag}: "${d}" is neither an issue number nor a task in ${where}.`);
     return t.issue;
   });
+}
+
+/**
+ * Every dependency names an issue that exists: a task waiting for an issue that does not would wait
+ * for ever. Local mode knows its issues; on GitHub each is read (a pull request is an issue too).
+ */
+async function checkDepsExist(target: Target, doc: FleetStateDoc, deps: readonly number[]): Promise<void> {
+  const missing: number[] = [];
+  for (const n of new Set(deps)) {
+    if (target.kind === "local") {
+      if (!localIssueExists(doc, n)) missing.push(n);
+      continue;
+    }
+    try {
+      await target.octokit.rest.issues.get({ ...target.repo, issue_number: n });
+    } catch (error) {
+      const status = (error as { status?: number }).status;
+      if (status !== 404 && status !== 410) throw error;
+      missing.push(n);
+    }
+  }
+  if (missing.length === 0) return;
+  const names = missing.map((n) => `#${n}`).join(", ");
+  throw new NotFoundError(
+    `--deps: ${names} ${missing.length === 1 ? "is not an issue" : "are not issues"} in ${describeTarget(target)}; a task depending on ${missing.length === 1 ? "it" : "them"} would wait for ever. Create ${missing.length === 1 ? "it" : "them"} first (fleet bd create), or leave ${missing.length === 1 ? "it" : "them"} out.`,
+  );
+}
+
+/**
+ * The repository has a commit for tasks to start from: a task in an empty repository would be
+ * accepted and fail when a worker takes it.
+ */
+async function checkHasCommit(target: Target): Promise<void> {
+  if (target.kind === "local") {
+    // Not a repository at all says so first.
+    await localRepositoryAt(target.repoPath);
+    const head = await execa("git", ["rev-parse", "--verify", "-q", "HEAD^{commit}"], {
+      cwd: target.repoPath,
+      reject: false,
+    });
+    if (head.exitCode !== 0)
+      throw new CliError(
+        `${target.repoPath} has no commit yet: a task starts from the repository's current branch. Commit a first commit (e.g. git commit --allow-empty -m "First commit"), then create the task.`,
+      );
+    return;
+  }
+  const { data } = await target.octokit.rest.repos.get({ ...target.repo });
+  try {
+    await target.octokit.rest.repos.getBranch({ ...target.repo, branch: data.default_branch });
+  } catch (error) {
+    if ((error as { status?: number }).status !== 404) throw error;
+    throw new CliError(
+      `${target.full} has no commit on its default branch ${data.default_branch}: a task starts from it. Push a first commit, then create the task.`,
+    );
+  }
 }
 
 function checkCoder(config: FleetConfig, coder: string, model: string | undefined): string {
@@ -266,6 +337,8 @@ async function create(values: Values): Promise<number> {
   const sides = requestedSides(values, config);
   const where = describeTarget(target);
   const deps = resolveDeps(doc, values.deps, where);
+  await checkHasCommit(target);
+  await checkDepsExist(target, doc, deps);
   const extraLabels = list(values.labels);
   const title = values.title.trim();
   const body = issueBody(values.description, deps);
@@ -338,38 +411,39 @@ async function create(values: Values): Promise<number> {
 
 async function update(ref: string, values: Values): Promise<number> {
   const priority = parsePriority(values.priority);
-  if (values.title === undefined && values.description === undefined && priority === undefined)
-    throw new UsageError("fleet bd update needs --title, --description or --priority.", BD_USAGE);
-  if (values.coder || values.model || values.ab || values.deps)
+  const changesDeps = [values.deps, values["add-dep"], values["remove-dep"]].some((v) => v !== undefined);
+  if (
+    values.title === undefined &&
+    values.description === undefined &&
+    priority === undefined &&
+    !changesDeps
+  )
     throw new UsageError(
-      "fleet bd update changes --title, --description and --priority only; to switch coder, close and create again.",
+      "fleet bd update needs --title, --description, --priority, --deps, --add-dep or --remove-dep.",
+      BD_USAGE,
+    );
+  if (values.coder || values.model || values.ab)
+    throw new UsageError(
+      "fleet bd update changes the title, description, priority and dependencies only; to switch coder, close and create again.",
+    );
+  if (values.deps !== undefined && (values["add-dep"] !== undefined || values["remove-dep"] !== undefined))
+    throw new UsageError(
+      "--deps replaces the dependencies: give it alone, or change them with --add-dep and --remove-dep.",
+      BD_USAGE,
     );
   const target = await resolveTarget(values);
   const where = describeTarget(target);
-  const task = findTaskRef((await target.store.read()).doc, ref, where);
-  if (target.kind === "github") {
-    const patch: { title?: string; body?: string } = {};
-    if (values.title !== undefined) patch.title = values.title;
-    if (values.description !== undefined) patch.body = issueBody(values.description, task.dependsOn);
-    if (Object.keys(patch).length)
-      await target.octokit.rest.issues.update({ ...target.repo, issue_number: task.issue, ...patch });
-    if (priority !== undefined) {
-      const { data: current } = await target.octokit.rest.issues.get({
-        ...target.repo,
-        issue_number: task.issue,
-      });
-      for (const l of current.labels) {
-        const name = typeof l === "string" ? l : l.name;
-        if (name && /^fleet:p\d$/i.test(name) && name !== `fleet:p${priority}`)
-          await target.octokit.rest.issues.removeLabel({ ...target.repo, issue_number: task.issue, name });
-      }
-      await target.octokit.rest.issues.addLabels({
-        ...target.repo,
-        issue_number: task.issue,
-        labels: [`fleet:p${priority}`],
-      });
-    }
-  } else {
+  const { doc } = await target.store.read();
+  const task = findTaskRef(doc, ref, where);
+  const deps = changesDeps ? nextDeps(doc, task, values, where) : undefined;
+  if (deps)
+    await checkDepsExist(
+      target,
+      doc,
+      deps.filter((n) => !task.dependsOn.includes(n)),
+    );
+  if (target.kind === "github") await updateOnGitHub(target, task, values, priority, deps);
+  else {
     const now = new Date().toISOString();
     const edit = {
       repo: target.full,
@@ -380,12 +454,128 @@ async function update(ref: string, values: Values): Promise<number> {
         ? { body: (t: Task) => issueBody(values.description ?? "", t.dependsOn) }
         : {}),
     };
-    await target.store.update(({ doc, beads }) => editLocalIssue(doc, beads, task.id, edit));
+    if (deps) {
+      const body =
+        values.description !== undefined
+          ? issueBody(values.description, deps)
+          : withDependencyLines(localIssuesOf(doc)[String(task.issue)]?.body ?? "", deps);
+      checkBodyNames(body, deps, task, target.full);
+    }
+    await target.store.update(({ doc: d, beads }) => {
+      const moved = deps
+        ? setLocalIssueDependencies(d, beads, task.id, { repo: target.full, now, dependsOn: deps })
+        : null;
+      const edited =
+        values.title !== undefined || priority !== undefined || values.description !== undefined
+          ? editLocalIssue(moved?.doc ?? d, moved?.beads ?? beads, task.id, edit)
+          : null;
+      if (moved && edited) return { ...edited, message: `${moved.message}\n${edited.message}` };
+      return edited ?? moved;
+    });
+    // A task that waits for other issues now is blocked again, or run when it waits for none.
+    if (deps) await scheduleLocal(target, (await target.store.read()).doc);
   }
   const after = (await target.store.read()).doc.tasks[task.id];
   if (values.json) json(after ?? task);
-  else out(`updated ${task.id} (#${task.issue})${target.kind === "github" ? " on GitHub" : ""}`);
+  else {
+    out(`updated ${task.id} (#${task.issue})${target.kind === "github" ? " on GitHub" : ""}`);
+    if (deps) out(depsNote(deps, task, after, target.kind));
+  }
   return 0;
+}
+
+/** What `fleet bd update` says of new dependencies: what the task does now. */
+function depsNote(
+  deps: readonly number[],
+  before: Task,
+  after: Task | undefined,
+  kind: Target["kind"],
+): string {
+  const list = deps.length ? deps.map((n) => `#${n}`).join(", ") : "nothing";
+  // A dispatched or running task is not taken back: its dependencies hold a later run.
+  const started = [...SLOT_HOLDING_STATES, "awaiting-approval", "pr-open"].includes(before.state);
+  if (started)
+    return `depends on ${list}; the task is already ${before.state}, so they hold only a later run of it`;
+  if (kind === "github") return `depends on ${list} (the Fleet app reads it from the issue's text)`;
+  return `depends on ${list}; task ${after?.state ?? before.state}`;
+}
+
+/** What the task depends on after --deps (replace; `none` clears), --add-dep and --remove-dep, checked. */
+function nextDeps(doc: FleetStateDoc, task: Task, values: Values, where: string): number[] {
+  const replaced =
+    values.deps === undefined
+      ? task.dependsOn
+      : values.deps.trim().toLowerCase() === "none"
+        ? []
+        : resolveDeps(doc, values.deps, where);
+  const added = resolveDeps(doc, values["add-dep"], where, "--add-dep");
+  const removed = resolveDeps(doc, values["remove-dep"], where, "--remove-dep");
+  const absent = removed.filter((n) => !task.dependsOn.includes(n));
+  if (absent.length)
+    throw new UsageError(
+      `--remove-dep: #${task.issue} does not depend on ${absent.map((n) => `#${n}`).join(", ")}; it depends on ${task.dependsOn.length ? task.dependsOn.map((n) => `#${n}`).join(", ") : "nothing"}.`,
+    );
+  const deps = [...new Set([...replaced, ...added])]
+    .filter((n) => !removed.includes(n))
+    .sort((a, b) => a - b);
+  if (deps.includes(task.issue))
+    throw new UsageError(`#${task.issue} (${task.id}) cannot depend on itself; leave it out of --deps.`);
+  const tasks = Object.values(doc.tasks).map((t) => (t.issue === task.issue ? { ...t, dependsOn: deps } : t));
+  const cycle = dependencyCycles(tasks).get(task.issue);
+  if (cycle)
+    throw new UsageError(
+      `These dependencies close a cycle (${[...cycle, cycle[0]].map((n) => `#${n}`).join(" -> ")}): its tasks would wait for each other for ever.`,
+    );
+  return deps;
+}
+
+/** The issue's text names exactly `deps`: one that names another in a sentence would keep it. */
+function checkBodyNames(body: string, deps: readonly number[], task: Task, repo: string): void {
+  const named = parseDependencies(body, repo);
+  const extra = named.filter((n) => !deps.includes(n));
+  if (extra.length === 0) return;
+  throw new CliError(
+    `The text of #${task.issue} names ${extra.map((n) => `#${n}`).join(", ")} as a dependency in a sentence, which --deps does not rewrite; change the text (--description) so that it names only what the task depends on.`,
+  );
+}
+
+/**
+ * The issue on GitHub changed: title, description, priority label, and its `Depends on` lines (the Fleet
+ * app reads the new dependencies from the edited text, as it read them when the issue was labeled).
+ */
+async function updateOnGitHub(
+  target: Extract<Target, { kind: "github" }>,
+  task: Task,
+  values: Values,
+  priority: Priority | undefined,
+  deps: number[] | undefined,
+): Promise<void> {
+  const patch: { title?: string; body?: string } = {};
+  if (values.title !== undefined) patch.title = values.title;
+  if (values.description !== undefined) patch.body = issueBody(values.description, deps ?? task.dependsOn);
+  else if (deps) {
+    const { data } = await target.octokit.rest.issues.get({ ...target.repo, issue_number: task.issue });
+    patch.body = withDependencyLines(data.body ?? "", deps);
+  }
+  if (deps && patch.body !== undefined) checkBodyNames(patch.body, deps, task, target.full);
+  if (Object.keys(patch).length)
+    await target.octokit.rest.issues.update({ ...target.repo, issue_number: task.issue, ...patch });
+  if (priority !== undefined) {
+    const { data: current } = await target.octokit.rest.issues.get({
+      ...target.repo,
+      issue_number: task.issue,
+    });
+    for (const l of current.labels) {
+      const name = typeof l === "string" ? l : l.name;
+      if (name && /^fleet:p\d$/i.test(name) && name !== `fleet:p${priority}`)
+        await target.octokit.rest.issues.removeLabel({ ...target.repo, issue_number: task.issue, name });
+    }
+    await target.octokit.rest.issues.addLabels({
+      ...target.repo,
+      issue_number: task.issue,
+      labels: [`fleet:p${priority}`],
+    });
+  }
 }
 
 async function close(ref: string, values: Values): Promise<number> {
