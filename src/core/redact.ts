@@ -75,10 +75,11 @@ export function secretRedactor(
 }
 
 /**
- * Text safe to post: every known secret value (at least 8 characters) in every form an agent could
- * smuggle it in (as it is, reversed, base64, hex, URL-encoded, split into pieces) and every
- * well-known token shape (GitHub, Anthropic, OpenAI, AWS access keys, PEM private keys, Bearer
- * tokens, credentials in URLs) replaced by [REDACTED]. Linear in the text for a fixed set of secrets.
+ * Text safe to post: every known secret value (at least 8 characters) in the literal forms the secret
+ * scan knows (as it is, reversed, rot13, halves swapped, base64, hex, URL-encoded, full-width, split
+ * into pieces) and every well-known token shape (GitHub, Anthropic, OpenAI, AWS access keys, PEM
+ * private keys, Bearer tokens, credentials in URLs) replaced by [REDACTED]. Linear in the text for a
+ * fixed set of secrets.
  */
 export function redactSecrets(text: string, knownSecrets: readonly string[] = []): string {
   return secretRedactor(knownSecrets)(text);

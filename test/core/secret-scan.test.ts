@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { REDACTED, redactSecrets } from "../../src/core/redact.ts";
 import {
@@ -57,6 +59,129 @@ describe("known secrets in the forms an agent would smuggle them in", () => {
       [0, 3],
       [3, 6],
     ]);
+  });
+});
+
+describe("known secrets under simple transforms", () => {
+  const chars = [...TOKEN];
+  const half = TOKEN.length / 2;
+  const rot13 = (s: string) =>
+    s.replace(/[A-Za-z]/g, (c) => {
+      const base = c <= "Z" ? 65 : 97;
+      return String.fromCharCode(((c.charCodeAt(0) - base + 13) % 26) + base);
+    });
+  const even = chars.filter((_, i) => i % 2 === 0).join("");
+  const odd = chars.filter((_, i) => i % 2 === 1).join("");
+  const junk = "q7Zr2Kx9Wm4Tn8Vb6Yc1Hd5Lf3Pg0Js";
+  const interleaved = chars.map((c, i) => `${c}${junk[i % junk.length]}`).join("");
+  const fullWidth = chars.map((c) => String.fromCharCode(c.charCodeAt(0) + 0xfee0)).join("");
+  const codes = chars.map((c) => c.charCodeAt(0));
+  const named: Record<string, string> = { _: "&lowbar;" };
+  const mixedCase = chars.map((c, i) => (i % 3 === 0 ? c.toLowerCase() : c.toUpperCase())).join("");
+
+  const cases: Array<[string, string, string]> = [
+    ["in upper case", `const t = "${TOKEN.toUpperCase()}";`, "upper or lower case"],
+    ["in lower case", TOKEN.toLowerCase(), "upper or lower case"],
+    ["in mixed case", mixedCase, "upper or lower case"],
+    [
+      "in upper case, split into pieces",
+      `"${TOKEN.slice(0, 15).toUpperCase()}" + "${TOKEN.slice(15).toUpperCase()}"`,
+      "upper or lower case",
+    ],
+    ["with its halves swapped", `x=${TOKEN.slice(half)}${TOKEN.slice(0, half)}`, "swapped halves"],
+    ["cut off-centre and the pieces swapped", `${TOKEN.slice(7)}${TOKEN.slice(0, 7)}`, "swapped halves"],
+    [
+      "with its halves swapped in a string concatenation",
+      `"${TOKEN.slice(half)}" + "${TOKEN.slice(0, half)}"`,
+      "swapped halves",
+    ],
+    [
+      "in two halves far apart",
+      `a = "${TOKEN.slice(0, half)}"\n${"const filler = 42;\n".repeat(20)}b = "${TOKEN.slice(half)}"`,
+      "split into pieces",
+    ],
+    ["in rot13", `secret: ${rot13(TOKEN)}`, "rot13"],
+    ["in upper-case rot13", rot13(TOKEN).toUpperCase(), "rot13"],
+    ["interleaved with junk (every other character)", `blob ${interleaved} end`, "every other character"],
+    [
+      "as its even and odd characters in two places",
+      `const a = "${even}";\nconst b = "${odd}";`,
+      "every other character",
+    ],
+    ["as base64 of base64", b64(b64(TOKEN)), "base64 of base64"],
+    [
+      "as base64 of base64 inside larger blobs, line-wrapped",
+      b64(`data: ${b64(`GITHUB_TOKEN=${TOKEN}`)}\n`).replace(/(.{76})/g, "$1\n"),
+      "base64 of base64",
+    ],
+    ["as base64 of base64 of base64", `x ${b64(b64(b64(TOKEN)))}`, "base64 of base64"],
+    ["as decimal HTML entities", codes.map((c) => `&#${c};`).join(""), "HTML entities"],
+    ["as hex HTML entities", codes.map((c) => `&#x${c.toString(16)};`).join(""), "HTML entities"],
+    [
+      "as HTML entities, named where there is a name",
+      chars.map((c) => named[c] ?? `&#${c.charCodeAt(0)};`).join(""),
+      "HTML entities",
+    ],
+    ["in full-width characters", `ok ${fullWidth} ok`, "full-width or compatibility characters"],
+    ["as decimal bytes separated by spaces", codes.join(" "), "decimal bytes"],
+    ["as decimal bytes in an array", `const b = [${codes.join(", ")}];`, "decimal bytes"],
+    [
+      "as a hex byte array",
+      `const b = [${codes.map((c) => `0x${c.toString(16)}`).join(", ")}];`,
+      "hex-encoded",
+    ],
+    ["as backslash escapes", `"${codes.map((c) => `\\x${c.toString(16)}`).join("")}"`, "backslash escapes"],
+    ["as unicode escapes", `"${codes.map((c) => `\\u00${c.toString(16)}`).join("")}"`, "backslash escapes"],
+  ];
+  for (const [name, text, form] of cases) {
+    it(`finds it ${name}`, () => {
+      expect(findKnownSecret(text, [KEY])).toEqual({ kind: "known", label: KEY.label, form });
+      expect(scanOutgoing(text, [KEY])).toEqual({ kind: "known", label: KEY.label, form });
+    });
+  }
+});
+
+describe("no false hits on ordinary text", () => {
+  // Secrets of the lengths and alphabets Fleet holds (tokens, API keys, hex gateway tokens), made by a
+  // seeded generator so a failure can be replayed.
+  let seed = 20240611;
+  const next = () => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return seed >>> 8;
+  };
+  const draw = (alphabet: string, n: number) =>
+    Array.from({ length: n }, () => alphabet[next() % alphabet.length]).join("");
+  const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  const secrets = [
+    ...[8, 9, 12, 16, 20, 24, 32, 40, 64].map((n) => draw(alnum, n)),
+    ...[8, 16, 32, 64].map((n) => draw("0123456789abcdef", n)),
+    ...[8, 12, 20].map((n) => draw("0123456789", n)),
+    `ghs_${draw(alnum, 36)}`,
+    `github_pat_${draw(`${alnum}_`, 82)}`,
+    `sk-ant-api03-${draw(`${alnum}-_`, 93)}AA`,
+    `sk-proj-${draw(`${alnum}-_`, 48)}`,
+    TOKEN,
+  ].map((value, i) => ({ label: `secret ${i}`, value }));
+
+  const root = join(import.meta.dirname, "../..");
+  const sources = (dir: string): string[] =>
+    readdirSync(join(root, dir), { recursive: true, encoding: "utf8" })
+      .filter((f) => /\.(ts|md|json|ya?ml)$/.test(f))
+      .map((f) => join(dir, f));
+  const corpus = [...sources("src"), ...sources("docs"), "package-lock.json", "README.md", "CONTRIBUTING.md"];
+
+  it("ordinary source code, the lockfile and prose hold none of them", () => {
+    expect(corpus.length).toBeGreaterThan(100);
+    const hits = corpus.flatMap((file) => {
+      const hit = findKnownSecret(readFileSync(join(root, file), "utf8"), secrets);
+      return hit ? [`${file}: ${hit.label} (${hit.form})`] : [];
+    });
+    expect(hits).toEqual([]);
+  });
+
+  it("the same texts, all in one piece (as the change as a whole is checked), hold none of them", () => {
+    const everything = corpus.map((file) => readFileSync(join(root, file), "utf8")).join("\n");
+    expect(findKnownSecret(everything, secrets)).toBeUndefined();
   });
 });
 
