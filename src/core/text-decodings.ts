@@ -96,7 +96,8 @@ function charactersOf(list: string, radix: 10 | 16): string {
     digits = 0;
   };
   for (let i = 0; i < list.length; i++) {
-    const c = list.charCodeAt(i) | 0x20; // lower case for letters; digits are unchanged
+    const unit = list.charCodeAt(i);
+    const c = unit >= 65 && unit <= 90 ? unit | 0x20 : unit; // A-F and X in lower case
     const d = c >= 48 && c <= 57 ? c - 48 : radix === 16 && c >= 97 && c <= 102 ? c - 87 : -1;
     if (d >= 0) {
       value = value * radix + d;
@@ -111,12 +112,15 @@ function charactersOf(list: string, radix: 10 | 16): string {
 }
 
 /**
- * Lists of four or more numbers separated by spaces, commas or semicolons (`115 107 45`,
- * `[115, 107, 45]`, `String.fromCharCode(...)`), each list decoded as character codes.
+ * Lists of four or more numbers, each pair separated by one to four characters other than letters,
+ * digits and dots (`115 107 45`, `[115, 107, 45]`, `["115","107"]`, `115-107`,
+ * `String.fromCharCode(...)`), each list decoded as character codes. Dots are left out so that
+ * version numbers and addresses are not read as lists.
  */
 export function decodeDecimalRuns(text: string): string[] {
   const out: string[] = [];
-  for (const m of text.matchAll(/(?<![\d.])\d{1,7}(?:[\s,;]+\d{1,7}){3,}/g)) out.push(charactersOf(m[0], 10));
+  for (const m of text.matchAll(/(?<![\d.])\d{1,7}(?:[^0-9A-Za-z.]{1,4}\d{1,7}){3,}/g))
+    out.push(charactersOf(m[0], 10));
   return out;
 }
 
@@ -126,7 +130,7 @@ export function decodeDecimalRuns(text: string): string[] {
  */
 export function decodeHexRuns(text: string, flat = withoutWhitespace(text)): string[] {
   const out: string[] = [];
-  for (const m of text.matchAll(/0[xX][0-9a-fA-F]{1,2}(?:[\s,;]+0[xX][0-9a-fA-F]{1,2}){3,}/g))
+  for (const m of text.matchAll(/0[xX][0-9a-fA-F]{1,2}(?:[^0-9A-Za-z.]{1,4}0[xX][0-9a-fA-F]{1,2}){3,}/g))
     out.push(charactersOf(m[0], 16));
   for (const m of flat.matchAll(/(?:[0-9a-fA-F]{2}){16,}/g))
     out.push(Buffer.from(m[0], "hex").toString("latin1"));

@@ -9,6 +9,12 @@ import {
   scanOutgoing,
   skeletonSpans,
 } from "../../src/core/secret-scan.ts";
+import {
+  decodeBackslashEscapes,
+  decodeDecimalRuns,
+  decodeHexRuns,
+  decodeHtmlEntities,
+} from "../../src/core/text-decodings.ts";
 
 const TOKEN = "ghs_0123456789abcdefghijABCDEFGHIJ012345";
 const KEY = { label: "the worker's GitHub token", value: TOKEN };
@@ -125,6 +131,8 @@ describe("known secrets under simple transforms", () => {
     ["in full-width characters", `ok ${fullWidth} ok`, "full-width or compatibility characters"],
     ["as decimal bytes separated by spaces", codes.join(" "), "decimal bytes"],
     ["as decimal bytes in an array", `const b = [${codes.join(", ")}];`, "decimal bytes"],
+    ["as decimal bytes in quotes", `["${codes.join('","')}"]`, "decimal bytes"],
+    ["as decimal bytes joined by dashes", codes.join("-"), "decimal bytes"],
     [
       "as a hex byte array",
       `const b = [${codes.map((c) => `0x${c.toString(16)}`).join(", ")}];`,
@@ -226,5 +234,21 @@ describe("token shapes", () => {
 
   it("a known secret counts even when it was there before", () => {
     expect(scanOutgoing(TOKEN, [KEY], TOKEN)?.kind).toBe("known");
+  });
+});
+
+describe("decodings", () => {
+  it("read number lists whatever separates them, but not version numbers", () => {
+    expect(decodeDecimalRuns("a = [104, 105, 33, 63]; v1.2.3.4 1.2.3.4")).toEqual(["hi!?"]);
+    expect(decodeDecimalRuns(`104\u0010105\u0011104\u0012105`)).toEqual(["hihi"]);
+    expect(decodeHexRuns("0x68,0X69, 0x21 ,0x3f", "")).toEqual(["hi!?"]);
+  });
+
+  it("decode HTML entities, numeric (semicolon optional) and named", () => {
+    expect(decodeHtmlEntities("&#104;&#x69&lowbar;&Hat;&aopf;&unknown; &amp")).toBe("hi_^a&unknown; &amp");
+  });
+
+  it("decode backslash escapes", () => {
+    expect(decodeBackslashEscapes("\\x68\\u0069\\u{21}\\077\\n")).toBe("hi!?\\n");
   });
 });
