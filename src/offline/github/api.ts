@@ -88,6 +88,16 @@ export interface GitHubEmulator {
     installationId: number;
   }>;
   addCollaborator(fullName: string, login: string, permission: Permission): void;
+  /**
+   * A branch ruleset on the repository (as Settings -> Rules -> Rulesets makes one), modelled as far
+   * as rulesets.ts says: `include` targets (`~DEFAULT_BRANCH`, `~ALL`, `refs/heads/<pattern>`), the
+   * `pull_request` rule ("Require a pull request before merging": no direct update by git or REST,
+   * pull requests merge), and `bypass` logins (a person, or an app's bot such as `fleet[bot]`).
+   */
+  addRuleset(
+    fullName: string,
+    ruleset: { name: string; include: string[]; rules: Array<"pull_request">; bypass?: string[] },
+  ): void;
   userToken(login: string): string;
   installationId(fullName: string): number;
   emitInstallation(fullName: string): void;

@@ -81,7 +81,7 @@ function repositoryMethods(
   p: EmulatorParts,
 ): Pick<
   GitHubEmulator,
-  "createRepo" | "addCollaborator" | "userToken" | "installationId" | "emitInstallation"
+  "createRepo" | "addCollaborator" | "addRuleset" | "userToken" | "installationId" | "emitInstallation"
 > {
   const { world: w, auth } = p;
   return {
@@ -90,6 +90,14 @@ function repositoryMethods(
       const repo = mustRepo(w, fullName);
       w.state.user(login);
       repo.collaborators.set(login.toLowerCase(), permission);
+    },
+    addRuleset(fullName, ruleset) {
+      mustRepo(w, fullName).rulesets.push({
+        name: ruleset.name,
+        include: [...ruleset.include],
+        rules: [...ruleset.rules],
+        bypass: new Set((ruleset.bypass ?? []).map((l) => l.toLowerCase())),
+      });
     },
     userToken: (login) => auth.userToken(login),
     installationId: (fullName) => mustRepo(w, fullName).installationId,

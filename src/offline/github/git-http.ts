@@ -8,6 +8,7 @@ import type { Faults } from "./faults.ts";
 import { HttpError } from "./http-error.ts";
 import { grantHolds, grantReaches } from "./installation-token.ts";
 import { SequencedLog } from "./request-log.ts";
+import { hookRules } from "./rulesets.ts";
 import { type Actor, atLeast, type EmulatorState, type Repo } from "./state.ts";
 import { holds } from "./workflow-token.ts";
 
@@ -119,6 +120,23 @@ function authorize(d: GitHttpDeps, req: IncomingMessage, owner: string, name: st
   if (p === "none") throw notFound;
   if (push && !atLeast(p, "write")) throw denied();
   return { repo, actor };
+}
+
+/**
+ * What the pre-receive hook (repositories.ts) checks for this pusher: the rulesets that hold it, and
+ * whether it may change workflow files. An app's token needs `workflows` for that, and a job's
+ * GITHUB_TOKEN never has it ("refusing to allow a GitHub App to create or update workflow ... without
+ * `workflows` permission": https://docs.github.com/en/rest/authentication/permissions-required-for-github-apps#repository-permissions-for-workflows).
+ */
+function pushChecks(repo: Repo, actor: Actor): Record<string, string> {
+  const env: Record<string, string> = {};
+  const rules = hookRules(repo, actorLogin(actor));
+  if (rules) env.FLEET_EMULATOR_RULES = rules;
+  if (actor.kind === "installation") {
+    const workflows = actor.grant ? grantHolds(actor.grant, "workflows", "write") : !actor.workflow;
+    if (!workflows) env.FLEET_EMULATOR_NO_WORKFLOWS = "1";
+  }
+  return env;
 }
 
 /** A fault injected for this git route (after its latency): the status, text and headers to answer. */
@@ -278,6 +296,7 @@ export function createGitHttpHandler(d: GitHttpDeps) {
       // The post-receive hook writes its lines here; the emulator reports them as the token's actor.
       pushFile = join(await mkdtemp(join(tmpdir(), "fleet-gh-push-")), "lines");
       env.FLEET_EMULATOR_PUSH_FILE = pushFile;
+      Object.assign(env, pushChecks(repo, actor));
     }
     const { headersDone, code, stderr } = await runHttpBackend(req, res, env, log);
     if (pushFile) {

@@ -45,6 +45,7 @@ export async function createRepository(
     // A new repository's defaults: a read-only GITHUB_TOKEN, and Actions may not create or
     // approve pull requests (https://docs.github.com/en/repositories/managing-your-repositorys-settings-and-features/enabling-features-for-your-repository/managing-github-actions-settings-for-a-repository#preventing-github-actions-from-creating-or-approving-pull-requests).
     actionsSettings: { defaultWorkflowPermissions: "read", canApprovePullRequestReviews: false },
+    rulesets: [],
     createdAt: now,
     pushedAt: now,
   };
@@ -104,4 +105,51 @@ fetch(${JSON.stringify(`${baseUrl}/_emulator/push/${encodeURIComponent(repo.full
   const hook = join(repo.git.gitDir, "hooks", "post-receive");
   await writeFile(hook, script);
   await chmod(hook, 0o755);
+  const pre = join(repo.git.gitDir, "hooks", "pre-receive");
+  await writeFile(pre, PRE_RECEIVE);
+  await chmod(pre, 0o755);
 }
+
+/**
+ * What GitHub refuses before a push lands, for pushes over HTTP (git-http.ts sets the variables for
+ * the pusher; local pushes set none and pass):
+ * - FLEET_EMULATOR_RULES, "<ref pattern><TAB><message>" lines: a ruleset's "Require a pull request
+ *   before merging" refuses an update of a targeted branch with GitHub's GH013 report
+ *   (https://docs.github.com/en/repositories/configuring-branches-and-merges-in-your-repository/managing-rulesets/about-rulesets);
+ * - FLEET_EMULATOR_NO_WORKFLOWS: the token lacks `workflows`, so a commit new to the repository that
+ *   adds, changes or removes a file under .github/workflows/ is refused with GitHub's message
+ *   (https://docs.github.com/en/rest/authentication/permissions-required-for-github-apps#repository-permissions-for-workflows).
+ * Any refusal declines the whole push.
+ */
+const PRE_RECEIVE = `#!/bin/sh
+[ -z "$FLEET_EMULATOR_RULES" ] && [ -z "$FLEET_EMULATOR_NO_WORKFLOWS" ] && exit 0
+zero=0000000000000000000000000000000000000000
+tab=$(printf '\\t')
+tick=$(printf '\\140')
+status=0
+while read -r old new ref; do
+  if [ -n "$FLEET_EMULATOR_RULES" ] && [ "$old" != "$zero" ] && [ "$new" != "$zero" ]; then
+    broken=$(printf '%s\\n' "$FLEET_EMULATOR_RULES" | while IFS="$tab" read -r pattern message; do
+      case "$ref" in $pattern) printf -- '- %s\\n\\n' "$message" ;; esac
+    done)
+    if [ -n "$broken" ]; then
+      printf 'error: GH013: Repository rule violations found for %s.\\n\\n%s\\n' "$ref" "$broken" >&2
+      status=1
+      continue
+    fi
+  fi
+  if [ -n "$FLEET_EMULATOR_NO_WORKFLOWS" ] && [ "$new" != "$zero" ]; then
+    for c in $(git rev-list "$new" --not --all); do
+      parent=$(git rev-parse -q --verify "$c^1" || git hash-object -t tree /dev/null)
+      file=$(git diff --name-only "$parent" "$c" -- .github/workflows | head -n 1)
+      if [ -n "$file" ]; then
+        printf 'refusing to allow a GitHub App to create or update workflow %s without %s permission\\n' \\
+          "$tick$file$tick" "\${tick}workflows$tick" >&2
+        status=1
+        break
+      fi
+    done
+  fi
+done
+exit $status
+`;

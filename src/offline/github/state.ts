@@ -177,8 +177,25 @@ export interface Repo {
   workflowIds: Map<string, number>;
   artifacts: Artifact[];
   actionsSettings: ActionsSettings;
+  /** Its branch rulesets (rulesets.ts), in the order they were added. */
+  rulesets: Ruleset[];
   createdAt: string;
   pushedAt: string;
+}
+
+/**
+ * A branch ruleset, as far as the emulator models one
+ * (https://docs.github.com/en/repositories/configuring-branches-and-merges-in-your-repository/managing-rulesets/about-rulesets):
+ * the branches it targets and who may bypass it.
+ */
+export interface Ruleset {
+  name: string;
+  /** `~DEFAULT_BRANCH`, `~ALL`, or a full ref name pattern (`refs/heads/release/*`; `*` and `?`). */
+  include: string[];
+  /** "Require a pull request before merging": no direct update of a targeted branch. */
+  rules: Array<"pull_request">;
+  /** Logins (lower case) that bypass it: people, or an app's bot (`fleet[bot]`). */
+  bypass: Set<string>;
 }
 
 export interface Installation {

@@ -429,6 +429,67 @@ describe("installation tokens narrowed with repositories and permissions", () =>
     expect(await refused({ repository_ids: [z.id] })).toEqual({ status: 422, message: noRepo });
   });
 
+  it("push a change to a workflow file only with `workflows` (GitHub's refusal otherwise, as for a GITHUB_TOKEN)", async () => {
+    // GitHub refuses, for the whole push, a commit new to the repository that adds or changes a file
+    // under .github/workflows/ when an app's token lacks `workflows`: a token without it cannot make
+    // the repository run code of its choosing with its secrets. The refusal, as git reports it:
+    // https://github.com/peter-evans/create-pull-request/issues/1713 and
+    // https://docs.github.com/en/rest/authentication/permissions-required-for-github-apps#repository-permissions-for-workflows
+    const app = tokenOctokit(em, await appJwt());
+    const installation_id = em.installationId(FULL);
+    const mint = async (permissions?: Record<string, "read" | "write">) =>
+      (
+        await app.rest.apps.createInstallationAccessToken({
+          installation_id,
+          repositories: [repo],
+          permissions,
+        })
+      ).data.token;
+    const without = await mint({ contents: "write" });
+    const withIt = await mint({ contents: "write", workflows: "write" });
+    const dir = join(work, "workflows-clone");
+    expect((await gitAs(work, without, ["clone", "-q", httpUrl, dir])).code).toBe(0);
+    await gitAs(dir, undefined, ["checkout", "-q", "-b", "wf-change"]);
+    // A branch whose commits are all in the repository already is fine, workflow files and all.
+    expect((await gitAs(dir, without, ["push", "-q", "origin", "wf-change"])).code).toBe(0);
+    await writeFile(join(dir, "notes.txt"), "a change\n");
+    await gitAs(dir, undefined, ["add", "."]);
+    await gitAs(dir, undefined, ["commit", "-q", "-m", "Notes"]);
+    await writeFile(join(dir, ".github/workflows/ci.yml"), "name: CI\non: [push]\njobs: {}\n");
+    await gitAs(dir, undefined, ["commit", "-q", "-am", "Change CI"]);
+    await writeFile(join(dir, "more.txt"), "more\n");
+    await gitAs(dir, undefined, ["add", "."]);
+    await gitAs(dir, undefined, ["commit", "-q", "-m", "More"]);
+    const head = (await gitAs(dir, undefined, ["rev-parse", "HEAD"])).stdout.trim();
+    const remoteHead = async (branch: string) =>
+      (await gitAs(dir, em.userToken(owner), ["ls-remote", "origin", `refs/heads/${branch}`])).stdout.split(
+        "\t",
+      )[0];
+
+    const refused = await gitAs(dir, without, ["push", "origin", "wf-change"]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(
+      "refusing to allow a GitHub App to create or update workflow `.github/workflows/ci.yml` without `workflows` permission",
+    );
+    // Nothing of the push landed.
+    expect(await remoteHead("wf-change")).not.toBe(head);
+    // A new branch the same.
+    expect((await gitAs(dir, without, ["push", "-q", "origin", "HEAD:refs/heads/wf-new"])).code).not.toBe(0);
+    // A job's GITHUB_TOKEN never holds `workflows`.
+    const run = await dispatch();
+    const jobToken = em.jobEnvironment(FULL, run.id).GITHUB_TOKEN;
+    const byJob = await gitAs(dir, jobToken, ["push", "origin", "wf-change"]);
+    expect(byJob.code).not.toBe(0);
+    expect(byJob.stderr).toContain("without `workflows` permission");
+    // With `workflows`, and for a person, the same push goes through.
+    expect((await gitAs(dir, withIt, ["push", "-q", "origin", "wf-change"])).code).toBe(0);
+    expect(await remoteHead("wf-change")).toBe(head);
+    const mona = em.userToken("mona");
+    expect((await gitAs(dir, mona, ["push", "-q", "origin", "HEAD:refs/heads/wf-mona"])).code).toBe(0);
+    // A branch deleted by the token without it: no workflow file is written.
+    expect((await gitAs(dir, without, ["push", "-q", "origin", ":wf-mona"])).code).toBe(0);
+  });
+
   it("act as the app's bot, and what they push or open starts workflow runs (unlike a GITHUB_TOKEN)", async () => {
     // What Fleet does on a runner: the job's OIDC token, checked against the JWKS, buys a token of
     // the app for the run's repository only.

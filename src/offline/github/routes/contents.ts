@@ -3,6 +3,7 @@ import { HttpError, notFound, validationFailed } from "../http-error.ts";
 import { wrap64 } from "../payloads.ts";
 import type { OnRefMoved } from "../ref-events.ts";
 import type { Body, Ctx, Reply, Router } from "../router.ts";
+import { checkRulesets } from "../rulesets.ts";
 import type { Repo } from "../state.ts";
 import type { World } from "../world.ts";
 
@@ -15,6 +16,8 @@ export function registerContentsRoutes(r: Router, w: World, onRefMoved: OnRefMov
   r.on("PUT /repos/{owner}/{repo}/contents/{path}", (ctx) => putContents(w, ctx, onRefMoved));
   r.on("DELETE /repos/{owner}/{repo}/contents/{path}", (ctx) => deleteContents(w, ctx, onRefMoved));
 }
+
+const DOCS = "https://docs.github.com/rest/repos/contents";
 
 const encodePath = (p: string): string => p.split("/").map(encodeURIComponent).join("/");
 const trimSlashes = (p: unknown): string => String(p ?? "").replace(/^\/+|\/+$/g, "");
@@ -118,6 +121,7 @@ function putContents(w: World, ctx: Ctx, onRefMoved: OnRefMoved): Promise<Reply>
     const tip = await repo.git.resolveRef(ref);
     // An empty repository accepts a first write to its default branch.
     if (!tip && branch !== repo.defaultBranch) throw new HttpError(404, `Branch ${branch} not found`);
+    if (tip) checkRulesets(repo, by.login, ref, `${DOCS}#create-or-update-file-contents`);
     const found = tip ? (await repo.git.lsTree(tip, { path }))[0] : undefined;
     const existing = found && found.path === path && found.type === "blob" ? found : undefined;
     checkReplacedSha(path, b.sha, existing, tip);
@@ -154,6 +158,7 @@ function deleteContents(w: World, ctx: Ctx, onRefMoved: OnRefMoved): Promise<Rep
     const ref = `refs/heads/${branch}`;
     const tip = await repo.git.resolveRef(ref);
     if (!tip) throw new HttpError(404, `Branch ${branch} not found`);
+    checkRulesets(repo, by.login, ref, `${DOCS}#delete-a-file`);
     const [existing] = await repo.git.lsTree(tip, { path });
     if (!existing || existing.path !== path) throw notFound();
     if (String(b.sha) !== existing.sha) throw stale(path, b.sha);

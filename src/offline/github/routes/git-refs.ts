@@ -1,6 +1,7 @@
 import { HttpError, notFound } from "../http-error.ts";
 import type { OnRefMoved } from "../ref-events.ts";
 import type { Body, Ctx, Reply, Router } from "../router.ts";
+import { checkRulesets } from "../rulesets.ts";
 import type { Repo } from "../state.ts";
 import type { World } from "../world.ts";
 
@@ -67,6 +68,8 @@ function refJson(w: World, repo: Repo, ref: string, sha: string, type: string) {
   };
 }
 
+const DOCS = "https://docs.github.com/rest/git/refs";
+
 /** `heads/x` or `refs/heads/x` as a full ref name. */
 const fullRef = (ref: unknown) => `refs/${String(ref).replace(/^refs\//, "")}`;
 
@@ -79,6 +82,7 @@ async function updateRef(w: World, ctx: Ctx, onRefMoved: OnRefMoved): Promise<Re
   return repo.git.exclusive(async () => {
     const current = await repo.git.resolveRef(ref);
     if (!current) throw new HttpError(422, "Reference does not exist");
+    checkRulesets(repo, w.actingUser(ctx).login, ref, `${DOCS}#update-a-reference`);
     const type = await repo.git.objectType(sha);
     if (!type) throw new HttpError(422, "Object does not exist");
     if (b.force !== true && current !== sha && !(await repo.git.isAncestor(current, sha)))
