@@ -13,13 +13,67 @@ export const GITHUB_OIDC_ISSUER = "https://token.actions.githubusercontent.com";
 /** The audience Fleet's action asks for, and the only one the app accepts. */
 export const DEFAULT_OIDC_AUDIENCE = "fleet";
 
-/** What the task's run may do with the token: push its branch and the state, comment, open the PR, dispatch the next task. */
+/**
+ * What the task's run does with the token, and no more (the app itself may hold more: a token gets
+ * only what is asked for, https://docs.github.com/en/rest/apps/apps#create-an-installation-access-token-for-an-app):
+ * - `contents`: push its `fleet/*` branch and commit to the `fleet/state` branch;
+ * - `issues`: read the issue, comment, label, open issues for discovered work;
+ * - `pull_requests`: open and update the task's PR, read its review comments;
+ * - `actions`: dispatch the next queued task's workflow run, cancel a stopped one.
+ * Left out on purpose: `workflows` (GitHub then refuses a push that adds or changes
+ * `.github/workflows/*`, so the agent's branch cannot bring a workflow that runs with the
+ * repository's secrets) and `administration`. `metadata: read` comes with any of them. App
+ * permissions have no branch scope: `contents: write` reaches the default branch too, and only a
+ * ruleset without the app in its bypass list keeps it off (README, "What a real installation needs").
+ */
 const RUN_PERMISSIONS = {
   contents: "write",
   issues: "write",
   pull_requests: "write",
   actions: "write",
 } as const;
+
+/**
+ * The OIDC tokens already exchanged, by `jti` ("a unique identifier for the OIDC token",
+ * https://docs.github.com/en/actions/security-for-github-actions/security-hardening-your-deployments/about-security-hardening-with-openid-connect),
+ * each kept until its `exp`, after which the signature check refuses the token anyway: memory holds
+ * at most the tokens minted within one OIDC token lifetime. A `jti` is taken while its exchange runs
+ * (a concurrent replay is refused too) and spent only once a token was minted for it; a refusal or a
+ * failed mint gives it back, so the runner may try the same OIDC token again (after a 409 "run not
+ * recorded yet", say). The memory is this process's: replicas of the app behind one URL each keep
+ * their own, so one OIDC token could buy one token per replica (route a repository's exchanges to
+ * one replica, or keep the set on the repository's state branch).
+ */
+export class SpentOidcTokens {
+  /** jti -> exp (seconds since the epoch) of tokens a token was minted for. */
+  private readonly spent = new Map<string, number>();
+  /** jtis whose exchange is running now. */
+  private readonly taking = new Set<string>();
+
+  /** Takes `jti` for one exchange at `nowS`; false when it was spent or is being exchanged. */
+  take(jti: string, nowS: number): boolean {
+    for (const [id, exp] of this.spent) if (exp <= nowS) this.spent.delete(id);
+    if (this.spent.has(jti) || this.taking.has(jti)) return false;
+    this.taking.add(jti);
+    return true;
+  }
+
+  /** A token was minted for `jti`: refused from now until `exp`. */
+  spend(jti: string, exp: number): void {
+    this.taking.delete(jti);
+    this.spent.set(jti, exp);
+  }
+
+  /** No token was minted for `jti`: it may be exchanged again. */
+  giveBack(jti: string): void {
+    this.taking.delete(jti);
+  }
+
+  /** How many jtis are remembered (spent or being exchanged). */
+  get size(): number {
+    return this.spent.size + this.taking.size;
+  }
+}
 
 export interface ActionsTokenOptions {
   /** The OIDC issuer whose tokens are accepted (the emulator's offline). */
@@ -30,6 +84,7 @@ export interface ActionsTokenOptions {
 /** The claims of a GitHub Actions OIDC token that Fleet checks (see GitHub's "About security hardening with OpenID Connect"). */
 interface ActionsClaims extends JWTPayload {
   repository?: string;
+  repository_id?: string;
   run_id?: string;
   event_name?: string;
   workflow_ref?: string;
@@ -54,7 +109,10 @@ class Refusal extends Error {
  * The token is given only when the OIDC token is GitHub's (signature, issuer, audience, expiry), it
  * comes from a `workflow_dispatch` run of the repository's Fleet workflow, and that run is the one
  * Fleet dispatched for this task, which is still live. 409 asks the runner to try again a little
- * later (the run's id is recorded just after the dispatch).
+ * later (the run's id is recorded just after the dispatch). Each OIDC token buys one token at most
+ * (`SpentOidcTokens`): a second exchange answers 401, not 409, since the credential itself is no
+ * longer good (RFC 6750's `invalid_token`) and trying it again cannot succeed; the action asks the
+ * job for a new OIDC token on each try.
  */
 export function createActionsTokenHandler(
   app: Probot,
@@ -62,6 +120,7 @@ export function createActionsTokenHandler(
   options: ActionsTokenOptions,
 ) {
   const jwks = createRemoteJWKSet(new URL(`${options.issuer.replace(/\/$/, "")}/.well-known/jwks`));
+  const spent = new SpentOidcTokens();
 
   async function exchange(req: IncomingMessage): Promise<{ token: string; expires_at: string }> {
     if (req.method !== "POST") throw new Refusal(405, `Use POST ${ACTIONS_TOKEN_PATH}.`);
@@ -72,16 +131,51 @@ export function createActionsTokenHandler(
         "Send the job's OIDC token as `Authorization: Bearer <token>` (the job needs `permissions: id-token: write`).",
       );
     const taskId = await readTaskId(req);
+    // One instant for the expiry check and the memory of spent tokens: a token is forgotten only
+    // when the same clock refuses it as expired.
+    const nowS = Math.floor(Date.now() / 1000);
     let claims: ActionsClaims;
     try {
       ({ payload: claims } = await jwtVerify<ActionsClaims>(bearer, jwks, {
         issuer: options.issuer,
         audience: options.audience,
         algorithms: ["RS256"],
+        currentDate: new Date(nowS * 1000),
       }));
     } catch (error) {
       throw new Refusal(401, `The OIDC token was not accepted: ${(error as Error).message}.`);
     }
+    const { jti, exp } = claims;
+    if (typeof jti !== "string" || jti === "")
+      throw new Refusal(
+        401,
+        "The OIDC token has no `jti` claim: Fleet accepts each OIDC token once, by its jti (GitHub's tokens carry one), so it refuses tokens without one.",
+      );
+    if (typeof exp !== "number")
+      throw new Refusal(
+        401,
+        "The OIDC token has no `exp` claim: Fleet remembers an exchanged token until it expires, so it refuses tokens that never do.",
+      );
+    if (!spent.take(jti, nowS))
+      throw new Refusal(
+        401,
+        "This OIDC token has already been exchanged (or is being exchanged now): each is accepted once. Ask the job for a new one (core.getIDToken) and exchange that.",
+      );
+    try {
+      const minted = await mintFor(claims, taskId);
+      spent.spend(jti, exp);
+      return minted;
+    } catch (error) {
+      spent.giveBack(jti);
+      throw error;
+    }
+  }
+
+  /** The checks on the run and its task, then the token: only the run Fleet dispatched for a live task gets one. */
+  async function mintFor(
+    claims: ActionsClaims,
+    taskId: string,
+  ): Promise<{ token: string; expires_at: string }> {
     const [owner, repo] = (claims.repository ?? "").split("/");
     if (!owner || !repo) throw new Refusal(401, "The OIDC token names no repository.");
     if (claims.event_name !== "workflow_dispatch")
@@ -109,9 +203,15 @@ export function createActionsTokenHandler(
       throw new Refusal(403, `Task ${taskId} was dispatched as run ${task.runId}, not run ${claims.run_id}.`);
 
     const appOctokit = (await app.auth()) as unknown as GitHubClient;
+    // The run's repository only, by the id the OIDC token names (a repository renamed or recreated
+    // under the same name is another one), with the run's permissions only:
+    // https://docs.github.com/en/rest/apps/apps#create-an-installation-access-token-for-an-app
+    const repositoryId = Number(claims.repository_id);
     const { data } = await appOctokit.rest.apps.createInstallationAccessToken({
       installation_id: installationId,
-      repositories: [repo],
+      ...(Number.isSafeInteger(repositoryId) && repositoryId > 0
+        ? { repository_ids: [repositoryId] }
+        : { repositories: [repo] }),
       permissions: RUN_PERMISSIONS,
     });
     app.log.info(`actions token for ${owner}/${repo} run ${claims.run_id} (task ${taskId})`);

@@ -1,18 +1,30 @@
 // The app's token exchange for runners (POST /fleet/actions-token) against the emulator's OIDC
-// issuer: who gets a token and who does not; and why it exists: with its own GITHUB_TOKEN, a run
-// cannot open the task's pull request under GitHub's default settings.
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+// issuer: who gets a token and who does not, that each OIDC token buys one token at most, what the
+// token it buys cannot do; and why it exists: with its own GITHUB_TOKEN, a run cannot open the
+// task's pull request under GitHub's default settings.
+
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { FleetServer } from "../../src/app/server.ts";
 import type { Task } from "../../src/core/task.ts";
+import {
+  GIT_RECEIVE_PACK_ROUTE,
+  type GitHubEmulator,
+  startGitHubEmulator,
+} from "../../src/offline/github/index.ts";
 import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
+import { gitAs } from "../offline/github/helpers.ts";
 import { type ActionRun, type Dispatched, runActionBundle } from "../support/action-runner.ts";
 import { waitFor } from "../support/bot-client.ts";
-import { type Harness, startHarness } from "../support/harness.ts";
+import { type Harness, startAppInstance, startHarness } from "../support/harness.ts";
 
 const FLEET_YML =
-  "dispatch: actions\nplan_phase: false\nretries: { max: 0 }\ntimeouts: { run_minutes: 2, stall_minutes: 1 }\n";
+  "dispatch: actions\nmax_concurrent: 10\nplan_phase: false\nretries: { max: 0 }\ntimeouts: { run_minutes: 2, stall_minutes: 1 }\n";
 const USAGE = { input_tokens: 100, output_tokens: 10 };
 
 describe("the runner's token exchange", () => {
@@ -20,6 +32,8 @@ describe("the runner's token exchange", () => {
   let scratch: string;
   let model: ScriptServer;
   const dispatched: Dispatched[] = [];
+  /** Called with each dispatched run before the app has recorded its id. */
+  let onDispatch: (run: Dispatched) => void = () => {};
 
   beforeAll(async () => {
     const workflow = await readFile(".github/workflows/fleet-task.yml", "utf8");
@@ -38,6 +52,7 @@ describe("the runner's token exchange", () => {
     });
     h.gh.onWorkflowDispatch((run) => {
       dispatched.push(run);
+      onDispatch(run);
       void h.gh.setWorkflowRunStatus(h.full, run.id, "in_progress");
     });
   }, 120_000);
@@ -67,17 +82,7 @@ describe("the runner's token exchange", () => {
     return ((await res.json()) as { value: string }).value;
   }
 
-  const exchange = async (bearer: string | undefined, taskId: string) => {
-    const res = await fetch(`${h.app.url}/fleet/actions-token`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
-      },
-      body: JSON.stringify({ task_id: taskId }),
-    });
-    return { status: res.status, body: (await res.json()) as { token?: string; message?: string } };
-  };
+  const exchange = (bearer: string | undefined, taskId: string) => exchangeAt(h.app, bearer, taskId);
 
   it("gives the dispatched run of a live task a token for that repository only", async () => {
     const { task, run } = await liveTask("Exchange");
@@ -117,6 +122,126 @@ describe("the runner's token exchange", () => {
     expect((await exchange(await oidcToken(run.id), "fl-nope")).status).toBe(404);
   });
 
+  it("accepts each OIDC token once: a second exchange of the same token is refused", async () => {
+    const { task, run } = await liveTask("Once");
+    const oidc = await oidcToken(run.id);
+    const first = await exchange(oidc, task.id);
+    expect(first.status).toBe(201);
+    for (let i = 0; i < 2; i++) {
+      const again = await exchange(oidc, task.id);
+      expect(again.status).toBe(401);
+      expect(again.body.token).toBeUndefined();
+      expect(again.body.message).toMatch(/already been exchanged/);
+    }
+    // The action asks for a new OIDC token each try: that one is a new exchange.
+    expect((await exchange(await oidcToken(run.id), task.id)).status).toBe(201);
+  });
+
+  it("uses a token up only once a token was minted for it: after a 409, a refusal or a failed mint it still works", async () => {
+    // The next state write (the run id's record) is held back, and the run asks a second replica of
+    // the app, whose reads do not queue behind the first one's write: it asks before the id is known.
+    const replica = await startAppInstance(h.gh);
+    h.gh.setWebhookUrl(h.app.webhookUrl);
+    const seen = new Promise<Dispatched>((resolve) => {
+      onDispatch = (run) => {
+        onDispatch = () => {};
+        h.gh.faults.inject({ route: GIT_RECEIVE_PACK_ROUTE, latencyMs: 8_000, times: 1 });
+        resolve(run);
+      };
+    });
+    const issue = await h.newIssue("Early run", "Asks before its id is recorded.");
+    await h.mona.rest.issues.addLabels({
+      owner: h.owner,
+      repo: h.name,
+      issue_number: issue,
+      labels: ["fleet:claude"],
+    });
+    const run = await seen;
+    const oidc = await oidcToken(run.id);
+    const taskId = String(run.inputs.task_id);
+    const atReplica = (id: string) => exchangeAt(replica, oidc, id);
+    const early = await atReplica(taskId);
+    expect(early.status).toBe(409);
+    expect(early.body.message).toMatch(/not recorded yet/);
+    await waitFor("the run to be recorded", async () =>
+      (await h.tasks()).find((t) => t.id === taskId && t.runId === String(run.id)),
+    );
+    // Refused for another reason, then the mint fails: neither uses the token up.
+    expect((await atReplica("fl-nope")).status).toBe(404);
+    h.gh.faults.inject({
+      route: "POST /app/installations/{installation_id}/access_tokens",
+      status: 500,
+      times: 1,
+    });
+    expect((await atReplica(taskId)).status).toBe(500);
+    const minted = await atReplica(taskId);
+    expect(minted.status).toBe(201);
+    expect(minted.body.token).toMatch(/^ghs_/);
+    expect((await atReplica(taskId)).status).toBe(401);
+    await h.settle();
+    await replica.stop();
+  });
+
+  it("gives a token that cannot change workflows or administer the repository; a ruleset keeps it off the default branch", async () => {
+    const { task, run } = await liveTask("Limits");
+    const token = (await exchange(await oidcToken(run.id), task.id)).body.token!;
+    const dir = join(scratch, `limits-${run.id}`);
+    const url = `${h.gh.url}/${h.full}.git`;
+    expect((await gitAs(scratch, token, ["clone", "-q", url, dir])).code).toBe(0);
+    const commit = async (path: string, text: string) => {
+      await writeFile(join(dir, path), text);
+      await gitAs(dir, undefined, ["add", "."]);
+      await gitAs(dir, undefined, ["commit", "-q", "-m", `Change ${path}`]);
+    };
+    const push = (refspec: string) => gitAs(dir, token, ["push", "-q", url, refspec]);
+
+    // Its own fleet/* branch: yes.
+    await gitAs(dir, undefined, ["checkout", "-q", "-b", `fleet/${task.issue}-limits`]);
+    await commit("LIMITS.md", "work\n");
+    expect((await push(`fleet/${task.issue}-limits`)).code).toBe(0);
+    // A workflow file: no (the token was not given `workflows`), so what the agent wrote cannot
+    // start a workflow of its own with the repository's secrets.
+    await commit(".github/workflows/fleet-task.yml", "name: changed\non: push\njobs: {}\n");
+    const workflow = await push(`HEAD:refs/heads/fleet/${task.issue}-workflow`);
+    expect(workflow.code).not.toBe(0);
+    expect(workflow.stderr).toContain(
+      "refusing to allow a GitHub App to create or update workflow `.github/workflows/fleet-task.yml` without `workflows` permission",
+    );
+    await gitAs(dir, undefined, ["reset", "-q", "--hard", "HEAD~1"]);
+    // Repository administration: no (here, letting the jobs' GITHUB_TOKEN approve pull requests).
+    const admin = await fetch(`${h.gh.url}/repos/${h.full}/actions/permissions/workflow`, {
+      method: "PUT",
+      headers: { authorization: `token ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ default_workflow_permissions: "write", can_approve_pull_request_reviews: true }),
+    });
+    expect(admin.status).toBe(403);
+
+    // Its permissions reach every branch (GitHub's App permissions have no branch scope): the
+    // default branch is kept from it by a ruleset that does not list the app as a bypass actor.
+    h.gh.addRuleset(h.full, {
+      name: "Default branch through pull requests",
+      include: ["~DEFAULT_BRANCH"],
+      rules: ["pull_request"],
+    });
+    const main = await push("HEAD:refs/heads/main");
+    expect(main.code).not.toBe(0);
+    expect(main.stderr).toContain("GH013: Repository rule violations found for refs/heads/main.");
+    expect(main.stderr).toContain("Changes must be made through a pull request.");
+    const api = await fetch(`${h.gh.url}/repos/${h.full}/contents/X.md`, {
+      method: "PUT",
+      headers: { authorization: `token ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ message: "x", content: Buffer.from("x").toString("base64"), branch: "main" }),
+    });
+    expect(api.status).toBe(422);
+    expect(((await api.json()) as { message: string }).message).toContain(
+      "Changes must be made through a pull request.",
+    );
+    // fleet/* stays open to it.
+    await commit("LIMITS.md", "more work\n");
+    expect((await push(`fleet/${task.issue}-limits`)).code).toBe(0);
+    await h.settle();
+  });
+
   it("with only the job's own GITHUB_TOKEN the run cannot open the PR (GitHub's default setting)", async () => {
     const { task, run } = await liveTask("Job token only");
     const result: ActionRun = await runActionBundle({
@@ -136,4 +261,70 @@ describe("the runner's token exchange", () => {
     expect(after.reason).toMatch(/GitHub Actions is not permitted to create or approve pull requests/);
     expect(h.gh.pulls(h.full).some((p) => p.head.startsWith(`fleet/${task.issue}-`))).toBe(false);
   }, 120_000);
+});
+
+/** POST /fleet/actions-token on `app` with `bearer` for `taskId`. */
+async function exchangeAt(app: FleetServer, bearer: string | undefined, taskId: string) {
+  const res = await fetch(`${app.url}/fleet/actions-token`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
+    },
+    body: JSON.stringify({ task_id: taskId }),
+  });
+  return { status: res.status, body: (await res.json()) as { token?: string; message?: string } };
+}
+
+// An issuer the app is configured to trust (FLEET_OIDC_ISSUER) can sign whatever claims it likes:
+// the app needs `jti` and `exp` to accept a token once and forget it when it expires.
+describe("the token exchange with another trusted OIDC issuer", () => {
+  let gh: GitHubEmulator;
+  let app: FleetServer;
+  let issuer: Server;
+  let issuerUrl: string;
+  let sign: (claims: JWTPayload) => Promise<string>;
+
+  beforeAll(async () => {
+    const { publicKey, privateKey } = await generateKeyPair("RS256");
+    const jwk = { ...(await exportJWK(publicKey)), kid: "test", alg: "RS256", use: "sig" };
+    issuer = createServer((req, res) => {
+      res.writeHead(req.url === "/.well-known/jwks" ? 200 : 404, { "content-type": "application/json" });
+      res.end(JSON.stringify(req.url === "/.well-known/jwks" ? { keys: [jwk] } : {}));
+    });
+    await new Promise<void>((r) => issuer.listen(0, "127.0.0.1", r));
+    issuerUrl = `http://127.0.0.1:${(issuer.address() as AddressInfo).port}`;
+    sign = (claims) =>
+      new SignJWT(claims).setProtectedHeader({ alg: "RS256", kid: "test", typ: "JWT" }).sign(privateKey);
+    gh = await startGitHubEmulator();
+    app = await startAppInstance(gh, { actionsTokens: { issuer: issuerUrl } });
+  }, 60_000);
+  afterAll(async () => {
+    await app?.stop();
+    await gh?.stop();
+    await new Promise((r) => issuer?.close(r));
+  });
+
+  it("refuses a token without jti or without exp, saying which claim is missing", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const claims = {
+      iss: issuerUrl,
+      aud: "fleet",
+      iat: now,
+      exp: now + 300,
+      jti: "a-unique-id",
+      repository: "octo-org/widgets",
+      event_name: "workflow_dispatch",
+      run_id: "1",
+      workflow_ref: "octo-org/widgets/.github/workflows/fleet-task.yml@refs/heads/main",
+    };
+    const { jti: _jti, ...noJti } = claims;
+    const withoutJti = await exchangeAt(app, await sign(noJti), "fl-1");
+    expect(withoutJti.status).toBe(401);
+    expect(withoutJti.body.message).toMatch(/no `jti` claim/);
+    const { exp: _exp, ...noExp } = claims;
+    const withoutExp = await exchangeAt(app, await sign(noExp), "fl-1");
+    expect(withoutExp.status).toBe(401);
+    expect(withoutExp.body.message).toMatch(/no `exp` claim/);
+  });
 });
