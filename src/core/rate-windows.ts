@@ -15,8 +15,49 @@ export interface RateWindow {
 /** What Fleet knows of one credential's windows, by window name (`tokens`, `requests`, `5h`, ...). */
 export interface CredentialWindows {
   windows: Record<string, RateWindow>;
-  /** Fleet's own count on this credential in the current UTC hour (every worker that records it). */
-  hour?: { start: string; tokens: number; requests: number };
+  /** Fleet's own count on this credential in the current UTC hour (every worker that records it: the sum of `hourBy`). */
+  hour?: HourCount;
+  /** Each worker process's own count in that hour, by the process: each writes only its own. */
+  hourBy?: Record<string, HourCount>;
+}
+
+export interface HourCount {
+  /** RFC3339, the UTC hour's start. */
+  start: string;
+  tokens: number;
+  requests: number;
+}
+
+/**
+ * The hour's count on a credential with one process's (`writer`'s) own count in it: the other
+ * processes' counts as stored stay (a worker restarted, or another one, adds to the hour instead of
+ * replacing it), only the latest hour is kept, and `hour` is their sum. A count stored before counts
+ * were kept by process stands as one process's.
+ */
+export function withHourCount(
+  stored: CredentialWindows | undefined,
+  writer: string,
+  mine: HourCount | undefined,
+): Pick<CredentialWindows, "hour" | "hourBy"> {
+  const by: Record<string, HourCount> = stored?.hourBy
+    ? { ...stored.hourBy }
+    : stored?.hour
+      ? { earlier: stored.hour }
+      : {};
+  if (mine) by[writer] = mine;
+  const entries = Object.entries(by);
+  if (entries.length === 0) return {};
+  const start = entries
+    .map(([, h]) => h.start)
+    .sort()
+    .at(-1)!;
+  const kept = Object.fromEntries(entries.filter(([, h]) => h.start === start));
+  const hour = { start, tokens: 0, requests: 0 };
+  for (const h of Object.values(kept)) {
+    hour.tokens += h.tokens;
+    hour.requests += h.requests;
+  }
+  return { hour, hourBy: kept };
 }
 
 /**

@@ -1,3 +1,5 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
 import type { FleetConfig } from "../core/config.ts";
 import {
   type CredentialWindows,
@@ -6,6 +8,7 @@ import {
   projectedWindows,
   recordOnWindows,
   windowsFromHeaders,
+  withHourCount,
 } from "../core/rate-windows.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
 import { credentialsState } from "./credentials.ts";
@@ -19,9 +22,15 @@ const key = (coder: string, name: string) => `${coder}\u0000${name}`;
 
 /** What this process's gateways saw of each credential, and the runs on each. */
 export class WindowBook {
+  /** Names this process's own count of each credential's hour in the state (see withHourCount). */
+  readonly writer: string;
   private readonly seen = new Map<string, CredentialWindows>();
   private readonly runs = new Map<string, number>();
   private readonly flying = new Map<string, InFlight>();
+
+  constructor(writer = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`) {
+    this.writer = writer;
+  }
 
   get(coder: string, name: string): CredentialWindows | undefined {
     return this.seen.get(key(coder, name));
@@ -45,18 +54,20 @@ export class WindowBook {
     );
   }
 
-  /** The state's figures where this process has none, or older ones. */
+  /**
+   * The state's figures where this process has none, or older ones; the hour's count is every
+   * process's, with this one's own (as stored by earlier writes) replaced by what it counts now.
+   */
   merge(coder: string, name: string, stored: CredentialWindows | undefined): CredentialWindows | undefined {
     const mine = this.get(coder, name);
-    if (!stored) return mine;
+    if (!stored)
+      return mine && { windows: mine.windows, ...withHourCount(undefined, this.writer, mine.hour) };
     if (!mine) return stored;
     const windows = { ...stored.windows };
     for (const [w, v] of Object.entries(mine.windows)) {
       if (!windows[w] || windows[w]!.at <= v.at) windows[w] = v;
     }
-    const hour =
-      !stored.hour || (mine.hour && mine.hour.start >= stored.hour.start) ? mine.hour : stored.hour;
-    return hour ? { windows, hour } : { windows };
+    return { windows, ...withHourCount(stored, this.writer, mine.hour) };
   }
 
   /** What is sent on the credential and not answered yet (this process's requests). */

@@ -10,6 +10,8 @@ export interface CredentialWindowsRow {
   name: string;
   coolingUntil?: string;
   windows?: CredentialWindows;
+  /** Whether the credential is set where the workers run; absent when that cannot be told from here. */
+  set?: boolean;
 }
 
 export interface WindowFigures {
@@ -40,7 +42,8 @@ export function credentialFigures(row: CredentialWindowsRow, now: Date, nearPct 
     .sort((a, b) => a.window.localeCompare(b.window));
   const cooling = row.coolingUntil !== undefined && Date.parse(row.coolingUntil) > now.getTime();
   const near = windows.some((w) => w.usedPct >= nearPct);
-  const state = cooling ? "cooling" : near ? "near-limit" : "open";
+  // A credential no worker here can use is no open credential, whatever its windows say.
+  const state = row.set === false ? "not-set" : cooling ? "cooling" : near ? "near-limit" : "open";
   const hourStart = `${now.toISOString().slice(0, 13)}:00:00.000Z`;
   const hour =
     row.windows?.hour?.start === hourStart ? row.windows.hour : { start: hourStart, tokens: 0, requests: 0 };
@@ -48,6 +51,7 @@ export function credentialFigures(row: CredentialWindowsRow, now: Date, nearPct 
     coder: row.coder,
     name: row.name,
     state,
+    ...(row.set !== undefined ? { set: row.set } : {}),
     ...(cooling ? { coolingUntil: row.coolingUntil } : {}),
     windows,
     fleetThisHour: { tokens: hour.tokens, requests: hour.requests },
@@ -58,11 +62,13 @@ const windowCell = (w: WindowFigures) =>
   `${w.window} ${w.usedPct}% used (${formatTokens(w.remaining)} of ${formatTokens(w.limit)} left), resets ${w.resetsAt}`;
 
 const stateCell = (f: ReturnType<typeof credentialFigures>) =>
-  f.state === "cooling"
-    ? `cooling until ${f.coolingUntil}`
-    : f.state === "near-limit"
-      ? "near a limit"
-      : "open";
+  f.state === "not-set"
+    ? "not set in this environment (fleet run started here cannot use it)"
+    : f.state === "cooling"
+      ? `cooling until ${f.coolingUntil}`
+      : f.state === "near-limit"
+        ? "near a limit"
+        : "open";
 
 /** `fleet tasks --credentials`: one block per credential, one line per window. */
 export function renderCredentialWindowsText(

@@ -50,6 +50,51 @@ describe("credential windows: recorded, drawn by headroom, kept in the state", (
     );
   });
 
+  it("the hour's count adds every process's own: a restarted worker adds to it, writing again replaces only its own", () => {
+    const first = new WindowBook("worker-1");
+    for (let i = 0; i < 3; i++)
+      first.record("claude", "KEY_A", { headers: anthropic(90_000), tokens: 1_000 }, NOW);
+    let doc = writeWindows(emptyStateDoc(), "claude", ["KEY_A"], first);
+    // The first worker is gone; the one started after it counts from nothing.
+    const second = new WindowBook("worker-2");
+    second.record("claude", "KEY_A", { headers: anthropic(80_000), tokens: 500 }, NOW);
+    doc = writeWindows(doc, "claude", ["KEY_A"], second);
+    expect(storedWindows(doc, "claude").KEY_A!.hour).toEqual({
+      start: "2026-01-01T10:00:00.000Z",
+      tokens: 3_500,
+      requests: 4,
+    });
+    // Its next write counts its own requests once.
+    second.record("claude", "KEY_A", { headers: anthropic(79_000), tokens: 500 }, NOW);
+    doc = writeWindows(doc, "claude", ["KEY_A"], second);
+    doc = writeWindows(doc, "claude", ["KEY_A"], second);
+    expect(storedWindows(doc, "claude").KEY_A!.hour).toMatchObject({ tokens: 4_000, requests: 5 });
+    // The next hour starts from what is counted in it.
+    const later = new Date("2026-01-01T11:05:00.000Z");
+    second.record("claude", "KEY_A", { headers: anthropic(99_000), tokens: 100 }, later);
+    doc = writeWindows(doc, "claude", ["KEY_A"], second);
+    expect(storedWindows(doc, "claude").KEY_A!.hour).toEqual({
+      start: "2026-01-01T11:00:00.000Z",
+      tokens: 100,
+      requests: 1,
+    });
+    expect(Object.keys(storedWindows(doc, "claude").KEY_A!.hourBy ?? {})).toEqual(["worker-2"]);
+  });
+
+  it("a count stored before counts were kept by process stands as one process's", () => {
+    const stored = {
+      windows: {},
+      hour: { start: "2026-01-01T10:00:00.000Z", tokens: 9_000, requests: 2_236 },
+    };
+    const book = new WindowBook("worker-3");
+    for (let i = 0; i < 8; i++) book.record("claude", "KEY_A", { headers: {}, tokens: 10 }, NOW);
+    expect(book.merge("claude", "KEY_A", stored)?.hour).toEqual({
+      start: "2026-01-01T10:00:00.000Z",
+      tokens: 9_080,
+      requests: 2_244,
+    });
+  });
+
   it("the dashboard's credentials table shows each window's use and reset, and what Fleet sent this hour", async () => {
     const { dashboardBody } = await import("../../src/queue/dashboard.ts");
     const book = new WindowBook();
@@ -146,7 +191,7 @@ describe("fleet tasks shows context pressure and credential windows (local mode)
   });
 
   it("prints a running task's context against its window, and each credential's windows", async () => {
-    const env = cliEnv({ FLEET_HOME: home });
+    const env = cliEnv({ FLEET_HOME: home, ANTHROPIC_API_KEY: "sk-ant-windows-test-credential-0000" });
     const created = await fleet(["bd", "create", "--title", "T", "--description", "t", "--json"], {
       cwd: repo.dir,
       env,

@@ -17,7 +17,9 @@ CONTEXT: how full a running agent's context was at its last turn (--json: contex
   --all            include finished tasks (done, failed, cancelled)
   --watch          refresh in place on a terminal; otherwise print again whenever it changes
   --interval MS    refresh interval for --watch (default 1000)
-  --credentials    each credential's rate-limit windows instead: use and reset per window
+  --credentials    each credential's rate-limit windows instead: use and reset per window,
+                   and what Fleet sent on it this hour; one not set in this environment
+                   (where local workers run) shows as not set
 
 ${TARGET_HELP}`;
 
