@@ -19,6 +19,9 @@ export async function buildAction(outfile = resolve(root, "dist/index.js")) {
     target: "node20",
     format: "cjs",
     legalComments: "eof",
+    // CommonJS has no import.meta: its url is this file's, as in the ES module sources.
+    define: { "import.meta.url": "__fleet_import_meta_url" },
+    banner: { js: 'var __fleet_import_meta_url = require("url").pathToFileURL(__filename).href;' },
     charset: "utf8",
     sourcemap: false,
     minify: false,

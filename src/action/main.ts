@@ -27,6 +27,8 @@ export interface ActionInputs {
   secrets: string[];
   /** The Fleet app's URL: a next task dispatched from here is told to exchange its token there too. */
   fleetUrl?: string;
+  /** The runner's name=address map for the egress proxy (`FLEET_EGRESS_HOSTS`). */
+  egressHosts?: Readonly<Record<string, string>>;
 }
 
 export interface ActionDeps {
@@ -136,6 +138,7 @@ export async function runAction(inputs: ActionInputs, deps: ActionDeps): Promise
       holder,
       heartbeatMs: deps.heartbeatMs,
       secrets: inputs.secrets,
+      ...(inputs.egressHosts ? { egressHosts: inputs.egressHosts } : {}),
       log: deps.log,
     });
   } finally {

@@ -3,6 +3,7 @@ import { dirname, join } from "node:path";
 import * as core from "@actions/core";
 import { Octokit } from "@octokit/rest";
 import { parseRepoFullName } from "../github/client.ts";
+import { parseEgressHosts } from "../worker/egress-proxy.ts";
 import { exchangeForAppToken } from "./app-token.ts";
 import { ActionInputError, type ActionResult, runAction } from "./main.ts";
 
@@ -64,6 +65,8 @@ export async function runner(env: NodeJS.ProcessEnv = process.env): Promise<void
     const apiUrl = core.getInput("api-url") || env.GITHUB_API_URL || "https://api.github.com";
     const modelBaseUrl = core.getInput("model-base-url") || undefined;
     const workDir = core.getInput("work-dir") || join(env.RUNNER_TEMP || tmpdir(), "fleet");
+    // The runner machine's own name=address map for the egress proxy (a registry mirror), if any.
+    const egressHosts = parseEgressHosts(env.FLEET_EGRESS_HOSTS);
     const fullName = required(env, "GITHUB_REPOSITORY");
     const runId = required(env, "GITHUB_RUN_ID");
     const serverUrl = env.GITHUB_SERVER_URL || "https://github.com";
@@ -91,6 +94,7 @@ export async function runner(env: NodeJS.ProcessEnv = process.env): Promise<void
         agentEnv,
         secrets: [token, ...credentials.values()],
         ...(fleetUrl ? { fleetUrl } : {}),
+        ...(Object.keys(egressHosts).length ? { egressHosts } : {}),
       },
       {
         octokit,

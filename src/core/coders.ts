@@ -42,9 +42,17 @@ export interface CoderFacts {
     routes: readonly ModelRoute[];
     variable?: string;
   };
+  /**
+   * The files of one session in the CLI's HOME (paths relative to it), all a resumed run needs: the
+   * only thing carried from one run of a task into the next (each run starts from an empty HOME).
+   */
+  sessionFiles?: (sessionId: string) => RegExp;
   /** Whether the CLI has been run against its real binary here (false: parsing follows its documentation). */
   verified: boolean;
 }
+
+/** A session id as it may appear in a file name (anything else carries nothing). */
+const idPart = (id: string) => (/^[A-Za-z0-9_-]{1,128}$/.test(id) ? id : "\\0never");
 
 const claude: CoderFacts = {
   name: "claude",
@@ -68,6 +76,8 @@ const claude: CoderFacts = {
     ],
     variable: "ANTHROPIC_BASE_URL",
   },
+  // Claude Code 2.1: ~/.claude/projects/<the cwd, as a name>/<session>.jsonl
+  sessionFiles: (id) => new RegExp(`^\\.claude/projects/[^/]+/${idPart(id)}\\.jsonl$`),
   verified: true,
 };
 
@@ -87,6 +97,8 @@ const codex: CoderFacts = {
       { method: "GET", path: /^\/v1\/models$/ },
     ],
   },
+  // Codex 0.171 (CODEX_HOME is the run's HOME): sessions/<yyyy>/<mm>/<dd>/rollout-<time>-<session>.jsonl
+  sessionFiles: (id) => new RegExp(`^sessions/\\d{4}/\\d{2}/\\d{2}/rollout-[\\dT:-]+-${idPart(id)}\\.jsonl$`),
   verified: true,
 };
 
@@ -119,6 +131,9 @@ const gemini: CoderFacts = {
     ],
     variable: "GOOGLE_GEMINI_BASE_URL",
   },
+  // Gemini CLI 0.61: ~/.gemini/tmp/<project>/chats/session-<time>-<the session id's first 8>.jsonl
+  sessionFiles: (id) =>
+    new RegExp(`^\\.gemini/tmp/[^/]+/chats/session-[\\dT:-]+-${idPart(id).slice(0, 8)}\\.jsonl$`),
   verified: true,
 };
 
@@ -136,6 +151,8 @@ const opencode: CoderFacts = {
     upstream: "https://api.anthropic.com",
     routes: [{ method: "POST", path: /^\/v1\/messages(\/count_tokens)?$/ }],
   },
+  // opencode 1.18 keeps every session in one SQLite database (with its write-ahead log).
+  sessionFiles: () => /^\.local\/share\/opencode\/opencode\.db(-wal|-shm)?$/,
   verified: true,
 };
 

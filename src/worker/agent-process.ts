@@ -14,6 +14,7 @@ export type RunAgentReason =
   | "cancelled"
   | "failed"
   | "rate-limited"
+  | "limit"
   | "spawn-error";
 
 /** Splits a byte stream into lines: partial chunks, CRLF, multi-byte characters across chunks, huge lines. */
@@ -51,6 +52,9 @@ export class LineSplitter {
   }
 }
 
+/** How often a run's cgroup is read for a limit reached (a fork bomb is stopped within this). */
+const LIMIT_POLL_MS = 500;
+
 /** How the agent's process ended: by itself (`exited`), stopped by Fleet (why), or never started. */
 export interface ProcessEnd {
   reason: RunAgentReason | "exited";
@@ -77,6 +81,8 @@ export function superviseProcess(o: {
   signal?: AbortSignal;
   onLine: (line: string, stream: "stdout" | "stderr") => void;
   onSpawn: (pid: number | undefined) => void;
+  /** Polled while the process runs: true stops it with reason "limit" (a resource limit reached). */
+  overLimit?: () => Promise<boolean>;
 }): Promise<ProcessEnd> {
   let child: ChildProcess;
   try {
@@ -108,6 +114,14 @@ export function superviseProcess(o: {
       if (!stopReason) stallTimer = setTimeout(() => stop("stall"), o.stallMs);
     };
     const wallTimer = setTimeout(() => stop("timeout"), o.timeoutMs);
+    const limitTimer = o.overLimit
+      ? setInterval(() => {
+          void o.overLimit!().then(
+            (over) => over && stop("limit"),
+            () => undefined,
+          );
+        }, LIMIT_POLL_MS)
+      : undefined;
     const onAbort = () => stop("cancelled");
     if (o.signal?.aborted) onAbort();
     else o.signal?.addEventListener("abort", onAbort, { once: true });
@@ -127,6 +141,7 @@ export function superviseProcess(o: {
       clearTimeout(stallTimer);
       clearTimeout(wallTimer);
       clearTimeout(killTimer);
+      clearInterval(limitTimer);
       o.signal?.removeEventListener("abort", onAbort);
     };
     child.once("error", (err) => {

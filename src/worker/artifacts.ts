@@ -7,6 +7,10 @@ export const PLAN_FILE = "PLAN.md";
 export const KNOWLEDGE_FILE = "KNOWLEDGE.md";
 export const RESULT_FILE = "RESULT.json";
 export const LOG_FILE = "agent.log";
+/** The run's network mode and the connections its egress proxy refused (JSON). */
+export const NETWORK_FILE = "network.json";
+/** What the setup steps printed. */
+export const SETUP_LOG_FILE = "setup.log";
 
 /** Where a task's artifacts and full log are kept for `fleet task <id> log|plan|knowledge|result`. */
 export const taskArtifactsDir = (workDir: string, taskId: string): string =>

@@ -128,6 +128,8 @@ export interface WorktreeGitDirs {
   path: string;
   /** The worktree's admin folder inside the cache clone (HEAD, index, rebase state): never writable by the agent. */
   gitDir: string;
+  /** What setup made, as gitignore patterns (outside the worktree): never the agent's change. */
+  excludesFile?: string;
 }
 
 /**
@@ -141,5 +143,9 @@ export function gitIn(
   args: string[],
   opts: Omit<GitOptions, "cwd"> = {},
 ): Promise<{ stdout: string; exitCode: number }> {
-  return git(["--git-dir", wt.gitDir, "--work-tree", wt.path, ...args], { ...opts, cwd: wt.path });
+  const excludes = wt.excludesFile ? ["-c", `core.excludesFile=${wt.excludesFile}`] : [];
+  return git([...excludes, "--git-dir", wt.gitDir, "--work-tree", wt.path, ...args], {
+    ...opts,
+    cwd: wt.path,
+  });
 }

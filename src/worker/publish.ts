@@ -46,12 +46,30 @@ export function commitMessage(opts: {
  * Stages everything the agent left and commits it; undefined when there is nothing to commit. The
  * agent's sandbox shows the repository read-only, so this is the only commit: Fleet's, of the files.
  */
-export async function commitAll(wt: WorktreeGitDirs, message: string): Promise<string | undefined> {
+export async function commitAll(
+  wt: WorktreeGitDirs & { setupChanged?: Map<string, string> },
+  message: string,
+): Promise<string | undefined> {
   await gitIn(wt, ["add", "-A"]);
+  await unstageSetupChanges(wt);
   const diff = await gitIn(wt, ["diff", "--cached", "--quiet"], { okCodes: [1] });
   if (diff.exitCode === 0) return undefined;
   await gitIn(wt, ["commit", "-q", "--no-verify", "-F", "-"], { input: message });
   return (await gitIn(wt, ["rev-parse", "HEAD"])).stdout.trim();
+}
+
+/** Tracked files setup changed and the agent did not change further: not part of the commit. */
+async function unstageSetupChanges(wt: WorktreeGitDirs & { setupChanged?: Map<string, string> }) {
+  if (!wt.setupChanged?.size) return;
+  const paths = [...wt.setupChanged.keys()];
+  const now = (
+    await gitIn(wt, ["hash-object", "--no-filters", "--", ...paths], { okCodes: [128] })
+  ).stdout.split("\n");
+  const setupOnly = paths.filter((p, i) => now[i] === wt.setupChanged!.get(p));
+  if (setupOnly.length)
+    await gitIn(wt, ["reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul"], {
+      input: setupOnly.join("\0"),
+    });
 }
 
 /** True when HEAD has commits the start point lacks. */

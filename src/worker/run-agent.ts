@@ -1,17 +1,15 @@
 import { createWriteStream } from "node:fs";
-import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import type { AgentAdapter, AgentCommand, AgentEvent, AgentInvocation } from "../agents/types.ts";
+import type { LimitHit } from "../core/resource-limits.ts";
 import { addUsage, emptyUsage, type RunTotals, type TokenUsage } from "../core/usage.ts";
 import { type RunAgentReason, superviseProcess } from "./agent-process.ts";
-import {
-  bubblewrapArgs,
-  executableMounts,
-  makeInside,
-  resolveExecutable,
-  type SandboxMounts,
-} from "./sandbox.ts";
+import type { RunCgroup } from "./cgroup-limits.ts";
+import { containedCommand } from "./contained-process.ts";
+import { makeInside, type SandboxMounts } from "./sandbox.ts";
+import type { SandboxNetwork } from "./sandbox-network.ts";
 
 export { LineSplitter, type RunAgentReason } from "./agent-process.ts";
 
@@ -38,6 +36,14 @@ export interface RunAgentOptions {
    * its own executable's package and its HOME, writable). Absent: a plain child process.
    */
   sandbox?: SandboxMounts;
+  /** The sandbox's network (its own namespace, the forwarder, the proxy variables); absent: the host's. */
+  network?: SandboxNetwork;
+  /** The run's cgroup: the agent runs inside it, and is stopped when it reaches a limit. */
+  cgroup?: RunCgroup;
+  /** Folders the sandbox never shows, nor any folder holding one (the worker's HOME, Fleet's folders). */
+  forbidden?: readonly string[];
+  /** The sandbox's private /tmp's size cap, in bytes. */
+  tmpfsBytes?: number;
   /** Applied to every line before it is written to the log (e.g. redaction of known secrets). */
   scrubLog?: (line: string) => string;
 }
@@ -63,6 +69,8 @@ export interface RunAgentResult {
   /** Why the log could not be (fully) written, e.g. the disk is full; the run itself went on. */
   logError?: string;
   spawnError?: string;
+  /** The resource limit the run reached (it was stopped for it). */
+  limitHit?: LimitHit;
 }
 
 /** Variables every agent gets besides its own; nothing else of this process's environment is passed on. */
@@ -105,7 +113,11 @@ export async function runAgent(
   // A private TMPDIR: inside a sandbox its own /tmp; outside, a fresh folder that is not above HOME
   // (Codex refuses to set up its own sandbox helper when its home lies inside the temp folder).
   const ownTmp = sandboxed ? undefined : await mkdtemp(join(tmpdir(), "fleet-agent-tmp-"));
-  const env = buildAgentEnv(command, { home, path: opts.path, tmpdir: ownTmp ?? "/tmp" });
+  // The network's proxy variables last: what reaches the outside is the run's policy, not a setting.
+  const env = {
+    ...buildAgentEnv(command, { home, path: opts.path, tmpdir: ownTmp ?? "/tmp" }),
+    ...opts.network?.env,
+  };
   const log = opts.logFile ? createLogSink(opts.logFile, opts.maxLogBytes) : undefined;
   const output = readAgentOutput(adapter, opts, log);
   const { result } = output;
@@ -141,10 +153,17 @@ export async function runAgent(
     onSpawn: (pid) => {
       result.pid = pid;
     },
+    ...(opts.cgroup ? { overLimit: async () => (await opts.cgroup!.hit()) !== undefined } : {}),
   });
   if (ended.reason === "spawn-error") return finish("spawn-error", ended.spawnError);
   result.exitCode = ended.code;
   result.signal = ended.signal;
+  // A process the kernel killed at the memory limit ends the run before a poll sees it: read it once more.
+  const hit = await opts.cgroup?.hit();
+  if (hit) {
+    result.limitHit = hit;
+    return finish("limit");
+  }
   return finish(ended.reason !== "exited" ? ended.reason : output.exitReason(ended.code));
 }
 
@@ -200,8 +219,8 @@ async function writeHomeFiles(
   return { overlay, dir };
 }
 
-/** The file and arguments to start: the agent's executable, or bwrap around it with the run's mounts. */
-async function launchCommand(
+/** The file and arguments to start: the agent's executable, contained as the options say. */
+function launchCommand(
   command: AgentCommand,
   cwd: string,
   home: string,
@@ -210,18 +229,23 @@ async function launchCommand(
   settingsOverlay: Array<{ source: string; target: string }>,
 ): Promise<{ file: string; args: string[] } | { spawnError: string }> {
   const file = opts.binaryPath ?? command.file;
-  if (!opts.sandbox) return { file, args: command.args };
-  const executable = await resolveExecutable(file, env.PATH);
-  if (!executable) return { spawnError: `${file} was not found on PATH (${env.PATH})` };
-  const mounts: SandboxMounts = {
+  const mounts: SandboxMounts | undefined = opts.sandbox && {
     ...opts.sandbox,
-    writable: [...opts.sandbox.writable, home],
-    readOnly: [...opts.sandbox.readOnly, ...(await executableMounts(executable))],
     // Fleet's settings files last: they win over an inherited file of the same name.
     homeOverlay: [...(opts.sandbox.homeOverlay ?? []), ...settingsOverlay],
   };
-  const args = [...(await bubblewrapArgs(mounts, cwd)), await realpath(executable), ...command.args];
-  return { file: "bwrap", args };
+  return containedCommand(
+    file,
+    command.args,
+    { cwd, home, path: env.PATH ?? "" },
+    {
+      ...(mounts ? { mounts } : {}),
+      ...(opts.network ? { network: opts.network } : {}),
+      ...(opts.cgroup ? { cgroup: opts.cgroup } : {}),
+      ...(opts.forbidden ? { forbidden: opts.forbidden } : {}),
+      ...(opts.tmpfsBytes ? { tmpfsBytes: opts.tmpfsBytes } : {}),
+    },
+  );
 }
 
 /**

@@ -1,8 +1,10 @@
 import { spawnSync } from "node:child_process";
 import { constants } from "node:fs";
 import { access, lstat, mkdir, open, readdir, readlink, realpath, rm, stat } from "node:fs/promises";
-import { basename, delimiter, dirname, isAbsolute, join, sep } from "node:path";
+import { homedir } from "node:os";
+import { basename, delimiter, dirname, isAbsolute, join, resolve, sep } from "node:path";
 import type { SandboxMode } from "../core/config.ts";
+import { fleetInstallRoot } from "./install-root.ts";
 
 // How agent runs are contained (`sandbox` in .github/fleet.yml): `bubblewrap`, each run in its own
 // bubblewrap sandbox (Linux); `none`, a plain child process with the worker's view (chosen explicitly).
@@ -89,29 +91,86 @@ export async function resolveExecutable(file: string, path: string | undefined):
 }
 
 /**
- * Read-only folders an agent CLI needs besides the system: the package it comes from (and, for an npm
+ * Read-only paths an agent CLI needs besides the system: the package it comes from (and, for an npm
  * package, its platform-specific siblings such as `@openai/codex-linux-x64`, which hold the native
- * binary), and the interpreter named on its `#!` line when that lives outside the system folders.
+ * binary), or the executable alone when it is no npm package; and the interpreter named on its `#!`
+ * line when that lives outside the system folders (see `interpreterMounts`). Nothing that is, or
+ * holds, one of `forbidden` (the worker's HOME, Fleet's folders): a narrower path is mounted instead.
  */
-export async function executableMounts(executable: string): Promise<string[]> {
+export async function executableMounts(executable: string, forbidden: readonly string[]): Promise<string[]> {
   const real = await realpath(executable);
   const mounts = new Set<string>();
   const pkg = npmPackageRoot(real);
-  if (pkg) {
+  if (pkg && !holdsAny(pkg, forbidden)) {
     const parent = dirname(pkg);
     const name = basename(pkg);
     for (const sibling of await readdir(parent).catch(() => [] as string[])) {
-      if (sibling === name || sibling.startsWith(`${name}-`)) mounts.add(join(parent, sibling));
+      const path = join(parent, sibling);
+      if ((sibling === name || sibling.startsWith(`${name}-`)) && !holdsAny(path, forbidden))
+        mounts.add(path);
     }
   } else if (!underSystem(real)) {
-    mounts.add(dirname(real));
+    mounts.add(real);
   }
   const interpreter = await shebangInterpreter(real);
-  if (interpreter && !underSystem(interpreter)) {
-    // e.g. ~/.nvm/versions/node/v24/bin/node: its whole prefix (lib/node_modules for npm, npx).
-    mounts.add(dirname(dirname(interpreter)));
-  }
+  if (interpreter) for (const m of await interpreterMounts(interpreter, forbidden)) mounts.add(m);
   return [...mounts];
+}
+
+/**
+ * What an interpreter outside the system folders needs (e.g. /opt/node-v24/bin/node): its whole install
+ * prefix (npm and npx with it), unless the prefix is, holds or lies inside a forbidden folder, as
+ * `~/bin/node`, `~/.local/bin/node` or an nvm install would make it HOME, ~/.local or a folder of
+ * HOME: then the interpreter binary alone, and npm's own package from the prefix when it has one.
+ */
+export async function interpreterMounts(
+  interpreter: string,
+  forbidden: readonly string[],
+): Promise<string[]> {
+  const real = await realpath(interpreter).catch(() => interpreter);
+  if (underSystem(real)) return [];
+  const prefix = dirname(dirname(real));
+  if (prefix !== sep && !holdsAny(prefix, forbidden) && !insideAny(prefix, forbidden)) return [prefix];
+  const npm = join(prefix, "lib", "node_modules", "npm");
+  return [real, ...((await exists(npm)) && !holdsAny(npm, forbidden) ? [npm] : [])];
+}
+
+/** Whether `path` lies inside one of `roots` (not one of them). */
+function insideAny(path: string, roots: readonly string[]): boolean {
+  const p = resolve(path);
+  return roots.some((root) => p.startsWith(`${resolve(root)}${sep}`));
+}
+
+/**
+ * Folders no sandbox is shown, nor any folder holding one: the worker user's HOME (~/.ssh, ~/.npmrc,
+ * logins), `$FLEET_HOME` and the work folder (state, other tasks, logs), Fleet's install (the app's
+ * `.env` and key), and on a runner its workspace (the checkout's persisted token) and temp folder.
+ */
+export function forbiddenFolders(workDir: string): string[] {
+  const env = process.env;
+  const found = [
+    homedir(),
+    env.HOME,
+    env.FLEET_HOME,
+    workDir,
+    fleetInstallRoot(),
+    env.GITHUB_WORKSPACE,
+    env.RUNNER_TEMP,
+  ];
+  return [
+    ...new Set(
+      found.filter((p): p is string => typeof p === "string" && p !== "" && p !== sep).map((p) => resolve(p)),
+    ),
+  ];
+}
+
+/** Whether `path` is one of `roots` or a folder holding one of them. */
+export function holdsAny(path: string, roots: readonly string[]): boolean {
+  const p = resolve(path);
+  return roots.some((root) => {
+    const r = resolve(root);
+    return r === p || r.startsWith(p === sep ? sep : `${p}${sep}`);
+  });
 }
 
 const underSystem = (p: string) => SYSTEM_DIRS.some((d) => p === d || p.startsWith(`${d}${sep}`));
@@ -272,10 +331,25 @@ export async function makeInside(
  * folders and a few /etc files read-only, a fresh /proc in a new PID namespace (the agent sees none
  * of the worker's processes, so no `/proc/<pid>/environ` of an ancestor), a minimal /dev, a private
  * /tmp, and only the given paths of the host. The sandbox dies with the worker (`--die-with-parent`).
- * The network is shared: the agent reaches the model gateway on loopback, and holds no credential.
- * Nothing secret goes into these arguments: the sandbox's pid 1 shows them in /proc/1/cmdline.
+ * The network is the run's (`extra`: see sandbox-network.ts). No path that is, or holds, one of
+ * `forbidden` is ever shown (the worker's HOME, $FLEET_HOME, Fleet's install). Nothing secret goes into these arguments: the sandbox's pid 1 shows them in /proc/1/cmdline.
  */
-export async function bubblewrapArgs(mounts: SandboxMounts, cwd: string): Promise<string[]> {
+export async function bubblewrapArgs(
+  mounts: SandboxMounts,
+  cwd: string,
+  opts: { forbidden?: readonly string[]; extra?: readonly string[]; tmpfsBytes?: number } = {},
+): Promise<string[]> {
+  const shown = [
+    ...mounts.readOnly,
+    ...mounts.writable,
+    ...(mounts.readOnlyAfter ?? []),
+    ...(mounts.homeOverlay ?? []).map((o) => o.source),
+  ];
+  const exposed = shown.find((p) => holdsAny(p, opts.forbidden ?? []));
+  if (exposed)
+    throw new Error(
+      `refusing to show the agent ${exposed}: it is, or holds, the worker's HOME or one of Fleet's folders`,
+    );
   const args = [
     "--die-with-parent",
     // A user namespace of its own even for a root worker: bwrap run by root otherwise leaves the agent
@@ -303,7 +377,10 @@ export async function bubblewrapArgs(mounts: SandboxMounts, cwd: string): Promis
   // The kernel's knobs stay read-only (core_pattern would run a program as host root).
   args.push("--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys");
   args.push("--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger");
-  args.push("--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp");
+  // A private /tmp, bounded (its files are memory; the run's cgroup counts them too where it has one).
+  const size = opts.tmpfsBytes ? ["--size", String(opts.tmpfsBytes)] : [];
+  args.push("--dev", "/dev", ...size, "--tmpfs", "/tmp", ...size, "--tmpfs", "/var/tmp");
+  args.push(...(opts.extra ?? []));
   for (const p of mounts.readOnly) args.push("--ro-bind", p, p);
   for (const p of mounts.writable) args.push("--bind", p, p);
   for (const p of mounts.hidden ?? []) args.push("--tmpfs", p);

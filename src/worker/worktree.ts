@@ -26,6 +26,10 @@ export interface Worktree {
   startSha: string;
   /** True when the task branch already existed on the remote and the worktree continues it. */
   continued: boolean;
+  /** What setup made, as gitignore patterns Fleet's git reads (see `recordSetupMade`). */
+  excludesFile?: string;
+  /** Tracked files setup changed, with their content's hash after setup (left out of a commit while unchanged since). */
+  setupChanged?: Map<string, string>;
 }
 
 const exists = (p: string) =>

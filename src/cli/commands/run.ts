@@ -4,6 +4,7 @@ import { checkCredentialName } from "../../core/credential-names.ts";
 import { isActive } from "../../core/lifecycle.ts";
 import type { Task } from "../../core/task.ts";
 import { totalTokens } from "../../core/usage.ts";
+import { parseEgressHosts } from "../../worker/egress-proxy.ts";
 import { git } from "../../worker/git.ts";
 import { type LocalWorkerOptions, startLocalWorker } from "../../worker/local-worker.ts";
 import { assertSandboxAvailable, SandboxUnavailableError } from "../../worker/sandbox.ts";
@@ -36,7 +37,10 @@ Ctrl-C or SIGTERM stops it cleanly: agents are stopped and their tasks go back t
 Each agent runs in a bubblewrap sandbox (unless .github/fleet.yml says \`sandbox: none\`) and never
 holds a credential: its requests go through a model gateway in this worker, which adds the credential
 named in coders.<coder>.credentials and found in this environment. Fleet's own variables
-(GITHUB_TOKEN, GH_TOKEN, FLEET_*, the app's key) are never handed on.
+(GITHUB_TOKEN, GH_TOKEN, FLEET_*, the app's key) are never handed on. An agent's network is its
+own (only loopback): other hosts only through Fleet's egress proxy and the repository's
+\`network\` allowlist. FLEET_EGRESS_HOSTS=name=address,... maps names for that proxy (a registry
+mirror on a private or loopback address).
 
 ${TARGET_HELP}`;
 
@@ -103,6 +107,16 @@ async function cloneSource(
   }
   const { data } = await target.octokit.rest.repos.get({ ...target.repo });
   return { cloneUrl: data.clone_url, gitAuth: { username: "x-access-token", token: target.token } };
+}
+
+/** `FLEET_EGRESS_HOSTS`, the operator's name=address map for the egress proxy, or a usage error. */
+function egressHostsOrError(text: string | undefined): { egressHosts?: Record<string, string> } {
+  try {
+    const hosts = parseEgressHosts(text);
+    return Object.keys(hosts).length ? { egressHosts: hosts } : {};
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
 }
 
 async function sandboxOrError(config: FleetConfig): Promise<void> {
@@ -279,6 +293,7 @@ async function workerOptions(
     secrets,
     ...(target.loadConfig ? { loadConfig: target.loadConfig } : {}),
     sandbox: config.sandbox,
+    ...egressHostsOrError(process.env.FLEET_EGRESS_HOSTS),
     trackerIntervalMs: target.kind === "local" ? 0 : undefined,
     log: print,
     onOutcome: (id, o) =>

@@ -1,13 +1,16 @@
 import { open, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { isActive } from "../../core/lifecycle.ts";
+import type { RefusedConnection } from "../../core/network-policy.ts";
 import { redactSecrets } from "../../core/redact.ts";
 import type { Task } from "../../core/task.ts";
 import {
   KNOWLEDGE_FILE,
   LOG_FILE,
+  NETWORK_FILE,
   PLAN_FILE,
   RESULT_FILE,
+  SETUP_LOG_FILE,
   taskArtifactsDir,
 } from "../../worker/artifacts.ts";
 import {
@@ -27,7 +30,8 @@ export const TASK_USAGE = `Usage: fleet task <id> log|plan|knowledge|result|comp
 
 What a task's agent left on this machine (under --work-dir, default $FLEET_HOME/work), or, against a
 GitHub repository when it is not here, in the artifact its Actions run uploaded (fleet-<id>):
-  log          the agent's log (agent.log; the plan phase's plan.log when there is no work log yet)
+  log          the agent's log (agent.log; the plan phase's plan.log when there is no work log yet),
+               after setup's output (setup.log) and before the connections the egress proxy refused
   plan         PLAN.md, the agent's plan
   knowledge    KNOWLEDGE.md, the context the agent was given and gathered
   result       RESULT.json, the agent's own verdict
@@ -177,18 +181,52 @@ export async function taskCommand(argv: string[]): Promise<number> {
     else out(parsed === undefined ? redact(text ?? "") : JSON.stringify(parsed, null, 2));
     return 0;
   }
+  // The log goes with what setup printed before the agent, and what the egress proxy refused.
+  const around = what === "log" ? await logSurroundings(remote ? undefined : here) : {};
   if (values.json) {
-    json({ task: id, what, path, text: redact(text ?? ""), ...(remote ? { source: remote } : {}) });
+    json({
+      task: id,
+      what,
+      path,
+      text: redact(text ?? ""),
+      ...(around.setup !== undefined ? { setup: redact(around.setup) } : {}),
+      ...(around.network ? { network: around.network } : {}),
+      ...(remote ? { source: remote } : {}),
+    });
     return 0;
   }
   if (!values.follow || remote) {
+    if (around.setup)
+      process.stdout.write(`== setup (${SETUP_LOG_FILE}) ==\n${redact(around.setup)}== agent ==\n`);
     if (text) process.stdout.write(redact(text));
+    if (around.network?.refused.length) process.stdout.write(refusedText(around.network.refused));
     return 0;
   }
   return follow(path, text ?? "", redact, async () => {
     const t = (await target.store.read()).doc.tasks[id];
     return t !== undefined && isActive(t.state);
   });
+}
+
+/** setup.log and the refused connections (network.json) kept beside the agent's log, when there are any. */
+async function logSurroundings(
+  source: FileSource | undefined,
+): Promise<{ setup?: string; network?: { mode: string; refused: RefusedConnection[] } }> {
+  if (!source) return {};
+  const setup = await source.read(SETUP_LOG_FILE);
+  const text = await source.read(NETWORK_FILE);
+  let network: { mode: string; refused: RefusedConnection[] } | undefined;
+  try {
+    network = text ? (JSON.parse(text) as typeof network) : undefined;
+  } catch {
+    network = undefined;
+  }
+  return { ...(setup !== undefined ? { setup } : {}), ...(network ? { network } : {}) };
+}
+
+function refusedText(refused: readonly RefusedConnection[]): string {
+  const rows = refused.map((r) => `  ${r.host}:${r.port}  ${r.count}×  ${r.why}`);
+  return `== network: Fleet's egress proxy refused ==\n${rows.join("\n")}\n(to allow a host, add it to network.allow in .github/fleet.yml)\n`;
 }
 
 /** `fleet task <id> compare`: the A/B comparison table (the GitHub comment's), or its figures with --json. */

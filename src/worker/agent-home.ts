@@ -1,0 +1,62 @@
+import { randomBytes } from "node:crypto";
+import { constants } from "node:fs";
+import { copyFile, lstat, mkdir, readdir, rename, rm } from "node:fs/promises";
+import { dirname, join, relative, sep } from "node:path";
+import { coderFacts } from "../core/coders.ts";
+
+/** The largest session file carried into the next run (a transcript of a long task is a few MB). */
+const MAX_SESSION_FILE_BYTES = 256 * 1024 * 1024;
+/** How deep the old HOME is searched for the session's files. */
+const MAX_DEPTH = 8;
+
+/**
+ * Starts a run of a task with a HOME Fleet controls: the task's private HOME emptied, and only the
+ * session the run resumes carried over from the last run (the coder's `sessionFiles`, regular files
+ * found without following a symlink, each under a size cap). Nothing else an earlier run (or its plan
+ * phase) left there reaches this run: hooks and settings (`~/.claude/settings.json`), instructions
+ * (`~/.claude/CLAUDE.md`), shell start-up files, plugins. Call it while no agent runs in `home`.
+ * Returns the HOME-relative paths carried.
+ */
+export async function freshAgentHome(
+  home: string,
+  carry?: { coder: string; sessionId: string },
+): Promise<string[]> {
+  const next = `${home}.next-${randomBytes(4).toString("hex")}`;
+  await mkdir(next, { recursive: true, mode: 0o700 });
+  const kept: string[] = [];
+  try {
+    const pattern = carry ? coderFacts(carry.coder)?.sessionFiles?.(carry.sessionId) : undefined;
+    if (pattern) {
+      for (const rel of await sessionFilesIn(home, pattern)) {
+        await mkdir(dirname(join(next, rel)), { recursive: true, mode: 0o700 });
+        // COPYFILE_EXCL: a fresh file of the worker's own (the old one was checked to be a regular file).
+        await copyFile(join(home, rel), join(next, rel), constants.COPYFILE_EXCL);
+        kept.push(rel);
+      }
+    }
+    await rm(home, { recursive: true, force: true });
+    await rename(next, home);
+  } catch (error) {
+    await rm(next, { recursive: true, force: true });
+    throw error;
+  }
+  return kept;
+}
+
+/** The regular files below `home` whose HOME-relative path matches `pattern`; links are never followed. */
+async function sessionFilesIn(home: string, pattern: RegExp): Promise<string[]> {
+  const found: string[] = [];
+  const walk = async (dir: string, depth: number): Promise<void> => {
+    if (depth > MAX_DEPTH) return;
+    for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) await walk(path, depth + 1);
+      else if (entry.isFile() && pattern.test(relative(home, path).split(sep).join("/"))) {
+        const info = await lstat(path);
+        if (info.isFile() && info.size <= MAX_SESSION_FILE_BYTES) found.push(relative(home, path));
+      }
+    }
+  };
+  await walk(home, 0);
+  return found;
+}
