@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { NETWORK_FORM, NETWORK_SCHEMA, type NetworkSetting } from "./network-policy.ts";
 
 // The keys of `.github/fleet.yml`, each once: its value's schema and the words for its errors, its
 // default, and whether `config set` may change it (and within what), with the reason. The file's
@@ -78,6 +79,30 @@ const credentialNames: ValueType<string[]> = {
   schema: z.array(z.string().regex(CREDENTIAL_NAME)),
   form: "a list of secret or environment variable NAMES (e.g. ANTHROPIC_API_KEY), never their values",
   kind: "list",
+};
+
+const setupCommands: ValueType<string[]> = {
+  schema: z.array(z.string().trim().min(1).max(4000)).max(50),
+  form: "a list of shell commands (at most 50), run in order in the task's worktree before the agent",
+  kind: "list",
+};
+/** A folder inside the worktree: relative, no `..`, no `.git`. */
+const WORKTREE_FOLDER = /^(?!\/)(?!.*(^|\/)\.\.?(\/|$))(?!\.git(\/|$))[^\0]{1,200}$/;
+const worktreeFolders: ValueType<string[]> = {
+  schema: z.array(z.string().regex(WORKTREE_FOLDER)).max(20),
+  form: "a list of folders inside the repository (relative paths, no .. and not .git), at most 20",
+  kind: "list",
+};
+const network: ValueType<NetworkSetting> = { schema: NETWORK_SCHEMA, form: NETWORK_FORM, kind: "string" };
+const megabytes: ValueType<number> = {
+  schema: z.number().int().min(64).max(16_777_216),
+  form: "a whole number of megabytes from 64",
+  kind: "number",
+};
+const cpus: ValueType<number> = {
+  schema: z.number().min(0.1).max(1024),
+  form: "a number of cores from 0.1 (e.g. 2 or 0.5)",
+  kind: "number",
 };
 
 // ---- What `config set` may do with a key ----
@@ -349,6 +374,31 @@ export const CONFIG_FIELDS = {
     int(0, 100),
     tighterOnly("a guard against runs that fill their context: lowered only", lowerNotOff),
   ),
+  /** Shell commands run in the task's worktree, in the sandbox, before the agent (e.g. `npm ci`). */
+  setup: withDefault(
+    setupCommands,
+    [],
+    fileOnly("it runs commands on the worker's machine before every agent run"),
+  ),
+  /** Folders setup makes that are kept between tasks, keyed by the setup commands and the lockfiles. */
+  setup_cache: withDefault(
+    worktreeFolders,
+    [],
+    fileOnly("what it keeps is handed to every later task's agent"),
+  ),
+  /** What an agent may reach: the egress proxy and its allowlist (default), `none`, or `host`. */
+  network: withDefault(network, "proxy", fileOnly("it decides what an agent can reach on the network")),
+  /** The setup commands' network, when it is not the agent's (e.g. `host`). */
+  setup_network: optional(network, fileOnly("it decides what setup commands can reach on the network")),
+  /** Per run (setup and each agent phase), enforced with cgroups where the worker has them. */
+  limits: {
+    group: {
+      memory_mb: withDefault(megabytes, 8192, tighterOnly("a resource limit: lowered only", atMostFile)),
+      pids: withDefault(int(16, 4_194_304), 1024, tighterOnly("a resource limit: lowered only", atMostFile)),
+      /** Left out: every core. */
+      cpus: optional(cpus, tighterOnly("a resource limit: lowered only", atMostFile)),
+    },
+  },
   /** How agent runs are contained; `none` must be chosen in the file and is shown on every tracking comment. */
   sandbox: withDefault(
     oneOf(SANDBOX_MODES),
