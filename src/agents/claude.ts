@@ -7,6 +7,23 @@ import type { AgentAdapter, AgentEvent, AgentInvocation } from "./types.ts";
 export const CLAUDE_WORK_TOOLS = ["Bash", "Edit", "Write", "Read", "Glob", "Grep"];
 
 /**
+ * Claude Code's web tools under the run's network. WebSearch runs at the model provider, outside
+ * Fleet's egress proxy, so it is off unless the network is the host's. WebFetch runs in the CLI and
+ * honours HTTPS_PROXY: with the proxy it is allowed (its hosts are the allowlist's; the CLI's own
+ * preflight to claude.ai is skipped, as its `skipWebFetchPreflight` setting does for restricted
+ * networks); with no network it is off.
+ */
+export function claudeWebTools(network: AgentInvocation["network"]): {
+  allowed: string[];
+  disallowed: string[];
+  settings?: Record<string, unknown>;
+} {
+  if (network === undefined || network === "host") return { allowed: [], disallowed: [] };
+  if (network === "none") return { allowed: [], disallowed: ["WebSearch", "WebFetch"] };
+  return { allowed: ["WebFetch"], disallowed: ["WebSearch"], settings: { skipWebFetchPreflight: true } };
+}
+
+/**
  * Claude Code (`@anthropic-ai/claude-code`), headless: `claude -p --output-format stream-json --verbose`.
  * The prompt goes on stdin (no argv length limit, no option parsing of prompts that start with "-").
  * As root the CLI refuses --dangerously-skip-permissions, so the work phase uses
@@ -15,8 +32,17 @@ export const CLAUDE_WORK_TOOLS = ["Bash", "Edit", "Write", "Read", "Glob", "Grep
 export const claudeAdapter: AgentAdapter = defineAdapter("claude", {
   command(inv: AgentInvocation) {
     const args = ["-p", "--output-format", "stream-json", "--verbose", "--model", inv.model];
+    const web = claudeWebTools(inv.network);
     if (inv.phase === "plan") args.push("--permission-mode", "plan");
-    else args.push("--permission-mode", "acceptEdits", "--allowedTools", CLAUDE_WORK_TOOLS.join(","));
+    else
+      args.push(
+        "--permission-mode",
+        "acceptEdits",
+        "--allowedTools",
+        [...CLAUDE_WORK_TOOLS, ...web.allowed].join(","),
+      );
+    if (web.disallowed.length) args.push("--disallowedTools", web.disallowed.join(","));
+    if (web.settings) args.push("--settings", JSON.stringify(web.settings));
     if (inv.resumeSessionId) args.push("--resume", inv.resumeSessionId);
     return coderCommand("claude", inv, args, {
       DISABLE_TELEMETRY: "1",

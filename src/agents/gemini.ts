@@ -48,6 +48,15 @@ function geminiSettings(inv: AgentInvocation) {
     privacy: { usageStatisticsEnabled: false },
     telemetry: { enabled: false },
     general: { disableAutoUpdate: true, disableUpdateNag: true, enableAutoUpdate: false },
+    // Google Search grounding runs at the provider, outside Fleet's egress proxy: off unless the
+    // network is the host's; web_fetch goes through the proxy, and is off with no network.
+    ...(inv.network === "proxy" || inv.network === "none"
+      ? {
+          tools: {
+            exclude: inv.network === "none" ? ["google_web_search", "web_fetch"] : ["google_web_search"],
+          },
+        }
+      : {}),
     // Without a key the run uses the user's Google login (`home: inherit` shows it its oauth_creds.json).
     security: {
       auth: { selectedType: inv.credential || inv.modelBaseUrl ? "gemini-api-key" : "oauth-personal" },

@@ -56,7 +56,9 @@ function opencodeConfig(inv: AgentInvocation) {
     share: "disabled",
   };
   if (inv.phase === "work") {
-    config.permission = { edit: "allow", bash: "allow", webfetch: "allow", external_directory: "allow" };
+    // webfetch goes through Fleet's egress proxy (HTTPS_PROXY); with no network it is refused.
+    const webfetch = inv.network === "none" ? "deny" : "allow";
+    config.permission = { edit: "allow", bash: "allow", webfetch, external_directory: "allow" };
   }
   if (inv.modelBaseUrl || inv.credential) {
     const keyEnv = inv.credential?.name ?? CODERS.opencode.credential.env;

@@ -21,6 +21,11 @@ export interface AgentInvocation {
    * (Fleet's is the boundary, and nested namespaces are not available on every host).
    */
   sandboxed?: boolean;
+  /**
+   * The run's network (`proxy`: other hosts only through Fleet's egress proxy; `none`: the model only;
+   * `host`, or absent: the host's): a CLI's own web tools follow it (see each adapter).
+   */
+  network?: "proxy" | "none" | "host";
 }
 
 export interface AgentCommand {

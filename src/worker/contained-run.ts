@@ -130,8 +130,12 @@ export async function runContainedAgent(
       ({ network, cgroup }) =>
         runAgent(
           adapter,
-          // Inside a network of its own the agent reaches the gateway through its forwarder.
-          network?.gatewayUrl && viaGateway ? { ...run, modelBaseUrl: network.gatewayUrl } : run,
+          {
+            ...run,
+            // Inside a network of its own the agent reaches the gateway through its forwarder.
+            ...(network?.gatewayUrl && viaGateway ? { modelBaseUrl: network.gatewayUrl } : {}),
+            network: network?.policy.mode ?? "host",
+          },
           {
             ...opts,
             ...(containment.sandbox === "bubblewrap" ? { sandbox: containment.mounts } : {}),

@@ -146,6 +146,11 @@ describe("the agent's workplace (runTask, real Claude Code CLI)", () => {
           ],
           usage: USAGE,
         },
+        // Claude's own web tool goes through the same proxy.
+        {
+          toolUses: [{ name: "WebFetch", input: { url: "https://blocked.test/doc", prompt: "Summarise." } }],
+          usage: USAGE,
+        },
         {
           toolUses: [
             write(join(path, "USES_DEP.md"), "uses dep\n"),
@@ -182,6 +187,18 @@ describe("the agent's workplace (runTask, real Claude Code CLI)", () => {
     expect(r.seen).toContain("done-probing");
     // Only the agent's change is committed: not node_modules, not setup's fetched or written files.
     expect(await changedFiles(r.outcome.pr!.head)).toEqual(["USES_DEP.md"]);
+    // WebSearch runs at the provider, outside the proxy: not offered; WebFetch is, and was refused.
+    const tools = (r.requests.find((q) => q.kind === "main")?.body?.tools ?? []).map(
+      (t: { name?: string }) => t.name,
+    );
+    expect(tools).toContain("WebFetch");
+    expect(tools).not.toContain("WebSearch");
+    expect(r.outcome.network?.refused).toContainEqual({
+      host: "blocked.test",
+      port: 443,
+      count: 1,
+      why: "not allowed",
+    });
     // Every refusal is reported, by host and port, on the issue and in the artifacts.
     const refused = r.outcome.network?.refused ?? [];
     expect(refused).toContainEqual({ host: "blocked.test", port, count: 2, why: "not allowed" });
