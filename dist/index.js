@@ -1,3 +1,4 @@
+var __fleet_import_meta_url = require("url").pathToFileURL(__filename).href;
 "use strict";
 var __create = Object.create;
 var __defProp = Object.defineProperty;
@@ -2158,9 +2159,9 @@ var require_dispatcher_base = __commonJS({
       }
       close(callback) {
         if (callback === void 0) {
-          return new Promise((resolve3, reject) => {
+          return new Promise((resolve4, reject) => {
             this.close((err, data) => {
-              return err ? reject(err) : resolve3(data);
+              return err ? reject(err) : resolve4(data);
             });
           });
         }
@@ -2198,12 +2199,12 @@ var require_dispatcher_base = __commonJS({
           err = null;
         }
         if (callback === void 0) {
-          return new Promise((resolve3, reject) => {
+          return new Promise((resolve4, reject) => {
             this.destroy(err, (err2, data) => {
               return err2 ? (
                 /* istanbul ignore next: should never error */
                 reject(err2)
-              ) : resolve3(data);
+              ) : resolve4(data);
             });
           });
         }
@@ -2575,14 +2576,14 @@ var require_connect = __commonJS({
       const sessionCache = new SessionCache(maxCachedSessions == null ? 100 : maxCachedSessions);
       timeout = timeout == null ? 1e4 : timeout;
       allowH2 = allowH2 != null ? allowH2 : false;
-      return function connect({ hostname: hostname3, host, protocol, port, servername, localAddress, httpSocket }, callback) {
+      return function connect2({ hostname: hostname5, host, protocol, port, servername, localAddress, httpSocket }, callback) {
         let socket;
         if (protocol === "https:") {
           if (!tls) {
             tls = require("node:tls");
           }
           servername = servername || options.servername || util.getServerName(host) || null;
-          const sessionKey = servername || hostname3;
+          const sessionKey = servername || hostname5;
           assert2(sessionKey);
           const session = customSession || sessionCache.get(sessionKey) || null;
           port = port || 443;
@@ -2598,7 +2599,7 @@ var require_connect = __commonJS({
             socket: httpSocket,
             // upgrade socket connection
             port,
-            host: hostname3
+            host: hostname5
           });
           socket.on("session", function(session2) {
             sessionCache.set(sessionKey, session2);
@@ -2612,14 +2613,14 @@ var require_connect = __commonJS({
             ...options,
             localAddress,
             port,
-            host: hostname3
+            host: hostname5
           });
         }
         if (options.keepAlive == null || options.keepAlive) {
           const keepAliveInitialDelay = options.keepAliveInitialDelay === void 0 ? 6e4 : options.keepAliveInitialDelay;
           socket.setKeepAlive(true, keepAliveInitialDelay);
         }
-        const clearConnectTimeout = setupConnectTimeout(new WeakRef(socket), { timeout, hostname: hostname3, port });
+        const clearConnectTimeout = setupConnectTimeout(new WeakRef(socket), { timeout, hostname: hostname5, port });
         socket.setNoDelay(true).once(protocol === "https:" ? "secureConnect" : "connect", function() {
           queueMicrotask(clearConnectTimeout);
           if (callback) {
@@ -4180,10 +4181,10 @@ var require_util2 = __commonJS({
     function TAOCheck() {
       return "success";
     }
-    function appendFetchMetadata(httpRequest2) {
+    function appendFetchMetadata(httpRequest3) {
       let header2 = null;
-      header2 = httpRequest2.mode;
-      httpRequest2.headersList.set("sec-fetch-mode", header2, true);
+      header2 = httpRequest3.mode;
+      httpRequest3.headersList.set("sec-fetch-mode", header2, true);
     }
     function appendRequestOriginHeader(request2) {
       let serializedOrigin = request2.origin;
@@ -4470,8 +4471,8 @@ var require_util2 = __commonJS({
     function createDeferredPromise() {
       let res;
       let rej;
-      const promise2 = new Promise((resolve3, reject) => {
-        res = resolve3;
+      const promise2 = new Promise((resolve4, reject) => {
+        res = resolve4;
         rej = reject;
       });
       return { promise: promise2, resolve: res, reject: rej };
@@ -5783,7 +5784,7 @@ var require_client_h1 = __commonJS({
       kResume,
       kHTTPContext
     } = require_symbols();
-    var constants8 = require_constants2();
+    var constants10 = require_constants2();
     var EMPTY_BUF = Buffer.alloc(0);
     var FastBuffer = Buffer[Symbol.species];
     var addListener = util.addListener;
@@ -5858,7 +5859,7 @@ var require_client_h1 = __commonJS({
       constructor(client, socket, { exports: exports3 }) {
         assert2(Number.isFinite(client[kMaxHeadersSize]) && client[kMaxHeadersSize] > 0);
         this.llhttp = exports3;
-        this.ptr = this.llhttp.llhttp_alloc(constants8.TYPE.RESPONSE);
+        this.ptr = this.llhttp.llhttp_alloc(constants10.TYPE.RESPONSE);
         this.client = client;
         this.socket = socket;
         this.timeout = null;
@@ -5953,11 +5954,11 @@ var require_client_h1 = __commonJS({
             currentBufferRef = null;
           }
           const offset = llhttp.llhttp_get_error_pos(this.ptr) - currentBufferPtr;
-          if (ret !== constants8.ERROR.OK) {
+          if (ret !== constants10.ERROR.OK) {
             const body = data.subarray(offset);
-            if (ret === constants8.ERROR.PAUSED_UPGRADE) {
+            if (ret === constants10.ERROR.PAUSED_UPGRADE) {
               this.onUpgrade(body);
-            } else if (ret === constants8.ERROR.PAUSED) {
+            } else if (ret === constants10.ERROR.PAUSED) {
               this.paused = true;
               socket.unshift(body);
             } else {
@@ -5980,10 +5981,10 @@ var require_client_h1 = __commonJS({
         } finally {
           currentParser = null;
         }
-        if (ret === constants8.ERROR.OK) {
+        if (ret === constants10.ERROR.OK) {
           return null;
         }
-        if (ret === constants8.ERROR.PAUSED || ret === constants8.ERROR.PAUSED_UPGRADE) {
+        if (ret === constants10.ERROR.PAUSED || ret === constants10.ERROR.PAUSED_UPGRADE) {
           this.paused = true;
           return null;
         }
@@ -6000,7 +6001,7 @@ var require_client_h1 = __commonJS({
           const len = new Uint8Array(llhttp.memory.buffer, ptr).indexOf(0);
           message = "Response does not match the HTTP/1.1 protocol (" + Buffer.from(llhttp.memory.buffer, ptr, len).toString() + ")";
         }
-        return new HTTPParserError(message, constants8.ERROR[ret], data);
+        return new HTTPParserError(message, constants10.ERROR[ret], data);
       }
       destroy() {
         assert2(this.ptr != null);
@@ -6180,7 +6181,7 @@ var require_client_h1 = __commonJS({
           socket[kBlocking] = false;
           client[kResume]();
         }
-        return pause ? constants8.ERROR.PAUSED : 0;
+        return pause ? constants10.ERROR.PAUSED : 0;
       }
       onBody(buf) {
         const { client, socket, statusCode, maxResponseSize } = this;
@@ -6202,7 +6203,7 @@ var require_client_h1 = __commonJS({
         }
         this.bytesRead += buf.length;
         if (request2.onData(buf) === false) {
-          return constants8.ERROR.PAUSED;
+          return constants10.ERROR.PAUSED;
         }
       }
       onMessageComplete() {
@@ -6238,13 +6239,13 @@ var require_client_h1 = __commonJS({
         if (socket[kWriting]) {
           assert2(client[kRunning] === 0);
           util.destroy(socket, new InformationalError("reset"));
-          return constants8.ERROR.PAUSED;
+          return constants10.ERROR.PAUSED;
         } else if (!shouldKeepAlive) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants8.ERROR.PAUSED;
+          return constants10.ERROR.PAUSED;
         } else if (socket[kReset] && client[kRunning] === 0) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants8.ERROR.PAUSED;
+          return constants10.ERROR.PAUSED;
         } else if (client[kPipelining] == null || client[kPipelining] === 1) {
           setImmediate(() => client[kResume]());
         } else {
@@ -6722,12 +6723,12 @@ upgrade: ${upgrade}\r
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve3, reject) => {
+      const waitForDrain = () => new Promise((resolve4, reject) => {
         assert2(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve3;
+          callback = resolve4;
         }
       });
       socket.on("close", onDrain).on("drain", onDrain);
@@ -7087,8 +7088,8 @@ var require_client_h2 = __commonJS({
         }
       }
       let stream;
-      const { hostname: hostname3, port } = client[kUrl];
-      headers[HTTP2_HEADER_AUTHORITY] = host || `${hostname3}${port ? `:${port}` : ""}`;
+      const { hostname: hostname5, port } = client[kUrl];
+      headers[HTTP2_HEADER_AUTHORITY] = host || `${hostname5}${port ? `:${port}` : ""}`;
       headers[HTTP2_HEADER_METHOD] = method;
       const abort = (error64) => {
         if (request2.aborted) {
@@ -7397,12 +7398,12 @@ var require_client_h2 = __commonJS({
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve3, reject) => {
+      const waitForDrain = () => new Promise((resolve4, reject) => {
         assert2(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve3;
+          callback = resolve4;
         }
       });
       h2stream.on("close", onDrain).on("drain", onDrain);
@@ -7708,7 +7709,7 @@ var require_client = __commonJS({
         strictContentLength,
         maxCachedSessions,
         maxRedirections,
-        connect: connect2,
+        connect: connect3,
         maxRequestsPerClient,
         localAddress,
         maxResponseSize,
@@ -7760,7 +7761,7 @@ var require_client = __commonJS({
         if (bodyTimeout != null && (!Number.isInteger(bodyTimeout) || bodyTimeout < 0)) {
           throw new InvalidArgumentError("bodyTimeout must be a positive integer or zero");
         }
-        if (connect2 != null && typeof connect2 !== "function" && typeof connect2 !== "object") {
+        if (connect3 != null && typeof connect3 !== "function" && typeof connect3 !== "object") {
           throw new InvalidArgumentError("connect must be a function or an object");
         }
         if (maxRedirections != null && (!Number.isInteger(maxRedirections) || maxRedirections < 0)) {
@@ -7784,15 +7785,15 @@ var require_client = __commonJS({
         if (maxConcurrentStreams != null && (typeof maxConcurrentStreams !== "number" || maxConcurrentStreams < 1)) {
           throw new InvalidArgumentError("maxConcurrentStreams must be a positive integer, greater than 0");
         }
-        if (typeof connect2 !== "function") {
-          connect2 = buildConnector({
+        if (typeof connect3 !== "function") {
+          connect3 = buildConnector({
             ...tls,
             maxCachedSessions,
             allowH2,
             socketPath,
             timeout: connectTimeout,
             ...autoSelectFamily ? { autoSelectFamily, autoSelectFamilyAttemptTimeout } : void 0,
-            ...connect2
+            ...connect3
           });
         }
         if (interceptors?.Client && Array.isArray(interceptors.Client)) {
@@ -7807,7 +7808,7 @@ var require_client = __commonJS({
           this[kInterceptors] = [createRedirectInterceptor({ maxRedirections })];
         }
         this[kUrl] = util.parseOrigin(url2);
-        this[kConnector] = connect2;
+        this[kConnector] = connect3;
         this[kPipelining] = pipelining != null ? pipelining : 1;
         this[kMaxHeadersSize] = maxHeaderSize || http2.maxHeaderSize;
         this[kKeepAliveDefaultTimeout] = keepAliveTimeout == null ? 4e3 : keepAliveTimeout;
@@ -7861,7 +7862,7 @@ var require_client = __commonJS({
       }
       /* istanbul ignore: only used for test */
       [kConnect](cb) {
-        connect(this);
+        connect2(this);
         this.once("connect", cb);
       }
       [kDispatch](opts, handler2) {
@@ -7881,16 +7882,16 @@ var require_client = __commonJS({
         return this[kNeedDrain] < 2;
       }
       async [kClose]() {
-        return new Promise((resolve3) => {
+        return new Promise((resolve4) => {
           if (this[kSize]) {
-            this[kClosedResolve] = resolve3;
+            this[kClosedResolve] = resolve4;
           } else {
-            resolve3(null);
+            resolve4(null);
           }
         });
       }
       async [kDestroy](err) {
-        return new Promise((resolve3) => {
+        return new Promise((resolve4) => {
           const requests = this[kQueue].splice(this[kPendingIdx]);
           for (let i2 = 0; i2 < requests.length; i2++) {
             const request2 = requests[i2];
@@ -7901,7 +7902,7 @@ var require_client = __commonJS({
               this[kClosedResolve]();
               this[kClosedResolve] = null;
             }
-            resolve3(null);
+            resolve4(null);
           };
           if (this[kHTTPContext]) {
             this[kHTTPContext].destroy(err, callback);
@@ -7925,23 +7926,23 @@ var require_client = __commonJS({
         assert2(client[kSize] === 0);
       }
     }
-    async function connect(client) {
+    async function connect2(client) {
       assert2(!client[kConnecting]);
       assert2(!client[kHTTPContext]);
-      let { host, hostname: hostname3, protocol, port } = client[kUrl];
-      if (hostname3[0] === "[") {
-        const idx = hostname3.indexOf("]");
+      let { host, hostname: hostname5, protocol, port } = client[kUrl];
+      if (hostname5[0] === "[") {
+        const idx = hostname5.indexOf("]");
         assert2(idx !== -1);
-        const ip = hostname3.substring(1, idx);
+        const ip = hostname5.substring(1, idx);
         assert2(net.isIP(ip));
-        hostname3 = ip;
+        hostname5 = ip;
       }
       client[kConnecting] = true;
       if (channels.beforeConnect.hasSubscribers) {
         channels.beforeConnect.publish({
           connectParams: {
             host,
-            hostname: hostname3,
+            hostname: hostname5,
             protocol,
             port,
             version: client[kHTTPContext]?.version,
@@ -7952,10 +7953,10 @@ var require_client = __commonJS({
         });
       }
       try {
-        const socket = await new Promise((resolve3, reject) => {
+        const socket = await new Promise((resolve4, reject) => {
           client[kConnector]({
             host,
-            hostname: hostname3,
+            hostname: hostname5,
             protocol,
             port,
             servername: client[kServerName],
@@ -7964,7 +7965,7 @@ var require_client = __commonJS({
             if (err) {
               reject(err);
             } else {
-              resolve3(socket2);
+              resolve4(socket2);
             }
           });
         });
@@ -7988,7 +7989,7 @@ var require_client = __commonJS({
           channels.connected.publish({
             connectParams: {
               host,
-              hostname: hostname3,
+              hostname: hostname5,
               protocol,
               port,
               version: client[kHTTPContext]?.version,
@@ -8009,7 +8010,7 @@ var require_client = __commonJS({
           channels.connectError.publish({
             connectParams: {
               host,
-              hostname: hostname3,
+              hostname: hostname5,
               protocol,
               port,
               version: client[kHTTPContext]?.version,
@@ -8096,7 +8097,7 @@ var require_client = __commonJS({
           return;
         }
         if (!client[kHTTPContext]) {
-          connect(client);
+          connect2(client);
           return;
         }
         if (client[kHTTPContext].destroyed) {
@@ -8300,8 +8301,8 @@ var require_pool_base = __commonJS({
         if (this[kQueue].isEmpty()) {
           await Promise.all(this[kClients].map((c3) => c3.close()));
         } else {
-          await new Promise((resolve3) => {
-            this[kClosedResolve] = resolve3;
+          await new Promise((resolve4) => {
+            this[kClosedResolve] = resolve4;
           });
         }
       }
@@ -8388,7 +8389,7 @@ var require_pool = __commonJS({
       constructor(origin, {
         connections,
         factory = defaultFactory,
-        connect,
+        connect: connect2,
         connectTimeout,
         tls,
         maxCachedSessions,
@@ -8404,25 +8405,25 @@ var require_pool = __commonJS({
         if (typeof factory !== "function") {
           throw new InvalidArgumentError("factory must be a function.");
         }
-        if (connect != null && typeof connect !== "function" && typeof connect !== "object") {
+        if (connect2 != null && typeof connect2 !== "function" && typeof connect2 !== "object") {
           throw new InvalidArgumentError("connect must be a function or an object");
         }
-        if (typeof connect !== "function") {
-          connect = buildConnector({
+        if (typeof connect2 !== "function") {
+          connect2 = buildConnector({
             ...tls,
             maxCachedSessions,
             allowH2,
             socketPath,
             timeout: connectTimeout,
             ...autoSelectFamily ? { autoSelectFamily, autoSelectFamilyAttemptTimeout } : void 0,
-            ...connect
+            ...connect2
           });
         }
         super(options);
         this[kInterceptors] = options.interceptors?.Pool && Array.isArray(options.interceptors.Pool) ? options.interceptors.Pool : [];
         this[kConnections] = connections || null;
         this[kUrl] = util.parseOrigin(origin);
-        this[kOptions] = { ...util.deepClone(options), connect, allowH2 };
+        this[kOptions] = { ...util.deepClone(options), connect: connect2, allowH2 };
         this[kOptions].interceptors = options.interceptors ? { ...options.interceptors } : void 0;
         this[kFactory] = factory;
         this.on("connectionError", (origin2, targets, error64) => {
@@ -8568,9 +8569,9 @@ var require_balanced_pool = __commonJS({
         if (allClientsBusy) {
           return;
         }
-        let counter = 0;
+        let counter2 = 0;
         let maxWeightIndex = this[kClients].findIndex((pool) => !pool[kNeedDrain]);
-        while (counter++ < this[kClients].length) {
+        while (counter2++ < this[kClients].length) {
           this[kIndex] = (this[kIndex] + 1) % this[kClients].length;
           const pool = this[kClients][this[kIndex]];
           if (pool[kWeight] > this[kClients][maxWeightIndex][kWeight] && !pool[kNeedDrain]) {
@@ -8617,25 +8618,25 @@ var require_agent = __commonJS({
       return opts && opts.connections === 1 ? new Client(origin, opts) : new Pool(origin, opts);
     }
     var Agent3 = class extends DispatcherBase {
-      constructor({ factory = defaultFactory, maxRedirections = 0, connect, tls, ...options } = {}) {
+      constructor({ factory = defaultFactory, maxRedirections = 0, connect: connect2, tls, ...options } = {}) {
         if (typeof factory !== "function") {
           throw new InvalidArgumentError("factory must be a function.");
         }
-        if (connect != null && typeof connect !== "function" && typeof connect !== "object") {
+        if (connect2 != null && typeof connect2 !== "function" && typeof connect2 !== "object") {
           throw new InvalidArgumentError("connect must be a function or an object");
         }
         if (!Number.isInteger(maxRedirections) || maxRedirections < 0) {
           throw new InvalidArgumentError("maxRedirections must be a positive number");
         }
         super(options);
-        if (connect && typeof connect !== "function") {
-          connect = { ...connect };
+        if (connect2 && typeof connect2 !== "function") {
+          connect2 = { ...connect2 };
         }
         if (tls && typeof tls !== "function") {
           tls = { ...tls };
         }
         this[kInterceptors] = options.interceptors?.Agent && Array.isArray(options.interceptors.Agent) ? options.interceptors.Agent : [createRedirectInterceptor({ maxRedirections })];
-        this[kOptions] = { ...util.deepClone(options), connect, tls };
+        this[kOptions] = { ...util.deepClone(options), connect: connect2, tls };
         this[kOptions].interceptors = options.interceptors ? { ...options.interceptors } : void 0;
         this[kMaxRedirections] = maxRedirections;
         this[kFactory] = factory;
@@ -8730,16 +8731,16 @@ var require_proxy_agent = __commonJS({
     }
     var Http1ProxyWrapper = class extends DispatcherBase {
       #client;
-      constructor(proxyUrl, { headers = {}, connect, factory }) {
+      constructor(proxyUrl, { headers = {}, connect: connect2, factory }) {
         super();
         if (!proxyUrl) {
           throw new InvalidArgumentError("Proxy URL is mandatory");
         }
         this[kProxyHeaders] = headers;
         if (factory) {
-          this.#client = factory(proxyUrl, { connect });
+          this.#client = factory(proxyUrl, { connect: connect2 });
         } else {
-          this.#client = new Client(proxyUrl, { connect });
+          this.#client = new Client(proxyUrl, { connect: connect2 });
         }
       }
       [kDispatch](opts, handler2) {
@@ -8801,7 +8802,7 @@ var require_proxy_agent = __commonJS({
         } else if (username && password) {
           this[kProxyHeaders]["proxy-authorization"] = `Basic ${Buffer.from(`${decodeURIComponent(username)}:${decodeURIComponent(password)}`).toString("base64")}`;
         }
-        const connect = buildConnector({ ...opts.proxyTls });
+        const connect2 = buildConnector({ ...opts.proxyTls });
         this[kConnectEndpoint] = buildConnector({ ...opts.requestTls });
         const agentFactory = opts.factory || defaultAgentFactory;
         const factory = (origin2, options) => {
@@ -8809,13 +8810,13 @@ var require_proxy_agent = __commonJS({
           if (!this[kTunnelProxy] && protocol2 === "http:" && this[kProxy].protocol === "http:") {
             return new Http1ProxyWrapper(this[kProxy].uri, {
               headers: this[kProxyHeaders],
-              connect,
+              connect: connect2,
               factory: agentFactory
             });
           }
           return agentFactory(origin2, options);
         };
-        this[kClient] = clientFactory(url2, { connect });
+        this[kClient] = clientFactory(url2, { connect: connect2 });
         this[kAgent] = new Agent3({
           ...opts,
           factory,
@@ -8926,7 +8927,7 @@ var require_env_http_proxy_agent = __commonJS({
     var { kClose, kDestroy, kClosed, kDestroyed, kDispatch, kNoProxyAgent, kHttpProxyAgent, kHttpsProxyAgent } = require_symbols();
     var ProxyAgent2 = require_proxy_agent();
     var Agent3 = require_agent();
-    var DEFAULT_PORTS = {
+    var DEFAULT_PORTS2 = {
       "http:": 80,
       "https:": 443
     };
@@ -8984,10 +8985,10 @@ var require_env_http_proxy_agent = __commonJS({
         }
       }
       #getProxyAgentForUrl(url2) {
-        let { protocol, host: hostname3, port } = url2;
-        hostname3 = hostname3.replace(/:\d*$/, "").toLowerCase();
-        port = Number.parseInt(port, 10) || DEFAULT_PORTS[protocol] || 0;
-        if (!this.#shouldProxy(hostname3, port)) {
+        let { protocol, host: hostname5, port } = url2;
+        hostname5 = hostname5.replace(/:\d*$/, "").toLowerCase();
+        port = Number.parseInt(port, 10) || DEFAULT_PORTS2[protocol] || 0;
+        if (!this.#shouldProxy(hostname5, port)) {
           return this[kNoProxyAgent];
         }
         if (protocol === "https:") {
@@ -8995,7 +8996,7 @@ var require_env_http_proxy_agent = __commonJS({
         }
         return this[kHttpProxyAgent];
       }
-      #shouldProxy(hostname3, port) {
+      #shouldProxy(hostname5, port) {
         if (this.#noProxyChanged) {
           this.#parseNoProxy();
         }
@@ -9011,11 +9012,11 @@ var require_env_http_proxy_agent = __commonJS({
             continue;
           }
           if (!/^[.*]/.test(entry.hostname)) {
-            if (hostname3 === entry.hostname) {
+            if (hostname5 === entry.hostname) {
               return false;
             }
           } else {
-            if (hostname3.endsWith(entry.hostname.replace(/^\*/, ""))) {
+            if (hostname5.endsWith(entry.hostname.replace(/^\*/, ""))) {
               return false;
             }
           }
@@ -9195,7 +9196,7 @@ var require_retry_handler = __commonJS({
           errorCodes,
           methods
         } = retryOptions;
-        const { counter } = state;
+        const { counter: counter2 } = state;
         if (code2 && code2 !== "UND_ERR_REQ_RETRY" && !errorCodes.includes(code2)) {
           cb(err);
           return;
@@ -9208,7 +9209,7 @@ var require_retry_handler = __commonJS({
           cb(err);
           return;
         }
-        if (counter > maxRetries) {
+        if (counter2 > maxRetries) {
           cb(err);
           return;
         }
@@ -9217,7 +9218,7 @@ var require_retry_handler = __commonJS({
           retryAfterHeader = Number(retryAfterHeader);
           retryAfterHeader = Number.isNaN(retryAfterHeader) ? calculateRetryAfterHeader(retryAfterHeader) : retryAfterHeader * 1e3;
         }
-        const retryTimeout = retryAfterHeader > 0 ? Math.min(retryAfterHeader, maxTimeout) : Math.min(minTimeout * timeoutFactor ** (counter - 1), maxTimeout);
+        const retryTimeout = retryAfterHeader > 0 ? Math.min(retryAfterHeader, maxTimeout) : Math.min(minTimeout * timeoutFactor ** (counter2 - 1), maxTimeout);
         setTimeout(() => cb(null), retryTimeout);
       }
       onHeaders(statusCode, rawHeaders, resume, statusMessage) {
@@ -9570,7 +9571,7 @@ var require_readable = __commonJS({
         if (this._readableState.closeEmitted) {
           return null;
         }
-        return await new Promise((resolve3, reject) => {
+        return await new Promise((resolve4, reject) => {
           if (this[kContentLength] > limit) {
             this.destroy(new AbortError());
           }
@@ -9583,7 +9584,7 @@ var require_readable = __commonJS({
             if (signal?.aborted) {
               reject(signal.reason ?? new AbortError());
             } else {
-              resolve3(null);
+              resolve4(null);
             }
           }).on("error", noop5).on("data", function(chunk) {
             limit -= chunk.length;
@@ -9602,7 +9603,7 @@ var require_readable = __commonJS({
     }
     async function consume(stream, type) {
       assert2(!stream[kConsume]);
-      return new Promise((resolve3, reject) => {
+      return new Promise((resolve4, reject) => {
         if (isUnusable(stream)) {
           const rState = stream._readableState;
           if (rState.destroyed && rState.closeEmitted === false) {
@@ -9619,7 +9620,7 @@ var require_readable = __commonJS({
             stream[kConsume] = {
               type,
               stream,
-              resolve: resolve3,
+              resolve: resolve4,
               reject,
               length: 0,
               body: []
@@ -9689,18 +9690,18 @@ var require_readable = __commonJS({
       return buffer;
     }
     function consumeEnd(consume2) {
-      const { type, body, resolve: resolve3, stream, length } = consume2;
+      const { type, body, resolve: resolve4, stream, length } = consume2;
       try {
         if (type === "text") {
-          resolve3(chunksDecode(body, length));
+          resolve4(chunksDecode(body, length));
         } else if (type === "json") {
-          resolve3(JSON.parse(chunksDecode(body, length)));
+          resolve4(JSON.parse(chunksDecode(body, length)));
         } else if (type === "arrayBuffer") {
-          resolve3(chunksConcat(body, length).buffer);
+          resolve4(chunksConcat(body, length).buffer);
         } else if (type === "blob") {
-          resolve3(new Blob(body, { type: stream[kContentType] }));
+          resolve4(new Blob(body, { type: stream[kContentType] }));
         } else if (type === "bytes") {
-          resolve3(chunksConcat(body, length));
+          resolve4(chunksConcat(body, length));
         }
         consumeFinish(consume2);
       } catch (err) {
@@ -9957,9 +9958,9 @@ var require_api_request = __commonJS({
     };
     function request2(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve3, reject) => {
+        return new Promise((resolve4, reject) => {
           request2.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve3(data);
+            return err ? reject(err) : resolve4(data);
           });
         });
       }
@@ -10182,9 +10183,9 @@ var require_api_stream = __commonJS({
     };
     function stream(opts, factory, callback) {
       if (callback === void 0) {
-        return new Promise((resolve3, reject) => {
+        return new Promise((resolve4, reject) => {
           stream.call(this, opts, factory, (err, data) => {
-            return err ? reject(err) : resolve3(data);
+            return err ? reject(err) : resolve4(data);
           });
         });
       }
@@ -10469,9 +10470,9 @@ var require_api_upgrade = __commonJS({
     };
     function upgrade(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve3, reject) => {
+        return new Promise((resolve4, reject) => {
           upgrade.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve3(data);
+            return err ? reject(err) : resolve4(data);
           });
         });
       }
@@ -10561,11 +10562,11 @@ var require_api_connect = __commonJS({
         }
       }
     };
-    function connect(opts, callback) {
+    function connect2(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve3, reject) => {
-          connect.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve3(data);
+        return new Promise((resolve4, reject) => {
+          connect2.call(this, opts, (err, data) => {
+            return err ? reject(err) : resolve4(data);
           });
         });
       }
@@ -10580,7 +10581,7 @@ var require_api_connect = __commonJS({
         queueMicrotask(() => callback(err, { opaque }));
       }
     }
-    module2.exports = connect;
+    module2.exports = connect2;
   }
 });
 
@@ -10892,11 +10893,11 @@ var require_mock_utils = __commonJS({
             mockDispatch.call(this, opts, handler2);
           } catch (error64) {
             if (error64 instanceof MockNotMatchedError) {
-              const netConnect = agent[kGetNetConnect]();
-              if (netConnect === false) {
+              const netConnect2 = agent[kGetNetConnect]();
+              if (netConnect2 === false) {
                 throw new MockNotMatchedError(`${error64.message}: subsequent request to origin ${origin} was not allowed (net.connect disabled)`);
               }
-              if (checkNetConnect(netConnect, origin)) {
+              if (checkNetConnect(netConnect2, origin)) {
                 originalDispatch.call(this, opts, handler2);
               } else {
                 throw new MockNotMatchedError(`${error64.message}: subsequent request to origin ${origin} was not allowed (net.connect is not enabled for this origin)`);
@@ -10910,11 +10911,11 @@ var require_mock_utils = __commonJS({
         }
       };
     }
-    function checkNetConnect(netConnect, origin) {
+    function checkNetConnect(netConnect2, origin) {
       const url2 = new URL(origin);
-      if (netConnect === true) {
+      if (netConnect2 === true) {
         return true;
-      } else if (Array.isArray(netConnect) && netConnect.some((matcher) => matchValue(matcher, url2.host))) {
+      } else if (Array.isArray(netConnect2) && netConnect2.some((matcher) => matchValue(matcher, url2.host))) {
         return true;
       }
       return false;
@@ -11638,8 +11639,8 @@ var require_dump = __commonJS({
 var require_dns = __commonJS({
   "node_modules/undici/lib/interceptor/dns.js"(exports2, module2) {
     "use strict";
-    var { isIP } = require("node:net");
-    var { lookup } = require("node:dns");
+    var { isIP: isIP3 } = require("node:net");
+    var { lookup: lookup2 } = require("node:dns");
     var DecoratorHandler = require_decorator_handler();
     var { InvalidArgumentError, InformationalError } = require_errors();
     var maxInt = Math.pow(2, 31) - 1;
@@ -11729,7 +11730,7 @@ var require_dns = __commonJS({
         }
       }
       #defaultLookup(origin, opts, cb) {
-        lookup(
+        lookup2(
           origin.hostname,
           {
             all: true,
@@ -11893,7 +11894,7 @@ var require_dns = __commonJS({
       return (dispatch) => {
         return function dnsInterceptor(origDispatchOpts, handler2) {
           const origin = origDispatchOpts.origin.constructor === URL ? origDispatchOpts.origin : new URL(origDispatchOpts.origin);
-          if (isIP(origin.hostname) !== 0) {
+          if (isIP3(origin.hostname) !== 0) {
             return dispatch(origDispatchOpts, handler2);
           }
           instance.runLookup(origin, origDispatchOpts, (err, newOrigin) => {
@@ -12032,12 +12033,12 @@ var require_headers = __commonJS({
       append(name, value, isLowerCase) {
         this[kHeadersSortedMap] = null;
         const lowercaseName = isLowerCase ? name : name.toLowerCase();
-        const exists4 = this[kHeadersMap].get(lowercaseName);
-        if (exists4) {
+        const exists5 = this[kHeadersMap].get(lowercaseName);
+        if (exists5) {
           const delimiter2 = lowercaseName === "cookie" ? "; " : ", ";
           this[kHeadersMap].set(lowercaseName, {
-            name: exists4.name,
-            value: `${exists4.value}${delimiter2}${value}`
+            name: exists5.name,
+            value: `${exists5.value}${delimiter2}${value}`
           });
         } else {
           this[kHeadersMap].set(lowercaseName, { name, value });
@@ -14142,74 +14143,74 @@ var require_fetch = __commonJS({
     async function httpNetworkOrCacheFetch(fetchParams, isAuthenticationFetch = false, isNewConnectionFetch = false) {
       const request2 = fetchParams.request;
       let httpFetchParams = null;
-      let httpRequest2 = null;
+      let httpRequest3 = null;
       let response = null;
       const httpCache = null;
       const revalidatingFlag = false;
       if (request2.window === "no-window" && request2.redirect === "error") {
         httpFetchParams = fetchParams;
-        httpRequest2 = request2;
+        httpRequest3 = request2;
       } else {
-        httpRequest2 = cloneRequest(request2);
+        httpRequest3 = cloneRequest(request2);
         httpFetchParams = { ...fetchParams };
-        httpFetchParams.request = httpRequest2;
+        httpFetchParams.request = httpRequest3;
       }
       const includeCredentials = request2.credentials === "include" || request2.credentials === "same-origin" && request2.responseTainting === "basic";
-      const contentLength = httpRequest2.body ? httpRequest2.body.length : null;
+      const contentLength = httpRequest3.body ? httpRequest3.body.length : null;
       let contentLengthHeaderValue = null;
-      if (httpRequest2.body == null && ["POST", "PUT"].includes(httpRequest2.method)) {
+      if (httpRequest3.body == null && ["POST", "PUT"].includes(httpRequest3.method)) {
         contentLengthHeaderValue = "0";
       }
       if (contentLength != null) {
         contentLengthHeaderValue = isomorphicEncode(`${contentLength}`);
       }
       if (contentLengthHeaderValue != null) {
-        httpRequest2.headersList.append("content-length", contentLengthHeaderValue, true);
+        httpRequest3.headersList.append("content-length", contentLengthHeaderValue, true);
       }
-      if (contentLength != null && httpRequest2.keepalive) {
+      if (contentLength != null && httpRequest3.keepalive) {
       }
-      if (httpRequest2.referrer instanceof URL) {
-        httpRequest2.headersList.append("referer", isomorphicEncode(httpRequest2.referrer.href), true);
+      if (httpRequest3.referrer instanceof URL) {
+        httpRequest3.headersList.append("referer", isomorphicEncode(httpRequest3.referrer.href), true);
       }
-      appendRequestOriginHeader(httpRequest2);
-      appendFetchMetadata(httpRequest2);
-      if (!httpRequest2.headersList.contains("user-agent", true)) {
-        httpRequest2.headersList.append("user-agent", defaultUserAgent);
+      appendRequestOriginHeader(httpRequest3);
+      appendFetchMetadata(httpRequest3);
+      if (!httpRequest3.headersList.contains("user-agent", true)) {
+        httpRequest3.headersList.append("user-agent", defaultUserAgent);
       }
-      if (httpRequest2.cache === "default" && (httpRequest2.headersList.contains("if-modified-since", true) || httpRequest2.headersList.contains("if-none-match", true) || httpRequest2.headersList.contains("if-unmodified-since", true) || httpRequest2.headersList.contains("if-match", true) || httpRequest2.headersList.contains("if-range", true))) {
-        httpRequest2.cache = "no-store";
+      if (httpRequest3.cache === "default" && (httpRequest3.headersList.contains("if-modified-since", true) || httpRequest3.headersList.contains("if-none-match", true) || httpRequest3.headersList.contains("if-unmodified-since", true) || httpRequest3.headersList.contains("if-match", true) || httpRequest3.headersList.contains("if-range", true))) {
+        httpRequest3.cache = "no-store";
       }
-      if (httpRequest2.cache === "no-cache" && !httpRequest2.preventNoCacheCacheControlHeaderModification && !httpRequest2.headersList.contains("cache-control", true)) {
-        httpRequest2.headersList.append("cache-control", "max-age=0", true);
+      if (httpRequest3.cache === "no-cache" && !httpRequest3.preventNoCacheCacheControlHeaderModification && !httpRequest3.headersList.contains("cache-control", true)) {
+        httpRequest3.headersList.append("cache-control", "max-age=0", true);
       }
-      if (httpRequest2.cache === "no-store" || httpRequest2.cache === "reload") {
-        if (!httpRequest2.headersList.contains("pragma", true)) {
-          httpRequest2.headersList.append("pragma", "no-cache", true);
+      if (httpRequest3.cache === "no-store" || httpRequest3.cache === "reload") {
+        if (!httpRequest3.headersList.contains("pragma", true)) {
+          httpRequest3.headersList.append("pragma", "no-cache", true);
         }
-        if (!httpRequest2.headersList.contains("cache-control", true)) {
-          httpRequest2.headersList.append("cache-control", "no-cache", true);
+        if (!httpRequest3.headersList.contains("cache-control", true)) {
+          httpRequest3.headersList.append("cache-control", "no-cache", true);
         }
       }
-      if (httpRequest2.headersList.contains("range", true)) {
-        httpRequest2.headersList.append("accept-encoding", "identity", true);
+      if (httpRequest3.headersList.contains("range", true)) {
+        httpRequest3.headersList.append("accept-encoding", "identity", true);
       }
-      if (!httpRequest2.headersList.contains("accept-encoding", true)) {
-        if (urlHasHttpsScheme(requestCurrentURL(httpRequest2))) {
-          httpRequest2.headersList.append("accept-encoding", "br, gzip, deflate", true);
+      if (!httpRequest3.headersList.contains("accept-encoding", true)) {
+        if (urlHasHttpsScheme(requestCurrentURL(httpRequest3))) {
+          httpRequest3.headersList.append("accept-encoding", "br, gzip, deflate", true);
         } else {
-          httpRequest2.headersList.append("accept-encoding", "gzip, deflate", true);
+          httpRequest3.headersList.append("accept-encoding", "gzip, deflate", true);
         }
       }
-      httpRequest2.headersList.delete("host", true);
+      httpRequest3.headersList.delete("host", true);
       if (includeCredentials) {
       }
       if (httpCache == null) {
-        httpRequest2.cache = "no-store";
+        httpRequest3.cache = "no-store";
       }
-      if (httpRequest2.cache !== "no-store" && httpRequest2.cache !== "reload") {
+      if (httpRequest3.cache !== "no-store" && httpRequest3.cache !== "reload") {
       }
       if (response == null) {
-        if (httpRequest2.cache === "only-if-cached") {
+        if (httpRequest3.cache === "only-if-cached") {
           return makeNetworkError("only if cached");
         }
         const forwardResponse = await httpNetworkFetch(
@@ -14217,7 +14218,7 @@ var require_fetch = __commonJS({
           includeCredentials,
           isNewConnectionFetch
         );
-        if (!safeMethodsSet.has(httpRequest2.method) && forwardResponse.status >= 200 && forwardResponse.status <= 399) {
+        if (!safeMethodsSet.has(httpRequest3.method) && forwardResponse.status >= 200 && forwardResponse.status <= 399) {
         }
         if (revalidatingFlag && forwardResponse.status === 304) {
         }
@@ -14225,8 +14226,8 @@ var require_fetch = __commonJS({
           response = forwardResponse;
         }
       }
-      response.urlList = [...httpRequest2.urlList];
-      if (httpRequest2.headersList.contains("range", true)) {
+      response.urlList = [...httpRequest3.urlList];
+      if (httpRequest3.headersList.contains("range", true)) {
         response.rangeRequested = true;
       }
       response.requestIncludesCredentials = includeCredentials;
@@ -14428,7 +14429,7 @@ var require_fetch = __commonJS({
       function dispatch({ body }) {
         const url2 = requestCurrentURL(request2);
         const agent = fetchParams.controller.dispatcher;
-        return new Promise((resolve3, reject) => agent.dispatch(
+        return new Promise((resolve4, reject) => agent.dispatch(
           {
             path: url2.pathname + url2.search,
             origin: url2.origin,
@@ -14504,7 +14505,7 @@ var require_fetch = __commonJS({
               }
               this.body = new Readable4({ read: resume });
               const onError = this.onError.bind(this);
-              resolve3({
+              resolve4({
                 status,
                 statusText,
                 headersList,
@@ -14547,7 +14548,7 @@ var require_fetch = __commonJS({
               for (let i2 = 0; i2 < rawHeaders.length; i2 += 2) {
                 headersList.append(bufferToLowerCasedHeaderName(rawHeaders[i2]), rawHeaders[i2 + 1].toString("latin1"), true);
               }
-              resolve3({
+              resolve4({
                 status,
                 statusText: STATUS_CODES[status],
                 headersList,
@@ -18288,8 +18289,8 @@ var require_util8 = __commonJS({
       return true;
     }
     function delay(ms2) {
-      return new Promise((resolve3) => {
-        setTimeout(resolve3, ms2).unref();
+      return new Promise((resolve4) => {
+        setTimeout(resolve4, ms2).unref();
       });
     }
     module2.exports = {
@@ -19547,9 +19548,9 @@ var require_anchors = __commonJS({
       }
       return true;
     }
-    function anchorNames(root) {
+    function anchorNames(root2) {
       const anchors = /* @__PURE__ */ new Set();
-      visit2.visit(root, {
+      visit2.visit(root2, {
         Value(_key, node2) {
           if (node2.anchor)
             anchors.add(node2.anchor);
@@ -23110,10 +23111,10 @@ var require_resolve_block_map = __commonJS({
       let offset = bm.offset;
       let commentEnd = null;
       for (const collItem of bm.items) {
-        const { start, key: key2, sep: sep4, value } = collItem;
+        const { start, key: key2, sep: sep5, value } = collItem;
         const keyProps = resolveProps.resolveProps(start, {
           indicator: "explicit-key-ind",
-          next: key2 ?? sep4?.[0],
+          next: key2 ?? sep5?.[0],
           offset,
           onError,
           parentIndent: bm.indent,
@@ -23127,7 +23128,7 @@ var require_resolve_block_map = __commonJS({
             else if ("indent" in key2 && key2.indent !== bm.indent)
               onError(offset, "BAD_INDENT", startColMsg);
           }
-          if (!keyProps.anchor && !keyProps.tag && !sep4) {
+          if (!keyProps.anchor && !keyProps.tag && !sep5) {
             commentEnd = keyProps.end;
             if (keyProps.comment) {
               if (map2.comment)
@@ -23151,7 +23152,7 @@ var require_resolve_block_map = __commonJS({
         ctx.atKey = false;
         if (utilMapIncludes.mapIncludes(ctx, map2.items, keyNode))
           onError(keyStart, "DUPLICATE_KEY", "Map keys must be unique");
-        const valueProps = resolveProps.resolveProps(sep4 ?? [], {
+        const valueProps = resolveProps.resolveProps(sep5 ?? [], {
           indicator: "map-value-ind",
           next: value,
           offset: keyNode.range[2],
@@ -23167,7 +23168,7 @@ var require_resolve_block_map = __commonJS({
             if (ctx.options.strict && keyProps.start < valueProps.found.offset - 1024)
               onError(keyNode.range, "KEY_OVER_1024_CHARS", "The : indicator must be at most 1024 chars after the start of an implicit block mapping key");
           }
-          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : composeEmptyNode(ctx, offset, sep4, null, valueProps, onError);
+          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : composeEmptyNode(ctx, offset, sep5, null, valueProps, onError);
           if (ctx.schema.compat)
             utilFlowIndentCheck.flowIndentCheck(bm.indent, value, onError);
           offset = valueNode.range[2];
@@ -23258,7 +23259,7 @@ var require_resolve_end = __commonJS({
       let comment = "";
       if (end) {
         let hasSpace = false;
-        let sep4 = "";
+        let sep5 = "";
         for (const token of end) {
           const { source, type } = token;
           switch (type) {
@@ -23272,13 +23273,13 @@ var require_resolve_end = __commonJS({
               if (!comment)
                 comment = cb;
               else
-                comment += sep4 + cb;
-              sep4 = "";
+                comment += sep5 + cb;
+              sep5 = "";
               break;
             }
             case "newline":
               if (comment)
-                sep4 += source;
+                sep5 += source;
               hasSpace = true;
               break;
             default:
@@ -23321,18 +23322,18 @@ var require_resolve_flow_collection = __commonJS({
       let offset = fc.offset + fc.start.source.length;
       for (let i2 = 0; i2 < fc.items.length; ++i2) {
         const collItem = fc.items[i2];
-        const { start, key: key2, sep: sep4, value } = collItem;
+        const { start, key: key2, sep: sep5, value } = collItem;
         const props = resolveProps.resolveProps(start, {
           flow: fcName,
           indicator: "explicit-key-ind",
-          next: key2 ?? sep4?.[0],
+          next: key2 ?? sep5?.[0],
           offset,
           onError,
           parentIndent: fc.indent,
           startOnNewline: false
         });
         if (!props.found) {
-          if (!props.anchor && !props.tag && !sep4 && !value) {
+          if (!props.anchor && !props.tag && !sep5 && !value) {
             if (i2 === 0 && props.comma)
               onError(props.comma, "UNEXPECTED_TOKEN", `Unexpected , in ${fcName}`);
             else if (i2 < fc.items.length - 1)
@@ -23386,8 +23387,8 @@ var require_resolve_flow_collection = __commonJS({
             }
           }
         }
-        if (!isMap && !sep4 && !props.found) {
-          const valueNode = value ? composeNode(ctx, value, props, onError) : composeEmptyNode(ctx, props.end, sep4, null, props, onError);
+        if (!isMap && !sep5 && !props.found) {
+          const valueNode = value ? composeNode(ctx, value, props, onError) : composeEmptyNode(ctx, props.end, sep5, null, props, onError);
           coll.items.push(valueNode);
           offset = valueNode.range[2];
           if (isBlock(value))
@@ -23399,7 +23400,7 @@ var require_resolve_flow_collection = __commonJS({
           if (isBlock(key2))
             onError(keyNode.range, "BLOCK_IN_FLOW", blockMsg);
           ctx.atKey = false;
-          const valueProps = resolveProps.resolveProps(sep4 ?? [], {
+          const valueProps = resolveProps.resolveProps(sep5 ?? [], {
             flow: fcName,
             indicator: "map-value-ind",
             next: value,
@@ -23410,8 +23411,8 @@ var require_resolve_flow_collection = __commonJS({
           });
           if (valueProps.found) {
             if (!isMap && !props.found && ctx.options.strict) {
-              if (sep4)
-                for (const st of sep4) {
+              if (sep5)
+                for (const st of sep5) {
                   if (st === valueProps.found)
                     break;
                   if (st.type === "newline") {
@@ -23428,7 +23429,7 @@ var require_resolve_flow_collection = __commonJS({
             else
               onError(valueProps.start, "MISSING_CHAR", `Missing , or : between ${fcName} items`);
           }
-          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : valueProps.found ? composeEmptyNode(ctx, valueProps.end, sep4, null, valueProps, onError) : null;
+          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : valueProps.found ? composeEmptyNode(ctx, valueProps.end, sep5, null, valueProps, onError) : null;
           if (valueNode) {
             if (isBlock(value))
               onError(valueNode.range, "BLOCK_IN_FLOW", blockMsg);
@@ -23608,7 +23609,7 @@ var require_resolve_block_scalar = __commonJS({
           chompStart = i2 + 1;
       }
       let value = "";
-      let sep4 = "";
+      let sep5 = "";
       let prevMoreIndented = false;
       for (let i2 = 0; i2 < contentStart; ++i2)
         value += lines[i2][0].slice(trimIndent) + "\n";
@@ -23625,24 +23626,24 @@ var require_resolve_block_scalar = __commonJS({
           indent = "";
         }
         if (type === Scalar.Scalar.BLOCK_LITERAL) {
-          value += sep4 + indent.slice(trimIndent) + content;
-          sep4 = "\n";
+          value += sep5 + indent.slice(trimIndent) + content;
+          sep5 = "\n";
         } else if (indent.length > trimIndent || content[0] === "	") {
-          if (sep4 === " ")
-            sep4 = "\n";
-          else if (!prevMoreIndented && sep4 === "\n")
-            sep4 = "\n\n";
-          value += sep4 + indent.slice(trimIndent) + content;
-          sep4 = "\n";
+          if (sep5 === " ")
+            sep5 = "\n";
+          else if (!prevMoreIndented && sep5 === "\n")
+            sep5 = "\n\n";
+          value += sep5 + indent.slice(trimIndent) + content;
+          sep5 = "\n";
           prevMoreIndented = true;
         } else if (content === "") {
-          if (sep4 === "\n")
+          if (sep5 === "\n")
             value += "\n";
           else
-            sep4 = "\n";
+            sep5 = "\n";
         } else {
-          value += sep4 + content;
-          sep4 = " ";
+          value += sep5 + content;
+          sep5 = " ";
           prevMoreIndented = false;
         }
       }
@@ -23825,25 +23826,25 @@ var require_resolve_flow_scalar = __commonJS({
         trimBoth = /^[ \t]+|[ \t]+$/g;
       }
       let res = match[1].replace(trimEnd, "");
-      let sep4 = " ";
+      let sep5 = " ";
       let pos = line.lastIndex;
       while (match = line.exec(source)) {
         const lm = match[1].replace(trimBoth, "");
         if (lm === "") {
-          if (sep4 === "\n")
-            res += sep4;
+          if (sep5 === "\n")
+            res += sep5;
           else
-            sep4 = "\n";
+            sep5 = "\n";
         } else {
-          res += sep4 + lm;
-          sep4 = " ";
+          res += sep5 + lm;
+          sep5 = " ";
         }
         pos = line.lastIndex;
       }
       const last = /[ \t]*(.*)/sy;
       last.lastIndex = pos;
       match = last.exec(source);
-      return res + sep4 + (match?.[1] ?? "");
+      return res + sep5 + (match?.[1] ?? "");
     }
     function doubleQuotedValue(source, onError) {
       let res = "";
@@ -24653,14 +24654,14 @@ var require_cst_stringify = __commonJS({
         }
       }
     }
-    function stringifyItem({ start, key: key2, sep: sep4, value }) {
+    function stringifyItem({ start, key: key2, sep: sep5, value }) {
       let res = "";
       for (const st of start)
         res += st.source;
       if (key2)
         res += stringifyToken(key2);
-      if (sep4)
-        for (const st of sep4)
+      if (sep5)
+        for (const st of sep5)
           res += st.source;
       if (value)
         res += stringifyToken(value);
@@ -25827,18 +25828,18 @@ var require_parser = __commonJS({
         if (this.type === "map-value-ind") {
           const prev = getPrevProps(this.peek(2));
           const start = getFirstKeyStartProps(prev);
-          let sep4;
+          let sep5;
           if (scalar.end) {
-            sep4 = scalar.end;
-            sep4.push(this.sourceToken);
+            sep5 = scalar.end;
+            sep5.push(this.sourceToken);
             delete scalar.end;
           } else
-            sep4 = [this.sourceToken];
+            sep5 = [this.sourceToken];
           const map2 = {
             type: "block-map",
             offset: scalar.offset,
             indent: scalar.indent,
-            items: [{ start, key: scalar, sep: sep4 }]
+            items: [{ start, key: scalar, sep: sep5 }]
           };
           this.onKeyLine = true;
           this.stack[this.stack.length - 1] = map2;
@@ -25991,15 +25992,15 @@ var require_parser = __commonJS({
                 } else if (isFlowToken(it.key) && !includesToken(it.sep, "newline")) {
                   const start2 = getFirstKeyStartProps(it.start);
                   const key2 = it.key;
-                  const sep4 = it.sep;
-                  sep4.push(this.sourceToken);
+                  const sep5 = it.sep;
+                  sep5.push(this.sourceToken);
                   delete it.key;
                   delete it.sep;
                   this.stack.push({
                     type: "block-map",
                     offset: this.offset,
                     indent: this.indent,
-                    items: [{ start: start2, key: key2, sep: sep4 }]
+                    items: [{ start: start2, key: key2, sep: sep5 }]
                   });
                 } else if (start.length > 0) {
                   it.sep = it.sep.concat(start, this.sourceToken);
@@ -26193,13 +26194,13 @@ var require_parser = __commonJS({
             const prev = getPrevProps(parent);
             const start = getFirstKeyStartProps(prev);
             fixFlowSeqItems(fc);
-            const sep4 = fc.end.splice(1, fc.end.length);
-            sep4.push(this.sourceToken);
+            const sep5 = fc.end.splice(1, fc.end.length);
+            sep5.push(this.sourceToken);
             const map2 = {
               type: "block-map",
               offset: fc.offset,
               indent: fc.indent,
-              items: [{ start, key: fc, sep: sep4 }]
+              items: [{ start, key: fc, sep: sep5 }]
             };
             this.onKeyLine = true;
             this.stack[this.stack.length - 1] = map2;
@@ -26500,15 +26501,15 @@ var require_windows = __commonJS({
       }
       return false;
     }
-    function checkStat(stat3, path6, options) {
-      if (!stat3.isSymbolicLink() && !stat3.isFile()) {
+    function checkStat(stat4, path6, options) {
+      if (!stat4.isSymbolicLink() && !stat4.isFile()) {
         return false;
       }
       return checkPathExt(path6, options);
     }
     function isexe(path6, options, cb) {
-      fs3.stat(path6, function(er, stat3) {
-        cb(er, er ? false : checkStat(stat3, path6, options));
+      fs3.stat(path6, function(er, stat4) {
+        cb(er, er ? false : checkStat(stat4, path6, options));
       });
     }
     function sync(path6, options) {
@@ -26524,20 +26525,20 @@ var require_mode = __commonJS({
     isexe.sync = sync;
     var fs3 = require("fs");
     function isexe(path6, options, cb) {
-      fs3.stat(path6, function(er, stat3) {
-        cb(er, er ? false : checkStat(stat3, options));
+      fs3.stat(path6, function(er, stat4) {
+        cb(er, er ? false : checkStat(stat4, options));
       });
     }
     function sync(path6, options) {
       return checkStat(fs3.statSync(path6), options);
     }
-    function checkStat(stat3, options) {
-      return stat3.isFile() && checkMode(stat3, options);
+    function checkStat(stat4, options) {
+      return stat4.isFile() && checkMode(stat4, options);
     }
-    function checkMode(stat3, options) {
-      var mod = stat3.mode;
-      var uid = stat3.uid;
-      var gid = stat3.gid;
+    function checkMode(stat4, options) {
+      var mod = stat4.mode;
+      var uid = stat4.uid;
+      var gid = stat4.gid;
       var myUid = options.uid !== void 0 ? options.uid : process.getuid && process.getuid();
       var myGid = options.gid !== void 0 ? options.gid : process.getgid && process.getgid();
       var u2 = parseInt("100", 8);
@@ -26571,12 +26572,12 @@ var require_isexe = __commonJS({
         if (typeof Promise !== "function") {
           throw new TypeError("callback not provided");
         }
-        return new Promise(function(resolve3, reject) {
+        return new Promise(function(resolve4, reject) {
           isexe(path6, options || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
-              resolve3(is);
+              resolve4(is);
             }
           });
         });
@@ -26642,27 +26643,27 @@ var require_which = __commonJS({
         opt = {};
       const { pathEnv, pathExt, pathExtExe } = getPathInfo(cmd, opt);
       const found = [];
-      const step = (i2) => new Promise((resolve3, reject) => {
+      const step = (i2) => new Promise((resolve4, reject) => {
         if (i2 === pathEnv.length)
-          return opt.all && found.length ? resolve3(found) : reject(getNotFoundError(cmd));
+          return opt.all && found.length ? resolve4(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
         const pCmd = path6.join(pathPart, cmd);
         const p2 = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
-        resolve3(subStep(p2, i2, 0));
+        resolve4(subStep(p2, i2, 0));
       });
-      const subStep = (p2, i2, ii) => new Promise((resolve3, reject) => {
+      const subStep = (p2, i2, ii) => new Promise((resolve4, reject) => {
         if (ii === pathExt.length)
-          return resolve3(step(i2 + 1));
+          return resolve4(step(i2 + 1));
         const ext = pathExt[ii];
         isexe(p2 + ext, { pathExt: pathExtExe }, (er, is) => {
           if (!er && is) {
             if (opt.all)
               found.push(p2 + ext);
             else
-              return resolve3(p2 + ext);
+              return resolve4(p2 + ext);
           }
-          return resolve3(subStep(p2, i2, ii + 1));
+          return resolve4(subStep(p2, i2, ii + 1));
         });
       });
       return cb ? step(0).then((res) => cb(null, res), cb) : step(0);
@@ -27032,8 +27033,8 @@ var require_cross_spawn = __commonJS({
 });
 
 // src/action/runner.ts
-var import_node_os7 = require("node:os");
-var import_node_path19 = require("node:path");
+var import_node_os11 = require("node:os");
+var import_node_path26 = require("node:path");
 
 // node_modules/@actions/core/lib/command.js
 var os = __toESM(require("os"), 1);
@@ -27219,11 +27220,11 @@ var tunnel = __toESM(require_tunnel2(), 1);
 var import_undici = __toESM(require_undici(), 1);
 var __awaiter = function(thisArg, _arguments, P, generator) {
   function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve3) {
-      resolve3(value);
+    return value instanceof P ? value : new P(function(resolve4) {
+      resolve4(value);
     });
   }
-  return new (P || (P = Promise))(function(resolve3, reject) {
+  return new (P || (P = Promise))(function(resolve4, reject) {
     function fulfilled(value) {
       try {
         step(generator.next(value));
@@ -27239,7 +27240,7 @@ var __awaiter = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve3(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve4(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -27312,26 +27313,26 @@ var HttpClientResponse = class {
   }
   readBody() {
     return __awaiter(this, void 0, void 0, function* () {
-      return new Promise((resolve3) => __awaiter(this, void 0, void 0, function* () {
+      return new Promise((resolve4) => __awaiter(this, void 0, void 0, function* () {
         let output2 = Buffer.alloc(0);
         this.message.on("data", (chunk) => {
           output2 = Buffer.concat([output2, chunk]);
         });
         this.message.on("end", () => {
-          resolve3(output2.toString());
+          resolve4(output2.toString());
         });
       }));
     });
   }
   readBodyBuffer() {
     return __awaiter(this, void 0, void 0, function* () {
-      return new Promise((resolve3) => __awaiter(this, void 0, void 0, function* () {
+      return new Promise((resolve4) => __awaiter(this, void 0, void 0, function* () {
         const chunks = [];
         this.message.on("data", (chunk) => {
           chunks.push(chunk);
         });
         this.message.on("end", () => {
-          resolve3(Buffer.concat(chunks));
+          resolve4(Buffer.concat(chunks));
         });
       }));
     });
@@ -27534,14 +27535,14 @@ var HttpClient = class {
    */
   requestRaw(info2, data) {
     return __awaiter(this, void 0, void 0, function* () {
-      return new Promise((resolve3, reject) => {
+      return new Promise((resolve4, reject) => {
         function callbackForResult(err, res) {
           if (err) {
             reject(err);
           } else if (!res) {
             reject(new Error("Unknown error"));
           } else {
-            resolve3(res);
+            resolve4(res);
           }
         }
         this.requestRawWithCallback(info2, data, callbackForResult);
@@ -27785,12 +27786,12 @@ var HttpClient = class {
     return __awaiter(this, void 0, void 0, function* () {
       retryNumber = Math.min(ExponentialBackoffCeiling, retryNumber);
       const ms2 = ExponentialBackoffTimeSlice * Math.pow(2, retryNumber);
-      return new Promise((resolve3) => setTimeout(() => resolve3(), ms2));
+      return new Promise((resolve4) => setTimeout(() => resolve4(), ms2));
     });
   }
   _processResponse(res, options) {
     return __awaiter(this, void 0, void 0, function* () {
-      return new Promise((resolve3, reject) => __awaiter(this, void 0, void 0, function* () {
+      return new Promise((resolve4, reject) => __awaiter(this, void 0, void 0, function* () {
         const statusCode = res.message.statusCode || 0;
         const response = {
           statusCode,
@@ -27798,7 +27799,7 @@ var HttpClient = class {
           headers: {}
         };
         if (statusCode === HttpCodes.NotFound) {
-          resolve3(response);
+          resolve4(response);
         }
         function dateTimeDeserializer(key2, value) {
           if (typeof value === "string") {
@@ -27837,7 +27838,7 @@ var HttpClient = class {
           err.result = response.result;
           reject(err);
         } else {
-          resolve3(response);
+          resolve4(response);
         }
       }));
     });
@@ -27848,11 +27849,11 @@ var lowercaseKeys = (obj2) => Object.keys(obj2).reduce((c3, k) => (c3[k.toLowerC
 // node_modules/@actions/http-client/lib/auth.js
 var __awaiter2 = function(thisArg, _arguments, P, generator) {
   function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve3) {
-      resolve3(value);
+    return value instanceof P ? value : new P(function(resolve4) {
+      resolve4(value);
     });
   }
-  return new (P || (P = Promise))(function(resolve3, reject) {
+  return new (P || (P = Promise))(function(resolve4, reject) {
     function fulfilled(value) {
       try {
         step(generator.next(value));
@@ -27868,7 +27869,7 @@ var __awaiter2 = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve3(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve4(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -27899,11 +27900,11 @@ var BearerCredentialHandler = class {
 // node_modules/@actions/core/lib/oidc-utils.js
 var __awaiter3 = function(thisArg, _arguments, P, generator) {
   function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve3) {
-      resolve3(value);
+    return value instanceof P ? value : new P(function(resolve4) {
+      resolve4(value);
     });
   }
-  return new (P || (P = Promise))(function(resolve3, reject) {
+  return new (P || (P = Promise))(function(resolve4, reject) {
     function fulfilled(value) {
       try {
         step(generator.next(value));
@@ -27919,7 +27920,7 @@ var __awaiter3 = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve3(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve4(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -27988,11 +27989,11 @@ var import_os = require("os");
 var import_fs = require("fs");
 var __awaiter4 = function(thisArg, _arguments, P, generator) {
   function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve3) {
-      resolve3(value);
+    return value instanceof P ? value : new P(function(resolve4) {
+      resolve4(value);
     });
   }
-  return new (P || (P = Promise))(function(resolve3, reject) {
+  return new (P || (P = Promise))(function(resolve4, reject) {
     function fulfilled(value) {
       try {
         step(generator.next(value));
@@ -28008,7 +28009,7 @@ var __awaiter4 = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve3(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve4(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -28287,11 +28288,11 @@ var arch = import_os2.default.arch();
 // node_modules/@actions/core/lib/core.js
 var __awaiter5 = function(thisArg, _arguments, P, generator) {
   function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve3) {
-      resolve3(value);
+    return value instanceof P ? value : new P(function(resolve4) {
+      resolve4(value);
     });
   }
-  return new (P || (P = Promise))(function(resolve3, reject) {
+  return new (P || (P = Promise))(function(resolve4, reject) {
     function fulfilled(value) {
       try {
         step(generator.next(value));
@@ -28307,7 +28308,7 @@ var __awaiter5 = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve3(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve4(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -32420,1168 +32421,10 @@ function parseRepoFullName(fullName) {
   return { owner: m[1], repo: m[2] };
 }
 
-// src/core/coders.ts
-var claude = {
-  name: "claude",
-  displayName: "Claude Code",
-  binary: "claude",
-  npmPackage: "@anthropic-ai/claude-code",
-  // The CLI's alias for the current Sonnet: a task never asks for a model the API has retired.
-  defaultModel: "sonnet",
-  promptOn: "stdin",
-  credential: {
-    env: "ANTHROPIC_API_KEY",
-    aliases: ["ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"],
-    // ANTHROPIC_AUTH_TOKEN is a proxy's bearer token: used only when a repository names it.
-    defaults: ["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"]
-  },
-  gateway: {
-    upstream: "https://api.anthropic.com",
-    routes: [
-      { method: "POST", path: /^\/v1\/messages(\/count_tokens)?$/ },
-      { method: "GET", path: /^\/v1\/models(\/[\w.-]+)?$/ }
-    ],
-    variable: "ANTHROPIC_BASE_URL"
-  },
-  verified: true
-};
-var codex = {
-  name: "codex",
-  displayName: "Codex",
-  binary: "codex",
-  npmPackage: "@openai/codex",
-  defaultModel: "gpt-5-codex",
-  promptOn: "stdin",
-  credential: { env: "OPENAI_API_KEY", aliases: ["CODEX_API_KEY"], defaults: ["OPENAI_API_KEY"] },
-  // Codex ignores OPENAI_BASE_URL: the base URL is a model provider of its own (`-c model_providers.*`).
-  gateway: {
-    upstream: "https://api.openai.com",
-    routes: [
-      { method: "POST", path: /^\/v1\/responses$/ },
-      { method: "GET", path: /^\/v1\/models$/ }
-    ]
-  },
-  verified: true
-};
-var agy = {
-  name: "agy",
-  displayName: "Antigravity",
-  binary: "agy",
-  defaultModel: "gemini-2.5-pro",
-  promptOn: "argv",
-  credential: { env: "GEMINI_API_KEY", aliases: [], defaults: ["GEMINI_API_KEY"] },
-  verified: false
-};
-var gemini = {
-  name: "gemini",
-  displayName: "Gemini CLI",
-  binary: "gemini",
-  npmPackage: "@google/gemini-cli",
-  // The Gemini CLI's own default model.
-  defaultModel: "gemini-2.5-pro",
-  promptOn: "argv",
-  credential: { env: "GEMINI_API_KEY", aliases: ["GOOGLE_API_KEY"], defaults: ["GEMINI_API_KEY"] },
-  gateway: {
-    upstream: "https://generativelanguage.googleapis.com",
-    routes: [
-      {
-        method: "POST",
-        path: /^\/v1(beta)?\/models\/[\w.-]+:(generateContent|streamGenerateContent|countTokens)$/
-      }
-    ],
-    variable: "GOOGLE_GEMINI_BASE_URL"
-  },
-  verified: true
-};
-var opencode = {
-  name: "opencode",
-  displayName: "opencode",
-  binary: "opencode",
-  npmPackage: "opencode-ai",
-  // An Anthropic model id: Fleet's runs name the Anthropic Messages API as opencode's provider.
-  defaultModel: "claude-sonnet-4-5",
-  promptOn: "stdin",
-  credential: { env: "ANTHROPIC_API_KEY", aliases: [], defaults: ["ANTHROPIC_API_KEY"] },
-  // opencode takes its base URL from its config file (a provider's `baseURL`), not a variable.
-  gateway: {
-    upstream: "https://api.anthropic.com",
-    routes: [{ method: "POST", path: /^\/v1\/messages(\/count_tokens)?$/ }]
-  },
-  verified: true
-};
-var CODERS = Object.freeze({ claude, codex, agy, gemini, opencode });
-var CODER_NAMES = Object.freeze(Object.keys(CODERS));
-var CODER_CREDENTIAL_VARIABLES = Object.freeze([
-  ...new Set(Object.values(CODERS).flatMap((c3) => [c3.credential.env, ...c3.credential.aliases]))
-]);
-
-// src/core/usage.ts
-var emptyUsage = () => ({
-  input: 0,
-  output: 0,
-  cacheRead: 0,
-  cacheWrite: 0,
-  reasoning: 0
-});
-function addUsage(a2, b) {
-  return {
-    input: a2.input + (b.input ?? 0),
-    output: a2.output + (b.output ?? 0),
-    cacheRead: a2.cacheRead + (b.cacheRead ?? 0),
-    cacheWrite: a2.cacheWrite + (b.cacheWrite ?? 0),
-    reasoning: a2.reasoning + (b.reasoning ?? 0)
-  };
-}
-var totalTokens = (u2) => u2.input + u2.output + u2.cacheRead + u2.cacheWrite;
-function combineTotals(a2, b) {
-  if (!a2 || !b) return a2 ?? b;
-  return {
-    usage: addUsage(a2.usage, b.usage),
-    costUsd: a2.costUsd === null && b.costUsd === null ? null : (a2.costUsd ?? 0) + (b.costUsd ?? 0),
-    turns: a2.turns + b.turns,
-    durationMs: a2.durationMs + b.durationMs,
-    model: b.model || a2.model,
-    ...b.credential ?? a2.credential ? { credential: b.credential ?? a2.credential } : {}
-  };
-}
-
-// src/agents/json-line.ts
-function parseJsonObject(line) {
-  const trimmed = line.trim();
-  if (!trimmed.startsWith("{")) return null;
-  try {
-    const v = JSON.parse(trimmed);
-    return v && typeof v === "object" && !Array.isArray(v) ? v : null;
-  } catch {
-    return null;
-  }
-}
-function safeParse(line, parse5) {
-  if (line.trim() === "") return [];
-  const obj2 = parseJsonObject(line);
-  if (!obj2) return [{ type: "unknown", raw: line }];
-  try {
-    return parse5(obj2) ?? [{ type: "unknown", raw: line }];
-  } catch {
-    return [{ type: "unknown", raw: line }];
-  }
-}
-var obj = (v) => v && typeof v === "object" && !Array.isArray(v) ? v : {};
-var str = (v) => typeof v === "string" ? v : void 0;
-var num = (v) => typeof v === "number" && Number.isFinite(v) ? v : 0;
-var optNum = (v) => typeof v === "number" && Number.isFinite(v) ? v : void 0;
-var arr = (v) => Array.isArray(v) ? v : [];
-function contentText(v) {
-  if (typeof v === "string") return v;
-  if (Array.isArray(v)) {
-    return v.map((part) => typeof part === "string" ? part : str(obj(part).text) ?? JSON.stringify(part)).join("\n");
-  }
-  return v === void 0 || v === null ? "" : JSON.stringify(v);
-}
-function totals(usage, rest = {}) {
-  return {
-    usage: { ...emptyUsage(), ...usage },
-    costUsd: rest.costUsd ?? null,
-    turns: rest.turns ?? 0,
-    durationMs: rest.durationMs ?? 0,
-    model: rest.model ?? ""
-  };
-}
-function isoTime(v) {
-  if (typeof v === "string" && !Number.isNaN(Date.parse(v))) return new Date(v).toISOString();
-  if (typeof v === "number" && Number.isFinite(v) && v > 0) {
-    return new Date(v < 1e12 ? v * 1e3 : v).toISOString();
-  }
-  return void 0;
-}
-var looksRateLimited = (message) => /\b429\b|rate.?limit|usage limit|too many requests|quota|resource.?exhausted/i.test(message);
-
-// src/agents/adapter.ts
-function defineAdapter(name, parts) {
-  const facts = CODERS[name];
-  const adapter = {
-    coder: facts.name,
-    displayName: facts.displayName,
-    defaultModel: facts.defaultModel,
-    binary: facts.binary,
-    credentialEnv: facts.credential.env,
-    credentialAliases: facts.credential.aliases,
-    command: parts.command,
-    parseLine: (line) => safeParse(line, parts.parse)
-  };
-  if (facts.gateway) {
-    adapter.upstream = facts.gateway.upstream;
-    adapter.modelRoutes = facts.gateway.routes;
-  }
-  return adapter;
-}
-function coderCommand(name, inv, args, own2 = {}, homeVariables = ["HOME"]) {
-  const facts = CODERS[name];
-  const env = { ...own2 };
-  const baseUrlVariable = facts.gateway?.variable;
-  if (inv.modelBaseUrl && baseUrlVariable) env[baseUrlVariable] = inv.modelBaseUrl;
-  if (inv.credential) env[inv.credential.name] = inv.credential.value;
-  if (inv.home) for (const v of homeVariables) env[v] = inv.home;
-  Object.assign(env, inv.env);
-  const stdin = facts.promptOn === "stdin" ? { text: inv.prompt } : "ignore";
-  return { file: facts.binary, args, env, stdin };
-}
-
-// src/agents/agy.ts
-var agyAdapter = defineAdapter("agy", {
-  command(inv) {
-    const args = ["-p", inv.prompt, "--output-format", "stream-json", "--model", inv.model];
-    args.push("--print-timeout", "24h");
-    if (inv.phase === "work") args.push("--dangerously-skip-permissions");
-    else args.push("--mode", "plan");
-    return coderCommand("agy", inv, args);
-  },
-  parse: parseAgy
-});
-function parseAgy(o2) {
-  switch (o2.event) {
-    case "init": {
-      const init = obj(o2.init);
-      return [
-        {
-          type: "init",
-          sessionId: str(o2.conversation_id),
-          model: str(init.model),
-          tools: arr(init.tools).filter((t) => typeof t === "string")
-        }
-      ];
-    }
-    case "step_update":
-      return parseStep(obj(o2.step_update));
-    case "result":
-      return parseResult(obj(o2.result));
-    default:
-      return null;
-  }
-}
-function agyUsage(u2) {
-  return {
-    input: num(u2.input_tokens),
-    output: num(u2.output_tokens),
-    cacheRead: num(u2.cache_read_tokens),
-    reasoning: num(u2.thinking_tokens)
-  };
-}
-function parseStep(step) {
-  const index = typeof step.step_index === "number" ? String(step.step_index) : void 0;
-  const id = index && str(step.conversation_id) ? `${step.conversation_id}:${index}` : index;
-  switch (step.step_type) {
-    case "user_input":
-      return [];
-    case "agent_response": {
-      const events = [];
-      const text = str(step.text_delta);
-      if (text) events.push({ type: "text", text });
-      if (step.usage !== void 0) events.push({ type: "usage", id, usage: agyUsage(obj(step.usage)) });
-      if (step.state === "ERROR") events.push({ type: "error", message: stepError(step) });
-      return events;
-    }
-    case "tool":
-      return toolStep(step, id);
-    case "error_message":
-      return [{ type: "error", message: stepError(step) }];
-    default:
-      return null;
-  }
-}
-function stepError(step) {
-  const e = step.error;
-  return str(obj(e).message) ?? str(e) ?? `agy: step ${String(step.step_index ?? "?")} ended in error`;
-}
-function toolStep(step, id) {
-  const info2 = obj(step.tool_info);
-  const name = str(info2.name) ?? str(step.tool_name) ?? "";
-  if (step.state === "ACTIVE") return [{ type: "tool_use", name, input: info2.parameters, id }];
-  const isError = step.state === "ERROR" || info2.error !== void 0;
-  const output2 = isError ? str(obj(info2.error).message) ?? str(info2.error) ?? "" : str(info2.output) ?? "";
-  return [{ type: "tool_result", id, isError, output: output2 }];
-}
-function resetSeconds(message) {
-  const m = /resets in\s+(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s)?/i.exec(message);
-  if (!m || !m[1] && !m[2] && !m[3]) return void 0;
-  return Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0);
-}
-var QUOTA = /quota reached|exhausted your quota|credits balance is too low|resource.?exhausted|\b429\b/i;
-function parseResult(r) {
-  const response = str(r.response) ?? "";
-  const denied = arr(r.denied_actions).map((d) => str(obj(d).display_name) ?? str(obj(d).action) ?? "?");
-  let message;
-  if (r.status !== "SUCCESS") message = str(r.error) || `agy: run ended with status ${String(r.status)}`;
-  else if (!response.trim() && denied.length > 0)
-    message = `agy refused ${denied.join(", ")} (a headless run cannot ask for approval) and gave no answer`;
-  const events = [];
-  if (message) {
-    const retryAfterSeconds = resetSeconds(message);
-    events.push(
-      QUOTA.test(message) ? { type: "rate_limit", message, ...retryAfterSeconds !== void 0 ? { retryAfterSeconds } : {} } : { type: "error", message }
-    );
-  }
-  events.push({
-    type: "result",
-    ok: message === void 0,
-    sessionId: str(r.conversation_id) || void 0,
-    summary: message ?? response,
-    totals: totals(agyUsage(obj(r.usage)), {
-      turns: num(r.num_turns),
-      durationMs: Math.round(num(r.duration_seconds) * 1e3)
-    })
-  });
-  return events;
-}
-
-// src/agents/claude.ts
-var CLAUDE_WORK_TOOLS = ["Bash", "Edit", "Write", "Read", "Glob", "Grep"];
-var claudeAdapter = defineAdapter("claude", {
-  command(inv) {
-    const args = ["-p", "--output-format", "stream-json", "--verbose", "--model", inv.model];
-    if (inv.phase === "plan") args.push("--permission-mode", "plan");
-    else args.push("--permission-mode", "acceptEdits", "--allowedTools", CLAUDE_WORK_TOOLS.join(","));
-    if (inv.resumeSessionId) args.push("--resume", inv.resumeSessionId);
-    return coderCommand("claude", inv, args, {
-      DISABLE_TELEMETRY: "1",
-      DISABLE_ERROR_REPORTING: "1",
-      DISABLE_AUTOUPDATER: "1",
-      // Also stops the side request for a session title.
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1"
-    });
-  },
-  parse: parseClaude
-});
-function parseClaude(o2) {
-  switch (o2.type) {
-    case "system":
-      return parseSystem(o2);
-    case "assistant":
-      return parseAssistant(o2);
-    case "user":
-      return arr(obj(o2.message).content).map(obj).filter((b) => b.type === "tool_result").map((b) => ({
-        type: "tool_result",
-        id: str(b.tool_use_id),
-        isError: b.is_error === true,
-        output: contentText(b.content)
-      }));
-    case "result":
-      return parseResult2(o2);
-    case "rate_limit_event": {
-      const info2 = obj(o2.rate_limit_info);
-      if (info2.status !== "rejected") return [];
-      return [
-        {
-          type: "rate_limit",
-          resetsAt: isoTime(info2.resetsAt),
-          message: `Claude usage limit reached${str(info2.rateLimitType) ? ` (${info2.rateLimitType})` : ""}`
-        }
-      ];
-    }
-    default:
-      return null;
-  }
-}
-function parseSystem(o2) {
-  if (o2.subtype === "init") {
-    const tools = arr(o2.tools).filter((t) => typeof t === "string");
-    return [{ type: "init", sessionId: str(o2.session_id), model: str(o2.model), tools }];
-  }
-  if (o2.subtype === "api_retry") {
-    const status = optNum(o2.error_status);
-    const delay = optNum(o2.retry_delay_ms);
-    const message = `API ${status ?? "error"} (${str(o2.error) ?? "unknown"}); retry ${num(o2.attempt)}/${num(o2.max_retries)}`;
-    if (status === 429 || o2.error === "rate_limit") {
-      return [
-        {
-          type: "rate_limit",
-          retryAfterSeconds: delay === void 0 ? void 0 : Math.round(delay / 100) / 10,
-          message
-        }
-      ];
-    }
-    return [{ type: "error", message }];
-  }
-  return null;
-}
-function parseAssistant(o2) {
-  const message = obj(o2.message);
-  const events = [];
-  for (const b of arr(message.content).map(obj)) {
-    if (b.type === "text" && typeof b.text === "string") events.push({ type: "text", text: b.text });
-    else if (b.type === "tool_use")
-      events.push({ type: "tool_use", name: str(b.name) ?? "", input: b.input, id: str(b.id) });
-  }
-  const u2 = obj(message.usage);
-  if (Object.keys(u2).length > 0 && message.model !== "<synthetic>") {
-    events.push({
-      type: "usage",
-      id: str(message.id),
-      usage: {
-        input: num(u2.input_tokens),
-        output: num(u2.output_tokens),
-        cacheRead: num(u2.cache_read_input_tokens),
-        cacheWrite: num(u2.cache_creation_input_tokens)
-      }
-    });
-  }
-  if (typeof o2.error === "string" && o2.error !== "rate_limit") {
-    events.push({ type: "error", message: contentText(message.content) || o2.error });
-  }
-  return events;
-}
-function parseResult2(o2) {
-  const modelUsage = obj(o2.modelUsage);
-  const models2 = Object.entries(modelUsage).map(([name, v]) => ({ name, u: obj(v) }));
-  let usage;
-  let model2 = "";
-  let cost = optNum(o2.total_cost_usd) ?? null;
-  if (models2.length > 0) {
-    usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
-    let modelCost = 0;
-    for (const { u: u2 } of models2) {
-      usage.input = (usage.input ?? 0) + num(u2.inputTokens);
-      usage.output = (usage.output ?? 0) + num(u2.outputTokens);
-      usage.cacheRead = (usage.cacheRead ?? 0) + num(u2.cacheReadInputTokens);
-      usage.cacheWrite = (usage.cacheWrite ?? 0) + num(u2.cacheCreationInputTokens);
-      modelCost += num(u2.costUSD);
-    }
-    cost ??= modelCost;
-    model2 = models2.reduce((a2, b) => num(b.u.outputTokens) > num(a2.u.outputTokens) ? b : a2).name;
-  } else {
-    const u2 = obj(o2.usage);
-    usage = {
-      input: num(u2.input_tokens),
-      output: num(u2.output_tokens),
-      cacheRead: num(u2.cache_read_input_tokens),
-      cacheWrite: num(u2.cache_creation_input_tokens)
-    };
-  }
-  const sessionId = str(o2.session_id);
-  const summary2 = str(o2.result);
-  const ok = o2.is_error !== true && (o2.subtype === void 0 || o2.subtype === "success");
-  const events = [];
-  if (o2.api_error_status === 429) {
-    events.push({ type: "rate_limit", message: summary2 ?? "API rate limit (429)" });
-  } else if (!ok) {
-    const errors = arr(o2.errors).filter((e) => typeof e === "string");
-    events.push({ type: "error", message: summary2 ?? (errors.join("; ") || `claude: ${String(o2.subtype)}`) });
-  }
-  events.push({
-    type: "result",
-    ok,
-    sessionId,
-    summary: summary2,
-    totals: totals(usage, { costUsd: cost, turns: num(o2.num_turns), durationMs: num(o2.duration_ms), model: model2 })
-  });
-  return events;
-}
-
-// src/agents/codex.ts
-var PROVIDER = "fleet";
-var codexAdapter = defineAdapter("codex", {
-  command(inv) {
-    const options = ["--json", "--model", inv.model, "--skip-git-repo-check"];
-    const own2 = inv.phase === "plan" ? "read-only" : "workspace-write";
-    options.push("--sandbox", inv.sandboxed ? "danger-full-access" : own2);
-    options.push("-c", 'approval_policy="never"');
-    if (inv.modelBaseUrl) {
-      const keyEnv = inv.credential?.name ?? CODERS.codex.credential.env;
-      const root = inv.modelBaseUrl.replace(/\/+$/, "");
-      const baseUrl = root.endsWith("/v1") ? root : `${root}/v1`;
-      options.push(
-        "-c",
-        `model_provider=${PROVIDER}`,
-        "-c",
-        `model_providers.${PROVIDER}.name=${PROVIDER}`,
-        "-c",
-        `model_providers.${PROVIDER}.base_url=${JSON.stringify(baseUrl)}`,
-        "-c",
-        `model_providers.${PROVIDER}.wire_api="responses"`,
-        "-c",
-        `model_providers.${PROVIDER}.env_key=${JSON.stringify(keyEnv)}`
-      );
-    }
-    const args = inv.resumeSessionId ? ["exec", ...options, "resume", inv.resumeSessionId, "-"] : ["exec", ...options, "-"];
-    return coderCommand("codex", inv, args, {}, ["HOME", "CODEX_HOME"]);
-  },
-  parse: parseCodex
-});
-function parseCodex(o2) {
-  switch (o2.type) {
-    case "thread.started":
-      return [{ type: "init", sessionId: str(o2.thread_id) }];
-    case "turn.started":
-      return [];
-    case "item.started":
-      return itemStarted(obj(o2.item));
-    case "item.updated":
-      return [];
-    case "item.completed":
-      return itemCompleted(obj(o2.item));
-    case "turn.completed": {
-      const u2 = obj(o2.usage);
-      const cached2 = num(u2.cached_input_tokens);
-      const cacheWrite = num(u2.cache_write_input_tokens);
-      const usage = {
-        input: Math.max(0, num(u2.input_tokens) - cached2 - cacheWrite),
-        cacheRead: cached2,
-        cacheWrite,
-        output: num(u2.output_tokens),
-        reasoning: num(u2.reasoning_output_tokens)
-      };
-      return [
-        { type: "usage", usage },
-        { type: "result", ok: true, totals: totals(usage, { turns: 1 }) }
-      ];
-    }
-    case "turn.failed": {
-      const message = str(obj(o2.error).message) ?? "codex: turn failed";
-      const events = [];
-      events.push(looksRateLimited(message) ? { type: "rate_limit", message } : { type: "error", message });
-      events.push({ type: "result", ok: false, totals: totals({}, { turns: 1 }), summary: message });
-      return events;
-    }
-    case "error": {
-      const message = str(o2.message) ?? "codex: error";
-      return [looksRateLimited(message) ? { type: "rate_limit", message } : { type: "error", message }];
-    }
-    default:
-      return null;
-  }
-}
-function itemStarted(item) {
-  switch (item.type) {
-    case "command_execution":
-      return [{ type: "tool_use", name: "command", id: str(item.id), input: { command: item.command } }];
-    case "mcp_tool_call":
-      return [
-        {
-          type: "tool_use",
-          name: `${str(item.server) ?? "mcp"}.${str(item.tool) ?? "tool"}`,
-          id: str(item.id),
-          input: item.arguments
-        }
-      ];
-    default:
-      return [];
-  }
-}
-function itemCompleted(item) {
-  const id = str(item.id);
-  switch (item.type) {
-    case "agent_message":
-      return [{ type: "text", text: str(item.text) ?? "" }];
-    case "reasoning":
-      return [];
-    case "command_execution":
-      return [
-        {
-          type: "tool_result",
-          id,
-          isError: item.status === "failed" || typeof item.exit_code === "number" && item.exit_code !== 0,
-          output: str(item.aggregated_output) ?? ""
-        }
-      ];
-    case "file_change":
-      return [
-        { type: "tool_use", name: "file_change", id, input: { changes: item.changes } },
-        {
-          type: "tool_result",
-          id,
-          isError: item.status === "failed",
-          output: JSON.stringify(item.changes ?? [])
-        }
-      ];
-    case "mcp_tool_call":
-      return [
-        {
-          type: "tool_result",
-          id,
-          isError: item.status === "failed",
-          output: JSON.stringify(item.result ?? item.error ?? null)
-        }
-      ];
-    case "web_search":
-      return [{ type: "tool_use", name: "web_search", id, input: { query: item.query } }];
-    case "todo_list":
-      return [];
-    case "error":
-      return [{ type: "error", message: str(item.message) ?? "codex: error item" }];
-    default:
-      return [{ type: "unknown", raw: JSON.stringify({ type: "item.completed", item }) }];
-  }
-}
-
-// src/agents/gemini.ts
-var SETTINGS_FILE = ".gemini/settings.json";
-var geminiAdapter = defineAdapter("gemini", {
-  command(inv) {
-    const args = ["-p", inv.prompt, "--output-format", "stream-json", "-m", inv.model];
-    args.push("--approval-mode", inv.phase === "plan" ? "plan" : "yolo");
-    if (inv.resumeSessionId) args.push("--resume", inv.resumeSessionId);
-    const own2 = {
-      GEMINI_CLI_NO_RELAUNCH: "true",
-      GEMINI_CLI_TRUST_WORKSPACE: "true",
-      GEMINI_TELEMETRY_ENABLED: "false"
-    };
-    const files = [
-      { path: SETTINGS_FILE, content: JSON.stringify(geminiSettings(inv)) }
-    ];
-    return { ...coderCommand("gemini", inv, args, own2), files };
-  },
-  parse: parseGemini
-});
-function geminiSettings(inv) {
-  return {
-    privacy: { usageStatisticsEnabled: false },
-    telemetry: { enabled: false },
-    general: { disableAutoUpdate: true, disableUpdateNag: true, enableAutoUpdate: false },
-    // Without a key the run uses the user's Google login (`home: inherit` shows it its oauth_creds.json).
-    security: {
-      auth: { selectedType: inv.credential || inv.modelBaseUrl ? "gemini-api-key" : "oauth-personal" }
-    }
-  };
-}
-function failure(message) {
-  return looksRateLimited(message) ? { type: "rate_limit", message } : { type: "error", message };
-}
-function parseGemini(o2) {
-  switch (o2.type) {
-    case "init":
-      return [{ type: "init", sessionId: str(o2.session_id), model: str(o2.model) }];
-    case "message":
-      return o2.role === "assistant" ? [{ type: "text", text: str(o2.content) ?? "" }] : [];
-    case "tool_use":
-      return [{ type: "tool_use", name: str(o2.tool_name) ?? "", input: o2.parameters, id: str(o2.tool_id) }];
-    case "tool_result":
-      return [
-        {
-          type: "tool_result",
-          id: str(o2.tool_id),
-          isError: o2.status === "error",
-          output: str(o2.output) ?? str(obj(o2.error).message) ?? ""
-        }
-      ];
-    case "error":
-      return [failure(str(o2.message) ?? "gemini: error")];
-    case "result":
-      return parseResult3(o2);
-    default:
-      return null;
-  }
-}
-function parseResult3(o2) {
-  const s = obj(o2.stats);
-  const cached2 = num(s.cached);
-  const reasoning = Math.max(0, num(s.total_tokens) - num(s.input_tokens) - num(s.output_tokens));
-  const usage = {
-    input: s.input !== void 0 ? num(s.input) : Math.max(0, num(s.input_tokens) - cached2),
-    output: num(s.output_tokens) + reasoning,
-    cacheRead: cached2,
-    reasoning
-  };
-  const ok = o2.status !== "error";
-  const events = [];
-  const message = ok ? void 0 : str(obj(o2.error).message) ?? "gemini: run failed";
-  if (message) events.push(failure(message));
-  const models2 = Object.keys(obj(s.models));
-  events.push({
-    type: "result",
-    ok,
-    totals: totals(usage, { durationMs: num(s.duration_ms), model: models2.length === 1 ? models2[0] : "" }),
-    sessionId: str(o2.session_id),
-    ...message ? { summary: message } : {}
-  });
-  return events;
-}
-
-// src/agents/opencode.ts
-var PROVIDER2 = "fleet";
-var opencodeAdapter = defineAdapter("opencode", {
-  command(inv) {
-    const model2 = inv.model.includes("/") ? inv.model : `${PROVIDER2}/${inv.model}`;
-    const args = ["run", "--format", "json", "-m", model2];
-    if (inv.phase === "plan") args.push("--agent", "plan");
-    if (inv.resumeSessionId) args.push("--session", inv.resumeSessionId);
-    const own2 = {
-      OPENCODE_CONFIG_CONTENT: JSON.stringify(opencodeConfig(inv)),
-      OPENCODE_DISABLE_AUTOUPDATE: "true",
-      OPENCODE_DISABLE_SHARE: "true",
-      OPENCODE_DISABLE_MODELS_FETCH: "true",
-      OPENCODE_DISABLE_LSP_DOWNLOAD: "true",
-      OPENCODE_DISABLE_DEFAULT_PLUGINS: "true",
-      npm_config_offline: "true"
-    };
-    return coderCommand("opencode", inv, args, own2);
-  },
-  parse: parseOpencode
-});
-function opencodeConfig(inv) {
-  const config3 = {
-    $schema: "https://opencode.ai/config.json",
-    autoupdate: false,
-    share: "disabled"
-  };
-  if (inv.phase === "work") {
-    config3.permission = { edit: "allow", bash: "allow", webfetch: "allow", external_directory: "allow" };
-  }
-  if (inv.modelBaseUrl || inv.credential) {
-    const keyEnv = inv.credential?.name ?? CODERS.opencode.credential.env;
-    const root = (inv.modelBaseUrl ?? CODERS.opencode.gateway.upstream).replace(/\/+$/, "");
-    const model2 = inv.model.includes("/") ? inv.model.split("/").slice(1).join("/") : inv.model;
-    config3.provider = {
-      [PROVIDER2]: {
-        npm: "@ai-sdk/anthropic",
-        name: "Fleet",
-        options: { baseURL: root.endsWith("/v1") ? root : `${root}/v1`, apiKey: `{env:${keyEnv}}` },
-        models: { [model2]: { name: model2, tool_call: true } }
-      }
-    };
-  }
-  return config3;
-}
-function failure2(message) {
-  return looksRateLimited(message) ? { type: "rate_limit", message } : { type: "error", message };
-}
-function parseOpencode(o2) {
-  const part = obj(o2.part);
-  switch (o2.type) {
-    case "step_start":
-      return [{ type: "init", sessionId: str(o2.sessionID) }];
-    case "text":
-      return [{ type: "text", text: str(part.text) ?? "" }];
-    case "reasoning":
-      return [];
-    case "tool_use":
-      return toolEvents(part);
-    case "step_finish":
-      return [stepUsage(part)];
-    case "error": {
-      const error64 = obj(o2.error);
-      const data = obj(error64.data);
-      const status = num(data.statusCode);
-      const message = str(data.message) ?? str(error64.message) ?? str(error64.name) ?? "opencode: error";
-      return [failure2(status === 429 ? `429: ${message}` : message)];
-    }
-    default:
-      return null;
-  }
-}
-function toolEvents(part) {
-  const state = obj(part.state);
-  const id = str(part.callID) ?? str(part.id);
-  const events = [{ type: "tool_use", name: str(part.tool) ?? "", input: state.input, id }];
-  if (state.status === "completed" || state.status === "error") {
-    const isError = state.status === "error";
-    events.push({
-      type: "tool_result",
-      id,
-      isError,
-      output: str(isError ? state.error : state.output) ?? ""
-    });
-  }
-  return events;
-}
-function stepUsage(part) {
-  const tokens2 = obj(part.tokens);
-  const cache = obj(tokens2.cache);
-  const reasoning = num(tokens2.reasoning);
-  return {
-    type: "usage",
-    id: str(part.messageID) ?? str(part.id),
-    usage: {
-      input: num(tokens2.input),
-      output: num(tokens2.output) + reasoning,
-      cacheRead: num(cache.read),
-      cacheWrite: num(cache.write),
-      reasoning
-    }
-  };
-}
-
-// src/agents/index.ts
-var adapters = {
-  claude: claudeAdapter,
-  codex: codexAdapter,
-  agy: agyAdapter,
-  gemini: geminiAdapter,
-  opencode: opencodeAdapter
-};
-var knownCoders = [...CODER_NAMES];
-function getAdapter(coder) {
-  return Object.hasOwn(adapters, coder) ? adapters[coder] : void 0;
-}
-
-// src/core/secret-scan.ts
-var MIN_SCANNED_SECRET_LENGTH = 8;
-var MIN_SKELETON = 10;
-var TOKEN_SHAPES = [
-  {
-    label: "a GitHub token",
-    pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{40,255})/g
-  },
-  { label: "an Anthropic API key", pattern: /\bsk-ant-[A-Za-z0-9_-]{20,}/g },
-  { label: "an OpenAI API key", pattern: /\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}/g },
-  { label: "an AWS access key", pattern: /\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/g },
-  { label: "a Google API key", pattern: /\bAIza[0-9A-Za-z_-]{35}\b/g },
-  { label: "a Slack token", pattern: /\bxox[abposr]-[A-Za-z0-9-]{10,}/g },
-  { label: "a private key", pattern: /-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----/g }
-];
-var skeleton = (text) => text.replace(/[^A-Za-z0-9]/g, "");
-var reverse = (text) => [...text].reverse().join("");
-function base64Cores(secret) {
-  const bytes = Buffer.from(secret, "utf8");
-  const cores = [];
-  for (let offset = 0; offset < 3; offset++) {
-    const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString("base64").replace(/=+$/, "");
-    const first = Math.ceil(offset * 8 / 6);
-    const last = Math.floor((offset + bytes.length) * 8 / 6);
-    const core = encoded.slice(first, last);
-    cores.push(core, core.replace(/\+/g, "-").replace(/\//g, "_"));
-  }
-  return [...new Set(cores)];
-}
-function encodedForms(secret) {
-  const hex3 = Buffer.from(secret, "utf8").toString("hex");
-  const forms = [
-    { form: "as it is", text: secret },
-    { form: "reversed", text: reverse(secret) },
-    ...base64Cores(secret).map((text) => ({ form: "base64-encoded", text })),
-    { form: "hex-encoded", text: hex3 },
-    { form: "hex-encoded", text: hex3.toUpperCase() }
-  ];
-  const url2 = encodeURIComponent(secret);
-  if (url2 !== secret) forms.push({ form: "URL-encoded", text: url2 });
-  return forms;
-}
-var scannable = (secrets) => secrets.filter((s) => s.value.trim().length >= MIN_SCANNED_SECRET_LENGTH);
-function findKnownSecret(text, secrets) {
-  const known = scannable(secrets);
-  if (known.length === 0) return void 0;
-  let textSkeleton;
-  for (const secret of known) {
-    for (const { form, text: needle } of encodedForms(secret.value.trim())) {
-      if (needle.length >= MIN_SCANNED_SECRET_LENGTH && text.includes(needle))
-        return { kind: "known", label: secret.label, form };
-    }
-  }
-  for (const secret of known) {
-    for (const { form, text: needle } of encodedForms(secret.value.trim())) {
-      const bones = skeleton(needle);
-      if (bones.length < MIN_SKELETON) continue;
-      textSkeleton ??= skeleton(text);
-      if (textSkeleton.includes(bones))
-        return { kind: "known", label: secret.label, form: form === "as it is" ? "split into pieces" : form };
-    }
-  }
-  return void 0;
-}
-function decodedRuns(text) {
-  const out = [];
-  const flat = text.replace(/\s+/g, "");
-  for (const m of flat.matchAll(/[A-Za-z0-9+/_-]{24,}={0,2}/g)) {
-    const run = m[0].replace(/-/g, "+").replace(/_/g, "/");
-    for (let shift = 0; shift < 4 && run.length - shift >= 24; shift++) {
-      out.push(Buffer.from(run.slice(shift), "base64").toString("latin1"));
-    }
-  }
-  for (const m of flat.matchAll(/(?:[0-9a-fA-F]{2}){16,}/g))
-    out.push(Buffer.from(m[0], "hex").toString("latin1"));
-  return out;
-}
-function findTokenShapes(text) {
-  const found = [];
-  const look = (t, encoded) => {
-    for (const { label, pattern } of TOKEN_SHAPES) {
-      pattern.lastIndex = 0;
-      for (const m of t.matchAll(pattern)) found.push({ label, match: m[0], encoded });
-    }
-  };
-  look(text, false);
-  for (const decoded of decodedRuns(text)) look(decoded, true);
-  return found;
-}
-function scanOutgoing(text, secrets, before = "") {
-  const known = findKnownSecret(text, secrets);
-  if (known) return known;
-  const existing = new Set(findTokenShapes(before).map((f) => f.match));
-  const shape = findTokenShapes(text).find((f) => !existing.has(f.match));
-  if (!shape) return void 0;
-  return {
-    kind: "shape",
-    label: shape.label,
-    form: shape.encoded ? "base64-encoded" : "in the shape of a known token"
-  };
-}
-function skeletonSpans(text, bones) {
-  if (bones.length === 0) return [];
-  const positions = [];
-  let letters = "";
-  for (let i2 = 0; i2 < text.length; i2++) {
-    const c3 = text.charCodeAt(i2);
-    const alnum = c3 >= 48 && c3 <= 57 || c3 >= 65 && c3 <= 90 || c3 >= 97 && c3 <= 122;
-    if (alnum) {
-      positions.push(i2);
-      letters += text[i2];
-    }
-  }
-  const spans = [];
-  for (let at = letters.indexOf(bones); at !== -1; at = letters.indexOf(bones, at + bones.length)) {
-    spans.push([positions[at], positions[at + bones.length - 1] + 1]);
-  }
-  return spans;
-}
-
-// src/core/redact.ts
-var REDACTED = "[REDACTED]";
-var MIN_SECRET_LENGTH = 8;
-var TOKEN_PATTERNS = [
-  [/\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})/g, REDACTED],
-  [/\bsk-ant-[A-Za-z0-9_-]{8,}/g, REDACTED],
-  [/\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}/g, REDACTED],
-  [/\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/g, REDACTED],
-  [/\b(Bearer)[ \t]+[A-Za-z0-9._~+/=-]{8,}/gi, `$1 ${REDACTED}`],
-  [/\bx-access-token:[^@\s]+@/g, `x-access-token:${REDACTED}@`],
-  // Any other credentials in a URL: scheme://user:secret@host
-  [/(\b[a-z][a-z0-9+.-]*:\/\/[^/\s:@]+:)[^@\s/]+@/gi, `$1${REDACTED}@`]
-];
-var BEGIN_KEY = /-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----/g;
-var END_KEY = /-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----/g;
-function redactPrivateKeys(text) {
-  BEGIN_KEY.lastIndex = 0;
-  let out = "";
-  let from = 0;
-  for (let begin = BEGIN_KEY.exec(text); begin !== null; begin = BEGIN_KEY.exec(text)) {
-    out += `${text.slice(from, begin.index)}${REDACTED}`;
-    END_KEY.lastIndex = begin.index + begin[0].length;
-    const end = END_KEY.exec(text);
-    if (end === null) return out;
-    from = end.index + end[0].length;
-    BEGIN_KEY.lastIndex = from;
-  }
-  return out + text.slice(from);
-}
-var MIN_SPLIT_SKELETON = 10;
-function redactSplit(text, bones) {
-  const spans = skeletonSpans(text, bones);
-  let out = text;
-  for (const [start, end] of spans.reverse()) out = `${out.slice(0, start)}${REDACTED}${out.slice(end)}`;
-  return out;
-}
-function secretRedactor(knownSecrets = [], opts = {}) {
-  const secrets = [...new Set(knownSecrets.map((s) => s.trim()))].filter((s) => s.length >= MIN_SECRET_LENGTH).sort((a2, b) => b.length - a2.length);
-  const forms = secrets.flatMap((s) => encodedForms(s).map((f) => f.text)).filter((f) => f.length >= MIN_SECRET_LENGTH);
-  const bones = opts.split === false ? [] : [...new Set(forms.map(skeleton))].filter((b) => b.length >= MIN_SPLIT_SKELETON);
-  return (text) => {
-    let out = text;
-    for (const form of forms) if (out.includes(form)) out = out.split(form).join(REDACTED);
-    for (const b of bones) out = redactSplit(out, b);
-    return redactTokenShapes(out);
-  };
-}
-function redactSecrets(text, knownSecrets = []) {
-  return secretRedactor(knownSecrets)(text);
-}
-function redactTokenShapes(text) {
-  let out = text;
-  out = redactPrivateKeys(out);
-  for (const [pattern, replacement] of TOKEN_PATTERNS) out = out.replace(pattern, replacement);
-  return out;
-}
-
-// node_modules/@probot/octokit-plugin-config/dist-src/version.js
-var VERSION9 = "4.1.0";
-
-// node_modules/@probot/octokit-plugin-config/dist-src/util/get-config-file.js
-var import_yaml = __toESM(require_dist(), 1);
-var SUPPORTED_FILE_EXTENSIONS = ["json", "yml", "yaml"];
-async function getConfigFile(octokit, { owner, repo, path: path6, ref }) {
-  const fileExtension = path6.split(".").pop().toLowerCase();
-  if (!SUPPORTED_FILE_EXTENSIONS.includes(fileExtension)) {
-    throw new Error(
-      `[@probot/octokit-plugin-config] .${fileExtension} extension is not support for configuration (path: "${path6}")`
-    );
-  }
-  const endpoint2 = {
-    method: "GET",
-    url: "/repos/{owner}/{repo}/contents/{path}",
-    owner,
-    repo,
-    path: path6,
-    mediaType: {
-      format: "raw"
-    },
-    // this can be just `ref` once https://github.com/octokit/endpoint.js/issues/206 is resolved
-    ...ref ? { ref } : {}
-  };
-  const { url: url2 } = octokit.request.endpoint(endpoint2);
-  const emptyConfigResult = {
-    owner,
-    repo,
-    path: path6,
-    url: url2,
-    config: null
-  };
-  let data, headers;
-  try {
-    const response = await octokit.request(endpoint2);
-    data = response.data;
-    headers = response.headers;
-  } catch (error64) {
-    if (error64.status === 404) {
-      return emptyConfigResult;
-    }
-    throw error64;
-  }
-  if (headers["content-type"] === "application/json; charset=utf-8") {
-    throw new Error(
-      `[@probot/octokit-plugin-config] ${url2} exists, but is either a directory or a submodule. Ignoring.`
-    );
-  }
-  if (fileExtension === "json") {
-    if (typeof data === "string") {
-      throw new Error(
-        `[@probot/octokit-plugin-config] Configuration could not be parsed from ${url2} (invalid JSON)`
-      );
-    }
-    return {
-      ...emptyConfigResult,
-      config: data
-    };
-  }
-  let config3;
-  try {
-    config3 = import_yaml.default.parse(data, { logLevel: "error" }) || {};
-  } catch (error64) {
-    throw new Error(
-      `[@probot/octokit-plugin-config] Configuration could not be parsed from ${url2} (invalid YAML)`,
-      { cause: error64 }
-    );
-  }
-  if (typeof config3 === "string") {
-    throw new Error(
-      `[@probot/octokit-plugin-config] Configuration could not be parsed from ${url2} (YAML is not an object)`
-    );
-  }
-  return {
-    ...emptyConfigResult,
-    config: config3
-  };
-}
-
-// node_modules/@probot/octokit-plugin-config/dist-src/util/extends-to-get-content-params.js
-var EXTENDS_REGEX = new RegExp(
-  "^(?:([a-z\\d](?:[a-z\\d]|-(?=[a-z\\d])){0,38})/)?([-_.\\w\\d]+)(?::([-_./\\w\\d]+\\.ya?ml))?$",
-  "i"
-);
-function extendsToGetContentParams({
-  owner,
-  path: path6,
-  url: url2,
-  extendsValue
-}) {
-  if (typeof extendsValue !== "string") {
-    throw new Error(
-      `[@probot/octokit-plugin-config] Invalid value ${JSON.stringify(
-        extendsValue
-      )} for _extends in ${url2}`
-    );
-  }
-  const match = extendsValue.match(EXTENDS_REGEX);
-  if (match === null) {
-    throw new Error(
-      `[@probot/octokit-plugin-config] Invalid value "${extendsValue}" for _extends in ${url2}`
-    );
-  }
-  return {
-    owner: match[1] || owner,
-    repo: match[2],
-    path: match[3] || path6
-  };
-}
-
-// node_modules/@probot/octokit-plugin-config/dist-src/util/get-config-files.js
-async function getConfigFiles(octokit, { owner, repo, path: path6, branch }) {
-  const requestedRepoFile = await getConfigFile(octokit, {
-    owner,
-    repo,
-    path: path6,
-    ref: branch
-  });
-  const files = [requestedRepoFile];
-  if (!requestedRepoFile.config) {
-    if (repo === ".github") {
-      return files;
-    }
-    const defaultRepoConfig = await getConfigFile(octokit, {
-      owner,
-      repo: ".github",
-      path: path6
-    });
-    files.push(defaultRepoConfig);
-  }
-  const file2 = files[files.length - 1];
-  if (!file2.config || !file2.config._extends) {
-    return files;
-  }
-  let extendConfigOptions = extendsToGetContentParams({
-    owner,
-    path: path6,
-    url: file2.url,
-    extendsValue: file2.config._extends
-  });
-  delete file2.config._extends;
-  do {
-    const extendRepoConfig = await getConfigFile(octokit, extendConfigOptions);
-    files.push(extendRepoConfig);
-    if (!extendRepoConfig.config || !extendRepoConfig.config._extends) {
-      return files;
-    }
-    extendConfigOptions = extendsToGetContentParams({
-      owner,
-      path: path6,
-      url: extendRepoConfig.url,
-      extendsValue: extendRepoConfig.config._extends
-    });
-    delete extendRepoConfig.config._extends;
-    const alreadyLoaded = files.find(
-      (file22) => file22.owner === extendConfigOptions.owner && file22.repo === extendConfigOptions.repo && file22.path === extendConfigOptions.path
-    );
-    if (alreadyLoaded) {
-      throw new Error(
-        `[@probot/octokit-plugin-config] Recursion detected. Ignoring  "_extends: ${extendRepoConfig.config._extends}" from ${extendRepoConfig.url} because ${alreadyLoaded.url} was already loaded.`
-      );
-    }
-  } while (true);
-}
-
-// node_modules/@probot/octokit-plugin-config/dist-src/compose-config-get.js
-async function composeConfigGet(octokit, { owner, repo, defaults, path: path6, branch }) {
-  const files = await getConfigFiles(octokit, {
-    owner,
-    repo,
-    path: path6,
-    branch
-  });
-  const configs = files.map((file2) => file2.config).reverse().filter(Boolean);
-  return {
-    files,
-    config: typeof defaults === "function" ? defaults(configs) : Object.assign({}, defaults, ...configs)
-  };
-}
-
-// node_modules/@probot/octokit-plugin-config/dist-src/index.js
-function config(octokit) {
-  return {
-    config: {
-      async get(options) {
-        return composeConfigGet(octokit, options);
-      }
-    }
-  };
-}
-config.VERSION = VERSION9;
+// src/worker/egress-proxy.ts
+var import_promises = require("node:dns/promises");
+var import_node_http = require("node:http");
+var import_node_net = require("node:net");
 
 // node_modules/zod/v4/classic/external.js
 var external_exports = {};
@@ -33691,7 +32534,7 @@ __export(external_exports, {
   codec: () => codec,
   coerce: () => coerce_exports,
   compile: () => compile,
-  config: () => config2,
+  config: () => config,
   core: () => core_exports2,
   creditCard: () => creditCard2,
   cuid: () => cuid3,
@@ -33802,7 +32645,7 @@ __export(external_exports, {
   safeDecodeAsync: () => safeDecodeAsync2,
   safeEncode: () => safeEncode2,
   safeEncodeAsync: () => safeEncodeAsync2,
-  safeParse: () => safeParse3,
+  safeParse: () => safeParse2,
   safeParseAsync: () => safeParseAsync2,
   set: () => set,
   setErrorMap: () => setErrorMap,
@@ -34103,7 +32946,7 @@ __export(core_exports2, {
   clone: () => clone,
   compile: () => compile,
   compileFn: () => compileFn,
-  config: () => config2,
+  config: () => config,
   createStandardJSONSchemaMethod: () => createStandardJSONSchemaMethod,
   createToJSONSchemaMethod: () => createToJSONSchemaMethod,
   decode: () => decode,
@@ -34145,7 +32988,7 @@ __export(core_exports2, {
   safeDecodeAsync: () => safeDecodeAsync,
   safeEncode: () => safeEncode,
   safeEncodeAsync: () => safeEncodeAsync,
-  safeParse: () => safeParse2,
+  safeParse: () => safeParse,
   safeParseAsync: () => safeParseAsync,
   standardProps: () => standardProps,
   stripTabAndNewline: () => stripTabAndNewline,
@@ -35135,7 +33978,7 @@ var $ZodEncodeError = class extends Error {
 };
 (_a = globalThis).__zod_globalConfig ?? (_a.__zod_globalConfig = {});
 var globalConfig = globalThis.__zod_globalConfig;
-function config2(newConfig) {
+function config(newConfig) {
   if (newConfig)
     Object.assign(globalConfig, newConfig);
   return globalConfig;
@@ -35345,7 +34188,7 @@ var _parse = (_Err) => {
       throw new $ZodAsyncError();
     }
     if (result.issues.length) {
-      const e = new (_params?.Err ?? _Err)(result.issues.map((iss) => finalizeIssue(iss, ctx, config2())));
+      const e = new (_params?.Err ?? _Err)(result.issues.map((iss) => finalizeIssue(iss, ctx, config())));
       captureStackTrace(e, _params?.callee ?? fn);
       throw e;
     }
@@ -35361,7 +34204,7 @@ var _parseAsync = (_Err) => {
     if (result instanceof Promise)
       result = await result;
     if (result.issues.length) {
-      const e = new (params?.Err ?? _Err)(result.issues.map((iss) => finalizeIssue(iss, ctx, config2())));
+      const e = new (params?.Err ?? _Err)(result.issues.map((iss) => finalizeIssue(iss, ctx, config())));
       captureStackTrace(e, params?.callee ?? fn);
       throw e;
     }
@@ -35376,16 +34219,16 @@ var _safeParse = (_Err) => (schema, value, _ctx) => {
   if (result instanceof Promise) {
     throw new $ZodAsyncError();
   }
-  return result.issues.length ? failure3(_Err, result.issues, ctx) : { success: true, data: result.value };
+  return result.issues.length ? failure(_Err, result.issues, ctx) : { success: true, data: result.value };
 };
-var safeParse2 = /* @__PURE__ */ _safeParse($ZodRealError);
-function failure3(Err, issues, ctx) {
+var safeParse = /* @__PURE__ */ _safeParse($ZodRealError);
+function failure(Err, issues, ctx) {
   let error64;
   return {
     success: false,
     get error() {
       if (!error64) {
-        error64 = new Err(issues.map((iss) => finalizeIssue(iss, ctx, config2())));
+        error64 = new Err(issues.map((iss) => finalizeIssue(iss, ctx, config())));
         issues = void 0;
         ctx = void 0;
       }
@@ -35403,7 +34246,7 @@ var _safeParseAsync = (_Err) => async (schema, value, _ctx) => {
   let result = schema._zod.run({ value, issues: [] }, ctx);
   if (result instanceof Promise)
     result = await result;
-  return result.issues.length ? failure3(_Err, result.issues, ctx) : { success: true, data: result.value };
+  return result.issues.length ? failure(_Err, result.issues, ctx) : { success: true, data: result.value };
 };
 var safeParseAsync = /* @__PURE__ */ _safeParseAsync($ZodRealError);
 var COMPILE_INVALID = /* @__PURE__ */ Symbol.for("zod.compile.invalid");
@@ -36299,7 +35142,7 @@ var $ZodType = /* @__PURE__ */ $constructor("$ZodType", (inst, def) => {
     own(this, "~standard", value);
   }
 });
-var toStandardResult = (r, ctx) => r.issues.length ? { issues: r.issues.map((iss) => finalizeIssue(iss, ctx, config2())) } : { value: r.value };
+var toStandardResult = (r, ctx) => r.issues.length ? { issues: r.issues.map((iss) => finalizeIssue(iss, ctx, config())) } : { value: r.value };
 async function validateAsync2(inst, value) {
   const ctx = { async: true };
   return toStandardResult(await inst._zod.run({ value, issues: [] }, ctx), ctx);
@@ -36409,9 +35252,9 @@ var asciiTabOrNewline = /[\t\n\r]/g;
 function stripTabAndNewline(value) {
   return value.replace(asciiTabOrNewline, "");
 }
-function urlHostnameOk(url2, hostname3) {
-  hostname3.lastIndex = 0;
-  return hostname3.test(url2.hostname);
+function urlHostnameOk(url2, hostname5) {
+  hostname5.lastIndex = 0;
+  return hostname5.test(url2.hostname);
 }
 function urlProtocolOk(url2, protocol) {
   protocol.lastIndex = 0;
@@ -37215,9 +36058,9 @@ var $ZodObjectJIT = /* @__PURE__ */ $constructor("$ZodObjectJIT", (inst, def) =>
           }`;
     doc.write(`const input = payload.value;`);
     const ids = /* @__PURE__ */ Object.create(null);
-    let counter = 0;
+    let counter2 = 0;
     for (const key2 of normalized.allKeys) {
-      ids[key2] = `key_${counter++}`;
+      ids[key2] = `key_${counter2++}`;
     }
     doc.write(memo2 ? `const newResult = memo.alloc(inst, payload, {}, ctx);` : `const newResult = {};`);
     for (const key2 of normalized.allKeys) {
@@ -37334,7 +36177,7 @@ function handleUnionResults(results, final, inst, ctx) {
     code: "invalid_union",
     input: final.value,
     inst,
-    errors: results.map((result) => result.issues.map((iss) => finalizeIssue(iss, ctx, config2())))
+    errors: results.map((result) => result.issues.map((iss) => finalizeIssue(iss, ctx, config())))
   });
   return final;
 }
@@ -37398,7 +36241,7 @@ function handleExclusiveUnionResults(results, final, inst, ctx) {
       code: "invalid_union",
       input: final.value,
       inst,
-      errors: results.map((result) => result.issues.map((iss) => finalizeIssue(iss, ctx, config2())))
+      errors: results.map((result) => result.issues.map((iss) => finalizeIssue(iss, ctx, config())))
     });
   } else {
     final.issues.push({
@@ -37806,7 +36649,7 @@ var $ZodRecord = /* @__PURE__ */ $constructor("$ZodRecord", (inst, def) => {
             payload.issues.push({
               code: "invalid_key",
               origin: "record",
-              issues: keyResult.issues.map((iss) => finalizeIssue(iss, ctx, config2())),
+              issues: keyResult.issues.map((iss) => finalizeIssue(iss, ctx, config())),
               input: key2,
               path: [key2],
               inst
@@ -37886,7 +36729,7 @@ var $ZodRecord = /* @__PURE__ */ $constructor("$ZodRecord", (inst, def) => {
             payload.issues.push({
               code: "invalid_key",
               origin: "record",
-              issues: keyResult.issues.map((iss) => finalizeIssue(iss, ctx, config2())),
+              issues: keyResult.issues.map((iss) => finalizeIssue(iss, ctx, config())),
               input: key2,
               path: [key2],
               inst
@@ -37979,7 +36822,7 @@ function handleMapResult(keyResult, valueResult, final, key2, input2, inst, ctx)
         origin: "map",
         input: input2,
         inst,
-        issues: keyResult.issues.map((iss) => finalizeIssue(iss, ctx, config2()))
+        issues: keyResult.issues.map((iss) => finalizeIssue(iss, ctx, config()))
       });
     }
   }
@@ -37993,7 +36836,7 @@ function handleMapResult(keyResult, valueResult, final, key2, input2, inst, ctx)
         input: input2,
         inst,
         key: key2,
-        issues: valueResult.issues.map((iss) => finalizeIssue(iss, ctx, config2()))
+        issues: valueResult.issues.map((iss) => finalizeIssue(iss, ctx, config()))
       });
     }
   }
@@ -38270,7 +37113,7 @@ function handleCatchResult(payload, result, def, ctx) {
     ...result,
     value: payload.value,
     error: {
-      issues: result.issues.map((iss) => finalizeIssue(iss, ctx, config2()))
+      issues: result.issues.map((iss) => finalizeIssue(iss, ctx, config()))
     },
     input: payload.value
   });
@@ -38650,7 +37493,7 @@ var recursive = /* @__PURE__ */ new WeakMap();
 var NONE = 0;
 var ASSUMED = 1;
 var PROVEN = 2;
-function isRecursive(inst, stack, resolve3) {
+function isRecursive(inst, stack, resolve4) {
   const cached2 = recursive.get(inst);
   if (cached2 !== void 0)
     return cached2 ? PROVEN : NONE;
@@ -38660,7 +37503,7 @@ function isRecursive(inst, stack, resolve3) {
   let result = NONE;
   const check2 = (child) => {
     if (result !== PROVEN && child?._zod) {
-      const answer = isRecursive(child, stack, resolve3);
+      const answer = isRecursive(child, stack, resolve4);
       if (answer > result)
         result = answer;
     }
@@ -38671,7 +37514,7 @@ function isRecursive(inst, stack, resolve3) {
       const desc = Object.getOwnPropertyDescriptor(sh, key2);
       if (spread && !desc.enumerable)
         continue;
-      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve3) : NONE;
+      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve4) : NONE;
       if (child > answer)
         answer = child;
     }
@@ -38735,7 +37578,7 @@ function isRecursive(inst, stack, resolve3) {
       break;
     // `$ZodLazy` caches its inner on the def, so a resolved edge is followed exactly
     case "lazy": {
-      const inner = def._cachedInner ?? (resolve3 ? inst._zod.innerType : void 0);
+      const inner = def._cachedInner ?? (resolve4 ? inst._zod.innerType : void 0);
       merge3(inner ? isRecursive(inner, stack, false) : ASSUMED);
       break;
     }
@@ -49299,8 +48142,8 @@ function encodeJSONPointerSegment(segment) {
   return segment.replace(/~/g, "~0").replace(/\//g, "~1");
 }
 function extractDefs(ctx, schema) {
-  const root = ctx.seen.get(schema);
-  if (!root)
+  const root2 = ctx.seen.get(schema);
+  if (!root2)
     throw new Error("Unprocessed schema. This is a bug in Zod.");
   if (ctx.external && ctx.sharedDefsExtractedFor === ctx.external)
     return;
@@ -49329,7 +48172,7 @@ function extractDefs(ctx, schema) {
     }
     const uriPrefix = `#`;
     const defUriPrefix = `${uriPrefix}/${defsSegment}/`;
-    if (entry[1] === root && !entry[1].schema.id) {
+    if (entry[1] === root2 && !entry[1].schema.id) {
       return { ref: uriPrefix };
     }
     const defId = entry[1].schema.id ?? `__schema${ctx.counter++}`;
@@ -49500,8 +48343,8 @@ function foldIntersection(json2) {
   assignProps(json2, folded);
 }
 function finalize(ctx, schema) {
-  const root = ctx.seen.get(schema);
-  if (!root)
+  const root2 = ctx.seen.get(schema);
+  if (!root2)
     throw new Error("Unprocessed schema. This is a bug in Zod.");
   const flattenRef = (zodSchema) => {
     const seen = ctx.seen.get(zodSchema);
@@ -49612,7 +48455,7 @@ function finalize(ctx, schema) {
       throw new Error("Schema is missing an `id` property");
     result.$id = ctx.external.uri(id);
   }
-  assignProps(result, root.defId ? root.schema : root.def ?? root.schema);
+  assignProps(result, root2.defId ? root2.schema : root2.def ?? root2.schema);
   const rootMetaId = ctx.metadataRegistry.get(schema)?.id;
   if (rootMetaId !== void 0 && result.id === rootMetaId)
     delete result.id;
@@ -50145,8 +48988,8 @@ var tupleProcessor = (schema, ctx, _json, params) => {
   let minItems = def.items.length;
   while (minItems > 0) {
     const item = def.items[minItems - 1];
-    const optional3 = ctx.io === "input" ? inputOptin(item) !== void 0 : item._zod.optout === "optional";
-    if (!optional3)
+    const optional4 = ctx.io === "input" ? inputOptin(item) !== void 0 : item._zod.optout === "optional";
+    if (!optional4)
       break;
     minItems--;
   }
@@ -50818,7 +49661,7 @@ var ZodRealError = /* @__PURE__ */ $constructor("ZodError", initializer2, void 0
 // node_modules/zod/v4/classic/parse.js
 var parse4 = /* @__PURE__ */ _parse(ZodRealError);
 var parseAsync2 = /* @__PURE__ */ _parseAsync(ZodRealError);
-var safeParse3 = /* @__PURE__ */ _safeParse(ZodRealError);
+var safeParse2 = /* @__PURE__ */ _safeParse(ZodRealError);
 var safeParseAsync2 = /* @__PURE__ */ _safeParseAsync(ZodRealError);
 var encode2 = /* @__PURE__ */ _encode(ZodRealError);
 var decode2 = /* @__PURE__ */ _decode(ZodRealError);
@@ -50832,11 +49675,11 @@ var safeDecodeAsync2 = /* @__PURE__ */ _safeDecodeAsync(ZodRealError);
 // node_modules/zod/v4/classic/schemas.js
 function _ensureDefaultLocale() {
   if (!globalConfig.localeError)
-    config2(en_default());
+    config(en_default());
 }
 function _ensureDefaultMemoizer() {
   if (!globalConfig.memoizer)
-    config2({ memoizer: memoizer() });
+    config({ memoizer: memoizer() });
 }
 var ZodType = /* @__PURE__ */ $constructor("ZodType", (inst, def) => {
   _ensureDefaultLocale();
@@ -50959,7 +49802,7 @@ var ZodType = /* @__PURE__ */ $constructor("ZodType", (inst, def) => {
     return await parseAsync2(this, data, params, { callee: _parseAsync2 });
   },
   safeParse(data, params) {
-    return safeParse3(this, data, params);
+    return safeParse2(this, data, params);
   },
   async safeParseAsync(data, params) {
     return safeParseAsync2(this, data, params);
@@ -52309,12 +51152,12 @@ var ZodIssueCode = {
   custom: "custom"
 };
 function setErrorMap(map2) {
-  config2({
+  config({
     customError: map2
   });
 }
 function getErrorMap() {
-  return config2().customError;
+  return config().customError;
 }
 var ZodFirstPartyTypeKind;
 /* @__PURE__ */ (function(ZodFirstPartyTypeKind2) {
@@ -53300,6 +52143,1763 @@ function date4(params) {
   return _coercedDate(ZodDate, params);
 }
 
+// src/core/network-policy.ts
+var NETWORK_MODES = ["proxy", "none", "host"];
+var DEFAULT_PORTS = [443, 80];
+var REGISTRY_HOSTS = {
+  npm: ["registry.npmjs.org", "registry.yarnpkg.com"],
+  PyPI: ["pypi.org", "files.pythonhosted.org"],
+  crates: ["crates.io", "index.crates.io", "static.crates.io"],
+  "Go modules": ["proxy.golang.org", "sum.golang.org"],
+  Maven: ["repo.maven.apache.org", "repo1.maven.org"],
+  RubyGems: ["rubygems.org", "index.rubygems.org"]
+};
+var HOST_NAME = /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+var IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+function parseAllowEntry(text) {
+  const entry = text.trim().toLowerCase();
+  let host = entry;
+  let port;
+  const v6 = /^\[([0-9a-f:.]+)\](?::(\d+))?$/.exec(entry);
+  if (v6) {
+    host = v6[1];
+    port = v6[2] === void 0 ? void 0 : Number(v6[2]);
+  } else {
+    const at = entry.lastIndexOf(":");
+    if (at > 0 && /^\d+$/.test(entry.slice(at + 1))) {
+      host = entry.slice(0, at);
+      port = Number(entry.slice(at + 1));
+    }
+  }
+  if (port !== void 0 && (!Number.isInteger(port) || port < 1 || port > 65535))
+    return `"${text}": the port must be a number from 1 to 65535`;
+  if (!v6 && !IPV4.test(host) && !HOST_NAME.test(host))
+    return `"${text}" is not a host name (e.g. registry.example.com, registry.example.com:8443, *.example.com)`;
+  return { host, ports: port === void 0 ? DEFAULT_PORTS : [port] };
+}
+var allowEntry = external_exports.string().superRefine((s, ctx) => {
+  const parsed = parseAllowEntry(s);
+  if (typeof parsed === "string") ctx.addIssue({ code: "custom", message: parsed });
+});
+var NETWORK_SCHEMA = external_exports.union([
+  external_exports.enum(NETWORK_MODES),
+  external_exports.strictObject({
+    allow: external_exports.array(allowEntry).max(500).default([]),
+    /** The registries of REGISTRY_HOSTS (default true). */
+    registries: external_exports.boolean().default(true)
+  })
+]);
+var NETWORK_FORM = 'one of: proxy, none, host, or { allow: [host, "host:port", "*.host", ...], registries: true|false }';
+function networkPolicyOf(setting) {
+  if (setting === "none" || setting === "host") return { mode: setting, allow: [] };
+  const registries = typeof setting === "object" ? setting.registries : true;
+  const extra = typeof setting === "object" ? setting.allow : [];
+  const allow = registries ? Object.values(REGISTRY_HOSTS).flat().map((host) => ({ host, ports: [443] })) : [];
+  for (const text of extra) {
+    const parsed = parseAllowEntry(text);
+    if (typeof parsed !== "string") allow.push(parsed);
+  }
+  return { mode: "proxy", allow };
+}
+function allowedByPolicy(policy, host, port) {
+  if (policy.mode === "host") return true;
+  if (policy.mode === "none") return false;
+  const name = normalizeHost(host);
+  return policy.allow.some((a2) => a2.ports.includes(port) && hostMatches(a2.host, name));
+}
+function hostMatches(pattern, name) {
+  if (pattern.startsWith("*.")) return name.endsWith(pattern.slice(1)) && name.length > pattern.length - 1;
+  return pattern === name;
+}
+function normalizeHost(host) {
+  return host.trim().toLowerCase().replace(/\.$/, "").replace(/^\[(.*)\]$/, "$1");
+}
+function reachableAddress(address) {
+  const a2 = address.toLowerCase();
+  const v4 = a2.startsWith("::ffff:") && IPV4.test(a2.slice(7)) ? a2.slice(7) : a2;
+  if (IPV4.test(v4)) {
+    const [x, y] = v4.split(".").map(Number);
+    if (x === 127 || x === 0 || x >= 224) return false;
+    if (x === 169 && y === 254) return false;
+    return true;
+  }
+  if (a2 === "::1" || a2 === "::") return false;
+  if (/^fe[89ab]/.test(a2)) return false;
+  if (a2.startsWith("ff")) return false;
+  if (a2 === "fd00:ec2::254") return false;
+  return true;
+}
+function mergeRefusals(...lists) {
+  const byKey = /* @__PURE__ */ new Map();
+  for (const list of lists)
+    for (const r of list ?? []) {
+      const key2 = `${r.host}:${r.port}:${r.why}`;
+      const seen = byKey.get(key2);
+      byKey.set(key2, seen ? { ...seen, count: seen.count + r.count } : { ...r });
+    }
+  return [...byKey.values()].sort((a2, b) => b.count - a2.count || a2.host.localeCompare(b.host));
+}
+
+// src/worker/egress-proxy.ts
+function parseEgressHosts(text) {
+  const hosts = {};
+  for (const pair of (text ?? "").split(",")) {
+    if (!pair.trim()) continue;
+    const [name, address, ...rest] = pair.split("=");
+    if (!name?.trim() || !address || rest.length > 0 || (0, import_node_net.isIP)(address.trim()) === 0)
+      throw new Error(
+        `FLEET_EGRESS_HOSTS: "${pair}" is not name=address (an IPv4 or IPv6 address), e.g. registry.internal=10.0.0.5`
+      );
+    hosts[normalizeHost(name)] = address.trim();
+  }
+  return hosts;
+}
+var MAX_REFUSAL_ROWS = 100;
+async function startEgressProxy(opts) {
+  const proxy = proxyState(opts);
+  const server = (0, import_node_http.createServer)((req, res) => void forwardPlain(proxy, req, res));
+  server.on("connection", (s) => proxy.track(s));
+  server.on(
+    "connect",
+    (req, client, head) => void tunnel2(proxy, req, client, head)
+  );
+  await new Promise((resolve4, reject) => {
+    server.once("error", reject);
+    server.listen(opts.socketPath, () => resolve4());
+  });
+  return {
+    socketPath: opts.socketPath,
+    refused: () => [...proxy.tally.values()].map((r) => ({ ...r })),
+    async close() {
+      for (const s of proxy.sockets) s.destroy();
+      await new Promise((resolve4) => server.close(() => resolve4()));
+    }
+  };
+}
+function proxyState(opts) {
+  const tally = /* @__PURE__ */ new Map();
+  const sockets = /* @__PURE__ */ new Set();
+  return {
+    opts,
+    tally,
+    sockets,
+    track(s) {
+      sockets.add(s);
+      s.once("close", () => sockets.delete(s));
+    },
+    refuse(rawHost, port, why) {
+      let host = /^[a-z0-9.:_-]{1,253}$/.test(rawHost) ? rawHost : "(not a host name)";
+      if (tally.size >= MAX_REFUSAL_ROWS && !tally.has(`${host}:${port}:${why}`)) host = "(other hosts)";
+      const key2 = `${host}:${port}:${why}`;
+      const seen = tally.get(key2);
+      tally.set(key2, seen ? { ...seen, count: seen.count + 1 } : { host, port, count: 1, why });
+    },
+    /** Where a connection to host:port goes, or why it does not. */
+    async target(rawHost, port) {
+      const host = normalizeHost(rawHost);
+      if (!allowedByPolicy(opts.policy, host, port)) return { refused: "not allowed" };
+      const mapped = opts.hosts?.[host];
+      if (mapped) return { address: mapped };
+      if ((0, import_node_net.isIP)(host)) return reachableAddress(host) ? { address: host } : { refused: "address refused" };
+      let addresses;
+      try {
+        addresses = await (0, import_promises.lookup)(host, { all: true });
+      } catch {
+        return { refused: "no such host" };
+      }
+      const usable = addresses.find((a2) => reachableAddress(a2.address));
+      return usable ? { address: usable.address } : { refused: "address refused" };
+    }
+  };
+}
+async function tunnel2(proxy, req, client, head) {
+  client.on("error", () => client.destroy());
+  const at = parseAuthority(req.url ?? "");
+  if (!at) {
+    client.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+    return;
+  }
+  const target = await proxy.target(at.host, at.port);
+  if ("refused" in target) {
+    proxy.refuse(normalizeHost(at.host), at.port, target.refused);
+    client.end(refusalHead(at.host, at.port, target.refused));
+    return;
+  }
+  const upstream = (0, import_node_net.connect)({
+    host: target.address,
+    port: at.port,
+    timeout: proxy.opts.connectTimeoutMs ?? 3e4
+  });
+  proxy.track(upstream);
+  upstream.once("timeout", () => upstream.destroy(new Error("connect timeout")));
+  upstream.once("connect", () => {
+    upstream.setTimeout(0);
+    client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    if (head.length) upstream.write(head);
+    upstream.pipe(client);
+    client.pipe(upstream);
+  });
+  upstream.on("error", (e) => {
+    if (client.writable && !upstream.readable)
+      client.end(`HTTP/1.1 502 Bad Gateway\r
+Connection: close\r
+\r
+${e.message}
+`);
+    else client.destroy();
+  });
+  client.once("close", () => upstream.destroy());
+}
+async function forwardPlain(proxy, req, res) {
+  let url2;
+  try {
+    url2 = new URL(req.url ?? "");
+    if (url2.protocol !== "http:") throw new Error("not http");
+  } catch {
+    res.writeHead(400, { "content-type": "text/plain" }).end("Fleet's egress proxy takes absolute http:// URLs and CONNECT.\n");
+    return;
+  }
+  const port = url2.port ? Number(url2.port) : 80;
+  const target = await proxy.target(url2.hostname, port);
+  if ("refused" in target) {
+    proxy.refuse(normalizeHost(url2.hostname), port, target.refused);
+    res.writeHead(403, { "content-type": "text/plain", "x-fleet-refused": `${url2.hostname}:${port}` });
+    res.end(refusalText(url2.hostname, port, target.refused));
+    return;
+  }
+  const headers = { ...req.headers, host: url2.host };
+  delete headers["proxy-connection"];
+  delete headers["proxy-authorization"];
+  const out = (0, import_node_http.request)(
+    { host: target.address, port, method: req.method, path: `${url2.pathname}${url2.search}`, headers },
+    (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    }
+  );
+  out.on("error", (e) => {
+    if (!res.headersSent) res.writeHead(502, { "content-type": "text/plain" });
+    res.end(`${e.message}
+`);
+  });
+  req.pipe(out);
+}
+function parseAuthority(text) {
+  const m = /^\[([^\]]+)\]:(\d+)$/.exec(text) ?? /^([^:\s]+):(\d+)$/.exec(text);
+  if (!m) return void 0;
+  const port = Number(m[2]);
+  return port >= 1 && port <= 65535 ? { host: m[1], port } : void 0;
+}
+function refusalText(host, port, why) {
+  const reason = why === "not allowed" ? "it is not in the task's network allowlist (network.allow in .github/fleet.yml)" : why === "no such host" ? "the name does not resolve" : "it resolves to an address agents never reach (loopback, link-local or metadata)";
+  return `Fleet's egress proxy refused ${host}:${port}: ${reason}.
+`;
+}
+function refusalHead(host, port, why) {
+  const body = refusalText(host, port, why);
+  return `HTTP/1.1 403 Forbidden\r
+Content-Type: text/plain\r
+Content-Length: ${Buffer.byteLength(body)}\r
+X-Fleet-Refused: ${host}:${port}\r
+Connection: close\r
+\r
+${body}`;
+}
+
+// src/core/coders.ts
+var idPart = (id) => /^[A-Za-z0-9_-]{1,128}$/.test(id) ? id : "\\0never";
+var claude = {
+  name: "claude",
+  displayName: "Claude Code",
+  binary: "claude",
+  npmPackage: "@anthropic-ai/claude-code",
+  // The CLI's alias for the current Sonnet: a task never asks for a model the API has retired.
+  defaultModel: "sonnet",
+  promptOn: "stdin",
+  credential: {
+    env: "ANTHROPIC_API_KEY",
+    aliases: ["ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"],
+    // ANTHROPIC_AUTH_TOKEN is a proxy's bearer token: used only when a repository names it.
+    defaults: ["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"]
+  },
+  gateway: {
+    upstream: "https://api.anthropic.com",
+    routes: [
+      { method: "POST", path: /^\/v1\/messages(\/count_tokens)?$/ },
+      { method: "GET", path: /^\/v1\/models(\/[\w.-]+)?$/ }
+    ],
+    variable: "ANTHROPIC_BASE_URL"
+  },
+  // Claude Code 2.1: ~/.claude/projects/<the cwd, as a name>/<session>.jsonl
+  sessionFiles: (id) => new RegExp(`^\\.claude/projects/[^/]+/${idPart(id)}\\.jsonl$`),
+  verified: true
+};
+var codex = {
+  name: "codex",
+  displayName: "Codex",
+  binary: "codex",
+  npmPackage: "@openai/codex",
+  defaultModel: "gpt-5-codex",
+  promptOn: "stdin",
+  credential: { env: "OPENAI_API_KEY", aliases: ["CODEX_API_KEY"], defaults: ["OPENAI_API_KEY"] },
+  // Codex ignores OPENAI_BASE_URL: the base URL is a model provider of its own (`-c model_providers.*`).
+  gateway: {
+    upstream: "https://api.openai.com",
+    routes: [
+      { method: "POST", path: /^\/v1\/responses$/ },
+      { method: "GET", path: /^\/v1\/models$/ }
+    ]
+  },
+  // Codex 0.171 (CODEX_HOME is the run's HOME): sessions/<yyyy>/<mm>/<dd>/rollout-<time>-<session>.jsonl
+  sessionFiles: (id) => new RegExp(`^sessions/\\d{4}/\\d{2}/\\d{2}/rollout-[\\dT:-]+-${idPart(id)}\\.jsonl$`),
+  verified: true
+};
+var agy = {
+  name: "agy",
+  displayName: "Antigravity",
+  binary: "agy",
+  defaultModel: "gemini-2.5-pro",
+  promptOn: "argv",
+  credential: { env: "GEMINI_API_KEY", aliases: [], defaults: ["GEMINI_API_KEY"] },
+  verified: false
+};
+var gemini = {
+  name: "gemini",
+  displayName: "Gemini CLI",
+  binary: "gemini",
+  npmPackage: "@google/gemini-cli",
+  // The Gemini CLI's own default model.
+  defaultModel: "gemini-2.5-pro",
+  promptOn: "argv",
+  credential: { env: "GEMINI_API_KEY", aliases: ["GOOGLE_API_KEY"], defaults: ["GEMINI_API_KEY"] },
+  gateway: {
+    upstream: "https://generativelanguage.googleapis.com",
+    routes: [
+      {
+        method: "POST",
+        path: /^\/v1(beta)?\/models\/[\w.-]+:(generateContent|streamGenerateContent|countTokens)$/
+      }
+    ],
+    variable: "GOOGLE_GEMINI_BASE_URL"
+  },
+  // Gemini CLI 0.61: ~/.gemini/tmp/<project>/chats/session-<time>-<the session id's first 8>.jsonl
+  sessionFiles: (id) => new RegExp(`^\\.gemini/tmp/[^/]+/chats/session-[\\dT:-]+-${idPart(id).slice(0, 8)}\\.jsonl$`),
+  verified: true
+};
+var opencode = {
+  name: "opencode",
+  displayName: "opencode",
+  binary: "opencode",
+  npmPackage: "opencode-ai",
+  // An Anthropic model id: Fleet's runs name the Anthropic Messages API as opencode's provider.
+  defaultModel: "claude-sonnet-4-5",
+  promptOn: "stdin",
+  credential: { env: "ANTHROPIC_API_KEY", aliases: [], defaults: ["ANTHROPIC_API_KEY"] },
+  // opencode takes its base URL from its config file (a provider's `baseURL`), not a variable.
+  gateway: {
+    upstream: "https://api.anthropic.com",
+    routes: [{ method: "POST", path: /^\/v1\/messages(\/count_tokens)?$/ }]
+  },
+  // opencode 1.18 keeps every session in one SQLite database (with its write-ahead log).
+  sessionFiles: () => /^\.local\/share\/opencode\/opencode\.db(-wal|-shm)?$/,
+  verified: true
+};
+var CODERS = Object.freeze({ claude, codex, agy, gemini, opencode });
+var CODER_NAMES = Object.freeze(Object.keys(CODERS));
+var isKnownCoder = (name) => Object.hasOwn(CODERS, name);
+var coderFacts = (name) => isKnownCoder(name) ? CODERS[name] : void 0;
+var CODER_CREDENTIAL_VARIABLES = Object.freeze([
+  ...new Set(Object.values(CODERS).flatMap((c3) => [c3.credential.env, ...c3.credential.aliases]))
+]);
+
+// src/core/usage.ts
+var emptyUsage = () => ({
+  input: 0,
+  output: 0,
+  cacheRead: 0,
+  cacheWrite: 0,
+  reasoning: 0
+});
+function addUsage(a2, b) {
+  return {
+    input: a2.input + (b.input ?? 0),
+    output: a2.output + (b.output ?? 0),
+    cacheRead: a2.cacheRead + (b.cacheRead ?? 0),
+    cacheWrite: a2.cacheWrite + (b.cacheWrite ?? 0),
+    reasoning: a2.reasoning + (b.reasoning ?? 0)
+  };
+}
+var totalTokens = (u2) => u2.input + u2.output + u2.cacheRead + u2.cacheWrite;
+function combineTotals(a2, b) {
+  if (!a2 || !b) return a2 ?? b;
+  return {
+    usage: addUsage(a2.usage, b.usage),
+    costUsd: a2.costUsd === null && b.costUsd === null ? null : (a2.costUsd ?? 0) + (b.costUsd ?? 0),
+    turns: a2.turns + b.turns,
+    durationMs: a2.durationMs + b.durationMs,
+    model: b.model || a2.model,
+    ...b.credential ?? a2.credential ? { credential: b.credential ?? a2.credential } : {}
+  };
+}
+
+// src/agents/json-line.ts
+function parseJsonObject(line) {
+  const trimmed = line.trim();
+  if (!trimmed.startsWith("{")) return null;
+  try {
+    const v = JSON.parse(trimmed);
+    return v && typeof v === "object" && !Array.isArray(v) ? v : null;
+  } catch {
+    return null;
+  }
+}
+function safeParse3(line, parse5) {
+  if (line.trim() === "") return [];
+  const obj2 = parseJsonObject(line);
+  if (!obj2) return [{ type: "unknown", raw: line }];
+  try {
+    return parse5(obj2) ?? [{ type: "unknown", raw: line }];
+  } catch {
+    return [{ type: "unknown", raw: line }];
+  }
+}
+var obj = (v) => v && typeof v === "object" && !Array.isArray(v) ? v : {};
+var str = (v) => typeof v === "string" ? v : void 0;
+var num = (v) => typeof v === "number" && Number.isFinite(v) ? v : 0;
+var optNum = (v) => typeof v === "number" && Number.isFinite(v) ? v : void 0;
+var arr = (v) => Array.isArray(v) ? v : [];
+function contentText(v) {
+  if (typeof v === "string") return v;
+  if (Array.isArray(v)) {
+    return v.map((part) => typeof part === "string" ? part : str(obj(part).text) ?? JSON.stringify(part)).join("\n");
+  }
+  return v === void 0 || v === null ? "" : JSON.stringify(v);
+}
+function totals(usage, rest = {}) {
+  return {
+    usage: { ...emptyUsage(), ...usage },
+    costUsd: rest.costUsd ?? null,
+    turns: rest.turns ?? 0,
+    durationMs: rest.durationMs ?? 0,
+    model: rest.model ?? ""
+  };
+}
+function isoTime(v) {
+  if (typeof v === "string" && !Number.isNaN(Date.parse(v))) return new Date(v).toISOString();
+  if (typeof v === "number" && Number.isFinite(v) && v > 0) {
+    return new Date(v < 1e12 ? v * 1e3 : v).toISOString();
+  }
+  return void 0;
+}
+var looksRateLimited = (message) => /\b429\b|rate.?limit|usage limit|too many requests|quota|resource.?exhausted/i.test(message);
+
+// src/agents/adapter.ts
+function defineAdapter(name, parts) {
+  const facts = CODERS[name];
+  const adapter = {
+    coder: facts.name,
+    displayName: facts.displayName,
+    defaultModel: facts.defaultModel,
+    binary: facts.binary,
+    credentialEnv: facts.credential.env,
+    credentialAliases: facts.credential.aliases,
+    command: parts.command,
+    parseLine: (line) => safeParse3(line, parts.parse)
+  };
+  if (facts.gateway) {
+    adapter.upstream = facts.gateway.upstream;
+    adapter.modelRoutes = facts.gateway.routes;
+  }
+  return adapter;
+}
+function coderCommand(name, inv, args, own2 = {}, homeVariables = ["HOME"]) {
+  const facts = CODERS[name];
+  const env = { ...own2 };
+  const baseUrlVariable = facts.gateway?.variable;
+  if (inv.modelBaseUrl && baseUrlVariable) env[baseUrlVariable] = inv.modelBaseUrl;
+  if (inv.credential) env[inv.credential.name] = inv.credential.value;
+  if (inv.home) for (const v of homeVariables) env[v] = inv.home;
+  Object.assign(env, inv.env);
+  const stdin = facts.promptOn === "stdin" ? { text: inv.prompt } : "ignore";
+  return { file: facts.binary, args, env, stdin };
+}
+
+// src/agents/agy.ts
+var agyAdapter = defineAdapter("agy", {
+  command(inv) {
+    const args = ["-p", inv.prompt, "--output-format", "stream-json", "--model", inv.model];
+    args.push("--print-timeout", "24h");
+    if (inv.phase === "work") args.push("--dangerously-skip-permissions");
+    else args.push("--mode", "plan");
+    return coderCommand("agy", inv, args);
+  },
+  parse: parseAgy
+});
+function parseAgy(o2) {
+  switch (o2.event) {
+    case "init": {
+      const init = obj(o2.init);
+      return [
+        {
+          type: "init",
+          sessionId: str(o2.conversation_id),
+          model: str(init.model),
+          tools: arr(init.tools).filter((t) => typeof t === "string")
+        }
+      ];
+    }
+    case "step_update":
+      return parseStep(obj(o2.step_update));
+    case "result":
+      return parseResult(obj(o2.result));
+    default:
+      return null;
+  }
+}
+function agyUsage(u2) {
+  return {
+    input: num(u2.input_tokens),
+    output: num(u2.output_tokens),
+    cacheRead: num(u2.cache_read_tokens),
+    reasoning: num(u2.thinking_tokens)
+  };
+}
+function parseStep(step) {
+  const index = typeof step.step_index === "number" ? String(step.step_index) : void 0;
+  const id = index && str(step.conversation_id) ? `${step.conversation_id}:${index}` : index;
+  switch (step.step_type) {
+    case "user_input":
+      return [];
+    case "agent_response": {
+      const events = [];
+      const text = str(step.text_delta);
+      if (text) events.push({ type: "text", text });
+      if (step.usage !== void 0) events.push({ type: "usage", id, usage: agyUsage(obj(step.usage)) });
+      if (step.state === "ERROR") events.push({ type: "error", message: stepError(step) });
+      return events;
+    }
+    case "tool":
+      return toolStep(step, id);
+    case "error_message":
+      return [{ type: "error", message: stepError(step) }];
+    default:
+      return null;
+  }
+}
+function stepError(step) {
+  const e = step.error;
+  return str(obj(e).message) ?? str(e) ?? `agy: step ${String(step.step_index ?? "?")} ended in error`;
+}
+function toolStep(step, id) {
+  const info2 = obj(step.tool_info);
+  const name = str(info2.name) ?? str(step.tool_name) ?? "";
+  if (step.state === "ACTIVE") return [{ type: "tool_use", name, input: info2.parameters, id }];
+  const isError = step.state === "ERROR" || info2.error !== void 0;
+  const output2 = isError ? str(obj(info2.error).message) ?? str(info2.error) ?? "" : str(info2.output) ?? "";
+  return [{ type: "tool_result", id, isError, output: output2 }];
+}
+function resetSeconds(message) {
+  const m = /resets in\s+(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s)?/i.exec(message);
+  if (!m || !m[1] && !m[2] && !m[3]) return void 0;
+  return Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0);
+}
+var QUOTA = /quota reached|exhausted your quota|credits balance is too low|resource.?exhausted|\b429\b/i;
+function parseResult(r) {
+  const response = str(r.response) ?? "";
+  const denied = arr(r.denied_actions).map((d) => str(obj(d).display_name) ?? str(obj(d).action) ?? "?");
+  let message;
+  if (r.status !== "SUCCESS") message = str(r.error) || `agy: run ended with status ${String(r.status)}`;
+  else if (!response.trim() && denied.length > 0)
+    message = `agy refused ${denied.join(", ")} (a headless run cannot ask for approval) and gave no answer`;
+  const events = [];
+  if (message) {
+    const retryAfterSeconds = resetSeconds(message);
+    events.push(
+      QUOTA.test(message) ? { type: "rate_limit", message, ...retryAfterSeconds !== void 0 ? { retryAfterSeconds } : {} } : { type: "error", message }
+    );
+  }
+  events.push({
+    type: "result",
+    ok: message === void 0,
+    sessionId: str(r.conversation_id) || void 0,
+    summary: message ?? response,
+    totals: totals(agyUsage(obj(r.usage)), {
+      turns: num(r.num_turns),
+      durationMs: Math.round(num(r.duration_seconds) * 1e3)
+    })
+  });
+  return events;
+}
+
+// src/agents/claude.ts
+var CLAUDE_WORK_TOOLS = ["Bash", "Edit", "Write", "Read", "Glob", "Grep"];
+function claudeWebTools(network2) {
+  if (network2 === void 0 || network2 === "host") return { allowed: [], disallowed: [] };
+  if (network2 === "none") return { allowed: [], disallowed: ["WebSearch", "WebFetch"] };
+  return { allowed: ["WebFetch"], disallowed: ["WebSearch"], settings: { skipWebFetchPreflight: true } };
+}
+var claudeAdapter = defineAdapter("claude", {
+  command(inv) {
+    const args = ["-p", "--output-format", "stream-json", "--verbose", "--model", inv.model];
+    const web = claudeWebTools(inv.network);
+    if (inv.phase === "plan") args.push("--permission-mode", "plan");
+    else
+      args.push(
+        "--permission-mode",
+        "acceptEdits",
+        "--allowedTools",
+        [...CLAUDE_WORK_TOOLS, ...web.allowed].join(",")
+      );
+    if (web.disallowed.length) args.push("--disallowedTools", web.disallowed.join(","));
+    if (web.settings) args.push("--settings", JSON.stringify(web.settings));
+    if (inv.resumeSessionId) args.push("--resume", inv.resumeSessionId);
+    return coderCommand("claude", inv, args, {
+      DISABLE_TELEMETRY: "1",
+      DISABLE_ERROR_REPORTING: "1",
+      DISABLE_AUTOUPDATER: "1",
+      // Also stops the side request for a session title.
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1"
+    });
+  },
+  parse: parseClaude
+});
+function parseClaude(o2) {
+  switch (o2.type) {
+    case "system":
+      return parseSystem(o2);
+    case "assistant":
+      return parseAssistant(o2);
+    case "user":
+      return arr(obj(o2.message).content).map(obj).filter((b) => b.type === "tool_result").map((b) => ({
+        type: "tool_result",
+        id: str(b.tool_use_id),
+        isError: b.is_error === true,
+        output: contentText(b.content)
+      }));
+    case "result":
+      return parseResult2(o2);
+    case "rate_limit_event": {
+      const info2 = obj(o2.rate_limit_info);
+      if (info2.status !== "rejected") return [];
+      return [
+        {
+          type: "rate_limit",
+          resetsAt: isoTime(info2.resetsAt),
+          message: `Claude usage limit reached${str(info2.rateLimitType) ? ` (${info2.rateLimitType})` : ""}`
+        }
+      ];
+    }
+    default:
+      return null;
+  }
+}
+function parseSystem(o2) {
+  if (o2.subtype === "init") {
+    const tools = arr(o2.tools).filter((t) => typeof t === "string");
+    return [{ type: "init", sessionId: str(o2.session_id), model: str(o2.model), tools }];
+  }
+  if (o2.subtype === "api_retry") {
+    const status = optNum(o2.error_status);
+    const delay = optNum(o2.retry_delay_ms);
+    const message = `API ${status ?? "error"} (${str(o2.error) ?? "unknown"}); retry ${num(o2.attempt)}/${num(o2.max_retries)}`;
+    if (status === 429 || o2.error === "rate_limit") {
+      return [
+        {
+          type: "rate_limit",
+          retryAfterSeconds: delay === void 0 ? void 0 : Math.round(delay / 100) / 10,
+          message
+        }
+      ];
+    }
+    return [{ type: "error", message }];
+  }
+  return null;
+}
+function parseAssistant(o2) {
+  const message = obj(o2.message);
+  const events = [];
+  for (const b of arr(message.content).map(obj)) {
+    if (b.type === "text" && typeof b.text === "string") events.push({ type: "text", text: b.text });
+    else if (b.type === "tool_use")
+      events.push({ type: "tool_use", name: str(b.name) ?? "", input: b.input, id: str(b.id) });
+  }
+  const u2 = obj(message.usage);
+  if (Object.keys(u2).length > 0 && message.model !== "<synthetic>") {
+    events.push({
+      type: "usage",
+      id: str(message.id),
+      usage: {
+        input: num(u2.input_tokens),
+        output: num(u2.output_tokens),
+        cacheRead: num(u2.cache_read_input_tokens),
+        cacheWrite: num(u2.cache_creation_input_tokens)
+      }
+    });
+  }
+  if (typeof o2.error === "string" && o2.error !== "rate_limit") {
+    events.push({ type: "error", message: contentText(message.content) || o2.error });
+  }
+  return events;
+}
+function parseResult2(o2) {
+  const modelUsage = obj(o2.modelUsage);
+  const models2 = Object.entries(modelUsage).map(([name, v]) => ({ name, u: obj(v) }));
+  let usage;
+  let model2 = "";
+  let cost = optNum(o2.total_cost_usd) ?? null;
+  if (models2.length > 0) {
+    usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+    let modelCost = 0;
+    for (const { u: u2 } of models2) {
+      usage.input = (usage.input ?? 0) + num(u2.inputTokens);
+      usage.output = (usage.output ?? 0) + num(u2.outputTokens);
+      usage.cacheRead = (usage.cacheRead ?? 0) + num(u2.cacheReadInputTokens);
+      usage.cacheWrite = (usage.cacheWrite ?? 0) + num(u2.cacheCreationInputTokens);
+      modelCost += num(u2.costUSD);
+    }
+    cost ??= modelCost;
+    model2 = models2.reduce((a2, b) => num(b.u.outputTokens) > num(a2.u.outputTokens) ? b : a2).name;
+  } else {
+    const u2 = obj(o2.usage);
+    usage = {
+      input: num(u2.input_tokens),
+      output: num(u2.output_tokens),
+      cacheRead: num(u2.cache_read_input_tokens),
+      cacheWrite: num(u2.cache_creation_input_tokens)
+    };
+  }
+  const sessionId = str(o2.session_id);
+  const summary2 = str(o2.result);
+  const ok = o2.is_error !== true && (o2.subtype === void 0 || o2.subtype === "success");
+  const events = [];
+  if (o2.api_error_status === 429) {
+    events.push({ type: "rate_limit", message: summary2 ?? "API rate limit (429)" });
+  } else if (!ok) {
+    const errors = arr(o2.errors).filter((e) => typeof e === "string");
+    events.push({ type: "error", message: summary2 ?? (errors.join("; ") || `claude: ${String(o2.subtype)}`) });
+  }
+  events.push({
+    type: "result",
+    ok,
+    sessionId,
+    summary: summary2,
+    totals: totals(usage, { costUsd: cost, turns: num(o2.num_turns), durationMs: num(o2.duration_ms), model: model2 })
+  });
+  return events;
+}
+
+// src/agents/codex.ts
+var PROVIDER = "fleet";
+var codexAdapter = defineAdapter("codex", {
+  command(inv) {
+    const options = ["--json", "--model", inv.model, "--skip-git-repo-check"];
+    const own2 = inv.phase === "plan" ? "read-only" : "workspace-write";
+    options.push("--sandbox", inv.sandboxed ? "danger-full-access" : own2);
+    options.push("-c", 'approval_policy="never"');
+    if (inv.modelBaseUrl) {
+      const keyEnv = inv.credential?.name ?? CODERS.codex.credential.env;
+      const root2 = inv.modelBaseUrl.replace(/\/+$/, "");
+      const baseUrl = root2.endsWith("/v1") ? root2 : `${root2}/v1`;
+      options.push(
+        "-c",
+        `model_provider=${PROVIDER}`,
+        "-c",
+        `model_providers.${PROVIDER}.name=${PROVIDER}`,
+        "-c",
+        `model_providers.${PROVIDER}.base_url=${JSON.stringify(baseUrl)}`,
+        "-c",
+        `model_providers.${PROVIDER}.wire_api="responses"`,
+        "-c",
+        `model_providers.${PROVIDER}.env_key=${JSON.stringify(keyEnv)}`
+      );
+    }
+    const args = inv.resumeSessionId ? ["exec", ...options, "resume", inv.resumeSessionId, "-"] : ["exec", ...options, "-"];
+    return coderCommand("codex", inv, args, {}, ["HOME", "CODEX_HOME"]);
+  },
+  parse: parseCodex
+});
+function parseCodex(o2) {
+  switch (o2.type) {
+    case "thread.started":
+      return [{ type: "init", sessionId: str(o2.thread_id) }];
+    case "turn.started":
+      return [];
+    case "item.started":
+      return itemStarted(obj(o2.item));
+    case "item.updated":
+      return [];
+    case "item.completed":
+      return itemCompleted(obj(o2.item));
+    case "turn.completed": {
+      const u2 = obj(o2.usage);
+      const cached2 = num(u2.cached_input_tokens);
+      const cacheWrite = num(u2.cache_write_input_tokens);
+      const usage = {
+        input: Math.max(0, num(u2.input_tokens) - cached2 - cacheWrite),
+        cacheRead: cached2,
+        cacheWrite,
+        output: num(u2.output_tokens),
+        reasoning: num(u2.reasoning_output_tokens)
+      };
+      return [
+        { type: "usage", usage },
+        { type: "result", ok: true, totals: totals(usage, { turns: 1 }) }
+      ];
+    }
+    case "turn.failed": {
+      const message = str(obj(o2.error).message) ?? "codex: turn failed";
+      const events = [];
+      events.push(looksRateLimited(message) ? { type: "rate_limit", message } : { type: "error", message });
+      events.push({ type: "result", ok: false, totals: totals({}, { turns: 1 }), summary: message });
+      return events;
+    }
+    case "error": {
+      const message = str(o2.message) ?? "codex: error";
+      return [looksRateLimited(message) ? { type: "rate_limit", message } : { type: "error", message }];
+    }
+    default:
+      return null;
+  }
+}
+function itemStarted(item) {
+  switch (item.type) {
+    case "command_execution":
+      return [{ type: "tool_use", name: "command", id: str(item.id), input: { command: item.command } }];
+    case "mcp_tool_call":
+      return [
+        {
+          type: "tool_use",
+          name: `${str(item.server) ?? "mcp"}.${str(item.tool) ?? "tool"}`,
+          id: str(item.id),
+          input: item.arguments
+        }
+      ];
+    default:
+      return [];
+  }
+}
+function itemCompleted(item) {
+  const id = str(item.id);
+  switch (item.type) {
+    case "agent_message":
+      return [{ type: "text", text: str(item.text) ?? "" }];
+    case "reasoning":
+      return [];
+    case "command_execution":
+      return [
+        {
+          type: "tool_result",
+          id,
+          isError: item.status === "failed" || typeof item.exit_code === "number" && item.exit_code !== 0,
+          output: str(item.aggregated_output) ?? ""
+        }
+      ];
+    case "file_change":
+      return [
+        { type: "tool_use", name: "file_change", id, input: { changes: item.changes } },
+        {
+          type: "tool_result",
+          id,
+          isError: item.status === "failed",
+          output: JSON.stringify(item.changes ?? [])
+        }
+      ];
+    case "mcp_tool_call":
+      return [
+        {
+          type: "tool_result",
+          id,
+          isError: item.status === "failed",
+          output: JSON.stringify(item.result ?? item.error ?? null)
+        }
+      ];
+    case "web_search":
+      return [{ type: "tool_use", name: "web_search", id, input: { query: item.query } }];
+    case "todo_list":
+      return [];
+    case "error":
+      return [{ type: "error", message: str(item.message) ?? "codex: error item" }];
+    default:
+      return [{ type: "unknown", raw: JSON.stringify({ type: "item.completed", item }) }];
+  }
+}
+
+// src/agents/gemini.ts
+var SETTINGS_FILE = ".gemini/settings.json";
+var geminiAdapter = defineAdapter("gemini", {
+  command(inv) {
+    const args = ["-p", inv.prompt, "--output-format", "stream-json", "-m", inv.model];
+    args.push("--approval-mode", inv.phase === "plan" ? "plan" : "yolo");
+    if (inv.resumeSessionId) args.push("--resume", inv.resumeSessionId);
+    const own2 = {
+      GEMINI_CLI_NO_RELAUNCH: "true",
+      GEMINI_CLI_TRUST_WORKSPACE: "true",
+      GEMINI_TELEMETRY_ENABLED: "false"
+    };
+    const files = [
+      { path: SETTINGS_FILE, content: JSON.stringify(geminiSettings(inv)) }
+    ];
+    return { ...coderCommand("gemini", inv, args, own2), files };
+  },
+  parse: parseGemini
+});
+function geminiSettings(inv) {
+  return {
+    privacy: { usageStatisticsEnabled: false },
+    telemetry: { enabled: false },
+    general: { disableAutoUpdate: true, disableUpdateNag: true, enableAutoUpdate: false },
+    // Google Search grounding runs at the provider, outside Fleet's egress proxy: off unless the
+    // network is the host's; web_fetch goes through the proxy, and is off with no network.
+    ...inv.network === "proxy" || inv.network === "none" ? {
+      tools: {
+        exclude: inv.network === "none" ? ["google_web_search", "web_fetch"] : ["google_web_search"]
+      }
+    } : {},
+    // Without a key the run uses the user's Google login (`home: inherit` shows it its oauth_creds.json).
+    security: {
+      auth: { selectedType: inv.credential || inv.modelBaseUrl ? "gemini-api-key" : "oauth-personal" }
+    }
+  };
+}
+function failure2(message) {
+  return looksRateLimited(message) ? { type: "rate_limit", message } : { type: "error", message };
+}
+function parseGemini(o2) {
+  switch (o2.type) {
+    case "init":
+      return [{ type: "init", sessionId: str(o2.session_id), model: str(o2.model) }];
+    case "message":
+      return o2.role === "assistant" ? [{ type: "text", text: str(o2.content) ?? "" }] : [];
+    case "tool_use":
+      return [{ type: "tool_use", name: str(o2.tool_name) ?? "", input: o2.parameters, id: str(o2.tool_id) }];
+    case "tool_result":
+      return [
+        {
+          type: "tool_result",
+          id: str(o2.tool_id),
+          isError: o2.status === "error",
+          output: str(o2.output) ?? str(obj(o2.error).message) ?? ""
+        }
+      ];
+    case "error":
+      return [failure2(str(o2.message) ?? "gemini: error")];
+    case "result":
+      return parseResult3(o2);
+    default:
+      return null;
+  }
+}
+function parseResult3(o2) {
+  const s = obj(o2.stats);
+  const cached2 = num(s.cached);
+  const reasoning = Math.max(0, num(s.total_tokens) - num(s.input_tokens) - num(s.output_tokens));
+  const usage = {
+    input: s.input !== void 0 ? num(s.input) : Math.max(0, num(s.input_tokens) - cached2),
+    output: num(s.output_tokens) + reasoning,
+    cacheRead: cached2,
+    reasoning
+  };
+  const ok = o2.status !== "error";
+  const events = [];
+  const message = ok ? void 0 : str(obj(o2.error).message) ?? "gemini: run failed";
+  if (message) events.push(failure2(message));
+  const models2 = Object.keys(obj(s.models));
+  events.push({
+    type: "result",
+    ok,
+    totals: totals(usage, { durationMs: num(s.duration_ms), model: models2.length === 1 ? models2[0] : "" }),
+    sessionId: str(o2.session_id),
+    ...message ? { summary: message } : {}
+  });
+  return events;
+}
+
+// src/agents/opencode.ts
+var PROVIDER2 = "fleet";
+var opencodeAdapter = defineAdapter("opencode", {
+  command(inv) {
+    const model2 = inv.model.includes("/") ? inv.model : `${PROVIDER2}/${inv.model}`;
+    const args = ["run", "--format", "json", "-m", model2];
+    if (inv.phase === "plan") args.push("--agent", "plan");
+    if (inv.resumeSessionId) args.push("--session", inv.resumeSessionId);
+    const own2 = {
+      OPENCODE_CONFIG_CONTENT: JSON.stringify(opencodeConfig(inv)),
+      OPENCODE_DISABLE_AUTOUPDATE: "true",
+      OPENCODE_DISABLE_SHARE: "true",
+      OPENCODE_DISABLE_MODELS_FETCH: "true",
+      OPENCODE_DISABLE_LSP_DOWNLOAD: "true",
+      OPENCODE_DISABLE_DEFAULT_PLUGINS: "true",
+      npm_config_offline: "true"
+    };
+    return coderCommand("opencode", inv, args, own2);
+  },
+  parse: parseOpencode
+});
+function opencodeConfig(inv) {
+  const config3 = {
+    $schema: "https://opencode.ai/config.json",
+    autoupdate: false,
+    share: "disabled"
+  };
+  if (inv.phase === "work") {
+    const webfetch = inv.network === "none" ? "deny" : "allow";
+    config3.permission = { edit: "allow", bash: "allow", webfetch, external_directory: "allow" };
+  }
+  if (inv.modelBaseUrl || inv.credential) {
+    const keyEnv = inv.credential?.name ?? CODERS.opencode.credential.env;
+    const root2 = (inv.modelBaseUrl ?? CODERS.opencode.gateway.upstream).replace(/\/+$/, "");
+    const model2 = inv.model.includes("/") ? inv.model.split("/").slice(1).join("/") : inv.model;
+    config3.provider = {
+      [PROVIDER2]: {
+        npm: "@ai-sdk/anthropic",
+        name: "Fleet",
+        options: { baseURL: root2.endsWith("/v1") ? root2 : `${root2}/v1`, apiKey: `{env:${keyEnv}}` },
+        models: { [model2]: { name: model2, tool_call: true } }
+      }
+    };
+  }
+  return config3;
+}
+function failure3(message) {
+  return looksRateLimited(message) ? { type: "rate_limit", message } : { type: "error", message };
+}
+function parseOpencode(o2) {
+  const part = obj(o2.part);
+  switch (o2.type) {
+    case "step_start":
+      return [{ type: "init", sessionId: str(o2.sessionID) }];
+    case "text":
+      return [{ type: "text", text: str(part.text) ?? "" }];
+    case "reasoning":
+      return [];
+    case "tool_use":
+      return toolEvents(part);
+    case "step_finish":
+      return [stepUsage(part)];
+    case "error": {
+      const error64 = obj(o2.error);
+      const data = obj(error64.data);
+      const status = num(data.statusCode);
+      const message = str(data.message) ?? str(error64.message) ?? str(error64.name) ?? "opencode: error";
+      return [failure3(status === 429 ? `429: ${message}` : message)];
+    }
+    default:
+      return null;
+  }
+}
+function toolEvents(part) {
+  const state = obj(part.state);
+  const id = str(part.callID) ?? str(part.id);
+  const events = [{ type: "tool_use", name: str(part.tool) ?? "", input: state.input, id }];
+  if (state.status === "completed" || state.status === "error") {
+    const isError = state.status === "error";
+    events.push({
+      type: "tool_result",
+      id,
+      isError,
+      output: str(isError ? state.error : state.output) ?? ""
+    });
+  }
+  return events;
+}
+function stepUsage(part) {
+  const tokens2 = obj(part.tokens);
+  const cache = obj(tokens2.cache);
+  const reasoning = num(tokens2.reasoning);
+  return {
+    type: "usage",
+    id: str(part.messageID) ?? str(part.id),
+    usage: {
+      input: num(tokens2.input),
+      output: num(tokens2.output) + reasoning,
+      cacheRead: num(cache.read),
+      cacheWrite: num(cache.write),
+      reasoning
+    }
+  };
+}
+
+// src/agents/index.ts
+var adapters = {
+  claude: claudeAdapter,
+  codex: codexAdapter,
+  agy: agyAdapter,
+  gemini: geminiAdapter,
+  opencode: opencodeAdapter
+};
+var knownCoders = [...CODER_NAMES];
+function getAdapter(coder) {
+  return Object.hasOwn(adapters, coder) ? adapters[coder] : void 0;
+}
+
+// src/core/text-decodings.ts
+var NAMED_ENTITIES = {
+  amp: "&",
+  lt: "<",
+  gt: ">",
+  quot: '"',
+  apos: "'",
+  nbsp: " ",
+  excl: "!",
+  num: "#",
+  dollar: "$",
+  percnt: "%",
+  lpar: "(",
+  rpar: ")",
+  ast: "*",
+  midast: "*",
+  plus: "+",
+  comma: ",",
+  period: ".",
+  sol: "/",
+  colon: ":",
+  semi: ";",
+  equals: "=",
+  quest: "?",
+  commat: "@",
+  lsqb: "[",
+  lbrack: "[",
+  bsol: "\\",
+  rsqb: "]",
+  rbrack: "]",
+  Hat: "^",
+  lowbar: "_",
+  UnderBar: "_",
+  grave: "`",
+  lcub: "{",
+  lbrace: "{",
+  verbar: "|",
+  vert: "|",
+  rcub: "}",
+  rbrace: "}",
+  Tab: "	",
+  NewLine: "\n"
+};
+var codePoint = (n5) => n5 <= 1114111 ? String.fromCodePoint(n5) : "�";
+function decodeHtmlEntities(text) {
+  return text.replace(
+    /&(?:#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6})|([A-Za-z][A-Za-z0-9]{1,31}));?/g,
+    (whole, dec, hex3, name) => {
+      if (dec) return codePoint(Number(dec));
+      if (hex3) return codePoint(Number.parseInt(hex3, 16));
+      if (!whole.endsWith(";") || !name) return whole;
+      const letter = /^([A-Za-z])(?:opf|scr|fr)$/.exec(name);
+      return NAMED_ENTITIES[name] ?? letter?.[1] ?? whole;
+    }
+  );
+}
+function decodeBackslashEscapes(text) {
+  return text.replace(
+    /\\(?:u\{([0-9a-fA-F]{1,6})\}|u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2})|([0-7]{1,3}))/g,
+    (_, braced, u4, x2, octal) => codePoint(octal ? Number.parseInt(octal, 8) : Number.parseInt(braced ?? u4 ?? x2 ?? "0", 16))
+  );
+}
+function charactersOf(list, radix) {
+  const units = new Uint16Array(list.length);
+  let n5 = 0;
+  let value = 0;
+  let digits = 0;
+  const flush = () => {
+    if (digits > 0) {
+      const cp = value > 1114111 ? 65533 : value;
+      if (cp > 65535) {
+        units[n5++] = 55296 + (cp - 65536 >> 10);
+        units[n5++] = 56320 + (cp - 65536 & 1023);
+      } else units[n5++] = cp;
+    }
+    value = 0;
+    digits = 0;
+  };
+  for (let i2 = 0; i2 < list.length; i2++) {
+    const unit = list.charCodeAt(i2);
+    const c3 = unit >= 65 && unit <= 90 ? unit | 32 : unit;
+    const d = c3 >= 48 && c3 <= 57 ? c3 - 48 : radix === 16 && c3 >= 97 && c3 <= 102 ? c3 - 87 : -1;
+    if (d >= 0) {
+      value = value * radix + d;
+      digits++;
+    } else if (c3 === 120) {
+      value = 0;
+      digits = 0;
+    } else flush();
+  }
+  flush();
+  return fromCodeUnits(units, n5);
+}
+function decodeDecimalRuns(text) {
+  const out = [];
+  for (const m of text.matchAll(/(?<![\d.])\d{1,7}(?:[^0-9A-Za-z.]{1,4}\d{1,7}){3,}/g))
+    out.push(charactersOf(m[0], 10));
+  return out;
+}
+function decodeHexRuns(text, flat = withoutWhitespace(text)) {
+  const out = [];
+  for (const m of text.matchAll(/0[xX][0-9a-fA-F]{1,2}(?:[^0-9A-Za-z.]{1,4}0[xX][0-9a-fA-F]{1,2}){3,}/g))
+    out.push(charactersOf(m[0], 16));
+  for (const m of flat.matchAll(/(?:[0-9a-fA-F]{2}){16,}/g))
+    out.push(Buffer.from(m[0], "hex").toString("latin1"));
+  return out;
+}
+function decodeBase64Runs(text, flat = withoutWhitespace(text)) {
+  const out = [];
+  for (const m of flat.matchAll(/[A-Za-z0-9+/_-]{24,}={0,2}/g)) {
+    const run = m[0];
+    for (let shift = 0; shift < 4 && run.length - shift >= 24; shift++)
+      out.push(Buffer.from(run.slice(shift), "base64").toString("latin1"));
+  }
+  return out;
+}
+var compatibilityFolded = (text) => text.replace(/[^\t\n\r -~]+/g, (run) => run.normalize("NFKC"));
+function changedLines(text, trigger, decode3) {
+  const out = [];
+  const find = new RegExp(trigger.source, "g");
+  for (let m = find.exec(text); m !== null; m = find.exec(text)) {
+    const start = text.lastIndexOf("\n", m.index) + 1;
+    const newline = text.indexOf("\n", m.index);
+    const end = newline === -1 ? text.length : newline;
+    const line = text.slice(start, end);
+    const decoded2 = decode3(line);
+    if (decoded2 !== line) out.push(decoded2);
+    find.lastIndex = end + 1;
+  }
+  return out.join("\n");
+}
+var printableRuns = (decoded2) => decoded2.flatMap((d) => d.match(/[\t\n\r -~]{8,}/g) ?? []).join("\n");
+var LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+function fromCodeUnits(units, length) {
+  const bytes = Buffer.from(units.buffer, units.byteOffset, length * 2);
+  if (!LITTLE_ENDIAN) bytes.swap16();
+  return bytes.toString("utf16le");
+}
+function lettersAndDigits(folded) {
+  const out = new Uint16Array(folded.length);
+  let n5 = 0;
+  for (let i2 = 0; i2 < folded.length; i2++) {
+    const c3 = folded.charCodeAt(i2);
+    if (c3 >= 97 && c3 <= 122 || c3 >= 48 && c3 <= 57) out[n5++] = c3;
+  }
+  return fromCodeUnits(out, n5);
+}
+function withoutWhitespace(text) {
+  const out = new Uint16Array(text.length);
+  let n5 = 0;
+  for (let i2 = 0; i2 < text.length; i2++) {
+    const c3 = text.charCodeAt(i2);
+    if (c3 > 32 && c3 !== 160) out[n5++] = c3;
+  }
+  return fromCodeUnits(out, n5);
+}
+function everyOther(text) {
+  const even = new Uint16Array(text.length + 1 >> 1);
+  const odd = new Uint16Array(text.length >> 1);
+  for (let i2 = 0; i2 < even.length; i2++) even[i2] = text.charCodeAt(2 * i2);
+  for (let i2 = 0; i2 < odd.length; i2++) odd[i2] = text.charCodeAt(2 * i2 + 1);
+  return [fromCodeUnits(even, even.length), fromCodeUnits(odd, odd.length)];
+}
+
+// src/core/secret-scan.ts
+var MIN_SCANNED_SECRET_LENGTH = 8;
+var MIN_SKELETON = 10;
+var TOKEN_SHAPES = [
+  {
+    label: "a GitHub token",
+    pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{40,255})/g
+  },
+  { label: "an Anthropic API key", pattern: /\bsk-ant-[A-Za-z0-9_-]{20,}/g },
+  { label: "an OpenAI API key", pattern: /\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}/g },
+  { label: "an AWS access key", pattern: /\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/g },
+  { label: "a Google API key", pattern: /\bAIza[0-9A-Za-z_-]{35}\b/g },
+  { label: "a Slack token", pattern: /\bxox[abposr]-[A-Za-z0-9-]{10,}/g },
+  { label: "a private key", pattern: /-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----/g }
+];
+var skeleton = (text) => text.replace(/[^A-Za-z0-9]/g, "");
+var foldedSkeleton = (text) => lettersAndDigits(text.toLowerCase());
+var reverse = (text) => [...text].reverse().join("");
+var rot13 = (text) => text.replace(/[A-Za-z]/g, (c3) => {
+  const a2 = c3 <= "Z" ? 65 : 97;
+  return String.fromCharCode((c3.charCodeAt(0) - a2 + 13) % 26 + a2);
+});
+var fullWidth = (text) => text.replace(/[\x20-\x7e]/g, (c3) => c3 === " " ? "　" : String.fromCharCode(c3.charCodeAt(0) + 65248));
+function base64Cores(secret) {
+  const bytes = Buffer.from(secret, "utf8");
+  const cores = [];
+  for (let offset = 0; offset < 3; offset++) {
+    const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString("base64").replace(/=+$/, "");
+    const first = Math.ceil(offset * 8 / 6);
+    const last = Math.floor((offset + bytes.length) * 8 / 6);
+    const core = encoded.slice(first, last);
+    cores.push(core, core.replace(/\+/g, "-").replace(/\//g, "_"));
+  }
+  return [...new Set(cores)];
+}
+function encodedForms(secret) {
+  const hex3 = Buffer.from(secret, "utf8").toString("hex");
+  const half = secret.length >> 1;
+  const forms = [
+    { form: "as it is", text: secret },
+    { form: "reversed", text: reverse(secret) },
+    { form: "rot13", text: rot13(secret) },
+    { form: "swapped halves", text: secret.slice(half) + secret.slice(0, half) },
+    ...base64Cores(secret).map((text) => ({ form: "base64-encoded", text })),
+    { form: "hex-encoded", text: hex3 },
+    { form: "hex-encoded", text: hex3.toUpperCase() },
+    { form: "URL-encoded", text: encodeURIComponent(secret) },
+    { form: "full-width or compatibility characters", text: fullWidth(secret) }
+  ];
+  const seen = /* @__PURE__ */ new Set();
+  return forms.filter((f) => !seen.has(f.text) && seen.add(f.text));
+}
+function probe(secret) {
+  const value = secret.value.trim();
+  const needles = [];
+  const seen = /* @__PURE__ */ new Set();
+  for (const { form, text } of encodedForms(value)) {
+    if (text.length < MIN_SCANNED_SECRET_LENGTH) continue;
+    const bones2 = foldedSkeleton(text);
+    const needle = {
+      form,
+      exact: text,
+      folded: text.toLowerCase(),
+      ...bones2.length >= MIN_SKELETON && { bones: bones2 }
+    };
+    const key2 = needle.bones ?? needle.folded;
+    if (!seen.has(key2)) needles.push(needle);
+    seen.add(key2);
+  }
+  const bones = foldedSkeleton(value);
+  const [even, odd] = everyOther(value).map(foldedSkeleton);
+  return {
+    label: secret.label,
+    needles,
+    plain: needles.filter((n5) => n5.form === "as it is" || n5.form === "reversed"),
+    core: bones.length >= MIN_SKELETON ? bones : value.toLowerCase(),
+    coreIsSkeleton: bones.length >= MIN_SKELETON,
+    ...even.length >= MIN_SKELETON && odd.length >= MIN_SKELETON && { evenOdd: [even, odd] }
+  };
+}
+function decoded(name, text) {
+  const folded = text.toLowerCase();
+  return { name, folded, bones: lettersAndDigits(folded) };
+}
+function runsOf(text) {
+  let flat;
+  let base643;
+  let hex3;
+  const flatText = () => {
+    flat ??= withoutWhitespace(text);
+    return flat;
+  };
+  return {
+    base64: () => {
+      base643 ??= decodeBase64Runs(text, flatText());
+      return base643;
+    },
+    hex: () => {
+      hex3 ??= decodeHexRuns(text, flatText());
+      return hex3;
+    }
+  };
+}
+function* views(text, runs) {
+  const folded = text.toLowerCase();
+  const bones = lettersAndDigits(folded);
+  yield { exact: text, folded, bones };
+  const name = "every other character";
+  for (const half of everyOther(folded)) yield { name, folded: half, bones: "", plainOnly: true };
+  for (const half of everyOther(bones)) yield { name, folded: "", bones: half, plainOnly: true };
+  const compatible = changedLines(text, /[^\t\n\r -~]/, compatibilityFolded);
+  if (compatible) yield decoded("full-width or compatibility characters", compatible);
+  const entities = changedLines(text, /&[#A-Za-z]/, decodeHtmlEntities);
+  if (entities) yield decoded("HTML entities", entities);
+  const escapes = changedLines(text, /\\[ux0-7]/, decodeBackslashEscapes);
+  if (escapes) yield decoded("backslash escapes", escapes);
+  const decimal = printableRuns(decodeDecimalRuns(text));
+  if (decimal) yield decoded("decimal bytes", decimal);
+  const hex3 = printableRuns(runs.hex());
+  if (hex3) yield decoded("hex-encoded", hex3);
+  const base643 = printableRuns(runs.base64());
+  if (!base643) return;
+  yield decoded("base64-encoded", base643);
+  const nested = printableRuns(decodeBase64Runs(base643));
+  if (nested) yield decoded("base64 of base64", nested);
+}
+var holds = (view, needle) => needle.bones ? view.bones.includes(needle.bones) : view.folded.includes(needle.folded);
+function lookIn(view, p2) {
+  if (view.plainOnly) {
+    const found = p2.plain.some(
+      (n5) => view.folded.includes(n5.folded) || n5.bones !== void 0 && view.bones.includes(n5.bones)
+    );
+    return found ? view.name : void 0;
+  }
+  for (const needle of p2.needles) if (holds(view, needle)) return formOf(view, needle);
+  const hay = p2.coreIsSkeleton ? view.bones : view.folded;
+  if (holdsRotation(hay, p2.core)) return view.name ?? "swapped halves";
+  if (p2.evenOdd?.every((piece) => view.bones.includes(piece))) return view.name ?? "every other character";
+  if (holdsTwoPieces(hay, p2.core)) return view.name ?? "split into pieces";
+  return void 0;
+}
+function formOf(view, needle) {
+  if (view.exact === void 0) {
+    return view.name === "base64-encoded" && needle.form === "base64-encoded" ? "base64 of base64" : view.name;
+  }
+  if (needle.form !== "as it is") return needle.form;
+  if (view.exact.includes(needle.exact)) return "as it is";
+  const bones = skeleton(needle.exact);
+  return bones.length >= MIN_SKELETON && skeleton(view.exact).includes(bones) ? "split into pieces" : "upper or lower case";
+}
+function matchBackward(hay, end, s, sEnd) {
+  let n5 = 0;
+  while (n5 < sEnd && n5 < end && hay[end - 1 - n5] === s[sEnd - 1 - n5]) n5++;
+  return n5;
+}
+function matchForward(hay, start, s, sStart) {
+  let n5 = 0;
+  while (sStart + n5 < s.length && start + n5 < hay.length && hay[start + n5] === s[sStart + n5]) n5++;
+  return n5;
+}
+function holdsRotation(hay, s) {
+  const h2 = s.length >> 1;
+  const first = s.slice(0, h2);
+  const second = s.slice(h2);
+  for (let at = hay.indexOf(second); at !== -1; at = hay.indexOf(second, at + 1)) {
+    const before = matchBackward(hay, at, s, h2);
+    const after = matchForward(hay, at + second.length, s, 0);
+    if (Math.max(1, h2 - before) <= Math.min(h2, after)) return true;
+  }
+  for (let at = hay.indexOf(first); at !== -1; at = hay.indexOf(first, at + 1)) {
+    const before = matchBackward(hay, at, s, s.length);
+    const after = matchForward(hay, at + h2, s, h2);
+    if (Math.max(1, second.length - before) <= Math.min(second.length - 1, after)) return true;
+  }
+  return false;
+}
+function longestHeld(hay, max, piece) {
+  if (!hay.includes(piece(MIN_SKELETON))) return 0;
+  let lo = MIN_SKELETON;
+  let hi = max;
+  while (lo < hi) {
+    const mid = lo + hi + 1 >> 1;
+    if (hay.includes(piece(mid))) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+function holdsTwoPieces(hay, s) {
+  if (s.length < 2 * MIN_SKELETON) return false;
+  const head = longestHeld(hay, s.length, (n5) => s.slice(0, n5));
+  if (head < MIN_SKELETON) return false;
+  const tail = longestHeld(hay, s.length, (n5) => s.slice(s.length - n5));
+  return tail >= MIN_SKELETON && head + tail >= s.length;
+}
+var scannable = (secrets) => secrets.filter((s) => s.value.trim().length >= MIN_SCANNED_SECRET_LENGTH);
+function findKnownSecret(text, secrets) {
+  return knownSecretIn(text, secrets, runsOf(text));
+}
+function knownSecretIn(text, secrets, runs) {
+  const probes = scannable(secrets).map(probe);
+  if (probes.length === 0) return void 0;
+  for (const view of views(text, runs)) {
+    for (const p2 of probes) {
+      const form = lookIn(view, p2);
+      if (form) return { kind: "known", label: p2.label, form };
+    }
+  }
+  return void 0;
+}
+var findTokenShapes = (text) => tokenShapesIn(text, runsOf(text));
+function tokenShapesIn(text, runs) {
+  const found = [];
+  const look = (t, encoded) => {
+    for (const { label, pattern } of TOKEN_SHAPES) {
+      pattern.lastIndex = 0;
+      for (const m of t.matchAll(pattern)) found.push({ label, match: m[0], encoded });
+    }
+  };
+  look(text, false);
+  for (const decoded2 of [...runs.base64(), ...runs.hex()]) look(decoded2, true);
+  return found;
+}
+function scanOutgoing(text, secrets, before = "") {
+  const runs = runsOf(text);
+  const known = knownSecretIn(text, secrets, runs);
+  if (known) return known;
+  const existing = new Set(findTokenShapes(before).map((f) => f.match));
+  const shape = tokenShapesIn(text, runs).find((f) => !existing.has(f.match));
+  if (!shape) return void 0;
+  return {
+    kind: "shape",
+    label: shape.label,
+    form: shape.encoded ? "base64-encoded" : "in the shape of a known token"
+  };
+}
+function skeletonSpans(text, bones) {
+  if (bones.length === 0) return [];
+  const positions = [];
+  let letters = "";
+  for (let i2 = 0; i2 < text.length; i2++) {
+    const c3 = text.charCodeAt(i2);
+    const alnum = c3 >= 48 && c3 <= 57 || c3 >= 65 && c3 <= 90 || c3 >= 97 && c3 <= 122;
+    if (alnum) {
+      positions.push(i2);
+      letters += text[i2];
+    }
+  }
+  const spans = [];
+  for (let at = letters.indexOf(bones); at !== -1; at = letters.indexOf(bones, at + bones.length)) {
+    spans.push([positions[at], positions[at + bones.length - 1] + 1]);
+  }
+  return spans;
+}
+
+// src/core/redact.ts
+var REDACTED = "[REDACTED]";
+var MIN_SECRET_LENGTH = 8;
+var TOKEN_PATTERNS = [
+  [/\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})/g, REDACTED],
+  [/\bsk-ant-[A-Za-z0-9_-]{8,}/g, REDACTED],
+  [/\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}/g, REDACTED],
+  [/\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/g, REDACTED],
+  [/\b(Bearer)[ \t]+[A-Za-z0-9._~+/=-]{8,}/gi, `$1 ${REDACTED}`],
+  [/\bx-access-token:[^@\s]+@/g, `x-access-token:${REDACTED}@`],
+  // Any other credentials in a URL: scheme://user:secret@host
+  [/(\b[a-z][a-z0-9+.-]*:\/\/[^/\s:@]+:)[^@\s/]+@/gi, `$1${REDACTED}@`]
+];
+var BEGIN_KEY = /-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----/g;
+var END_KEY = /-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----/g;
+function redactPrivateKeys(text) {
+  BEGIN_KEY.lastIndex = 0;
+  let out = "";
+  let from = 0;
+  for (let begin = BEGIN_KEY.exec(text); begin !== null; begin = BEGIN_KEY.exec(text)) {
+    out += `${text.slice(from, begin.index)}${REDACTED}`;
+    END_KEY.lastIndex = begin.index + begin[0].length;
+    const end = END_KEY.exec(text);
+    if (end === null) return out;
+    from = end.index + end[0].length;
+    BEGIN_KEY.lastIndex = from;
+  }
+  return out + text.slice(from);
+}
+var MIN_SPLIT_SKELETON = 10;
+function redactSplit(text, bones) {
+  const spans = skeletonSpans(text, bones);
+  let out = text;
+  for (const [start, end] of spans.reverse()) out = `${out.slice(0, start)}${REDACTED}${out.slice(end)}`;
+  return out;
+}
+function secretRedactor(knownSecrets = [], opts = {}) {
+  const secrets = [...new Set(knownSecrets.map((s) => s.trim()))].filter((s) => s.length >= MIN_SECRET_LENGTH).sort((a2, b) => b.length - a2.length);
+  const forms = secrets.flatMap((s) => encodedForms(s).map((f) => f.text)).filter((f) => f.length >= MIN_SECRET_LENGTH);
+  const bones = opts.split === false ? [] : [...new Set(forms.map(skeleton))].filter((b) => b.length >= MIN_SPLIT_SKELETON);
+  return (text) => {
+    let out = text;
+    for (const form of forms) if (out.includes(form)) out = out.split(form).join(REDACTED);
+    for (const b of bones) out = redactSplit(out, b);
+    return redactTokenShapes(out);
+  };
+}
+function redactSecrets(text, knownSecrets = []) {
+  return secretRedactor(knownSecrets)(text);
+}
+function redactTokenShapes(text) {
+  let out = text;
+  out = redactPrivateKeys(out);
+  for (const [pattern, replacement] of TOKEN_PATTERNS) out = out.replace(pattern, replacement);
+  return out;
+}
+
+// node_modules/@probot/octokit-plugin-config/dist-src/version.js
+var VERSION9 = "4.1.0";
+
+// node_modules/@probot/octokit-plugin-config/dist-src/util/get-config-file.js
+var import_yaml = __toESM(require_dist(), 1);
+var SUPPORTED_FILE_EXTENSIONS = ["json", "yml", "yaml"];
+async function getConfigFile(octokit, { owner, repo, path: path6, ref }) {
+  const fileExtension = path6.split(".").pop().toLowerCase();
+  if (!SUPPORTED_FILE_EXTENSIONS.includes(fileExtension)) {
+    throw new Error(
+      `[@probot/octokit-plugin-config] .${fileExtension} extension is not support for configuration (path: "${path6}")`
+    );
+  }
+  const endpoint2 = {
+    method: "GET",
+    url: "/repos/{owner}/{repo}/contents/{path}",
+    owner,
+    repo,
+    path: path6,
+    mediaType: {
+      format: "raw"
+    },
+    // this can be just `ref` once https://github.com/octokit/endpoint.js/issues/206 is resolved
+    ...ref ? { ref } : {}
+  };
+  const { url: url2 } = octokit.request.endpoint(endpoint2);
+  const emptyConfigResult = {
+    owner,
+    repo,
+    path: path6,
+    url: url2,
+    config: null
+  };
+  let data, headers;
+  try {
+    const response = await octokit.request(endpoint2);
+    data = response.data;
+    headers = response.headers;
+  } catch (error64) {
+    if (error64.status === 404) {
+      return emptyConfigResult;
+    }
+    throw error64;
+  }
+  if (headers["content-type"] === "application/json; charset=utf-8") {
+    throw new Error(
+      `[@probot/octokit-plugin-config] ${url2} exists, but is either a directory or a submodule. Ignoring.`
+    );
+  }
+  if (fileExtension === "json") {
+    if (typeof data === "string") {
+      throw new Error(
+        `[@probot/octokit-plugin-config] Configuration could not be parsed from ${url2} (invalid JSON)`
+      );
+    }
+    return {
+      ...emptyConfigResult,
+      config: data
+    };
+  }
+  let config3;
+  try {
+    config3 = import_yaml.default.parse(data, { logLevel: "error" }) || {};
+  } catch (error64) {
+    throw new Error(
+      `[@probot/octokit-plugin-config] Configuration could not be parsed from ${url2} (invalid YAML)`,
+      { cause: error64 }
+    );
+  }
+  if (typeof config3 === "string") {
+    throw new Error(
+      `[@probot/octokit-plugin-config] Configuration could not be parsed from ${url2} (YAML is not an object)`
+    );
+  }
+  return {
+    ...emptyConfigResult,
+    config: config3
+  };
+}
+
+// node_modules/@probot/octokit-plugin-config/dist-src/util/extends-to-get-content-params.js
+var EXTENDS_REGEX = new RegExp(
+  "^(?:([a-z\\d](?:[a-z\\d]|-(?=[a-z\\d])){0,38})/)?([-_.\\w\\d]+)(?::([-_./\\w\\d]+\\.ya?ml))?$",
+  "i"
+);
+function extendsToGetContentParams({
+  owner,
+  path: path6,
+  url: url2,
+  extendsValue
+}) {
+  if (typeof extendsValue !== "string") {
+    throw new Error(
+      `[@probot/octokit-plugin-config] Invalid value ${JSON.stringify(
+        extendsValue
+      )} for _extends in ${url2}`
+    );
+  }
+  const match = extendsValue.match(EXTENDS_REGEX);
+  if (match === null) {
+    throw new Error(
+      `[@probot/octokit-plugin-config] Invalid value "${extendsValue}" for _extends in ${url2}`
+    );
+  }
+  return {
+    owner: match[1] || owner,
+    repo: match[2],
+    path: match[3] || path6
+  };
+}
+
+// node_modules/@probot/octokit-plugin-config/dist-src/util/get-config-files.js
+async function getConfigFiles(octokit, { owner, repo, path: path6, branch }) {
+  const requestedRepoFile = await getConfigFile(octokit, {
+    owner,
+    repo,
+    path: path6,
+    ref: branch
+  });
+  const files = [requestedRepoFile];
+  if (!requestedRepoFile.config) {
+    if (repo === ".github") {
+      return files;
+    }
+    const defaultRepoConfig = await getConfigFile(octokit, {
+      owner,
+      repo: ".github",
+      path: path6
+    });
+    files.push(defaultRepoConfig);
+  }
+  const file2 = files[files.length - 1];
+  if (!file2.config || !file2.config._extends) {
+    return files;
+  }
+  let extendConfigOptions = extendsToGetContentParams({
+    owner,
+    path: path6,
+    url: file2.url,
+    extendsValue: file2.config._extends
+  });
+  delete file2.config._extends;
+  do {
+    const extendRepoConfig = await getConfigFile(octokit, extendConfigOptions);
+    files.push(extendRepoConfig);
+    if (!extendRepoConfig.config || !extendRepoConfig.config._extends) {
+      return files;
+    }
+    extendConfigOptions = extendsToGetContentParams({
+      owner,
+      path: path6,
+      url: extendRepoConfig.url,
+      extendsValue: extendRepoConfig.config._extends
+    });
+    delete extendRepoConfig.config._extends;
+    const alreadyLoaded = files.find(
+      (file22) => file22.owner === extendConfigOptions.owner && file22.repo === extendConfigOptions.repo && file22.path === extendConfigOptions.path
+    );
+    if (alreadyLoaded) {
+      throw new Error(
+        `[@probot/octokit-plugin-config] Recursion detected. Ignoring  "_extends: ${extendRepoConfig.config._extends}" from ${extendRepoConfig.url} because ${alreadyLoaded.url} was already loaded.`
+      );
+    }
+  } while (true);
+}
+
+// node_modules/@probot/octokit-plugin-config/dist-src/compose-config-get.js
+async function composeConfigGet(octokit, { owner, repo, defaults, path: path6, branch }) {
+  const files = await getConfigFiles(octokit, {
+    owner,
+    repo,
+    path: path6,
+    branch
+  });
+  const configs = files.map((file2) => file2.config).reverse().filter(Boolean);
+  return {
+    files,
+    config: typeof defaults === "function" ? defaults(configs) : Object.assign({}, defaults, ...configs)
+  };
+}
+
+// node_modules/@probot/octokit-plugin-config/dist-src/index.js
+function config2(octokit) {
+  return {
+    config: {
+      async get(options) {
+        return composeConfigGet(octokit, options);
+      }
+    }
+  };
+}
+config2.VERSION = VERSION9;
+
 // src/core/config-fields.ts
 var FLEET_CONFIG_PATH = ".github/fleet.yml";
 var FILE_HOME = `${FLEET_CONFIG_PATH} on the default branch`;
@@ -53346,11 +53946,33 @@ var credentialNames = {
   form: "a list of secret or environment variable NAMES (e.g. ANTHROPIC_API_KEY), never their values",
   kind: "list"
 };
+var setupCommands = {
+  schema: external_exports.array(external_exports.string().trim().min(1).max(4e3)).max(50),
+  form: "a list of shell commands (at most 50), run in order in the task's worktree before the agent",
+  kind: "list"
+};
+var WORKTREE_FOLDER = /^(?!\/)(?!.*(^|\/)\.\.?(\/|$))(?!\.git(\/|$))[^\0]{1,200}$/;
+var worktreeFolders = {
+  schema: external_exports.array(external_exports.string().regex(WORKTREE_FOLDER)).max(20),
+  form: "a list of folders inside the repository (relative paths, no .. and not .git), at most 20",
+  kind: "list"
+};
+var network = { schema: NETWORK_SCHEMA, form: NETWORK_FORM, kind: "string" };
+var megabytes = {
+  schema: external_exports.number().int().min(64).max(16777216),
+  form: "a whole number of megabytes from 64",
+  kind: "number"
+};
+var cpus = {
+  schema: external_exports.number().min(0.1).max(1024),
+  form: "a number of cores from 0.1 (e.g. 2 or 0.5)",
+  kind: "number"
+};
 var operational = (why, within) => within ? { scope: "override", why, within } : { scope: "override", why };
 var tighterOnly = (why, within) => ({ scope: "override", why, within });
 var fileOnly = (why) => ({ scope: "file", why });
-function valueAt(root, path6) {
-  let node2 = root;
+function valueAt(root2, path6) {
+  let node2 = root2;
   for (const k of path6) {
     if (node2 === null || typeof node2 !== "object") return void 0;
     node2 = node2[k];
@@ -53519,6 +54141,31 @@ var CONFIG_FIELDS = {
     int2(0, 100),
     tighterOnly("a guard against runs that fill their context: lowered only", lowerNotOff)
   ),
+  /** Shell commands run in the task's worktree, in the sandbox, before the agent (e.g. `npm ci`). */
+  setup: withDefault(
+    setupCommands,
+    [],
+    fileOnly("it runs commands on the worker's machine before every agent run")
+  ),
+  /** Folders setup makes that are kept between tasks, keyed by the setup commands and the lockfiles. */
+  setup_cache: withDefault(
+    worktreeFolders,
+    [],
+    fileOnly("what it keeps is handed to every later task's agent")
+  ),
+  /** What an agent may reach: the egress proxy and its allowlist (default), `none`, or `host`. */
+  network: withDefault(network, "proxy", fileOnly("it decides what an agent can reach on the network")),
+  /** The setup commands' network, when it is not the agent's (e.g. `host`). */
+  setup_network: optional2(network, fileOnly("it decides what setup commands can reach on the network")),
+  /** Per run (setup and each agent phase), enforced with cgroups where the worker has them. */
+  limits: {
+    group: {
+      memory_mb: withDefault(megabytes, 8192, tighterOnly("a resource limit: lowered only", atMostFile)),
+      pids: withDefault(int2(16, 4194304), 1024, tighterOnly("a resource limit: lowered only", atMostFile)),
+      /** Left out: every core. */
+      cpus: optional2(cpus, tighterOnly("a resource limit: lowered only", atMostFile))
+    }
+  },
   /** How agent runs are contained; `none` must be chosen in the file and is shown on every tracking comment. */
   sandbox: withDefault(
     oneOf(SANDBOX_MODES),
@@ -53869,8 +54516,8 @@ function checkOverride(file2, key2, value) {
   const at = found.coder === void 0 ? { key: key2 } : { key: key2, coder: found.coder };
   return configuredCoder(file2, value, at) ?? rule.within?.(file2, value, at);
 }
-function setPath(root, path6, value) {
-  let node2 = root;
+function setPath(root2, path6, value) {
+  let node2 = root2;
   for (const k of path6.slice(0, -1)) {
     const child = node2[k];
     if (child === null || typeof child !== "object" || Array.isArray(child)) node2[k] = {};
@@ -54044,7 +54691,15 @@ var LeaseSchema = external_exports.looseObject({
   slot: count,
   acquiredAt: time3,
   heartbeatAt: time3,
-  expiresAt: time3
+  expiresAt: time3,
+  process: external_exports.looseObject({
+    host: external_exports.string(),
+    bootId: external_exports.string(),
+    pidNs: external_exports.string(),
+    uid: external_exports.number().int(),
+    pid: external_exports.number().int().positive(),
+    start: external_exports.string()
+  }).optional()
 });
 var PinSchema = external_exports.looseObject({
   sha256: external_exports.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex digits"),
@@ -54072,6 +54727,7 @@ var TaskSchema = external_exports.looseObject({
   lease: LeaseSchema.optional(),
   reason: external_exports.string().optional(),
   resetAt: time3.optional(),
+  stopping: external_exports.looseObject({ holder: external_exports.string().min(1), until: time3 }).optional(),
   totals: external_exports.looseObject({ usage: external_exports.record(external_exports.string(), external_exports.number()) }).optional(),
   requestedBy: external_exports.string().optional(),
   approved: external_exports.boolean().optional(),
@@ -54207,7 +54863,7 @@ var DEFAULT_STATE_BRANCH = "fleet/state";
 function backoffDelay(attempt, random, baseMs = 20, capMs = 1e3) {
   return Math.floor(random() * Math.min(capMs, baseMs * 2 ** attempt));
 }
-var defaultSleep = (ms2) => new Promise((resolve3) => setTimeout(resolve3, ms2));
+var defaultSleep = (ms2) => new Promise((resolve4) => setTimeout(resolve4, ms2));
 function casBackoffDelay(attempt, random, lastWriteMs) {
   const unit = Math.max(20, 6 * lastWriteMs);
   return backoffDelay(attempt, random, unit, Math.max(1e3, unit * 8));
@@ -54354,8 +55010,8 @@ function createCasStore(transport, opts = {}) {
   let queued;
   const read = async (opts2 = {}) => {
     const why = opts2.why ?? "read";
-    let mine = queued;
-    if (!mine || mine.started) {
+    let mine2 = queued;
+    if (!mine2 || mine2.started) {
       const entry = {
         started: false,
         why,
@@ -54366,9 +55022,9 @@ function createCasStore(transport, opts = {}) {
         return engine.readCached(entry.why);
       });
       queued = entry;
-      mine = entry;
+      mine2 = entry;
     }
-    return snapshotOf(await mine.state);
+    return snapshotOf(await mine2.state);
   };
   return {
     read,
@@ -54386,7 +55042,7 @@ function createCasStore(transport, opts = {}) {
 }
 
 // src/state/git-remote.ts
-var import_promises12 = require("node:fs/promises");
+var import_promises13 = require("node:fs/promises");
 var import_node_path6 = require("node:path");
 
 // node_modules/is-plain-obj/index.js
@@ -55015,11 +55671,11 @@ var replacements = Object.entries(specialMainSymbols);
 // node_modules/yoctocolors/base.js
 var import_node_tty = __toESM(require("node:tty"), 1);
 var hasColors = import_node_tty.default?.WriteStream?.prototype?.hasColors?.() ?? false;
-var format = (open6, close) => {
+var format = (open7, close) => {
   if (!hasColors) {
     return (input2) => input2;
   }
-  const openCode = `\x1B[${open6}m`;
+  const openCode = `\x1B[${open7}m`;
   const closeCode = `\x1B[${close}m`;
   return (input2) => {
     const string4 = input2 + "";
@@ -55339,7 +55995,7 @@ var npmRunPathEnv = ({ env = import_node_process5.default.env, ...options } = {}
 };
 
 // node_modules/execa/lib/terminate/kill.js
-var import_promises = require("node:timers/promises");
+var import_promises2 = require("node:timers/promises");
 
 // node_modules/execa/lib/return/final-error.js
 var getFinalError = (originalError, message, isSync) => {
@@ -55846,7 +56502,7 @@ var killOnTimeout = async ({ kill, forceKillAfterDelay, context, controllerSigna
     return;
   }
   try {
-    await (0, import_promises.setTimeout)(forceKillAfterDelay, void 0, { signal: controllerSignal });
+    await (0, import_promises2.setTimeout)(forceKillAfterDelay, void 0, { signal: controllerSignal });
     if (kill("SIGKILL")) {
       context.isForcefullyTerminated ??= true;
     }
@@ -55877,7 +56533,7 @@ var terminateOnCancel = async (subprocess, cancelSignal, context, { signal }) =>
 };
 
 // node_modules/execa/lib/ipc/graceful.js
-var import_promises3 = require("node:timers/promises");
+var import_promises4 = require("node:timers/promises");
 
 // node_modules/execa/lib/ipc/send.js
 var import_node_util5 = require("node:util");
@@ -55957,8 +56613,8 @@ var disconnect = (anyProcess) => {
 // node_modules/execa/lib/utils/deferred.js
 var createDeferred = () => {
   const methods = {};
-  const promise2 = new Promise((resolve3, reject) => {
-    Object.assign(methods, { resolve: resolve3, reject });
+  const promise2 = new Promise((resolve4, reject) => {
+    Object.assign(methods, { resolve: resolve4, reject });
   });
   return Object.assign(promise2, methods);
 };
@@ -56064,7 +56720,7 @@ var import_node_events4 = require("node:events");
 
 // node_modules/execa/lib/ipc/incoming.js
 var import_node_events3 = require("node:events");
-var import_promises2 = require("node:timers/promises");
+var import_promises3 = require("node:timers/promises");
 
 // node_modules/execa/lib/ipc/reference.js
 var addReference = (channel2, reference) => {
@@ -56111,7 +56767,7 @@ var onMessage = async ({ anyProcess, channel: channel2, isSubprocess, ipcEmitter
   }
   while (incomingMessages.length > 0) {
     await waitForOutgoingMessages(anyProcess, ipcEmitter, wrappedMessage);
-    await import_promises2.scheduler.yield();
+    await import_promises3.scheduler.yield();
     const message = await handleStrictRequest({
       wrappedMessage: incomingMessages[0],
       anyProcess,
@@ -56391,7 +57047,7 @@ var startIpc = async ({ anyProcess, channel: channel2, isSubprocess, ipc }) => {
     return;
   }
   getIpcEmitter(anyProcess, channel2, isSubprocess);
-  await import_promises3.scheduler.yield();
+  await import_promises4.scheduler.yield();
 };
 var cancelListening = false;
 var handleAbort = (wrappedMessage) => {
@@ -56464,7 +57120,7 @@ var getReason = ({ reason }) => {
 };
 
 // node_modules/execa/lib/terminate/timeout.js
-var import_promises4 = require("node:timers/promises");
+var import_promises5 = require("node:timers/promises");
 var validateTimeout = ({ timeout }) => {
   if (timeout !== void 0 && (!Number.isFinite(timeout) || timeout < 0)) {
     throw new TypeError(`Expected the \`timeout\` option to be a non-negative integer, got \`${timeout}\` (${typeof timeout})`);
@@ -56472,7 +57128,7 @@ var validateTimeout = ({ timeout }) => {
 };
 var throwOnTimeout = (subprocess, timeout, context, controller) => timeout === 0 || timeout === void 0 ? [] : [killAfterTimeout(subprocess, timeout, context, controller)];
 var killAfterTimeout = async (subprocess, timeout, context, { signal }) => {
-  await (0, import_promises4.setTimeout)(timeout, void 0, { signal });
+  await (0, import_promises5.setTimeout)(timeout, void 0, { signal });
   context.terminationReason ??= "timeout";
   subprocess.kill();
   throw new DiscardedError();
@@ -56729,7 +57385,7 @@ var CR_BINARY = CR.codePointAt(0);
 
 // node_modules/get-stream/source/index.js
 var import_node_events6 = require("node:events");
-var import_promises5 = require("node:stream/promises");
+var import_promises6 = require("node:stream/promises");
 
 // node_modules/is-stream/index.js
 function isStream(stream, { checkOpen = true } = {}) {
@@ -57095,7 +57751,7 @@ var stringMethods = {
 };
 
 // node_modules/get-stream/source/index.js
-Object.assign(nodeImports, { on: import_node_events6.on, finished: import_promises5.finished });
+Object.assign(nodeImports, { on: import_node_events6.on, finished: import_promises6.finished });
 
 // node_modules/execa/lib/io/max-buffer.js
 var handleMaxBuffer = ({ error: error64, stream, readableObjectMode, lines, encoding, fdNumber }) => {
@@ -59288,7 +59944,7 @@ var addPropertiesAsync = {
 // node_modules/@sindresorhus/merge-streams/index.js
 var import_node_events10 = require("node:events");
 var import_node_stream4 = require("node:stream");
-var import_promises6 = require("node:stream/promises");
+var import_promises7 = require("node:stream/promises");
 function mergeStreams(streams) {
   if (!Array.isArray(streams)) {
     throw new TypeError(`Expected an array, got \`${typeof streams}\`.`);
@@ -59371,7 +60027,7 @@ var onMergedStreamFinished = async (passThroughStream, streams, unpipeEvent) => 
 };
 var onMergedStreamEnd = async (passThroughStream, { signal }) => {
   try {
-    await (0, import_promises6.finished)(passThroughStream, { signal, cleanup: true });
+    await (0, import_promises7.finished)(passThroughStream, { signal, cleanup: true });
   } catch (error64) {
     errorOrAbortStream(passThroughStream, error64);
     throw error64;
@@ -59438,7 +60094,7 @@ var afterMergedStreamFinished = async (onFinished, stream, { signal }) => {
 };
 var onInputStreamEnd = async ({ passThroughStream, stream, streams, ended, aborted: aborted3, controller: { signal } }) => {
   try {
-    await (0, import_promises6.finished)(stream, {
+    await (0, import_promises7.finished)(stream, {
       signal,
       cleanup: true,
       readable: true,
@@ -59503,7 +60159,7 @@ var PASSTHROUGH_LISTENERS_COUNT = 2;
 var PASSTHROUGH_LISTENERS_PER_STREAM = 1;
 
 // node_modules/execa/lib/io/pipeline.js
-var import_promises7 = require("node:stream/promises");
+var import_promises8 = require("node:stream/promises");
 var pipeStreams = (source, destination) => {
   source.pipe(destination);
   onSourceFinish(source, destination);
@@ -59514,7 +60170,7 @@ var onSourceFinish = async (source, destination) => {
     return;
   }
   try {
-    await (0, import_promises7.finished)(source, { cleanup: true, readable: true, writable: false });
+    await (0, import_promises8.finished)(source, { cleanup: true, readable: true, writable: false });
   } catch {
   }
   endDestinationStream(destination);
@@ -59529,7 +60185,7 @@ var onDestinationFinish = async (source, destination) => {
     return;
   }
   try {
-    await (0, import_promises7.finished)(destination, { cleanup: true, readable: false, writable: true });
+    await (0, import_promises8.finished)(destination, { cleanup: true, readable: false, writable: true });
   } catch {
   }
   abortSourceStream(source);
@@ -60000,7 +60656,7 @@ var waitForBothSubprocesses = async (subprocessPromises) => {
 };
 
 // node_modules/execa/lib/pipe/streaming.js
-var import_promises8 = require("node:stream/promises");
+var import_promises9 = require("node:stream/promises");
 var pipeSubprocessStream = (sourceStream, destinationStream, maxListenersController) => {
   const mergedStream = MERGED_STREAMS.has(destinationStream) ? pipeMoreSubprocessStream(sourceStream, destinationStream) : pipeFirstSubprocessStream(sourceStream, destinationStream);
   incrementMaxListeners(sourceStream, SOURCE_LISTENERS_PER_PIPE, maxListenersController.signal);
@@ -60021,7 +60677,7 @@ var pipeMoreSubprocessStream = (sourceStream, destinationStream) => {
 };
 var cleanupMergedStreamsMap = async (destinationStream) => {
   try {
-    await (0, import_promises8.finished)(destinationStream, { cleanup: true, readable: false, writable: true });
+    await (0, import_promises9.finished)(destinationStream, { cleanup: true, readable: false, writable: true });
   } catch {
   }
   MERGED_STREAMS.delete(destinationStream);
@@ -60105,7 +60761,7 @@ var handlePipePromise = async ({
 var getSubprocessPromises = (sourcePromise, destination) => Promise.allSettled([sourcePromise, destination]);
 
 // node_modules/execa/lib/io/contents.js
-var import_promises9 = require("node:timers/promises");
+var import_promises10 = require("node:timers/promises");
 
 // node_modules/execa/lib/io/iterate.js
 var import_node_events12 = require("node:events");
@@ -60257,7 +60913,7 @@ var logOutputAsync = async ({ stream, onStreamEnd, fdNumber, encoding, allMixed,
   await logLines(linesIterable, stream, fdNumber, verboseInfo);
 };
 var resumeStream = async (stream) => {
-  await (0, import_promises9.setImmediate)();
+  await (0, import_promises10.setImmediate)();
   if (stream.readableFlowing === null) {
     stream.resume();
   }
@@ -60292,14 +60948,14 @@ var getBufferedData = async (streamPromise) => {
 var handleBufferedData = ({ bufferedData }) => isArrayBuffer(bufferedData) ? new Uint8Array(bufferedData) : bufferedData;
 
 // node_modules/execa/lib/resolve/wait-stream.js
-var import_promises10 = require("node:stream/promises");
+var import_promises11 = require("node:stream/promises");
 var waitForStream = async (stream, fdNumber, streamInfo, { isSameDirection, stopOnExit = false } = {}) => {
   const state = handleStdinDestroy(stream, streamInfo);
   const abortController = new AbortController();
   try {
     await Promise.race([
       ...stopOnExit ? [streamInfo.exitPromise] : [],
-      (0, import_promises10.finished)(stream, { cleanup: true, signal: abortController.signal })
+      (0, import_promises11.finished)(stream, { cleanup: true, signal: abortController.signal })
     ]);
   } catch (error64) {
     if (!state.stdinCleanedUp) {
@@ -60596,11 +61252,11 @@ var addConcurrentStream = (concurrentStreams, stream, waitName) => {
   const promises3 = weakMap.get(stream);
   const promise2 = createDeferred();
   promises3.push(promise2);
-  const resolve3 = promise2.resolve.bind(promise2);
-  return { resolve: resolve3, promises: promises3 };
+  const resolve4 = promise2.resolve.bind(promise2);
+  return { resolve: resolve4, promises: promises3 };
 };
-var waitForConcurrentStreams = async ({ resolve: resolve3, promises: promises3 }, subprocess) => {
-  resolve3();
+var waitForConcurrentStreams = async ({ resolve: resolve4, promises: promises3 }, subprocess) => {
+  resolve4();
   const [isSubprocessExit] = await Promise.race([
     Promise.allSettled([true, subprocess]),
     Promise.all([false, ...promises3])
@@ -60613,7 +61269,7 @@ var import_node_stream6 = require("node:stream");
 var import_node_util9 = require("node:util");
 
 // node_modules/execa/lib/convert/shared.js
-var import_promises11 = require("node:stream/promises");
+var import_promises12 = require("node:stream/promises");
 var safeWaitForSubprocessStdin = async (subprocessStdin) => {
   if (subprocessStdin === void 0) {
     return;
@@ -60633,10 +61289,10 @@ var safeWaitForSubprocessStdout = async (subprocessStdout) => {
   }
 };
 var waitForSubprocessStdin = async (subprocessStdin) => {
-  await (0, import_promises11.finished)(subprocessStdin, { cleanup: true, readable: false, writable: true });
+  await (0, import_promises12.finished)(subprocessStdin, { cleanup: true, readable: false, writable: true });
 };
 var waitForSubprocessStdout = async (subprocessStdout) => {
-  await (0, import_promises11.finished)(subprocessStdout, { cleanup: true, readable: true, writable: false });
+  await (0, import_promises12.finished)(subprocessStdout, { cleanup: true, readable: true, writable: false });
 };
 var waitForSubprocess = async (subprocess, error64) => {
   await subprocess;
@@ -60742,7 +61398,7 @@ var import_node_stream7 = require("node:stream");
 var import_node_util10 = require("node:util");
 var createWritable = ({ subprocess, concurrentStreams }, { to } = {}) => {
   const { subprocessStdin, waitWritableFinal, waitWritableDestroy } = getSubprocessStdin(subprocess, to, concurrentStreams);
-  const writable2 = new import_node_stream7.Writable({
+  const writable3 = new import_node_stream7.Writable({
     ...getWritableMethods(subprocessStdin, subprocess, waitWritableFinal),
     destroy: (0, import_node_util10.callbackify)(onWritableDestroy.bind(void 0, {
       subprocessStdin,
@@ -60753,8 +61409,8 @@ var createWritable = ({ subprocess, concurrentStreams }, { to } = {}) => {
     highWaterMark: subprocessStdin.writableHighWaterMark,
     objectMode: subprocessStdin.writableObjectMode
   });
-  onStdinFinished(subprocessStdin, writable2);
-  return writable2;
+  onStdinFinished(subprocessStdin, writable3);
+  return writable3;
 };
 var getSubprocessStdin = (subprocess, to, concurrentStreams) => {
   const subprocessStdin = getToStream(subprocess, to);
@@ -60781,15 +61437,15 @@ var onWritableFinal = async (subprocessStdin, subprocess, waitWritableFinal) => 
     await subprocess;
   }
 };
-var onStdinFinished = async (subprocessStdin, writable2, subprocessStdout) => {
+var onStdinFinished = async (subprocessStdin, writable3, subprocessStdout) => {
   try {
     await waitForSubprocessStdin(subprocessStdin);
-    if (writable2.writable) {
-      writable2.end();
+    if (writable3.writable) {
+      writable3.end();
     }
   } catch (error64) {
     await safeWaitForSubprocessStdout(subprocessStdout);
-    destroyOtherWritable(writable2, error64);
+    destroyOtherWritable(writable3, error64);
   }
 };
 var onWritableDestroy = async ({ subprocessStdin, subprocess, waitWritableFinal, waitWritableDestroy }, error64) => {
@@ -61274,9 +61930,9 @@ var GitRemote = class {
     if (this.initialized) return;
     const dir = this.o.cacheDir;
     try {
-      await (0, import_promises12.access)((0, import_node_path6.join)(dir, "HEAD"));
+      await (0, import_promises13.access)((0, import_node_path6.join)(dir, "HEAD"));
     } catch {
-      await (0, import_promises12.mkdir)(dir, { recursive: true });
+      await (0, import_promises13.mkdir)(dir, { recursive: true });
       const r = await execa("git", ["init", "--bare", "-q", dir], {
         env: baseEnv(),
         extendEnv: false,
@@ -61863,20 +62519,27 @@ function createGitHubStateStore(opts) {
 
 // src/state/repo-store.ts
 var STATE_TRANSPORTS = ["git", "api"];
+var StateTransportError = class extends Error {
+  exitCode = 1;
+  constructor(value) {
+    super(
+      `FLEET_STATE_TRANSPORT="${value}" is not a state transport; use one of: ${STATE_TRANSPORTS.join(", ")}.`
+    );
+    this.name = "StateTransportError";
+  }
+};
 function stateTransportFrom(env = process.env) {
   const v = env.FLEET_STATE_TRANSPORT?.trim();
   if (!v) return "git";
   if (STATE_TRANSPORTS.includes(v)) return v;
-  throw new Error(
-    `FLEET_STATE_TRANSPORT="${v}" is not a state transport; use one of: ${STATE_TRANSPORTS.join(", ")}.`
-  );
+  throw new StateTransportError(v);
 }
 function gitRemoteUrl(apiUrl, owner, repo) {
   const u2 = new URL(apiUrl);
   const path6 = `/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}.git`;
   if (u2.hostname === "api.github.com") return `https://github.com${path6}`;
-  const root = u2.pathname.replace(/\/+$/, "").replace(/\/api\/v3$/, "");
-  return `${u2.origin}${root}${path6}`;
+  const root2 = u2.pathname.replace(/\/+$/, "").replace(/\/api\/v3$/, "");
+  return `${u2.origin}${root2}${path6}`;
 }
 async function tokenOf(octokit) {
   const auth2 = await octokit.auth({ type: "installation" });
@@ -61996,8 +62659,8 @@ ${messages.map((m) => `- ${m.split("\n")[0]}`).join("\n")}`;
   }
   return {
     enqueue(mutation) {
-      return new Promise((resolve3, reject) => {
-        waiting.push({ mutation, resolve: resolve3, reject });
+      return new Promise((resolve4, reject) => {
+        waiting.push({ mutation, resolve: resolve4, reject });
         if (waiting.length >= maxBatch) void flush();
         else if (!busy && !timer) timer = setTimeout(() => void flush(), maxDelayMs);
       });
@@ -62129,21 +62792,22 @@ var localDispatcher = {
 };
 
 // src/core/lifecycle.ts
-var RUN_EXITS = ["queued", "rate-limited", "cancelled", "failed"];
+var RUN_EXITS = ["queued", "rate-limited", "cancelled", "failed", "done"];
 var TRANSITIONS = Object.freeze({
-  queued: Object.freeze(["blocked", "dispatched", "cancelled", "failed"]),
+  queued: Object.freeze(["blocked", "dispatched", "cancelled", "failed", "done"]),
   blocked: Object.freeze(["queued", "cancelled", "failed"]),
   dispatched: Object.freeze(["planning", "running", ...RUN_EXITS]),
   planning: Object.freeze(["awaiting-approval", "running", ...RUN_EXITS]),
   // Approval sends the task back to the queue: the work phase needs a slot like any run.
   "awaiting-approval": Object.freeze(["queued", "running", "cancelled", "failed"]),
-  running: Object.freeze(["pr-open", "done", ...RUN_EXITS]),
+  running: Object.freeze(["pr-open", ...RUN_EXITS]),
   // pr-open -> queued: review-loop instructions wait for a slot like any run.
   "pr-open": Object.freeze(["running", "queued", "done", "cancelled", "failed"]),
   done: Object.freeze([]),
-  failed: Object.freeze(["queued"]),
-  cancelled: Object.freeze(["queued"]),
-  "rate-limited": Object.freeze(["queued", "cancelled", "failed"])
+  // A merged PR ends a task as done even after a cancel or a failure left its PR open.
+  failed: Object.freeze(["queued", "done"]),
+  cancelled: Object.freeze(["queued", "done"]),
+  "rate-limited": Object.freeze(["queued", "cancelled", "failed", "done"])
 });
 var SLOT_HOLDING_STATES = Object.freeze(["dispatched", "planning", "running"]);
 var ACTIVE_STATES = new Set(SLOT_HOLDING_STATES);
@@ -62155,13 +62819,15 @@ var CANCELLABLE_STATES = Object.freeze(
   LIVE_STATES.filter((s) => s !== "pr-open")
 );
 var RETRYABLE_STATES = Object.freeze(["failed", "cancelled", "rate-limited"]);
+var isActive = (state) => ACTIVE_STATES.has(state);
 var isTerminal = (state) => TERMINAL_STATES.has(state);
 var STATES_WITH_REASON = /* @__PURE__ */ new Set([
   "failed",
   "cancelled",
   "blocked",
   "rate-limited",
-  "queued"
+  "queued",
+  "pr-open"
 ]);
 var IllegalTransitionError = class extends Error {
   constructor(taskId, from, to) {
@@ -62205,6 +62871,7 @@ function newLease(holder, slot, now, ttlMs = DEFAULT_LEASE_TTL_MS) {
   return { holder, slot, acquiredAt: at, heartbeatAt: at, expiresAt: expiryFrom(now, ttlMs) };
 }
 var expiryFrom = (now, ttlMs) => new Date(now.getTime() + ttlMs).toISOString();
+var isLeaseLive = (lease, now) => Date.parse(lease.expiresAt) > now.getTime();
 var withTask = (doc, task) => ({
   ...doc,
   tasks: { ...doc.tasks, [task.id]: task }
@@ -62220,6 +62887,8 @@ function claimLease(doc, taskId, opts) {
     heartbeatAt: at,
     expiresAt: expiryFrom(opts.now, opts.ttlMs ?? DEFAULT_LEASE_TTL_MS)
   };
+  if (opts.process) lease.process = opts.process;
+  else delete lease.process;
   const first = opts.startIn?.(task);
   const claimed = first ? { ...transition(task, first, { now: at }), lease } : { ...task, lease, updatedAt: at };
   const message = `claim gh-${task.issue} (${taskId}) by ${opts.holder} (slot ${task.lease.slot})${first ? `, ${first}` : ""}`;
@@ -62260,6 +62929,24 @@ function unmetDependencies(task, doneIssues, closed) {
   }
   return unmet === void 0 ? [] : unmet.sort((a2, b) => a2 - b);
 }
+function doneIssuesOf(tasks) {
+  const done = /* @__PURE__ */ new Set();
+  const subsOf = /* @__PURE__ */ new Map();
+  for (const t of tasks) {
+    if (t.state === "done") done.add(t.issue);
+    if (t.epic !== void 0) subsOf.set(t.epic, (subsOf.get(t.epic) ?? /* @__PURE__ */ new Set()).add(t.issue));
+  }
+  for (let changed = subsOf.size > 0; changed; ) {
+    changed = false;
+    for (const [epic, subs] of subsOf) {
+      if (done.has(epic) && [...subs].some((s) => !done.has(s))) {
+        done.delete(epic);
+        changed = true;
+      }
+    }
+  }
+  return done;
+}
 function compareCandidates(a2, b) {
   return a2.task.priority - b.task.priority || a2.queuedMs - b.queuedMs || a2.task.issue - b.task.issue || (a2.task.id < b.task.id ? -1 : a2.task.id > b.task.id ? 1 : 0);
 }
@@ -62299,7 +62986,7 @@ function sortWaiting(task, now, backoffMs, unmet, sorted) {
       return;
     }
     case "queued": {
-      if (ms(task.resetAt) > now) return;
+      if (ms(task.resetAt) > now || ms(task.stopping?.until) > now) return;
       const waits = unmet(task);
       if (waits.length > 0) sorted.blocked.push({ kind: "block", taskId: task.id, blockedBy: waits });
       else sorted.candidates.push({ task, queuedMs: ms(task.queuedAt) });
@@ -62314,8 +63001,7 @@ function sortTasks(input2, now) {
   const closed = input2.closedIssues ?? EMPTY_SET;
   const backoffMs = (config3.retries?.backoff_seconds ?? 60) * 1e3;
   const serialize2 = config3.serialize_overlapping === true;
-  const doneIssues = /* @__PURE__ */ new Set();
-  for (const t of tasks) if (t.state === "done") doneIssues.add(t.issue);
+  const doneIssues = doneIssuesOf(tasks);
   const unmet = (task) => unmetDependencies(task, doneIssues, closed);
   const max = config3.max_concurrent;
   const sorted = {
@@ -62416,7 +63102,7 @@ function overlapping(task, running) {
 function queuePosition(tasks, taskId, config3 = { max_concurrent: 3 }) {
   const target = tasks.find((t) => t.id === taskId);
   if (target?.state !== "queued") return void 0;
-  const mine = { task: target, queuedMs: ms(target.queuedAt) };
+  const mine2 = { task: target, queuedMs: ms(target.queuedAt) };
   let ahead = 0;
   let of = 0;
   let busy = 0;
@@ -62424,7 +63110,7 @@ function queuePosition(tasks, taskId, config3 = { max_concurrent: 3 }) {
     if (ACTIVE_STATES.has(t.state)) busy++;
     if (t.state !== "queued") continue;
     of++;
-    if (t !== target && compareCandidates({ task: t, queuedMs: ms(t.queuedAt) }, mine) < 0) ahead++;
+    if (t !== target && compareCandidates({ task: t, queuedMs: ms(t.queuedAt) }, mine2) < 0) ahead++;
   }
   return { position: ahead + 1, of, busy, cap: config3.max_concurrent };
 }
@@ -62916,16 +63602,16 @@ function findCycles(issues) {
   const onStack = new Uint8Array(n5);
   const stack = [];
   const components = [];
-  let counter = 0;
+  let counter2 = 0;
   const work = [];
-  for (let root = 0; root < n5; root++) {
-    if (index[root] !== -1) continue;
-    work.push([root, 0]);
+  for (let root2 = 0; root2 < n5; root2++) {
+    if (index[root2] !== -1) continue;
+    work.push([root2, 0]);
     while (work.length > 0) {
       const frame = work[work.length - 1];
       const [v, e] = frame;
       if (e === 0 && index[v] === -1) {
-        index[v] = low[v] = counter++;
+        index[v] = low[v] = counter2++;
         stack.push(v);
         onStack[v] = 1;
       }
@@ -63303,6 +63989,19 @@ function choosePromptText(input2) {
 }
 var quoteLogin = (login) => `\`@${login}\``;
 
+// src/core/run-history.ts
+var MAX_RUN_RECORDS = 50;
+function appendRun(runs, run) {
+  const all = [...runs ?? [], run];
+  if (all.length <= MAX_RUN_RECORDS) return all;
+  const head = all.slice(0, all.length - MAX_RUN_RECORDS + 1);
+  return [{ ...head.at(-1), totals: sumRuns(head) }, ...all.slice(head.length)];
+}
+function sumRuns(runs) {
+  return runs.reduce((a2, r) => combineTotals(a2, r.totals), void 0);
+}
+var runKindOf = (task) => task.rebase ? "rebase" : task.instructions ? "review" : "work";
+
 // src/economy/budgets.ts
 var stricter = (a2, b) => {
   const x = a2 ? a2 : void 0;
@@ -63478,6 +64177,21 @@ function noteIgnoredEdit(doc, issue3, edit) {
     )
   };
 }
+function setDependencies(doc, issue3, deps, now) {
+  const dependsOn = [...new Set(deps)].filter((n5) => n5 !== issue3).sort((a2, b) => a2 - b);
+  const same = (t) => t.dependsOn.length === dependsOn.length && t.dependsOn.every((n5, i2) => n5 === dependsOn[i2]);
+  const changed = pinnableTasks(doc, issue3).filter((t) => !same(t)).map((t) => {
+    const next = t.state === "blocked" ? transition(t, "queued", { now }) : { ...t, updatedAt: now };
+    return { ...next, dependsOn };
+  });
+  if (changed.length === 0) return null;
+  const text = dependsOn.length ? dependsOn.map((n5) => `#${n5}`).join(", ") : "nothing";
+  return {
+    doc: withTasks(doc, changed),
+    changes: changed.map((task) => ({ task, from: doc.tasks[task.id].state })),
+    messages: changed.map((t) => `gh-${issue3} (${t.id}) depends on ${text}`)
+  };
+}
 function patchTask(doc, taskId, patch, now) {
   const current = doc.tasks[taskId];
   if (!current) return null;
@@ -63491,13 +64205,73 @@ function patchTask(doc, taskId, patch, now) {
 function moveTask(doc, taskId, to, opts) {
   const current = doc.tasks[taskId];
   if (!current || !canTransition(current.state, to)) return null;
-  const task = { ...transition(current, to, opts), ...opts.patch };
+  const moved = transition(current, to, opts);
+  const lease = current.lease;
+  if (lease && !moved.lease && !isUnclaimed(lease) && isLeaseLive(lease, new Date(opts.now)))
+    moved.stopping = { holder: lease.holder, until: lease.expiresAt };
+  const task = { ...moved, ...opts.patch };
   return {
     doc: withTasks(doc, [task]),
     changes: [{ task, from: current.state }],
     messages: [
       `${current.state} -> ${to}: gh-${current.issue} (${taskId})${opts.reason ? `: ${opts.reason}` : ""}`
     ]
+  };
+}
+function endRun(doc, taskId, end) {
+  const current = doc.tasks[taskId];
+  if (!current) return null;
+  const runs = end.run ? appendRun(current.runs, end.run) : current.runs;
+  const figures2 = end.run ? { runs, totals: sumRuns(runs) } : {};
+  if (current.stopping?.holder === end.holder) figures2.stopping = void 0;
+  let result = null;
+  if (current.lease?.holder === end.holder && current.state !== end.to) {
+    const through = end.via && !canTransition(current.state, end.to) && canTransition(current.state, end.via) ? moveTask(doc, taskId, end.via, { now: end.now }) : null;
+    const moved = moveTask(through?.doc ?? doc, taskId, end.to, {
+      now: end.now,
+      reason: end.reason,
+      resetAt: end.resetAt,
+      patch: { ...end.patch, ...figures2, stopping: void 0 }
+    });
+    if (moved)
+      result = {
+        ...moved,
+        changes: [{ task: moved.changes[0].task, from: current.state }],
+        messages: [...through?.messages ?? [], ...moved.messages]
+      };
+  }
+  if (!result) {
+    const patch = current.state === end.to ? { ...end.patch, ...figures2 } : figures2;
+    if (Object.keys(patch).length === 0) return null;
+    result = patchTask(doc, taskId, patch, end.now);
+  }
+  if (!result || !end.run) return result;
+  const day = end.run.at.slice(0, 10);
+  const { usage, costUsd } = end.run.totals;
+  return { ...result, doc: recordLedger(result.doc, { day, coder: current.coder, usage, costUsd }) };
+}
+function reclaimGoneRuns(doc, gone, opts) {
+  const changed = [];
+  const messages = [];
+  for (const { taskId, holder } of gone) {
+    const task = doc.tasks[taskId];
+    if (!task?.lease || task.lease.holder !== holder || !isActive(task.state)) continue;
+    const retry = task.attempts <= opts.retriesMax;
+    const to = retry ? "queued" : "failed";
+    if (!canTransition(task.state, to)) continue;
+    const why = `its worker ${holder} ended without finishing the run`;
+    const reason = retry ? `${why}; retrying` : `${why}; no retries left`;
+    changed.push({ task: transition(task, to, { now: opts.now, reason }), from: task.state });
+    messages.push(`${task.state} -> ${to}: gh-${task.issue} (${taskId}): ${why}`);
+  }
+  if (changed.length === 0) return null;
+  return {
+    doc: withTasks(
+      doc,
+      changed.map((c3) => c3.task)
+    ),
+    changes: changed,
+    messages
   };
 }
 function applySchedule(doc, config3, opts) {
@@ -63614,6 +64388,7 @@ function dispatchInPass(pass, task, slot) {
   const moved = transition(task, "dispatched", { now: opts.now });
   delete moved.runId;
   delete moved.runUrl;
+  delete moved.stopping;
   const sibling = Object.values(pass.tasks).some(
     (t) => t.id !== task.id && t.issue === task.issue && !isTerminal(t.state) && (t.coder !== task.coder || t.model !== task.model)
   );
@@ -63710,6 +64485,13 @@ var RepoQueue = class {
     const { result } = await this.commit(() => null);
     return result ? result.changes.map((c3) => c3.task) : [];
   }
+  /** Runs whose worker process is gone go back to the queue (see reclaimGoneRuns), and are scheduled again in the same commit. */
+  async reclaimGoneRuns(gone) {
+    const { result } = await this.commit(
+      (d) => reclaimGoneRuns(d, gone, { now: this.iso(), retriesMax: this.config(d).retries.max })
+    );
+    return result ? result.changes.map((c3) => c3.task) : [];
+  }
   /** The state branch was deleted: the fresh state holds dispatches for a lease's length (see holdAfterStateReset). */
   async holdAfterReset(holdMs) {
     await this.commit((d) => holdAfterStateReset(d, this.iso(), holdMs), { schedule: false });
@@ -63742,6 +64524,17 @@ var RepoQueue = class {
       return r;
     });
     return moved;
+  }
+  /**
+   * A worker's run of `taskId` ended (see endRun), with `alsoDoc`'s changes in the same commit (the run's
+   * last context, its credentials' windows). The task as the commit left it; undefined when it is gone.
+   */
+  async endRun(taskId, end, alsoDoc) {
+    const { doc } = await this.commit((d) => {
+      const r = endRun(d, taskId, { ...end, now: this.iso() });
+      return r && alsoDoc ? { ...r, doc: alsoDoc(r.doc) } : r;
+    });
+    return doc.tasks[taskId];
   }
   /**
    * Shows `task` moved to `to` on its tracking comment before the move is committed: a worker's
@@ -63782,11 +64575,21 @@ var RepoQueue = class {
     );
     return claimed;
   }
-  /** The issue's title or body was edited: re-pinned when `allowed` (the editor may drive Fleet), else noted. */
+  /**
+   * The issue's title or body was edited: re-pinned when `allowed` (the editor may drive Fleet), else
+   * noted. An allowed body edit also sets what its tasks wait for (`dependsOn`, its `Depends on` lines).
+   */
   async issueEdited(issue3, edit) {
+    const deps = edit.allowed ? edit.dependsOn : void 0;
     const { result } = await this.commit(
-      (d) => (edit.allowed ? repinTasks : noteIgnoredEdit)(d, issue3, { ...edit, now: this.iso() }),
-      { schedule: false }
+      (d) => {
+        const now = this.iso();
+        const pinned = (edit.allowed ? repinTasks : noteIgnoredEdit)(d, issue3, { ...edit, now });
+        const waits = deps && setDependencies(pinned?.doc ?? d, issue3, deps, now);
+        return pinned && waits ? mergeResults(pinned, waits) : waits ?? pinned;
+      },
+      // New dependencies block or release tasks in the same commit.
+      { schedule: deps !== void 0 }
     );
     return result ? result.changes.map((c3) => c3.task) : [];
   }
@@ -64023,6 +64826,7 @@ function logTail(log, max) {
 var HEADLINE = {
   "pr-opened": "✅ opened a pull request",
   "no-changes": "ℹ️ finished without changes, so no pull request was opened",
+  split: "🪓 planned the split: the plan's sub-issues are queued",
   "awaiting-approval": "✋ is waiting for approval of its plan",
   failed: "❌ failed",
   timeout: "⏱️ ran out of time and was stopped",
@@ -64037,19 +64841,39 @@ var NEXT_STEP = {
   stall: "The agent produced no output for too long. `/fleet retry` starts it again; raise `timeouts.stall` if it needs to think longer.",
   "rate-limited": "Fleet queues the task again once the limit resets."
 };
+var MAX_REFUSED_ROWS = 20;
+function containmentLines(v) {
+  const lines = [];
+  const refused = v.network?.refused ?? [];
+  if (refused.length) {
+    const total = refused.reduce((n5, r) => n5 + r.count, 0);
+    lines.push(
+      `**Network:** Fleet's egress proxy refused ${total.toLocaleString("en-US")} connection${total === 1 ? "" : "s"}. To allow a host, add it to \`network.allow\` in .github/fleet.yml.`,
+      "",
+      "| host | port | times | why |",
+      "|---|---:|---:|---|",
+      ...refused.slice(0, MAX_REFUSED_ROWS).map((r) => `| \`${r.host.replace(/`/g, "")}\` | ${r.port} | ${r.count.toLocaleString("en-US")} | ${r.why} |`)
+    );
+    if (refused.length > MAX_REFUSED_ROWS) lines.push("", `… and ${refused.length - MAX_REFUSED_ROWS} more hosts.`);
+    lines.push("");
+  }
+  if (v.network?.mode === "host")
+    lines.push("**Network: host** — the agent reached whatever this worker reaches (`network: host` in .github/fleet.yml).", "");
+  if (v.limitsNotEnforced) lines.push(`**Limits:** ${v.limitsNotEnforced}.`, "");
+  return lines;
+}
 function renderRunReport(v) {
-  const head = [
-    runReportMarker(v.taskId),
-    `### Fleet task \`${v.taskId}\` ${HEADLINE[v.outcome]}`,
-    ""
-  ];
+  const round = v.onPullRequest && v.outcome === "no-changes";
+  const headline = round ? "ℹ️ finished the round without changes; the pull request is as it was" : HEADLINE[v.outcome];
+  const head = [runReportMarker(v.taskId), `### Fleet task \`${v.taskId}\` ${headline}`, ""];
   if (v.pr) head.push(`Pull request: #${v.pr.number} (${v.pr.url})`, "");
   if (v.reason) head.push(`> ${v.reason.replace(/\n/g, "\n> ")}`, "");
   if (v.outcome === "rate-limited" && v.resetsAt) head.push(`The limit resets at ${v.resetsAt}.`, "");
   if (v.summary) head.push("**Agent's summary:**", "", v.summary.trim(), "");
   if (v.resultProblem) head.push(`⚠️ ${v.resultProblem}`, "");
-  const next = NEXT_STEP[v.outcome];
+  const next = round ? "If a change was expected, comment `/fleet <instructions>` on the pull request again, saying what to change and where." : NEXT_STEP[v.outcome];
   if (next) head.push(next, "");
+  head.push(...containmentLines(v));
   let body = head.join("\n");
   const limit = v.limit ?? GITHUB_COMMENT_LIMIT;
   if (v.log !== void 0 && v.log.length > 0) {
@@ -64358,19 +65182,6 @@ function openRepository(opts) {
   };
 }
 
-// src/core/run-history.ts
-var MAX_RUN_RECORDS = 50;
-function appendRun(runs, run) {
-  const all = [...runs ?? [], run];
-  if (all.length <= MAX_RUN_RECORDS) return all;
-  const head = all.slice(0, all.length - MAX_RUN_RECORDS + 1);
-  return [{ ...head.at(-1), totals: sumRuns(head) }, ...all.slice(head.length)];
-}
-function sumRuns(runs) {
-  return runs.reduce((a2, r) => combineTotals(a2, r.totals), void 0);
-}
-var runKindOf = (task) => task.rebase ? "rebase" : task.instructions ? "review" : "work";
-
 // src/render/token-report.ts
 var tokenReportMarker = (taskId) => `<!-- fleet:token-report ${taskId} -->`;
 var n2 = (v) => v.toLocaleString("en-US");
@@ -64473,9 +65284,40 @@ function renderRunsTable(runs) {
 }
 
 // src/worker/execute-task.ts
-var import_node_os6 = require("node:os");
+var import_node_os10 = require("node:os");
+
+// src/core/resource-limits.ts
+var DEFAULT_RESOURCE_LIMITS = { memoryMb: 8192, pids: 1024 };
+function resourceLimitsOf(config3) {
+  const { memory_mb, pids, cpus: cpus2 } = config3.limits;
+  return { memoryMb: memory_mb, pids, ...cpus2 !== void 0 ? { cpus: cpus2 } : {} };
+}
+function limitHitReason(hit, limits) {
+  return hit === "memory" ? `The run reached its memory limit (limits.memory_mb: ${limits.memoryMb} MiB in .github/fleet.yml) and a process of it was killed; the run was stopped.` : `The run reached its process limit (limits.pids: ${limits.pids} processes and threads in .github/fleet.yml): it could not start more, and was stopped.`;
+}
+function unenforcedLimitsNote(enforcement) {
+  return enforcement.kind === "none" ? `not enforced on this worker (${enforcement.why}): a run can use all of the machine's memory and processes` : void 0;
+}
+
+// src/economy/credential-windows.ts
+var import_node_crypto5 = require("node:crypto");
+var import_node_os5 = require("node:os");
 
 // src/core/rate-windows.ts
+function withHourCount(stored, writer, mine2) {
+  const by = stored?.hourBy ? { ...stored.hourBy } : stored?.hour ? { earlier: stored.hour } : {};
+  if (mine2) by[writer] = mine2;
+  const entries = Object.entries(by);
+  if (entries.length === 0) return {};
+  const start = entries.map(([, h2]) => h2.start).sort().at(-1);
+  const kept = Object.fromEntries(entries.filter(([, h2]) => h2.start === start));
+  const hour = { start, tokens: 0, requests: 0 };
+  for (const h2 of Object.values(kept)) {
+    hour.tokens += h2.tokens;
+    hour.requests += h2.requests;
+  }
+  return { hour, hourBy: kept };
+}
 var NOTHING_IN_FLIGHT = { requests: 0, tokens: 0, inputTokens: 0, outputTokens: 0 };
 var DEFAULT_NEAR_LIMIT_PCT = 90;
 var header = (h2, name) => {
@@ -64608,21 +65450,21 @@ function earliestReset(pool, now, usable = () => true) {
 }
 function recordCooling(doc, coder, name, until, now) {
   const state = credentialsState(doc);
-  const mine = {};
+  const mine2 = {};
   for (const [n5, v] of Object.entries(state[coder] ?? {})) {
     const cooling = v.coolingUntil && Date.parse(v.coolingUntil) > now.getTime() ? v.coolingUntil : void 0;
     if (cooling || v.windows)
-      mine[n5] = {
+      mine2[n5] = {
         ...cooling ? { coolingUntil: cooling } : {},
         ...v.windows ? { windows: v.windows } : {}
       };
   }
-  const prior = mine[name]?.coolingUntil;
-  mine[name] = {
-    ...mine[name],
+  const prior = mine2[name]?.coolingUntil;
+  mine2[name] = {
+    ...mine2[name],
     coolingUntil: prior && Date.parse(prior) > Date.parse(until) ? prior : until
   };
-  return { ...doc, [CREDENTIALS_KEY]: { ...state, [coder]: mine } };
+  return { ...doc, [CREDENTIALS_KEY]: { ...state, [coder]: mine2 } };
 }
 function resetTime(rateLimit, now, fallbackSeconds) {
   const latest = now.getTime() + MAX_COOLING_MS;
@@ -64634,9 +65476,14 @@ var MAX_COOLING_MS = 7 * 24 * 36e5;
 // src/economy/credential-windows.ts
 var key = (coder, name) => `${coder}\0${name}`;
 var WindowBook = class {
+  /** Names this process's own count of each credential's hour in the state (see withHourCount). */
+  writer;
   seen = /* @__PURE__ */ new Map();
   runs = /* @__PURE__ */ new Map();
   flying = /* @__PURE__ */ new Map();
+  constructor(writer = `${(0, import_node_os5.hostname)()}:${process.pid}:${(0, import_node_crypto5.randomUUID)().slice(0, 8)}`) {
+    this.writer = writer;
+  }
   get(coder, name) {
     return this.seen.get(key(coder, name));
   }
@@ -64652,17 +65499,20 @@ var WindowBook = class {
       )
     );
   }
-  /** The state's figures where this process has none, or older ones. */
+  /**
+   * The state's figures where this process has none, or older ones; the hour's count is every
+   * process's, with this one's own (as stored by earlier writes) replaced by what it counts now.
+   */
   merge(coder, name, stored) {
-    const mine = this.get(coder, name);
-    if (!stored) return mine;
-    if (!mine) return stored;
+    const mine2 = this.get(coder, name);
+    if (!stored)
+      return mine2 && { windows: mine2.windows, ...withHourCount(void 0, this.writer, mine2.hour) };
+    if (!mine2) return stored;
     const windows = { ...stored.windows };
-    for (const [w, v] of Object.entries(mine.windows)) {
+    for (const [w, v] of Object.entries(mine2.windows)) {
       if (!windows[w] || windows[w].at <= v.at) windows[w] = v;
     }
-    const hour = !stored.hour || mine.hour && mine.hour.start >= stored.hour.start ? mine.hour : stored.hour;
-    return hour ? { windows, hour } : { windows };
+    return { windows, ...withHourCount(stored, this.writer, mine2.hour) };
   }
   /** What is sent on the credential and not answered yet (this process's requests). */
   inFlight(coder, name) {
@@ -64718,15 +65568,15 @@ function storedWindows(doc, coder) {
 function writeWindows(doc, coder, names, book) {
   const state = credentialsState(doc);
   const stored = storedWindows(doc, coder);
-  const mine = { ...state[coder] ?? {} };
+  const mine2 = { ...state[coder] ?? {} };
   let changed = false;
   for (const name of names) {
     const merged = book.merge(coder, name, stored[name]);
     if (!merged || JSON.stringify(merged) === JSON.stringify(stored[name])) continue;
-    mine[name] = { ...mine[name] ?? {}, windows: merged };
+    mine2[name] = { ...mine2[name] ?? {}, windows: merged };
     changed = true;
   }
-  return changed ? { ...doc, credentials: { ...state, [coder]: mine } } : doc;
+  return changed ? { ...doc, credentials: { ...state, [coder]: mine2 } } : doc;
 }
 
 // src/render/ab-comparison.ts
@@ -64760,7 +65610,8 @@ function renderAbComparison(issue3, sides) {
     `| ${header2.join(" | ")} |`,
     `|---|${sides.map(() => "---:").join("|")}|`,
     row("Task", (s) => `\`${s.taskId}\``),
-    row("Outcome", (s) => s.state),
+    // A side that changed nothing says so: it failed for want of a change, not for an error.
+    row("Outcome", (s) => s.result?.noChanges ? `no changes (${s.state})` : s.state),
     row("Pull request", (s) => s.pr ? `#${s.pr.number}` : dash),
     row("Tokens", (s) => s.totals ? n3(totalTokens(s.totals.usage)) : dash),
     row(
@@ -64792,9 +65643,9 @@ function renderAbComparison(issue3, sides) {
   return lines.join("\n");
 }
 function cheapestSide(sides) {
-  const priced = sides.filter((s) => s.pr && s.totals);
-  if (priced.length < 2 || priced.some((s) => s.totals.costUsd == null)) return void 0;
-  return priced.reduce((a2, b) => b.totals.costUsd < a2.totals.costUsd ? b : a2);
+  const priced2 = sides.filter((s) => s.pr && s.totals);
+  if (priced2.length < 2 || priced2.some((s) => s.totals.costUsd == null)) return void 0;
+  return priced2.reduce((a2, b) => b.totals.costUsd < a2.totals.costUsd ? b : a2);
 }
 
 // src/github/upsert-comment.ts
@@ -64821,12 +65672,14 @@ async function upsertMarkedComment(octokit, ref, marker, body, knownId) {
 
 // src/worker/artifacts.ts
 var import_node_fs7 = require("node:fs");
-var import_promises13 = require("node:fs/promises");
+var import_promises14 = require("node:fs/promises");
 var import_node_path8 = require("node:path");
 var PLAN_FILE = "PLAN.md";
 var KNOWLEDGE_FILE = "KNOWLEDGE.md";
 var RESULT_FILE = "RESULT.json";
 var LOG_FILE = "agent.log";
+var NETWORK_FILE = "network.json";
+var SETUP_LOG_FILE = "setup.log";
 var taskArtifactsDir = (workDir, taskId) => (0, import_node_path8.join)(workDir, "tasks", safeSegment(taskId));
 var agentHomeDir = (workDir, taskId) => (0, import_node_path8.join)(workDir, "homes", safeSegment(taskId));
 var agentNotesDir = (worktree, taskId) => (0, import_node_path8.join)((0, import_node_path8.dirname)(worktree), `.fleet-task-${safeSegment(taskId)}`);
@@ -64846,7 +65699,7 @@ var MAX_NOTES_FILE_BYTES = 1024 * 1024;
 async function readAgentFile(path6, maxBytes = MAX_NOTES_FILE_BYTES) {
   let fh;
   try {
-    fh = await (0, import_promises13.open)(path6, import_node_fs7.constants.O_RDONLY | import_node_fs7.constants.O_NOFOLLOW | import_node_fs7.constants.O_NONBLOCK);
+    fh = await (0, import_promises14.open)(path6, import_node_fs7.constants.O_RDONLY | import_node_fs7.constants.O_NOFOLLOW | import_node_fs7.constants.O_NONBLOCK);
   } catch (error64) {
     const code2 = error64.code;
     if (code2 === "ENOENT") return void 0;
@@ -64869,9 +65722,9 @@ async function readAgentFile(path6, maxBytes = MAX_NOTES_FILE_BYTES) {
   }
 }
 async function prepareNotesDir(dir, keep = []) {
-  await (0, import_promises13.mkdir)(dir, { recursive: true });
+  await (0, import_promises14.mkdir)(dir, { recursive: true });
   for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE]) {
-    if (!keep.includes(name)) await (0, import_promises13.rm)((0, import_node_path8.join)(dir, name), { force: true });
+    if (!keep.includes(name)) await (0, import_promises14.rm)((0, import_node_path8.join)(dir, name), { force: true });
   }
 }
 async function readArtifacts(dir) {
@@ -64909,10 +65762,10 @@ async function readArtifacts(dir) {
   return out;
 }
 async function keepArtifacts(notesDir, artifactsDir) {
-  await (0, import_promises13.mkdir)(artifactsDir, { recursive: true });
+  await (0, import_promises14.mkdir)(artifactsDir, { recursive: true });
   for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE]) {
     const text = await readAgentFile((0, import_node_path8.join)(notesDir, name)).catch(() => void 0);
-    if (text !== void 0) await (0, import_promises13.writeFile)((0, import_node_path8.join)(artifactsDir, name), text);
+    if (text !== void 0) await (0, import_promises14.writeFile)((0, import_node_path8.join)(artifactsDir, name), text);
   }
 }
 
@@ -64971,9 +65824,44 @@ async function postAbComparisonIfDue(deps, issue3) {
   return true;
 }
 
+// src/worker/holder-process.ts
+var import_promises15 = require("node:fs/promises");
+var import_node_os6 = require("node:os");
+var mine;
+function thisProcess() {
+  mine ??= describeSelf().catch(() => void 0);
+  return mine;
+}
+async function describeSelf() {
+  const [bootId, pidNs, start] = await Promise.all([
+    (0, import_promises15.readFile)("/proc/sys/kernel/random/boot_id", "utf8"),
+    (0, import_promises15.readlink)("/proc/self/ns/pid"),
+    startOf(process.pid)
+  ]);
+  const uid = process.getuid?.();
+  if (!start || uid === void 0 || !bootId.trim()) return void 0;
+  return { host: (0, import_node_os6.hostname)(), bootId: bootId.trim(), pidNs, uid, pid: process.pid, start: start.ticks };
+}
+async function startOf(pid) {
+  let stat4;
+  try {
+    stat4 = await (0, import_promises15.readFile)(`/proc/${pid}/stat`, "utf8");
+  } catch (error64) {
+    if (error64.code === "ENOENT") return void 0;
+    throw error64;
+  }
+  const fields = stat4.slice(stat4.lastIndexOf(")") + 2).split(" ");
+  const ticks = fields[19];
+  if (!ticks) throw new Error(`unreadable /proc/${pid}/stat`);
+  return { ticks, zombie: fields[0] === "Z" || fields[0] === "X" };
+}
+
 // src/worker/claim.ts
 async function claimTaskState(store, taskId, holder, now, ttlMs, startIn) {
-  const result = await store.update(({ doc }) => claimLease(doc, taskId, { holder, now, ttlMs, startIn }));
+  const process10 = await thisProcess();
+  const result = await store.update(
+    ({ doc }) => claimLease(doc, taskId, { holder, now, ttlMs, startIn, ...process10 ? { process: process10 } : {} })
+  );
   const task = result.snapshot.doc.tasks[taskId];
   return result.applied && task ? { task, beads: result.snapshot.beads, snapshot: result.snapshot } : void 0;
 }
@@ -65699,7 +66587,7 @@ function renderReviewFeedback(pr, instructions, comments) {
   return out.join("\n");
 }
 async function applySplitOutcome(task, outcome, deps) {
-  if (outcome.outcome !== "no-changes") return;
+  if (outcome.outcome !== "split") return;
   const raw = extractPlanJson(outcome.artifacts.result, outcome.artifacts.plan);
   try {
     const applied = await applySplitPlan(task.issue, raw, {
@@ -65762,8 +66650,8 @@ async function gatherIssue(task, beads, deps) {
 }
 
 // src/worker/rebase-run.ts
-var import_promises23 = require("node:fs/promises");
-var import_node_path18 = require("node:path");
+var import_promises31 = require("node:fs/promises");
+var import_node_path25 = require("node:path");
 
 // src/render/rebase-comment.ts
 var code = (s) => `\`${s.replace(/`/g, "'")}\``;
@@ -65823,11 +66711,183 @@ function renderRebaseNotNeeded(v) {
   return ["### 🔀 Fleet did not need to rebase this pull request", "", `${v.why}: ${v.reason}`].join("\n");
 }
 
+// src/worker/contained-run.ts
+var import_node_net3 = require("node:net");
+
+// src/worker/cgroup-limits.ts
+var import_node_crypto6 = require("node:crypto");
+var import_promises16 = require("node:fs/promises");
+var import_node_path9 = require("node:path");
+var CGROUP_ROOT = "/sys/fs/cgroup";
+var PREFIX = "fleet-run-";
+var detected;
+async function limitsEnforcement() {
+  const b = await backend();
+  return b.kind === "none" ? { kind: "none", why: b.why } : { kind: b.kind };
+}
+function backend() {
+  detected ??= detect(CGROUP_ROOT).catch((e) => ({ kind: "none", why: e.message }));
+  return detected;
+}
+async function ownCgroups() {
+  const text = await (0, import_promises16.readFile)("/proc/self/cgroup", "utf8");
+  const v1 = {};
+  let v2;
+  for (const line of text.split("\n")) {
+    const m = /^(\d+):([^:]*):(.*)$/.exec(line);
+    if (!m) continue;
+    if (m[1] === "0" && m[2] === "") v2 = m[3];
+    for (const c3 of m[2].split(",")) if (c3) v1[c3] = m[3];
+  }
+  return { ...v2 !== void 0 ? { v2 } : {}, v1 };
+}
+var writable2 = (p2) => (0, import_promises16.access)(
+  p2,
+  2
+  /* W_OK */
+).then(
+  () => true,
+  () => false
+);
+var readText = (p2) => (0, import_promises16.readFile)(p2, "utf8").catch(() => "");
+async function detect(root2) {
+  const own2 = await ownCgroups();
+  for (const mount of [root2, (0, import_node_path9.join)(root2, "unified")]) {
+    if (own2.v2 === void 0) break;
+    if (!await readText((0, import_node_path9.join)(mount, "cgroup.controllers"))) continue;
+    const v2 = await delegatedV2((0, import_node_path9.join)(mount, own2.v2));
+    if (v2) return v2;
+  }
+  const memory = own2.v1.memory !== void 0 ? (0, import_node_path9.join)(root2, "memory", own2.v1.memory) : void 0;
+  const pids = own2.v1.pids !== void 0 ? (0, import_node_path9.join)(root2, "pids", own2.v1.pids) : void 0;
+  if (memory && pids && await writable2(memory) && await writable2(pids)) {
+    const cpuDir = own2.v1.cpu !== void 0 ? (0, import_node_path9.join)(root2, "cpu", own2.v1.cpu) : void 0;
+    const cpu = cpuDir && await writable2(cpuDir) ? cpuDir : void 0;
+    await sweepStale([memory, pids, ...cpu ? [cpu] : []]);
+    return { kind: "cgroup1", parents: { memory, pids, ...cpu ? { cpu } : {} } };
+  }
+  return {
+    kind: "none",
+    why: own2.v2 !== void 0 && Object.keys(own2.v1).length === 0 ? "its cgroup v2 subtree is not delegated to the worker's user: run the worker as a systemd service with Delegate=yes, or as root" : "no cgroup it may write: run the worker as root, or under systemd with Delegate=yes on a cgroup v2 host"
+  };
+}
+async function delegatedV2(own2) {
+  const controllers = (await readText((0, import_node_path9.join)(own2, "cgroup.controllers"))).split(/\s+/);
+  if (!controllers.includes("memory") || !controllers.includes("pids")) return void 0;
+  if (!await writable2((0, import_node_path9.join)(own2, "cgroup.subtree_control"))) return void 0;
+  const enable = `+memory +pids${controllers.includes("cpu") ? " +cpu" : ""}`;
+  try {
+    await (0, import_promises16.writeFile)((0, import_node_path9.join)(own2, "cgroup.subtree_control"), enable);
+  } catch {
+    try {
+      const leaf = (0, import_node_path9.join)(own2, "fleet-worker");
+      await (0, import_promises16.mkdir)(leaf, { recursive: true });
+      await (0, import_promises16.writeFile)((0, import_node_path9.join)(leaf, "cgroup.procs"), String(process.pid));
+      await (0, import_promises16.writeFile)((0, import_node_path9.join)(own2, "cgroup.subtree_control"), enable);
+    } catch {
+      return void 0;
+    }
+  }
+  await sweepStale([own2]);
+  return { kind: "cgroup2", parent: own2 };
+}
+async function sweepStale(parents) {
+  for (const parent of parents)
+    for (const name of await (0, import_promises16.readdir)(parent).catch(() => []))
+      if (name.startsWith(PREFIX)) await (0, import_promises16.rmdir)((0, import_node_path9.join)(parent, name)).catch(() => void 0);
+}
+async function openRunCgroup(limits) {
+  const b = await backend();
+  if (b.kind === "none") return void 0;
+  const name = `${PREFIX}${process.pid}-${(0, import_node_crypto6.randomBytes)(4).toString("hex")}`;
+  const dirs = b.kind === "cgroup2" ? { all: (0, import_node_path9.join)(b.parent, name) } : v1Dirs(b.parents, name);
+  const made = [];
+  try {
+    for (const dir of Object.values(dirs)) {
+      await (0, import_promises16.mkdir)(dir);
+      made.push(dir);
+    }
+    await writeLimits(b.kind, dirs, limits);
+  } catch (error64) {
+    await removeAll(made);
+    throw new Error(`the run's cgroup could not be set up: ${error64.message}`);
+  }
+  const procs = made.map((d) => (0, import_node_path9.join)(d, "cgroup.procs"));
+  return {
+    enter(file2, args) {
+      const script = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"';
+      return {
+        file: "/bin/sh",
+        args: ["-c", script, "fleet-limits", String(procs.length), ...procs, file2, ...args]
+      };
+    },
+    async hit() {
+      const memory = b.kind === "cgroup2" ? (0, import_node_path9.join)(dirs.all, "memory.events") : (0, import_node_path9.join)(dirs.memory, "memory.oom_control");
+      const pids = (0, import_node_path9.join)(b.kind === "cgroup2" ? dirs.all : dirs.pids, "pids.events");
+      if (counter(await readText(memory), "oom_kill") > 0) return "memory";
+      if (counter(await readText(pids), "max") > 0) return "pids";
+      return void 0;
+    },
+    close: () => removeAll(made)
+  };
+}
+function v1Dirs(parents, name) {
+  return {
+    memory: (0, import_node_path9.join)(parents.memory, name),
+    pids: (0, import_node_path9.join)(parents.pids, name),
+    ...parents.cpu ? { cpu: (0, import_node_path9.join)(parents.cpu, name) } : {}
+  };
+}
+async function writeLimits(kind, dirs, limits) {
+  const bytes = String(limits.memoryMb * 1024 * 1024);
+  const period = 1e5;
+  const quota = limits.cpus !== void 0 ? String(Math.max(1e3, Math.round(limits.cpus * period))) : void 0;
+  if (kind === "cgroup2") {
+    const dir = dirs.all;
+    await (0, import_promises16.writeFile)((0, import_node_path9.join)(dir, "memory.max"), bytes);
+    await (0, import_promises16.writeFile)((0, import_node_path9.join)(dir, "memory.swap.max"), "0").catch(() => void 0);
+    await (0, import_promises16.writeFile)((0, import_node_path9.join)(dir, "pids.max"), String(limits.pids));
+    if (quota) await (0, import_promises16.writeFile)((0, import_node_path9.join)(dir, "cpu.max"), `${quota} ${period}`);
+    return;
+  }
+  await (0, import_promises16.writeFile)((0, import_node_path9.join)(dirs.memory, "memory.limit_in_bytes"), bytes);
+  await (0, import_promises16.writeFile)((0, import_node_path9.join)(dirs.memory, "memory.memsw.limit_in_bytes"), bytes).catch(() => void 0);
+  await (0, import_promises16.writeFile)((0, import_node_path9.join)(dirs.pids, "pids.max"), String(limits.pids));
+  if (quota && dirs.cpu) {
+    await (0, import_promises16.writeFile)((0, import_node_path9.join)(dirs.cpu, "cpu.cfs_period_us"), String(period));
+    await (0, import_promises16.writeFile)((0, import_node_path9.join)(dirs.cpu, "cpu.cfs_quota_us"), quota);
+  }
+}
+function counter(text, key2) {
+  const m = new RegExp(`^${key2} (\\d+)$`, "m").exec(text);
+  return m ? Number(m[1]) : 0;
+}
+async function removeAll(dirs) {
+  for (const dir of dirs) {
+    await (0, import_promises16.writeFile)((0, import_node_path9.join)(dir, "cgroup.kill"), "1").catch(() => void 0);
+    for (let i2 = 0; i2 < 50; i2++) {
+      const pids = (await readText((0, import_node_path9.join)(dir, "cgroup.procs"))).split("\n").filter(Boolean).map(Number);
+      for (const pid of pids) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+        }
+      }
+      try {
+        await (0, import_promises16.rmdir)(dir);
+        break;
+      } catch {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+  }
+}
+
 // src/worker/run-agent.ts
-var import_node_fs9 = require("node:fs");
-var import_promises15 = require("node:fs/promises");
-var import_node_os5 = require("node:os");
-var import_node_path10 = require("node:path");
+var import_node_fs10 = require("node:fs");
+var import_promises19 = require("node:fs/promises");
+var import_node_os8 = require("node:os");
+var import_node_path12 = require("node:path");
 
 // src/worker/agent-process.ts
 var import_node_child_process6 = require("node:child_process");
@@ -65863,6 +66923,7 @@ var LineSplitter = class {
     this.onLine(line.endsWith("\r") ? line.slice(0, -1) : line);
   }
 };
+var LIMIT_POLL_MS = 500;
 function superviseProcess(o2) {
   let child;
   try {
@@ -65876,7 +66937,7 @@ function superviseProcess(o2) {
     return Promise.resolve({ reason: "spawn-error", code: null, signal: null, spawnError: String(err) });
   }
   o2.onSpawn(child.pid);
-  return new Promise((resolve3) => {
+  return new Promise((resolve4) => {
     let stopReason;
     let spawnError;
     let killTimer;
@@ -65894,6 +66955,12 @@ function superviseProcess(o2) {
       if (!stopReason) stallTimer = setTimeout(() => stop("stall"), o2.stallMs);
     };
     const wallTimer = setTimeout(() => stop("timeout"), o2.timeoutMs);
+    const limitTimer = o2.overLimit ? setInterval(() => {
+      void o2.overLimit().then(
+        (over) => over && stop("limit"),
+        () => void 0
+      );
+    }, LIMIT_POLL_MS) : void 0;
     const onAbort = () => stop("cancelled");
     if (o2.signal?.aborted) onAbort();
     else o2.signal?.addEventListener("abort", onAbort, { once: true });
@@ -65914,13 +66981,14 @@ function superviseProcess(o2) {
       clearTimeout(stallTimer);
       clearTimeout(wallTimer);
       clearTimeout(killTimer);
+      clearInterval(limitTimer);
       o2.signal?.removeEventListener("abort", onAbort);
     };
     child.once("error", (err) => {
       spawnError = err.message;
       if (child.pid === void 0) {
         cleanup();
-        resolve3({ reason: "spawn-error", code: null, signal: null, spawnError });
+        resolve4({ reason: "spawn-error", code: null, signal: null, spawnError });
       }
     });
     child.once("close", (code2, signal) => {
@@ -65928,8 +66996,8 @@ function superviseProcess(o2) {
       stdout.end();
       stderr.end();
       signalGroup(child, "SIGKILL");
-      if (spawnError && child.pid === void 0) resolve3({ reason: "spawn-error", code: code2, signal, spawnError });
-      else resolve3({ reason: stopReason ?? "exited", code: code2, signal });
+      if (spawnError && child.pid === void 0) resolve4({ reason: "spawn-error", code: code2, signal, spawnError });
+      else resolve4({ reason: stopReason ?? "exited", code: code2, signal });
     });
   });
 }
@@ -65941,11 +67009,38 @@ function signalGroup(child, signal) {
   }
 }
 
+// src/worker/contained-process.ts
+var import_promises18 = require("node:fs/promises");
+
 // src/worker/sandbox.ts
 var import_node_child_process7 = require("node:child_process");
+var import_node_fs9 = require("node:fs");
+var import_promises17 = require("node:fs/promises");
+var import_node_os7 = require("node:os");
+var import_node_path11 = require("node:path");
+
+// src/worker/install-root.ts
 var import_node_fs8 = require("node:fs");
-var import_promises14 = require("node:fs/promises");
-var import_node_path9 = require("node:path");
+var import_node_path10 = require("node:path");
+var import_node_url3 = require("node:url");
+var root;
+function fleetInstallRoot() {
+  root ??= findInstallRoot((0, import_node_path10.dirname)((0, import_node_url3.fileURLToPath)(__fleet_import_meta_url)));
+  return root;
+}
+function findInstallRoot(start) {
+  for (let dir = start; (0, import_node_path10.dirname)(dir) !== dir; dir = (0, import_node_path10.dirname)(dir)) {
+    const manifest = (0, import_node_path10.join)(dir, "package.json");
+    if (!(0, import_node_fs8.existsSync)(manifest)) continue;
+    try {
+      if (JSON.parse((0, import_node_fs8.readFileSync)(manifest, "utf8")).name === "fleet") return dir;
+    } catch {
+    }
+  }
+  return start;
+}
+
+// src/worker/sandbox.ts
 var SandboxUnavailableError = class extends Error {
   name = "SandboxUnavailableError";
 };
@@ -65976,56 +67071,92 @@ var ETC_FILES = [
   "terminfo",
   "timezone"
 ];
-var exists2 = (p2) => (0, import_promises14.access)(p2).then(
+var exists2 = (p2) => (0, import_promises17.access)(p2).then(
   () => true,
   () => false
 );
 async function resolveExecutable(file2, path6) {
   if (file2.includes("/")) return await exists2(file2) ? file2 : void 0;
-  for (const dir of (path6 ?? "").split(import_node_path9.delimiter)) {
+  for (const dir of (path6 ?? "").split(import_node_path11.delimiter)) {
     if (!dir) continue;
-    const candidate = (0, import_node_path9.join)(dir, file2);
+    const candidate = (0, import_node_path11.join)(dir, file2);
     try {
-      await (0, import_promises14.access)(candidate, import_node_fs8.constants.X_OK);
-      if ((await (0, import_promises14.stat)(candidate)).isFile()) return candidate;
+      await (0, import_promises17.access)(candidate, import_node_fs9.constants.X_OK);
+      if ((await (0, import_promises17.stat)(candidate)).isFile()) return candidate;
     } catch {
     }
   }
   return void 0;
 }
-async function executableMounts(executable) {
-  const real = await (0, import_promises14.realpath)(executable);
+async function executableMounts(executable, forbidden) {
+  const real = await (0, import_promises17.realpath)(executable);
   const mounts = /* @__PURE__ */ new Set();
   const pkg = npmPackageRoot(real);
-  if (pkg) {
-    const parent = (0, import_node_path9.dirname)(pkg);
-    const name = (0, import_node_path9.basename)(pkg);
-    for (const sibling of await (0, import_promises14.readdir)(parent).catch(() => [])) {
-      if (sibling === name || sibling.startsWith(`${name}-`)) mounts.add((0, import_node_path9.join)(parent, sibling));
+  if (pkg && !holdsAny(pkg, forbidden)) {
+    const parent = (0, import_node_path11.dirname)(pkg);
+    const name = (0, import_node_path11.basename)(pkg);
+    for (const sibling of await (0, import_promises17.readdir)(parent).catch(() => [])) {
+      const path6 = (0, import_node_path11.join)(parent, sibling);
+      if ((sibling === name || sibling.startsWith(`${name}-`)) && !holdsAny(path6, forbidden))
+        mounts.add(path6);
     }
   } else if (!underSystem(real)) {
-    mounts.add((0, import_node_path9.dirname)(real));
+    mounts.add(real);
   }
   const interpreter = await shebangInterpreter(real);
-  if (interpreter && !underSystem(interpreter)) {
-    mounts.add((0, import_node_path9.dirname)((0, import_node_path9.dirname)(interpreter)));
-  }
+  if (interpreter) for (const m of await interpreterMounts(interpreter, forbidden)) mounts.add(m);
   return [...mounts];
 }
-var underSystem = (p2) => SYSTEM_DIRS.some((d) => p2 === d || p2.startsWith(`${d}${import_node_path9.sep}`));
+async function interpreterMounts(interpreter, forbidden) {
+  const real = await (0, import_promises17.realpath)(interpreter).catch(() => interpreter);
+  if (underSystem(real)) return [];
+  const prefix = (0, import_node_path11.dirname)((0, import_node_path11.dirname)(real));
+  if (prefix !== import_node_path11.sep && !holdsAny(prefix, forbidden) && !insideAny(prefix, forbidden)) return [prefix];
+  const npm = (0, import_node_path11.join)(prefix, "lib", "node_modules", "npm");
+  return [real, ...await exists2(npm) && !holdsAny(npm, forbidden) ? [npm] : []];
+}
+function insideAny(path6, roots) {
+  const p2 = (0, import_node_path11.resolve)(path6);
+  return roots.some((root2) => p2.startsWith(`${(0, import_node_path11.resolve)(root2)}${import_node_path11.sep}`));
+}
+function forbiddenFolders(workDir) {
+  const env = process.env;
+  const found = [
+    (0, import_node_os7.homedir)(),
+    env.HOME,
+    env.FLEET_HOME,
+    workDir,
+    fleetInstallRoot(),
+    env.GITHUB_WORKSPACE,
+    env.RUNNER_TEMP
+  ];
+  return [
+    ...new Set(
+      found.filter((p2) => typeof p2 === "string" && p2 !== "" && p2 !== import_node_path11.sep).map((p2) => (0, import_node_path11.resolve)(p2))
+    )
+  ];
+}
+function holdsAny(path6, roots) {
+  const p2 = (0, import_node_path11.resolve)(path6);
+  return roots.some((root2) => {
+    const r = (0, import_node_path11.resolve)(root2);
+    return r === p2 || r.startsWith(p2 === import_node_path11.sep ? import_node_path11.sep : `${p2}${import_node_path11.sep}`);
+  });
+}
+var underSystem = (p2) => SYSTEM_DIRS.some((d) => p2 === d || p2.startsWith(`${d}${import_node_path11.sep}`));
 function npmPackageRoot(file2) {
-  const parts = file2.split(import_node_path9.sep);
+  const parts = file2.split(import_node_path11.sep);
   const at = parts.lastIndexOf("node_modules");
   if (at < 0 || at + 1 >= parts.length - 1) return void 0;
   const scoped = parts[at + 1].startsWith("@");
   const end = at + (scoped ? 3 : 2);
   if (end > parts.length - 1) return void 0;
-  return parts.slice(0, end).join(import_node_path9.sep) || void 0;
+  return parts.slice(0, end).join(import_node_path11.sep) || void 0;
 }
 async function shebangInterpreter(file2) {
   let head;
   try {
-    const fh = await (0, import_promises14.open)(file2, "r");
+    const fh = await (0, import_promises17.open)(file2, "r");
     try {
       const buf = Buffer.alloc(256);
       const { bytesRead } = await fh.read(buf, 0, 256, 0);
@@ -66040,8 +67171,8 @@ async function shebangInterpreter(file2) {
   const words = head.slice(2).split("\n")[0].trim().split(/\s+/);
   const program = words[0] === "/usr/bin/env" ? words.find((w, i2) => i2 > 0 && !w.startsWith("-")) : words[0];
   if (!program) return void 0;
-  const found = (0, import_node_path9.isAbsolute)(program) ? program : await resolveExecutable(program, process.env.PATH);
-  return found ? (0, import_promises14.realpath)(found).catch(() => void 0) : void 0;
+  const found = (0, import_node_path11.isAbsolute)(program) ? program : await resolveExecutable(program, process.env.PATH);
+  return found ? (0, import_promises17.realpath)(found).catch(() => void 0) : void 0;
 }
 var INHERITED_HOME_PATHS = {
   claude: [
@@ -66078,10 +67209,10 @@ var INHERITED_HOME_PATHS = {
 async function inheritedHomeMounts(coder, userHome, agentHome) {
   const mounts = [];
   for (const rel of INHERITED_HOME_PATHS[coder] ?? []) {
-    const source = await (0, import_promises14.realpath)((0, import_node_path9.join)(userHome, rel)).catch(() => void 0);
-    const info2 = source ? await (0, import_promises14.stat)(source).catch(() => void 0) : void 0;
+    const source = await (0, import_promises17.realpath)((0, import_node_path11.join)(userHome, rel)).catch(() => void 0);
+    const info2 = source ? await (0, import_promises17.stat)(source).catch(() => void 0) : void 0;
     if (!source || !info2) continue;
-    const target = (0, import_node_path9.join)(agentHome, rel);
+    const target = (0, import_node_path11.join)(agentHome, rel);
     const made = await makeInside(agentHome, rel, info2.isDirectory() ? "dir" : "file", {
       replace: false
     }).catch(() => false);
@@ -66090,30 +67221,30 @@ async function inheritedHomeMounts(coder, userHome, agentHome) {
   }
   return mounts;
 }
-async function makeInside(root, rel, kind, opts) {
-  const parts = rel.split(import_node_path9.sep).filter((p2) => p2 !== "" && p2 !== ".");
-  if ((0, import_node_path9.isAbsolute)(rel) || parts.length === 0 || parts.includes("..")) {
-    throw new Error(`${rel} is not a path inside ${root}`);
+async function makeInside(root2, rel, kind, opts) {
+  const parts = rel.split(import_node_path11.sep).filter((p2) => p2 !== "" && p2 !== ".");
+  if ((0, import_node_path11.isAbsolute)(rel) || parts.length === 0 || parts.includes("..")) {
+    throw new Error(`${rel} is not a path inside ${root2}`);
   }
-  const top = await (0, import_promises14.lstat)(root);
-  if (!top.isDirectory()) throw new Error(`${root} is not a folder`);
-  let dir = root;
+  const top = await (0, import_promises17.lstat)(root2);
+  if (!top.isDirectory()) throw new Error(`${root2} is not a folder`);
+  let dir = root2;
   for (const [i2, part] of parts.entries()) {
-    const path6 = (0, import_node_path9.join)(dir, part);
+    const path6 = (0, import_node_path11.join)(dir, part);
     const last = i2 === parts.length - 1;
     const wantDir = !last || kind === "dir";
-    const info2 = await (0, import_promises14.lstat)(path6).catch(() => void 0);
+    const info2 = await (0, import_promises17.lstat)(path6).catch(() => void 0);
     const fits = info2 && (wantDir ? info2.isDirectory() : info2.isFile());
     if (info2 && (!fits || last && !wantDir && opts.replace)) {
       if (!opts.replace) return false;
-      await (0, import_promises14.rm)(path6, { recursive: true, force: true });
+      await (0, import_promises17.rm)(path6, { recursive: true, force: true });
     }
     if (wantDir) {
-      if (!fits) await (0, import_promises14.mkdir)(path6, { mode: 448 });
+      if (!fits) await (0, import_promises17.mkdir)(path6, { mode: 448 });
     } else if (!fits || opts.replace) {
-      const fh = await (0, import_promises14.open)(
+      const fh = await (0, import_promises17.open)(
         path6,
-        import_node_fs8.constants.O_WRONLY | import_node_fs8.constants.O_CREAT | import_node_fs8.constants.O_EXCL | import_node_fs8.constants.O_NOFOLLOW,
+        import_node_fs9.constants.O_WRONLY | import_node_fs9.constants.O_CREAT | import_node_fs9.constants.O_EXCL | import_node_fs9.constants.O_NOFOLLOW,
         384
       );
       try {
@@ -66126,7 +67257,18 @@ async function makeInside(root, rel, kind, opts) {
   }
   return true;
 }
-async function bubblewrapArgs(mounts, cwd) {
+async function bubblewrapArgs(mounts, cwd, opts = {}) {
+  const shown2 = [
+    ...mounts.readOnly,
+    ...mounts.writable,
+    ...mounts.readOnlyAfter ?? [],
+    ...(mounts.homeOverlay ?? []).map((o2) => o2.source)
+  ];
+  const exposed = shown2.find((p2) => holdsAny(p2, opts.forbidden ?? []));
+  if (exposed)
+    throw new Error(
+      `refusing to show the agent ${exposed}: it is, or holds, the worker's HOME or one of Fleet's folders`
+    );
   const args = [
     "--die-with-parent",
     // A user namespace of its own even for a root worker: bwrap run by root otherwise leaves the agent
@@ -66145,15 +67287,17 @@ async function bubblewrapArgs(mounts, cwd) {
     "fleet-sandbox"
   ];
   for (const dir of SYSTEM_DIRS) {
-    const info2 = await (0, import_promises14.lstat)(dir).catch(() => void 0);
+    const info2 = await (0, import_promises17.lstat)(dir).catch(() => void 0);
     if (!info2) continue;
-    if (info2.isSymbolicLink()) args.push("--symlink", await (0, import_promises14.readlink)(dir), dir);
+    if (info2.isSymbolicLink()) args.push("--symlink", await (0, import_promises17.readlink)(dir), dir);
     else args.push("--ro-bind", dir, dir);
   }
   for (const name of ETC_FILES) args.push("--ro-bind-try", `/etc/${name}`, `/etc/${name}`);
   args.push("--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys");
   args.push("--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger");
-  args.push("--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp");
+  const size = opts.tmpfsBytes ? ["--size", String(opts.tmpfsBytes)] : [];
+  args.push("--dev", "/dev", ...size, "--tmpfs", "/tmp", ...size, "--tmpfs", "/var/tmp");
+  args.push(...opts.extra ?? []);
   for (const p2 of mounts.readOnly) args.push("--ro-bind", p2, p2);
   for (const p2 of mounts.writable) args.push("--bind", p2, p2);
   for (const p2 of mounts.hidden ?? []) args.push("--tmpfs", p2);
@@ -66167,7 +67311,7 @@ var checked;
 function assertSandboxAvailable(mode) {
   if (mode === "none") return Promise.resolve();
   checked ??= (async () => {
-    const probe = (0, import_node_child_process7.spawnSync)(
+    const probe2 = (0, import_node_child_process7.spawnSync)(
       "bwrap",
       [
         ...await bubblewrapArgs({ writable: [], readOnly: [] }, "/"),
@@ -66179,16 +67323,16 @@ function assertSandboxAvailable(mode) {
       ],
       { encoding: "utf8", timeout: 15e3, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } }
     );
-    if (probe.error) {
-      const missing = probe.error.code === "ENOENT";
+    if (probe2.error) {
+      const missing = probe2.error.code === "ENOENT";
       throw new SandboxUnavailableError(
-        `${missing ? "bubblewrap (bwrap) is not installed on this machine" : `bwrap could not be started (${probe.error.message})`}: agents run in a bubblewrap sandbox by default; ${SANDBOX_REMEDY}.`
+        `${missing ? "bubblewrap (bwrap) is not installed on this machine" : `bwrap could not be started (${probe2.error.message})`}: agents run in a bubblewrap sandbox by default; ${SANDBOX_REMEDY}.`
       );
     }
-    if (probe.status !== 0) {
-      const said = (probe.stderr ?? "").trim().split("\n").slice(-2).join(" ");
+    if (probe2.status !== 0) {
+      const said = (probe2.stderr ?? "").trim().split("\n").slice(-2).join(" ");
       throw new SandboxUnavailableError(
-        `bwrap is installed but cannot create a sandbox here (${said || `exit ${probe.status}`}): ${SANDBOX_REMEDY}.`
+        `bwrap is installed but cannot create a sandbox here (${said || `exit ${probe2.status}`}): ${SANDBOX_REMEDY}.`
       );
     }
   })();
@@ -66199,24 +67343,57 @@ function assertSandboxAvailable(mode) {
   return result;
 }
 
+// src/worker/contained-process.ts
+async function containedCommand(file2, args, at, c3) {
+  let launch = { file: file2, args: [...args] };
+  if (c3.mounts) {
+    const executable = await resolveExecutable(file2, at.path);
+    if (!executable) return { spawnError: `${file2} was not found on PATH (${at.path})` };
+    const forbidden = c3.forbidden ?? [];
+    const mounts = {
+      ...c3.mounts,
+      writable: [...c3.mounts.writable, at.home],
+      readOnly: [
+        ...c3.mounts.readOnly,
+        ...await executableMounts(executable, forbidden),
+        ...c3.alsoReadOnly ?? []
+      ]
+    };
+    const inner = (c3.network?.wrap ?? ((f, a2) => ({ file: f, args: a2 })))(
+      await (0, import_promises18.realpath)(executable),
+      [...args]
+    );
+    const sandbox = await bubblewrapArgs(mounts, at.cwd, {
+      forbidden,
+      extra: c3.network?.bwrapArgs ?? [],
+      ...c3.tmpfsBytes ? { tmpfsBytes: c3.tmpfsBytes } : {}
+    });
+    launch = { file: "bwrap", args: [...sandbox, inner.file, ...inner.args] };
+  }
+  return c3.cgroup ? c3.cgroup.enter(launch.file, launch.args) : launch;
+}
+
 // src/worker/run-agent.ts
 function buildAgentEnv(command, base) {
   return {
     PATH: base.path ?? process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
     HOME: base.home,
     LANG: base.lang ?? "C.UTF-8",
-    TMPDIR: base.tmpdir ?? (0, import_node_os5.tmpdir)(),
+    TMPDIR: base.tmpdir ?? (0, import_node_os8.tmpdir)(),
     ...command.env
   };
 }
 async function runAgent(adapter, inv, opts) {
   const startedAt = Date.now();
-  const ownHome = inv.home ? void 0 : await (0, import_promises15.mkdtemp)((0, import_node_path10.join)((0, import_node_os5.tmpdir)(), "fleet-agent-home-"));
+  const ownHome = inv.home ? void 0 : await (0, import_promises19.mkdtemp)((0, import_node_path12.join)((0, import_node_os8.tmpdir)(), "fleet-agent-home-"));
   const home = inv.home ?? ownHome;
   const sandboxed = opts.sandbox !== void 0;
   const command = adapter.command({ ...inv, home, ...sandboxed ? { sandboxed } : {} });
-  const ownTmp = sandboxed ? void 0 : await (0, import_promises15.mkdtemp)((0, import_node_path10.join)((0, import_node_os5.tmpdir)(), "fleet-agent-tmp-"));
-  const env = buildAgentEnv(command, { home, path: opts.path, tmpdir: ownTmp ?? "/tmp" });
+  const ownTmp = sandboxed ? void 0 : await (0, import_promises19.mkdtemp)((0, import_node_path12.join)((0, import_node_os8.tmpdir)(), "fleet-agent-tmp-"));
+  const env = {
+    ...buildAgentEnv(command, { home, path: opts.path, tmpdir: ownTmp ?? "/tmp" }),
+    ...opts.network?.env
+  };
   const log = opts.logFile ? createLogSink(opts.logFile, opts.maxLogBytes) : void 0;
   const output2 = readAgentOutput(adapter, opts, log);
   const { result } = output2;
@@ -66228,11 +67405,11 @@ async function runAgent(adapter, inv, opts) {
       await log.end();
       if (log.error) result.logError = log.error;
     }
-    if (ownHome) await (0, import_promises15.rm)(ownHome, { recursive: true, force: true }).catch(() => {
+    if (ownHome) await (0, import_promises19.rm)(ownHome, { recursive: true, force: true }).catch(() => {
     });
-    if (ownTmp) await (0, import_promises15.rm)(ownTmp, { recursive: true, force: true }).catch(() => {
+    if (ownTmp) await (0, import_promises19.rm)(ownTmp, { recursive: true, force: true }).catch(() => {
     });
-    if (filesDir) await (0, import_promises15.rm)(filesDir, { recursive: true, force: true }).catch(() => {
+    if (filesDir) await (0, import_promises19.rm)(filesDir, { recursive: true, force: true }).catch(() => {
     });
     return result;
   };
@@ -66252,64 +67429,75 @@ async function runAgent(adapter, inv, opts) {
     onLine: output2.handleLine,
     onSpawn: (pid) => {
       result.pid = pid;
-    }
+    },
+    ...opts.cgroup ? { overLimit: async () => await opts.cgroup.hit() !== void 0 } : {}
   });
   if (ended.reason === "spawn-error") return finish3("spawn-error", ended.spawnError);
   result.exitCode = ended.code;
   result.signal = ended.signal;
+  const hit = await opts.cgroup?.hit();
+  if (hit) {
+    result.limitHit = hit;
+    return finish3("limit");
+  }
   return finish3(ended.reason !== "exited" ? ended.reason : output2.exitReason(ended.code));
 }
 async function writeHomeFiles(home, files, sandbox) {
   for (const file2 of files) {
-    const path6 = (0, import_node_path10.join)(home, file2.path);
-    if ((0, import_node_path10.relative)(home, path6).startsWith("..") || (0, import_node_path10.isAbsolute)((0, import_node_path10.relative)(home, path6)))
+    const path6 = (0, import_node_path12.join)(home, file2.path);
+    if ((0, import_node_path12.relative)(home, path6).startsWith("..") || (0, import_node_path12.isAbsolute)((0, import_node_path12.relative)(home, path6)))
       throw new Error(`agent settings file ${file2.path} is outside the agent's HOME`);
   }
   if (files.length === 0) return { overlay: [] };
-  await (0, import_promises15.mkdir)(home, { recursive: true });
+  await (0, import_promises19.mkdir)(home, { recursive: true });
   if (!sandbox) {
     for (const file2 of files)
-      await makeInside(home, (0, import_node_path10.relative)(home, (0, import_node_path10.join)(home, file2.path)), "file", {
+      await makeInside(home, (0, import_node_path12.relative)(home, (0, import_node_path12.join)(home, file2.path)), "file", {
         replace: true,
         content: file2.content
       });
     return { overlay: [] };
   }
-  const dir = await (0, import_promises15.mkdtemp)((0, import_node_path10.join)((0, import_node_os5.tmpdir)(), "fleet-agent-files-"));
-  const writable2 = [...sandbox.writable, home].map((p2) => (0, import_node_path10.resolve)(p2));
-  if (writable2.some((w) => dir === w || dir.startsWith(`${w}${import_node_path10.sep}`) || w.startsWith(`${dir}${import_node_path10.sep}`))) {
-    await (0, import_promises15.rm)(dir, { recursive: true, force: true });
+  const dir = await (0, import_promises19.mkdtemp)((0, import_node_path12.join)((0, import_node_os8.tmpdir)(), "fleet-agent-files-"));
+  const writable3 = [...sandbox.writable, home].map((p2) => (0, import_node_path12.resolve)(p2));
+  if (writable3.some((w) => dir === w || dir.startsWith(`${w}${import_node_path12.sep}`) || w.startsWith(`${dir}${import_node_path12.sep}`))) {
+    await (0, import_promises19.rm)(dir, { recursive: true, force: true });
     throw new Error(`${dir} for the agent's settings files lies in a folder the agent can write`);
   }
   const overlay = [];
   try {
     for (const [i2, file2] of files.entries()) {
-      const source = (0, import_node_path10.join)(dir, String(i2));
-      await (0, import_promises15.writeFile)(source, file2.content, { mode: 384, flag: "wx" });
-      const rel = (0, import_node_path10.relative)(home, (0, import_node_path10.join)(home, file2.path));
+      const source = (0, import_node_path12.join)(dir, String(i2));
+      await (0, import_promises19.writeFile)(source, file2.content, { mode: 384, flag: "wx" });
+      const rel = (0, import_node_path12.relative)(home, (0, import_node_path12.join)(home, file2.path));
       await makeInside(home, rel, "file", { replace: true });
-      overlay.push({ source, target: (0, import_node_path10.join)(home, rel) });
+      overlay.push({ source, target: (0, import_node_path12.join)(home, rel) });
     }
   } catch (error64) {
-    await (0, import_promises15.rm)(dir, { recursive: true, force: true });
+    await (0, import_promises19.rm)(dir, { recursive: true, force: true });
     throw error64;
   }
   return { overlay, dir };
 }
-async function launchCommand(command, cwd, home, env, opts, settingsOverlay) {
+function launchCommand(command, cwd, home, env, opts, settingsOverlay) {
   const file2 = opts.binaryPath ?? command.file;
-  if (!opts.sandbox) return { file: file2, args: command.args };
-  const executable = await resolveExecutable(file2, env.PATH);
-  if (!executable) return { spawnError: `${file2} was not found on PATH (${env.PATH})` };
-  const mounts = {
+  const mounts = opts.sandbox && {
     ...opts.sandbox,
-    writable: [...opts.sandbox.writable, home],
-    readOnly: [...opts.sandbox.readOnly, ...await executableMounts(executable)],
     // Fleet's settings files last: they win over an inherited file of the same name.
     homeOverlay: [...opts.sandbox.homeOverlay ?? [], ...settingsOverlay]
   };
-  const args = [...await bubblewrapArgs(mounts, cwd), await (0, import_promises15.realpath)(executable), ...command.args];
-  return { file: "bwrap", args };
+  return containedCommand(
+    file2,
+    command.args,
+    { cwd, home, path: env.PATH ?? "" },
+    {
+      ...mounts ? { mounts } : {},
+      ...opts.network ? { network: opts.network } : {},
+      ...opts.cgroup ? { cgroup: opts.cgroup } : {},
+      ...opts.forbidden ? { forbidden: opts.forbidden } : {},
+      ...opts.tmpfsBytes ? { tmpfsBytes: opts.tmpfsBytes } : {}
+    }
+  );
 }
 function readAgentOutput(adapter, opts, log) {
   const result = { exitCode: null, signal: null, reason: "failed", errors: [], events: 0 };
@@ -66378,7 +67566,7 @@ function readAgentOutput(adapter, opts, log) {
 }
 var DEFAULT_MAX_LOG_BYTES = 8 * 1024 * 1024;
 function createLogSink(path6, maxBytes = DEFAULT_MAX_LOG_BYTES) {
-  const stream = (0, import_node_fs9.createWriteStream)(path6, { flags: "a" });
+  const stream = (0, import_node_fs10.createWriteStream)(path6, { flags: "a" });
   let error64;
   stream.on("error", (e) => {
     error64 ??= e.message;
@@ -66433,9 +67621,9 @@ function createLogSink(path6, maxBytes = DEFAULT_MAX_LOG_BYTES) {
         for (let i2 = tailStart; i2 < tail.length; i2++) stream.write(tail[i2]);
       }
       tail = [];
-      await new Promise((resolve3) => {
-        if (stream.closed) return resolve3();
-        stream.once("close", () => resolve3());
+      await new Promise((resolve4) => {
+        if (stream.closed) return resolve4();
+        stream.once("close", () => resolve4());
         if (!stream.destroyed) stream.end();
       });
       error64 ??= stream.errored?.message;
@@ -66443,7 +67631,175 @@ function createLogSink(path6, maxBytes = DEFAULT_MAX_LOG_BYTES) {
   };
 }
 
+// src/worker/sandbox-network.ts
+var import_promises20 = require("node:fs/promises");
+var import_node_net2 = require("node:net");
+var import_node_os9 = require("node:os");
+var import_node_path13 = require("node:path");
+var SOCKETS_INSIDE = "/run/fleet-net";
+var NODE_INSIDE = "/run/fleet-node";
+var SANDBOX_GATEWAY_PORT = 47331;
+var SANDBOX_PROXY_PORT = 47332;
+var FORWARDER = `"use strict";
+const net = require("node:net"), { spawn } = require("node:child_process"), os = require("node:os");
+const [spec, file, ...args] = process.argv.slice(1);
+const routes = JSON.parse(spec);
+let waiting = routes.length;
+const servers = routes.map((r) => net.createServer((c) => {
+  const u = net.connect(r.socket);
+  c.on("error", () => u.destroy()); u.on("error", () => c.destroy());
+  c.pipe(u); u.pipe(c);
+}).listen(r.port, "127.0.0.1", ready));
+if (waiting === 0) start();
+function ready() { if (--waiting === 0) start(); }
+function start() {
+  const child = spawn(file, args, { stdio: "inherit" });
+  for (const s of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(s, () => child.kill(s));
+  child.on("error", (e) => { process.stderr.write("fleet: " + file + ": " + e.message + "\\n"); process.exit(127); });
+  child.on("exit", (code, signal) => {
+    for (const s of servers) s.close();
+    process.exit(code ?? 128 + (os.constants.signals[signal] ?? 0));
+  });
+}`;
+function proxyEnv(url2) {
+  const local = "127.0.0.1,localhost,::1";
+  const hostPort = `-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=${SANDBOX_PROXY_PORT} -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=${SANDBOX_PROXY_PORT}`;
+  return {
+    HTTPS_PROXY: url2,
+    https_proxy: url2,
+    HTTP_PROXY: url2,
+    http_proxy: url2,
+    ALL_PROXY: url2,
+    NO_PROXY: local,
+    no_proxy: local,
+    // Node's own fetch and http honour the variables only when asked (Node 22.21 / 24.5 and later).
+    NODE_USE_ENV_PROXY: "1",
+    // The JVM reads no variable: Maven and Gradle take these.
+    MAVEN_OPTS: hostPort,
+    GRADLE_OPTS: hostPort
+  };
+}
+async function openSandboxNetwork(opts) {
+  const { policy } = opts;
+  if (policy.mode === "host") {
+    return {
+      policy,
+      bwrapArgs: [],
+      wrap: (file2, args) => ({ file: file2, args }),
+      env: {},
+      refused: () => [],
+      close: async () => {
+      }
+    };
+  }
+  const dir = await (0, import_promises20.mkdtemp)((0, import_node_path13.join)((0, import_node_os9.tmpdir)(), "fleet-net-"));
+  await (0, import_promises20.chmod)(dir, 448);
+  const routes = [];
+  let bridge;
+  let proxy;
+  try {
+    if (opts.gatewayPort !== void 0) {
+      bridge = await bridgeToLoopback((0, import_node_path13.join)(dir, "gateway.sock"), opts.gatewayPort);
+      routes.push({ port: SANDBOX_GATEWAY_PORT, socket: `${SOCKETS_INSIDE}/gateway.sock` });
+    }
+    if (policy.mode === "proxy") {
+      proxy = await startEgressProxy({
+        policy,
+        socketPath: (0, import_node_path13.join)(dir, "proxy.sock"),
+        ...opts.egressHosts ? { hosts: opts.egressHosts } : {}
+      });
+      routes.push({ port: SANDBOX_PROXY_PORT, socket: `${SOCKETS_INSIDE}/proxy.sock` });
+    }
+  } catch (error64) {
+    await bridge?.close();
+    await proxy?.close();
+    await (0, import_promises20.rm)(dir, { recursive: true, force: true });
+    throw error64;
+  }
+  const spec = JSON.stringify(routes);
+  return {
+    policy,
+    bwrapArgs: [
+      "--unshare-net",
+      "--ro-bind",
+      dir,
+      SOCKETS_INSIDE,
+      "--ro-bind",
+      process.execPath,
+      NODE_INSIDE
+    ],
+    wrap: (file2, args) => ({ file: NODE_INSIDE, args: ["-e", FORWARDER, spec, file2, ...args] }),
+    ...opts.gatewayPort !== void 0 ? { gatewayUrl: `http://127.0.0.1:${SANDBOX_GATEWAY_PORT}` } : {},
+    env: proxy ? proxyEnv(`http://127.0.0.1:${SANDBOX_PROXY_PORT}`) : {},
+    refused: () => proxy?.refused() ?? [],
+    async close() {
+      await proxy?.close();
+      await bridge?.close();
+      await (0, import_promises20.rm)(dir, { recursive: true, force: true });
+    }
+  };
+}
+async function bridgeToLoopback(socketPath, port) {
+  const open7 = /* @__PURE__ */ new Set();
+  const server = (0, import_node_net2.createServer)((client) => {
+    const upstream = (0, import_node_net2.connect)(port, "127.0.0.1");
+    for (const s of [client, upstream]) {
+      open7.add(s);
+      s.once("close", () => open7.delete(s));
+    }
+    client.on("error", () => upstream.destroy());
+    upstream.on("error", () => client.destroy());
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  await new Promise((resolve4, reject) => {
+    server.once("error", reject);
+    server.listen(socketPath, () => resolve4());
+  });
+  return {
+    // The run is over: the connections still open through it end too.
+    close() {
+      for (const s of open7) s.destroy();
+      return new Promise((resolve4) => server.close(() => resolve4()));
+    }
+  };
+}
+
 // src/worker/contained-run.ts
+function reachingModelDirectly(c3, modelUrl) {
+  if (!c3.network || c3.network.mode === "host" || !modelUrl) return c3;
+  let url2;
+  try {
+    url2 = new URL(modelUrl);
+  } catch {
+    return c3;
+  }
+  const host = normalizeHost(url2.hostname);
+  const port = Number(url2.port) || (url2.protocol === "https:" ? 443 : 80);
+  const allow = [...c3.network.mode === "proxy" ? c3.network.allow : [], { host, ports: [port] }];
+  return {
+    ...c3,
+    network: { mode: "proxy", allow },
+    ...(0, import_node_net3.isIP)(host) ? { egressHosts: { ...c3.egressHosts, [host]: host } } : {}
+  };
+}
+async function withRunContainment(c3, gatewayPort, run) {
+  const cgroup = c3.limits ? await openRunCgroup(c3.limits) : void 0;
+  let network2;
+  try {
+    if (c3.sandbox === "bubblewrap" && c3.network)
+      network2 = await openSandboxNetwork({
+        policy: c3.network,
+        ...gatewayPort !== void 0 ? { gatewayPort } : {},
+        ...c3.egressHosts ? { egressHosts: c3.egressHosts } : {}
+      });
+    const value = await run({ ...network2 ? { network: network2 } : {}, ...cgroup ? { cgroup } : {} });
+    return { value, refused: network2?.refused() ?? [] };
+  } finally {
+    await network2?.close();
+    await cgroup?.close();
+  }
+}
 function credentialVariable(adapter, configuredName) {
   return configuredName === adapter.credentialEnv || adapter.credentialAliases?.includes(configuredName) ? configuredName : adapter.credentialEnv;
 }
@@ -66468,20 +67824,34 @@ async function runContainedAgent(adapter, inv, opts, containment) {
       run.credential = { name, value: credential.value };
     }
   }
+  const viaGateway = run.modelBaseUrl !== void 0 && run.modelBaseUrl === containment.gateway?.url;
   try {
-    return await runAgent(adapter, run, {
-      ...opts,
-      ...containment.sandbox === "bubblewrap" ? { sandbox: containment.mounts } : {}
-    });
+    const { value, refused } = await withRunContainment(
+      viaGateway ? containment : reachingModelDirectly(containment, run.modelBaseUrl ?? adapter.upstream),
+      viaGateway ? Number(new URL(containment.gateway.url).port) : void 0,
+      ({ network: network2, cgroup }) => runAgent(
+        adapter,
+        {
+          ...run,
+          // Inside a network of its own the agent reaches the gateway through its forwarder.
+          ...network2?.gatewayUrl && viaGateway ? { modelBaseUrl: network2.gatewayUrl } : {},
+          network: network2?.policy.mode ?? "host"
+        },
+        {
+          ...opts,
+          ...containment.sandbox === "bubblewrap" ? { sandbox: containment.mounts } : {},
+          ...network2 ? { network: network2 } : {},
+          ...cgroup ? { cgroup } : {},
+          ...containment.forbidden ? { forbidden: containment.forbidden } : {},
+          ...containment.limits ? { tmpfsBytes: containment.limits.memoryMb * 1024 * 1024 } : {}
+        }
+      )
+    );
+    return { ...value, refused };
   } finally {
     revoke?.();
   }
 }
-
-// src/worker/gateway-run.ts
-var import_node_crypto5 = require("node:crypto");
-var import_promises16 = require("node:fs/promises");
-var import_node_path11 = require("node:path");
 
 // src/core/context-windows.ts
 var WINDOWS = [
@@ -66594,11 +67964,33 @@ function priceOf(model2) {
   const bare = id.slice(id.lastIndexOf("/") + 1);
   return PRICES.find(([prefix]) => bare.startsWith(prefix) && SAME_MODEL.test(bare.slice(prefix.length)))?.[1] ?? CLAUDE_FAMILIES.find(([family]) => bare.includes(family))?.[1];
 }
-function costOf(model2, usage) {
-  const price = priceOf(model2);
-  if (!price) return null;
+function priced(price, usage) {
   const perToken = (n5, usdPerMillion) => (n5 ?? 0) * usdPerMillion / 1e6;
   return perToken(usage.input, price.input) + perToken(usage.output, price.output) + perToken(usage.cacheRead, price.cacheRead) + perToken(usage.cacheWrite, price.cacheWrite);
+}
+var PROVIDERS = [
+  ["Anthropic", /claude|opus|sonnet|haiku/],
+  ["OpenAI", /^(gpt|o\d|codex|chatgpt)/],
+  ["Google", /gemini/]
+];
+var bareId = (model2) => {
+  const id = model2.trim().toLowerCase();
+  return id.slice(id.lastIndexOf("/") + 1);
+};
+var highest = (prices) => ({
+  input: Math.max(...prices.map((x) => x.input)),
+  output: Math.max(...prices.map((x) => x.output)),
+  cacheRead: Math.max(...prices.map((x) => x.cacheRead)),
+  cacheWrite: Math.max(...prices.map((x) => x.cacheWrite))
+});
+var ALL_PRICES = [...PRICES, ...CLAUDE_FAMILIES];
+var providerOf = (model2) => PROVIDERS.find(([, ids]) => ids.test(bareId(model2)))?.[0];
+function ceilingCostOf(model2, usage) {
+  const own2 = priceOf(model2);
+  if (own2) return { usd: priced(own2, usage), assumed: false };
+  const ids = PROVIDERS.find(([name]) => name === providerOf(model2))?.[1];
+  const candidates = ids ? ALL_PRICES.filter(([prefix]) => ids.test(prefix)) : ALL_PRICES;
+  return { usd: priced(highest(candidates.map(([, price]) => price)), usage), assumed: true };
 }
 
 // src/core/run-guard.ts
@@ -66610,6 +68002,7 @@ function newGuard(earlier) {
   return {
     usage: earlier?.usage ? { ...earlier.usage } : emptyUsage(),
     costUsd: earlier?.costUsd ?? 0,
+    heldUsd: earlier?.costUsd ?? 0,
     unpriced: false,
     turns: 0,
     calls: {},
@@ -66620,7 +68013,8 @@ var n4 = (v) => v.toLocaleString("en-US");
 var usd3 = (v) => `$${v.toFixed(2)}`;
 var on6 = (limit) => limit !== void 0 && limit > 0;
 function afterTurn(s, turn, limits) {
-  const cost = costOf(turn.model, turn.usage);
+  const held = ceilingCostOf(turn.model, turn.usage);
+  const cost = held.assumed ? null : held.usd;
   const context = turnContextTokens(turn.usage);
   const calls = { ...s.calls };
   for (const c3 of turn.toolCalls) {
@@ -66631,13 +68025,14 @@ function afterTurn(s, turn, limits) {
     ...s,
     usage: addUsage(s.usage, turn.usage),
     costUsd: s.costUsd + (cost ?? 0),
+    heldUsd: s.heldUsd + held.usd,
     unpriced: s.unpriced || cost === null && totalTokens(turn.usage) > 0,
     turns: s.turns + 1,
     calls,
     idleTurns: turn.toolCalls.length > 0 ? s.idleTurns + 1 : s.idleTurns
   };
   if (context > 0) {
-    next.last = { context, output: turn.usage.output, costUsd: cost ?? 0 };
+    next.last = { context, output: turn.usage.output, heldUsd: held.usd };
     next.context = contextAfterTurn(turn.model, turn.usage, turn.at);
   }
   next.stop ??= overCeiling(next, limits) ?? (next.context && overContextLimit(next.context, limits.maxContextPct));
@@ -66647,8 +68042,8 @@ function overCeiling(s, limits) {
   const tokens2 = totalTokens(s.usage);
   if (on6(limits.tokens) && tokens2 > limits.tokens)
     return `stopped: the task used ${n4(tokens2)} tokens, over the per-task ceiling of ${n4(limits.tokens)} (budgets.per_task_tokens)`;
-  if (on6(limits.usd) && s.costUsd > limits.usd)
-    return `stopped: the task cost ${usd3(s.costUsd)}, over the per-task ceiling of ${usd3(limits.usd)} (budgets.per_task_usd)`;
+  if (on6(limits.usd) && s.heldUsd > limits.usd)
+    return `stopped: the task cost ${usd3(s.heldUsd)}${unpricedNote(s)}, over the per-task ceiling of ${usd3(limits.usd)} (budgets.per_task_usd)`;
   return void 0;
 }
 function beforeRequest(s, limits, opts) {
@@ -66665,10 +68060,11 @@ function wouldPassCeiling(s, limits, inFlight) {
   const also = pending > 0 ? ` and ${pending} more in flight` : "";
   if (on6(limits.tokens) && tokens2 + (pending + 1) * next > limits.tokens)
     return `stopped: the next model request would pass the per-task ceiling of ${n4(limits.tokens)} tokens (budgets.per_task_tokens): ${n4(tokens2)} used, and it${also} ${pending > 0 ? "read" : "reads"} at least ${n4(next)}${pending > 0 ? " each" : ""}; the gateway refused it`;
-  if (on6(limits.usd) && s.last.costUsd > 0 && s.costUsd + (pending + 1) * s.last.costUsd > limits.usd)
-    return `stopped: the next model request would pass the per-task ceiling of ${usd3(limits.usd)} (budgets.per_task_usd): ${usd3(s.costUsd)} spent, and it${also} ${pending > 0 ? "cost" : "costs"} about ${usd3(s.last.costUsd)}${pending > 0 ? " each" : ""}; the gateway refused it`;
+  if (on6(limits.usd) && s.last.heldUsd > 0 && s.heldUsd + (pending + 1) * s.last.heldUsd > limits.usd)
+    return `stopped: the next model request would pass the per-task ceiling of ${usd3(limits.usd)} (budgets.per_task_usd): ${usd3(s.heldUsd)} spent${unpricedNote(s)}, and it${also} ${pending > 0 ? "cost" : "costs"} about ${usd3(s.last.heldUsd)}${pending > 0 ? " each" : ""}; the gateway refused it`;
   return void 0;
 }
+var unpricedNote = (s) => s.unpriced ? " (at most: a model with no price in Fleet's table is counted at its provider's highest list price)" : "";
 function repeated(s, limits) {
   if (!on6(limits.repeatedToolCalls)) return void 0;
   for (const [key2, count3] of Object.entries(s.calls)) {
@@ -66901,6 +68297,12 @@ function normalJson(text) {
   }
 }
 
+// src/worker/worktree-print.ts
+var import_node_crypto7 = require("node:crypto");
+var import_node_fs11 = require("node:fs");
+var import_promises21 = require("node:fs/promises");
+var import_node_path14 = require("node:path");
+
 // src/worker/git.ts
 var ISOLATED = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0" };
 var HOST_BASICS = [
@@ -66984,7 +68386,112 @@ async function git(args, opts) {
   return { stdout: String(r.stdout ?? ""), exitCode: code2 };
 }
 function gitIn(wt, args, opts = {}) {
-  return git(["--git-dir", wt.gitDir, "--work-tree", wt.path, ...args], { ...opts, cwd: wt.path });
+  const excludes = wt.excludesFile ? ["-c", `core.excludesFile=${wt.excludesFile}`] : [];
+  return git([...excludes, "--git-dir", wt.gitDir, "--work-tree", wt.path, ...args], {
+    ...opts,
+    cwd: wt.path
+  });
+}
+
+// src/worker/worktree-print.ts
+var PRINT_LIMITS = {
+  wholeFileBytes: 4 * 1024 * 1024,
+  endBytes: 512 * 1024,
+  readBudgetBytes: 64 * 1024 * 1024
+};
+var newPrintCache = () => /* @__PURE__ */ new Map();
+async function worktreePrint(wt, cache = newPrintCache(), limits = PRINT_LIMITS) {
+  let stdout;
+  try {
+    ({ stdout } = await gitIn(wt, [
+      "--no-optional-locks",
+      "status",
+      "--porcelain=v1",
+      "-z",
+      "--untracked-files=all",
+      IGNORE_SUBMODULES
+    ]));
+  } catch {
+    return void 0;
+  }
+  const hash2 = (0, import_node_crypto7.createHash)("sha256").update(stdout);
+  const budget = { left: limits.readBudgetBytes };
+  const listed = /* @__PURE__ */ new Set();
+  for (const path6 of changedPaths(stdout)) {
+    listed.add(path6);
+    hash2.update(`\0${path6}\0${await contentOf(wt.path, path6, cache, limits, budget)}`);
+  }
+  for (const path6 of cache.keys()) if (!listed.has(path6)) cache.delete(path6);
+  return hash2.digest("hex");
+}
+function changedPaths(porcelain) {
+  const entries = porcelain.split("\0");
+  const paths = [];
+  for (let i2 = 0; i2 < entries.length; i2++) {
+    const entry = entries[i2];
+    if (entry.length < 4) continue;
+    paths.push(entry.slice(3));
+    if (entry[0] === "R" || entry[0] === "C") i2++;
+  }
+  return paths;
+}
+async function contentOf(root2, path6, cache, limits, budget) {
+  const full = (0, import_node_path14.join)(root2, path6);
+  const st = await (0, import_promises21.lstat)(full, { bigint: true }).catch(() => void 0);
+  if (!st) return "absent";
+  const meta3 = `${st.dev}:${st.ino}:${st.mode}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+  const cached2 = cache.get(path6);
+  if (cached2?.meta === meta3) return cached2.content;
+  let content;
+  if (st.isSymbolicLink())
+    content = await (0, import_promises21.readlink)(full).then(
+      (t) => `link:${t}`,
+      () => void 0
+    );
+  else if (st.isDirectory()) content = "dir";
+  else if (!st.isFile()) content = `special:${st.mode}`;
+  else content = await fileHash(full, st, limits, budget);
+  if (content === void 0) return `meta:${meta3}`;
+  cache.set(path6, { meta: meta3, content });
+  return content;
+}
+async function fileHash(full, st, limits, budget) {
+  const size = Number(st.size);
+  const whole = size <= limits.wholeFileBytes;
+  const cost = whole ? size : 2 * limits.endBytes;
+  if (cost > budget.left) return void 0;
+  budget.left -= cost;
+  const fh = await (0, import_promises21.open)(full, import_node_fs11.constants.O_RDONLY | import_node_fs11.constants.O_NOFOLLOW | import_node_fs11.constants.O_NONBLOCK).catch(
+    () => void 0
+  );
+  if (!fh) return void 0;
+  try {
+    const now = await fh.stat({ bigint: true });
+    if (!now.isFile() || now.ino !== st.ino || now.size !== st.size || now.mtimeNs !== st.mtimeNs)
+      return void 0;
+    const hash2 = (0, import_node_crypto7.createHash)("sha256").update(`${size}:${(st.mode & 0o111n) !== 0n ? "x" : "-"}\0`);
+    if (whole) await readInto(fh, hash2, 0, size);
+    else {
+      await readInto(fh, hash2, 0, limits.endBytes);
+      await readInto(fh, hash2, size - limits.endBytes, limits.endBytes);
+    }
+    return hash2.digest("hex");
+  } catch {
+    return void 0;
+  } finally {
+    await fh.close().catch(() => {
+    });
+  }
+}
+async function readInto(fh, hash2, position, length) {
+  const buf = Buffer.alloc(Math.min(length, 1024 * 1024));
+  let done = 0;
+  while (done < length) {
+    const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, length - done), position + done);
+    if (bytesRead === 0) break;
+    hash2.update(buf.subarray(0, bytesRead));
+    done += bytesRead;
+  }
 }
 
 // src/worker/gateway-run.ts
@@ -67003,6 +68510,7 @@ function createGatewayRun(opts) {
   let model2;
   let credential = opts.credential;
   let lastPrint;
+  const printCache = newPrintCache();
   let inFlight = 0;
   const flying = inFlightOn(opts.pool);
   let disposed = false;
@@ -67026,7 +68534,7 @@ function createGatewayRun(opts) {
   const policy = {
     async admit() {
       if (guard.stop) return guard.stop;
-      const print = opts.worktree && opts.phase === "work" ? await worktreePrint(opts.worktree) : void 0;
+      const print = opts.worktree && opts.phase === "work" ? await worktreePrint(opts.worktree, printCache) : void 0;
       const changed = print !== void 0 && lastPrint !== void 0 && print !== lastPrint;
       if (print !== void 0) lastPrint = print;
       guard = beforeRequest(guard, opts.limits, { changed, countIdle: opts.phase === "work", inFlight });
@@ -67176,32 +68684,10 @@ function reportedTotals(metered, own2) {
   if (!metered) return own2;
   return metered.costUsd === null && own2?.costUsd != null ? { ...metered, costUsd: own2.costUsd } : metered;
 }
-async function worktreePrint(wt) {
-  try {
-    const { stdout } = await gitIn(wt, [
-      "--no-optional-locks",
-      "status",
-      "--porcelain=v1",
-      "-z",
-      "--untracked-files=all",
-      IGNORE_SUBMODULES
-    ]);
-    const hash2 = (0, import_node_crypto5.createHash)("sha256").update(stdout);
-    for (const entry of stdout.split("\0")) {
-      const path6 = entry.slice(3);
-      if (!path6) continue;
-      const st = await (0, import_promises16.lstat)((0, import_node_path11.join)(wt.path, path6)).catch(() => void 0);
-      hash2.update(`\0${path6}\0${st ? `${st.size}:${st.mtimeMs}` : "-"}`);
-    }
-    return hash2.digest("hex");
-  } catch {
-    return void 0;
-  }
-}
 
 // src/worker/model-gateway.ts
-var import_node_crypto6 = require("node:crypto");
-var import_node_http = require("node:http");
+var import_node_crypto8 = require("node:crypto");
+var import_node_http2 = require("node:http");
 var import_node_https = require("node:https");
 var AUTH_HEADERS = ["x-api-key", "authorization", "x-goog-api-key"];
 var HOP_BY_HOP = /* @__PURE__ */ new Set([
@@ -67225,9 +68711,9 @@ var fixed = (credential) => ({
 async function startModelGateway(opts = {}) {
   const grants = /* @__PURE__ */ new Map();
   const sockets = /* @__PURE__ */ new Set();
-  const agents = { http: new import_node_http.Agent({ keepAlive: true }), https: new import_node_https.Agent({ keepAlive: true }) };
+  const agents = { http: new import_node_http2.Agent({ keepAlive: true }), https: new import_node_https.Agent({ keepAlive: true }) };
   let forwarded = 0;
-  const server = (0, import_node_http.createServer)((req, res) => {
+  const server = (0, import_node_http2.createServer)((req, res) => {
     const found = findGrant(req.headers);
     if (!found) {
       req.resume();
@@ -67262,7 +68748,7 @@ async function startModelGateway(opts = {}) {
     sockets.add(s);
     s.on("close", () => sockets.delete(s));
   });
-  await new Promise((resolve3) => server.listen(0, "127.0.0.1", resolve3));
+  await new Promise((resolve4) => server.listen(0, "127.0.0.1", resolve4));
   const port = server.address().port;
   function findGrant(headers) {
     for (const header2 of AUTH_HEADERS) {
@@ -67271,7 +68757,7 @@ async function startModelGateway(opts = {}) {
       const token = raw.replace(/^Bearer\s+/i, "").trim();
       if (!token.startsWith(TOKEN_PREFIX)) continue;
       for (const [known, grant] of grants) {
-        if (known.length === token.length && (0, import_node_crypto6.timingSafeEqual)(Buffer.from(known), Buffer.from(token)))
+        if (known.length === token.length && (0, import_node_crypto8.timingSafeEqual)(Buffer.from(known), Buffer.from(token)))
           return { grant, header: header2 };
       }
     }
@@ -67280,7 +68766,7 @@ async function startModelGateway(opts = {}) {
   return {
     url: `http://127.0.0.1:${port}`,
     grant(upstream, credential, routes, policy) {
-      const token = `${TOKEN_PREFIX}${(0, import_node_crypto6.randomBytes)(24).toString("hex")}`;
+      const token = `${TOKEN_PREFIX}${(0, import_node_crypto8.randomBytes)(24).toString("hex")}`;
       grants.set(token, {
         upstream: new URL(upstream),
         credentials: typeof credential === "string" ? fixed(credential) : credential,
@@ -67294,8 +68780,8 @@ async function startModelGateway(opts = {}) {
     },
     async close() {
       grants.clear();
-      await new Promise((resolve3) => {
-        server.close(() => resolve3());
+      await new Promise((resolve4) => {
+        server.close(() => resolve4());
         for (const s of sockets) s.destroy();
       });
       agents.http.destroy();
@@ -67409,8 +68895,8 @@ function send(req, body, upstream, credential, authHeader, agents, res) {
   headers["content-length"] = String(body.length);
   const prefix = upstream.pathname.replace(/\/+$/, "");
   const https2 = upstream.protocol === "https:";
-  return new Promise((resolve3) => {
-    const out = (https2 ? import_node_https.request : import_node_http.request)(
+  return new Promise((resolve4) => {
+    const out = (https2 ? import_node_https.request : import_node_http2.request)(
       {
         protocol: upstream.protocol,
         hostname: upstream.hostname,
@@ -67420,12 +68906,12 @@ function send(req, body, upstream, credential, authHeader, agents, res) {
         headers,
         agent: https2 ? agents.https : agents.http
       },
-      resolve3
+      resolve4
     );
     out.on("error", () => {
       if (res.headersSent) res.destroy();
       else refuse(res, 502, "api_error", `Fleet's model gateway could not reach ${upstream.origin}.`);
-      resolve3(void 0);
+      resolve4(void 0);
     });
     res.on("close", () => {
       if (!res.writableFinished) out.destroy();
@@ -67462,8 +68948,8 @@ function refuse(res, status, type, message) {
 }
 
 // src/worker/publish.ts
-var import_promises17 = require("node:fs/promises");
-var import_node_path12 = require("node:path");
+var import_promises22 = require("node:fs/promises");
+var import_node_path15 = require("node:path");
 function assertFleetBranch(branch) {
   if (!/^fleet\/[A-Za-z0-9._/-]+$/.test(branch) || branch.includes("..") || branch.endsWith(".lock") || branch.endsWith("/")) {
     throw new Error(`Fleet pushes only to fleet/* branches; refusing to push "${branch}".`);
@@ -67494,10 +68980,21 @@ ${coAuthorTrailer(opts.coder)}
 }
 async function commitAll(wt, message) {
   await gitIn(wt, ["add", "-A"]);
+  await unstageSetupChanges(wt);
   const diff = await gitIn(wt, ["diff", "--cached", "--quiet"], { okCodes: [1] });
   if (diff.exitCode === 0) return void 0;
   await gitIn(wt, ["commit", "-q", "--no-verify", "-F", "-"], { input: message });
   return (await gitIn(wt, ["rev-parse", "HEAD"])).stdout.trim();
+}
+async function unstageSetupChanges(wt) {
+  if (!wt.setupChanged?.size) return;
+  const paths = [...wt.setupChanged.keys()];
+  const now = (await gitIn(wt, ["hash-object", "--no-filters", "--", ...paths], { okCodes: [128] })).stdout.split("\n");
+  const setupOnly = paths.filter((p2, i2) => now[i2] === wt.setupChanged.get(p2));
+  if (setupOnly.length)
+    await gitIn(wt, ["reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul"], {
+      input: setupOnly.join("\0")
+    });
 }
 async function hasNewCommits(wt, startSha) {
   const r = await gitIn(wt, ["rev-list", "--count", `${startSha}..HEAD`]);
@@ -67552,13 +69049,13 @@ function pushRejection(branch, error64) {
 async function openOrUpdatePullRequest(octokit, ref, pr) {
   assertFleetBranch(pr.branch);
   const findOpen = async () => {
-    const { data: open6 } = await octokit.rest.pulls.list({
+    const { data: open7 } = await octokit.rest.pulls.list({
       ...ref,
       head: `${ref.owner}:${pr.branch}`,
       state: "open",
       per_page: 10
     });
-    return open6.find((p2) => p2.head.ref === pr.branch);
+    return open7.find((p2) => p2.head.ref === pr.branch);
   };
   const update = async (number4) => {
     const { data } = await octokit.rest.pulls.update({
@@ -67596,7 +69093,7 @@ async function forgetCommit(wt, startSha) {
   await gitIn(wt, ["reset", "-q", "--hard", startSha]);
   const only = (await gitIn(wt, ["rev-list", "--objects", head, "--not", "--all"])).stdout.split("\n").map((l) => l.split(" ")[0]).filter((sha) => /^[0-9a-f]{40}$/.test(sha));
   for (const sha of only) {
-    await (0, import_promises17.rm)((0, import_node_path12.join)(wt.cacheDir, "objects", sha.slice(0, 2), sha.slice(2)), { force: true });
+    await (0, import_promises22.rm)((0, import_node_path15.join)(wt.cacheDir, "objects", sha.slice(0, 2), sha.slice(2)), { force: true });
   }
 }
 
@@ -67633,8 +69130,8 @@ async function fileAt(wt, rev, file2) {
 }
 
 // src/worker/run-task.ts
-var import_promises22 = require("node:fs/promises");
-var import_node_path17 = require("node:path");
+var import_promises30 = require("node:fs/promises");
+var import_node_path24 = require("node:path");
 
 // src/render/pr-body.ts
 var prMarker = (taskId) => `<!-- fleet:pr ${taskId} -->`;
@@ -67654,30 +69151,86 @@ function renderPrBody(v) {
   return truncateMiddle(lines.join("\n"), GITHUB_COMMENT_LIMIT);
 }
 
+// src/worker/agent-home.ts
+var import_node_crypto9 = require("node:crypto");
+var import_node_fs12 = require("node:fs");
+var import_promises23 = require("node:fs/promises");
+var import_node_path16 = require("node:path");
+var MAX_SESSION_FILE_BYTES = 256 * 1024 * 1024;
+var MAX_DEPTH = 8;
+async function freshAgentHome(home, carry) {
+  const next = `${home}.next-${(0, import_node_crypto9.randomBytes)(4).toString("hex")}`;
+  await (0, import_promises23.mkdir)(next, { recursive: true, mode: 448 });
+  const kept = [];
+  try {
+    const pattern = carry ? coderFacts(carry.coder)?.sessionFiles?.(carry.sessionId) : void 0;
+    if (pattern) {
+      for (const rel of await sessionFilesIn(home, pattern)) {
+        await (0, import_promises23.mkdir)((0, import_node_path16.dirname)((0, import_node_path16.join)(next, rel)), { recursive: true, mode: 448 });
+        await (0, import_promises23.copyFile)((0, import_node_path16.join)(home, rel), (0, import_node_path16.join)(next, rel), import_node_fs12.constants.COPYFILE_EXCL);
+        kept.push(rel);
+      }
+    }
+    await (0, import_promises23.rm)(home, { recursive: true, force: true });
+    await (0, import_promises23.rename)(next, home);
+  } catch (error64) {
+    await (0, import_promises23.rm)(next, { recursive: true, force: true });
+    throw error64;
+  }
+  return kept;
+}
+async function sessionFilesIn(home, pattern) {
+  const found = [];
+  const walk = async (dir, depth) => {
+    if (depth > MAX_DEPTH) return;
+    for (const entry of await (0, import_promises23.readdir)(dir, { withFileTypes: true }).catch(() => [])) {
+      const path6 = (0, import_node_path16.join)(dir, entry.name);
+      if (entry.isDirectory()) await walk(path6, depth + 1);
+      else if (entry.isFile() && pattern.test((0, import_node_path16.relative)(home, path6).split(import_node_path16.sep).join("/"))) {
+        const info2 = await (0, import_promises23.lstat)(path6);
+        if (info2.isFile() && info2.size <= MAX_SESSION_FILE_BYTES) found.push((0, import_node_path16.relative)(home, path6));
+      }
+    }
+  };
+  await walk(home, 0);
+  return found;
+}
+
 // src/worker/finish-run.ts
-var import_promises18 = require("node:fs/promises");
+var import_promises24 = require("node:fs/promises");
+var import_node_path17 = require("node:path");
 
 // src/core/outcomes.ts
 var AS_REPORTED = { retriesLeft: false, cancelledByUser: true };
 function stateAfterOutcome(outcome, context = AS_REPORTED) {
+  const ended = context.onOpenPr ? "pr-open" : "failed";
   switch (outcome) {
     case "pr-opened":
       return "pr-open";
-    case "no-changes":
+    case "split":
       return "done";
+    case "no-changes":
+    case "over-budget":
+      return ended;
     case "awaiting-approval":
       return "awaiting-approval";
     case "rate-limited":
       return "rate-limited";
-    case "over-budget":
-      return "failed";
     case "cancelled":
       return context.cancelledByUser ? "cancelled" : "queued";
     case "failed":
     case "timeout":
     case "stall":
-      return context.retriesLeft && !context.noRetry ? "queued" : "failed";
+      return context.retriesLeft && !context.noRetry ? "queued" : ended;
   }
+}
+function outcomeNote(outcome, to, reason) {
+  const why = reason ? `: ${reason}` : "";
+  if (outcome === "no-changes")
+    return to === "pr-open" ? `The round changed nothing; the pull request is as it was${why}` : `No changes: the agent changed no files, so there is nothing to review${why}. Comment \`/fleet retry\` to run it again.`;
+  if (to === "pr-open" && outcome !== "pr-opened")
+    return `The round ended (${outcome})${why}; the pull request is as it was`;
+  return reason;
 }
 var isRetry = (outcome, state) => state === "queued" && outcome !== "cancelled";
 var hasRetriesLeft = (attempts, retriesMax) => attempts <= retriesMax;
@@ -67691,16 +69244,21 @@ async function finish2(ctx, outcome, reason, run, notes) {
   if (fullReason !== void 0) result.reason = redact(fullReason);
   if (run?.rateLimit) result.rateLimit = run.rateLimit;
   if (run?.sessionId && !result.sessionId) result.sessionId = run.sessionId;
+  if (result.network?.refused.length)
+    await (0, import_promises24.writeFile)((0, import_node_path17.join)(ctx.artifactsDir, NETWORK_FILE), `${JSON.stringify(result.network, null, 2)}
+`).catch(
+      () => void 0
+    );
   if (outcome !== "awaiting-approval") {
     try {
       const log = run ? await readLogTail(run.logFile) : "";
       await reporter.final({
         tokens: result.totals || result.planTotals ? {
-          outcome: outcomeLine(result),
+          outcome: outcomeLine(result, ctx.spec.runKind === "review"),
           totals: result.totals,
           planTotals: result.planTotals,
           earlierRuns: ctx.spec.earlierRuns,
-          runKind: ctx.spec.runKind,
+          runKind: result.kind ?? ctx.spec.runKind,
           ...result.agentTotals ? { agentTotals: result.agentTotals } : {}
         } : void 0,
         run: {
@@ -67710,8 +69268,11 @@ async function finish2(ctx, outcome, reason, run, notes) {
           pr: result.pr,
           summary: notes?.result?.summary,
           resultProblem: outcome === "pr-opened" || outcome === "no-changes" ? notes?.resultProblem : void 0,
+          onPullRequest: ctx.spec.runKind === "review",
           log,
-          resetsAt: result.rateLimit?.resetsAt
+          resetsAt: result.rateLimit?.resetsAt,
+          ...result.network ? { network: result.network } : {},
+          ...result.limits ? optionalNote(unenforcedLimitsNote(result.limits)) : {}
         }
       });
     } catch (error64) {
@@ -67722,7 +69283,11 @@ async function finish2(ctx, outcome, reason, run, notes) {
   }
   await ctx.progress(
     {
-      state: stateAfterOutcome(outcome),
+      state: stateAfterOutcome(outcome, {
+        retriesLeft: false,
+        cancelledByUser: true,
+        onOpenPr: ctx.spec.runKind === "review"
+      }),
       step: outcome,
       usage: result.totals?.usage,
       costUsd: result.totals?.costUsd
@@ -67731,10 +69296,11 @@ async function finish2(ctx, outcome, reason, run, notes) {
   );
   return result;
 }
+var optionalNote = (note2) => note2 ? { limitsNotEnforced: note2 } : {};
 var LOG_TAIL_BYTES = 256 * 1024;
 async function readLogTail(path6) {
   try {
-    const file2 = await (0, import_promises18.open)(path6, "r");
+    const file2 = await (0, import_promises24.open)(path6, "r");
     try {
       const { size } = await file2.stat();
       const start = Math.max(0, size - LOG_TAIL_BYTES);
@@ -67749,19 +69315,21 @@ async function readLogTail(path6) {
     return "";
   }
 }
-function outcomeLine(r) {
+function outcomeLine(r, reviewRound) {
   switch (r.outcome) {
     case "pr-opened":
       return `pull request #${r.pr?.number} opened or updated`;
     case "no-changes":
-      return "finished without changes; no pull request";
+      return reviewRound ? "the round changed nothing; the pull request is as it was" : "finished without changes; no pull request";
+    case "split":
+      return "split: the plan's sub-issues are queued";
     default:
       return r.outcome;
   }
 }
 
 // src/worker/run-context.ts
-var import_node_path13 = require("node:path");
+var import_node_path18 = require("node:path");
 
 // src/render/plan-comment.ts
 var planMarker = (taskId) => `<!-- fleet:plan ${taskId} -->`;
@@ -67840,6 +69408,7 @@ function throttleProgress(onProgress, clock, intervalMs = 15e3) {
 }
 
 // src/worker/run-context.ts
+var DEFAULT_NETWORK = networkPolicyOf(void 0);
 var PLAN_STATE_FILE = "plan-phase.json";
 var PLAN_LOG_FILE = "plan.log";
 function labeledSecretsOf(deps) {
@@ -67855,9 +69424,23 @@ function worktreeMounts(wt, notesDir, phase) {
     writable: phase === "work" ? [wt.path, ...notes] : notes,
     readOnly: phase === "work" ? [wt.cacheDir] : [wt.path, wt.cacheDir],
     // The other tasks' worktree admin folders are none of its business; its own is shown read-only.
-    hidden: [(0, import_node_path13.join)(wt.cacheDir, "worktrees")],
+    hidden: [(0, import_node_path18.join)(wt.cacheDir, "worktrees")],
     readOnlyAfter: [wt.gitDir]
   };
+}
+function runContainment(ctx) {
+  const { deps } = ctx;
+  return {
+    sandbox: deps.sandbox ?? "bubblewrap",
+    network: deps.network ?? DEFAULT_NETWORK,
+    limits: deps.limits ?? DEFAULT_RESOURCE_LIMITS,
+    forbidden: ctx.forbidden,
+    ...deps.egressHosts ? { egressHosts: deps.egressHosts } : {}
+  };
+}
+function noteRefused(ctx, refused) {
+  const network2 = ctx.result.network ?? { mode: (ctx.deps.network ?? DEFAULT_NETWORK).mode, refused: [] };
+  ctx.result.network = { ...network2, refused: mergeRefusals(network2.refused, refused) };
 }
 function addSecret(ctx, label, value) {
   ctx.secrets.push({ label, value });
@@ -67883,18 +69466,19 @@ function createRunContext(spec, deps) {
     branch: spec.branch ?? taskBranchName(spec.issue, spec.title),
     knownSecrets,
     secrets,
-    result: { outcome: "failed", logPath: (0, import_node_path13.join)(artifactsDir, LOG_FILE), artifacts: {} }
+    result: { outcome: "failed", logPath: (0, import_node_path18.join)(artifactsDir, LOG_FILE), artifacts: {} },
+    forbidden: forbiddenFolders(deps.workDir)
   };
 }
 
 // src/worker/session.ts
-var import_promises20 = require("node:fs/promises");
-var import_node_path15 = require("node:path");
+var import_promises26 = require("node:fs/promises");
+var import_node_path20 = require("node:path");
 
 // src/worker/context-manifest.ts
-var import_node_crypto7 = require("node:crypto");
-var import_promises19 = require("node:fs/promises");
-var import_node_path14 = require("node:path");
+var import_node_crypto10 = require("node:crypto");
+var import_promises25 = require("node:fs/promises");
+var import_node_path19 = require("node:path");
 var MEMORY_FILES = {
   claude: ["CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"],
   codex: ["AGENTS.md", "AGENTS.override.md"],
@@ -67914,10 +69498,10 @@ var estimateTokens = (text) => Math.ceil(text.length / 4);
 async function readIfFile(path6) {
   return readAgentFile(path6, 4 * 1024 * 1024).catch(() => void 0);
 }
-async function skillFiles(root) {
+async function skillFiles(root2) {
   try {
-    const entries = await (0, import_promises19.readdir)(root, { withFileTypes: true });
-    return entries.filter((e) => e.isDirectory()).map((e) => (0, import_node_path14.join)(root, e.name, "SKILL.md"));
+    const entries = await (0, import_promises25.readdir)(root2, { withFileTypes: true });
+    return entries.filter((e) => e.isDirectory()).map((e) => (0, import_node_path19.join)(root2, e.name, "SKILL.md"));
   } catch {
     return [];
   }
@@ -67927,8 +69511,8 @@ function upTheTree(cwd, top) {
   let dir = cwd;
   for (; ; ) {
     dirs.push(dir);
-    if (dir === top || (0, import_node_path14.dirname)(dir) === dir) break;
-    dir = (0, import_node_path14.dirname)(dir);
+    if (dir === top || (0, import_node_path19.dirname)(dir) === dir) break;
+    dir = (0, import_node_path19.dirname)(dir);
   }
   return dirs;
 }
@@ -67937,27 +69521,27 @@ async function buildContextManifest(input2) {
   const candidates = [];
   for (const dir of upTheTree(input2.cwd, input2.top ?? input2.cwd)) {
     for (const name of names) {
-      const path6 = (0, import_node_path14.join)(dir, name);
-      candidates.push({ kind: "memory", path: path6, label: (0, import_node_path14.relative)(input2.cwd, path6) || name });
+      const path6 = (0, import_node_path19.join)(dir, name);
+      candidates.push({ kind: "memory", path: path6, label: (0, import_node_path19.relative)(input2.cwd, path6) || name });
     }
   }
-  for (const skill of await skillFiles((0, import_node_path14.join)(input2.cwd, ".claude", "skills"))) {
-    candidates.push({ kind: "skill", path: skill, label: (0, import_node_path14.relative)(input2.cwd, skill) });
+  for (const skill of await skillFiles((0, import_node_path19.join)(input2.cwd, ".claude", "skills"))) {
+    candidates.push({ kind: "skill", path: skill, label: (0, import_node_path19.relative)(input2.cwd, skill) });
   }
-  candidates.push({ kind: "mcp", path: (0, import_node_path14.join)(input2.cwd, ".mcp.json"), label: ".mcp.json" });
+  candidates.push({ kind: "mcp", path: (0, import_node_path19.join)(input2.cwd, ".mcp.json"), label: ".mcp.json" });
   if (input2.home) {
     for (const name of HOME_MEMORY[input2.coder] ?? []) {
-      candidates.push({ kind: "memory", path: (0, import_node_path14.join)(input2.home, name), label: `~/${name}` });
+      candidates.push({ kind: "memory", path: (0, import_node_path19.join)(input2.home, name), label: `~/${name}` });
     }
-    const homeSkills = input2.coder === "claude" ? await skillFiles((0, import_node_path14.join)(input2.home, ".claude", "skills")) : [];
+    const homeSkills = input2.coder === "claude" ? await skillFiles((0, import_node_path19.join)(input2.home, ".claude", "skills")) : [];
     for (const skill of homeSkills) {
-      candidates.push({ kind: "skill", path: skill, label: `~/${(0, import_node_path14.relative)(input2.home, skill)}` });
+      candidates.push({ kind: "skill", path: skill, label: `~/${(0, import_node_path19.relative)(input2.home, skill)}` });
     }
   }
   const sources = [];
   const firstByHash = /* @__PURE__ */ new Map();
   const add = (kind, path6, text) => {
-    const sha256 = (0, import_node_crypto7.createHash)("sha256").update(text.replace(/\r\n/g, "\n").trim()).digest("hex");
+    const sha256 = (0, import_node_crypto10.createHash)("sha256").update(text.replace(/\r\n/g, "\n").trim()).digest("hex");
     const source = {
       kind,
       path: path6,
@@ -67988,7 +69572,7 @@ async function buildContextManifest(input2) {
 }
 var CONTEXT_MANIFEST_FILE = "context.json";
 async function writeContextManifest(dir, m) {
-  await (0, import_promises19.writeFile)((0, import_node_path14.join)(dir, CONTEXT_MANIFEST_FILE), `${JSON.stringify(m, null, 2)}
+  await (0, import_promises25.writeFile)((0, import_node_path19.join)(dir, CONTEXT_MANIFEST_FILE), `${JSON.stringify(m, null, 2)}
 `);
 }
 
@@ -68111,7 +69695,7 @@ async function preparePhase(ctx, input2) {
   const fullPrompt = spec.extraPrompt ? `${prompt}
 
 ${spec.extraPrompt}` : prompt;
-  const logFile = (0, import_node_path15.join)(ctx.artifactsDir, phase === "plan" ? PLAN_LOG_FILE : LOG_FILE);
+  const logFile = (0, import_node_path20.join)(ctx.artifactsDir, phase === "plan" ? PLAN_LOG_FILE : LOG_FILE);
   const invocation = {
     prompt: fullPrompt,
     model: spec.model,
@@ -68123,8 +69707,8 @@ ${spec.extraPrompt}` : prompt;
   if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
   if (deps.credential) invocation.credential = { ...deps.credential };
-  await (0, import_promises20.mkdir)(invocation.home, { recursive: true });
-  await (0, import_promises20.writeFile)(logFile, "");
+  await (0, import_promises26.mkdir)(invocation.home, { recursive: true });
+  await (0, import_promises26.writeFile)(logFile, "");
   const inheritHome = (deps.sandbox ?? "bubblewrap") === "bubblewrap" ? deps.inheritHome : void 0;
   const homeOverlay = inheritHome ? await inheritedHomeMounts(spec.coder, inheritHome, invocation.home) : [];
   const context = await buildContextManifest({
@@ -68143,7 +69727,8 @@ function trackPhase(ctx, phase) {
   let overBudget;
   let wireMetered = false;
   const state = phase === "plan" ? "planning" : "running";
-  const earlier = phase === "work" && ctx.result.planTotals ? totalTokens(ctx.result.planTotals.usage) : 0;
+  const before = spentBefore(ctx, phase);
+  const earlier = before ? totalTokens(before.usage) : 0;
   const stop = new AbortController();
   const onOuterAbort = () => stop.abort();
   if (deps.signal?.aborted) stop.abort();
@@ -68215,13 +69800,14 @@ async function runRotating(ctx, { wt, notesDir, phase }, setup, tracker, gateway
         scrubLog
       },
       {
-        sandbox: deps.sandbox ?? "bubblewrap",
+        ...runContainment(ctx),
         mounts: { ...worktreeMounts(wt, notesDir, phase), homeOverlay: setup.homeOverlay },
         gateway: ctx.gateway,
         onRunToken: (token) => addSecret(ctx, "this run's model-gateway token", token),
         ...gatewayRun ? { gatewayRun } : {}
       }
     );
+    noteRefused(ctx, r.refused);
     spent = combineTotals(
       spent,
       r.totals && credential ? { ...r.totals, credential: credential.name } : r.totals
@@ -68249,11 +69835,11 @@ async function runRotating(ctx, { wt, notesDir, phase }, setup, tracker, gateway
 }
 function startGatewayRun(ctx, run) {
   const { deps } = ctx;
-  const plan = run.phase === "work" ? ctx.result.planTotals : void 0;
+  const earlier = spentBefore(ctx, run.phase);
   run.tracker.meteredAtGateway();
   return gatewayRunFor(deps, {
     phase: run.phase,
-    ...plan ? { earlier: plan } : {},
+    ...earlier ? { earlier } : {},
     credential: run.credential,
     model: ctx.spec.model,
     worktree: run.wt,
@@ -68266,6 +69852,10 @@ function startGatewayRun(ctx, run) {
     }
   });
 }
+function spentBefore(ctx, phase) {
+  const earlierRuns = ctx.spec.earlierRuns?.length ? sumRuns(ctx.spec.earlierRuns) : void 0;
+  return combineTotals(earlierRuns, phase === "work" ? ctx.result.planTotals : void 0);
+}
 function phaseResult(ctx, phase, ran, tracker, logFile) {
   const { r, spent, credential, gatewayRun } = ran;
   const { deps, spec } = ctx;
@@ -68275,8 +69865,13 @@ function phaseResult(ctx, phase, ran, tracker, logFile) {
   const totals2 = reportedTotals(metered, agentTotals);
   if (deps.perTaskLimits && !tracker.overBudget && totals2) {
     const tokens2 = tracker.earlier + totalTokens(totals2.usage);
-    const costUsd = (totals2.costUsd ?? 0) + (phase === "work" ? ctx.result.planTotals?.costUsd ?? 0 : 0);
+    const costUsd = (totals2.costUsd ?? 0) + (spentBefore(ctx, phase)?.costUsd ?? 0);
     tracker.overBudget = overPerTaskBudget(deps.perTaskLimits, { tokens: tokens2, costUsd });
+  }
+  if (r.reason === "limit" && r.limitHit) {
+    ctx.result.noRetry = true;
+    const reason = limitHitReason(r.limitHit, deps.limits ?? DEFAULT_RESOURCE_LIMITS);
+    return { kind: "failed", reason, totals: totals2, sessionId: r.sessionId, planText: tracker.planText, logFile };
   }
   const stopped = tracker.overBudget !== void 0 && (r.reason !== "completed" || phase === "plan");
   const kind = stopped ? "over-budget" : phaseKind(r.reason);
@@ -68319,7 +69914,7 @@ function describeStop(kind, r, spec) {
   }
 }
 async function loadPlan(artifactsDir) {
-  const read = (name) => (0, import_promises20.readFile)((0, import_node_path15.join)(artifactsDir, name), "utf8").catch(() => void 0);
+  const read = (name) => (0, import_promises26.readFile)((0, import_node_path20.join)(artifactsDir, name), "utf8").catch(() => void 0);
   const plan = await read(PLAN_FILE);
   let state = {};
   try {
@@ -68330,11 +69925,284 @@ async function loadPlan(artifactsDir) {
   return { plan, state };
 }
 
+// src/worker/setup-steps.ts
+var import_node_fs13 = require("node:fs");
+var import_promises28 = require("node:fs/promises");
+var import_node_path22 = require("node:path");
+
+// src/worker/setup-cache.ts
+var import_node_crypto11 = require("node:crypto");
+var import_promises27 = require("node:fs/promises");
+var import_node_path21 = require("node:path");
+var LOCKFILES = /* @__PURE__ */ new Set([
+  "package-lock.json",
+  "npm-shrinkwrap.json",
+  "yarn.lock",
+  "pnpm-lock.yaml",
+  "bun.lockb",
+  "bun.lock",
+  "Cargo.lock",
+  "go.sum",
+  "poetry.lock",
+  "Pipfile.lock",
+  "uv.lock",
+  "pdm.lock",
+  "requirements.txt",
+  "Gemfile.lock",
+  "composer.lock",
+  "gradle.lockfile",
+  "packages.lock.json",
+  "mix.lock",
+  "pubspec.lock",
+  "Package.resolved"
+]);
+var KEYS_KEPT = 2;
+var COMPLETE = ".complete";
+async function setupCacheKey(wt, commands) {
+  const { stdout } = await gitIn(wt, ["ls-tree", "-r", "-z", "HEAD"]);
+  const hash2 = (0, import_node_crypto11.createHash)("sha256").update(JSON.stringify(commands));
+  for (const entry of stdout.split("\0")) {
+    const tab = entry.indexOf("	");
+    const path6 = entry.slice(tab + 1);
+    if (tab > 0 && LOCKFILES.has(path6.slice(path6.lastIndexOf("/") + 1))) hash2.update(`\0${entry}`);
+  }
+  return hash2.digest("hex").slice(0, 32);
+}
+var cacheDir = (workDir, repo) => (0, import_node_path21.join)(workDir, "setup-cache", safeSegment(repo.replace("/", "_")));
+async function restoreSetupCache(workDir, repo, key2, worktree, folders) {
+  const dir = (0, import_node_path21.join)(cacheDir(workDir, repo), key2);
+  if (!await (0, import_promises27.stat)((0, import_node_path21.join)(dir, COMPLETE)).catch(() => void 0)) return false;
+  for (const folder of folders) if (!await freePlace(worktree, folder)) return false;
+  for (const [i2, folder] of folders.entries()) {
+    const saved = (0, import_node_path21.join)(dir, String(i2));
+    if (!await (0, import_promises27.lstat)(saved).catch(() => void 0)) continue;
+    await (0, import_promises27.mkdir)((0, import_node_path21.dirname)((0, import_node_path21.join)(worktree, folder)), { recursive: true });
+    await copyTree(saved, (0, import_node_path21.join)(worktree, folder));
+  }
+  return true;
+}
+async function saveSetupCache(workDir, repo, key2, worktree, folders) {
+  const root2 = cacheDir(workDir, repo);
+  const dir = (0, import_node_path21.join)(root2, key2);
+  const tmp = (0, import_node_path21.join)(root2, `.tmp-${(0, import_node_crypto11.randomBytes)(4).toString("hex")}`);
+  try {
+    if (await (0, import_promises27.stat)((0, import_node_path21.join)(dir, COMPLETE)).catch(() => void 0)) return false;
+    await (0, import_promises27.mkdir)(tmp, { recursive: true });
+    for (const [i2, folder] of folders.entries()) {
+      const source = (0, import_node_path21.join)(worktree, folder);
+      const info2 = await (0, import_promises27.lstat)(source).catch(() => void 0);
+      if (info2?.isDirectory()) await copyTree(source, (0, import_node_path21.join)(tmp, String(i2)));
+    }
+    await (0, import_promises27.writeFile)((0, import_node_path21.join)(tmp, COMPLETE), (/* @__PURE__ */ new Date()).toISOString());
+    await (0, import_promises27.rm)(dir, { recursive: true, force: true });
+    await (0, import_promises27.rename)(tmp, dir);
+    await pruneKeys(root2, key2);
+    return true;
+  } catch {
+    await (0, import_promises27.rm)(tmp, { recursive: true, force: true }).catch(() => void 0);
+    return false;
+  }
+}
+async function freePlace(worktree, folder) {
+  const parts = folder.split("/").filter(Boolean);
+  let at = worktree;
+  for (const [i2, part] of parts.entries()) {
+    at = (0, import_node_path21.join)(at, part);
+    const info2 = await (0, import_promises27.lstat)(at).catch(() => void 0);
+    if (i2 === parts.length - 1) return info2 === void 0;
+    if (info2 && !info2.isDirectory()) return false;
+    if (!info2) return true;
+  }
+  return false;
+}
+async function copyTree(source, target) {
+  await execa("cp", ["-a", "--reflink=auto", "--no-target-directory", source, target]);
+}
+async function pruneKeys(root2, keep) {
+  const entries = await (0, import_promises27.readdir)(root2).catch(() => []);
+  const dated = [];
+  for (const name of entries) {
+    if (name === keep || name.startsWith(".")) continue;
+    const info2 = await (0, import_promises27.stat)((0, import_node_path21.join)(root2, name, COMPLETE)).catch(() => void 0);
+    dated.push({ name, at: info2?.mtimeMs ?? 0 });
+  }
+  dated.sort((a2, b) => b.at - a2.at);
+  for (const old of dated.slice(KEYS_KEPT - 1))
+    await (0, import_promises27.rm)((0, import_node_path21.join)(root2, old.name), { recursive: true, force: true });
+}
+
+// src/worker/setup-steps.ts
+var TAIL_LINES = 30;
+async function runSetup(spec, wt, run) {
+  const key2 = spec.cache.length ? await setupCacheKey(wt, spec.commands) : void 0;
+  if (key2 && await restoreSetupCache(run.workDir, run.repo, key2, wt.path, spec.cache)) {
+    await (0, import_promises28.writeFile)(
+      (0, import_node_path22.join)(run.artifactsDir, SETUP_LOG_FILE),
+      `[fleet] setup restored from the cache (${key2}).
+`
+    );
+    await recordSetupMade(wt, run.artifactsDir);
+    return { ok: true, ran: 0, cache: "restored", refused: [] };
+  }
+  const logPath = (0, import_node_path22.join)(run.artifactsDir, SETUP_LOG_FILE);
+  const log = (0, import_node_fs13.createWriteStream)(logPath, { flags: "w" });
+  const startedAt = Date.now();
+  const shell = await exists3("/bin/bash") ? ["/bin/bash", "-e", "-c"] : ["/bin/sh", "-e", "-c"];
+  let refused = [];
+  try {
+    for (const [i2, command] of spec.commands.entries()) {
+      run.log?.(command);
+      log.write(`$ ${run.redact(command)}
+`);
+      const tail = [];
+      const left = run.timeouts.runMs - (Date.now() - startedAt);
+      const { value: end, refused: stepRefused } = await withRunContainment(
+        { sandbox: run.sandbox, network: spec.network, ...optional3(run) },
+        void 0,
+        async ({ network: network2, cgroup }) => {
+          const path6 = setupPath(process.env.PATH);
+          const launch = await containedCommand(
+            shell[0],
+            [...shell.slice(1), command],
+            { cwd: wt.path, home: run.home, path: path6 },
+            {
+              ...run.sandbox === "bubblewrap" ? {
+                mounts: {
+                  writable: [wt.path],
+                  readOnly: [wt.cacheDir],
+                  readOnlyAfter: [wt.gitDir],
+                  hidden: [(0, import_node_path22.join)(wt.cacheDir, "worktrees")]
+                },
+                alsoReadOnly: await interpreterMounts(process.execPath, run.forbidden ?? [])
+              } : {},
+              ...network2 ? { network: network2 } : {},
+              ...cgroup ? { cgroup } : {},
+              ...run.forbidden ? { forbidden: run.forbidden } : {},
+              ...run.limits ? { tmpfsBytes: run.limits.memoryMb * 1024 * 1024 } : {}
+            }
+          );
+          if ("spawnError" in launch)
+            return { reason: "spawn-error", code: null, detail: launch.spawnError };
+          const ended = await superviseProcess({
+            ...launch,
+            cwd: wt.path,
+            env: {
+              PATH: path6,
+              HOME: run.home,
+              LANG: "C.UTF-8",
+              TMPDIR: "/tmp",
+              CI: "true",
+              ...network2?.env
+            },
+            stdin: "ignore",
+            timeoutMs: Math.max(1e3, left),
+            stallMs: run.timeouts.stallMs,
+            ...run.signal ? { signal: run.signal } : {},
+            onLine: (line) => {
+              const clean = run.redact(line);
+              log.write(`${clean}
+`);
+              tail.push(clean);
+              if (tail.length > TAIL_LINES) tail.shift();
+            },
+            onSpawn: () => {
+            },
+            ...cgroup ? { overLimit: async () => await cgroup.hit() !== void 0 } : {}
+          });
+          const hit = await cgroup?.hit();
+          return { ...ended, ...hit ? { hit } : {} };
+        }
+      );
+      refused = [...refused, ...stepRefused];
+      if (end.reason === "exited" && end.code === 0) continue;
+      const reason = stepFailure(i2, command, end, run);
+      log.write(`[fleet] ${reason}
+`);
+      return {
+        ok: false,
+        reason: `${reason}
+
+The end of its output (the whole of it: \`setup.log\` in the task's artifacts):
+
+${tail.join("\n") || "(no output)"}`,
+        refused
+      };
+    }
+  } finally {
+    await new Promise((resolve4) => log.end(() => resolve4()));
+  }
+  await recordSetupMade(wt, run.artifactsDir);
+  const saved = key2 && !wt.continued ? await saveSetupCache(run.workDir, run.repo, key2, wt.path, spec.cache) : false;
+  return { ok: true, ran: spec.commands.length, ...saved ? { cache: "saved" } : {}, refused };
+}
+function optional3(run) {
+  return {
+    ...run.limits ? { limits: run.limits } : {},
+    ...run.egressHosts ? { egressHosts: run.egressHosts } : {}
+  };
+}
+function setupPath(path6) {
+  const own2 = (0, import_node_path22.join)(process.execPath, "..");
+  return [own2, ...(path6 ?? "/usr/local/bin:/usr/bin:/bin").split(":").filter((p2) => p2 && p2 !== own2)].join(
+    ":"
+  );
+}
+var exists3 = (p2) => (0, import_promises28.access)(p2).then(
+  () => true,
+  () => false
+);
+function stepFailure(i2, command, end, run) {
+  const step = `Setup step ${i2 + 1} (\`${run.redact(command).slice(0, 200)}\`)`;
+  if (end.hit && run.limits) return `${step} failed: ${limitHitReason(end.hit, run.limits)}`;
+  switch (end.reason) {
+    case "timeout":
+      return `${step} was stopped: setup ran longer than the run's ${Math.round(run.timeouts.runMs / 6e4)} minutes (timeouts.run_minutes).`;
+    case "stall":
+      return `${step} was stopped: no output for ${Math.round(run.timeouts.stallMs / 6e4)} minutes (timeouts.stall_minutes).`;
+    case "cancelled":
+      return `${step} was cancelled.`;
+    case "spawn-error":
+      return `${step} could not start: ${end.detail ?? "no shell"}.`;
+    default:
+      return `${step} failed with exit status ${end.code ?? "unknown"}.`;
+  }
+}
+async function recordSetupMade(wt, artifactsDir) {
+  const { stdout } = await gitIn(wt, [
+    "status",
+    "--porcelain=v1",
+    "-z",
+    "--ignored=traditional",
+    "--untracked-files=normal",
+    "--ignore-submodules=all"
+  ]);
+  const excludes = [];
+  const changed = [];
+  for (const entry of stdout.split("\0")) {
+    if (entry.length < 4) continue;
+    const code2 = entry.slice(0, 2);
+    const path6 = entry.slice(3);
+    if (code2 === "??" || code2 === "!!") excludes.push(`/${escapeGlob(path6)}`);
+    else if (code2 !== "  ") changed.push(path6);
+  }
+  const file2 = (0, import_node_path22.join)(artifactsDir, "setup-excludes");
+  await (0, import_promises28.writeFile)(file2, excludes.length ? `${excludes.join("\n")}
+` : "");
+  wt.excludesFile = file2;
+  if (changed.length) {
+    const hashes = (await gitIn(wt, ["hash-object", "--no-filters", "--", ...changed])).stdout.split("\n");
+    wt.setupChanged = new Map(changed.map((p2, i2) => [p2, hashes[i2] ?? ""]));
+  }
+}
+function escapeGlob(path6) {
+  return path6.replace(/[\\*?[\]!#]/g, (c3) => `\\${c3}`).replace(/^(\s)/, "\\$1");
+}
+
 // src/worker/worktree.ts
-var import_node_crypto8 = require("node:crypto");
-var import_promises21 = require("node:fs/promises");
-var import_node_path16 = require("node:path");
-var exists3 = (p2) => (0, import_promises21.access)(p2).then(
+var import_node_crypto12 = require("node:crypto");
+var import_promises29 = require("node:fs/promises");
+var import_node_path23 = require("node:path");
+var exists4 = (p2) => (0, import_promises29.access)(p2).then(
   () => true,
   () => false
 );
@@ -68349,14 +70217,14 @@ function exclusive(key2, fn) {
 }
 var cacheCloneDir = (workDir, repo) => {
   const [owner, name] = repo.split("/");
-  return (0, import_node_path16.join)(workDir, "repos", safeSegment(owner ?? ""), `${safeSegment(name ?? "")}.git`);
+  return (0, import_node_path23.join)(workDir, "repos", safeSegment(owner ?? ""), `${safeSegment(name ?? "")}.git`);
 };
-var worktreePath = (workDir, taskId) => (0, import_node_path16.join)(workDir, "worktrees", safeSegment(taskId), "repo");
+var worktreePath = (workDir, taskId) => (0, import_node_path23.join)(workDir, "worktrees", safeSegment(taskId), "repo");
 async function syncCacheClone(workDir, src) {
   const dir = cacheCloneDir(workDir, src.repo);
   return exclusive(dir, async () => {
-    if (!await exists3((0, import_node_path16.join)(dir, "HEAD"))) {
-      await (0, import_promises21.mkdir)(dir, { recursive: true });
+    if (!await exists4((0, import_node_path23.join)(dir, "HEAD"))) {
+      await (0, import_promises29.mkdir)(dir, { recursive: true });
       await git(["init", "--bare", "-q", dir], { cwd: workDir });
     }
     await git(
@@ -68377,75 +70245,75 @@ async function syncCacheClone(workDir, src) {
     return { dir, defaultBranch: m?.[1] ?? "main" };
   });
 }
-async function remoteBranchSha(cacheDir, branch) {
+async function remoteBranchSha(cacheDir2, branch) {
   const r = await git(["rev-parse", "--verify", "-q", `refs/remotes/origin/${branch}^{commit}`], {
-    cwd: cacheDir,
+    cwd: cacheDir2,
     okCodes: [1]
   });
   return r.exitCode === 0 ? r.stdout.trim() : void 0;
 }
-async function clearStale(cacheDir, path6, branch) {
-  await git(["worktree", "prune"], { cwd: cacheDir });
-  const list = await git(["worktree", "list", "--porcelain"], { cwd: cacheDir });
+async function clearStale(cacheDir2, path6, branch) {
+  await git(["worktree", "prune"], { cwd: cacheDir2 });
+  const list = await git(["worktree", "list", "--porcelain"], { cwd: cacheDir2 });
   for (const entry of list.stdout.split("\n\n")) {
     const wt = /^worktree (.+)$/m.exec(entry)?.[1];
     const br = /^branch (.+)$/m.exec(entry)?.[1];
     if (wt && (wt === path6 || br === `refs/heads/${branch}`) && !/^bare$/m.test(entry)) {
-      await git(["worktree", "remove", "--force", "--force", wt], { cwd: cacheDir, okCodes: [128] });
-      await (0, import_promises21.rm)(wt, { recursive: true, force: true });
+      await git(["worktree", "remove", "--force", "--force", wt], { cwd: cacheDir2, okCodes: [128] });
+      await (0, import_promises29.rm)(wt, { recursive: true, force: true });
     }
   }
-  await (0, import_promises21.rm)(path6, { recursive: true, force: true });
-  await git(["worktree", "prune"], { cwd: cacheDir });
+  await (0, import_promises29.rm)(path6, { recursive: true, force: true });
+  await git(["worktree", "prune"], { cwd: cacheDir2 });
 }
 var MAX_SPARES = 4;
-var sparesDir = (cacheDir) => (0, import_node_path16.join)(`${cacheDir.replace(/\.git$/, "")}.spares`);
-async function takeSpare(cacheDir) {
-  const names = await (0, import_promises21.readdir)(sparesDir(cacheDir)).catch(() => []);
+var sparesDir = (cacheDir2) => (0, import_node_path23.join)(`${cacheDir2.replace(/\.git$/, "")}.spares`);
+async function takeSpare(cacheDir2) {
+  const names = await (0, import_promises29.readdir)(sparesDir(cacheDir2)).catch(() => []);
   for (const name of names) {
-    const dir = (0, import_node_path16.join)(sparesDir(cacheDir), name);
-    if (await exists3((0, import_node_path16.join)(dir, ".git"))) return dir;
-    await (0, import_promises21.rm)(dir, { recursive: true, force: true });
+    const dir = (0, import_node_path23.join)(sparesDir(cacheDir2), name);
+    if (await exists4((0, import_node_path23.join)(dir, ".git"))) return dir;
+    await (0, import_promises29.rm)(dir, { recursive: true, force: true });
   }
   return void 0;
 }
 async function addWorktree(workDir, src, taskId, branch) {
-  const { dir: cacheDir, defaultBranch } = await syncCacheClone(workDir, src);
+  const { dir: cacheDir2, defaultBranch } = await syncCacheClone(workDir, src);
   const path6 = worktreePath(workDir, taskId);
-  return exclusive(cacheDir, async () => {
-    await clearStale(cacheDir, path6, branch);
-    await (0, import_promises21.mkdir)((0, import_node_path16.join)(path6, ".."), { recursive: true });
-    const existing = await remoteBranchSha(cacheDir, branch);
+  return exclusive(cacheDir2, async () => {
+    await clearStale(cacheDir2, path6, branch);
+    await (0, import_promises29.mkdir)((0, import_node_path23.join)(path6, ".."), { recursive: true });
+    const existing = await remoteBranchSha(cacheDir2, branch);
     const base = existing ? `refs/remotes/origin/${branch}` : `refs/remotes/origin/${defaultBranch}`;
-    if (!existing && !await remoteBranchSha(cacheDir, defaultBranch)) {
+    if (!existing && !await remoteBranchSha(cacheDir2, defaultBranch)) {
       throw new Error(
         `${src.repo} has no branch "${defaultBranch}" to start from; push a first commit, then retry.`
       );
     }
-    const spare = await takeSpare(cacheDir);
+    const spare = await takeSpare(cacheDir2);
     let reused = false;
     if (spare) {
       try {
-        await git(["worktree", "move", spare, path6], { cwd: cacheDir });
-        const dirs = { path: path6, gitDir: await adminDirOf(cacheDir, path6) };
+        await git(["worktree", "move", spare, path6], { cwd: cacheDir2 });
+        const dirs = { path: path6, gitDir: await adminDirOf(cacheDir2, path6) };
         await gitIn(dirs, ["checkout", "-q", "--force", "-B", branch, base]);
         await gitIn(dirs, ["clean", "-q", "-ffdx"]);
         reused = true;
       } catch {
         await git(["worktree", "remove", "--force", "--force", path6], {
-          cwd: cacheDir,
+          cwd: cacheDir2,
           okCodes: [128]
         }).catch(() => void 0);
-        await (0, import_promises21.rm)(path6, { recursive: true, force: true });
-        await (0, import_promises21.rm)(spare, { recursive: true, force: true });
-        await git(["worktree", "prune"], { cwd: cacheDir });
+        await (0, import_promises29.rm)(path6, { recursive: true, force: true });
+        await (0, import_promises29.rm)(spare, { recursive: true, force: true });
+        await git(["worktree", "prune"], { cwd: cacheDir2 });
       }
     }
-    if (!reused) await git(["worktree", "add", "-q", "--force", "-B", branch, path6, base], { cwd: cacheDir });
-    const gitDir = await adminDirOf(cacheDir, path6);
+    if (!reused) await git(["worktree", "add", "-q", "--force", "-B", branch, path6, base], { cwd: cacheDir2 });
+    const gitDir = await adminDirOf(cacheDir2, path6);
     const startSha = (await gitIn({ path: path6, gitDir }, ["rev-parse", "HEAD"])).stdout.trim();
     return {
-      cacheDir,
+      cacheDir: cacheDir2,
       path: path6,
       gitDir,
       branch,
@@ -68458,15 +70326,15 @@ async function addWorktree(workDir, src, taskId, branch) {
 async function removeWorktree(wt) {
   await exclusive(wt.cacheDir, async () => {
     const pool = sparesDir(wt.cacheDir);
-    const spares = await (0, import_promises21.readdir)(pool).catch(() => []);
+    const spares = await (0, import_promises29.readdir)(pool).catch(() => []);
     await cleanAfterAgent(wt).catch(() => void 0);
     if (spares.length < MAX_SPARES) {
       try {
         await gitIn(wt, ["checkout", "-q", "--force", "--detach"]);
         await gitIn(wt, ["clean", "-q", "-ffdx"]);
-        await (0, import_promises21.mkdir)(pool, { recursive: true });
-        await git(["worktree", "move", wt.path, (0, import_node_path16.join)(pool, (0, import_node_crypto8.randomUUID)())], { cwd: wt.cacheDir });
-        await (0, import_promises21.rm)((0, import_node_path16.join)(wt.path, ".."), { recursive: true, force: true });
+        await (0, import_promises29.mkdir)(pool, { recursive: true });
+        await git(["worktree", "move", wt.path, (0, import_node_path23.join)(pool, (0, import_node_crypto12.randomUUID)())], { cwd: wt.cacheDir });
+        await (0, import_promises29.rm)((0, import_node_path23.join)(wt.path, ".."), { recursive: true, force: true });
         return;
       } catch {
       }
@@ -68475,41 +70343,41 @@ async function removeWorktree(wt) {
       cwd: wt.cacheDir,
       okCodes: [128]
     }).catch(() => void 0);
-    await (0, import_promises21.rm)((0, import_node_path16.join)(wt.path, ".."), { recursive: true, force: true });
+    await (0, import_promises29.rm)((0, import_node_path23.join)(wt.path, ".."), { recursive: true, force: true });
     await git(["worktree", "prune"], { cwd: wt.cacheDir }).catch(() => void 0);
   });
 }
-async function adminDirOf(cacheDir, path6) {
-  const root = (0, import_node_path16.join)(cacheDir, "worktrees");
-  for (const name of await (0, import_promises21.readdir)(root).catch(() => [])) {
-    const link = await (0, import_promises21.readFile)((0, import_node_path16.join)(root, name, "gitdir"), "utf8").catch(() => "");
-    if (link.trim() === (0, import_node_path16.join)(path6, ".git")) return (0, import_node_path16.join)(root, name);
+async function adminDirOf(cacheDir2, path6) {
+  const root2 = (0, import_node_path23.join)(cacheDir2, "worktrees");
+  for (const name of await (0, import_promises29.readdir)(root2).catch(() => [])) {
+    const link = await (0, import_promises29.readFile)((0, import_node_path23.join)(root2, name, "gitdir"), "utf8").catch(() => "");
+    if (link.trim() === (0, import_node_path23.join)(path6, ".git")) return (0, import_node_path23.join)(root2, name);
   }
-  throw new Error(`${path6} is not a worktree of ${cacheDir}.`);
+  throw new Error(`${path6} is not a worktree of ${cacheDir2}.`);
 }
 async function restoreGitLink(wt) {
-  const link = (0, import_node_path16.join)(wt.path, ".git");
-  await (0, import_promises21.rm)(link, { recursive: true, force: true });
-  await (0, import_promises21.writeFile)(link, `gitdir: ${wt.gitDir}
+  const link = (0, import_node_path23.join)(wt.path, ".git");
+  await (0, import_promises29.rm)(link, { recursive: true, force: true });
+  await (0, import_promises29.writeFile)(link, `gitdir: ${wt.gitDir}
 `);
 }
 async function cleanAfterAgent(wt) {
   await restoreGitLink(wt);
   const walk = async (dir) => {
-    for (const entry of await (0, import_promises21.readdir)(dir, { withFileTypes: true })) {
-      const path6 = (0, import_node_path16.join)(dir, entry.name);
+    for (const entry of await (0, import_promises29.readdir)(dir, { withFileTypes: true })) {
+      const path6 = (0, import_node_path23.join)(dir, entry.name);
       if (entry.name === ".git" && dir !== wt.path) {
-        await (0, import_promises21.rm)(path6, { recursive: true, force: true });
+        await (0, import_promises29.rm)(path6, { recursive: true, force: true });
         continue;
       }
       if (dir === wt.path && entry.name === ".git") continue;
       if (entry.isSymbolicLink()) continue;
       if (!entry.isFile() && !entry.isDirectory()) {
-        await (0, import_promises21.rm)(path6, { force: true });
+        await (0, import_promises29.rm)(path6, { force: true });
         continue;
       }
-      const { mode } = await (0, import_promises21.lstat)(path6);
-      if (mode & 3602) await (0, import_promises21.chmod)(path6, mode & 493);
+      const { mode } = await (0, import_promises29.lstat)(path6);
+      if (mode & 3602) await (0, import_promises29.chmod)(path6, mode & 493);
       if (entry.isDirectory()) await walk(path6);
     }
   };
@@ -68523,7 +70391,7 @@ async function runTask(spec, deps) {
   let ownGateway;
   try {
     assertFleetBranch(ctx.branch);
-    await (0, import_promises22.mkdir)(ctx.artifactsDir, { recursive: true });
+    await (0, import_promises30.mkdir)(ctx.artifactsDir, { recursive: true });
     if (!deps.gateway) ownGateway = await startModelGateway();
     ctx.gateway = deps.gateway ?? ownGateway;
     if (deps.signal?.aborted) return await finish2(ctx, "cancelled", "Cancelled before the run started.");
@@ -68537,7 +70405,13 @@ async function runTask(spec, deps) {
     );
     const notesDir = agentNotesDir(wt.path, spec.taskId);
     await prepareNotesDir(notesDir);
+    await freshAgentHome(agentHomeDir(deps.workDir, spec.taskId), await resumedSession(ctx));
+    ctx.result.limits = await limitsEnforcement();
+    if ((deps.sandbox ?? "bubblewrap") === "bubblewrap")
+      ctx.result.network = { mode: runContainment(ctx).network.mode, refused: [] };
     if (spec.split) return await runSplitPlanning(ctx, wt, notesDir);
+    const setupFailed = await setupStep(ctx, wt, planning);
+    if (setupFailed) return setupFailed;
     const planned = await planStep(ctx, wt, notesDir);
     if ("outcome" in planned) return planned;
     await ctx.progress({ state: "running", step: "agent working" }, true);
@@ -68568,24 +70442,58 @@ async function runTask(spec, deps) {
     await ownGateway?.close();
   }
 }
+async function resumedSession(ctx) {
+  const { spec } = ctx;
+  if (!(spec.planPhase && spec.planApproval && spec.approved === true)) return void 0;
+  const { state } = await loadPlan(ctx.artifactsDir);
+  return state.sessionId ? { coder: spec.coder, sessionId: state.sessionId } : void 0;
+}
+async function setupStep(ctx, wt, planning) {
+  const { spec, deps } = ctx;
+  const setup = deps.setup;
+  if (!setup?.commands.length) return void 0;
+  await ctx.progress({ state: planning ? "planning" : "running", step: "setup" }, true);
+  const c3 = runContainment(ctx);
+  const r = await runSetup(setup, wt, {
+    repo: spec.repo,
+    workDir: deps.workDir,
+    artifactsDir: ctx.artifactsDir,
+    home: agentHomeDir(deps.workDir, spec.taskId),
+    sandbox: c3.sandbox,
+    limits: c3.limits,
+    forbidden: c3.forbidden,
+    ...c3.egressHosts ? { egressHosts: c3.egressHosts } : {},
+    timeouts: spec.timeouts,
+    ...deps.signal ? { signal: deps.signal } : {},
+    redact: ctx.redact,
+    log: (command) => void ctx.progress({ state: planning ? "planning" : "running", step: `setup: ${command}` })
+  });
+  noteRefused(ctx, r.refused);
+  if (r.ok) {
+    ctx.result.setup = { ran: r.ran, ...r.cache ? { cache: r.cache } : {} };
+    return void 0;
+  }
+  ctx.result.noRetry = true;
+  return finish2(ctx, deps.signal?.aborted ? "cancelled" : "failed", r.reason);
+}
 async function planStep(ctx, wt, notesDir) {
   const { spec, result } = ctx;
   if (spec.planPhase && spec.planApproval && spec.approved === true) {
     const saved = await loadPlan(ctx.artifactsDir);
-    if (saved.state.totals) result.planTotals = saved.state.totals;
-    if (saved.plan !== void 0) await (0, import_promises22.writeFile)((0, import_node_path17.join)(notesDir, PLAN_FILE), saved.plan);
+    if (saved.plan !== void 0) await (0, import_promises30.writeFile)((0, import_node_path24.join)(notesDir, PLAN_FILE), saved.plan);
     return { plan: saved.plan, resumeSessionId: saved.state.sessionId };
   }
   if (!spec.planPhase) return {};
   await ctx.progress({ state: "planning", step: "planning (read-only)" }, true);
   const run = await runPhase(ctx, { wt, notesDir, phase: "plan" });
   result.planTotals = run.totals;
+  if (spec.planApproval && !spec.approved) result.kind = "plan";
   if (run.kind !== "ok") return await finish2(ctx, run.kind, run.reason, run);
   const notes = await readArtifacts(notesDir);
   const plan = notes.plan ?? run.planText ?? "";
-  await (0, import_promises22.writeFile)((0, import_node_path17.join)(ctx.artifactsDir, PLAN_FILE), plan);
-  await (0, import_promises22.writeFile)(
-    (0, import_node_path17.join)(ctx.artifactsDir, PLAN_STATE_FILE),
+  await (0, import_promises30.writeFile)((0, import_node_path24.join)(ctx.artifactsDir, PLAN_FILE), plan);
+  await (0, import_promises30.writeFile)(
+    (0, import_node_path24.join)(ctx.artifactsDir, PLAN_STATE_FILE),
     JSON.stringify({ sessionId: run.sessionId, totals: run.totals })
   );
   result.artifacts.plan = plan;
@@ -68638,6 +70546,11 @@ async function publishChange(ctx, wt, run, notes) {
     return await finish2(ctx, "failed", leak, run, notes);
   }
   if (deps.signal?.aborted) return await finish2(ctx, "cancelled", "Cancelled before the push.", run, notes);
+  const gone = await reviewPrGone(ctx);
+  if (gone) {
+    result.noRetry = true;
+    return await finish2(ctx, "failed", gone, run, notes);
+  }
   await ctx.progress({ state: "running", step: "pushing the branch" }, true);
   await pushBranch(wt, deps.cloneUrl, ctx.branch, deps.gitAuth);
   const pr = await openOrUpdatePullRequest(deps.octokit, parseRepoFullName(spec.repo), {
@@ -68650,7 +70563,18 @@ async function publishChange(ctx, wt, run, notes) {
   result.pr = { number: pr.number, url: pr.url, head: pr.head };
   return await finish2(ctx, "pr-opened", void 0, run, notes);
 }
+async function reviewPrGone(ctx) {
+  const { spec, deps } = ctx;
+  if (spec.reviewPr === void 0) return void 0;
+  const { data } = await deps.octokit.rest.pulls.get({
+    ...parseRepoFullName(spec.repo),
+    pull_number: spec.reviewPr
+  });
+  if (data.state === "open") return void 0;
+  return `Pull request #${spec.reviewPr} was ${data.merged ? "merged" : "closed"} while the round ran; nothing was pushed.`;
+}
 async function runSplitPlanning(ctx, wt, notesDir) {
+  ctx.result.kind = "split";
   await ctx.progress({ state: "planning", step: "splitting the issue (read-only)" }, true);
   const run = await runPhase(ctx, { wt, notesDir, phase: "plan" });
   ctx.result.planTotals = run.totals;
@@ -68667,7 +70591,7 @@ ${JSON.stringify(notes.rawResult ?? "")}`;
     const reason = `Fleet created nothing: the split plan gives away a secret, ${hit.label} (${hit.form}).`;
     return await finish2(ctx, "failed", reason, run, notes);
   }
-  return await finish2(ctx, "no-changes", "Split task: its plan is applied to the issue.", run);
+  return await finish2(ctx, "split", "Split task: its plan is applied to the issue.", run);
 }
 
 // src/worker/rebase-run.ts
@@ -68684,10 +70608,10 @@ var RebaseFailed = class extends Error {
 async function runRebase(spec, deps) {
   const ref = parseRepoFullName(spec.repo);
   const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
-  const logPath = (0, import_node_path18.join)(artifactsDir, REBASE_LOG_FILE);
+  const logPath = (0, import_node_path25.join)(artifactsDir, REBASE_LOG_FILE);
   const outcome = { outcome: "pr-opened", logPath, artifacts: {} };
-  await (0, import_promises23.mkdir)(artifactsDir, { recursive: true });
-  await (0, import_promises23.writeFile)(logPath, "");
+  await (0, import_promises31.mkdir)(artifactsDir, { recursive: true });
+  await (0, import_promises31.writeFile)(logPath, "");
   const { data: pr } = await deps.octokit.rest.pulls.get({ ...ref, pull_number: spec.pr });
   if (pr.state !== "open") {
     outcome.outcome = pr.merged ? "no-changes" : "failed";
@@ -68731,6 +70655,7 @@ async function runRebase(spec, deps) {
     );
     if (!wt.continued)
       throw new RebaseFailed(`The branch \`${run.view.branch}\` is not on GitHub any more.`, []);
+    await freshAgentHome(agentHomeDir(deps.workDir, spec.taskId));
     await rebaseAndPush(run, wt, outcome);
     return outcome;
   } catch (error64) {
@@ -68753,6 +70678,7 @@ async function runRebase(spec, deps) {
     await ownGateway?.close();
   }
 }
+var spentBefore2 = (spec, steps) => combineTotals(spec.earlierRuns?.length ? sumRuns(spec.earlierRuns) : void 0, steps);
 async function rebaseAndPush(run, wt, outcome) {
   const { spec, deps, view } = run;
   const baseSha = (await gitIn(wt, ["rev-parse", `refs/remotes/origin/${view.base}^{commit}`])).stdout.trim();
@@ -68827,7 +70753,8 @@ async function replayWithAgent(run, wt, baseSha) {
       artifactsDir: run.artifactsDir,
       gateway: run.gateway,
       onRunToken: run.onRunToken,
-      ...run.totals ? { earlier: run.totals } : {}
+      // The task's earlier runs and this rebase's earlier steps: the task is held to its ceilings as a whole.
+      earlier: spentBefore2(spec, run.totals)
     });
     run.totals = combineTotals(run.totals, step.totals);
     await cleanAfterAgent(wt);
@@ -68846,7 +70773,7 @@ async function replayWithAgent(run, wt, baseSha) {
 async function rebaseInProgress(tree) {
   for (const dir of ["rebase-merge", "rebase-apply"]) {
     const p2 = (await gitIn(tree, ["rev-parse", "--git-path", dir])).stdout.trim();
-    if (await (0, import_promises23.access)((0, import_node_path18.resolve)(tree.path, p2)).then(
+    if (await (0, import_promises31.access)((0, import_node_path25.resolve)(tree.path, p2)).then(
       () => true,
       () => false
     ))
@@ -68861,7 +70788,7 @@ async function unmergedFiles(tree) {
 async function filesWithMarkers(cwd, files) {
   const out = [];
   for (const f of files) {
-    const text = await readAgentFile((0, import_node_path18.join)(cwd, f), 16 * 1024 * 1024).catch(() => void 0);
+    const text = await readAgentFile((0, import_node_path25.join)(cwd, f), 16 * 1024 * 1024).catch(() => void 0);
     if (text !== void 0 && MARKER.test(text)) out.push(f);
   }
   return out;
@@ -68891,7 +70818,7 @@ async function resolveWithAgent(spec, deps, tree, at) {
   if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
   if (deps.credential) invocation.credential = { ...deps.credential };
-  await (0, import_promises23.mkdir)(invocation.home, { recursive: true });
+  await (0, import_promises31.mkdir)(invocation.home, { recursive: true });
   const sandbox = deps.sandbox ?? "bubblewrap";
   const homeOverlay = sandbox === "bubblewrap" && deps.inheritHome ? await inheritedHomeMounts(spec.coder, deps.inheritHome, invocation.home) : [];
   const stop = new AbortController();
@@ -68901,7 +70828,7 @@ async function resolveWithAgent(spec, deps, tree, at) {
   let stopped;
   const gatewayRun = deps.credential && deps.adapter.upstream ? gatewayRunFor(deps, {
     phase: "work",
-    // The rebase's earlier agent steps count: the run is held to the ceilings as a whole.
+    // The task's earlier runs and the rebase's earlier steps count: the task is held to the ceilings as a whole.
     ...at.earlier ? { earlier: at.earlier } : {},
     credential: deps.credential,
     model: spec.model,
@@ -68926,6 +70853,10 @@ async function resolveWithAgent(spec, deps, tree, at) {
       {
         sandbox,
         mounts: { ...worktreeMounts(tree, void 0, "work"), homeOverlay },
+        ...deps.network ? { network: deps.network } : {},
+        limits: deps.limits ?? DEFAULT_RESOURCE_LIMITS,
+        ...deps.egressHosts ? { egressHosts: deps.egressHosts } : {},
+        forbidden: forbiddenFolders(deps.workDir),
         gateway: at.gateway,
         onRunToken: at.onRunToken,
         ...gatewayRun ? { gatewayRun } : {}
@@ -69018,46 +70949,45 @@ async function recordOutcome(task, outcome, deps, lost, alsoDoc) {
   const clock = deps.clock ?? (() => /* @__PURE__ */ new Date());
   const totals2 = combineTotals(outcome.planTotals, outcome.totals);
   const patch = {};
-  if (totals2) patch.totals = totals2;
-  if (totals2) patch.runs = appendRun(task.runs, { kind: runKindOf(task), at: clock().toISOString(), totals: totals2 });
   if (outcome.pr) patch.pr = outcome.pr.number;
-  if (!task.rebase) patch.result = resultSummaryOf(task.attempts, outcome.artifacts.result);
-  if (task.instructions) patch.instructions = void 0;
-  const reason = outcome.reason;
+  if (!task.rebase) {
+    patch.result = resultSummaryOf(task.attempts, outcome.artifacts.result);
+    if (outcome.outcome === "no-changes") patch.result.noChanges = true;
+  }
+  const kind = outcome.kind ?? runKindOf(task);
   const to = stateAfterOutcome(outcome.outcome, {
     retriesLeft: hasRetriesLeft(task.attempts, deps.config.retries.max),
     noRetry: outcome.noRetry,
     // A cancel from the issue already moved the task; a worker shutting down puts it back in the queue.
-    cancelledByUser: lost === "cancelled"
+    cancelledByUser: lost === "cancelled",
+    onOpenPr: kind === "review" || kind === "rebase"
   });
   const retrying = isRetry(outcome.outcome, to);
   const now = clock().toISOString();
   const resetAt = retrying ? retryNotBefore(now, task.attempts, deps.config.retries.backoff_seconds) : outcome.rateLimit?.resetsAt ?? (outcome.rateLimit?.retryAfterSeconds !== void 0 ? new Date(clock().getTime() + outcome.rateLimit.retryAfterSeconds * 1e3).toISOString() : void 0);
+  const reason = outcome.reason;
   const why = retrying ? retryReason(
     `attempt ${task.attempts} ended (${outcome.outcome}${reason ? `: ${reason}` : ""})`,
     resetAt
-  ) : reason;
-  if (task.rebase && to !== "queued" && to !== "rate-limited") patch.rebase = void 0;
-  await deps.queue.move(task.issue, to, {
-    taskId: task.id,
-    // The PR's own webhook may have moved the task to pr-open already: then only the fields are added.
-    from: [...SLOT_HOLDING_STATES, to],
-    // The end of the plan phase waits for this commit when no heartbeat carried it (see execute-task.ts).
-    via: "running",
-    reason: why,
-    resetAt,
-    patch,
-    // The run's line in the token ledger goes into the same commit.
-    alsoDoc: (doc) => {
-      const withRun = alsoDoc ? alsoDoc(doc) : doc;
-      return totals2 ? recordLedger(withRun, {
-        day: clock().toISOString().slice(0, 10),
-        coder: task.coder,
-        usage: totals2.usage,
-        costUsd: totals2.costUsd
-      }) : withRun;
-    }
-  });
+  ) : outcomeNote(outcome.outcome, to, reason);
+  if (to !== "queued" && to !== "rate-limited") {
+    if (task.instructions) patch.instructions = void 0;
+    if (task.rebase) patch.rebase = void 0;
+  }
+  await deps.queue.endRun(
+    task.id,
+    {
+      holder: deps.holder,
+      to,
+      // The end of the plan phase waits for this commit when no heartbeat carried it (see execute-task.ts).
+      via: "running",
+      reason: why,
+      resetAt,
+      patch,
+      ...totals2 ? { run: { kind, at: now, totals: totals2 } } : {}
+    },
+    alsoDoc
+  );
 }
 function credentialPool(coder, deps, clock) {
   const names = [...deps.config.coders[coder]?.credentials ?? []];
@@ -69087,16 +71017,14 @@ async function executeTask(taskId, deps) {
   if (!claimed) return void 0;
   const { task } = claimed;
   const adapter = deps.adapterFor(task.coder);
+  const endEarly = (reason) => deps.queue.endRun(taskId, { holder: deps.holder, to: "failed", reason, patch: {} });
   if (!adapter) {
-    await deps.queue.move(task.issue, "failed", {
-      taskId,
-      reason: `no adapter for coder "${task.coder}" on this worker`
-    });
+    await endEarly(`no adapter for coder "${task.coder}" on this worker`);
     return void 0;
   }
   const gathered = await gatherIssue(task, claimed.beads, deps);
   if ("missing" in gathered) {
-    await deps.queue.move(task.issue, "failed", { taskId, reason: gathered.missing });
+    await endEarly(gathered.missing);
     return void 0;
   }
   const rotation = credentialPool(
@@ -69205,7 +71133,8 @@ function taskSpecFor(task, gathered, deps) {
     split: gathered.special.split,
     extraPrompt: gathered.special.extraPrompt,
     earlierRuns: task.runs,
-    runKind: runKindOf(task)
+    runKind: runKindOf(task),
+    ...task.instructions && task.pr !== void 0 ? { reviewPr: task.pr } : {}
   };
 }
 function runningAhead(task, deps) {
@@ -69220,6 +71149,18 @@ function runningAhead(task, deps) {
       waiting = false;
       await deps.queue.move(task.issue, "running", { taskId: task.id, from: ["planning"] });
     }
+  };
+}
+function containmentOf(config3) {
+  const network2 = networkPolicyOf(config3.network);
+  return {
+    network: network2,
+    setup: {
+      commands: config3.setup,
+      cache: config3.setup_cache,
+      network: config3.setup_network === void 0 ? network2 : networkPolicyOf(config3.setup_network)
+    },
+    limits: resourceLimitsOf(config3)
   };
 }
 function workerDepsFor(task, adapter, gathered, deps, run) {
@@ -69243,7 +71184,9 @@ function workerDepsFor(task, adapter, gathered, deps, run) {
     modelBaseUrl: deps.modelBaseUrl,
     agentEnv: deps.agentEnv,
     sandbox: deps.sandbox ?? deps.config.sandbox,
-    ...deps.config.coders[task.coder]?.home === "inherit" ? { inheritHome: deps.userHome ?? (0, import_node_os6.homedir)() } : {},
+    ...containmentOf(deps.config),
+    ...deps.egressHosts ? { egressHosts: deps.egressHosts } : {},
+    ...deps.config.coders[task.coder]?.home === "inherit" ? { inheritHome: deps.userHome ?? (0, import_node_os10.homedir)() } : {},
     clock: run.clock,
     signal: run.signal,
     secrets: deps.secrets,
@@ -69326,6 +71269,7 @@ async function runAction(inputs, deps) {
       holder,
       heartbeatMs: deps.heartbeatMs,
       secrets: inputs.secrets,
+      ...inputs.egressHosts ? { egressHosts: inputs.egressHosts } : {},
       log: deps.log
     });
   } finally {
@@ -69458,7 +71402,8 @@ async function runner(env = process.env) {
     const agentEnv = Object.fromEntries(parseNameValueLines(getInput("agent-env"), "agent-env"));
     const apiUrl = getInput("api-url") || env.GITHUB_API_URL || "https://api.github.com";
     const modelBaseUrl = getInput("model-base-url") || void 0;
-    const workDir = getInput("work-dir") || (0, import_node_path19.join)(env.RUNNER_TEMP || (0, import_node_os7.tmpdir)(), "fleet");
+    const workDir = getInput("work-dir") || (0, import_node_path26.join)(env.RUNNER_TEMP || (0, import_node_os11.tmpdir)(), "fleet");
+    const egressHosts = parseEgressHosts(env.FLEET_EGRESS_HOSTS);
     const fullName = required2(env, "GITHUB_REPOSITORY");
     const runId = required2(env, "GITHUB_RUN_ID");
     const serverUrl = env.GITHUB_SERVER_URL || "https://github.com";
@@ -69483,7 +71428,8 @@ async function runner(env = process.env) {
         modelBaseUrl,
         agentEnv,
         secrets: [token, ...credentials.values()],
-        ...fleetUrl ? { fleetUrl } : {}
+        ...fleetUrl ? { fleetUrl } : {},
+        ...Object.keys(egressHosts).length ? { egressHosts } : {}
       },
       {
         octokit,
@@ -69508,7 +71454,7 @@ async function report(result) {
   setOutput("tokens-cache-write", String(result.usage.cacheWrite));
   setOutput("cost-usd", result.costUsd === null ? "" : result.costUsd.toFixed(6));
   setOutput("log-path", result.logPath ?? "");
-  setOutput("artifacts-dir", result.logPath ? (0, import_node_path19.dirname)(result.logPath) : "");
+  setOutput("artifacts-dir", result.logPath ? (0, import_node_path26.dirname)(result.logPath) : "");
   if (process.env.GITHUB_STEP_SUMMARY) await summary.addRaw(result.summary, true).write();
   if (result.failed) setFailed(result.message);
   else if (result.conclusion === "not-claimed") notice(result.message);
