@@ -1,5 +1,5 @@
 import { ACTIVE_STATES, canTransition, transition } from "./lifecycle.ts";
-import type { Lease, Task, TaskState } from "./task.ts";
+import type { Lease, LeaseProcess, Task, TaskState } from "./task.ts";
 
 // Every lease decision, pure (time is passed in): how long a lease lasts, who may claim and renew it,
 // when it has expired, which slots it holds. Dispatch, the worker and the reconcile all use these.
@@ -124,6 +124,8 @@ export interface ClaimOptions {
   holder: string;
   now: Date;
   ttlMs?: number;
+  /** The claiming process, recorded on the lease (see LeaseProcess). */
+  process?: LeaseProcess;
   /** The state the claimer starts in (planning or running): claimed and started in one commit. */
   startIn?: (task: Task) => TaskState;
 }
@@ -148,6 +150,8 @@ export function claimLease<D extends LeaseDoc>(
     heartbeatAt: at,
     expiresAt: expiryFrom(opts.now, opts.ttlMs ?? DEFAULT_LEASE_TTL_MS),
   };
+  if (opts.process) lease.process = opts.process;
+  else delete lease.process;
   const first = opts.startIn?.(task);
   const claimed = first
     ? { ...transition(task, first, { now: at }), lease }
@@ -196,3 +200,14 @@ export function releaseLease<D extends LeaseDoc>(
   const { lease: _released, ...rest } = task;
   return withTask(doc, { ...rest, updatedAt: opts.now.toISOString() });
 }
+
+/**
+ * Whether `here` can tell if the lease's process runs: the same machine and boot, the same PID
+ * namespace (its pids are ours) and the same user (a /proc mounted with hidepid hides others').
+ */
+export const canJudgeProcess = (lease: Lease, here: LeaseProcess): boolean =>
+  lease.process !== undefined &&
+  lease.process.host === here.host &&
+  lease.process.bootId === here.bootId &&
+  lease.process.pidNs === here.pidNs &&
+  lease.process.uid === here.uid;

@@ -84,6 +84,16 @@ const LeaseSchema = z.looseObject({
   acquiredAt: time,
   heartbeatAt: time,
   expiresAt: time,
+  process: z
+    .looseObject({
+      host: z.string(),
+      bootId: z.string(),
+      pidNs: z.string(),
+      uid: z.number().int(),
+      pid: z.number().int().positive(),
+      start: z.string(),
+    })
+    .optional(),
 });
 
 const PinSchema = z.looseObject({

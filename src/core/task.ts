@@ -44,6 +44,24 @@ export interface Lease {
   acquiredAt: string;
   heartbeatAt: string;
   expiresAt: string;
+  /** The worker process that claimed it, where it could tell (see LeaseProcess). */
+  process?: LeaseProcess;
+}
+
+/**
+ * The process holding a lease and its machine: a worker on the same machine (same host name, boot,
+ * PID namespace and user) can tell whether it is still running, and a dead one holds nothing.
+ */
+export interface LeaseProcess {
+  host: string;
+  /** The kernel's boot id: a reboot makes every process of the boot before a stranger. */
+  bootId: string;
+  /** The PID namespace (its inode, as /proc/self/ns/pid names it): a container's pids are not the host's. */
+  pidNs: string;
+  uid: number;
+  pid: number;
+  /** The process's start time, in clock ticks since boot (/proc/<pid>/stat): a reused pid starts later. */
+  start: string;
 }
 
 /** What is asked of Fleet for an issue: the coder and model to run it, its priority, the issues it waits for. */

@@ -17,6 +17,7 @@ import {
   moveTask,
   noteIgnoredEdit,
   patchTask,
+  reclaimGoneRuns,
   repinTasks,
   resolvedConfig,
   type SetConfigOutcome,
@@ -125,6 +126,14 @@ export class RepoQueue {
   /** A scheduling pass on its own (reconcile, a config change). */
   async schedule(): Promise<Task[]> {
     const { result } = await this.commit(() => null);
+    return result ? result.changes.map((c) => c.task) : [];
+  }
+
+  /** Runs whose worker process is gone go back to the queue (see reclaimGoneRuns), and are scheduled again in the same commit. */
+  async reclaimGoneRuns(gone: ReadonlyArray<{ taskId: string; holder: string }>): Promise<Task[]> {
+    const { result } = await this.commit((d) =>
+      reclaimGoneRuns(d, gone, { now: this.iso(), retriesMax: this.config(d).retries.max }),
+    );
     return result ? result.changes.map((c) => c.task) : [];
   }
 

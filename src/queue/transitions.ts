@@ -11,7 +11,7 @@ import {
   updateOverrides,
 } from "../core/config.ts";
 import { DEFAULT_LEASE_TTL_MS, newLease } from "../core/leases.ts";
-import { canTransition, isTerminal, transition } from "../core/lifecycle.ts";
+import { canTransition, isActive, isTerminal, transition } from "../core/lifecycle.ts";
 import { pinPrompt, promptPinDigest } from "../core/prompt-pin.ts";
 import type { SchedulerDecision } from "../core/scheduler.ts";
 import { type Readiness, retryNotBefore, retryReason, scheduleNext } from "../core/scheduler.ts";
@@ -284,6 +284,41 @@ export function moveTask(
     messages: [
       `${current.state} -> ${to}: gh-${current.issue} (${taskId})${opts.reason ? `: ${opts.reason}` : ""}`,
     ],
+  };
+}
+
+/**
+ * Runs whose worker process is gone (it was killed on the machine that says so, see canJudgeProcess):
+ * each task still on that holder's lease goes back to the queue at once, or fails when it has no
+ * retries left. A task no longer on that lease (reclaimed already, moved on) is left alone, so a run
+ * is retried once however many workers saw it gone.
+ */
+export function reclaimGoneRuns(
+  doc: FleetStateDoc,
+  gone: ReadonlyArray<{ taskId: string; holder: string }>,
+  opts: { now: string; retriesMax: number },
+): TransitionResult | null {
+  const changed: TaskChange[] = [];
+  const messages: string[] = [];
+  for (const { taskId, holder } of gone) {
+    const task = doc.tasks[taskId];
+    if (!task?.lease || task.lease.holder !== holder || !isActive(task.state)) continue;
+    const retry = task.attempts <= opts.retriesMax;
+    const to = retry ? "queued" : "failed";
+    if (!canTransition(task.state, to)) continue;
+    const why = `its worker ${holder} ended without finishing the run`;
+    const reason = retry ? `${why}; retrying` : `${why}; no retries left`;
+    changed.push({ task: transition(task, to, { now: opts.now, reason }), from: task.state });
+    messages.push(`${task.state} -> ${to}: gh-${task.issue} (${taskId}): ${why}`);
+  }
+  if (changed.length === 0) return null;
+  return {
+    doc: withTasks(
+      doc,
+      changed.map((c) => c.task),
+    ),
+    changes: changed,
+    messages,
   };
 }
 

@@ -2,6 +2,7 @@ import { claimLease, heartbeatIntervalMs, renewLease } from "../core/leases.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task } from "../core/task.ts";
 import type { StateStore } from "../state/store.ts";
+import { thisProcess } from "./holder-process.ts";
 
 // Step 1 of a run: the worker takes the lease the dispatcher handed out, and keeps it with heartbeats.
 // The decisions (who may claim, who may renew) are core/leases.ts; this file is their commits.
@@ -24,7 +25,11 @@ export async function claimTaskState(
   /** The state the worker starts in (planning or running): claimed and started in one commit. */
   startIn?: (task: Task) => "planning" | "running",
 ) {
-  const result = await store.update(({ doc }) => claimLease(doc, taskId, { holder, now, ttlMs, startIn }));
+  // The lease names this process, so a worker on this machine can tell when it is gone.
+  const process = await thisProcess();
+  const result = await store.update(({ doc }) =>
+    claimLease(doc, taskId, { holder, now, ttlMs, startIn, ...(process ? { process } : {}) }),
+  );
   const task = result.snapshot.doc.tasks[taskId];
   return result.applied && task
     ? { task, beads: result.snapshot.beads, snapshot: result.snapshot }

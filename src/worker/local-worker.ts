@@ -9,6 +9,7 @@ import { localDispatcher } from "../queue/dispatcher.ts";
 import { openRepository, type Repository } from "../queue/open-repository.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
 import { type ExecuteDeps, executeTask } from "./execute-task.ts";
+import { goneRunsHere } from "./holder-process.ts";
 import type { TaskOutcome } from "./run-task.ts";
 import type { SandboxMode } from "./sandbox.ts";
 
@@ -133,6 +134,8 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
     }
     let snapshot = await repository.store.read({ why: "poll" });
     const queue = repository.queue(loaded.config);
+    if (await giveBackGoneRuns(snapshot.doc, queue, log))
+      snapshot = await repository.store.read({ why: "poll" });
     // A rate limit or a retry backoff ran out: no webhook says so, so this poll runs the pass.
     const nowIso = (opts.clock?.() ?? new Date()).toISOString();
     if (wakeDue(Object.values(snapshot.doc.tasks), queue.config(snapshot.doc), nowIso)) {
@@ -184,6 +187,23 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
         .catch((e) => log(`tracking comment edits failed: ${(e as Error).message}`));
     },
   };
+}
+
+/**
+ * A worker on this machine was killed hard: its runs go back to the queue now, not when their leases
+ * expire (see goneRunsHere). Whether any did.
+ */
+async function giveBackGoneRuns(
+  doc: FleetStateDoc,
+  queue: RepoQueue,
+  log: (message: string) => void,
+): Promise<boolean> {
+  const gone = await goneRunsHere(doc);
+  if (gone.length === 0) return false;
+  const back = new Set((await queue.reclaimGoneRuns(gone)).map((t) => t.id));
+  for (const g of gone.filter((g) => back.has(g.taskId)))
+    log(`${g.taskId}: its worker ${g.holder} is gone; the run goes back to the queue`);
+  return back.size > 0;
 }
 
 /** What executeTask needs from this worker for one task. */
