@@ -8,6 +8,7 @@ import { createConfigCache } from "../queue/config-cache.ts";
 import { noticeMarker } from "../render/markers.ts";
 import { renderStateCorrupt } from "../render/notices.ts";
 import { DEFAULT_STATE_BRANCH } from "../state/github-store.ts";
+import { stateTransportFrom } from "../state/repo-store.ts";
 import {
   type ActionsTokenOptions,
   createActionsTokenHandler,
@@ -52,6 +53,9 @@ function actionsTokenOptions(given: Partial<ActionsTokenOptions> = {}): ActionsT
 
 /** The Probot application: wires webhook events to Fleet's handlers. */
 export function createFleetApp(options: FleetAppOptions = {}): ApplicationFunction {
+  // Read once, here, for every way the app is started: a bad FLEET_STATE_TRANSPORT stops the start-up
+  // with the valid values, not every later event.
+  const stateTransport = options.stateTransport ?? stateTransportFrom();
   return (app, { addHandler }) => {
     // Before anything reads a webhook body: the 25 MB cap and the signature check on the raw request.
     guardWebhookIntake(app);
@@ -62,6 +66,7 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
       knownCoders: options.knownCoders ?? CODER_NAMES,
       queues: createRepoQueues(app, {
         ...options,
+        stateTransport,
         publicUrl: options.publicUrl ?? process.env.FLEET_PUBLIC_URL,
         configs,
       }),

@@ -2,7 +2,6 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createNodeMiddleware, createProbot, ProbotOctokit } from "probot";
 import { CODER_NAMES } from "../core/coders.ts";
-import { stateTransportFrom } from "../state/repo-store.ts";
 import { type BackgroundDeliveries, stopAndDrain } from "./deliveries.ts";
 import { createFleetApp, type FleetAppOptions } from "./index.ts";
 import type { RepoQueues } from "./repo-queues.ts";
@@ -74,17 +73,22 @@ export async function startFleetServer(options: FleetServerOptions): Promise<Fle
   const url = `http://127.0.0.1:${port}`;
   let queues: RepoQueues | undefined;
   let deliveries: BackgroundDeliveries | undefined;
-  const appFn = createFleetApp({
-    ...options,
-    publicUrl: options.publicUrl ?? url,
-    // A bad FLEET_STATE_TRANSPORT stops the start-up with the valid values, not every later event.
-    stateTransport: options.stateTransport ?? stateTransportFrom(),
-    onReady: (q, d) => {
-      queues = q;
-      deliveries = d;
-      options.onReady?.(q, d);
-    },
-  });
+  let appFn: ReturnType<typeof createFleetApp>;
+  try {
+    appFn = createFleetApp({
+      ...options,
+      publicUrl: options.publicUrl ?? url,
+      onReady: (q, d) => {
+        queues = q;
+        deliveries = d;
+        options.onReady?.(q, d);
+      },
+    });
+  } catch (error) {
+    // A setting it refuses (FLEET_STATE_TRANSPORT): nothing is left listening.
+    server.close();
+    throw error;
+  }
   middleware = await createNodeMiddleware(appFn, { probot, webhooksPath: WEBHOOK_PATH });
   return {
     url,

@@ -33,14 +33,23 @@ export type RepoStateStore = StateStore & {
   history(limit: number): Promise<Array<{ sha: string; message: string; date: string }>>;
 };
 
+/** An unknown `$FLEET_STATE_TRANSPORT`: a setting to fix (exit code 1), not a crash. */
+export class StateTransportError extends Error {
+  readonly exitCode = 1;
+  constructor(value: string) {
+    super(
+      `FLEET_STATE_TRANSPORT="${value}" is not a state transport; use one of: ${STATE_TRANSPORTS.join(", ")}.`,
+    );
+    this.name = "StateTransportError";
+  }
+}
+
 /** The transport `$FLEET_STATE_TRANSPORT` names, or `git`; an unknown value is an error that lists the valid ones. */
 export function stateTransportFrom(env: NodeJS.ProcessEnv = process.env): StateTransport {
   const v = env.FLEET_STATE_TRANSPORT?.trim();
   if (!v) return "git";
   if ((STATE_TRANSPORTS as readonly string[]).includes(v)) return v as StateTransport;
-  throw new Error(
-    `FLEET_STATE_TRANSPORT="${v}" is not a state transport; use one of: ${STATE_TRANSPORTS.join(", ")}.`,
-  );
+  throw new StateTransportError(v);
 }
 
 /**
