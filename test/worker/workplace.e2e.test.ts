@@ -262,6 +262,56 @@ describe("the agent's workplace (runTask, real Claude Code CLI)", () => {
     expect(left.stdout.trim()).toBe("");
   }, 120_000);
 
+  it("a run that reaches its memory limit is stopped with a reason naming the limit", async () => {
+    if ((await limitsEnforcement()).kind === "none") return;
+    const r = await run(
+      "Eat memory",
+      () => [
+        // Doubles a string until the kernel kills it at the cgroup's limit.
+        { toolUses: [bash(`awk 'BEGIN { s = "x"; while (1) s = s s }'; echo awk-ended`)], usage: USAGE },
+        { text: "Done.", usage: USAGE },
+      ],
+      { limits: { memoryMb: 768, pids: 1024 } },
+    );
+    expect(r.outcome.outcome).toBe("failed");
+    expect(r.outcome.reason).toMatch(/memory limit \(limits\.memory_mb: 768 MiB/);
+  }, 120_000);
+
+  it("setup_cache: a later task of the same setup gets setup's folders back without running it, and nothing an agent wrote", async () => {
+    const setup = (commands: string[]) => ({
+      setup: { commands, cache: ["node_modules"], network: networkPolicyOf(undefined) },
+    });
+    const make = ["mkdir -p node_modules/dep && date +%s%N > node_modules/dep/stamp"];
+    const look = (notes: string, path: string): ScriptTurn[] => [
+      { toolUses: [bash("cat node_modules/dep/stamp; ls node_modules/dep; echo looked")], usage: USAGE },
+      {
+        toolUses: [
+          bash("echo from-the-agent > node_modules/dep/agent.txt"),
+          write(join(path, "CHANGE.md"), "change\n"),
+          resultOf(notes, "Looked."),
+        ],
+        usage: USAGE,
+      },
+      { text: "Done.", usage: USAGE },
+    ];
+    const first = await run("Cache one", ({ path, notes }) => look(notes, path), setup(make));
+    expect(first.outcome.outcome, first.outcome.reason).toBe("pr-opened");
+    expect(first.outcome.setup).toEqual({ ran: 1, cache: "saved" });
+    const stamp = /^(\d{10,})$/m.exec(first.seen)?.[1];
+    expect(stamp).toBeDefined();
+    const second = await run("Cache two", ({ path, notes }) => look(notes, path), setup(make));
+    expect(second.outcome.setup).toEqual({ ran: 0, cache: "restored" });
+    expect(second.seen).toContain(stamp!);
+    expect(second.seen).not.toContain("agent.txt");
+    expect(await readFile(join(taskArtifactsDir(workDir, second.taskId), "setup.log"), "utf8")).toMatch(
+      /restored from the cache/,
+    );
+    // Other commands are another key: setup runs.
+    const third = await run("Cache three", ({ path, notes }) => look(notes, path), setup([...make, "true"]));
+    expect(third.outcome.setup).toEqual({ ran: 2, cache: "saved" });
+    expect(third.seen).not.toContain(stamp!);
+  }, 240_000);
+
   it("each run starts from a fresh HOME: hooks and instructions an earlier run left there never run", async () => {
     // Claude Code asks before a command writes outside the worktree: a script in the worktree does not.
     const plant = [
