@@ -134,28 +134,8 @@ export function createActionsTokenHandler(
     // One instant for the expiry check and the memory of spent tokens: a token is forgotten only
     // when the same clock refuses it as expired.
     const nowS = Math.floor(Date.now() / 1000);
-    let claims: ActionsClaims;
-    try {
-      ({ payload: claims } = await jwtVerify<ActionsClaims>(bearer, jwks, {
-        issuer: options.issuer,
-        audience: options.audience,
-        algorithms: ["RS256"],
-        currentDate: new Date(nowS * 1000),
-      }));
-    } catch (error) {
-      throw new Refusal(401, `The OIDC token was not accepted: ${(error as Error).message}.`);
-    }
+    const claims = await verifiedClaims(bearer, jwks, options, nowS);
     const { jti, exp } = claims;
-    if (typeof jti !== "string" || jti === "")
-      throw new Refusal(
-        401,
-        "The OIDC token has no `jti` claim: Fleet accepts each OIDC token once, by its jti (GitHub's tokens carry one), so it refuses tokens without one.",
-      );
-    if (typeof exp !== "number")
-      throw new Refusal(
-        401,
-        "The OIDC token has no `exp` claim: Fleet remembers an exchanged token until it expires, so it refuses tokens that never do.",
-      );
     if (!spent.take(jti, nowS))
       throw new Refusal(
         401,
@@ -235,6 +215,38 @@ export function createActionsTokenHandler(
     }
     return true;
   };
+}
+
+/** The OIDC token's claims once GitHub's signature, issuer, audience and expiry check out, with a `jti` and an `exp`. */
+async function verifiedClaims(
+  bearer: string,
+  jwks: ReturnType<typeof createRemoteJWKSet>,
+  options: ActionsTokenOptions,
+  nowS: number,
+): Promise<ActionsClaims & { jti: string; exp: number }> {
+  let claims: ActionsClaims;
+  try {
+    ({ payload: claims } = await jwtVerify<ActionsClaims>(bearer, jwks, {
+      issuer: options.issuer,
+      audience: options.audience,
+      algorithms: ["RS256"],
+      currentDate: new Date(nowS * 1000),
+    }));
+  } catch (error) {
+    throw new Refusal(401, `The OIDC token was not accepted: ${(error as Error).message}.`);
+  }
+  const { jti, exp } = claims;
+  if (typeof jti !== "string" || jti === "")
+    throw new Refusal(
+      401,
+      "The OIDC token has no `jti` claim: Fleet accepts each OIDC token once, by its jti (GitHub's tokens carry one), so it refuses tokens without one.",
+    );
+  if (typeof exp !== "number")
+    throw new Refusal(
+      401,
+      "The OIDC token has no `exp` claim: Fleet remembers an exchanged token until it expires, so it refuses tokens that never do.",
+    );
+  return { ...claims, jti, exp };
 }
 
 /** `{"task_id": "..."}`, at most a few kilobytes. */
