@@ -14,6 +14,7 @@ import { runGatewayBench } from "./gateway.ts";
 import { printLifecycle, runLifecycle } from "./lifecycle.ts";
 import { runMemory } from "./memory.ts";
 import { runWorkerBench } from "./worker.ts";
+import { runWorkplaceBench } from "./workplace.ts";
 
 const run = promisify(execFile);
 const here = import.meta.dirname;
@@ -50,6 +51,7 @@ const lifecycle = await timed("lifecycle", () => runLifecycle());
 printLifecycle(lifecycle, (line) => process.stderr.write(`  ${line}\n`));
 const burst = await timed("burst", () => runBurst({ issues, seconds: 10, cap: 10 }));
 const gateway = await timed("gateway", () => runGatewayBench());
+const workplace = await timed("workplace", () => runWorkplaceBench());
 
 const casRow = (g: Record<string, number | string>) => ({
   server: g.server,
@@ -88,6 +90,7 @@ const latest = {
   worker,
   memory,
   gateway,
+  workplace,
   elapsedSeconds: Math.round((Date.now() - started) / 1000),
 };
 await writeFile(join(results, "latest.json"), `${JSON.stringify(latest, null, 2)}\n`);
@@ -211,6 +214,18 @@ const rows: Array<[string, string, string, string]> = [
     `${gateway.gatewayMBps} MB/s (direct ${gateway.directMBps} MB/s)`,
     "≥ 10 MB/s",
     ok(gateway.gatewayMBps >= 10),
+  ],
+  [
+    "egress proxy: added latency per request to an allowed host (sandbox forwarder + proxy)",
+    `p50 ${workplace.proxy.addedP50Ms} ms, p99 ${workplace.proxy.addedP99Ms} ms`,
+    "< 5 ms p50",
+    ok(workplace.proxy.addedP50Ms < 5),
+  ],
+  [
+    `setup cache hit: ${workplace.setupCache.files.toLocaleString("en-US")} files (${workplace.setupCache.megabytes} MB) back in a worktree`,
+    `${workplace.setupCache.hitMs} ms (saving it: ${workplace.setupCache.saveMs} ms)`,
+    "< 5 s",
+    ok(workplace.setupCache.hitMs < 5000),
   ],
 ];
 const table = [

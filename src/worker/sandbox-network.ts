@@ -38,7 +38,7 @@ export const SANDBOX_PROXY_PORT = 47_332;
  * sandbox's loopback, pipes each connection to the route's unix socket, then runs the command with
  * the same stdio and ends with its exit status.
  */
-const FORWARDER = `"use strict";
+export const FORWARDER = `"use strict";
 const net = require("node:net"), { spawn } = require("node:child_process"), os = require("node:os");
 const [spec, file, ...args] = process.argv.slice(1);
 const routes = JSON.parse(spec);
