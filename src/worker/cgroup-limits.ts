@@ -31,7 +31,7 @@ interface V1Dirs {
   pids: string;
   cpu?: string;
 }
-type Backend =
+export type Backend =
   | { kind: "cgroup2"; parent: string }
   | { kind: "cgroup1"; parents: V1Dirs }
   | { kind: "none"; why: string };
@@ -45,13 +45,14 @@ export async function limitsEnforcement(): Promise<LimitsEnforcement> {
 }
 
 function backend(): Promise<Backend> {
-  detected ??= detect(CGROUP_ROOT).catch((e: Error) => ({ kind: "none", why: e.message }) as const);
+  detected ??= readFile("/proc/self/cgroup", "utf8")
+    .then((own) => detectCgroups(CGROUP_ROOT, own))
+    .catch((e: Error) => ({ kind: "none", why: e.message }) as const);
   return detected;
 }
 
 /** The cgroup path of this process in each hierarchy (`/proc/self/cgroup`: id:controllers:path). */
-async function ownCgroups(): Promise<{ v2?: string; v1: Record<string, string> }> {
-  const text = await readFile("/proc/self/cgroup", "utf8");
+function ownCgroups(text: string): { v2?: string; v1: Record<string, string> } {
   const v1: Record<string, string> = {};
   let v2: string | undefined;
   for (const line of text.split("\n")) {
@@ -70,8 +71,9 @@ const writable = (p: string) =>
   );
 const readText = (p: string) => readFile(p, "utf8").catch(() => "");
 
-async function detect(root: string): Promise<Backend> {
-  const own = await ownCgroups();
+/** How limits can be enforced under the cgroup mount `root`, for a process whose /proc/self/cgroup is `self`. */
+export async function detectCgroups(root: string, self: string): Promise<Backend> {
+  const own = ownCgroups(self);
   // A pure v2 host mounts it at the root; a hybrid one at /unified (its controllers usually all on v1).
   for (const mount of [root, join(root, "unified")]) {
     if (own.v2 === undefined) break;
@@ -79,10 +81,14 @@ async function detect(root: string): Promise<Backend> {
     const v2 = await delegatedV2(join(mount, own.v2));
     if (v2) return v2;
   }
-  const memory = own.v1.memory !== undefined ? join(root, "memory", own.v1.memory) : undefined;
-  const pids = own.v1.pids !== undefined ? join(root, "pids", own.v1.pids) : undefined;
+  const at = (controller: string) =>
+    own.v1[controller] !== undefined
+      ? join(root, controller, own.v1[controller]!).replace(/\/$/, "")
+      : undefined;
+  const memory = at("memory");
+  const pids = at("pids");
   if (memory && pids && (await writable(memory)) && (await writable(pids))) {
-    const cpuDir = own.v1.cpu !== undefined ? join(root, "cpu", own.v1.cpu) : undefined;
+    const cpuDir = at("cpu");
     const cpu = cpuDir && (await writable(cpuDir)) ? cpuDir : undefined;
     await sweepStale([memory, pids, ...(cpu ? [cpu] : [])]);
     return { kind: "cgroup1", parents: { memory, pids, ...(cpu ? { cpu } : {}) } };
@@ -133,8 +139,11 @@ async function sweepStale(parents: string[]) {
  * A cgroup (one per hierarchy on v1) for one run, with its limits written; undefined when this
  * worker cannot enforce limits (see `limitsEnforcement` for why).
  */
-export async function openRunCgroup(limits: ResourceLimits): Promise<RunCgroup | undefined> {
-  const b = await backend();
+export async function openRunCgroup(
+  limits: ResourceLimits,
+  on: Promise<Backend> = backend(),
+): Promise<RunCgroup | undefined> {
+  const b = await on;
   if (b.kind === "none") return undefined;
   const name = `${PREFIX}${process.pid}-${randomBytes(4).toString("hex")}`;
   const dirs = b.kind === "cgroup2" ? { all: join(b.parent, name) } : v1Dirs(b.parents, name);
