@@ -225,5 +225,13 @@ export async function recordSetupMade(wt: Worktree, artifactsDir: string): Promi
 
 /** A path as a gitignore pattern that matches it alone. */
 function escapeGlob(path: string): string {
-  return path.replace(/[\\*?[\]!#]/g, (c) => `\\${c}`).replace(/^(\s)/, "\\$1");
+  return (
+    path
+      .replace(/[\\*?[\]!#]/g, (c) => `\\${c}`)
+      .replace(/^(\s)/, "\\$1")
+      // Trailing blanks are dropped from a pattern unless escaped.
+      .replace(/(\s)$/, "\\$1")
+      // A pattern is one line: a line break in a name matches as any one character.
+      .replace(/[\r\n]/g, "?")
+  );
 }
