@@ -228,10 +228,10 @@ function escapeGlob(path: string): string {
   return (
     path
       .replace(/[\\*?[\]!#]/g, (c) => `\\${c}`)
-      .replace(/^(\s)/, "\\$1")
-      // Trailing blanks are dropped from a pattern unless escaped.
-      .replace(/(\s)$/, "\\$1")
       // A pattern is one line: a line break in a name matches as any one character.
       .replace(/[\r\n]/g, "?")
+      // Leading and trailing blanks are taken from a pattern unless escaped.
+      .replace(/^([ \t])/, "\\$1")
+      .replace(/([ \t])$/, "\\$1")
   );
 }
