@@ -44,8 +44,9 @@ are written to $FLEET_HOME directly, with the repository it is for (the git repo
 --deps names issues (12 or #12) or tasks (fl-a3f) that must be done first; each must exist. On
 update, --deps replaces the dependencies (--deps none clears them), --add-dep and --remove-dep
 change them one by one (both take a list too); the issue's "Depends on" lines are rewritten to say
-so, and a task waiting for an issue it no longer depends on is run. A task needs a repository with a
-commit to start from: create tasks after the first commit.
+so, and a task waiting for an issue it no longer depends on is run (one already started keeps going:
+they hold its later runs). A task needs a repository with a commit to start from: create tasks after
+the first commit.
 
 A/B run: several coders or models on one issue, each side its own task and branch, compared by
 \`fleet task <id> compare\` once all have finished. --coder and --model repeat and pair by position
