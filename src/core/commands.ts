@@ -120,29 +120,3 @@ export function parseFleetCommand(commentBody: string, options: ParseCommandOpti
   }
   return { kind: "none" };
 }
-
-// A GitHub mention: `@login` or `@org/team`, not inside a word or an e-mail address.
-const MENTION = /(^|[^\w`])@([A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\/[A-Za-z0-9][\w.-]*)?)/g;
-
-/**
- * Text Fleet repeats (a cancel reason, a config value, a login) with every `@mention` outside code put
- * in backticks, so Fleet's comment names people without pinging them: nobody can make the bot notify
- * a third party by writing their name into a command or an issue.
- */
-export function quoteMentions(text: string): string {
-  let out = "";
-  let i = 0;
-  // Code spans (any run of backticks closed by an equal run) already quote what they hold.
-  const span = /(`+)[\s\S]*?[^`]\1(?!`)|(`+)(?=[^`])/g;
-  for (let m = span.exec(text); m; m = span.exec(text)) {
-    if (m[2] !== undefined) continue; // an unclosed backtick run: plain text
-    out += quotePlain(text.slice(i, m.index)) + m[0];
-    i = m.index + m[0].length;
-  }
-  return out + quotePlain(text.slice(i));
-}
-
-// Beside a stray backtick a one-backtick span could pair with it and leave the mention outside: a
-// double-backtick span cannot.
-const quotePlain = (plain: string): string =>
-  plain.replace(MENTION, plain.includes("`") ? "$1`` @$2 ``" : "$1`@$2`");

@@ -1,4 +1,4 @@
-import { quoteMentions } from "../core/commands.ts";
+import { neutraliseMentions } from "../core/published-text.ts";
 import type { QueuePosition } from "../core/scheduler.ts";
 import type { Task } from "../core/task.ts";
 import { noticeMarker } from "./markers.ts";
@@ -26,5 +26,5 @@ export function renderStatus(tasks: readonly Task[], positions: ReadonlyMap<stri
 
 /** A reply to a command; a mention in it (the text often repeats what the person wrote) names, never pings. */
 export function renderCommandReply(kind: string, text: string): string {
-  return [noticeMarker(`command-${kind}`), quoteMentions(text)].join("\n");
+  return [noticeMarker(`command-${kind}`), neutraliseMentions(text)].join("\n");
 }

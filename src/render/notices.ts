@@ -1,4 +1,4 @@
-import { quoteMentions } from "../core/commands.ts";
+import { neutraliseMentions } from "../core/published-text.ts";
 import { labelErrorMarker, noticeMarker } from "./markers.ts";
 
 export function renderLabelError(label: string, message: string, grammarHelp: string): string {
@@ -40,7 +40,7 @@ export function renderNotAllowed(login: string, roles: readonly string[]): strin
 
 /** `config set` refused: every problem by key, nothing changed. */
 export function renderConfigRefused(problems: ReadonlyArray<{ path: string; message: string }>): string {
-  return quoteMentions(
+  return neutraliseMentions(
     [
       "### ⚠️ Fleet did not change the config",
       "",
@@ -61,7 +61,7 @@ export function renderOverridesDropped(
     "",
     "These `config set` overrides stored in the repository state no longer fit `.github/fleet.yml` (it changed, or they were stored by an older Fleet). Each was removed on its own; every other override still applies:",
     "",
-    ...dropped.map((o) => `- \`${o.key}=${o.value}\`: ${quoteMentions(o.message)}`),
+    ...dropped.map((o) => `- \`${o.key}=${o.value}\`: ${neutraliseMentions(o.message)}`),
     "",
     "Set them again with `/fleet config set` if they still make sense, within what the file allows.",
   ].join("\n");
@@ -73,7 +73,7 @@ export function renderStateCorrupt(error: { path: string; detail: string; remedy
     noticeMarker("state-corrupt"),
     "### 🛑 Fleet's state is unreadable",
     "",
-    `\`${error.path}\`: ${quoteMentions(error.detail)}.`,
+    `\`${error.path}\`: ${neutraliseMentions(error.detail)}.`,
     "",
     "Fleet did nothing for this event and will not overwrite the document. To fix it:",
     `${error.remedy.charAt(0).toUpperCase()}${error.remedy.slice(1)}.`,

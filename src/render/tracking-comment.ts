@@ -1,4 +1,4 @@
-import { quoteMentions } from "../core/commands.ts";
+import { neutraliseMentions } from "../core/published-text.ts";
 import type { TaskState } from "../core/task.ts";
 import { type TokenUsage, totalTokens } from "../core/usage.ts";
 import { trackingMarker } from "./markers.ts";
@@ -125,7 +125,7 @@ export function renderTrackingComment(v: TrackingView): string {
   if (v.sandbox === "none")
     lines.push(`| Sandbox | **none**: the agent runs unconfined (\`sandbox: none\` in .github/fleet.yml) |`);
   // Reasons and logins are repeated text: a mention in them names, it never pings.
-  if (v.reason) lines.push("", `> ${quoteMentions(v.reason).replace(/\n/g, "\n> ")}`);
+  if (v.reason) lines.push("", `> ${neutraliseMentions(v.reason).replace(/\n/g, "\n> ")}`);
   if (v.promptEditedBy) {
     lines.push(
       "",

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FLEET_COMMAND_HELP, parseFleetCommand, quoteMentions } from "../../src/core/commands.ts";
+import { FLEET_COMMAND_HELP, parseFleetCommand } from "../../src/core/commands.ts";
 
 const errorOf = (body: string, onPullRequest = false): string => {
   const r = parseFleetCommand(body, { onPullRequest });
@@ -98,26 +98,5 @@ describe("parseFleetCommand", () => {
 
   it("handles CRLF bodies", () => {
     expect(parseFleetCommand("hi\r\n/fleet cancel\r\n")).toEqual({ kind: "cancel" });
-  });
-});
-
-describe("quoteMentions", () => {
-  it("puts every mention outside code in backticks, so a repeated text pings nobody", () => {
-    expect(quoteMentions("cancelled by @mona: ping @octo-org/admins now")).toBe(
-      "cancelled by `@mona`: ping `@octo-org/admins` now",
-    );
-    expect(quoteMentions("mail a@b.com, `@kept` and ``@kept too``")).toBe(
-      "mail a@b.com, `@kept` and ``@kept too``",
-    );
-    expect(quoteMentions("(@x) @y!")).toBe("(`@x`) `@y`!");
-  });
-
-  it("uses a double-backtick span beside a stray backtick, which a single one could pair with", () => {
-    expect(quoteMentions("a ` then @mallory")).toBe("a ` then `` @mallory ``");
-  });
-
-  it("is idempotent", () => {
-    const once = quoteMentions("@a `x` @b");
-    expect(quoteMentions(once)).toBe(once);
   });
 });
