@@ -1,3 +1,4 @@
+import { carriesDiscoveredMarker } from "../core/discovered.ts";
 import { externalRefFor, issueNumberOf } from "./fleet-meta.ts";
 import { newBeadId } from "./ids.ts";
 import { parseJsonl } from "./parse.ts";
@@ -67,4 +68,18 @@ export function linkDiscoveredBeads(
     byIssue.set(d.issue, bead);
   }
   return upsert.length ? rewriteJsonl(beads, { upsert }) : beads;
+}
+
+/**
+ * Whether the bead is a follow-up Fleet filed: it has a `discovered-from` link, or (queued before the
+ * link was written) its pinned description carries Fleet's discovered marker. Fleet's state only:
+ * nothing an agent writes decides it.
+ */
+export function isDiscoveredBead(beads: string, beadId: string): boolean {
+  const bead = parseJsonl(beads).records.find((r) => r.issue.id === beadId)?.issue;
+  if (!bead) return false;
+  return (
+    (bead.dependencies ?? []).some((d) => d.type === DISCOVERED_FROM) ||
+    carriesDiscoveredMarker(bead.description)
+  );
 }

@@ -356,6 +356,12 @@ export const CONFIG_FIELDS = {
     false,
     fileOnly("it lets an agent's own follow-ups queue new runs without a person's label"),
   ),
+  /** Follow-ups of one run filed as issues (0: none); the rest are listed in its pull request only. */
+  max_follow_ups: withDefault(
+    int(0, 100),
+    5,
+    tighterOnly("a guard against floods of issues: lowered only", atMostFile),
+  ),
   workflow: withDefault(
     {
       schema: z.string().regex(WORKFLOW_FILE),

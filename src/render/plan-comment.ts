@@ -1,3 +1,4 @@
+import { neutraliseMentions } from "../core/published-text.ts";
 import { GITHUB_COMMENT_LIMIT, truncateMiddle } from "./run-report.ts";
 
 export const planMarker = (taskId: string): string => `<!-- fleet:plan ${taskId} -->`;
@@ -21,7 +22,9 @@ export function renderPlanComment(v: PlanCommentView): string {
   const head = [planMarker(v.taskId), `### 🧭 Fleet's plan for task \`${v.taskId}\``, ""];
   const tail = ["", v.awaitingApproval ? AWAITING_APPROVAL_LINE : PLAN_POSTED_LINE];
   const room = GITHUB_COMMENT_LIMIT - head.join("\n").length - tail.join("\n").length - 200;
-  const plan = truncateMiddle(v.plan.trim() || "_The agent wrote no plan._", room);
+  // The plan is the agent's text (PLAN.md or what it stated), published here and nowhere else.
+  const text = neutraliseMentions(v.plan.trim(), { untrusted: true });
+  const plan = truncateMiddle(text || "_The agent wrote no plan._", room);
   const lines = plan.split("\n").length;
   const shown =
     lines > COLLAPSE_LINES

@@ -1,3 +1,5 @@
+import { followUpCapNote, followUpsToFile } from "../core/discovered.ts";
+import { boundText, boundTitle } from "../core/published-text.ts";
 import type { RunTotals } from "../core/usage.ts";
 import { GITHUB_COMMENT_LIMIT, truncateMiddle } from "./run-report.ts";
 import { renderTokenTable } from "./token-report.ts";
@@ -12,20 +14,47 @@ export interface PrBodyView {
   summary?: string;
   testsRun?: string[];
   followUps?: string[];
+  /** `max_follow_ups`: the body says how many follow-ups it left out of the issues Fleet files. */
+  maxFollowUps?: number;
   /** Why RESULT.json could not be used, when it could not. */
   resultProblem?: string;
   totals?: RunTotals;
   planTotals?: RunTotals;
 }
 
+// What the agent wrote (RESULT.json, already made inert when read) gets a share of the body each, so
+// no part of it can push the rest, or the token table, out of GitHub's limit.
+const SUMMARY_MAX = 20_000;
+const LIST_ITEMS = { testsRun: 50, followUps: 30 };
+const ITEM_MAX = { testsRun: 300, followUps: 500 };
+
+/** A bounded list of the agent's items: the first ones, each on one line and cut, and how many more there are. */
+function agentList(items: readonly string[], what: keyof typeof LIST_ITEMS, taskId: string): string[] {
+  const shown = items.slice(0, LIST_ITEMS[what]).map((item) => `- ${boundTitle(item, ITEM_MAX[what])}`);
+  const more = items.length - shown.length;
+  return more > 0 ? [...shown, `- … and ${more} more (\`fleet task ${taskId} result\`).`] : shown;
+}
+
 export function renderPrBody(v: PrBodyView): string {
   const lines = [prMarker(v.taskId), `Closes #${v.issue}`, "", "## Summary", ""];
-  lines.push(v.summary?.trim() || "_The agent left no summary._");
+  const summary = v.summary?.trim();
+  lines.push(
+    summary
+      ? boundText(summary, SUMMARY_MAX, `The whole summary: \`fleet task ${v.taskId} result\`.`)
+      : "_The agent left no summary._",
+  );
   if (v.resultProblem) lines.push("", `> ⚠️ ${v.resultProblem}`);
   lines.push("", "## Tests run", "");
-  if (v.testsRun?.length) lines.push(...v.testsRun.map((t) => `- ${t}`));
+  if (v.testsRun?.length) lines.push(...agentList(v.testsRun, "testsRun", v.taskId));
   else lines.push("_The agent reported no tests._");
-  if (v.followUps?.length) lines.push("", "## Follow-ups", "", ...v.followUps.map((f) => `- ${f}`));
+  if (v.followUps?.length) {
+    lines.push("", "## Follow-ups", "", ...agentList(v.followUps, "followUps", v.taskId));
+    const note =
+      v.maxFollowUps === undefined
+        ? undefined
+        : followUpCapNote(followUpsToFile(v.followUps, v.maxFollowUps), v.maxFollowUps);
+    if (note) lines.push("", note);
+  }
   lines.push("", "## Tokens", "", renderTokenTable(v.totals, v.planTotals));
   lines.push(
     "",

@@ -1,3 +1,6 @@
+import { followUpCapNote, followUpsToFile } from "../core/discovered.ts";
+import { neutraliseMentions } from "../core/published-text.ts";
+
 /** GitHub rejects issue comments and PR bodies longer than this many characters. */
 export const GITHUB_COMMENT_LIMIT = 65_536;
 
@@ -64,6 +67,8 @@ export interface RunReportView {
   /** The agent's log (already redacted); only its tail is shown. */
   log?: string;
   resetsAt?: string;
+  /** The agent's follow-ups and `max_follow_ups`: the report says how many were left out of the issues. */
+  followUps?: { listed: readonly string[]; max: number };
   /** Characters this report may take (default: a whole comment); less when it shares a comment. */
   limit?: number;
 }
@@ -99,10 +104,14 @@ export function renderRunReport(v: RunReportView): string {
     "",
   ];
   if (v.pr) head.push(`Pull request: #${v.pr.number} (${v.pr.url})`, "");
-  if (v.reason) head.push(`> ${v.reason.replace(/\n/g, "\n> ")}`, "");
+  // A reason may repeat what the agent said: a mention in it names, it never pings (as on the tracking comment).
+  if (v.reason) head.push(`> ${neutraliseMentions(v.reason).replace(/\n/g, "\n> ")}`, "");
   if (v.outcome === "rate-limited" && v.resetsAt) head.push(`The limit resets at ${v.resetsAt}.`, "");
   if (v.summary) head.push("**Agent's summary:**", "", v.summary.trim(), "");
   if (v.resultProblem) head.push(`⚠️ ${v.resultProblem}`, "");
+  const capNote =
+    v.followUps && followUpCapNote(followUpsToFile(v.followUps.listed, v.followUps.max), v.followUps.max);
+  if (capNote) head.push(`ℹ️ ${capNote} They are kept with the run: \`fleet task ${v.taskId} result\`.`, "");
   const next = NEXT_STEP[v.outcome];
   if (next) head.push(next, "");
   let body = head.join("\n");

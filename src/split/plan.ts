@@ -1,15 +1,28 @@
 import { z } from "zod";
 import type { ConfigProblem } from "../core/config.ts";
+import { boundText, boundTitle, neutraliseMentions } from "../core/published-text.ts";
 import type { Priority } from "../core/task.ts";
 
 // The plan a split run leaves: pure schema, validation and rendering (no I/O).
 
 const KEY = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+/** The most of a planned task's text its sub-issue quotes. */
+const SUB_ISSUE_TEXT_MAX = 20_000;
 
 export const PlannedTaskSchema = z.object({
   key: z.string().regex(KEY, 'a key uses letters, digits, "_", "." and "-"'),
-  title: z.string().trim().min(1, "a title is required").max(256),
-  body: z.string().default(""),
+  // An agent wrote these and they become issues: inert and bounded when read (GitHub's 256 for a
+  // title, counted after the quoting added to it).
+  title: z
+    .string()
+    .trim()
+    .min(1, "a title is required")
+    .max(256)
+    .transform((t) => boundTitle(neutraliseMentions(t, { untrusted: true }))),
+  body: z
+    .string()
+    .default("")
+    .transform((b) => boundText(neutraliseMentions(b, { untrusted: true }), SUB_ISSUE_TEXT_MAX)),
   coder: z.string().optional(),
   model: z.string().optional(),
   priority: z.number().int().min(0).max(4).optional(),

@@ -2,6 +2,7 @@ import { constants } from "node:fs";
 import { mkdir, open, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { z } from "zod";
+import { neutraliseMentions } from "../core/published-text.ts";
 
 export const PLAN_FILE = "PLAN.md";
 export const KNOWLEDGE_FILE = "KNOWLEDGE.md";
@@ -36,11 +37,18 @@ export function safeSegment(id: string): string {
   return s;
 }
 
+/**
+ * The agent's text, as Fleet may publish it: every mention and foreign or closing issue reference made
+ * inert once, here where it is read, since all of it can go public (PR body, commit message, run
+ * report, follow-up issues). `rawResult` keeps what the agent wrote.
+ */
+const agentText = z.string().transform((text) => neutraliseMentions(text, { untrusted: true }));
+
 export const ResultSchema = z.object({
   status: z.enum(["done", "partial", "blocked", "failed"]),
-  summary: z.string(),
-  testsRun: z.array(z.string()).default([]),
-  followUps: z.array(z.string()).default([]),
+  summary: agentText,
+  testsRun: z.array(agentText).default([]),
+  followUps: z.array(agentText).default([]),
 });
 export type TaskResult = z.infer<typeof ResultSchema>;
 

@@ -1,6 +1,11 @@
-import { linkDiscoveredBeads } from "../beads/discovered.ts";
+import { isDiscoveredBead, linkDiscoveredBeads } from "../beads/discovered.ts";
 import { type FleetConfig, isDefaultModel } from "../core/config.ts";
-import { filedDiscoveries, planDiscoveredIssues } from "../core/discovered.ts";
+import {
+  filedDiscoveries,
+  followUpsToFile,
+  mayQueueDiscovered,
+  planDiscoveredIssues,
+} from "../core/discovered.ts";
 import { LABEL_PREFIX } from "../core/labels.ts";
 import { redactSecrets } from "../core/redact.ts";
 import type { Task } from "../core/task.ts";
@@ -32,11 +37,14 @@ export function coderLabelOf(task: Pick<Task, "coder" | "model">, config: FleetC
 }
 
 /**
- * After a finished run: each follow-up in the agent's RESULT.json becomes an issue that says it was
+ * After a finished run: each follow-up in the agent's RESULT.json (at most `max_follow_ups` of them;
+ * the PR body and the run report say how many were left out) becomes an issue that says it was
  * discovered while working on the task's issue (and PR), linked in beads to the task's bead with a
  * `discovered-from` dependency. With `auto_label_discovered` the issues get the task's coder label
- * and are queued (Fleet's own labels do not drive the app). Processing the same run again files
- * nothing twice: the issues carry a marker per follow-up. Never throws; returns the issue numbers.
+ * and are queued (Fleet's own labels do not drive the app), unless the task is itself an agent's
+ * work (a follow-up Fleet filed, a split's sub-issue): one generation without a person, no more.
+ * Processing the same run again files nothing twice: the issues carry a marker per follow-up. Never
+ * throws; returns the issue numbers.
  */
 export async function fileDiscoveredWork(
   task: Task,
@@ -51,6 +59,12 @@ export async function fileDiscoveredWork(
   try {
     const coderLabel = coderLabelOf(task, deps.config);
     const autoLabel = deps.config.auto_label_discovered;
+    const maxFollowUps = deps.config.max_follow_ups;
+    // Whether the task is an agent's work matters only when follow-ups may queue: read the state then.
+    const state = autoLabel ? await deps.store.read() : undefined;
+    const taskIsAgentWork =
+      task.epic !== undefined || (state !== undefined && isDiscoveredBead(state.beads, task.id));
+    const queue = mayQueueDiscovered({ autoLabel, taskIsAgentWork });
     const pr = outcome.pr?.number ?? task.pr;
     // Issues filed since the task began are the only ones that can carry its markers.
     const recent = await deps.octokit.paginate(deps.octokit.rest.issues.listForRepo, {
@@ -72,8 +86,14 @@ export async function fileDiscoveredWork(
       ...(pr !== undefined ? { pr } : {}),
       coderLabel,
       autoLabel,
+      taskIsAgentWork,
+      maxFollowUps,
       existingBodies: recent.map((i) => i.body ?? ""),
     });
+    const leftOut = followUpsToFile(parsed.data.followUps, maxFollowUps).leftOut;
+    if (leftOut > 0)
+      log(`${task.id}: ${leftOut} follow-ups over max_follow_ups (${maxFollowUps}) were not filed`);
+    if (!queue && autoLabel) log(`${task.id} is an agent's work: its follow-ups wait for a person's label`);
     const created: Array<{ number: number; title: string; body: string }> = [];
     for (const item of plan) {
       const { data } = await deps.octokit.rest.issues.create({
@@ -91,8 +111,8 @@ export async function fileDiscoveredWork(
     const filed = filedDiscoveries(task.id, all);
     const discovered = all.filter((i) => [...filed.values()].includes(i.number));
 
-    if (autoLabel) {
-      const doc = await deps.queue.snapshot();
+    if (queue && state) {
+      const { doc } = state;
       const hasTask = new Set(Object.values(doc.tasks).map((t) => t.issue));
       for (const i of discovered) {
         // A rerun queues only what is not queued yet (a finished discovered task is not run again).

@@ -223,6 +223,7 @@ function taskSpecFor(task: Task, gathered: Gathered, deps: ExecuteDeps): TaskSpe
     extraPrompt: gathered.special.extraPrompt,
     earlierRuns: task.runs,
     runKind: runKindOf(task),
+    maxFollowUps: deps.config.max_follow_ups,
   };
 }
 

@@ -1,5 +1,6 @@
 import { open } from "node:fs/promises";
 import { stateAfterOutcome } from "../core/outcomes.ts";
+import { neutraliseMentions } from "../core/published-text.ts";
 import type { AgentArtifacts } from "./artifacts.ts";
 import type { OutcomeKind, PhaseRun, RunContext, TaskOutcome } from "./run-context.ts";
 
@@ -17,7 +18,8 @@ export async function finish(
     ? `The agent's log could not be written (${run.logError}), so it is incomplete; free space on the worker's disk.`
     : undefined;
   const fullReason = logNote ? (reason ? `${reason} ${logNote}` : logNote) : reason;
-  if (fullReason !== undefined) result.reason = redact(fullReason);
+  // A run's reason may quote the agent (its summary, its last message): inert once, here where it is recorded.
+  if (fullReason !== undefined) result.reason = redact(neutraliseMentions(fullReason, { untrusted: true }));
   if (run?.rateLimit) result.rateLimit = run.rateLimit;
   if (run?.sessionId && !result.sessionId) result.sessionId = run.sessionId;
   if (outcome !== "awaiting-approval") {
@@ -43,6 +45,7 @@ export async function finish(
           summary: notes?.result?.summary,
           resultProblem:
             outcome === "pr-opened" || outcome === "no-changes" ? notes?.resultProblem : undefined,
+          ...followUpsOf(ctx, outcome, notes),
           log,
           resetsAt: result.rateLimit?.resetsAt,
         },
@@ -64,6 +67,14 @@ export async function finish(
     true,
   );
   return result;
+}
+
+/** The follow-ups the run files as issues (see fileDiscoveredWork), for the report to say how many it leaves out. */
+function followUpsOf(ctx: RunContext, outcome: OutcomeKind, notes: AgentArtifacts | undefined) {
+  const max = ctx.spec.maxFollowUps;
+  const listed = notes?.result?.followUps ?? [];
+  const files = (outcome === "pr-opened" || outcome === "no-changes") && !ctx.spec.split;
+  return files && max !== undefined && listed.length > 0 ? { followUps: { listed, max } } : {};
 }
 
 /** More than a run report can show; whole lines only, so a secret is never cut in two. */

@@ -43,6 +43,8 @@ export interface TaskSpec {
   earlierRuns?: RunRecord[];
   /** What this run is for (its row in the token report). */
   runKind?: RunKind;
+  /** `max_follow_ups`: the PR body and the run report say how many of the agent's follow-ups it left out. */
+  maxFollowUps?: number;
 }
 
 export interface WorkerDeps {

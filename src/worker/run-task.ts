@@ -188,6 +188,7 @@ async function publishChange(
     summary: notes.result?.summary,
     testsRun: notes.result?.testsRun,
     followUps: notes.result?.followUps,
+    ...(spec.maxFollowUps !== undefined ? { maxFollowUps: spec.maxFollowUps } : {}),
     resultProblem: notes.resultProblem,
     totals: run.totals,
     planTotals: result.planTotals,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { linkDiscoveredBeads } from "../../src/beads/discovered.ts";
+import { isDiscoveredBead, linkDiscoveredBeads } from "../../src/beads/discovered.ts";
 import { parseJsonl } from "../../src/beads/parse.ts";
+import { discoveredMarker } from "../../src/core/discovered.ts";
 import { newTask } from "../../src/core/task.ts";
 import { syncBeads } from "../../src/queue/beads-sync.ts";
 
@@ -99,5 +100,29 @@ describe("discovered-from links in beads", () => {
       },
     ]);
     expect(out.split("\n")).toContain(taskBead);
+  });
+
+  it("tells a bead of a follow-up Fleet filed (by its discovered-from link or its marker) from any other", () => {
+    const linked = linkDiscoveredBeads(
+      `${taskBead}\n${queuedBead}\n`,
+      "fl-a3f",
+      [{ issue: 21, title: "Q" }],
+      NOW,
+    );
+    expect(isDiscoveredBead(linked, "fl-q1")).toBe(true);
+    expect(isDiscoveredBead(linked, "fl-a3f")).toBe(false);
+    expect(isDiscoveredBead(linked, "fl-none")).toBe(false);
+    // Queued before the link was written: the pinned text Fleet wrote still carries the marker.
+    const pinned = JSON.stringify({
+      ...JSON.parse(queuedBead),
+      description: `Discovered while working on #12.\n\nDo it.\n\n${discoveredMarker("fl-a3f", "0123456789abcdef")}`,
+    });
+    expect(isDiscoveredBead(`${taskBead}\n${pinned}\n`, "fl-q1")).toBe(true);
+    // Another kind of dependency is not a discovered-from link.
+    const blocked = JSON.stringify({
+      ...JSON.parse(queuedBead),
+      dependencies: [{ issue_id: "fl-q1", depends_on_id: "fl-a3f", type: "blocks", created_at: NOW }],
+    });
+    expect(isDiscoveredBead(`${taskBead}\n${blocked}\n`, "fl-q1")).toBe(false);
   });
 });

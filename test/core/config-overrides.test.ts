@@ -81,6 +81,19 @@ describe("config set may change operational keys only", () => {
     expect(checkOverride(f, "budgets.daily_usd", null)).toBeUndefined();
   });
 
+  it("lowers max_follow_ups (to 0: none filed), never raises it above the file or its default", () => {
+    expect(file({}).max_follow_ups).toBe(5);
+    expect(file({ max_follow_ups: 0 }).max_follow_ups).toBe(0);
+    expect(parseFleetConfig({ max_follow_ups: -1 }).ok).toBe(false);
+    expect(parseConfigAssignment("max_follow_ups=2")).toMatchObject({ ok: true, value: 2 });
+    expect(checkOverride(file({}), "max_follow_ups", 2)).toBeUndefined();
+    expect(checkOverride(file({}), "max_follow_ups", 0)).toBeUndefined();
+    expect(checkOverride(file({}), "max_follow_ups", 6)).toBe(
+      "max_follow_ups can only be lowered with config set: .github/fleet.yml on the default branch sets 5, and 6 is above it. Raise it in the file.",
+    );
+    expect(checkOverride(file({ max_follow_ups: 20 }), "max_follow_ups", 20)).toBeUndefined();
+  });
+
   it("picks models within the file's list, narrows the list, and turns coders off but not on", () => {
     const f = file({
       coders: { claude: { model: "sonnet", models: ["sonnet", "opus"] }, codex: { enabled: false } },

@@ -56,6 +56,7 @@ describe("parseFleetConfig defaults", () => {
       allowed_roles: ["admin", "maintain", "write"],
       serialize_overlapping: false,
       auto_label_discovered: false,
+      max_follow_ups: 5,
       workflow: "fleet-task.yml",
       dashboard: false,
       dashboard_interval_seconds: 60,

@@ -56,3 +56,25 @@ describe("artifacts", () => {
     expect(await readFile(join(dir, "kept", "KNOWLEDGE.md"), "utf8")).toBe("k");
   });
 });
+
+describe("RESULT.json's text, as Fleet publishes it", () => {
+  it("is quoted when read: no mention, no reference to another repository, no closing reference", async () => {
+    const raw = {
+      status: "done",
+      summary: "Done for @mona. Fixes #3, see other/repo#4",
+      testsRun: ["npm test -- @carol"],
+      followUps: ["<details>\n@octo-org/everyone\n</details>"],
+    };
+    await writeFile(join(dir, "RESULT.json"), JSON.stringify(raw));
+    const a = await readArtifacts(dir);
+    const J = "\u200d";
+    expect(a.result).toEqual({
+      status: "done",
+      summary: `Done for \`@${J}mona\`. Fixes \`#${J}3\`, see \`other/repo#${J}4\``,
+      testsRun: [`npm test -- \`@${J}carol\``],
+      followUps: [`<details>\n\`@${J}octo-org/everyone\`\n</details>`],
+    });
+    // As the agent wrote it, for `fleet task <id> result` and the secret scan.
+    expect(a.rawResult).toEqual(raw);
+  });
+});
