@@ -123,6 +123,21 @@ describe("the layout", () => {
     expect(long).toEqual([]);
   });
 
+  it("nothing patches Probot's internals: no method of the app or its webhooks replaced, no listener of Probot's removed", () => {
+    const patched = files.flatMap(({ path, source }) =>
+      source.text
+        .split("\n")
+        .map((line, i) => ({ line, at: `${path}:${i + 1}` }))
+        .filter(({ line }) =>
+          /\.(getNodeMiddleware|verifyAndReceive|receive|verify|load)\s*=[^=]|process\.listeners\(\s*"SIG/.test(
+            line,
+          ),
+        )
+        .map(({ at, line }) => `${at}: ${line.trim()}`),
+    );
+    expect(patched).toEqual([]);
+  });
+
   it("the README's picture and CONTRIBUTING's table name every folder of src/", () => {
     const root = join(SRC, "..");
     const readme = readFileSync(join(root, "README.md"), "utf8");

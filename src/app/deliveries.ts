@@ -1,4 +1,3 @@
-import type { Probot } from "probot";
 import { DEFAULT_STATE_BRANCH } from "../state/store.ts";
 
 /** The deliveries the app has answered and is still handling. */
@@ -85,84 +84,6 @@ export class DeliveryOrder {
       if (order.pending.size === 0 && this.repos.get(scope.repo) === order) this.repos.delete(scope.repo);
     });
     return done;
-  }
-}
-
-/**
- * Answers each webhook delivery as soon as it is known to be GitHub's (signature) and readable (a JSON
- * object naming its event), and handles it after the answer. GitHub gives a delivery 10 seconds and
- * recommends exactly this: "respond with a 2XX response ... process the payload in the background"
- * (https://docs.github.com/en/webhooks/using-webhooks/best-practices-for-using-webhooks#respond-within-10-seconds).
- * A handler that waited for its state commit (a push to GitHub, hundreds of milliseconds there) held
- * every answer of a burst behind the commits before it. GitHub does not promise the order of
- * deliveries; the ones Fleet receives in order are handled in order where it matters (DeliveryOrder).
- *
- * Answering first loses nothing that answering late kept: a delivery whose handling dies with the
- * process is what a failed delivery was (GitHub does not resend those either), and the reconcile pass
- * finds labeled issues with no task. A handler's failure no longer shows in GitHub's delivery log:
- * Probot's error handler logs it (get-webhooks.js). A bad signature still gets its answer from the
- * original path, and a body that is not a JSON object, or no event name, a 400.
- */
-export function handleDeliveriesInBackground(app: Probot): BackgroundDeliveries {
-  let inFlight = 0;
-  let waiters: Array<() => void> = [];
-  const order = new DeliveryOrder();
-  let installed = false;
-  const install = () => {
-    if (installed) return;
-    installed = true;
-    const webhooks = app.webhooks;
-    const verifyAndReceive = webhooks.verifyAndReceive.bind(webhooks);
-    webhooks.verifyAndReceive = async (event) => {
-      const genuine = await webhooks.verify(event.payload, event.signature).catch(() => false);
-      if (!genuine) return verifyAndReceive(event);
-      const payload = objectOrUndefined(event.payload);
-      if (payload === undefined || !event.name) throw notAnEvent(payload === undefined);
-      inFlight++;
-      const receive = () =>
-        webhooks.receive({ id: event.id, name: event.name, payload } as Parameters<
-          typeof webhooks.receive
-        >[0]);
-      void order.run(scopeOf(event.name, payload), receive).finally(() => {
-        if (--inFlight > 0) return;
-        for (const w of waiters) w();
-        waiters = [];
-      });
-    };
-  };
-  // Probot creates its webhooks when it makes the middleware (in `fleet serve` and startFleetServer alike).
-  const original = app.getNodeMiddleware.bind(app);
-  app.getNodeMiddleware = (async (options: Parameters<Probot["getNodeMiddleware"]>[0]) => {
-    const middleware = await original(options);
-    install();
-    return middleware;
-  }) as Probot["getNodeMiddleware"];
-  return {
-    get inFlight() {
-      return inFlight;
-    },
-    idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((r) => waiters.push(r))),
-  };
-}
-
-/** A 400 answer, in the shape @octokit/webhooks' middleware reads (the first of an AggregateError's errors). */
-function notAnEvent(badBody: boolean): AggregateError {
-  const message = badBody
-    ? "The body is not a JSON object: GitHub's webhook payloads always are."
-    : "The X-GitHub-Event header is empty.";
-  const error = Object.assign(new Error(message), { status: 400 });
-  return new AggregateError([error], message);
-}
-
-/** The body parsed, when it is a JSON object (every GitHub event payload is one). */
-function objectOrUndefined(text: string): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(text);
-    return typeof value === "object" && value !== null && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : undefined;
-  } catch {
-    return undefined;
   }
 }
 

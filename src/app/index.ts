@@ -15,7 +15,6 @@ import {
   DEFAULT_OIDC_AUDIENCE,
   GITHUB_OIDC_ISSUER,
 } from "./actions-token.ts";
-import { type BackgroundDeliveries, handleDeliveriesInBackground } from "./deliveries.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import { onCommand } from "./on-command.ts";
 import { onIssueEdited } from "./on-issue-edited.ts";
@@ -27,15 +26,11 @@ import { onReview } from "./on-review.ts";
 import { onSplitLabel } from "./on-split-label.ts";
 import { onWorkflowRunCompleted } from "./on-workflow-run.ts";
 import { createRepoQueues, type RepoQueueFactoryOptions, type RepoQueues } from "./repo-queues.ts";
-import { guardWebhookIntake } from "./webhook-intake.ts";
 
 export interface FleetAppOptions extends RepoQueueFactoryOptions {
   knownCoders?: readonly string[];
-  /**
-   * Called with the app's per-repository queues (e.g. for a test's flush or reconcile) and the
-   * deliveries it has answered and is still handling (to wait for quiet, or to drain before stopping).
-   */
-  onReady?: (queues: RepoQueues, deliveries: BackgroundDeliveries) => void;
+  /** Called with the app's per-repository queues (for a flush or a reconcile from outside). */
+  onReady?: (queues: RepoQueues) => void;
   /** Period of the reconcile safety net (lease expiry, missed webhooks); 0 turns it off. Default 5 minutes. */
   reconcileMs?: number;
   /** Whose OIDC tokens runners may exchange (default GitHub's, `FLEET_OIDC_ISSUER`), for which audience. */
@@ -51,16 +46,15 @@ function actionsTokenOptions(given: Partial<ActionsTokenOptions> = {}): ActionsT
   };
 }
 
-/** The Probot application: wires webhook events to Fleet's handlers. */
+/**
+ * The Probot application: wires webhook events to Fleet's handlers. Deliveries reach it through
+ * Fleet's own intake (src/app/webhook-intake.ts, served by src/app/server.ts).
+ */
 export function createFleetApp(options: FleetAppOptions = {}): ApplicationFunction {
   // Read once, here, for every way the app is started: a bad FLEET_STATE_TRANSPORT stops the start-up
   // with the valid values, not every later event.
   const stateTransport = options.stateTransport ?? stateTransportFrom();
   return (app, { addHandler }) => {
-    // Before anything reads a webhook body: the 25 MB cap and the signature check on the raw request.
-    guardWebhookIntake(app);
-    // Every delivery is answered on receipt and handled after (GitHub's 10-second window, bursts).
-    const deliveries = handleDeliveriesInBackground(app);
     const configs = createConfigCache();
     const deps: HandlerDeps = {
       knownCoders: options.knownCoders ?? CODER_NAMES,
@@ -72,7 +66,7 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
       }),
       configs,
     };
-    options.onReady?.(deps.queues, deliveries);
+    options.onReady?.(deps.queues);
     // Runners of dispatched tasks get the app's token here, in exchange for their job's OIDC token.
     addHandler(createActionsTokenHandler(app, () => deps.queues, actionsTokenOptions(options.actionsTokens)));
     const period = options.reconcileMs ?? 5 * 60_000;

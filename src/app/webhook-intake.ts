@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Probot } from "probot";
+import { type BackgroundDeliveries, DeliveryOrder, scopeOf } from "./deliveries.ts";
 
 /**
  * GitHub caps webhook payloads at 25 MB and sends nothing bigger
@@ -10,14 +11,12 @@ export const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
 
 const SIGNATURE = /^sha256=[0-9a-f]{64}$/;
 
-type NodeMiddleware = (req: IncomingMessage, res: ServerResponse, next?: () => void) => Promise<boolean>;
-
 interface Refusal {
   status: number;
   error: string;
 }
 
-const pathnameOf = (url: string | undefined): string => {
+export const pathnameOf = (url: string | undefined): string => {
   try {
     return new URL(url ?? "/", "http://localhost").pathname.replace(/\/+$/, "") || "/";
   } catch {
@@ -80,47 +79,104 @@ function readCapped(req: IncomingMessage, max: number): Promise<Buffer | Refusal
   });
 }
 
+/** The body parsed, when it is a JSON object (every GitHub event payload is one). */
+function objectOrUndefined(text: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Fleet's webhook intake: a node:http handler, and the deliveries it answered and still handles. */
+export interface WebhookIntake extends BackgroundDeliveries {
+  /** Handles the request when it is for the webhook path (true), else leaves it to the next handler. */
+  handle(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
+}
+
 /**
- * Puts a gate in front of Probot's webhook middleware (in `fleet serve`'s Probot server and in
- * startFleetServer alike, since both ask the app's Probot for it after loading the app): a POST to the
- * webhook path without a well-formed `X-Hub-Signature-256`, or declaring more than MAX_WEBHOOK_BYTES,
- * is refused before its body is read; a body that grows past the cap is refused when it does, with
- * the connection closed; a body whose signature does not match is refused. Only then does Probot's
- * middleware see it (already read, so it does not read it again).
+ * The one way a webhook enters the app, in front of Probot's event handlers:
+ * 1. size cap: a body declaring or growing past MAX_WEBHOOK_BYTES is refused before it is buffered;
+ * 2. verify: without a well-formed `X-Hub-Signature-256`, or with one that does not match the body, 401;
+ * 3. answer: a JSON object naming its event (`X-GitHub-Event`) is answered 200 at once (else 400), as
+ *    GitHub recommends for its 10-second window: "respond with a 2XX response ... process the payload
+ *    in the background" (https://docs.github.com/en/webhooks/using-webhooks/best-practices-for-using-webhooks#respond-within-10-seconds);
+ * 4. order: one issue's or pull request's deliveries are handled in the order they came (DeliveryOrder);
+ * 5. receive: Probot's `webhooks.receive` runs the handlers, whose failures Probot logs.
+ * A delivery whose handling dies with the process is what a failed delivery was (GitHub resends neither);
+ * the reconcile pass finds labeled issues with no task.
  */
-export function guardWebhookIntake(app: Probot, opts: { maxBytes?: number } = {}): void {
+export function createWebhookIntake(
+  probot: Probot,
+  opts: { path: string; maxBytes?: number },
+): WebhookIntake {
   const max = opts.maxBytes ?? MAX_WEBHOOK_BYTES;
-  const original = app.getNodeMiddleware.bind(app);
-  app.getNodeMiddleware = (async (options: Parameters<Probot["getNodeMiddleware"]>[0] = {}) => {
-    const inner = (await original(options)) as NodeMiddleware;
-    const path = pathnameOf(options.path ?? app.webhookPath);
-    const gate: NodeMiddleware = async (req, res, next) => {
-      if (req.method !== "POST" || pathnameOf(req.url) !== path) return inner(req, res, next);
-      const signature = req.headers["x-hub-signature-256"];
-      if (typeof signature !== "string" || !SIGNATURE.test(signature)) {
-        refuse(req, res, {
-          status: 401,
-          error:
-            signature === undefined
-              ? "Unsigned webhook: the X-Hub-Signature-256 header is missing."
-              : "The X-Hub-Signature-256 header is not sha256=<64 hex digits>.",
-        });
+  const path = pathnameOf(opts.path);
+  const order = new DeliveryOrder();
+  let inFlight = 0;
+  let waiters: Array<() => void> = [];
+  const settled = () => {
+    if (--inFlight > 0) return;
+    for (const w of waiters) w();
+    waiters = [];
+  };
+  return {
+    get inFlight() {
+      return inFlight;
+    },
+    idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((r) => waiters.push(r))),
+    async handle(req, res) {
+      if (pathnameOf(req.url) !== path) return false;
+      if (req.method !== "POST") {
+        refuse(req, res, { status: 405, error: `Webhooks are POSTed to ${path}.` });
         return true;
       }
-      const body = await readCapped(req, max);
-      if (!Buffer.isBuffer(body)) {
-        refuse(req, res, body);
+      const accepted = await accept(probot, req, max);
+      if ("status" in accepted) {
+        refuse(req, res, accepted);
         return true;
       }
-      const text = body.toString("utf8");
-      if (!(await app.webhooks.verify(text, signature).catch(() => false))) {
-        refuse(req, res, { status: 401, error: "The webhook signature does not match its body." });
-        return true;
-      }
-      // @octokit/webhooks' middleware takes a string `body` as the payload instead of reading the stream.
-      (req as IncomingMessage & { body?: string }).body = text;
-      return inner(req, res, next);
+      res.writeHead(200, { "content-type": "text/plain" });
+      res.end("ok\n");
+      const { id, name, payload } = accepted;
+      inFlight++;
+      const receive = () =>
+        probot.webhooks.receive({ id, name, payload } as Parameters<Probot["webhooks"]["receive"]>[0]);
+      void order.run(scopeOf(name, payload), receive).finally(settled);
+      return true;
+    },
+  };
+}
+
+/** Steps 1 to 3 of the intake: the delivery, or why it is refused. */
+async function accept(
+  probot: Probot,
+  req: IncomingMessage,
+  max: number,
+): Promise<{ id: string; name: string; payload: Record<string, unknown> } | Refusal> {
+  const signature = req.headers["x-hub-signature-256"];
+  if (typeof signature !== "string" || !SIGNATURE.test(signature))
+    return {
+      status: 401,
+      error:
+        signature === undefined
+          ? "Unsigned webhook: the X-Hub-Signature-256 header is missing."
+          : "The X-Hub-Signature-256 header is not sha256=<64 hex digits>.",
     };
-    return gate;
-  }) as Probot["getNodeMiddleware"];
+  const body = await readCapped(req, max);
+  if (!Buffer.isBuffer(body)) return body;
+  const text = body.toString("utf8");
+  if (!(await probot.webhooks.verify(text, signature).catch(() => false)))
+    return { status: 401, error: "The webhook signature does not match its body." };
+  const payload = objectOrUndefined(text);
+  if (payload === undefined)
+    return { status: 400, error: "The body is not a JSON object: GitHub's webhook payloads always are." };
+  const name = req.headers["x-github-event"];
+  if (typeof name !== "string" || name === "")
+    return { status: 400, error: "The X-GitHub-Event header is empty." };
+  const id = req.headers["x-github-delivery"];
+  return { id: typeof id === "string" ? id : "", name, payload };
 }
