@@ -2,6 +2,7 @@ import type { Context } from "probot";
 import { isLeaseLive, isUnclaimed } from "../core/leases.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task } from "../core/task.ts";
+import { tasksOnPullRequest } from "../queue/transitions.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import type { HandlerDeps } from "./on-issue-labeled.ts";
 import { afterFleetPrMerged } from "./on-merge.ts";
@@ -17,15 +18,12 @@ export function fromFork(pr: {
   return pr.head.repo?.full_name?.toLowerCase() !== pr.base.repo.full_name.toLowerCase();
 }
 
-/** The task whose branch or PR this is. */
+/** The task whose branch or PR this is: the live one, when an ended task worked on it too (see tasksOnPullRequest). */
 export function taskForPullRequest(
   doc: FleetStateDoc,
   pr: { number: number; head: string },
 ): Task | undefined {
-  const tasks = Object.values(doc.tasks);
-  return (
-    tasks.find((t) => t.pr === pr.number) ?? tasks.find((t) => t.branch === pr.head && t.state !== "done")
-  );
+  return tasksOnPullRequest(doc, pr)[0];
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Context } from "probot";
 import { parseFleetLabel } from "../core/labels.ts";
 import type { RebaseRequest, Task } from "../core/task.ts";
+import { tasksToRebaseAfterMerge } from "../queue/transitions.ts";
 import { allowedOrExplain } from "./guard.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import type { HandlerDeps } from "./on-issue-labeled.ts";
@@ -22,11 +23,9 @@ const MERGEABLE_WAIT_MS = 750;
  */
 export async function rebaseOthersAfterMerge(
   context: Context<"pull_request.closed">,
-  { pr: merged, queue, doc }: MergedFleetPr,
+  { pr: merged, queue, doc, task: mergedTask }: MergedFleetPr,
 ): Promise<void> {
-  const candidates = Object.values(doc.tasks).filter(
-    (t) => t.state === "pr-open" && t.pr !== undefined && t.pr !== merged.number,
-  );
+  const candidates = tasksToRebaseAfterMerge(doc, { pr: merged.number, task: mergedTask });
   for (const task of candidates) {
     // Only PRs into the branch that moved; "closed": merged or closed meanwhile.
     const mergeable = await mergeableOf(context, task.pr!, merged.base.ref);

@@ -1,7 +1,7 @@
 import { TASK_STATES, type Task, type TaskState } from "./task.ts";
 
 /** Where a run (dispatched, planning or running) may end besides its own next step. */
-const RUN_EXITS = ["queued", "rate-limited", "cancelled", "failed"] as const;
+const RUN_EXITS = ["queued", "rate-limited", "cancelled", "failed", "done"] as const;
 
 /**
  * Every legal state change. Anything not listed here is a bug and `transition` throws.
@@ -9,23 +9,28 @@ const RUN_EXITS = ["queued", "rate-limited", "cancelled", "failed"] as const;
  * Main path: queued -> (blocked) -> dispatched -> planning -> (awaiting-approval) -> running -> pr-open -> done.
  * Side exits: failed, cancelled, rate-limited (back to queued once the provider's limit resets).
  * Also: dispatched -> running (plan phase off); dispatched/planning/running -> queued (a lost run or an
- * expired lease goes back to the queue for a retry); pr-open -> queued -> ... (a review-loop iteration);
- * running -> done (the agent finished with nothing to change, so there is no PR); failed/cancelled -> queued (retry).
+ * expired lease goes back to the queue for a retry); pr-open -> queued -> ... -> pr-open (a review round
+ * or a rebase run on the open PR, which ends back on it whatever it did); failed/cancelled -> queued (retry).
+ * `done` is what a merge of the task's PR makes of it, from any state it can be in while the PR is open
+ * (a review round queued or running, a cancel or failure that left the PR open), or a person (a local
+ * issue closed with its branch pushed); the one run that ends in `done` is a split, whose product is
+ * its sub-issues. A run that changes nothing is `failed` ("no changes"), never `done`.
  */
 export const TRANSITIONS: Readonly<Record<TaskState, readonly TaskState[]>> = Object.freeze({
-  queued: Object.freeze(["blocked", "dispatched", "cancelled", "failed"] as const),
+  queued: Object.freeze(["blocked", "dispatched", "cancelled", "failed", "done"] as const),
   blocked: Object.freeze(["queued", "cancelled", "failed"] as const),
   dispatched: Object.freeze(["planning", "running", ...RUN_EXITS] as const),
   planning: Object.freeze(["awaiting-approval", "running", ...RUN_EXITS] as const),
   // Approval sends the task back to the queue: the work phase needs a slot like any run.
   "awaiting-approval": Object.freeze(["queued", "running", "cancelled", "failed"] as const),
-  running: Object.freeze(["pr-open", "done", ...RUN_EXITS] as const),
+  running: Object.freeze(["pr-open", ...RUN_EXITS] as const),
   // pr-open -> queued: review-loop instructions wait for a slot like any run.
   "pr-open": Object.freeze(["running", "queued", "done", "cancelled", "failed"] as const),
   done: Object.freeze([] as const),
-  failed: Object.freeze(["queued"] as const),
-  cancelled: Object.freeze(["queued"] as const),
-  "rate-limited": Object.freeze(["queued", "cancelled", "failed"] as const),
+  // A merged PR ends a task as done even after a cancel or a failure left its PR open.
+  failed: Object.freeze(["queued", "done"] as const),
+  cancelled: Object.freeze(["queued", "done"] as const),
+  "rate-limited": Object.freeze(["queued", "cancelled", "failed", "done"] as const),
 });
 
 // The lists of states that decide something, each once. Sets for `has`, frozen lists for `from:`.
@@ -41,7 +46,7 @@ export const ACTIVE_STATES: ReadonlySet<TaskState> = new Set<TaskState>(SLOT_HOL
 
 /**
  * States in which nothing happens without a human: `done` is final; `failed` and `cancelled` only
- * leave through an explicit retry.
+ * leave through an explicit retry (or the merge of a PR they left open).
  */
 export const TERMINAL_STATES: ReadonlySet<TaskState> = new Set<TaskState>(["done", "failed", "cancelled"]);
 
@@ -67,13 +72,14 @@ export const isTerminal = (state: TaskState): boolean => TERMINAL_STATES.has(sta
 export const isLive = (state: TaskState): boolean => !TERMINAL_STATES.has(state);
 export const isCancellable = (state: TaskState): boolean => CANCELLABLE_STATES.includes(state);
 
-/** States whose `reason` field says why the task is there (queued: a retry, or a hold). */
+/** States whose `reason` field says why the task is there (queued: a retry, or a hold; pr-open: how a round on it ended). */
 const STATES_WITH_REASON: ReadonlySet<TaskState> = new Set<TaskState>([
   "failed",
   "cancelled",
   "blocked",
   "rate-limited",
   "queued",
+  "pr-open",
 ]);
 
 export class IllegalTransitionError extends Error {

@@ -4,6 +4,7 @@ import type { TaskState } from "./task.ts";
 export const RUN_OUTCOMES = [
   "pr-opened",
   "no-changes",
+  "split",
   "awaiting-approval",
   "failed",
   "timeout",
@@ -22,36 +23,63 @@ export interface OutcomeContext {
   noRetry?: boolean;
   /** The task was cancelled from the issue while it ran; otherwise a cancelled run is a worker shutting down. */
   cancelledByUser: boolean;
+  /**
+   * The run worked on the task's open pull request (a review round, a rebase): however it ends, the PR
+   * is still open and waits for review, so the task goes back to it.
+   */
+  onOpenPr?: boolean;
 }
 
 /** As the run itself sees its end: no retry is known of, and a cancel is the user's. */
 const AS_REPORTED: OutcomeContext = { retriesLeft: false, cancelledByUser: true };
 
 /**
- * The state a task moves to when its run ends this way. A failure, a timeout or a stall goes back to
- * the queue while retries are left; over budget fails at once (running again would spend the same
- * budget again); a cancel from the issue stays cancelled, while a worker shutting down puts the task
- * back in the queue. Without `context`: the state the run reports as it ends, before the retry policy.
+ * The state a task moves to when its run ends this way. `done` is only ever a merge's (or a person's)
+ * to give, so no run ends a task as done but a split, whose product is its sub-issues. A run with no
+ * change fails (a person may retry it: nothing was made to review); a review round or rebase that
+ * changes nothing, or fails for good, leaves the task on its still open PR. A failure, a timeout or
+ * a stall goes back to the queue while retries are left; over budget is not retried (running again
+ * would spend the same budget again); a cancel from the issue stays cancelled, while a worker shutting
+ * down puts the task back in the queue. Without `context`: the state the run reports as it ends,
+ * before the retry policy, for a run that is not on an open PR.
  */
 export function stateAfterOutcome(outcome: RunOutcome, context: OutcomeContext = AS_REPORTED): TaskState {
+  const ended: TaskState = context.onOpenPr ? "pr-open" : "failed";
   switch (outcome) {
     case "pr-opened":
       return "pr-open";
-    case "no-changes":
+    case "split":
       return "done";
+    case "no-changes":
+    case "over-budget":
+      return ended;
     case "awaiting-approval":
       return "awaiting-approval";
     case "rate-limited":
       return "rate-limited";
-    case "over-budget":
-      return "failed";
     case "cancelled":
       return context.cancelledByUser ? "cancelled" : "queued";
     case "failed":
     case "timeout":
     case "stall":
-      return context.retriesLeft && !context.noRetry ? "queued" : "failed";
+      return context.retriesLeft && !context.noRetry ? "queued" : ended;
   }
+}
+
+/** Why a task is where its run's outcome put it, when the state alone does not say (no change, a round that ended on its PR). */
+export function outcomeNote(
+  outcome: RunOutcome,
+  to: TaskState,
+  reason: string | undefined,
+): string | undefined {
+  const why = reason?.trim() ? ` ${reason.trim()}${/[.!?]$/.test(reason.trim()) ? "" : "."}` : "";
+  if (outcome === "no-changes" && to !== "pr-open")
+    return `No changes, so no pull request.${why} Comment \`/fleet retry\` to run it again.`;
+  if (to === "pr-open" && outcome === "no-changes")
+    return `The round ended without changes; the pull request is as it was.${why}`;
+  if (to === "pr-open" && outcome !== "pr-opened")
+    return `The round ended (${outcome}); the pull request is as it was.${why}`;
+  return reason;
 }
 
 /** Whether moving to `state` after `outcome` is a retry (it waits out the backoff): a requeue that is not a shutdown's. */

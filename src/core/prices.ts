@@ -2,7 +2,8 @@ import type { TokenUsage } from "./usage.ts";
 
 // What a model turn costs, from the tokens the gateway read on the wire: the providers' published
 // list prices per million tokens (input, output, cache read, cache write; USD). Used for the
-// per-task cost ceiling; a model not in the table has no price, and only the token ceiling applies.
+// per-task cost ceiling. A model not in the table has no price of its own: reports say so, and the
+// ceiling holds it at the highest list price of its provider (see ceilingCostOf).
 
 interface Price {
   input: number;
@@ -95,7 +96,10 @@ export function priceOf(model: string): Price | undefined {
 /** What `usage` of `model` costs in US dollars, or null when Fleet has no price for the model. */
 export function costOf(model: string, usage: Partial<TokenUsage>): number | null {
   const price = priceOf(model);
-  if (!price) return null;
+  return price ? priced(price, usage) : null;
+}
+
+function priced(price: Price, usage: Partial<TokenUsage>): number {
   const perToken = (n: number | undefined, usdPerMillion: number) => ((n ?? 0) * usdPerMillion) / 1_000_000;
   return (
     perToken(usage.input, price.input) +
@@ -103,4 +107,44 @@ export function costOf(model: string, usage: Partial<TokenUsage>): number | null
     perToken(usage.cacheRead, price.cacheRead) +
     perToken(usage.cacheWrite, price.cacheWrite)
   );
+}
+
+/** The providers, by what their model ids look like, for a model without a price of its own. */
+const PROVIDERS: ReadonlyArray<readonly [provider: string, ids: RegExp]> = [
+  ["Anthropic", /claude|opus|sonnet|haiku/],
+  ["OpenAI", /^(gpt|o\d|codex|chatgpt)/],
+  ["Google", /gemini/],
+];
+
+const bareId = (model: string): string => {
+  const id = model.trim().toLowerCase();
+  return id.slice(id.lastIndexOf("/") + 1);
+};
+
+/** Each of the four prices at its highest among `prices`. */
+const highest = (prices: readonly Price[]): Price => ({
+  input: Math.max(...prices.map((x) => x.input)),
+  output: Math.max(...prices.map((x) => x.output)),
+  cacheRead: Math.max(...prices.map((x) => x.cacheRead)),
+  cacheWrite: Math.max(...prices.map((x) => x.cacheWrite)),
+});
+
+const ALL_PRICES = [...PRICES, ...CLAUDE_FAMILIES];
+
+/** The provider a model id names (Anthropic, OpenAI, Google), or undefined. */
+export const providerOf = (model: string): string | undefined =>
+  PROVIDERS.find(([, ids]) => ids.test(bareId(model)))?.[0];
+
+/**
+ * What the per-task dollar ceiling holds `usage` of `model` to: its price, or for a model Fleet has no
+ * price for, the highest list price of its provider (of any provider when the id names none), each of
+ * input, output, cache read and cache write at its highest. An unknown model can then never spend more
+ * than the ceiling says; `assumed` says the figure is such a bound, not a cost.
+ */
+export function ceilingCostOf(model: string, usage: Partial<TokenUsage>): { usd: number; assumed: boolean } {
+  const own = priceOf(model);
+  if (own) return { usd: priced(own, usage), assumed: false };
+  const ids = PROVIDERS.find(([name]) => name === providerOf(model))?.[1];
+  const candidates = ids ? ALL_PRICES.filter(([prefix]) => ids.test(prefix)) : ALL_PRICES;
+  return { usd: priced(highest(candidates.map(([, price]) => price)), usage), assumed: true };
 }

@@ -1,6 +1,6 @@
 import { CONFIG_FIELDS } from "./config-fields.ts";
 import { contextAfterTurn, overContextLimit, turnContextTokens } from "./context-windows.ts";
-import { costOf } from "./prices.ts";
+import { ceilingCostOf } from "./prices.ts";
 import type { TaskContext } from "./task.ts";
 import { addUsage, emptyUsage, type TokenUsage, totalTokens } from "./usage.ts";
 
@@ -13,7 +13,10 @@ import { addUsage, emptyUsage, type TokenUsage, totalTokens } from "./usage.ts";
 export interface GuardLimits {
   /** Per-task token ceiling (input + output + cache read + cache write). */
   tokens?: number;
-  /** Per-task cost ceiling in US dollars (turns of a model with no known price count 0). */
+  /**
+   * Per-task cost ceiling in US dollars. Turns of a model Fleet has no price for are held at the highest
+   * list price of its provider (see ceilingCostOf), so the ceiling holds for any model.
+   */
   usd?: number;
   /** Stop when one tool call with the same input has been asked for this many times with no change to the worktree. */
   repeatedToolCalls?: number;
@@ -40,12 +43,15 @@ export interface GuardTurn {
 
 export interface GuardState {
   usage: TokenUsage;
+  /** What the turns cost at their models' prices (a model with no price adds nothing). */
   costUsd: number;
-  /** Some turn's model had no price: the cost is a lower bound. */
+  /** What the cost ceiling holds the task to: `costUsd`, with unpriced turns at their provider's highest price. */
+  heldUsd: number;
+  /** Some turn's model had no price: `costUsd` is a lower bound, `heldUsd` an upper one. */
   unpriced: boolean;
   turns: number;
   /** The last turn that read a prompt: what the next one reads at least (its prompt and its answer). */
-  last?: { context: number; output: number; costUsd: number };
+  last?: { context: number; output: number; heldUsd: number };
   /** Tool calls (name + input) asked for since the worktree last changed, and how often. */
   calls: Readonly<Record<string, number>>;
   /** Turns with tool calls in a row that the worktree did not change after. */
@@ -55,11 +61,12 @@ export interface GuardState {
   stop?: string;
 }
 
-/** A run's guard before its first turn; `earlier` is what the task spent in earlier phases. */
+/** A run's guard before its first turn; `earlier` is what the task spent before it (earlier runs and phases). */
 export function newGuard(earlier?: { usage?: TokenUsage; costUsd?: number | null }): GuardState {
   return {
     usage: earlier?.usage ? { ...earlier.usage } : emptyUsage(),
     costUsd: earlier?.costUsd ?? 0,
+    heldUsd: earlier?.costUsd ?? 0,
     unpriced: false,
     turns: 0,
     calls: {},
@@ -73,7 +80,8 @@ const on = (limit: number | undefined): limit is number => limit !== undefined &
 
 /** The guard after a response: its figures added, its tool calls counted, the ceilings and the context checked. */
 export function afterTurn(s: GuardState, turn: GuardTurn, limits: GuardLimits): GuardState {
-  const cost = costOf(turn.model, turn.usage);
+  const held = ceilingCostOf(turn.model, turn.usage);
+  const cost = held.assumed ? null : held.usd;
   const context = turnContextTokens(turn.usage);
   const calls = { ...s.calls };
   for (const c of turn.toolCalls) {
@@ -84,13 +92,14 @@ export function afterTurn(s: GuardState, turn: GuardTurn, limits: GuardLimits): 
     ...s,
     usage: addUsage(s.usage, turn.usage),
     costUsd: s.costUsd + (cost ?? 0),
+    heldUsd: s.heldUsd + held.usd,
     unpriced: s.unpriced || (cost === null && totalTokens(turn.usage) > 0),
     turns: s.turns + 1,
     calls,
     idleTurns: turn.toolCalls.length > 0 ? s.idleTurns + 1 : s.idleTurns,
   };
   if (context > 0) {
-    next.last = { context, output: turn.usage.output, costUsd: cost ?? 0 };
+    next.last = { context, output: turn.usage.output, heldUsd: held.usd };
     next.context = contextAfterTurn(turn.model, turn.usage, turn.at);
   }
   next.stop ??=
@@ -103,8 +112,8 @@ function overCeiling(s: GuardState, limits: GuardLimits): string | undefined {
   const tokens = totalTokens(s.usage);
   if (on(limits.tokens) && tokens > limits.tokens)
     return `stopped: the task used ${n(tokens)} tokens, over the per-task ceiling of ${n(limits.tokens)} (budgets.per_task_tokens)`;
-  if (on(limits.usd) && s.costUsd > limits.usd)
-    return `stopped: the task cost ${usd(s.costUsd)}, over the per-task ceiling of ${usd(limits.usd)} (budgets.per_task_usd)`;
+  if (on(limits.usd) && s.heldUsd > limits.usd)
+    return `stopped: the task cost ${usd(s.heldUsd)}${unpricedNote(s)}, over the per-task ceiling of ${usd(limits.usd)} (budgets.per_task_usd)`;
   return undefined;
 }
 
@@ -138,10 +147,16 @@ function wouldPassCeiling(s: GuardState, limits: GuardLimits, inFlight: number):
   const also = pending > 0 ? ` and ${pending} more in flight` : "";
   if (on(limits.tokens) && tokens + (pending + 1) * next > limits.tokens)
     return `stopped: the next model request would pass the per-task ceiling of ${n(limits.tokens)} tokens (budgets.per_task_tokens): ${n(tokens)} used, and it${also} ${pending > 0 ? "read" : "reads"} at least ${n(next)}${pending > 0 ? " each" : ""}; the gateway refused it`;
-  if (on(limits.usd) && s.last.costUsd > 0 && s.costUsd + (pending + 1) * s.last.costUsd > limits.usd)
-    return `stopped: the next model request would pass the per-task ceiling of ${usd(limits.usd)} (budgets.per_task_usd): ${usd(s.costUsd)} spent, and it${also} ${pending > 0 ? "cost" : "costs"} about ${usd(s.last.costUsd)}${pending > 0 ? " each" : ""}; the gateway refused it`;
+  if (on(limits.usd) && s.last.heldUsd > 0 && s.heldUsd + (pending + 1) * s.last.heldUsd > limits.usd)
+    return `stopped: the next model request would pass the per-task ceiling of ${usd(limits.usd)} (budgets.per_task_usd): ${usd(s.heldUsd)} spent${unpricedNote(s)}, and it${also} ${pending > 0 ? "cost" : "costs"} about ${usd(s.last.heldUsd)}${pending > 0 ? " each" : ""}; the gateway refused it`;
   return undefined;
 }
+
+/** Said beside a cost the ceiling holds at an assumed price. */
+const unpricedNote = (s: GuardState): string =>
+  s.unpriced
+    ? " (at most: a model with no price in Fleet's table is counted at its provider's highest list price)"
+    : "";
 
 function repeated(s: GuardState, limits: GuardLimits): string | undefined {
   if (!on(limits.repeatedToolCalls)) return undefined;

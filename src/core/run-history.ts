@@ -1,9 +1,12 @@
 import { combineTotals, type RunTotals } from "./usage.ts";
 
-/** What a run of a task was for: the issue's work, a review round on its PR, or a rebase of the PR. */
-export type RunKind = "work" | "review" | "rebase";
+/**
+ * What a run of a task was: a plan phase alone (waiting for approval), the issue's work (with its plan
+ * phase when no approval was asked), a split's plan, a review round on its PR, or a rebase of the PR.
+ */
+export type RunKind = "plan" | "work" | "split" | "review" | "rebase";
 
-/** One finished run of a task and what it cost (plan and work phases together). */
+/** One finished run of a task and what it cost (its phases together): each run once, in a task's `runs`. */
 export interface RunRecord {
   kind: RunKind;
   /** RFC3339: when the run ended. */
@@ -27,6 +30,6 @@ export function sumRuns(runs: readonly RunRecord[]): RunTotals | undefined {
   return runs.reduce<RunTotals | undefined>((a, r) => combineTotals(a, r.totals), undefined);
 }
 
-/** The kind of the task's next run, from what it was asked for. */
+/** The kind of the task's next run, from what it was asked for (a run may learn it was a plan or a split). */
 export const runKindOf = (task: { rebase?: unknown; instructions?: string }): RunKind =>
   task.rebase ? "rebase" : task.instructions ? "review" : "work";

@@ -61,6 +61,30 @@ function unmetDependencies(
   return unmet === undefined ? [] : unmet.sort((a, b) => a - b);
 }
 
+/**
+ * The issues that count as done for their dependents: those with a `done` task, except an epic (an issue
+ * split into sub-issues, its split task done once the plan is applied) until every sub-issue counts as done.
+ */
+export function doneIssuesOf(tasks: readonly Task[]): Set<number> {
+  const done = new Set<number>();
+  const subsOf = new Map<number, Set<number>>();
+  for (const t of tasks) {
+    if (t.state === "done") done.add(t.issue);
+    if (t.epic !== undefined) subsOf.set(t.epic, (subsOf.get(t.epic) ?? new Set()).add(t.issue));
+  }
+  // Until nothing changes: an epic's sub-issue may be an epic of its own.
+  for (let changed = subsOf.size > 0; changed; ) {
+    changed = false;
+    for (const [epic, subs] of subsOf) {
+      if (done.has(epic) && [...subs].some((s) => !done.has(s))) {
+        done.delete(epic);
+        changed = true;
+      }
+    }
+  }
+  return done;
+}
+
 interface Candidate {
   task: Task;
   queuedMs: number;
@@ -155,8 +179,8 @@ function sortWaiting(
       return;
     }
     case "queued": {
-      // A retry backing off: it keeps its place in the queue and waits for its time.
-      if (ms(task.resetAt) > now) return;
+      // A retry backing off, or a task whose previous run has not stopped yet: it keeps its place and waits.
+      if (ms(task.resetAt) > now || ms(task.stopping?.until) > now) return;
       const waits = unmet(task);
       if (waits.length > 0) sorted.blocked.push({ kind: "block", taskId: task.id, blockedBy: waits });
       else sorted.candidates.push({ task, queuedMs: ms(task.queuedAt) });
@@ -173,8 +197,7 @@ function sortTasks(input: SchedulerInput, now: number): Sorted {
   const closed = input.closedIssues ?? EMPTY_SET;
   const backoffMs = (config.retries?.backoff_seconds ?? 60) * 1000;
   const serialize = config.serialize_overlapping === true;
-  const doneIssues = new Set<number>();
-  for (const t of tasks) if (t.state === "done") doneIssues.add(t.issue);
+  const doneIssues = doneIssuesOf(tasks);
   const unmet = (task: Task) => unmetDependencies(task, doneIssues, closed);
   const max = config.max_concurrent;
   const sorted: Sorted = {
@@ -256,7 +279,8 @@ function fillSlots(
  * One scheduling pass: a pure function from the task list, the config and the time to decisions.
  * Rules: at most `max_concurrent` tasks in slot-holding states (dispatched, planning, running) and at
  * most `coders.<c>.max_concurrent` per coder; priority 0 first; FIFO (queuedAt, then issue) within a
- * priority; a task is blocked until every issue it depends on is closed or has a `done` fleet task;
+ * priority; a task is blocked until every issue it depends on is closed or has a `done` fleet task
+ * (an epic: and every one of its sub-issues, see doneIssuesOf);
  * expired leases free their slot; rate-limited tasks return to the queue after `resetAt` (or after
  * `retries.backoff_seconds` when the provider gave no reset time); with `serialize_overlapping`, a
  * task whose files overlap a running or just-dispatched task's is held ("waits for gh-N: both touch
@@ -313,11 +337,19 @@ export function nextWakeAt(
   };
   for (const task of tasks) {
     if (task.state === "rate-limited") consider(rateLimitEndsMs(task, backoffMs));
-    else if (task.state === "queued" && task.resetAt) consider(ms(task.resetAt));
-    else if (ACTIVE_STATES.has(task.state) && task.lease) consider(ms(task.lease.expiresAt));
+    else if (task.state === "queued" && (task.resetAt || task.stopping)) {
+      if (task.resetAt) consider(ms(task.resetAt));
+      if (task.stopping) consider(ms(task.stopping.until));
+    } else if (ACTIVE_STATES.has(task.state) && task.lease) consider(ms(task.lease.expiresAt));
   }
   return Number.isFinite(best) ? new Date(best).toISOString() : undefined;
 }
+
+/** A queued task that waited (a retry's backoff, its previous run's stop) and may start now. */
+const waitEnded = (task: Task, nowMs: number): boolean =>
+  (task.resetAt !== undefined || task.stopping !== undefined) &&
+  !(ms(task.resetAt) > nowMs) &&
+  !(ms(task.stopping?.until) > nowMs);
 
 /** The first running (or just dispatched) task that shares files with `task`, and those files. */
 function overlapping(task: Task, running: readonly Task[]): { with: Task; files: string[] } | undefined {
@@ -381,7 +413,7 @@ export function wakeDue(
     if (ACTIVE_STATES.has(task.state)) busy++;
     else if (task.state === "rate-limited") {
       if (rateLimitEndsMs(task, backoffMs) <= nowMs) return true;
-    } else if (task.state === "queued" && task.resetAt && ms(task.resetAt) <= nowMs) retryDue = true;
+    } else if (task.state === "queued" && waitEnded(task, nowMs)) retryDue = true;
   }
   return retryDue && busy < config.max_concurrent;
 }

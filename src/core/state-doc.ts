@@ -123,6 +123,7 @@ const TaskSchema = z.looseObject({
   lease: LeaseSchema.optional(),
   reason: z.string().optional(),
   resetAt: time.optional(),
+  stopping: z.looseObject({ holder: z.string().min(1), until: time }).optional(),
   totals: z.looseObject({ usage: z.record(z.string(), z.number()) }).optional(),
   requestedBy: z.string().optional(),
   approved: z.boolean().optional(),

@@ -103,6 +103,12 @@ export interface Task {
   reason?: string;
   /** Rate-limited: when the provider's limit resets; queued after a failed attempt: when the retry may start (RFC3339). */
   resetAt?: string;
+  /**
+   * A run that was still going when the task left its slot (a cancel, a merge, a closed PR): its worker
+   * stops it at its next heartbeat and reports. The task is not started again before that report, or
+   * before `until` (the run's lease), so it never runs twice at once.
+   */
+  stopping?: { holder: string; until: string };
   totals?: RunTotals;
   requestedBy?: string;
   /** The plan was approved with `/fleet approve`: the next run skips the plan phase. */
@@ -149,6 +155,8 @@ export interface TaskContext {
 /** A finished run as the worker recorded it: its attempt and, from a valid RESULT.json, the verdict and tests. */
 export interface TaskResultSummary {
   attempt: number;
+  /** The run ended without a change to the repository (no PR, nothing pushed). */
+  noChanges?: boolean;
   status?: string;
   testsRun?: number;
   testsPassed?: number;

@@ -11,12 +11,14 @@ import type { Tracker } from "./tracker.ts";
 import {
   applySchedule,
   effectiveConfig,
+  endRun,
   enqueueTask,
   findTask,
   holdAfterStateReset,
   moveTask,
   noteIgnoredEdit,
   patchTask,
+  type RunEnd,
   reclaimGoneRuns,
   repinTasks,
   resolvedConfig,
@@ -175,6 +177,22 @@ export class RepoQueue {
       return r;
     });
     return moved;
+  }
+
+  /**
+   * A worker's run of `taskId` ended (see endRun), with `alsoDoc`'s changes in the same commit (the run's
+   * last context, its credentials' windows). The task as the commit left it; undefined when it is gone.
+   */
+  async endRun(
+    taskId: string,
+    end: Omit<RunEnd, "now">,
+    alsoDoc?: (doc: FleetStateDoc) => FleetStateDoc,
+  ): Promise<Task | undefined> {
+    const { doc } = await this.commit((d) => {
+      const r = endRun(d, taskId, { ...end, now: this.iso() });
+      return r && alsoDoc ? { ...r, doc: alsoDoc(r.doc) } : r;
+    });
+    return doc.tasks[taskId];
   }
 
   /**

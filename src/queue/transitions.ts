@@ -10,12 +10,13 @@ import {
   resolveOverrides,
   updateOverrides,
 } from "../core/config.ts";
-import { DEFAULT_LEASE_TTL_MS, newLease } from "../core/leases.ts";
+import { DEFAULT_LEASE_TTL_MS, isLeaseLive, isUnclaimed, newLease } from "../core/leases.ts";
 import { canTransition, isActive, isTerminal, transition } from "../core/lifecycle.ts";
 import { pinPrompt, promptPinDigest } from "../core/prompt-pin.ts";
+import { appendRun, type RunRecord, sumRuns } from "../core/run-history.ts";
 import type { SchedulerDecision } from "../core/scheduler.ts";
 import { type Readiness, retryNotBefore, retryReason, scheduleNext } from "../core/scheduler.ts";
-import type { FleetStateDoc } from "../core/state-doc.ts";
+import { type FleetStateDoc, recordLedger } from "../core/state-doc.ts";
 import { newTask, type Task, type TaskRequest, type TaskState } from "../core/task.ts";
 import { budgetReadiness } from "../economy/budgets.ts";
 import type { PinnedText } from "./beads-sync.ts";
@@ -277,7 +278,13 @@ export function moveTask(
 ): TransitionResult | null {
   const current = doc.tasks[taskId];
   if (!current || !canTransition(current.state, to)) return null;
-  const task = { ...transition(current, to, opts), ...opts.patch };
+  const moved = transition(current, to, opts);
+  // A worker's run still going when the task leaves its slot stops at its next heartbeat: until it says
+  // so (endRun) or its lease runs out, the task is not started again (see the scheduler).
+  const lease = current.lease;
+  if (lease && !moved.lease && !isUnclaimed(lease) && isLeaseLive(lease, new Date(opts.now)))
+    moved.stopping = { holder: lease.holder, until: lease.expiresAt };
+  const task = { ...moved, ...opts.patch };
   return {
     doc: withTasks(doc, [task]),
     changes: [{ task, from: current.state }],
@@ -285,6 +292,94 @@ export function moveTask(
       `${current.state} -> ${to}: gh-${current.issue} (${taskId})${opts.reason ? `: ${opts.reason}` : ""}`,
     ],
   };
+}
+
+/**
+ * The tasks that worked on pull request `pr` (branch `head`): those that recorded it, else the ones on
+ * its branch not done yet. Several when a task was queued again on an issue whose earlier task had
+ * ended with the PR still open (its branch and PR are taken over). The live one first.
+ */
+export function tasksOnPullRequest(doc: FleetStateDoc, pr: { number: number; head: string }): Task[] {
+  const all = tasksOf(doc);
+  const recorded = all.filter((t) => t.pr === pr.number);
+  const found = recorded.length ? recorded : all.filter((t) => t.branch === pr.head && t.state !== "done");
+  return found.sort((a, b) => Number(isTerminal(a.state)) - Number(isTerminal(b.state)));
+}
+
+/** How a worker's run of a task ended, as one transition (see endRun). */
+export interface RunEnd {
+  /** The worker whose run it was (its lease's holder). */
+  holder: string;
+  /** Where the run's outcome sends the task, and the state passed through on the way (see MoveOptions.via). */
+  to: TaskState;
+  via?: TaskState;
+  reason?: string;
+  resetAt?: string;
+  /** What the outcome records on the task when it moves it (its PR, RESULT.json in figures, requests used up). */
+  patch: Partial<Task>;
+  /** The run's record (what it was, when it ended, its figures); none when it spent nothing. */
+  run?: RunRecord;
+  now: string;
+}
+
+/**
+ * A run's end: its record joins the task's runs (the task's totals are their sum) and the ledger of the
+ * day it ended, whatever happened to the task meanwhile, since the tokens were spent; the task moves to
+ * `to` only while it still holds this run's lease. An event that got there first (a cancel) keeps its
+ * state and gets the outcome's fields; a task that moved on (merged, failed, or taken by another worker
+ * after this run's lease expired) keeps its state and fields. Null when the task is gone.
+ */
+export function endRun(doc: FleetStateDoc, taskId: string, end: RunEnd): TransitionResult | null {
+  const current = doc.tasks[taskId];
+  if (!current) return null;
+  const runs = end.run ? appendRun(current.runs, end.run) : current.runs;
+  const figures: Partial<Task> = end.run ? { runs, totals: sumRuns(runs!) } : {};
+  // This run has stopped: the task may start again.
+  if (current.stopping?.holder === end.holder) figures.stopping = undefined;
+  let result: TransitionResult | null = null;
+  if (current.lease?.holder === end.holder && current.state !== end.to) {
+    const through =
+      end.via && !canTransition(current.state, end.to) && canTransition(current.state, end.via)
+        ? moveTask(doc, taskId, end.via, { now: end.now })
+        : null;
+    // The run's own end: nothing of it is left to stop.
+    const moved = moveTask(through?.doc ?? doc, taskId, end.to, {
+      now: end.now,
+      reason: end.reason,
+      resetAt: end.resetAt,
+      patch: { ...end.patch, ...figures, stopping: undefined },
+    });
+    if (moved)
+      result = {
+        ...moved,
+        changes: [{ task: moved.changes[0]!.task, from: current.state }],
+        messages: [...(through?.messages ?? []), ...moved.messages],
+      };
+  }
+  if (!result) {
+    const patch = current.state === end.to ? { ...end.patch, ...figures } : figures;
+    if (Object.keys(patch).length === 0) return null;
+    result = patchTask(doc, taskId, patch, end.now);
+  }
+  if (!result || !end.run) return result;
+  const day = end.run.at.slice(0, 10);
+  const { usage, costUsd } = end.run.totals;
+  return { ...result, doc: recordLedger(result.doc, { day, coder: current.coder, usage, costUsd }) };
+}
+
+/**
+ * The tasks whose open PR may need a rebase run after the PR `merged.pr` (of task `merged.task`, if
+ * Fleet's) was merged: every other task waiting on its PR, except the other sides of the merged task's
+ * A/B run, which are alternatives to what was merged, not work to go on top of it.
+ */
+export function tasksToRebaseAfterMerge(doc: FleetStateDoc, merged: { pr: number; task?: Task }): Task[] {
+  return tasksOf(doc).filter(
+    (t) =>
+      t.state === "pr-open" &&
+      t.pr !== undefined &&
+      t.pr !== merged.pr &&
+      (merged.task === undefined || t.issue !== merged.task.issue),
+  );
 }
 
 /**
@@ -483,6 +578,7 @@ function dispatchInPass(pass: Pass, task: Task, slot: number): void {
   // A new attempt gets its own run: late events of the previous run must not match it.
   delete moved.runId;
   delete moved.runUrl;
+  delete moved.stopping;
   // Another coder or model on the same issue (an A/B run): each side has its own branch and PR.
   const sibling = Object.values(pass.tasks).some(
     (t) =>

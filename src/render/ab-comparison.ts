@@ -71,7 +71,8 @@ export function renderAbComparison(issue: number, sides: readonly AbSide[]): str
     `| ${header.join(" | ")} |`,
     `|---|${sides.map(() => "---:").join("|")}|`,
     row("Task", (s) => `\`${s.taskId}\``),
-    row("Outcome", (s) => s.state),
+    // A side that changed nothing says so: it failed for want of a change, not for an error.
+    row("Outcome", (s) => (s.result?.noChanges ? `no changes (${s.state})` : s.state)),
     row("Pull request", (s) => (s.pr ? `#${s.pr.number}` : dash)),
     row("Tokens", (s) => (s.totals ? n(totalTokens(s.totals.usage)) : dash)),
     row("Input / output", (s) =>

@@ -48,6 +48,7 @@ export function logTail(
 export type RunOutcomeKind =
   | "pr-opened"
   | "no-changes"
+  | "split"
   | "awaiting-approval"
   | "failed"
   | "timeout"
@@ -69,6 +70,8 @@ export interface RunReportView {
   resetsAt?: string;
   /** The agent's follow-ups and `max_follow_ups`: the report says how many were left out of the issues. */
   followUps?: { listed: readonly string[]; max: number };
+  /** The run was a round on the task's open pull request (a review): it stays open whatever the run did. */
+  onPullRequest?: boolean;
   /** Characters this report may take (default: a whole comment); less when it shares a comment. */
   limit?: number;
 }
@@ -76,6 +79,7 @@ export interface RunReportView {
 const HEADLINE: Record<RunOutcomeKind, string> = {
   "pr-opened": "✅ opened a pull request",
   "no-changes": "ℹ️ finished without changes, so no pull request was opened",
+  split: "🪓 planned the split: the plan's sub-issues are queued",
   "awaiting-approval": "✋ is waiting for approval of its plan",
   failed: "❌ failed",
   timeout: "⏱️ ran out of time and was stopped",
@@ -98,11 +102,11 @@ const NEXT_STEP: Partial<Record<RunOutcomeKind, string>> = {
 
 /** The run report (a section of the tracking comment): how the run ended, what to do next, and the tail of the agent's log. */
 export function renderRunReport(v: RunReportView): string {
-  const head: string[] = [
-    runReportMarker(v.taskId),
-    `### Fleet task \`${v.taskId}\` ${HEADLINE[v.outcome]}`,
-    "",
-  ];
+  const round = v.onPullRequest && v.outcome === "no-changes";
+  const headline = round
+    ? "ℹ️ finished the round without changes; the pull request is as it was"
+    : HEADLINE[v.outcome];
+  const head: string[] = [runReportMarker(v.taskId), `### Fleet task \`${v.taskId}\` ${headline}`, ""];
   if (v.pr) head.push(`Pull request: #${v.pr.number} (${v.pr.url})`, "");
   // A reason may repeat what the agent said: a mention in it names, it never pings (as on the tracking comment).
   if (v.reason) head.push(`> ${neutraliseMentions(v.reason).replace(/\n/g, "\n> ")}`, "");
@@ -112,7 +116,9 @@ export function renderRunReport(v: RunReportView): string {
   const capNote =
     v.followUps && followUpCapNote(followUpsToFile(v.followUps.listed, v.followUps.max), v.followUps.max);
   if (capNote) head.push(`ℹ️ ${capNote} They are kept with the run: \`fleet task ${v.taskId} result\`.`, "");
-  const next = NEXT_STEP[v.outcome];
+  const next = round
+    ? "If a change was expected, comment `/fleet <instructions>` on the pull request again, saying what to change and where."
+    : NEXT_STEP[v.outcome];
   if (next) head.push(next, "");
   let body = head.join("\n");
   const limit = v.limit ?? GITHUB_COMMENT_LIMIT;

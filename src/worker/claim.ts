@@ -65,7 +65,13 @@ export function startHeartbeat(opts: {
   /** What the run adds to each heartbeat's commit (its context, its credentials' windows). */
   alsoDoc?: (doc: FleetStateDoc) => FleetStateDoc;
   onBeat?: () => Promise<unknown>;
-}): { signal: AbortSignal; lost: () => string | undefined; stop: () => void } {
+}): {
+  signal: AbortSignal;
+  lost: () => string | undefined;
+  /** One beat now: before the run publishes anything, it learns whether it still holds the task. */
+  beat: () => Promise<void>;
+  stop: () => void;
+} {
   const { store, taskId, holder, ttlMs, clock } = opts;
   const everyMs = opts.everyMs ?? heartbeatIntervalMs(ttlMs);
   let lastRenewal = clock().toISOString();
@@ -113,6 +119,7 @@ export function startHeartbeat(opts: {
   return {
     signal: abort.signal,
     lost: () => lost,
+    beat,
     stop: () => {
       clearInterval(timer);
       opts.outer?.removeEventListener("abort", onOuterAbort);

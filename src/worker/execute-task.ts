@@ -82,18 +82,18 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
   if (!claimed) return undefined;
   const { task } = claimed;
   const adapter = deps.adapterFor(task.coder);
+  // A run that ends before its agent starts: nothing to record but its end.
+  const endEarly = (reason: string) =>
+    deps.queue.endRun(taskId, { holder: deps.holder, to: "failed", reason, patch: {} });
   if (!adapter) {
-    await deps.queue.move(task.issue, "failed", {
-      taskId,
-      reason: `no adapter for coder "${task.coder}" on this worker`,
-    });
+    await endEarly(`no adapter for coder "${task.coder}" on this worker`);
     return undefined;
   }
 
   // 2.
   const gathered = await gatherIssue(task, claimed.beads, deps);
   if ("missing" in gathered) {
-    await deps.queue.move(task.issue, "failed", { taskId, reason: gathered.missing });
+    await endEarly(gathered.missing);
     return undefined;
   }
 
@@ -148,6 +148,7 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
       pool: { coder: task.coder, book: rotation.book, rotate: rotation.rotate, next: rotation.next },
       onContext,
       signal: heartbeat.signal,
+      confirmHeld: heartbeat.beat,
       clock,
       ahead,
     });
@@ -224,6 +225,7 @@ function taskSpecFor(task: Task, gathered: Gathered, deps: ExecuteDeps): TaskSpe
     earlierRuns: task.runs,
     runKind: runKindOf(task),
     maxFollowUps: deps.config.max_follow_ups,
+    ...(task.instructions && task.pr !== undefined ? { reviewPr: task.pr } : {}),
   };
 }
 
@@ -264,6 +266,7 @@ function workerDepsFor(
     pool: WorkerDeps["credentialPool"];
     onContext: WorkerDeps["onContext"];
     signal: AbortSignal;
+    confirmHeld: () => Promise<void>;
     clock: () => Date;
     ahead: RunningAhead;
   },
@@ -293,6 +296,7 @@ function workerDepsFor(
       : {}),
     clock: run.clock,
     signal: run.signal,
+    confirmHeld: run.confirmHeld,
     secrets: deps.secrets,
     // Listed for the prompt: the final report finds its earlier comment here, not by another listing.
     issueComments: gathered.issueComments,

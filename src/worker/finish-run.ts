@@ -29,11 +29,11 @@ export async function finish(
         tokens:
           result.totals || result.planTotals
             ? {
-                outcome: outcomeLine(result),
+                outcome: outcomeLine(result, ctx.spec.runKind === "review"),
                 totals: result.totals,
                 planTotals: result.planTotals,
                 earlierRuns: ctx.spec.earlierRuns,
-                runKind: ctx.spec.runKind,
+                runKind: result.kind ?? ctx.spec.runKind,
                 ...(result.agentTotals ? { agentTotals: result.agentTotals } : {}),
               }
             : undefined,
@@ -46,6 +46,7 @@ export async function finish(
           resultProblem:
             outcome === "pr-opened" || outcome === "no-changes" ? notes?.resultProblem : undefined,
           ...followUpsOf(ctx, outcome, notes),
+          onPullRequest: ctx.spec.runKind === "review",
           log,
           resetsAt: result.rateLimit?.resetsAt,
         },
@@ -59,7 +60,11 @@ export async function finish(
   }
   await ctx.progress(
     {
-      state: stateAfterOutcome(outcome),
+      state: stateAfterOutcome(outcome, {
+        retriesLeft: false,
+        cancelledByUser: true,
+        onOpenPr: ctx.spec.runKind === "review",
+      }),
       step: outcome,
       usage: result.totals?.usage,
       costUsd: result.totals?.costUsd,
@@ -99,12 +104,16 @@ async function readLogTail(path: string): Promise<string> {
   }
 }
 
-function outcomeLine(r: TaskOutcome): string {
+function outcomeLine(r: TaskOutcome, reviewRound: boolean): string {
   switch (r.outcome) {
     case "pr-opened":
       return `pull request #${r.pr?.number} opened or updated`;
     case "no-changes":
-      return "finished without changes; no pull request";
+      return reviewRound
+        ? "the round changed nothing; the pull request is as it was"
+        : "finished without changes; no pull request";
+    case "split":
+      return "split: the plan's sub-issues are queued";
     default:
       return r.outcome;
   }

@@ -2,6 +2,7 @@ import { access, mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { AgentInvocation } from "../agents/types.ts";
 import { redactSecrets } from "../core/redact.ts";
+import { type RunRecord, sumRuns } from "../core/run-history.ts";
 import type { LabeledSecret } from "../core/secret-scan.ts";
 import type { RebaseRequest } from "../core/task.ts";
 import { combineTotals, type RunTotals } from "../core/usage.ts";
@@ -29,6 +30,8 @@ export interface RebaseSpec {
   pr: number;
   request: RebaseRequest;
   timeouts: { runMs: number; stallMs: number };
+  /** The task's earlier runs: counted with this one against the per-task ceilings. */
+  earlierRuns?: RunRecord[];
 }
 
 export type RebaseDeps = Pick<
@@ -49,6 +52,7 @@ export type RebaseDeps = Pick<
   | "perTaskLimits"
   | "runLimits"
   | "credentialPool"
+  | "confirmHeld"
   | "clock"
 >;
 
@@ -151,6 +155,10 @@ export async function runRebase(spec: RebaseSpec, deps: RebaseDeps): Promise<Tas
   }
 }
 
+/** What the task spent before this step of its rebase: its earlier runs and the rebase's earlier steps. */
+const spentBefore = (spec: RebaseSpec, steps: RunTotals | undefined): RunTotals | undefined =>
+  combineTotals(spec.earlierRuns?.length ? sumRuns(spec.earlierRuns) : undefined, steps);
+
 /** What a rebase run knows as it goes: its request, its secrets, the files that conflicted and were resolved. */
 interface RebaseState {
   spec: RebaseSpec;
@@ -205,6 +213,7 @@ async function rebaseAndPush(run: RebaseState, wt: Worktree, outcome: TaskOutcom
   // What the branch adds on top of the new base: the base's own changes are not the agent's.
   const leak = await checkOutgoing(wt, baseSha, run.labeled, []);
   if (leak) throw new RebaseFailed(leak, run.conflicts);
+  await deps.confirmHeld?.();
   if (deps.signal?.aborted) throw new RebaseFailed("The run was cancelled before the push.", run.conflicts);
   // Someone pushing to the branch meanwhile wins: the lease is the commit this run started from.
   const push = await gitIn(
@@ -256,7 +265,8 @@ async function replayWithAgent(run: RebaseState, wt: Worktree, baseSha: string):
       artifactsDir: run.artifactsDir,
       gateway: run.gateway!,
       onRunToken: run.onRunToken,
-      ...(run.totals ? { earlier: run.totals } : {}),
+      // The task's earlier runs and this rebase's earlier steps: the task is held to its ceilings as a whole.
+      earlier: spentBefore(spec, run.totals),
     });
     run.totals = combineTotals(run.totals, step.totals);
     await cleanAfterAgent(wt);
@@ -332,7 +342,7 @@ async function resolveWithAgent(
     artifactsDir: string;
     gateway: ModelGateway;
     onRunToken: (token: string) => void;
-    /** What the rebase's agent spent in its earlier steps. */
+    /** What the task spent before this step: its earlier runs and the rebase's earlier steps. */
     earlier?: RunTotals;
   },
 ): Promise<{ totals?: RunTotals; error?: string; summary?: string }> {
@@ -366,7 +376,7 @@ async function resolveWithAgent(
     deps.credential && deps.adapter.upstream
       ? gatewayRunFor(deps, {
           phase: "work",
-          // The rebase's earlier agent steps count: the run is held to the ceilings as a whole.
+          // The task's earlier runs and the rebase's earlier steps count: the task is held to the ceilings as a whole.
           ...(at.earlier ? { earlier: at.earlier } : {}),
           credential: deps.credential,
           model: spec.model,

@@ -45,6 +45,8 @@ export interface TaskSpec {
   runKind?: RunKind;
   /** `max_follow_ups`: the PR body and the run report say how many of the agent's follow-ups it left out. */
   maxFollowUps?: number;
+  /** A review round's pull request: the round adds to it, and never opens another once it is merged or closed. */
+  reviewPr?: number;
 }
 
 export interface WorkerDeps {
@@ -108,6 +110,11 @@ export interface WorkerDeps {
   credentialPool?: RunPool;
   /** The agent's context after each model turn (recorded on the task with the heartbeat). */
   onContext?: (context: TaskContext) => void;
+  /**
+   * Before anything leaves the run (a push, a PR): the worker checks it still holds the task, and a run
+   * whose task was cancelled or taken over meanwhile is stopped (`signal` aborts) instead of publishing.
+   */
+  confirmHeld?: () => Promise<void>;
   onProgress?: (p: {
     state: TaskState;
     step: string;
@@ -133,6 +140,8 @@ export interface TaskOutcome {
   rateLimit?: { resetsAt?: string; retryAfterSeconds?: number };
   /** The agent's own account of its usage (plan and work), kept beside the gateway's figures. */
   agentTotals?: RunTotals;
+  /** What the run turned out to be when not the task's next run kind (a plan phase alone, a split): its row's label. */
+  kind?: RunKind;
 }
 
 /** What a plan phase leaves for the work phase of a later call (after `/fleet approve`). */

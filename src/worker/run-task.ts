@@ -130,8 +130,8 @@ async function planStep(
 ): Promise<{ plan?: string; resumeSessionId?: string } | TaskOutcome> {
   const { spec, result } = ctx;
   if (spec.planPhase && spec.planApproval && spec.approved === true) {
+    // The plan phase was a run of its own, recorded (and counted) when it ended: only its text and session go on.
     const saved = await loadPlan(ctx.artifactsDir);
-    if (saved.state.totals) result.planTotals = saved.state.totals;
     if (saved.plan !== undefined) await writeFile(join(notesDir, PLAN_FILE), saved.plan);
     return { plan: saved.plan, resumeSessionId: saved.state.sessionId };
   }
@@ -139,6 +139,8 @@ async function planStep(
   await ctx.progress({ state: "planning", step: "planning (read-only)" }, true);
   const run = await runPhase(ctx, { wt, notesDir, phase: "plan" });
   result.planTotals = run.totals;
+  // A plan phase that ends the run (it failed, or waits for approval) is a plan run.
+  if (spec.planApproval && !spec.approved) result.kind = "plan";
   if (run.kind !== "ok") return await finish(ctx, run.kind, run.reason, run);
   const notes = await readArtifacts(notesDir);
   const plan = notes.plan ?? run.planText ?? "";
@@ -211,7 +213,13 @@ async function publishChange(
     await forgetCommit(wt, wt.startSha);
     return await finish(ctx, "failed", leak, run, notes);
   }
+  await deps.confirmHeld?.();
   if (deps.signal?.aborted) return await finish(ctx, "cancelled", "Cancelled before the push.", run, notes);
+  const gone = await reviewPrGone(ctx);
+  if (gone) {
+    result.noRetry = true;
+    return await finish(ctx, "failed", gone, run, notes);
+  }
   await ctx.progress({ state: "running", step: "pushing the branch" }, true);
   await pushBranch(wt, deps.cloneUrl, ctx.branch, deps.gitAuth);
   const pr = await openOrUpdatePullRequest(deps.octokit, parseRepoFullName(spec.repo), {
@@ -226,10 +234,26 @@ async function publishChange(
 }
 
 /**
+ * Why a review round must not push: its pull request was merged or closed while it ran (a push would
+ * open another PR for a task that has ended). Undefined for any other run, or while the PR is open.
+ */
+async function reviewPrGone(ctx: RunContext): Promise<string | undefined> {
+  const { spec, deps } = ctx;
+  if (spec.reviewPr === undefined) return undefined;
+  const { data } = await deps.octokit.rest.pulls.get({
+    ...parseRepoFullName(spec.repo),
+    pull_number: spec.reviewPr,
+  });
+  if (data.state === "open") return undefined;
+  return `Pull request #${spec.reviewPr} was ${data.merged ? "merged" : "closed"} while the round ran; nothing was pushed.`;
+}
+
+/**
  * A split task's run: the plan phase only (read-only, nothing committed); the plan it states (or its
  * RESULT.json) is handed back in `artifacts` for the caller to turn into sub-issues.
  */
 async function runSplitPlanning(ctx: RunContext, wt: Worktree, notesDir: string): Promise<TaskOutcome> {
+  ctx.result.kind = "split";
   await ctx.progress({ state: "planning", step: "splitting the issue (read-only)" }, true);
   const run = await runPhase(ctx, { wt, notesDir, phase: "plan" });
   ctx.result.planTotals = run.totals;
@@ -246,5 +270,5 @@ async function runSplitPlanning(ctx: RunContext, wt: Worktree, notesDir: string)
     const reason = `Fleet created nothing: the split plan gives away a secret, ${hit.label} (${hit.form}).`;
     return await finish(ctx, "failed", reason, run, notes);
   }
-  return await finish(ctx, "no-changes", "Split task: its plan is applied to the issue.", run);
+  return await finish(ctx, "split", "Split task: its plan is applied to the issue.", run);
 }

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { AgentEvent, AgentInvocation } from "../agents/types.ts";
 import { turnContextTokens } from "../core/context-windows.ts";
 import { secretRedactor } from "../core/redact.ts";
+import { sumRuns } from "../core/run-history.ts";
 import type { TaskState } from "../core/task.ts";
 import {
   addUsage,
@@ -131,7 +132,8 @@ function trackPhase(ctx: RunContext, phase: Phase) {
   // The gateway meters the wire: its figures, not the agent's, are held against the ceilings.
   let wireMetered = false;
   const state: TaskState = phase === "plan" ? "planning" : "running";
-  const earlier = phase === "work" && ctx.result.planTotals ? totalTokens(ctx.result.planTotals.usage) : 0;
+  const before = spentBefore(ctx, phase);
+  const earlier = before ? totalTokens(before.usage) : 0;
   const stop = new AbortController();
   const onOuterAbort = () => stop.abort();
   if (deps.signal?.aborted) stop.abort();
@@ -267,11 +269,11 @@ function startGatewayRun(
   },
 ): GatewayRun {
   const { deps } = ctx;
-  const plan = run.phase === "work" ? ctx.result.planTotals : undefined;
+  const earlier = spentBefore(ctx, run.phase);
   run.tracker.meteredAtGateway();
   return gatewayRunFor(deps, {
     phase: run.phase,
-    ...(plan ? { earlier: plan } : {}),
+    ...(earlier ? { earlier } : {}),
     credential: run.credential,
     model: ctx.spec.model,
     worktree: run.wt,
@@ -283,6 +285,15 @@ function startGatewayRun(
       void ctx.progress({ state: run.tracker.state, step, usage: guard.usage, costUsd: guard.costUsd });
     },
   });
+}
+
+/**
+ * What the task spent before this phase, held with it against the per-task ceilings: its earlier runs
+ * (a plan run before approval, failed attempts, review rounds) and, for a work phase, this run's plan phase.
+ */
+function spentBefore(ctx: RunContext, phase: Phase): RunTotals | undefined {
+  const earlierRuns = ctx.spec.earlierRuns?.length ? sumRuns(ctx.spec.earlierRuns) : undefined;
+  return combineTotals(earlierRuns, phase === "work" ? ctx.result.planTotals : undefined);
 }
 
 /** How the phase ended, with its totals (under the credential that finished it) and the ceiling checked once more. */
@@ -302,7 +313,7 @@ function phaseResult(
   const totals = reportedTotals(metered, agentTotals);
   if (deps.perTaskLimits && !tracker.overBudget && totals) {
     const tokens = tracker.earlier + totalTokens(totals.usage);
-    const costUsd = (totals.costUsd ?? 0) + (phase === "work" ? (ctx.result.planTotals?.costUsd ?? 0) : 0);
+    const costUsd = (totals.costUsd ?? 0) + (spentBefore(ctx, phase)?.costUsd ?? 0);
     tracker.overBudget = overPerTaskBudget(deps.perTaskLimits, { tokens, costUsd });
   }
   // A work phase that finished over a dollar ceiling keeps its result; anything else over it stops.

@@ -160,7 +160,7 @@ export async function applySplitOutcome(
   outcome: TaskOutcome,
   deps: RunDeps & { queue: RepoQueue },
 ): Promise<void> {
-  if (outcome.outcome !== "no-changes") return;
+  if (outcome.outcome !== "split") return;
   const raw = extractPlanJson(outcome.artifacts.result, outcome.artifacts.plan);
   try {
     const applied = await applySplitPlan(task.issue, raw, {

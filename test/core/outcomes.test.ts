@@ -3,6 +3,7 @@ import { canTransition, SLOT_HOLDING_STATES } from "../../src/core/lifecycle.ts"
 import {
   hasRetriesLeft,
   isRetry,
+  outcomeNote,
   RUN_OUTCOMES,
   type RunOutcome,
   stateAfterOutcome,
@@ -14,13 +15,45 @@ const noRetriesLeft = { retriesLeft: false, cancelledByUser: false };
 describe("stateAfterOutcome", () => {
   it.each<[RunOutcome, string]>([
     ["pr-opened", "pr-open"],
-    ["no-changes", "done"],
+    ["no-changes", "failed"],
+    ["split", "done"],
     ["awaiting-approval", "awaiting-approval"],
     ["rate-limited", "rate-limited"],
     ["over-budget", "failed"],
   ])("%s -> %s, retries left or not", (outcome, state) => {
     expect(stateAfterOutcome(outcome, withRetries)).toBe(state);
     expect(stateAfterOutcome(outcome, noRetriesLeft)).toBe(state);
+  });
+
+  it("never ends a run as done but a split: done is a merge's (or a person's) to give", () => {
+    for (const outcome of RUN_OUTCOMES)
+      for (const context of [withRetries, noRetriesLeft, { ...withRetries, onOpenPr: true }])
+        if (outcome !== "split") expect(stateAfterOutcome(outcome, context)).not.toBe("done");
+  });
+
+  it("a round on an open PR (review, rebase) ends back on the PR unless it is tried again", () => {
+    const onPr = { ...noRetriesLeft, onOpenPr: true };
+    for (const outcome of ["no-changes", "over-budget", "failed", "timeout", "stall", "pr-opened"] as const)
+      expect(stateAfterOutcome(outcome, onPr), outcome).toBe("pr-open");
+    expect(stateAfterOutcome("failed", { ...withRetries, onOpenPr: true })).toBe("queued");
+    expect(stateAfterOutcome("rate-limited", onPr)).toBe("rate-limited");
+    expect(stateAfterOutcome("cancelled", { ...onPr, cancelledByUser: true })).toBe("cancelled");
+  });
+
+  it("says why a task with no change failed, and how a round ended on its PR", () => {
+    expect(
+      outcomeNote("no-changes", "failed", "The agent changed no files. Its summary: nothing to do"),
+    ).toBe(
+      "No changes, so no pull request. The agent changed no files. Its summary: nothing to do. Comment `/fleet retry` to run it again.",
+    );
+    expect(outcomeNote("no-changes", "pr-open", undefined)).toBe(
+      "The round ended without changes; the pull request is as it was.",
+    );
+    expect(outcomeNote("timeout", "pr-open", "ran too long")).toBe(
+      "The round ended (timeout); the pull request is as it was. ran too long.",
+    );
+    expect(outcomeNote("failed", "failed", "boom")).toBe("boom");
+    expect(outcomeNote("pr-opened", "pr-open", undefined)).toBeUndefined();
   });
 
   it.each<RunOutcome>(["failed", "timeout", "stall"])("%s is retried while retries are left", (outcome) => {
@@ -40,7 +73,8 @@ describe("stateAfterOutcome", () => {
   it("without a context is the state the run reports: no retry, a cancel is the user's", () => {
     expect(RUN_OUTCOMES.map((o) => [o, stateAfterOutcome(o)])).toEqual([
       ["pr-opened", "pr-open"],
-      ["no-changes", "done"],
+      ["no-changes", "failed"],
+      ["split", "done"],
       ["awaiting-approval", "awaiting-approval"],
       ["failed", "failed"],
       ["timeout", "failed"],

@@ -55,14 +55,36 @@ describe("the gateway's guard over a run", () => {
     expect(g.stop).toContain("the task used 1,100 tokens, over the per-task ceiling of 1,000");
   });
 
-  it("prices turns for the cost ceiling; an unknown model's turns count tokens only", () => {
+  it("prices turns for the cost ceiling", () => {
     let g = afterTurn(newGuard(), turn({ input: 1_000_000 }), { usd: 5 });
     expect(g.costUsd).toBeCloseTo(3);
     g = beforeRequest(g, { usd: 5 }, { changed: false, countIdle: false });
     expect(g.stop).toContain("would pass the per-task ceiling of $5.00 (budgets.per_task_usd): $3.00 spent");
-    const unknown = afterTurn(newGuard(), turn({ input: 1_000_000 }, [], "scripted-model"), { usd: 5 });
-    expect(unknown.costUsd).toBe(0);
-    expect(unknown.unpriced).toBe(true);
+  });
+
+  it("holds a model with no price to the cost ceiling at its provider's highest list price, and reports no cost for it", () => {
+    // Anthropic's highest: $15 a million input tokens, $75 output (Opus 4 / 4.1).
+    const claude = afterTurn(newGuard(), turn({ input: 100_000, output: 10_000 }, [], "claude-future-9"), {
+      usd: 2,
+    });
+    expect(claude.costUsd).toBe(0);
+    expect(claude.unpriced).toBe(true);
+    expect(claude.heldUsd).toBeCloseTo(2.25);
+    expect(claude.stop).toBe(
+      "stopped: the task cost $2.25 (at most: a model with no price in Fleet's table is counted at its provider's highest list price), over the per-task ceiling of $2.00 (budgets.per_task_usd)",
+    );
+    // The next request would pass it: refused before it goes out.
+    const small = afterTurn(newGuard(), turn({ input: 50_000 }, [], "claude-future-9"), { usd: 1.4 });
+    expect(small.stop).toBeUndefined();
+    expect(beforeRequest(small, { usd: 1.4 }, { changed: false, countIdle: false }).stop).toContain(
+      "would pass the per-task ceiling of $1.40 (budgets.per_task_usd): $0.75 spent (at most:",
+    );
+    // OpenAI's highest is o1-pro's ($150 / $600); an id naming no provider is held at the highest of all.
+    expect(afterTurn(newGuard(), turn({ input: 10_000 }, [], "gpt-7"), {}).heldUsd).toBeCloseTo(1.5);
+    expect(afterTurn(newGuard(), turn({ input: 10_000 }, [], "scripted-model"), {}).heldUsd).toBeCloseTo(1.5);
+    expect(afterTurn(newGuard(), turn({ input: 1_000_000 }, [], "gemini-9-ultra"), {}).heldUsd).toBeCloseTo(
+      1.25,
+    );
   });
 
   it("stops the same tool call with the same input asked for N times with the worktree unchanged", () => {

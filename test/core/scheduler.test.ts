@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { defaultFleetConfig, type FleetConfig } from "../../src/core/config.ts";
 import {
+  doneIssuesOf,
   MAX_RETRY_BACKOFF_SECONDS,
   nextWakeAt,
   queuePosition,
@@ -203,6 +204,20 @@ describe("scheduleNext", () => {
       expect(dispatches(run(tasks))).toEqual([["fl-5", 1]]);
     });
 
+    it("an epic counts as done once its split is done and every one of its sub-issues is", () => {
+      const split = task({ id: "split", issue: 7, state: "done" });
+      const dependant = task({ issue: 5, dependsOn: [7] });
+      const sub = (issue: number, state: TaskState) => task({ id: `sub-${issue}`, issue, state, epic: 7 });
+      expect(run([split, sub(70, "done"), sub(71, "pr-open"), dependant])).toEqual([
+        { kind: "block", taskId: "fl-5", blockedBy: [7] },
+      ]);
+      expect(dispatches(run([split, sub(70, "done"), sub(71, "done"), dependant]))).toEqual([["fl-5", 1]]);
+      // A sub-issue split in turn: its own sub-issues count too.
+      const nested = [split, sub(70, "done"), task({ id: "sub-80", issue: 80, state: "queued", epic: 70 })];
+      expect([...doneIssuesOf(nested)].sort()).toEqual([]);
+      expect([...doneIssuesOf([split, sub(70, "done")])].sort()).toEqual([7, 70]);
+    });
+
     it("unblocks and dispatches in the same pass, keeping the original FIFO place", () => {
       const tasks = [
         task({ issue: 1, queuedAt: at(-5) }),
@@ -264,6 +279,15 @@ describe("scheduleNext", () => {
       expect(dispatches(run([retry, other], { config: config({ max_concurrent: 1 }), now: at(2) }))).toEqual([
         ["fl-1", 1],
       ]);
+    });
+
+    it("starts a task again only once its previous run has stopped (or that run's lease ran out)", () => {
+      const again = task({ issue: 1, stopping: { holder: "local:w:1", until: at(3) } });
+      expect(run([again])).toEqual([]);
+      expect(nextWakeAt([again], config(), NOW)).toBe(at(3));
+      expect(wakeDue([again], config(), NOW)).toBe(false);
+      expect(wakeDue([again], config(), at(3))).toBe(true);
+      expect(dispatches(run([again], { now: at(3) }))).toEqual([["fl-1", 1]]);
     });
 
     it("doubles the wait per failed attempt, up to the cap, and none when backoff is 0", () => {

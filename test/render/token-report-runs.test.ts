@@ -33,4 +33,22 @@ describe("token report across runs", () => {
       "| **Total (2 runs)** | **1,800** | **300** | **30** | **3** | **$0.0700** | **6** | **1m 30s** |",
     );
   });
+
+  it("after an approved plan: the plan is its own run, this run is the work alone, and the figures agree", () => {
+    const plan = totals(2_700, 0.01);
+    const body = renderTokenReport({
+      taskId: "fl-1",
+      outcome: "pull request #4 opened or updated",
+      totals: totals(2_700, 0.02),
+      earlierRuns: [{ kind: "plan", at: "2026-01-01T00:00:00Z", totals: plan }],
+      runKind: "work",
+      agentTotals: totals(2_700, 0.02),
+    });
+    expect(body).toContain("| 1. plan | 2,700 |");
+    expect(body).toContain("| 2. work (this run) | 2,700 |");
+    expect(body).toContain("| **Total (2 runs)** | **5,400** |");
+    expect(body).toContain("The agent's own report agrees with the gateway's figures");
+    // This run's own table has no plan column: the plan was counted with its run.
+    expect(body).not.toContain("| Plan |");
+  });
 });

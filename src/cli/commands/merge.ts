@@ -2,6 +2,7 @@ import type { FleetStateDoc } from "../../core/state-doc.ts";
 import type { Task } from "../../core/task.ts";
 import { localBaseOf, localRepositoryOf, mergeLocalTask } from "../../queue/local-issues.ts";
 import type { RepoQueue } from "../../queue/repo-queue.ts";
+import { tasksToRebaseAfterMerge } from "../../queue/transitions.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS, taskRefArgument } from "../args.ts";
 import { CliError } from "../errors.ts";
 import { json, out } from "../io.ts";
@@ -175,8 +176,8 @@ async function rebaseConflicting(
 ): Promise<Array<{ id: string; issue: number; files: string[] }>> {
   const pulls = await readLocalPulls(home);
   const out: Array<{ id: string; issue: number; files: string[] }> = [];
-  for (const t of Object.values(doc.tasks)) {
-    if (t.state !== "pr-open" || !t.branch || t.issue === merged.issue) continue;
+  for (const t of tasksToRebaseAfterMerge(doc, { pr: merged.pr ?? -1, task: merged })) {
+    if (!t.branch || t.id === merged.id) continue;
     const path = localRepositoryOf(doc, t)?.path ?? (t.repo === merged.repo ? repo : undefined);
     const pull = pulls.find((p) => p.head === t.branch && p.state === "open");
     if (path !== repo || (pull?.base ?? localBaseOf(doc, t) ?? base) !== base) continue;

@@ -1,0 +1,281 @@
+// Sequences the lifecycle model (lifecycle-model.test.ts) found, shrunk, kept as plain tests: each
+// runs against the real queue with every invariant checked after every step, then says what it is about.
+import { describe, expect, it } from "vitest";
+import {
+  Advance,
+  Beat,
+  CloseIssue,
+  ClosePr,
+  Command,
+  ConfigSet,
+  Finish,
+  Label,
+  LabelSplit,
+  Merge,
+  Partition,
+  Poll,
+  RebaseLabel,
+  Review,
+  runSteps,
+  Shutdown,
+  type World,
+} from "./lifecycle-world.ts";
+
+const tasksOf = async (w: World, issue?: number) =>
+  Object.values((await w.doc()).tasks).filter((t) => issue === undefined || t.issue === issue);
+const only = async (w: World, issue: number) => {
+  const [t, ...more] = await tasksOf(w, issue);
+  expect(more).toHaveLength(0);
+  return t!;
+};
+
+describe("runs that change nothing", () => {
+  it("a first run with no change fails with the reason (retryable), it is never done without a PR", async () => {
+    const w = await runSteps([new Label(1, 0, 0), new Poll(0), new Finish(0, "no-change")]);
+    const t = await only(w, 1);
+    expect(t.state).toBe("failed");
+    expect(t.reason).toBe(
+      "No changes, so no pull request. The agent changed no files. Comment `/fleet retry` to run it again.",
+    );
+    expect(t.reason).toContain("/fleet retry");
+    expect(t.result?.noChanges).toBe(true);
+    // A person may run it again.
+    await new Command(1, "retry").run({}, w);
+    expect(["queued", "dispatched"]).toContain((await only(w, 1)).state);
+  });
+
+  it("a review round with no change leaves the task on its open PR, with a note, and its dependents blocked", async () => {
+    const w = await runSteps([
+      new Label(1, 0, 0),
+      new Label(3, 0),
+      new Poll(0),
+      new Finish(0, "change"),
+      new Review(0),
+      new Poll(0),
+      new Finish(0, "no-change"),
+    ]);
+    const t = await only(w, 1);
+    expect(t.state).toBe("pr-open");
+    expect(t.reason).toBe(
+      "The round ended without changes; the pull request is as it was. The agent changed no files.",
+    );
+    expect(t.instructions).toBeUndefined();
+    expect((await only(w, 3)).state).toBe("blocked");
+    expect(t.runs?.map((r) => r.kind)).toEqual(["work", "review"]);
+  });
+});
+
+describe("merges", () => {
+  it("a merge while a review round waits for its run ends the task as done", async () => {
+    const w = await runSteps([
+      new Label(1, 0, 0),
+      new Poll(0),
+      new Finish(0, "change"),
+      new Review(0),
+      new Merge(0, false),
+    ]);
+    expect((await only(w, 1)).state).toBe("done");
+  });
+
+  it("a merge after a cancel ends the task as done (its dependents start)", async () => {
+    const w = await runSteps([
+      new Label(1, 0, 0),
+      new Label(3, 0),
+      new Poll(0),
+      new Finish(0, "change"),
+      new Command(1, "cancel"),
+      new Merge(0, false),
+    ]);
+    expect((await only(w, 1)).state).toBe("done");
+    expect(["queued", "dispatched"]).toContain((await only(w, 3)).state);
+  });
+
+  it("a run whose PR was merged while it ran is counted once, and moves nothing", async () => {
+    const w = await runSteps([
+      new Label(1, 0, 0),
+      new Poll(0),
+      new Finish(0, "change"),
+      new Review(0),
+      new Poll(0),
+      new Merge(0, false),
+      new Beat(0),
+    ]);
+    const t = await only(w, 1);
+    expect(t.state).toBe("done");
+    expect(t.runs?.map((r) => r.kind)).toEqual(["work", "review"]);
+    const day = Object.values((await w.doc()).ledger)[0]!;
+    expect(day.claude?.runs).toBe(2);
+  });
+
+  it("a merged PR ends every task that worked on it: an ended task's PR taken over by the issue's next task", async () => {
+    const w = await runSteps([
+      new ConfigSet(8),
+      new Label(2, 1, 0),
+      new Poll(0),
+      new Finish(0, "change"),
+      new Review(0),
+      // Nobody claims the review round: its lease runs out, and with no retries the task fails, its PR open.
+      new Advance(60),
+      new Label(2, 0, 0),
+      new Poll(0),
+      new Finish(0, "change"),
+      new Merge(0, false),
+    ]);
+    const tasks = await tasksOf(w, 2);
+    expect(tasks).toHaveLength(2);
+    for (const t of tasks) expect(t).toMatchObject({ state: "done", pr: tasks[0]!.pr });
+  });
+
+  it("after one A/B side is merged, the other side gets no rebase run and stays on its PR", async () => {
+    const w = await runSteps([
+      new Label(1, 0, 0),
+      new Label(1, 1, 0),
+      new Poll(0),
+      new Finish(0, "change"),
+      new Finish(0, "change"),
+      new Merge(0, true),
+    ]);
+    const [merged, other] = (await tasksOf(w, 1)).sort((a, b) => a.state.localeCompare(b.state));
+    expect(merged?.state).toBe("done");
+    expect(other).toMatchObject({ state: "pr-open" });
+    expect(other?.rebase).toBeUndefined();
+  });
+
+  it("a Fleet PR of another issue that conflicts after a merge gets its rebase run", async () => {
+    const w = await runSteps([
+      new Label(1, 0, 0),
+      new Label(2, 0, 0),
+      new Poll(0),
+      new Finish(0, "change"),
+      new Finish(0, "change"),
+      new Merge(0, true),
+    ]);
+    const waiting = (await tasksOf(w)).find((t) => t.state !== "done")!;
+    expect(waiting.rebase?.why).toMatch(/was merged into `main`/);
+  });
+});
+
+describe("what each run was, and what it cost", () => {
+  it("a plan waiting for approval is a plan run; the work after approval is one more run; totals are their sum", async () => {
+    const w = await runSteps(
+      [
+        new Label(1, 0, 0),
+        new Poll(0),
+        new Finish(0, "change"),
+        new Command(1, "approve"),
+        new Poll(0),
+        new Finish(0, "change"),
+      ],
+      "approval",
+    );
+    const t = await only(w, 1);
+    expect(t.state).toBe("pr-open");
+    expect(t.runs?.map((r) => r.kind)).toEqual(["plan", "work"]);
+    expect(t.totals?.usage.input).toBe(t.runs!.reduce((a, r) => a + r.totals.usage.input, 0));
+  });
+
+  it("a task's totals are the sum of its runs, not its last run's", async () => {
+    const w = await runSteps([
+      new Label(1, 0, 0),
+      new Poll(0),
+      new Finish(0, "change"),
+      new RebaseLabel(0),
+      new Poll(1),
+      new Shutdown(3),
+    ]);
+    const t = await only(w, 1);
+    expect(t.runs).toHaveLength(2);
+    expect(t.totals?.usage.input).toBe(t.runs![0]!.totals.usage.input + t.runs![1]!.totals.usage.input);
+  });
+
+  it("a retried review round keeps its instructions", async () => {
+    const w = await runSteps([
+      new Label(1, 0, 0),
+      new Poll(0),
+      new Finish(0, "change"),
+      new Review(0),
+      new Poll(0),
+      new Finish(0, "failed"),
+    ]);
+    const t = await only(w, 1);
+    expect(["queued", "dispatched"]).toContain(t.state);
+    expect(t.instructions).toMatch(/^Rename it/);
+  });
+
+  it("a review round that fails for good leaves the task on its PR, with the reason", async () => {
+    const w = await runSteps([
+      new Label(1, 0, 0),
+      new Poll(0),
+      new Finish(0, "change"),
+      new Review(0),
+      new Poll(0),
+      new Finish(0, "over-budget"),
+    ]);
+    const t = await only(w, 1);
+    expect(t.state).toBe("pr-open");
+    expect(t.reason).toBe(
+      "The round ended (over-budget); the pull request is as it was. stopped: over the per-task ceiling.",
+    );
+  });
+});
+
+describe("splits", () => {
+  it("a split is done once its plan is applied; the epic's dependents wait for its sub-issues", async () => {
+    const w = await runSteps([new LabelSplit(1), new Label(3, 0), new Poll(0), new Finish(0, "change")]);
+    const split = await only(w, 1);
+    expect(split.state).toBe("done");
+    expect(split.runs?.map((r) => r.kind)).toEqual(["split"]);
+    expect((await tasksOf(w)).filter((t) => t.epic === 1)).toHaveLength(2);
+    expect((await only(w, 3)).state).toBe("blocked");
+  });
+});
+
+describe("workers", () => {
+  it("a worker that reports after its lease expired and another worker took the task moves nothing", async () => {
+    const w = await runSteps([
+      new Label(1, 0, 0),
+      new Poll(0),
+      new Partition(0, false),
+      new Advance(20),
+      new Advance(3),
+      new Poll(1),
+      new Finish(0, "change"),
+    ]);
+    const t = await only(w, 1);
+    expect(t.state).toBe("running");
+    expect(t.lease?.holder).toBe(w.workers[1]!.name);
+    // The late run is counted all the same: its tokens were spent.
+    expect(t.runs).toHaveLength(1);
+  });
+
+  it("a task queued again while its cancelled run still goes starts once that run has stopped, never beside it", async () => {
+    const w = await runSteps([
+      new LabelSplit(2),
+      new Poll(0),
+      new CloseIssue(2),
+      new LabelSplit(2),
+      new Poll(3),
+    ]);
+    const waiting = await only(w, 2);
+    expect(waiting).toMatchObject({ state: "queued", stopping: { holder: w.workers[0]!.name } });
+    // The old run's worker hears of the cancel at its heartbeat and says its run stopped: the task starts.
+    await new Beat(0).run({}, w);
+    expect(await only(w, 2)).toMatchObject({ state: "dispatched" });
+    expect((await only(w, 2)).stopping).toBeUndefined();
+    await new Poll(1).run({}, w);
+    expect((await only(w, 2)).state).toBe("running");
+  });
+
+  it("a PR closed while a review round runs fails the task; the round's end changes nothing", async () => {
+    const w = await runSteps([
+      new Label(1, 0, 0),
+      new Poll(0),
+      new Finish(0, "change"),
+      new Review(0),
+      new Poll(0),
+      new ClosePr(0),
+      new Finish(0, "change"),
+    ]);
+    expect((await only(w, 1)).state).toBe("failed");
+  });
+});
