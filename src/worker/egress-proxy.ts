@@ -52,14 +52,20 @@ export function parseEgressHosts(text: string | undefined): Record<string, strin
   return hosts;
 }
 
-/** Distinct refused hosts and ports kept per run; later ones are counted under "(other hosts)". */
+/** Distinct refused hosts and ports kept per run; later ones are counted in one "(other hosts)" row (port 0) per reason. */
 const MAX_REFUSAL_ROWS = 100;
+/**
+ * Connections one run may hold open to its proxy at once (package managers use a few dozen): each
+ * costs the worker a descriptor or two, and the worker's are shared by every task it runs.
+ */
+export const MAX_PROXY_CONNECTIONS = 256;
 
 type Target = { address: string } | { refused: RefusedConnection["why"] };
 
 export async function startEgressProxy(opts: EgressProxyOptions): Promise<EgressProxy> {
   const proxy = proxyState(opts);
   const server = createServer((req, res) => void forwardPlain(proxy, req, res));
+  server.maxConnections = MAX_PROXY_CONNECTIONS;
   server.on("connection", (s) => proxy.track(s));
   server.on(
     "connect",
@@ -91,10 +97,13 @@ function proxyState(opts: EgressProxyOptions) {
       sockets.add(s);
       s.once("close", () => sockets.delete(s));
     },
-    refuse(rawHost: string, port: number, why: RefusedConnection["why"]) {
+    refuse(rawHost: string, rawPort: number, why: RefusedConnection["why"]) {
       // The agent names the host: what is recorded (and later published in the report) is bounded.
-      let host = /^[a-z0-9.:_-]{1,253}$/.test(rawHost) ? rawHost : "(not a host name)";
-      if (tally.size >= MAX_REFUSAL_ROWS && !tally.has(`${host}:${port}:${why}`)) host = "(other hosts)";
+      const named = /^[a-z0-9.:_-]{1,253}$/.test(rawHost) ? rawHost : "(not a host name)";
+      // Past the cap, neither a new host nor a new port adds a row.
+      const full = tally.size >= MAX_REFUSAL_ROWS && !tally.has(`${named}:${rawPort}:${why}`);
+      const host = full ? "(other hosts)" : named;
+      const port = full ? 0 : rawPort;
       const key = `${host}:${port}:${why}`;
       const seen = tally.get(key);
       tally.set(key, seen ? { ...seen, count: seen.count + 1 } : { host, port, count: 1, why });
@@ -185,6 +194,10 @@ async function forwardPlain(proxy: ProxyState, req: IncomingMessage, res: Server
       answer.pipe(res);
     },
   );
+  // The client went away (or the run ended) before the answer did: the upstream connection goes too.
+  res.once("close", () => {
+    if (!res.writableFinished) out.destroy();
+  });
   out.on("error", (e) => {
     if (!res.headersSent) res.writeHead(502, { "content-type": "text/plain" });
     res.end(`${e.message}\n`);

@@ -151,6 +151,12 @@ export async function openSandboxNetwork(opts: {
   };
 }
 
+/**
+ * Connections one run may hold open to the model gateway at once (a CLI streams a few answers at a
+ * time): each costs the worker three descriptors, and the worker's are shared by every task it runs.
+ */
+export const MAX_GATEWAY_CONNECTIONS = 128;
+
 /** A unix socket whose connections are piped to 127.0.0.1:`port` (the model gateway). */
 async function bridgeToLoopback(socketPath: string, port: number): Promise<{ close(): Promise<void> }> {
   const open = new Set<Socket>();
@@ -165,6 +171,7 @@ async function bridgeToLoopback(socketPath: string, port: number): Promise<{ clo
     client.pipe(upstream);
     upstream.pipe(client);
   });
+  server.maxConnections = MAX_GATEWAY_CONNECTIONS;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(socketPath, () => resolve());
