@@ -22,7 +22,7 @@ describe("the task lifecycle, as a model: random event sequences against the rea
           const world = new World(plan);
           await world.learnTasks();
           await fc.asyncModelRun(() => ({ model: {}, real: world }), cmds);
-          tally.set("steps", (tally.get("steps") ?? 0) + world.log.length);
+          tally.set("steps, all sequences", (tally.get("steps, all sequences") ?? 0) + world.log.length);
         },
       ),
       {

@@ -119,7 +119,9 @@ describe("agents that flood their output, fail, or whose log cannot be written",
 
     // Flood: the run ends cleanly; the log keeps its head and its end, with a note for the middle.
     const floodTask = byIssue(tasks, flood);
-    expect(floodTask.state).toBe("done");
+    // It changed nothing: no PR, so the task fails with that reason (never done without a merge).
+    expect(floodTask.state).toBe("failed");
+    expect(floodTask.reason).toMatch(/^No changes, so no pull request\./);
     const floodLog = join(taskArtifactsDir(workDir, floodTask.id), LOG_FILE);
     expect((await stat(floodLog)).size).toBeLessThanOrEqual(DEFAULT_MAX_LOG_BYTES + 4096);
     const logText = await readFile(floodLog, "utf8");
@@ -144,7 +146,8 @@ describe("agents that flood their output, fail, or whose log cannot be written",
 
     // Disk full under the log: the run still ends, the issue says the log is incomplete and why.
     const fullTask = byIssue(tasks, full);
-    expect(fullTask.state).toBe("done");
+    expect(fullTask.state).toBe("failed");
+    expect(fullTask.reason).toMatch(/^No changes, so no pull request\./);
     expect(report(full)).toMatch(/log could not be written \(ENOSPC/);
 
     // Every slot is free and every worktree is gone.
