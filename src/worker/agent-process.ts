@@ -17,10 +17,16 @@ export type RunAgentReason =
   | "limit"
   | "spawn-error";
 
-/** Splits a byte stream into lines: partial chunks, CRLF, multi-byte characters across chunks, huge lines. */
+/**
+ * Splits a byte stream into lines: partial chunks, CRLF, multi-byte characters across chunks, huge lines.
+ * Linear in the output: each chunk is searched once, and a line's pieces are joined once (a hostile
+ * process printing megabytes without a line break would otherwise hold the worker's event loop).
+ */
 export class LineSplitter {
   private decoder = new StringDecoder("utf8");
-  private buf = "";
+  /** The current line so far, in pieces without a line break, and its length. */
+  private pieces: string[] = [];
+  private pending = 0;
   constructor(
     private readonly onLine: (line: string) => void,
     /** A line longer than this is passed on in pieces, so one runaway line cannot exhaust memory. */
@@ -28,23 +34,45 @@ export class LineSplitter {
   ) {}
 
   push(chunk: Buffer | string): void {
-    this.buf += typeof chunk === "string" ? chunk : this.decoder.write(chunk);
+    const text = typeof chunk === "string" ? chunk : this.decoder.write(chunk);
     let start = 0;
-    for (let nl = this.buf.indexOf("\n", start); nl !== -1; nl = this.buf.indexOf("\n", start)) {
-      this.emit(this.buf.slice(start, nl));
+    for (let nl = text.indexOf("\n"); nl !== -1; nl = text.indexOf("\n", start)) {
+      this.pieces.push(text.slice(start, nl));
+      this.emit(this.take());
       start = nl + 1;
     }
-    this.buf = start === 0 ? this.buf : this.buf.slice(start);
-    while (this.buf.length > this.maxLineLength) {
-      this.onLine(this.buf.slice(0, this.maxLineLength));
-      this.buf = this.buf.slice(this.maxLineLength);
+    if (start < text.length) {
+      this.pieces.push(start === 0 ? text : text.slice(start));
+      this.pending += text.length - start;
+    }
+    if (this.pending > this.maxLineLength) {
+      let rest = this.take();
+      while (rest.length > this.maxLineLength) {
+        this.onLine(rest.slice(0, this.maxLineLength));
+        rest = rest.slice(this.maxLineLength);
+      }
+      if (rest) {
+        this.pieces.push(rest);
+        this.pending = rest.length;
+      }
     }
   }
 
   end(): void {
-    this.buf += this.decoder.end();
-    if (this.buf.length > 0) this.emit(this.buf);
-    this.buf = "";
+    const tail = this.decoder.end();
+    if (tail) {
+      this.pieces.push(tail);
+      this.pending += tail.length;
+    }
+    if (this.pending > 0) this.emit(this.take());
+  }
+
+  /** The current line's pieces as one string; the line starts anew. */
+  private take(): string {
+    const line = this.pieces.length === 1 ? this.pieces[0]! : this.pieces.join("");
+    this.pieces = [];
+    this.pending = 0;
+    return line;
   }
 
   private emit(line: string) {

@@ -1,3 +1,5 @@
+import { lstat, readlink } from "node:fs/promises";
+import { join } from "node:path";
 import { execa } from "execa";
 
 export interface GitAuth {
@@ -148,4 +150,40 @@ export function gitIn(
     ...opts,
     cwd: wt.path,
   });
+}
+
+/**
+ * What each worktree path holds, as an id to compare with the same path at another moment: a regular
+ * file's blob id (unfiltered), a symlink's target, "" for anything else or a path reached through a
+ * link. Only a regular file is ever opened, and no link is followed: the agent may have left a link to
+ * a host file or device, or a FIFO that never answers, where a tracked file was.
+ */
+export async function contentIdsOf(wt: WorktreeGitDirs, paths: readonly string[]): Promise<string[]> {
+  const ids: string[] = [];
+  const files: Array<{ at: number; path: string }> = [];
+  for (const [i, path] of paths.entries()) {
+    const info = await lstatBelow(wt.path, path);
+    if (info?.isFile()) files.push({ at: i, path });
+    ids.push(info?.isSymbolicLink() ? `symlink:${await readlink(join(wt.path, path))}` : "");
+  }
+  if (files.length) {
+    const hashes = (
+      await gitIn(wt, ["hash-object", "--no-filters", "--", ...files.map((f) => f.path)])
+    ).stdout.split("\n");
+    for (const [k, f] of files.entries()) ids[f.at] = hashes[k] ?? "";
+  }
+  return ids;
+}
+
+/** lstat of `rel` below `root`, undefined when it is missing or a folder on the way is not a real one. */
+async function lstatBelow(root: string, rel: string) {
+  const parts = rel.split("/").filter(Boolean);
+  let at = root;
+  for (const [i, part] of parts.entries()) {
+    at = join(at, part);
+    const info = await lstat(at).catch(() => undefined);
+    if (!info || i === parts.length - 1) return info;
+    if (!info.isDirectory()) return undefined;
+  }
+  return undefined;
 }

@@ -1,7 +1,7 @@
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
-import { type GitAuth, GitError, gitIn, type WorktreeGitDirs } from "./git.ts";
+import { contentIdsOf, type GitAuth, GitError, gitIn, type WorktreeGitDirs } from "./git.ts";
 
 /** Agents push only to fleet/* branches; anything else is refused before git is asked. */
 export function assertFleetBranch(branch: string): void {
@@ -62,10 +62,8 @@ export async function commitAll(
 async function unstageSetupChanges(wt: WorktreeGitDirs & { setupChanged?: Map<string, string> }) {
   if (!wt.setupChanged?.size) return;
   const paths = [...wt.setupChanged.keys()];
-  const now = (
-    await gitIn(wt, ["hash-object", "--no-filters", "--", ...paths], { okCodes: [128] })
-  ).stdout.split("\n");
-  const setupOnly = paths.filter((p, i) => now[i] === wt.setupChanged!.get(p));
+  const now = await contentIdsOf(wt, paths);
+  const setupOnly = paths.filter((p, i) => now[i] !== "" && now[i] === wt.setupChanged!.get(p));
   if (setupOnly.length)
     await gitIn(wt, ["reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul"], {
       input: setupOnly.join("\0"),

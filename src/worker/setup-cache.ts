@@ -79,9 +79,10 @@ export async function restoreSetupCache(
 }
 
 /**
- * Saves the worktree's `folders` under `key` (each that setup made as a plain folder), unless a cache
- * for it exists; the previous keys beyond the newest few are removed. Never throws: a cache is an
- * optimisation, and the task goes on without one.
+ * Saves the worktree's `folders` under `key` (each that setup made as a plain folder, reached through
+ * no link: `a` made a link to a worker's folder would have `a/node_modules` copied from the host),
+ * unless a cache for it exists; the previous keys beyond the newest few are removed. Never throws: a
+ * cache is an optimisation, and the task goes on without one.
  */
 export async function saveSetupCache(
   workDir: string,
@@ -96,11 +97,8 @@ export async function saveSetupCache(
   try {
     if (await stat(join(dir, COMPLETE)).catch(() => undefined)) return false;
     await mkdir(tmp, { recursive: true });
-    for (const [i, folder] of folders.entries()) {
-      const source = join(worktree, folder);
-      const info = await lstat(source).catch(() => undefined);
-      if (info?.isDirectory()) await copyTree(source, join(tmp, String(i)));
-    }
+    for (const [i, folder] of folders.entries())
+      if (await plainFolder(worktree, folder)) await copyTree(join(worktree, folder), join(tmp, String(i)));
     await writeFile(join(tmp, COMPLETE), new Date().toISOString());
     await rm(dir, { recursive: true, force: true });
     await rename(tmp, dir);
@@ -124,6 +122,16 @@ async function freePlace(worktree: string, folder: string): Promise<boolean> {
     if (!info) return true;
   }
   return false;
+}
+
+/** `folder` of the worktree is a real folder, and so is every folder on the way (no link is followed). */
+async function plainFolder(worktree: string, folder: string): Promise<boolean> {
+  let at = worktree;
+  for (const part of folder.split("/").filter(Boolean)) {
+    at = join(at, part);
+    if (!(await lstat(at).catch(() => undefined))?.isDirectory()) return false;
+  }
+  return at !== worktree;
 }
 
 /** A copy that keeps links as links and never follows one (reflinked where the filesystem can). */

@@ -1,4 +1,3 @@
-import { createWriteStream } from "node:fs";
 import { access, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { NetworkPolicy, RefusedConnection } from "../core/network-policy.ts";
@@ -7,7 +6,8 @@ import { type RunAgentReason, superviseProcess } from "./agent-process.ts";
 import { SETUP_LOG_FILE } from "./artifacts.ts";
 import { containedCommand } from "./contained-process.ts";
 import { withRunContainment } from "./contained-run.ts";
-import { gitIn } from "./git.ts";
+import { contentIdsOf, gitIn } from "./git.ts";
+import { createLogSink } from "./run-agent.ts";
 import { interpreterMounts, type SandboxMode } from "./sandbox.ts";
 import { restoreSetupCache, saveSetupCache, setupCacheKey } from "./setup-cache.ts";
 import type { Worktree } from "./worktree.ts";
@@ -27,6 +27,11 @@ export interface SetupRun {
   artifactsDir: string;
   home: string;
   sandbox: SandboxMode;
+  /**
+   * The agent's `network`: setup's on a task branch an earlier run pushed, whose commits (a lockfile,
+   * an install script) are an agent's, so they never run with a wider `setup_network`.
+   */
+  agentNetwork: NetworkPolicy;
   limits?: ResourceLimits;
   egressHosts?: Readonly<Record<string, string>>;
   forbidden?: readonly string[];
@@ -40,15 +45,17 @@ export type SetupResult =
   | { ok: true; ran: number; cache?: "restored" | "saved"; refused: RefusedConnection[] }
   | { ok: false; reason: string; refused: RefusedConnection[] };
 
-/** Lines of a failed step's output shown on the issue. */
+/** Lines of a failed step's output shown on the issue, and how much of each. */
 const TAIL_LINES = 30;
+const TAIL_LINE_CHARS = 1000;
 
 /**
  * The repository's setup commands, in the task's worktree, before any agent: each in the same sandbox
  * as the agent (the worktree and the run's HOME writable, nothing of the worker's), under the setup
- * network and the run's limits, its output in `setup.log`. A cached result is restored instead when
- * there is one. What setup made is then recorded as not the agent's (`recordSetupMade`): it is never
- * committed. A failing step ends the setup with the step, its exit status and the end of its output.
+ * network (the agent's on a task branch an earlier run pushed: it runs the agent's commits) and the
+ * run's limits, its output in `setup.log` (bounded). A cached result is restored instead when there is
+ * one. What setup made is then recorded as not the agent's (`recordSetupMade`): it is never committed.
+ * A failing step ends the setup with the step, its exit status and the end of its output.
  */
 export async function runSetup(spec: SetupSpec, wt: Worktree, run: SetupRun): Promise<SetupResult> {
   const key = spec.cache.length ? await setupCacheKey(wt, spec.commands) : undefined;
@@ -61,7 +68,10 @@ export async function runSetup(spec: SetupSpec, wt: Worktree, run: SetupRun): Pr
     return { ok: true, ran: 0, cache: "restored", refused: [] };
   }
   const logPath = join(run.artifactsDir, SETUP_LOG_FILE);
-  const log = createWriteStream(logPath, { flags: "w" });
+  await writeFile(logPath, "");
+  // Bounded as an agent's log is: on a task branch, setup runs what an agent committed.
+  const log = createLogSink(logPath);
+  const policy = wt.continued ? run.agentNetwork : spec.network;
   const startedAt = Date.now();
   const shell = (await exists("/bin/bash")) ? ["/bin/bash", "-e", "-c"] : ["/bin/sh", "-e", "-c"];
   let refused: RefusedConnection[] = [];
@@ -72,7 +82,7 @@ export async function runSetup(spec: SetupSpec, wt: Worktree, run: SetupRun): Pr
       const tail: string[] = [];
       const left = run.timeouts.runMs - (Date.now() - startedAt);
       const { value: end, refused: stepRefused } = await withRunContainment(
-        { sandbox: run.sandbox, network: spec.network, ...optional(run) },
+        { sandbox: run.sandbox, network: policy, ...optional(run) },
         undefined,
         async ({ network, cgroup }) => {
           const path = setupPath(process.env.PATH);
@@ -118,7 +128,11 @@ export async function runSetup(spec: SetupSpec, wt: Worktree, run: SetupRun): Pr
             onLine: (line) => {
               const clean = run.redact(line);
               log.write(`${clean}\n`);
-              tail.push(clean);
+              tail.push(
+                clean.length > TAIL_LINE_CHARS
+                  ? `${clean.slice(0, TAIL_LINE_CHARS)}… (${clean.length.toLocaleString("en-US")} characters)`
+                  : clean,
+              );
               if (tail.length > TAIL_LINES) tail.shift();
             },
             onSpawn: () => {},
@@ -139,7 +153,7 @@ export async function runSetup(spec: SetupSpec, wt: Worktree, run: SetupRun): Pr
       };
     }
   } finally {
-    await new Promise<void>((resolve) => log.end(() => resolve()));
+    await log.end();
   }
   await recordSetupMade(wt, run.artifactsDir);
   const saved =
@@ -218,8 +232,8 @@ export async function recordSetupMade(wt: Worktree, artifactsDir: string): Promi
   await writeFile(file, excludes.length ? `${excludes.join("\n")}\n` : "");
   wt.excludesFile = file;
   if (changed.length) {
-    const hashes = (await gitIn(wt, ["hash-object", "--no-filters", "--", ...changed])).stdout.split("\n");
-    wt.setupChanged = new Map(changed.map((p, i) => [p, hashes[i] ?? ""]));
+    const ids = await contentIdsOf(wt, changed);
+    wt.setupChanged = new Map(changed.map((p, i) => [p, ids[i] ?? ""]));
   }
 }
 
