@@ -1,4 +1,5 @@
 import { followUpCapNote, followUpsToFile } from "../core/discovered.ts";
+import type { RefusedConnection } from "../core/network-policy.ts";
 import { neutraliseMentions } from "../core/published-text.ts";
 
 /** GitHub rejects issue comments and PR bodies longer than this many characters. */
@@ -72,6 +73,10 @@ export interface RunReportView {
   followUps?: { listed: readonly string[]; max: number };
   /** The run was a round on the task's open pull request (a review): it stays open whatever the run did. */
   onPullRequest?: boolean;
+  /** The run's network: its mode, and every connection its egress proxy refused. */
+  network?: { mode: "proxy" | "none" | "host"; refused: readonly RefusedConnection[] };
+  /** Why the worker could not enforce the run's resource limits, when it could not. */
+  limitsNotEnforced?: string;
   /** Characters this report may take (default: a whole comment); less when it shares a comment. */
   limit?: number;
 }
@@ -100,6 +105,43 @@ const NEXT_STEP: Partial<Record<RunOutcomeKind, string>> = {
   "rate-limited": "Fleet queues the task again once the limit resets.",
 };
 
+/** Refused hosts listed in a report (the rest are counted in a line). */
+const MAX_REFUSED_ROWS = 20;
+
+/**
+ * How the run was contained where it matters to a reader: every host and port its egress proxy
+ * refused (host names in code spans: an agent chose them), `network: host`, and limits not enforced.
+ */
+export function containmentLines(v: Pick<RunReportView, "network" | "limitsNotEnforced">): string[] {
+  const lines: string[] = [];
+  const refused = v.network?.refused ?? [];
+  if (refused.length) {
+    const total = refused.reduce((n, r) => n + r.count, 0);
+    lines.push(
+      `**Network:** Fleet's egress proxy refused ${total.toLocaleString("en-US")} connection${total === 1 ? "" : "s"}. To allow a host, add it to \`network.allow\` in .github/fleet.yml.`,
+      "",
+      "| host | port | times | why |",
+      "|---|---:|---:|---|",
+      ...refused
+        .slice(0, MAX_REFUSED_ROWS)
+        .map(
+          (r) =>
+            `| \`${r.host.replace(/`/g, "")}\` | ${r.port} | ${r.count.toLocaleString("en-US")} | ${r.why} |`,
+        ),
+    );
+    if (refused.length > MAX_REFUSED_ROWS)
+      lines.push("", `… and ${refused.length - MAX_REFUSED_ROWS} more hosts.`);
+    lines.push("");
+  }
+  if (v.network?.mode === "host")
+    lines.push(
+      "**Network: host** — the agent reached whatever this worker reaches (`network: host` in .github/fleet.yml).",
+      "",
+    );
+  if (v.limitsNotEnforced) lines.push(`**Limits:** ${v.limitsNotEnforced}.`, "");
+  return lines;
+}
+
 /** The run report (a section of the tracking comment): how the run ended, what to do next, and the tail of the agent's log. */
 export function renderRunReport(v: RunReportView): string {
   const round = v.onPullRequest && v.outcome === "no-changes";
@@ -120,6 +162,7 @@ export function renderRunReport(v: RunReportView): string {
     ? "If a change was expected, comment `/fleet <instructions>` on the pull request again, saying what to change and where."
     : NEXT_STEP[v.outcome];
   if (next) head.push(next, "");
+  head.push(...containmentLines(v));
   let body = head.join("\n");
   const limit = v.limit ?? GITHUB_COMMENT_LIMIT;
   if (v.log !== undefined && v.log.length > 0) {

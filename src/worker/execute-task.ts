@@ -2,6 +2,8 @@ import { homedir } from "node:os";
 import type { AgentAdapter } from "../agents/types.ts";
 import type { FleetConfig } from "../core/config.ts";
 import { DEFAULT_LEASE_TTL_MS } from "../core/leases.ts";
+import { networkPolicyOf } from "../core/network-policy.ts";
+import { resourceLimitsOf } from "../core/resource-limits.ts";
 import { runKindOf } from "../core/run-history.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task, TaskContext, TaskState } from "../core/task.ts";
@@ -58,6 +60,8 @@ export interface ExecuteDeps {
   heartbeatMs?: number;
   leaseTtlMs?: number;
   secrets?: string[];
+  /** Names the operator maps to addresses for the egress proxy (`FLEET_EGRESS_HOSTS`). */
+  egressHosts?: Readonly<Record<string, string>>;
   log?: (message: string) => void;
 }
 
@@ -254,6 +258,20 @@ function runningAhead(task: Task, deps: ExecuteDeps): RunningAhead {
   };
 }
 
+/** The repository's workplace for its agents: their network, the setup steps, each run's limits. */
+function containmentOf(config: FleetConfig): Pick<WorkerDeps, "network" | "setup" | "limits"> {
+  const network = networkPolicyOf(config.network);
+  return {
+    network,
+    setup: {
+      commands: config.setup,
+      cache: config.setup_cache,
+      network: config.setup_network === undefined ? network : networkPolicyOf(config.setup_network),
+    },
+    limits: resourceLimitsOf(config),
+  };
+}
+
 /** What the run works with; its planning/running progress moves the task in the state. */
 function workerDepsFor(
   task: Task,
@@ -291,6 +309,8 @@ function workerDepsFor(
     modelBaseUrl: deps.modelBaseUrl,
     agentEnv: deps.agentEnv,
     sandbox: deps.sandbox ?? deps.config.sandbox,
+    ...containmentOf(deps.config),
+    ...(deps.egressHosts ? { egressHosts: deps.egressHosts } : {}),
     ...(deps.config.coders[task.coder]?.home === "inherit"
       ? { inheritHome: deps.userHome ?? homedir() }
       : {}),

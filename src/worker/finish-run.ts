@@ -1,7 +1,9 @@
-import { open } from "node:fs/promises";
+import { open, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { stateAfterOutcome } from "../core/outcomes.ts";
 import { neutraliseMentions } from "../core/published-text.ts";
-import type { AgentArtifacts } from "./artifacts.ts";
+import { unenforcedLimitsNote } from "../core/resource-limits.ts";
+import { type AgentArtifacts, NETWORK_FILE } from "./artifacts.ts";
 import type { OutcomeKind, PhaseRun, RunContext, TaskOutcome } from "./run-context.ts";
 
 /** Records the outcome, posts the reports (never throwing) and tells the caller the final state. */
@@ -22,6 +24,12 @@ export async function finish(
   if (fullReason !== undefined) result.reason = redact(neutraliseMentions(fullReason, { untrusted: true }));
   if (run?.rateLimit) result.rateLimit = run.rateLimit;
   if (run?.sessionId && !result.sessionId) result.sessionId = run.sessionId;
+  // `fleet task <id> log` lists what the egress proxy refused, from the task's artifacts.
+  if (result.network?.refused.length)
+    await writeFile(
+      join(ctx.artifactsDir, NETWORK_FILE),
+      `${JSON.stringify(result.network, null, 2)}\n`,
+    ).catch(() => undefined);
   if (outcome !== "awaiting-approval") {
     try {
       const log = run ? await readLogTail(run.logFile) : "";
@@ -49,6 +57,8 @@ export async function finish(
           onPullRequest: ctx.spec.runKind === "review",
           log,
           resetsAt: result.rateLimit?.resetsAt,
+          ...(result.network ? { network: result.network } : {}),
+          ...(result.limits ? optionalNote(unenforcedLimitsNote(result.limits)) : {}),
         },
       });
     } catch (error) {
@@ -73,6 +83,8 @@ export async function finish(
   );
   return result;
 }
+
+const optionalNote = (note: string | undefined) => (note ? { limitsNotEnforced: note } : {});
 
 /** The follow-ups the run files as issues (see fileDiscoveredWork), for the report to say how many it leaves out. */
 function followUpsOf(ctx: RunContext, outcome: OutcomeKind, notes: AgentArtifacts | undefined) {

@@ -35,6 +35,7 @@ export interface LocalWorkerOptions
     | "leaseTtlMs"
     | "clock"
     | "log"
+    | "egressHosts"
   > {
   /** Secrets this worker holds (its GitHub token, credential values): redacted, and checked for in all an agent leaves. */
   secrets?: string[];
@@ -233,6 +234,7 @@ function executeDeps(
     agentEnv: opts.agentEnv,
     secrets: opts.secrets,
     sandbox: opts.sandbox,
+    ...(opts.egressHosts ? { egressHosts: opts.egressHosts } : {}),
     holder,
     clock: opts.clock,
     signal,

@@ -2,12 +2,14 @@ import { access, mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { AgentInvocation } from "../agents/types.ts";
 import { redactSecrets } from "../core/redact.ts";
+import { DEFAULT_RESOURCE_LIMITS } from "../core/resource-limits.ts";
 import { type RunRecord, sumRuns } from "../core/run-history.ts";
 import type { LabeledSecret } from "../core/secret-scan.ts";
 import type { RebaseRequest } from "../core/task.ts";
 import { combineTotals, type RunTotals } from "../core/usage.ts";
 import { parseRepoFullName } from "../github/client.ts";
 import { renderRebased, renderRebaseFailed, renderRebaseNotNeeded } from "../render/rebase-comment.ts";
+import { freshAgentHome } from "./agent-home.ts";
 import { agentHomeDir, readAgentFile, taskArtifactsDir } from "./artifacts.ts";
 import { runContainedAgent } from "./contained-run.ts";
 import { gatewayRunFor, reportedTotals } from "./gateway-run.ts";
@@ -16,7 +18,7 @@ import { type ModelGateway, startModelGateway } from "./model-gateway.ts";
 import { checkOutgoing } from "./outgoing-check.ts";
 import { assertFleetBranch } from "./publish.ts";
 import { labeledSecretsOf, type TaskOutcome, type WorkerDeps, worktreeMounts } from "./run-task.ts";
-import { inheritedHomeMounts } from "./sandbox.ts";
+import { forbiddenFolders, inheritedHomeMounts } from "./sandbox.ts";
 import { addWorktree, cleanAfterAgent, removeWorktree, type Worktree } from "./worktree.ts";
 
 export interface RebaseSpec {
@@ -54,6 +56,9 @@ export type RebaseDeps = Pick<
   | "credentialPool"
   | "confirmHeld"
   | "clock"
+  | "network"
+  | "limits"
+  | "egressHosts"
 >;
 
 /** At most this many conflicted commits are handed to the agent in one rebase. */
@@ -132,6 +137,8 @@ export async function runRebase(spec: RebaseSpec, deps: RebaseDeps): Promise<Tas
     );
     if (!wt.continued)
       throw new RebaseFailed(`The branch \`${run.view.branch}\` is not on GitHub any more.`, []);
+    // A HOME Fleet controls: nothing the task's earlier runs left there.
+    await freshAgentHome(agentHomeDir(deps.workDir, spec.taskId));
     await rebaseAndPush(run, wt, outcome);
     return outcome;
   } catch (error) {
@@ -402,6 +409,10 @@ async function resolveWithAgent(
       {
         sandbox,
         mounts: { ...worktreeMounts(tree, undefined, "work"), homeOverlay },
+        ...(deps.network ? { network: deps.network } : {}),
+        limits: deps.limits ?? DEFAULT_RESOURCE_LIMITS,
+        ...(deps.egressHosts ? { egressHosts: deps.egressHosts } : {}),
+        forbidden: forbiddenFolders(deps.workDir),
         gateway: at.gateway,
         onRunToken: at.onRunToken,
         ...(gatewayRun ? { gatewayRun } : {}),

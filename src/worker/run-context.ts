@@ -1,8 +1,19 @@
 import { join } from "node:path";
 import type { AgentAdapter } from "../agents/types.ts";
 import { taskBranchName } from "../core/branch.ts";
+import {
+  mergeRefusals,
+  type NetworkPolicy,
+  networkPolicyOf,
+  type RefusedConnection,
+} from "../core/network-policy.ts";
 import type { RunOutcome } from "../core/outcomes.ts";
 import { redactSecrets } from "../core/redact.ts";
+import {
+  DEFAULT_RESOURCE_LIMITS,
+  type LimitsEnforcement,
+  type ResourceLimits,
+} from "../core/resource-limits.ts";
 import type { GuardLimits } from "../core/run-guard.ts";
 import type { RunKind, RunRecord } from "../core/run-history.ts";
 import type { LabeledSecret } from "../core/secret-scan.ts";
@@ -16,7 +27,8 @@ import type { RunPool } from "./gateway-run.ts";
 import type { GitAuth } from "./git.ts";
 import type { ModelGateway } from "./model-gateway.ts";
 import { createIssueReporter, type IssueReporter, type Progress, throttleProgress } from "./reports.ts";
-import type { SandboxMode, SandboxMounts } from "./sandbox.ts";
+import { forbiddenFolders, type SandboxMode, type SandboxMounts } from "./sandbox.ts";
+import type { SetupSpec } from "./setup-steps.ts";
 import type { Worktree } from "./worktree.ts";
 
 export interface TaskSpec {
@@ -73,6 +85,14 @@ export interface WorkerDeps {
   inheritHome?: string;
   /** A running model gateway; without one, the task starts its own for its duration. */
   gateway?: ModelGateway;
+  /** What the agent may reach (`network`); default: Fleet's egress proxy with the package registries. */
+  network?: NetworkPolicy;
+  /** The repository's setup steps, run in the sandbox before the agent (`setup`, `setup_cache`, `setup_network`). */
+  setup?: SetupSpec;
+  /** Each run's resource limits (`limits`); default: DEFAULT_RESOURCE_LIMITS. */
+  limits?: ResourceLimits;
+  /** Names the operator maps to addresses for the egress proxy (`FLEET_EGRESS_HOSTS`). */
+  egressHosts?: Readonly<Record<string, string>>;
   /** Scripted model server offline. */
   modelBaseUrl?: string;
   clock?: () => Date;
@@ -123,6 +143,9 @@ export interface WorkerDeps {
   }) => void | Promise<void>;
 }
 
+/** The network a run has when the worker is told none: the egress proxy with the package registries. */
+const DEFAULT_NETWORK = networkPolicyOf(undefined);
+
 /** How a run ended (see core/outcomes.ts for the task state each one leads to). */
 export type OutcomeKind = RunOutcome;
 
@@ -142,6 +165,12 @@ export interface TaskOutcome {
   agentTotals?: RunTotals;
   /** What the run turned out to be when not the task's next run kind (a plan phase alone, a split): its row's label. */
   kind?: RunKind;
+  /** The run's network and what its egress proxy refused (setup and every agent phase together). */
+  network?: { mode: NetworkPolicy["mode"]; refused: RefusedConnection[] };
+  /** How limits were enforced on the worker that ran it (`none`: said in the report). */
+  limits?: LimitsEnforcement;
+  /** Setup: how many steps ran, or whether the cache stood in for them. */
+  setup?: { ran: number; cache?: "restored" | "saved" };
 }
 
 /** What a plan phase leaves for the work phase of a later call (after `/fleet approve`). */
@@ -202,6 +231,26 @@ export interface RunContext {
   secrets: LabeledSecret[];
   gateway?: ModelGateway;
   result: TaskOutcome;
+  /** Folders no sandbox of this run shows, nor any folder holding one. */
+  forbidden: readonly string[];
+}
+
+/** What every contained process of a run shares: its network policy, limits and forbidden folders. */
+export function runContainment(ctx: RunContext) {
+  const { deps } = ctx;
+  return {
+    sandbox: deps.sandbox ?? "bubblewrap",
+    network: deps.network ?? DEFAULT_NETWORK,
+    limits: deps.limits ?? DEFAULT_RESOURCE_LIMITS,
+    forbidden: ctx.forbidden,
+    ...(deps.egressHosts ? { egressHosts: deps.egressHosts } : {}),
+  } as const;
+}
+
+/** Connections a contained process of the run had refused: added to the run's report. */
+export function noteRefused(ctx: RunContext, refused: readonly RefusedConnection[]) {
+  const network = ctx.result.network ?? { mode: (ctx.deps.network ?? DEFAULT_NETWORK).mode, refused: [] };
+  ctx.result.network = { ...network, refused: mergeRefusals(network.refused, refused) };
 }
 
 /** A secret the run learnt of (a gateway token, a rotated credential): redacted and checked from now on. */
@@ -246,5 +295,6 @@ export function createRunContext(spec: TaskSpec, deps: WorkerDeps): RunContext {
     knownSecrets,
     secrets,
     result: { outcome: "failed", logPath: join(artifactsDir, LOG_FILE), artifacts: {} },
+    forbidden: forbiddenFolders(deps.workDir),
   };
 }

@@ -3,14 +3,17 @@ import { join } from "node:path";
 import { scanOutgoing } from "../core/secret-scan.ts";
 import { parseRepoFullName } from "../github/client.ts";
 import { renderPrBody } from "../render/pr-body.ts";
+import { freshAgentHome } from "./agent-home.ts";
 import {
   type AgentArtifacts,
+  agentHomeDir,
   agentNotesDir,
   keepArtifacts,
   PLAN_FILE,
   prepareNotesDir,
   readArtifacts,
 } from "./artifacts.ts";
+import { limitsEnforcement } from "./cgroup-limits.ts";
 import { finish } from "./finish-run.ts";
 import { type ModelGateway, startModelGateway } from "./model-gateway.ts";
 import { checkOutgoing } from "./outgoing-check.ts";
@@ -25,15 +28,18 @@ import {
 } from "./publish.ts";
 import {
   createRunContext,
+  noteRefused,
   type PhaseRun,
   PLAN_STATE_FILE,
   type RunContext,
+  runContainment,
   type SavedPlan,
   type TaskOutcome,
   type TaskSpec,
   type WorkerDeps,
 } from "./run-context.ts";
 import { loadPlan, runPhase } from "./session.ts";
+import { runSetup } from "./setup-steps.ts";
 import { addWorktree, cleanAfterAgent, removeWorktree, type Worktree } from "./worktree.ts";
 
 export { taskArtifactsDir } from "./artifacts.ts";
@@ -78,7 +84,16 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
     );
     const notesDir = agentNotesDir(wt.path, spec.taskId);
     await prepareNotesDir(notesDir);
+    // A HOME Fleet controls: nothing an earlier run left there but the session this run resumes.
+    await freshAgentHome(agentHomeDir(deps.workDir, spec.taskId), await resumedSession(ctx));
+    ctx.result.limits = await limitsEnforcement();
+    if ((deps.sandbox ?? "bubblewrap") === "bubblewrap")
+      ctx.result.network = { mode: runContainment(ctx).network.mode, refused: [] };
     if (spec.split) return await runSplitPlanning(ctx, wt, notesDir);
+
+    // Step 2b: the repository's setup steps, in the sandbox, before any agent.
+    const setupFailed = await setupStep(ctx, wt, planning);
+    if (setupFailed) return setupFailed;
 
     // Step 3
     const planned = await planStep(ctx, wt, notesDir);
@@ -117,6 +132,50 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
     if (wt) await removeWorktree(wt);
     await ownGateway?.close();
   }
+}
+
+/** The session an approved work phase resumes: the plan phase's, saved when the plan was posted. */
+async function resumedSession(ctx: RunContext): Promise<{ coder: string; sessionId: string } | undefined> {
+  const { spec } = ctx;
+  if (!(spec.planPhase && spec.planApproval && spec.approved === true)) return undefined;
+  const { state } = await loadPlan(ctx.artifactsDir);
+  return state.sessionId ? { coder: spec.coder, sessionId: state.sessionId } : undefined;
+}
+
+/**
+ * Step 2b: `setup` from .github/fleet.yml, in the sandbox with the setup network and the run's limits
+ * (see runSetup). A failure ends the task with the step, its exit status and its output's end; it is
+ * the repository's setup, not the agent, so it is not retried by itself.
+ */
+async function setupStep(ctx: RunContext, wt: Worktree, planning: boolean): Promise<TaskOutcome | undefined> {
+  const { spec, deps } = ctx;
+  const setup = deps.setup;
+  if (!setup?.commands.length) return undefined;
+  await ctx.progress({ state: planning ? "planning" : "running", step: "setup" }, true);
+  const c = runContainment(ctx);
+  const r = await runSetup(setup, wt, {
+    repo: spec.repo,
+    workDir: deps.workDir,
+    artifactsDir: ctx.artifactsDir,
+    home: agentHomeDir(deps.workDir, spec.taskId),
+    sandbox: c.sandbox,
+    agentNetwork: c.network,
+    limits: c.limits,
+    forbidden: c.forbidden,
+    ...(c.egressHosts ? { egressHosts: c.egressHosts } : {}),
+    timeouts: spec.timeouts,
+    ...(deps.signal ? { signal: deps.signal } : {}),
+    redact: ctx.redact,
+    log: (command) =>
+      void ctx.progress({ state: planning ? "planning" : "running", step: `setup: ${command}` }),
+  });
+  noteRefused(ctx, r.refused);
+  if (r.ok) {
+    ctx.result.setup = { ran: r.ran, ...(r.cache ? { cache: r.cache } : {}) };
+    return undefined;
+  }
+  ctx.result.noRetry = true;
+  return finish(ctx, deps.signal?.aborted ? "cancelled" : "failed", r.reason);
 }
 
 /**

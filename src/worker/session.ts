@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { AgentEvent, AgentInvocation } from "../agents/types.ts";
 import { turnContextTokens } from "../core/context-windows.ts";
 import { secretRedactor } from "../core/redact.ts";
+import { DEFAULT_RESOURCE_LIMITS, limitHitReason } from "../core/resource-limits.ts";
 import { sumRuns } from "../core/run-history.ts";
 import type { TaskState } from "../core/task.ts";
 import {
@@ -22,10 +23,12 @@ import { buildPrompt } from "./prompt.ts";
 import type { RunAgentResult } from "./run-agent.ts";
 import {
   addSecret,
+  noteRefused,
   type PhaseRun,
   PLAN_LOG_FILE,
   PLAN_STATE_FILE,
   type RunContext,
+  runContainment,
   type SavedPlan,
   type TaskSpec,
   worktreeMounts,
@@ -103,6 +106,7 @@ async function preparePhase(ctx: RunContext, input: PhaseInput) {
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
   // The credential as configured: the contained run hands the agent a gateway token in its place.
   if (deps.credential) invocation.credential = { ...deps.credential };
+  // The run's HOME was made afresh when the run started (freshAgentHome); a phase keeps what setup left.
   await mkdir(invocation.home!, { recursive: true });
   // runAgent appends; one attempt's log per file keeps the posted tail about this run.
   await writeFile(logFile, "");
@@ -219,13 +223,14 @@ async function runRotating(
         scrubLog,
       },
       {
-        sandbox: deps.sandbox ?? "bubblewrap",
+        ...runContainment(ctx),
         mounts: { ...worktreeMounts(wt, notesDir, phase), homeOverlay: setup.homeOverlay },
         gateway: ctx.gateway,
         onRunToken: (token) => addSecret(ctx, "this run's model-gateway token", token),
         ...(gatewayRun ? { gatewayRun } : {}),
       },
     );
+    noteRefused(ctx, r.refused);
     // Reports name the credential as configured, not the variable it travelled in.
     spent = combineTotals(
       spent,
@@ -315,6 +320,12 @@ function phaseResult(
     const tokens = tracker.earlier + totalTokens(totals.usage);
     const costUsd = (totals.costUsd ?? 0) + (spentBefore(ctx, phase)?.costUsd ?? 0);
     tracker.overBudget = overPerTaskBudget(deps.perTaskLimits, { tokens, costUsd });
+  }
+  if (r.reason === "limit" && r.limitHit) {
+    // Running it again would reach the same limit: a person raises it, or changes the task.
+    ctx.result.noRetry = true;
+    const reason = limitHitReason(r.limitHit, deps.limits ?? DEFAULT_RESOURCE_LIMITS);
+    return { kind: "failed", reason, totals, sessionId: r.sessionId, planText: tracker.planText, logFile };
   }
   // A work phase that finished over a dollar ceiling keeps its result; anything else over it stops.
   const stopped = tracker.overBudget !== undefined && (r.reason !== "completed" || phase === "plan");

@@ -60,6 +60,10 @@ describe("parseFleetConfig defaults", () => {
       workflow: "fleet-task.yml",
       dashboard: false,
       dashboard_interval_seconds: 60,
+      setup: [],
+      setup_cache: [],
+      network: "proxy",
+      limits: { memory_mb: 8192, pids: 1024 },
       sandbox: "bubblewrap",
     });
   });
