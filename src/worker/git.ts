@@ -176,7 +176,7 @@ export async function contentIdsOf(wt: WorktreeGitDirs, paths: readonly string[]
 }
 
 /** lstat of `rel` below `root`, undefined when it is missing or a folder on the way is not a real one. */
-async function lstatBelow(root: string, rel: string) {
+export async function lstatBelow(root: string, rel: string) {
   const parts = rel.split("/").filter(Boolean);
   let at = root;
   for (const [i, part] of parts.entries()) {

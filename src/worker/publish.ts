@@ -1,7 +1,7 @@
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
-import { contentIdsOf, type GitAuth, GitError, gitIn, type WorktreeGitDirs } from "./git.ts";
+import { contentIdsOf, type GitAuth, GitError, gitIn, lstatBelow, type WorktreeGitDirs } from "./git.ts";
 
 /** Agents push only to fleet/* branches; anything else is refused before git is asked. */
 export function assertFleetBranch(branch: string): void {
@@ -50,12 +50,41 @@ export async function commitAll(
   wt: WorktreeGitDirs & { setupChanged?: Map<string, string> },
   message: string,
 ): Promise<string | undefined> {
+  await refuseOversized(wt);
   await gitIn(wt, ["add", "-A"]);
   await unstageSetupChanges(wt);
   const diff = await gitIn(wt, ["diff", "--cached", "--quiet"], { okCodes: [1] });
   if (diff.exitCode === 0) return undefined;
   await gitIn(wt, ["commit", "-q", "--no-verify", "-F", "-"], { input: message });
   return (await gitIn(wt, ["rev-parse", "HEAD"])).stdout.trim();
+}
+
+/** GitHub refuses a file over 100 MB in a push. */
+export const MAX_COMMITTED_FILE_BYTES = 100 * 1024 * 1024;
+
+/**
+ * Fails, naming the file, when the agent left one that `git add` would take and GitHub refuses: git
+ * reads all of it, outside the run's limits and with no time limit, and a sparse file of terabytes
+ * costs the agent neither disk nor time to make. Ignored files and what setup made are not looked at.
+ */
+async function refuseOversized(wt: WorktreeGitDirs): Promise<void> {
+  const { stdout } = await gitIn(wt, [
+    "status",
+    "--porcelain=v1",
+    "-z",
+    "--untracked-files=all",
+    "--no-renames",
+    "--ignore-submodules=all",
+  ]);
+  for (const entry of stdout.split("\0")) {
+    if (entry.length < 4) continue;
+    const path = entry.slice(3);
+    const info = await lstatBelow(wt.path, path);
+    if (info?.isFile() && info.size > MAX_COMMITTED_FILE_BYTES)
+      throw new Error(
+        `The agent left \`${path.slice(0, 200)}\` of ${info.size.toLocaleString("en-US")} bytes; GitHub takes no file over 100 MB, so Fleet commits nothing. Ask for a smaller change, or have the file ignored (.gitignore).`,
+      );
+  }
 }
 
 /** Tracked files setup changed and the agent did not change further: not part of the commit. */

@@ -12,6 +12,7 @@ import {
   rm,
   stat,
   symlink,
+  truncate,
   unlink,
   writeFile,
 } from "node:fs/promises";
@@ -21,7 +22,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { networkPolicyOf } from "../../src/core/network-policy.ts";
-import { commitAll } from "../../src/worker/publish.ts";
+import { commitAll, MAX_COMMITTED_FILE_BYTES } from "../../src/worker/publish.ts";
 import { LineSplitter } from "../../src/worker/run-agent.ts";
 import { forbiddenFolders } from "../../src/worker/sandbox.ts";
 import { restoreSetupCache, saveSetupCache } from "../../src/worker/setup-cache.ts";
@@ -163,6 +164,25 @@ describe("setup steps against a hostile agent", () => {
       expect(entry).toMatch(/^120000 blob /);
     } finally {
       await releaseFifo(hostFifo);
+      await removeWorktree(wt);
+    }
+  }, 60_000);
+
+  it("refuses to have git read a file GitHub would refuse, made sparse at no cost to the agent", async () => {
+    const wt = await worktree("fleet/12-sparse");
+    try {
+      // A gigabyte of nothing: no disk, no time for the agent; git add would read and hash all of it.
+      await writeFile(join(wt.path, "huge.bin"), "");
+      await truncate(join(wt.path, "huge.bin"), 1024 * 1024 * 1024);
+      await writeFile(join(wt.path, "CHANGE.md"), "change\n");
+      await cleanAfterAgent(wt);
+      await expect(commitAll(wt, "agent's change\n")).rejects.toThrow(
+        /`huge\.bin` of 1,073,741,824 bytes.*100 MB/,
+      );
+      // A file just under the limit is committed as any other.
+      await truncate(join(wt.path, "huge.bin"), MAX_COMMITTED_FILE_BYTES);
+      expect(await commitAll(wt, "agent's change\n")).toMatch(/^[0-9a-f]{40}$/);
+    } finally {
       await removeWorktree(wt);
     }
   }, 60_000);
