@@ -59,8 +59,9 @@ export async function commitAll(
   return (await gitIn(wt, ["rev-parse", "HEAD"])).stdout.trim();
 }
 
-/** GitHub refuses a file over 100 MB in a push. */
+/** GitHub refuses a file over 100 MB in a push, and a push over 2 GB. */
 export const MAX_COMMITTED_FILE_BYTES = 100 * 1024 * 1024;
+export const MAX_COMMITTED_BYTES = 2 * 1024 * 1024 * 1024;
 
 /**
  * Fails, naming the file, when the agent left one that `git add` would take and GitHub refuses: git
@@ -76,13 +77,20 @@ async function refuseOversized(wt: WorktreeGitDirs): Promise<void> {
     "--no-renames",
     "--ignore-submodules=all",
   ]);
+  let total = 0;
   for (const entry of stdout.split("\0")) {
     if (entry.length < 4) continue;
     const path = entry.slice(3);
     const info = await lstatBelow(wt.path, path);
-    if (info?.isFile() && info.size > MAX_COMMITTED_FILE_BYTES)
+    if (!info?.isFile()) continue;
+    total += info.size;
+    if (info.size > MAX_COMMITTED_FILE_BYTES)
       throw new Error(
         `The agent left \`${path.slice(0, 200)}\` of ${info.size.toLocaleString("en-US")} bytes; GitHub takes no file over 100 MB, so Fleet commits nothing. Ask for a smaller change, or have the file ignored (.gitignore).`,
+      );
+    if (total > MAX_COMMITTED_BYTES)
+      throw new Error(
+        `The agent left more than 2 GB of files to commit; GitHub takes no push that large, so Fleet commits nothing. Ask for a smaller change, or have generated files ignored (.gitignore).`,
       );
   }
 }

@@ -179,7 +179,16 @@ describe("setup steps against a hostile agent", () => {
       await expect(commitAll(wt, "agent's change\n")).rejects.toThrow(
         /`huge\.bin` of 1,073,741,824 bytes.*100 MB/,
       );
+      // Nor many files each under the limit that add up to more than a push may hold.
+      await rm(join(wt.path, "huge.bin"));
+      for (let i = 0; i < 21; i++) {
+        await writeFile(join(wt.path, `part${i}.bin`), "");
+        await truncate(join(wt.path, `part${i}.bin`), MAX_COMMITTED_FILE_BYTES);
+      }
+      await expect(commitAll(wt, "agent's change\n")).rejects.toThrow(/more than 2 GB/);
+      for (let i = 0; i < 21; i++) await rm(join(wt.path, `part${i}.bin`));
       // A file just under the limit is committed as any other.
+      await writeFile(join(wt.path, "huge.bin"), "");
       await truncate(join(wt.path, "huge.bin"), MAX_COMMITTED_FILE_BYTES);
       expect(await commitAll(wt, "agent's change\n")).toMatch(/^[0-9a-f]{40}$/);
     } finally {
