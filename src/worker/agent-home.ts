@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { constants } from "node:fs";
-import { copyFile, lstat, mkdir, readdir, rename, rm } from "node:fs/promises";
+import { chmod, copyFile, lstat, mkdir, readdir, rename, rm } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import { coderFacts } from "../core/coders.ts";
 
@@ -22,6 +22,10 @@ export async function freshAgentHome(
   carry?: { coder: string; sessionId: string },
 ): Promise<string[]> {
   const next = `${home}.next-${randomBytes(4).toString("hex")}`;
+  // The agent may open its HOME to everyone (it owns it) and leave setuid programs of the worker's
+  // uid there, kept after the run: the folder holding every HOME lets no other local user through.
+  await mkdir(dirname(home), { recursive: true, mode: 0o700 });
+  await chmod(dirname(home), 0o700);
   await mkdir(next, { recursive: true, mode: 0o700 });
   const kept: string[] = [];
   try {

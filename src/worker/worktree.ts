@@ -146,7 +146,10 @@ export async function addWorktree(
   const path = worktreePath(workDir, taskId);
   return exclusive(cacheDir, async () => {
     await clearStale(cacheDir, path, branch);
-    await mkdir(join(path, ".."), { recursive: true });
+    // The agent is the worker's uid on the host: a setuid program it writes in the checkout (or the
+    // notes beside it) is the worker's, and no other local user may reach it to run it.
+    await mkdir(join(path, ".."), { recursive: true, mode: 0o700 });
+    await chmod(join(path, ".."), 0o700);
     const existing = await remoteBranchSha(cacheDir, branch);
     const base = existing ? `refs/remotes/origin/${branch}` : `refs/remotes/origin/${defaultBranch}`;
     if (!existing && !(await remoteBranchSha(cacheDir, defaultBranch))) {
