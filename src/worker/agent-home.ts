@@ -4,7 +4,10 @@ import { chmod, copyFile, lstat, mkdir, readdir, rename, rm } from "node:fs/prom
 import { dirname, join, relative, sep } from "node:path";
 import { coderFacts } from "../core/coders.ts";
 
-/** The largest session file carried into the next run (a transcript of a long task is a few MB). */
+/**
+ * The most carried into the next run, per file and in all (a transcript of a long task is a few MB):
+ * the copy is real bytes on the worker's disk, even of a sparse file that cost the agent none.
+ */
 const MAX_SESSION_FILE_BYTES = 256 * 1024 * 1024;
 /** How deep the old HOME is searched for the session's files. */
 const MAX_DEPTH = 8;
@@ -47,9 +50,13 @@ export async function freshAgentHome(
   return kept;
 }
 
-/** The regular files below `home` whose HOME-relative path matches `pattern`; links are never followed. */
+/**
+ * The regular files below `home` whose HOME-relative path matches `pattern`, within the size cap in all;
+ * links are never followed.
+ */
 async function sessionFilesIn(home: string, pattern: RegExp): Promise<string[]> {
   const found: string[] = [];
+  let bytes = 0;
   const walk = async (dir: string, depth: number): Promise<void> => {
     if (depth > MAX_DEPTH) return;
     for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
@@ -57,7 +64,10 @@ async function sessionFilesIn(home: string, pattern: RegExp): Promise<string[]> 
       if (entry.isDirectory()) await walk(path, depth + 1);
       else if (entry.isFile() && pattern.test(relative(home, path).split(sep).join("/"))) {
         const info = await lstat(path);
-        if (info.isFile() && info.size <= MAX_SESSION_FILE_BYTES) found.push(relative(home, path));
+        if (info.isFile() && bytes + info.size <= MAX_SESSION_FILE_BYTES) {
+          bytes += info.size;
+          found.push(relative(home, path));
+        }
       }
     }
   };

@@ -3,7 +3,7 @@
 // worker on the host. A setuid program it writes there is, on the host, a setuid program of the
 // worker's user (root, for a root worker), and its HOME outlives the run. Another local user must
 // never be able to reach one. Real bubblewrap, real git.
-import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { execa } from "execa";
@@ -108,5 +108,26 @@ describe("an agent's setuid programs on the host", () => {
     } finally {
       await removeWorktree(wt);
     }
+  }, 60_000);
+});
+
+describe("the session files a new run carries", () => {
+  it("are bounded in all, however many sparse copies of the session the agent made", async () => {
+    const home = join(root, "homes-carry", "t2");
+    const id = "0b5c8e0e-1111-4222-8333-944445555666";
+    // In its plan phase the agent writes copies of its session in many project folders, each just
+    // under the per-file cap and sparse (no disk, no time); approval starts the run that carries it.
+    for (let i = 0; i < 6; i++) {
+      const file = join(home, ".claude", "projects", `-copy-${i}`, `${id}.jsonl`);
+      await mkdir(dirname(file), { recursive: true });
+      await writeFile(file, "");
+      await truncate(file, 100 * 1024 * 1024);
+    }
+    const kept = await freshAgentHome(home, { coder: "claude", sessionId: id });
+    let bytes = 0;
+    for (const rel of kept) bytes += (await stat(join(home, rel))).size;
+    // Real bytes on the worker's disk now: no more than one session file's cap.
+    expect(bytes).toBeLessThanOrEqual(256 * 1024 * 1024);
+    expect(kept.length).toBeGreaterThan(0);
   }, 60_000);
 });
