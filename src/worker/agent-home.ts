@@ -3,6 +3,7 @@ import { constants } from "node:fs";
 import { chmod, copyFile, lstat, mkdir, readdir, rename, rm } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import { coderFacts } from "../core/coders.ts";
+import { removeTree } from "./remove-tree.ts";
 
 /**
  * The most carried into the next run, per file and in all (a transcript of a long task is a few MB):
@@ -41,7 +42,7 @@ export async function freshAgentHome(
         kept.push(rel);
       }
     }
-    await rm(home, { recursive: true, force: true });
+    await removeTree(home);
     await rename(next, home);
   } catch (error) {
     await rm(next, { recursive: true, force: true });

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { DEFAULT_STATE_BRANCH as STATE_BRANCH } from "../state/github-store.ts";
 import { safeSegment } from "./artifacts.ts";
 import { type GitAuth, git, gitIn } from "./git.ts";
+import { removeTree } from "./remove-tree.ts";
 
 export interface RepoSource {
   /** "owner/name". */
@@ -108,10 +109,10 @@ async function clearStale(cacheDir: string, path: string, branch: string): Promi
     const br = /^branch (.+)$/m.exec(entry)?.[1];
     if (wt && (wt === path || br === `refs/heads/${branch}`) && !/^bare$/m.test(entry)) {
       await git(["worktree", "remove", "--force", "--force", wt], { cwd: cacheDir, okCodes: [128] });
-      await rm(wt, { recursive: true, force: true });
+      await removeTree(wt);
     }
   }
-  await rm(path, { recursive: true, force: true });
+  await removeTree(path);
   await git(["worktree", "prune"], { cwd: cacheDir });
 }
 
@@ -125,7 +126,7 @@ async function takeSpare(cacheDir: string): Promise<string | undefined> {
   for (const name of names) {
     const dir = join(sparesDir(cacheDir), name);
     if (await exists(join(dir, ".git"))) return dir;
-    await rm(dir, { recursive: true, force: true });
+    await removeTree(dir);
   }
   return undefined;
 }
@@ -172,8 +173,8 @@ export async function addWorktree(
           cwd: cacheDir,
           okCodes: [128],
         }).catch(() => undefined);
-        await rm(path, { recursive: true, force: true });
-        await rm(spare, { recursive: true, force: true });
+        await removeTree(path);
+        await removeTree(spare);
         await git(["worktree", "prune"], { cwd: cacheDir });
       }
     }
@@ -209,7 +210,7 @@ export async function removeWorktree(wt: { cacheDir: string; path: string; gitDi
         await gitIn(wt, ["clean", "-q", "-ffdx"]);
         await mkdir(pool, { recursive: true });
         await git(["worktree", "move", wt.path, join(pool, randomUUID())], { cwd: wt.cacheDir });
-        await rm(join(wt.path, ".."), { recursive: true, force: true });
+        await removeTree(join(wt.path, ".."));
         return;
       } catch {
         // Not movable (already gone, locked): removed below like any other.
@@ -219,7 +220,7 @@ export async function removeWorktree(wt: { cacheDir: string; path: string; gitDi
       cwd: wt.cacheDir,
       okCodes: [128],
     }).catch(() => undefined);
-    await rm(join(wt.path, ".."), { recursive: true, force: true });
+    await removeTree(join(wt.path, ".."));
     await git(["worktree", "prune"], { cwd: wt.cacheDir }).catch(() => undefined);
   });
 }
@@ -241,7 +242,7 @@ export async function adminDirOf(cacheDir: string, path: string): Promise<string
 /** Puts back the checkout's `.git` link to its admin folder, whatever the agent left there. */
 export async function restoreGitLink(wt: { path: string; gitDir: string }): Promise<void> {
   const link = join(wt.path, ".git");
-  await rm(link, { recursive: true, force: true });
+  await removeTree(link);
   await writeFile(link, `gitdir: ${wt.gitDir}\n`);
 }
 
@@ -251,16 +252,19 @@ export async function restoreGitLink(wt: { path: string; gitDir: string }): Prom
  * - any `.git` below the top: git runs `status` in a nested repository (a submodule path the agent
  *   filled, say) with that repository's config, so its filter drivers would run on the host;
  * - FIFOs, sockets and devices (a read of a FIFO never returns);
- * - setuid, setgid and sticky bits and group- or world-writable modes.
+ * - setuid, setgid and sticky bits and group- or world-writable modes;
+ * - folders the owner may not change (`chmod 500`), which the worker could not empty or remove.
  * The top-level `.git` link is written back. Symlinks are never followed.
  */
 export async function cleanAfterAgent(wt: { path: string; gitDir: string }): Promise<void> {
+  const top = await lstat(wt.path);
+  if ((top.mode & 0o700) !== 0o700) await chmod(wt.path, (top.mode & 0o755) | 0o700);
   await restoreGitLink(wt);
   const walk = async (dir: string): Promise<void> => {
     for (const entry of await readdir(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name);
       if (entry.name === ".git" && dir !== wt.path) {
-        await rm(path, { recursive: true, force: true });
+        await removeTree(path);
         continue;
       }
       if (dir === wt.path && entry.name === ".git") continue;
@@ -270,7 +274,9 @@ export async function cleanAfterAgent(wt: { path: string; gitDir: string }): Pro
         continue;
       }
       const { mode } = await lstat(path);
-      if (mode & 0o7022) await chmod(path, mode & 0o755);
+      // A folder stays its owner's to change (the agent may have taken that away): Fleet empties it later.
+      const fixed = (mode & 0o755) | (entry.isDirectory() ? 0o700 : 0);
+      if (fixed !== (mode & 0o7777)) await chmod(path, fixed);
       if (entry.isDirectory()) await walk(path);
     }
   };

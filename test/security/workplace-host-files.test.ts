@@ -5,7 +5,7 @@
 // never be able to reach one. Real bubblewrap, real git.
 import { chmod, mkdir, mkdtemp, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentAdapter, AgentEvent } from "../../src/agents/types.ts";
@@ -130,4 +130,73 @@ describe("the session files a new run carries", () => {
     expect(bytes).toBeLessThanOrEqual(256 * 1024 * 1024);
     expect(kept.length).toBeGreaterThan(0);
   }, 60_000);
+});
+
+/**
+ * Runs `script` (TypeScript, given the repository's root as its argument) as a user that is not root:
+ * as root, permissions never stop a removal, so the worker's user is played by `nobody` then.
+ */
+async function asUnprivileged(script: string): Promise<string> {
+  const file = join(root, `unprivileged-${Math.random().toString(36).slice(2)}.mts`);
+  await writeFile(file, script);
+  await chmod(file, 0o644);
+  const node = [process.execPath, "--import", "tsx", file, resolve(".")];
+  const asRoot = process.getuid?.() === 0;
+  const r = await execa(
+    asRoot ? "setpriv" : node[0]!,
+    asRoot ? ["--reuid=65534", "--regid=65534", "--clear-groups", "--", ...node] : node.slice(1),
+    { cwd: resolve("."), env: { PATH: process.env.PATH ?? "", HOME: root, TMPDIR: "/tmp" }, reject: false },
+  );
+  return `${r.stdout}\n${r.stderr}`;
+}
+
+describe("what an agent made read-only", () => {
+  it("is still removed by the worker: the worktree after the run, the HOME at the next run", async () => {
+    // Played out by the worker's user (not root): the agent owns what it made and may lock it.
+    const out = await asUnprivileged(`
+import { chmod, mkdir, mkdtemp, writeFile, access } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { execFileSync } from "node:child_process";
+const repo = process.argv[2];
+const { addWorktree, removeWorktree } = await import(join(repo, "src/worker/worktree.ts"));
+const { freshAgentHome } = await import(join(repo, "src/worker/agent-home.ts"));
+const env = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" };
+const root = await mkdtemp(join(tmpdir(), "fleet-locked-"));
+const bare = join(root, "origin.git");
+const run = (args, cwd) => execFileSync("git", args, { cwd, env: { ...process.env, ...env } });
+run(["init", "--bare", "-q", "-b", "main", bare], root);
+const seed = join(root, "seed");
+run(["init", "-q", "-b", "main", seed], root);
+await writeFile(join(seed, "README.md"), "x\\n");
+const id = ["-c", "user.name=S", "-c", "user.email=s@example.invalid"];
+run([...id, "add", "-A"], seed);
+run([...id, "commit", "-q", "-m", "s"], seed);
+run(["push", "-q", bare, "main"], seed);
+const workDir = join(root, "work");
+const lock = async (top) => {
+  await mkdir(join(top, "locked", "inner"), { recursive: true });
+  await writeFile(join(top, "locked", "inner", "file"), "x");
+  await chmod(join(top, "locked", "inner"), 0o500);
+  await chmod(join(top, "locked"), 0o000);
+  await chmod(top, 0o500);
+};
+const gone = (p) => access(p).then(() => "still there", () => "gone");
+const wt = await addWorktree(workDir, { repo: "o/r", cloneUrl: "file://" + bare }, "t1", "fleet/1-x");
+await lock(wt.path);
+let worktree;
+try { await removeWorktree(wt); worktree = await gone(wt.path); } catch (e) { worktree = "threw " + e.code; }
+const home = join(workDir, "homes", "t1");
+await mkdir(home, { recursive: true });
+await lock(home);
+let next;
+try { await freshAgentHome(home); next = await gone(join(home, "locked")); } catch (e) { next = "threw " + e.code; }
+console.log(JSON.stringify({ uid: process.getuid(), worktree, home: next }));
+`);
+    const line = out.split("\n").find((l) => l.startsWith("{"));
+    expect(line, out).toBeDefined();
+    const result = JSON.parse(line!) as { uid: number; worktree: string; home: string };
+    expect(result.uid).not.toBe(0);
+    expect(result).toMatchObject({ worktree: "gone", home: "gone" });
+  }, 90_000);
 });
