@@ -184,3 +184,92 @@ describe("an agent against the worker's side of its network", () => {
     }
   }, 30_000);
 });
+
+describe("an agent's tricks on the egress proxy's parsing", () => {
+  it("never reaches a host listener by another spelling, a userinfo, a pipelined or smuggled request", async () => {
+    // A listener of the host's: it counts every request that reaches it, by path.
+    const reached: string[] = [];
+    const host = createHttpServer((req, res) => {
+      reached.push(req.url ?? "");
+      res.end("host listener\n");
+    });
+    await new Promise<void>((resolve) => host.listen(0, "127.0.0.1", resolve));
+    const p = (host.address() as AddressInfo).port;
+    const proxy = await startEgressProxy({
+      // registry.test is an operator's mirror on this machine; localhost is allowed but resolves to loopback.
+      policy: networkPolicyOf({ allow: [`registry.test:${p}`, `localhost:${p}`], registries: false }),
+      socketPath: join(dir, "tricks.sock"),
+      hosts: { "registry.test": "127.0.0.1" },
+    });
+    /** Sends `raw` on one connection to the proxy; resolves with all it answered once it closes the connection. */
+    const send = (raw: string) =>
+      new Promise<string>((resolve) => {
+        const s = connect(join(dir, "tricks.sock"));
+        let data = "";
+        s.on("data", (d) => {
+          data += d;
+        });
+        s.once("close", () => resolve(data));
+        s.on("error", () => {});
+        s.write(raw);
+      });
+    try {
+      const refusedOrBad = /^HTTP\/1\.1 (403|400)/;
+      for (const authority of [
+        `127.0.0.1:${p}`,
+        `2130706433:${p}`,
+        `0x7f.1:${p}`,
+        `127.1:${p}`,
+        `[::1]:${p}`,
+        `[::ffff:127.0.0.1]:${p}`,
+        `[::ffff:7f00:1]:${p}`,
+        `localhost:${p}`,
+        `registry.test@127.0.0.1:${p}`,
+        `registry.test:${p}@127.0.0.1:${p}`,
+        `169.254.169.254:80`,
+      ])
+        expect(
+          await send(`CONNECT ${authority} HTTP/1.1\r\nHost: registry.test:${p}\r\n\r\n`),
+          authority,
+        ).toMatch(refusedOrBad);
+      for (const url of [
+        `http://registry.test@127.0.0.1:${p}/userinfo`,
+        `http://registry.test:${p}@127.0.0.1:${p}/userinfo2`,
+        `http://2130706433:${p}/decimal`,
+        `http://0x7f.1:${p}/hex`,
+        `http://[::ffff:7f00:1]:${p}/mapped`,
+        `http://localhost:${p}/dns-loopback`,
+        `HTTP://127.0.0.1:${p}/upper`,
+      ])
+        expect(
+          await send(`GET ${url} HTTP/1.1\r\nHost: registry.test:${p}\r\nConnection: close\r\n\r\n`),
+          url,
+        ).toMatch(refusedOrBad);
+      // The Host header never decides: the absolute URI does.
+      expect(
+        await send(`GET /origin-form HTTP/1.1\r\nHost: registry.test:${p}\r\nConnection: close\r\n\r\n`),
+      ).toMatch(refusedOrBad);
+      // A second request on a kept-alive connection is checked on its own.
+      const pipelined = await send(
+        `GET http://registry.test:${p}/first HTTP/1.1\r\nHost: registry.test:${p}\r\n\r\n` +
+          `GET http://127.0.0.1:${p}/second HTTP/1.1\r\nHost: registry.test:${p}\r\nConnection: close\r\n\r\n`,
+      );
+      expect(pipelined).toMatch(/^HTTP\/1\.1 200/);
+      expect(pipelined).toMatch(/HTTP\/1\.1 403/);
+      // Content-Length and Transfer-Encoding together (a request hidden in a body) are refused outright.
+      const smuggled = await send(
+        `POST http://registry.test:${p}/outer HTTP/1.1\r\nHost: registry.test:${p}\r\nContent-Length: 63\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET http://127.0.0.1:${p}/smuggled HTTP/1.1\r\nHost: x\r\n\r\n`,
+      );
+      expect(smuggled).toMatch(/^HTTP\/1\.1 400/);
+      // Only the allowed host's own requests reached the listener.
+      expect(reached).toEqual(["/first"]);
+      expect(proxy.refused()).toContainEqual(
+        expect.objectContaining({ host: "localhost", why: "address refused" }),
+      );
+    } finally {
+      await proxy.close();
+      host.closeAllConnections();
+      await new Promise<void>((resolve) => host.close(() => resolve()));
+    }
+  }, 60_000);
+});
