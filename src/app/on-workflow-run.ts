@@ -38,5 +38,7 @@ export async function onWorkflowRunCompleted(
     from: [...SLOT_HOLDING_STATES],
     reason: retry ? retryReason(reason, notBefore) : `${reason}; no retries left (attempt ${task.attempts})`,
     resetAt: notBefore,
+    // The run is over: the retry waits for its backoff only, not for the dead run's lease.
+    runOver: true,
   });
 }

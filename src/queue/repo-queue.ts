@@ -95,6 +95,8 @@ export interface MoveOptions {
    * commit (a run's outcome from `planning` whose `running` was not committed yet).
    */
   via?: TaskState;
+  /** The task's run is known to have stopped (its Actions run ended): a retry need not wait for it. */
+  runOver?: boolean;
 }
 
 /**

@@ -274,7 +274,14 @@ export function moveTask(
   doc: FleetStateDoc,
   taskId: string,
   to: TaskState,
-  opts: { now: string; reason?: string; resetAt?: string; patch?: Partial<Task> },
+  opts: {
+    now: string;
+    reason?: string;
+    resetAt?: string;
+    patch?: Partial<Task>;
+    /** The caller knows the task's run has stopped (its Actions run ended): nothing to wait for. */
+    runOver?: boolean;
+  },
 ): TransitionResult | null {
   const current = doc.tasks[taskId];
   if (!current || !canTransition(current.state, to)) return null;
@@ -282,7 +289,7 @@ export function moveTask(
   // A worker's run still going when the task leaves its slot stops at its next heartbeat: until it says
   // so (endRun) or its lease runs out, the task is not started again (see the scheduler).
   const lease = current.lease;
-  if (lease && !moved.lease && !isUnclaimed(lease) && isLeaseLive(lease, new Date(opts.now)))
+  if (lease && !moved.lease && !opts.runOver && !isUnclaimed(lease) && isLeaseLive(lease, new Date(opts.now)))
     moved.stopping = { holder: lease.holder, until: lease.expiresAt };
   const task = { ...moved, ...opts.patch };
   return {

@@ -1,6 +1,7 @@
 // Sequences the lifecycle model (lifecycle-model.test.ts) found, shrunk, kept as plain tests: each
 // runs against the real queue with every invariant checked after every step, then says what it is about.
 import { describe, expect, it } from "vitest";
+import { claimTaskState } from "../../src/worker/claim.ts";
 import {
   Advance,
   Beat,
@@ -18,6 +19,7 @@ import {
   Review,
   runSteps,
   Shutdown,
+  TTL_MS,
   type World,
 } from "./lifecycle-world.ts";
 
@@ -264,6 +266,17 @@ describe("workers", () => {
     expect((await only(w, 2)).stopping).toBeUndefined();
     await new Poll(1).run({}, w);
     expect((await only(w, 2)).state).toBe("running");
+  });
+
+  it("a run known to be over (its Actions run ended unreported) leaves nothing to wait for; a cancel does", async () => {
+    const w = await runSteps([new Label(1, 0, 0), new Label(2, 0, 0)]);
+    const [one, two] = [await only(w, 1), await only(w, 2)];
+    for (const t of [one, two])
+      await claimTaskState(w.store, t.id, "actions:run", w.clock(), TTL_MS, () => "running");
+    await w.queue.move(1, "queued", { taskId: one.id, reason: "the Actions run ended", runOver: true });
+    expect((await only(w, 1)).stopping).toBeUndefined();
+    await w.queue.move(2, "cancelled", { taskId: two.id, reason: "cancelled by @mona" });
+    expect((await only(w, 2)).stopping).toMatchObject({ holder: "actions:run" });
   });
 
   it("a PR closed while a review round runs fails the task; the round's end changes nothing", async () => {
