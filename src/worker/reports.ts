@@ -84,7 +84,13 @@ export function createIssueReporter(
         const run = redact(renderRunReport({ ...v.run, taskId, log, limit }));
         return { ...s, plan, report: head + run };
       });
-      await writeNow(stateAfterOutcome(v.run.outcome));
+      await writeNow(
+        stateAfterOutcome(v.run.outcome, {
+          retriesLeft: false,
+          cancelledByUser: true,
+          onOpenPr: v.run.onPullRequest === true,
+        }),
+      );
     },
   };
 }
