@@ -126,25 +126,57 @@ export function normalizeHost(host: string): string {
 
 /**
  * Whether an address the proxy resolved a name to may be connected to: never the host's own loopback,
- * a link-local address (the cloud metadata service, 169.254.169.254 and fd00:ec2::254), the
- * unspecified or a multicast address. An allowed name that resolves to one of these is refused: a
- * name is allowed, not whatever its DNS says today. (The operator maps a name to such an address
- * explicitly, e.g. a registry mirror on the worker's machine: `FLEET_EGRESS_HOSTS`.)
+ * a link-local address (the cloud metadata service, 169.254.169.254 and fd00:ec2::254), another
+ * cloud's metadata service (Alibaba's 100.100.100.200, Azure's WireServer 168.63.129.16), the
+ * unspecified or a multicast address, in any spelling (an IPv4-mapped IPv6 address is its IPv4 one).
+ * An allowed name that resolves to one of these is refused: a name is allowed, not whatever its DNS
+ * says today. (The operator maps a name to such an address explicitly, e.g. a registry mirror on the
+ * worker's machine: `FLEET_EGRESS_HOSTS`.) Anything that is not an address is refused too.
  */
 export function reachableAddress(address: string): boolean {
-  const a = address.toLowerCase();
-  const v4 = a.startsWith("::ffff:") && IPV4.test(a.slice(7)) ? a.slice(7) : a;
-  if (IPV4.test(v4)) {
-    const [x, y] = v4.split(".").map(Number) as [number, number];
-    if (x === 127 || x === 0 || x >= 224) return false;
-    if (x === 169 && y === 254) return false;
-    return true;
-  }
-  if (a === "::1" || a === "::") return false;
-  if (/^fe[89ab]/.test(a)) return false; // fe80::/10 link-local
-  if (a.startsWith("ff")) return false; // multicast
-  if (a === "fd00:ec2::254") return false; // AWS's metadata service over IPv6
+  if (IPV4.test(address)) return reachableV4(address);
+  const g = ipv6Groups(address);
+  if (!g) return false;
+  const zeros = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
+  // ::ffff:a.b.c.d, however written: the IPv4 address it stands for.
+  if (zeros(0, 5) && g[5] === 0xffff)
+    return reachableV4(`${g[6]! >> 8}.${g[6]! & 255}.${g[7]! >> 8}.${g[7]! & 255}`);
+  if (zeros(0, 7) && (g[7] === 0 || g[7] === 1)) return false; // :: and ::1
+  if ((g[0]! & 0xffc0) === 0xfe80) return false; // fe80::/10 link-local
+  if ((g[0]! & 0xff00) === 0xff00) return false; // multicast
+  if (g[0] === 0xfd00 && g[1] === 0x0ec2 && zeros(2, 7) && g[7] === 0x254) return false; // AWS's metadata
   return true;
+}
+
+/** Other clouds' metadata services, which are not link-local. */
+const METADATA_V4 = new Set(["100.100.100.200", "168.63.129.16"]);
+
+function reachableV4(v4: string): boolean {
+  const [x, y] = v4.split(".").map(Number) as [number, number];
+  if (x === 127 || x === 0 || x >= 224) return false;
+  if (x === 169 && y === 254) return false;
+  return !METADATA_V4.has(v4);
+}
+
+/** The eight 16-bit groups of an IPv6 address in any spelling (`::`, an IPv4 tail), or undefined. */
+function ipv6Groups(text: string): number[] | undefined {
+  let s = text.toLowerCase();
+  const tail = /:(\d+\.\d+\.\d+\.\d+)$/.exec(s)?.[1];
+  if (tail) {
+    if (!IPV4.test(tail)) return undefined;
+    const [a, b, c, d] = tail.split(".").map(Number) as [number, number, number, number];
+    s = `${s.slice(0, -tail.length)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const halves = s.split("::");
+  if (halves.length > 2) return undefined;
+  const part = (h: string) => (h === "" ? [] : h.split(":"));
+  const head = part(halves[0]!);
+  const rest = halves.length === 2 ? part(halves[1]!) : [];
+  const missing = 8 - head.length - rest.length;
+  if (halves.length === 1 ? missing !== 0 : missing < 1) return undefined;
+  const groups = [...head, ...Array<string>(halves.length === 2 ? missing : 0).fill("0"), ...rest];
+  if (!groups.every((x) => /^[0-9a-f]{1,4}$/.test(x))) return undefined;
+  return groups.map((x) => Number.parseInt(x, 16));
 }
 
 /** One host and port the egress proxy refused during a run, and how often. */

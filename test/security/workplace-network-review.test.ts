@@ -8,7 +8,7 @@ import { type AddressInfo, connect, createServer, type Server, type Socket } fro
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { networkPolicyOf } from "../../src/core/network-policy.ts";
+import { networkPolicyOf, reachableAddress } from "../../src/core/network-policy.ts";
 import { MAX_PROXY_CONNECTIONS, startEgressProxy } from "../../src/worker/egress-proxy.ts";
 import { MAX_GATEWAY_CONNECTIONS, openSandboxNetwork } from "../../src/worker/sandbox-network.ts";
 
@@ -272,4 +272,64 @@ describe("an agent's tricks on the egress proxy's parsing", () => {
       await new Promise<void>((resolve) => host.close(() => resolve()));
     }
   }, 60_000);
+});
+
+describe("the addresses the egress proxy never connects to, however they are spelled", () => {
+  it("knows loopback, link-local and metadata addresses in every IPv6 spelling, and other clouds' metadata", async () => {
+    for (const a of [
+      "::ffff:7f00:1",
+      "0:0:0:0:0:ffff:7f00:1",
+      "::FFFF:127.0.0.1",
+      "::ffff:a9fe:a9fe",
+      "0:0:0:0:0:0:0:1",
+      "::0:1",
+      "0::",
+      "FE80::1",
+      "fe80::1%eth0",
+      "FF02::1",
+      "fd00:ec2:0::254",
+      "fd00:0ec2::0254",
+      // Alibaba Cloud's metadata service, and Azure's WireServer (its VM agent's configuration).
+      "100.100.100.200",
+      "168.63.129.16",
+      "not an address",
+    ])
+      expect(reachableAddress(a), a).toBe(false);
+    for (const a of [
+      "104.16.0.34",
+      "::ffff:104.16.0.34",
+      "::ffff:6810:22",
+      "2606:4700::6810:1622",
+      "10.0.0.5",
+    ])
+      expect(reachableAddress(a), a).toBe(true);
+  });
+
+  it("does not open a tunnel to the host's loopback through an IPv4-mapped literal in hex", async () => {
+    const host = createServer((s) => s.end("HOST-LISTENER\n"));
+    await new Promise<void>((resolve) => host.listen(0, "127.0.0.1", resolve));
+    const p = (host.address() as AddressInfo).port;
+    // An allowed address literal (as `network.allow: ["[::ffff:7f00:1]:port"]` would give it).
+    const proxy = await startEgressProxy({
+      policy: networkPolicyOf({ allow: [`[::ffff:7f00:1]:${p}`], registries: false }),
+      socketPath: join(dir, "mapped.sock"),
+    });
+    try {
+      const answer = await new Promise<string>((resolve) => {
+        const s = connect(join(dir, "mapped.sock"));
+        let data = "";
+        s.on("data", (d) => {
+          data += d;
+          if (data.includes("HOST-LISTENER")) s.destroy();
+        });
+        s.once("close", () => resolve(data));
+        s.write(`CONNECT [::ffff:7f00:1]:${p} HTTP/1.1\r\nHost: [::ffff:7f00:1]:${p}\r\n\r\n`);
+      });
+      expect(answer).not.toContain("HOST-LISTENER");
+      expect(answer).toMatch(/^HTTP\/1\.1 403/);
+    } finally {
+      await proxy.close();
+      await new Promise<void>((resolve) => host.close(() => resolve()));
+    }
+  }, 30_000);
 });
