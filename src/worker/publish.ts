@@ -52,6 +52,7 @@ export async function commitAll(
 ): Promise<string | undefined> {
   await refuseOversized(wt);
   await gitIn(wt, ["add", "-A"]);
+  await unstageSetupMade(wt);
   await unstageSetupChanges(wt);
   const diff = await gitIn(wt, ["diff", "--cached", "--quiet"], { okCodes: [1] });
   if (diff.exitCode === 0) return undefined;
@@ -93,6 +94,26 @@ async function refuseOversized(wt: WorktreeGitDirs): Promise<void> {
         `The agent left more than 2 GB of files to commit; GitHub takes no push that large, so Fleet commits nothing. Ask for a smaller change, or have generated files ignored (.gitignore).`,
       );
   }
+}
+
+/**
+ * What setup made (its exclude list) is not part of the commit, also when the agent's `.gitignore`
+ * takes it back (`!node_modules/`: a `.gitignore` outranks `core.excludesFile`).
+ */
+async function unstageSetupMade(wt: WorktreeGitDirs): Promise<void> {
+  if (!wt.excludesFile) return;
+  const { stdout } = await gitIn(wt, [
+    "ls-files",
+    "-z",
+    "--cached",
+    "--ignored",
+    `--exclude-from=${wt.excludesFile}`,
+  ]);
+  const staged = stdout.split("\0").filter(Boolean);
+  if (staged.length)
+    await gitIn(wt, ["--literal-pathspecs", "reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul"], {
+      input: staged.join("\0"),
+    });
 }
 
 /** Tracked files setup changed and the agent did not change further: not part of the commit. */

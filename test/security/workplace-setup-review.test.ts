@@ -196,6 +196,31 @@ describe("setup steps against a hostile agent", () => {
     }
   }, 60_000);
 
+  it("never commits what setup made, whatever .gitignore the agent writes to take it back", async () => {
+    const wt = await worktree("fleet/13-negate");
+    try {
+      const { result } = await setup(wt, [
+        "echo setup-was-here > SETUP_NOTE.md",
+        "mkdir -p vendor/dep && echo 'module.exports = 42;' > vendor/dep/index.js",
+      ]);
+      expect(result.ok).toBe(true);
+      // The agent's turn: a change of its own, and a .gitignore that un-ignores everything setup made.
+      await writeFile(join(wt.path, ".gitignore"), "!SETUP_NOTE.md\n!/vendor/\n!*\n");
+      await writeFile(join(wt.path, "CHANGE.md"), "change\n");
+      await cleanAfterAgent(wt);
+      await commitAll(wt, "agent's change\n");
+      const committed = (
+        await git(wt.path, "--git-dir", wt.gitDir, "diff", "--name-only", "HEAD~1", "HEAD")
+      ).stdout
+        .split("\n")
+        .filter(Boolean)
+        .sort();
+      expect(committed).toEqual([".gitignore", "CHANGE.md"]);
+    } finally {
+      await removeWorktree(wt);
+    }
+  }, 60_000);
+
   it("keeps setup's output bounded: its log on the worker's disk and the end shown on the issue", async () => {
     const wt = await worktree("fleet/11-noisy");
     try {
