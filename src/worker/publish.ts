@@ -122,8 +122,9 @@ async function unstageSetupChanges(wt: WorktreeGitDirs & { setupChanged?: Map<st
   const paths = [...wt.setupChanged.keys()];
   const now = await contentIdsOf(wt, paths);
   const setupOnly = paths.filter((p, i) => now[i] !== "" && now[i] === wt.setupChanged!.get(p));
+  // Paths as they are: `gen*.txt` must not also reset the agent's `gen-by-hand.txt`.
   if (setupOnly.length)
-    await gitIn(wt, ["reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul"], {
+    await gitIn(wt, ["--literal-pathspecs", "reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul"], {
       input: setupOnly.join("\0"),
     });
 }

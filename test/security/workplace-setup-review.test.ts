@@ -59,6 +59,9 @@ beforeAll(async () => {
   await mkdir(join(seed, "scripts"));
   await writeFile(join(seed, "README.md"), "# widgets\n");
   await writeFile(join(seed, "scripts", "prepare.sh"), prepare("MAINTAINERS"));
+  // Tracked names a pathspec would read as a pattern.
+  await writeFile(join(seed, "gen*.txt"), "generated\n");
+  await writeFile(join(seed, "gen-by-hand.txt"), "by hand\n");
   await git(seed, "add", "-A");
   await git(seed, "commit", "-q", "-m", "seed");
   await git(seed, "push", "-q", bare, "main");
@@ -216,6 +219,22 @@ describe("setup steps against a hostile agent", () => {
         .filter(Boolean)
         .sort();
       expect(committed).toEqual([".gitignore", "CHANGE.md"]);
+    } finally {
+      await removeWorktree(wt);
+    }
+  }, 60_000);
+
+  it("keeps the agent's change to a file whose name matches, as a pattern, one setup changed", async () => {
+    const wt = await worktree("fleet/14-glob");
+    try {
+      const { result } = await setup(wt, ["echo regenerated > 'gen*.txt'"]);
+      expect(result.ok).toBe(true);
+      await writeFile(join(wt.path, "gen-by-hand.txt"), "the agent's change\n");
+      await cleanAfterAgent(wt);
+      expect(await commitAll(wt, "agent's change\n")).toMatch(/^[0-9a-f]{40}$/);
+      const committed = (await git(wt.path, "--git-dir", wt.gitDir, "diff", "--name-only", "HEAD~1", "HEAD"))
+        .stdout;
+      expect(committed.split("\n").filter(Boolean)).toEqual(["gen-by-hand.txt"]);
     } finally {
       await removeWorktree(wt);
     }
