@@ -109,11 +109,11 @@ function priced(price: Price, usage: Partial<TokenUsage>): number {
   );
 }
 
-/** The providers, by what their model ids look like, for a model without a price of its own. */
+/** The providers (as the gateway names the API it forwards to), by what their model ids look like. */
 const PROVIDERS: ReadonlyArray<readonly [provider: string, ids: RegExp]> = [
-  ["Anthropic", /claude|opus|sonnet|haiku/],
-  ["OpenAI", /^(gpt|o\d|codex|chatgpt)/],
-  ["Google", /gemini/],
+  ["anthropic", /claude|opus|sonnet|haiku/],
+  ["openai", /^(gpt|o\d|codex|chatgpt)/],
+  ["gemini", /gemini/],
 ];
 
 const bareId = (model: string): string => {
@@ -131,20 +131,25 @@ const highest = (prices: readonly Price[]): Price => ({
 
 const ALL_PRICES = [...PRICES, ...CLAUDE_FAMILIES];
 
-/** The provider a model id names (Anthropic, OpenAI, Google), or undefined. */
+/** The provider a model id names (anthropic, openai, gemini), or undefined. */
 export const providerOf = (model: string): string | undefined =>
   PROVIDERS.find(([, ids]) => ids.test(bareId(model)))?.[0];
 
 /**
  * What the per-task dollar ceiling holds `usage` of `model` to: its price, or for a model Fleet has no
- * price for, the highest list price of its provider (of any provider when the id names none), each of
- * input, output, cache read and cache write at its highest. An unknown model can then never spend more
- * than the ceiling says; `assumed` says the figure is such a bound, not a cost.
+ * price for, the highest list price of its provider (the API the request went to, else the one the id
+ * names; of any provider when neither is known), each of input, output, cache read and cache write at
+ * its highest. An unknown model can then never spend more than the ceiling says; `assumed` says the
+ * figure is such a bound, not a cost.
  */
-export function ceilingCostOf(model: string, usage: Partial<TokenUsage>): { usd: number; assumed: boolean } {
+export function ceilingCostOf(
+  model: string,
+  usage: Partial<TokenUsage>,
+  provider?: string,
+): { usd: number; assumed: boolean } {
   const own = priceOf(model);
   if (own) return { usd: priced(own, usage), assumed: false };
-  const ids = PROVIDERS.find(([name]) => name === providerOf(model))?.[1];
+  const ids = PROVIDERS.find(([name]) => name === (provider ?? providerOf(model)))?.[1];
   const candidates = ids ? ALL_PRICES.filter(([prefix]) => ids.test(prefix)) : ALL_PRICES;
   return { usd: priced(highest(candidates.map(([, price]) => price)), usage), assumed: true };
 }

@@ -35,6 +35,8 @@ export const DEFAULT_RUN_LIMITS = {
 /** A model turn as the gateway read it. */
 export interface GuardTurn {
   model: string;
+  /** The API it went to (anthropic, openai, gemini): prices a model with no price of its own. */
+  provider?: string;
   usage: TokenUsage;
   toolCalls: ReadonlyArray<{ name: string; input: string }>;
   /** RFC3339. */
@@ -80,7 +82,7 @@ const on = (limit: number | undefined): limit is number => limit !== undefined &
 
 /** The guard after a response: its figures added, its tool calls counted, the ceilings and the context checked. */
 export function afterTurn(s: GuardState, turn: GuardTurn, limits: GuardLimits): GuardState {
-  const held = ceilingCostOf(turn.model, turn.usage);
+  const held = ceilingCostOf(turn.model, turn.usage, turn.provider);
   const cost = held.assumed ? null : held.usd;
   const context = turnContextTokens(turn.usage);
   const calls = { ...s.calls };

@@ -135,7 +135,8 @@ export function createGatewayRun(opts: GatewayRunOptions) {
   /** A metered turn: its figures added to the phase's, then the guard's checks. */
   function meter(turn: WireTurn, request: GatewayRequest | undefined) {
     // Measured against the window the run asked for: a `sonnet[1m]` answer names no `[1m]`.
-    const turnModel = contextModelOf(turn.model ?? model ?? "", {
+    // An answer cut off before it named its model is the configured model's.
+    const turnModel = contextModelOf(turn.model ?? model ?? opts.model ?? "", {
       configured: opts.model,
       anthropicBeta: request?.headers["anthropic-beta"],
     });
@@ -145,7 +146,13 @@ export function createGatewayRun(opts: GatewayRunOptions) {
     turns++;
     guard = afterTurn(
       guard,
-      { model: turnModel, usage: turn.usage, toolCalls: turn.toolCalls, at: opts.clock().toISOString() },
+      {
+        model: turnModel,
+        provider: turn.provider,
+        usage: turn.usage,
+        toolCalls: turn.toolCalls,
+        at: opts.clock().toISOString(),
+      },
       opts.limits,
     );
     opts.onTurn?.(guard);

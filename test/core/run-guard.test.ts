@@ -85,6 +85,9 @@ describe("the gateway's guard over a run", () => {
     expect(afterTurn(newGuard(), turn({ input: 1_000_000 }, [], "gemini-9-ultra"), {}).heldUsd).toBeCloseTo(
       1.25,
     );
+    // The API the request went to names the provider when the model id does not.
+    const viaAnthropic = { ...turn({ input: 100_000 }, [], "mystery-model"), provider: "anthropic" };
+    expect(afterTurn(newGuard(), viaAnthropic, {}).heldUsd).toBeCloseTo(1.5);
   });
 
   it("stops the same tool call with the same input asked for N times with the worktree unchanged", () => {

@@ -165,6 +165,40 @@ describe("requests in flight count against the ceilings", () => {
   });
 });
 
+describe("a cut-off answer's price", () => {
+  it("is the configured model's when the answer was cut off before it named one", async () => {
+    // Headers sent, then nothing: the answer never says which model it is.
+    const held = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.flushHeaders();
+      });
+    });
+    await new Promise<void>((r) => held.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${(held.address() as AddressInfo).port}`;
+    upstream = { url, seen: [], close: () => new Promise<void>((r) => held.close(() => r())) };
+    const { run, ask, stops } = await gatewayRun({ usd: 0.1 }, { model: "claude-sonnet-4-5" });
+    const leave = new AbortController();
+    const body = { stream: true };
+    const gone = ask(body, {}, leave.signal).then(
+      (res) => res.text(),
+      () => "gone",
+    );
+    await new Promise((r) => setTimeout(r, 200));
+    leave.abort();
+    await gone.catch(() => undefined);
+    await vi.waitFor(() => expect(run.guard.turns).toBe(1));
+    // Charged its request's max_tokens (1,000) of output at Sonnet's $15 a million, and its prompt by size.
+    const sent = JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 1000, messages: [], ...body });
+    const input = Math.ceil(Buffer.byteLength(sent) / 4);
+    expect(run.guard.unpriced).toBe(false);
+    expect(run.guard.usage).toMatchObject({ input, output: 1_000 });
+    expect(run.guard.costUsd).toBeCloseTo((input * 3 + 1_000 * 15) / 1_000_000, 6);
+    expect(stops).toEqual([]);
+  });
+});
+
 describe("requests in flight count against their credential's windows", () => {
   it("a request is in flight on its credential, at the size of the run's turns, until it is answered or given up", async () => {
     let open!: () => void;
