@@ -302,15 +302,21 @@ export function moveTask(
 }
 
 /**
- * The tasks that worked on pull request `pr` (branch `head`): those that recorded it, else the ones on
- * its branch not done yet. Several when a task was queued again on an issue whose earlier task had
- * ended with the PR still open (its branch and PR are taken over). The live one first.
+ * The tasks that worked on pull request `pr` (branch `head`), the live one first: those that recorded
+ * it (several when a task was queued again on an issue whose earlier task ended with the PR open: the
+ * branch and its PR are taken over); else, for a PR no task recorded (opened by hand on a task's
+ * branch), the one task on that branch not done yet, the live one or the latest.
  */
 export function tasksOnPullRequest(doc: FleetStateDoc, pr: { number: number; head: string }): Task[] {
   const all = tasksOf(doc);
-  const recorded = all.filter((t) => t.pr === pr.number);
-  const found = recorded.length ? recorded : all.filter((t) => t.branch === pr.head && t.state !== "done");
-  return found.sort((a, b) => Number(isTerminal(a.state)) - Number(isTerminal(b.state)));
+  const liveFirst = (a: Task, b: Task) =>
+    Number(isTerminal(a.state)) - Number(isTerminal(b.state)) || b.updatedAt.localeCompare(a.updatedAt);
+  const recorded = all.filter((t) => t.pr === pr.number).sort(liveFirst);
+  if (recorded.length) return recorded;
+  return all
+    .filter((t) => t.branch === pr.head && t.state !== "done")
+    .sort(liveFirst)
+    .slice(0, 1);
 }
 
 /** How a worker's run of a task ended, as one transition (see endRun). */

@@ -68,8 +68,11 @@ export function startHeartbeat(opts: {
 }): {
   signal: AbortSignal;
   lost: () => string | undefined;
-  /** One beat now: before the run publishes anything, it learns whether it still holds the task. */
-  beat: () => Promise<void>;
+  /**
+   * Before the run publishes anything: a read of the state now. A task cancelled or taken over stops the
+   * run (`signal`, `lost`); a state that cannot be read throws, so nothing is published unconfirmed.
+   */
+  confirm: () => Promise<void>;
   stop: () => void;
 } {
   const { store, taskId, holder, ttlMs, clock } = opts;
@@ -116,10 +119,23 @@ export function startHeartbeat(opts: {
   };
   const timer = setInterval(() => void beat(), everyMs);
   timer.unref?.();
+  const confirm = async () => {
+    let seen: ReturnType<typeof renewLease>;
+    try {
+      seen = renewLease((await store.read()).doc, taskId, { holder, now: clock(), ttlMs });
+    } catch (e) {
+      throw new Error(
+        `Fleet could not read its state to confirm this run still holds the task, so nothing was pushed (${(e as Error).message}).`,
+      );
+    }
+    if (seen.ok) return;
+    lost = seen.reason === "cancelled" ? "cancelled" : "lease lost";
+    abort.abort();
+  };
   return {
     signal: abort.signal,
     lost: () => lost,
-    beat,
+    confirm,
     stop: () => {
       clearInterval(timer);
       opts.outer?.removeEventListener("abort", onOuterAbort);

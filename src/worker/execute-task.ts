@@ -152,7 +152,7 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
       pool: { coder: task.coder, book: rotation.book, rotate: rotation.rotate, next: rotation.next },
       onContext,
       signal: heartbeat.signal,
-      confirmHeld: heartbeat.beat,
+      confirmHeld: heartbeat.confirm,
       clock,
       ahead,
     });

@@ -132,7 +132,8 @@ export interface WorkerDeps {
   onContext?: (context: TaskContext) => void;
   /**
    * Before anything leaves the run (a push, a PR): the worker checks it still holds the task, and a run
-   * whose task was cancelled or taken over meanwhile is stopped (`signal` aborts) instead of publishing.
+   * whose task was cancelled or taken over meanwhile is stopped (`signal` aborts) instead of publishing;
+   * it throws when it cannot tell (the state unreadable), so the run publishes nothing.
    */
   confirmHeld?: () => Promise<void>;
   onProgress?: (p: {

@@ -268,6 +268,24 @@ describe("workers", () => {
     expect((await only(w, 2)).state).toBe("running");
   });
 
+  it("a worker cut off from the state publishes nothing when its run ends: it cannot confirm it still holds the task", async () => {
+    const w = await runSteps([
+      new ConfigSet(0),
+      new Label(1, 0, 0),
+      new Poll(0),
+      new Label(1, 1, 0),
+      new Finish(0, "no-change"),
+      new Poll(3),
+      new Partition(3, false),
+      new Advance(24 * 60),
+      new Finish(0, "change"),
+      new Merge(0, false),
+    ]);
+    // No PR was opened by the late run, so nothing was merged and nothing is done.
+    expect(w.prs.size).toBe(0);
+    expect((await tasksOf(w, 1)).filter((t) => t.state === "done" || t.pr !== undefined)).toEqual([]);
+  });
+
   it("a run known to be over (its Actions run ended unreported) leaves nothing to wait for; a cancel does", async () => {
     const w = await runSteps([new Label(1, 0, 0), new Label(2, 0, 0)]);
     const [one, two] = [await only(w, 1), await only(w, 2)];

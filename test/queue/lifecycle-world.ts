@@ -462,11 +462,12 @@ export class World {
 
   /**
    * A run's end as the worker records it (recordOutcome), with the figures the gateway read. Before it
-   * pushes, a connected worker beats once (confirmHeld): a run whose task was cancelled or taken over
-   * stops instead of publishing.
+   * pushes, the worker reads the state (confirmHeld): a run whose task was cancelled or taken over
+   * stops instead of publishing, and one that cannot read the state publishes nothing and fails.
    */
   async finish(w: SimWorker, taskId: string, result: RunResult): Promise<void> {
-    if (result === "change" && w.connected) {
+    if (result === "change" && !w.connected) return this.endRun(w, taskId, "unconfirmed", undefined);
+    if (result === "change") {
       const seen = renewLease(await this.doc(), taskId, { holder: w.name, now: this.clock(), ttlMs: TTL_MS });
       if (!seen.ok)
         return this.endRun(w, taskId, "aborted", seen.reason === "cancelled" ? "cancelled" : "lease lost");
@@ -486,7 +487,7 @@ export class World {
   }
 
   /** The outcome the worker reports for `result`, with the gateway's figures (and the agent's own, off by one). */
-  private async outcomeFor(run: SimRun, result: RunResult | "aborted"): Promise<TaskOutcome> {
+  private async outcomeFor(run: SimRun, result: RunResult | "aborted" | "unconfirmed"): Promise<TaskOutcome> {
     const seq = ++this.runSeq;
     const totals = this.totals(seq, run.task.model);
     const agentTotals = { ...totals, usage: { ...totals.usage, input: totals.usage.input + 1 } };
@@ -497,6 +498,7 @@ export class World {
     if (run.split || planOnly) {
       const planTotals = totals;
       if (result === "aborted") return { ...base, outcome: "cancelled", reason: "stopped", planTotals };
+      if (result === "unconfirmed") result = "change";
       if (run.split && result === "change") {
         await this.applySplit(run.task);
         return { ...base, outcome: SPLIT_OUTCOME, planTotals };
@@ -511,7 +513,11 @@ export class World {
     const planTotals = run.phase === "plan" ? this.totals(++this.runSeq, run.task.model) : undefined;
     const both = { ...base, totals, ...(planTotals ? { planTotals } : {}) };
     if (result === "aborted") return { ...both, outcome: "cancelled", reason: "stopped" };
-    if (run.kind === "rebase") return this.rebaseOutcome(run, both, result);
+    // A rebase that cannot confirm fails on its PR, like any failed rebase (rebase-run.ts).
+    if (run.kind === "rebase")
+      return this.rebaseOutcome(run, both, result === "unconfirmed" ? "failed" : result);
+    if (result === "unconfirmed")
+      return { ...both, outcome: "failed", reason: "could not confirm; nothing pushed" };
     if (result === "change") {
       // A review round adds to its PR; merged or closed meanwhile, it pushes nothing (reviewPrGone).
       if (run.kind === "review" && this.prs.get(run.task.pr ?? -1)?.state !== "open")
@@ -589,7 +595,7 @@ export class World {
   private async endRun(
     w: SimWorker,
     taskId: string,
-    result: RunResult | "aborted",
+    result: RunResult | "aborted" | "unconfirmed",
     lost: string | undefined,
   ): Promise<void> {
     const run = w.runs.get(taskId);

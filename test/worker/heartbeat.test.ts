@@ -74,4 +74,60 @@ describe("the heartbeat of a run", () => {
       beat.stop();
     }
   });
+
+  it("before the run publishes, confirms it still holds the task: stops it when it does not, throws when it cannot tell", async () => {
+    const repo = createMemoryRepo();
+    const store = createMemoryStateStore({ repo, sleep: async () => {} });
+    const clock = () => new Date("2026-01-01T00:00:00.000Z");
+    const task = {
+      ...newTask({
+        id: "fl-1",
+        repo: "o/r",
+        issue: 1,
+        title: "t",
+        coder: "claude",
+        model: "m",
+        now: clock().toISOString(),
+      }),
+      state: "running" as const,
+      lease: newLease("local:w1", 1, clock(), TTL),
+    };
+    await store.update(() => ({ doc: { ...emptyStateDoc(), tasks: { [task.id]: task } }, message: "seed" }));
+    const start = (s = store) =>
+      startHeartbeat({
+        store: s,
+        taskId: task.id,
+        holder: "local:w1",
+        ttlMs: TTL,
+        everyMs: 60_000,
+        clock,
+        log: () => {},
+      });
+
+    const held = start();
+    await held.confirm();
+    expect(held.signal.aborted).toBe(false);
+    held.stop();
+
+    // Taken over by another worker (its lease expired meanwhile): stopped, nothing to publish.
+    await store.update(({ doc }) => ({
+      doc: { ...doc, tasks: { [task.id]: { ...task, lease: newLease("local:w2", 1, clock(), TTL) } } },
+      message: "taken over",
+    }));
+    const lost = start();
+    await lost.confirm();
+    expect(lost.signal.aborted).toBe(true);
+    expect(lost.lost()).toBe("lease lost");
+    lost.stop();
+
+    // The state cannot be read: the run may not publish as if it still held the task.
+    const unreadable = start({
+      read: () => Promise.reject(new Error("502 Bad Gateway")),
+      update: store.update,
+    });
+    await expect(unreadable.confirm()).rejects.toThrow(
+      "Fleet could not read its state to confirm this run still holds the task, so nothing was pushed (502 Bad Gateway).",
+    );
+    unreadable.stop();
+  });
 });
