@@ -5,9 +5,9 @@
 // as GitHub does (the emulator's own sender is serial per repository), signed with the webhook secret.
 // Run alone: npx tsx bench/burst.ts [--issues=500] [--seconds=10]
 import { createHmac } from "node:crypto";
+import { startGitHubEmulator } from "@fleet/github-emulator";
 import { Octokit } from "@octokit/rest";
 import { startFleetServer } from "../src/app/server.ts";
-import { startGitHubEmulator } from "../src/offline/github/index.ts";
 import { round } from "./lib/route-timer.ts";
 import { percentile, readStateHistory } from "./lib/state-history.ts";
 
@@ -54,7 +54,7 @@ export async function runBurst(
   const issues = opts.issues ?? 500;
   const seconds = opts.seconds ?? 10;
   const cap = opts.cap ?? 10;
-  const gh = await startGitHubEmulator();
+  const gh = await startGitHubEmulator({ appSlug: "fleet", appName: "Fleet" });
   const owner = "octo-org";
   const name = "burst";
   const full = `${owner}/${name}`;

@@ -11,12 +11,12 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { startGitHubEmulator } from "@fleet/github-emulator";
 import { Octokit } from "@octokit/rest";
 import { execa } from "execa";
 import { acquireSlot, releaseLease, slotsInUse } from "../src/core/leases.ts";
 import { type FleetStateDoc, parseStateDoc, recordLedger, STATE_PATH } from "../src/core/state-doc.ts";
 import { newTask } from "../src/core/task.ts";
-import { startGitHubEmulator } from "../src/offline/github/index.ts";
 import { StateConflictError } from "../src/state/errors.ts";
 import { createGitStateStore } from "../src/state/git-store.ts";
 import { createGitHubStateStore } from "../src/state/github-store.ts";
@@ -176,7 +176,7 @@ interface BenchServer {
 }
 
 async function emulatorServer(): Promise<BenchServer> {
-  const emulator = await startGitHubEmulator();
+  const emulator = await startGitHubEmulator({ appSlug: "fleet", appName: "Fleet" });
   const repo = await emulator.createRepo({
     owner: "octo",
     name: "widgets",
@@ -185,7 +185,7 @@ async function emulatorServer(): Promise<BenchServer> {
   emulator.addCollaborator(repo.fullName, "maintainer", "write");
   const token = emulator.userToken("maintainer");
   return {
-    name: "offline emulator (src/offline/github, bare git repository)",
+    name: "offline emulator (@fleet/github-emulator, bare git repository)",
     seedStore: () => benchStore(emulator.url, token, TRANSPORT),
     // One process per writer, as separate app replicas or workers would be.
     async runWriters(startAt) {

@@ -7,9 +7,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
+import { startAnthropicScriptServer } from "@fleet/model-servers";
 import { getAdapter } from "../src/agents/index.ts";
 import type { Task } from "../src/core/task.ts";
-import { startAnthropicScriptServer } from "../src/offline/models/anthropic-server.ts";
 import { createRepoStateStore } from "../src/state/repo-store.ts";
 import { startLocalWorker } from "../src/worker/local-worker.ts";
 import { waitFor } from "../test/support/bot-client.ts";
@@ -203,7 +203,7 @@ export async function runLifecycle(): Promise<LifecycleResult> {
       ...next,
       stateTransport: process.env.FLEET_STATE_TRANSPORT || "git",
       firstTask,
-      agent: "real Claude CLI (@anthropic-ai/claude-code) against src/offline/models/anthropic-server.ts",
+      agent: "real Claude CLI (@anthropic-ai/claude-code) against @fleet/model-servers (Anthropic Messages)",
     };
   } finally {
     await worker.stop().catch(() => {});

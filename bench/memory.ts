@@ -9,11 +9,11 @@ import { execFile } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { startGitHubEmulator } from "@fleet/github-emulator";
 import { Octokit } from "@octokit/rest";
 import { buildApp } from "../scripts/build-app.mjs";
 import { emptyStateDoc, serializeStateDoc } from "../src/core/state-doc.ts";
 import { newTask } from "../src/core/task.ts";
-import { startGitHubEmulator } from "../src/offline/github/index.ts";
 import { syncBeads } from "../src/queue/beads-sync.ts";
 
 const run = promisify(execFile);
@@ -24,7 +24,7 @@ const BUILT = join(import.meta.dirname, "results/tmp/memory-child.mjs");
 export async function runMemory(n = 10_000) {
   await mkdir(join(import.meta.dirname, "results/tmp"), { recursive: true });
   await buildApp({ entry: CHILD, outfile: BUILT });
-  const gh = await startGitHubEmulator();
+  const gh = await startGitHubEmulator({ appSlug: "fleet", appName: "Fleet" });
   try {
     const mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("octo") });
     const doc = emptyStateDoc();

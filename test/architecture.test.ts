@@ -1,12 +1,12 @@
-// The layout, checked: imports point down (CONTRIBUTING.md), the offline GitHub and model servers are
-// a module of their own, and no function outside them is longer than a reader can hold in mind.
+// The layout, checked: imports point down (CONTRIBUTING.md), the GitHub emulator and the model servers
+// are workspace packages of their own, and no function of src/ is longer than a reader can hold in mind.
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
 
 const SRC = join(import.meta.dirname, "..", "src");
-/** Longest function (in lines) allowed in product code; the offline emulators are exempt. */
+/** Longest function (in lines) allowed in product code (src/; the workspace packages are test infrastructure). */
 const MAX_FUNCTION_LINES = 120;
 
 function tsFiles(dir: string): string[] {
@@ -20,7 +20,7 @@ const files = tsFiles(SRC).map((path) => {
   return { path: relative(SRC, path), source: ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true) };
 });
 
-/** The folder a file belongs to (`core`, `worker`, `offline`, ...). */
+/** The folder a file belongs to (`core`, `worker`, `app`, ...). */
 const folderOf = (path: string) => path.split("/")[0]!;
 
 /** Every module specifier a file imports or re-exports. */
@@ -58,8 +58,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   app: ["core", "beads", "render", "github", "state", "economy", "queue", "split", "app"],
   action: ["core", "render", "github", "state", "queue", "agents", "worker", "action"],
   cli: ["core", "beads", "render", "github", "state", "economy", "queue", "agents", "worker", "app", "cli"],
-  offline: ["offline"],
-  demo: ["core", "github", "state", "agents", "worker", "app", "offline", "demo"],
+  demo: ["core", "github", "state", "agents", "worker", "app", "demo"],
 };
 const NODE_IO = /^node:(fs|fs\/promises|child_process|http|https|net|os|path|process)$/;
 
@@ -92,21 +91,26 @@ describe("the layout", () => {
     expect(wrong).toEqual([]);
   });
 
-  it("the offline GitHub and model servers import nothing of Fleet's", () => {
-    const wrong = files
-      .filter((f) => folderOf(f.path) === "offline")
-      .flatMap((f) =>
-        importsOf(f.source)
-          .filter((s) => target(f.path, s).folder !== undefined && target(f.path, s).folder !== "offline")
-          .map((s) => `${f.path} imports ${s}`),
-      );
+  it("the workspace packages (the GitHub emulator, the model servers) import nothing of Fleet's", () => {
+    const root = join(SRC, "..", "packages");
+    const wrong: string[] = [];
+    for (const pkg of readdirSync(root)) {
+      const dir = join(root, pkg);
+      for (const path of tsFiles(dir)) {
+        const source = ts.createSourceFile(path, readFileSync(path, "utf8"), ts.ScriptTarget.Latest, true);
+        for (const spec of importsOf(source)) {
+          const outside = spec.startsWith(".") && relative(dir, join(path, "..", spec)).startsWith("..");
+          if (outside || spec === "fleet" || spec.startsWith("fleet/"))
+            wrong.push(`${relative(root, path)} imports ${spec}`);
+        }
+      }
+    }
     expect(wrong).toEqual([]);
   });
 
-  it(`no function outside the emulators is longer than ${MAX_FUNCTION_LINES} lines`, () => {
+  it(`no function in src/ is longer than ${MAX_FUNCTION_LINES} lines`, () => {
     const long: string[] = [];
     for (const { path, source } of files) {
-      if (folderOf(path) === "offline") continue;
       const visit = (node: ts.Node) => {
         if (ts.isFunctionLike(node) && "body" in node && node.body) {
           const start = source.getLineAndCharacterOfPosition(node.getStart()).line;
@@ -147,11 +151,18 @@ describe("the layout", () => {
       readdirSync(dir, { withFileTypes: true })
         .filter((e) => e.isDirectory())
         .map((e) => e.name);
-    const folders = [...dirs(SRC), ...dirs(join(SRC, "offline")).map((d) => `offline/${d}`)];
-    const missing = folders.flatMap((f) => [
-      ...(picture.includes(`${f.split("/").pop()}/`) ? [] : [`README picture: ${f}/`]),
-      ...(contributing.includes(`\`src/${f}/\``) || f === "offline" ? [] : [`CONTRIBUTING table: src/${f}/`]),
-    ]);
+    const folders = dirs(SRC);
+    const packages = dirs(join(root, "packages")).map((p) => `packages/${p}`);
+    const missing = [
+      ...folders.flatMap((f) => [
+        ...(picture.includes(`${f}/`) ? [] : [`README picture: ${f}/`]),
+        ...(contributing.includes(`\`src/${f}/\``) ? [] : [`CONTRIBUTING table: src/${f}/`]),
+      ]),
+      ...packages.flatMap((p) => [
+        ...(picture.includes(`${p}/`) ? [] : [`README picture: ${p}/`]),
+        ...(contributing.includes(`\`${p}/\``) ? [] : [`CONTRIBUTING table: ${p}/`]),
+      ]),
+    ];
     expect(picture).not.toBe("");
     expect(missing).toEqual([]);
   });

@@ -1,6 +1,6 @@
+import type { GitHubEmulator } from "@fleet/github-emulator";
 import { createProbot, ProbotOctokit } from "probot";
 import type { GitHubClient } from "../../src/github/client.ts";
-import type { GitHubEmulator } from "../../src/offline/github/index.ts";
 
 /**
  * An installation client for the emulated app, as a worker gets one, with Octokit's throttling and

@@ -4,7 +4,7 @@
 // window and is of its service (upload-pack for a fetch, receive-pack for a push).
 import { AsyncLocalStorage } from "node:async_hooks";
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
-import type { GitHubEmulator } from "../../src/offline/github/index.ts";
+import type { GitHubEmulator } from "@fleet/github-emulator";
 import { STATE_GIT_CHANNEL, type StateGitEvent } from "../../src/state/git-store.ts";
 
 /** Runs a part of Fleet (the app, a worker) under a name, so the git operations it causes carry it. */

@@ -2,7 +2,7 @@
 // request start -> response finish on the emulator's port, grouped by the OpenAPI route template.
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { loadSpec, matchRoute } from "../../src/offline/github/openapi-check.ts";
+import { loadSpec, matchRoute } from "@fleet/github-emulator/openapi-check";
 
 export interface RouteStat {
   route: string;

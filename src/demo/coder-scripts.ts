@@ -1,8 +1,10 @@
+import type { ScriptServer, ScriptTurn, ScriptUsage } from "@fleet/model-servers";
+import {
+  startAnthropicScriptServer,
+  startGeminiScriptServer,
+  startOpenAIScriptServer,
+} from "@fleet/model-servers";
 import { CODERS, type CoderName } from "../core/coders.ts";
-import { startAnthropicScriptServer } from "../offline/models/anthropic-server.ts";
-import { startGeminiScriptServer } from "../offline/models/gemini-server.ts";
-import { startOpenAIScriptServer } from "../offline/models/openai-server.ts";
-import type { ScriptServer, ScriptTurn, ScriptUsage } from "../offline/models/script.ts";
 
 /** The coders the demo can run: those whose real CLI installs with the project (agy does not). */
 export const DEMO_CODERS = ["claude", "codex", "gemini", "opencode"] as const;

@@ -2,6 +2,8 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { startGitHubEmulator } from "@fleet/github-emulator";
+import { runActionJob } from "@fleet/github-emulator/runner";
 import { Octokit } from "@octokit/rest";
 import { createProbot, ProbotOctokit } from "probot";
 import { getAdapter } from "../agents/index.ts";
@@ -9,8 +11,6 @@ import { startFleetServer } from "../app/server.ts";
 import type { Task } from "../core/task.ts";
 import { totalTokens } from "../core/usage.ts";
 import type { GitHubClient } from "../github/client.ts";
-import { startGitHubEmulator } from "../offline/github/index.ts";
-import { runActionJob } from "../offline/runner/run-action-job.ts";
 import { createRepoStateStore } from "../state/repo-store.ts";
 import { startLocalWorker } from "../worker/local-worker.ts";
 import { DEMO_CODERS, type DemoCoder, type DemoCoderSetup, demoCoder, isDemoCoder } from "./coder-scripts.ts";
@@ -68,7 +68,7 @@ export async function runDemo(opts: {
   process.env.PATH = `${resolve("node_modules/.bin")}${delimiter}${process.env.PATH ?? ""}`;
 
   say("starting the offline GitHub (emulator on loopback, real bare git repositories)");
-  const gh = await startGitHubEmulator();
+  const gh = await startGitHubEmulator({ appSlug: "fleet", appName: "Fleet" });
   const workDir = await mkdtemp(join(tmpdir(), "fleet-demo-"));
   const stops: Array<() => Promise<unknown>> = [() => gh.stop()];
   try {

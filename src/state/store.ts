@@ -85,7 +85,7 @@ const WRITE_TRAILER = /\n\nFleet-Write: [0-9a-f-]+\s*$/;
  * `on: push` workflows: GitHub skips push and pull_request runs whose head commit says so
  * (https://docs.github.com/en/actions/managing-workflow-runs/skipping-workflow-runs).
  * Measured on the offline GitHub, 3 writes each, with a CI workflow `on: [push, pull_request]`
- * (test/offline/github/state-writes.test.ts): plain messages on a `fleet/state` made from the default
+ * (test/e2e/emulator-state-writes.test.ts): plain messages on a `fleet/state` made from the default
  * branch started 3 runs; with `[skip ci]` 0, over git and over the REST transport alike. Plain
  * messages on an orphan `fleet/state` (as Fleet creates it) started 0, since GitHub reads the
  * workflows of the pushed commit and an orphan holds none, but that protection is gone once the

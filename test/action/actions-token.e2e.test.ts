@@ -8,19 +8,16 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { GIT_RECEIVE_PACK_ROUTE, type GitHubEmulator, startGitHubEmulator } from "@fleet/github-emulator";
+import { gitAs } from "@fleet/github-emulator/test-helpers";
+import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-servers";
 import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FleetServer } from "../../src/app/server.ts";
 import type { Task } from "../../src/core/task.ts";
-import {
-  GIT_RECEIVE_PACK_ROUTE,
-  type GitHubEmulator,
-  startGitHubEmulator,
-} from "../../src/offline/github/index.ts";
-import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
-import { gitAs } from "../offline/github/helpers.ts";
 import { type ActionRun, type Dispatched, runActionBundle } from "../support/action-runner.ts";
 import { waitFor } from "../support/bot-client.ts";
+import { FLEET_APP } from "../support/fleet-app.ts";
 import { type Harness, startAppInstance, startHarness } from "../support/harness.ts";
 
 const FLEET_YML =
@@ -296,7 +293,7 @@ describe("the token exchange with another trusted OIDC issuer", () => {
     issuerUrl = `http://127.0.0.1:${(issuer.address() as AddressInfo).port}`;
     sign = (claims) =>
       new SignJWT(claims).setProtectedHeader({ alg: "RS256", kid: "test", typ: "JWT" }).sign(privateKey);
-    gh = await startGitHubEmulator();
+    gh = await startGitHubEmulator(FLEET_APP);
     app = await startAppInstance(gh, { actionsTokens: { issuer: issuerUrl } });
   }, 60_000);
   afterAll(async () => {

@@ -3,14 +3,10 @@
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type ScriptServer, type ScriptTurn, startAnthropicScriptServer } from "@fleet/model-servers";
 import { afterEach, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import type { AgentEvent, AgentInvocation } from "../../src/agents/types.ts";
-import {
-  type ScriptServer,
-  type ScriptTurn,
-  startAnthropicScriptServer,
-} from "../../src/offline/models/anthropic-server.ts";
 import { livingProcessesInGroup, runAgent } from "../../src/worker/run-agent.ts";
 
 const CLAUDE = new URL("../../node_modules/.bin/claude", import.meta.url).pathname;

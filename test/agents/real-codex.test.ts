@@ -3,14 +3,10 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type ScriptServer, type ScriptTurn, startOpenAIScriptServer } from "@fleet/model-servers";
 import { afterEach, describe, expect, it } from "vitest";
 import { codexAdapter } from "../../src/agents/codex.ts";
 import type { AgentEvent, AgentInvocation } from "../../src/agents/types.ts";
-import {
-  type ScriptServer,
-  type ScriptTurn,
-  startOpenAIScriptServer,
-} from "../../src/offline/models/openai-server.ts";
 import { runAgent } from "../../src/worker/run-agent.ts";
 
 const CODEX = new URL("../../node_modules/.bin/codex", import.meta.url).pathname;

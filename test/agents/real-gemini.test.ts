@@ -3,14 +3,10 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type ScriptServer, type ScriptTurn, startGeminiScriptServer } from "@fleet/model-servers";
 import { afterEach, describe, expect, it } from "vitest";
 import { geminiAdapter } from "../../src/agents/gemini.ts";
 import type { AgentEvent, AgentInvocation } from "../../src/agents/types.ts";
-import {
-  type ScriptServer,
-  type ScriptTurn,
-  startGeminiScriptServer,
-} from "../../src/offline/models/gemini-server.ts";
 import { runAgent } from "../../src/worker/run-agent.ts";
 import { startEgressTrap } from "./egress-trap.ts";
 

@@ -3,14 +3,10 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type ScriptServer, type ScriptTurn, startAnthropicScriptServer } from "@fleet/model-servers";
 import { afterEach, describe, expect, it } from "vitest";
 import { opencodeAdapter } from "../../src/agents/opencode.ts";
 import type { AgentEvent, AgentInvocation } from "../../src/agents/types.ts";
-import {
-  type ScriptServer,
-  type ScriptTurn,
-  startAnthropicScriptServer,
-} from "../../src/offline/models/anthropic-server.ts";
 import { runAgent } from "../../src/worker/run-agent.ts";
 import { startEgressTrap } from "./egress-trap.ts";
 

@@ -1,12 +1,13 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { type GitHubEmulator, startGitHubEmulator } from "@fleet/github-emulator";
 import { Octokit } from "@octokit/rest";
 import { execa } from "execa";
 import { afterAll, describe, expect, it } from "vitest";
-import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { waitFor } from "../support/bot-client.ts";
+import { FLEET_APP } from "../support/fleet-app.ts";
 import { freePort } from "../support/free-port.ts";
 
 const root = resolve(import.meta.dirname, "../..");
@@ -23,7 +24,7 @@ describe("fleet serve stopped by SIGTERM", () => {
   });
 
   it("finishes the deliveries it answered before it exits", async () => {
-    gh = await startGitHubEmulator();
+    gh = await startGitHubEmulator(FLEET_APP);
     const owner = "octo-org";
     const repo = "widgets";
     await gh.createRepo({

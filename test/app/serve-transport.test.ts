@@ -3,10 +3,11 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { type GitHubEmulator, startGitHubEmulator } from "@fleet/github-emulator";
 import { execa } from "execa";
 import { afterAll, describe, expect, it } from "vitest";
 import { startFleetServer } from "../../src/app/server.ts";
-import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
+import { FLEET_APP } from "../support/fleet-app.ts";
 import { freePort } from "../support/free-port.ts";
 
 const root = resolve(import.meta.dirname, "../..");
@@ -20,7 +21,7 @@ describe("FLEET_STATE_TRANSPORT is checked when the app starts", () => {
   });
 
   it("fleet serve refuses an unknown transport, naming the valid ones, and does not listen", async () => {
-    gh = await startGitHubEmulator();
+    gh = await startGitHubEmulator(FLEET_APP);
     cwd = await mkdtemp(join(tmpdir(), "fleet-serve-transport-"));
     const port = await freePort();
     const r = await execa(process.execPath, [join(root, "bin/fleet.js"), "serve"], {

@@ -1,8 +1,9 @@
 // What Fleet sent on a credential this hour survives a worker stopped with SIGTERM and a new worker
 // started after it (`fleet tasks --credentials`), and a credential that is not set says so.
+
+import type { ScriptTurn } from "@fleet/model-servers";
+import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
-import type { ScriptTurn } from "../../src/offline/models/script.ts";
 import { cliEnv, fleet, fleetProcess, scriptedRunArgs, tempGitRepo, tempHome } from "./cli-helpers.ts";
 
 const FLEET_YML = "plan_phase: false\ntimeouts: { run_minutes: 3, stall_minutes: 2 }\n";

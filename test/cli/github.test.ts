@@ -1,8 +1,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { agentNotesDir } from "../../src/worker/artifacts.ts";
 import { worktreePath } from "../../src/worker/worktree.ts";
 import { type Harness, startHarness } from "../support/harness.ts";

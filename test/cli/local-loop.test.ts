@@ -1,13 +1,9 @@
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { type ScriptServer, type ScriptTurn, startAnthropicScriptServer } from "@fleet/model-servers";
 import { execa } from "execa";
 import { afterEach, describe, expect, it } from "vitest";
 import { localCommentsPath } from "../../src/cli/local-github.ts";
-import {
-  type ScriptServer,
-  type ScriptTurn,
-  startAnthropicScriptServer,
-} from "../../src/offline/models/anthropic-server.ts";
 import {
   cliEnv,
   fleet,

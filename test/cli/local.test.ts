@@ -1,9 +1,9 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-servers";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { localCommentsPath } from "../../src/cli/local-github.ts";
-import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { agentNotesDir } from "../../src/worker/artifacts.ts";
 import { worktreePath } from "../../src/worker/worktree.ts";
 import {

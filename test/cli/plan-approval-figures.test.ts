@@ -3,9 +3,9 @@
 // the day's ledger agree. Real CLI, a real git repository, the real Claude CLI against a scripted model.
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { type ScriptTurn, startAnthropicScriptServer } from "@fleet/model-servers";
 import { afterEach, expect, it } from "vitest";
 import { readLocalComments } from "../../src/cli/local-github.ts";
-import { type ScriptTurn, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import {
   cliEnv,
   fleet,

@@ -1,9 +1,10 @@
 // A `fleet run` worker killed hard (SIGKILL) leaves its task's lease behind. A worker started after it
 // on the same machine sees the lease's process is gone and runs the task again at once, counting the
 // attempt once, instead of leaving it `running` until the lease expires.
+
+import { startAnthropicScriptServer } from "@fleet/model-servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../src/core/task.ts";
-import { startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { createLocalStateStore } from "../../src/state/local-store.ts";
 import { processesWith } from "../security/containment-support.ts";
 import { cliEnv, fleet, fleetProcess, scriptedRunArgs, tempGitRepo, tempHome } from "./cli-helpers.ts";

@@ -1,14 +1,16 @@
+import type { GitHubEmulator } from "@fleet/github-emulator";
+import type { ScriptServer, ScriptTurn } from "@fleet/model-servers";
+import {
+  startAnthropicScriptServer,
+  startGeminiScriptServer,
+  startOpenAIScriptServer,
+} from "@fleet/model-servers";
 import type { Octokit } from "@octokit/rest";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getAdapter } from "../../src/agents/index.ts";
 import type { TokenUsage } from "../../src/core/usage.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
-import type { GitHubEmulator } from "../../src/offline/github/index.ts";
-import { startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
-import { startGeminiScriptServer } from "../../src/offline/models/gemini-server.ts";
-import { startOpenAIScriptServer } from "../../src/offline/models/openai-server.ts";
-import type { ScriptServer, ScriptTurn } from "../../src/offline/models/script.ts";
 import { runTask } from "../../src/worker/run-task.ts";
 import { startTaskRepository, stopTaskRepository } from "../support/task-repository.ts";
 

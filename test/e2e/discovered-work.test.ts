@@ -1,9 +1,9 @@
+import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseJsonl } from "../../src/beads/parse.ts";
 import { parseFleetConfig } from "../../src/core/config.ts";
 import type { Task } from "../../src/core/task.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
-import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { localDispatcher } from "../../src/queue/dispatcher.ts";
 import { createRepoQueue } from "../../src/queue/repo-queue.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";

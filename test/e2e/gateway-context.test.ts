@@ -1,10 +1,11 @@
 // Context pressure through the whole worker path: the real app and local worker, the REAL Claude CLI
 // behind the model gateway. The task's context is recorded in the repository state with the heartbeat
 // while the run goes, and max_context_pct stops the run with the reason on the tracking comment.
+
+import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../src/core/task.ts";
 import { credentialsState } from "../../src/economy/credentials.ts";
-import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";

@@ -5,10 +5,10 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { ScriptTurn } from "@fleet/model-servers";
 import { describe, expect, it } from "vitest";
 import type { TaskContext } from "../../src/core/task.ts";
 import { WindowBook } from "../../src/economy/credential-windows.ts";
-import type { ScriptTurn } from "../../src/offline/models/script.ts";
 import { KEYS, main, pool, run, sum, useGitHub } from "./gateway-harness.ts";
 
 useGitHub();

@@ -4,9 +4,9 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { ScriptTurn } from "@fleet/model-servers";
 import { describe, expect, it } from "vitest";
 import { WindowBook } from "../../src/economy/credential-windows.ts";
-import type { ScriptTurn } from "../../src/offline/models/script.ts";
 import { pool, run, startRateLimitedProvider, useGitHub } from "./gateway-harness.ts";
 
 useGitHub();

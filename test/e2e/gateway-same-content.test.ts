@@ -1,8 +1,9 @@
 // The runaway guard judges progress by what the worktree holds, not by when it was written: the REAL
 // Claude Code CLI, contained as Fleet runs it, rewriting a file with the same content again and again
 // is stopped by runaway.repeated_tool_calls.
+
+import type { ScriptTurn } from "@fleet/model-servers";
 import { describe, expect, it } from "vitest";
-import type { ScriptTurn } from "../../src/offline/models/script.ts";
 import { run, useGitHub } from "./gateway-harness.ts";
 
 useGitHub();

@@ -1,8 +1,9 @@
 import { createHmac } from "node:crypto";
+import { type GitHubEmulator, startGitHubEmulator } from "@fleet/github-emulator";
 import { Octokit } from "@octokit/rest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FleetServer, startFleetServer } from "../../src/app/server.ts";
-import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
+import { FLEET_APP } from "../support/fleet-app.ts";
 
 const REPO = "octo-org/widgets";
 
@@ -13,7 +14,7 @@ describe("labeled issue -> tracking comment, over real HTTP", () => {
   let outsider: Octokit;
 
   beforeAll(async () => {
-    gh = await startGitHubEmulator();
+    gh = await startGitHubEmulator(FLEET_APP);
     await gh.createRepo({
       owner: "octo-org",
       name: "widgets",

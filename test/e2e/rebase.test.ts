@@ -1,10 +1,10 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
+import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-servers";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../src/core/task.ts";
-import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
 import { startTestWorker, type TestWorker } from "../support/worker.ts";

@@ -1,7 +1,7 @@
+import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-servers";
 import { Octokit } from "@octokit/rest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../src/core/task.ts";
-import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
 import { startTestWorker, type TestWorker } from "../support/worker.ts";

@@ -1,8 +1,9 @@
 // Deleting fleet/state while a task runs (an operator starting over) never starts a second run of
 // it beside the first: the fresh state holds dispatching, the running worker finds its task gone and
 // stops its agent, and only then is the task run again. Real app, real worker, real Claude CLI.
+
+import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import type { TaskOutcome } from "../../src/worker/run-task.ts";
 import { waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";

@@ -1,7 +1,7 @@
+import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../src/core/task.ts";
 import { totalTokens } from "../../src/core/usage.ts";
-import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { abComparisonMarker } from "../../src/render/ab-comparison.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { postAbComparisonIfDue } from "../../src/worker/ab-comparison.ts";

@@ -1,14 +1,14 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { GitHubEmulator } from "@fleet/github-emulator";
+import { type ScriptTurn, startAnthropicScriptServer } from "@fleet/model-servers";
 import type { Octokit } from "@octokit/rest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import { credentialsState } from "../../src/economy/credentials.ts";
 import { createCredentialRotation } from "../../src/economy/rotation.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
-import type { GitHubEmulator } from "../../src/offline/github/index.ts";
-import { type ScriptTurn, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { createLocalStateStore } from "../../src/state/local-store.ts";
 import { runTask, type WorkerDeps } from "../../src/worker/run-task.ts";
 import { worktreePath } from "../../src/worker/worktree.ts";

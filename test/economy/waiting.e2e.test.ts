@@ -1,7 +1,7 @@
+import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { recordLedger } from "../../src/core/state-doc.ts";
 import type { Task } from "../../src/core/task.ts";
-import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";

@@ -1,8 +1,9 @@
+import { type GitHubEmulator, startGitHubEmulator } from "@fleet/github-emulator";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
 import { createTracker } from "../../src/queue/tracker.ts";
 import type { TrackingView } from "../../src/render/tracking-comment.ts";
 import { botClient, waitFor } from "../support/bot-client.ts";
+import { FLEET_APP } from "../support/fleet-app.ts";
 
 const FULL = "octo-org/tracked";
 const view = (state: TrackingView["state"], extra: Partial<TrackingView> = {}): TrackingView => ({
@@ -19,7 +20,7 @@ describe("the tracking comment's throttle", () => {
   let gh: GitHubEmulator;
   let issue = 0;
   beforeAll(async () => {
-    gh = await startGitHubEmulator();
+    gh = await startGitHubEmulator(FLEET_APP);
     await gh.createRepo({ owner: "octo-org", name: "tracked", files: { "README.md": "# t\n" } });
   });
   afterAll(async () => gh?.stop());
@@ -109,7 +110,7 @@ describe("the tracking comment's throttle", () => {
 describe("the tracking comment's sections (the run's plan and report)", () => {
   let gh: GitHubEmulator;
   beforeAll(async () => {
-    gh = await startGitHubEmulator();
+    gh = await startGitHubEmulator(FLEET_APP);
     await gh.createRepo({ owner: "octo-org", name: "tracked", files: { "README.md": "# t\n" } });
   });
   afterAll(async () => gh?.stop());

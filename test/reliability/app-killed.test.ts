@@ -1,11 +1,12 @@
+import { type GitHubEmulator, startGitHubEmulator } from "@fleet/github-emulator";
 import { Octokit } from "@octokit/rest";
 import { execa, type ResultPromise } from "execa";
 import { afterAll, describe, expect, it } from "vitest";
 import type { FleetServer } from "../../src/app/server.ts";
 import type { Task } from "../../src/core/task.ts";
-import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { waitFor } from "../support/bot-client.ts";
+import { FLEET_APP } from "../support/fleet-app.ts";
 import { startAppInstance } from "../support/harness.ts";
 import { dispatchCounts, stateHistory } from "../support/state-history.ts";
 
@@ -24,7 +25,7 @@ describe("the app killed in the middle of a burst of labels", () => {
   });
 
   it("a new instance's reconcile queues every labeled issue once, under the cap, with no stray lease", async () => {
-    gh = await startGitHubEmulator();
+    gh = await startGitHubEmulator(FLEET_APP);
     const owner = "octo-org";
     const repo = "widgets";
     const full = `${owner}/${repo}`;

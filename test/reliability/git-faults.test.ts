@@ -3,15 +3,15 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { execa } from "execa";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type FleetStateDoc, recordLedger } from "../../src/core/state-doc.ts";
 import {
   GIT_INFO_REFS_ROUTE,
   GIT_RECEIVE_PACK_ROUTE,
   GIT_UPLOAD_PACK_ROUTE,
   type GitHubEmulator,
-} from "../../src/offline/github/index.ts";
+} from "@fleet/github-emulator";
+import { execa } from "execa";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type FleetStateDoc, recordLedger } from "../../src/core/state-doc.ts";
 import { createGitStateStore, GIT_NETWORK_ATTEMPTS, StateGitError } from "../../src/state/git-store.ts";
 import type { Mutation } from "../../src/state/store.ts";
 import { type Backend, OWNER, REPO, startEmulatorBackend } from "../state/backends.ts";

@@ -1,14 +1,15 @@
-import { Octokit } from "@octokit/rest";
-import { afterEach, describe, expect, it } from "vitest";
-import { type FleetServer, startFleetServer } from "../../src/app/server.ts";
 import {
   GIT_INFO_REFS_ROUTE,
   GIT_RECEIVE_PACK_ROUTE,
   GIT_UPLOAD_PACK_ROUTE,
   type GitHubEmulator,
   startGitHubEmulator,
-} from "../../src/offline/github/index.ts";
+} from "@fleet/github-emulator";
+import { Octokit } from "@octokit/rest";
+import { afterEach, describe, expect, it } from "vitest";
+import { type FleetServer, startFleetServer } from "../../src/app/server.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
+import { FLEET_APP } from "../support/fleet-app.ts";
 
 const COMMENTS = "POST /repos/{owner}/{repo}/issues/{issue_number}/comments";
 const CONTENTS = "PUT /repos/{owner}/{repo}/contents/{path}";
@@ -29,7 +30,7 @@ describe("GitHub faults on write routes", () => {
 
   /** The emulator and the app writing state over `stateTransport`, three open issues without labels yet. */
   async function start(stateTransport: "git" | "api") {
-    gh = await startGitHubEmulator();
+    gh = await startGitHubEmulator(FLEET_APP);
     const em = gh;
     await em.createRepo({
       owner,

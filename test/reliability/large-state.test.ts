@@ -1,9 +1,10 @@
+import { type GitHubEmulator, startGitHubEmulator } from "@fleet/github-emulator";
 import { Octokit } from "@octokit/rest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { emptyStateDoc, serializeStateDoc } from "../../src/core/state-doc.ts";
 import { newTask } from "../../src/core/task.ts";
-import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
+import { FLEET_APP } from "../support/fleet-app.ts";
 
 // Over 1 MB the contents API answers without content and the store reads the blob instead.
 describe("a state document over 1 MB (thousands of tasks)", () => {
@@ -12,7 +13,7 @@ describe("a state document over 1 MB (thousands of tasks)", () => {
   const n = 5_000;
 
   beforeAll(async () => {
-    gh = await startGitHubEmulator();
+    gh = await startGitHubEmulator(FLEET_APP);
     await gh.createRepo({ owner: "octo", name: "big", files: { "README.md": "x\n" } });
     octo = new Octokit({ baseUrl: gh.url, auth: gh.userToken("octo") });
     const doc = emptyStateDoc();

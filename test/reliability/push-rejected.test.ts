@@ -2,9 +2,9 @@ import { access, chmod, mkdtemp, readdir, rm, writeFile } from "node:fs/promises
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getAdapter } from "../../src/agents/index.ts";
-import { type ScriptServer, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { git } from "../../src/worker/git.ts";
 import { type LocalWorker, startLocalWorker } from "../../src/worker/local-worker.ts";

@@ -4,10 +4,10 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type ScriptTurn, startAnthropicScriptServer } from "@fleet/model-servers";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../src/core/task.ts";
-import { type ScriptTurn, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { type ActionRun, type Dispatched, runActionBundle } from "../support/action-runner.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
 import { CANARY, findLeak, leakForms, toolResults } from "./containment-support.ts";

@@ -1,7 +1,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { RecordedRequest } from "../../src/offline/models/anthropic-server.ts";
+import type { RecordedRequest } from "@fleet/model-servers";
 
 /**
  * Canary secrets for the containment tests. Each is set in the environment of the worker process

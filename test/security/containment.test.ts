@@ -5,15 +5,11 @@
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { type ScriptServer, type ScriptTurn, startAnthropicScriptServer } from "@fleet/model-servers";
 import { Octokit } from "@octokit/rest";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../src/core/task.ts";
-import {
-  type ScriptServer,
-  type ScriptTurn,
-  startAnthropicScriptServer,
-} from "../../src/offline/models/anthropic-server.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { agentNotesDir } from "../../src/worker/artifacts.ts";
 import { worktreePath } from "../../src/worker/worktree.ts";

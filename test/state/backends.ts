@@ -1,12 +1,14 @@
-// The servers the state-store tests run against: the offline emulator (src/offline/github, a real bare
+// The servers the state-store tests run against: the offline emulator (@fleet/github-emulator, a real bare
 // git repository behind it) with the REST transport, and an in-memory repository with the memory
 // transport (src/state/memory-store.ts). Same tests, same assertions.
+
+import { type GitHubEmulator, startGitHubEmulator } from "@fleet/github-emulator";
 import { Octokit } from "@octokit/rest";
 import { execa } from "execa";
-import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { createMemoryRepo, createMemoryStateStore } from "../../src/state/memory-store.ts";
 import type { StateStore } from "../../src/state/store.ts";
+import { FLEET_APP } from "../support/fleet-app.ts";
 
 /** Options every store takes; `consistency` only means something to the REST transport. */
 export interface StoreTuning {
@@ -62,7 +64,7 @@ export async function startMemoryBackend(): Promise<Backend> {
 export async function startEmulatorBackend(): Promise<
   Backend & { emulator: GitHubEmulator; octokit(): Octokit }
 > {
-  const emulator = await startGitHubEmulator();
+  const emulator = await startGitHubEmulator(FLEET_APP);
   const repo = await emulator.createRepo({ owner: OWNER, name: REPO, files: { "README.md": "# widgets\n" } });
   emulator.addCollaborator(repo.fullName, "maintainer", "write");
   const token = emulator.userToken("maintainer");

@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { GitHubEmulator } from "@fleet/github-emulator";
 import { execa } from "execa";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -12,7 +13,6 @@ import {
   STATE_PATH,
   StateCorruptError,
 } from "../../src/core/state-doc.ts";
-import type { GitHubEmulator } from "../../src/offline/github/index.ts";
 import {
   createGitStateStore,
   STATE_GIT_CHANNEL,

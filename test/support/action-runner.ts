@@ -1,5 +1,5 @@
-import type { WorkflowRun } from "../../src/offline/github/index.ts";
-import { type ActionJobResult, runActionJob } from "../../src/offline/runner/run-action-job.ts";
+import type { WorkflowRun } from "@fleet/github-emulator";
+import { type ActionJobResult, runActionJob } from "@fleet/github-emulator/runner";
 import type { Harness } from "./harness.ts";
 
 export type Dispatched = WorkflowRun & { repo: string };

@@ -1,8 +1,9 @@
+import { type GitHubEmulator, startGitHubEmulator } from "@fleet/github-emulator";
 import { Octokit } from "@octokit/rest";
 import { type FleetServer, startFleetServer } from "../../src/app/server.ts";
 import type { Task } from "../../src/core/task.ts";
-import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
+import { FLEET_APP } from "./fleet-app.ts";
 
 export interface Harness {
   gh: GitHubEmulator;
@@ -70,7 +71,7 @@ export async function startHarness(
     app?: Partial<Parameters<typeof startFleetServer>[0]>;
   } = {},
 ): Promise<Harness> {
-  const gh = await startGitHubEmulator();
+  const gh = await startGitHubEmulator(FLEET_APP);
   const owner = "octo-org";
   const name = opts.name ?? "widgets";
   const full = `${owner}/${name}`;

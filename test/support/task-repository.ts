@@ -1,10 +1,11 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { type GitHubEmulator, startGitHubEmulator } from "@fleet/github-emulator";
 import { Octokit } from "@octokit/rest";
 import type { GitHubClient } from "../../src/github/client.ts";
-import { type GitHubEmulator, startGitHubEmulator } from "../../src/offline/github/index.ts";
 import { botClient } from "./bot-client.ts";
+import { FLEET_APP } from "./fleet-app.ts";
 
 /** An emulated GitHub with one repository a task runs against, as the runTask end-to-end tests use it. */
 export interface TaskRepository {
@@ -29,7 +30,7 @@ export async function startTaskRepository(o: {
   workPrefix: string;
 }): Promise<TaskRepository> {
   process.env.PATH = `${resolve("node_modules/.bin")}:${process.env.PATH}`;
-  const gh = await startGitHubEmulator();
+  const gh = await startGitHubEmulator(FLEET_APP);
   const repo = await gh.createRepo({ owner: o.owner, name: o.name, files: o.files });
   gh.addCollaborator(`${o.owner}/${o.name}`, "mona", "write");
   const bot = await botClient(gh, `${o.owner}/${o.name}`);

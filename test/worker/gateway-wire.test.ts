@@ -1,10 +1,9 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { ScriptServer } from "@fleet/model-servers";
+import { startAnthropicScriptServer, startOpenAIScriptServer } from "@fleet/model-servers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { DEFAULT_CUT_OUTPUT_TOKENS } from "../../src/economy/wire-usage.ts";
-import { startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
-import { startOpenAIScriptServer } from "../../src/offline/models/openai-server.ts";
-import type { ScriptServer } from "../../src/offline/models/script.ts";
 import {
   type GatewayResponse,
   type GrantCredentials,

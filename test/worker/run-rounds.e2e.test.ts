@@ -2,13 +2,13 @@
 // scripted model): they are held to the per-task ceilings with the task's earlier runs, and a review
 // round whose pull request was merged meanwhile pushes nothing and opens no other PR.
 import { join } from "node:path";
+import type { GitHubEmulator } from "@fleet/github-emulator";
+import { type ScriptTurn, startAnthropicScriptServer } from "@fleet/model-servers";
 import type { Octokit } from "@octokit/rest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import type { RunRecord } from "../../src/core/run-history.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
-import type { GitHubEmulator } from "../../src/offline/github/index.ts";
-import { type ScriptTurn, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { agentNotesDir } from "../../src/worker/artifacts.ts";
 import { runTask, type TaskSpec, type WorkerDeps } from "../../src/worker/run-task.ts";
 import { worktreePath } from "../../src/worker/worktree.ts";

@@ -1,10 +1,10 @@
+import type { GitHubEmulator } from "@fleet/github-emulator";
+import { startOpenAIScriptServer } from "@fleet/model-servers";
 import type { Octokit } from "@octokit/rest";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { codexAdapter } from "../../src/agents/codex.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
-import type { GitHubEmulator } from "../../src/offline/github/index.ts";
-import { startOpenAIScriptServer } from "../../src/offline/models/openai-server.ts";
 import { runTask } from "../../src/worker/run-task.ts";
 import { worktreePath } from "../../src/worker/worktree.ts";
 import { startTaskRepository, stopTaskRepository } from "../support/task-repository.ts";

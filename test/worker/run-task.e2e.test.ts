@@ -1,12 +1,12 @@
 import { access, readFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { GitHubEmulator } from "@fleet/github-emulator";
+import { type ScriptTurn, startAnthropicScriptServer } from "@fleet/model-servers";
 import type { Octokit } from "@octokit/rest";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
-import type { GitHubEmulator } from "../../src/offline/github/index.ts";
-import { type ScriptTurn, startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { agentNotesDir } from "../../src/worker/artifacts.ts";
 import { runTask, type TaskOutcome, type TaskSpec, type WorkerDeps } from "../../src/worker/run-task.ts";
 import { worktreePath } from "../../src/worker/worktree.ts";

@@ -5,12 +5,12 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { GitHubEmulator } from "@fleet/github-emulator";
+import { startAnthropicScriptServer } from "@fleet/model-servers";
 import type { Octokit } from "@octokit/rest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
-import type { GitHubEmulator } from "../../src/offline/github/index.ts";
-import { startAnthropicScriptServer } from "../../src/offline/models/anthropic-server.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { taskArtifactsDir } from "../../src/worker/artifacts.ts";
 import { CONTEXT_MANIFEST_FILE, type ContextManifest } from "../../src/worker/context-manifest.ts";

@@ -1,0 +1,338 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { execa } from "execa";
+
+export interface GitIdentity {
+  name: string;
+  email: string;
+  date?: Date;
+}
+
+export interface CommitInfo {
+  sha: string;
+  tree: string;
+  parents: string[];
+  author: { name: string; email: string; date: string };
+  committer: { name: string; email: string; date: string };
+  message: string;
+}
+
+export interface TreeEntry {
+  mode: string;
+  type: "blob" | "tree" | "commit";
+  sha: string;
+  size?: number;
+  path: string;
+}
+
+// Never read the user's or the system's git config: results must not depend on the machine.
+const gitEnv = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0" };
+const identity = ["-c", "user.name=GitHub Emulator", "-c", "user.email=emulator@github-emulator.invalid"];
+
+/** A bare repository driven through the git CLI; the emulator's only store of git data. */
+export class GitRepo {
+  private lock: Promise<unknown> = Promise.resolve();
+
+  constructor(readonly gitDir: string) {}
+
+  /** Serializes writes so compare-and-swap checks and the ref update they guard are atomic. */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.lock.then(fn, fn);
+    this.lock = run.catch(() => undefined);
+    return run;
+  }
+
+  async git(
+    args: string[],
+    opts: { input?: string | Buffer; env?: Record<string, string>; reject?: boolean } = {},
+  ) {
+    return execa("git", [...identity, "-C", this.gitDir, ...args], {
+      env: { ...gitEnv, ...opts.env },
+      extendEnv: true,
+      input: opts.input,
+      reject: opts.reject ?? true,
+      stripFinalNewline: true,
+    });
+  }
+
+  async gitBuffer(args: string[]): Promise<Buffer> {
+    const r = await execa("git", [...identity, "-C", this.gitDir, ...args], {
+      env: gitEnv,
+      encoding: "buffer",
+      stripFinalNewline: false,
+    });
+    return Buffer.from(r.stdout);
+  }
+
+  static async init(gitDir: string, defaultBranch: string): Promise<GitRepo> {
+    await execa("git", ["init", "--bare", "-q", "-b", defaultBranch, gitDir], { env: gitEnv });
+    const repo = new GitRepo(gitDir);
+    // Lets a push to this bare repository be reported to the emulator (push webhooks, PR sync).
+    await repo.git(["config", "receive.denyNonFastForwards", "false"]);
+    return repo;
+  }
+
+  async writeBlob(content: Buffer | string): Promise<string> {
+    const r = await this.git(["hash-object", "-w", "--stdin"], { input: content });
+    return r.stdout.trim();
+  }
+
+  async readBlob(sha: string): Promise<Buffer> {
+    return this.gitBuffer(["cat-file", "blob", sha]);
+  }
+
+  async objectType(sha: string): Promise<string | undefined> {
+    const r = await this.git(["cat-file", "-t", sha], { reject: false });
+    return r.exitCode === 0 ? r.stdout.trim() : undefined;
+  }
+
+  async objectSize(sha: string): Promise<number> {
+    const r = await this.git(["cat-file", "-s", sha]);
+    return Number(r.stdout.trim());
+  }
+
+  /** Sha of a full ref name (`refs/heads/main`), or undefined when it does not exist. */
+  async resolveRef(ref: string): Promise<string | undefined> {
+    const r = await this.git(["rev-parse", "--verify", "-q", ref], { reject: false });
+    return r.exitCode === 0 ? r.stdout.trim() : undefined;
+  }
+
+  /** Resolves a branch, tag or sha the way `?ref=` does on GitHub, to a commit sha. */
+  async resolveCommitish(ref: string): Promise<string | undefined> {
+    for (const cand of [`refs/heads/${ref}`, `refs/tags/${ref}`, ref]) {
+      const r = await this.git(["rev-parse", "--verify", "-q", `${cand}^{commit}`], { reject: false });
+      if (r.exitCode === 0) return r.stdout.trim();
+    }
+    return undefined;
+  }
+
+  async listRefs(prefix = "refs/"): Promise<Array<{ ref: string; sha: string; type: string }>> {
+    const r = await this.git(["for-each-ref", "--format=%(refname) %(objectname) %(objecttype)", prefix]);
+    return r.stdout
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => {
+        const [ref, sha, type] = line.split(" ");
+        return { ref: ref!, sha: sha!, type: type! };
+      });
+  }
+
+  /** Atomic at git level too: `old` of "" means the ref must not exist yet. */
+  async updateRef(ref: string, sha: string, old?: string): Promise<boolean> {
+    const args = ["update-ref", ref, sha];
+    if (old !== undefined) args.push(old === "" ? "0".repeat(40) : old);
+    const r = await this.git(args, { reject: false });
+    return r.exitCode === 0;
+  }
+
+  async deleteRef(ref: string): Promise<boolean> {
+    const r = await this.git(["update-ref", "-d", ref], { reject: false });
+    return r.exitCode === 0;
+  }
+
+  async isAncestor(ancestor: string, descendant: string): Promise<boolean> {
+    const r = await this.git(["merge-base", "--is-ancestor", ancestor, descendant], { reject: false });
+    return r.exitCode === 0;
+  }
+
+  async readCommit(sha: string): Promise<CommitInfo | undefined> {
+    const r = await this.git(["cat-file", "commit", sha], { reject: false });
+    if (r.exitCode !== 0) return undefined;
+    const raw = r.stdout;
+    const split = raw.indexOf("\n\n");
+    const header = split >= 0 ? raw.slice(0, split) : raw;
+    const message = split >= 0 ? raw.slice(split + 2) : "";
+    let tree = "";
+    const parents: string[] = [];
+    const people: Record<string, { name: string; email: string; date: string }> = {};
+    for (const line of header.split("\n")) {
+      const [key, ...rest] = line.split(" ");
+      const value = rest.join(" ");
+      if (key === "tree") tree = value;
+      else if (key === "parent") parents.push(value);
+      else if (key === "author" || key === "committer") {
+        const m = /^(.*) <(.*)> (\d+) ([+-]\d{4})$/.exec(value);
+        if (m)
+          people[key] = {
+            name: m[1]!,
+            email: m[2]!,
+            date: new Date(Number(m[3]) * 1000).toISOString().replace(".000Z", "Z"),
+          };
+      }
+    }
+    const blank = { name: "", email: "", date: new Date(0).toISOString() };
+    return {
+      sha,
+      tree,
+      parents,
+      author: people.author ?? blank,
+      committer: people.committer ?? blank,
+      message,
+    };
+  }
+
+  async commitTree(input: {
+    tree: string;
+    parents: string[];
+    message: string;
+    author: GitIdentity;
+    committer?: GitIdentity;
+  }): Promise<string> {
+    const committer = input.committer ?? input.author;
+    const fmt = (d?: Date) => `${Math.floor((d ?? new Date()).getTime() / 1000)} +0000`;
+    const args = ["commit-tree", input.tree, ...input.parents.flatMap((p) => ["-p", p]), "-F", "-"];
+    const r = await this.git(args, {
+      input: input.message,
+      env: {
+        GIT_AUTHOR_NAME: input.author.name,
+        GIT_AUTHOR_EMAIL: input.author.email,
+        GIT_AUTHOR_DATE: fmt(input.author.date),
+        GIT_COMMITTER_NAME: committer.name,
+        GIT_COMMITTER_EMAIL: committer.email,
+        GIT_COMMITTER_DATE: fmt(committer.date),
+      },
+    });
+    return r.stdout.trim();
+  }
+
+  /** Entries of a tree (one level, or every blob with `recursive`). */
+  async lsTree(treeish: string, opts: { recursive?: boolean; path?: string } = {}): Promise<TreeEntry[]> {
+    const args = ["ls-tree", "-z", "-l"];
+    if (opts.recursive) args.push("-r", "-t");
+    args.push(treeish);
+    if (opts.path !== undefined) args.push("--", opts.path);
+    const r = await this.git(args, { reject: false });
+    if (r.exitCode !== 0) return [];
+    return r.stdout
+      .split("\0")
+      .filter(Boolean)
+      .map((line) => {
+        const tab = line.indexOf("\t");
+        const [mode, type, sha, size] = line.slice(0, tab).split(/\s+/);
+        return {
+          mode: mode!,
+          type: type as TreeEntry["type"],
+          sha: sha!,
+          size: size === "-" ? undefined : Number(size),
+          path: line.slice(tab + 1),
+        };
+      });
+  }
+
+  /**
+   * Builds a tree from a base tree plus changes (nested paths allowed; `sha: null` deletes)
+   * through a throwaway index file, which is how git itself nests trees.
+   */
+  async buildTree(
+    base: string | undefined,
+    changes: Array<{ path: string; mode: string; sha: string | null }>,
+  ): Promise<string> {
+    const dir = await mkdtemp(join(tmpdir(), "gh-emulator-index-"));
+    const env = { GIT_INDEX_FILE: join(dir, "index") };
+    try {
+      if (base) await this.git(["read-tree", base], { env });
+      // One `--index-info` call for every change: mode 0 removes a path.
+      const lines = changes.map((c) =>
+        c.sha === null ? `0 ${"0".repeat(40)}\t${c.path}` : `${c.mode} ${c.sha}\t${c.path}`,
+      );
+      if (lines.length)
+        await this.git(["update-index", "--index-info"], { env, input: `${lines.join("\n")}\n` });
+      for (const c of changes) {
+        // Deleting a directory path removes everything beneath it.
+        if (c.sha === null && base)
+          await this.git(["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", c.path], { env });
+      }
+      return (await this.git(["write-tree"], { env })).stdout.trim();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  /** A real three-way merge with no work tree; `conflicts` when git cannot merge cleanly. */
+  async mergeTree(ours: string, theirs: string): Promise<{ tree: string } | { conflicts: true }> {
+    const r = await this.git(["merge-tree", "--write-tree", "--no-messages", ours, theirs], {
+      reject: false,
+    });
+    if (r.exitCode === 0) return { tree: r.stdout.split("\n")[0]!.trim() };
+    if (r.exitCode === 1) return { conflicts: true };
+    throw new Error(`git merge-tree failed: ${r.stderr}`);
+  }
+
+  async mergeBase(a: string, b: string): Promise<string | undefined> {
+    const r = await this.git(["merge-base", a, b], { reject: false });
+    return r.exitCode === 0 ? r.stdout.trim() : undefined;
+  }
+
+  async revList(range: string[]): Promise<string[]> {
+    const r = await this.git(["rev-list", ...range], { reject: false });
+    return r.exitCode === 0 ? r.stdout.split("\n").filter(Boolean) : [];
+  }
+
+  /**
+   * Commits of a range, oldest first, with the files each touched, in one `git log` call
+   * (push payloads need this on every ref move, so it must stay cheap).
+   */
+  async logWithFiles(
+    range: string[],
+    max: number,
+  ): Promise<Array<CommitInfo & { files: Array<{ status: string; path: string }> }>> {
+    const fmt = "%x1e%H%x1f%T%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%cn%x1f%ce%x1f%cI%x1f%B%x1f";
+    const r = await this.git(
+      [
+        "log",
+        "--reverse",
+        `--max-count=${max}`,
+        "--no-renames",
+        "--name-status",
+        "-z",
+        `--format=${fmt}`,
+        ...range,
+      ],
+      { reject: false },
+    );
+    if (r.exitCode !== 0) return [];
+    const iso = (d: string) => new Date(d).toISOString().replace(".000Z", "Z");
+    return r.stdout
+      .split("\x1e")
+      .filter(Boolean)
+      .map((rec) => {
+        const f = rec.split("\x1f");
+        const [sha, tree, parents, an, ae, ad, cn, ce, cd, message] = f as [
+          string,
+          string,
+          string,
+          string,
+          string,
+          string,
+          string,
+          string,
+          string,
+          string,
+        ];
+        const rest = (f[10] ?? "")
+          .split("\0")
+          .map((x) => x.replace(/^\n/, ""))
+          .filter(Boolean);
+        const files: Array<{ status: string; path: string }> = [];
+        for (let i = 0; i + 1 < rest.length; i += 2) files.push({ status: rest[i]!, path: rest[i + 1]! });
+        return {
+          sha,
+          tree,
+          parents: parents.split(" ").filter(Boolean),
+          author: { name: an, email: ae, date: iso(ad) },
+          committer: { name: cn, email: ce, date: iso(cd) },
+          message: message.replace(/\n$/, ""),
+          files,
+        };
+      });
+  }
+
+  async changedFiles(from: string, to: string): Promise<Array<{ status: string; path: string }>> {
+    const r = await this.git(["diff", "--no-renames", "--name-status", "-z", from, to], { reject: false });
+    const parts = r.stdout.split("\0").filter(Boolean);
+    const out: Array<{ status: string; path: string }> = [];
+    for (let i = 0; i + 1 < parts.length; i += 2) out.push({ status: parts[i]!, path: parts[i + 1]! });
+    return out;
+  }
+}
