@@ -230,6 +230,21 @@ describe("splits", () => {
     expect((await tasksOf(w)).filter((t) => t.epic === 1)).toHaveLength(2);
     expect((await only(w, 3)).state).toBe("blocked");
   });
+
+  it("a dependent that started while its dependency was done stays started when that issue is split afterwards", async () => {
+    const w = await runSteps([
+      new Label(1, 2, 0),
+      new LabelSplit(1),
+      new Poll(0),
+      new Label(3, 0, 0),
+      new Finish(0, "change"),
+      new Merge(0, false),
+      new Finish(0, "change"),
+    ]);
+    expect((await only(w, 3)).state).toBe("dispatched");
+    // Issue 1 is an epic now: a dependent queued from here on waits for its sub-issues.
+    expect((await tasksOf(w)).filter((t) => t.epic === 1)).toHaveLength(2);
+  });
 });
 
 describe("workers", () => {

@@ -718,7 +718,7 @@ export class World {
       const m = this.tasks.get(t.id) ?? fail(`${step}: the model does not know ${t.id}`);
       const was = before.tasks[t.id];
       checkDone(t, m, this.prs, step);
-      checkDependencies(t, tasks, step);
+      checkDependencies(t, was, tasks, step);
       checkRuns(t, m, step);
       checkLease(t, step);
       // An ended task starts again only after a person asked (a label, a retry).
@@ -784,11 +784,16 @@ function issueDone(issue: number, tasks: readonly Task[], seen = new Set<number>
   return [...subs].every((s) => issueDone(s, tasks, seen));
 }
 
-/** 2. A task that went past the queue has every dependency done. */
-function checkDependencies(t: Task, tasks: readonly Task[], step: string): void {
-  if (t.state === "blocked" || t.state === "cancelled" || t.state === "failed" || t.attempts === 0) return;
+/**
+ * 2. A task becomes ready (unblocked, or started) only while every dependency is done. Checked when it
+ * does: an issue's done-ness can be taken back later (split into sub-issues that are not done yet).
+ */
+function checkDependencies(t: Task, was: Task | undefined, tasks: readonly Task[], step: string): void {
+  const started = ACTIVE_STATES.has(t.state) && !(was && ACTIVE_STATES.has(was.state));
+  const unblocked = was?.state === "blocked" && (t.state === "queued" || started);
+  if (!started && !unblocked) return;
   for (const dep of t.dependsOn)
-    if (!issueDone(dep, tasks)) fail(`${step}: ${t.id} (#${t.issue}) ran while #${dep} is not done`);
+    if (!issueDone(dep, tasks)) fail(`${step}: ${t.id} (#${t.issue}) became ready while #${dep} is not done`);
 }
 
 /** 4. Each run once, labelled as what it was; the task's totals are the sum of its runs. */
