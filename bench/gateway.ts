@@ -6,7 +6,7 @@ import { writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { startModelGateway } from "../src/worker/model-gateway.ts";
+import { startModelGateway } from "../src/worker/sandbox/model-gateway.ts";
 
 const SMALL_EVENTS = [
   'event: message_start\ndata: {"type":"message_start","message":{"id":"m","model":"claude-sonnet-4-5","usage":{"input_tokens":1200,"cache_read_input_tokens":30000,"output_tokens":1}}}\n\n',

@@ -12,8 +12,8 @@ import { claudeAdapter } from "../src/agents/claude.ts";
 import type { AgentAdapter } from "../src/agents/types.ts";
 import { taskBranchName } from "../src/core/branch.ts";
 import { buildPrompt } from "../src/worker/prompt.ts";
-import { LineSplitter, runAgent } from "../src/worker/run-agent.ts";
-import { addWorktree, removeWorktree } from "../src/worker/worktree.ts";
+import { LineSplitter, runAgent } from "../src/worker/sandbox/run-agent.ts";
+import { addWorktree, removeWorktree } from "../src/worker/workspace/worktree.ts";
 import { round } from "./lib/route-timer.ts";
 
 const git = promisify(execFile);

@@ -10,9 +10,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { networkPolicyOf } from "../src/core/network-policy.ts";
-import { startEgressProxy } from "../src/worker/egress-proxy.ts";
-import { FORWARDER } from "../src/worker/sandbox-network.ts";
-import { restoreSetupCache, saveSetupCache } from "../src/worker/setup-cache.ts";
+import { startEgressProxy } from "../src/worker/sandbox/egress-proxy.ts";
+import { FORWARDER } from "../src/worker/sandbox/network.ts";
+import { restoreSetupCache, saveSetupCache } from "../src/worker/workspace/setup-cache.ts";
 
 const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);

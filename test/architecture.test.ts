@@ -127,6 +127,48 @@ describe("the layout", () => {
     expect(long).toEqual([]);
   });
 
+  it("no file-level import cycle (type-only imports included)", () => {
+    const graph = new Map<string, string[]>();
+    for (const { path, source } of files)
+      graph.set(
+        path,
+        importsOf(source)
+          .filter((spec) => spec.startsWith("."))
+          .map((spec) => relative(SRC, join(SRC, path, "..", spec)))
+          .filter((to) => !to.startsWith("..")),
+      );
+    // Tarjan's strongly connected components: every one with more than one file is a cycle.
+    let index = 0;
+    const at = new Map<string, number>();
+    const low = new Map<string, number>();
+    const stack: string[] = [];
+    const onStack = new Set<string>();
+    const cycles: string[] = [];
+    const visit = (v: string) => {
+      at.set(v, index);
+      low.set(v, index++);
+      stack.push(v);
+      onStack.add(v);
+      for (const w of graph.get(v) ?? []) {
+        if (!at.has(w)) {
+          visit(w);
+          low.set(v, Math.min(low.get(v)!, low.get(w)!));
+        } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, at.get(w)!));
+      }
+      if (low.get(v) !== at.get(v)) return;
+      const component: string[] = [];
+      for (let w = stack.pop()!; ; w = stack.pop()!) {
+        onStack.delete(w);
+        component.push(w);
+        if (w === v) break;
+      }
+      if (component.length > 1 || (graph.get(v) ?? []).includes(v))
+        cycles.push(component.sort().join(" <-> "));
+    };
+    for (const v of graph.keys()) if (!at.has(v)) visit(v);
+    expect(cycles).toEqual([]);
+  });
+
   it("nothing patches Probot's internals: no method of the app or its webhooks replaced, no listener of Probot's removed", () => {
     const patched = files.flatMap(({ path, source }) =>
       source.text

@@ -5,10 +5,10 @@ import { addUsage, emptyUsage, type RunTotals, type TokenUsage } from "../core/u
 import type { GitHubClient, RepoRef } from "../github/client.ts";
 import { openRepository } from "../queue/open-repository.ts";
 import { renderTokenTable } from "../render/token-report.ts";
+import type { TaskOutcome } from "../worker/3-attempt.ts";
 import { executeTask } from "../worker/execute-task.ts";
-import type { GitAuth } from "../worker/git.ts";
-import type { TaskOutcome } from "../worker/run-task.ts";
-import { assertSandboxAvailable, SandboxUnavailableError } from "../worker/sandbox.ts";
+import { assertSandboxAvailable, SandboxUnavailableError } from "../worker/sandbox/bubblewrap.ts";
+import type { GitAuth } from "../worker/workspace/git.ts";
 
 export interface ActionInputs {
   taskId: string;

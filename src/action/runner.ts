@@ -3,7 +3,7 @@ import { dirname, join } from "node:path";
 import * as core from "@actions/core";
 import { Octokit } from "@octokit/rest";
 import { parseRepoFullName } from "../github/client.ts";
-import { parseEgressHosts } from "../worker/egress-proxy.ts";
+import { parseEgressHosts } from "../worker/sandbox/egress-proxy.ts";
 import { exchangeForAppToken } from "./app-token.ts";
 import { ActionInputError, type ActionResult, runAction } from "./main.ts";
 

@@ -5,8 +5,8 @@ import { upsertMarkedComment } from "../github/upsert-comment.ts";
 import type { ConfigCache } from "../queue/config-cache.ts";
 import { noticeMarker } from "../render/markers.ts";
 import { renderConfigProblems, renderNotAllowed } from "../render/notices.ts";
+import type { HandlerDeps } from "./handler-deps.ts";
 import { CONFIG_PATH, loadRepoConfig } from "./load-config.ts";
-import type { HandlerDeps } from "./on-issue-labeled.ts";
 
 type IssueContext = Context<"issues" | "issue_comment">;
 

@@ -15,11 +15,12 @@ import {
   DEFAULT_OIDC_AUDIENCE,
   GITHUB_OIDC_ISSUER,
 } from "./actions-token.ts";
+import type { HandlerDeps } from "./handler-deps.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import { onCommand } from "./on-command.ts";
 import { onIssueEdited } from "./on-issue-edited.ts";
 import { onIssueEnded } from "./on-issue-ended.ts";
-import { type HandlerDeps, onIssueLabeled } from "./on-issue-labeled.ts";
+import { onIssueLabeled } from "./on-issue-labeled.ts";
 import { onPullRequest } from "./on-pull-request.ts";
 import { onRebaseLabel } from "./on-rebase.ts";
 import { onReview } from "./on-review.ts";

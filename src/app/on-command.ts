@@ -7,7 +7,7 @@ import { ensureFleetLabels } from "../github/labels.ts";
 import { renderCommandReply, renderStatus } from "../render/command-replies.ts";
 import { renderConfigRefused } from "../render/notices.ts";
 import { allowedOrExplain, configOrExplain } from "./guard.ts";
-import type { HandlerDeps } from "./on-issue-labeled.ts";
+import type { HandlerDeps } from "./handler-deps.ts";
 import { requestReviewRun } from "./on-review.ts";
 
 /** `issue_comment.created`: `/fleet status|cancel|retry|approve|config set|labels|help` from a maintainer. */

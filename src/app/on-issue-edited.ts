@@ -1,8 +1,8 @@
 import type { Context } from "probot";
 import { parseDependencies } from "../core/dependencies.ts";
 import { mayDriveFleet } from "./guard.ts";
+import type { HandlerDeps } from "./handler-deps.ts";
 import { loadRepoConfig } from "./load-config.ts";
-import type { HandlerDeps } from "./on-issue-labeled.ts";
 
 /**
  * `issues.edited` (title or body) of an issue with a Fleet task: the prompt was pinned when the task

@@ -1,8 +1,8 @@
 import type { Context } from "probot";
 import { parseFleetLabel } from "../core/labels.ts";
 import { CANCELLABLE_STATES } from "../core/lifecycle.ts";
+import type { HandlerDeps } from "./handler-deps.ts";
 import { loadRepoConfig } from "./load-config.ts";
-import type { HandlerDeps } from "./on-issue-labeled.ts";
 
 /** `issues.unlabeled` (a coder label) and `issues.closed`: the task is cancelled and its agent stopped. */
 export async function onIssueEnded(

@@ -5,18 +5,10 @@ import { filesNamedIn } from "../core/file-paths.ts";
 import { LABEL_GRAMMAR_HELP, parseFleetLabel, taskRequestFromLabels } from "../core/labels.ts";
 import { perUserQuota } from "../economy/budgets.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
-import type { ConfigCache } from "../queue/config-cache.ts";
 import { labelErrorMarker, noticeMarker } from "../render/markers.ts";
 import { renderLabelError } from "../render/notices.ts";
 import { admitLabeler } from "./guard.ts";
-import type { RepoQueues } from "./repo-queues.ts";
-
-export interface HandlerDeps {
-  knownCoders: readonly string[];
-  queues: RepoQueues;
-  /** `.github/fleet.yml` per repository between events (none: read on every event). */
-  configs?: ConfigCache;
-}
+import type { HandlerDeps } from "./handler-deps.ts";
 
 /** `issues.labeled`: a `fleet:<coder>[:<model>]` label turns the issue into a queued task. */
 export async function onIssueLabeled(context: Context<"issues.labeled">, deps: HandlerDeps): Promise<void> {

@@ -5,15 +5,9 @@ import type { RepoQueue } from "../queue/repo-queue.ts";
 import { tasksOnPullRequest } from "../queue/transitions.ts";
 import { rebaseOthersAfterMerge } from "./on-rebase.ts";
 import { closeEpicWhenDone } from "./on-split-label.ts";
+import type { MergedFleetPr } from "./pull-request-tasks.ts";
 
 /** A merged `fleet/*` pull request with its repository's queue and the state as read for the event. */
-export interface MergedFleetPr {
-  pr: Context<"pull_request.closed">["payload"]["pull_request"];
-  queue: RepoQueue;
-  doc: FleetStateDoc;
-  /** The task whose PR it is, as `doc` holds it (none: a `fleet/*` branch Fleet has no task for). */
-  task?: Task;
-}
 
 /**
  * A merged `fleet/*` pull request (see onPullRequest, which reads the state once for all of it): every

@@ -3,9 +3,10 @@ import { isLeaseLive, isUnclaimed } from "../core/leases.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task } from "../core/task.ts";
 import { tasksOnPullRequest } from "../queue/transitions.ts";
+import type { HandlerDeps } from "./handler-deps.ts";
 import { loadRepoConfig } from "./load-config.ts";
-import type { HandlerDeps } from "./on-issue-labeled.ts";
 import { afterFleetPrMerged } from "./on-merge.ts";
+import { taskForPullRequest } from "./pull-request-tasks.ts";
 
 /**
  * A pull request whose head lives in another repository (a fork): its branch may carry a task's
@@ -16,14 +17,6 @@ export function fromFork(pr: {
   base: { repo: { full_name: string } };
 }): boolean {
   return pr.head.repo?.full_name?.toLowerCase() !== pr.base.repo.full_name.toLowerCase();
-}
-
-/** The task whose branch or PR this is: the live one, when an ended task worked on it too (see tasksOnPullRequest). */
-export function taskForPullRequest(
-  doc: FleetStateDoc,
-  pr: { number: number; head: string },
-): Task | undefined {
-  return tasksOnPullRequest(doc, pr)[0];
 }
 
 /**

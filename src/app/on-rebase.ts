@@ -3,10 +3,9 @@ import { parseFleetLabel } from "../core/labels.ts";
 import type { RebaseRequest, Task } from "../core/task.ts";
 import { tasksToRebaseAfterMerge } from "../queue/transitions.ts";
 import { allowedOrExplain } from "./guard.ts";
+import type { HandlerDeps } from "./handler-deps.ts";
 import { loadRepoConfig } from "./load-config.ts";
-import type { HandlerDeps } from "./on-issue-labeled.ts";
-import type { MergedFleetPr } from "./on-merge.ts";
-import { taskForPullRequest } from "./on-pull-request.ts";
+import { type MergedFleetPr, taskForPullRequest } from "./pull-request-tasks.ts";
 
 type IssueContext = Context<"issues" | "issue_comment">;
 type Queue = Awaited<ReturnType<HandlerDeps["queues"]["forContext"]>>;

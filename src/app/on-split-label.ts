@@ -2,9 +2,8 @@ import type { Context } from "probot";
 import { modelFor } from "../core/config.ts";
 import { parseFleetLabel, taskRequestFromLabels } from "../core/labels.ts";
 import { admitLabeler } from "./guard.ts";
-import type { HandlerDeps } from "./on-issue-labeled.ts";
-import type { MergedFleetPr } from "./on-merge.ts";
-import { taskForPullRequest } from "./on-pull-request.ts";
+import type { HandlerDeps } from "./handler-deps.ts";
+import { type MergedFleetPr, taskForPullRequest } from "./pull-request-tasks.ts";
 
 /**
  * `issues.labeled` with `fleet:split[:<coder>]`: the issue becomes a split task, a read-only run

@@ -2,8 +2,8 @@ import type { Context } from "probot";
 import { isActive, SLOT_HOLDING_STATES } from "../core/lifecycle.ts";
 import { retryNotBefore, retryReason } from "../core/scheduler.ts";
 import type { Task } from "../core/task.ts";
+import type { HandlerDeps } from "./handler-deps.ts";
 import { loadRepoConfig } from "./load-config.ts";
-import type { HandlerDeps } from "./on-issue-labeled.ts";
 
 /**
  * `workflow_run.completed` of a task's run. A run that reported reaches a state past `running` before it

@@ -5,7 +5,7 @@ import { contextPercent, formatTokens as formatContextTokens } from "../core/con
 import { isActive } from "../core/lifecycle.ts";
 import type { Task, TaskContext } from "../core/task.ts";
 import { addUsage, emptyUsage, type TokenUsage, totalTokens } from "../core/usage.ts";
-import { LOG_FILE, taskArtifactsDir } from "../worker/artifacts.ts";
+import { LOG_FILE, taskArtifactsDir } from "../worker/workspace/artifacts.ts";
 
 /** A plain text table: columns padded to their widest cell. */
 export function table(headers: string[], rows: string[][]): string {

@@ -15,18 +15,18 @@ import type { Tracker } from "../queue/tracker.ts";
 import { tasksOf } from "../queue/transitions.ts";
 import { abSides } from "../render/ab-comparison.ts";
 import type { StateSnapshot, StateStore } from "../state/store.ts";
-import { postAbComparisonIfDue } from "./ab-comparison.ts";
-import { claimTaskState, startHeartbeat } from "./claim.ts";
-import { fileDiscoveredWork } from "./discovered-work.ts";
-import { type Gathered, gatherIssue } from "./gather.ts";
-import type { GitAuth } from "./git.ts";
-import { runRebase } from "./rebase-run.ts";
-import { credentialPool, recordOutcome } from "./record.ts";
-import { runTask, type TaskOutcome, type TaskSpec, type WorkerDeps } from "./run-task.ts";
-import type { SandboxMode } from "./sandbox.ts";
-import { applySplitOutcome } from "./special-runs.ts";
+import { claimTaskState, startHeartbeat } from "./1-claim.ts";
+import { type Gathered, type GatherInput, gatherIssue } from "./2-gather.ts";
+import { runTask, type TaskOutcome, type TaskSpec, type WorkerDeps } from "./3-attempt.ts";
+import { credentialPool, type PoolInput, type RecordInput, recordOutcome } from "./5-record.ts";
+import { postAbComparisonIfDue } from "./runs/ab-comparison.ts";
+import { type DiscoveredWorkDeps, fileDiscoveredWork } from "./runs/discovered-work.ts";
+import { applySplitOutcome } from "./runs/kinds.ts";
+import { runRebase } from "./runs/rebase.ts";
+import type { SandboxMode } from "./sandbox/bubblewrap.ts";
+import type { GitAuth } from "./workspace/git.ts";
 
-export { claimTask, claimTaskState } from "./claim.ts";
+export { claimTask, claimTaskState } from "./1-claim.ts";
 
 export interface ExecuteDeps {
   repo: RepoRef;
@@ -79,6 +79,7 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
   const clock = deps.clock ?? (() => new Date());
   const ttl = deps.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
   const log = deps.log ?? (() => {});
+  const steps = stepInputs(deps, log);
 
   // 1. A rebase run has no plan phase.
   const startIn = (t: Task) => (deps.config.plan_phase && !t.approved && !t.rebase ? "planning" : "running");
@@ -95,7 +96,7 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
   }
 
   // 2.
-  const gathered = await gatherIssue(task, claimed.beads, deps);
+  const gathered = await gatherIssue(task, claimed.beads, steps.gather);
   if ("missing" in gathered) {
     await endEarly(gathered.missing);
     return undefined;
@@ -106,7 +107,7 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
   // The pool's first look at the state is the claim's own state: no read of its own.
   const rotation = credentialPool(
     task.coder,
-    { ...deps, store: readingFirst(deps.store, claimed.snapshot) },
+    { ...steps.pool, store: readingFirst(deps.store, claimed.snapshot) },
     clock,
   );
   let context: TaskContext | undefined;
@@ -140,7 +141,7 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
         logPath: "",
         artifacts: {},
       };
-      await recordOutcome(task, outcome, deps, heartbeat.lost());
+      await recordOutcome(task, outcome, steps.record, heartbeat.lost());
       return outcome;
     }
     const onContext = (c: TaskContext) => {
@@ -162,23 +163,59 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
   }
 
   // 4. The split plan becomes sub-issues; otherwise the agent's follow-ups become issues discovered from it.
-  if (gathered.special.split) await applySplitOutcome(task, outcome, deps);
-  else await fileDiscoveredWork(task, outcome, deps);
+  if (gathered.special.split) await applySplitOutcome(task, outcome, steps.split);
+  else await fileDiscoveredWork(task, outcome, steps.discovered);
 
   // 5. Out of credentials: the task waits until the first one of the pool is free again.
   const poolReset = outcome.outcome === "rate-limited" ? rotation.resetAt() : undefined;
   if (poolReset) outcome.rateLimit = { ...outcome.rateLimit, resetsAt: poolReset };
-  await recordOutcome(task, outcome, deps, heartbeat.lost(), runDoc);
+  await recordOutcome(task, outcome, steps.record, heartbeat.lost(), runDoc);
   // The outcome's state edit carried the report; without one (the task had moved on), it goes out now.
   await deps.tracker?.flush(task.id);
   // The last side of an A/B run to finish posts the comparison.
   // (Only an issue with tasks on two sides has one: an ordinary task costs no state request here.)
   const known = deps.queue.lastState();
   if (!known || abSides(tasksOf(known), task.issue).length > 0)
-    await postAbComparisonIfDue(deps, task.issue).catch((e) =>
+    await postAbComparisonIfDue(steps.ab, task.issue).catch((e) =>
       log(`A/B comparison of #${task.issue} failed: ${(e as Error).message}`),
     );
   return outcome;
+}
+
+/** Each step's input, built once where the pipeline starts: no step reaches more than it needs. */
+function stepInputs(deps: ExecuteDeps, log: (message: string) => void) {
+  const { octokit, repo, config, store, queue, clock } = deps;
+  return {
+    gather: {
+      octokit,
+      repo,
+      config,
+      log,
+      ...(deps.tracker ? { tracker: deps.tracker } : {}),
+    } satisfies GatherInput,
+    pool: {
+      config,
+      store,
+      log,
+      ...(deps.credentialFor ? { credentialFor: deps.credentialFor } : {}),
+      ...(deps.credentialValue ? { credentialValue: deps.credentialValue } : {}),
+    } satisfies PoolInput,
+    record: { queue, config, holder: deps.holder, ...(clock ? { clock } : {}) } satisfies RecordInput,
+    split: { octokit, repo, config, queue },
+    discovered: {
+      octokit,
+      repo,
+      store,
+      queue,
+      config,
+      log,
+      ...(clock ? { clock } : {}),
+      ...(deps.secrets ? { secrets: deps.secrets } : {}),
+      ...(deps.credentialFor ? { credentialFor: deps.credentialFor } : {}),
+      ...(deps.credentialValue ? { credentialValue: deps.credentialValue } : {}),
+    } satisfies DiscoveredWorkDeps,
+    ab: { store, octokit, repo, log },
+  };
 }
 
 /** A store whose next read is `snapshot` (the state a commit of this run just left), later ones its own. */

@@ -8,10 +8,10 @@ import type { ConfigLoad } from "../github/read-config.ts";
 import { localDispatcher } from "../queue/dispatcher.ts";
 import { openRepository, type Repository } from "../queue/open-repository.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
+import type { TaskOutcome } from "./3-attempt.ts";
 import { type ExecuteDeps, executeTask } from "./execute-task.ts";
 import { goneRunsHere } from "./holder-process.ts";
-import type { TaskOutcome } from "./run-task.ts";
-import type { SandboxMode } from "./sandbox.ts";
+import type { SandboxMode } from "./sandbox/bubblewrap.ts";
 
 /** How often a worker whose runs hold every slot of the repository still looks at the state. */
 const FULL_POLL_MS = 30_000;

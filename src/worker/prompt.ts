@@ -1,4 +1,4 @@
-import { KNOWLEDGE_FILE, PLAN_FILE, RESULT_FILE } from "./artifacts.ts";
+import { KNOWLEDGE_FILE, PLAN_FILE, RESULT_FILE } from "./workspace/artifacts.ts";
 
 export interface PromptInput {
   repo: string;

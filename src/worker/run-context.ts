@@ -22,14 +22,14 @@ import type { RunTotals, TokenUsage } from "../core/usage.ts";
 import type { PerTaskLimits } from "../economy/budgets.ts";
 import { type GitHubClient, type IssueRef, parseRepoFullName } from "../github/client.ts";
 import type { Tracker } from "../queue/tracker.ts";
-import { LOG_FILE, taskArtifactsDir } from "./artifacts.ts";
-import type { RunPool } from "./gateway-run.ts";
-import type { GitAuth } from "./git.ts";
-import type { ModelGateway } from "./model-gateway.ts";
 import { createIssueReporter, type IssueReporter, type Progress, throttleProgress } from "./reports.ts";
-import { forbiddenFolders, type SandboxMode, type SandboxMounts } from "./sandbox.ts";
-import type { SetupSpec } from "./setup-steps.ts";
-import type { Worktree } from "./worktree.ts";
+import { forbiddenFolders, type SandboxMode, type SandboxMounts } from "./sandbox/bubblewrap.ts";
+import type { RunPool } from "./sandbox/gateway-run.ts";
+import type { ModelGateway } from "./sandbox/model-gateway.ts";
+import { LOG_FILE, taskArtifactsDir } from "./workspace/artifacts.ts";
+import type { GitAuth } from "./workspace/git.ts";
+import type { SetupSpec } from "./workspace/setup-steps.ts";
+import type { Worktree } from "./workspace/worktree.ts";
 
 export interface TaskSpec {
   taskId: string;

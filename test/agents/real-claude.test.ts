@@ -7,7 +7,7 @@ import { type ScriptServer, type ScriptTurn, startAnthropicScriptServer } from "
 import { afterEach, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import type { AgentEvent, AgentInvocation } from "../../src/agents/types.ts";
-import { livingProcessesInGroup, runAgent } from "../../src/worker/run-agent.ts";
+import { livingProcessesInGroup, runAgent } from "../../src/worker/sandbox/run-agent.ts";
 
 const CLAUDE = new URL("../../node_modules/.bin/claude", import.meta.url).pathname;
 

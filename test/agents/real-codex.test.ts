@@ -7,7 +7,7 @@ import { type ScriptServer, type ScriptTurn, startOpenAIScriptServer } from "@fl
 import { afterEach, describe, expect, it } from "vitest";
 import { codexAdapter } from "../../src/agents/codex.ts";
 import type { AgentEvent, AgentInvocation } from "../../src/agents/types.ts";
-import { runAgent } from "../../src/worker/run-agent.ts";
+import { runAgent } from "../../src/worker/sandbox/run-agent.ts";
 
 const CODEX = new URL("../../node_modules/.bin/codex", import.meta.url).pathname;
 

@@ -7,7 +7,7 @@ import { type ScriptServer, type ScriptTurn, startGeminiScriptServer } from "@fl
 import { afterEach, describe, expect, it } from "vitest";
 import { geminiAdapter } from "../../src/agents/gemini.ts";
 import type { AgentEvent, AgentInvocation } from "../../src/agents/types.ts";
-import { runAgent } from "../../src/worker/run-agent.ts";
+import { runAgent } from "../../src/worker/sandbox/run-agent.ts";
 import { startEgressTrap } from "./egress-trap.ts";
 
 const GEMINI = new URL("../../node_modules/.bin/gemini", import.meta.url).pathname;

@@ -7,7 +7,7 @@ import { type ScriptServer, type ScriptTurn, startAnthropicScriptServer } from "
 import { afterEach, describe, expect, it } from "vitest";
 import { opencodeAdapter } from "../../src/agents/opencode.ts";
 import type { AgentEvent, AgentInvocation } from "../../src/agents/types.ts";
-import { runAgent } from "../../src/worker/run-agent.ts";
+import { runAgent } from "../../src/worker/sandbox/run-agent.ts";
 import { startEgressTrap } from "./egress-trap.ts";
 
 const OPENCODE = new URL("../../node_modules/.bin/opencode", import.meta.url).pathname;

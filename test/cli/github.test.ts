@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { agentNotesDir } from "../../src/worker/artifacts.ts";
-import { worktreePath } from "../../src/worker/worktree.ts";
+import { agentNotesDir } from "../../src/worker/workspace/artifacts.ts";
+import { worktreePath } from "../../src/worker/workspace/worktree.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
 import { cliEnv, fleet } from "./cli-helpers.ts";
 

@@ -4,8 +4,8 @@ import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-serv
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { localCommentsPath } from "../../src/cli/local-github.ts";
-import { agentNotesDir } from "../../src/worker/artifacts.ts";
-import { worktreePath } from "../../src/worker/worktree.ts";
+import { agentNotesDir } from "../../src/worker/workspace/artifacts.ts";
+import { worktreePath } from "../../src/worker/workspace/worktree.ts";
 import {
   cliEnv,
   fleet,

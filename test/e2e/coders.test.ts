@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getAdapter } from "../../src/agents/index.ts";
 import type { TokenUsage } from "../../src/core/usage.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
-import { runTask } from "../../src/worker/run-task.ts";
+import { runTask } from "../../src/worker/3-attempt.ts";
 import { startTaskRepository, stopTaskRepository } from "../support/task-repository.ts";
 
 const OWNER = "octo-org";

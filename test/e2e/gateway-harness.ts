@@ -14,8 +14,8 @@ import { createCredentialRotation } from "../../src/economy/rotation.ts";
 import { createWireReader } from "../../src/economy/wire-usage.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
 import { createLocalStateStore } from "../../src/state/local-store.ts";
-import { runTask, type TaskSpec, type WorkerDeps } from "../../src/worker/run-task.ts";
-import { worktreePath } from "../../src/worker/worktree.ts";
+import { runTask, type TaskSpec, type WorkerDeps } from "../../src/worker/3-attempt.ts";
+import { worktreePath } from "../../src/worker/workspace/worktree.ts";
 import { startTaskRepository, stopTaskRepository } from "../support/task-repository.ts";
 
 const OWNER = "octo-org";

@@ -4,7 +4,7 @@
 
 import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { TaskOutcome } from "../../src/worker/run-task.ts";
+import type { TaskOutcome } from "../../src/worker/3-attempt.ts";
 import { waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
 import { startTestWorker, type TestWorker } from "../support/worker.ts";

@@ -13,7 +13,7 @@ import { type ScriptTurn, startAnthropicScriptServer } from "@fleet/model-server
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../src/core/task.ts";
-import { limitsEnforcement } from "../../src/worker/cgroup-limits.ts";
+import { limitsEnforcement } from "../../src/worker/sandbox/cgroup-limits.ts";
 import { cliEnv, fleet, scriptedRunArgs } from "../cli/cli-helpers.ts";
 import { toolResults } from "../security/containment-support.ts";
 import { type ActionRun, type Dispatched, runActionBundle } from "../support/action-runner.ts";

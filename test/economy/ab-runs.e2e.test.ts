@@ -4,7 +4,7 @@ import type { Task } from "../../src/core/task.ts";
 import { totalTokens } from "../../src/core/usage.ts";
 import { abComparisonMarker } from "../../src/render/ab-comparison.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
-import { postAbComparisonIfDue } from "../../src/worker/ab-comparison.ts";
+import { postAbComparisonIfDue } from "../../src/worker/runs/ab-comparison.ts";
 import { botClient, waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
 import { startTestWorker, type TestWorker } from "../support/worker.ts";

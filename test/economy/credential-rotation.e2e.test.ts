@@ -10,8 +10,8 @@ import { credentialsState } from "../../src/economy/credentials.ts";
 import { createCredentialRotation } from "../../src/economy/rotation.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
 import { createLocalStateStore } from "../../src/state/local-store.ts";
-import { runTask, type WorkerDeps } from "../../src/worker/run-task.ts";
-import { worktreePath } from "../../src/worker/worktree.ts";
+import { runTask, type WorkerDeps } from "../../src/worker/3-attempt.ts";
+import { worktreePath } from "../../src/worker/workspace/worktree.ts";
 import { startTaskRepository, stopTaskRepository } from "../support/task-repository.ts";
 
 const OWNER = "octo-org";

@@ -1,7 +1,7 @@
 // Sequences the lifecycle model (lifecycle-model.test.ts) found, shrunk, kept as plain tests: each
 // runs against the real queue with every invariant checked after every step, then says what it is about.
 import { describe, expect, it } from "vitest";
-import { claimTaskState } from "../../src/worker/claim.ts";
+import { claimTaskState } from "../../src/worker/1-claim.ts";
 import {
   Advance,
   Beat,

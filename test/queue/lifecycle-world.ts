@@ -4,7 +4,7 @@
 // do, and the invariants checked after every step. lifecycle-model.test.ts runs random sequences of
 // these commands; lifecycle-examples.test.ts keeps the sequences it shrank to as plain tests.
 import fc from "fast-check";
-import { taskForPullRequest } from "../../src/app/on-pull-request.ts";
+import { taskForPullRequest } from "../../src/app/pull-request-tasks.ts";
 import { renderTaskTable, taskRow } from "../../src/cli/format.ts";
 import { type FleetConfig, modelFor, parseFleetConfig } from "../../src/core/config.ts";
 import { dispatchHolder, renewLease } from "../../src/core/leases.ts";
@@ -30,9 +30,9 @@ import {
   createMemoryStateStore,
   type MemoryStateStore,
 } from "../../src/state/memory-store.ts";
-import { claimTaskState } from "../../src/worker/claim.ts";
-import { recordOutcome } from "../../src/worker/record.ts";
-import type { TaskOutcome } from "../../src/worker/run-task.ts";
+import { claimTaskState } from "../../src/worker/1-claim.ts";
+import type { TaskOutcome } from "../../src/worker/3-attempt.ts";
+import { recordOutcome } from "../../src/worker/5-record.ts";
 
 export const TTL_MS = 15 * 60_000;
 const START = Date.parse("2026-03-02T20:00:00.000Z");

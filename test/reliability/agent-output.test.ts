@@ -6,11 +6,11 @@ import { claudeAdapter } from "../../src/agents/claude.ts";
 import type { AgentAdapter } from "../../src/agents/types.ts";
 import type { Task } from "../../src/core/task.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
-import { LOG_FILE } from "../../src/worker/artifacts.ts";
+import { taskArtifactsDir } from "../../src/worker/3-attempt.ts";
 import { type LocalWorker, startLocalWorker } from "../../src/worker/local-worker.ts";
-import { DEFAULT_MAX_LOG_BYTES } from "../../src/worker/run-agent.ts";
-import { taskArtifactsDir } from "../../src/worker/run-task.ts";
-import { worktreePath } from "../../src/worker/worktree.ts";
+import { DEFAULT_MAX_LOG_BYTES } from "../../src/worker/sandbox/run-agent.ts";
+import { LOG_FILE } from "../../src/worker/workspace/artifacts.ts";
+import { worktreePath } from "../../src/worker/workspace/worktree.ts";
 import { botClient, waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
 

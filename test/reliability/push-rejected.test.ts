@@ -6,10 +6,10 @@ import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-serv
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getAdapter } from "../../src/agents/index.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
-import { git } from "../../src/worker/git.ts";
+import { pushBranch } from "../../src/worker/4-publish.ts";
 import { type LocalWorker, startLocalWorker } from "../../src/worker/local-worker.ts";
-import { pushBranch } from "../../src/worker/publish.ts";
-import { worktreePath } from "../../src/worker/worktree.ts";
+import { git } from "../../src/worker/workspace/git.ts";
+import { worktreePath } from "../../src/worker/workspace/worktree.ts";
 import { botClient, waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
 

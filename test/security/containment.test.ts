@@ -11,8 +11,8 @@ import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../src/core/task.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
-import { agentNotesDir } from "../../src/worker/artifacts.ts";
-import { worktreePath } from "../../src/worker/worktree.ts";
+import { agentNotesDir } from "../../src/worker/workspace/artifacts.ts";
+import { worktreePath } from "../../src/worker/workspace/worktree.ts";
 import { cliEnv, fleet, fleetProcess, scriptedRunArgs } from "../cli/cli-helpers.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
 import {

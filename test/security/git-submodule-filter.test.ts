@@ -3,10 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { gitIn } from "../../src/worker/git.ts";
-import { addedSince, commitAll } from "../../src/worker/publish.ts";
-import { addWorktree, type Worktree } from "../../src/worker/worktree.ts";
-import { worktreePrint } from "../../src/worker/worktree-print.ts";
+import { addedSince, commitAll } from "../../src/worker/4-publish.ts";
+import { worktreePrint } from "../../src/worker/sandbox/worktree-print.ts";
+import { gitIn } from "../../src/worker/workspace/git.ts";
+import { addWorktree, type Worktree } from "../../src/worker/workspace/worktree.ts";
 
 /**
  * A repository with a submodule: while the agent runs (or before Fleet's cleanup, should that ever

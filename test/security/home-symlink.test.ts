@@ -8,8 +8,8 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { geminiAdapter } from "../../src/agents/gemini.ts";
 import type { AgentInvocation } from "../../src/agents/types.ts";
-import { runAgent } from "../../src/worker/run-agent.ts";
-import { inheritedHomeMounts } from "../../src/worker/sandbox.ts";
+import { inheritedHomeMounts } from "../../src/worker/sandbox/bubblewrap.ts";
+import { runAgent } from "../../src/worker/sandbox/run-agent.ts";
 
 let root: string;
 let home: string;

@@ -6,9 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import type { AgentAdapter } from "../../src/agents/types.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
-import { agentHomeDir } from "../../src/worker/artifacts.ts";
 import { type LocalWorker, startLocalWorker } from "../../src/worker/local-worker.ts";
 import { PROMPT_LIMITS } from "../../src/worker/prompt.ts";
+import { agentHomeDir } from "../../src/worker/workspace/artifacts.ts";
 import { botClient, waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
 

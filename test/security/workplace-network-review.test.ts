@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { networkPolicyOf, reachableAddress } from "../../src/core/network-policy.ts";
-import { MAX_PROXY_CONNECTIONS, startEgressProxy } from "../../src/worker/egress-proxy.ts";
-import { MAX_GATEWAY_CONNECTIONS, openSandboxNetwork } from "../../src/worker/sandbox-network.ts";
+import { MAX_PROXY_CONNECTIONS, startEgressProxy } from "../../src/worker/sandbox/egress-proxy.ts";
+import { MAX_GATEWAY_CONNECTIONS, openSandboxNetwork } from "../../src/worker/sandbox/network.ts";
 
 let dir: string;
 /** An allowed host that answers a request with a never-ending body (a download the agent walks away from). */

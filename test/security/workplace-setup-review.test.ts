@@ -22,12 +22,17 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { networkPolicyOf } from "../../src/core/network-policy.ts";
-import { commitAll, MAX_COMMITTED_FILE_BYTES } from "../../src/worker/publish.ts";
-import { LineSplitter } from "../../src/worker/run-agent.ts";
-import { forbiddenFolders } from "../../src/worker/sandbox.ts";
-import { restoreSetupCache, saveSetupCache } from "../../src/worker/setup-cache.ts";
-import { runSetup, type SetupResult } from "../../src/worker/setup-steps.ts";
-import { addWorktree, cleanAfterAgent, removeWorktree, type Worktree } from "../../src/worker/worktree.ts";
+import { commitAll, MAX_COMMITTED_FILE_BYTES } from "../../src/worker/4-publish.ts";
+import { forbiddenFolders } from "../../src/worker/sandbox/bubblewrap.ts";
+import { LineSplitter } from "../../src/worker/sandbox/run-agent.ts";
+import { restoreSetupCache, saveSetupCache } from "../../src/worker/workspace/setup-cache.ts";
+import { runSetup, type SetupResult } from "../../src/worker/workspace/setup-steps.ts";
+import {
+  addWorktree,
+  cleanAfterAgent,
+  removeWorktree,
+  type Worktree,
+} from "../../src/worker/workspace/worktree.ts";
 
 const env = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" };
 const id = ["-c", "user.name=Seed", "-c", "user.email=seed@example.invalid"];

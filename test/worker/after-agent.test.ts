@@ -5,9 +5,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { checkOutgoing } from "../../src/worker/outgoing-check.ts";
-import { commitAll, forgetCommit } from "../../src/worker/publish.ts";
-import { addWorktree, cleanAfterAgent, removeWorktree } from "../../src/worker/worktree.ts";
+import { commitAll, forgetCommit } from "../../src/worker/4-publish.ts";
+import { checkOutgoing } from "../../src/worker/sandbox/outgoing-check.ts";
+import { addWorktree, cleanAfterAgent, removeWorktree } from "../../src/worker/workspace/worktree.ts";
 
 const env = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" };
 const id = ["-c", "user.name=Seed", "-c", "user.email=seed@example.invalid"];

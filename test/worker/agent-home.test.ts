@@ -4,7 +4,7 @@ import { lstat, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freshAgentHome } from "../../src/worker/agent-home.ts";
+import { freshAgentHome } from "../../src/worker/sandbox/agent-home.ts";
 
 let scratch: string;
 beforeAll(async () => {

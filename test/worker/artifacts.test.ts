@@ -9,7 +9,7 @@ import {
   readArtifacts,
   safeSegment,
   taskArtifactsDir,
-} from "../../src/worker/artifacts.ts";
+} from "../../src/worker/workspace/artifacts.ts";
 
 let dir: string;
 beforeEach(async () => {

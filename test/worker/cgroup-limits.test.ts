@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { detectCgroups, limitsEnforcement, openRunCgroup } from "../../src/worker/cgroup-limits.ts";
+import { detectCgroups, limitsEnforcement, openRunCgroup } from "../../src/worker/sandbox/cgroup-limits.ts";
 
 let root: string;
 beforeAll(async () => {

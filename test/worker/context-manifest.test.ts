@@ -6,7 +6,7 @@ import {
   buildContextManifest,
   renderContextManifest,
   writeContextManifest,
-} from "../../src/worker/context-manifest.ts";
+} from "../../src/worker/workspace/context-manifest.ts";
 
 let dirs: string[] = [];
 afterEach(async () => {

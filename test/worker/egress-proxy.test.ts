@@ -8,7 +8,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { networkPolicyOf } from "../../src/core/network-policy.ts";
-import { type EgressProxy, parseEgressHosts, startEgressProxy } from "../../src/worker/egress-proxy.ts";
+import {
+  type EgressProxy,
+  parseEgressHosts,
+  startEgressProxy,
+} from "../../src/worker/sandbox/egress-proxy.ts";
 
 let upstream: Server;
 let port: number;

@@ -11,8 +11,8 @@ import {
   gatewayRunFor,
   type RunPool,
   reportedTotals,
-} from "../../src/worker/gateway-run.ts";
-import { type ModelGateway, startModelGateway } from "../../src/worker/model-gateway.ts";
+} from "../../src/worker/sandbox/gateway-run.ts";
+import { type ModelGateway, startModelGateway } from "../../src/worker/sandbox/model-gateway.ts";
 
 interface Answer {
   status?: number;
@@ -248,7 +248,7 @@ describe("requests in flight count against their credential's windows", () => {
   });
 
   it("the estimate before a run has a turn is its request's size; after, its turns' largest figures", async () => {
-    const { inFlightEstimate, largestTurn } = await import("../../src/worker/gateway-run.ts");
+    const { inFlightEstimate, largestTurn } = await import("../../src/worker/sandbox/gateway-run.ts");
     expect(inFlightEstimate(undefined, { bodyBytes: 4_001 })).toEqual({
       tokens: 1_001,
       inputTokens: 1_001,

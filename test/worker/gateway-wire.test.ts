@@ -9,7 +9,7 @@ import {
   type GrantCredentials,
   type ModelGateway,
   startModelGateway,
-} from "../../src/worker/model-gateway.ts";
+} from "../../src/worker/sandbox/model-gateway.ts";
 
 let gateway: ModelGateway | undefined;
 let server: ScriptServer | undefined;

@@ -3,7 +3,7 @@ import { newLease } from "../../src/core/leases.ts";
 import { emptyStateDoc } from "../../src/core/state-doc.ts";
 import { newTask } from "../../src/core/task.ts";
 import { createMemoryRepo, createMemoryStateStore } from "../../src/state/memory-store.ts";
-import { renewalDue, startHeartbeat } from "../../src/worker/claim.ts";
+import { renewalDue, startHeartbeat } from "../../src/worker/1-claim.ts";
 
 const TTL = 15 * 60_000;
 const EVERY = 1_000;

@@ -2,7 +2,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
-import { type ModelGateway, startModelGateway } from "../../src/worker/model-gateway.ts";
+import { type ModelGateway, startModelGateway } from "../../src/worker/sandbox/model-gateway.ts";
 
 interface Seen {
   method: string;

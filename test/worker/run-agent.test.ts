@@ -3,7 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AgentAdapter, AgentEvent } from "../../src/agents/types.ts";
-import { buildAgentEnv, LineSplitter, livingProcessesInGroup, runAgent } from "../../src/worker/run-agent.ts";
+import {
+  buildAgentEnv,
+  LineSplitter,
+  livingProcessesInGroup,
+  runAgent,
+} from "../../src/worker/sandbox/run-agent.ts";
 
 /** An adapter whose "agent" is a node script; its stdout lines are JSON events or plain text. */
 function scriptAdapter(script: string, env: Record<string, string> = {}): AgentAdapter {

@@ -5,8 +5,8 @@ import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { codexAdapter } from "../../src/agents/codex.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
-import { runTask } from "../../src/worker/run-task.ts";
-import { worktreePath } from "../../src/worker/worktree.ts";
+import { runTask } from "../../src/worker/3-attempt.ts";
+import { worktreePath } from "../../src/worker/workspace/worktree.ts";
 import { startTaskRepository, stopTaskRepository } from "../support/task-repository.ts";
 
 const OWNER = "octo-org";

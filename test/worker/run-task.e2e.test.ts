@@ -7,9 +7,9 @@ import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
-import { agentNotesDir } from "../../src/worker/artifacts.ts";
-import { runTask, type TaskOutcome, type TaskSpec, type WorkerDeps } from "../../src/worker/run-task.ts";
-import { worktreePath } from "../../src/worker/worktree.ts";
+import { runTask, type TaskOutcome, type TaskSpec, type WorkerDeps } from "../../src/worker/3-attempt.ts";
+import { agentNotesDir } from "../../src/worker/workspace/artifacts.ts";
+import { worktreePath } from "../../src/worker/workspace/worktree.ts";
 import { startTaskRepository, stopTaskRepository } from "../support/task-repository.ts";
 
 const OWNER = "octo-org";

@@ -6,8 +6,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentAdapter, AgentEvent } from "../../src/agents/types.ts";
-import { runAgent } from "../../src/worker/run-agent.ts";
-import { bubblewrapArgs, executableMounts, holdsAny, interpreterMounts } from "../../src/worker/sandbox.ts";
+import {
+  bubblewrapArgs,
+  executableMounts,
+  holdsAny,
+  interpreterMounts,
+} from "../../src/worker/sandbox/bubblewrap.ts";
+import { runAgent } from "../../src/worker/sandbox/run-agent.ts";
 
 let scratch: string;
 let home: string;

@@ -16,10 +16,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import { networkPolicyOf } from "../../src/core/network-policy.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
-import { agentNotesDir, taskArtifactsDir } from "../../src/worker/artifacts.ts";
-import { limitsEnforcement } from "../../src/worker/cgroup-limits.ts";
-import { runTask, type TaskOutcome, type TaskSpec, type WorkerDeps } from "../../src/worker/run-task.ts";
-import { worktreePath } from "../../src/worker/worktree.ts";
+import { runTask, type TaskOutcome, type TaskSpec, type WorkerDeps } from "../../src/worker/3-attempt.ts";
+import { limitsEnforcement } from "../../src/worker/sandbox/cgroup-limits.ts";
+import { agentNotesDir, taskArtifactsDir } from "../../src/worker/workspace/artifacts.ts";
+import { worktreePath } from "../../src/worker/workspace/worktree.ts";
 import { toolResults } from "../security/containment-support.ts";
 import { startTaskRepository, stopTaskRepository } from "../support/task-repository.ts";
 

@@ -6,13 +6,13 @@ import { chmod, mkdtemp, rename, rm, utimes, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { WorktreeGitDirs } from "../../src/worker/git.ts";
 import {
   changedPaths,
   newPrintCache,
   type PrintLimits,
   worktreePrint,
-} from "../../src/worker/worktree-print.ts";
+} from "../../src/worker/sandbox/worktree-print.ts";
+import type { WorktreeGitDirs } from "../../src/worker/workspace/git.ts";
 
 let dir: string;
 let wt: WorktreeGitDirs;

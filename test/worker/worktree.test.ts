@@ -3,15 +3,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { gitAuthEnv } from "../../src/worker/git.ts";
 import {
   assertFleetBranch,
   commitAll,
   commitMessage,
   hasNewCommits,
   pushBranch,
-} from "../../src/worker/publish.ts";
-import { addWorktree, removeWorktree, worktreePath } from "../../src/worker/worktree.ts";
+} from "../../src/worker/4-publish.ts";
+import { gitAuthEnv } from "../../src/worker/workspace/git.ts";
+import { addWorktree, removeWorktree, worktreePath } from "../../src/worker/workspace/worktree.ts";
 
 const env = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" };
 const id = ["-c", "user.name=Seed", "-c", "user.email=seed@example.invalid"];

@@ -12,12 +12,12 @@ import {
   RESULT_FILE,
   SETUP_LOG_FILE,
   taskArtifactsDir,
-} from "../../worker/artifacts.ts";
+} from "../../worker/workspace/artifacts.ts";
 import {
   CONTEXT_MANIFEST_FILE,
   type ContextManifest,
   renderContextManifest,
-} from "../../worker/context-manifest.ts";
+} from "../../worker/workspace/context-manifest.ts";
 import { abComparisonOf } from "../ab-compare.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, NotFoundError, UsageError } from "../errors.ts";

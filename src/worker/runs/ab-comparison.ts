@@ -1,7 +1,7 @@
-import type { FleetStateDoc } from "../core/state-doc.ts";
-import { summarizeResult, type Task, type TaskResultSummary } from "../core/task.ts";
-import type { GitHubClient, RepoRef } from "../github/client.ts";
-import { upsertMarkedComment } from "../github/upsert-comment.ts";
+import type { FleetStateDoc } from "../../core/state-doc.ts";
+import { summarizeResult, type Task, type TaskResultSummary } from "../../core/task.ts";
+import type { GitHubClient, RepoRef } from "../../github/client.ts";
+import { upsertMarkedComment } from "../../github/upsert-comment.ts";
 import {
   type AbSide,
   abComparisonMarker,
@@ -9,9 +9,9 @@ import {
   abRoundKey,
   abSides,
   renderAbComparison,
-} from "../render/ab-comparison.ts";
-import type { StateStore } from "../state/store.ts";
-import { ResultSchema } from "./artifacts.ts";
+} from "../../render/ab-comparison.ts";
+import type { StateStore } from "../../state/store.ts";
+import { ResultSchema } from "../workspace/artifacts.ts";
 
 /** What the worker records when attempt `attempt` ends: RESULT.json as figures, when it is valid. */
 export function resultSummaryOf(attempt: number, raw: unknown): TaskResultSummary {

@@ -3,8 +3,8 @@ import { join } from "node:path";
 import { stateAfterOutcome } from "../core/outcomes.ts";
 import { neutraliseMentions } from "../core/published-text.ts";
 import { unenforcedLimitsNote } from "../core/resource-limits.ts";
-import { type AgentArtifacts, NETWORK_FILE } from "./artifacts.ts";
 import type { OutcomeKind, PhaseRun, RunContext, TaskOutcome } from "./run-context.ts";
+import { type AgentArtifacts, NETWORK_FILE } from "./workspace/artifacts.ts";
 
 /** Records the outcome, posts the reports (never throwing) and tells the caller the final state. */
 export async function finish(

@@ -2,7 +2,7 @@ import { createHash, type Hash } from "node:crypto";
 import { constants } from "node:fs";
 import { lstat, open, readlink } from "node:fs/promises";
 import { join } from "node:path";
-import { gitIn, IGNORE_SUBMODULES, type WorktreeGitDirs } from "./git.ts";
+import { gitIn, IGNORE_SUBMODULES, type WorktreeGitDirs } from "../workspace/git.ts";
 
 // The runaway guard asks, before every model request, whether the agent's last turn changed the
 // worktree. It is judged by content (a file rewritten with the same bytes is no progress), and kept

@@ -2,14 +2,14 @@ import { createWriteStream } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
-import type { AgentAdapter, AgentCommand, AgentEvent, AgentInvocation } from "../agents/types.ts";
-import type { LimitHit } from "../core/resource-limits.ts";
-import { addUsage, emptyUsage, type RunTotals, type TokenUsage } from "../core/usage.ts";
+import type { AgentAdapter, AgentCommand, AgentEvent, AgentInvocation } from "../../agents/types.ts";
+import type { LimitHit } from "../../core/resource-limits.ts";
+import { addUsage, emptyUsage, type RunTotals, type TokenUsage } from "../../core/usage.ts";
 import { type RunAgentReason, superviseProcess } from "./agent-process.ts";
+import { makeInside, type SandboxMounts } from "./bubblewrap.ts";
 import type { RunCgroup } from "./cgroup-limits.ts";
 import { containedCommand } from "./contained-process.ts";
-import { makeInside, type SandboxMounts } from "./sandbox.ts";
-import type { SandboxNetwork } from "./sandbox-network.ts";
+import type { SandboxNetwork } from "./network.ts";
 
 export { LineSplitter, type RunAgentReason } from "./agent-process.ts";
 

@@ -1,3 +1,4 @@
+import type { FleetConfig } from "../core/config.ts";
 import { hasRetriesLeft, isRetry, outcomeNote, stateAfterOutcome } from "../core/outcomes.ts";
 import { runKindOf } from "../core/run-history.ts";
 import { retryNotBefore, retryReason } from "../core/scheduler.ts";
@@ -5,9 +6,27 @@ import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task } from "../core/task.ts";
 import { combineTotals } from "../core/usage.ts";
 import { createCredentialRotation } from "../economy/rotation.ts";
-import { resultSummaryOf } from "./ab-comparison.ts";
-import type { ExecuteDeps } from "./execute-task.ts";
-import type { TaskOutcome } from "./run-task.ts";
+import type { RepoQueue } from "../queue/repo-queue.ts";
+import type { StateStore } from "../state/store.ts";
+import type { TaskOutcome } from "./3-attempt.ts";
+import { resultSummaryOf } from "./runs/ab-comparison.ts";
+
+/** What step 5 records with: the queue's transitions, the config's retry policy, this worker's lease. */
+export interface RecordInput {
+  queue: RepoQueue;
+  config: FleetConfig;
+  holder: string;
+  clock?: () => Date;
+}
+
+/** What the credential pool draws on: the configured names, their values on this worker, the state's windows. */
+export interface PoolInput {
+  config: FleetConfig;
+  store: StateStore;
+  credentialFor?: (coder: string) => { name: string; value: string } | undefined;
+  credentialValue?: (name: string) => string | undefined;
+  log?: (message: string) => void;
+}
 
 /**
  * Step 5: the run's outcome as one transition of the task (its run row, its PR, RESULT.json in figures
@@ -18,7 +37,7 @@ import type { TaskOutcome } from "./run-task.ts";
 export async function recordOutcome(
   task: Task,
   outcome: TaskOutcome,
-  deps: Pick<ExecuteDeps, "queue" | "config" | "clock" | "holder">,
+  deps: RecordInput,
   lost: string | undefined,
   /** What the run adds to the same commit (its last context, its credentials' windows). */
   alsoDoc?: (doc: FleetStateDoc) => FleetStateDoc,
@@ -77,7 +96,7 @@ export async function recordOutcome(
 }
 
 /** The coder's credential pool: configured names (plus `credentialFor`'s own, when it is not one of them). */
-export function credentialPool(coder: string, deps: ExecuteDeps, clock: () => Date) {
+export function credentialPool(coder: string, deps: PoolInput, clock: () => Date) {
   const names = [...(deps.config.coders[coder]?.credentials ?? [])];
   const given = deps.credentialFor?.(coder);
   if (given && !names.includes(given.name)) names.push(given.name);

@@ -16,7 +16,7 @@ import {
   type WireProvider,
   type WireTurn,
   wireProviderOf,
-} from "../economy/wire-usage.ts";
+} from "../../economy/wire-usage.ts";
 
 /**
  * A grant: for as long as it lives, requests that carry its token go to `upstream` with the real

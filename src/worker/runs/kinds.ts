@@ -1,13 +1,13 @@
-import { knownCoders } from "../agents/index.ts";
-import type { FleetConfig } from "../core/config.ts";
-import type { Task } from "../core/task.ts";
-import type { GitHubClient, RepoRef } from "../github/client.ts";
-import { getRepoRole } from "../github/permissions.ts";
-import type { RepoQueue } from "../queue/repo-queue.ts";
-import { applySplitPlan } from "../split/apply-plan.ts";
-import { extractPlanJson } from "../split/plan.ts";
-import { isSplitRun, splitInstructions } from "../split/split-run.ts";
-import type { TaskOutcome } from "./run-task.ts";
+import { knownCoders } from "../../agents/index.ts";
+import type { FleetConfig } from "../../core/config.ts";
+import type { Task } from "../../core/task.ts";
+import type { GitHubClient, RepoRef } from "../../github/client.ts";
+import { getRepoRole } from "../../github/permissions.ts";
+import type { RepoQueue } from "../../queue/repo-queue.ts";
+import { applySplitPlan } from "../../split/apply-plan.ts";
+import { extractPlanJson } from "../../split/plan.ts";
+import { isSplitRun, splitInstructions } from "../../split/split-run.ts";
+import type { TaskOutcome } from "../3-attempt.ts";
 
 // The two runs that are not "implement the issue": a split (planning) run and a review-loop run.
 

@@ -1,7 +1,7 @@
 import { realpath } from "node:fs/promises";
+import { bubblewrapArgs, executableMounts, resolveExecutable, type SandboxMounts } from "./bubblewrap.ts";
 import type { RunCgroup } from "./cgroup-limits.ts";
-import { bubblewrapArgs, executableMounts, resolveExecutable, type SandboxMounts } from "./sandbox.ts";
-import type { SandboxNetwork } from "./sandbox-network.ts";
+import type { SandboxNetwork } from "./network.ts";
 
 /** Where and how one process of a run (an agent, a setup step) is contained. */
 export interface Containment {

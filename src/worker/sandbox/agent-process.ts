@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readdir, readFile } from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
-import type { AgentCommand } from "../agents/types.ts";
+import type { AgentCommand } from "../../agents/types.ts";
 
 /**
  * Why the run ended. "rate-limited": the agent exited unsuccessfully after reporting a rate or usage

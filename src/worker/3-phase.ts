@@ -15,12 +15,7 @@ import {
   totalTokens,
 } from "../core/usage.ts";
 import { overPerTaskBudget } from "../economy/budgets.ts";
-import { agentHomeDir, LOG_FILE, PLAN_FILE } from "./artifacts.ts";
-import { runContainedAgent } from "./contained-run.ts";
-import { buildContextManifest, writeContextManifest } from "./context-manifest.ts";
-import { type GatewayRun, gatewayRunFor, reportedTotals } from "./gateway-run.ts";
 import { buildPrompt } from "./prompt.ts";
-import type { RunAgentResult } from "./run-agent.ts";
 import {
   addSecret,
   noteRefused,
@@ -33,8 +28,13 @@ import {
   type TaskSpec,
   worktreeMounts,
 } from "./run-context.ts";
-import { inheritedHomeMounts } from "./sandbox.ts";
-import type { Worktree } from "./worktree.ts";
+import { inheritedHomeMounts } from "./sandbox/bubblewrap.ts";
+import { runContainedAgent } from "./sandbox/contained-run.ts";
+import { type GatewayRun, gatewayRunFor, reportedTotals } from "./sandbox/gateway-run.ts";
+import type { RunAgentResult } from "./sandbox/run-agent.ts";
+import { agentHomeDir, LOG_FILE, PLAN_FILE } from "./workspace/artifacts.ts";
+import { buildContextManifest, writeContextManifest } from "./workspace/context-manifest.ts";
+import type { Worktree } from "./workspace/worktree.ts";
 
 type Phase = "plan" | "work";
 

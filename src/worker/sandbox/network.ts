@@ -2,7 +2,7 @@ import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { createServer, connect as netConnect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { NetworkPolicy, RefusedConnection } from "../core/network-policy.ts";
+import type { NetworkPolicy, RefusedConnection } from "../../core/network-policy.ts";
 import { type EgressProxy, startEgressProxy } from "./egress-proxy.ts";
 
 /**

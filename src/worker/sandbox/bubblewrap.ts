@@ -3,7 +3,7 @@ import { constants } from "node:fs";
 import { access, lstat, mkdir, open, readdir, readlink, realpath, rm, stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, delimiter, dirname, isAbsolute, join, resolve, sep } from "node:path";
-import type { SandboxMode } from "../core/config.ts";
+import type { SandboxMode } from "../../core/config.ts";
 import { fleetInstallRoot } from "./install-root.ts";
 
 // How agent runs are contained (`sandbox` in .github/fleet.yml): `bubblewrap`, each run in its own

@@ -1,6 +1,6 @@
-import { findKnownSecret, type LabeledSecret, type SecretHit, scanOutgoing } from "../core/secret-scan.ts";
-import { gitIn, type WorktreeGitDirs } from "./git.ts";
-import { addedSince } from "./publish.ts";
+import { findKnownSecret, type LabeledSecret, type SecretHit, scanOutgoing } from "../../core/secret-scan.ts";
+import { addedSince } from "../4-publish.ts";
+import { gitIn, type WorktreeGitDirs } from "../workspace/git.ts";
 
 /** Changes larger than this are not pushed: they could not be checked in reasonable time. */
 export const MAX_CHECKED_CHANGE_BYTES = 64 * 1024 * 1024;

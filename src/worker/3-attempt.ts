@@ -3,20 +3,8 @@ import { join } from "node:path";
 import { scanOutgoing } from "../core/secret-scan.ts";
 import { parseRepoFullName } from "../github/client.ts";
 import { renderPrBody } from "../render/pr-body.ts";
-import { freshAgentHome } from "./agent-home.ts";
-import {
-  type AgentArtifacts,
-  agentHomeDir,
-  agentNotesDir,
-  keepArtifacts,
-  PLAN_FILE,
-  prepareNotesDir,
-  readArtifacts,
-} from "./artifacts.ts";
-import { limitsEnforcement } from "./cgroup-limits.ts";
-import { finish } from "./finish-run.ts";
-import { type ModelGateway, startModelGateway } from "./model-gateway.ts";
-import { checkOutgoing } from "./outgoing-check.ts";
+import { loadPlan, runPhase } from "./3-phase.ts";
+import { finish } from "./4-finish.ts";
 import {
   assertFleetBranch,
   commitAll,
@@ -25,7 +13,7 @@ import {
   hasNewCommits,
   openOrUpdatePullRequest,
   pushBranch,
-} from "./publish.ts";
+} from "./4-publish.ts";
 import {
   createRunContext,
   noteRefused,
@@ -38,13 +26,25 @@ import {
   type TaskSpec,
   type WorkerDeps,
 } from "./run-context.ts";
-import { loadPlan, runPhase } from "./session.ts";
-import { runSetup } from "./setup-steps.ts";
-import { addWorktree, cleanAfterAgent, removeWorktree, type Worktree } from "./worktree.ts";
+import { freshAgentHome } from "./sandbox/agent-home.ts";
+import { limitsEnforcement } from "./sandbox/cgroup-limits.ts";
+import { type ModelGateway, startModelGateway } from "./sandbox/model-gateway.ts";
+import { checkOutgoing } from "./sandbox/outgoing-check.ts";
+import {
+  type AgentArtifacts,
+  agentHomeDir,
+  agentNotesDir,
+  keepArtifacts,
+  PLAN_FILE,
+  prepareNotesDir,
+  readArtifacts,
+} from "./workspace/artifacts.ts";
+import { runSetup } from "./workspace/setup-steps.ts";
+import { addWorktree, cleanAfterAgent, removeWorktree, type Worktree } from "./workspace/worktree.ts";
 
-export { taskArtifactsDir } from "./artifacts.ts";
 export type { OutcomeKind, TaskOutcome, TaskSpec, WorkerDeps } from "./run-context.ts";
 export { knownSecretsOf, labeledSecretsOf, worktreeMounts } from "./run-context.ts";
+export { taskArtifactsDir } from "./workspace/artifacts.ts";
 
 /**
  * Runs one task, start to finish, in its own worktree:

@@ -1,13 +1,13 @@
 import { isIP } from "node:net";
-import type { AgentAdapter, AgentInvocation } from "../agents/types.ts";
-import { type NetworkPolicy, normalizeHost, type RefusedConnection } from "../core/network-policy.ts";
-import type { ResourceLimits } from "../core/resource-limits.ts";
+import type { AgentAdapter, AgentInvocation } from "../../agents/types.ts";
+import { type NetworkPolicy, normalizeHost, type RefusedConnection } from "../../core/network-policy.ts";
+import type { ResourceLimits } from "../../core/resource-limits.ts";
+import type { SandboxMode, SandboxMounts } from "./bubblewrap.ts";
 import { openRunCgroup, type RunCgroup } from "./cgroup-limits.ts";
 import type { GatewayRun } from "./gateway-run.ts";
 import type { ModelGateway } from "./model-gateway.ts";
+import { openSandboxNetwork, type SandboxNetwork } from "./network.ts";
 import { type RunAgentOptions, type RunAgentResult, runAgent } from "./run-agent.ts";
-import type { SandboxMode, SandboxMounts } from "./sandbox.ts";
-import { openSandboxNetwork, type SandboxNetwork } from "./sandbox-network.ts";
 
 /** How one agent run is contained: its sandbox, and the gateway that holds its credential. */
 export interface RunContainment {

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { access, chmod, lstat, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { DEFAULT_STATE_BRANCH as STATE_BRANCH } from "../state/github-store.ts";
+import { DEFAULT_STATE_BRANCH as STATE_BRANCH } from "../../state/github-store.ts";
 import { safeSegment } from "./artifacts.ts";
 import { type GitAuth, git, gitIn } from "./git.ts";
 import { removeTree } from "./remove-tree.ts";

@@ -7,7 +7,7 @@ import {
   normalizeHost,
   type RefusedConnection,
   reachableAddress,
-} from "../core/network-policy.ts";
+} from "../../core/network-policy.ts";
 
 /**
  * Fleet's egress proxy for one run: the only way out of a sandbox whose network namespace has only

@@ -2,7 +2,7 @@ import { constants } from "node:fs";
 import { mkdir, open, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { z } from "zod";
-import { neutraliseMentions } from "../core/published-text.ts";
+import { neutraliseMentions } from "../../core/published-text.ts";
 
 export const PLAN_FILE = "PLAN.md";
 export const KNOWLEDGE_FILE = "KNOWLEDGE.md";

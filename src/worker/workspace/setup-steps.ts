@@ -1,14 +1,14 @@
 import { access, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { NetworkPolicy, RefusedConnection } from "../core/network-policy.ts";
-import { limitHitReason, type ResourceLimits } from "../core/resource-limits.ts";
-import { type RunAgentReason, superviseProcess } from "./agent-process.ts";
+import type { NetworkPolicy, RefusedConnection } from "../../core/network-policy.ts";
+import { limitHitReason, type ResourceLimits } from "../../core/resource-limits.ts";
+import { type RunAgentReason, superviseProcess } from "../sandbox/agent-process.ts";
+import { interpreterMounts, type SandboxMode } from "../sandbox/bubblewrap.ts";
+import { containedCommand } from "../sandbox/contained-process.ts";
+import { withRunContainment } from "../sandbox/contained-run.ts";
+import { createLogSink } from "../sandbox/run-agent.ts";
 import { SETUP_LOG_FILE } from "./artifacts.ts";
-import { containedCommand } from "./contained-process.ts";
-import { withRunContainment } from "./contained-run.ts";
 import { contentIdsOf, gitIn } from "./git.ts";
-import { createLogSink } from "./run-agent.ts";
-import { interpreterMounts, type SandboxMode } from "./sandbox.ts";
 import { restoreSetupCache, saveSetupCache, setupCacheKey } from "./setup-cache.ts";
 import type { Worktree } from "./worktree.ts";
 

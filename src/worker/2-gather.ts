@@ -1,10 +1,21 @@
+import type { FleetConfig } from "../core/config.ts";
 import { choosePromptText } from "../core/prompt-pin.ts";
 import type { Task } from "../core/task.ts";
+import type { GitHubClient, RepoRef } from "../github/client.ts";
 import { getRepoRole } from "../github/permissions.ts";
+import type { Tracker } from "../queue/tracker.ts";
 import { hasMarker, trackingMarker } from "../render/markers.ts";
 import { pinnedTextOf } from "../state/mirror.ts";
-import type { ExecuteDeps } from "./execute-task.ts";
-import { specialRunFor } from "./special-runs.ts";
+import { specialRunFor } from "./runs/kinds.ts";
+
+/** What step 2 reads with: the repository's client, its config (for a special run's kind), the tracker to tell. */
+export interface GatherInput {
+  octokit: GitHubClient;
+  repo: RepoRef;
+  config: FleetConfig;
+  tracker?: Tracker;
+  log?: (message: string) => void;
+}
 
 /** What a run needs from GitHub: the approved text, the comments (trusted or not), and what kind of run it is. */
 export interface Gathered {
@@ -12,7 +23,7 @@ export interface Gathered {
   body: string;
   comments: Array<{ author: string; body: string; trusted: boolean }>;
   /** The issue's comments as listed: the final report finds its earlier comment here. */
-  issueComments: Awaited<ReturnType<ExecuteDeps["octokit"]["rest"]["issues"]["listComments"]>>["data"];
+  issueComments: Awaited<ReturnType<GitHubClient["rest"]["issues"]["listComments"]>>["data"];
   special: Awaited<ReturnType<typeof specialRunFor>>;
 }
 
@@ -25,7 +36,7 @@ export interface Gathered {
 export async function gatherIssue(
   task: Task,
   beads: string,
-  deps: ExecuteDeps,
+  deps: GatherInput,
 ): Promise<Gathered | { missing: string }> {
   const { data: issue } = await deps.octokit.rest.issues.get({ ...deps.repo, issue_number: task.issue });
   const prompt = choosePromptText({

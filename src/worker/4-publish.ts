@@ -1,7 +1,14 @@
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
-import { contentIdsOf, type GitAuth, GitError, gitIn, lstatBelow, type WorktreeGitDirs } from "./git.ts";
+import {
+  contentIdsOf,
+  type GitAuth,
+  GitError,
+  gitIn,
+  lstatBelow,
+  type WorktreeGitDirs,
+} from "./workspace/git.ts";
 
 /** Agents push only to fleet/* branches; anything else is refused before git is asked. */
 export function assertFleetBranch(branch: string): void {

@@ -1,5 +1,5 @@
-import { contextModelOf } from "../core/context-windows.ts";
-import type { InFlight } from "../core/rate-windows.ts";
+import { contextModelOf } from "../../core/context-windows.ts";
+import type { InFlight } from "../../core/rate-windows.ts";
 import {
   afterTurn,
   beforeRequest,
@@ -7,11 +7,11 @@ import {
   type GuardLimits,
   type GuardState,
   newGuard,
-} from "../core/run-guard.ts";
-import { addUsage, emptyUsage, type RunTotals, type TokenUsage, totalTokens } from "../core/usage.ts";
-import type { WindowBook } from "../economy/credential-windows.ts";
-import { type WireTurn, wireProviderOf } from "../economy/wire-usage.ts";
-import type { WorktreeGitDirs } from "./git.ts";
+} from "../../core/run-guard.ts";
+import { addUsage, emptyUsage, type RunTotals, type TokenUsage, totalTokens } from "../../core/usage.ts";
+import type { WindowBook } from "../../economy/credential-windows.ts";
+import { type WireTurn, wireProviderOf } from "../../economy/wire-usage.ts";
+import type { WorktreeGitDirs } from "../workspace/git.ts";
 import type {
   GatewayRequest,
   GatewayResponse,
@@ -79,8 +79,7 @@ export function createGatewayRun(opts: GatewayRunOptions) {
   let turns = 0;
   let model: string | undefined;
   let credential = opts.credential;
-  let lastPrint: string | undefined;
-  const printCache = newPrintCache();
+  const worktreeChanged = worktreeWatch(opts);
   /** Requests admitted and not settled yet. */
   let inFlight = 0;
   const flying = inFlightOn(opts.pool);
@@ -108,10 +107,7 @@ export function createGatewayRun(opts: GatewayRunOptions) {
   const policy: GrantPolicy = {
     async admit() {
       if (guard.stop) return guard.stop;
-      const print =
-        opts.worktree && opts.phase === "work" ? await worktreePrint(opts.worktree, printCache) : undefined;
-      const changed = print !== undefined && lastPrint !== undefined && print !== lastPrint;
-      if (print !== undefined) lastPrint = print;
+      const changed = await worktreeChanged();
       guard = beforeRequest(guard, opts.limits, { changed, countIdle: opts.phase === "work", inFlight });
       if (guard.stop) stop(guard.stop);
       // Admitted: held against the ceilings until it is settled (answered, cut off, or failed).
@@ -196,6 +192,19 @@ export function createGatewayRun(opts: GatewayRunOptions) {
   };
 }
 export type GatewayRun = ReturnType<typeof createGatewayRun>;
+
+/** Whether the worktree changed since the last request (watched in a work phase only). */
+function worktreeWatch(opts: Pick<GatewayRunOptions, "worktree" | "phase">): () => Promise<boolean> {
+  const cache = newPrintCache();
+  let last: string | undefined;
+  return async () => {
+    if (!opts.worktree || opts.phase !== "work") return false;
+    const print = await worktreePrint(opts.worktree, cache);
+    const changed = print !== undefined && last !== undefined && print !== last;
+    if (print !== undefined) last = print;
+    return changed;
+  };
+}
 
 /**
  * Where a run's requests go out: its credential, moved off one near a window's limit (counting what is

@@ -1,19 +1,19 @@
-import { isDiscoveredBead, linkDiscoveredBeads } from "../beads/discovered.ts";
-import { type FleetConfig, isDefaultModel } from "../core/config.ts";
+import { isDiscoveredBead, linkDiscoveredBeads } from "../../beads/discovered.ts";
+import { type FleetConfig, isDefaultModel } from "../../core/config.ts";
 import {
   filedDiscoveries,
   followUpsToFile,
   mayQueueDiscovered,
   planDiscoveredIssues,
-} from "../core/discovered.ts";
-import { LABEL_PREFIX } from "../core/labels.ts";
-import { redactSecrets } from "../core/redact.ts";
-import type { Task } from "../core/task.ts";
-import type { GitHubClient, RepoRef } from "../github/client.ts";
-import type { RepoQueue } from "../queue/repo-queue.ts";
-import type { StateStore } from "../state/store.ts";
-import { ResultSchema } from "./artifacts.ts";
-import type { TaskOutcome } from "./run-task.ts";
+} from "../../core/discovered.ts";
+import { LABEL_PREFIX } from "../../core/labels.ts";
+import { redactSecrets } from "../../core/redact.ts";
+import type { Task } from "../../core/task.ts";
+import type { GitHubClient, RepoRef } from "../../github/client.ts";
+import type { RepoQueue } from "../../queue/repo-queue.ts";
+import type { StateStore } from "../../state/store.ts";
+import type { TaskOutcome } from "../3-attempt.ts";
+import { ResultSchema } from "../workspace/artifacts.ts";
 
 export interface DiscoveredWorkDeps {
   octokit: GitHubClient;

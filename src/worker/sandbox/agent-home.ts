@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto";
 import { constants } from "node:fs";
 import { chmod, copyFile, lstat, mkdir, readdir, rename, rm } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
-import { coderFacts } from "../core/coders.ts";
-import { removeTree } from "./remove-tree.ts";
+import { coderFacts } from "../../core/coders.ts";
+import { removeTree } from "../workspace/remove-tree.ts";
 
 /**
  * The most carried into the next run, per file and in all (a transcript of a long task is a few MB):

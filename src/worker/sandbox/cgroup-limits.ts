@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { access, mkdir, readdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { LimitHit, LimitsEnforcement, ResourceLimits } from "../core/resource-limits.ts";
+import type { LimitHit, LimitsEnforcement, ResourceLimits } from "../../core/resource-limits.ts";
 
 /**
  * Per-run resource limits with cgroups (the kernel's documentation: Documentation/admin-guide/cgroup-v2.rst
