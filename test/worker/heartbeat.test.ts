@@ -3,6 +3,7 @@ import { newLease } from "../../src/core/leases.ts";
 import { emptyStateDoc } from "../../src/core/state-doc.ts";
 import { newTask } from "../../src/core/task.ts";
 import { createMemoryRepo, createMemoryStateStore } from "../../src/state/memory-store.ts";
+import type { StateStore } from "../../src/state/store.ts";
 import { renewalDue, startHeartbeat } from "../../src/worker/1-claim.ts";
 
 const TTL = 15 * 60_000;
@@ -93,7 +94,7 @@ describe("the heartbeat of a run", () => {
       lease: newLease("local:w1", 1, clock(), TTL),
     };
     await store.update(() => ({ doc: { ...emptyStateDoc(), tasks: { [task.id]: task } }, message: "seed" }));
-    const start = (s = store) =>
+    const start = (s: StateStore = store) =>
       startHeartbeat({
         store: s,
         taskId: task.id,
