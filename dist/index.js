@@ -65513,6 +65513,13 @@ function renderRunsTable(runs) {
   return lines.join("\n");
 }
 
+// src/render/action-summary.ts
+function renderActionSummary(v) {
+  const lines = [`### Fleet task \`${v.taskId}\``, "", v.message, ""];
+  if (v.tokens) lines.push(renderTokenTable(v.tokens.totals, v.tokens.planTotals), "");
+  return lines.join("\n");
+}
+
 // src/worker/execute-task.ts
 var import_node_os10 = require("node:os");
 
@@ -66003,6 +66010,49 @@ function pinnedTextOf(beadsText, taskId) {
   return bead.description === void 0 ? { title: bead.title } : { title: bead.title, description: bead.description };
 }
 
+// src/render/review-feedback.ts
+function renderReviewFeedback(pr, instructions, comments) {
+  const out = [
+    `## Review feedback on pull request #${pr}`,
+    "",
+    "This branch already holds your earlier work on the issue, and its pull request is open. A maintainer asked for changes:",
+    "",
+    "<instructions>",
+    instructions.trim(),
+    "</instructions>"
+  ];
+  const current = comments.filter((c3) => !c3.earlier);
+  const earlier = comments.filter((c3) => c3.earlier);
+  if (current.length > 0) {
+    out.push("", "Inline review comments on the pull request:");
+    for (const c3 of current) {
+      out.push(
+        "",
+        `<review-comment author="${c3.author}" file="${c3.path}"${c3.line ? ` line="${c3.line}"` : ""}>`,
+        ...c3.code ? ["On this code (the end of the diff, the commented line last):", "```diff", c3.code, "```"] : [],
+        c3.body.trim(),
+        "</review-comment>"
+      );
+    }
+  }
+  if (earlier.length > 0) {
+    out.push(
+      "",
+      "Earlier inline comments, made on an older commit of this pull request (a previous run had them already; act on them only if the instructions say so):",
+      ""
+    );
+    for (const c3 of earlier) {
+      const body = c3.body.trim().replace(/\s+/g, " ");
+      out.push(`- ${c3.path}${c3.line ? `:${c3.line}` : ""} (@${c3.author}): ${body}`);
+    }
+  }
+  out.push(
+    "",
+    "Change the working directory accordingly; Fleet commits and pushes to the same pull request."
+  );
+  return out.join("\n");
+}
+
 // src/github/upsert-comment.ts
 async function upsertMarkedComment(octokit, ref, marker, body, knownId) {
   let id = knownId ?? void 0;
@@ -66023,6 +66073,59 @@ async function upsertMarkedComment(octokit, ref, marker, body, knownId) {
   }
   const { data } = await octokit.rest.issues.createComment({ ...ref, body });
   return { id: data.id, created: true, url: data.html_url };
+}
+
+// src/render/split.ts
+var splitPlanMarker = (epic) => `<!-- fleet:split-plan ${epic} -->`;
+var partOfLine = (epic) => `Part of #${epic} (split by Fleet).`;
+function renderSubIssueBody(body, epic, key2, dependsOn) {
+  const lines = [body.trim(), "", "---", partOfLine(epic), `Plan key: \`${key2}\``];
+  for (const n5 of dependsOn) lines.push(`Depends on #${n5}`);
+  return lines.join("\n").trimStart();
+}
+function renderSplitDone(epic, plan, issues) {
+  return [
+    splitPlanMarker(epic),
+    `### 🧩 Fleet split this issue into ${plan.tasks.length} sub-issue${plan.tasks.length === 1 ? "" : "s"}`,
+    "",
+    ...plan.tasks.map(
+      (t) => `- #${issues.get(t.key)} ${t.title}${t.dependsOn.length ? ` (after ${t.dependsOn.map((d) => `#${issues.get(d)}`).join(", ")})` : ""}`
+    ),
+    "",
+    renderPlanMermaid(plan, issues),
+    "",
+    "<sub>Each sub-issue is queued as a Fleet task and starts once the tasks it depends on are done. This issue closes when all of them are.</sub>"
+  ].join("\n");
+}
+function renderSplitRejected(epic, problems) {
+  return [
+    splitPlanMarker(epic),
+    "### ⚠️ Fleet could not use the split plan",
+    "",
+    "Nothing was created. The plan the agent produced has these problems:",
+    "",
+    ...problems.map((p2) => `- \`${p2.path}\`: ${p2.message}`),
+    "",
+    "Edit the issue to make the split clearer, then remove and re-add the `fleet:split` label to try again."
+  ].join("\n");
+}
+var mermaidLabel = (text) => text.replace(/["\n\r]/g, " ").replace(/[<>]/g, "");
+var nodeId = (index) => `t${index}`;
+function renderPlanMermaid(plan, issues) {
+  const index = new Map(plan.tasks.map((t, i2) => [t.key, i2]));
+  const lines = ["```mermaid", "flowchart TD"];
+  plan.tasks.forEach((t, i2) => {
+    const n5 = issues?.get(t.key);
+    lines.push(`  ${nodeId(i2)}["${n5 !== void 0 ? `#${n5} ` : ""}${mermaidLabel(t.title)}"]`);
+  });
+  plan.tasks.forEach((t, i2) => {
+    for (const d of t.dependsOn) {
+      const from = index.get(d);
+      if (from !== void 0) lines.push(`  ${nodeId(from)} --> ${nodeId(i2)}`);
+    }
+  });
+  lines.push("```");
+  return lines.join("\n");
 }
 
 // src/split/plan.ts
@@ -66124,24 +66227,6 @@ function topologicalOrder(tasks) {
   for (const t of tasks) visit2(t);
   return out;
 }
-var mermaidLabel = (text) => text.replace(/["\n\r]/g, " ").replace(/[<>]/g, "");
-var nodeId = (index) => `t${index}`;
-function renderPlanMermaid(plan, issues) {
-  const index = new Map(plan.tasks.map((t, i2) => [t.key, i2]));
-  const lines = ["```mermaid", "flowchart TD"];
-  plan.tasks.forEach((t, i2) => {
-    const n5 = issues?.get(t.key);
-    lines.push(`  ${nodeId(i2)}["${n5 !== void 0 ? `#${n5} ` : ""}${mermaidLabel(t.title)}"]`);
-  });
-  plan.tasks.forEach((t, i2) => {
-    for (const d of t.dependsOn) {
-      const from = index.get(d);
-      if (from !== void 0) lines.push(`  ${nodeId(from)} --> ${nodeId(i2)}`);
-    }
-  });
-  lines.push("```");
-  return lines.join("\n");
-}
 function extractPlanJson(result, planText) {
   if (result !== void 0 && result !== null && typeof result === "object") return result;
   const text = planText ?? (typeof result === "string" ? result : "");
@@ -66153,41 +66238,6 @@ function extractPlanJson(result, planText) {
     }
   }
   return void 0;
-}
-
-// src/split/render.ts
-var splitPlanMarker = (epic) => `<!-- fleet:split-plan ${epic} -->`;
-var partOfLine = (epic) => `Part of #${epic} (split by Fleet).`;
-function renderSubIssueBody(body, epic, key2, dependsOn) {
-  const lines = [body.trim(), "", "---", partOfLine(epic), `Plan key: \`${key2}\``];
-  for (const n5 of dependsOn) lines.push(`Depends on #${n5}`);
-  return lines.join("\n").trimStart();
-}
-function renderSplitDone(epic, plan, issues) {
-  return [
-    splitPlanMarker(epic),
-    `### 🧩 Fleet split this issue into ${plan.tasks.length} sub-issue${plan.tasks.length === 1 ? "" : "s"}`,
-    "",
-    ...plan.tasks.map(
-      (t) => `- #${issues.get(t.key)} ${t.title}${t.dependsOn.length ? ` (after ${t.dependsOn.map((d) => `#${issues.get(d)}`).join(", ")})` : ""}`
-    ),
-    "",
-    renderPlanMermaid(plan, issues),
-    "",
-    "<sub>Each sub-issue is queued as a Fleet task and starts once the tasks it depends on are done. This issue closes when all of them are.</sub>"
-  ].join("\n");
-}
-function renderSplitRejected(epic, problems) {
-  return [
-    splitPlanMarker(epic),
-    "### ⚠️ Fleet could not use the split plan",
-    "",
-    "Nothing was created. The plan the agent produced has these problems:",
-    "",
-    ...problems.map((p2) => `- \`${p2.path}\`: ${p2.message}`),
-    "",
-    "Edit the issue to make the split clearer, then remove and re-add the `fleet:split` label to try again."
-  ].join("\n");
 }
 
 // src/split/apply-plan.ts
@@ -66431,47 +66481,6 @@ async function reviewComments(deps, pr) {
     });
   }
   return out;
-}
-function renderReviewFeedback(pr, instructions, comments) {
-  const out = [
-    `## Review feedback on pull request #${pr}`,
-    "",
-    "This branch already holds your earlier work on the issue, and its pull request is open. A maintainer asked for changes:",
-    "",
-    "<instructions>",
-    instructions.trim(),
-    "</instructions>"
-  ];
-  const current = comments.filter((c3) => !c3.earlier);
-  const earlier = comments.filter((c3) => c3.earlier);
-  if (current.length > 0) {
-    out.push("", "Inline review comments on the pull request:");
-    for (const c3 of current) {
-      out.push(
-        "",
-        `<review-comment author="${c3.author}" file="${c3.path}"${c3.line ? ` line="${c3.line}"` : ""}>`,
-        ...c3.code ? ["On this code (the end of the diff, the commented line last):", "```diff", c3.code, "```"] : [],
-        c3.body.trim(),
-        "</review-comment>"
-      );
-    }
-  }
-  if (earlier.length > 0) {
-    out.push(
-      "",
-      "Earlier inline comments, made on an older commit of this pull request (a previous run had them already; act on them only if the instructions say so):",
-      ""
-    );
-    for (const c3 of earlier) {
-      const body = c3.body.trim().replace(/\s+/g, " ");
-      out.push(`- ${c3.path}${c3.line ? `:${c3.line}` : ""} (@${c3.author}): ${body}`);
-    }
-  }
-  out.push(
-    "",
-    "Change the working directory accordingly; Fleet commits and pushes to the same pull request."
-  );
-  return out.join("\n");
 }
 async function applySplitOutcome(task, outcome, deps) {
   if (outcome.outcome !== "split") return;
@@ -71707,10 +71716,7 @@ function notClaimed(inputs, holder) {
     message,
     usage: emptyUsage(),
     costUsd: null,
-    summary: `### Fleet task \`${inputs.taskId}\`
-
-${message}
-`
+    summary: renderActionSummary({ taskId: inputs.taskId, message })
   };
 }
 function actionResult(inputs, outcome) {
@@ -71722,14 +71728,11 @@ function actionResult(inputs, outcome) {
     outcome.pr ? `pull request #${outcome.pr.number} opened for task ${inputs.taskId}` : `task ${inputs.taskId} ended: ${outcome.outcome}${outcome.reason ? ` (${outcome.reason})` : ""}`,
     inputs.secrets
   );
-  const summary2 = [
-    `### Fleet task \`${inputs.taskId}\``,
-    "",
-    `Outcome: ${message}${outcome.pr ? ` — ${outcome.pr.url}` : ""}`,
-    "",
-    renderTokenTable(outcome.totals, outcome.planTotals),
-    ""
-  ].join("\n");
+  const summary2 = renderActionSummary({
+    taskId: inputs.taskId,
+    message: `Outcome: ${message}${outcome.pr ? ` — ${outcome.pr.url}` : ""}`,
+    tokens: { totals: outcome.totals, planTotals: outcome.planTotals }
+  });
   return {
     conclusion: outcome.outcome,
     failed: FAILED.has(outcome.outcome),

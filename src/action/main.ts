@@ -4,7 +4,7 @@ import { redactSecrets } from "../core/redact.ts";
 import { addUsage, emptyUsage, type RunTotals, type TokenUsage } from "../core/usage.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
 import { openRepository } from "../queue/open-repository.ts";
-import { renderTokenTable } from "../render/token-report.ts";
+import { renderActionSummary } from "../render/action-summary.ts";
 import type { TaskOutcome } from "../worker/3-attempt.ts";
 import { executeTask } from "../worker/execute-task.ts";
 import { assertSandboxAvailable, SandboxUnavailableError } from "../worker/sandbox/bubblewrap.ts";
@@ -158,7 +158,7 @@ function notClaimed(inputs: ActionInputs, holder: string): ActionResult {
     message,
     usage: emptyUsage(),
     costUsd: null,
-    summary: `### Fleet task \`${inputs.taskId}\`\n\n${message}\n`,
+    summary: renderActionSummary({ taskId: inputs.taskId, message }),
   };
 }
 
@@ -174,14 +174,11 @@ function actionResult(inputs: ActionInputs, outcome: TaskOutcome): ActionResult 
       : `task ${inputs.taskId} ended: ${outcome.outcome}${outcome.reason ? ` (${outcome.reason})` : ""}`,
     inputs.secrets,
   );
-  const summary = [
-    `### Fleet task \`${inputs.taskId}\``,
-    "",
-    `Outcome: ${message}${outcome.pr ? ` — ${outcome.pr.url}` : ""}`,
-    "",
-    renderTokenTable(outcome.totals, outcome.planTotals),
-    "",
-  ].join("\n");
+  const summary = renderActionSummary({
+    taskId: inputs.taskId,
+    message: `Outcome: ${message}${outcome.pr ? ` — ${outcome.pr.url}` : ""}`,
+    tokens: { totals: outcome.totals, planTotals: outcome.planTotals },
+  });
   return {
     conclusion: outcome.outcome,
     failed: FAILED.has(outcome.outcome),

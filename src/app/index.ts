@@ -1,7 +1,7 @@
 import type { ApplicationFunction, Context } from "probot";
 import { CODER_NAMES } from "../core/coders.ts";
 import { fleetLabelDefinitions } from "../core/labels.ts";
-import type { StateCorruptError } from "../core/state-doc.ts";
+import { StateCorruptError } from "../core/state-doc.ts";
 import { ensureFleetLabels } from "../github/labels.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
 import { createConfigCache } from "../queue/config-cache.ts";
@@ -88,8 +88,8 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
         try {
           await handler(context, deps);
         } catch (error) {
-          if ((error as Error)?.name !== "StateCorruptError") throw error;
-          await reportCorruptState(context, deps, error as StateCorruptError).catch((e) =>
+          if (!(error instanceof StateCorruptError)) throw error;
+          await reportCorruptState(context, deps, error).catch((e) =>
             app.log.error(`could not report the corrupt state: ${(e as Error).message}`),
           );
           app.log.error((error as Error).message);

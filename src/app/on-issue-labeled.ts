@@ -6,7 +6,7 @@ import { LABEL_GRAMMAR_HELP, parseFleetLabel, taskRequestFromLabels } from "../c
 import { perUserQuota } from "../economy/budgets.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
 import { labelErrorMarker, noticeMarker } from "../render/markers.ts";
-import { renderLabelError } from "../render/notices.ts";
+import { renderLabelError, renderQuotaNotice } from "../render/notices.ts";
 import { admitLabeler } from "./guard.ts";
 import type { HandlerDeps } from "./handler-deps.ts";
 
@@ -40,12 +40,7 @@ export async function onIssueLabeled(context: Context<"issues.labeled">, deps: H
         context.octokit,
         context.issue(),
         noticeMarker(`quota-${sender.toLowerCase()}`),
-        [
-          noticeMarker(`quota-${sender.toLowerCase()}`),
-          "### ⏸️ Fleet did not queue this issue",
-          "",
-          quota.reason,
-        ].join("\n"),
+        renderQuotaNotice(noticeMarker(`quota-${sender.toLowerCase()}`), quota.reason),
       );
       return;
     }

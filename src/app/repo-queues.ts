@@ -1,7 +1,7 @@
 import type { Context, Probot } from "probot";
 import type { FleetConfig } from "../core/config.ts";
 import { nextWakeAt } from "../core/scheduler.ts";
-import type { FleetStateDoc, StateCorruptError } from "../core/state-doc.ts";
+import { type FleetStateDoc, StateCorruptError } from "../core/state-doc.ts";
 import { budgetHoldEndsAt } from "../economy/budgets.ts";
 import type { GitHubClient } from "../github/client.ts";
 import type { ConfigCache } from "../queue/config-cache.ts";
@@ -256,9 +256,10 @@ export class RepoQueues {
     const timer = setTimeout(() => {
       h.wake = undefined;
       if (h.fileConfig)
-        void this.queueFor(h, h.fileConfig, () => {})
+        void this.queueFor(h, h.fileConfig, (m) => this.app.log.warn(m))
           .schedule()
-          .catch(() => {});
+          // The pass is missed, not lost: the next event or reconcile runs it; the log says why.
+          .catch((error) => this.app.log.error(`the wake-up pass failed: ${(error as Error).message}`));
     }, delay);
     timer.unref();
     h.wake = { at: due, timer };
@@ -304,10 +305,9 @@ export class RepoQueues {
       h.lastSweepAt = startedAt;
     } catch (error) {
       log(`reconcile of ${key} failed: ${(error as Error).message}`);
-      if ((error as Error).name !== "StateCorruptError") return;
+      if (!(error instanceof StateCorruptError)) return;
       const config = await repository.fileConfig().catch(() => undefined);
-      if (config?.ok)
-        await h.dashboard.showProblem(config.config, renderStateCorrupt(error as StateCorruptError));
+      if (config?.ok) await h.dashboard.showProblem(config.config, renderStateCorrupt(error));
     }
   }
 }

@@ -1,8 +1,8 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { HelpRequested, UsageError } from "./errors.ts";
 
-// node's util.parseArgs rather than commander: commander 15 needs node >= 22.12 and Fleet runs on
-// node 20; the commands here are few enough that a table per command reads as well as a builder.
+// node's util.parseArgs rather than a parser package: the commands here are few enough that a table
+// per command reads as well as a builder, and it is one dependency fewer.
 
 export type OptionSpec = NonNullable<ParseArgsConfig["options"]>;
 

@@ -1,4 +1,5 @@
 import { pathToFileURL } from "node:url";
+import { StateCorruptError } from "../core/state-doc.ts";
 import { EXIT, exitCodeOf, HelpRequested, UsageError } from "./errors.ts";
 import { err, out } from "./io.ts";
 
@@ -101,7 +102,7 @@ function report(command: string, error: unknown): number {
   if (error instanceof UsageError) {
     err(`fleet ${command}: ${e.message}`);
     err(error.usage ? `\n${error.usage}` : `Run \`fleet ${command} --help\` for usage.`);
-  } else if (e?.name === "StateCorruptError") {
+  } else if (error instanceof StateCorruptError) {
     err(`fleet ${command}: ${e.message}`);
   } else if (typeof e?.status === "number") {
     // GitHub answered with an error: say which and what usually fixes it.

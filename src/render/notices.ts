@@ -80,3 +80,8 @@ export function renderStateCorrupt(error: { path: string; detail: string; remedy
     "Then repeat what you did (label the issue again, or run the command again).",
   ].join("\n");
 }
+
+/** A labeled issue held at the door by `per_user_daily_tasks`: why, on the issue. */
+export function renderQuotaNotice(marker: string, reason: string): string {
+  return [marker, "### ⏸️ Fleet did not queue this issue", "", reason].join("\n");
+}

@@ -2,8 +2,13 @@ import { type FleetConfig, modelFor } from "../core/config.ts";
 import { DEFAULT_PRIORITY, type Priority, type TaskRequest } from "../core/task.ts";
 import type { GitHubClient, RepoRef } from "../github/client.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
+import {
+  renderSplitDone,
+  renderSplitRejected,
+  renderSubIssueBody,
+  splitPlanMarker,
+} from "../render/split.ts";
 import { type PlannedTask, type PlanProblem, validateSplitPlan } from "./plan.ts";
-import { renderSplitDone, renderSplitRejected, renderSubIssueBody, splitPlanMarker } from "./render.ts";
 
 export interface SubTaskToQueue extends TaskRequest {
   /** The epic: the sub-issue's task remembers it, so its merge can close the epic without reading the issue. */

@@ -137,30 +137,6 @@ export function topologicalOrder(tasks: readonly PlannedTask[]): PlannedTask[] {
   return out;
 }
 
-const mermaidLabel = (text: string): string => text.replace(/["\n\r]/g, " ").replace(/[<>]/g, "");
-const nodeId = (index: number): string => `t${index}`;
-
-/**
- * The task graph as a Mermaid flowchart; an edge points from a task to the task that waits for it.
- * `issues` (key -> issue number) adds the created issue to each node's label.
- */
-export function renderPlanMermaid(plan: SplitPlan, issues?: ReadonlyMap<string, number>): string {
-  const index = new Map(plan.tasks.map((t, i) => [t.key, i]));
-  const lines = ["```mermaid", "flowchart TD"];
-  plan.tasks.forEach((t, i) => {
-    const n = issues?.get(t.key);
-    lines.push(`  ${nodeId(i)}["${n !== undefined ? `#${n} ` : ""}${mermaidLabel(t.title)}"]`);
-  });
-  plan.tasks.forEach((t, i) => {
-    for (const d of t.dependsOn) {
-      const from = index.get(d);
-      if (from !== undefined) lines.push(`  ${nodeId(from)} --> ${nodeId(i)}`);
-    }
-  });
-  lines.push("```");
-  return lines.join("\n");
-}
-
 /**
  * The plan from a split run: RESULT.json when the agent wrote one (plan mode usually cannot), else
  * the last JSON object in its plan text (a fenced ```json block or the whole text).

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { JOINER } from "../../src/core/published-text.ts";
+import { renderSplitDone, renderSubIssueBody } from "../../src/render/split.ts";
 import { validateSplitPlan } from "../../src/split/plan.ts";
-import { renderSplitDone, renderSubIssueBody } from "../../src/split/render.ts";
 
 // A split plan is an agent's text that becomes issues: quoted and bounded when it is read.
 

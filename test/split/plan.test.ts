@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { extractPlanJson, renderPlanMermaid, validateSplitPlan } from "../../src/split/plan.ts";
+import { renderPlanMermaid } from "../../src/render/split.ts";
+import { extractPlanJson, validateSplitPlan } from "../../src/split/plan.ts";
 import { isSplitRun } from "../../src/split/split-run.ts";
 
 const CODERS = ["claude", "codex"];

@@ -2,11 +2,8 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import {
-  buildContextManifest,
-  renderContextManifest,
-  writeContextManifest,
-} from "../../src/worker/workspace/context-manifest.ts";
+import { renderContextManifest } from "../../src/render/context-manifest.ts";
+import { buildContextManifest, writeContextManifest } from "../../src/worker/workspace/context-manifest.ts";
 
 let dirs: string[] = [];
 afterEach(async () => {

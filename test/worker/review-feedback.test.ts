@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { renderReviewFeedback } from "../../src/worker/runs/kinds.ts";
+import { renderReviewFeedback } from "../../src/render/review-feedback.ts";
 
 describe("review feedback in the agent's prompt", () => {
   it("quotes the instructions and each inline comment with its file, line and the code it is on", () => {

@@ -4,6 +4,7 @@ import { isActive } from "../../core/lifecycle.ts";
 import type { RefusedConnection } from "../../core/network-policy.ts";
 import { redactSecrets } from "../../core/redact.ts";
 import type { Task } from "../../core/task.ts";
+import { renderContextManifest } from "../../render/context-manifest.ts";
 import {
   KNOWLEDGE_FILE,
   LOG_FILE,
@@ -13,11 +14,7 @@ import {
   SETUP_LOG_FILE,
   taskArtifactsDir,
 } from "../../worker/workspace/artifacts.ts";
-import {
-  CONTEXT_MANIFEST_FILE,
-  type ContextManifest,
-  renderContextManifest,
-} from "../../worker/workspace/context-manifest.ts";
+import { CONTEXT_MANIFEST_FILE, type ContextManifest } from "../../worker/workspace/context-manifest.ts";
 import { abComparisonOf } from "../ab-compare.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, NotFoundError, UsageError } from "../errors.ts";

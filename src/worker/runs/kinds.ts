@@ -4,6 +4,7 @@ import type { Task } from "../../core/task.ts";
 import type { GitHubClient, RepoRef } from "../../github/client.ts";
 import { getRepoRole } from "../../github/permissions.ts";
 import type { RepoQueue } from "../../queue/repo-queue.ts";
+import { type InlineComment, renderReviewFeedback } from "../../render/review-feedback.ts";
 import { applySplitPlan } from "../../split/apply-plan.ts";
 import { extractPlanJson } from "../../split/plan.ts";
 import { isSplitRun, splitInstructions } from "../../split/split-run.ts";
@@ -37,17 +38,6 @@ export async function specialRunFor(
     return { split: false, extraPrompt: renderReviewFeedback(task.pr, task.instructions, comments) };
   }
   return { split: false };
-}
-
-export interface InlineComment {
-  author: string;
-  path: string;
-  line?: number;
-  body: string;
-  /** The end of the diff hunk GitHub shows above the comment: the code it is about. */
-  code?: string;
-  /** Made on an older commit of the PR: an earlier review round, already handed to a previous run. */
-  earlier?: boolean;
 }
 
 /** Lines of the diff hunk kept for the prompt (the commented line and a few above it). */
@@ -101,54 +91,6 @@ async function reviewComments(deps: RunDeps, pr: number): Promise<InlineComment[
     });
   }
   return out;
-}
-
-export function renderReviewFeedback(
-  pr: number,
-  instructions: string,
-  comments: readonly InlineComment[],
-): string {
-  const out = [
-    `## Review feedback on pull request #${pr}`,
-    "",
-    "This branch already holds your earlier work on the issue, and its pull request is open. A maintainer asked for changes:",
-    "",
-    "<instructions>",
-    instructions.trim(),
-    "</instructions>",
-  ];
-  const current = comments.filter((c) => !c.earlier);
-  const earlier = comments.filter((c) => c.earlier);
-  if (current.length > 0) {
-    out.push("", "Inline review comments on the pull request:");
-    for (const c of current) {
-      out.push(
-        "",
-        `<review-comment author="${c.author}" file="${c.path}"${c.line ? ` line="${c.line}"` : ""}>`,
-        ...(c.code
-          ? ["On this code (the end of the diff, the commented line last):", "```diff", c.code, "```"]
-          : []),
-        c.body.trim(),
-        "</review-comment>",
-      );
-    }
-  }
-  if (earlier.length > 0) {
-    out.push(
-      "",
-      "Earlier inline comments, made on an older commit of this pull request (a previous run had them already; act on them only if the instructions say so):",
-      "",
-    );
-    for (const c of earlier) {
-      const body = c.body.trim().replace(/\s+/g, " ");
-      out.push(`- ${c.path}${c.line ? `:${c.line}` : ""} (@${c.author}): ${body}`);
-    }
-  }
-  out.push(
-    "",
-    "Change the working directory accordingly; Fleet commits and pushes to the same pull request.",
-  );
-  return out.join("\n");
 }
 
 /**
