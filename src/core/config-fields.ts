@@ -405,6 +405,15 @@ export const CONFIG_FIELDS = {
       cpus: optional(cpus, tighterOnly("a resource limit: lowered only", atMostFile)),
     },
   },
+  /**
+   * Whether an agent's change may touch `.github/workflows/` (the app must also be granted the
+   * `workflows` permission); otherwise those files are held back from the push and shown in the PR.
+   */
+  allow_workflow_changes: withDefault(
+    bool,
+    false,
+    fileOnly("workflows run with the repository's secrets: a person should write them, or allow it here"),
+  ),
   /** How agent runs are contained; `none` must be chosen in the file and is shown on every tracking comment. */
   sandbox: withDefault(
     oneOf(SANDBOX_MODES),

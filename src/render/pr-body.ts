@@ -1,7 +1,7 @@
 import { followUpCapNote, followUpsToFile } from "../core/discovered.ts";
 import { boundText, boundTitle } from "../core/published-text.ts";
 import type { RunTotals } from "../core/usage.ts";
-import { GITHUB_COMMENT_LIMIT, truncateMiddle } from "./run-report.ts";
+import { fence, GITHUB_COMMENT_LIMIT, truncateMiddle } from "./run-report.ts";
 import { renderTokenTable } from "./token-report.ts";
 
 export const prMarker = (taskId: string): string => `<!-- fleet:pr ${taskId} -->`;
@@ -20,7 +20,12 @@ export interface PrBodyView {
   resultProblem?: string;
   totals?: RunTotals;
   planTotals?: RunTotals;
+  /** Workflow files the agent changed, held back from the push (see allow_workflow_changes): their diff. */
+  heldBack?: { paths: readonly string[]; patch: string };
 }
+
+/** The held-back workflow diff shown in the body (the rest: in the task's artifacts). */
+const WORKFLOW_PATCH_MAX = 20_000;
 
 // What the agent wrote (RESULT.json, already made inert when read) gets a share of the body each, so
 // no part of it can push the rest, or the token table, out of GitHub's limit.
@@ -33,6 +38,22 @@ function agentList(items: readonly string[], what: keyof typeof LIST_ITEMS, task
   const shown = items.slice(0, LIST_ITEMS[what]).map((item) => `- ${boundTitle(item, ITEM_MAX[what])}`);
   const more = items.length - shown.length;
   return more > 0 ? [...shown, `- … and ${more} more (\`fleet task ${taskId} result\`).`] : shown;
+}
+
+/** Workflow changes Fleet did not push, and how a person applies them. */
+function heldBackSection(h: NonNullable<PrBodyView["heldBack"]>): string[] {
+  return [
+    "## Workflow changes not pushed",
+    "",
+    `The agent also changed ${h.paths.map((p) => `\`${boundTitle(p, 200)}\``).join(", ")}. Fleet pushes no change to \`.github/workflows/\` (workflows run with the repository's secrets, and Fleet's app has no \`workflows\` permission), so they are not in this pull request. To apply them, review the diff below, save it as \`workflows.patch\` and run \`git apply workflows.patch\` on this branch.`,
+    "",
+    "<details>",
+    "<summary>The workflow diff</summary>",
+    "",
+    fence(boundText(h.patch, WORKFLOW_PATCH_MAX, "The diff is cut here."), "diff"),
+    "",
+    "</details>",
+  ];
 }
 
 export function renderPrBody(v: PrBodyView): string {
@@ -55,6 +76,7 @@ export function renderPrBody(v: PrBodyView): string {
         : followUpCapNote(followUpsToFile(v.followUps, v.maxFollowUps), v.maxFollowUps);
     if (note) lines.push("", note);
   }
+  if (v.heldBack) lines.push("", ...heldBackSection(v.heldBack));
   lines.push("", "## Tokens", "", renderTokenTable(v.totals, v.planTotals));
   lines.push(
     "",

@@ -11,6 +11,7 @@ import {
   commitMessage,
   forgetCommit,
   hasNewCommits,
+  holdBackWorkflowChanges,
   openOrUpdatePullRequest,
   pushBranch,
 } from "./4-publish.ts";
@@ -241,6 +242,8 @@ async function publishChange(
     taskId: spec.taskId,
     coder: spec.coder,
   });
+  await commitAll(wt, ctx.redact(message));
+  const heldBack = spec.allowWorkflowChanges ? undefined : await holdBackWorkflowChanges(wt, wt.startSha);
   const prBody = renderPrBody({
     taskId: spec.taskId,
     issue: spec.issue,
@@ -253,8 +256,12 @@ async function publishChange(
     resultProblem: notes.resultProblem,
     totals: run.totals,
     planTotals: result.planTotals,
+    ...(heldBack ? { heldBack: { paths: heldBack.paths, patch: ctx.redact(heldBack.patch) } } : {}),
   });
-  await commitAll(wt, ctx.redact(message));
+  if (heldBack && !(await hasNewCommits(wt, wt.startSha))) {
+    result.noRetry = true;
+    return await finish(ctx, "failed", workflowOnlyReason(heldBack.paths), run, notes);
+  }
   if (!(await hasNewCommits(wt, wt.startSha))) {
     const why = notes.result?.summary
       ? `The agent changed no files. Its summary: ${notes.result.summary}`
@@ -290,6 +297,15 @@ async function publishChange(
   });
   result.pr = { number: pr.number, url: pr.url, head: pr.head };
   return await finish(ctx, "pr-opened", undefined, run, notes);
+}
+
+/** The reason for a change that touches nothing but workflows, which Fleet does not push. */
+function workflowOnlyReason(paths: readonly string[]): string {
+  const listed = paths
+    .slice(0, 10)
+    .map((p) => `\`${p}\``)
+    .join(", ");
+  return `The agent changed only workflow files (${listed}${paths.length > 10 ? `, and ${paths.length - 10} more` : ""}), and Fleet pushes no change to .github/workflows/: workflows run with the repository's secrets, and Fleet's app has no \`workflows\` permission. Make the change yourself, or grant the app the permission and set \`allow_workflow_changes: true\` in .github/fleet.yml, then \`/fleet retry\`.`;
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   type GitAuth,
   GitError,
   gitIn,
+  IGNORE_SUBMODULES,
   lstatBelow,
   type WorktreeGitDirs,
 } from "./workspace/git.ts";
@@ -276,6 +277,45 @@ export async function openOrUpdatePullRequest(
  * to where it started and the objects only that commit reached are deleted, so no later agent, which
  * sees the cache clone read-only, can read them with `git cat-file --batch-all-objects`.
  */
+/** Where GitHub keeps a repository's workflows: a push that changes them needs the `workflows` permission. */
+export const WORKFLOWS_DIR = ".github/workflows/";
+
+/**
+ * The change's files under `.github/workflows/`, taken out of its commit (the rest is committed again
+ * with the same message), with their diff for a person to apply. GitHub refuses a push that changes a
+ * workflow from an app without the `workflows` permission
+ * (https://docs.github.com/en/apps/creating-github-apps/registering-a-github-app/choosing-permissions-for-a-github-app),
+ * and Fleet's app does not ask for it. Undefined when the change touches no workflow.
+ */
+export async function holdBackWorkflowChanges(
+  wt: WorktreeGitDirs & { cacheDir: string },
+  startSha: string,
+): Promise<{ paths: string[]; patch: string } | undefined> {
+  const changed = (await gitIn(wt, ["diff", "--name-only", "-z", IGNORE_SUBMODULES, startSha, "HEAD"])).stdout
+    .split("\0")
+    .filter((p) => p.startsWith(WORKFLOWS_DIR));
+  if (changed.length === 0) return undefined;
+  const patch = (
+    await gitIn(wt, [
+      "diff",
+      "--no-color",
+      "--no-ext-diff",
+      "--binary",
+      startSha,
+      "HEAD",
+      "--",
+      WORKFLOWS_DIR,
+    ])
+  ).stdout;
+  const message = (await gitIn(wt, ["log", "-1", "--format=%B"])).stdout;
+  // The same commit without them: the index back to the start for those paths, the rest as it was.
+  await gitIn(wt, ["reset", "-q", "--soft", startSha]);
+  await gitIn(wt, ["reset", "-q", startSha, "--", WORKFLOWS_DIR]);
+  const rest = await gitIn(wt, ["diff", "--cached", "--quiet"], { okCodes: [1] });
+  if (rest.exitCode === 1) await gitIn(wt, ["commit", "-q", "--no-verify", "-F", "-"], { input: message });
+  return { paths: changed, patch };
+}
+
 export async function forgetCommit(
   wt: WorktreeGitDirs & { cacheDir: string },
   startSha: string,

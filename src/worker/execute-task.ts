@@ -266,6 +266,7 @@ function taskSpecFor(task: Task, gathered: Gathered, deps: ExecuteDeps): TaskSpe
     earlierRuns: task.runs,
     runKind: runKindOf(task),
     maxFollowUps: deps.config.max_follow_ups,
+    allowWorkflowChanges: deps.config.allow_workflow_changes,
     ...(task.instructions && task.pr !== undefined ? { reviewPr: task.pr } : {}),
   };
 }

@@ -57,6 +57,8 @@ export interface TaskSpec {
   runKind?: RunKind;
   /** `max_follow_ups`: the PR body and the run report say how many of the agent's follow-ups it left out. */
   maxFollowUps?: number;
+  /** `allow_workflow_changes`: an agent's change may touch `.github/workflows/` (held back otherwise). */
+  allowWorkflowChanges?: boolean;
   /** A review round's pull request: the round adds to it, and never opens another once it is merged or closed. */
   reviewPr?: number;
 }

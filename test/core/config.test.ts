@@ -64,6 +64,7 @@ describe("parseFleetConfig defaults", () => {
       setup_cache: [],
       network: "proxy",
       limits: { memory_mb: 8192, pids: 1024 },
+      allow_workflow_changes: false,
       sandbox: "bubblewrap",
     });
   });
