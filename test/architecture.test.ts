@@ -108,6 +108,36 @@ describe("the layout", () => {
     expect(wrong).toEqual([]);
   });
 
+  it("only src/github/ talks to Octokit: nothing else imports @octokit/* or calls its rest, paginate or request", () => {
+    const wrong: string[] = [];
+    for (const { path, source } of files) {
+      if (folderOf(path) === "github") continue;
+      for (const spec of importsOf(source))
+        if (spec.startsWith("@octokit/") || spec === "@probot/octokit-plugin-config")
+          wrong.push(`${path} imports ${spec}`);
+      source.text.split("\n").forEach((line, i) => {
+        if (/\boctokit\??\.(rest|paginate|request)\b/i.test(line))
+          wrong.push(`${path}:${i + 1}: ${line.trim()}`);
+      });
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it("no GitHub client is cast into shape (`as unknown as` a GitHub type) in src/, test/ or bench/", () => {
+    const root = join(SRC, "..");
+    const cast = /as\s+unknown\s+as\s+GitHub/;
+    const wrong = ["src", "test", "bench"].flatMap((dir) =>
+      tsFiles(join(root, dir)).flatMap((path) =>
+        readFileSync(path, "utf8")
+          .split("\n")
+          .flatMap((line, i) =>
+            cast.test(line) ? [`${relative(root, path)}:${i + 1}: ${line.trim()}`] : [],
+          ),
+      ),
+    );
+    expect(wrong).toEqual([]);
+  });
+
   it(`no function in src/ is longer than ${MAX_FUNCTION_LINES} lines`, () => {
     const long: string[] = [];
     for (const { path, source } of files) {
