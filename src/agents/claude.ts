@@ -6,6 +6,20 @@ import type { AgentAdapter, AgentEvent, AgentInvocation } from "./types.ts";
 /** Tools the work phase may use without asking (headless runs cannot answer a permission prompt). */
 export const CLAUDE_WORK_TOOLS = ["Bash", "Edit", "Write", "Read", "Glob", "Grep"];
 
+/** Its to-do list: the tracking comment's checklist is read from these calls. */
+const CLAUDE_TODO_TOOLS = ["TaskCreate", "TaskUpdate", "TaskList"];
+
+/**
+ * The only tools the CLI offers the model (`--tools`): every request re-sends each tool's schema, and a
+ * headless task in a sandbox has no use for cron, wake-ups, worktree switching, messaging, sub-agents or
+ * notebooks (25 tools were 82 KB of every request; these are under 30 KB). The plan phase reads and
+ * ends with ExitPlanMode, whose input is the plan.
+ */
+export function claudeTools(phase: AgentInvocation["phase"], web: string[]): string[] {
+  const base = phase === "plan" ? ["Bash", "Read", "Glob", "Grep", "ExitPlanMode"] : CLAUDE_WORK_TOOLS;
+  return [...base, ...CLAUDE_TODO_TOOLS, ...web];
+}
+
 /**
  * Claude Code's web tools under the run's network. WebSearch runs at the model provider, outside
  * Fleet's egress proxy, so it is off unless the network is the host's. WebFetch runs in the CLI and
@@ -33,6 +47,8 @@ export const claudeAdapter: AgentAdapter = defineAdapter("claude", {
   command(inv: AgentInvocation) {
     const args = ["-p", "--output-format", "stream-json", "--verbose", "--model", inv.model];
     const web = claudeWebTools(inv.network);
+    const hostWeb = inv.network === undefined || inv.network === "host" ? ["WebFetch", "WebSearch"] : [];
+    args.push("--tools", claudeTools(inv.phase, [...web.allowed, ...hostWeb]).join(","));
     if (inv.phase === "plan") args.push("--permission-mode", "plan");
     else
       args.push(

@@ -28,6 +28,8 @@ describe("claude adapter: command", () => {
       "--verbose",
       "--model",
       "claude-sonnet-4-5",
+      "--tools",
+      "Bash,Edit,Write,Read,Glob,Grep,TaskCreate,TaskUpdate,TaskList,WebFetch,WebSearch",
       "--permission-mode",
       "acceptEdits",
       "--allowedTools",
@@ -54,6 +56,20 @@ describe("claude adapter: command", () => {
     expect(cmd.args).toContain("plan");
     expect(cmd.args).not.toContain("--allowedTools");
     expect(cmd.args.slice(-2)).toEqual(["--resume", "abc"]);
+    // Offered: reading tools and ExitPlanMode, nothing that writes.
+    expect(cmd.args[cmd.args.indexOf("--tools") + 1]).toBe(
+      "Bash,Read,Glob,Grep,ExitPlanMode,TaskCreate,TaskUpdate,TaskList,WebFetch,WebSearch",
+    );
+  });
+
+  it("offers only the tools a sandboxed task can use; the web tools follow the network", () => {
+    const tools = (network: "proxy" | "none") =>
+      claudeAdapter
+        .command({ prompt: "p", model: "m", phase: "work", cwd: ".", network })
+        .args.join(" ")
+        .match(/--tools (\S+)/)?.[1];
+    expect(tools("proxy")).toBe("Bash,Edit,Write,Read,Glob,Grep,TaskCreate,TaskUpdate,TaskList,WebFetch");
+    expect(tools("none")).toBe("Bash,Edit,Write,Read,Glob,Grep,TaskCreate,TaskUpdate,TaskList");
   });
 });
 
