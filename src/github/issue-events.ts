@@ -1,4 +1,4 @@
-import type { GitHubClient, RepoRef } from "./client.ts";
+import type { GitHub, RepoRef } from "./port.ts";
 
 export interface Labeler {
   login: string;
@@ -8,21 +8,16 @@ export interface Labeler {
 
 /** Who added `label` to the issue last, and when (from the issue's events); undefined when no one did. */
 export async function lastLabeler(
-  octokit: GitHubClient,
+  github: GitHub,
   repo: RepoRef,
   issue: number,
   label: string,
 ): Promise<Labeler | undefined> {
-  const events = await octokit.paginate(octokit.rest.issues.listEvents, {
-    ...repo,
-    issue_number: issue,
-    per_page: 100,
-  });
+  const events = await github.issues.listEvents(repo, issue);
   const wanted = label.toLowerCase();
   let last: Labeler | undefined;
   for (const e of events) {
-    const name = (e as { label?: { name?: string } }).label?.name;
-    if (e.event !== "labeled" || name?.toLowerCase() !== wanted || !e.actor) continue;
+    if (e.event !== "labeled" || e.label?.name?.toLowerCase() !== wanted || !e.actor) continue;
     last = { login: e.actor.login, type: e.actor.type ?? "User", at: e.created_at };
   }
   return last;

@@ -1,20 +1,19 @@
 import type { LabelDefinition } from "../core/labels.ts";
-import type { GitHubClient, RepoRef } from "./client.ts";
+import type { GitHub, RepoRef } from "./port.ts";
 
 /** Creates the Fleet labels that are missing; returns the names created. One list call, one create per missing label. */
 export async function ensureFleetLabels(
-  octokit: GitHubClient,
+  github: GitHub,
   ref: RepoRef,
   definitions: readonly LabelDefinition[],
 ): Promise<string[]> {
-  const existing = await octokit.paginate(octokit.rest.issues.listLabelsForRepo, { ...ref, per_page: 100 });
+  const existing = await github.issues.listLabels(ref);
   const have = new Set(existing.map((l) => l.name.toLowerCase()));
   const created: string[] = [];
   for (const def of definitions) {
     if (have.has(def.name.toLowerCase())) continue;
     try {
-      await octokit.rest.issues.createLabel({
-        ...ref,
+      await github.issues.createLabel(ref, {
         name: def.name,
         color: def.color,
         description: def.description,

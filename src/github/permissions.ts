@@ -1,4 +1,4 @@
-import type { GitHubClient, RepoRef } from "./client.ts";
+import type { GitHub, RepoRef } from "./port.ts";
 
 export type RepoRole = "admin" | "maintain" | "write" | "triage" | "read" | "none";
 
@@ -6,9 +6,9 @@ export type RepoRole = "admin" | "maintain" | "write" | "triage" | "read" | "non
  * The sender's role on the repository. GitHub's `permission` field folds maintain into write and
  * triage into read; `role_name` keeps them apart, which `allowed_roles` needs.
  */
-export async function getRepoRole(octokit: GitHubClient, ref: RepoRef, login: string): Promise<RepoRole> {
+export async function getRepoRole(github: GitHub, ref: RepoRef, login: string): Promise<RepoRole> {
   try {
-    const { data } = await octokit.rest.repos.getCollaboratorPermissionLevel({ ...ref, username: login });
+    const data = await github.repos.getCollaboratorPermission(ref, login);
     const role = (data.role_name || data.permission) as RepoRole;
     return ["admin", "maintain", "write", "triage", "read"].includes(role) ? role : "none";
   } catch (error) {

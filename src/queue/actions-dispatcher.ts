@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
 import type { FleetConfig } from "../core/config.ts";
 import type { Task } from "../core/task.ts";
-import type { GitHubClient, RepoRef } from "../github/client.ts";
+import type { GitHub, RepoRef } from "../github/port.ts";
 import type { Dispatcher, DispatchStart } from "./dispatcher.ts";
 
 export interface ActionsDispatcherOptions {
-  octokit: GitHubClient;
+  github: GitHub;
   repo: RepoRef;
   config: Pick<FleetConfig, "workflow" | "runner_labels">;
   /**
@@ -50,7 +50,7 @@ function explainDispatchError(error: unknown, workflow: string, ref: string): Er
  * workflow, whose job runs Fleet's action on a runner with `runner_labels`; stopping a task cancels its run.
  */
 export function createActionsDispatcher(opts: ActionsDispatcherOptions): Dispatcher {
-  const { octokit, repo, config } = opts;
+  const { github, repo, config } = opts;
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const delays = opts.findRunDelaysMs ?? DEFAULT_DELAYS;
   let defaultBranch: string | undefined;
@@ -59,13 +59,8 @@ export function createActionsDispatcher(opts: ActionsDispatcherOptions): Dispatc
   async function findRun(correlationId: string): Promise<DispatchStart> {
     for (const delay of [0, ...delays]) {
       if (delay > 0) await sleep(delay);
-      const { data } = await octokit.rest.actions.listWorkflowRuns({
-        ...repo,
-        workflow_id: config.workflow,
-        event: "workflow_dispatch",
-        per_page: 50,
-      });
-      const run = data.workflow_runs.find(
+      const runs = await github.actions.listWorkflowRuns(repo, config.workflow, "workflow_dispatch");
+      const run = runs.find(
         (r) => r.display_title?.includes(correlationId) || r.name?.includes(correlationId),
       );
       if (run) return { runId: String(run.id), runUrl: run.html_url };
@@ -78,13 +73,11 @@ export function createActionsDispatcher(opts: ActionsDispatcherOptions): Dispatc
   return {
     mode: "actions",
     async start(task) {
-      defaultBranch ??= (await octokit.rest.repos.get({ ...repo })).data.default_branch;
+      defaultBranch ??= (await github.repos.get(repo)).default_branch;
       const correlationId = newCorrelationId(task);
-      let details: { workflow_run_id?: number; html_url?: string } | undefined;
+      let details: { runId?: number; url?: string };
       try {
-        const response = await octokit.rest.actions.createWorkflowDispatch({
-          ...repo,
-          workflow_id: config.workflow,
+        details = await github.actions.dispatchWorkflow(repo, config.workflow, {
           ref: defaultBranch,
           inputs: {
             task_id: task.id,
@@ -92,21 +85,18 @@ export function createActionsDispatcher(opts: ActionsDispatcherOptions): Dispatc
             runner_labels: JSON.stringify(config.runner_labels),
             ...(opts.fleetUrl ? { fleet_url: opts.fleetUrl } : {}),
           },
-          // GitHub answers with the run's id when asked; older servers ignore it (204, no body).
-          return_run_details: true,
         });
-        details = (response.data ?? undefined) as typeof details;
       } catch (error) {
         throw explainDispatchError(error, config.workflow, defaultBranch);
       }
-      if (details?.workflow_run_id !== undefined)
-        return { runId: String(details.workflow_run_id), runUrl: details.html_url };
+      // Newer servers tell the run's id at once; older ones leave it to be found by its run-name.
+      if (details.runId !== undefined) return { runId: String(details.runId), runUrl: details.url };
       return findRun(correlationId);
     },
     async stop(task) {
       if (!task.runId) return;
       try {
-        await octokit.rest.actions.cancelWorkflowRun({ ...repo, run_id: Number(task.runId) });
+        await github.actions.cancelWorkflowRun(repo, Number(task.runId));
       } catch (error) {
         // 409: the run already ended, which is what stopping wanted.
         if ((error as { status?: number }).status !== 409) throw error;

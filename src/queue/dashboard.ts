@@ -1,7 +1,7 @@
 import type { FleetConfig } from "../core/config.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
 import { credentialRows } from "../economy/credential-windows.ts";
-import type { GitHubClient, RepoRef } from "../github/client.ts";
+import type { GitHub, RepoRef } from "../github/port.ts";
 import {
   DASHBOARD_MARKER,
   DASHBOARD_TITLE,
@@ -35,7 +35,7 @@ export function dashboardBody(repo: string, doc: FleetStateDoc, config: FleetCon
 }
 
 export interface DashboardPublisherOptions {
-  octokit: GitHubClient;
+  github: GitHub;
   repo: RepoRef;
   /** The repository state: the dashboard's issue number is recorded there (compare-and-swap). */
   store: StateStore;
@@ -116,12 +116,12 @@ class Dashboard implements DashboardPublisher {
 
   async showProblem(config: FleetConfig, text: string): Promise<void> {
     if (!config.dashboard || this.stopped) return;
-    const { octokit, repo } = this.opts;
+    const { github, repo } = this.opts;
     const run = async () => {
       const number = this.issue ?? (await this.findByMarker());
       if (number === undefined) return;
       const body = [DASHBOARD_MARKER, `# ${DASHBOARD_TITLE} for ${this.full}`, "", text].join("\n");
-      await octokit.rest.issues.update({ ...repo, issue_number: number, body });
+      await github.issues.update(repo, number, { body });
       this.issue = number;
       this.lastContent = undefined;
       this.edits++;
@@ -153,14 +153,14 @@ class Dashboard implements DashboardPublisher {
   }
 
   private async publish(doc: FleetStateDoc, config: FleetConfig): Promise<void> {
-    const { octokit, repo, store } = this.opts;
+    const { github, repo, store } = this.opts;
     const body = dashboardBody(this.full, doc, config, this.clock());
     const content = dashboardContent(body);
     if (content === this.lastContent) return;
     const target = await this.ensureIssue(doc, body);
     if (!target.fresh) {
       try {
-        await octokit.rest.issues.update({ ...repo, issue_number: target.number, body });
+        await github.issues.update(repo, target.number, { body });
       } catch (error) {
         this.issue = undefined;
         const status = (error as { status?: number }).status;
@@ -177,26 +177,24 @@ class Dashboard implements DashboardPublisher {
 
   /** The dashboard issue's number: known, recorded in the state, found by marker, or created now. */
   private async ensureIssue(doc: FleetStateDoc, body: string): Promise<{ number: number; fresh: boolean }> {
-    const { octokit, repo, store } = this.opts;
+    const { github, repo, store } = this.opts;
     if (this.issue !== undefined) return { number: this.issue, fresh: false };
     const recorded = dashboardIssueOf(doc) ?? dashboardIssueOf((await store.read()).doc);
     if (recorded !== undefined) return { number: recorded, fresh: false };
     const found = await this.findByMarker();
     if (found !== undefined) return { number: await this.record(found), fresh: false };
-    const { data } = await octokit.rest.issues.create({ ...repo, title: DASHBOARD_TITLE, body });
-    const winner = await this.record(data.number);
-    if (winner !== data.number) {
-      await octokit.rest.issues.update({
-        ...repo,
-        issue_number: data.number,
+    const created = await github.issues.create(repo, { title: DASHBOARD_TITLE, body });
+    const winner = await this.record(created.number);
+    if (winner !== created.number) {
+      await github.issues.update(repo, created.number, {
         state: "closed",
         state_reason: "not_planned",
         body: `${body.replace(DASHBOARD_MARKER, "")}\n\n_A duplicate of #${winner}, closed by Fleet._`,
       });
       return { number: winner, fresh: false };
     }
-    await this.pin(data.number);
-    return { number: data.number, fresh: true };
+    await this.pin(created.number);
+    return { number: created.number, fresh: true };
   }
 
   /** Records `created` in the state; the number already recorded by someone else wins. */
@@ -210,12 +208,8 @@ class Dashboard implements DashboardPublisher {
   }
 
   private async findByMarker(): Promise<number | undefined> {
-    const { octokit, repo } = this.opts;
-    const open = await octokit.paginate(octokit.rest.issues.listForRepo, {
-      ...repo,
-      state: "open",
-      per_page: 100,
-    });
+    const { github, repo } = this.opts;
+    const open = await github.issues.listForRepo(repo, { state: "open" });
     // Only a bot's issue counts, so a person quoting the marker cannot take the dashboard over.
     const mine = open
       .filter((i) => !i.pull_request && i.user?.type === "Bot" && hasMarker(i.body, DASHBOARD_MARKER))
@@ -224,13 +218,9 @@ class Dashboard implements DashboardPublisher {
   }
 
   private async pin(number: number): Promise<void> {
-    const { octokit, repo } = this.opts;
+    const { github, repo } = this.opts;
     try {
-      const { data } = await octokit.rest.issues.get({ ...repo, issue_number: number });
-      await octokit.request("POST /graphql", {
-        query: "mutation($id: ID!) { pinIssue(input: { issueId: $id }) { issue { number } } }",
-        variables: { id: data.node_id },
-      });
+      await github.issues.pin(repo, number);
     } catch (error) {
       // Pinning is a convenience: a repository at its pin limit, or a GitHub without it, still gets the issue.
       this.log(`could not pin the dashboard issue #${number} of ${this.full}: ${(error as Error).message}`);

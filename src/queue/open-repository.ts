@@ -1,5 +1,5 @@
 import type { FleetConfig } from "../core/config.ts";
-import type { GitHubClient, RepoRef } from "../github/client.ts";
+import type { GitHub, RepoRef } from "../github/port.ts";
 import { type ConfigLoad, readFleetConfig } from "../github/read-config.ts";
 import { createRepoStateStore, type StateTransport } from "../state/repo-store.ts";
 import type { StateStore } from "../state/store.ts";
@@ -20,7 +20,7 @@ export interface Repository {
   readonly repo: RepoRef;
   /** "owner/name". */
   readonly full: string;
-  readonly octokit: GitHubClient;
+  readonly github: GitHub;
   readonly store: StateStore;
   readonly tracker: Tracker;
   /** `.github/fleet.yml` on the default branch, validated (cached until `forgetConfig` or the cache's time). */
@@ -35,7 +35,7 @@ export interface Repository {
 }
 
 export interface OpenRepositoryOptions {
-  octokit: GitHubClient;
+  github: GitHub;
   repo: RepoRef;
   /** The state store; default: the `fleet/state` branch over `transport` (git unless FLEET_STATE_TRANSPORT says api). */
   store?: StateStore;
@@ -63,13 +63,13 @@ export interface OpenRepositoryOptions {
 
 /** Opens a repository for Fleet's work (see Repository). */
 export function openRepository(opts: OpenRepositoryOptions): Repository {
-  const { octokit, repo } = opts;
+  const { github, repo } = opts;
   const full = `${repo.owner}/${repo.repo}`;
   const log = opts.log ?? (() => {});
   const inner =
     opts.store ??
     createRepoStateStore({
-      octokit,
+      github,
       owner: repo.owner,
       repo: repo.repo,
       transport: opts.transport,
@@ -78,19 +78,19 @@ export function openRepository(opts: OpenRepositoryOptions): Repository {
     });
   // Transitions arriving while a commit is being written share the next one; a lone one waits 10 ms.
   const store = coalescingStore(inner, { maxDelayMs: 10 });
-  const tracker = createTracker({ octokit, repo, minIntervalMs: opts.trackerIntervalMs });
+  const tracker = createTracker({ github, repo, minIntervalMs: opts.trackerIntervalMs });
   const configs = opts.configs ?? createConfigCache({ ttlMs: opts.configTtlMs });
-  const load = opts.loadConfig ?? (() => readFleetConfig(octokit, repo));
+  const load = opts.loadConfig ?? (() => readFleetConfig(github, repo));
   const dispatcherFor =
     opts.dispatcherFor ??
     ((config: FleetConfig) =>
       config.dispatch === "actions"
-        ? createActionsDispatcher({ octokit, repo, config, fleetUrl: opts.fleetUrl, log })
+        ? createActionsDispatcher({ github, repo, config, fleetUrl: opts.fleetUrl, log })
         : localDispatcher);
   return {
     repo,
     full,
-    octokit,
+    github,
     store,
     tracker,
     fileConfig: () => configs.get(full, load),

@@ -5,9 +5,9 @@ import { parseFleetLabel, taskRequestFromLabels } from "../core/labels.ts";
 import { isCancellable, isTerminal } from "../core/lifecycle.ts";
 import type { Task } from "../core/task.ts";
 import { perUserQuota } from "../economy/budgets.ts";
-import type { GitHubClient, RepoRef } from "../github/client.ts";
 import { lastLabeler } from "../github/issue-events.ts";
 import { getRepoRole } from "../github/permissions.ts";
+import type { GitHub, Issue, RepoRef } from "../github/port.ts";
 import type { RepoQueue } from "./repo-queue.ts";
 
 export interface ReconcileReport {
@@ -18,8 +18,6 @@ export interface ReconcileReport {
   ended: string[];
   changed: number;
 }
-
-type ListedIssue = Awaited<ReturnType<GitHubClient["rest"]["issues"]["listForRepo"]>>["data"][number];
 
 /**
  * The safety net behind event-driven scheduling, for a crash or a missed webhook: a live task whose
@@ -36,7 +34,7 @@ type ListedIssue = Awaited<ReturnType<GitHubClient["rest"]["issues"]["listForRep
  */
 export async function reconcileRepo(
   queue: RepoQueue,
-  octokit: GitHubClient,
+  github: GitHub,
   repo: RepoRef,
   knownCoders: readonly string[],
   opts: { since?: string } = {},
@@ -46,12 +44,7 @@ export async function reconcileRepo(
   const listed =
     opts.since === undefined
       ? undefined
-      : await octokit.paginate(octokit.rest.issues.listForRepo, {
-          ...repo,
-          state: "all",
-          since: opts.since,
-          per_page: 100,
-        });
+      : await github.issues.listForRepo(repo, { state: "all", since: opts.since });
   const updated = listed && new Map(listed.filter((i) => !i.pull_request).map((i) => [i.number, i]));
   const live = Object.values(doc.tasks).filter((t) => isCancellable(t.state));
   for (const task of live) {
@@ -62,7 +55,7 @@ export async function reconcileRepo(
       issue = listed;
     } else {
       try {
-        issue = (await octokit.rest.issues.get({ ...repo, issue_number: task.issue })).data;
+        issue = await github.issues.get(repo, task.issue);
       } catch (error) {
         if ((error as { status?: number }).status === 404 || (error as { status?: number }).status === 410) {
           issue = { state: "closed", labels: [] };
@@ -85,10 +78,10 @@ export async function reconcileRepo(
   }
   const closedPulls =
     listed && new Set(listed.filter((i) => i.pull_request && i.state === "closed").map((i) => i.number));
-  const settled = await settleEndedPullRequests(queue, octokit, repo, Object.values(doc.tasks), closedPulls);
+  const settled = await settleEndedPullRequests(queue, github, repo, Object.values(doc.tasks), closedPulls);
   const recovered = await queueMissedLabels(
     queue,
-    octokit,
+    github,
     repo,
     knownCoders,
     updated && [...updated.values()].filter((i) => i.state === "open"),
@@ -108,7 +101,7 @@ export async function reconcileRepo(
  */
 async function settleEndedPullRequests(
   queue: RepoQueue,
-  octokit: GitHubClient,
+  github: GitHub,
   repo: RepoRef,
   tasks: Task[],
   closedSince?: Set<number>,
@@ -120,7 +113,7 @@ async function settleEndedPullRequests(
     if (closedSince && !closedSince.has(task.pr)) continue;
     let pr: { state: string; merged: boolean };
     try {
-      pr = (await octokit.rest.pulls.get({ ...repo, pull_number: task.pr })).data;
+      pr = await github.pulls.get(repo, task.pr);
     } catch (error) {
       const status = (error as { status?: number }).status;
       // No such PR (anymore): nothing to learn from it. Anything else: the others go on (see below).
@@ -149,22 +142,16 @@ async function settleEndedPullRequests(
  */
 async function queueMissedLabels(
   queue: RepoQueue,
-  octokit: GitHubClient,
+  github: GitHub,
   repo: RepoRef,
   knownCoders: readonly string[],
   /** The open issues to look at; by default every open issue is listed. */
-  candidates?: ListedIssue[],
+  candidates?: Issue[],
 ): Promise<number[]> {
   const doc = await queue.snapshot();
   const config = queue.config(doc);
   const tasks = Object.values(doc.tasks);
-  const issues =
-    candidates ??
-    (await octokit.paginate(octokit.rest.issues.listForRepo, {
-      ...repo,
-      state: "open",
-      per_page: 100,
-    }));
+  const issues = candidates ?? (await github.issues.listForRepo(repo, { state: "open" }));
   const recovered: number[] = [];
   for (const issue of issues) {
     if (issue.pull_request) continue;
@@ -174,11 +161,11 @@ async function queueMissedLabels(
       if (parsed.kind !== "coder") continue;
       const mine = tasks.filter((t) => t.issue === issue.number && t.coder === parsed.coder);
       if (mine.some((t) => !isTerminal(t.state))) continue;
-      const by = await lastLabeler(octokit, repo, issue.number, label);
+      const by = await lastLabeler(github, repo, issue.number, label);
       if (!by || by.type === "Bot") continue;
       // The label came before the newest task: that task was its answer.
       if (mine.some((t) => Date.parse(t.createdAt) >= Date.parse(by.at))) continue;
-      const role = await getRepoRole(octokit, repo, by.login);
+      const role = await getRepoRole(github, repo, by.login);
       if (!(config.allowed_roles as readonly string[]).includes(role)) continue;
       const live: Task[] = Object.values((await queue.snapshot()).tasks);
       if (!perUserQuota(config.per_user_daily_tasks, live, by.login, queue.now()).allowed) continue;

@@ -1,5 +1,5 @@
 import { redactSecrets } from "../core/redact.ts";
-import type { GitHubClient, RepoRef } from "../github/client.ts";
+import type { GitHub, RepoRef } from "../github/port.ts";
 import { hasMarker, trackingMarker } from "../render/markers.ts";
 import { GITHUB_COMMENT_LIMIT, truncateMiddle } from "../render/run-report.ts";
 import {
@@ -12,7 +12,7 @@ import {
 } from "../render/tracking-comment.ts";
 
 export interface TrackerOptions {
-  octokit: GitHubClient;
+  github: GitHub;
   repo: RepoRef;
   clock?: () => number;
   /** At most one edit per task in this window (GitHub counts comment edits as content writes). */
@@ -81,21 +81,17 @@ async function readComment(
   slot: Slot,
   issue: number,
 ): Promise<string | undefined> {
-  const { octokit } = opts;
+  const { github } = opts;
   if (slot.commentId === null) return undefined;
   if (slot.commentId === undefined) {
-    const comments = await octokit.paginate(octokit.rest.issues.listComments, {
-      ...opts.repo,
-      issue_number: issue,
-      per_page: 100,
-    });
+    const comments = await github.issues.listComments(opts.repo, issue);
     // Only a bot's comment counts, so a person quoting the marker cannot redirect Fleet's edits.
     const found = comments.find((c) => c.user?.type === "Bot" && hasMarker(c.body, trackingMarker(key)));
     slot.commentId = found?.id ?? null;
     return found?.body ?? undefined;
   }
-  const { data } = await octokit.rest.issues.getComment({ ...opts.repo, comment_id: slot.commentId });
-  return data.body ?? undefined;
+  const comment = await github.issues.getComment(opts.repo, slot.commentId);
+  return comment.body ?? undefined;
 }
 
 /**
@@ -108,7 +104,7 @@ export function createTracker(opts: TrackerOptions): Tracker {
   const minInterval = opts.minIntervalMs ?? 15_000;
   const slots = new Map<string, Slot>();
   let edits = 0;
-  const { octokit } = opts;
+  const { github } = opts;
 
   const writeOnce = async (key: string, slot: Slot, job: NonNullable<Slot["pending"]>): Promise<void> => {
     let header = job.view ? renderTrackingComment(job.view) : undefined;
@@ -130,14 +126,10 @@ export function createTracker(opts: TrackerOptions): Tracker {
     );
     if (body === current) return;
     if (typeof slot.commentId === "number") {
-      await octokit.rest.issues.updateComment({ ...opts.repo, comment_id: slot.commentId, body });
+      await github.issues.updateComment(opts.repo, slot.commentId, body);
     } else {
-      const { data } = await octokit.rest.issues.createComment({
-        ...opts.repo,
-        issue_number: job.issue,
-        body,
-      });
-      slot.commentId = data.id;
+      const created = await github.issues.createComment(opts.repo, job.issue, body);
+      slot.commentId = created.id;
     }
     slot.sections = sections;
     slot.own = undefined;

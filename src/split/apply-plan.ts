@@ -1,6 +1,6 @@
 import { type FleetConfig, modelFor } from "../core/config.ts";
 import { DEFAULT_PRIORITY, type Priority, type TaskRequest } from "../core/task.ts";
-import type { GitHubClient, RepoRef } from "../github/client.ts";
+import type { GitHub, RepoRef } from "../github/port.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
 import {
   renderSplitDone,
@@ -18,7 +18,7 @@ export interface SubTaskToQueue extends TaskRequest {
 }
 
 export interface ApplyPlanDeps {
-  octokit: GitHubClient;
+  github: GitHub;
   repo: RepoRef;
   config: FleetConfig;
   knownCoders: readonly string[];
@@ -46,11 +46,11 @@ export async function applySplitPlan(
   raw: unknown,
   deps: ApplyPlanDeps,
 ): Promise<ApplyPlanResult> {
-  const { octokit, repo } = deps;
+  const { github, repo } = deps;
   const checked = validateSplitPlan(raw, deps.knownCoders);
   if (!checked.ok) {
     await upsertMarkedComment(
-      octokit,
+      github,
       { ...repo, issue_number: epic },
       splitPlanMarker(epic),
       renderSplitRejected(epic, checked.problems),
@@ -58,16 +58,8 @@ export async function applySplitPlan(
     return checked;
   }
   // A rerun (e.g. a retried worker) reuses the sub-issues it already created, matched by title.
-  const existing = await octokit
-    .paginate("GET /repos/{owner}/{repo}/issues/{issue_number}/sub_issues", {
-      ...repo,
-      issue_number: epic,
-      per_page: 100,
-    })
-    .catch(() => [] as Array<{ number: number; title: string }>);
-  const byTitle = new Map(
-    (existing as Array<{ number: number; title: string }>).map((i) => [i.title, i.number]),
-  );
+  const existing = await github.issues.listSubIssues(repo, epic).catch(() => []);
+  const byTitle = new Map(existing.map((i) => [i.title, i.number]));
 
   const issues = new Map<string, number>();
   for (const task of checked.order) {
@@ -88,7 +80,7 @@ export async function applySplitPlan(
     });
   }
   await upsertMarkedComment(
-    octokit,
+    github,
     { ...repo, issue_number: epic },
     splitPlanMarker(epic),
     renderSplitDone(epic, checked.plan, issues),
@@ -110,22 +102,13 @@ async function createSubIssue(
   body: string,
   deps: ApplyPlanDeps,
 ): Promise<number> {
-  const { octokit, repo } = deps;
+  const { github, repo } = deps;
   const coder = task.coder ?? deps.splitCoder;
   const labels = [
     task.model ? `fleet:${coder}:${task.model}` : `fleet:${coder}`,
     `fleet:p${task.priority ?? DEFAULT_PRIORITY}`,
   ];
-  const { data } = await octokit.rest.issues.create({
-    ...repo,
-    title: task.title,
-    body,
-    labels,
-  });
-  await octokit.request("POST /repos/{owner}/{repo}/issues/{issue_number}/sub_issues", {
-    ...repo,
-    issue_number: epic,
-    sub_issue_id: data.id,
-  });
-  return data.number;
+  const created = await github.issues.create(repo, { title: task.title, body, labels });
+  await github.issues.addSubIssue(repo, epic, created.id);
+  return created.number;
 }

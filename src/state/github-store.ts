@@ -1,13 +1,13 @@
 import { createHash } from "node:crypto";
 import { BEADS_PATH, STATE_PATH } from "../core/state-doc.ts";
-import type { GitHubClient } from "../github/client.ts";
+import type { GitHub, RepoRef, Tagged } from "../github/port.ts";
 import * as cas from "./cas-store.ts";
 import { backoffDelay, defaultSleep, type HistoryEntry, type StateStore } from "./store.ts";
 
 export { DEFAULT_STATE_BRANCH } from "./store.ts";
 
 export interface GitHubStateStoreOptions extends cas.BranchStoreOptions {
-  octokit: GitHubClient;
+  github: GitHub;
   owner: string;
   repo: string;
   /**
@@ -53,7 +53,6 @@ interface HttpishError {
   response?: { headers?: Record<string, string | undefined>; data?: unknown };
   message?: string;
 }
-type Response<T> = { status: number; data: T; headers: Record<string, string | undefined> };
 const statusOf = (error: unknown): number | undefined => (error as HttpishError)?.status;
 
 /** Git's blob id for a text, the same sha GitHub reports for the file. */
@@ -88,22 +87,24 @@ class RestTransport implements cas.CasTransport<RestHead> {
   private readonly branch: string;
   private readonly random: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
+  private readonly repo: RepoRef;
 
   constructor(private readonly opts: GitHubStateStoreOptions) {
     const place = cas.branchPlace(`${opts.owner}/${opts.repo}`, opts.branch);
+    this.repo = { owner: opts.owner, repo: opts.repo };
     this.place = place;
     this.branch = place.branch;
     this.random = opts.random ?? Math.random;
     this.sleep = opts.sleep ?? defaultSleep;
   }
 
-  private async call<T = unknown>(route: string, params: Record<string, unknown>): Promise<Response<T>> {
-    const { octokit, owner, repo } = this.opts;
+  /** One request (counted under its REST route), retried as a secondary rate limit says. */
+  private async call<T>(route: string, request: (github: GitHub, repo: RepoRef) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       this.stats.requests++;
       this.stats.byRoute[route] = (this.stats.byRoute[route] ?? 0) + 1;
       try {
-        return (await octokit.request(route, { owner, repo, ...params })) as unknown as Response<T>;
+        return await request(this.opts.github, this.repo);
       } catch (error) {
         const status = statusOf(error);
         if (status === 304) this.stats.notModified++;
@@ -129,35 +130,23 @@ class RestTransport implements cas.CasTransport<RestHead> {
   ): Promise<{ text: string; blob: Blob }> {
     const etag = prev?.blobs[which].etag;
     try {
-      const r = await this.call<{ sha: string; content?: string; encoding?: string }>(
-        "GET /repos/{owner}/{repo}/contents/{path}",
-        { path: PATHS[which], ref: this.branch, headers: etag ? { "if-none-match": etag } : {} },
+      const r = await this.call("GET /repos/{owner}/{repo}/contents/{path}", (gh, repo) =>
+        gh.contents.get(repo, PATHS[which], this.branch, etag),
       );
       const text =
         r.data.encoding === "base64" && typeof r.data.content === "string"
           ? decodeBase64(r.data.content)
-          : await this.rawBlob(r.data.sha);
-      return { text, blob: { sha: r.data.sha, etag: r.headers.etag } };
+          : await this.call("GET /repos/{owner}/{repo}/git/blobs/{file_sha}", (gh, repo) =>
+              // Over 1 MB the contents API leaves `content` empty; the blob itself comes raw.
+              gh.git.getBlobText(repo, r.data.sha),
+            );
+      return { text, blob: { sha: r.data.sha, etag: r.etag } };
     } catch (error) {
       const status = statusOf(error);
       if (status === 304 && prev) return { text: prev[which], blob: prev.blobs[which] };
       if (status === 404) return { text: "", blob: {} };
       throw error;
     }
-  }
-
-  /** Over 1 MB the contents API leaves `content` empty; the blob itself comes raw. */
-  private async rawBlob(sha: string): Promise<string> {
-    const raw = await this.call<unknown>("GET /repos/{owner}/{repo}/git/blobs/{file_sha}", {
-      file_sha: sha,
-      headers: { accept: "application/vnd.github.raw+json" },
-    });
-    const d = raw.data;
-    // Raw text or bytes; a server that ignores the raw media type answers the JSON blob (base64).
-    if (typeof d === "string") return d;
-    return d instanceof ArrayBuffer
-      ? Buffer.from(d).toString("utf8")
-      : decodeBase64((d as { content: string }).content);
   }
 
   /**
@@ -168,21 +157,21 @@ class RestTransport implements cas.CasTransport<RestHead> {
    */
   async read(prev: RestHead | undefined, only?: keyof cas.StateFiles): Promise<RestHead> {
     if (only && prev && prev.version !== "") return this.readFile(prev, only);
-    let r: Response<{ object: { sha: string } }>;
+    // A stale commit sha must be learnt again even if the ref did not move since the last read.
+    const etag = prev?.refEtag && !prev.commitStale ? prev.refEtag : undefined;
+    let r: Tagged<{ sha: string }>;
     try {
-      r = await this.call("GET /repos/{owner}/{repo}/git/ref/{ref}", {
-        ref: `heads/${this.branch}`,
-        // A stale commit sha must be learnt again even if the ref did not move since the last read.
-        headers: prev?.refEtag && !prev.commitStale ? { "if-none-match": prev.refEtag } : {},
-      });
+      r = await this.call("GET /repos/{owner}/{repo}/git/ref/{ref}", (gh, repo) =>
+        gh.git.getRef(repo, `heads/${this.branch}`, etag),
+      );
     } catch (error) {
       const status = statusOf(error);
       if (status === 304 && prev) return prev;
       if (status !== 404) throw error;
       return emptyHead();
     }
-    const version = r.data.object.sha;
-    const refEtag = r.headers.etag;
+    const version = r.data.sha;
+    const refEtag = r.etag;
     if (prev && prev.version === version && !prev.commitStale) return { ...prev, refEtag };
     const [state, beads] = await Promise.all([this.fetchFile("state", prev), this.fetchFile("beads", prev)]);
     return {
@@ -223,19 +212,18 @@ class RestTransport implements cas.CasTransport<RestHead> {
   ): Promise<cas.WriteOutcome<RestHead>> {
     const sha = base.blobs[which].sha;
     try {
-      const r = await this.call<{ content: { sha: string }; commit: { sha: string; tree: { sha: string } } }>(
-        "PUT /repos/{owner}/{repo}/contents/{path}",
-        {
+      const r = await this.call("PUT /repos/{owner}/{repo}/contents/{path}", (gh, repo) =>
+        gh.contents.put(repo, {
           path: PATHS[which],
           // A contents write is a commit on the branch too: it must start no workflow run either.
           message: message.skipCi,
           content: encodeBase64(text),
           branch: this.branch,
           ...(sha ? { sha } : {}),
-        },
+        }),
       );
-      const blobs = { ...base.blobs, [which]: { sha: r.data.content.sha } };
-      const head = { ...base, version: r.data.commit.sha, tree: r.data.commit.tree?.sha, commitStale: false };
+      const blobs = { ...base.blobs, [which]: { sha: r.blobSha } };
+      const head = { ...base, version: r.commitSha, tree: r.treeSha, commitStale: false };
       return { kind: "written", head: { ...head, [which]: text, blobs } };
     } catch (error) {
       // 409: the blob sha is stale; 422: a sha was missing or wrong (the file appeared meanwhile).
@@ -252,33 +240,29 @@ class RestTransport implements cas.CasTransport<RestHead> {
     const orphan = base.version === "";
     let baseTree = base.tree;
     if (!orphan && baseTree === undefined) {
-      const r = await this.call<{ tree: { sha: string } }>(
-        "GET /repos/{owner}/{repo}/git/commits/{commit_sha}",
-        {
-          commit_sha: base.version,
-        },
+      const version = base.version;
+      baseTree = await this.call("GET /repos/{owner}/{repo}/git/commits/{commit_sha}", (gh, repo) =>
+        gh.git.getCommitTree(repo, version),
       );
-      baseTree = r.data.tree.sha;
     }
     const entries = (["state", "beads"] as const).filter((k) => files[k] !== undefined);
     try {
-      const tree = await this.call<{ sha: string }>("POST /repos/{owner}/{repo}/git/trees", {
-        ...(orphan ? {} : { base_tree: baseTree }),
-        tree: entries.map((k) => ({ path: PATHS[k], mode: "100644", type: "blob", content: files[k] })),
-      });
-      const commit = await this.newCommit(tree.data.sha, orphan ? [] : [base.version], message);
+      const tree = await this.call("POST /repos/{owner}/{repo}/git/trees", (gh, repo) =>
+        gh.git.createTree(repo, {
+          ...(orphan ? {} : { baseTree }),
+          files: entries.map((k) => ({ path: PATHS[k], content: files[k]! })),
+        }),
+      );
+      const commit = await this.newCommit(tree, orphan ? [] : [base.version], message);
       // The first commit has no parent, so the state branch never shares history with the code.
       if (orphan)
-        await this.call("POST /repos/{owner}/{repo}/git/refs", {
-          ref: `refs/heads/${this.branch}`,
-          sha: commit,
-        });
+        await this.call("POST /repos/{owner}/{repo}/git/refs", (gh, repo) =>
+          gh.git.createRef(repo, `refs/heads/${this.branch}`, commit),
+        );
       else
-        await this.call("PATCH /repos/{owner}/{repo}/git/refs/{ref}", {
-          ref: `heads/${this.branch}`,
-          sha: commit,
-          force: false,
-        });
+        await this.call("PATCH /repos/{owner}/{repo}/git/refs/{ref}", (gh, repo) =>
+          gh.git.fastForwardRef(repo, `heads/${this.branch}`, commit),
+        );
       const state = files.state ?? base.state;
       const beads = files.beads ?? base.beads;
       const blobs = {
@@ -287,7 +271,7 @@ class RestTransport implements cas.CasTransport<RestHead> {
       };
       return {
         kind: "written",
-        head: { version: commit, tree: tree.data.sha, refEtag: base.refEtag, state, beads, blobs },
+        head: { version: commit, tree, refEtag: base.refEtag, state, beads, blobs },
       };
     } catch (error) {
       // 422: not a fast-forward (PATCH) or the ref already exists (POST, another writer created it first).
@@ -297,30 +281,28 @@ class RestTransport implements cas.CasTransport<RestHead> {
 
   private async newCommit(tree: string, parents: string[], message: cas.CommitMessage): Promise<string> {
     const { clock } = this.opts;
-    const r = await this.call<{ sha: string }>("POST /repos/{owner}/{repo}/git/commits", {
-      // Commits are content-addressed: two writers producing the same tree on the same parent in the
-      // same second would mint the SAME commit, and the loser's ref update would "succeed" as a no-op,
-      // losing its write. A unique trailer makes every attempt its own commit, so the CAS stays exact.
-      message: message.unique,
-      tree,
-      parents,
-      ...(clock
-        ? { author: { name: "Fleet", email: "fleet@users.noreply.github.com", date: clock().toISOString() } }
-        : {}),
-    });
-    return r.data.sha;
+    return this.call("POST /repos/{owner}/{repo}/git/commits", (gh, repo) =>
+      gh.git.createCommit(repo, {
+        // Commits are content-addressed: two writers producing the same tree on the same parent in the
+        // same second would mint the SAME commit, and the loser's ref update would "succeed" as a no-op,
+        // losing its write. A unique trailer makes every attempt its own commit, so the CAS stays exact.
+        message: message.unique,
+        tree,
+        parents,
+        ...(clock
+          ? {
+              author: { name: "Fleet", email: "fleet@users.noreply.github.com", date: clock().toISOString() },
+            }
+          : {}),
+      }),
+    );
   }
 
   async history(limit: number): Promise<HistoryEntry[]> {
     try {
-      const r = await this.call<
-        Array<{ sha: string; commit: { message: string; committer: { date: string } | null } }>
-      >("GET /repos/{owner}/{repo}/commits", { sha: this.branch, per_page: Math.min(100, limit) });
-      return r.data.map((c) => ({
-        sha: c.sha,
-        message: c.commit.message,
-        date: c.commit.committer?.date ?? "",
-      }));
+      return await this.call("GET /repos/{owner}/{repo}/commits", (gh, repo) =>
+        gh.repos.listCommits(repo, this.branch, limit),
+      );
     } catch (error) {
       if (statusOf(error) === 404 || statusOf(error) === 409) return [];
       throw error;

@@ -1,7 +1,7 @@
 import { rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { GitHubClient } from "../github/client.ts";
+import type { GitHub } from "../github/port.ts";
 import { createGitStateStore } from "./git-store.ts";
 import { createGitHubStateStore } from "./github-store.ts";
 import type { StateStore } from "./store.ts";
@@ -17,7 +17,7 @@ export type StateTransport = "git" | "api";
 export const STATE_TRANSPORTS: readonly StateTransport[] = ["git", "api"];
 
 export interface RepoStateStoreOptions {
-  octokit: GitHubClient;
+  github: GitHub;
   owner: string;
   repo: string;
   /** Default: `$FLEET_STATE_TRANSPORT`, else `git`. */
@@ -65,14 +65,12 @@ export function gitRemoteUrl(apiUrl: string, owner: string, repo: string): strin
   return `${u.origin}${root}${path}`;
 }
 
-/** The token an Octokit authenticates with: an installation token (renewed by the auth strategy) or a plain token. */
-async function tokenOf(octokit: GitHubClient): Promise<string> {
-  const auth = (await octokit.auth({ type: "installation" })) as {
-    token?: string;
-  };
-  if (!auth?.token)
-    throw new Error("The GitHub client has no token to fetch and push Fleet's state branch with.");
-  return auth.token;
+/** The REST API's root the git URL is derived from; a client without one needs `gitUrl` given. */
+function apiUrlOf(github: GitHub): string {
+  if (github.apiUrl) return github.apiUrl;
+  throw new Error(
+    "The GitHub client has no API URL to derive the state branch's git URL from; pass gitUrl, or use the api transport.",
+  );
 }
 
 // Cache repositories of this process's git stores: small shallow bare repositories, removed on exit.
@@ -97,16 +95,17 @@ export function createRepoStateStore(opts: RepoStateStoreOptions): RepoStateStor
   const transport = opts.transport ?? stateTransportFrom();
   if (transport === "api")
     return createGitHubStateStore({
-      octokit: opts.octokit,
+      github: opts.github,
       owner: opts.owner,
       repo: opts.repo,
       clock: opts.clock,
       pacing: opts.pacing,
     });
-  const apiUrl = (opts.octokit.request.endpoint.DEFAULTS as { baseUrl: string }).baseUrl;
+  const { github } = opts;
   return createGitStateStore({
-    url: opts.gitUrl ?? gitRemoteUrl(apiUrl, opts.owner, opts.repo),
-    token: () => tokenOf(opts.octokit),
+    url: opts.gitUrl ?? gitRemoteUrl(apiUrlOf(github), opts.owner, opts.repo),
+    // An installation token is renewed as it expires, so it is asked for at each fetch and push.
+    token: () => github.token(),
     owner: opts.owner,
     repo: opts.repo,
     cacheDir: newCacheDir(opts.owner, opts.repo),
