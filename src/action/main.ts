@@ -2,7 +2,7 @@ import { getAdapter } from "../agents/index.ts";
 import type { FleetConfig } from "../core/config.ts";
 import { redactSecrets } from "../core/redact.ts";
 import { addUsage, emptyUsage, type RunTotals, type TokenUsage } from "../core/usage.ts";
-import type { GitHubClient, RepoRef } from "../github/client.ts";
+import type { GitHub, RepoRef } from "../github/port.ts";
 import { openRepository } from "../queue/open-repository.ts";
 import { renderActionSummary } from "../render/action-summary.ts";
 import type { TaskOutcome } from "../worker/3-attempt.ts";
@@ -32,7 +32,7 @@ export interface ActionInputs {
 }
 
 export interface ActionDeps {
-  octokit: GitHubClient;
+  github: GitHub;
   log: (message: string) => void;
   warn: (message: string) => void;
   /** Tracking-comment throttle; tests use 0. */
@@ -85,7 +85,7 @@ const FAILED: ReadonlySet<Conclusion> = new Set(["failed", "timeout", "stall"]);
 export async function runAction(inputs: ActionInputs, deps: ActionDeps): Promise<ActionResult> {
   // 1.
   const repository = openRepository({
-    octokit: deps.octokit,
+    github: deps.github,
     repo: inputs.repo,
     trackerIntervalMs: deps.trackerIntervalMs,
     fleetUrl: inputs.fleetUrl,
@@ -121,7 +121,7 @@ export async function runAction(inputs: ActionInputs, deps: ActionDeps): Promise
   try {
     outcome = await executeTask(inputs.taskId, {
       repo: inputs.repo,
-      octokit: deps.octokit,
+      github: deps.github,
       store: repository.store,
       queue,
       tracker: repository.tracker,

@@ -1,8 +1,8 @@
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import * as core from "@actions/core";
-import { Octokit } from "@octokit/rest";
-import { parseRepoFullName } from "../github/client.ts";
+import { githubForToken } from "../github/octokit-port.ts";
+import { parseRepoFullName } from "../github/port.ts";
 import { parseEgressHosts } from "../worker/sandbox/egress-proxy.ts";
 import { exchangeForAppToken } from "./app-token.ts";
 import { ActionInputError, type ActionResult, runAction } from "./main.ts";
@@ -74,11 +74,7 @@ export async function runner(env: NodeJS.ProcessEnv = process.env): Promise<void
     const repo = parseRepoFullName(fullName);
     // The inputs are read: no child process (git, the agent's sandbox) inherits them from here on.
     for (const name of Object.keys(env)) if (name.startsWith("INPUT_")) delete env[name];
-    const octokit = new Octokit({
-      baseUrl: apiUrl.replace(/\/$/, ""),
-      auth: token,
-      userAgent: "fleet-action",
-    });
+    const github = await githubForToken({ token, baseUrl: apiUrl, userAgent: "fleet-action" });
 
     const result = await runAction(
       {
@@ -97,7 +93,7 @@ export async function runner(env: NodeJS.ProcessEnv = process.env): Promise<void
         ...(Object.keys(egressHosts).length ? { egressHosts } : {}),
       },
       {
-        octokit,
+        github,
         log: (m) => core.info(m),
         warn: (m) => core.warning(m),
       },

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { createRemoteJWKSet, type JWTPayload, jwtVerify } from "jose";
 import type { Probot } from "probot";
 import { isActive } from "../core/lifecycle.ts";
-import type { GitHubClient } from "../github/client.ts";
+import { githubAppOverOctokit } from "../github/octokit-port.ts";
 import type { RepoQueues } from "./repo-queues.ts";
 
 /** Where a runner exchanges its job's OIDC token for a token of the Fleet app. */
@@ -182,20 +182,18 @@ export function createActionsTokenHandler(
     if (task.runId !== String(claims.run_id))
       throw new Refusal(403, `Task ${taskId} was dispatched as run ${task.runId}, not run ${claims.run_id}.`);
 
-    const appOctokit = (await app.auth()) as unknown as GitHubClient;
     // The run's repository only, by the id the OIDC token names (a repository renamed or recreated
     // under the same name is another one), with the run's permissions only:
     // https://docs.github.com/en/rest/apps/apps#create-an-installation-access-token-for-an-app
     const repositoryId = Number(claims.repository_id);
-    const { data } = await appOctokit.rest.apps.createInstallationAccessToken({
-      installation_id: installationId,
+    const minted = await githubAppOverOctokit(await app.auth()).createInstallationToken(installationId, {
       ...(Number.isSafeInteger(repositoryId) && repositoryId > 0
-        ? { repository_ids: [repositoryId] }
+        ? { repositoryIds: [repositoryId] }
         : { repositories: [repo] }),
       permissions: RUN_PERMISSIONS,
     });
     app.log.info(`actions token for ${owner}/${repo} run ${claims.run_id} (task ${taskId})`);
-    return { token: data.token, expires_at: data.expires_at };
+    return minted;
   }
 
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {

@@ -1,8 +1,8 @@
 import type { Context } from "probot";
 import type { FleetConfig } from "../core/config.ts";
 import { getRepoRole } from "../github/permissions.ts";
+import type { GitHub, RepoRef } from "../github/port.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
-import type { ConfigCache } from "../queue/config-cache.ts";
 import { noticeMarker } from "../render/markers.ts";
 import { renderConfigProblems, renderNotAllowed } from "../render/notices.ts";
 import type { HandlerDeps } from "./handler-deps.ts";
@@ -11,14 +11,11 @@ import { CONFIG_PATH, loadRepoConfig } from "./load-config.ts";
 type IssueContext = Context<"issues" | "issue_comment">;
 
 /** The repository's config, or null after telling the issue what is wrong with it. */
-export async function configOrExplain(
-  context: IssueContext,
-  cache?: ConfigCache,
-): Promise<FleetConfig | null> {
-  const loaded = await loadRepoConfig(context, cache);
+export async function configOrExplain(context: IssueContext, deps: HandlerDeps): Promise<FleetConfig | null> {
+  const loaded = await loadRepoConfig(deps.github, context.repo(), deps.configs);
   if (loaded.ok) return loaded.config;
   await upsertMarkedComment(
-    context.octokit,
+    deps.github,
     context.issue(),
     noticeMarker("config-invalid"),
     renderConfigProblems(CONFIG_PATH, loaded.problems),
@@ -31,7 +28,7 @@ export async function configOrExplain(
  * issue says why, and undefined). Gives the labeler, the issue's labels and the repository's queue.
  */
 export async function admitLabeler(context: Context<"issues.labeled">, deps: HandlerDeps) {
-  const config = await configOrExplain(context, deps.configs);
+  const config = await configOrExplain(context, deps);
   if (!config) return undefined;
   const sender = context.payload.sender.login;
   if (!(await allowedOrExplain(context, deps, config, sender))) return undefined;
@@ -42,9 +39,14 @@ export async function admitLabeler(context: Context<"issues.labeled">, deps: Han
   return { config, sender, labels, queue };
 }
 
-/** Whether `login` may drive Fleet here: a role in `allowed_roles` (from the file only). */
-export async function mayDriveFleet(context: Context, config: FleetConfig, login: string): Promise<boolean> {
-  const role = await getRepoRole(context.octokit as never, context.repo(), login);
+/** Whether `login` may drive Fleet in `repo`: a role in `allowed_roles` (from the file only). */
+export async function mayDriveFleet(
+  github: GitHub,
+  repo: RepoRef,
+  config: FleetConfig,
+  login: string,
+): Promise<boolean> {
+  const role = await getRepoRole(github, repo, login);
   return (config.allowed_roles as readonly string[]).includes(role);
 }
 
@@ -58,7 +60,7 @@ export async function allowedOrExplain(
   config: FleetConfig,
   login: string,
 ): Promise<boolean> {
-  if (await mayDriveFleet(context, config, login)) return true;
+  if (await mayDriveFleet(deps.github, context.repo(), config, login)) return true;
   await replyToOutsider(context, deps, config, login, renderNotAllowed(login, config.allowed_roles));
   return false;
 }
@@ -75,7 +77,8 @@ export async function replyToOutsider(
   body: string,
 ): Promise<boolean> {
   const queue = await deps.queues.forContext(context, config);
-  if (!(await queue.claimReply(context.issue().issue_number, login))) return false;
-  await context.octokit.rest.issues.createComment(context.issue({ body }));
+  const { issue_number } = context.issue();
+  if (!(await queue.claimReply(issue_number, login))) return false;
+  await deps.github.issues.createComment(context.repo(), issue_number, body);
   return true;
 }

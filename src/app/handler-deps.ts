@@ -1,10 +1,16 @@
+import type { GitHub } from "../github/port.ts";
 import type { ConfigCache } from "../queue/config-cache.ts";
 import type { RepoQueues } from "./repo-queues.ts";
 
-/** What every webhook handler works with: the coders it knows, the repositories' queues, their configs. */
-export interface HandlerDeps {
+/** What the app keeps across events: the coders it knows, the repositories' queues, their configs. */
+export interface AppDeps {
   knownCoders: readonly string[];
   queues: RepoQueues;
   /** `.github/fleet.yml` per repository between events (none: read on every event). */
   configs?: ConfigCache;
+}
+
+/** What a webhook handler works with: the app's, and GitHub as the event's installation (made once per event). */
+export interface HandlerDeps extends AppDeps {
+  github: GitHub;
 }

@@ -3,6 +3,7 @@ import { CODER_NAMES } from "../core/coders.ts";
 import { fleetLabelDefinitions } from "../core/labels.ts";
 import { StateCorruptError } from "../core/state-doc.ts";
 import { ensureFleetLabels } from "../github/labels.ts";
+import { githubOverOctokit } from "../github/octokit-port.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
 import { createConfigCache } from "../queue/config-cache.ts";
 import { noticeMarker } from "../render/markers.ts";
@@ -15,7 +16,7 @@ import {
   DEFAULT_OIDC_AUDIENCE,
   GITHUB_OIDC_ISSUER,
 } from "./actions-token.ts";
-import type { HandlerDeps } from "./handler-deps.ts";
+import type { AppDeps, HandlerDeps } from "./handler-deps.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import { onCommand } from "./on-command.ts";
 import { onIssueEdited } from "./on-issue-edited.ts";
@@ -57,7 +58,7 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
   const stateTransport = options.stateTransport ?? stateTransportFrom();
   return (app, { addHandler }) => {
     const configs = createConfigCache();
-    const deps: HandlerDeps = {
+    const deps: AppDeps = {
       knownCoders: options.knownCoders ?? CODER_NAMES,
       queues: createRepoQueues(app, {
         ...options,
@@ -79,17 +80,19 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
       timer.unref();
     }
     /**
-     * A state document Fleet cannot read stops the event (nothing is written over it), and the issue
-     * that triggered it (and the dashboard, when on) says what is wrong and how to fix it.
+     * The handler gets GitHub as the event's installation, made once for the event. A state document
+     * Fleet cannot read stops the event (nothing is written over it), and the issue that triggered it
+     * (and the dashboard, when on) says what is wrong and how to fix it.
      */
     const reportingCorruptState =
       <C extends Context>(handler: (context: C, deps: HandlerDeps) => Promise<void>) =>
       async (context: C) => {
+        const eventDeps: HandlerDeps = { ...deps, github: githubOverOctokit(context.octokit) };
         try {
-          await handler(context, deps);
+          await handler(context, eventDeps);
         } catch (error) {
           if (!(error instanceof StateCorruptError)) throw error;
-          await reportCorruptState(context, deps, error).catch((e) =>
+          await reportCorruptState(context, eventDeps, error).catch((e) =>
             app.log.error(`could not report the corrupt state: ${(e as Error).message}`),
           );
           app.log.error((error as Error).message);
@@ -121,7 +124,8 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
       if (ref === `refs/heads/${repository.default_branch}`) deps.configs?.forget(repository.full_name);
       // Someone deleted the state branch (to start over) while runs may still be going.
       if (ref === `refs/heads/${DEFAULT_STATE_BRANCH}` && context.payload.deleted) {
-        const loaded = await loadRepoConfig(context as unknown as Context<"issues">, deps.configs);
+        const github = githubOverOctokit(context.octokit);
+        const loaded = await loadRepoConfig(github, context.repo(), deps.configs);
         if (loaded.ok) await deps.queues.stateBranchDeleted(context, loaded.config);
       }
     });
@@ -130,9 +134,10 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
         "repositories_added" in context.payload
           ? context.payload.repositories_added
           : (context.payload.repositories ?? []);
+      const github = githubOverOctokit(context.octokit);
       for (const r of repos) {
         const [owner, repo] = r.full_name.split("/") as [string, string];
-        await ensureFleetLabels(context.octokit, { owner, repo }, fleetLabelDefinitions(deps.knownCoders));
+        await ensureFleetLabels(github, { owner, repo }, fleetLabelDefinitions(deps.knownCoders));
       }
     });
   };
@@ -152,12 +157,12 @@ async function reportCorruptState(
   if (number !== undefined) {
     // One notice per issue, edited when the problem changes: a burst of events is not a burst of comments.
     await upsertMarkedComment(
-      context.octokit as never,
+      deps.github,
       { ...context.repo(), issue_number: number },
       noticeMarker("state-corrupt"),
       body,
     );
   }
-  const loaded = await loadRepoConfig(context, deps.configs);
+  const loaded = await loadRepoConfig(deps.github, context.repo(), deps.configs);
   if (loaded.ok) await deps.queues.showStateProblem(context, loaded.config, error);
 }

@@ -17,12 +17,14 @@ export async function onCommand(context: Context<"issue_comment.created">, deps:
   const command = parseFleetCommand(payload.comment.body, { onPullRequest });
   if (command.kind === "none") return;
   const reply = (text: string) =>
-    context.octokit.rest.issues.createComment(
-      context.issue({ body: renderCommandReply(command.kind, text) }),
+    deps.github.issues.createComment(
+      context.repo(),
+      payload.issue.number,
+      renderCommandReply(command.kind, text),
     );
 
   // Who may drive Fleet comes first: anyone else gets one answer an hour, whatever they write.
-  const config = await configOrExplain(context, deps.configs);
+  const config = await configOrExplain(context, deps);
   if (!config) return;
   const sender = payload.comment.user?.login ?? payload.sender.login;
   if (!(await allowedOrExplain(context, deps, config, sender))) return;
@@ -89,7 +91,7 @@ export async function onCommand(context: Context<"issue_comment.created">, deps:
     }
     case "labels": {
       const created = await ensureFleetLabels(
-        context.octokit,
+        deps.github,
         context.repo(),
         fleetLabelDefinitions(deps.knownCoders),
       );

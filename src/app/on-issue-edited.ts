@@ -14,7 +14,7 @@ export async function onIssueEdited(context: Context<"issues.edited">, deps: Han
   const { payload } = context;
   const changes = payload.changes as { title?: unknown; body?: unknown } | undefined;
   if (!changes || (changes.title === undefined && changes.body === undefined)) return;
-  const loaded = await loadRepoConfig(context, deps.configs);
+  const loaded = await loadRepoConfig(deps.github, context.repo(), deps.configs);
   if (!loaded.ok) return;
   const queue = await deps.queues.forContext(context, loaded.config);
   const issue = payload.issue;
@@ -24,7 +24,7 @@ export async function onIssueEdited(context: Context<"issues.edited">, deps: Han
   const by = payload.sender.login;
   // An app's bot is a "Bot" whose login ends in [bot] (a character no person's login has).
   const bot = payload.sender.type === "Bot" || by.endsWith("[bot]");
-  const allowed = !bot && (await mayDriveFleet(context, loaded.config, by));
+  const allowed = !bot && (await mayDriveFleet(deps.github, context.repo(), loaded.config, by));
   // An edited body says anew what the issue waits for (its `Depends on` lines), as when it was labeled.
   const dependsOn =
     changes.body === undefined

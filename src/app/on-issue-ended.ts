@@ -20,7 +20,7 @@ export async function onIssueEnded(
   } else {
     reason = `issue closed by @${payload.sender.login}`;
   }
-  const loaded = await loadRepoConfig(context, deps.configs);
+  const loaded = await loadRepoConfig(deps.github, (context as Context<"issues">).repo(), deps.configs);
   if (!loaded.ok) return;
   const queue = await deps.queues.forContext(context, loaded.config);
   const doc = await queue.snapshot();

@@ -19,7 +19,7 @@ export async function onIssueLabeled(context: Context<"issues.labeled">, deps: H
   const parsed = parseFleetLabel(labelName, deps.knownCoders);
   if (parsed.kind === "error") {
     const body = renderLabelError(labelName, parsed.message, LABEL_GRAMMAR_HELP);
-    await upsertMarkedComment(context.octokit, context.issue(), labelErrorMarker(labelName), body);
+    await upsertMarkedComment(deps.github, context.issue(), labelErrorMarker(labelName), body);
     return;
   }
   if (parsed.kind !== "coder") return;
@@ -37,7 +37,7 @@ export async function onIssueLabeled(context: Context<"issues.labeled">, deps: H
     const quota = perUserQuota(config.per_user_daily_tasks, tasks, sender, queue.now());
     if (!quota.allowed) {
       await upsertMarkedComment(
-        context.octokit,
+        deps.github,
         context.issue(),
         noticeMarker(`quota-${sender.toLowerCase()}`),
         renderQuotaNotice(noticeMarker(`quota-${sender.toLowerCase()}`), quota.reason),

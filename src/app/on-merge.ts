@@ -1,13 +1,8 @@
-import type { Context } from "probot";
-import type { FleetStateDoc } from "../core/state-doc.ts";
-import type { Task } from "../core/task.ts";
-import type { RepoQueue } from "../queue/repo-queue.ts";
+import type { GitHub, RepoRef } from "../github/port.ts";
 import { tasksOnPullRequest } from "../queue/transitions.ts";
 import { rebaseOthersAfterMerge } from "./on-rebase.ts";
 import { closeEpicWhenDone } from "./on-split-label.ts";
 import type { MergedFleetPr } from "./pull-request-tasks.ts";
-
-/** A merged `fleet/*` pull request with its repository's queue and the state as read for the event. */
 
 /**
  * A merged `fleet/*` pull request (see onPullRequest, which reads the state once for all of it): every
@@ -16,15 +11,16 @@ import type { MergedFleetPr } from "./pull-request-tasks.ts";
  * run, and a finished split's epic is closed. Each goes on when another fails; the first failure is thrown.
  */
 export async function afterFleetPrMerged(
-  context: Context<"pull_request.closed">,
+  github: GitHub,
+  repo: RepoRef,
   merged: MergedFleetPr,
 ): Promise<void> {
   const { queue, pr, doc } = merged;
   const onPr = tasksOnPullRequest(doc, { number: pr.number, head: pr.head.ref });
   const results = await Promise.allSettled([
     ...onPr.map((t) => queue.move(t.issue, "done", { taskId: t.id, patch: { pr: pr.number } })),
-    closeEpicWhenDone(context, merged),
-    rebaseOthersAfterMerge(context, merged),
+    closeEpicWhenDone(github, repo, merged),
+    rebaseOthersAfterMerge(github, repo, merged),
   ]);
   const failed = results.find((r) => r.status === "rejected");
   if (failed) throw failed.reason;

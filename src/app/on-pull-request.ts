@@ -1,8 +1,5 @@
 import type { Context } from "probot";
 import { isLeaseLive, isUnclaimed } from "../core/leases.ts";
-import type { FleetStateDoc } from "../core/state-doc.ts";
-import type { Task } from "../core/task.ts";
-import { tasksOnPullRequest } from "../queue/transitions.ts";
 import type { HandlerDeps } from "./handler-deps.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import { afterFleetPrMerged } from "./on-merge.ts";
@@ -32,14 +29,20 @@ export async function onPullRequest(
   if (!pr.head.ref.startsWith("fleet/") || fromFork(pr)) return;
   // Opened by Fleet's own worker: the worker records pr-open with the run's outcome, in one commit.
   if (context.payload.action === "opened" && context.isBot) return;
-  const loaded = await loadRepoConfig(context as unknown as Context<"issues">, deps.configs);
+  const repo = (context as Context<"pull_request">).repo();
+  const loaded = await loadRepoConfig(deps.github, repo, deps.configs);
   if (!loaded.ok) return;
   const queue = await deps.queues.forContext(context, loaded.config);
   const doc = await queue.snapshot();
   const task = taskForPullRequest(doc, { number: pr.number, head: pr.head.ref });
   if (context.payload.action === "closed" && pr.merged) {
     const closed = context as Context<"pull_request.closed">;
-    return afterFleetPrMerged(closed, { pr: closed.payload.pull_request, queue, doc, task });
+    return afterFleetPrMerged(deps.github, repo, {
+      pr: closed.payload.pull_request,
+      queue,
+      doc,
+      task,
+    });
   }
   if (!task) return;
   if (context.payload.action === "opened") {

@@ -1,6 +1,7 @@
 import type { Context } from "probot";
 import { parseFleetLabel } from "../core/labels.ts";
 import type { RebaseRequest, Task } from "../core/task.ts";
+import type { GitHub, PullRequest, RepoRef } from "../github/port.ts";
 import { tasksToRebaseAfterMerge } from "../queue/transitions.ts";
 import { allowedOrExplain } from "./guard.ts";
 import type { HandlerDeps } from "./handler-deps.ts";
@@ -21,13 +22,14 @@ const MERGEABLE_WAIT_MS = 750;
  * the branch.
  */
 export async function rebaseOthersAfterMerge(
-  context: Context<"pull_request.closed">,
+  github: GitHub,
+  repo: RepoRef,
   { pr: merged, queue, doc, task: mergedTask }: MergedFleetPr,
 ): Promise<void> {
   const candidates = tasksToRebaseAfterMerge(doc, { pr: merged.number, task: mergedTask });
   for (const task of candidates) {
     // Only PRs into the branch that moved; "closed": merged or closed meanwhile.
-    const mergeable = await mergeableOf(context, task.pr!, merged.base.ref);
+    const mergeable = await mergeableOf(github, repo, task.pr!, merged.base.ref);
     if (mergeable === "closed" || mergeable === true) continue;
     await requestRebase(queue, task, {
       why: `#${merged.number} was merged into \`${merged.base.ref}\``,
@@ -37,14 +39,15 @@ export async function rebaseOthersAfterMerge(
 }
 
 async function mergeableOf(
-  context: Context<"pull_request.closed">,
+  github: GitHub,
+  repo: RepoRef,
   pr: number,
   base: string,
 ): Promise<boolean | null | "closed"> {
   for (let i = 0; i < MERGEABLE_TRIES; i++) {
-    let data: { state: string; mergeable?: boolean | null; base: { ref: string } };
+    let data: PullRequest;
     try {
-      ({ data } = await context.octokit.rest.pulls.get({ ...context.repo(), pull_number: pr }));
+      data = await github.pulls.get(repo, pr);
     } catch {
       return null;
     }
@@ -78,14 +81,14 @@ export async function onRebaseLabel(
   const label = context.payload.label?.name;
   if (!label || parseFleetLabel(label, deps.knownCoders).kind !== "rebase") return;
   const asIssue = context as unknown as IssueContext;
-  const loaded = await loadRepoConfig(asIssue, deps.configs);
+  const repo = asIssue.repo();
+  const loaded = await loadRepoConfig(deps.github, repo, deps.configs);
   if (!loaded.ok) return;
   const sender = context.payload.sender.login;
   if (!(await allowedOrExplain(asIssue, deps, loaded.config, sender))) return;
   const number =
     "pull_request" in context.payload ? context.payload.pull_request.number : context.payload.issue.number;
-  const reply = (text: string) =>
-    asIssue.octokit.rest.issues.createComment({ ...asIssue.repo(), issue_number: number, body: text });
+  const reply = (text: string) => deps.github.issues.createComment(repo, number, text);
   const queue = await deps.queues.forContext(asIssue, loaded.config);
   const doc = await queue.snapshot();
   let task: Task | undefined;
@@ -100,9 +103,7 @@ export async function onRebaseLabel(
       tasks.find((t) => t.state === "pr-open") ??
       tasks.sort((a, b) => b.updatedAt.localeCompare(a.updatedAt))[0];
   }
-  await asIssue.octokit.rest.issues
-    .removeLabel({ ...asIssue.repo(), issue_number: number, name: label })
-    .catch(() => undefined);
+  await deps.github.issues.removeLabel(repo, number, label).catch(() => undefined);
   if (!task) {
     await reply(
       "`fleet:rebase` found no Fleet pull request here to rebase. Put the label on a Fleet pull request, or on an issue whose Fleet task has an open pull request.",

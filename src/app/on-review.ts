@@ -15,7 +15,7 @@ export async function onReview(context: ReviewContext, deps: HandlerDeps): Promi
   const { review, pull_request: pr } = context.payload;
   const command = parseFleetCommand(review.body ?? "", { onPullRequest: true });
   if (command.kind !== "instructions" || fromFork(pr)) return;
-  const loaded = await loadRepoConfig(context as unknown as Context<"issues">, deps.configs);
+  const loaded = await loadRepoConfig(deps.github, context.repo(), deps.configs);
   if (!loaded.ok) return;
   const sender = review.user?.login ?? context.payload.sender.login;
   const asIssue = context as unknown as CommentContext;
@@ -40,16 +40,12 @@ export async function requestReviewRun(
   req: { pr: number; head?: string; text: string; sender: string },
 ): Promise<void> {
   const reply = (text: string) =>
-    context.octokit.rest.issues.createComment({
-      ...context.repo(),
-      issue_number: req.pr,
-      body: renderCommandReply("instructions", text),
-    });
+    deps.github.issues.createComment(context.repo(), req.pr, renderCommandReply("instructions", text));
   const queue = await deps.queues.forContext(context, config);
   const doc = await queue.snapshot();
   let head = req.head;
   if (head === undefined) {
-    const { data } = await context.octokit.rest.pulls.get({ ...context.repo(), pull_number: req.pr });
+    const data = await deps.github.pulls.get(context.repo(), req.pr);
     if (fromFork(data)) {
       await reply("This pull request comes from a fork; Fleet runs agents only on its own branches.");
       return;

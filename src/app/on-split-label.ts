@@ -1,6 +1,7 @@
 import type { Context } from "probot";
 import { modelFor } from "../core/config.ts";
 import { parseFleetLabel, taskRequestFromLabels } from "../core/labels.ts";
+import type { GitHub, RepoRef } from "../github/port.ts";
 import { admitLabeler } from "./guard.ts";
 import type { HandlerDeps } from "./handler-deps.ts";
 import { type MergedFleetPr, taskForPullRequest } from "./pull-request-tasks.ts";
@@ -36,20 +37,16 @@ export async function onSplitLabel(context: Context<"issues.labeled">, deps: Han
  * sub-issue of the epic is done (closed, or its task done), the epic is closed.
  */
 export async function closeEpicWhenDone(
-  context: Context<"pull_request.closed">,
+  github: GitHub,
+  repo: RepoRef,
   { pr, doc }: MergedFleetPr,
 ): Promise<void> {
   const task = taskForPullRequest(doc, { number: pr.number, head: pr.head.ref });
   if (!task) return;
-  const repo = context.repo();
   // Recorded when Fleet queued the sub-issue: no issue read for every other merged task.
   const epic = task.epic;
   if (epic === undefined) return;
-  const subs = (await context.octokit.paginate("GET /repos/{owner}/{repo}/issues/{issue_number}/sub_issues", {
-    ...repo,
-    issue_number: epic,
-    per_page: 100,
-  })) as Array<{ number: number; state: string }>;
+  const subs = await github.issues.listSubIssues(repo, epic);
   const doneIssues = new Set(
     Object.values(doc.tasks)
       .filter((t) => t.state === "done")
@@ -59,17 +56,12 @@ export async function closeEpicWhenDone(
     (s) => s.number === task.issue || s.state === "closed" || doneIssues.has(s.number),
   );
   if (subs.length === 0 || !allDone) return;
-  const { data: epicIssue } = await context.octokit.rest.issues.get({ ...repo, issue_number: epic });
+  const epicIssue = await github.issues.get(repo, epic);
   if (epicIssue.state === "closed") return;
-  await context.octokit.rest.issues.createComment({
-    ...repo,
-    issue_number: epic,
-    body: `All ${subs.length} sub-issues are done (${subs.map((s) => `#${s.number}`).join(", ")}); Fleet closes this issue.`,
-  });
-  await context.octokit.rest.issues.update({
-    ...repo,
-    issue_number: epic,
-    state: "closed",
-    state_reason: "completed",
-  });
+  await github.issues.createComment(
+    repo,
+    epic,
+    `All ${subs.length} sub-issues are done (${subs.map((s) => `#${s.number}`).join(", ")}); Fleet closes this issue.`,
+  );
+  await github.issues.update(repo, epic, { state: "closed", state_reason: "completed" });
 }

@@ -20,7 +20,7 @@ export async function onWorkflowRunCompleted(
   if (run.event !== "workflow_dispatch") return;
   const runId = String(run.id);
   const conclusion = run.conclusion ?? "unknown";
-  const loaded = await loadRepoConfig(context as unknown as Context<"issues">, deps.configs);
+  const loaded = await loadRepoConfig(deps.github, context.repo(), deps.configs);
   if (!loaded.ok || !run.path.endsWith(`/${loaded.config.workflow}`)) return;
   const queue = await deps.queues.forContext(context, loaded.config);
   const doc = await queue.snapshot();

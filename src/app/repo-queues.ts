@@ -3,7 +3,8 @@ import type { FleetConfig } from "../core/config.ts";
 import { nextWakeAt } from "../core/scheduler.ts";
 import { type FleetStateDoc, StateCorruptError } from "../core/state-doc.ts";
 import { budgetHoldEndsAt } from "../economy/budgets.ts";
-import type { GitHubClient } from "../github/client.ts";
+import { githubAppOverOctokit, githubOverOctokit } from "../github/octokit-port.ts";
+import type { GitHub, RepoRef } from "../github/port.ts";
 import type { ConfigCache } from "../queue/config-cache.ts";
 import { createDashboardPublisher, type DashboardPublisher } from "../queue/dashboard.ts";
 import type { Dispatcher } from "../queue/dispatcher.ts";
@@ -29,11 +30,7 @@ export interface RepoQueueFactoryOptions {
    */
   publicUrl?: string;
   /** Builds the dispatcher for a repository's dispatch mode; by default Actions for `actions`, else local. */
-  dispatcherFor?: (
-    mode: FleetConfig["dispatch"],
-    octokit: GitHubClient,
-    repo: { owner: string; repo: string },
-  ) => Dispatcher;
+  dispatcherFor?: (mode: FleetConfig["dispatch"], github: GitHub, repo: RepoRef) => Dispatcher;
 }
 
 /** What the app keeps per repository between events. */
@@ -80,10 +77,9 @@ export class RepoQueues {
     owner: string,
     repo: string,
   ): Promise<{ queue: RepoQueue; config: FleetConfig; installationId: number } | undefined> {
-    const appOctokit = (await this.app.auth()) as unknown as GitHubClient;
-    const installationId = await appOctokit.rest.apps
+    const installationId = await githubAppOverOctokit(await this.app.auth())
       .getRepoInstallation({ owner, repo })
-      .then((r) => r.data.id)
+      .then((installation) => installation.id)
       .catch(() => undefined);
     if (installationId === undefined) return undefined;
     const h = await this.handleFor(owner, repo, installationId);
@@ -182,10 +178,10 @@ export class RepoQueues {
 
   private async openHandle(owner: string, repo: string, installationId: number): Promise<RepoHandle> {
     const { options } = this;
-    const octokit = (await this.app.auth(installationId)) as unknown as GitHubClient;
+    const github = githubOverOctokit(await this.app.auth(installationId));
     const ref = { owner, repo };
     const repository = openRepository({
-      octokit,
+      github,
       repo: ref,
       transport: options.stateTransport,
       clock: options.clock,
@@ -193,12 +189,12 @@ export class RepoQueues {
       configs: options.configs,
       fleetUrl: options.publicUrl,
       ...(options.dispatcherFor
-        ? { dispatcherFor: (config: FleetConfig) => options.dispatcherFor!(config.dispatch, octokit, ref) }
+        ? { dispatcherFor: (config: FleetConfig) => options.dispatcherFor!(config.dispatch, github, ref) }
         : {}),
       log: (m) => this.app.log.warn(m),
     });
     const dashboard = createDashboardPublisher({
-      octokit,
+      github,
       repo: ref,
       store: repository.store,
       clock: options.clock,
@@ -214,7 +210,7 @@ export class RepoQueues {
     issue?: number,
   ): RepoQueue {
     h.fileConfig = fileConfig;
-    const { repo: ref, octokit } = h.repository;
+    const { repo: ref, github } = h.repository;
     return h.repository.queue(fileConfig, {
       log,
       onState: (doc, config) => {
@@ -228,8 +224,8 @@ export class RepoQueues {
           `${h.repository.full}: dropped config overrides ${dropped.map((d) => `${d.key} (${d.message})`).join("; ")}`,
         );
         if (issue === undefined) return;
-        await octokit.rest.issues
-          .createComment({ ...ref, issue_number: issue, body: renderOverridesDropped(dropped) })
+        await github.issues
+          .createComment(ref, issue, renderOverridesDropped(dropped))
           .catch((error) => log(`could not post the dropped-override notice: ${(error as Error).message}`));
       },
     });
@@ -267,15 +263,10 @@ export class RepoQueues {
 
   /** A handle for every repository of every installation (the app's own token lists them). */
   private async discoverInstalledRepos(): Promise<void> {
-    const appOctokit = (await this.app.auth()) as unknown as GitHubClient;
-    const installations = await appOctokit.paginate(appOctokit.rest.apps.listInstallations, {
-      per_page: 100,
-    });
+    const installations = await githubAppOverOctokit(await this.app.auth()).listInstallations();
     for (const installation of installations) {
-      const octokit = (await this.app.auth(installation.id)) as unknown as GitHubClient;
-      const repos = await octokit.paginate(octokit.rest.apps.listReposAccessibleToInstallation, {
-        per_page: 100,
-      });
+      const github = githubOverOctokit(await this.app.auth(installation.id));
+      const repos = await github.listInstallationRepositories();
       for (const r of repos)
         await this.handleFor(r.owner.login, r.name, installation.id).catch(() => undefined);
     }
@@ -295,7 +286,7 @@ export class RepoQueues {
       const startedAt = new Date(Date.now() - 60_000).toISOString().replace(/\.\d{3}Z$/, "Z");
       await reconcileRepo(
         this.queueFor(h, config.config, log),
-        repository.octokit,
+        repository.github,
         repository.repo,
         knownCoders,
         {

@@ -4,13 +4,13 @@ import { delimiter, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { startGitHubEmulator } from "@fleet/github-emulator";
 import { runActionJob } from "@fleet/github-emulator/runner";
-import { Octokit } from "@octokit/rest";
 import { createProbot, ProbotOctokit } from "probot";
 import { getAdapter } from "../agents/index.ts";
 import { startFleetServer } from "../app/server.ts";
 import type { Task } from "../core/task.ts";
 import { totalTokens } from "../core/usage.ts";
-import type { GitHubClient } from "../github/client.ts";
+import { githubForToken, githubOverOctokit } from "../github/octokit-port.ts";
+import type { GitHub } from "../github/port.ts";
 import { createRepoStateStore } from "../state/repo-store.ts";
 import { startLocalWorker } from "../worker/local-worker.ts";
 import { DEMO_CODERS, type DemoCoder, type DemoCoderSetup, demoCoder, isDemoCoder } from "./coder-scripts.ts";
@@ -100,7 +100,7 @@ export async function runDemo(opts: {
       dispatch === "local" ? await startDemoWorker({ ...worker, repo }) : startDemoRunner(worker);
     stops.unshift(stopWorker);
 
-    const mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
+    const mona = await githubForToken({ token: gh.userToken("mona"), baseUrl: gh.url });
     const issue = await openAndLabel(mona, coder.coder, say);
     const outcome = await Promise.race([
       done,
@@ -151,26 +151,20 @@ async function createDemoRepo(gh: Emulator, dispatch: "local" | "actions", coder
 }
 
 /** A maintainer opens the issue and labels it `fleet:<coder>`. */
-async function openAndLabel(mona: Octokit, coder: DemoCoder, say: (line: string) => void): Promise<number> {
-  const { data: issue } = await mona.rest.issues.create({
-    owner: OWNER,
-    repo: NAME,
+async function openAndLabel(mona: GitHub, coder: DemoCoder, say: (line: string) => void): Promise<number> {
+  const repo = { owner: OWNER, repo: NAME };
+  const issue = await mona.issues.create(repo, {
     title: "Add a changelog",
     body: "We need a CHANGELOG.md with an Unreleased section.",
   });
   say(`@mona opened issue #${issue.number} and labels it fleet:${coder}`);
-  await mona.rest.issues.addLabels({
-    owner: OWNER,
-    repo: NAME,
-    issue_number: issue.number,
-    labels: [`fleet:${coder}`],
-  });
+  await mona.issues.addLabels(repo, issue.number, [`fleet:${coder}`]);
   return issue.number;
 }
 
 /** What the demo ended with: the PR, the issue's comments, the tokens, the API requests, the CI runs. */
-async function demoResult(gh: Emulator, mona: Octokit, issue: number): Promise<DemoResult> {
-  const state = await createRepoStateStore({ octokit: mona, owner: OWNER, repo: NAME }).read();
+async function demoResult(gh: Emulator, mona: GitHub, issue: number): Promise<DemoResult> {
+  const state = await createRepoStateStore({ github: mona, owner: OWNER, repo: NAME }).read();
   const task = Object.values(state.doc.tasks).find((t: Task) => t.issue === issue)!;
   const pr = gh.pulls(FULL).find((p) => p.number === task.pr)!;
   const totals = task.totals;
@@ -246,14 +240,14 @@ async function startDemoWorker(o: {
       })),
     },
   });
-  const octokit = (await probot.auth(o.repo.installationId)) as unknown as GitHubClient;
+  const github = githubOverOctokit(await probot.auth(o.repo.installationId));
   // The worker pushes with the app's token on GitHub: the emulator names the pusher of a file://
   // push from this variable, so the CI runs its pushes start are the app's (fleet[bot]) too.
   process.env.FLEET_EMULATOR_LOGIN = o.gh.botLogin;
   const worker = startLocalWorker({
     repo: { owner: OWNER, repo: NAME },
-    octokit,
-    store: createRepoStateStore({ octokit, owner: OWNER, repo: NAME, pacing: 0 }),
+    github,
+    store: createRepoStateStore({ github, owner: OWNER, repo: NAME, pacing: 0 }),
     cloneUrl: o.repo.cloneUrl,
     workDir: o.workDir,
     adapterFor: getAdapter,
