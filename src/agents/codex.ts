@@ -1,6 +1,6 @@
 import { CODERS } from "../core/coders.ts";
 import { coderCommand, defineAdapter } from "./adapter.ts";
-import { type Json, looksRateLimited, num, obj, str, totals } from "./json-line.ts";
+import { arr, type Json, looksRateLimited, num, obj, str, totals } from "./json-line.ts";
 import type { AgentAdapter, AgentEvent, AgentInvocation } from "./types.ts";
 
 /** Model provider name Fleet configures when it points Codex at its own base URL. */
@@ -62,7 +62,8 @@ function parseCodex(o: Json): AgentEvent[] | null {
     case "item.started":
       return itemStarted(obj(o.item));
     case "item.updated":
-      return [];
+      // Its plan, re-sent as the agent ticks it: read as a call of `todo_list` (the checklist's source).
+      return obj(o.item).type === "todo_list" ? todoList(obj(o.item)) : [];
     case "item.completed":
       return itemCompleted(obj(o.item));
     case "turn.completed": {
@@ -98,8 +99,14 @@ function parseCodex(o: Json): AgentEvent[] | null {
   }
 }
 
+const todoList = (item: Json): AgentEvent[] => [
+  { type: "tool_use", name: "todo_list", id: str(item.id), input: { items: arr(item.items) } },
+];
+
 function itemStarted(item: Json): AgentEvent[] {
   switch (item.type) {
+    case "todo_list":
+      return todoList(item);
     case "command_execution":
       return [{ type: "tool_use", name: "command", id: str(item.id), input: { command: item.command } }];
     case "mcp_tool_call":
@@ -154,7 +161,7 @@ function itemCompleted(item: Json): AgentEvent[] {
     case "web_search":
       return [{ type: "tool_use", name: "web_search", id, input: { query: item.query } }];
     case "todo_list":
-      return [];
+      return todoList(item);
     case "error":
       // Non-fatal notices such as "Model metadata for `o4-mini` not found".
       return [{ type: "error", message: str(item.message) ?? "codex: error item" }];

@@ -52,6 +52,8 @@ export function toolCallSummary(input: unknown): string {
     if (Array.isArray(v) && v.every((x) => typeof x === "string")) return v.join(" ");
   }
   if (typeof o.taskId === "string" && typeof o.status === "string") return `#${o.taskId} ${o.status}`;
+  const list = o.todos ?? o.items;
+  if (Array.isArray(list)) return `${list.length} item${list.length === 1 ? "" : "s"}`;
   const json = JSON.stringify(input);
   return json === "{}" ? "" : json;
 }

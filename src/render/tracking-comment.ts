@@ -61,17 +61,19 @@ export function describeState(v: TrackingView): string {
 
 /**
  * What a run adds below the state in its task's tracking comment, each already rendered with its own
- * marker: the plan (renderPlanComment), then the run's report (token report, run report and the log's
+ * marker: the plan (renderPlanComment), the agent's checklist while it runs, then the run's report (token report, run report and the log's
  * tail, collapsed). The app renders the state; the worker running the task writes these.
  */
 export interface TrackingSections {
   plan?: string;
+  /** The agent's to-do list as the run goes (renderChecklist). */
+  progress?: string;
   report?: string;
 }
 
-const SECTION_NAMES = ["plan", "report"] as const;
+const SECTION_NAMES = ["plan", "progress", "report"] as const;
 const sectionMarker = (name: (typeof SECTION_NAMES)[number]): string => `<!-- fleet:section ${name} -->`;
-const SECTION_SPLIT = /\n*(?:---\n+)?<!-- fleet:section (plan|report) -->\n/;
+const SECTION_SPLIT = /\n*(?:---\n+)?<!-- fleet:section (plan|progress|report) -->\n/;
 // Section text never opens a section of its own: a plan that quotes the marker cannot cut the comment.
 const quoteSectionMarkers = (text: string): string =>
   text.replace(/<!-- fleet:section /g, "<!-- fleet:quoted ");

@@ -72,11 +72,22 @@ describe("an agent's transcript", () => {
     expect(toolCallSummary({ subject: "Write the tests", description: "…" })).toBe("Write the tests");
     expect(toolCallSummary({ taskId: "2", status: "completed" })).toBe("#2 completed");
     expect(toolCallSummary({ command: ["bash", "-lc", "ls"] })).toBe("bash -lc ls");
+    expect(toolCallSummary({ todos: [{ content: "a" }, { content: "b" }] })).toBe("2 items");
     expect(toolCallSummary({ other: 1 })).toBe('{"other":1}');
   });
 
   it("a log with no line its coder reads is shown as it is", () => {
     expect(transcriptOfLog(adapters.claude!, "")).toBe("");
     expect(transcriptOfLog(adapters.gemini!, "   ")).toBe("   ");
+  });
+});
+
+describe("Codex's plan updates", () => {
+  it("a todo_list item (started, updated, completed) is read as a call of todo_list with its items", () => {
+    const item = { id: "item_0", type: "todo_list", items: [{ text: "Read", completed: true }] };
+    for (const type of ["item.started", "item.updated", "item.completed"])
+      expect(adapters.codex!.parseLine(JSON.stringify({ type, item }))).toEqual([
+        { type: "tool_use", name: "todo_list", id: "item_0", input: { items: item.items } },
+      ]);
   });
 });
