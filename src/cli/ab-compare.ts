@@ -1,9 +1,9 @@
 import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task } from "../core/task.ts";
+import { localDiffStat, readLocalPulls } from "../queue/local-github.ts";
 import { localRepositoryOf } from "../queue/local-issues.ts";
 import { type AbSide, abFinished, abSides, renderAbComparison } from "../render/ab-comparison.ts";
 import { CliError } from "./errors.ts";
-import { localDiffStat, readLocalPulls } from "./local-github.ts";
 import type { Target } from "./target.ts";
 
 /** An issue's A/B run as `fleet task <id> compare` shows it: the sides, and whether all have finished. */
@@ -19,7 +19,7 @@ export interface AbComparisonView {
 async function diffOf(target: Target, doc: FleetStateDoc, task: Task): Promise<AbSide["diff"] | undefined> {
   if (target.kind === "github") {
     if (task.pr === undefined) return undefined;
-    const { data } = await target.octokit.rest.pulls.get({ ...target.repo, pull_number: task.pr });
+    const data = await target.github.pulls.get(target.repo, task.pr);
     return { files: data.changed_files, additions: data.additions, deletions: data.deletions };
   }
   if (!task.branch || task.pr === undefined) return undefined;

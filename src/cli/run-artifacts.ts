@@ -1,6 +1,6 @@
 import { unzipSync } from "fflate";
 import type { Task } from "../core/task.ts";
-import type { GitHubClient, RepoRef } from "../github/client.ts";
+import type { Artifact, GitHub, RepoRef } from "../github/port.ts";
 import { CliError, NotFoundError } from "./errors.ts";
 
 /**
@@ -23,15 +23,6 @@ export interface RemoteArtifact {
   where: string;
   /** The file by its name: at the zip's root, else anywhere in it. */
   read(name: string): string | undefined;
-}
-
-interface ArtifactInfo {
-  id: number;
-  name: string;
-  size_in_bytes: number;
-  expired: boolean;
-  expires_at: string | null;
-  workflow_run?: { id?: number } | null;
 }
 
 const statusOf = (e: unknown): number | undefined => (e as { status?: number }).status;
@@ -69,7 +60,7 @@ function explain(error: unknown, what: string, repo: RepoRef): Error {
  * NotFoundError saying what was looked at when there is none.
  */
 export async function fetchTaskArtifact(
-  octokit: GitHubClient,
+  github: GitHub,
   repo: RepoRef,
   taskId: string,
   task: Task | undefined,
@@ -77,13 +68,11 @@ export async function fetchTaskArtifact(
   const name = taskArtifactName(taskId);
   const looked: string[] = [];
   const expired: string[] = [];
-  const candidates: ArtifactInfo[] = [];
+  const candidates: Artifact[] = [];
   for (const runId of taskRunIds(task)) {
-    let list: ArtifactInfo[];
+    let list: Artifact[];
     try {
-      ({
-        data: { artifacts: list },
-      } = await octokit.rest.actions.listWorkflowRunArtifacts({ ...repo, run_id: runId, per_page: 100 }));
+      list = await github.actions.listRunArtifacts(repo, runId);
     } catch (error) {
       if (statusOf(error) === 404) {
         looked.push(`Actions run ${runId} (not found: deleted, or another repository)`);
@@ -101,9 +90,9 @@ export async function fetchTaskArtifact(
   if (!candidates.some((a) => !a.expired)) {
     // The state may have lost the run (the task was retried, or cleaned up): look the name up.
     try {
-      const { data } = await octokit.rest.actions.listArtifactsForRepo({ ...repo, name, per_page: 100 });
-      looked.push(`artifacts named ${name} (${data.artifacts.length})`);
-      for (const a of data.artifacts) if (!candidates.some((c) => c.id === a.id)) candidates.push(a);
+      const named = await github.actions.listArtifacts(repo, name);
+      looked.push(`artifacts named ${name} (${named.length})`);
+      for (const a of named) if (!candidates.some((c) => c.id === a.id)) candidates.push(a);
     } catch (error) {
       throw explain(error, `listing the artifacts named ${name}`, repo);
     }
@@ -115,7 +104,7 @@ export async function fetchTaskArtifact(
       );
       continue;
     }
-    return download(octokit, repo, a);
+    return download(github, repo, a);
   }
   const full = `${repo.owner}/${repo.repo}`;
   throw new NotFoundError(
@@ -124,7 +113,7 @@ export async function fetchTaskArtifact(
   );
 }
 
-async function download(octokit: GitHubClient, repo: RepoRef, a: ArtifactInfo): Promise<RemoteArtifact> {
+async function download(github: GitHub, repo: RepoRef, a: Artifact): Promise<RemoteArtifact> {
   const where = `Actions run ${a.workflow_run?.id ?? "?"}, artifact ${a.name}`;
   if (a.size_in_bytes > MAX_ARTIFACT_BYTES)
     throw new CliError(
@@ -132,13 +121,7 @@ async function download(octokit: GitHubClient, repo: RepoRef, a: ArtifactInfo): 
     );
   let zip: Uint8Array;
   try {
-    // GitHub answers with a redirect to a short-lived URL; Octokit follows it.
-    const { data } = await octokit.rest.actions.downloadArtifact({
-      ...repo,
-      artifact_id: a.id,
-      archive_format: "zip",
-    });
-    zip = new Uint8Array(data as ArrayBuffer);
+    zip = new Uint8Array(await github.actions.downloadArtifact(repo, a.id));
   } catch (error) {
     if (statusOf(error) === 410) throw new NotFoundError(`${where} has expired: GitHub no longer keeps it.`);
     throw explain(error, `downloading ${where}`, repo);

@@ -1,11 +1,14 @@
-import { readFile, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { execa } from "execa";
 import { defaultFleetConfig, FLEET_CONFIG_PATH, type FleetConfig, parseFleetConfig } from "../core/config.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
-import type { GitHubClient, RepoRef } from "../github/client.ts";
+import { githubForToken } from "../github/octokit-port.ts";
+import type { GitHub, RepoRef } from "../github/port.ts";
 import { type ConfigLoad, readFleetConfig } from "../github/read-config.ts";
 import { localDispatcher } from "../queue/dispatcher.ts";
+import { committedFile } from "../queue/local-branches.ts";
+import { createLocalGitHub } from "../queue/local-github.ts";
 import { openRepository } from "../queue/open-repository.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
 import { effectiveConfig } from "../queue/transitions.ts";
@@ -13,7 +16,8 @@ import { createLocalStateStore, defaultFleetHome } from "../state/local-store.ts
 import { createRepoStateStore } from "../state/repo-store.ts";
 import type { StateStore } from "../state/store.ts";
 import { CliError, UsageError } from "./errors.ts";
-import { createLocalGitHub } from "./local-github.ts";
+import { baseBranchAt } from "./local-merge.ts";
+import { localRepositoryAt } from "./local-repository.ts";
 
 /** Where a command reads and writes: a GitHub repository's state branch, or `$FLEET_HOME`. */
 export interface TargetBase {
@@ -23,8 +27,8 @@ export interface TargetBase {
   home: string;
   workDir: string;
   store: StateStore;
-  /** GitHub, or the local records in local mode (see local-github.ts). */
-  octokit: GitHubClient;
+  /** GitHub, or the local records in local mode (see queue/local-github.ts). */
+  github: GitHub;
   /** `.github/fleet.yml` as found (defaults when absent); problems when it is invalid. */
   fileConfig(): Promise<{ config: FleetConfig; problems: string[] }>;
   /** `.github/fleet.yml` read as a worker reads it: from GitHub, or from the repository on disk in local mode. */
@@ -42,13 +46,13 @@ export interface TargetBase {
  * comment the app would not recognise as its own (it edits only a bot's), so the app keeps them.
  */
 function cliQueues(
-  octokit: GitHubClient,
+  github: GitHub,
   repo: RepoRef,
   store: StateStore,
   where: "github" | "local",
 ): TargetBase["queue"] {
   const repository = openRepository({
-    octokit,
+    github,
     repo,
     store,
     dispatcherFor: () => localDispatcher,
@@ -129,17 +133,15 @@ export async function resolveTarget(
     }
     const apiUrl = (flags["api-url"] ?? env.GITHUB_API_URL ?? "https://api.github.com").replace(/\/$/, "");
     const repo = { owner: m[1]!, repo: m[2]! };
-    // Loaded only for GitHub targets: local mode does not pay for it.
-    const { Octokit } = await import("@octokit/rest");
-    const octokit = new Octokit({
-      auth: token,
+    const github = await githubForToken({
+      token,
       baseUrl: apiUrl,
       userAgent: "fleet-cli",
       // Failed requests are reported once, by the command, with what to do; not logged per request.
       log: { debug: () => {}, info: () => {}, warn: (m: string) => console.warn(m), error: () => {} },
     });
     const inner = createRepoStateStore({
-      octokit: octokit as unknown as GitHubClient,
+      github,
       owner: repo.owner,
       repo: repo.repo,
     });
@@ -151,7 +153,7 @@ export async function resolveTarget(
         const s = await inner.read();
         if (s.version === "" && !checked) {
           checked = true;
-          await octokit.rest.repos.get({ ...repo });
+          await github.repos.get(repo);
         }
         return s;
       },
@@ -159,7 +161,7 @@ export async function resolveTarget(
     };
     let cached: Promise<{ config: FleetConfig; problems: string[] }> | undefined;
     const fileConfig = () => {
-      cached ??= readFleetConfig(octokit, repo).then((r) => ({
+      cached ??= readFleetConfig(github, repo).then((r) => ({
         config: r.ok ? r.config : defaultFleetConfig(),
         problems: problemsOf(r),
       }));
@@ -172,12 +174,12 @@ export async function resolveTarget(
       home,
       workDir,
       store,
-      octokit,
+      github,
       token,
       apiUrl,
       fileConfig,
       config: async (doc) => effectiveConfig((await fileConfig()).config, doc),
-      queue: cliQueues(octokit as unknown as GitHubClient, repo, store, "github"),
+      queue: cliQueues(github, repo, store, "github"),
     };
   }
 
@@ -188,13 +190,24 @@ export async function resolveTarget(
   if (!isDir) throw new UsageError(`--repo-path ${repoPath} is not a directory.`);
   const name = localRepoName(repoPath);
   const store = createLocalStateStore({ home });
-  const loadConfig = async (): Promise<ConfigLoad> => parseFleetConfig(await committedFleetYml(repoPath));
+  // As committed on the default branch, never the working tree (see local-branches.ts); "" is the defaults.
+  const loadConfig = async (): Promise<ConfigLoad> =>
+    parseFleetConfig((await committedFile(repoPath, FLEET_CONFIG_PATH)) ?? "");
   const fileConfig = async () => {
     const r = await loadConfig();
     return { config: r.ok ? r.config : defaultFleetConfig(), problems: problemsOf(r) };
   };
   const repo = { owner: "local", repo: name };
-  const octokit = createLocalGitHub({ home, repoPath, store });
+  const github = createLocalGitHub({
+    home,
+    repoPath,
+    store,
+    // Where a new issue's tasks run, as `fleet bd create` records it (an agent's follow-up is one).
+    issueRepository: async () => {
+      const repository = await localRepositoryAt(repoPath);
+      return { repository, base: await baseBranchAt(repository.path) };
+    },
+  });
   return {
     kind: "local",
     full: `local/${name}`,
@@ -202,62 +215,13 @@ export async function resolveTarget(
     home,
     workDir,
     store,
-    octokit,
+    github,
     repoPath,
     fileConfig,
     loadConfig,
     config: async (doc) => effectiveConfig((await fileConfig()).config, doc),
-    queue: cliQueues(octokit, repo, store, "local"),
+    queue: cliQueues(github, repo, store, "local"),
   };
-}
-
-const gitAt = (cwd: string, args: string[]) =>
-  execa("git", args, { cwd, reject: false, stripFinalNewline: true }).then((r) => ({
-    ok: r.exitCode === 0,
-    out: String(r.stdout ?? "").trim(),
-  }));
-
-/**
- * The branch local mode reads `.github/fleet.yml` from, as GitHub reads it from the default branch:
- * the branch `origin/HEAD` names, else git's `init.defaultBranch`, else `main`, else `master` (each
- * only when this repository has it as a branch), else the branch checked out unless it is a task's
- * `fleet/*` branch. Undefined when none of them is there.
- */
-export async function localDefaultBranch(repoPath: string): Promise<string | undefined> {
-  const has = async (name: string) =>
-    name !== "" &&
-    !name.startsWith("fleet/") &&
-    (await gitAt(repoPath, ["rev-parse", "--verify", "-q", `refs/heads/${name}^{commit}`])).ok;
-  const origin = await gitAt(repoPath, ["symbolic-ref", "-q", "--short", "refs/remotes/origin/HEAD"]);
-  const candidates = [
-    origin.ok ? origin.out.replace(/^origin\//, "") : "",
-    (await gitAt(repoPath, ["config", "--get", "init.defaultBranch"])).out,
-    "main",
-    "master",
-  ];
-  for (const name of candidates) if (await has(name)) return name;
-  const head = await gitAt(repoPath, ["symbolic-ref", "-q", "--short", "HEAD"]);
-  return head.ok && (await has(head.out)) ? head.out : undefined;
-}
-
-/**
- * `.github/fleet.yml` as committed on the repository's default branch (`localDefaultBranch`), never
- * as the working tree holds it: the branch checked out may be a task's, which its agent wrote, and the
- * file decides how agents run (`sandbox`, `credentials`, `home`, who may dispatch). An edit takes effect
- * once committed there. "" (the defaults) when that branch has no such file or the repository has no
- * such branch; a folder that is no git repository at all is read as it is.
- */
-async function committedFleetYml(repoPath: string): Promise<string> {
-  if (!(await gitAt(repoPath, ["rev-parse", "--git-dir"])).ok)
-    return readFile(join(repoPath, FLEET_CONFIG_PATH), "utf8").catch(() => "");
-  const branch = await localDefaultBranch(repoPath);
-  if (!branch) return "";
-  const r = await execa("git", ["cat-file", "blob", `refs/heads/${branch}:${FLEET_CONFIG_PATH}`], {
-    cwd: repoPath,
-    reject: false,
-    stripFinalNewline: false,
-  });
-  return r.exitCode === 0 ? String(r.stdout) : "";
 }
 
 /** The name local mode gives the repository at `path`: `local/<name>` is its `full` name. */

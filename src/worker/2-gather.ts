@@ -1,8 +1,8 @@
 import type { FleetConfig } from "../core/config.ts";
 import { choosePromptText } from "../core/prompt-pin.ts";
 import type { Task } from "../core/task.ts";
-import type { GitHubClient, RepoRef } from "../github/client.ts";
 import { getRepoRole } from "../github/permissions.ts";
+import type { GitHub, IssueComment, RepoRef } from "../github/port.ts";
 import type { Tracker } from "../queue/tracker.ts";
 import { hasMarker, trackingMarker } from "../render/markers.ts";
 import { pinnedTextOf } from "../state/mirror.ts";
@@ -10,7 +10,7 @@ import { specialRunFor } from "./runs/kinds.ts";
 
 /** What step 2 reads with: the repository's client, its config (for a special run's kind), the tracker to tell. */
 export interface GatherInput {
-  octokit: GitHubClient;
+  github: GitHub;
   repo: RepoRef;
   config: FleetConfig;
   tracker?: Tracker;
@@ -23,7 +23,7 @@ export interface Gathered {
   body: string;
   comments: Array<{ author: string; body: string; trusted: boolean }>;
   /** The issue's comments as listed: the final report finds its earlier comment here. */
-  issueComments: Awaited<ReturnType<GitHubClient["rest"]["issues"]["listComments"]>>["data"];
+  issueComments: IssueComment[];
   special: Awaited<ReturnType<typeof specialRunFor>>;
 }
 
@@ -38,7 +38,7 @@ export async function gatherIssue(
   beads: string,
   deps: GatherInput,
 ): Promise<Gathered | { missing: string }> {
-  const { data: issue } = await deps.octokit.rest.issues.get({ ...deps.repo, issue_number: task.issue });
+  const issue = await deps.github.issues.get(deps.repo, task.issue);
   const prompt = choosePromptText({
     task,
     issue: { title: issue.title, body: issue.body ?? "" },
@@ -47,11 +47,7 @@ export async function gatherIssue(
   if (prompt.source === "missing")
     return { missing: prompt.note ?? "The approved text of the issue is lost." };
   if (prompt.note) deps.log?.(`${task.id}: ${prompt.note}`);
-  const issueComments = await deps.octokit.paginate(deps.octokit.rest.issues.listComments, {
-    ...deps.repo,
-    issue_number: task.issue,
-    per_page: 100,
-  });
+  const issueComments = await deps.github.issues.listComments(deps.repo, task.issue);
   const tracking = issueComments.find(
     (c) => c.user?.type === "Bot" && hasMarker(c.body, trackingMarker(task.id)),
   );
@@ -59,7 +55,7 @@ export async function gatherIssue(
   const roles = new Map<string, boolean>();
   const trusted = async (login: string) => {
     if (!roles.has(login)) {
-      const role = await getRepoRole(deps.octokit, deps.repo, login);
+      const role = await getRepoRole(deps.github, deps.repo, login);
       roles.set(login, ["admin", "maintain", "write"].includes(role));
     }
     return roles.get(login)!;

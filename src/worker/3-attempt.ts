@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { scanOutgoing } from "../core/secret-scan.ts";
-import { parseRepoFullName } from "../github/client.ts";
+import { parseRepoFullName } from "../github/port.ts";
 import { renderPrBody } from "../render/pr-body.ts";
 import { loadPlan, runPhase } from "./3-phase.ts";
 import { finish } from "./4-finish.ts";
@@ -288,7 +288,7 @@ async function publishChange(
   }
   await ctx.progress({ state: "running", step: "pushing the branch" }, true);
   await pushBranch(wt, deps.cloneUrl, ctx.branch, deps.gitAuth);
-  const pr = await openOrUpdatePullRequest(deps.octokit, parseRepoFullName(spec.repo), {
+  const pr = await openOrUpdatePullRequest(deps.github, parseRepoFullName(spec.repo), {
     branch: ctx.branch,
     mayExist: (spec.earlierRuns?.length ?? 0) > 0,
     base: wt.baseBranch,
@@ -315,10 +315,7 @@ function workflowOnlyReason(paths: readonly string[]): string {
 async function reviewPrGone(ctx: RunContext): Promise<string | undefined> {
   const { spec, deps } = ctx;
   if (spec.reviewPr === undefined) return undefined;
-  const { data } = await deps.octokit.rest.pulls.get({
-    ...parseRepoFullName(spec.repo),
-    pull_number: spec.reviewPr,
-  });
+  const data = await deps.github.pulls.get(parseRepoFullName(spec.repo), spec.reviewPr);
   if (data.state === "open") return undefined;
   return `Pull request #${spec.reviewPr} was ${data.merged ? "merged" : "closed"} while the round ran; nothing was pushed.`;
 }

@@ -1,6 +1,6 @@
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import type { GitHubClient, RepoRef } from "../github/client.ts";
+import type { GitHub, RepoRef } from "../github/port.ts";
 import {
   contentIdsOf,
   type GitAuth,
@@ -226,27 +226,15 @@ export interface PullRef {
  * (`mayExist`) looks first, since its PR is usually open. Either way a first run costs one request.
  */
 export async function openOrUpdatePullRequest(
-  octokit: GitHubClient,
+  github: GitHub,
   ref: RepoRef,
   pr: { branch: string; base: string; title: string; body: string; mayExist?: boolean },
 ): Promise<PullRef> {
   assertFleetBranch(pr.branch);
-  const findOpen = async () => {
-    const { data: open } = await octokit.rest.pulls.list({
-      ...ref,
-      head: `${ref.owner}:${pr.branch}`,
-      state: "open",
-      per_page: 10,
-    });
-    return open.find((p) => p.head.ref === pr.branch);
-  };
+  const findOpen = async () =>
+    (await github.pulls.listForBranch(ref, pr.branch, "open")).find((p) => p.head.ref === pr.branch);
   const update = async (number: number): Promise<PullRef> => {
-    const { data } = await octokit.rest.pulls.update({
-      ...ref,
-      pull_number: number,
-      title: pr.title,
-      body: pr.body,
-    });
+    const data = await github.pulls.update(ref, number, { title: pr.title, body: pr.body });
     return { number: data.number, url: data.html_url, head: pr.branch, created: false };
   };
   if (pr.mayExist) {
@@ -254,8 +242,7 @@ export async function openOrUpdatePullRequest(
     if (existing) return update(existing.number);
   }
   try {
-    const { data } = await octokit.rest.pulls.create({
-      ...ref,
+    const data = await github.pulls.create(ref, {
       head: pr.branch,
       base: pr.base,
       title: pr.title,

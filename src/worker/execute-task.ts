@@ -9,7 +9,7 @@ import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task, TaskContext, TaskState } from "../core/task.ts";
 import { perTaskLimits } from "../economy/budgets.ts";
 import { writeWindows } from "../economy/credential-windows.ts";
-import type { GitHubClient, RepoRef } from "../github/client.ts";
+import type { GitHub, RepoRef } from "../github/port.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
 import type { Tracker } from "../queue/tracker.ts";
 import { tasksOf } from "../queue/transitions.ts";
@@ -30,7 +30,7 @@ export { claimTask, claimTaskState } from "./1-claim.ts";
 
 export interface ExecuteDeps {
   repo: RepoRef;
-  octokit: GitHubClient;
+  github: GitHub;
   store: StateStore;
   queue: RepoQueue;
   /** The queue's tracker, told the tracking comment's id when the comments are listed anyway. */
@@ -184,10 +184,10 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
 
 /** Each step's input, built once where the pipeline starts: no step reaches more than it needs. */
 function stepInputs(deps: ExecuteDeps, log: (message: string) => void) {
-  const { octokit, repo, config, store, queue, clock } = deps;
+  const { github, repo, config, store, queue, clock } = deps;
   return {
     gather: {
-      octokit,
+      github,
       repo,
       config,
       log,
@@ -201,9 +201,9 @@ function stepInputs(deps: ExecuteDeps, log: (message: string) => void) {
       ...(deps.credentialValue ? { credentialValue: deps.credentialValue } : {}),
     } satisfies PoolInput,
     record: { queue, config, holder: deps.holder, ...(clock ? { clock } : {}) } satisfies RecordInput,
-    split: { octokit, repo, config, queue },
+    split: { github, repo, config, queue },
     discovered: {
-      octokit,
+      github,
       repo,
       store,
       queue,
@@ -214,7 +214,7 @@ function stepInputs(deps: ExecuteDeps, log: (message: string) => void) {
       ...(deps.credentialFor ? { credentialFor: deps.credentialFor } : {}),
       ...(deps.credentialValue ? { credentialValue: deps.credentialValue } : {}),
     } satisfies DiscoveredWorkDeps,
-    ab: { store, octokit, repo, log },
+    ab: { store, github, repo, log },
   };
 }
 
@@ -329,7 +329,7 @@ function workerDepsFor(
 ): WorkerDeps {
   let current: TaskState = task.state;
   return {
-    octokit: deps.octokit,
+    github: deps.github,
     cloneUrl: deps.cloneUrl,
     gitAuth: deps.gitAuth,
     workDir: deps.workDir,

@@ -21,7 +21,7 @@ export interface LocalWorkerOptions
   extends Pick<
     ExecuteDeps,
     | "repo"
-    | "octokit"
+    | "github"
     | "store"
     | "cloneUrl"
     | "gitAuth"
@@ -80,7 +80,7 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
   // keeps the tracking comments' ids for the worker's life; the file is read at most once a minute
   // (polls are frequent, config changes are not).
   const repository = openRepository({
-    octokit: opts.octokit,
+    github: opts.github,
     repo: opts.repo,
     store: opts.store,
     clock: opts.clock,
@@ -219,7 +219,7 @@ function executeDeps(
 ): ExecuteDeps {
   return {
     repo: opts.repo,
-    octokit: opts.octokit,
+    github: opts.github,
     store: repository.store,
     queue,
     tracker: repository.tracker,

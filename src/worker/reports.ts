@@ -1,7 +1,7 @@
 import { stateAfterOutcome } from "../core/outcomes.ts";
 import type { TaskState } from "../core/task.ts";
 import type { TokenUsage } from "../core/usage.ts";
-import type { GitHubClient, IssueRef } from "../github/client.ts";
+import type { GitHub, IssueRef } from "../github/port.ts";
 import { createTracker, type Tracker } from "../queue/tracker.ts";
 import { hasMarker, trackingMarker } from "../render/markers.ts";
 import { AWAITING_APPROVAL_LINE, PLAN_POSTED_LINE, renderPlanComment } from "../render/plan-comment.ts";
@@ -35,7 +35,7 @@ export interface IssueReporterOptions {
  * every comment is a content-creating request. Every text passes through `redact` before it leaves.
  */
 export function createIssueReporter(
-  octokit: GitHubClient,
+  github: GitHub,
   issue: IssueRef,
   taskId: string,
   redact: Redact,
@@ -45,7 +45,7 @@ export function createIssueReporter(
 ) {
   const tracker =
     opts.tracker ??
-    createTracker({ octokit, repo: { owner: issue.owner, repo: issue.repo }, minIntervalMs: 0 });
+    createTracker({ github, repo: { owner: issue.owner, repo: issue.repo }, minIntervalMs: 0 });
   const tracking = listed?.find((c) => c.user?.type === "Bot" && hasMarker(c.body, trackingMarker(taskId)));
   if (tracking) tracker.remember(taskId, tracking.id, tracking.body);
   /** Without the repository's tracker, the comment is written now, under a state line of the reporter's own. */

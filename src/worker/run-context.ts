@@ -20,7 +20,7 @@ import type { LabeledSecret } from "../core/secret-scan.ts";
 import type { TaskContext, TaskState } from "../core/task.ts";
 import type { RunTotals, TokenUsage } from "../core/usage.ts";
 import type { PerTaskLimits } from "../economy/budgets.ts";
-import { type GitHubClient, type IssueRef, parseRepoFullName } from "../github/client.ts";
+import { type GitHub, type IssueRef, parseRepoFullName } from "../github/port.ts";
 import type { Tracker } from "../queue/tracker.ts";
 import { createIssueReporter, type IssueReporter, type Progress, throttleProgress } from "./reports.ts";
 import { forbiddenFolders, type SandboxMode, type SandboxMounts } from "./sandbox/bubblewrap.ts";
@@ -64,8 +64,8 @@ export interface TaskSpec {
 }
 
 export interface WorkerDeps {
-  /** Token with contents/issues/pulls write on the repo. */
-  octokit: GitHubClient;
+  /** GitHub with contents/issues/pulls write on the repo (local mode's records in local mode). */
+  github: GitHub;
   /** file:// or https URL. */
   cloneUrl: string;
   /** For https pushes; travels in git's environment only, never on disk, argv or logs. */
@@ -288,7 +288,7 @@ export function createRunContext(spec: TaskSpec, deps: WorkerDeps): RunContext {
     spec,
     deps,
     redact,
-    reporter: createIssueReporter(deps.octokit, issueRef, spec.taskId, redact, deps.issueComments, {
+    reporter: createIssueReporter(deps.github, issueRef, spec.taskId, redact, deps.issueComments, {
       tracker: deps.tracker,
       describe: { coder: spec.coder, model: spec.model },
     }),

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { type ScriptServer, type ScriptTurn, startAnthropicScriptServer } from "@fleet/model-servers";
 import { execa } from "execa";
 import { afterEach, describe, expect, it } from "vitest";
-import { localCommentsPath } from "../../src/cli/local-github.ts";
+import { localCommentsPath } from "../../src/queue/local-github.ts";
 import {
   cliEnv,
   fleet,

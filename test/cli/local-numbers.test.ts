@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { localPullsPath, withLocalRecords } from "../../src/cli/local-github.ts";
+import { localPullsPath, withLocalRecords } from "../../src/queue/local-github.ts";
 import { cliEnv, fleet, fleetProcess, tempGitRepo, tempHome } from "./cli-helpers.ts";
 
 // Local issues and pull requests share one series of numbers, as on GitHub. A worker opening a pull

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-servers";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { localCommentsPath } from "../../src/cli/local-github.ts";
+import { localCommentsPath } from "../../src/queue/local-github.ts";
 import { agentNotesDir } from "../../src/worker/workspace/artifacts.ts";
 import { worktreePath } from "../../src/worker/workspace/worktree.ts";
 import {

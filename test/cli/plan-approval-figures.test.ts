@@ -5,7 +5,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type ScriptTurn, startAnthropicScriptServer } from "@fleet/model-servers";
 import { afterEach, expect, it } from "vitest";
-import { readLocalComments } from "../../src/cli/local-github.ts";
+import { readLocalComments } from "../../src/queue/local-github.ts";
 import {
   cliEnv,
   fleet,

@@ -5,7 +5,7 @@ import { mkdir, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { localDefaultBranch } from "../../src/cli/target.ts";
+import { localDefaultBranch } from "../../src/queue/local-branches.ts";
 import { cliEnv, fleet, tempGitRepo, tempHome } from "../cli/cli-helpers.ts";
 
 const SAFE = "plan_phase: false\n";

@@ -29,11 +29,7 @@ export async function approveCommand(argv: string[]): Promise<number> {
     );
   const config = await target.config(doc);
   if (target.kind === "github" && config.dispatch !== "local") {
-    await target.octokit.rest.issues.createComment({
-      ...target.repo,
-      issue_number: task.issue,
-      body: "/fleet approve",
-    });
+    await target.github.issues.createComment(target.repo, task.issue, "/fleet approve");
     if (values.json) json({ id: task.id, issue: task.issue, requested: "approve", via: "comment" });
     else out(`asked the Fleet app to approve the plan of #${task.issue} (${task.id})`);
     return 0;

@@ -7,6 +7,7 @@ import { parseFleetLabel } from "../../core/labels.ts";
 import { SLOT_HOLDING_STATES } from "../../core/lifecycle.ts";
 import type { FleetStateDoc } from "../../core/state-doc.ts";
 import type { Priority, Task } from "../../core/task.ts";
+import { closeLocalPull, readLocalPulls, withLocalRecords } from "../../queue/local-github.ts";
 import {
   closeLocalIssue,
   createLocalIssue,
@@ -21,7 +22,6 @@ import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { CliError, NotFoundError, UsageError } from "../errors.ts";
 import { table } from "../format.ts";
 import { json, out } from "../io.ts";
-import { closeLocalPull, readLocalPulls, withLocalRecords } from "../local-github.ts";
 import { baseBranchAt } from "../local-merge.ts";
 import { localRepositoryAt } from "../local-repository.ts";
 import { describeTarget, localRepoName, resolveTarget, type Target } from "../target.ts";
@@ -108,7 +108,7 @@ async function checkDepsExist(target: Target, doc: FleetStateDoc, deps: readonly
       continue;
     }
     try {
-      await target.octokit.rest.issues.get({ ...target.repo, issue_number: n });
+      await target.github.issues.get(target.repo, n);
     } catch (error) {
       const status = (error as { status?: number }).status;
       if (status !== 404 && status !== 410) throw error;
@@ -140,9 +140,9 @@ async function checkHasCommit(target: Target): Promise<void> {
       );
     return;
   }
-  const { data } = await target.octokit.rest.repos.get({ ...target.repo });
+  const data = await target.github.repos.get(target.repo);
   try {
-    await target.octokit.rest.repos.getBranch({ ...target.repo, branch: data.default_branch });
+    await target.github.repos.getBranch(target.repo, data.default_branch);
   } catch (error) {
     if ((error as { status?: number }).status !== 404) throw error;
     throw new CliError(
@@ -350,7 +350,7 @@ async function create(values: Values): Promise<number> {
   ];
 
   if (target.kind === "github") {
-    const { data } = await target.octokit.rest.issues.create({ ...target.repo, title, body, labels });
+    const data = await target.github.issues.create(target.repo, { title, body, labels });
     if (values.json) json({ issue: data.number, url: data.html_url, labels });
     else
       out(`created #${data.number} ${data.html_url}\nlabeled ${labels.join(", ")}: the Fleet app queues it.`);
@@ -555,27 +555,19 @@ async function updateOnGitHub(
   if (values.title !== undefined) patch.title = values.title;
   if (values.description !== undefined) patch.body = issueBody(values.description, deps ?? task.dependsOn);
   else if (deps) {
-    const { data } = await target.octokit.rest.issues.get({ ...target.repo, issue_number: task.issue });
+    const data = await target.github.issues.get(target.repo, task.issue);
     patch.body = withDependencyLines(data.body ?? "", deps);
   }
   if (deps && patch.body !== undefined) checkBodyNames(patch.body, deps, task, target.full);
-  if (Object.keys(patch).length)
-    await target.octokit.rest.issues.update({ ...target.repo, issue_number: task.issue, ...patch });
+  if (Object.keys(patch).length) await target.github.issues.update(target.repo, task.issue, patch);
   if (priority !== undefined) {
-    const { data: current } = await target.octokit.rest.issues.get({
-      ...target.repo,
-      issue_number: task.issue,
-    });
+    const current = await target.github.issues.get(target.repo, task.issue);
     for (const l of current.labels) {
       const name = typeof l === "string" ? l : l.name;
       if (name && /^fleet:p\d$/i.test(name) && name !== `fleet:p${priority}`)
-        await target.octokit.rest.issues.removeLabel({ ...target.repo, issue_number: task.issue, name });
+        await target.github.issues.removeLabel(target.repo, task.issue, name);
     }
-    await target.octokit.rest.issues.addLabels({
-      ...target.repo,
-      issue_number: task.issue,
-      labels: [`fleet:p${priority}`],
-    });
+    await target.github.issues.addLabels(target.repo, task.issue, [`fleet:p${priority}`]);
   }
 }
 
@@ -585,9 +577,7 @@ async function close(ref: string, values: Values): Promise<number> {
   const task = findTaskRef((await target.store.read()).doc, ref, where);
   const reason = values.reason ?? "closed with fleet bd close";
   if (target.kind === "github") {
-    await target.octokit.rest.issues.update({
-      ...target.repo,
-      issue_number: task.issue,
+    await target.github.issues.update(target.repo, task.issue, {
       state: "closed",
       state_reason: task.state === "pr-open" ? "completed" : "not_planned",
     });

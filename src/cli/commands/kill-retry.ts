@@ -54,7 +54,7 @@ export async function moveCommand(verb: "kill" | "retry", argv: string[]): Promi
 
   if (target.kind === "github" && config.dispatch !== "local") {
     const body = verb === "kill" ? `/fleet cancel ${reason}` : "/fleet retry";
-    await target.octokit.rest.issues.createComment({ ...target.repo, issue_number: task.issue, body });
+    await target.github.issues.createComment(target.repo, task.issue, body);
     if (values.json) json({ id: task.id, issue: task.issue, requested: to, via: "comment" });
     else out(`asked the Fleet app to ${verb === "kill" ? "cancel" : "retry"} #${task.issue} (${task.id})`);
     return 0;

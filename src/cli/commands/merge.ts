@@ -1,12 +1,12 @@
 import type { FleetStateDoc } from "../../core/state-doc.ts";
 import type { Task } from "../../core/task.ts";
+import { markLocalPullMerged, readLocalPulls } from "../../queue/local-github.ts";
 import { localBaseOf, localRepositoryOf, mergeLocalTask } from "../../queue/local-issues.ts";
 import type { RepoQueue } from "../../queue/repo-queue.ts";
 import { tasksToRebaseAfterMerge } from "../../queue/transitions.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS, taskRefArgument } from "../args.ts";
 import { CliError } from "../errors.ts";
 import { json, out } from "../io.ts";
-import { markLocalPullMerged, readLocalPulls } from "../local-github.ts";
 import { conflictingFiles, mergeLocalBranch } from "../local-merge.ts";
 import { describeTarget, type LocalTarget, resolveTarget } from "../target.ts";
 import { findTaskRef } from "../task-ref.ts";

@@ -105,7 +105,7 @@ async function cloneSource(
       );
     return { cloneUrl: target.repoPath };
   }
-  const { data } = await target.octokit.rest.repos.get({ ...target.repo });
+  const data = await target.github.repos.get(target.repo);
   return { cloneUrl: data.clone_url, gitAuth: { username: "x-access-token", token: target.token } };
 }
 
@@ -282,7 +282,7 @@ async function workerOptions(
   ];
   return {
     repo: target.repo,
-    octokit: target.octokit,
+    github: target.github,
     store: target.store,
     cloneUrl,
     gitAuth,

@@ -273,7 +273,7 @@ async function readFromRunArtifact(
   what: keyof typeof WHAT,
 ): Promise<{ found: Awaited<ReturnType<typeof readWhat>>; where: string } | { miss: string }> {
   try {
-    const artifact = await fetchTaskArtifact(target.octokit, target.repo, id, task);
+    const artifact = await fetchTaskArtifact(target.github, target.repo, id, task);
     const there = await readWhat(
       { read: async (name) => artifact.read(name), path: (name) => `${artifact.where}: ${name}` },
       what,

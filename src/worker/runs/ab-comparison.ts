@@ -1,6 +1,6 @@
 import type { FleetStateDoc } from "../../core/state-doc.ts";
 import { summarizeResult, type Task, type TaskResultSummary } from "../../core/task.ts";
-import type { GitHubClient, RepoRef } from "../../github/client.ts";
+import type { GitHub, RepoRef } from "../../github/port.ts";
 import { upsertMarkedComment } from "../../github/upsert-comment.ts";
 import {
   type AbSide,
@@ -57,7 +57,7 @@ export function claimAbComparisonRound(
  * Returns whether this call posted.
  */
 export async function postAbComparisonIfDue(
-  deps: { store: StateStore; octokit: GitHubClient; repo: RepoRef; log?: (m: string) => void },
+  deps: { store: StateStore; github: GitHub; repo: RepoRef; log?: (m: string) => void },
   issue: number,
 ): Promise<boolean> {
   let sides: Task[] = [];
@@ -75,7 +75,7 @@ export async function postAbComparisonIfDue(
     if (t.pr !== undefined) {
       side.pr = { number: t.pr };
       try {
-        const { data } = await deps.octokit.rest.pulls.get({ ...deps.repo, pull_number: t.pr });
+        const data = await deps.github.pulls.get(deps.repo, t.pr);
         side.diff = { files: data.changed_files, additions: data.additions, deletions: data.deletions };
       } catch (error) {
         deps.log?.(`A/B comparison: could not read PR #${t.pr}: ${(error as Error).message}`);
@@ -84,7 +84,7 @@ export async function postAbComparisonIfDue(
     view.push(side);
   }
   await upsertMarkedComment(
-    deps.octokit,
+    deps.github,
     { ...deps.repo, issue_number: issue },
     abComparisonMarker(issue),
     renderAbComparison(issue, view),

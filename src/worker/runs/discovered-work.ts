@@ -9,14 +9,14 @@ import {
 import { LABEL_PREFIX } from "../../core/labels.ts";
 import { redactSecrets } from "../../core/redact.ts";
 import type { Task } from "../../core/task.ts";
-import type { GitHubClient, RepoRef } from "../../github/client.ts";
+import type { GitHub, RepoRef } from "../../github/port.ts";
 import type { RepoQueue } from "../../queue/repo-queue.ts";
 import type { StateStore } from "../../state/store.ts";
 import type { TaskOutcome } from "../3-attempt.ts";
 import { ResultSchema } from "../workspace/artifacts.ts";
 
 export interface DiscoveredWorkDeps {
-  octokit: GitHubClient;
+  github: GitHub;
   repo: RepoRef;
   store: StateStore;
   queue: RepoQueue;
@@ -67,12 +67,7 @@ export async function fileDiscoveredWork(
     const queue = mayQueueDiscovered({ autoLabel, taskIsAgentWork });
     const pr = outcome.pr?.number ?? task.pr;
     // Issues filed since the task began are the only ones that can carry its markers.
-    const recent = await deps.octokit.paginate(deps.octokit.rest.issues.listForRepo, {
-      ...deps.repo,
-      state: "all",
-      since: task.createdAt,
-      per_page: 100,
-    });
+    const recent = await deps.github.issues.listForRepo(deps.repo, { state: "all", since: task.createdAt });
     // The agent wrote these; they go public as issues, so anything secret is redacted first.
     const known = [
       ...(deps.secrets ?? []),
@@ -96,8 +91,7 @@ export async function fileDiscoveredWork(
     if (!queue && autoLabel) log(`${task.id} is an agent's work: its follow-ups wait for a person's label`);
     const created: Array<{ number: number; title: string; body: string }> = [];
     for (const item of plan) {
-      const { data } = await deps.octokit.rest.issues.create({
-        ...deps.repo,
+      const data = await deps.github.issues.create(deps.repo, {
         title: item.title,
         body: item.body,
         ...(item.labels.length ? { labels: item.labels } : {}),

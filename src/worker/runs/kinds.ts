@@ -1,8 +1,8 @@
 import { knownCoders } from "../../agents/index.ts";
 import type { FleetConfig } from "../../core/config.ts";
 import type { Task } from "../../core/task.ts";
-import type { GitHubClient, RepoRef } from "../../github/client.ts";
 import { getRepoRole } from "../../github/permissions.ts";
+import type { GitHub, RepoRef, ReviewComment } from "../../github/port.ts";
 import type { RepoQueue } from "../../queue/repo-queue.ts";
 import { type InlineComment, renderReviewFeedback } from "../../render/review-feedback.ts";
 import { applySplitPlan } from "../../split/apply-plan.ts";
@@ -19,7 +19,7 @@ export interface SpecialRun {
 }
 
 interface RunDeps {
-  octokit: GitHubClient;
+  github: GitHub;
   repo: RepoRef;
   config: FleetConfig;
 }
@@ -45,23 +45,11 @@ const HUNK_TAIL_LINES = 4;
 
 /** Inline review comments on the PR by people with write access (anyone else's text could steer the agent). */
 async function reviewComments(deps: RunDeps, pr: number): Promise<InlineComment[]> {
-  let raw: Array<{
-    user?: { login?: string; type?: string } | null;
-    path?: string;
-    line?: number | null;
-    original_line?: number | null;
-    body?: string;
-    diff_hunk?: string;
-    original_commit_id?: string;
-  }>;
+  let raw: ReviewComment[];
   let head: string | undefined;
   try {
-    head = (await deps.octokit.rest.pulls.get({ ...deps.repo, pull_number: pr })).data.head.sha;
-    raw = (await deps.octokit.paginate("GET /repos/{owner}/{repo}/pulls/{pull_number}/comments", {
-      ...deps.repo,
-      pull_number: pr,
-      per_page: 100,
-    })) as typeof raw;
+    head = (await deps.github.pulls.get(deps.repo, pr)).head.sha;
+    raw = await deps.github.pulls.listReviewComments(deps.repo, pr);
   } catch {
     return [];
   }
@@ -71,7 +59,7 @@ async function reviewComments(deps: RunDeps, pr: number): Promise<InlineComment[
     const login = c.user?.login;
     if (!login || c.user?.type === "Bot") continue;
     if (!roles.has(login)) {
-      const role = await getRepoRole(deps.octokit, deps.repo, login);
+      const role = await getRepoRole(deps.github, deps.repo, login);
       roles.set(login, ["admin", "maintain", "write"].includes(role));
     }
     if (!roles.get(login)) continue;
@@ -106,7 +94,7 @@ export async function applySplitOutcome(
   const raw = extractPlanJson(outcome.artifacts.result, outcome.artifacts.plan);
   try {
     const applied = await applySplitPlan(task.issue, raw, {
-      octokit: deps.octokit,
+      github: deps.github,
       repo: deps.repo,
       config: deps.config,
       knownCoders,

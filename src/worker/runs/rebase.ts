@@ -7,7 +7,7 @@ import { type RunRecord, sumRuns } from "../../core/run-history.ts";
 import type { LabeledSecret } from "../../core/secret-scan.ts";
 import type { RebaseRequest } from "../../core/task.ts";
 import { combineTotals, type RunTotals } from "../../core/usage.ts";
-import { parseRepoFullName } from "../../github/client.ts";
+import { parseRepoFullName } from "../../github/port.ts";
 import { renderRebased, renderRebaseFailed, renderRebaseNotNeeded } from "../../render/rebase-comment.ts";
 import { labeledSecretsOf, type TaskOutcome, type WorkerDeps, worktreeMounts } from "../3-attempt.ts";
 import { assertFleetBranch } from "../4-publish.ts";
@@ -38,7 +38,7 @@ export interface RebaseSpec {
 
 export type RebaseDeps = Pick<
   WorkerDeps,
-  | "octokit"
+  | "github"
   | "cloneUrl"
   | "gitAuth"
   | "workDir"
@@ -92,7 +92,7 @@ export async function runRebase(spec: RebaseSpec, deps: RebaseDeps): Promise<Tas
   await mkdir(artifactsDir, { recursive: true });
   await writeFile(logPath, "");
 
-  const { data: pr } = await deps.octokit.rest.pulls.get({ ...ref, pull_number: spec.pr });
+  const pr = await deps.github.pulls.get(ref, spec.pr);
   if (pr.state !== "open") {
     outcome.outcome = pr.merged ? "no-changes" : "failed";
     outcome.noRetry = true;
@@ -118,7 +118,7 @@ export async function runRebase(spec: RebaseSpec, deps: RebaseDeps): Promise<Tas
     conflicts: [],
     resolved: new Set(),
     comment: (body) =>
-      deps.octokit.rest.issues.createComment({ ...ref, issue_number: spec.pr, body: redact(body) }).then(
+      deps.github.issues.createComment(ref, spec.pr, redact(body)).then(
         () => undefined,
         () => undefined,
       ),

@@ -2,8 +2,8 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { execa } from "execa";
 import { afterEach, describe, expect, it } from "vitest";
-import { type LocalPull, localPullsPath } from "../../src/cli/local-github.ts";
-import { tempHome } from "./cli-helpers.ts";
+import { type LocalPull, localPullsPath } from "../../src/queue/local-github.ts";
+import { tempHome } from "../cli/cli-helpers.ts";
 
 // pulls.json is read, changed and written again by `fleet run` (a pull request opened), `fleet merge`
 // and `fleet bd close` (one closed): separate processes, which must not lose each other's writes.
@@ -22,7 +22,7 @@ const merger = (home: string, branches: string[], startAt: number) =>
       "-e",
       `import { register } from "tsx/esm/api";
 register();
-const { markLocalPullMerged } = await import(${JSON.stringify(resolve("src/cli/local-github.ts"))});
+const { markLocalPullMerged } = await import(${JSON.stringify(resolve("src/queue/local-github.ts"))});
 const [home, branches, startAt] = [process.argv[1], JSON.parse(process.argv[2]), Number(process.argv[3])];
 while (Date.now() < startAt) await new Promise((r) => setTimeout(r, 5));
 for (const b of branches) if (!(await markLocalPullMerged(home, b))) throw new Error("not open: " + b);`,
