@@ -8,6 +8,8 @@ export interface AppDeps {
   queues: RepoQueues;
   /** `.github/fleet.yml` per repository between events (none: read on every event). */
   configs?: ConfigCache;
+  /** The app's handle in mentions (its slug, `@fleet`); undefined when it cannot be told (no mentions then). */
+  appHandle?: () => Promise<string | undefined>;
 }
 
 /** What a webhook handler works with: the app's, and GitHub as the event's installation (made once per event). */

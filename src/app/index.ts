@@ -2,6 +2,7 @@ import type { ApplicationFunction, Context } from "probot";
 import { CODER_NAMES } from "../core/coders.ts";
 import { fleetLabelDefinitions } from "../core/labels.ts";
 import { StateCorruptError } from "../core/state-doc.ts";
+import { getAppIdentity } from "../github/app-identity.ts";
 import { ensureFleetLabels } from "../github/labels.ts";
 import { githubOverOctokit } from "../github/octokit-port.ts";
 import { upsertMarkedComment } from "../github/upsert-comment.ts";
@@ -22,6 +23,7 @@ import { onCommand } from "./on-command.ts";
 import { onIssueEdited } from "./on-issue-edited.ts";
 import { onIssueEnded } from "./on-issue-ended.ts";
 import { onIssueLabeled } from "./on-issue-labeled.ts";
+import { onMention } from "./on-mention.ts";
 import { onPullRequest } from "./on-pull-request.ts";
 import { onRebaseLabel } from "./on-rebase.ts";
 import { onReview } from "./on-review.ts";
@@ -37,6 +39,8 @@ export interface FleetAppOptions extends RepoQueueFactoryOptions {
   reconcileMs?: number;
   /** Whose OIDC tokens runners may exchange (default GitHub's, `FLEET_OIDC_ISSUER`), for which audience. */
   actionsTokens?: Partial<ActionsTokenOptions>;
+  /** The app's slug, its handle in `@<slug>` mentions; default FLEET_APP_SLUG, else GitHub's (`GET /app`, once). */
+  appSlug?: string;
 }
 
 /** The OIDC issuer and audience from the options, else the environment, else GitHub's. */
@@ -67,6 +71,16 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
         configs,
       }),
       configs,
+      appHandle: appHandleOf(options.appSlug ?? process.env.FLEET_APP_SLUG, async () => {
+        try {
+          return (await getAppIdentity(await app.auth())).slug;
+        } catch (error) {
+          app.log.warn(
+            `could not read the app's slug (GET /app), so @mentions are not answered yet: ${(error as Error).message}`,
+          );
+          return undefined;
+        }
+      }),
     };
     options.onReady?.(deps.queues);
     // Runners of dispatched tasks get the app's token here, in exchange for their job's OIDC token.
@@ -111,6 +125,7 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
     app.on("pull_request_review.submitted", human(onReview));
     app.on(["issues.unlabeled", "issues.closed"], human(onIssueEnded));
     app.on("issue_comment.created", human(onCommand));
+    app.on("issue_comment.created", human(onMention));
     // Edits by anyone, bots included: only a person who may drive Fleet moves the pinned prompt.
     app.on("issues.edited", reportingCorruptState(onIssueEdited));
     // PR events come from Fleet's own bot when it opens the PR: they are not filtered by sender. A merge
@@ -144,6 +159,17 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
 }
 
 export default createFleetApp();
+
+/** The handle as given, else read once when first needed (a failed read is tried again at the next mention). */
+function appHandleOf(given: string | undefined, read: () => Promise<string | undefined>) {
+  let known: Promise<string | undefined> | undefined = given ? Promise.resolve(given) : undefined;
+  return async () => {
+    known ??= read();
+    const handle = await known;
+    if (!handle) known = undefined;
+    return handle;
+  };
+}
 
 /** The notice for an unreadable state document, on the event's issue or pull request and the dashboard. */
 async function reportCorruptState(

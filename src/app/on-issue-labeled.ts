@@ -1,5 +1,5 @@
 import type { Context } from "probot";
-import { modelFor } from "../core/config.ts";
+import { type FleetConfig, modelFor } from "../core/config.ts";
 import { parseDependencies } from "../core/dependencies.ts";
 import { filesNamedIn } from "../core/file-paths.ts";
 import { LABEL_GRAMMAR_HELP, parseFleetLabel, taskRequestFromLabels } from "../core/labels.ts";
@@ -9,6 +9,26 @@ import { labelErrorMarker, noticeMarker } from "../render/markers.ts";
 import { renderLabelError, renderQuotaNotice } from "../render/notices.ts";
 import { admitLabeler } from "./guard.ts";
 import type { HandlerDeps } from "./handler-deps.ts";
+
+/**
+ * Whether `sender` may have one more task today (`per_user_daily_tasks`); if not, the issue says so. A
+ * flood of requests from one person is held at the door, before it costs a slot or a commit.
+ */
+export async function quotaOrExplain(
+  context: Context<"issues" | "issue_comment">,
+  deps: HandlerDeps,
+  queue: Awaited<ReturnType<HandlerDeps["queues"]["forContext"]>>,
+  config: FleetConfig,
+  sender: string,
+): Promise<boolean> {
+  if (config.per_user_daily_tasks === undefined) return true;
+  const tasks = Object.values((await queue.snapshot()).tasks);
+  const quota = perUserQuota(config.per_user_daily_tasks, tasks, sender, queue.now());
+  if (quota.allowed) return true;
+  const marker = noticeMarker(`quota-${sender.toLowerCase()}`);
+  await upsertMarkedComment(deps.github, context.issue(), marker, renderQuotaNotice(marker, quota.reason));
+  return false;
+}
 
 /** `issues.labeled`: a `fleet:<coder>[:<model>]` label turns the issue into a queued task. */
 export async function onIssueLabeled(context: Context<"issues.labeled">, deps: HandlerDeps): Promise<void> {
@@ -31,20 +51,7 @@ export async function onIssueLabeled(context: Context<"issues.labeled">, deps: H
   const { priority } = taskRequestFromLabels(labels, deps.knownCoders);
   const { owner, repo } = context.repo();
   const model = modelFor(config, parsed.coder, parsed.model);
-  // A flood of labeled issues from one person is held at the door, before it costs a slot or a commit.
-  if (config.per_user_daily_tasks !== undefined) {
-    const tasks = Object.values((await queue.snapshot()).tasks);
-    const quota = perUserQuota(config.per_user_daily_tasks, tasks, sender, queue.now());
-    if (!quota.allowed) {
-      await upsertMarkedComment(
-        deps.github,
-        context.issue(),
-        noticeMarker(`quota-${sender.toLowerCase()}`),
-        renderQuotaNotice(noticeMarker(`quota-${sender.toLowerCase()}`), quota.reason),
-      );
-      return;
-    }
-  }
+  if (!(await quotaOrExplain(context, deps, queue, config, sender))) return;
   await queue.enqueue({
     issue: issue.number,
     title: issue.title,
