@@ -1,6 +1,6 @@
 import type { GitHubEmulator } from "@fleet/github-emulator";
 import { createProbot, ProbotOctokit } from "probot";
-import type { GitHubClient } from "../../src/github/client.ts";
+import type { OctokitClient } from "../../src/github/octokit-port.ts";
 
 /**
  * An installation client for the emulated app, as a worker gets one, with Octokit's throttling and
@@ -8,7 +8,7 @@ import type { GitHubClient } from "../../src/github/client.ts";
  * `ProbotOctokit.defaults` is shallow-merged under Probot's own throttle options and turns throttling
  * back on: 1 s between writes, 3 s between comments. A function keeps it off.)
  */
-export async function countingBotClient(gh: GitHubEmulator, fullName: string): Promise<GitHubClient> {
+export async function countingBotClient(gh: GitHubEmulator, fullName: string): Promise<OctokitClient> {
   const probot = createProbot({
     overrides: {
       appId: gh.appId,
@@ -22,5 +22,5 @@ export async function countingBotClient(gh: GitHubEmulator, fullName: string): P
       })),
     },
   });
-  return (await probot.auth(gh.installationId(fullName))) as unknown as GitHubClient;
+  return probot.auth(gh.installationId(fullName));
 }

@@ -10,7 +10,7 @@ import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getAdapter } from "../../src/agents/index.ts";
 import type { TokenUsage } from "../../src/core/usage.ts";
-import type { GitHubClient } from "../../src/github/client.ts";
+import { githubOverOctokit, type OctokitClient } from "../../src/github/octokit-port.ts";
 import { runTask } from "../../src/worker/3-attempt.ts";
 import { startTaskRepository, stopTaskRepository } from "../support/task-repository.ts";
 
@@ -76,7 +76,7 @@ const CASES: CoderCase[] = [
 
 let gh: GitHubEmulator;
 let repo: { cloneUrl: string; gitDir: string; installationId: number };
-let bot: GitHubClient;
+let bot: OctokitClient;
 let mona: Octokit;
 let workDir: string;
 
@@ -123,7 +123,7 @@ describe("every coder through a real task: sandbox, gateway, the real CLI, a pul
             attempt: 1,
           },
           {
-            octokit: bot,
+            github: githubOverOctokit(bot),
             cloneUrl: repo.cloneUrl,
             workDir,
             adapter: getAdapter(c.coder)!,

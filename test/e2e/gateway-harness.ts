@@ -12,7 +12,7 @@ import { perTaskLimits } from "../../src/economy/budgets.ts";
 import type { WindowBook } from "../../src/economy/credential-windows.ts";
 import { createCredentialRotation } from "../../src/economy/rotation.ts";
 import { createWireReader } from "../../src/economy/wire-usage.ts";
-import type { GitHubClient } from "../../src/github/client.ts";
+import { githubOverOctokit, type OctokitClient } from "../../src/github/octokit-port.ts";
 import { createLocalStateStore } from "../../src/state/local-store.ts";
 import { runTask, type TaskSpec, type WorkerDeps } from "../../src/worker/3-attempt.ts";
 import { worktreePath } from "../../src/worker/workspace/worktree.ts";
@@ -31,7 +31,7 @@ const DEFAULTS = defaultFleetConfig();
 
 let gh: GitHubEmulator;
 let repo: { cloneUrl: string; installationId: number };
-let bot: GitHubClient;
+let bot: OctokitClient;
 let mona: Octokit;
 let workDir: string;
 let seq = 0;
@@ -84,7 +84,7 @@ export async function run(
   };
   try {
     const outcome = await runTask(spec, {
-      octokit: bot,
+      github: githubOverOctokit(bot),
       cloneUrl: repo.cloneUrl,
       workDir,
       adapter: coder === "claude" ? claudeAdapter : codexAdapter,

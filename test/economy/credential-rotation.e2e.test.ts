@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import { credentialsState } from "../../src/economy/credentials.ts";
 import { createCredentialRotation } from "../../src/economy/rotation.ts";
-import type { GitHubClient } from "../../src/github/client.ts";
+import { githubOverOctokit, type OctokitClient } from "../../src/github/octokit-port.ts";
 import { createLocalStateStore } from "../../src/state/local-store.ts";
 import { runTask, type WorkerDeps } from "../../src/worker/3-attempt.ts";
 import { worktreePath } from "../../src/worker/workspace/worktree.ts";
@@ -25,7 +25,7 @@ const NOW = new Date("2025-03-01T12:00:00Z");
 
 let gh: GitHubEmulator;
 let repo: { cloneUrl: string };
-let bot: GitHubClient;
+let bot: OctokitClient;
 let mona: Octokit;
 let workDir: string;
 let seq = 0;
@@ -67,7 +67,7 @@ async function run(
         attempt: 1,
       },
       {
-        octokit: bot,
+        github: githubOverOctokit(bot),
         cloneUrl: repo.cloneUrl,
         workDir,
         adapter: claudeAdapter,

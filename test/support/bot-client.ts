@@ -1,9 +1,9 @@
 import type { GitHubEmulator } from "@fleet/github-emulator";
 import { createProbot, ProbotOctokit } from "probot";
-import type { GitHubClient } from "../../src/github/client.ts";
+import type { OctokitClient } from "../../src/github/octokit-port.ts";
 
 /** An installation client for the emulated app, as a worker or the Action gets one. */
-export async function botClient(gh: GitHubEmulator, fullName: string): Promise<GitHubClient> {
+export async function botClient(gh: GitHubEmulator, fullName: string): Promise<OctokitClient> {
   const probot = createProbot({
     overrides: {
       appId: gh.appId,
@@ -18,7 +18,7 @@ export async function botClient(gh: GitHubEmulator, fullName: string): Promise<G
       })),
     },
   });
-  return (await probot.auth(gh.installationId(fullName))) as unknown as GitHubClient;
+  return probot.auth(gh.installationId(fullName));
 }
 
 /** Polls `check` until it returns a value (not undefined/false), or fails after `timeoutMs`. */

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type GitHubEmulator, startGitHubEmulator } from "@fleet/github-emulator";
 import { Octokit } from "@octokit/rest";
-import type { GitHubClient } from "../../src/github/client.ts";
+import type { OctokitClient } from "../../src/github/octokit-port.ts";
 import { botClient } from "./bot-client.ts";
 import { FLEET_APP } from "./fleet-app.ts";
 
@@ -12,7 +12,7 @@ export interface TaskRepository {
   gh: GitHubEmulator;
   repo: Awaited<ReturnType<GitHubEmulator["createRepo"]>>;
   /** The app's installation client, as a worker gets one. */
-  bot: GitHubClient;
+  bot: OctokitClient;
   /** A maintainer with write access. */
   mona: Octokit;
   /** An empty folder for worktrees and artifacts. */

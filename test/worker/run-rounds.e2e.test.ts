@@ -8,7 +8,7 @@ import type { Octokit } from "@octokit/rest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import type { RunRecord } from "../../src/core/run-history.ts";
-import type { GitHubClient } from "../../src/github/client.ts";
+import { githubOverOctokit, type OctokitClient } from "../../src/github/octokit-port.ts";
 import { runTask, type TaskSpec, type WorkerDeps } from "../../src/worker/3-attempt.ts";
 import { agentNotesDir } from "../../src/worker/workspace/artifacts.ts";
 import { worktreePath } from "../../src/worker/workspace/worktree.ts";
@@ -20,7 +20,7 @@ const REPO = `${OWNER}/${NAME}`;
 
 let gh: GitHubEmulator;
 let repo: { cloneUrl: string };
-let bot: GitHubClient;
+let bot: OctokitClient;
 let mona: Octokit;
 let workDir: string;
 
@@ -63,7 +63,7 @@ async function run(
         ...spec,
       },
       {
-        octokit: bot,
+        github: githubOverOctokit(bot),
         cloneUrl: repo.cloneUrl,
         workDir,
         adapter: claudeAdapter,

@@ -4,7 +4,7 @@ import type { Octokit } from "@octokit/rest";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { codexAdapter } from "../../src/agents/codex.ts";
-import type { GitHubClient } from "../../src/github/client.ts";
+import { githubOverOctokit, type OctokitClient } from "../../src/github/octokit-port.ts";
 import { runTask } from "../../src/worker/3-attempt.ts";
 import { worktreePath } from "../../src/worker/workspace/worktree.ts";
 import { startTaskRepository, stopTaskRepository } from "../support/task-repository.ts";
@@ -16,7 +16,7 @@ const GIT_ENV = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" };
 
 let gh: GitHubEmulator;
 let repo: { cloneUrl: string; gitDir: string; installationId: number };
-let bot: GitHubClient;
+let bot: OctokitClient;
 let mona: Octokit;
 let workDir: string;
 
@@ -85,7 +85,7 @@ describe("runTask end to end: real git, the GitHub emulator, the real Codex CLI"
           attempt: 1,
         },
         {
-          octokit: bot,
+          github: githubOverOctokit(bot),
           cloneUrl: repo.cloneUrl,
           workDir,
           adapter: codexAdapter,

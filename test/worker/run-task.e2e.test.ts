@@ -6,7 +6,7 @@ import type { Octokit } from "@octokit/rest";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
-import type { GitHubClient } from "../../src/github/client.ts";
+import { githubOverOctokit, type OctokitClient } from "../../src/github/octokit-port.ts";
 import { runTask, type TaskOutcome, type TaskSpec, type WorkerDeps } from "../../src/worker/3-attempt.ts";
 import { agentNotesDir } from "../../src/worker/workspace/artifacts.ts";
 import { worktreePath } from "../../src/worker/workspace/worktree.ts";
@@ -27,7 +27,7 @@ const exists = (p: string) =>
 
 let gh: GitHubEmulator;
 let repo: { cloneUrl: string; gitDir: string; installationId: number };
-let bot: GitHubClient;
+let bot: OctokitClient;
 let mona: Octokit;
 let workDir: string;
 let seq = 0;
@@ -90,7 +90,7 @@ async function run(
         ...opts.spec,
       },
       {
-        octokit: bot,
+        github: githubOverOctokit(bot),
         cloneUrl: repo.cloneUrl,
         workDir,
         adapter: claudeAdapter,

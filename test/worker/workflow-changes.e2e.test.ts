@@ -10,7 +10,7 @@ import type { Octokit } from "@octokit/rest";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
-import type { GitHubClient } from "../../src/github/client.ts";
+import { githubOverOctokit, type OctokitClient } from "../../src/github/octokit-port.ts";
 import { runTask, type TaskSpec } from "../../src/worker/3-attempt.ts";
 import { agentNotesDir } from "../../src/worker/workspace/artifacts.ts";
 import { worktreePath } from "../../src/worker/workspace/worktree.ts";
@@ -25,7 +25,7 @@ const CI =
 
 let gh: GitHubEmulator;
 let repo: { cloneUrl: string; gitDir: string; installationId: number };
-let bot: GitHubClient;
+let bot: OctokitClient;
 let mona: Octokit;
 let workDir: string;
 let seq = 0;
@@ -77,7 +77,7 @@ async function run(
         ...spec,
       },
       {
-        octokit: bot,
+        github: githubOverOctokit(bot),
         // Over git's smart HTTP as the app, where GitHub (and the emulator) refuse its workflow changes.
         cloneUrl: (await bot.rest.repos.get({ owner: OWNER, repo: NAME })).data.clone_url,
         gitAuth: {

@@ -15,7 +15,7 @@ import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import { networkPolicyOf } from "../../src/core/network-policy.ts";
-import type { GitHubClient } from "../../src/github/client.ts";
+import { githubOverOctokit, type OctokitClient } from "../../src/github/octokit-port.ts";
 import { runTask, type TaskOutcome, type TaskSpec, type WorkerDeps } from "../../src/worker/3-attempt.ts";
 import { limitsEnforcement } from "../../src/worker/sandbox/cgroup-limits.ts";
 import { agentNotesDir, taskArtifactsDir } from "../../src/worker/workspace/artifacts.ts";
@@ -30,7 +30,7 @@ const USAGE = { input_tokens: 100, output_tokens: 10 };
 
 let gh: GitHubEmulator;
 let repo: { cloneUrl: string; gitDir: string; installationId: number };
-let bot: GitHubClient;
+let bot: OctokitClient;
 let mona: Octokit;
 let workDir: string;
 /** A stand-in for an allowed registry (registry.test) and for a host service (any other name, or direct). */
@@ -96,7 +96,7 @@ async function run(
   };
   try {
     const outcome: TaskOutcome = await runTask(spec, {
-      octokit: bot,
+      github: githubOverOctokit(bot),
       cloneUrl: repo.cloneUrl,
       workDir,
       adapter: claudeAdapter,
