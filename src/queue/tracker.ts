@@ -40,6 +40,8 @@ export interface Tracker {
    * to the sections the comment holds when the next `show` or `flush` writes it, below the state.
    */
   setSections(issue: number, taskKey: string, edit: SectionsEdit): void;
+  /** Writes the task's comment (its sections as set) at the end of its throttle window, or now when it is over. */
+  touch(issue: number, taskKey: string): Promise<void>;
   /** The task's tracking comment is this one (found in a listing made for another purpose, with its body). */
   remember(taskKey: string, commentId: number, body?: string | null): void;
   /** Writes every view (or only `taskKey`'s) still waiting for its window. */
@@ -147,6 +149,16 @@ export function createTracker(opts: TrackerOptions): Tracker {
     return slot.writing;
   };
 
+  /** Writes now when the task's window is over, else once when it ends (the latest content wins). */
+  const whenWindowEnds = async (key: string, slot: Slot): Promise<void> => {
+    const wait = slot.lastWrite + minInterval - clock();
+    if (wait <= 0) return write(key, slot);
+    if (!slot.timer) {
+      slot.timer = setTimeout(() => void write(key, slot).catch(() => {}), wait);
+      slot.timer.unref?.();
+    }
+  };
+
   const slotOf = (key: string, commentId?: number | null): Slot => {
     let slot = slots.get(key);
     if (!slot) {
@@ -169,13 +181,7 @@ export function createTracker(opts: TrackerOptions): Tracker {
         othersMayHaveWritten:
           (slot.pending?.othersMayHaveWritten ?? false) || !!showOpts.othersMayHaveWritten,
       };
-      const wait = slot.lastWrite + minInterval - clock();
-      if (wait <= 0) return write(key, slot);
-      if (!slot.timer) {
-        const s = slot;
-        s.timer = setTimeout(() => void write(key, s).catch(() => {}), wait);
-        s.timer.unref?.();
-      }
+      return whenWindowEnds(key, slot);
     },
     setSections(issue, taskKey, edit) {
       const slot = slotOf(taskKey);
@@ -187,6 +193,10 @@ export function createTracker(opts: TrackerOptions): Tracker {
         view: slot.pending?.view,
         othersMayHaveWritten: slot.pending?.othersMayHaveWritten ?? false,
       };
+    },
+    async touch(_issue, taskKey) {
+      const slot = slots.get(taskKey);
+      if (slot?.pending) return whenWindowEnds(taskKey, slot);
     },
     remember(taskKey, commentId, body) {
       const slot = slotOf(taskKey, commentId);

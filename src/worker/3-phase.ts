@@ -1,6 +1,7 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { AgentEvent, AgentInvocation } from "../agents/types.ts";
+import { type ChecklistItem, checklistAfter } from "../core/checklist.ts";
 import { turnContextTokens } from "../core/context-windows.ts";
 import { secretRedactor } from "../core/redact.ts";
 import { DEFAULT_RESOURCE_LIMITS, limitHitReason } from "../core/resource-limits.ts";
@@ -132,6 +133,7 @@ function trackPhase(ctx: RunContext, phase: Phase) {
   let usage = emptyUsage();
   const byMessage = new Map<string, Partial<TokenUsage>>();
   let planText: string | undefined;
+  let checklist: ChecklistItem[] = [];
   let overBudget: string | undefined;
   // The gateway meters the wire: its figures, not the agent's, are held against the ceilings.
   let wireMetered = false;
@@ -155,6 +157,12 @@ function trackPhase(ctx: RunContext, phase: Phase) {
     } else if (e.type === "tool_use") {
       const input = e.input as { plan?: unknown } | undefined;
       if (e.name === "ExitPlanMode" && typeof input?.plan === "string") planText = input.plan;
+      const next = checklistAfter(checklist, e.name, e.input);
+      if (next) {
+        checklist = next;
+        // Best effort, throttled by the tracker: a failed edit never stops the run.
+        void ctx.reporter.progress(checklist).catch(() => {});
+      }
       void ctx.progress({ state, step: `${phase === "plan" ? "planning" : "working"}: ${e.name}` });
     } else if (e.type === "result" && phase === "plan" && planText === undefined && e.summary) {
       planText = e.summary;

@@ -1,8 +1,10 @@
+import type { ChecklistItem } from "../core/checklist.ts";
 import { stateAfterOutcome } from "../core/outcomes.ts";
 import type { TaskState } from "../core/task.ts";
 import type { TokenUsage } from "../core/usage.ts";
 import type { GitHub, IssueRef } from "../github/port.ts";
 import { createTracker, type Tracker } from "../queue/tracker.ts";
+import { renderChecklist } from "../render/checklist.ts";
 import { hasMarker, trackingMarker } from "../render/markers.ts";
 import { AWAITING_APPROVAL_LINE, PLAN_POSTED_LINE, renderPlanComment } from "../render/plan-comment.ts";
 import {
@@ -45,7 +47,8 @@ export function createIssueReporter(
 ) {
   const tracker =
     opts.tracker ??
-    createTracker({ github, repo: { owner: issue.owner, repo: issue.repo }, minIntervalMs: 0 });
+    // Its plan and report are written at once (flushed); checklist edits at most one per 15 s.
+    createTracker({ github, repo: { owner: issue.owner, repo: issue.repo }, minIntervalMs: 15_000 });
   const tracking = listed?.find((c) => c.user?.type === "Bot" && hasMarker(c.body, trackingMarker(taskId)));
   if (tracking) tracker.remember(taskId, tracking.id, tracking.body);
   /** Without the repository's tracker, the comment is written now, under a state line of the reporter's own. */
@@ -66,6 +69,12 @@ export function createIssueReporter(
       const text = redact(renderPlanComment({ taskId, plan: redact(plan), awaitingApproval }));
       tracker.setSections(issue.issue_number, taskId, (s) => ({ ...s, plan: text }));
       await writeNow(awaitingApproval ? "awaiting-approval" : "running");
+    },
+    /** The agent's checklist as it stands: written with the comment's next (throttled) edit. */
+    progress: async (items: readonly ChecklistItem[]) => {
+      const text = redact(renderChecklist(items));
+      tracker.setSections(issue.issue_number, taskId, (s) => ({ ...s, progress: text || undefined }));
+      await tracker.touch(issue.issue_number, taskId);
     },
     /**
      * The run's final report: the token report (when the run used tokens) and the run report with the
