@@ -17,6 +17,7 @@ import { execa } from "execa";
 import { acquireSlot, releaseLease, slotsInUse } from "../src/core/leases.ts";
 import { type FleetStateDoc, parseStateDoc, recordLedger, STATE_PATH } from "../src/core/state-doc.ts";
 import { newTask } from "../src/core/task.ts";
+import { githubOverOctokit } from "../src/github/octokit-port.ts";
 import { StateConflictError } from "../src/state/errors.ts";
 import { createGitStateStore } from "../src/state/git-store.ts";
 import { createGitHubStateStore } from "../src/state/github-store.ts";
@@ -54,7 +55,7 @@ type BenchStore = {
 async function benchStore(url: string, token: string, transport: string): Promise<BenchStore> {
   if (transport !== "git") {
     return createGitHubStateStore({
-      octokit: new Octokit({ baseUrl: url, auth: token }),
+      github: githubOverOctokit(new Octokit({ baseUrl: url, auth: token })),
       owner: "octo",
       repo: "widgets",
     });

@@ -10,6 +10,7 @@ import { promisify } from "node:util";
 import { startAnthropicScriptServer } from "@fleet/model-servers";
 import { getAdapter } from "../src/agents/index.ts";
 import type { Task } from "../src/core/task.ts";
+import { githubOverOctokit } from "../src/github/octokit-port.ts";
 import { createRepoStateStore } from "../src/state/repo-store.ts";
 import { startLocalWorker } from "../src/worker/local-worker.ts";
 import { waitFor } from "../test/support/bot-client.ts";
@@ -121,8 +122,8 @@ export async function runLifecycle(): Promise<LifecycleResult> {
   const worker = partOf.run("worker", () =>
     startLocalWorker({
       repo: { owner: h.owner, repo: h.name },
-      octokit,
-      store: createRepoStateStore({ octokit, owner: h.owner, repo: h.name }),
+      github: githubOverOctokit(octokit),
+      store: createRepoStateStore({ github: githubOverOctokit(octokit), owner: h.owner, repo: h.name }),
       cloneUrl: h.cloneUrl,
       workDir,
       adapterFor: getAdapter,

@@ -6,14 +6,14 @@
 import { Octokit } from "@octokit/rest";
 import { defaultFleetConfig } from "../../src/core/config.ts";
 import { scheduleNext } from "../../src/core/scheduler.ts";
-import type { GitHubClient } from "../../src/github/client.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createRepoStateStore } from "../../src/state/repo-store.ts";
 
 // As bin/fleet.js runs the built app: with its source map on.
 process.setSourceMapsEnabled(true);
 const [url, token, repo] = process.argv.slice(2) as [string, string, string];
-const octokit = new Octokit({ baseUrl: url, auth: token }) as unknown as GitHubClient;
-const store = createRepoStateStore({ octokit, owner: "octo", repo });
+const github = githubOverOctokit(new Octokit({ baseUrl: url, auth: token }));
+const store = createRepoStateStore({ github, owner: "octo", repo });
 const snap = await store.read();
 const tasks = Object.values(snap.doc.tasks);
 const decisions = scheduleNext({

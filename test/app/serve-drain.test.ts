@@ -5,6 +5,7 @@ import { type GitHubEmulator, startGitHubEmulator } from "@fleet/github-emulator
 import { Octokit } from "@octokit/rest";
 import { execa } from "execa";
 import { afterAll, describe, expect, it } from "vitest";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { waitFor } from "../support/bot-client.ts";
 import { FLEET_APP } from "../support/fleet-app.ts";
@@ -73,7 +74,7 @@ describe("fleet serve stopped by SIGTERM", () => {
     await gh.waitForDeliveries();
     const labeled = gh.deliveries().findLast((d) => d.event === "issues" && d.action === "labeled")!;
     expect(labeled.status).toBe(200);
-    const reader = createGitHubStateStore({ octokit: mona, owner, repo });
+    const reader = createGitHubStateStore({ github: githubOverOctokit(mona), owner, repo });
     const taskOfIssue = async () =>
       Object.values((await reader.read()).doc.tasks).find((t) => t.issue === issue);
     expect(await taskOfIssue()).toBeUndefined();

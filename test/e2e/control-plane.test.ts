@@ -1,5 +1,6 @@
 import { Octokit } from "@octokit/rest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
 
@@ -17,7 +18,8 @@ describe("the control plane: /fleet config set changes operational keys only", (
   });
   afterAll(async () => h?.stop());
 
-  const store = () => createGitHubStateStore({ octokit: h.mona, owner: h.owner, repo: h.name });
+  const store = () =>
+    createGitHubStateStore({ github: githubOverOctokit(h.mona), owner: h.owner, repo: h.name });
   const lastReply = (issue: number) => h.botComments(issue).at(-1)?.body ?? "";
 
   it("refuses a writer's coders.claude.credentials=GITHUB_TOKEN and allowed_roles=read, changing nothing", async () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { STATE_PATH } from "../../src/core/state-doc.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { dashboardIssueOf } from "../../src/queue/dashboard.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
@@ -87,7 +88,11 @@ describe("a corrupt or invalid state document", () => {
     });
     await h.settle();
     await h.label(second, "fleet:claude");
-    const reader = createGitHubStateStore({ octokit: h.mona, owner: h.owner, repo: h.name });
+    const reader = createGitHubStateStore({
+      github: githubOverOctokit(h.mona),
+      owner: h.owner,
+      repo: h.name,
+    });
     expect(Object.values((await reader.read()).doc.tasks).map((t) => t.issue)).toContain(second);
   });
 });

@@ -3,6 +3,7 @@ import type { FleetServer } from "../../src/app/server.ts";
 import { parseFleetConfig } from "../../src/core/config.ts";
 import { recordLedger } from "../../src/core/state-doc.ts";
 import { recordCooling } from "../../src/economy/credentials.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createDashboardPublisher, dashboardIssueOf } from "../../src/queue/dashboard.ts";
 import { DASHBOARD_MARKER } from "../../src/render/dashboard.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
@@ -49,7 +50,7 @@ describe("the dashboard issue, kept current by the real app", () => {
     const now = new Date();
     const day = now.toISOString().slice(0, 10);
     const until = new Date(now.getTime() + 3_600_000).toISOString();
-    const store = createGitHubStateStore({ octokit: h.mona, owner: h.owner, repo: h.name });
+    const store = createGitHubStateStore({ github: githubOverOctokit(h.mona), owner: h.owner, repo: h.name });
     await store.update(({ doc }) => ({
       doc: recordCooling(
         recordLedger(doc, { day, coder: "claude", costUsd: 1.5, usage: { input: 40_000, output: 2_000 } }),
@@ -131,11 +132,11 @@ describe("the dashboard issue, kept current by the real app", () => {
     if (!parsed.ok) throw new Error("config");
     const config = parsed.config;
     const replicaOf = async () => {
-      const octokit = await botClient(h.gh, `${owner}/race`);
-      const store = createGitHubStateStore({ octokit, owner, repo: "race" });
+      const github = githubOverOctokit(await botClient(h.gh, `${owner}/race`));
+      const store = createGitHubStateStore({ github, owner, repo: "race" });
       return {
         store,
-        publisher: createDashboardPublisher({ octokit, repo: { owner, repo: "race" }, store }),
+        publisher: createDashboardPublisher({ github, repo: { owner, repo: "race" }, store }),
       };
     };
     const a = await replicaOf();

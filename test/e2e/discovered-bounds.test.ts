@@ -4,7 +4,7 @@ import { parseJsonl } from "../../src/beads/parse.ts";
 import { type FleetConfig, parseFleetConfig } from "../../src/core/config.ts";
 import { JOINER } from "../../src/core/published-text.ts";
 import type { Task } from "../../src/core/task.ts";
-import type { GitHubClient } from "../../src/github/client.ts";
+import type { GitHub } from "../../src/github/port.ts";
 import { localDispatcher } from "../../src/queue/dispatcher.ts";
 import { createRepoQueue, type RepoQueue } from "../../src/queue/repo-queue.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
@@ -59,7 +59,7 @@ describe("what an agent writes goes out bounded and mentions nobody (real Claude
   let h: Harness;
   let model: ScriptServer;
   let worker: TestWorker | undefined;
-  let octokit: GitHubClient;
+  let github: GitHub;
   const outcomes = new Map<string, TaskOutcome>();
 
   beforeAll(async () => {
@@ -70,7 +70,7 @@ describe("what an agent writes goes out bounded and mentions nobody (real Claude
       concurrency: 1,
       onOutcome: (id, o) => outcomes.set(id, o),
     });
-    octokit = worker.octokit;
+    github = worker.github;
   });
 
   afterAll(async () => {
@@ -152,7 +152,7 @@ describe("what an agent writes goes out bounded and mentions nobody (real Claude
     });
     const file = (task: Task, followUps: string[]) =>
       fileDiscoveredWork(task, outcome(followUps), {
-        octokit,
+        github,
         repo: { owner: h.owner, repo: h.name },
         store,
         queue,
@@ -166,7 +166,7 @@ describe("what an agent writes goes out bounded and mentions nobody (real Claude
       const loaded = parseFleetConfig(`${FLEET_YML}auto_label_discovered: true\n`);
       if (!loaded.ok) throw new Error("fleet.yml in this test is invalid");
       config = loaded.config;
-      store = createGitHubStateStore({ octokit, owner: h.owner, repo: h.name });
+      store = createGitHubStateStore({ github, owner: h.owner, repo: h.name });
       queue = createRepoQueue({ repo: h.full, store, fileConfig: config, dispatcher: localDispatcher });
     });
 

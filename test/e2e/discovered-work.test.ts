@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseJsonl } from "../../src/beads/parse.ts";
 import { parseFleetConfig } from "../../src/core/config.ts";
 import type { Task } from "../../src/core/task.ts";
-import type { GitHubClient } from "../../src/github/client.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
+import type { GitHub } from "../../src/github/port.ts";
 import { localDispatcher } from "../../src/queue/dispatcher.ts";
 import { createRepoQueue } from "../../src/queue/repo-queue.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
@@ -42,7 +43,7 @@ describe("discovered work: RESULT.json follow-ups become linked issues (real Cla
   let h: Harness;
   let model: ScriptServer;
   let worker: TestWorker;
-  let octokit: GitHubClient;
+  let github: GitHub;
   const outcomes = new Map<string, TaskOutcome>();
 
   beforeAll(async () => {
@@ -62,7 +63,7 @@ describe("discovered work: RESULT.json follow-ups become linked issues (real Cla
       concurrency: 1,
       onOutcome: (id, o) => outcomes.set(id, o),
     });
-    octokit = worker.octokit;
+    github = worker.github;
   });
 
   afterAll(async () => {
@@ -83,7 +84,13 @@ describe("discovered work: RESULT.json follow-ups become linked issues (real Cla
       .sort((a, b) => a.number - b.number);
   const beads = async () =>
     parseJsonl(
-      (await createGitHubStateStore({ octokit: h.mona, owner: h.owner, repo: h.name }).read()).beads,
+      (
+        await createGitHubStateStore({
+          github: githubOverOctokit(h.mona),
+          owner: h.owner,
+          repo: h.name,
+        }).read()
+      ).beads,
     ).records.map((r) => r.issue);
 
   it("files each follow-up as an unlabeled issue that names the task's issue and PR, linked discovered-from in beads, once", async () => {
@@ -120,11 +127,15 @@ describe("discovered work: RESULT.json follow-ups become linked issues (real Cla
     // The same run's report processed again (a redelivery, a restarted worker): nothing new.
     const issuesBefore = (await allIssues()).length;
     const beadsBefore = JSON.stringify(await beads());
-    const store = createGitHubStateStore({ octokit, owner: h.owner, repo: h.name });
+    const store = createGitHubStateStore({
+      github,
+      owner: h.owner,
+      repo: h.name,
+    });
     const loaded = parseFleetConfig(FLEET_YML);
     if (!loaded.ok) throw new Error("fleet.yml in this test is invalid");
     const again = await fileDiscoveredWork(task, outcome, {
-      octokit,
+      github,
       repo: { owner: h.owner, repo: h.name },
       store,
       queue: createRepoQueue({

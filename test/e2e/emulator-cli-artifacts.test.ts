@@ -6,7 +6,7 @@ import { userOctokit } from "@fleet/github-emulator/test-helpers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { taskRunIds } from "../../src/cli/run-artifacts.ts";
 import type { Task } from "../../src/core/task.ts";
-import type { GitHubClient } from "../../src/github/client.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createRepoStateStore } from "../../src/state/repo-store.ts";
 import { cliEnv, fleet } from "../cli/cli-helpers.ts";
 import { FLEET_APP } from "../support/fleet-app.ts";
@@ -91,7 +91,7 @@ beforeAll(async () => {
   });
 
   const store = createRepoStateStore({
-    octokit: mona as unknown as GitHubClient,
+    github: githubOverOctokit(mona),
     owner: "octo",
     repo: "arts",
     pacing: 0,

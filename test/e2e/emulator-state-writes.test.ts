@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { type GitHubEmulator, startGitHubEmulator } from "@fleet/github-emulator";
 import { gitAs, userOctokit } from "@fleet/github-emulator/test-helpers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { GitHubClient } from "../../src/github/client.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createRepoStateStore, type StateTransport } from "../../src/state/repo-store.ts";
 import { FLEET_APP } from "../support/fleet-app.ts";
 
@@ -56,8 +56,13 @@ async function writeState(name: string, transport: StateTransport, writes: numbe
   });
   const before = em.workflowRuns(fullName).length;
   const hooks = em.deliveries().length;
-  const octokit = writer as unknown as GitHubClient;
-  const store = createRepoStateStore({ octokit, owner: "acme", repo: name, transport, pacing: 0 });
+  const store = createRepoStateStore({
+    github: githubOverOctokit(writer),
+    owner: "acme",
+    repo: name,
+    transport,
+    pacing: 0,
+  });
   for (let i = 1; i <= writes; i++) {
     const r = await store.update(({ doc }) => ({
       doc: { ...doc, config: { ...doc.config, max_concurrent: i } },
@@ -92,7 +97,7 @@ describe("Fleet's state writes start no workflow run", () => {
     figures.skipCiApi = await writeState("over-api", "api", 3);
     expect(figures).toEqual({ skipCiGit: 0, skipCiApi: 0 });
     const store = createRepoStateStore({
-      octokit: userOctokit(em, "fleet-writer") as unknown as GitHubClient,
+      github: githubOverOctokit(userOctokit(em, "fleet-writer")),
       owner: "acme",
       repo: "over-git",
     });

@@ -6,6 +6,7 @@ import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-serv
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../src/core/task.ts";
 import { credentialsState } from "../../src/economy/credentials.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
@@ -65,7 +66,11 @@ describe("context pressure, recorded and enforced by a local worker", () => {
     expect(model.played).toBe(2);
     // What Fleet sent on the credential this hour went into the state with the run (no rate-limit
     // headers from the scripted server: Fleet's own count only).
-    const { doc } = await createGitHubStateStore({ octokit: h.mona, owner: h.owner, repo: h.name }).read();
+    const { doc } = await createGitHubStateStore({
+      github: githubOverOctokit(h.mona),
+      owner: h.owner,
+      repo: h.name,
+    }).read();
     expect(credentialsState(doc).claude?.[TEST_CREDENTIAL.name]?.windows).toMatchObject({
       windows: {},
       hour: { tokens: 80_050 + 120_050 },

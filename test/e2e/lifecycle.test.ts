@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../src/core/task.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { botClient, waitFor } from "../support/bot-client.ts";
 import { type Harness, startAppInstance, startHarness } from "../support/harness.ts";
@@ -280,7 +281,11 @@ describe("/fleet retry on a rate-limited task", () => {
       await h.label(issue, "fleet:claude");
       const task = (await h.tasks()).find((t) => t.issue === issue)!;
       // As a worker records a run stopped by the provider's limit (the reset an hour away).
-      const store = createGitHubStateStore({ octokit: h.mona, owner: h.owner, repo: h.name });
+      const store = createGitHubStateStore({
+        github: githubOverOctokit(h.mona),
+        owner: h.owner,
+        repo: h.name,
+      });
       const resetAt = new Date(Date.now() + 3_600_000).toISOString();
       await store.update(({ doc }) => {
         if (!doc.tasks[task.id]) return null;
@@ -305,7 +310,7 @@ describe("reconcile and pull requests", () => {
   it("a PR merged, or closed, while its webhook was lost ends its task: done, or failed", async () => {
     const h = await startHarness({ files: { ".github/fleet.yml": "dispatch: local\nmax_concurrent: 5\n" } });
     const ref = { owner: h.owner, repo: h.name };
-    const store = createGitHubStateStore({ octokit: h.mona, ...ref });
+    const store = createGitHubStateStore({ github: githubOverOctokit(h.mona), ...ref });
     /** A task at pr-open with a real PR on its branch, as a worker's outcome commit leaves it. */
     const taskWithPr = async (title: string) => {
       const issue = await h.newIssue(title);

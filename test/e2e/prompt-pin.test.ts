@@ -1,6 +1,7 @@
 import { Octokit } from "@octokit/rest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { choosePromptText, promptPinDigest } from "../../src/core/prompt-pin.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { pinnedTextOf } from "../../src/state/mirror.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
@@ -12,7 +13,8 @@ describe("the prompt is what the maintainer approved", () => {
   });
   afterAll(async () => h?.stop());
 
-  const snapshot = () => createGitHubStateStore({ octokit: h.mona, owner: h.owner, repo: h.name }).read();
+  const snapshot = () =>
+    createGitHubStateStore({ github: githubOverOctokit(h.mona), owner: h.owner, repo: h.name }).read();
   const edit = (as: Octokit, issue: number, patch: { title?: string; body?: string }) =>
     as.rest.issues.update({ owner: h.owner, repo: h.name, issue_number: issue, ...patch });
   const tracking = async (issue: number) => {

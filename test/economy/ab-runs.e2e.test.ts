@@ -2,6 +2,7 @@ import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-serv
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../src/core/task.ts";
 import { totalTokens } from "../../src/core/usage.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { abComparisonMarker } from "../../src/render/ab-comparison.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { postAbComparisonIfDue } from "../../src/worker/runs/ab-comparison.ts";
@@ -120,9 +121,15 @@ describe("A/B runs: one issue, two coder labels, through the real app, worker an
     await h.label(issue, "fleet:claude:sonnet");
     // Another worker of the repository, as a second process would be.
     const octokit = await botClient(h.gh, h.full);
-    const store = createGitHubStateStore({ octokit, owner: h.owner, repo: h.name });
+    const store = createGitHubStateStore({
+      github: githubOverOctokit(octokit),
+      owner: h.owner,
+      repo: h.name,
+    });
     const repo = { owner: h.owner, repo: h.name };
-    expect(await postAbComparisonIfDue({ store, octokit, repo }, issue)).toBe(false);
+    expect(await postAbComparisonIfDue({ store, github: githubOverOctokit(octokit), repo }, issue)).toBe(
+      false,
+    );
     expect(comparisons()).toHaveLength(1);
     expect(comparisons()[0]!.body).toBe(body);
 
@@ -133,7 +140,9 @@ describe("A/B runs: one issue, two coder labels, through the real app, worker an
       const again = { ...t, attempts: t.attempts + 1, result: { attempt: t.attempts + 1, status: "done" } };
       return { doc: { ...doc, tasks: { ...doc.tasks, [rerun.id]: again } }, message: "rerun" };
     });
-    expect(await postAbComparisonIfDue({ store, octokit, repo }, issue)).toBe(true);
+    expect(await postAbComparisonIfDue({ store, github: githubOverOctokit(octokit), repo }, issue)).toBe(
+      true,
+    );
     expect(comparisons()).toHaveLength(1);
     expect(comparisons()[0]!.id).toBe(comparison.id);
     expect(comparisons()[0]!.body).not.toBe(body);

@@ -2,6 +2,7 @@ import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-serv
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { recordLedger } from "../../src/core/state-doc.ts";
 import type { Task } from "../../src/core/task.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
@@ -96,7 +97,11 @@ describe("every credential of a coder cooling, through the real app, worker and 
 
     // Nothing spins while the window is closed: no model request, no run, no state commit.
     const main = () => model.requests.filter((r) => r.kind !== "side").length;
-    const reader = createGitHubStateStore({ octokit: h.mona, owner: h.owner, repo: h.name });
+    const reader = createGitHubStateStore({
+      github: githubOverOctokit(h.mona),
+      owner: h.owner,
+      repo: h.name,
+    });
     const before = { requests: main(), commits: (await reader.history(100)).length };
     expect(before.requests).toBe(2);
     await sleep(3_000); // about fifteen worker polls
@@ -169,7 +174,7 @@ describe("a repository's daily ceiling already spent, through the real app", () 
         start.getTime(),
     );
     // The day's spend, as earlier runs left it in the ledger.
-    const store = createGitHubStateStore({ octokit: h.mona, owner: h.owner, repo: h.name });
+    const store = createGitHubStateStore({ github: githubOverOctokit(h.mona), owner: h.owner, repo: h.name });
     const today = clock.now().toISOString().slice(0, 10);
     await store.update(({ doc }) => ({
       doc: recordLedger(doc, { day: today, coder: "claude", costUsd: 5.25, usage: { input: 90_000 } }),

@@ -1,5 +1,6 @@
 import { type GitHubEmulator, startGitHubEmulator } from "@fleet/github-emulator";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createTracker } from "../../src/queue/tracker.ts";
 import type { TrackingView } from "../../src/render/tracking-comment.ts";
 import { botClient, waitFor } from "../support/bot-client.ts";
@@ -32,7 +33,7 @@ describe("the tracking comment's throttle", () => {
       repo: "tracked",
       title: `Task ${++issue}`,
     });
-    return { octokit, number: data.number };
+    return { github: githubOverOctokit(octokit), number: data.number };
   };
   const writes = (since: number) => {
     const byRoute = gh.counts({ since }).byRoute;
@@ -43,10 +44,10 @@ describe("the tracking comment's throttle", () => {
   };
 
   it("writes one comment, then at most one edit per 15 s window with the latest view", async () => {
-    const { octokit, number } = await newIssue();
+    const { github, number } = await newIssue();
     let now = 1_000_000;
     const tracker = createTracker({
-      octokit,
+      github,
       repo: { owner: "octo-org", repo: "tracked" },
       clock: () => now,
     });
@@ -79,9 +80,9 @@ describe("the tracking comment's throttle", () => {
   });
 
   it("writes a held view by itself when its window ends, with no further event", async () => {
-    const { octokit, number } = await newIssue();
+    const { github, number } = await newIssue();
     const tracker = createTracker({
-      octokit,
+      github,
       repo: { owner: "octo-org", repo: "tracked" },
       minIntervalMs: 300,
     });
@@ -96,10 +97,10 @@ describe("the tracking comment's throttle", () => {
   });
 
   it("finds its comment again after a restart (by the marker) and edits it instead of posting another", async () => {
-    const { octokit, number } = await newIssue();
-    const first = createTracker({ octokit, repo: { owner: "octo-org", repo: "tracked" }, minIntervalMs: 0 });
+    const { github, number } = await newIssue();
+    const first = createTracker({ github, repo: { owner: "octo-org", repo: "tracked" }, minIntervalMs: 0 });
     await first.show(number, view("queued"));
-    const second = createTracker({ octokit, repo: { owner: "octo-org", repo: "tracked" }, minIntervalMs: 0 });
+    const second = createTracker({ github, repo: { owner: "octo-org", repo: "tracked" }, minIntervalMs: 0 });
     await second.show(number, view("running"));
     const tracking = gh.comments(FULL, number).filter((c) => c.body.includes("fleet:tracking"));
     expect(tracking).toHaveLength(1);
@@ -120,8 +121,9 @@ describe("the tracking comment's sections (the run's plan and report)", () => {
     const repo = { owner: "octo-org", repo: "tracked" };
     const { data: created } = await octokit.rest.issues.create({ ...repo, title: "Sections" });
     const number = created.number;
-    const app = createTracker({ octokit, repo, minIntervalMs: 0 });
-    const worker = createTracker({ octokit, repo, minIntervalMs: 0 });
+    const github = githubOverOctokit(octokit);
+    const app = createTracker({ github, repo, minIntervalMs: 0 });
+    const worker = createTracker({ github, repo, minIntervalMs: 0 });
     const body = () => gh.comments(FULL, number).find((c) => c.user.type === "Bot")!.body;
     const byRoute = (since: number) => gh.counts({ since }).byRoute;
 

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import type { AgentAdapter } from "../../src/agents/types.ts";
 import type { Task } from "../../src/core/task.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { taskArtifactsDir } from "../../src/worker/3-attempt.ts";
 import { type LocalWorker, startLocalWorker } from "../../src/worker/local-worker.ts";
@@ -94,8 +95,8 @@ describe("agents that flood their output, fail, or whose log cannot be written",
     const octokit = await botClient(h.gh, h.full);
     worker = startLocalWorker({
       repo: { owner: h.owner, repo: h.name },
-      octokit,
-      store: createGitHubStateStore({ octokit, owner: h.owner, repo: h.name }),
+      github: githubOverOctokit(octokit),
+      store: createGitHubStateStore({ github: githubOverOctokit(octokit), owner: h.owner, repo: h.name }),
       cloneUrl: h.cloneUrl,
       workDir,
       adapterFor: () => adapter(script),

@@ -4,6 +4,7 @@ import { execa, type ResultPromise } from "execa";
 import { afterAll, describe, expect, it } from "vitest";
 import type { FleetServer } from "../../src/app/server.ts";
 import type { Task } from "../../src/core/task.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { waitFor } from "../support/bot-client.ts";
 import { FLEET_APP } from "../support/fleet-app.ts";
@@ -84,7 +85,7 @@ describe("the app killed in the middle of a burst of labels", () => {
       route: "GET /repos/{owner}/{repo}/collaborators/{username}/permission",
       latencyMs: 1_500,
     });
-    const reader = createGitHubStateStore({ octokit: mona, owner, repo });
+    const reader = createGitHubStateStore({ github: githubOverOctokit(mona), owner, repo });
     const taskCount = async () => Object.keys((await reader.read()).doc.tasks).length;
     const labeled = () => gh!.deliveries().filter((d) => d.event === "issues" && d.action === "labeled");
     const half = issues.slice(0, ISSUES / 2);

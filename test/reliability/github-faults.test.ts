@@ -8,6 +8,7 @@ import {
 import { Octokit } from "@octokit/rest";
 import { afterEach, describe, expect, it } from "vitest";
 import { type FleetServer, startFleetServer } from "../../src/app/server.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { FLEET_APP } from "../support/fleet-app.ts";
 
@@ -75,7 +76,7 @@ describe("GitHub faults on write routes", () => {
 
   /** No labeled issue was dropped: exactly one task and one tracking comment each. */
   async function expectOneTaskAndCommentEach(em: GitHubEmulator, mona: Octokit, issues: number[]) {
-    const reader = createGitHubStateStore({ octokit: mona, owner, repo });
+    const reader = createGitHubStateStore({ github: githubOverOctokit(mona), owner, repo });
     const tasks = Object.values((await reader.read()).doc.tasks);
     for (const n of issues) {
       expect(
@@ -118,7 +119,7 @@ describe("GitHub faults on write routes", () => {
     const { em, mona, issues, label } = await start("git");
     // The branch exists before the labels, so the app's first read downloads it: a fetch that finds
     // the branch absent or unmoved makes no upload-pack request for the fault to hit.
-    await createGitHubStateStore({ octokit: mona, owner, repo }).update(({ doc }) => ({
+    await createGitHubStateStore({ github: githubOverOctokit(mona), owner, repo }).update(({ doc }) => ({
       doc,
       message: "seed the state branch",
     }));

@@ -3,6 +3,7 @@ import { Octokit } from "@octokit/rest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { emptyStateDoc, serializeStateDoc } from "../../src/core/state-doc.ts";
 import { newTask } from "../../src/core/task.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { FLEET_APP } from "../support/fleet-app.ts";
 
@@ -55,7 +56,7 @@ describe("a state document over 1 MB (thousands of tasks)", () => {
   });
 
   it("is read whole and can still be updated", async () => {
-    const store = createGitHubStateStore({ octokit: octo, owner: "octo", repo: "big" });
+    const store = createGitHubStateStore({ github: githubOverOctokit(octo), owner: "octo", repo: "big" });
     const snap = await store.read();
     expect(Object.keys(snap.doc.tasks)).toHaveLength(n);
     const r = await store.update(({ doc }) => ({
@@ -63,7 +64,7 @@ describe("a state document over 1 MB (thousands of tasks)", () => {
       message: "config",
     }));
     expect(r.applied).toBe(true);
-    const again = createGitHubStateStore({ octokit: octo, owner: "octo", repo: "big" });
+    const again = createGitHubStateStore({ github: githubOverOctokit(octo), owner: "octo", repo: "big" });
     const fresh = await again.read();
     expect(Object.keys(fresh.doc.tasks)).toHaveLength(n);
     expect(fresh.doc.config.max_concurrent).toBe(4);

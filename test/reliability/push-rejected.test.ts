@@ -5,6 +5,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getAdapter } from "../../src/agents/index.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { pushBranch } from "../../src/worker/4-publish.ts";
 import { type LocalWorker, startLocalWorker } from "../../src/worker/local-worker.ts";
@@ -76,8 +77,8 @@ describe("a push that GitHub rejects", () => {
     const octokit = await botClient(h.gh, h.full);
     worker = startLocalWorker({
       repo: { owner: h.owner, repo: h.name },
-      octokit,
-      store: createGitHubStateStore({ octokit, owner: h.owner, repo: h.name }),
+      github: githubOverOctokit(octokit),
+      store: createGitHubStateStore({ github: githubOverOctokit(octokit), owner: h.owner, repo: h.name }),
       cloneUrl: h.cloneUrl,
       workDir,
       adapterFor: getAdapter,

@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FleetServer } from "../../src/app/server.ts";
 import type { Task } from "../../src/core/task.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { readFleetConfig } from "../../src/github/read-config.ts";
 import { localDispatcher } from "../../src/queue/dispatcher.ts";
 import { createRepoQueue } from "../../src/queue/repo-queue.ts";
@@ -59,15 +60,15 @@ describe("two app instances and two workers writing one repository's state at on
     };
 
     // Two workers race for every dispatched task and finish what they win, each through its own store.
-    const octokit = await botClient(h.gh, h.full);
-    const config = await readFleetConfig(octokit, { owner: h.owner, repo: h.name });
+    const github = githubOverOctokit(await botClient(h.gh, h.full));
+    const config = await readFleetConfig(github, { owner: h.owner, repo: h.name });
     if (!config.ok) throw new Error("config");
     const claims = new Map<string, string[]>();
     const finished = new Map<string, string>();
     const lost: string[] = [];
     let stop = false;
     const runWorker = async (holder: string) => {
-      const store = createGitHubStateStore({ octokit, owner: h.owner, repo: h.name });
+      const store = createGitHubStateStore({ github, owner: h.owner, repo: h.name });
       const queue = createRepoQueue({
         repo: h.full,
         store,
@@ -84,7 +85,7 @@ describe("two app instances and two workers writing one repository's state at on
           const moved = await queue.move(t.issue, "done", { taskId: t.id, from: ["running"] });
           // A claim this worker won must still be there when it finishes (no lost update).
           if (moved.length !== 1) {
-            const now = (await createGitHubStateStore({ octokit, owner: h.owner, repo: h.name }).read()).doc;
+            const now = (await createGitHubStateStore({ github, owner: h.owner, repo: h.name }).read()).doc;
             lost.push(`${holder} won ${t.id} but could not finish it: ${JSON.stringify(now.tasks[t.id])}`);
           }
           finished.set(t.id, holder);

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import type { FleetServer } from "../../src/app/server.ts";
 import type { Task } from "../../src/core/task.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { claimTask } from "../../src/worker/execute-task.ts";
 import { botClient } from "../support/bot-client.ts";
@@ -33,7 +34,7 @@ describe("a worker killed mid-run", () => {
 
     // A worker claims it, starts running with a 1 s lease, and dies: it never heartbeats again.
     const store = createGitHubStateStore({
-      octokit: await botClient(h.gh, h.full),
+      github: githubOverOctokit(await botClient(h.gh, h.full)),
       owner: h.owner,
       repo: h.name,
     });

@@ -2,6 +2,7 @@ import { createHmac, randomUUID } from "node:crypto";
 import { Octokit } from "@octokit/rest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../src/core/task.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { claimTask } from "../../src/worker/execute-task.ts";
 import { botClient } from "../support/bot-client.ts";
@@ -27,7 +28,11 @@ describe("commands from people and bots who may not drive Fleet", () => {
     const issue = await h.newIssue("Cancelled work");
     await h.label(issue, "fleet:claude");
     await h.comment(issue, "/fleet cancel not now");
-    const reader = createGitHubStateStore({ octokit: h.mona, owner: h.owner, repo: h.name });
+    const reader = createGitHubStateStore({
+      github: githubOverOctokit(h.mona),
+      owner: h.owner,
+      repo: h.name,
+    });
     const before = (await reader.read()).doc;
     const task = Object.values(before.tasks).find((t) => t.issue === issue)!;
     expect(task.state).toBe("cancelled");
@@ -170,7 +175,11 @@ describe("pull requests from forks", () => {
     await h.label(issue, "fleet:claude");
     const dispatched = await taskOf(issue);
     expect(dispatched.branch).toMatch(/^fleet\//);
-    const store = createGitHubStateStore({ octokit: await botClient(h.gh, h.full), owner, repo });
+    const store = createGitHubStateStore({
+      github: githubOverOctokit(await botClient(h.gh, h.full)),
+      owner,
+      repo,
+    });
     await claimTask(
       store,
       dispatched.id,

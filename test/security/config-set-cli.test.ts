@@ -2,6 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { cliEnv, fleet } from "../cli/cli-helpers.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
@@ -36,7 +37,7 @@ describe("fleet config set (the real CLI against the emulator): operational keys
     const budget = await cli("config", "set", "budgets.daily_usd=25");
     expect(budget.exitCode).not.toBe(0);
     expect(budget.stderr).toContain("budgets.daily_usd can only be lowered");
-    const store = createGitHubStateStore({ octokit: h.mona, owner: h.owner, repo: h.name });
+    const store = createGitHubStateStore({ github: githubOverOctokit(h.mona), owner: h.owner, repo: h.name });
     expect((await store.read()).doc.config).toEqual({});
 
     const lowered = await cli("config", "set", "budgets.daily_usd=5", "max_concurrent=4");

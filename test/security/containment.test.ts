@@ -10,6 +10,7 @@ import { Octokit } from "@octokit/rest";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../src/core/task.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { agentNotesDir } from "../../src/worker/workspace/artifacts.ts";
 import { worktreePath } from "../../src/worker/workspace/worktree.ts";
@@ -99,7 +100,7 @@ describe("containment: a hostile agent under the real `fleet run`", () => {
   const cloneUrls = new Map<string, string>();
 
   async function tasksOf(repo: string): Promise<Task[]> {
-    const store = createGitHubStateStore({ octokit: h.mona, owner: h.owner, repo });
+    const store = createGitHubStateStore({ github: githubOverOctokit(h.mona), owner: h.owner, repo });
     return Object.values((await store.read()).doc.tasks);
   }
 

@@ -5,6 +5,7 @@
 import { type GitHubEmulator, startGitHubEmulator } from "@fleet/github-emulator";
 import { Octokit } from "@octokit/rest";
 import { execa } from "execa";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { createMemoryRepo, createMemoryStateStore } from "../../src/state/memory-store.ts";
 import type { StateStore } from "../../src/state/store.ts";
@@ -94,7 +95,7 @@ export async function startEmulatorBackend(): Promise<
     octokit: () => new Octokit({ baseUrl: emulator.url, auth: token }),
     store: (tuning = {}) =>
       createGitHubStateStore({
-        octokit: new Octokit({ baseUrl: emulator.url, auth: token }),
+        github: githubOverOctokit(new Octokit({ baseUrl: emulator.url, auth: token })),
         owner: OWNER,
         repo: REPO,
         ...tuning,

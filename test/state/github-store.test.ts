@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FleetStateDoc, recordLedger } from "../../src/core/state-doc.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import type { Mutation } from "../../src/state/store.ts";
 import { OWNER, REPO, startEmulatorBackend } from "./backends.ts";
@@ -18,7 +19,7 @@ describe("GitHub state store: REST requests (emulator)", () => {
   const noSleep = async () => {};
   const makeStore = (extra: Partial<Parameters<typeof createGitHubStateStore>[0]> = {}) =>
     createGitHubStateStore({
-      octokit: gh.octokit(),
+      github: githubOverOctokit(gh.octokit()),
       owner: OWNER,
       repo: REPO,
       sleep: noSleep,

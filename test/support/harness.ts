@@ -2,6 +2,7 @@ import { type GitHubEmulator, startGitHubEmulator } from "@fleet/github-emulator
 import { Octokit } from "@octokit/rest";
 import { type FleetServer, startFleetServer } from "../../src/app/server.ts";
 import type { Task } from "../../src/core/task.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { FLEET_APP } from "./fleet-app.ts";
 
@@ -87,7 +88,7 @@ export async function startHarness(
     ...opts.app,
   });
   const mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
-  const reader = createGitHubStateStore({ octokit: mona, owner, repo: name });
+  const reader = createGitHubStateStore({ github: githubOverOctokit(mona), owner, repo: name });
   // Deliveries answered and every handler done; handlers may cause more deliveries, so until both are quiet.
   const settle = async () => {
     for (let i = 0; i < 10; i++) {

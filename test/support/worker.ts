@@ -2,7 +2,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { getAdapter } from "../../src/agents/index.ts";
-import type { GitHubClient } from "../../src/github/client.ts";
+import { githubOverOctokit, type OctokitClient } from "../../src/github/octokit-port.ts";
+import type { GitHub } from "../../src/github/port.ts";
 import { createRepoStateStore } from "../../src/state/repo-store.ts";
 import {
   type LocalWorker,
@@ -16,7 +17,9 @@ export interface TestWorker extends LocalWorker {
   /** The worker's folder (cache clones, worktrees, logs); removed by stop(). */
   workDir: string;
   /** The app's installation client the worker acts with. */
-  octokit: GitHubClient;
+  octokit: OctokitClient;
+  /** The same client as the port the worker talks to GitHub through. */
+  github: GitHub;
 }
 
 /** The credential end-to-end tests hand the agent (the scripted model servers accept any key). */
@@ -33,11 +36,12 @@ export async function startTestWorker(
   const bin = resolve("node_modules/.bin");
   if (!process.env.PATH?.split(":").includes(bin)) process.env.PATH = `${bin}:${process.env.PATH}`;
   const workDir = options.workDir ?? (await mkdtemp(join(tmpdir(), "fleet-worker-")));
-  const octokit = options.octokit ?? (await botClient(h.gh, h.full));
+  const octokit = await botClient(h.gh, h.full);
+  const github = options.github ?? githubOverOctokit(octokit);
   const worker = startLocalWorker({
     repo: { owner: h.owner, repo: h.name },
-    octokit,
-    store: createRepoStateStore({ octokit, owner: h.owner, repo: h.name }),
+    github,
+    store: createRepoStateStore({ github, owner: h.owner, repo: h.name }),
     cloneUrl: h.cloneUrl,
     workDir,
     adapterFor: getAdapter,
@@ -52,6 +56,7 @@ export async function startTestWorker(
   return {
     workDir,
     octokit,
+    github,
     get name() {
       return worker.name;
     },

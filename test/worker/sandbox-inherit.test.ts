@@ -10,7 +10,7 @@ import { startAnthropicScriptServer } from "@fleet/model-servers";
 import type { Octokit } from "@octokit/rest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
-import type { GitHubClient } from "../../src/github/client.ts";
+import { githubOverOctokit, type OctokitClient } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { runTask } from "../../src/worker/3-attempt.ts";
 import { type LocalWorker, startLocalWorker } from "../../src/worker/local-worker.ts";
@@ -29,7 +29,7 @@ const SSH_KEY =
 
 let gh: GitHubEmulator;
 let repo: { cloneUrl: string; gitDir: string; installationId: number };
-let bot: GitHubClient;
+let bot: OctokitClient;
 let mona: Octokit;
 let workDir: string;
 let userHome: string;
@@ -113,7 +113,7 @@ describe("home: inherit", () => {
           attempt: 1,
         },
         {
-          octokit: bot,
+          github: githubOverOctokit(bot),
           cloneUrl: repo.cloneUrl,
           workDir,
           adapter: claudeAdapter,
@@ -190,8 +190,8 @@ describe("home: inherit from .github/fleet.yml", () => {
       const octokit = await botClient(h.gh, h.full);
       worker = startLocalWorker({
         repo: { owner: h.owner, repo: h.name },
-        octokit,
-        store: createGitHubStateStore({ octokit, owner: h.owner, repo: h.name }),
+        github: githubOverOctokit(octokit),
+        store: createGitHubStateStore({ github: githubOverOctokit(octokit), owner: h.owner, repo: h.name }),
         cloneUrl: h.cloneUrl,
         workDir: dir,
         adapterFor: () => claudeAdapter,
