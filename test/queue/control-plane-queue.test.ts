@@ -132,6 +132,7 @@ describe("the repository queue's control plane", () => {
       },
       remember: () => {},
       setSections: () => {},
+      touch: async () => {},
       flush: async () => {},
       edits: 0,
     };
