@@ -211,10 +211,11 @@ export class RepoQueues {
   ): RepoQueue {
     h.fileConfig = fileConfig;
     const { repo: ref, github } = h.repository;
+    const since = this.clock();
     return h.repository.queue(fileConfig, {
       log,
       onState: (doc, config) => {
-        this.armWake(h, doc, config);
+        this.armWake(h, doc, config, since);
         h.dashboard.update(doc, config);
       },
       // The app's copy of the file is current (a push to the default branch drops it): it may remove
@@ -231,15 +232,18 @@ export class RepoQueues {
     });
   }
 
-  /** The next moment a scheduling pass would decide something without an event: a timer for it. */
-  private armWake(h: RepoHandle, doc: FleetStateDoc, config: FleetConfig): void {
+  /**
+   * The next moment after `since` (when this queue's operations began) that a scheduling pass would
+   * decide something without an event: a timer for it. A moment that passed while the operation was
+   * still writing comments (after its own pass) counts, else a short retry backoff was never run.
+   */
+  private armWake(h: RepoHandle, doc: FleetStateDoc, config: FleetConfig, since: Date): void {
     if (this.stopped) return;
-    const now = this.clock();
     // A rate limit, backoff or lease running out, a daily/monthly budget resetting, a state-reset hold ending.
     const at = [
-      nextWakeAt(tasksOf(doc), config, now.toISOString()),
-      budgetHoldEndsAt(config.budgets, doc.ledger, tasksOf(doc), now),
-      doc.resetHold && Date.parse(doc.resetHold.until) > now.getTime() ? doc.resetHold.until : undefined,
+      nextWakeAt(tasksOf(doc), config, since.toISOString()),
+      budgetHoldEndsAt(config.budgets, doc.ledger, tasksOf(doc), since),
+      doc.resetHold && Date.parse(doc.resetHold.until) > since.getTime() ? doc.resetHold.until : undefined,
     ]
       .filter((t): t is string => t !== undefined)
       .sort()[0];
