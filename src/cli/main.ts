@@ -21,6 +21,8 @@ Commands:
   retry <id>                queue a failed, cancelled or rate-limited task again
   serve                     run the Fleet GitHub App (Probot): reads .env, forwards webhooks via smee
                             when WEBHOOK_PROXY_URL is set
+  doctor                    check what serve and run need (app credentials, public URL, git,
+                            bubblewrap, cgroups, coders, state), one line each with its fix
 
 Targets: a GitHub repository (--repo owner/name, or the origin remote; token from GITHUB_TOKEN or
 \`gh auth token\`; --api-url for GitHub Enterprise) or local mode (--local, or when no repository
@@ -58,6 +60,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
       run: (argv) => m.moveCommand("retry", argv),
       usage: m.RETRY_USAGE,
     })),
+  doctor: () => import("./commands/doctor.ts").then((m) => ({ run: m.doctorCommand, usage: m.DOCTOR_USAGE })),
   serve: async () => ({
     run: async (argv) => {
       if (argv.includes("--help") || argv.includes("-h")) {

@@ -3,6 +3,8 @@ import { getPrivateKey } from "@probot/get-private-key";
 import { run } from "probot";
 import { createFleetApp } from "../app/index.ts";
 import { type FleetServerOptions, startFleetServer } from "../app/server.ts";
+import { doctorLine } from "../core/doctor.ts";
+import { appPreflight, publicUrlAfterStart } from "./doctor/preflight.ts";
 import { CliError } from "./errors.ts";
 
 /** How long a stopping `fleet serve` lets the deliveries it answered finish. */
@@ -46,6 +48,8 @@ export async function serve(): Promise<void> {
     throw new CliError(
       "WEBHOOK_SECRET is not set: fleet serve refuses every webhook it cannot verify. Set it to the app's webhook secret.",
     );
+  // What would fail later (a wrong key, no FLEET_PUBLIC_URL for dispatch: actions) stops the start now.
+  const settings = await appPreflight(env, (line) => process.stderr.write(`fleet serve: ${line}\n`));
   const level = env.LOG_LEVEL as FleetServerOptions["logLevel"];
   const server = await startFleetServer({
     appId: env.APP_ID,
@@ -56,8 +60,10 @@ export async function serve(): Promise<void> {
     port: env.PORT ? Number(env.PORT) : 3000,
     logLevel: level && LOG_LEVELS.includes(level) ? level : "info",
     ...(env.WEBHOOK_PROXY_URL ? { webhookProxyUrl: env.WEBHOOK_PROXY_URL } : {}),
+    ...(settings.publicUrl ? { publicUrl: settings.publicUrl } : {}),
   });
   server.probot.log.info(`Fleet is listening on ${server.url} (webhooks at ${server.webhookUrl})`);
+  void publicUrlAfterStart(settings).then((c) => c && server.probot.log.warn(doctorLine(c)));
   let stopping = false;
   const stop = async (signal: string) => {
     // A second signal (SIGTERM, then Ctrl-C) does not start a second stop.

@@ -9,6 +9,7 @@ import { assertSandboxAvailable, SandboxUnavailableError } from "../../worker/sa
 import { parseEgressHosts } from "../../worker/sandbox/egress-proxy.ts";
 import { git } from "../../worker/workspace/git.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
+import { workerPreflight } from "../doctor/preflight.ts";
 import { CliError, UsageError } from "../errors.ts";
 import { formatTokens, liveUsage } from "../format.ts";
 import { err, sleep, untilSignal } from "../io.ts";
@@ -178,8 +179,8 @@ export async function runCommand(argv: string[]): Promise<number> {
       `.github/fleet.yml is invalid:\n${file.problems.map((p) => `  ${p}`).join("\n")}\nFix it, then run again.`,
     );
   const config = await target.config(doc);
-  // A worker that cannot contain its agents says so now, not at its first task.
-  await sandboxOrError(config);
+  // A worker that cannot contain its agents (or has no git) says so now, not at its first task.
+  await workerPreflight(config, process.env, (line) => err(`fleet run: ${line}`));
   const allowed = allowedCredentials(values["credential-env"] ?? []);
   for (const name of values["credential-env"] ?? []) {
     const check = checkCredentialName(name, allowed);
