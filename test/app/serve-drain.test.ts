@@ -58,6 +58,8 @@ describe("fleet serve stopped by SIGTERM", () => {
       extendEnv: false,
       reject: false,
       all: true,
+      // The stop may take its drain and flush windows: execa's SIGKILL after 5 s would cut it short.
+      forceKillAfterDelay: false,
     });
     await waitFor(
       "fleet serve listening",
