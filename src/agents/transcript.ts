@@ -15,6 +15,8 @@ export interface TranscriptOptions {
   resultLines?: number;
   /** Characters per line (default 200). */
   width?: number;
+  /** Leave out the line counting the coder's bookkeeping (a log followed piece by piece). */
+  quiet?: boolean;
 }
 
 const cut = (line: string, width: number) => (line.length > width ? `${line.slice(0, width - 1)}…` : line);
@@ -118,7 +120,7 @@ export function renderTranscript(events: readonly AgentEvent[], opts: Transcript
       case "unknown":
         // JSON of a kind not read here is the coder's bookkeeping; anything else it printed is kept.
         if (/^\s*[{[]/.test(e.raw)) skipped++;
-        else if (e.raw.trim()) out.push(cut(`   ${e.raw.trim()}`, width));
+        else if (e.raw.trim()) out.push(cut(e.raw.trimEnd(), width));
         break;
     }
   }

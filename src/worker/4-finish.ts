@@ -1,5 +1,6 @@
 import { open, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { transcriptOfLog } from "../agents/transcript.ts";
 import { stateAfterOutcome } from "../core/outcomes.ts";
 import { neutraliseMentions } from "../core/published-text.ts";
 import { unenforcedLimitsNote } from "../core/resource-limits.ts";
@@ -32,7 +33,10 @@ export async function finish(
     ).catch(() => undefined);
   if (outcome !== "awaiting-approval") {
     try {
-      const log = run ? await readLogTail(run.logFile) : "";
+      // Redacted before it is rendered: the rendering cuts long lines, and a cut secret is no longer known.
+      const log = run
+        ? transcriptOfLog(ctx.deps.adapter, redact(await readLogTail(run.logFile)), { quiet: true })
+        : "";
       await reporter.final({
         tokens:
           result.totals || result.planTotals

@@ -61,7 +61,7 @@ describe("an agent's transcript", () => {
       "     … 2 more lines",
       "!! rate limited: 429 from the model (until 2026-12-04T15:00:00Z)",
       "!! API Error: overloaded",
-      "   Warning: something the CLI printed",
+      "Warning: something the CLI printed",
       "(1 line of the coder's own bookkeeping not shown; --raw shows every line)",
     ]);
   });

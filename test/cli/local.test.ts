@@ -121,6 +121,25 @@ describe("fleet CLI in local mode ($FLEET_HOME, a local git repository)", () => 
     expect(log.stdout).toContain("Wrote FIRST.md.");
     expect(log.stdout).not.toContain(LEAKED);
     expect(log.stdout).toContain("[REDACTED]");
+    // Readable by default: the agent's words and its tool calls, not the coder's JSON lines.
+    expect(log.stdout).toMatch(/^> Wrote FIRST\.md\./m);
+    expect(log.stdout).not.toContain('"type":');
+    // The task at a glance: state, where, plan, runs, what to do next (local mode speaks local).
+    const shown = (await cli("task", id)).stdout;
+    expect(shown).toMatch(new RegExp(`^${id}  pr-open`));
+    expect(shown).toContain("Plan\n  1. Write FIRST.md");
+    expect(shown).toMatch(/Runs\n {2}1\. work .* 3,080 in, 160 out/);
+    expect(shown).toContain(
+      `Next: Review branch fleet/1-add-first-md in the repository, then \`fleet merge ${id}\`.`,
+    );
+    expect(shown).not.toMatch(/`\/fleet /);
+    expect(JSON.parse((await cli("task", id, "--json")).stdout)).toMatchObject({
+      task: { id, state: "pr-open" },
+      next: expect.stringContaining(`fleet merge ${id}`),
+    });
+    const raw = await cli("task", id, "log", "--raw");
+    expect(raw.stdout).toContain('"type":');
+    expect(raw.stdout).not.toContain(LEAKED);
     // -f on a task that is no longer running prints the log and returns.
     const followed = await cli("task", id, "log", "-f");
     expect(followed.exitCode).toBe(0);

@@ -1,10 +1,13 @@
 import { open, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { getAdapter } from "../../agents/index.ts";
+import { eventsOfLog, renderTranscript } from "../../agents/transcript.ts";
 import { isActive } from "../../core/lifecycle.ts";
 import type { RefusedConnection } from "../../core/network-policy.ts";
 import { redactSecrets } from "../../core/redact.ts";
 import type { Task } from "../../core/task.ts";
 import { renderContextManifest } from "../../render/context-manifest.ts";
+import { nextStep, renderTaskOverview } from "../../render/task-overview.ts";
 import {
   KNOWLEDGE_FILE,
   LOG_FILE,
@@ -23,12 +26,16 @@ import { fetchTaskArtifact } from "../run-artifacts.ts";
 import { describeTarget, resolveTarget, type Target } from "../target.ts";
 import { findTaskRef } from "../task-ref.ts";
 
-export const TASK_USAGE = `Usage: fleet task <id> log|plan|knowledge|result|compare [-f] [--json]
+export const TASK_USAGE = `Usage: fleet task <id> [log|plan|knowledge|result|compare] [-f] [--raw] [--json]
+
+With no view: the task (state, repository, pull request, plan, each run's tokens) and what to do next.
 
 What a task's agent left on this machine (under --work-dir, default $FLEET_HOME/work), or, against a
 GitHub repository when it is not here, in the artifact its Actions run uploaded (fleet-<id>):
-  log          the agent's log (agent.log; the plan phase's plan.log when there is no work log yet),
-               after setup's output (setup.log) and before the connections the egress proxy refused
+  log          the agent's log, readable: what it said, each tool call and the first lines of its
+               answer, errors, how the run ended (--raw: the coder's own JSON lines, agent.log; the
+               plan phase's plan.log when there is no work log yet), after setup's output
+               (setup.log) and before the connections the egress proxy refused
   plan         PLAN.md, the agent's plan
   knowledge    KNOWLEDGE.md, the context the agent was given and gathered
   result       RESULT.json, the agent's own verdict
@@ -39,10 +46,15 @@ GitHub repository when it is not here, in the artifact its Actions run uploaded 
 Secrets (known credential values and token shapes) are redacted.
 
   -f, --follow   log only: keep printing as the agent writes, until the task leaves its run
+  --raw          log only: the coder's output lines as they are
 
 ${TARGET_HELP}`;
 
-const OPTIONS = { ...TARGET_OPTIONS, follow: { type: "boolean", short: "f" } } as const;
+const OPTIONS = {
+  ...TARGET_OPTIONS,
+  follow: { type: "boolean", short: "f" },
+  raw: { type: "boolean" },
+} as const;
 const WHAT = { log: LOG_FILE, plan: PLAN_FILE, knowledge: KNOWLEDGE_FILE, result: RESULT_FILE } as const;
 /** The plan phase's log, shown when there is no work log yet. */
 const PLAN_LOG_FILE = "plan.log";
@@ -99,7 +111,11 @@ async function readWhat(
 export async function taskCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, OPTIONS, TASK_USAGE);
   const [ref, what, ...extra] = positionals;
-  if (!ref || !what) throw new UsageError("fleet task needs a task and what to show.", TASK_USAGE);
+  if (!ref) throw new UsageError("fleet task needs a task (an id such as fl-a3f, or #12).", TASK_USAGE);
+  if (!what) {
+    if (values.follow || values.raw) throw new UsageError("-f and --raw apply to log only.", TASK_USAGE);
+    return overview(ref, values);
+  }
   if (what === "compare") {
     if (extra.length) throw new UsageError(`Unexpected argument "${extra[0]}".`, TASK_USAGE);
     if (values.follow) throw new UsageError("-f/--follow applies to log only.", TASK_USAGE);
@@ -112,6 +128,7 @@ export async function taskCommand(argv: string[]): Promise<number> {
     );
   if (extra.length) throw new UsageError(`Unexpected argument "${extra[0]}".`, TASK_USAGE);
   if (values.follow && what !== "log") throw new UsageError("-f/--follow applies to log only.", TASK_USAGE);
+  if (values.raw && what !== "log") throw new UsageError("--raw applies to log only.", TASK_USAGE);
 
   const target = await resolveTarget(values);
   const { id, task, knownHere } = await resolveTaskRef(target, ref);
@@ -192,17 +209,48 @@ export async function taskCommand(argv: string[]): Promise<number> {
     });
     return 0;
   }
+  // Readable unless asked raw (or the coder is not one Fleet reads); redacted before it is rendered.
+  const adapter = values.raw ? undefined : getAdapter(task?.coder ?? "");
+  const shown = (t: string, quiet = false) => {
+    if (!adapter || !t) return redact(t);
+    const rendered = renderTranscript(eventsOfLog(adapter, redact(t)), { quiet });
+    return rendered ? `${rendered}\n` : "";
+  };
   if (!values.follow || remote) {
     if (around.setup)
       process.stdout.write(`== setup (${SETUP_LOG_FILE}) ==\n${redact(around.setup)}== agent ==\n`);
-    if (text) process.stdout.write(redact(text));
+    if (text) process.stdout.write(shown(text));
     if (around.network?.refused.length) process.stdout.write(refusedText(around.network.refused));
     return 0;
   }
-  return follow(path, text ?? "", redact, async () => {
-    const t = (await target.store.read()).doc.tasks[id];
-    return t !== undefined && isActive(t.state);
-  });
+  return follow(
+    path,
+    text ?? "",
+    (t) => shown(t, true),
+    async () => {
+      const t = (await target.store.read()).doc.tasks[id];
+      return t !== undefined && isActive(t.state);
+    },
+  );
+}
+
+/** `fleet task <id>`: the task, its plan and runs, and the next thing a person can do. */
+async function overview(ref: string, values: Parameters<typeof resolveTarget>[0] & { json?: boolean }) {
+  const target = await resolveTarget(values);
+  const { id, task } = await resolveTaskRef(target, ref);
+  if (!task) throw new NotFoundError(`No task "${ref}" in ${describeTarget(target)}.`);
+  const dir = taskArtifactsDir(target.workDir, id);
+  const plan = await readText(join(dir, PLAN_FILE));
+  const redact = (t: string) => redactSecrets(t, knownSecrets(process.env));
+  const view = {
+    task,
+    where: describeTarget(target),
+    local: target.kind !== "github",
+    ...(plan ? { plan: redact(plan) } : {}),
+  };
+  if (values.json) json({ task, plan: view.plan ?? null, next: nextStep(view) });
+  else out(renderTaskOverview(view));
+  return 0;
 }
 
 /** setup.log and the refused connections (network.json) kept beside the agent's log, when there are any. */
