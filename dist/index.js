@@ -17052,8 +17052,8 @@ var require_util7 = __commonJS({
           return false;
         }
       }
-      const num3 = Number.parseInt(value, 10);
-      return num3 >= 8 && num3 <= 15;
+      const num4 = Number.parseInt(value, 10);
+      return num4 >= 8 && num4 <= 15;
     }
     var hasIntl = typeof process.versions.icu === "string";
     var fatalDecoder = hasIntl ? new TextDecoder("utf-8", { fatal: true }) : void 0;
@@ -21501,9 +21501,9 @@ var require_stringifyNumber = __commonJS({
     function stringifyNumber({ format: format2, minFractionDigits, tag, value }) {
       if (typeof value === "bigint")
         return String(value);
-      const num3 = typeof value === "number" ? value : Number(value);
-      if (!isFinite(num3))
-        return isNaN(num3) ? ".nan" : num3 < 0 ? "-.inf" : ".inf";
+      const num4 = typeof value === "number" ? value : Number(value);
+      if (!isFinite(num4))
+        return isNaN(num4) ? ".nan" : num4 < 0 ? "-.inf" : ".inf";
       let n5 = Object.is(value, -0) ? "-0" : JSON.stringify(value);
       if (!format2 && minFractionDigits && (!tag || tag === "tag:yaml.org,2002:float") && /^-?\d/.test(n5) && !n5.includes("e")) {
         let i2 = n5.indexOf(".");
@@ -21543,8 +21543,8 @@ var require_float = __commonJS({
       test: /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$/,
       resolve: (str2) => parseFloat(str2),
       stringify(node2) {
-        const num3 = Number(node2.value);
-        return isFinite(num3) ? num3.toExponential() : stringifyNumber.stringifyNumber(node2);
+        const num4 = Number(node2.value);
+        return isFinite(num4) ? num4.toExponential() : stringifyNumber.stringifyNumber(node2);
       }
     };
     var float = {
@@ -21983,8 +21983,8 @@ var require_float2 = __commonJS({
       test: /^[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?[eE][-+]?[0-9]+$/,
       resolve: (str2) => parseFloat(str2.replace(/_/g, "")),
       stringify(node2) {
-        const num3 = Number(node2.value);
-        return isFinite(num3) ? num3.toExponential() : stringifyNumber.stringifyNumber(node2);
+        const num4 = Number(node2.value);
+        return isFinite(num4) ? num4.toExponential() : stringifyNumber.stringifyNumber(node2);
       }
     };
     var float = {
@@ -22186,23 +22186,23 @@ var require_timestamp = __commonJS({
     function parseSexagesimal(str2, asBigInt) {
       const sign = str2[0];
       const parts = sign === "-" || sign === "+" ? str2.substring(1) : str2;
-      const num3 = (n5) => asBigInt ? BigInt(n5) : Number(n5);
-      const res = parts.replace(/_/g, "").split(":").reduce((res2, p2) => res2 * num3(60) + num3(p2), num3(0));
-      return sign === "-" ? num3(-1) * res : res;
+      const num4 = (n5) => asBigInt ? BigInt(n5) : Number(n5);
+      const res = parts.replace(/_/g, "").split(":").reduce((res2, p2) => res2 * num4(60) + num4(p2), num4(0));
+      return sign === "-" ? num4(-1) * res : res;
     }
     function stringifySexagesimal(node2) {
       let { value } = node2;
-      let num3 = (n5) => n5;
+      let num4 = (n5) => n5;
       if (typeof value === "bigint")
-        num3 = (n5) => BigInt(n5);
+        num4 = (n5) => BigInt(n5);
       else if (isNaN(value) || !isFinite(value))
         return stringifyNumber.stringifyNumber(node2);
       let sign = "";
       if (value < 0) {
         sign = "-";
-        value *= num3(-1);
+        value *= num4(-1);
       }
-      const _60 = num3(60);
+      const _60 = num4(60);
       const parts = [value % _60];
       if (value < 60) {
         parts.unshift(0);
@@ -55345,8 +55345,8 @@ var withoutWriteTrailer = (message) => {
   const text2 = message.replace(WRITE_TRAILER, "");
   const nl = text2.indexOf("\n");
   const subject = nl < 0 ? text2 : text2.slice(0, nl);
-  const cut = subject.endsWith(` ${SKIP_CI}`) ? SKIP_CI.length + 1 : subject === SKIP_CI ? SKIP_CI.length : 0;
-  return subject.slice(0, subject.length - cut) + (nl < 0 ? "" : text2.slice(nl));
+  const cut2 = subject.endsWith(` ${SKIP_CI}`) ? SKIP_CI.length + 1 : subject === SKIP_CI ? SKIP_CI.length : 0;
+  return subject.slice(0, subject.length - cut2) + (nl < 0 ? "" : text2.slice(nl));
 };
 var stateBranchRemedy = (branch) => `fix or revert the last commit on ${branch} (\`git revert\` on that branch, then push), or delete the branch to start over`;
 
@@ -63741,12 +63741,12 @@ function bytesForLength(length) {
   return 5;
 }
 function encodeBase36(bytes, length) {
-  let num3 = 0n;
-  for (const byte of bytes) num3 = num3 << 8n | BigInt(byte);
+  let num4 = 0n;
+  for (const byte of bytes) num4 = num4 << 8n | BigInt(byte);
   let digits = "";
-  while (num3 > 0n) {
-    digits = BASE36[Number(num3 % 36n)] + digits;
-    num3 /= 36n;
+  while (num4 > 0n) {
+    digits = BASE36[Number(num4 % 36n)] + digits;
+    num4 /= 36n;
   }
   if (digits.length < length) digits = "0".repeat(length - digits.length) + digits;
   return digits.slice(digits.length - length);
@@ -69865,6 +69865,115 @@ async function loadPlan(artifactsDir) {
 // src/worker/4-finish.ts
 var import_promises25 = require("node:fs/promises");
 var import_node_path19 = require("node:path");
+
+// src/agents/transcript.ts
+var cut = (line, width) => line.length > width ? `${line.slice(0, width - 1)}…` : line;
+function firstLines(text2, max, width) {
+  const lines = text2.split("\n").map((l) => l.trimEnd()).filter((l) => l.trim() !== "");
+  const kept = lines.slice(0, max).map((l) => cut(l, width));
+  if (lines.length > max)
+    kept.push(`… ${lines.length - max} more line${lines.length - max === 1 ? "" : "s"}`);
+  return kept;
+}
+function toolCallSummary(input2) {
+  if (typeof input2 === "string") return input2;
+  if (!input2 || typeof input2 !== "object") return "";
+  const o2 = input2;
+  for (const key2 of [
+    "command",
+    "file_path",
+    "filePath",
+    "pattern",
+    "path",
+    "url",
+    "query",
+    "subject",
+    "plan"
+  ]) {
+    const v = o2[key2];
+    if (typeof v === "string" && v.trim()) return v.split("\n")[0];
+    if (Array.isArray(v) && v.every((x) => typeof x === "string")) return v.join(" ");
+  }
+  if (typeof o2.taskId === "string" && typeof o2.status === "string") return `#${o2.taskId} ${o2.status}`;
+  const list = o2.todos ?? o2.items;
+  if (Array.isArray(list)) return `${list.length} item${list.length === 1 ? "" : "s"}`;
+  const json2 = JSON.stringify(input2);
+  return json2 === "{}" ? "" : json2;
+}
+var num3 = (n5) => n5.toLocaleString("en-US");
+function endLine(e) {
+  const t = e.totals;
+  const parts = [
+    e.ok ? "finished" : "ended with an error",
+    `${t.turns} turn${t.turns === 1 ? "" : "s"}`,
+    `${num3(t.usage.input + t.usage.cacheRead + t.usage.cacheWrite)} tokens in, ${num3(t.usage.output)} out`
+  ];
+  if (t.costUsd !== null) parts.push(`$${t.costUsd.toFixed(2)}`);
+  return `== ${parts.join(" · ")}`;
+}
+function renderTranscript(events, opts = {}) {
+  const width = opts.width ?? 200;
+  const out = [];
+  let skipped = 0;
+  let lastText = "";
+  for (const e of events) {
+    switch (e.type) {
+      case "init":
+        out.push(
+          `== ${[e.model, e.sessionId && `session ${e.sessionId}`].filter(Boolean).join(" · ") || "started"}`
+        );
+        break;
+      case "text": {
+        lastText = e.text.trim();
+        const lines = firstLines(e.text, opts.textLines ?? 12, width - 2);
+        if (lines.length) out.push(`> ${lines[0]}`, ...lines.slice(1).map((l) => `  ${l}`));
+        break;
+      }
+      case "tool_use":
+        out.push(cut(`-> ${e.name} ${toolCallSummary(e.input)}`.trimEnd(), width));
+        break;
+      case "tool_result": {
+        const lines = firstLines(e.output, opts.resultLines ?? 2, width - 6);
+        const mark = e.isError ? "   ! " : "   = ";
+        out.push(
+          ...(lines.length ? lines : ["(no output)"]).map((l, i2) => `${i2 === 0 ? mark : "     "}${l}`)
+        );
+        break;
+      }
+      case "rate_limit":
+        out.push(cut(`!! rate limited: ${e.message}${e.resetsAt ? ` (until ${e.resetsAt})` : ""}`, width));
+        break;
+      case "error":
+        out.push(cut(`!! ${e.message}`, width));
+        break;
+      case "result":
+        out.push(endLine(e));
+        if (e.summary && e.summary.trim() !== lastText)
+          out.push(...firstLines(e.summary, opts.textLines ?? 12, width - 2).map((l) => `  ${l}`));
+        break;
+      case "usage":
+        break;
+      case "unknown":
+        if (/^\s*[{[]/.test(e.raw)) skipped++;
+        else if (e.raw.trim()) out.push(cut(e.raw.trimEnd(), width));
+        break;
+    }
+  }
+  if (skipped)
+    out.push(
+      `(${skipped} line${skipped === 1 ? "" : "s"} of the coder's own bookkeeping not shown; --raw shows every line)`
+    );
+  return out.join("\n");
+}
+function eventsOfLog(adapter, log) {
+  return log.split("\n").flatMap((line) => adapter.parseLine(line));
+}
+function transcriptOfLog(adapter, log, opts) {
+  const text2 = renderTranscript(eventsOfLog(adapter, log), opts);
+  return text2.trim() ? text2 : log;
+}
+
+// src/worker/4-finish.ts
 async function finish2(ctx, outcome, reason, run, notes) {
   const { result, reporter, redact } = ctx;
   result.outcome = outcome;
@@ -69881,7 +69990,7 @@ async function finish2(ctx, outcome, reason, run, notes) {
     ).catch(() => void 0);
   if (outcome !== "awaiting-approval") {
     try {
-      const log = run ? await readLogTail(run.logFile) : "";
+      const log = run ? transcriptOfLog(ctx.deps.adapter, redact(await readLogTail(run.logFile)), { quiet: true }) : "";
       await reporter.final({
         tokens: result.totals || result.planTotals ? {
           outcome: outcomeLine(result, ctx.spec.runKind === "review"),
