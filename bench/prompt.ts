@@ -66,7 +66,7 @@ async function measure(adapter: AgentAdapter, cli: string): Promise<PromptFigure
       credential: { name: "ANTHROPIC_API_KEY", value: "sk-ant-bench" },
     };
     const r = await runAgent(adapter, inv, { timeoutMs: 60_000, stallMs: 45_000, binaryPath: cli });
-    if (r.reason !== "completed") throw new Error(`the ${adapter.name} run ended ${r.reason}`);
+    if (r.reason !== "completed") throw new Error(`the ${adapter.coder} run ended ${r.reason}`);
     return figuresOf(server.requests);
   } finally {
     await server.stop();

@@ -184,17 +184,7 @@ export async function taskCommand(argv: string[]): Promise<number> {
   if (remote && values.follow)
     process.stderr.write(`${id} runs elsewhere: this is the log ${remote} uploaded, not a live one.\n`);
 
-  if (what === "result") {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(redact(text ?? ""));
-    } catch {
-      parsed = undefined;
-    }
-    if (values.json) json(parsed ?? { invalid: redact(text ?? "") });
-    else out(parsed === undefined ? redact(text ?? "") : JSON.stringify(parsed, null, 2));
-    return 0;
-  }
+  if (what === "result") return printResult(redact(text ?? ""), values.json);
   // The log goes with what setup printed before the agent, and what the egress proxy refused.
   const around = what === "log" ? await logSurroundings(remote ? undefined : here) : {};
   if (values.json) {
@@ -232,6 +222,19 @@ export async function taskCommand(argv: string[]): Promise<number> {
       return t !== undefined && isActive(t.state);
     },
   );
+}
+
+/** RESULT.json, pretty-printed when it parses, as it is when it does not. */
+function printResult(text: string, asJson: boolean | undefined): number {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (asJson) json(parsed ?? { invalid: text });
+  else out(parsed === undefined ? text : JSON.stringify(parsed, null, 2));
+  return 0;
 }
 
 /** `fleet task <id>`: the task, its plan and runs, and the next thing a person can do. */
