@@ -1,4 +1,4 @@
-// Bundles the Action entry (src/action/run.ts) into one CommonJS file for `runs.using: node20`.
+// Bundles the Action entry (src/action/run.ts) into one CommonJS file for `runs.using: node24` (action.yml).
 // `node scripts/build-action.mjs [outfile]` (default dist/index.js). The output depends only on the
 // sources and the locked dependencies, so CI can rebuild it and compare (test/action/dist.test.ts).
 import { readFile, writeFile } from "node:fs/promises";
@@ -16,7 +16,7 @@ export async function buildAction(outfile = resolve(root, "dist/index.js")) {
     outfile,
     bundle: true,
     platform: "node",
-    target: "node20",
+    target: "node24",
     format: "cjs",
     legalComments: "eof",
     // CommonJS has no import.meta: its url is this file's, as in the ES module sources.

@@ -28,7 +28,8 @@ export async function buildApp({ entry = "src/cli/main.ts", outfile = BUILT_APP 
     bundle: true,
     packages: "external",
     platform: "node",
-    target: "node20",
+    // package.json's engines (node >= 22.12).
+    target: "node22",
     format: "esm",
     charset: "utf8",
     // Linked: the app's stack traces name src/ files (bin/fleet.js turns source maps on).

@@ -70,7 +70,11 @@ describe("the real Probot against the emulator", () => {
     await em.waitForDeliveries();
 
     expect(em.comments("acme/bot", 1)).toEqual([
-      { id: expect.any(Number), body: "Queued for fleet:claude", user: { login: "emulated-app[bot]", type: "Bot" } },
+      {
+        id: expect.any(Number),
+        body: "Queued for fleet:claude",
+        user: { login: "emulated-app[bot]", type: "Bot" },
+      },
     ]);
     expect(em.issue("acme/bot", 1)?.labels).toEqual(["fleet:claude", "fleet:queued"]);
     expect(seen).toEqual([
