@@ -11,7 +11,9 @@ import { startTestWorker, type TestWorker } from "../support/worker.ts";
 
 const FLEET_YML =
   "dispatch: local\nplan_phase: false\nretries: { max: 0 }\ntimeouts: { run_minutes: 3, stall_minutes: 2 }\n";
-const HOLD_MS = 6_000;
+// Real time: the hold must outlast the delete's delivery and the reconcile, which took 8 s on a loaded
+// 2-core machine (a 6 s hold had ended before the reconcile queued the task, which then started at once).
+const HOLD_MS = 20_000;
 const USAGE = { input_tokens: 100, output_tokens: 10 };
 
 describe("fleet/state deleted while a task runs", () => {
