@@ -13,6 +13,7 @@ import { runBurst } from "./burst.ts";
 import { runGatewayBench } from "./gateway.ts";
 import { printLifecycle, runLifecycle } from "./lifecycle.ts";
 import { runMemory } from "./memory.ts";
+import { runPromptBench } from "./prompt.ts";
 import { runWorkerBench } from "./worker.ts";
 import { runWorkplaceBench } from "./workplace.ts";
 
@@ -52,6 +53,7 @@ printLifecycle(lifecycle, (line) => process.stderr.write(`  ${line}\n`));
 const burst = await timed("burst", () => runBurst({ issues, seconds: 10, cap: 10 }));
 const gateway = await timed("gateway", () => runGatewayBench());
 const workplace = await timed("workplace", () => runWorkplaceBench());
+const prompt = await timed("prompt", () => runPromptBench());
 
 const casRow = (g: Record<string, number | string>) => ({
   server: g.server,
@@ -91,6 +93,7 @@ const latest = {
   memory,
   gateway,
   workplace,
+  prompt,
   elapsedSeconds: Math.round((Date.now() - started) / 1000),
 };
 await writeFile(join(results, "latest.json"), `${JSON.stringify(latest, null, 2)}\n`);
@@ -226,6 +229,12 @@ const rows: Array<[string, string, string, string]> = [
     `${workplace.setupCache.hitMs} ms (saving it: ${workplace.setupCache.saveMs} ms)`,
     "< 5 s",
     ok(workplace.setupCache.hitMs < 5000),
+  ],
+  [
+    "what every model request carries: Claude's first request of a small task (bench/prompt.ts)",
+    `${(prompt.claude!.firstRequestBytes / 1024).toFixed(1)} KB (system ${(prompt.claude!.systemBytes / 1024).toFixed(1)} KB, ${prompt.claude!.tools} tools ${(prompt.claude!.toolsBytes / 1024).toFixed(1)} KB); the task ${prompt.claude!.taskInputTokens.toLocaleString("en-US")} input tokens`,
+    "< 70 KB",
+    ok(prompt.claude!.firstRequestBytes < 70 * 1024),
   ],
 ];
 const table = [
