@@ -23,6 +23,7 @@ Commands:
                             when WEBHOOK_PROXY_URL is set
   doctor                    check what serve and run need (app credentials, public URL, git,
                             bubblewrap, cgroups, coders, state), one line each with its fix
+  init                      set up a repository: .github/fleet.yml, the task workflow, the labels
 
 Targets: a GitHub repository (--repo owner/name, or the origin remote; token from GITHUB_TOKEN or
 \`gh auth token\`; --api-url for GitHub Enterprise) or local mode (--local, or when no repository
@@ -61,6 +62,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
       usage: m.RETRY_USAGE,
     })),
   doctor: () => import("./commands/doctor.ts").then((m) => ({ run: m.doctorCommand, usage: m.DOCTOR_USAGE })),
+  init: () => import("./commands/init.ts").then((m) => ({ run: m.initCommand, usage: m.INIT_USAGE })),
   serve: async () => ({
     run: async (argv) => {
       if (argv.includes("--help") || argv.includes("-h")) {

@@ -2,12 +2,13 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { startGitHubEmulator } from "@fleet/github-emulator";
-import { runActionJob } from "@fleet/github-emulator/runner";
+import { startGitHubEmulator, type WorkflowRun } from "@fleet/github-emulator";
+import { actionMain, runActionJob, workflowActionStep } from "@fleet/github-emulator/runner";
 import { createProbot, ProbotOctokit } from "probot";
 import { getAdapter } from "../agents/index.ts";
 import { startFleetServer } from "../app/server.ts";
 import type { Task } from "../core/task.ts";
+import { isFleetAction } from "../core/task-workflow.ts";
 import { totalTokens } from "../core/usage.ts";
 import { githubForToken, githubOverOctokit } from "../github/octokit-port.ts";
 import type { GitHub } from "../github/port.ts";
@@ -283,21 +284,7 @@ function startDemoRunner(o: {
     const job = (async () => {
       o.say(`runner: picked up run ${run.id} of ${run.workflowPath} for task ${run.inputs.task_id}`);
       await o.gh.setWorkflowRunStatus(FULL, run.id, "in_progress");
-      const result = await runActionJob({
-        gh: o.gh,
-        fullName: FULL,
-        run,
-        scratch: o.workDir,
-        inputs: {
-          "task-id": String(run.inputs.task_id),
-          "fleet-url": String(run.inputs.fleet_url ?? ""),
-          "api-url": o.gh.url,
-          credentials: `${o.coder.credential}=${DEMO_KEY}`,
-          "model-base-url": o.modelUrl,
-          "agent-env": "CLAUDE_CODE_MAX_RETRIES=0",
-          "work-dir": join(o.workDir, `run-${run.id}`),
-        },
-      });
+      const result = await runWorkflowStep(o, run);
       await o.gh.setWorkflowRunStatus(FULL, run.id, "completed", result.code === 0 ? "success" : "failure");
       const conclusion = result.outputs.conclusion ?? "error";
       // What the action said when it failed (core.setFailed prints an ::error:: line).
@@ -316,6 +303,41 @@ function startDemoRunner(o: {
 }
 
 const DEMO_KEY = "demo-not-a-real-key-0000";
+
+/**
+ * The runner's job: the workflow's step that uses `<owner>/fleet@v1` runs this checkout's action
+ * (action.yml's `runs.main`), with the inputs the workflow gives it (the demo's key as the coder's
+ * Actions secret) and the job token its `permissions:` grant; then the runner's own settings.
+ */
+async function runWorkflowStep(
+  o: { gh: Emulator; workDir: string; coder: DemoCoderSetup; modelUrl: string },
+  run: WorkflowRun,
+) {
+  const actionYml = await readFile(resolve("action.yml"), "utf8");
+  const step = workflowActionStep({
+    workflow: await readFile(resolve(TASK_WORKFLOW), "utf8"),
+    match: isFleetAction,
+    runInputs: run.inputs,
+    secrets: { [o.coder.credential]: DEMO_KEY },
+    github: { api_url: o.gh.url, server_url: o.gh.url, repository: FULL, run_id: String(run.id) },
+    actionYml,
+  });
+  return runActionJob({
+    gh: o.gh,
+    fullName: FULL,
+    run,
+    scratch: o.workDir,
+    main: resolve(actionMain(actionYml)),
+    inputs: {
+      ...step.inputs,
+      "model-base-url": o.modelUrl,
+      "agent-env": "CLAUDE_CODE_MAX_RETRIES=0",
+      "work-dir": join(o.workDir, `run-${run.id}`),
+    },
+    ...(step.permissions ? { permissions: step.permissions } : {}),
+    idToken: step.idToken,
+  });
+}
 
 const isMain = process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname);
 if (isMain) {

@@ -1,7 +1,14 @@
 import { spawn } from "node:child_process";
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { delimiter, join, resolve } from "node:path";
-import type { GitHubEmulator, WorkflowRun } from "../index.ts";
+import type { GitHubEmulator, TokenPermission, WorkflowRun } from "../index.ts";
+
+export {
+  actionMain,
+  evaluateExpressions,
+  type WorkflowActionStep,
+  workflowActionStep,
+} from "./workflow-step.ts";
 
 /** What a job that ran an action left: its exit code, log, outputs (GITHUB_OUTPUT) and job summary. */
 export interface ActionJobResult {
@@ -23,8 +30,8 @@ export function parseOutputs(text: string): Record<string, string> {
  * A self-hosted runner running one job of a workflow run on the emulator: the action bundle (a
  * node24 action's `main`) in a process of its own with what a runner gives a job for the run (the
  * GITHUB_* variables and files, the job's GITHUB_TOKEN and, with `permissions: id-token: write`, the
- * OIDC request variables) and the step's inputs as INPUT_* variables. Workflow steps themselves are
- * not interpreted: the caller names the action and its inputs as the workflow file would.
+ * OIDC request variables) and the step's inputs as INPUT_* variables. The workflow is not run step by
+ * step: `workflowActionStep` reads the action's step, its inputs and the job's permissions from it.
  */
 export async function runActionJob(opts: {
   gh: GitHubEmulator;
@@ -37,6 +44,9 @@ export async function runActionJob(opts: {
   inputs: Record<string, string>;
   /** The runner's own variables (HOME, PATH additions, ...). */
   extraEnv?: Record<string, string>;
+  /** The job token's permissions and the OIDC grant, as the workflow's `permissions:` says (see workflowActionStep). */
+  permissions?: Record<string, TokenPermission>;
+  idToken?: boolean;
 }): Promise<ActionJobResult> {
   const { gh, run } = opts;
   const dir = await mkdtemp(join(opts.scratch, `run-${run.id}-`));
@@ -61,7 +71,10 @@ export async function runActionJob(opts: {
     GITHUB_OUTPUT: files.output,
     GITHUB_STEP_SUMMARY: files.summary,
     RUNNER_TEMP: dir,
-    ...gh.jobEnvironment(opts.fullName, run.id),
+    ...gh.jobEnvironment(opts.fullName, run.id, {
+      ...(opts.permissions ? { permissions: opts.permissions } : {}),
+      ...(opts.idToken !== undefined ? { idToken: opts.idToken } : {}),
+    }),
     ...Object.fromEntries(Object.entries(opts.inputs).map(([k, v]) => [`INPUT_${k.toUpperCase()}`, v])),
     ...opts.extraEnv,
   };

@@ -1,0 +1,80 @@
+// Fleet's task workflow: one template (this repository's own .github/workflows/fleet-task.yml), whose
+// one step `uses: <owner>/fleet@v1` is Fleet's published action. `fleet init` writes it into a target
+// repository with the action's owner filled in; nothing else of it changes.
+
+/** The published action's repository name and major tag (moved by the release workflow). */
+export const ACTION_NAME = "fleet";
+export const ACTION_MAJOR = "v1";
+/** The action's owner when Fleet's package.json names no repository. */
+export const DEFAULT_ACTION_OWNER = "fleet-dev";
+/** Where the template lives in Fleet's repository, and where `fleet init` writes it by default. */
+export const TASK_WORKFLOW_PATH = ".github/workflows/fleet-task.yml";
+
+/** A GitHub account name: letters, digits and single hyphens, at most 39 characters. */
+const OWNER = /^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$/;
+const USES = /^(\s*(?:-\s+)?uses:\s*)([A-Za-z0-9-]+)\/fleet@v1(\s*(?:#.*)?)$/gm;
+
+export const isAccountName = (name: string): boolean => OWNER.test(name);
+
+/** `<owner>/fleet@v1`. */
+export const actionRef = (owner: string): string => `${owner}/${ACTION_NAME}@${ACTION_MAJOR}`;
+
+/** Whether a step's `uses:` is Fleet's published action (any owner). */
+export const isFleetAction = (uses: string): boolean =>
+  new RegExp(`^[A-Za-z0-9-]+/${ACTION_NAME}@${ACTION_MAJOR}$`).test(uses.trim());
+
+/**
+ * The owner in a package.json `repository` field (`github:owner/name`, `owner/name`, a GitHub URL,
+ * or `{ url }`), or undefined when it names none on GitHub.
+ */
+export function ownerFromRepositoryField(field: unknown): string | undefined {
+  const text =
+    typeof field === "string"
+      ? field
+      : typeof field === "object" && field !== null && typeof (field as { url?: unknown }).url === "string"
+        ? (field as { url: string }).url
+        : undefined;
+  if (!text) return undefined;
+  const m =
+    /^(?:github:)?([A-Za-z0-9-]+)\/[A-Za-z0-9._-]+$/.exec(text.trim()) ??
+    /^(?:git\+)?(?:https?|ssh|git):\/\/(?:git@)?github\.com[/:]([A-Za-z0-9-]+)\/[A-Za-z0-9._-]+?(?:\.git)?\/?$/.exec(
+      text.trim(),
+    ) ??
+    /^git@github\.com:([A-Za-z0-9-]+)\/[A-Za-z0-9._-]+?(?:\.git)?$/.exec(text.trim());
+  return m && isAccountName(m[1]!) ? m[1] : undefined;
+}
+
+/** The action's owner `fleet init` writes by default: package.json's repository, else DEFAULT_ACTION_OWNER. */
+export const defaultActionOwner = (packageJson: { repository?: unknown }): string =>
+  ownerFromRepositoryField(packageJson.repository) ?? DEFAULT_ACTION_OWNER;
+
+/** The owner the template's one `uses: <owner>/fleet@v1` names; throws when there is not exactly one. */
+export function templateActionOwner(template: string): string {
+  const found = [...template.matchAll(USES)];
+  if (found.length !== 1)
+    throw new Error(
+      `The task workflow template must have exactly one step \`uses: <owner>/${ACTION_NAME}@${ACTION_MAJOR}\`; it has ${found.length}.`,
+    );
+  return found[0]![2]!;
+}
+
+/** The task workflow for a repository: the template with the action's owner set to `owner`. */
+export function taskWorkflowFor(template: string, owner: string): string {
+  if (!isAccountName(owner))
+    throw new Error(`"${owner}" is not a GitHub account name (letters, digits and single hyphens).`);
+  templateActionOwner(template);
+  return template.replace(
+    USES,
+    (_, before: string, _owner: string, after: string) => `${before}${owner}/fleet@v1${after}`,
+  );
+}
+
+/**
+ * The secrets the workflow hands the action (`NAME=${{ secrets.NAME }}` lines of its `credentials`
+ * input): a coder credential named in .github/fleet.yml but not here never reaches a run.
+ */
+export function workflowCredentialNames(workflow: string): string[] {
+  return [...workflow.matchAll(/^\s*([A-Z_][A-Z0-9_]*)=\$\{\{\s*secrets\.([A-Z_][A-Z0-9_]*)\s*\}\}\s*$/gm)]
+    .filter((m) => m[1] === m[2])
+    .map((m) => m[1]!);
+}
