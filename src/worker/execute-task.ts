@@ -19,6 +19,7 @@ import { claimTaskState, startHeartbeat } from "./1-claim.ts";
 import { type Gathered, type GatherInput, gatherIssue } from "./2-gather.ts";
 import { runTask, type TaskOutcome, type TaskSpec, type WorkerDeps } from "./3-attempt.ts";
 import { credentialPool, type PoolInput, type RecordInput, recordOutcome } from "./5-record.ts";
+import { coderNotReady } from "./coder-preflight.ts";
 import { postAbComparisonIfDue } from "./runs/ab-comparison.ts";
 import { type DiscoveredWorkDeps, fileDiscoveredWork } from "./runs/discovered-work.ts";
 import { applySplitOutcome } from "./runs/kinds.ts";
@@ -94,6 +95,7 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
     await endEarly(`no adapter for coder "${task.coder}" on this worker`);
     return undefined;
   }
+  if (await endIfCoderNotReady(task, adapter, deps, log)) return undefined;
 
   // 2.
   const gathered = await gatherIssue(task, claimed.beads, steps.gather);
@@ -182,6 +184,40 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
   return outcome;
 }
 
+/**
+ * A CLI or credential missing here is the worker's setup, not the agent's failure: the task fails now
+ * with what was looked for, and the attempt its dispatch counted is given back (a retry would find the
+ * worker no different, so none is made). True when the task was ended.
+ */
+async function endIfCoderNotReady(
+  task: Task,
+  adapter: AgentAdapter,
+  deps: ExecuteDeps,
+  log: (message: string) => void,
+): Promise<boolean> {
+  const notReady = await coderNotReady({
+    coder: task.coder,
+    adapter,
+    config: deps.config,
+    path: process.env.PATH,
+    ...(deps.credentialFor || deps.credentialValue
+      ? {
+          hasCredential: (n: string) => Boolean(deps.credentialValue?.(n)),
+          given: deps.credentialFor?.(task.coder)?.name,
+        }
+      : {}),
+  });
+  if (!notReady) return false;
+  log(`${task.id}: ${notReady}`);
+  await deps.queue.endRun(task.id, {
+    holder: deps.holder,
+    to: "failed",
+    reason: notReady,
+    patch: { attempts: Math.max(0, task.attempts - 1) },
+  });
+  return true;
+}
+
 /** Each step's input, built once where the pipeline starts: no step reaches more than it needs. */
 function stepInputs(deps: ExecuteDeps, log: (message: string) => void) {
   const { github, repo, config, store, queue, clock } = deps;
@@ -268,6 +304,7 @@ function taskSpecFor(task: Task, gathered: Gathered, deps: ExecuteDeps): TaskSpe
     maxFollowUps: deps.config.max_follow_ups,
     allowWorkflowChanges: deps.config.allow_workflow_changes,
     ...(task.instructions && task.pr !== undefined ? { reviewPr: task.pr } : {}),
+    ...(task.review ? { prReview: task.review.pr, planPhase: false } : {}),
   };
 }
 
@@ -349,6 +386,9 @@ function workerDepsFor(
     sandbox: deps.sandbox ?? deps.config.sandbox,
     ...containmentOf(deps.config),
     ...(deps.egressHosts ? { egressHosts: deps.egressHosts } : {}),
+    ...(deps.config.coders[task.coder]?.options
+      ? { coderOptions: deps.config.coders[task.coder]!.options }
+      : {}),
     ...(deps.config.coders[task.coder]?.home === "inherit"
       ? { inheritHome: deps.userHome ?? homedir() }
       : {}),

@@ -74,6 +74,17 @@ const exists = (p: string) =>
     () => false,
   );
 
+/** Where Fleet's own npm dependencies put their executables (the coders' CLIs among them). */
+export const fleetBinDir = (): string => join(fleetInstallRoot(), "node_modules", ".bin");
+
+/**
+ * A coder's CLI: on PATH first (the operator's choice wins), else the one installed with Fleet (its
+ * dependencies include the coders' npm CLIs), so a fresh install needs no PATH change.
+ */
+export async function findCoderCli(binary: string, path: string | undefined): Promise<string | undefined> {
+  return (await resolveExecutable(binary, path)) ?? (await resolveExecutable(binary, fleetBinDir()));
+}
+
 /** Finds `file` on PATH as execvp would (absolute or relative paths are taken as they are). */
 export async function resolveExecutable(file: string, path: string | undefined): Promise<string | undefined> {
   if (file.includes("/")) return (await exists(file)) ? file : undefined;

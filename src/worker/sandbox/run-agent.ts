@@ -6,7 +6,7 @@ import type { AgentAdapter, AgentCommand, AgentEvent, AgentInvocation } from "..
 import type { LimitHit } from "../../core/resource-limits.ts";
 import { addUsage, emptyUsage, type RunTotals, type TokenUsage } from "../../core/usage.ts";
 import { type RunAgentReason, superviseProcess } from "./agent-process.ts";
-import { makeInside, type SandboxMounts } from "./bubblewrap.ts";
+import { findCoderCli, makeInside, type SandboxMounts } from "./bubblewrap.ts";
 import type { RunCgroup } from "./cgroup-limits.ts";
 import { containedCommand } from "./contained-process.ts";
 import type { SandboxNetwork } from "./network.ts";
@@ -220,7 +220,7 @@ async function writeHomeFiles(
 }
 
 /** The file and arguments to start: the agent's executable, contained as the options say. */
-function launchCommand(
+async function launchCommand(
   command: AgentCommand,
   cwd: string,
   home: string,
@@ -228,7 +228,8 @@ function launchCommand(
   opts: RunAgentOptions,
   settingsOverlay: Array<{ source: string; target: string }>,
 ): Promise<{ file: string; args: string[] } | { spawnError: string }> {
-  const file = opts.binaryPath ?? command.file;
+  // Not on PATH: the CLI installed with Fleet (its dependencies), found without touching PATH.
+  const file = opts.binaryPath ?? (await findCoderCli(command.file, env.PATH)) ?? command.file;
   const mounts: SandboxMounts | undefined = opts.sandbox && {
     ...opts.sandbox,
     // Fleet's settings files last: they win over an inherited file of the same name.
