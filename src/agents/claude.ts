@@ -1,3 +1,4 @@
+import { toolName, toolsRefusedOn } from "../core/coder-options.ts";
 import type { TokenUsage } from "../core/usage.ts";
 import { coderCommand, defineAdapter } from "./adapter.ts";
 import { arr, contentText, isoTime, type Json, num, obj, optNum, str, totals } from "./json-line.ts";
@@ -46,20 +47,9 @@ export function claudeWebTools(network: AgentInvocation["network"]): {
 export const claudeAdapter: AgentAdapter = defineAdapter("claude", {
   command(inv: AgentInvocation) {
     const args = ["-p", "--output-format", "stream-json", "--verbose", "--model", inv.model];
-    const web = claudeWebTools(inv.network);
-    const hostWeb = inv.network === undefined || inv.network === "host" ? ["WebFetch", "WebSearch"] : [];
-    args.push("--tools", claudeTools(inv.phase, [...web.allowed, ...hostWeb]).join(","));
-    if (inv.phase === "plan") args.push("--permission-mode", "plan");
-    else
-      args.push(
-        "--permission-mode",
-        "acceptEdits",
-        "--allowedTools",
-        [...CLAUDE_WORK_TOOLS, ...web.allowed].join(","),
-      );
-    if (web.disallowed.length) args.push("--disallowedTools", web.disallowed.join(","));
-    if (web.settings) args.push("--settings", JSON.stringify(web.settings));
+    args.push(...claudeToolArgs(inv));
     if (inv.resumeSessionId) args.push("--resume", inv.resumeSessionId);
+    args.push(...claudeOptionArgs(inv));
     return coderCommand("claude", inv, args, {
       DISABLE_TELEMETRY: "1",
       DISABLE_ERROR_REPORTING: "1",
@@ -70,6 +60,67 @@ export const claudeAdapter: AgentAdapter = defineAdapter("claude", {
   },
   parse: parseClaude,
 });
+
+/**
+ * `--tools`, the permission mode, `--allowedTools` and `--disallowedTools` for the phase and network,
+ * with `options.allowed_tools` in place of the work phase's own list and `options.disallowed_tools`
+ * added. What the network refuses (WebSearch unless host; WebFetch with none) stays off whatever the
+ * options say: the config check refuses it already, and this holds if a check is ever skipped.
+ */
+function claudeToolArgs(inv: AgentInvocation): string[] {
+  const args: string[] = [];
+  const web = claudeWebTools(inv.network);
+  const refused = toolsRefusedOn(inv.network);
+  const hostWeb = inv.network === undefined || inv.network === "host" ? ["WebFetch", "WebSearch"] : [];
+  const denied = (inv.options?.disallowed_tools ?? []).filter((r) => !r.includes("("));
+  const allowedRules = (inv.options?.allowed_tools ?? CLAUDE_WORK_TOOLS).filter(
+    (r) => !refused.includes(toolName(r)),
+  );
+  // Built-in tools only: MCP tools come from --mcp-config, not --tools.
+  const builtIn = unique(allowedRules.map(toolName).filter((t) => !t.startsWith("mcp__")));
+  const base = inv.phase === "plan" ? claudeTools("plan", []) : [...builtIn, ...CLAUDE_TODO_TOOLS];
+  const offered = unique([...base, ...web.allowed, ...hostWeb]).filter((t) => !denied.includes(t));
+  args.push("--tools", offered.join(","));
+  if (inv.phase === "plan") args.push("--permission-mode", "plan");
+  else
+    args.push(
+      "--permission-mode",
+      "acceptEdits",
+      "--allowedTools",
+      unique([...allowedRules, ...web.allowed]).join(","),
+    );
+  const disallowed = unique([...web.disallowed, ...(inv.options?.disallowed_tools ?? [])]);
+  if (disallowed.length) args.push("--disallowedTools", disallowed.join(","));
+  if (web.settings) args.push("--settings", JSON.stringify(web.settings));
+  return args;
+}
+
+const unique = (xs: string[]): string[] => [...new Set(xs)];
+
+/**
+ * `--max-turns`, `--append-system-prompt` and the MCP servers (`--mcp-config` as JSON with
+ * `--strict-mcp-config`, so no server of the repository's .mcp.json or the user's settings is loaded).
+ * Local servers are child processes of the CLI, inside the sandbox under its network; a remote one
+ * (url) is passed only on the host's network.
+ */
+function claudeOptionArgs(inv: AgentInvocation): string[] {
+  const o = inv.options ?? {};
+  const args: string[] = [];
+  if (o.max_turns !== undefined) args.push("--max-turns", String(o.max_turns));
+  if (o.append_system_prompt) args.push("--append-system-prompt", o.append_system_prompt);
+  const host = inv.network === undefined || inv.network === "host";
+  const servers = Object.entries(o.mcp_servers ?? {}).filter(([, s]) => host || !("url" in s));
+  if (servers.length) {
+    const mcpServers = Object.fromEntries(
+      servers.map(([name, s]) => [
+        name,
+        "url" in s ? { type: s.type ?? "http", url: s.url } : { type: "stdio", ...s },
+      ]),
+    );
+    args.push("--mcp-config", JSON.stringify({ mcpServers }), "--strict-mcp-config");
+  }
+  return args;
+}
 
 function parseClaude(o: Json): AgentEvent[] | null {
   switch (o.type) {

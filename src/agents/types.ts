@@ -1,3 +1,4 @@
+import type { CoderOptions } from "../core/coder-options.ts";
 import type { RunTotals, TokenUsage } from "../core/usage.ts";
 
 export type AgentPhase = "plan" | "work";
@@ -26,6 +27,8 @@ export interface AgentInvocation {
    * `host`, or absent: the host's): a CLI's own web tools follow it (see each adapter).
    */
   network?: "proxy" | "none" | "host";
+  /** `coders.<coder>.options` of .github/fleet.yml, already checked for this coder and network. */
+  options?: CoderOptions;
 }
 
 export interface AgentCommand {

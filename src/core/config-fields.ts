@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { CODER_OPTIONS_FORM, CODER_OPTIONS_SCHEMA, type CoderOptions } from "./coder-options.ts";
 import { NETWORK_FORM, NETWORK_SCHEMA, type NetworkSetting } from "./network-policy.ts";
 
 // The keys of `.github/fleet.yml`, each once: its value's schema and the words for its errors, its
@@ -92,6 +93,11 @@ const worktreeFolders: ValueType<string[]> = {
   schema: z.array(z.string().regex(WORKTREE_FOLDER)).max(20),
   form: "a list of folders inside the repository (relative paths, no .. and not .git), at most 20",
   kind: "list",
+};
+const coderOptions: ValueType<CoderOptions> = {
+  schema: CODER_OPTIONS_SCHEMA,
+  form: CODER_OPTIONS_FORM,
+  kind: "string",
 };
 const network: ValueType<NetworkSetting> = { schema: NETWORK_SCHEMA, form: NETWORK_FORM, kind: "string" };
 const megabytes: ValueType<number> = {
@@ -273,6 +279,11 @@ const CODER_FIELDS = {
     fileOnly(
       "`inherit` widens what the agent reads to the worker's user's logins and context files (~/.claude, ~/.codex, ...), and an agent may publish whatever it reads",
     ),
+  ),
+  /** The CLI's own options Fleet knows how to pass (src/core/coder-options.ts), checked per coder. */
+  options: optional(
+    coderOptions,
+    fileOnly("it decides which tools, instructions and MCP servers the agent runs with"),
   ),
 };
 
@@ -486,7 +497,10 @@ function nodeAt(path: readonly string[]): { node: FieldNode; rest: number } | un
 /** The keys allowed under `path` (empty where the table has no mapping of named keys). */
 export function validKeysAt(path: readonly string[]): string[] {
   const at = nodeAt(path);
-  return at && "group" in at.node ? Object.keys(at.node.group) : [];
+  if (at && "group" in at.node) return Object.keys(at.node.group);
+  // A leaf that is a mapping of its own (coders.<coder>.options) names its keys too.
+  const schema = at && "value" in at.node && at.rest === 0 ? at.node.value.schema : undefined;
+  return schema instanceof z.ZodObject ? Object.keys(schema.shape) : [];
 }
 
 /** What the value at `path` must be (an item's words for a path into a list), or undefined off the table. */

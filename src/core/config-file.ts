@@ -1,5 +1,6 @@
 import { parseDocument } from "yaml";
 import type { z } from "zod";
+import { coderOptionProblems } from "./coder-options.ts";
 import { CODERS } from "./coders.ts";
 import {
   CODER_NAME,
@@ -131,6 +132,7 @@ function mergeCoder(name: string, given: Partial<CoderConfig>): CoderConfig | Co
   if (given.models) coder.models = given.models;
   if (given.max_concurrent !== undefined) coder.max_concurrent = given.max_concurrent;
   if (given.home !== undefined) coder.home = given.home;
+  if (given.options !== undefined) coder.options = given.options;
   return coder;
 }
 
@@ -159,6 +161,8 @@ function mergeCoders(
         `coders.${name}.max_concurrent (${coder.max_concurrent}) is above max_concurrent (${raw.max_concurrent}); the global cap wins.`,
       );
     }
+    for (const [option, message] of coderOptionProblems(name, coder.options ?? {}, raw.network))
+      problems.push({ path: `coders.${name}.options.${option}`, message });
     coders[name] = coder;
   }
   return coders;

@@ -105,6 +105,7 @@ async function preparePhase(ctx: RunContext, input: PhaseInput) {
   if (resumeSessionId) invocation.resumeSessionId = resumeSessionId;
   if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
+  if (deps.coderOptions) invocation.options = deps.coderOptions;
   // The credential as configured: the contained run hands the agent a gateway token in its place.
   if (deps.credential) invocation.credential = { ...deps.credential };
   // The run's HOME was made afresh when the run started (freshAgentHome); a phase keeps what setup left.

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { AgentAdapter } from "../agents/types.ts";
 import { taskBranchName } from "../core/branch.ts";
+import type { CoderOptions } from "../core/coder-options.ts";
 import {
   mergeRefusals,
   type NetworkPolicy,
@@ -85,6 +86,8 @@ export interface WorkerDeps {
    * agent's sandbox shows read-only inside its private HOME. Absent: the private HOME only.
    */
   inheritHome?: string;
+  /** `coders.<coder>.options` of the repository's config, checked for the coder and network when it was read. */
+  coderOptions?: CoderOptions;
   /** A running model gateway; without one, the task starts its own for its duration. */
   gateway?: ModelGateway;
   /** What the agent may reach (`network`); default: Fleet's egress proxy with the package registries. */

@@ -1,4 +1,5 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
+import type { CoderOptions } from "../../src/core/coder-options.ts";
 import {
   CONFIG_KEYS,
   defaultFleetConfig,
@@ -110,6 +111,7 @@ describe("the field table", () => {
       "credentials",
       "enabled",
       "home",
+      "options",
     ]);
     expect(validKeysAt(["coders"])).toEqual([]);
   });
@@ -146,6 +148,7 @@ describe("the field table", () => {
       models?: string[];
       max_concurrent?: number;
       home?: "isolated" | "inherit";
+      options?: CoderOptions;
     }>();
     expectTypeOf<FleetConfig["max_context_pct"]>().toEqualTypeOf<number | undefined>();
   });
