@@ -128,11 +128,25 @@ async function delegatedV2(own: string): Promise<Backend | undefined> {
   return { kind: "cgroup2", parent: own };
 }
 
-/** Removes the empty run cgroups a worker that died left behind. */
+/**
+ * Removes the empty run cgroups a worker that died left behind; a live worker's (named by its pid, see
+ * openRunCgroup) stay, since one it just made is empty until its run enters it.
+ */
 async function sweepStale(parents: string[]) {
   for (const parent of parents)
     for (const name of await readdir(parent).catch(() => [] as string[]))
-      if (name.startsWith(PREFIX)) await rmdir(join(parent, name)).catch(() => undefined);
+      if (name.startsWith(PREFIX) && !isAlive(Number(name.slice(PREFIX.length).split("-")[0])))
+        await rmdir(join(parent, name)).catch(() => undefined);
+}
+
+function isAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
 
 /**
