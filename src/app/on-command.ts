@@ -8,6 +8,7 @@ import { renderCommandReply, renderStatus } from "../render/command-replies.ts";
 import { renderConfigRefused } from "../render/notices.ts";
 import { allowedOrExplain, configOrExplain } from "./guard.ts";
 import type { HandlerDeps } from "./handler-deps.ts";
+import { requestAgentReview } from "./on-pr-review.ts";
 import { requestReviewRun } from "./on-review.ts";
 
 /** `issue_comment.created`: `/fleet status|cancel|retry|approve|config set|labels|help` from a maintainer. */
@@ -102,6 +103,9 @@ export async function onCommand(context: Context<"issue_comment.created">, deps:
       );
       return;
     }
+    case "review":
+      await requestAgentReview(context, deps, config, { pr: issue, ...command, sender });
+      return;
     case "instructions":
       await requestReviewRun(context, deps, config, { pr: issue, text: command.text, sender });
       return;

@@ -10,6 +10,8 @@ export type FleetCommand =
   | { kind: "config-set"; assignments: Array<{ key: string; value: ConfigValue }> }
   | { kind: "help" }
   | { kind: "labels" }
+  /** An agent review of the pull request (any PR, a person's too), by `coder` or the default coder. */
+  | { kind: "review"; coder?: string; model?: string }
   /** Free text for a review-loop iteration; only valid on a pull request. */
   | { kind: "instructions"; text: string }
   | { kind: "error"; message: string };
@@ -26,12 +28,13 @@ export const FLEET_COMMAND_HELP = [
   "- `/fleet retry [coder[:model]]`: queue a failed, cancelled or rate-limited task again (without waiting for the limit's reset), optionally with another coder or model",
   "- `/fleet approve [note]`: approve the posted plan",
   "- `/fleet config set key=value [key=value ...]`: change an operational setting (e.g. `max_concurrent=5`); who may drive Fleet, credentials, dispatch and the sandbox come only from `.github/fleet.yml`",
+  "- `/fleet review [coder[:model]]` on a pull request: a read-only agent reviews its diff and posts one review with inline comments",
   "- `/fleet labels`: create the fleet labels in this repository",
   "- `/fleet help`: show this help",
   "- `/fleet <instructions>` on a Fleet pull request: another agent iteration with these instructions",
 ].join("\n");
 
-const VERBS = ["status", "cancel", "retry", "approve", "config", "help", "labels"] as const;
+const VERBS = ["status", "cancel", "retry", "approve", "config", "help", "labels", "review"] as const;
 const CODER_SPEC = /^([a-z][a-z0-9_-]*)(?::([A-Za-z0-9][A-Za-z0-9._/-]{0,63}))?$/;
 
 const error = (message: string): FleetCommand => ({
@@ -69,6 +72,18 @@ function parseLine(rest: string, fullText: string, options: ParseCommandOptions)
       return spec[2]
         ? { kind: "retry", coder: spec[1]!, model: spec[2] }
         : { kind: "retry", coder: spec[1]! };
+    }
+    case "review": {
+      if (!options.onPullRequest) return error("`/fleet review` works on a pull request only.");
+      if (args.length === 0) return { kind: "review" };
+      const spec = CODER_SPEC.exec(args[0]!);
+      if (args.length > 1 || !spec)
+        return error(
+          `\`/fleet review\` takes an optional coder or coder:model (e.g. \`/fleet review codex\`); got "${argText}".`,
+        );
+      return spec[2]
+        ? { kind: "review", coder: spec[1]!, model: spec[2] }
+        : { kind: "review", coder: spec[1]! };
     }
     case "config": {
       if (args[0]?.toLowerCase() !== "set") {

@@ -2,9 +2,10 @@ import { combineTotals, type RunTotals } from "./usage.ts";
 
 /**
  * What a run of a task was: a plan phase alone (waiting for approval), the issue's work (with its plan
- * phase when no approval was asked), a split's plan, a review round on its PR, or a rebase of the PR.
+ * phase when no approval was asked), a split's plan, a review round on its PR, a rebase of the PR, or an
+ * agent review of a pull request (pr-review).
  */
-export type RunKind = "plan" | "work" | "split" | "review" | "rebase";
+export type RunKind = "plan" | "work" | "split" | "review" | "rebase" | "pr-review";
 
 /** One finished run of a task and what it cost (its phases together): each run once, in a task's `runs`. */
 export interface RunRecord {
@@ -31,5 +32,5 @@ export function sumRuns(runs: readonly RunRecord[]): RunTotals | undefined {
 }
 
 /** The kind of the task's next run, from what it was asked for (a run may learn it was a plan or a split). */
-export const runKindOf = (task: { rebase?: unknown; instructions?: string }): RunKind =>
-  task.rebase ? "rebase" : task.instructions ? "review" : "work";
+export const runKindOf = (task: { rebase?: unknown; instructions?: string; review?: unknown }): RunKind =>
+  task.review ? "pr-review" : task.rebase ? "rebase" : task.instructions ? "review" : "work";

@@ -135,6 +135,7 @@ const TaskSchema = z.looseObject({
   runs: z.array(z.looseObject({ at: time })).optional(),
   result: z.looseObject({ attempt: count }).optional(),
   pin: PinSchema.optional(),
+  review: z.looseObject({ pr: issueNumber }).optional(),
   context: z
     .looseObject({
       tokens: count,

@@ -140,6 +140,13 @@ export interface Task {
    * heartbeat and the run's transitions): see core/context-windows.ts.
    */
   context?: TaskContext;
+  /** An agent review of this pull request (the task's issue is the PR): a read-only run that posts one review. */
+  review?: PrReviewRequest;
+}
+
+/** What `/fleet review` or `review_on` asks: a review of pull request `pr`. */
+export interface PrReviewRequest {
+  pr: number;
 }
 
 /** The last model turn's context (input + cache read + cache write tokens) against the model's window. */
@@ -198,7 +205,9 @@ export const isPriority = (value: unknown): value is Priority =>
 
 /** What a new task is made from: who and what it is for, and `now`, when it is queued. */
 export type NewTaskInput = Pick<Task, "id" | "repo" | "issue" | "title" | "coder" | "model"> &
-  Partial<Pick<Task, "priority" | "dependsOn" | "requestedBy" | "files" | "epic" | "pin">> & { now: string };
+  Partial<Pick<Task, "priority" | "dependsOn" | "requestedBy" | "files" | "epic" | "pin" | "review">> & {
+    now: string;
+  };
 
 /** A fresh task, queued at `now`. */
 export function newTask(input: NewTaskInput): Task {
@@ -221,5 +230,6 @@ export function newTask(input: NewTaskInput): Task {
   if (input.files && input.files.length > 0) task.files = [...new Set(input.files)];
   if (input.epic !== undefined) task.epic = input.epic;
   if (input.pin !== undefined) task.pin = input.pin;
+  if (input.review !== undefined) task.review = input.review;
   return task;
 }

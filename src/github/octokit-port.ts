@@ -5,6 +5,7 @@ import type {
   GitHub,
   GitHubApp,
   IssueEvent,
+  PullRequestFile,
   RepoRef,
   ReviewComment,
   SubIssue,
@@ -163,6 +164,14 @@ function pullsOver(octokit: OctokitClient): GitHub["pulls"] {
         pull_number: pull,
         per_page: 100,
       })) as ReviewComment[],
+    listFiles: async (repo, pull) =>
+      (await octokit.paginate("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", {
+        ...repo,
+        pull_number: pull,
+        per_page: 100,
+      })) as PullRequestFile[],
+    createReview: async (repo, pull, review) =>
+      (await pulls.createReview({ ...repo, pull_number: pull, ...review })).data,
   };
 }
 

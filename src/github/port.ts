@@ -102,6 +102,20 @@ export interface ReviewComment {
   original_commit_id?: string;
 }
 
+export interface PullRequestFile {
+  filename: string;
+  status: string;
+  patch?: string;
+}
+
+/** POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews (https://docs.github.com/en/rest/pulls/reviews#create-a-review-for-a-pull-request). */
+export interface NewPullReview {
+  body: string;
+  event: "COMMENT" | "APPROVE" | "REQUEST_CHANGES";
+  commit_id?: string;
+  comments: Array<{ path: string; line: number; side?: "LEFT" | "RIGHT"; body: string }>;
+}
+
 export interface Repository {
   default_branch: string;
   clone_url: string;
@@ -206,6 +220,17 @@ export interface GitHub {
     update(repo: RepoRef, pull: number, patch: { title?: string; body?: string }): Promise<PullRequestRef>;
     /** The inline review comments of the pull request. */
     listReviewComments(repo: RepoRef, pull: number): Promise<ReviewComment[]>;
+    /** The files the pull request changes, each with its unified-diff `patch` (GitHub omits it for large or binary files). */
+    listFiles(repo: RepoRef, pull: number): Promise<PullRequestFile[]>;
+    /**
+     * Submits one review; each inline comment is on a line of the diff (`side` RIGHT by default).
+     * GitHub answers 422 for a comment on a line the diff does not show.
+     */
+    createReview(
+      repo: RepoRef,
+      pull: number,
+      review: NewPullReview,
+    ): Promise<{ id: number; html_url?: string }>;
   };
   repos: {
     get(repo: RepoRef): Promise<Repository>;

@@ -555,5 +555,10 @@ function localPulls(opts: LocalGitHubOptions, serial: Serial): GitHub["pulls"] {
       }),
     // A local pull request is reviewed in the repository itself: it has no inline review comments.
     listReviewComments: async () => [],
+    // Local pull requests are branches of the local repository: agent reviews are a GitHub feature.
+    listFiles: async () => [],
+    createReview: async () => {
+      throw new Error("Agent reviews post to GitHub pull requests; a local pull request has none.");
+    },
   };
 }

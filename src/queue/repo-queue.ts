@@ -77,6 +77,8 @@ export interface EnqueueRequest extends TaskRequest {
    * even if that task has ended meanwhile.
    */
   labeledAt?: string;
+  /** The task is an agent review of this pull request. */
+  review?: Task["review"];
 }
 
 /** How `move` moves: which tasks, with what reason, patch and extra change to the document. */

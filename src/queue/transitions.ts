@@ -101,6 +101,8 @@ export interface EnqueueInput extends TaskRequest {
   files?: string[];
   /** The epic the issue was split from. */
   epic?: number;
+  /** The task is an agent review of this pull request. */
+  review?: Task["review"];
   /**
    * The issue's body as the labeler saw it: given, the title and body are pinned on the task (digest)
    * and in its bead (text), and the agent gets this text whatever is edited later without approval.
@@ -121,6 +123,7 @@ export function enqueueTask(doc: FleetStateDoc, input: EnqueueInput): Transition
   if (existing && existing.state !== "done" && canTransition(existing.state, "queued")) {
     const task = { ...transition(existing, "queued", { now: input.now }), priority: input.priority };
     if (input.files) task.files = input.files;
+    if (input.review) task.review = input.review;
     // Labeled again: the labeler approves the issue as it reads now.
     if (pin && pinned) Object.assign(task, { pin, title: pinned.title });
     return {

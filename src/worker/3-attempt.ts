@@ -27,6 +27,7 @@ import {
   type TaskSpec,
   type WorkerDeps,
 } from "./run-context.ts";
+import { runPrReview } from "./runs/pr-review.ts";
 import { freshAgentHome } from "./sandbox/agent-home.ts";
 import { limitsEnforcement } from "./sandbox/cgroup-limits.ts";
 import { type ModelGateway, startModelGateway } from "./sandbox/model-gateway.ts";
@@ -91,6 +92,7 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
     if ((deps.sandbox ?? "bubblewrap") === "bubblewrap")
       ctx.result.network = { mode: runContainment(ctx).network.mode, refused: [] };
     if (spec.split) return await runSplitPlanning(ctx, wt, notesDir);
+    if (spec.prReview !== undefined) return await runPrReview(ctx, wt, notesDir);
 
     // Step 2b: the repository's setup steps, in the sandbox, before any agent.
     const setupFailed = await setupStep(ctx, wt, planning);

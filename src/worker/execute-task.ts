@@ -83,7 +83,8 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
   const steps = stepInputs(deps, log);
 
   // 1. A rebase run has no plan phase.
-  const startIn = (t: Task) => (deps.config.plan_phase && !t.approved && !t.rebase ? "planning" : "running");
+  const startIn = (t: Task) =>
+    deps.config.plan_phase && !t.approved && !t.rebase && !t.review ? "planning" : "running";
   const claimed = await claimTaskState(deps.store, taskId, deps.holder, clock(), ttl, startIn);
   if (!claimed) return undefined;
   const { task } = claimed;
@@ -304,7 +305,15 @@ function taskSpecFor(task: Task, gathered: Gathered, deps: ExecuteDeps): TaskSpe
     maxFollowUps: deps.config.max_follow_ups,
     allowWorkflowChanges: deps.config.allow_workflow_changes,
     ...(task.instructions && task.pr !== undefined ? { reviewPr: task.pr } : {}),
-    ...(task.review ? { prReview: task.review.pr, planPhase: false } : {}),
+    // A review's subject is the diff (in extraPrompt); the PR's description is its author's, not a task for the agent.
+    ...(task.review
+      ? {
+          prReview: task.review.pr,
+          planPhase: false,
+          title: `Review pull request #${task.review.pr}`,
+          body: `Review the change of pull request #${task.review.pr}, read-only, as described below.`,
+        }
+      : {}),
   };
 }
 

@@ -1,5 +1,6 @@
 import { knownCoders } from "../../agents/index.ts";
 import type { FleetConfig } from "../../core/config.ts";
+import { reviewInstructions } from "../../core/pr-review.ts";
 import type { Task } from "../../core/task.ts";
 import { getRepoRole } from "../../github/permissions.ts";
 import type { GitHub, RepoRef, ReviewComment } from "../../github/port.ts";
@@ -30,6 +31,7 @@ export async function specialRunFor(
   issueLabels: ReadonlyArray<string | { name?: string }>,
   deps: RunDeps,
 ): Promise<SpecialRun> {
+  if (task.review) return { split: false, extraPrompt: await prReviewPrompt(deps, task.review.pr) };
   if (isSplitRun(issueLabels, task.coder, deps.config.default_coder)) {
     return { split: true, extraPrompt: splitInstructions(knownCoders) };
   }
@@ -38,6 +40,15 @@ export async function specialRunFor(
     return { split: false, extraPrompt: renderReviewFeedback(task.pr, task.instructions, comments) };
   }
   return { split: false };
+}
+
+/** The review run's instructions, with the PR's diff as GitHub shows it. */
+async function prReviewPrompt(deps: RunDeps, pr: number): Promise<string> {
+  const pull = await deps.github.pulls.get(deps.repo, pr);
+  return reviewInstructions(
+    { number: pr, title: pull.title },
+    await deps.github.pulls.listFiles(deps.repo, pr),
+  );
 }
 
 /** Lines of the diff hunk kept for the prompt (the commented line and a few above it). */
