@@ -12,13 +12,13 @@ export type Mention =
   | { kind: "request"; text: string; coder?: string; model?: string }
   | { kind: "error"; message: string };
 
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 /** Inline code spans, blanked to spaces of the same length so positions stay. */
 const withoutCodeSpans = (line: string) => line.replace(/(`+)[^`]*?\1/g, (m) => " ".repeat(m.length));
 
 export function parseMention(body: string, handle: string, knownCoders: readonly string[]): Mention {
   if (!handle) return { kind: "none" };
-  const at = new RegExp(`(^|[^\\w@/.-])@${escape(handle)}(?![\\w-])`, "i");
+  const at = new RegExp(`(^|[^\\w@/.-])@${escapeRegExp(handle)}(?![\\w-])`, "i");
   const lines = body.split(/\r?\n/);
   for (const { line, index } of liveLines(body)) {
     const m = at.exec(withoutCodeSpans(line));

@@ -17,6 +17,8 @@ export interface TrackerOptions {
   clock?: () => number;
   /** At most one edit per task in this window (GitHub counts comment edits as content writes). */
   minIntervalMs?: number;
+  /** Local mode: the comments speak of `fleet` commands (see TrackingView.local). */
+  local?: boolean;
 }
 
 export interface ShowOptions {
@@ -109,7 +111,9 @@ export function createTracker(opts: TrackerOptions): Tracker {
   const { github } = opts;
 
   const writeOnce = async (key: string, slot: Slot, job: NonNullable<Slot["pending"]>): Promise<void> => {
-    let header = job.view ? renderTrackingComment(job.view) : undefined;
+    let header = job.view
+      ? renderTrackingComment(opts.local ? { ...job.view, local: true } : job.view)
+      : undefined;
     const stale = !slot.sectionsKnown || (job.othersMayHaveWritten && !slot.runHere);
     let current: string | undefined;
     if (slot.commentId === undefined || stale || header === undefined) {

@@ -44,7 +44,7 @@ export function nextStep(v: Pick<TaskOverviewView, "task" | "local">): string {
         : `Review PR #${task.pr}: merge it on GitHub, or comment \`/fleet <instructions>\` on it for another round.`;
     case "failed":
     case "cancelled":
-      return `\`fleet retry ${id}\` queues it again${task.state === "failed" ? "; `fleet task " + id + " log` shows what happened" : ""}.`;
+      return `\`fleet retry ${id}\` queues it again${task.state === "failed" ? `; \`fleet task ${id} log\` shows what happened` : ""}.`;
     case "rate-limited":
       return `It starts again after ${task.resetAt ?? "the provider's reset"}; \`fleet retry ${id}\` tries now.`;
     case "done":
