@@ -58,6 +58,7 @@ function cliQueues(
     dispatcherFor: () => localDispatcher,
     trackerIntervalMs: 0,
     tracking: where === "local",
+    local: where === "local",
   });
   return (fileConfig) => repository.queue(fileConfig);
 }

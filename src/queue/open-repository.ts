@@ -47,6 +47,8 @@ export interface OpenRepositoryOptions {
   trackerIntervalMs?: number;
   /** Whether this repository's queues edit tracking comments (default true; see cli/target.ts for why not). */
   tracking?: boolean;
+  /** Local mode (queue/local-github.ts): tracking comments name `fleet` commands, not `/fleet` ones. */
+  local?: boolean;
   /** A cache shared between repositories (the app's, forgotten on pushes); default: this repository's own. */
   configs?: ConfigCache;
   /** How long an own cache keeps the file (default 5 minutes). */
@@ -78,7 +80,12 @@ export function openRepository(opts: OpenRepositoryOptions): Repository {
     });
   // Transitions arriving while a commit is being written share the next one; a lone one waits 10 ms.
   const store = coalescingStore(inner, { maxDelayMs: 10 });
-  const tracker = createTracker({ github, repo, minIntervalMs: opts.trackerIntervalMs });
+  const tracker = createTracker({
+    github,
+    repo,
+    minIntervalMs: opts.trackerIntervalMs,
+    ...(opts.local ? { local: true } : {}),
+  });
   const configs = opts.configs ?? createConfigCache({ ttlMs: opts.configTtlMs });
   const load = opts.loadConfig ?? (() => readFleetConfig(github, repo));
   const dispatcherFor =

@@ -11,16 +11,22 @@ export interface PlanCommentView {
   plan: string;
   /** True when the worker stopped and waits for `/fleet approve`. */
   awaitingApproval: boolean;
+  /** Local mode: approval is `fleet approve <id>`, not a comment. */
+  local?: boolean;
 }
 
 export const AWAITING_APPROVAL_LINE = "✋ Work starts once a maintainer comments `/fleet approve`.";
+/** The awaiting-approval line of local mode, where approval is a command, not a comment. */
+export const localAwaitingApprovalLine = (taskId: string): string =>
+  `✋ Work starts once you run \`fleet approve ${taskId}\`.`;
 export const PLAN_POSTED_LINE =
   "<sub>Posted before work starts; the agent follows it unless the code says otherwise.</sub>";
 
 /** The plan, as its section of the task's tracking comment (see composeTrackingComment). */
 export function renderPlanComment(v: PlanCommentView): string {
   const head = [planMarker(v.taskId), `### 🧭 Fleet's plan for task \`${v.taskId}\``, ""];
-  const tail = ["", v.awaitingApproval ? AWAITING_APPROVAL_LINE : PLAN_POSTED_LINE];
+  const awaiting = v.local ? localAwaitingApprovalLine(v.taskId) : AWAITING_APPROVAL_LINE;
+  const tail = ["", v.awaitingApproval ? awaiting : PLAN_POSTED_LINE];
   const room = GITHUB_COMMENT_LIMIT - head.join("\n").length - tail.join("\n").length - 200;
   // The plan is the agent's text (PLAN.md or what it stated), published here and nowhere else.
   const text = neutraliseMentions(v.plan.trim(), { untrusted: true });

@@ -22,6 +22,8 @@ export interface PrBodyView {
   planTotals?: RunTotals;
   /** Workflow files the agent changed, held back from the push (see allow_workflow_changes): their diff. */
   heldBack?: { paths: readonly string[]; patch: string };
+  /** Local mode, where `fleet merge <id>` merges the branch: the footer says so. */
+  local?: boolean;
 }
 
 /** The held-back workflow diff shown in the body (the rest: in the task's artifacts). */
@@ -78,9 +80,12 @@ export function renderPrBody(v: PrBodyView): string {
   }
   if (v.heldBack) lines.push("", ...heldBackSection(v.heldBack));
   lines.push("", "## Tokens", "", renderTokenTable(v.totals, v.planTotals));
+  const merging = v.local
+    ? `Review it, then \`fleet merge ${v.taskId}\` merges it.`
+    : "Review it like any other pull request; Fleet never merges.";
   lines.push(
     "",
-    `<sub>Opened by Fleet for task \`${v.taskId}\` with \`${v.coder}\` (\`${v.model}\`). Review it like any other pull request; Fleet never merges.</sub>`,
+    `<sub>Opened by Fleet for task \`${v.taskId}\` with \`${v.coder}\` (\`${v.model}\`). ${merging}</sub>`,
   );
   return truncateMiddle(lines.join("\n"), GITHUB_COMMENT_LIMIT);
 }

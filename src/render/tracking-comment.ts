@@ -26,6 +26,8 @@ export interface TrackingView {
   sandbox?: string;
   /** Who edited the issue after the task was queued without being allowed to drive Fleet (the edit is not used). */
   promptEditedBy?: string;
+  /** Local mode: the next steps are `fleet` commands, and there are no `/fleet` comments to offer. */
+  local?: boolean;
 }
 
 const STATE_ICON: Record<TaskState, string> = {
@@ -53,7 +55,9 @@ export function describeState(v: TrackingView): string {
     case "rate-limited":
       return v.resetsAt ? `rate-limited until ${v.resetsAt}` : "rate-limited";
     case "awaiting-approval":
-      return "awaiting approval: comment `/fleet approve` to start the work";
+      return v.local
+        ? `awaiting approval: run \`fleet approve ${v.taskId ?? v.taskKey}\` to start the work`
+        : "awaiting approval: comment `/fleet approve` to start the work";
     default:
       return v.state;
   }
@@ -134,9 +138,11 @@ export function renderTrackingComment(v: TrackingView): string {
       `> ✋ The description was edited by \`@${v.promptEditedBy}\` (no write access) after the task was queued; the agent gets the text as it was queued.`,
     );
   }
-  lines.push(
-    "",
-    "<sub>Commands: `/fleet status`, `/fleet cancel`, `/fleet retry`. Edited in place by Fleet.</sub>",
-  );
+  // Local mode has no comments to read commands from: `fleet task <id>` and its siblings are the commands.
+  if (!v.local)
+    lines.push(
+      "",
+      "<sub>Commands: `/fleet status`, `/fleet cancel`, `/fleet retry`. Edited in place by Fleet.</sub>",
+    );
   return lines.join("\n");
 }

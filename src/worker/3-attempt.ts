@@ -216,7 +216,8 @@ async function planStep(
   await ctx.reporter.plan(plan, waiting);
   if (waiting) {
     result.sessionId = run.sessionId;
-    return await finish(ctx, "awaiting-approval", "The plan is posted and waits for `/fleet approve`.");
+    const approve = ctx.deps.local ? `fleet approve ${spec.taskId}` : "/fleet approve";
+    return await finish(ctx, "awaiting-approval", `The plan is posted and waits for \`${approve}\`.`);
   }
   return { plan, resumeSessionId: run.sessionId };
 }
@@ -247,6 +248,7 @@ async function publishChange(
   await commitAll(wt, ctx.redact(message));
   const heldBack = spec.allowWorkflowChanges ? undefined : await holdBackWorkflowChanges(wt, wt.startSha);
   const prBody = renderPrBody({
+    ...(deps.local ? { local: true } : {}),
     taskId: spec.taskId,
     issue: spec.issue,
     coder: spec.coder,

@@ -63,6 +63,8 @@ export interface ExecuteDeps {
   secrets?: string[];
   /** Names the operator maps to addresses for the egress proxy (`FLEET_EGRESS_HOSTS`). */
   egressHosts?: Readonly<Record<string, string>>;
+  /** Local mode (queue/local-github.ts): the plan and PR name `fleet approve` and `fleet merge`. */
+  local?: boolean;
   log?: (message: string) => void;
 }
 
@@ -409,6 +411,7 @@ function workerDepsFor(
     issueComments: gathered.issueComments,
     // The plan and the report go into the tracking comment, with the task's state edits.
     tracker: deps.tracker,
+    ...(deps.local ? { local: true } : {}),
     onProgress: async (p) => {
       if (p.state !== current && (p.state === "planning" || p.state === "running")) {
         const from = current;

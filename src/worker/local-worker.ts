@@ -36,6 +36,7 @@ export interface LocalWorkerOptions
     | "clock"
     | "log"
     | "egressHosts"
+    | "local"
   > {
   /** Secrets this worker holds (its GitHub token, credential values): redacted, and checked for in all an agent leaves. */
   secrets?: string[];
@@ -88,6 +89,7 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
     configTtlMs: 60_000,
     ...(opts.loadConfig ? { loadConfig: opts.loadConfig } : {}),
     dispatcherFor: () => localDispatcher,
+    ...(opts.local ? { local: true } : {}),
     log,
   });
   const running = new Map<string, Promise<void>>();
@@ -235,6 +237,7 @@ function executeDeps(
     secrets: opts.secrets,
     sandbox: opts.sandbox,
     ...(opts.egressHosts ? { egressHosts: opts.egressHosts } : {}),
+    ...(opts.local ? { local: true } : {}),
     holder,
     clock: opts.clock,
     signal,

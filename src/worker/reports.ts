@@ -6,7 +6,12 @@ import type { GitHub, IssueRef } from "../github/port.ts";
 import { createTracker, type Tracker } from "../queue/tracker.ts";
 import { renderChecklist } from "../render/checklist.ts";
 import { hasMarker, trackingMarker } from "../render/markers.ts";
-import { AWAITING_APPROVAL_LINE, PLAN_POSTED_LINE, renderPlanComment } from "../render/plan-comment.ts";
+import {
+  AWAITING_APPROVAL_LINE,
+  localAwaitingApprovalLine,
+  PLAN_POSTED_LINE,
+  renderPlanComment,
+} from "../render/plan-comment.ts";
 import {
   GITHUB_COMMENT_LIMIT,
   type RunReportView,
@@ -29,6 +34,8 @@ export interface IssueReporterOptions {
   tracker?: Tracker;
   /** The task's coder and model, for the state line when the reporter writes the comment itself. */
   describe?: { coder: string; model: string };
+  /** Local mode: the plan asks for `fleet approve <id>`, and the reporter's own tracker has no `/fleet` footer. */
+  local?: boolean;
 }
 
 /**
@@ -48,7 +55,12 @@ export function createIssueReporter(
   const tracker =
     opts.tracker ??
     // Its plan and report are written at once (flushed); checklist edits at most one per 15 s.
-    createTracker({ github, repo: { owner: issue.owner, repo: issue.repo }, minIntervalMs: 15_000 });
+    createTracker({
+      github,
+      repo: { owner: issue.owner, repo: issue.repo },
+      minIntervalMs: 15_000,
+      ...(opts.local ? { local: true } : {}),
+    });
   const tracking = listed?.find((c) => c.user?.type === "Bot" && hasMarker(c.body, trackingMarker(taskId)));
   if (tracking) tracker.remember(taskId, tracking.id, tracking.body);
   /** Without the repository's tracker, the comment is written now, under a state line of the reporter's own. */
@@ -66,7 +78,9 @@ export function createIssueReporter(
   };
   return {
     plan: async (plan: string, awaitingApproval: boolean) => {
-      const text = redact(renderPlanComment({ taskId, plan: redact(plan), awaitingApproval }));
+      const text = redact(
+        renderPlanComment({ taskId, plan: redact(plan), awaitingApproval, local: opts.local === true }),
+      );
       tracker.setSections(issue.issue_number, taskId, (s) => ({ ...s, plan: text }));
       await writeNow(awaitingApproval ? "awaiting-approval" : "running");
     },
@@ -87,7 +101,12 @@ export function createIssueReporter(
       tracker.setSections(issue.issue_number, taskId, (s) => {
         const plan =
           s.plan &&
-          truncateMiddle(s.plan.replace(AWAITING_APPROVAL_LINE, PLAN_POSTED_LINE), GITHUB_COMMENT_LIMIT / 2);
+          truncateMiddle(
+            s.plan
+              .replace(AWAITING_APPROVAL_LINE, PLAN_POSTED_LINE)
+              .replace(localAwaitingApprovalLine(taskId), PLAN_POSTED_LINE),
+            GITHUB_COMMENT_LIMIT / 2,
+          );
         const head = tokens ? `${tokens}\n\n` : "";
         const limit = GITHUB_COMMENT_LIMIT - STATE_ROOM - (plan?.length ?? 0) - head.length;
         const run = redact(renderRunReport({ ...v.run, taskId, log, limit }));

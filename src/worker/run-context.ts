@@ -118,6 +118,8 @@ export interface WorkerDeps {
    * next state edit. Without one (a run on its own), the reporter writes them at once.
    */
   tracker?: Tracker;
+  /** Local mode: the plan's approval line and the PR body name `fleet` commands. */
+  local?: boolean;
   /**
    * Called when the agent is rate-limited on `limited`: marks it cooling and returns the next free
    * credential to continue on (the session is resumed where the adapter supports it), or undefined.
@@ -296,6 +298,7 @@ export function createRunContext(spec: TaskSpec, deps: WorkerDeps): RunContext {
     reporter: createIssueReporter(deps.github, issueRef, spec.taskId, redact, deps.issueComments, {
       tracker: deps.tracker,
       describe: { coder: spec.coder, model: spec.model },
+      ...(deps.local ? { local: true } : {}),
     }),
     progress: throttleProgress(deps.onProgress, clock),
     artifactsDir,

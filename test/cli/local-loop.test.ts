@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { type ScriptServer, type ScriptTurn, startAnthropicScriptServer } from "@fleet/model-servers";
 import { execa } from "execa";
 import { afterEach, describe, expect, it } from "vitest";
-import { localCommentsPath } from "../../src/queue/local-github.ts";
+import { localCommentsPath, readLocalComments, readLocalPulls } from "../../src/queue/local-github.ts";
 import {
   cliEnv,
   fleet,
@@ -277,6 +277,12 @@ describe("fleet CLI, local mode: merge conflicts, plan approval, A/B runs", () =
     const retryFirst = await s.cli("retry", task.id);
     expect(retryFirst.exitCode).toBe(1);
     expect(retryFirst.stderr).toContain(`waits for its plan to be approved: \`fleet approve ${task.id}\``);
+    // Local mode speaks local: the tracking comment names the command, and offers no `/fleet` ones.
+    const tracking = (await readLocalComments(s.home, task.issue)).find((c) =>
+      c.body.includes(`fleet:tracking ${task.id}`),
+    );
+    expect(tracking?.body).toContain(`\`fleet approve ${task.id}\``);
+    expect(tracking?.body).not.toContain("/fleet");
 
     const approved = await s.json("approve", task.id);
     expect(approved).toMatchObject({ id: task.id, approved: true, state: "dispatched" });
@@ -292,6 +298,9 @@ describe("fleet CLI, local mode: merge conflicts, plan approval, A/B runs", () =
     expect(server.played).toBe(4);
     expect((await s.json("bd", "show", task.id)).task.state).toBe("pr-open");
     expect(await git(s.repo, "show", "fleet/1-add-planned-md:PLANNED.md")).toBe("planned");
+    const pull = (await readLocalPulls(s.home)).find((p) => p.head === "fleet/1-add-planned-md");
+    expect(pull?.body).toContain(`\`fleet merge ${task.id}\` merges it`);
+    expect(pull?.body).not.toContain("never merges");
     // The work phase was given the approved plan.
     const workPrompts = JSON.stringify(server.requests.filter((r) => r.kind === "main").slice(2));
     expect(workPrompts).toContain("1. Write PLANNED.md with one line.");

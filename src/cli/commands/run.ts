@@ -296,6 +296,7 @@ async function workerOptions(
     sandbox: config.sandbox,
     ...egressHostsOrError(process.env.FLEET_EGRESS_HOSTS),
     trackerIntervalMs: target.kind === "local" ? 0 : undefined,
+    local: target.kind === "local",
     log: print,
     onOutcome: (id, o) =>
       print(
