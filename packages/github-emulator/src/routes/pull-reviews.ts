@@ -1,4 +1,4 @@
-import { validationFailed } from "../http-error.ts";
+import { HttpError, validationFailed } from "../http-error.ts";
 import { publishInlineComments, readReviewCommentInputs } from "../inline-comments.ts";
 import { findPull } from "../pull-requests.ts";
 import type { Body, Ctx, Reply, Router } from "../router.ts";
@@ -26,6 +26,33 @@ const REVIEW_STATES = new Map<string, Review["state"]>([
   ["COMMENT", "COMMENTED"],
 ]);
 
+/**
+ * GitHub answers a create-review request whose comment is off the diff with strings, not the
+ * single-comment endpoint's error objects: `{"message": "Unprocessable Entity", "errors": ["Line could
+ * not be resolved"]}` (https://docs.github.com/en/rest/pulls/reviews#create-a-review-for-a-pull-request
+ * lists the 422; the body is what api.github.com returns, e.g. github.com/max-sixty/tend/pull/252).
+ */
+function asReviewError(error: unknown): never {
+  const first =
+    error instanceof HttpError
+      ? (error.extra.errors as Array<{ field?: string }> | undefined)?.[0]
+      : undefined;
+  const field = first?.field;
+  if (
+    error instanceof HttpError &&
+    error.status === 422 &&
+    field?.startsWith("pull_request_review_thread.")
+  ) {
+    const what = field.endsWith(".path") ? "Path" : "Line";
+    throw new HttpError(422, "Unprocessable Entity", {
+      errors: [`${what} could not be resolved`],
+      documentation_url: "https://docs.github.com/rest/pulls/reviews#create-a-review-for-a-pull-request",
+      status: "422",
+    });
+  }
+  throw error;
+}
+
 async function createReview(w: World, ctx: Ctx): Promise<Reply> {
   const repo = w.repo(ctx);
   const i = findPull(repo, ctx.params.pull_number);
@@ -47,7 +74,7 @@ async function createReview(w: World, ctx: Ctx): Promise<Reply> {
   }
   const commitId = String(b.commit_id ?? i.pull!.headSha);
   // Every inline comment is checked before anything is stored, as on GitHub.
-  const inline = await readReviewCommentInputs(repo, i, commitId, b.comments);
+  const inline = await readReviewCommentInputs(repo, i, commitId, b.comments).catch(asReviewError);
   const rv: Review = {
     id: w.state.nextId(),
     user: by,
