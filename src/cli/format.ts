@@ -101,7 +101,12 @@ export async function taskRow(
   else elapsedMs = task.totals?.durationMs;
   let usage = task.totals?.usage;
   let live = false;
-  if (isActive(task.state)) {
+  // Live only while an agent runs: a dispatched task's log, or an expired lease's, is an earlier run's.
+  const agentRuns =
+    (task.state === "planning" || task.state === "running") &&
+    task.lease !== undefined &&
+    Date.parse(task.lease.expiresAt) > now;
+  if (agentRuns) {
     const fromLog = await liveUsage(workDir, task);
     if (fromLog && totalTokens(fromLog) > 0) {
       usage = fromLog;

@@ -59,6 +59,10 @@ describe("fleet run on a first install (local mode)", () => {
     expect(after.reason).toContain("export ANTHROPIC_API_KEY=");
     expect(after.runs ?? []).toEqual([]);
 
+    // `fleet tasks` (no --all) still lists the task for a while, with its reason.
+    const listed = await fleet(["tasks"], { cwd: repo.dir, env });
+    expect(listed.stdout).toContain(`${id} failed: no credential for Claude Code`);
+
     // Shown where a person looks next.
     const shown = await fleet(["task", id], { cwd: repo.dir, env });
     expect(shown.stdout).toContain("ANTHROPIC_API_KEY");

@@ -1,4 +1,5 @@
 import { isTerminal } from "../../core/lifecycle.ts";
+import type { Task } from "../../core/task.ts";
 import { localRepositoryOf } from "../../queue/local-issues.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { UsageError } from "../errors.ts";
@@ -9,12 +10,13 @@ import { showCredentialWindows } from "./tasks-credentials.ts";
 
 export const TASKS_USAGE = `Usage: fleet tasks [--all] [--watch [--interval MS]] [--credentials] [--json]
 
-Running and queued tasks: id, issue, coder, model, state, priority, elapsed time, tokens
-(input, output, cache read/write; * = live from a run on this machine) and cost. In local mode also
+Running and queued tasks, and those that failed in the last 24 hours (each failure's reason below
+the table): id, issue, coder, model, state, priority, elapsed time, tokens (input, output, cache
+read/write; * = live from an agent running now on this machine) and cost. In local mode also
 the repository each task runs in (its path; --json: repository.path and repository.remote).
 CONTEXT: how full a running agent's context was at its last turn (--json: context).
 
-  --all            include finished tasks (done, failed, cancelled)
+  --all            include every finished task (done, cancelled, failed earlier)
   --watch          refresh in place on a terminal; otherwise print again whenever it changes
   --interval MS    refresh interval for --watch (default 1000)
   --credentials    each credential's rate-limit windows instead: use and reset per window,
@@ -31,11 +33,34 @@ const OPTIONS = {
   credentials: { type: "boolean" },
 } as const;
 
+/** How long a failed task stays in the default listing: long enough to be seen the next day. */
+const RECENT_FAILURE_MS = 24 * 60 * 60 * 1000;
+
+/** Shown without --all: what is not finished, and a failure recent enough that nobody may have seen it. */
+const shownByDefault = (t: Task, now: number): boolean =>
+  !isTerminal(t.state) || (t.state === "failed" && now - Date.parse(t.updatedAt) < RECENT_FAILURE_MS);
+
+/** The failed rows' reasons, one line each, under the table. */
+export function failureNotes(rows: readonly TaskRow[]): string[] {
+  return rows
+    .filter((r) => r.state === "failed")
+    .map((r) => {
+      const reason = (r.reason ?? "no reason recorded").replace(/\s+/g, " ").trim();
+      return `${r.id} failed: ${reason.length > 300 ? `${reason.slice(0, 299)}…` : reason}`;
+    });
+}
+
+/** The table, and the failures' reasons below it. */
+function renderRows(r: TaskRow[], local: boolean): string {
+  const notes = failureNotes(r);
+  return notes.length ? `${renderTaskTable(r, local)}\n\n${notes.join("\n")}` : renderTaskTable(r, local);
+}
+
 async function rows(target: Target, all: boolean): Promise<TaskRow[]> {
   const { doc } = await target.store.read();
   const now = Date.now();
   const tasks = Object.values(doc.tasks)
-    .filter((t) => all || !isTerminal(t.state))
+    .filter((t) => all || shownByDefault(t, now))
     .sort((a, b) => a.priority - b.priority || (a.queuedAt < b.queuedAt ? -1 : 1));
   return Promise.all(
     tasks.map((t) =>
@@ -57,11 +82,11 @@ export async function tasksCommand(argv: string[]): Promise<number> {
   if (values.credentials) return showCredentialWindows(target, Boolean(values.json));
   const all = Boolean(values.all);
   const local = target.kind === "local";
-  const text = (r: TaskRow[]) => (values.json ? JSON.stringify(r, null, 2) : renderTaskTable(r, local));
+  const text = (r: TaskRow[]) => (values.json ? JSON.stringify(r, null, 2) : renderRows(r, local));
   if (!values.watch) {
     const r = await rows(target, all);
     if (values.json) json(r);
-    else out(renderTaskTable(r, local));
+    else out(renderRows(r, local));
     return 0;
   }
   const tty = process.stdout.isTTY && !values.json;
