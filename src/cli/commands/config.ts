@@ -22,10 +22,25 @@ set    validated overrides, stored in the repository state (GitHub) or $FLEET_HO
        Operational keys only: budgets can only be lowered, models chosen within the file's list,
        coders turned off (not on).
 
+Where an override applies: on GitHub, to the one repository (--repo; default: the origin of the
+repository it runs in). In local mode one queue ($FLEET_HOME) serves every repository, so an
+override applies to all of them, checked against the .github/fleet.yml of the repository it runs
+in (or --repo-path); a setting for one repository only belongs in that repository's file.
+
 Settable keys: ${CONFIG_KEYS.join(", ")}
 File-only keys (.github/fleet.yml on the default branch): ${FILE_ONLY_KEYS.join(", ")}
 
 ${TARGET_HELP}`;
+
+/** What a `config set` override reaches, in words and as a word for --json. */
+export function configScope(target: Target): { scope: "repository" | "local-queue"; text: string } {
+  return target.kind === "github"
+    ? { scope: "repository", text: `${target.full} (this repository only)` }
+    : {
+        scope: "local-queue",
+        text: `the local queue in ${target.home}: every repository it serves, not only ${target.repoPath}`,
+      };
+}
 
 /** Whether this front door may run the scheduler: only local dispatch leases need no Actions run. */
 export const schedulesLocally = (target: Target, dispatch: string): boolean =>
@@ -54,6 +69,7 @@ export async function configCommand(argv: string[]): Promise<number> {
       return 0;
     }
     out(`# effective config for ${describeTarget(target)}`);
+    out(`# overrides set here apply to ${configScope(target).text}`);
     if (file.problems.length)
       out(
         `# .github/fleet.yml is invalid, defaults are used:\n${file.problems.map((p) => `#   ${p}`).join("\n")}`,
@@ -107,8 +123,10 @@ export async function configCommand(argv: string[]): Promise<number> {
       err("The app applies it at its next scheduling pass.");
     }
     for (const d of result.dropped) err(`dropped the stored override ${d.key}=${d.value}: ${d.message}`);
-    if (values.json) json({ target: target.full, set: assignments, config: result.config });
-    else out(`set ${assignmentsText(assignments)} on ${target.full}`);
+    const scope = configScope(target);
+    if (values.json)
+      json({ target: target.full, scope: scope.scope, set: assignments, config: result.config });
+    else out(`set ${assignmentsText(assignments)} on ${scope.text}`);
     return 0;
   }
   if (sub === undefined) throw new UsageError("fleet config needs show or set.", CONFIG_USAGE);
