@@ -138,9 +138,13 @@ export interface InstalledRepo {
 
 /**
  * GET /app, then a token for each installation with the permissions a task's run gets (the mint a run
- * depends on), and the repositories each token reaches.
+ * depends on), and the repositories each token reaches; `enough`, given each installation's
+ * repositories in turn, may end the walk early (`fleet serve`'s start needs no more than it asks).
  */
-async function credentialChecks(s: AppSettings): Promise<{ checks: CheckResult[]; repos?: InstalledRepo[] }> {
+async function credentialChecks(
+  s: AppSettings,
+  enough?: (repos: InstalledRepo[]) => Promise<boolean>,
+): Promise<{ checks: CheckResult[]; repos?: InstalledRepo[] }> {
   const checks: CheckResult[] = [];
   let app: GitHubApp;
   try {
@@ -185,7 +189,9 @@ async function credentialChecks(s: AppSettings): Promise<{ checks: CheckResult[]
     return { checks, repos: [] };
   }
   const repos: InstalledRepo[] = [];
+  let walked = 0;
   for (const { id } of installations) {
+    walked += 1;
     try {
       // The permissions a run gets: a permission the installation has not accepted fails here, not at a run.
       const { token } = await app.createInstallationToken(id, { permissions: { ...RUN_PERMISSIONS } });
@@ -195,12 +201,13 @@ async function credentialChecks(s: AppSettings): Promise<{ checks: CheckResult[]
         userAgent: "fleet-doctor",
         log: quiet,
       });
-      for (const r of await github.listInstallationRepositories())
-        repos.push({
-          full: `${r.owner.login}/${r.name}`,
-          repo: { owner: r.owner.login, repo: r.name },
-          github,
-        });
+      const found = (await github.listInstallationRepositories()).map((r) => ({
+        full: `${r.owner.login}/${r.name}`,
+        repo: { owner: r.owner.login, repo: r.name },
+        github,
+      }));
+      repos.push(...found);
+      if (enough && (await enough(found))) break;
     } catch (error) {
       checks.push(
         failed(
@@ -217,7 +224,7 @@ async function credentialChecks(s: AppSettings): Promise<{ checks: CheckResult[]
     passed(
       "app.installations",
       "installations",
-      `${installations.length} installation${installations.length === 1 ? "" : "s"}, ${repos.length} repositor${repos.length === 1 ? "y" : "ies"}`,
+      `${installations.length} installation${installations.length === 1 ? "" : "s"}, ${repos.length} repositor${repos.length === 1 ? "y" : "ies"}${walked < installations.length ? ` in the first ${walked}` : ""}`,
     ),
   );
   checks.push(
@@ -332,7 +339,7 @@ export interface AppCheckOptions {
   probe: boolean;
   /** Read the state branch of at most this many installed repositories (0: none). */
   stateLimit: number;
-  /** Stop reading configs at the first repository using dispatch: actions (`fleet serve`'s start). */
+  /** `fleet serve`'s start: no more installations and configs than it needs (see appChecks), no config line. */
   quick?: boolean;
 }
 
@@ -340,15 +347,26 @@ export interface AppCheckOptions {
 export async function appChecks(s: AppSettings, o: AppCheckOptions): Promise<CheckResult[]> {
   const checks = settingsChecks(s);
   const settled = checks.every((c) => c.status === "ok");
-  const creds = settled ? await credentialChecks(s) : { checks: [] };
+  // `fleet serve`'s start: with FLEET_PUBLIC_URL one installation's token is enough; without it, the
+  // installations until one repository is found using dispatch: actions.
+  const quickActions: string[] = [];
+  const enough = !o.quick
+    ? undefined
+    : s.publicUrl
+      ? async () => true
+      : async (repos: InstalledRepo[]) => {
+          quickActions.push(...(await configChecks(repos, true)).actionsRepos);
+          return quickActions.length > 0;
+        };
+  const creds = settled ? await credentialChecks(s, enough) : { checks: [] };
   checks.push(...creds.checks);
   checks.push(webhookSecretCheck(s.webhookSecret));
   const why = settled ? "no installation token" : "the app's settings failed";
   if (!creds.repos) checks.push(skipped("app.config", ".github/fleet.yml", `not read: ${why}`));
-  // Without FLEET_PUBLIC_URL, `fleet serve` needs to know only whether one repository uses actions.
-  const configs = creds.repos
-    ? await configChecks(creds.repos, o.quick === true && !s.publicUrl)
-    : { checks: [], actionsRepos: [] };
+  const configs =
+    creds.repos && !o.quick
+      ? await configChecks(creds.repos, false)
+      : { checks: [], actionsRepos: quickActions };
   checks.push(...configs.checks);
   const probe =
     o.probe && s.publicUrl && /^https?:\/\//.test(s.publicUrl)
