@@ -425,6 +425,12 @@ export const CONFIG_FIELDS = {
     false,
     fileOnly("workflows run with the repository's secrets: a person should write them, or allow it here"),
   ),
+  /** The task's pull request opens as a draft when its branch is pushed and is marked ready when the run succeeds. */
+  draft_pr: withDefault(
+    bool,
+    false,
+    operational("whether a task's pull request opens as a draft until its run succeeds"),
+  ),
   /** How agent runs are contained; `none` must be chosen in the file and is shown on every tracking comment. */
   sandbox: withDefault(
     oneOf(SANDBOX_MODES),

@@ -172,6 +172,21 @@ function pullsOver(octokit: OctokitClient): GitHub["pulls"] {
       })) as PullRequestFile[],
     createReview: async (repo, pull, review) =>
       (await pulls.createReview({ ...repo, pull_number: pull, ...review })).data,
+    async markReadyForReview(repo, pull) {
+      const { data } = await pulls.get({ ...repo, pull_number: pull });
+      if (!data.draft) return;
+      const answer = await octokit.request("POST /graphql", {
+        query:
+          "mutation($id: ID!) { markPullRequestReadyForReview(input: { pullRequestId: $id }) { pullRequest { number } } }",
+        variables: { id: data.node_id },
+      });
+      // GraphQL answers 200 with `errors` for a refusal.
+      const errors = (answer.data as { errors?: Array<{ message?: string }> }).errors;
+      if (errors?.length)
+        throw new Error(
+          `GitHub did not mark #${pull} ready for review: ${errors.map((e) => e.message).join("; ")}`,
+        );
+    },
   };
 }
 

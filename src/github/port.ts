@@ -73,6 +73,7 @@ export interface PullRequest {
   number: number;
   state: "open" | "closed";
   merged: boolean;
+  draft?: boolean;
   /** GitHub computes it in the background: null until it has. */
   mergeable?: boolean | null;
   title: string;
@@ -215,7 +216,15 @@ export interface GitHub {
     listForBranch(repo: RepoRef, branch: string, state: "open" | "closed" | "all"): Promise<PullRequestRef[]>;
     create(
       repo: RepoRef,
-      pull: { head: string; base: string; title: string; body: string; maintainer_can_modify?: boolean },
+      pull: {
+        head: string;
+        base: string;
+        title: string;
+        body: string;
+        maintainer_can_modify?: boolean;
+        /** Opened as a draft (https://docs.github.com/en/rest/pulls/pulls#create-a-pull-request). */
+        draft?: boolean;
+      },
     ): Promise<PullRequestRef>;
     update(repo: RepoRef, pull: number, patch: { title?: string; body?: string }): Promise<PullRequestRef>;
     /** The inline review comments of the pull request. */
@@ -231,6 +240,11 @@ export interface GitHub {
       pull: number,
       review: NewPullReview,
     ): Promise<{ id: number; html_url?: string }>;
+    /**
+     * A draft becomes ready for review: GraphQL `markPullRequestReadyForReview`, which REST has no
+     * equivalent of (https://docs.github.com/en/graphql/reference/mutations#markpullrequestreadyforreview).
+     */
+    markReadyForReview(repo: RepoRef, pull: number): Promise<void>;
   };
   repos: {
     get(repo: RepoRef): Promise<Repository>;

@@ -81,6 +81,8 @@ export interface LocalPull {
   /** Set by `fleet merge`. */
   merged?: boolean;
   url: string;
+  /** Opened as a draft (`draft_pr`); cleared when it is marked ready. */
+  draft?: boolean;
 }
 
 const notFound = (what: string) => Object.assign(new Error(`Not Found: ${what}`), { status: 404 });
@@ -508,6 +510,7 @@ function localPulls(opts: LocalGitHubOptions, serial: Serial): GitHub["pulls"] {
         number: pull.number,
         state: pull.state,
         merged: pull.merged === true,
+        draft: pull.draft === true,
         title: pull.title,
         body: pull.body,
         html_url: pull.url,
@@ -539,6 +542,7 @@ function localPulls(opts: LocalGitHubOptions, serial: Serial): GitHub["pulls"] {
           body: p.body,
           state: "open",
           url: `${opts.repoPath} (branch ${p.head})`,
+          ...(p.draft ? { draft: true } : {}),
         };
         await writeJson(localPullsPath(opts.home), [...pulls, pull]);
         return refOf(pull);
@@ -560,5 +564,14 @@ function localPulls(opts: LocalGitHubOptions, serial: Serial): GitHub["pulls"] {
     createReview: async () => {
       throw new Error("Agent reviews post to GitHub pull requests; a local pull request has none.");
     },
+    markReadyForReview: (_repo, number) =>
+      serial(async () => {
+        const pulls = await readLocalPulls(opts.home);
+        const pull = pulls.find((x) => x.number === number);
+        if (!pull) throw notFound(`local pull ${number}`);
+        if (!pull.draft) return;
+        delete pull.draft;
+        await writeJson(localPullsPath(opts.home), pulls);
+      }),
   };
 }

@@ -298,9 +298,22 @@ async function publishChange(
     base: wt.baseBranch,
     title: spec.title,
     body: ctx.redact(prBody),
+    ...(spec.draftPr ? { draft: true } : {}),
   });
   result.pr = { number: pr.number, url: pr.url, head: pr.head };
-  return await finish(ctx, "pr-opened", undefined, run, notes);
+  const outcome = await finish(ctx, "pr-opened", undefined, run, notes);
+  if (spec.draftPr) await markReady(ctx, pr.number);
+  return outcome;
+}
+
+/**
+ * `draft_pr`: the run succeeded and its report is posted, so its draft is ready for people. A refusal
+ * leaves the draft (a person can mark it ready) rather than failing a run whose change is pushed.
+ */
+async function markReady(ctx: RunContext, pull: number): Promise<void> {
+  try {
+    await ctx.deps.github.pulls.markReadyForReview(parseRepoFullName(ctx.spec.repo), pull);
+  } catch {}
 }
 
 /** The reason for a change that touches nothing but workflows, which Fleet does not push. */

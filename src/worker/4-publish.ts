@@ -228,7 +228,7 @@ export interface PullRef {
 export async function openOrUpdatePullRequest(
   github: GitHub,
   ref: RepoRef,
-  pr: { branch: string; base: string; title: string; body: string; mayExist?: boolean },
+  pr: { branch: string; base: string; title: string; body: string; mayExist?: boolean; draft?: boolean },
 ): Promise<PullRef> {
   assertFleetBranch(pr.branch);
   const findOpen = async () =>
@@ -248,6 +248,7 @@ export async function openOrUpdatePullRequest(
       title: pr.title,
       body: pr.body,
       maintainer_can_modify: true,
+      ...(pr.draft ? { draft: true } : {}),
     });
     return { number: data.number, url: data.html_url, head: pr.branch, created: true };
   } catch (error) {

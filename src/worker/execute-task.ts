@@ -306,6 +306,7 @@ function taskSpecFor(task: Task, gathered: Gathered, deps: ExecuteDeps): TaskSpe
     runKind: runKindOf(task),
     maxFollowUps: deps.config.max_follow_ups,
     allowWorkflowChanges: deps.config.allow_workflow_changes,
+    ...(deps.config.draft_pr ? { draftPr: true } : {}),
     ...(task.instructions && task.pr !== undefined ? { reviewPr: task.pr } : {}),
     // A review's subject is the diff (in extraPrompt); the PR's description is its author's, not a task for the agent.
     ...(task.review

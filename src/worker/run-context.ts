@@ -62,6 +62,8 @@ export interface TaskSpec {
   allowWorkflowChanges?: boolean;
   /** A review round's pull request: the round adds to it, and never opens another once it is merged or closed. */
   reviewPr?: number;
+  /** `draft_pr`: a pull request this run opens is a draft until the run succeeds. */
+  draftPr?: boolean;
   /** An agent review of this pull request: read-only, and the outcome is one GitHub review (runs/pr-review.ts). */
   prReview?: number;
 }

@@ -191,7 +191,7 @@ function graphql(d: ServerDeps, x: Exchange, actor: Actor, raw: Buffer): void {
     x.fail(new HttpError(400, "Problems parsing JSON"));
     return;
   }
-  const r = handleGraphql(d.world.state, actor, query);
+  const r = handleGraphql(d.world.state, actor, query, d.world);
   x.send(r.status, r.body);
 }
 
