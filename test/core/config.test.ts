@@ -65,6 +65,7 @@ describe("parseFleetConfig defaults", () => {
       network: "proxy",
       limits: { memory_mb: 8192, pids: 1024 },
       allow_workflow_changes: false,
+      draft_pr: false,
       sandbox: "bubblewrap",
     });
   });

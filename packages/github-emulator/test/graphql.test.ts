@@ -48,7 +48,9 @@ describe("GraphQL pinIssue / unpinIssue", () => {
     const unknown = await writer.request("POST /graphql", { query: PIN, variables: { id: "nope" } });
     expect(unknown.data.errors[0].type).toBe("NOT_FOUND");
     const other = await writer.request("POST /graphql", { query: "{ viewer { login } }" });
-    expect(other.data.errors[0].message).toContain("supports only the pinIssue and unpinIssue mutations");
+    expect(other.data.errors[0].message).toContain(
+      "supports only the pinIssue, unpinIssue and markPullRequestReadyForReview mutations",
+    );
   });
 });
 
@@ -69,5 +71,52 @@ describe("GitHub Enterprise Server's paths", () => {
       body: JSON.stringify({ query: UNPIN, variables: { id: node_id } }),
     });
     expect(((await pinned.json()) as { data: unknown }).data).toEqual({ unpinIssue: { issue: { number } } });
+  });
+});
+
+const READY =
+  "mutation($id: ID!) { markPullRequestReadyForReview(input: { pullRequestId: $id }) { pullRequest { number } } }";
+
+describe("GraphQL markPullRequestReadyForReview", () => {
+  it("makes a draft ready for a writer, with a ready_for_review webhook; a reader is refused", async () => {
+    const gh = userOctokit(em, "maria");
+    const repo = { owner: "acme", repo: "pins" };
+    const main = await gh.git.getRef({ ...repo, ref: "heads/main" });
+    await gh.git.createRef({ ...repo, ref: "refs/heads/feature", sha: main.data.object.sha });
+    await gh.repos.createOrUpdateFileContents({
+      ...repo,
+      path: "NEW.md",
+      branch: "feature",
+      message: "new",
+      content: Buffer.from("new\n").toString("base64"),
+    });
+    const { data: pr } = await gh.pulls.create({
+      ...repo,
+      head: "feature",
+      base: "main",
+      title: "t",
+      draft: true,
+    });
+    expect(pr.draft).toBe(true);
+    const refused = await userOctokit(em, "rita").request("POST /graphql", {
+      query: READY,
+      variables: { id: pr.node_id },
+    });
+    expect(refused.data.errors[0].type).toBe("FORBIDDEN");
+    expect((await gh.pulls.get({ ...repo, pull_number: pr.number })).data.draft).toBe(true);
+    const ready = await gh.request("POST /graphql", { query: READY, variables: { id: pr.node_id } });
+    expect(ready.data).toEqual({
+      data: { markPullRequestReadyForReview: { pullRequest: { number: pr.number, isDraft: false } } },
+    });
+    expect((await gh.pulls.get({ ...repo, pull_number: pr.number })).data.draft).toBe(false);
+    const actions = em
+      .deliveries()
+      .filter((d) => d.event === "pull_request" && (d.payload as { number: number }).number === pr.number)
+      .map((d) => d.action);
+    expect(actions).toContain("ready_for_review");
+    // An issue's node id is not a pull request's.
+    const { data: issue } = await gh.issues.create({ ...repo, title: "not a PR" });
+    const wrong = await gh.request("POST /graphql", { query: READY, variables: { id: issue.node_id } });
+    expect(wrong.data.errors[0].type).toBe("NOT_FOUND");
   });
 });
