@@ -45,6 +45,7 @@ export const codexAdapter: AgentAdapter = defineAdapter("codex", {
         `model_providers.${PROVIDER}.env_key=${JSON.stringify(keyEnv)}`,
       );
     }
+    options.push(...codexOptionArgs(inv));
     const args = inv.resumeSessionId
       ? ["exec", ...options, "resume", inv.resumeSessionId, "-"]
       : ["exec", ...options, "-"];
@@ -52,6 +53,34 @@ export const codexAdapter: AgentAdapter = defineAdapter("codex", {
   },
   parse: parseCodex,
 });
+
+/**
+ * `options.append_system_prompt` as Codex's `developer_instructions` and `options.mcp_servers` as its
+ * `mcp_servers.<name>.*` settings, each a `-c key=value` override whose value is TOML (a JSON string,
+ * list or mapping of strings is one). Local servers are Codex's children, inside the sandbox under its
+ * network; a remote one (url) is passed only on the host's network.
+ */
+function codexOptionArgs(inv: AgentInvocation): string[] {
+  const o = inv.options ?? {};
+  const args: string[] = [];
+  if (o.append_system_prompt)
+    args.push("-c", `developer_instructions=${JSON.stringify(o.append_system_prompt)}`);
+  const host = inv.network === undefined || inv.network === "host";
+  for (const [name, server] of Object.entries(o.mcp_servers ?? {})) {
+    const at = `mcp_servers.${name}`;
+    if ("url" in server) {
+      if (host) args.push("-c", `${at}.url=${JSON.stringify(server.url)}`);
+      continue;
+    }
+    args.push("-c", `${at}.command=${JSON.stringify(server.command)}`);
+    if (server.args) args.push("-c", `${at}.args=${JSON.stringify(server.args)}`);
+    if (server.env) {
+      const table = Object.entries(server.env).map(([k, v]) => `${k}=${JSON.stringify(v)}`);
+      args.push("-c", `${at}.env={${table.join(",")}}`);
+    }
+  }
+  return args;
+}
 
 function parseCodex(o: Json): AgentEvent[] | null {
   switch (o.type) {

@@ -40,14 +40,13 @@ export const CODER_OPTION_NAMES = Object.keys(CODER_OPTIONS_SCHEMA.shape) as Cod
 export const CODER_OPTIONS_FORM =
   "a mapping of max_turns (a whole number from 1), allowed_tools and disallowed_tools (lists of tool names or rules such as Bash(npm test:*)), append_system_prompt (text) and mcp_servers (name: {command, args, env} or {url})";
 
-/** Why a coder's CLI cannot take an option, per coder; an option not listed is taken. */
+/** Why a coder's CLI cannot take an option, per coder; an option not listed is taken (claude takes all). */
 const CANNOT: Readonly<Record<string, Partial<Record<CoderOptionName, string>>>> = {
+  claude: {},
   codex: {
     max_turns: "codex exec has no flag that limits its turns",
     allowed_tools: "codex exec has no per-tool allow list (its tools follow its sandbox)",
     disallowed_tools: "codex exec has no per-tool deny list",
-    append_system_prompt: "Fleet passes no system prompt to codex exec",
-    mcp_servers: "Fleet does not yet write codex's MCP server settings",
   },
   gemini: {
     max_turns: "the Gemini CLI has no flag that limits its turns in a headless run",
@@ -64,9 +63,6 @@ const CANNOT: Readonly<Record<string, Partial<Record<CoderOptionName, string>>>>
     mcp_servers: "Fleet does not yet write opencode's MCP server settings",
   },
 };
-
-/** The coders whose CLI takes every option (the rest are listed in CANNOT). */
-const TAKES_ALL = new Set(["claude"]);
 
 /** The bare tool name of a rule: `Bash(npm test:*)` is `Bash`. */
 export const toolName = (rule: string): string => rule.replace(/\(.*$/, "");
@@ -95,11 +91,13 @@ export function coderOptionProblems(
   const cannot = CANNOT[coder];
   for (const name of CODER_OPTION_NAMES) {
     if (options[name] === undefined) continue;
-    if (TAKES_ALL.has(coder)) continue;
-    const why = cannot?.[name] ?? `Fleet does not know how to pass ${name} to coder "${coder}"`;
-    problems.push([name, `${coder} cannot honour ${name}: ${why}. Remove it from coders.${coder}.options.`]);
+    const why = cannot ? cannot[name] : `Fleet does not know how to pass ${name} to coder "${coder}"`;
+    if (why)
+      problems.push([
+        name,
+        `${coder} cannot honour ${name}: ${why}. Remove it from coders.${coder}.options.`,
+      ]);
   }
-  if (!TAKES_ALL.has(coder)) return problems;
   const mode = modeOf(network);
   const refused = toolsRefusedOn(mode);
   for (const rule of options.allowed_tools ?? []) {

@@ -91,6 +91,30 @@ describe("coders.<coder>.options: claude argv", () => {
     expect(flag(args, "--max-turns")).toBe("3");
   });
 
+  it("codex: append_system_prompt as developer_instructions, MCP servers as mcp_servers.<name> overrides", () => {
+    const { args } = codexAdapter.command(
+      inv({
+        append_system_prompt: 'Say "done".',
+        mcp_servers: {
+          docs: { command: "node", args: ["s.js"], env: { LEVEL: "1" } },
+          remote: { url: "https://mcp.example.com/mcp" },
+        },
+      }),
+    );
+    const overrides = args.filter((_, i) => args[i - 1] === "-c");
+    expect(overrides).toEqual(
+      expect.arrayContaining([
+        'developer_instructions="Say \\"done\\"."',
+        'mcp_servers.docs.command="node"',
+        'mcp_servers.docs.args=["s.js"]',
+        'mcp_servers.docs.env={LEVEL="1"}',
+      ]),
+    );
+    // A remote server is not passed off the host's network.
+    expect(overrides.some((o) => o.startsWith("mcp_servers.remote"))).toBe(false);
+    expect(args.at(-1)).toBe("-");
+  });
+
   it("codex's argv is unchanged by an empty options mapping", () => {
     expect(codexAdapter.command(inv({})).args).toEqual(
       codexAdapter.command(inv({}, { options: undefined })).args,
