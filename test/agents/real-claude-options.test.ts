@@ -58,4 +58,33 @@ describe("real claude CLI: coders.claude.options", () => {
     expect(tools).not.toContain("Bash");
     expect(tools).not.toContain("WebSearch");
   });
+
+  it("a local MCP server of options.mcp_servers is started and its tool offered to the model", async () => {
+    server = await startAnthropicScriptServer({
+      turns: [{ text: "ok", usage: { input_tokens: 10, output_tokens: 2 } }],
+    });
+    const echo = new URL("../fixtures/mcp/echo-server.mjs", import.meta.url).pathname;
+    const r = await runAgent(
+      claudeAdapter,
+      {
+        prompt: "Say ok",
+        model: "claude-sonnet-4-5",
+        phase: "work",
+        cwd: mkdtempSync(join(tmpdir(), "fleet-claude-cwd-")),
+        home: mkdtempSync(join(tmpdir(), "fleet-claude-home-")),
+        modelBaseUrl: server.url,
+        credential: { name: "ANTHROPIC_API_KEY", value: "sk-ant-dummy" },
+        network: "proxy",
+        options: {
+          mcp_servers: { docs: { command: process.execPath, args: [echo] } },
+          allowed_tools: ["Read", "mcp__docs__echo"],
+        },
+      },
+      { timeoutMs: 45_000, stallMs: 30_000, binaryPath: CLAUDE },
+    );
+    expect(r.reason).toBe("completed");
+    const main = server.requests.filter((q) => q.kind === "main" || q.kind === "final");
+    const tools = main[0]!.body.tools.map((t: { name: string }) => t.name);
+    expect(tools).toContain("mcp__docs__echo");
+  });
 });
