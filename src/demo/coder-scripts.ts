@@ -47,6 +47,29 @@ const SHELL_CALL: Record<DemoCoder, { name: string; input: unknown }> = {
   opencode: { name: "bash", input: { command: COMMAND, description: "Write CHANGELOG.md and the result" } },
 };
 
+/** Claude keeps a to-do list as it works (the tracking comment's checklist); the others' scripts do not. */
+const TODO: Record<
+  DemoCoder,
+  { before: ScriptTurn["toolUses"] & object; after: ScriptTurn["toolUses"] & object }
+> = {
+  claude: {
+    before: [
+      {
+        name: "TaskCreate",
+        input: { subject: "Create CHANGELOG.md with an Unreleased section", description: "-" },
+      },
+      { name: "TaskCreate", input: { subject: "Record the result", description: "-" } },
+    ],
+    after: [
+      { name: "TaskUpdate", input: { taskId: "1", status: "completed" } },
+      { name: "TaskUpdate", input: { taskId: "2", status: "completed" } },
+    ],
+  },
+  codex: { before: [], after: [] },
+  gemini: { before: [], after: [] },
+  opencode: { before: [], after: [] },
+};
+
 /** The scripted model's turns: a plan, then the shell call that makes the change, then a summary. */
 function demoScript(coder: DemoCoder, usage: ScriptUsage): ScriptTurn[] {
   return [
@@ -54,7 +77,11 @@ function demoScript(coder: DemoCoder, usage: ScriptUsage): ScriptTurn[] {
       text: "1. Create CHANGELOG.md with a title and an Unreleased section.\n2. Record the result.",
       usage,
     },
-    { text: "Creating the changelog.", toolUses: [SHELL_CALL[coder]], usage },
+    {
+      text: "Creating the changelog.",
+      toolUses: [...TODO[coder].before, SHELL_CALL[coder], ...TODO[coder].after],
+      usage,
+    },
     { text: "CHANGELOG.md is in place.", usage },
   ];
 }

@@ -190,7 +190,7 @@ async function demoResult(gh: Emulator, mona: GitHub, issue: number): Promise<De
   };
 }
 
-/** The narrated ending: the PR, the first line of each comment, the tokens, requests and CI runs. */
+/** The narrated ending: the PR, the tracking comment and the first line of every other comment, the tokens, requests and CI runs. */
 function narrate(gh: Emulator, result: DemoResult, say: (line: string) => void): void {
   const pr = gh.pulls(FULL).find((p) => p.number === result.pr.number)!;
   const comments = gh.comments(FULL, result.issue.number);
@@ -200,8 +200,10 @@ function narrate(gh: Emulator, result: DemoResult, say: (line: string) => void):
     `\n--- issue #${result.issue.number}: ${comments.length} comment${comments.length === 1 ? "" : "s"} ---\n`,
   );
   for (const c of comments) {
-    const firstLine = c.body.split("\n").find((l) => l.trim() && !l.startsWith("<!--")) ?? "";
-    process.stdout.write(`@${c.user.login}: ${firstLine.slice(0, 110)}\n`);
+    // The tracking comment whole (state, plan, checklist, token report, run report); others by their first line.
+    const shown = c.body.split("\n").filter((l) => !/^\s*<!--.*-->\s*$/.test(l));
+    if (c.body.includes("fleet:tracking")) process.stdout.write(`@${c.user.login}:\n${shown.join("\n")}\n\n`);
+    else process.stdout.write(`@${c.user.login}: ${(shown.find((l) => l.trim()) ?? "").slice(0, 110)}\n`);
   }
   const t = result.tokens;
   process.stdout.write(

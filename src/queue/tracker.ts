@@ -124,22 +124,33 @@ export function createTracker(opts: TrackerOptions): Tracker {
     }
     // Sections with no state to show them under and no comment yet: the next view brings the state.
     if (header === undefined) return;
-    const sections = slot.own ? slot.own(slot.sections) : slot.sections;
+    // The run's edits are taken now: edits made while this write is under way start a chain of their
+    // own and go out with the next write (clearing them after the write lost them).
+    const taken = slot.own;
+    slot.own = undefined;
+    const sections = taken ? taken(slot.sections) : slot.sections;
     // Reasons come from many places (commands, GitHub errors, runs): none may carry a secret out.
     const body = truncateMiddle(
       redactSecrets(composeTrackingComment(header, sections)),
       GITHUB_COMMENT_LIMIT,
     );
-    if (body === current) return;
-    if (typeof slot.commentId === "number") {
-      await github.issues.updateComment(opts.repo, slot.commentId, body);
-    } else {
-      const created = await github.issues.createComment(opts.repo, job.issue, body);
-      slot.commentId = created.id;
+    try {
+      if (body !== current) {
+        if (typeof slot.commentId === "number") {
+          await github.issues.updateComment(opts.repo, slot.commentId, body);
+        } else {
+          const created = await github.issues.createComment(opts.repo, job.issue, body);
+          slot.commentId = created.id;
+        }
+        edits++;
+      }
+      slot.sections = sections;
+    } catch (error) {
+      // Not written: the taken edits go back under whatever came meanwhile.
+      const later = slot.own;
+      if (taken) slot.own = later ? (s) => later(taken(s)) : taken;
+      throw error;
     }
-    slot.sections = sections;
-    slot.own = undefined;
-    edits++;
   };
 
   const write = (key: string, slot: Slot): Promise<void> => {

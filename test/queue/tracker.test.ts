@@ -43,6 +43,31 @@ describe("the tracking comment's throttle", () => {
     };
   };
 
+  it("a run's section edit made while a write is under way is written next, not lost", async () => {
+    const { github: real, number } = await newIssue();
+    let during: (() => void) | undefined;
+    // The port, with a hook for the moment an edit is on its way to GitHub.
+    const github = {
+      ...real,
+      issues: {
+        ...real.issues,
+        updateComment: (...args: Parameters<typeof real.issues.updateComment>) => {
+          during?.();
+          during = undefined;
+          return real.issues.updateComment(...args);
+        },
+      },
+    };
+    const tracker = createTracker({ github, repo: { owner: "octo-org", repo: "tracked" }, minIntervalMs: 0 });
+    await tracker.show(number, view("running"), { fresh: true });
+    tracker.setSections(number, "fl-a1", (s) => ({ ...s, progress: "one" }));
+    during = () => tracker.setSections(number, "fl-a1", (s) => ({ ...s, progress: "two" }));
+    await tracker.touch(number, "fl-a1");
+    await tracker.flush("fl-a1");
+    const body = gh.comments(FULL, number).at(-1)?.body ?? "";
+    expect(body).toContain("fleet:section progress -->\ntwo");
+  });
+
   it("writes one comment, then at most one edit per 15 s window with the latest view", async () => {
     const { github, number } = await newIssue();
     let now = 1_000_000;
