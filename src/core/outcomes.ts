@@ -28,6 +28,8 @@ export interface OutcomeContext {
    * is still open and waits for review, so the task goes back to it.
    */
   onOpenPr?: boolean;
+  /** The run was an agent review of a pull request: like a split's, its product (the posted review) ends the task. */
+  prReview?: boolean;
 }
 
 /** As the run itself sees its end: no retry is known of, and a cancel is the user's. */
@@ -51,6 +53,7 @@ export function stateAfterOutcome(outcome: RunOutcome, context: OutcomeContext =
     case "split":
       return "done";
     case "no-changes":
+      return context.prReview ? "done" : ended;
     case "over-budget":
       return ended;
     case "awaiting-approval":
@@ -73,6 +76,7 @@ export function outcomeNote(
   reason: string | undefined,
 ): string | undefined {
   const why = reason?.trim() ? ` ${reason.trim()}${/[.!?]$/.test(reason.trim()) ? "" : "."}` : "";
+  if (outcome === "no-changes" && to === "done") return reason;
   if (outcome === "no-changes" && to !== "pr-open")
     return `No changes, so no pull request.${why} Comment \`/fleet retry\` to run it again.`;
   if (to === "pr-open" && outcome === "no-changes")

@@ -78,6 +78,7 @@ export async function finish(
         retriesLeft: false,
         cancelledByUser: true,
         onOpenPr: ctx.spec.runKind === "review",
+        prReview: ctx.spec.runKind === "pr-review",
       }),
       step: outcome,
       usage: result.totals?.usage,
@@ -125,6 +126,7 @@ function outcomeLine(r: TaskOutcome, reviewRound: boolean): string {
     case "pr-opened":
       return `pull request #${r.pr?.number} opened or updated`;
     case "no-changes":
+      if (r.kind === "pr-review") return "review posted on the pull request";
       return reviewRound
         ? "the round changed nothing; the pull request is as it was"
         : "finished without changes; no pull request";

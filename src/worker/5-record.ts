@@ -58,6 +58,7 @@ export async function recordOutcome(
     // A cancel from the issue already moved the task; a worker shutting down puts it back in the queue.
     cancelledByUser: lost === "cancelled",
     onOpenPr: kind === "review" || kind === "rebase",
+    prReview: kind === "pr-review",
   });
   const retrying = isRetry(outcome.outcome, to);
   const now = clock().toISOString();

@@ -41,12 +41,33 @@ export function registerPullRoutes(r: Router, w: World, onRefMoved: OnRefMoved):
     const p = findPull(repo, ctx.params.pull_number).pull!;
     const mb = (await repo.git.mergeBase(p.baseSha, p.headSha)) ?? p.baseSha;
     const files = await repo.git.changedFiles(mb, p.headSha);
-    return paginate(
-      ctx,
-      w.shapes.api,
-      files.map((f) => w.shapes.diffFile(p.headSha, f)),
-    );
+    const listed = [];
+    for (const f of files)
+      listed.push({ ...w.shapes.diffFile(p.headSha, f), ...(await patchOf(repo, mb, p.headSha, f.path)) });
+    return paginate(ctx, w.shapes.api, listed);
   });
+}
+
+/**
+ * A file's `patch` as GitHub lists it (https://docs.github.com/en/rest/pulls/pulls#list-pull-requests-files):
+ * the unified diff's hunks from the first `@@`, without the file headers; none for a binary file.
+ */
+async function patchOf(
+  repo: { git: { git(args: string[], opts: { reject: boolean }): Promise<{ stdout: string }> } },
+  base: string,
+  head: string,
+  path: string,
+): Promise<{ patch?: string; additions: number; deletions: number; changes: number }> {
+  const diff = (
+    await repo.git.git(["diff", "--no-renames", "-U3", base, head, "--", path], { reject: false })
+  ).stdout;
+  const at = diff.indexOf("\n@@");
+  if (at < 0) return { additions: 0, deletions: 0, changes: 0 };
+  const patch = diff.slice(at + 1).replace(/\n$/, "");
+  const lines = patch.split("\n");
+  const additions = lines.filter((l) => l.startsWith("+")).length;
+  const deletions = lines.filter((l) => l.startsWith("-")).length;
+  return { patch, additions, deletions, changes: additions + deletions };
 }
 
 const custom = (message: string) => validationFailed([{ resource: "PullRequest", code: "custom", message }]);
