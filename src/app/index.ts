@@ -24,6 +24,7 @@ import { onIssueEdited } from "./on-issue-edited.ts";
 import { onIssueEnded } from "./on-issue-ended.ts";
 import { onIssueLabeled } from "./on-issue-labeled.ts";
 import { onMention } from "./on-mention.ts";
+import { onPullRequestForReview } from "./on-pr-review.ts";
 import { onPullRequest } from "./on-pull-request.ts";
 import { onRebaseLabel } from "./on-rebase.ts";
 import { onReview } from "./on-review.ts";
@@ -131,6 +132,11 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
     // PR events come from Fleet's own bot when it opens the PR: they are not filtered by sender. A merge
     // also moves the base (other Fleet PRs that now conflict get a rebase run) and may finish a split.
     app.on(["pull_request.opened", "pull_request.closed"], reportingCorruptState(onPullRequest));
+    // `review_on`: an agent review of a person's pull request as it opens or becomes ready.
+    app.on(
+      ["pull_request.opened", "pull_request.ready_for_review"],
+      reportingCorruptState(onPullRequestForReview),
+    );
     // Runs are started by Fleet's own bot, and their ends come from GitHub: not filtered by sender.
     app.on("workflow_run.completed", reportingCorruptState(onWorkflowRunCompleted));
     // A push to the default branch may change .github/fleet.yml: the next event reads it again.

@@ -1,7 +1,9 @@
 import type { Context } from "probot";
 import { modelFor } from "../core/config.ts";
 import { renderCommandReply } from "../render/command-replies.ts";
+import { mayDriveFleet } from "./guard.ts";
 import type { HandlerDeps } from "./handler-deps.ts";
+import { loadRepoConfig } from "./load-config.ts";
 import { quotaOrExplain } from "./on-issue-labeled.ts";
 
 type CommentContext = Context<"issue_comment.created">;
@@ -61,4 +63,44 @@ export async function requestAgentReview(
   }
   await reply(`Queued a read-only review of #${req.pr} by \`${coder}\` (task \`${outcome.task?.id}\`).`);
   return true;
+}
+
+type PullRequestContext = Context<"pull_request.opened"> | Context<"pull_request.ready_for_review">;
+
+/** Whether `path` matches one of `globs` (`**` any folders, `*` within a name); no globs: every path. */
+export function pathMatches(path: string, globs: readonly string[]): boolean {
+  if (globs.length === 0) return true;
+  return globs.some((g) => {
+    const re = g
+      .split("**")
+      .map((part) => part.replace(/[.+^${}()|[\]\\?]/g, "\\$&").replace(/\*/g, "[^/]*"))
+      .join(".*");
+    return new RegExp(`^${re}$`).test(path) || new RegExp(`^${re}(/.*)?$`).test(path);
+  });
+}
+
+/**
+ * `pull_request.opened|ready_for_review` with that event in `review_on`: an agent review of a person's
+ * pull request (not a draft, not Fleet's own, from this repository), when it changes a file that
+ * `review_paths` names and its author may drive Fleet (a stranger's PR must not spend the budgets).
+ */
+export async function onPullRequestForReview(context: PullRequestContext, deps: HandlerDeps): Promise<void> {
+  const { pull_request: pr, action } = context.payload;
+  if (pr.draft || pr.head.ref.startsWith("fleet/") || context.isBot) return;
+  if (pr.head.repo?.full_name?.toLowerCase() !== pr.base.repo.full_name.toLowerCase()) return;
+  const repo = (context as unknown as CommentContext).repo();
+  const loaded = await loadRepoConfig(deps.github, repo, deps.configs);
+  if (!loaded.ok || !(loaded.config.review_on as readonly string[]).includes(action)) return;
+  const author = pr.user?.login;
+  if (!author || !(await mayDriveFleet(deps.github, repo, loaded.config, author))) return;
+  const globs = loaded.config.review_paths;
+  if (globs.length > 0) {
+    const files = await deps.github.pulls.listFiles(repo, pr.number);
+    if (!files.some((f) => pathMatches(f.filename, globs))) return;
+  }
+  await requestAgentReview(context as unknown as CommentContext, deps, loaded.config, {
+    pr: pr.number,
+    sender: author,
+    quiet: true,
+  });
 }

@@ -362,6 +362,26 @@ export const CONFIG_FIELDS = {
     false,
     operational("whether overlapping tasks wait for each other"),
   ),
+  /** Pull request events that queue an agent review of a person's PR (`opened`, `ready_for_review`); none by default. */
+  review_on: withDefault(
+    {
+      schema: z.array(z.enum(["opened", "ready_for_review"])).max(2),
+      form: "a list of pull request events from: opened, ready_for_review",
+      kind: "list",
+    },
+    [],
+    fileOnly("it queues agent runs, which spend, on pull requests nobody asked Fleet about"),
+  ),
+  /** With `review_on`: only a PR that changes a file matching one of these globs is reviewed (none: any file). */
+  review_paths: withDefault(
+    {
+      schema: z.array(z.string().trim().min(1).max(200)).max(50),
+      form: "a list of path globs (e.g. src/**, *.ts), at most 50",
+      kind: "list",
+    },
+    [],
+    fileOnly("it decides which pull requests get agent runs without a person asking"),
+  ),
   auto_label_discovered: withDefault(
     bool,
     false,

@@ -50,6 +50,8 @@ describe("parseFleetConfig defaults", () => {
       plan_phase: true,
       plan_approval: false,
       retries: { max: 2, backoff_seconds: 60 },
+      review_on: [],
+      review_paths: [],
       budgets: { per_task_tokens: 10_000_000, per_task_usd: 25, per_coder: {} },
       runaway: { repeated_tool_calls: 5, idle_turns: 40 },
       credential_near_limit_pct: 90,

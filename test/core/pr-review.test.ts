@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { pathMatches } from "../../src/app/on-pr-review.ts";
 import { parseFleetCommand } from "../../src/core/commands.ts";
 import {
   buildReview,
@@ -70,5 +71,14 @@ describe("agent review of a pull request", () => {
     });
     expect(parseFleetCommand("/fleet review", {})).toMatchObject({ kind: "error" });
     expect(parseFleetCommand("/fleet review a b", { onPullRequest: true })).toMatchObject({ kind: "error" });
+  });
+
+  it("review_paths: globs over the PR's files (none: every file)", () => {
+    expect(pathMatches("src/a/b.ts", [])).toBe(true);
+    expect(pathMatches("src/a/b.ts", ["src/**"])).toBe(true);
+    expect(pathMatches("src/a/b.ts", ["**/*.ts"])).toBe(true);
+    expect(pathMatches("src/a/b.ts", ["docs/**", "*.md"])).toBe(false);
+    expect(pathMatches("README.md", ["*.md"])).toBe(true);
+    expect(pathMatches("src/x.js", ["src"])).toBe(true);
   });
 });

@@ -10,7 +10,9 @@ import { type Harness, startHarness } from "../support/harness.ts";
 import { startTestWorker, type TestWorker } from "../support/worker.ts";
 
 const FLEET_YML =
-  "dispatch: local\nmax_concurrent: 1\nplan_phase: true\nretries: { max: 0 }\ntimeouts: { run_minutes: 3, stall_minutes: 2 }\n";
+  "dispatch: local\nmax_concurrent: 1\nplan_phase: true\nretries: { max: 0 }\ntimeouts: { run_minutes: 3, stall_minutes: 2 }\n" +
+  // Only a PR that touches lib/ is reviewed by itself; src/calc.js's PR is reviewed when asked.
+  "review_on: [opened, ready_for_review]\nreview_paths: ['lib/**']\n";
 const USAGE = { input_tokens: 1200, output_tokens: 80 };
 const LINES = Array.from({ length: 12 }, (_, n) => `export const v${n + 1} = ${n + 1};`);
 const CHANGED = LINES.map((l, n) => (n === 9 ? "export const v10 = eval(input);" : l));
@@ -26,6 +28,11 @@ const REVIEW = {
   ],
 };
 
+const LIB_REVIEW = {
+  summary: "Fine apart from one name.",
+  comments: [{ path: "lib/util.js", line: 2, body: "Name this `double`." }],
+};
+
 describe("agent review of a person's pull request (real Claude CLI)", () => {
   let h: Harness;
   let model: ScriptServer;
@@ -36,7 +43,10 @@ describe("agent review of a person's pull request (real Claude CLI)", () => {
       files: { ".github/fleet.yml": FLEET_YML, "src/calc.js": `${LINES.join("\n")}\n` },
     });
     model = await startAnthropicScriptServer({
-      turns: [{ text: `Reviewed.\n\n\`\`\`json\n${JSON.stringify(REVIEW)}\n\`\`\``, usage: USAGE }],
+      turns: [
+        { text: `Reviewed.\n\n\`\`\`json\n${JSON.stringify(REVIEW)}\n\`\`\``, usage: USAGE },
+        { text: `\`\`\`json\n${JSON.stringify(LIB_REVIEW)}\n\`\`\``, usage: USAGE },
+      ],
     });
     worker = await startTestWorker(h, { modelBaseUrl: model.url, concurrency: 1 });
   });
@@ -48,14 +58,18 @@ describe("agent review of a person's pull request (real Claude CLI)", () => {
   });
 
   /** A pull request mona writes by hand: line 10 of src/calc.js changed on `feature/calc`. */
-  async function humanPullRequest(): Promise<{ number: number; head: string }> {
+  async function humanPullRequest(
+    path = "src/calc.js",
+    content = `${CHANGED.join("\n")}\n`,
+    branch = "feature/calc",
+  ): Promise<{ number: number; head: string }> {
     const ref = { owner: h.owner, repo: h.name };
     const main = await h.mona.rest.git.getRef({ ...ref, ref: "heads/main" });
-    const blob = await h.mona.rest.git.createBlob({ ...ref, content: `${CHANGED.join("\n")}\n` });
+    const blob = await h.mona.rest.git.createBlob({ ...ref, content });
     const tree = await h.mona.rest.git.createTree({
       ...ref,
       base_tree: main.data.object.sha,
-      tree: [{ path: "src/calc.js", mode: "100644", type: "blob", sha: blob.data.sha }],
+      tree: [{ path, mode: "100644", type: "blob", sha: blob.data.sha }],
     });
     const commit = await h.mona.rest.git.createCommit({
       ...ref,
@@ -63,11 +77,11 @@ describe("agent review of a person's pull request (real Claude CLI)", () => {
       tree: tree.data.sha,
       parents: [main.data.object.sha],
     });
-    await h.mona.rest.git.createRef({ ...ref, ref: "refs/heads/feature/calc", sha: commit.data.sha });
+    await h.mona.rest.git.createRef({ ...ref, ref: `refs/heads/${branch}`, sha: commit.data.sha });
     const pr = await h.mona.rest.pulls.create({
       ...ref,
-      title: "Read v10",
-      head: "feature/calc",
+      title: `Change ${path}`,
+      head: branch,
       base: "main",
     });
     await h.settle();
@@ -76,6 +90,8 @@ describe("agent review of a person's pull request (real Claude CLI)", () => {
 
   it("`/fleet review` posts one review with inline comments on the diff's lines", async () => {
     const pr = await humanPullRequest();
+    // review_paths names lib/ only: this PR is not reviewed until someone asks.
+    expect((await h.tasks()).filter((t) => t.issue === pr.number)).toEqual([]);
     await h.comment(pr.number, "/fleet review");
     expect(h.botComments(pr.number).some((c) => c.body.includes("Queued a read-only review"))).toBe(true);
     const task = await waitFor(
@@ -123,6 +139,27 @@ describe("agent review of a person's pull request (real Claude CLI)", () => {
     );
     expect(tracking.body).toContain("fleet:tracking");
     expect(task.totals?.usage).toMatchObject({ input: 1200, output: 80 });
+  }, 300_000);
+
+  it("review_on: a PR that touches review_paths is reviewed as it opens", async () => {
+    const pr = await humanPullRequest(
+      "lib/util.js",
+      "export const a = 1;\nexport const twice = (x) => x * 2;\n",
+      "feature/lib",
+    );
+    const task = await waitFor(
+      "the automatic review",
+      async () => {
+        const t = (await h.tasks()).find((x: Task) => x.issue === pr.number);
+        return t && (t.state === "done" || t.state === "failed") ? t : undefined;
+      },
+      240_000,
+    );
+    expect(task).toMatchObject({ state: "done", review: { pr: pr.number }, requestedBy: "mona" });
+    const ref = { owner: h.owner, repo: h.name, pull_number: pr.number };
+    expect((await h.mona.rest.pulls.listReviews(ref)).data).toHaveLength(1);
+    const inline = (await h.mona.rest.pulls.listReviewComments(ref)).data;
+    expect(inline.map((c) => [c.path, c.line])).toEqual([["lib/util.js", 2]]);
   }, 300_000);
 
   it("`/fleet review` on an issue says it works on pull requests only", async () => {
