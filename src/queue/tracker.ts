@@ -99,6 +99,45 @@ async function readComment(
 }
 
 /**
+ * Writes the comment: the state `header` and the sections with the run's edits applied; true when it
+ * was edited or created (false when it already read so). The run's edits are taken first: edits made
+ * while the write is under way start a chain of their own and go out with the next write; a failed
+ * write puts the taken ones back under them.
+ */
+async function writeBody(
+  opts: TrackerOptions,
+  slot: Slot,
+  issue: number,
+  header: string,
+  current: string | undefined,
+): Promise<boolean> {
+  const taken = slot.own;
+  slot.own = undefined;
+  const sections = taken ? taken(slot.sections) : slot.sections;
+  // Reasons come from many places (commands, GitHub errors, runs): none may carry a secret out.
+  const body = truncateMiddle(redactSecrets(composeTrackingComment(header, sections)), GITHUB_COMMENT_LIMIT);
+  try {
+    let wrote = false;
+    if (body !== current) {
+      if (typeof slot.commentId === "number") {
+        await opts.github.issues.updateComment(opts.repo, slot.commentId, body);
+      } else {
+        const created = await opts.github.issues.createComment(opts.repo, issue, body);
+        slot.commentId = created.id;
+      }
+      wrote = true;
+    }
+    slot.sections = sections;
+    return wrote;
+  } catch (error) {
+    // Read again: edits may have come while the write was under way.
+    const later = slot.own as SectionsEdit | undefined;
+    if (taken) slot.own = later ? (s) => later(taken(s)) : taken;
+    throw error;
+  }
+}
+
+/**
  * The task's one comment on its issue, found by its marker and edited in place, throttled per task: its
  * state (from the queue's views), and the plan and report of its run below (see TrackingSections). One
  * comment for all of it: every comment is a content-creating request.
@@ -108,7 +147,6 @@ export function createTracker(opts: TrackerOptions): Tracker {
   const minInterval = opts.minIntervalMs ?? 15_000;
   const slots = new Map<string, Slot>();
   let edits = 0;
-  const { github } = opts;
 
   const writeOnce = async (key: string, slot: Slot, job: NonNullable<Slot["pending"]>): Promise<void> => {
     let header = job.view
@@ -124,33 +162,7 @@ export function createTracker(opts: TrackerOptions): Tracker {
     }
     // Sections with no state to show them under and no comment yet: the next view brings the state.
     if (header === undefined) return;
-    // The run's edits are taken now: edits made while this write is under way start a chain of their
-    // own and go out with the next write (clearing them after the write lost them).
-    const taken = slot.own;
-    slot.own = undefined;
-    const sections = taken ? taken(slot.sections) : slot.sections;
-    // Reasons come from many places (commands, GitHub errors, runs): none may carry a secret out.
-    const body = truncateMiddle(
-      redactSecrets(composeTrackingComment(header, sections)),
-      GITHUB_COMMENT_LIMIT,
-    );
-    try {
-      if (body !== current) {
-        if (typeof slot.commentId === "number") {
-          await github.issues.updateComment(opts.repo, slot.commentId, body);
-        } else {
-          const created = await github.issues.createComment(opts.repo, job.issue, body);
-          slot.commentId = created.id;
-        }
-        edits++;
-      }
-      slot.sections = sections;
-    } catch (error) {
-      // Not written: the taken edits go back under whatever came meanwhile.
-      const later = slot.own;
-      if (taken) slot.own = later ? (s) => later(taken(s)) : taken;
-      throw error;
-    }
+    if (await writeBody(opts, slot, job.issue, header, current)) edits++;
   };
 
   const write = (key: string, slot: Slot): Promise<void> => {
