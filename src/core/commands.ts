@@ -77,7 +77,9 @@ function parseLine(rest: string, fullText: string, options: ParseCommandOptions)
       if (!options.onPullRequest) return error("`/fleet review` works on a pull request only.");
       if (args.length === 0) return { kind: "review" };
       const spec = CODER_SPEC.exec(args[0]!);
-      if (args.length > 1 || !spec)
+      // More than a coder: review-loop instructions that start with the word (`/fleet review the names`).
+      if (args.length > 1) return { kind: "instructions", text: fullText.trim() };
+      if (!spec)
         return error(
           `\`/fleet review\` takes an optional coder or coder:model (e.g. \`/fleet review codex\`); got "${argText}".`,
         );

@@ -372,6 +372,11 @@ export const CONFIG_FIELDS = {
     [],
     fileOnly("it queues agent runs, which spend, on pull requests nobody asked Fleet about"),
   ),
+  /** When a Fleet PR opens, this coder reviews it (read-only, one GitHub review) before people do. */
+  cross_review: optional(
+    { schema: z.string().regex(CODER_NAME), form: "the name of a configured coder", kind: "string" },
+    operational("whether another coder reviews Fleet's pull requests"),
+  ),
   /** With `review_on`: only a PR that changes a file matching one of these globs is reviewed (none: any file). */
   review_paths: withDefault(
     {

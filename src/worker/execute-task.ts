@@ -21,6 +21,7 @@ import { runTask, type TaskOutcome, type TaskSpec, type WorkerDeps } from "./3-a
 import { credentialPool, type PoolInput, type RecordInput, recordOutcome } from "./5-record.ts";
 import { coderNotReady } from "./coder-preflight.ts";
 import { postAbComparisonIfDue } from "./runs/ab-comparison.ts";
+import { queueCrossReview } from "./runs/cross-review.ts";
 import { type DiscoveredWorkDeps, fileDiscoveredWork } from "./runs/discovered-work.ts";
 import { applySplitOutcome } from "./runs/kinds.ts";
 import { runRebase } from "./runs/rebase.ts";
@@ -170,6 +171,10 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
   // 4. The split plan becomes sub-issues; otherwise the agent's follow-ups become issues discovered from it.
   if (gathered.special.split) await applySplitOutcome(task, outcome, steps.split);
   else await fileDiscoveredWork(task, outcome, steps.discovered);
+  // A Fleet PR that just opened is reviewed by another coder first (`cross_review`).
+  await queueCrossReview(task, outcome, deps).catch((e) =>
+    log(`cross-review of ${task.id} was not queued: ${(e as Error).message}`),
+  );
 
   // 5. Out of credentials: the task waits until the first one of the pool is free again.
   const poolReset = outcome.outcome === "rate-limited" ? rotation.resetAt() : undefined;

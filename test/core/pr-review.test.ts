@@ -70,7 +70,13 @@ describe("agent review of a pull request", () => {
       model: "o4-mini",
     });
     expect(parseFleetCommand("/fleet review", {})).toMatchObject({ kind: "error" });
-    expect(parseFleetCommand("/fleet review a b", { onPullRequest: true })).toMatchObject({ kind: "error" });
+    expect(parseFleetCommand("/fleet review the names", { onPullRequest: true })).toEqual({
+      kind: "instructions",
+      text: "review the names",
+    });
+    expect(parseFleetCommand("/fleet review Codex!", { onPullRequest: true })).toMatchObject({
+      kind: "error",
+    });
   });
 
   it("review_paths: globs over the PR's files (none: every file)", () => {
