@@ -61,6 +61,7 @@ describe("the field table", () => {
       "budgets.monthly_usd",
       "per_user_daily_tasks",
       "max_context_pct",
+      "limits.cpus",
       "coders.<coder>.models",
       "coders.<coder>.max_concurrent",
       "budgets.per_coder.<coder>.per_task_tokens",
