@@ -60,6 +60,7 @@ describe("the field table", () => {
       "budgets.daily_usd",
       "budgets.monthly_usd",
       "per_user_daily_tasks",
+      "cross_review",
       "max_context_pct",
       "limits.cpus",
       "coders.<coder>.models",
