@@ -12,6 +12,7 @@
 // Run alone: npx tsx bench/scale-agents.ts [--mode=local|github] [--agent=stand-in|claude]
 //   [--concurrency=50] [--tasks=60] [--turns=3] [--delay-ms=2000]
 import { execFile } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -105,6 +106,8 @@ export interface ScaleAgentsResult extends ScaleAgentsOptions {
    * With traceGit: the worker's git processes per task, by where they ran: the repository's cache
    * clone (one at a time per repository: a lock in worktree.ts), a task's worktree, elsewhere.
    */
+  /** With traceGit: failed git commands of the worker (those Fleet expects to fail left out) and their errors. */
+  gitFailures?: string[];
   gitPerTask?: {
     all: number;
     cacheClone: number;
@@ -135,7 +138,7 @@ const YML = (cap: number) =>
     `max_concurrent: ${cap}`,
     "plan_phase: false",
     "retries: { max: 0 }",
-    "timeouts: { run_minutes: 20, stall_minutes: 10 }",
+    "timeouts: { run_minutes: 20, stall_minutes: 5 }",
     "",
   ].join("\n");
 
@@ -185,11 +188,16 @@ function phases(
   };
 }
 
-function gitPerTask(log: Array<{ cwd: string; args: string }>, tasks: number) {
+function gitPerTask(
+  log: Array<{ atMs: number; endMs: number; cwd: string; args: string }>,
+  tasks: number,
+  starting: readonly [number, number],
+) {
   const per = (n: number) => round(n / tasks, 1);
-  const cache = log.filter((g) => /\/repos\/.*\.git$/.test(g.cwd)).length;
+  const inCache = (g: { cwd: string }) => /\/repos\/.*\.git$/.test(g.cwd);
+  const cache = log.filter(inCache);
   const worktree = log.filter((g) => g.cwd.includes("/worktrees/")).length;
-  // The subcommand: the first word after git's own options (-C dir, -c key=value, --git-dir=...).
+  // The subcommand: the first word after git's own options (-C dir, -c key=value, --git-dir ...).
   const subcommand = (args: string) => {
     const words = args.split(" ");
     for (let i = 0; i < words.length; i++) {
@@ -199,11 +207,35 @@ function gitPerTask(log: Array<{ cwd: string; args: string }>, tasks: number) {
     return "?";
   };
   const sub = countBy(log.map((g) => subcommand(g.args)));
+  // How much of the time from the first to the last git command the cache clone had one running:
+  // commands there run one at a time (a lock per cache clone), so this is how busy that lock was.
+  const spans = cache.map((g) => [g.atMs, g.endMs] as const).sort((a, b) => a[0] - b[0]);
+  const busyIn = (lo: number, hi: number) => {
+    let busy = 0;
+    let until = lo;
+    for (const [from, to] of spans) {
+      const end = Math.min(to, hi);
+      if (end <= until) continue;
+      busy += end - Math.max(from, until);
+      until = end;
+    }
+    return busy;
+  };
+  const busy = busyIn(-Infinity, Infinity);
+  const first = Math.min(...log.map((g) => g.atMs));
+  const last = Math.max(...log.map((g) => g.endMs));
   return {
     all: per(log.length),
-    cacheClone: per(cache),
+    cacheClone: per(cache.length),
     worktree: per(worktree),
-    other: per(log.length - cache - worktree),
+    other: per(log.length - cache.length - worktree),
+    cacheCloneMsPerTask: Math.round(busy / tasks),
+    cacheCloneBusyPct: round((100 * busy) / Math.max(1, last - first), 1),
+    /** The same from the worker's start to its last agent's start (while tasks were waiting to start). */
+    cacheCloneBusyPctWhileStarting: round(
+      (100 * busyIn(starting[0], starting[1])) / Math.max(1, starting[1] - starting[0]),
+      1,
+    ),
     bySubcommand: Object.fromEntries(Object.entries(sub).map(([k, v]) => [k, per(v)])),
   };
 }
@@ -429,7 +461,18 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
         tasks.filter((t) => t.state === "failed").map((t) => (t.reason ?? "?").slice(0, 160)),
       ),
       firstToLastAgentStartMs: starts.length ? Math.round(starts.at(-1)! - starts[0]!) : Number.NaN,
-      ...(gitLog ? { gitPerTask: gitPerTask(readGitLog(gitLog), o.tasks) } : {}),
+      ...(gitLog
+        ? {
+            gitPerTask: gitPerTask(readGitLog(gitLog), o.tasks, [
+              workerStartedAt,
+              starts.at(-1) ?? Date.now(),
+            ]),
+            gitFailures: (existsSync(`${gitLog}.failed`) ? readFileSync(`${gitLog}.failed`, "utf8") : "")
+              .split(/\n(?=rc=)/)
+              .filter((f) => f && !/ rev-parse --verify| ls-remote | config --get/.test(f))
+              .slice(0, 20),
+          }
+        : {}),
       ...(proxy ? { workerRestPerTask: round(proxy.calls.filter((c) => !c.git).length / o.tasks, 2) } : {}),
       wallMs,
       load: {
@@ -463,5 +506,16 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     traceGit: process.argv.includes("--trace-git"),
   });
   console.log(JSON.stringify(r, null, 2));
+  await saveFigures(r);
   void dirname;
+}
+
+/** `--out=FILE`: the figures as JSON there too (bench/scale.ts reads them). */
+async function saveFigures(r: unknown): Promise<void> {
+  const out = process.argv.find((a) => a.startsWith("--out="))?.slice("--out=".length);
+  if (!out) return;
+  const { mkdir, writeFile } = await import("node:fs/promises");
+  const { dirname } = await import("node:path");
+  await mkdir(dirname(out), { recursive: true });
+  await writeFile(out, `${JSON.stringify(r, null, 2)}\n`);
 }

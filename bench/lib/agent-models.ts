@@ -72,6 +72,8 @@ export async function startAgentModels(opts: { turns: number; delayMs: number })
       {
         host: "127.0.0.1",
         port: target.port,
+        // A fresh connection each time: a kept-alive one the server is closing gets a reset.
+        agent: false,
         method: req.method,
         path: req.url,
         headers: { ...req.headers, "content-length": String(body.length) },

@@ -66,7 +66,19 @@ export async function shimFolder(
     // Every git command of the worker: when, where (its folder) and which subcommand.
     writeFileSync(
       join(dir, "git"),
-      `#!/bin/bash\na="$*"\necho "$EPOCHREALTIME $PWD \${a:0:400}" >> ${o.gitLog} 2>/dev/null\nexec /usr/bin/git "$@"\n`,
+      [
+        "#!/bin/bash",
+        'a="$*"; t=$EPOCHREALTIME',
+        'e=$(mktemp 2>/dev/null) || exec /usr/bin/git "$@"',
+        '/usr/bin/git "$@" 2>"$e"; rc=$?',
+        'cat "$e" >&2',
+        // When it started and ended, where, what; a failing command's error beside (Fleet reads it too).
+        `echo "$t $EPOCHREALTIME $PWD \${a:0:800}" >> ${o.gitLog} 2>/dev/null`,
+        `[ $rc -ne 0 ] && { echo "rc=$rc $PWD \${a:0:300}"; head -c 600 "$e"; echo; } >> ${o.gitLog}.failed 2>/dev/null`,
+        'rm -f "$e"',
+        "exit $rc",
+        "",
+      ].join("\n"),
     );
     await chmod(join(dir, "git"), 0o755);
   }
@@ -83,15 +95,20 @@ export async function shimFolder(
   return dir;
 }
 
-/** Parsed lines of a git shim log: when, in which folder, which subcommand. */
-export function readGitLog(file: string): Array<{ atMs: number; cwd: string; args: string }> {
+/** Parsed lines of a git shim log: when it started and ended (epoch ms), in which folder, its arguments. */
+export function readGitLog(file: string): Array<{ atMs: number; endMs: number; cwd: string; args: string }> {
   if (!existsSync(file)) return [];
   return readFileSync(file, "utf8")
     .split("\n")
     .filter(Boolean)
     .map((l) => {
-      const [seconds, cwd, ...args] = l.split(" ");
-      return { atMs: Number(seconds) * 1000, cwd: cwd ?? "", args: args.join(" ").trim() };
+      const [start, end, cwd, ...args] = l.split(" ");
+      return {
+        atMs: Number(start) * 1000,
+        endMs: Number(end) * 1000,
+        cwd: cwd ?? "",
+        args: args.join(" ").trim(),
+      };
     });
 }
 

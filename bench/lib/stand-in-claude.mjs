@@ -48,6 +48,7 @@ for (;;) {
     method: "POST",
     headers: { "content-type": "application/json", "x-api-key": key, "anthropic-version": "2023-06-01" },
     body: JSON.stringify({ model, max_tokens: 1024, tools: [BASH], messages }),
+    signal: AbortSignal.timeout(300_000),
   });
   const msg = await res.json();
   if (!res.ok) {

@@ -1,0 +1,31 @@
+// The child of bench/scale-app.ts: the real Fleet app in a process of its own, run as `npm start` runs it
+// (built with scripts/build-app.mjs, plain node), so its memory is the app's alone. No reconcile timer:
+// the parent asks for a sweep on stdin ("reconcile"), and for the process's memory ("memory"); each
+// answer is one JSON line on stdout.
+import { createInterface } from "node:readline";
+import { startFleetServer } from "../../src/app/server.ts";
+
+process.setSourceMapsEnabled(true);
+const options = JSON.parse(process.argv[2] ?? "{}") as {
+  appId: number;
+  privateKey: string;
+  webhookSecret: string;
+  baseUrl: string;
+};
+const app = await startFleetServer({ ...options, resilient: false, logLevel: "fatal", reconcileMs: 0 });
+const say = (o: unknown) => process.stdout.write(`${JSON.stringify(o)}\n`);
+say({ ready: app.webhookUrl });
+for await (const line of createInterface({ input: process.stdin })) {
+  if (line === "reconcile") {
+    const t0 = performance.now();
+    await app.reconcile();
+    say({ reconciled: Math.round(performance.now() - t0) });
+  } else if (line === "memory") {
+    const m = process.memoryUsage();
+    say({ rssMB: +(m.rss / 2 ** 20).toFixed(1), heapUsedMB: +(m.heapUsed / 2 ** 20).toFixed(1) });
+  } else if (line === "idle") {
+    await app.idle();
+    say({ idle: true });
+  }
+}
+await app.stop();

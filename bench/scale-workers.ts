@@ -1,0 +1,370 @@
+// Many workers on one queue: `workers` real `fleet run` processes (each with its own work folder and
+// FLEET_HOME, as if on as many machines) serve one repository on the offline GitHub (dispatch: local,
+// max_concurrent `cap`), whose `tasks` labels the real app queued first; each agent is the stand-in
+// (bench/lib/stand-in-claude.mjs) playing `turns` short scripted turns of its own.
+// Checked: no task run twice, no state commit with more slots held than the cap, every task ends.
+// Counted per task: git requests (the state branch's fetches and pushes; the workers' polls apart),
+// state commits, REST requests; claim latency (dispatched -> claimed, as seen in the state); pushes the
+// branch refused (a lost compare-and-swap), by cause. Each worker's requests go through a proxy of its
+// own (its API URL), and its state store's operations are logged by a preload
+// (bench/lib/state-ops-preload.mjs), so every git request is known to be a poll, a claim, a transition.
+// Run alone: npx tsx bench/scale-workers.ts [--workers=20] [--tasks=400] [--cap=40] [--turns=2]
+//   [--delay-ms=200] [--sandbox=none|bubblewrap]
+import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { ACTIVE_STATES } from "../src/core/lifecycle.ts";
+import { startHarness } from "../test/support/harness.ts";
+import { startAgentModels } from "./lib/agent-models.ts";
+import {
+  countingProxy,
+  exited,
+  readOpsLog,
+  shimFolder,
+  startFleet,
+  workerEnv,
+} from "./lib/fleet-processes.ts";
+import { installationToken } from "./lib/install-token.ts";
+import { labelBurst } from "./lib/label-burst.ts";
+import { round } from "./lib/route-timer.ts";
+import { percentile, readStateHistory } from "./lib/state-history.ts";
+import { branchStateReader, watchState } from "./lib/state-watch.ts";
+
+const git = promisify(execFile);
+
+export interface ScaleWorkersOptions {
+  workers: number;
+  tasks: number;
+  cap: number;
+  turns: number;
+  delayMs: number;
+  sandbox: "none" | "bubblewrap";
+}
+
+export interface ScaleWorkersResult extends ScaleWorkersOptions {
+  /** Tasks that ended with a pull request, of `tasks`; any other end is listed in `ends`. */
+  completed: number;
+  ends: Record<string, number>;
+  /** Tasks whose agent started more than once (the model saw a second first request) or with attempts > 1. */
+  ranTwice: number;
+  /** State commits with more slot-holding tasks than the cap (must be 0), and the most held at once. */
+  overCapCommits: number;
+  maxRunning: number;
+  stateCommitsPerTask: number;
+  git: {
+    /**
+     * Git requests per task without the reads (the workers' polls, status loop and heartbeat reads: in
+     * `fleet run` every state read is one, and costs 1 request when the branch has not moved, 2 when it
+     * has): the workers' (claims, transitions, confirmations, re-reads after a lost race) and the app's.
+     */
+    workersPerTask: number;
+    appPerTask: number;
+    perTask: number;
+    reads: {
+      count: number;
+      unmoved: number;
+      requests: number;
+      requestsPerTask: number;
+      perWorkerMinute: number;
+    };
+    /** Operations and requests by cause (a push: a claim, or another transition). */
+    byCause: Record<string, { ops: number; requests: number }>;
+    /** Worker git requests in no logged operation (none expected). */
+    unattributed: number;
+  };
+  pushes: {
+    total: number;
+    refused: number;
+    refusedRate: number;
+    claim: { total: number; refused: number };
+    other: { total: number; refused: number };
+    claimRefusedRate: number;
+  };
+  /** Tasks each worker claimed: the most, the fewest, and how many workers ran any. */
+  tasksPerWorker: { min: number; max: number; workersThatRanAny: number };
+  claimLatencyMs: { p50: number; p99: number; max: number; n: number };
+  rest: { workersPerTask: number; appPerTask: number };
+  wallMs: number;
+  /** From the first worker's start to the last task's end. */
+  tasksPerMinute: number;
+  load: { before: number; max: number; after: number };
+}
+
+const flag = (name: string, dflt: string) =>
+  process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? dflt;
+
+export async function runScaleWorkers(o: ScaleWorkersOptions): Promise<ScaleWorkersResult> {
+  const dir = await mkdtemp(join(tmpdir(), "fleet-bench-workers-"));
+  const yml = [
+    "dispatch: local",
+    `max_concurrent: ${o.cap}`,
+    "plan_phase: false",
+    "retries: { max: 0 }",
+    "timeouts: { run_minutes: 30, stall_minutes: 3 }",
+    `sandbox: ${o.sandbox}`,
+    "",
+  ].join("\n");
+  const h = await startHarness({ name: "queue", files: { ".github/fleet.yml": yml } });
+  const models = await startAgentModels({ turns: o.turns, delayMs: o.delayMs });
+  const shims = await shimFolder(join(dir, "shims"), { bwrapLog: join(dir, "bwrap.log"), standIn: true });
+  const gitDir = join(h.gh.dataDir, h.owner, `${h.name}.git`);
+  const readTasks = branchStateReader(gitDir);
+  const loads = [loadavg()[0]!];
+  const loadTimer = setInterval(() => loads.push(loadavg()[0]!), 5_000);
+  const proxies: Array<Awaited<ReturnType<typeof countingProxy>>> = [];
+  try {
+    await labelBurst({
+      gh: h.gh,
+      as: h.mona,
+      owner: h.owner,
+      repo: h.name,
+      webhookUrl: h.app.webhookUrl,
+      n: o.tasks,
+      tasks: async () => Object.keys((await readTasks()) ?? {}).length,
+    });
+    await h.settle();
+    const commitsBefore = await commitCount(gitDir);
+    const gitMark = h.gh.gitRequests.mark();
+    const restMark = h.gh.requests.mark();
+    const token = await installationToken(h.gh, h.full);
+    const watch = watchState(readTasks, 250);
+    const t0 = Date.now();
+    const workers = await Promise.all(
+      Array.from({ length: o.workers }, async (_, i) => {
+        const proxy = await countingProxy(h.gh.url);
+        proxies.push(proxy);
+        const opsLog = join(dir, `ops-${i}.ndjson`);
+        const child = startFleet(
+          [
+            "run",
+            "--until-idle",
+            "--repo",
+            h.full,
+            "--api-url",
+            proxy.url,
+            "--work-dir",
+            join(dir, `work-${i}`),
+            "--model-base-url",
+            models.url,
+          ],
+          {
+            cwd: dir,
+            env: workerEnv(shims, {
+              GITHUB_TOKEN: token,
+              FLEET_HOME: join(dir, `home-${i}`),
+              ANTHROPIC_API_KEY: "sk-ant-bench-credential-0000000000",
+            }),
+            opsLog,
+          },
+        );
+        return { child, proxy, opsLog };
+      }),
+    );
+    const codes = await Promise.race([
+      Promise.all(workers.map((w) => exited(w.child))),
+      new Promise<null>((r) => setTimeout(() => r(null), 25 * 60_000)),
+    ]);
+    if (codes === null) for (const w of workers) w.child.kill("SIGTERM");
+    const wallMs = Date.now() - t0;
+    await watch.stop();
+    for (const [i, w] of workers.entries())
+      if (w.child.exitCode !== 0) process.stderr.write(`worker ${i}: ${w.child.output().slice(-2000)}\n`);
+    await h.settle();
+
+    const tasks = Object.values((await readTasks()) ?? {});
+    const history = await readStateHistory(gitDir, o.cap);
+    const commits = (await commitCount(gitDir)) - commitsBefore;
+    const ends = countBy(
+      tasks.map((t) => (t.state === "failed" ? `failed: ${t.reason?.slice(0, 120)}` : t.state)),
+    );
+
+    // Every worker git request belongs to the state-store operation of its own process open at the time.
+    const byCause: Record<string, { ops: number; requests: number }> = {};
+    const reads = { count: 0, unmoved: 0, requests: 0 };
+    let unattributed = 0;
+    const pushes = { total: 0, refused: 0, claim: { total: 0, refused: 0 }, other: { total: 0, refused: 0 } };
+    const claimedBy: number[] = [];
+    for (const w of workers) {
+      const ops = operationsOf(readOpsLog(w.opsLog));
+      for (const c of w.proxy.calls.filter((c) => c.git)) {
+        const kind = c.git === "git-receive-pack" ? "push" : "fetch";
+        const op = ops.find((x) => x.operation === kind && c.at >= x.from - 5 && c.at <= x.to + 5);
+        if (op) op.requests++;
+        else unattributed++;
+      }
+      let claims = 0;
+      for (const op of ops) {
+        const cause =
+          op.operation === "push"
+            ? /claim gh-/.test(op.cause)
+              ? "push: claim"
+              : "push: transition"
+            : `fetch: ${op.cause}`;
+        const c = byCause[cause] ?? { ops: 0, requests: 0 };
+        byCause[cause] = c;
+        c.ops++;
+        c.requests += op.requests;
+        // In `fleet run` every read of the state (the worker's polls, the status loop, heartbeats) says "read".
+        if (op.operation === "fetch" && (op.cause === "read" || op.cause === "poll")) {
+          reads.count++;
+          reads.requests += op.requests;
+          if (op.requests <= 1) reads.unmoved++;
+        }
+        if (op.operation !== "push") continue;
+        const kind = /claim gh-/.test(op.cause) ? pushes.claim : pushes.other;
+        kind.total++;
+        pushes.total++;
+        if (op.rejected) {
+          kind.refused++;
+          pushes.refused++;
+        } else claims += op.cause.match(/claim gh-/g)?.length ?? 0;
+      }
+      claimedBy.push(claims);
+    }
+    const workerGit = workers.reduce((n, w) => n + w.proxy.calls.filter((c) => c.git).length, 0);
+    const allGit = h.gh.gitRequests.counts({ since: gitMark }).total;
+    const workerRest = workers.reduce((n, w) => n + w.proxy.calls.filter((c) => !c.git).length, 0);
+    const fleetRest = h.gh.requests.entries.filter(
+      (e) => e.seq > restMark && (e.actor === h.gh.botLogin || e.actor === "app"),
+    ).length;
+    const claims: number[] = [];
+    for (const states of watch.seen.values()) {
+      const dispatched = states.get("dispatched");
+      const claimed = Math.min(states.get("planning") ?? Infinity, states.get("running") ?? Infinity);
+      if (dispatched !== undefined && Number.isFinite(claimed)) claims.push(claimed - dispatched);
+    }
+    const ranTwice = new Set([
+      ...[...models.tasks.entries()].filter(([, t]) => t.runs > 1).map(([k]) => k),
+      ...tasks.filter((t) => t.attempts > 1).map((t) => `${h.full}#${t.issue}`),
+    ]).size;
+    const ended = tasks.filter((t) => !ACTIVE_STATES.has(t.state) && t.state !== "queued");
+    const per = (n: number) => round(n / o.tasks, 2);
+    return {
+      ...o,
+      completed: tasks.filter((t) => t.state === "pr-open" || t.state === "done").length,
+      ends,
+      ranTwice,
+      overCapCommits: history.overCap.length,
+      maxRunning: history.maxRunning,
+      stateCommitsPerTask: per(commits),
+      git: {
+        workersPerTask: per(workerGit - reads.requests),
+        appPerTask: per(allGit - workerGit),
+        perTask: per(allGit - reads.requests),
+        reads: {
+          ...reads,
+          requestsPerTask: per(reads.requests),
+          perWorkerMinute: round(reads.count / o.workers / (wallMs / 60_000), 1),
+        },
+        byCause,
+        unattributed,
+      },
+      pushes: {
+        ...pushes,
+        refusedRate: round(pushes.refused / Math.max(1, pushes.total), 3),
+        claimRefusedRate: round(pushes.claim.refused / Math.max(1, pushes.claim.total), 3),
+      },
+      tasksPerWorker: {
+        min: Math.min(...claimedBy),
+        max: Math.max(...claimedBy),
+        workersThatRanAny: claimedBy.filter((n) => n > 0).length,
+      },
+      claimLatencyMs: {
+        p50: round(percentile(claims, 50), 0),
+        p99: round(percentile(claims, 99), 0),
+        max: claims.length ? Math.round(Math.max(...claims)) : Number.NaN,
+        n: claims.length,
+      },
+      rest: { workersPerTask: per(workerRest), appPerTask: per(fleetRest - workerRest) },
+      wallMs,
+      tasksPerMinute: round(ended.length / (wallMs / 60_000), 1),
+      load: {
+        before: round(loads[0]!, 2),
+        max: round(Math.max(...loads), 2),
+        after: round(loadavg()[0]!, 2),
+      },
+    };
+  } finally {
+    clearInterval(loadTimer);
+    for (const p of proxies) await p.stop().catch(() => {});
+    await models.stop();
+    await h.stop();
+    await rm(dir, { recursive: true, force: true }).catch(() => {});
+  }
+}
+
+interface Operation {
+  from: number;
+  to: number;
+  operation: string;
+  cause: string;
+  rejected: boolean;
+  requests: number;
+}
+
+/** A process's state-store operations from its start and end events (one at a time per store). */
+function operationsOf(events: ReturnType<typeof readOpsLog>): Operation[] {
+  const ops: Operation[] = [];
+  const open: Operation[] = [];
+  for (const e of events) {
+    if (e.phase === "start") {
+      const op = {
+        from: e.t,
+        to: Number.POSITIVE_INFINITY,
+        operation: e.operation,
+        cause: e.cause,
+        rejected: false,
+        requests: 0,
+      };
+      ops.push(op);
+      open.push(op);
+      continue;
+    }
+    const op = open.find((x) => x.operation === e.operation && x.cause === e.cause);
+    if (!op) continue;
+    op.to = e.t;
+    op.rejected = e.rejected === true;
+    open.splice(open.indexOf(op), 1);
+  }
+  return ops;
+}
+
+async function commitCount(gitDir: string): Promise<number> {
+  const r = await git("git", ["-C", gitDir, "rev-list", "--count", "fleet/state"]).catch(() => ({
+    stdout: "0",
+  }));
+  return Number(r.stdout.trim());
+}
+
+const countBy = (xs: string[]): Record<string, number> => {
+  const out: Record<string, number> = {};
+  for (const x of xs) out[x] = (out[x] ?? 0) + 1;
+  return out;
+};
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const r = await runScaleWorkers({
+    workers: Number(flag("workers", "20")),
+    tasks: Number(flag("tasks", "400")),
+    cap: Number(flag("cap", "40")),
+    turns: Number(flag("turns", "2")),
+    delayMs: Number(flag("delay-ms", "200")),
+    sandbox: flag("sandbox", "none") as "none" | "bubblewrap",
+  });
+  console.log(JSON.stringify(r, null, 2));
+  await saveFigures(r);
+  // The app's and servers' keep-alive sockets may hold the loop open a while: the figures are out.
+  process.exit(0);
+}
+
+/** `--out=FILE`: the figures as JSON there too (bench/scale.ts reads them). */
+async function saveFigures(r: unknown): Promise<void> {
+  const out = process.argv.find((a) => a.startsWith("--out="))?.slice("--out=".length);
+  if (!out) return;
+  const { mkdir, writeFile } = await import("node:fs/promises");
+  const { dirname } = await import("node:path");
+  await mkdir(dirname(out), { recursive: true });
+  await writeFile(out, `${JSON.stringify(r, null, 2)}\n`);
+}
