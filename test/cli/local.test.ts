@@ -239,7 +239,7 @@ describe("fleet CLI in local mode ($FLEET_HOME, a local git repository)", () => 
     } finally {
       await h.cleanup();
     }
-  }, 90_000);
+  }, 180_000); // a dozen CLI processes, each loading the sources through tsx: ~90 s on a loaded 2-core machine
 
   it("answers bad input with a clear message and a non-zero exit code", async () => {
     const cases: Array<[string[], number, RegExp]> = [

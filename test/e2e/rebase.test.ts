@@ -9,8 +9,10 @@ import { waitFor } from "../support/bot-client.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
 import { startTestWorker, type TestWorker } from "../support/worker.ts";
 
+// network: host: the last agent plays "someone else" by calling a server of the test's on the host's
+// loopback, which the default network (a namespace of its own, other hosts only through the proxy) refuses.
 const FLEET_YML =
-  "dispatch: local\nmax_concurrent: 1\nplan_phase: false\ntimeouts: { run_minutes: 3, stall_minutes: 2 }\n";
+  "dispatch: local\nmax_concurrent: 1\nplan_phase: false\nnetwork: host\ntimeouts: { run_minutes: 3, stall_minutes: 2 }\n";
 const USAGE = { input_tokens: 900, output_tokens: 60 };
 const config = (limit: string) =>
   `export const name = "widgets";\nexport const limit = ${limit};\nexport const mode = "fast";\n`;
