@@ -214,7 +214,7 @@ describe("git state store (emulator over git smart HTTP)", () => {
     expect(runsOf(final.doc)).toBe(24);
     expect(await gh.commitCount(BRANCH)).toBe(24);
     expect(stores.reduce((n, s) => n + s.stats().pushes - s.stats().conflicts, 0)).toBe(24);
-  });
+  }, 180_000); // 24 racing pushes with real backoff, each a few git processes: past 60 s on a loaded 2-core machine
 
   it("reports a corrupt state.json with StateCorruptError and never overwrites it", async () => {
     await gh.push(BRANCH, { [STATE_PATH]: "{ not json", [BEADS_PATH]: "" }, "break it");
