@@ -254,7 +254,7 @@ describe.each([
     const { doc } = await makeStore().read();
     expect(runsOf(doc)).toBe(40);
     expect(Object.values(doc.tasks).filter((t) => t.lease).length).toBe(2);
-  });
+  }, 300_000); // 40 racing REST commits with real backoff: 60 s to several minutes on a loaded 2-core machine
 });
 
 // The outcomes only some transports report (a lost answer, a per-file CAS, a write that needs a full
