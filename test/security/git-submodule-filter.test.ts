@@ -70,7 +70,10 @@ async function plant(wt: Worktree, opts: { gitmodulesIgnoreNone?: boolean } = {}
   await sh(sub, "add", "-A");
   await sh(sub, "commit", "-q", "-m", "a");
   await execa("git", ["config", "filter.evil.clean", `sh -c 'id > ${pwned}; cat'`], { cwd: sub, env });
-  await appendFile(join(sub, "a"), "modified\n");
+  // The same size, other content: git cannot tell it changed from its size and must read it through the
+  // filter (an append changed the size, and the filter then ran only when the commit and the edit fell
+  // in the same second, which a loaded machine did not always give).
+  await writeFile(join(sub, "a"), "b\n");
   // `ignore = none` in the .gitmodules the agent can edit outranks diff.ignoreSubmodules.
   if (opts.gitmodulesIgnoreNone) await appendFile(join(wt.path, ".gitmodules"), "\tignore = none\n");
 }
