@@ -41,6 +41,9 @@ export interface ScaleActionsResult extends ScaleActionsOptions {
   duplicatePulls: number;
   restPerTask: number;
   restByActor: Record<string, number>;
+  /** Installation tokens minted per task (the jobs' OIDC exchanges, the app's own), apart from restPerTask. */
+  tokenMintsPerTask: number;
+  restPerTaskByRoute: Record<string, number>;
   gitPerTask: number;
   jobsFailed: number;
   wallMs: number;
@@ -112,6 +115,10 @@ export async function runScaleActions(o: ScaleActionsOptions): Promise<ScaleActi
       pending.push(run);
       wake?.();
     });
+    // From before the labels: the app queues and dispatches as they arrive.
+    const restMark = h.gh.requests.mark();
+    const gitMark = h.gh.gitRequests.mark();
+    const runsBefore = h.gh.workflowRuns(h.full).length;
     await labelBurst({
       gh: h.gh,
       as: h.mona,
@@ -121,9 +128,6 @@ export async function runScaleActions(o: ScaleActionsOptions): Promise<ScaleActi
       n: o.tasks,
       tasks: async () => Object.keys((await readTasks()) ?? {}).length,
     });
-    const restMark = h.gh.requests.mark();
-    const gitMark = h.gh.gitRequests.mark();
-    const runsBefore = h.gh.workflowRuns(h.full).length;
     const t0 = Date.now();
     // Each run's task and when it ran, for overlaps; the runs whose runner was killed.
     const spans: Array<{ task: string; from: number; to: number }> = [];
@@ -220,9 +224,17 @@ export async function runScaleActions(o: ScaleActionsOptions): Promise<ScaleActi
     const fleet = h.gh.requests.entries.filter((e) => e.seq > restMark);
     const byActor: Record<string, number> = {};
     for (const e of fleet) byActor[e.actor] = (byActor[e.actor] ?? 0) + 1;
-    const fleetRest = fleet.filter(
+    // Fleet's requests: the app's and the jobs' (with the app's token), token mints counted apart as in
+    // bench/lifecycle.ts (a token serves an hour of requests; each job mints one in its OIDC exchange).
+    const isMint = (e: { route: string }) =>
+      e.route === "POST /app/installations/{installation_id}/access_tokens";
+    const ours = fleet.filter(
       (e) => e.actor === h.gh.botLogin || e.actor === "app" || e.actor.includes("actions"),
-    ).length;
+    );
+    const fleetRest = ours.filter((e) => !isMint(e)).length;
+    const byRoute: Record<string, number> = {};
+    for (const e of ours.filter((e) => !isMint(e)))
+      byRoute[e.route] = round((byRoute[e.route] ?? 0) + 1 / o.tasks, 2);
     const overlapping = new Set<string>();
     for (const a of spans)
       for (const b of spans)
@@ -249,6 +261,8 @@ export async function runScaleActions(o: ScaleActionsOptions): Promise<ScaleActi
       duplicatePulls: [...pullsPerIssue.values()].filter((n) => n > 1).length,
       restPerTask: round(fleetRest / o.tasks, 2),
       restByActor: byActor,
+      tokenMintsPerTask: round(ours.filter(isMint).length / o.tasks, 2),
+      restPerTaskByRoute: byRoute,
       gitPerTask: round(h.gh.gitRequests.counts({ since: gitMark }).total / o.tasks, 2),
       jobsFailed,
       wallMs,

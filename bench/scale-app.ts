@@ -8,14 +8,16 @@
 // Run alone: npx tsx bench/scale-app.ts [--owners=10] [--per-owner=10] [--tasks=20]
 import { spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
-import { mkdir } from "node:fs/promises";
-import { loadavg } from "node:os";
+import { readFileSync } from "node:fs";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { startGitHubEmulator } from "@fleet/github-emulator";
 import { Octokit } from "@octokit/rest";
 import { buildApp } from "../scripts/build-app.mjs";
 import { FLEET_APP } from "../test/support/fleet-app.ts";
+import { readGitLog, shimFolder } from "./lib/fleet-processes.ts";
 import { round } from "./lib/route-timer.ts";
 import { percentile } from "./lib/state-history.ts";
 import { branchStateReader } from "./lib/state-watch.ts";
@@ -40,10 +42,30 @@ export interface ScaleAppResult extends ScaleAppOptions {
     first: { restPerRepo: number; gitPerRepo: number; ms: number };
     unchanged: { restPerRepo: number; gitPerRepo: number; ms: number; byRoute: Record<string, number> };
   };
-  /** One label in every repository at once, during a sweep: delivery sent -> its tracking comment. */
-  labelWaitMs: { p50: number; p99: number; max: number; n: number };
+  /** One label in every repository at once: delivery sent -> its tracking comment, with nothing else going on. */
+  labelWaitQuietMs: Wait;
+  /** The same during a reconcile sweep. */
+  labelWaitMs: Wait;
   queueingMs: number;
   load: { before: number; max: number; after: number };
+}
+
+/** CPU time of a process so far (ms), from /proc. */
+function cpuOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
+
+interface Wait {
+  p50: number;
+  p99: number;
+  max: number;
+  n: number;
+  appCpuPct: number;
+  emulatorCpuPct: number;
+  /** The app's git pushes of the state branch in the wave (each label's commit): the emulator answers them. */
+  statePushP50Ms: number;
 }
 
 const flag = (name: string, dflt: string) =>
@@ -68,6 +90,17 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
       gh.addCollaborator(`${owner}/${name}`, "mona", "write");
       repos.push({ owner, name, full: `${owner}/${name}`, gitDir });
     }
+  const scratch = await mkdtemp(join(tmpdir(), "fleet-bench-app-"));
+  const gitLog = join(scratch, "git.log");
+  const shims = await shimFolder(join(scratch, "shims"), {
+    bwrapLog: join(scratch, "bwrap.log"),
+    standIn: false,
+    gitLog,
+  });
+  const pushesIn = (from: number, to: number) =>
+    readGitLog(gitLog)
+      .filter((g) => / push /.test(` ${g.args} `) && g.atMs >= from && g.atMs <= to)
+      .map((g) => g.endMs - g.atMs);
   const child = spawn(
     process.execPath,
     [
@@ -79,7 +112,11 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
         baseUrl: gh.url,
       }),
     ],
-    { stdio: ["pipe", "pipe", "inherit"] },
+    {
+      stdio: ["pipe", "pipe", "inherit"],
+      // A git shim first on the app's PATH: how long each of its state pushes took (answered by the emulator).
+      env: { ...process.env, PATH: `${shims}:${process.env.PATH}` },
+    },
   );
   const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
   const ask = async (command?: string): Promise<Record<string, unknown>> => {
@@ -155,56 +192,87 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
     await sweep();
     const unchanged = await sweep();
 
-    // One new label per repository, all delivered at once while a sweep runs.
-    gh.setWebhookUrl(undefined);
-    const before = gh.deliveries().length;
-    for (const r of repos) {
-      const { data } = await mona.rest.issues.create({ owner: r.owner, repo: r.name, title: "One more" });
-      await mona.rest.issues.addLabels({
-        owner: r.owner,
-        repo: r.name,
-        issue_number: data.number,
-        labels: ["fleet:claude"],
-      });
-    }
-    const labeled = gh
-      .deliveries()
-      .slice(before)
-      .filter((d) => d.event === "issues" && d.action === "labeled");
-    gh.setWebhookUrl(ready);
-    const mark = gh.requests.mark();
-    const sentAt = new Map<string, number>();
-    const sweeping = ask("reconcile");
-    await Promise.all(
-      labeled.map(async (d) => {
-        const p = d.payload as { issue: { number: number }; repository: { full_name: string } };
-        const body = JSON.stringify(d.payload);
-        sentAt.set(`${p.repository.full_name}#${p.issue.number}`, Date.now());
-        const res = await fetch(ready, {
-          method: "POST",
-          headers: {
-            "content-type": "application/json",
-            "x-github-event": "issues",
-            "x-github-delivery": `${d.id}-wait`,
-            "x-hub-signature-256": `sha256=${createHmac("sha256", gh.webhookSecret).update(body).digest("hex")}`,
-          },
-          body,
+    // One new label per repository, all delivered at once: with nothing else going on, then while a sweep runs.
+    const labelWave = async (title: string, duringSweep: boolean) => {
+      gh.setWebhookUrl(undefined);
+      const before = gh.deliveries().length;
+      for (const r of repos) {
+        const { data } = await mona.rest.issues.create({ owner: r.owner, repo: r.name, title });
+        await mona.rest.issues.addLabels({
+          owner: r.owner,
+          repo: r.name,
+          issue_number: data.number,
+          labels: ["fleet:claude"],
         });
-        await res.text();
-      }),
-    );
-    await sweeping;
-    await ask("idle");
-    const waits: number[] = [];
-    for (const e of gh.requests.entries) {
-      if (e.seq <= mark || e.method !== "POST") continue;
-      const m = /^\/repos\/([^/]+\/[^/]+)\/issues\/(\d+)\/comments$/.exec(e.path);
-      const sent = m ? sentAt.get(`${m[1]}#${m[2]}`) : undefined;
-      if (sent !== undefined) {
-        waits.push(e.at - sent);
-        sentAt.delete(`${m![1]}#${m![2]}`);
       }
-    }
+      const labeled = gh
+        .deliveries()
+        .slice(before)
+        .filter((d) => d.event === "issues" && d.action === "labeled");
+      gh.setWebhookUrl(ready);
+      const mark = gh.requests.mark();
+      const sentAt = new Map<string, number>();
+      const wave0 = Date.now();
+      const cpu0 = { bench: process.cpuUsage(), app: cpuOf(child.pid!) };
+      const sweeping = duringSweep ? ask("reconcile") : Promise.resolve();
+      await Promise.all(
+        labeled.map(async (d) => {
+          const p = d.payload as { issue: { number: number }; repository: { full_name: string } };
+          const body = JSON.stringify(d.payload);
+          sentAt.set(`${p.repository.full_name}#${p.issue.number}`, Date.now());
+          const res = await fetch(ready, {
+            method: "POST",
+            headers: {
+              "content-type": "application/json",
+              "x-github-event": "issues",
+              "x-github-delivery": `${d.id}-wait`,
+              "x-hub-signature-256": `sha256=${createHmac("sha256", gh.webhookSecret).update(body).digest("hex")}`,
+            },
+            body,
+          });
+          await res.text();
+        }),
+      );
+      await sweeping;
+      await ask("idle");
+      const waits: number[] = [];
+      for (const e of gh.requests.entries) {
+        if (e.seq <= mark || e.method !== "POST") continue;
+        const m = /^\/repos\/([^/]+\/[^/]+)\/issues\/(\d+)\/comments$/.exec(e.path);
+        const key = m ? `${m[1]}#${m[2]}` : "";
+        const sent = sentAt.get(key);
+        if (sent !== undefined) {
+          waits.push(e.at - sent);
+          sentAt.delete(key);
+        }
+      }
+      // BENCH_DEBUG: the wave's requests (REST and git), each with its time after the wave began.
+      if (process.env.BENCH_DEBUG) {
+        const rest = gh.requests.entries.filter((e) => e.seq > mark);
+        const gits = gh.gitRequests.entries.filter((e) => e.at >= wave0 - 100);
+        const lines = [
+          ...rest.map((e) => [e.at, `${e.actor} ${e.method} ${e.path} ${e.status}`] as const),
+          ...gits.map((e) => [e.at, `git ${e.method} ${e.path} ${e.status}`] as const),
+        ].sort((a, b) => a[0] - b[0]);
+        for (const [at, what] of lines) process.stderr.write(`+${at - wave0} ${what}\n`);
+      }
+      const spent = Date.now() - wave0;
+      const pushes = pushesIn(wave0, Date.now());
+      const bench = process.cpuUsage(cpu0.bench);
+      return {
+        p50: round(percentile(waits, 50), 0),
+        p99: round(percentile(waits, 99), 0),
+        max: waits.length ? Math.round(Math.max(...waits)) : Number.NaN,
+        n: waits.length,
+        // Whose CPU the wave took, as a share of one core over its time: the app's, and the emulator's
+        // (this process: the offline GitHub, its git backends excluded).
+        appCpuPct: round((100 * (cpuOf(child.pid!) - cpu0.app)) / spent, 0),
+        emulatorCpuPct: round((100 * (bench.user + bench.system)) / 1000 / spent, 0),
+        statePushP50Ms: round(percentile(pushes, 50), 0),
+      };
+    };
+    const labelWaitQuietMs = await labelWave("One more", false);
+    const labelWaitMs = await labelWave("And one more", true);
     const after = await memory();
     return {
       ...o,
@@ -218,12 +286,8 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
       },
       heapUsedMB: after.heapUsedMB,
       sweep: { first, unchanged },
-      labelWaitMs: {
-        p50: round(percentile(waits, 50), 0),
-        p99: round(percentile(waits, 99), 0),
-        max: waits.length ? Math.round(Math.max(...waits)) : Number.NaN,
-        n: waits.length,
-      },
+      labelWaitQuietMs,
+      labelWaitMs,
       queueingMs,
       load: {
         before: round(loads[0]!, 2),
@@ -235,6 +299,7 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
     clearInterval(loadTimer);
     child.kill("SIGTERM");
     await gh.stop();
+    await rm(scratch, { recursive: true, force: true }).catch(() => {});
   }
 }
 

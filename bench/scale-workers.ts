@@ -11,7 +11,7 @@
 // Run alone: npx tsx bench/scale-workers.ts [--workers=20] [--tasks=400] [--cap=40] [--turns=2]
 //   [--delay-ms=200] [--sandbox=none|bubblewrap]
 import { execFile } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -169,8 +169,12 @@ export async function runScaleWorkers(o: ScaleWorkersOptions): Promise<ScaleWork
     if (codes === null) for (const w of workers) w.child.kill("SIGTERM");
     const wallMs = Date.now() - t0;
     await watch.stop();
-    for (const [i, w] of workers.entries())
+    for (const [i, w] of workers.entries()) {
       if (w.child.exitCode !== 0) process.stderr.write(`worker ${i}: ${w.child.output().slice(-2000)}\n`);
+      // BENCH_LOGS=folder keeps every worker's own log (its task transitions, stamped).
+      if (process.env.BENCH_LOGS)
+        await writeFile(join(process.env.BENCH_LOGS, `worker-${i}.log`), w.child.output());
+    }
     await h.settle();
 
     const tasks = Object.values((await readTasks()) ?? {});

@@ -41,8 +41,14 @@ const TASK = /issue #(\d+) of the repository ([\w.-]+\/[\w.-]+)/;
 export async function startAgentModels(opts: { turns: number; delayMs: number }): Promise<AgentModels> {
   const servers = new Map<string, Promise<ScriptServer>>();
   const tasks: AgentModels["tasks"] = new Map();
-  const serverFor = (key: string, issue: string) => {
+  const retired: Array<Promise<ScriptServer>> = [];
+  // A task's next run (a retry) plays the script from its start on a server of its own.
+  const serverFor = (key: string, issue: string, newRun: boolean) => {
     let s = servers.get(key);
+    if (s && newRun && (tasks.get(key)?.runs ?? 0) > 1) {
+      retired.push(s);
+      s = undefined;
+    }
     if (!s) {
       s = startAnthropicScriptServer({ turns: scriptFor(issue, opts.turns, opts.delayMs) });
       servers.set(key, s);
@@ -56,18 +62,20 @@ export async function startAgentModels(opts: { turns: number; delayMs: number })
     const text = body.toString("utf8");
     const m = TASK.exec(text);
     const key = m ? `${m[2]}#${m[1]}` : "side";
+    let newRun = false;
     if (m && req.url?.startsWith("/v1/messages") && !req.url.includes("count_tokens")) {
       const seen = tasks.get(key) ?? { firstRequestAt: Date.now(), runs: 0, requests: 0 };
       seen.requests++;
       try {
         const parsed = JSON.parse(text) as { messages?: unknown[]; tools?: unknown[] };
-        if (parsed.messages?.length === 1 && parsed.tools?.length) seen.runs++;
+        newRun = parsed.messages?.length === 1 && (parsed.tools?.length ?? 0) > 0;
+        if (newRun) seen.runs++;
       } catch {
         // not JSON: counted as a request only
       }
       tasks.set(key, seen);
     }
-    const target = await serverFor(key, m?.[1] ?? "0");
+    const target = await serverFor(key, m?.[1] ?? "0", newRun);
     const up = httpRequest(
       {
         host: "127.0.0.1",
@@ -95,7 +103,7 @@ export async function startAgentModels(opts: { turns: number; delayMs: number })
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
-      await Promise.all([...servers.values()].map(async (s) => (await s).stop()));
+      await Promise.all([...servers.values(), ...retired].map(async (s) => (await s).stop()));
     },
   };
 }

@@ -6,6 +6,23 @@ import { createInterface } from "node:readline";
 import { startFleetServer } from "../../src/app/server.ts";
 
 process.setSourceMapsEnabled(true);
+// BENCH_DEBUG: every request the app sends, when it started and how long the answer took (stderr).
+if (process.env.BENCH_DEBUG) {
+  const { subscribe } = await import("node:diagnostics_channel");
+  const started = new WeakMap<object, number>();
+  subscribe("undici:request:create", (m) => started.set((m as { request: object }).request, Date.now()));
+  subscribe("undici:request:headers", (m) => {
+    const { request, response } = m as {
+      request: { method: string; path: string };
+      response: { statusCode: number };
+    };
+    const t = started.get(request);
+    if (t !== undefined)
+      process.stderr.write(
+        `app-req ${t} ${Date.now() - t} ${request.method} ${request.path} ${response.statusCode}\n`,
+      );
+  });
+}
 const options = JSON.parse(process.argv[2] ?? "{}") as {
   appId: number;
   privateKey: string;
