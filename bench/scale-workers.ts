@@ -11,11 +11,13 @@
 // Run alone: npx tsx bench/scale-workers.ts [--workers=20] [--tasks=400] [--cap=40] [--turns=2]
 //   [--delay-ms=200] [--sandbox=none|bubblewrap]
 import { execFile } from "node:child_process";
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { ACTIVE_STATES } from "../src/core/lifecycle.ts";
+import { STATE_GIT_CHANNEL, type StateGitEvent } from "../src/state/git-store.ts";
 import { startHarness } from "../test/support/harness.ts";
 import { startAgentModels } from "./lib/agent-models.ts";
 import {
@@ -30,7 +32,7 @@ import { installationToken } from "./lib/install-token.ts";
 import { labelBurst } from "./lib/label-burst.ts";
 import { round } from "./lib/route-timer.ts";
 import { percentile, readStateHistory } from "./lib/state-history.ts";
-import { branchStateReader, watchState } from "./lib/state-watch.ts";
+import { branchStateReader } from "./lib/state-watch.ts";
 
 const git = promisify(execFile);
 
@@ -129,7 +131,15 @@ export async function runScaleWorkers(o: ScaleWorkersOptions): Promise<ScaleWork
     const gitMark = h.gh.gitRequests.mark();
     const restMark = h.gh.requests.mark();
     const token = await installationToken(h.gh, h.full);
-    const watch = watchState(readTasks, 250);
+    // The app runs in this process: its state-store operations come on the channel here.
+    const appEvents: ReturnType<typeof readOpsLog> = [];
+    const onAppEvent = (m: unknown) =>
+      appEvents.push({
+        t: performance.timeOrigin + performance.now(),
+        pid: process.pid,
+        ...(m as StateGitEvent),
+      });
+    subscribe(STATE_GIT_CHANNEL, onAppEvent);
     const t0 = Date.now();
     const workers = await Promise.all(
       Array.from({ length: o.workers }, async (_, i) => {
@@ -168,7 +178,7 @@ export async function runScaleWorkers(o: ScaleWorkersOptions): Promise<ScaleWork
     ]);
     if (codes === null) for (const w of workers) w.child.kill("SIGTERM");
     const wallMs = Date.now() - t0;
-    await watch.stop();
+    unsubscribe(STATE_GIT_CHANNEL, onAppEvent);
     for (const [i, w] of workers.entries()) {
       if (w.child.exitCode !== 0) process.stderr.write(`worker ${i}: ${w.child.output().slice(-2000)}\n`);
       // BENCH_LOGS=folder keeps every worker's own log (its task transitions, stamped).
@@ -233,12 +243,25 @@ export async function runScaleWorkers(o: ScaleWorkersOptions): Promise<ScaleWork
     const fleetRest = h.gh.requests.entries.filter(
       (e) => e.seq > restMark && (e.actor === h.gh.botLogin || e.actor === "app"),
     ).length;
-    const claims: number[] = [];
-    for (const states of watch.seen.values()) {
-      const dispatched = states.get("dispatched");
-      const claimed = Math.min(states.get("planning") ?? Infinity, states.get("running") ?? Infinity);
-      if (dispatched !== undefined && Number.isFinite(claimed)) claims.push(claimed - dispatched);
+    // Claim latency from the pushes themselves (ms): a slot freed (an accepted push that ended a run,
+    // which dispatches the next queued task in the same commit) -> that task's claim landed. Queued tasks
+    // are dispatched in issue order (one priority, first in first out), one per freed slot, so the k-th
+    // task dispatched after the first `cap` goes with the k-th freed slot. (A commit's message may name
+    // only its first transitions, so the dispatch itself is not looked for.)
+    const landed = [...workers.flatMap((w) => operationsOf(readOpsLog(w.opsLog))), ...operationsOf(appEvents)]
+      .filter((op) => op.operation === "push" && !op.rejected && Number.isFinite(op.to))
+      .sort((a, b) => a.to - b.to);
+    const freed: number[] = [];
+    const claimedAt = new Map<number, number>();
+    for (const op of landed) {
+      for (const _ of op.cause.matchAll(/-> (pr-open|failed|done|cancelled)/g)) freed.push(op.to);
+      for (const m of op.cause.matchAll(/claim gh-(\d+)/g))
+        if (!claimedAt.has(Number(m[1]))) claimedAt.set(Number(m[1]), op.to);
     }
+    const later = [...claimedAt.keys()].sort((a, b) => a - b).slice(o.cap);
+    const claims = later
+      .map((issue, k) => claimedAt.get(issue)! - (freed[k] ?? Number.NaN))
+      .filter((ms) => Number.isFinite(ms) && ms >= 0);
     const ranTwice = new Set([
       ...[...models.tasks.entries()].filter(([, t]) => t.runs > 1).map(([k]) => k),
       ...tasks.filter((t) => t.attempts > 1).map((t) => `${h.full}#${t.issue}`),
