@@ -151,7 +151,8 @@ export async function countingProxy(upstream: string): Promise<{
     const service =
       /[?&]service=(git-[\w-]+)/.exec(path)?.[1] ?? /\/(git-(?:upload|receive)-pack)$/.exec(path)?.[1];
     const out = httpRequest(
-      { host: up.hostname, port: up.port, method: req.method, path, headers: req.headers },
+      // A fresh connection each time: a kept-alive one the server is closing gets a reset.
+      { host: up.hostname, port: up.port, method: req.method, path, headers: req.headers, agent: false },
       (r) => {
         calls.push({ at, method: req.method ?? "GET", path, status: r.statusCode ?? 0, git: service });
         res.writeHead(r.statusCode ?? 502, r.headers);
