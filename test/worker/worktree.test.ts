@@ -11,7 +11,12 @@ import {
   pushBranch,
 } from "../../src/worker/4-publish.ts";
 import { gitAuthEnv } from "../../src/worker/workspace/git.ts";
-import { addWorktree, removeWorktree, worktreePath } from "../../src/worker/workspace/worktree.ts";
+import {
+  addWorktree,
+  cleanAfterAgent,
+  removeWorktree,
+  worktreePath,
+} from "../../src/worker/workspace/worktree.ts";
 
 const env = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" };
 const id = ["-c", "user.name=Seed", "-c", "user.email=seed@example.invalid"];
@@ -152,6 +157,30 @@ describe("worktree and publish, against a real bare repository", () => {
     expect(again.branch).toBe("fleet/5-first");
     await removeWorktree(second);
     await removeWorktree(again);
+  });
+
+  it("keeps a running task's worktree when another task prunes the cache clone while its link is restored", async () => {
+    // The worker restores a task's `.git` link after its agent (cleanAfterAgent) outside the cache
+    // clone's lock, while other tasks start and end, each running `git worktree prune`. A link removed
+    // and written again left a moment in which prune dropped the task's admin folder (seen at 50 tasks
+    // at once: "not a git repository: .../worktrees/repo34").
+    const src = { repo: "octo/widgets", cloneUrl: url };
+    const wt = await addWorktree(workDir, src, "t1", "fleet/1-hello");
+    let pruning = true;
+    const prunes = (async () => {
+      let n = 0;
+      while (pruning || n < 50) {
+        await execa("git", ["worktree", "prune"], { cwd: wt.cacheDir, env });
+        n += 1;
+      }
+      return n;
+    })();
+    for (let i = 0; i < 300; i++) await cleanAfterAgent(wt);
+    pruning = false;
+    expect(await prunes).toBeGreaterThanOrEqual(50);
+    expect(await exists(join(wt.gitDir, "HEAD"))).toBe(true);
+    const head = await execa("git", ["rev-parse", "--abbrev-ref", "HEAD"], { cwd: wt.path, env });
+    expect(head.stdout).toBe("fleet/1-hello");
   });
 
   it("refuses to push anything but a fleet/* branch", async () => {

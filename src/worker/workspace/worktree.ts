@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { access, chmod, lstat, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { access, chmod, lstat, mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { DEFAULT_STATE_BRANCH as STATE_BRANCH } from "../../state/github-store.ts";
 import { safeSegment } from "./artifacts.ts";
@@ -242,8 +242,17 @@ export async function adminDirOf(cacheDir: string, path: string): Promise<string
 /** Puts back the checkout's `.git` link to its admin folder, whatever the agent left there. */
 export async function restoreGitLink(wt: { path: string; gitDir: string }): Promise<void> {
   const link = join(wt.path, ".git");
-  await removeTree(link);
-  await writeFile(link, `gitdir: ${wt.gitDir}\n`);
+  const next = join(wt.path, `.git.fleet-${randomUUID()}`);
+  await writeFile(next, `gitdir: ${wt.gitDir}\n`);
+  // Replaced in one rename, never removed first: another task's `git worktree prune` on the same cache
+  // clone (it runs outside this task) drops the admin folder of any worktree whose link it finds missing.
+  try {
+    await rename(next, link);
+  } catch {
+    // A folder the agent made at `.git` cannot be renamed over.
+    await removeTree(link);
+    await rename(next, link);
+  }
 }
 
 /**
