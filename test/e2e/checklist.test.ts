@@ -72,7 +72,12 @@ describe("the agent's checklist on the tracking comment", () => {
       180_000,
     );
     expect(task.pr).toBeGreaterThan(0);
-    const end = tracking(issue);
+    // The state commit that opens the PR lands before the worker edits the tracking comment with its report.
+    const end = await waitFor(
+      "the run's report on the tracking comment",
+      async () => (tracking(issue).includes("fleet:section report") ? tracking(issue) : undefined),
+      60_000,
+    );
     expect(end).toContain("**Progress** (2 of 2 done)");
     expect(end).toContain("- [x] Say done");
     // Between the state and the run's report.
