@@ -71511,9 +71511,15 @@ async function adminDirOf(cacheDir2, path6) {
 }
 async function restoreGitLink(wt) {
   const link = (0, import_node_path26.join)(wt.path, ".git");
-  await removeTree(link);
-  await (0, import_promises31.writeFile)(link, `gitdir: ${wt.gitDir}
+  const next = (0, import_node_path26.join)(wt.path, `.git.fleet-${(0, import_node_crypto12.randomUUID)()}`);
+  await (0, import_promises31.writeFile)(next, `gitdir: ${wt.gitDir}
 `);
+  try {
+    await (0, import_promises31.rename)(next, link);
+  } catch {
+    await removeTree(link);
+    await (0, import_promises31.rename)(next, link);
+  }
 }
 async function cleanAfterAgent(wt) {
   const top = await (0, import_promises31.lstat)(wt.path);
