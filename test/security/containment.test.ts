@@ -411,16 +411,18 @@ describe("containment: a hostile agent under the real `fleet run`", () => {
 
   it("kill -9 of `fleet run` takes the agent and its whole sandbox with it", async () => {
     const { task } = await labelTask("Run forever");
+    // A command line of its own: other test files' agents run `sleep 301` at the same time.
+    const sleeper = `sleep 301 # ${task.id}`;
     const model = await startAnthropicScriptServer({
       turns: [
-        { toolUses: [bash("sleep 301")], usage: USAGE },
+        { toolUses: [bash(sleeper)], usage: USAGE },
         { text: "Done.", usage: USAGE },
       ],
     });
     const child = fleetProcess(workerArgs(model), { cwd: scratch, env });
     try {
       const started = Date.now();
-      while ((await processesWith("sleep 301")).length === 0) {
+      while ((await processesWith(sleeper)).length === 0) {
         if (Date.now() - started > 90_000) throw new Error("the agent's `sleep 301` never started");
         await new Promise((r) => setTimeout(r, 200));
       }
@@ -429,10 +431,10 @@ describe("containment: a hostile agent under the real `fleet run`", () => {
       child.kill("SIGKILL");
       await child;
       const killedAt = Date.now();
-      let left = await processesWith("sleep 301");
+      let left = await processesWith(sleeper);
       while (left.length > 0 && Date.now() - killedAt < 10_000) {
         await new Promise((r) => setTimeout(r, 100));
-        left = await processesWith("sleep 301");
+        left = await processesWith(sleeper);
       }
       expect(left, "the agent outlived its worker").toEqual([]);
       expect(await processesWith(`--chdir ${worktreePath(join(fleetHome, "work"), task.id)}`)).toEqual([]);

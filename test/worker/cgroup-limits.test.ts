@@ -70,11 +70,14 @@ describe("a real run's cgroup on this machine", () => {
     if ((await limitsEnforcement()).kind === "none") return;
     const cg = (await openRunCgroup({ memoryMb: 256, pids: 20 }))!;
     // sh gives up at the first fork the limit refuses; what it started before stays in the cgroup.
-    const { file, args } = cg.enter("/bin/sh", ["-c", "for i in $(seq 1 60); do sleep 30 & done"]);
+    // A duration of its own: other test files run `sleep` at the same time, and pgrep sees the machine.
+    const seconds = `30.${process.pid}${Date.now() % 1000}`;
+    const ours = ["-f", `^sleep ${seconds.replace(".", "\\.")}$`];
+    const { file, args } = cg.enter("/bin/sh", ["-c", `for i in $(seq 1 60); do sleep ${seconds} & done`]);
     await execa(file, args, { reject: false, stdio: "ignore" });
     expect(await cg.hit()).toBe("pids");
-    expect((await execa("pgrep", ["-f", "sleep 30"], { reject: false })).stdout.trim()).not.toBe("");
+    expect((await execa("pgrep", ours, { reject: false })).stdout.trim()).not.toBe("");
     await cg.close();
-    expect((await execa("pgrep", ["-f", "sleep 30"], { reject: false })).stdout.trim()).toBe("");
+    expect((await execa("pgrep", ours, { reject: false })).stdout.trim()).toBe("");
   });
 });
