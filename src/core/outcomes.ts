@@ -74,11 +74,13 @@ export function outcomeNote(
   outcome: RunOutcome,
   to: TaskState,
   reason: string | undefined,
+  /** How a person runs the task again where they read this (local mode: the terminal's command). */
+  retry = "Comment `/fleet retry`",
 ): string | undefined {
   const why = reason?.trim() ? ` ${reason.trim()}${/[.!?]$/.test(reason.trim()) ? "" : "."}` : "";
   if (outcome === "no-changes" && to === "done") return reason;
   if (outcome === "no-changes" && to !== "pr-open")
-    return `No changes, so no pull request.${why} Comment \`/fleet retry\` to run it again.`;
+    return `No changes, so no pull request.${why} ${retry} to run it again.`;
   if (to === "pr-open" && outcome === "no-changes")
     return `The round ended without changes; the pull request is as it was.${why}`;
   if (to === "pr-open" && outcome !== "pr-opened")

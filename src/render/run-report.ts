@@ -79,6 +79,8 @@ export interface RunReportView {
   limitsNotEnforced?: string;
   /** Characters this report may take (default: a whole comment); less when it shares a comment. */
   limit?: number;
+  /** Local mode: next steps name `fleet` commands, not `/fleet` comments. */
+  local?: boolean;
 }
 
 const HEADLINE: Record<RunOutcomeKind, string> = {
@@ -93,17 +95,22 @@ const HEADLINE: Record<RunOutcomeKind, string> = {
   "rate-limited": "🧊 hit the model provider's rate limit",
 };
 
-const NEXT_STEP: Partial<Record<RunOutcomeKind, string>> = {
-  "no-changes":
-    "If a change was expected, add detail to the issue (what to change, where) and comment `/fleet retry`.",
-  failed:
-    "Check the log below, fix the cause (issue text, configuration or credential) and comment `/fleet retry`.",
-  timeout:
-    "Split the issue into smaller tasks or raise `timeouts.run` in `.github/fleet.yml`, then `/fleet retry`.",
-  stall:
-    "The agent produced no output for too long. `/fleet retry` starts it again; raise `timeouts.stall` if it needs to think longer.",
-  "rate-limited": "Fleet queues the task again once the limit resets.",
+/** What to do next, by outcome; `retry` is how a person runs the task again where they read this. */
+const NEXT_STEP: Partial<Record<RunOutcomeKind, (retry: string) => string>> = {
+  "no-changes": (retry) =>
+    `If a change was expected, add detail to the issue (what to change, where) and ${retry}.`,
+  failed: (retry) =>
+    `Check the log below, fix the cause (issue text, configuration or credential) and ${retry}.`,
+  timeout: (retry) =>
+    `Split the issue into smaller tasks or raise \`timeouts.run\` in \`.github/fleet.yml\`, then ${retry}.`,
+  stall: (retry) =>
+    `The agent produced no output for too long: ${retry} to start it again; raise \`timeouts.stall\` if it needs to think longer.`,
+  "rate-limited": () => "Fleet queues the task again once the limit resets.",
 };
+
+/** How a person runs the task again: a command on the issue, or in local mode the terminal's. */
+export const retryHint = (taskId: string, local: boolean | undefined): string =>
+  local ? `run \`fleet retry ${taskId}\`` : "comment `/fleet retry`";
 
 /** Refused hosts listed in a report (the rest are counted in a line). */
 const MAX_REFUSED_ROWS = 20;
@@ -158,9 +165,10 @@ export function renderRunReport(v: RunReportView): string {
   const capNote =
     v.followUps && followUpCapNote(followUpsToFile(v.followUps.listed, v.followUps.max), v.followUps.max);
   if (capNote) head.push(`ℹ️ ${capNote} They are kept with the run: \`fleet task ${v.taskId} result\`.`, "");
-  const next = round
-    ? "If a change was expected, comment `/fleet <instructions>` on the pull request again, saying what to change and where."
-    : NEXT_STEP[v.outcome];
+  const next =
+    round && !v.local
+      ? "If a change was expected, comment `/fleet <instructions>` on the pull request again, saying what to change and where."
+      : NEXT_STEP[v.outcome]?.(retryHint(v.taskId, v.local));
   if (next) head.push(next, "");
   head.push(...containmentLines(v));
   let body = head.join("\n");

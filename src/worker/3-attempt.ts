@@ -264,7 +264,13 @@ async function publishChange(
   });
   if (heldBack && !(await hasNewCommits(wt, wt.startSha))) {
     result.noRetry = true;
-    return await finish(ctx, "failed", workflowOnlyReason(heldBack.paths), run, notes);
+    return await finish(
+      ctx,
+      "failed",
+      workflowOnlyReason(heldBack.paths, ctx.deps.local === true, spec.taskId),
+      run,
+      notes,
+    );
   }
   if (!(await hasNewCommits(wt, wt.startSha))) {
     const why = notes.result?.summary
@@ -317,12 +323,15 @@ async function markReady(ctx: RunContext, pull: number): Promise<void> {
 }
 
 /** The reason for a change that touches nothing but workflows, which Fleet does not push. */
-function workflowOnlyReason(paths: readonly string[]): string {
+function workflowOnlyReason(paths: readonly string[], local: boolean, taskId: string): string {
   const listed = paths
     .slice(0, 10)
     .map((p) => `\`${p}\``)
     .join(", ");
-  return `The agent changed only workflow files (${listed}${paths.length > 10 ? `, and ${paths.length - 10} more` : ""}), and Fleet pushes no change to .github/workflows/: workflows run with the repository's secrets, and Fleet's app has no \`workflows\` permission. Make the change yourself, or grant the app the permission and set \`allow_workflow_changes: true\` in .github/fleet.yml, then \`/fleet retry\`.`;
+  const more = paths.length > 10 ? `, and ${paths.length - 10} more` : "";
+  return local
+    ? `The agent changed only workflow files (${listed}${more}), and Fleet commits no change to .github/workflows/ (workflows run with the repository's secrets). Make the change yourself, or set \`allow_workflow_changes: true\` in the repository's .github/fleet.yml, then run \`fleet retry ${taskId}\`.`
+    : `The agent changed only workflow files (${listed}${more}), and Fleet pushes no change to .github/workflows/: workflows run with the repository's secrets, and Fleet's app has no \`workflows\` permission. Make the change yourself, or grant the app the permission and set \`allow_workflow_changes: true\` in .github/fleet.yml, then \`/fleet retry\`.`;
 }
 
 /**

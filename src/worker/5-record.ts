@@ -17,6 +17,8 @@ export interface RecordInput {
   config: FleetConfig;
   holder: string;
   clock?: () => Date;
+  /** Local mode: notes name `fleet` commands, not `/fleet` comments. */
+  local?: boolean;
 }
 
 /** What the credential pool draws on: the configured names, their values on this worker, the state's windows. */
@@ -74,7 +76,7 @@ export async function recordOutcome(
         `attempt ${task.attempts} ended (${outcome.outcome}${reason ? `: ${reason}` : ""})`,
         resetAt,
       )
-    : outcomeNote(outcome.outcome, to, reason);
+    : outcomeNote(outcome.outcome, to, reason, deps.local ? `Run \`fleet retry ${task.id}\`` : undefined);
   // Review instructions and a rebase request are used once, unless the run goes again; a later review asks again.
   if (to !== "queued" && to !== "rate-limited") {
     if (task.instructions) patch.instructions = undefined;

@@ -244,7 +244,13 @@ function stepInputs(deps: ExecuteDeps, log: (message: string) => void) {
       ...(deps.credentialFor ? { credentialFor: deps.credentialFor } : {}),
       ...(deps.credentialValue ? { credentialValue: deps.credentialValue } : {}),
     } satisfies PoolInput,
-    record: { queue, config, holder: deps.holder, ...(clock ? { clock } : {}) } satisfies RecordInput,
+    record: {
+      queue,
+      config,
+      holder: deps.holder,
+      ...(clock ? { clock } : {}),
+      ...(deps.local ? { local: true } : {}),
+    } satisfies RecordInput,
     split: { github, repo, config, queue },
     discovered: {
       github,

@@ -109,7 +109,9 @@ export function createIssueReporter(
           );
         const head = tokens ? `${tokens}\n\n` : "";
         const limit = GITHUB_COMMENT_LIMIT - STATE_ROOM - (plan?.length ?? 0) - head.length;
-        const run = redact(renderRunReport({ ...v.run, taskId, log, limit }));
+        const run = redact(
+          renderRunReport({ ...v.run, taskId, log, limit, ...(opts.local ? { local: true } : {}) }),
+        );
         return { ...s, plan, report: head + run };
       });
       await writeNow(

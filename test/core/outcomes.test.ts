@@ -46,6 +46,9 @@ describe("stateAfterOutcome", () => {
     ).toBe(
       "No changes, so no pull request. The agent changed no files. Its summary: nothing to do. Comment `/fleet retry` to run it again.",
     );
+    expect(outcomeNote("no-changes", "failed", "Nothing to do.", "Run `fleet retry fl-3`")).toBe(
+      "No changes, so no pull request. Nothing to do. Run `fleet retry fl-3` to run it again.",
+    );
     expect(outcomeNote("no-changes", "pr-open", undefined)).toBe(
       "The round ended without changes; the pull request is as it was.",
     );

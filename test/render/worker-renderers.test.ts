@@ -101,6 +101,25 @@ describe("run report", () => {
     expect(body).toContain("/fleet retry");
   });
 
+  it("speaks local in local mode: next steps name `fleet retry <id>`, never a /fleet comment", () => {
+    for (const outcome of ["failed", "timeout", "stall", "no-changes"] as const) {
+      const local = renderRunReport({ taskId: "fl-7", outcome, reason: "exit 1", local: true });
+      expect(local).toContain("`fleet retry fl-7`");
+      expect(local).not.toMatch(/`\/fleet\b/);
+      expect(renderRunReport({ taskId: "fl-7", outcome, reason: "exit 1" })).toContain(
+        "comment `/fleet retry`",
+      );
+    }
+    // A round on the task's branch: no pull request to comment on locally.
+    const round = renderRunReport({
+      taskId: "fl-7",
+      outcome: "no-changes",
+      onPullRequest: true,
+      local: true,
+    });
+    expect(round).not.toMatch(/`\/fleet\b/);
+  });
+
   it("explains a no-change run", () => {
     const body = renderRunReport({
       taskId: "t",
