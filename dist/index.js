@@ -65706,12 +65706,13 @@ var HEADLINE = {
   "rate-limited": "🧊 hit the model provider's rate limit"
 };
 var NEXT_STEP = {
-  "no-changes": "If a change was expected, add detail to the issue (what to change, where) and comment `/fleet retry`.",
-  failed: "Check the log below, fix the cause (issue text, configuration or credential) and comment `/fleet retry`.",
-  timeout: "Split the issue into smaller tasks or raise `timeouts.run` in `.github/fleet.yml`, then `/fleet retry`.",
-  stall: "The agent produced no output for too long. `/fleet retry` starts it again; raise `timeouts.stall` if it needs to think longer.",
-  "rate-limited": "Fleet queues the task again once the limit resets."
+  "no-changes": (retry) => `If a change was expected, add detail to the issue (what to change, where) and ${retry}.`,
+  failed: (retry) => `Check the log below, fix the cause (issue text, configuration or credential) and ${retry}.`,
+  timeout: (retry) => `Split the issue into smaller tasks or raise \`timeouts.run\` in \`.github/fleet.yml\`, then ${retry}.`,
+  stall: (retry) => `The agent produced no output for too long: ${retry} to start it again; raise \`timeouts.stall\` if it needs to think longer.`,
+  "rate-limited": () => "Fleet queues the task again once the limit resets."
 };
+var retryHint = (taskId, local) => local ? `run \`fleet retry ${taskId}\`` : "comment `/fleet retry`";
 var MAX_REFUSED_ROWS = 20;
 function containmentLines(v) {
   const lines = [];
@@ -65750,7 +65751,7 @@ function renderRunReport(v) {
   if (v.resultProblem) head.push(`⚠️ ${v.resultProblem}`, "");
   const capNote = v.followUps && followUpCapNote(followUpsToFile(v.followUps.listed, v.followUps.max), v.followUps.max);
   if (capNote) head.push(`ℹ️ ${capNote} They are kept with the run: \`fleet task ${v.taskId} result\`.`, "");
-  const next = round ? "If a change was expected, comment `/fleet <instructions>` on the pull request again, saying what to change and where." : NEXT_STEP[v.outcome];
+  const next = round && !v.local ? "If a change was expected, comment `/fleet <instructions>` on the pull request again, saying what to change and where." : NEXT_STEP[v.outcome]?.(retryHint(v.taskId, v.local));
   if (next) head.push(next, "");
   head.push(...containmentLines(v));
   let body = head.join("\n");
@@ -67665,11 +67666,11 @@ function stateAfterOutcome(outcome, context = AS_REPORTED) {
       return context.retriesLeft && !context.noRetry ? "queued" : ended;
   }
 }
-function outcomeNote(outcome, to, reason) {
+function outcomeNote(outcome, to, reason, retry = "Comment `/fleet retry`") {
   const why = reason?.trim() ? ` ${reason.trim()}${/[.!?]$/.test(reason.trim()) ? "" : "."}` : "";
   if (outcome === "no-changes" && to === "done") return reason;
   if (outcome === "no-changes" && to !== "pr-open")
-    return `No changes, so no pull request.${why} Comment \`/fleet retry\` to run it again.`;
+    return `No changes, so no pull request.${why} ${retry} to run it again.`;
   if (to === "pr-open" && outcome === "no-changes")
     return `The round ended without changes; the pull request is as it was.${why}`;
   if (to === "pr-open" && outcome !== "pr-opened")
@@ -67769,7 +67770,9 @@ function createIssueReporter(github, issue3, taskId, redact, listed, opts = {}) 
 
 ` : "";
         const limit = GITHUB_COMMENT_LIMIT - STATE_ROOM - (plan?.length ?? 0) - head.length;
-        const run = redact(renderRunReport({ ...v.run, taskId, log, limit }));
+        const run = redact(
+          renderRunReport({ ...v.run, taskId, log, limit, ...opts.local ? { local: true } : {} })
+        );
         return { ...s, plan, report: head + run };
       });
       await writeNow(
@@ -71703,7 +71706,13 @@ async function publishChange(ctx, wt, run, notes) {
   });
   if (heldBack && !await hasNewCommits(wt, wt.startSha)) {
     result.noRetry = true;
-    return await finish2(ctx, "failed", workflowOnlyReason(heldBack.paths), run, notes);
+    return await finish2(
+      ctx,
+      "failed",
+      workflowOnlyReason(heldBack.paths, ctx.deps.local === true, spec.taskId),
+      run,
+      notes
+    );
   }
   if (!await hasNewCommits(wt, wt.startSha)) {
     const why = notes.result?.summary ? `The agent changed no files. Its summary: ${notes.result.summary}` : "The agent changed no files in the repository.";
@@ -71747,9 +71756,10 @@ async function markReady(ctx, pull) {
   } catch {
   }
 }
-function workflowOnlyReason(paths) {
+function workflowOnlyReason(paths, local, taskId) {
   const listed = paths.slice(0, 10).map((p2) => `\`${p2}\``).join(", ");
-  return `The agent changed only workflow files (${listed}${paths.length > 10 ? `, and ${paths.length - 10} more` : ""}), and Fleet pushes no change to .github/workflows/: workflows run with the repository's secrets, and Fleet's app has no \`workflows\` permission. Make the change yourself, or grant the app the permission and set \`allow_workflow_changes: true\` in .github/fleet.yml, then \`/fleet retry\`.`;
+  const more = paths.length > 10 ? `, and ${paths.length - 10} more` : "";
+  return local ? `The agent changed only workflow files (${listed}${more}), and Fleet commits no change to .github/workflows/ (workflows run with the repository's secrets). Make the change yourself, or set \`allow_workflow_changes: true\` in the repository's .github/fleet.yml, then run \`fleet retry ${taskId}\`.` : `The agent changed only workflow files (${listed}${more}), and Fleet pushes no change to .github/workflows/: workflows run with the repository's secrets, and Fleet's app has no \`workflows\` permission. Make the change yourself, or grant the app the permission and set \`allow_workflow_changes: true\` in .github/fleet.yml, then \`/fleet retry\`.`;
 }
 async function reviewPrGone(ctx) {
   const { spec, deps } = ctx;
@@ -71930,7 +71940,7 @@ async function recordOutcome(task, outcome, deps, lost, alsoDoc) {
   const why = retrying ? retryReason(
     `attempt ${task.attempts} ended (${outcome.outcome}${reason ? `: ${reason}` : ""})`,
     resetAt
-  ) : outcomeNote(outcome.outcome, to, reason);
+  ) : outcomeNote(outcome.outcome, to, reason, deps.local ? `Run \`fleet retry ${task.id}\`` : void 0);
   if (to !== "queued" && to !== "rate-limited") {
     if (task.instructions) patch.instructions = void 0;
     if (task.rebase) patch.rebase = void 0;
@@ -72629,7 +72639,13 @@ function stepInputs(deps, log) {
       ...deps.credentialFor ? { credentialFor: deps.credentialFor } : {},
       ...deps.credentialValue ? { credentialValue: deps.credentialValue } : {}
     },
-    record: { queue, config: config3, holder: deps.holder, ...clock ? { clock } : {} },
+    record: {
+      queue,
+      config: config3,
+      holder: deps.holder,
+      ...clock ? { clock } : {},
+      ...deps.local ? { local: true } : {}
+    },
     split: { github, repo, config: config3, queue },
     discovered: {
       github,
