@@ -243,8 +243,12 @@ export function cgroupCheck(found: { kind: string; why?: string }): CheckResult 
 export interface CoderProbe {
   coder: string;
   binary: string;
-  /** The CLI's path on PATH, when found. */
+  /** The CLI's path, when found: on PATH, else in Fleet's install (as a run finds it). */
   path?: string;
+  /** Found in Fleet's install, not on PATH. */
+  installedWithFleet?: boolean;
+  /** Fleet's install's executables folder, looked in when the CLI is not on PATH. */
+  fleetBin?: string;
   /** Its `--version`, when it ran. */
   version?: string;
   /** Why it did not run, when found but failing. */
@@ -274,8 +278,8 @@ export function coderCheck(p: CoderProbe): CheckResult {
   const cli = p.path
     ? p.runError
       ? `${p.binary} at ${p.path} does not run (${p.runError})`
-      : `${p.binary} ${p.version ?? ""}`.trim()
-    : `${p.binary} not found on PATH`;
+      : `${p.binary} ${p.version ?? ""}`.trim() + (p.installedWithFleet ? " (installed with Fleet)" : "")
+    : `${p.binary} not found on PATH${p.fleetBin ? ` or in Fleet's install (${p.fleetBin})` : ""}`;
   const credential = p.credentialFound ? `credential ${p.credentialFound} set` : `no ${names} set`;
   const usableCli = p.path !== undefined && !p.runError;
   if (usableCli && p.credentialFound) return passed(id, title, `${cli}, ${credential}`);

@@ -188,19 +188,6 @@ describe("fleet doctor against the offline GitHub and the real app", () => {
         [["host.sandbox", /bubblewrap \(bwrap\) is not installed/, /install bubblewrap/]],
       ],
       [
-        "no claude CLI",
-        worker,
-        { PATH: without.claude! },
-        [
-          [
-            "coder.claude",
-            /claude not found on PATH, credential ANTHROPIC_API_KEY set/,
-            /npm install -g @anthropic-ai\/claude-code/,
-          ],
-          ["coder.any", /no coder is usable/, /install a coder's CLI/],
-        ],
-      ],
-      [
         "no claude credential, no GitHub token",
         worker,
         { ANTHROPIC_API_KEY: undefined, GITHUB_TOKEN: undefined },
@@ -225,6 +212,14 @@ describe("fleet doctor against the offline GitHub and the real app", () => {
         expect(c.detail, name).toMatch(detail);
         expect(c.fix, name).toMatch(fix);
       }
+    });
+    // A coder's CLI off PATH is the one installed with Fleet, as a run finds it: usable, and said so.
+    const offPath = await report(worker, { PATH: without.claude! });
+    expect(check(offPath, "coder.claude")).toMatchObject({
+      status: "ok",
+      detail: expect.stringMatching(
+        /^claude \d+\.\d+\.\d+.* \(installed with Fleet\), credential ANTHROPIC_API_KEY set$/,
+      ),
     });
     // The line as printed, fix included.
     const text = await doctor(app, { FLEET_PUBLIC_URL: undefined });

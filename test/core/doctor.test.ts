@@ -118,6 +118,26 @@ describe("fleet doctor's verdicts", () => {
       detail: expect.stringContaining("claude not found on PATH"),
       fix: "install it: `npm install -g @anthropic-ai/claude-code`",
     });
+    // Where a run looks too: PATH, then Fleet's own install.
+    expect(
+      coderCheck({
+        ...CLAUDE,
+        credentialFound: "ANTHROPIC_API_KEY",
+        fleetBin: "/opt/fleet/node_modules/.bin",
+      }).detail,
+    ).toContain("claude not found on PATH or in Fleet's install (/opt/fleet/node_modules/.bin)");
+    expect(
+      coderCheck({
+        ...CLAUDE,
+        path: "/opt/fleet/node_modules/.bin/claude",
+        version: "2.1.197",
+        installedWithFleet: true,
+        credentialFound: "ANTHROPIC_API_KEY",
+      }),
+    ).toMatchObject({
+      status: "ok",
+      detail: "claude 2.1.197 (installed with Fleet), credential ANTHROPIC_API_KEY set",
+    });
     expect(
       coderCheck({
         ...CLAUDE,

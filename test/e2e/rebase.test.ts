@@ -11,8 +11,10 @@ import { startTestWorker, type TestWorker } from "../support/worker.ts";
 
 // network: host: the last agent plays "someone else" by calling a server of the test's on the host's
 // loopback, which the default network (a namespace of its own, other hosts only through the proxy) refuses.
+// coders.claude.options: the coder's options reach a rebase's conflict resolution as they reach a task's run.
 const FLEET_YML =
-  "dispatch: local\nmax_concurrent: 1\nplan_phase: false\nnetwork: host\ntimeouts: { run_minutes: 3, stall_minutes: 2 }\n";
+  "dispatch: local\nmax_concurrent: 1\nplan_phase: false\nnetwork: host\ntimeouts: { run_minutes: 3, stall_minutes: 2 }\n" +
+  "coders:\n  claude:\n    options:\n      append_system_prompt: FLEET-OPTIONS-MARKER\n";
 const USAGE = { input_tokens: 900, output_tokens: 60 };
 const config = (limit: string) =>
   `export const name = "widgets";\nexport const limit = ${limit};\nexport const mode = "fast";\n`;
@@ -213,6 +215,10 @@ describe("a merge makes other Fleet PRs conflict: Fleet rebases them (real git, 
     expect((await pull(d.pr!)).head.sha).toBe(dBefore.head.sha);
     // The two rebases ran the agent (three turns), nothing else did.
     expect(model.played).toBe(11);
+    // Every model request, the rebases' too, carried the coder's options.
+    const asked = model.requests.filter((q) => q.kind === "main");
+    expect(asked.length).toBeGreaterThanOrEqual(11);
+    for (const q of asked) expect(JSON.stringify(q.body.system)).toContain("FLEET-OPTIONS-MARKER");
   }, 900_000);
 
   it("`fleet:rebase` on a Fleet PR runs a rebase on demand and takes the label off again", async () => {

@@ -14,7 +14,7 @@ import {
   gitCheck,
   sandboxCheck,
 } from "../../core/doctor.ts";
-import { assertSandboxAvailable, resolveExecutable } from "../../worker/sandbox/bubblewrap.ts";
+import { assertSandboxAvailable, fleetBinDir, resolveExecutable } from "../../worker/sandbox/bubblewrap.ts";
 import { limitsEnforcement } from "../../worker/sandbox/cgroup-limits.ts";
 import { git } from "../../worker/workspace/git.ts";
 
@@ -69,8 +69,11 @@ async function probeCoder(
     ...(found ? { credentialFound: found } : {}),
     ...(npmPackage ? { npmPackage } : {}),
   };
-  const path = await resolveExecutable(binary, env.PATH);
-  if (!path) return base;
+  // Where a run finds it (findCoderCli): on PATH first, else the one installed with Fleet.
+  const onPath = await resolveExecutable(binary, env.PATH);
+  const path = onPath ?? (await resolveExecutable(binary, fleetBinDir()));
+  if (!path) return { ...base, fleetBin: fleetBinDir() };
+  if (!onPath) base.installedWithFleet = true;
   if (!run) return { ...base, path };
   // A private HOME: `--version` must not read or write the worker user's CLI settings.
   const home = await mkdtemp(join(tmpdir(), "fleet-doctor-home-"));

@@ -50,6 +50,7 @@ export type RebaseDeps = Pick<
   | "secrets"
   | "sandbox"
   | "inheritHome"
+  | "coderOptions"
   | "gateway"
   | "perTaskLimits"
   | "runLimits"
@@ -365,6 +366,8 @@ async function resolveWithAgent(
   };
   if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
+  // `coders.<coder>.options` apply to every run of the coder, this conflict resolution too.
+  if (deps.coderOptions) invocation.options = deps.coderOptions;
   if (deps.credential) invocation.credential = { ...deps.credential };
   await mkdir(invocation.home!, { recursive: true });
   const sandbox = deps.sandbox ?? "bubblewrap";
