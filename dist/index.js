@@ -72450,6 +72450,7 @@ async function resolveWithAgent(spec, deps, tree, at) {
   };
   if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
+  if (deps.coderOptions) invocation.options = deps.coderOptions;
   if (deps.credential) invocation.credential = { ...deps.credential };
   await (0, import_promises33.mkdir)(invocation.home, { recursive: true });
   const sandbox = deps.sandbox ?? "bubblewrap";
