@@ -60,8 +60,36 @@ export async function githubForToken(opts: TokenClientOptions): Promise<GitHub> 
     baseUrl: opts.baseUrl.replace(/\/$/, ""),
     ...(opts.userAgent ? { userAgent: opts.userAgent } : {}),
     ...(opts.log ? { log: opts.log } : {}),
+    request: { fetch: fetchRetryingClosedConnections },
   });
   return githubOverOctokit(octokit);
+}
+
+/** Methods whose repetition changes nothing more than the first request did (RFC 9110, 9.2.2; PATCH as Fleet uses it: a whole body). */
+const REPEATABLE = new Set(["GET", "HEAD", "PUT", "PATCH", "DELETE"]);
+
+/**
+ * fetch, again once when the connection closed before any answer: a kept-alive connection the server
+ * closed as the request went out (seen at 100 tasks on one worker: "other side closed"). A POST is
+ * never sent twice, since it may have created a comment or a pull request.
+ */
+export async function fetchRetryingClosedConnections(
+  input: string | URL | Request,
+  init?: RequestInit,
+): Promise<Response> {
+  try {
+    return await fetch(input, init);
+  } catch (error) {
+    const method = (init?.method ?? (input instanceof Request ? input.method : "GET")).toUpperCase();
+    if (!REPEATABLE.has(method) || !closedBeforeAnswer(error) || init?.signal?.aborted) throw error;
+    return fetch(input, init);
+  }
+}
+
+/** undici's errors for a connection that ended without a response (its `cause`'s code). */
+function closedBeforeAnswer(error: unknown): boolean {
+  const cause = (error as { cause?: { code?: string } })?.cause;
+  return ["UND_ERR_SOCKET", "ECONNRESET", "EPIPE", "UND_ERR_CLOSED"].includes(cause?.code ?? "");
 }
 
 /** What the app does as itself over its JWT-authenticated Octokit (Probot's `app.auth()`). */
