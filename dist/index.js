@@ -65757,7 +65757,8 @@ function containmentLines(v) {
 }
 function renderRunReport(v) {
   const round = v.onPullRequest && v.outcome === "no-changes";
-  const headline = round ? "ℹ️ finished the round without changes; the pull request is as it was" : HEADLINE[v.outcome];
+  const reviewed = v.prReview && v.outcome === "no-changes";
+  const headline = reviewed ? "🔎 posted its review of the pull request" : round ? "ℹ️ finished the round without changes; the pull request is as it was" : HEADLINE[v.outcome];
   const head = [runReportMarker(v.taskId), `### Fleet task \`${v.taskId}\` ${headline}`, ""];
   if (v.pr) head.push(`Pull request: #${v.pr.number} (${v.pr.url})`, "");
   if (v.reason) head.push(`> ${neutraliseMentions(v.reason).replace(/\n/g, "\n> ")}`, "");
@@ -65766,7 +65767,7 @@ function renderRunReport(v) {
   if (v.resultProblem) head.push(`⚠️ ${v.resultProblem}`, "");
   const capNote = v.followUps && followUpCapNote(followUpsToFile(v.followUps.listed, v.followUps.max), v.followUps.max);
   if (capNote) head.push(`ℹ️ ${capNote} They are kept with the run: \`fleet task ${v.taskId} result\`.`, "");
-  const next = round && !v.local ? "If a change was expected, comment `/fleet <instructions>` on the pull request again, saying what to change and where." : NEXT_STEP[v.outcome]?.(retryHint(v.taskId, v.local));
+  const next = reviewed ? void 0 : round && !v.local ? "If a change was expected, comment `/fleet <instructions>` on the pull request again, saying what to change and where." : NEXT_STEP[v.outcome]?.(retryHint(v.taskId, v.local));
   if (next) head.push(next, "");
   head.push(...containmentLines(v));
   let body = head.join("\n");
@@ -70398,6 +70399,7 @@ async function finish2(ctx, outcome, reason, run, notes) {
           resultProblem: outcome === "pr-opened" || outcome === "no-changes" ? notes?.resultProblem : void 0,
           ...followUpsOf(ctx, outcome, notes),
           onPullRequest: ctx.spec.runKind === "review",
+          ...result.kind === "pr-review" ? { prReview: true } : {},
           log,
           resetsAt: result.rateLimit?.resetsAt,
           ...result.network ? { network: result.network } : {},

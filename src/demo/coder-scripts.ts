@@ -21,7 +21,32 @@ export interface DemoCoderSetup {
   /** The variable the demo's credential is named for (the repository's default credential). */
   credential: string;
   startModel(): Promise<ScriptServer>;
+  /** The model of `--review`: one read-only turn that answers with the review. */
+  startReviewModel(): Promise<ScriptServer>;
 }
+
+/** The file of the demo's human pull request, before and after its change. */
+export const REVIEWED_FILE = "src/sum.js";
+export const REVIEWED_BEFORE =
+  "// Sums a list of numbers.\nexport function sum(xs) {\n  let total = 0;\n  for (const x of xs) total += x;\n  return total;\n}\n";
+export const REVIEWED_AFTER =
+  "// Sums a list of numbers.\nexport function sum(xs) {\n  let total = 0;\n  for (let i = 1; i < xs.length; i++) total += xs[i];\n  return total;\n}\n";
+
+/** What the scripted reviewer says: a finding on the changed line (4), one on a line the diff does not show. */
+const REVIEW = JSON.stringify({
+  summary: "The loop skips the first element, so `sum([5])` is 0. The old `for...of` was right.",
+  comments: [
+    {
+      path: REVIEWED_FILE,
+      line: 4,
+      body: "Starts at 1: `xs[0]` is never added. Start at 0, or keep `for (const x of xs)`.",
+    },
+    { path: REVIEWED_FILE, line: 1, body: "Say what an empty list gives (0)." },
+  ],
+});
+const reviewScript = (usage: ScriptUsage): ScriptTurn[] => [
+  { text: `Reviewed the change.\n\n\`\`\`json\n${REVIEW}\n\`\`\``, usage },
+];
 
 // Each turn's figures, as Anthropic counts them (input without the cache).
 const INPUT = 2_150;
@@ -114,18 +139,21 @@ export function demoCoder(coder: DemoCoder): DemoCoderSetup {
         ...base,
         model: "o4-mini",
         startModel: () => startOpenAIScriptServer({ turns: demoScript(coder, INCLUSIVE_USAGE) }),
+        startReviewModel: () => startOpenAIScriptServer({ turns: reviewScript(INCLUSIVE_USAGE) }),
       };
     case "gemini":
       return {
         ...base,
         model: facts.defaultModel,
         startModel: () => startGeminiScriptServer({ turns: demoScript(coder, INCLUSIVE_USAGE) }),
+        startReviewModel: () => startGeminiScriptServer({ turns: reviewScript(INCLUSIVE_USAGE) }),
       };
     default:
       return {
         ...base,
         model: facts.defaultModel,
         startModel: () => startAnthropicScriptServer({ turns: demoScript(coder, ANTHROPIC_USAGE) }),
+        startReviewModel: () => startAnthropicScriptServer({ turns: reviewScript(ANTHROPIC_USAGE) }),
       };
   }
 }

@@ -14,9 +14,18 @@ import { githubForToken, githubOverOctokit } from "../github/octokit-port.ts";
 import type { GitHub } from "../github/port.ts";
 import { createRepoStateStore } from "../state/repo-store.ts";
 import { startLocalWorker } from "../worker/local-worker.ts";
-import { DEMO_CODERS, type DemoCoder, type DemoCoderSetup, demoCoder, isDemoCoder } from "./coder-scripts.ts";
+import {
+  DEMO_CODERS,
+  type DemoCoder,
+  type DemoCoderSetup,
+  demoCoder,
+  isDemoCoder,
+  REVIEWED_AFTER,
+  REVIEWED_BEFORE,
+  REVIEWED_FILE,
+} from "./coder-scripts.ts";
 
-const HELP = `npm run demo [-- --json] [-- --keep] [-- --dispatch local|actions] [-- --coder ${DEMO_CODERS.join("|")}]
+const HELP = `npm run demo [-- --json] [-- --keep] [-- --dispatch local|actions] [-- --coder ${DEMO_CODERS.join("|")}] [-- --review]
 
 Runs Fleet's whole loop offline: an emulated GitHub, the real Fleet app, a worker, and a real agent
 CLI (Claude Code by default) answering from a scripted model server on loopback. A maintainer labels an
@@ -25,6 +34,9 @@ request, the issue's comments, the token totals and the repository's CI runs.
 
   --coder <name>        the agent: claude (default), codex, gemini or opencode; each talks to a scripted
                         server of its own model API (Anthropic Messages, OpenAI Responses, Gemini)
+  --review              instead of a task, an agent review of a person's pull request: @mona opens one
+                        and comments \`/fleet review\`; the read-only agent posts one GitHub review with
+                        inline comments on the changed lines
   --json                print one JSON object instead of the narrated run
   --keep                keep the work directory (worktrees, agent logs) and print where it is
   --dispatch actions    run the task through Fleet's workflow and the real action bundle (dist/) on an
@@ -35,6 +47,8 @@ request, the issue's comments, the token totals and the repository's CI runs.
 
 export interface DemoResult {
   pr: { number: number; url: string; head: string };
+  /** `--review`: the review the agent posted on the person's pull request. */
+  review?: { body: string; comments: Array<{ path: string; line: number | null; body: string }> };
   issue: { number: number; comments: number };
   tokens: { input: number; output: number; cacheRead: number; cacheWrite: number; costUsd: number | null };
   api: { total: number; contentCreating: number };
@@ -57,6 +71,8 @@ export async function runDemo(opts: {
   keep: boolean;
   dispatch?: "local" | "actions";
   coder?: DemoCoder;
+  /** An agent review of a person's pull request instead of a task (`--review`). */
+  review?: boolean;
 }): Promise<DemoResult> {
   const dispatch = opts.dispatch ?? "local";
   const coder = demoCoder(opts.coder ?? "claude");
@@ -73,7 +89,7 @@ export async function runDemo(opts: {
   const workDir = await mkdtemp(join(tmpdir(), "fleet-demo-"));
   const stops: Array<() => Promise<unknown>> = [() => gh.stop()];
   try {
-    const repo = await createDemoRepo(gh, dispatch, coder);
+    const repo = await createDemoRepo(gh, dispatch, coder, opts.review === true);
     say("starting the Fleet app (Probot) and pointing the emulator's webhooks at it");
     const app = await startFleetServer({
       appId: gh.appId,
@@ -89,7 +105,7 @@ export async function runDemo(opts: {
     gh.setWebhookUrl(app.webhookUrl);
 
     say(`starting the scripted model server the real ${coder.displayName} CLI will talk to`);
-    const model = await coder.startModel();
+    const model = await (opts.review ? coder.startReviewModel() : coder.startModel());
     stops.unshift(() => model.stop());
 
     let finished: ((t: string) => void) | undefined;
@@ -102,7 +118,10 @@ export async function runDemo(opts: {
     stops.unshift(stopWorker);
 
     const mona = await githubForToken({ token: gh.userToken("mona"), baseUrl: gh.url });
-    const issue = await openAndLabel(mona, coder.coder, say);
+    // A pull request is an issue too: the review's task is on the PR's number.
+    const issue = opts.review
+      ? await openAndAskReview(mona, say)
+      : await openAndLabel(mona, coder.coder, say);
     const outcome = await Promise.race([
       done,
       new Promise<string>((_, reject) =>
@@ -112,8 +131,12 @@ export async function runDemo(opts: {
         ).unref(),
       ),
     ]);
-    if (outcome !== "pr-opened")
-      throw new Error(`the task ended with "${outcome}" instead of a pull request`);
+    // A review changes nothing: its run ends without changes, with the review posted.
+    const expected = opts.review ? "no-changes" : "pr-opened";
+    if (outcome !== expected)
+      throw new Error(
+        `the task ended with "${outcome}" instead of ${opts.review ? "a posted review" : "a pull request"}`,
+      );
 
     // Stopping the worker writes its last tracking-comment edit (throttled to one per 15 s otherwise).
     await stopWorker();
@@ -133,12 +156,18 @@ export async function runDemo(opts: {
 }
 
 /** The demo repository: a README, its Fleet config, its own CI workflow (and Fleet's workflow for actions). */
-async function createDemoRepo(gh: Emulator, dispatch: "local" | "actions", coder: DemoCoderSetup) {
+async function createDemoRepo(
+  gh: Emulator,
+  dispatch: "local" | "actions",
+  coder: DemoCoderSetup,
+  review: boolean,
+) {
   const repo = await gh.createRepo({
     owner: OWNER,
     name: NAME,
     files: {
       "README.md": "# widgets\n\nA small library.\n",
+      ...(review ? { [REVIEWED_FILE]: REVIEWED_BEFORE } : {}),
       ".github/fleet.yml": `dispatch: ${dispatch}\nmax_concurrent: 2\nplan_phase: true\ncoders:\n  ${coder.coder}: { model: ${coder.model} }\n`,
       // Fleet's task workflow, as a repository using dispatch: actions has it.
       ...(dispatch === "actions" ? { [TASK_WORKFLOW]: await readFile(resolve(TASK_WORKFLOW), "utf8") } : {}),
@@ -163,15 +192,44 @@ async function openAndLabel(mona: GitHub, coder: DemoCoder, say: (line: string) 
   return issue.number;
 }
 
+/** `--review`: a maintainer pushes a change on a branch, opens its pull request and asks for a review. */
+async function openAndAskReview(mona: GitHub, say: (line: string) => void): Promise<number> {
+  const repo = { owner: OWNER, repo: NAME };
+  const main = (await mona.git.getRef(repo, "heads/main")).data.sha;
+  const tree = await mona.git.createTree(repo, {
+    baseTree: await mona.git.getCommitTree(repo, main),
+    files: [{ path: REVIEWED_FILE, content: REVIEWED_AFTER }],
+  });
+  const commit = await mona.git.createCommit(repo, {
+    message: "sum: index loop",
+    tree,
+    parents: [main],
+  });
+  await mona.git.createRef(repo, "refs/heads/mona/sum-loop", commit);
+  const pr = await mona.pulls.create(repo, {
+    title: "sum: an index loop",
+    head: "mona/sum-loop",
+    base: "main",
+    body: "Rewrites sum() with an index loop.",
+  });
+  say(`@mona opened pull request #${pr.number} (a change to ${REVIEWED_FILE}) and comments /fleet review`);
+  await mona.issues.createComment(repo, pr.number, "/fleet review");
+  return pr.number;
+}
+
 /** What the demo ended with: the PR, the issue's comments, the tokens, the API requests, the CI runs. */
 async function demoResult(gh: Emulator, mona: GitHub, issue: number): Promise<DemoResult> {
   const state = await createRepoStateStore({ github: mona, owner: OWNER, repo: NAME }).read();
   const task = Object.values(state.doc.tasks).find((t: Task) => t.issue === issue)!;
-  const pr = gh.pulls(FULL).find((p) => p.number === task.pr)!;
+  // A review's task is on the person's pull request; a task's, on the PR it opened.
+  const prNumber = task.review?.pr ?? task.pr;
+  const pr = gh.pulls(FULL).find((p) => p.number === prNumber)!;
+  const review = task.review ? await postedReview(gh, mona, pr.number) : undefined;
   const totals = task.totals;
   const counts = gh.counts();
   return {
     pr: { number: pr.number, url: `${gh.url.replace(/\/$/, "")}/${FULL}/pull/${pr.number}`, head: pr.head },
+    ...(review ? { review } : {}),
     issue: { number: issue, comments: gh.comments(FULL, issue).length },
     tokens: {
       input: totals?.usage.input ?? 0,
@@ -190,12 +248,34 @@ async function demoResult(gh: Emulator, mona: GitHub, issue: number): Promise<De
   };
 }
 
+/** The review on `pull` (GET .../pulls/{n}/reviews, read as the maintainer) and its inline comments. */
+async function postedReview(
+  gh: Emulator,
+  mona: GitHub,
+  pull: number,
+): Promise<NonNullable<DemoResult["review"]>> {
+  const res = await fetch(`${gh.url.replace(/\/$/, "")}/repos/${FULL}/pulls/${pull}/reviews`, {
+    headers: { authorization: `token ${gh.userToken("mona")}`, accept: "application/vnd.github+json" },
+  });
+  const reviews = (await res.json()) as Array<{ body: string }>;
+  const inline = await mona.pulls.listReviewComments({ owner: OWNER, repo: NAME }, pull);
+  return {
+    body: reviews.at(-1)?.body ?? "",
+    comments: inline.map((c) => ({ path: c.path ?? "", line: c.line ?? null, body: c.body ?? "" })),
+  };
+}
+
 /** The narrated ending: the PR, the tracking comment and the first line of every other comment, the tokens, requests and CI runs. */
 function narrate(gh: Emulator, result: DemoResult, say: (line: string) => void): void {
   const pr = gh.pulls(FULL).find((p) => p.number === result.pr.number)!;
   const comments = gh.comments(FULL, result.issue.number);
   say(`pull request #${pr.number} "${pr.title}" from ${pr.head}`);
   process.stdout.write(`\n--- pull request #${pr.number} ---\n${pr.body}\n`);
+  if (result.review) {
+    process.stdout.write(`\n--- the agent's review of #${pr.number} ---\n${result.review.body}\n`);
+    for (const c of result.review.comments)
+      process.stdout.write(`\n  ${c.path}:${c.line ?? "?"}  ${c.body}\n`);
+  }
   process.stdout.write(
     `\n--- issue #${result.issue.number}: ${comments.length} comment${comments.length === 1 ? "" : "s"} ---\n`,
   );
@@ -349,6 +429,7 @@ if (isMain) {
       keep: { type: "boolean", default: false },
       dispatch: { type: "string", default: "local" },
       coder: { type: "string", default: "claude" },
+      review: { type: "boolean", default: false },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -369,6 +450,7 @@ if (isMain) {
         keep: values.keep ?? false,
         dispatch: values.dispatch as "local" | "actions",
         coder: values.coder as DemoCoder,
+        review: values.review ?? false,
       });
       if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
       process.exit(0);

@@ -81,6 +81,8 @@ export interface RunReportView {
   limit?: number;
   /** Local mode: next steps name `fleet` commands, not `/fleet` comments. */
   local?: boolean;
+  /** A read-only review of a pull request (`/fleet review`, `review_on`): no change was ever expected. */
+  prReview?: boolean;
 }
 
 const HEADLINE: Record<RunOutcomeKind, string> = {
@@ -152,9 +154,12 @@ export function containmentLines(v: Pick<RunReportView, "network" | "limitsNotEn
 /** The run report (a section of the tracking comment): how the run ended, what to do next, and the tail of the agent's log. */
 export function renderRunReport(v: RunReportView): string {
   const round = v.onPullRequest && v.outcome === "no-changes";
-  const headline = round
-    ? "ℹ️ finished the round without changes; the pull request is as it was"
-    : HEADLINE[v.outcome];
+  const reviewed = v.prReview && v.outcome === "no-changes";
+  const headline = reviewed
+    ? "🔎 posted its review of the pull request"
+    : round
+      ? "ℹ️ finished the round without changes; the pull request is as it was"
+      : HEADLINE[v.outcome];
   const head: string[] = [runReportMarker(v.taskId), `### Fleet task \`${v.taskId}\` ${headline}`, ""];
   if (v.pr) head.push(`Pull request: #${v.pr.number} (${v.pr.url})`, "");
   // A reason may repeat what the agent said: a mention in it names, it never pings (as on the tracking comment).
@@ -165,8 +170,9 @@ export function renderRunReport(v: RunReportView): string {
   const capNote =
     v.followUps && followUpCapNote(followUpsToFile(v.followUps.listed, v.followUps.max), v.followUps.max);
   if (capNote) head.push(`ℹ️ ${capNote} They are kept with the run: \`fleet task ${v.taskId} result\`.`, "");
-  const next =
-    round && !v.local
+  const next = reviewed
+    ? undefined
+    : round && !v.local
       ? "If a change was expected, comment `/fleet <instructions>` on the pull request again, saying what to change and where."
       : NEXT_STEP[v.outcome]?.(retryHint(v.taskId, v.local));
   if (next) head.push(next, "");

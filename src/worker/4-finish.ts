@@ -59,6 +59,7 @@ export async function finish(
             outcome === "pr-opened" || outcome === "no-changes" ? notes?.resultProblem : undefined,
           ...followUpsOf(ctx, outcome, notes),
           onPullRequest: ctx.spec.runKind === "review",
+          ...(result.kind === "pr-review" ? { prReview: true } : {}),
           log,
           resetsAt: result.rateLimit?.resetsAt,
           ...(result.network ? { network: result.network } : {}),

@@ -27,6 +27,28 @@ describe("npm run demo -- --json", () => {
     ).toBeGreaterThanOrEqual(1);
   }, 300_000);
 
+  it("--review: the agent's review of a person's pull request, one review with inline comments on the changed lines", async () => {
+    const { stdout, stderr, exitCode } = await execa(
+      "npx",
+      ["tsx", "src/demo/main.ts", "--review", "--json"],
+      {
+        reject: false,
+        timeout: 240_000,
+      },
+    );
+    expect(exitCode, stderr).toBe(0);
+    const result = JSON.parse(stdout.trim().split("\n").at(-1)!);
+    expect(result.pr.head).toBe("mona/sum-loop");
+    expect(result.review.body).toContain("skips the first element");
+    // Both lines are in the diff's hunk (line 4 changed, line 1 its context): inline, as GitHub takes them.
+    expect(result.review.comments).toEqual([
+      expect.objectContaining({ path: "src/sum.js", line: 4, body: expect.stringContaining("Starts at 1") }),
+      expect.objectContaining({ path: "src/sum.js", line: 1, body: expect.stringContaining("empty list") }),
+    ]);
+    // One scripted turn of 2,150 input / 140 output / 9,800 cache read / 1,200 cache write.
+    expect(result.tokens).toMatchObject({ input: 2150, output: 140, cacheRead: 9800, cacheWrite: 1200 });
+  }, 300_000);
+
   it("--dispatch actions: the same loop through Fleet's workflow and the real action bundle, default repository settings", async () => {
     const { stdout, stderr, exitCode } = await execa(
       "npx",

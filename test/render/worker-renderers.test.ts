@@ -120,6 +120,20 @@ describe("run report", () => {
     expect(round).not.toMatch(/`\/fleet\b/);
   });
 
+  it("a posted review is the review's outcome, with no advice to retry", () => {
+    const body = renderRunReport({
+      taskId: "fl-9",
+      outcome: "no-changes",
+      reason: "Posted a review of #4 with 2 inline comments.",
+      prReview: true,
+    });
+    expect(body).toContain("posted its review of the pull request");
+    expect(body).not.toContain("no pull request was opened");
+    expect(body).not.toContain("retry");
+    // A review that failed still says how to run it again.
+    expect(renderRunReport({ taskId: "fl-9", outcome: "failed", prReview: true })).toContain("/fleet retry");
+  });
+
   it("explains a no-change run", () => {
     const body = renderRunReport({
       taskId: "t",
