@@ -111,7 +111,7 @@ describe("agent review of a person's pull request (real Claude CLI)", () => {
     expect(reviews).toHaveLength(1);
     const review = reviews[0]!;
     expect(review).toMatchObject({ commit_id: pr.head, user: { type: "Bot" } });
-    expect(review.state.toUpperCase()).toBe("COMMENTED");
+    expect(review.state).toBe("COMMENTED");
     expect(review.body).toContain("eval on input");
     // The finding off the diff is in the summary, and nobody is pinged.
     expect(review.body).toContain("`src/calc.js` line 2: v2 is unused");

@@ -312,7 +312,13 @@ export class Shapes {
     };
   }
 
-  review(r: Repo, i: Issue, rv: Review, association: (u: User) => string) {
+  /**
+   * A pull request review. Its `state` is upper case in the REST API ("COMMENTED",
+   * https://docs.github.com/en/rest/pulls/reviews#list-reviews-for-a-pull-request) and lower case in
+   * the `pull_request_review` event ("commented",
+   * https://docs.github.com/en/webhooks/webhook-events-and-payloads#pull_request_review).
+   */
+  review(r: Repo, i: Issue, rv: Review, association: (u: User) => string, form: "rest" | "event" = "rest") {
     const prApi = `${this.api}/repos/${r.fullName}/pulls/${i.number}`;
     const html = `${this.html}/${r.fullName}/pull/${i.number}#pullrequestreview-${rv.id}`;
     return {
@@ -322,7 +328,7 @@ export class Shapes {
       body: rv.body || null,
       commit_id: rv.commitId,
       submitted_at: rv.submittedAt,
-      state: rv.state.toLowerCase(),
+      state: form === "event" ? rv.state.toLowerCase() : rv.state,
       html_url: html,
       pull_request_url: prApi,
       author_association: association(rv.user),

@@ -105,6 +105,11 @@ describe("pull request review comments", () => {
     ]);
     expect(check("pull_request_review_comment$created", events[0]!.payload)).toEqual([]);
     expect(check("pull_request_review$submitted", events[1]!.payload)).toEqual([]);
+    // The review's state: upper case from the REST API, lower case in the event, as on GitHub.
+    expect(review.state).toBe("COMMENTED");
+    expect((events[1]!.payload as { review: { state: string } }).review.state).toBe("commented");
+    const { data: reviews } = await rev.pulls.listReviews({ owner, repo, pull_number: prNumber });
+    expect(reviews.map((r) => r.state)).toEqual(["COMMENTED"]);
     const payload = events[0]!.payload as { comment: { path: string; line: number; body: string } };
     expect(payload.comment).toMatchObject({ path: "lib.txt", line: 5, body: "Call this `five`." });
     const { data: pr } = await rev.pulls.get({ owner, repo, pull_number: prNumber });

@@ -89,7 +89,7 @@ async function createReview(w: World, ctx: Ctx): Promise<Reply> {
     publishInlineComments(w, repo, i, rv, inline);
     w.emit(repo, "pull_request_review", {
       action: "submitted",
-      review: w.shapes.review(repo, i, rv, w.association(repo)),
+      review: w.shapes.review(repo, i, rv, w.association(repo), "event"),
       pull_request: w.simplePullJson(repo, i),
     });
   }

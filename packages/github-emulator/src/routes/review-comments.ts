@@ -79,7 +79,7 @@ async function createReviewComment(w: World, ctx: Ctx): Promise<Reply> {
   // GitHub wraps a lone comment in a review of its own and reports that review as submitted.
   w.emit(repo, "pull_request_review", {
     action: "submitted",
-    review: w.shapes.review(repo, i, review, w.association(repo)),
+    review: w.shapes.review(repo, i, review, w.association(repo), "event"),
     pull_request: w.simplePullJson(repo, i),
   });
   return {
