@@ -70044,6 +70044,7 @@ function trackPhase(ctx, phase) {
   let usage = emptyUsage();
   const byMessage = /* @__PURE__ */ new Map();
   let planText;
+  let textSinceTool = "";
   let checklist = [];
   let overBudget;
   let wireMetered = false;
@@ -70064,7 +70065,10 @@ function trackPhase(ctx, phase) {
         overBudget = overPerTaskBudget(deps.perTaskLimits, { tokens: earlier + totalTokens(live) });
         if (overBudget) stop.abort();
       }
+    } else if (e.type === "text") {
+      textSinceTool += e.text;
     } else if (e.type === "tool_use") {
+      textSinceTool = "";
       const input2 = e.input;
       if (e.name === "ExitPlanMode" && typeof input2?.plan === "string") planText = input2.plan;
       const next = checklistAfter(checklist, e.name, e.input);
@@ -70074,8 +70078,9 @@ function trackPhase(ctx, phase) {
         });
       }
       void ctx.progress({ state, step: `${phase === "plan" ? "planning" : "working"}: ${e.name}` });
-    } else if (e.type === "result" && phase === "plan" && planText === void 0 && e.summary) {
-      planText = e.summary;
+    } else if (e.type === "result" && phase === "plan" && planText === void 0) {
+      const said = e.summary || textSinceTool.trim();
+      if (said) planText = said;
     }
   };
   return {

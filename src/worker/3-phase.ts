@@ -134,6 +134,9 @@ function trackPhase(ctx: RunContext, phase: Phase) {
   let usage = emptyUsage();
   const byMessage = new Map<string, Partial<TokenUsage>>();
   let planText: string | undefined;
+  // What the agent said since its last tool call: its final answer, for a coder whose result event
+  // carries none (Codex, Gemini). Streamed parts join as they came.
+  let textSinceTool = "";
   let checklist: ChecklistItem[] = [];
   let overBudget: string | undefined;
   // The gateway meters the wire: its figures, not the agent's, are held against the ceilings.
@@ -155,7 +158,10 @@ function trackPhase(ctx: RunContext, phase: Phase) {
         overBudget = overPerTaskBudget(deps.perTaskLimits, { tokens: earlier + totalTokens(live) });
         if (overBudget) stop.abort();
       }
+    } else if (e.type === "text") {
+      textSinceTool += e.text;
     } else if (e.type === "tool_use") {
+      textSinceTool = "";
       const input = e.input as { plan?: unknown } | undefined;
       if (e.name === "ExitPlanMode" && typeof input?.plan === "string") planText = input.plan;
       const next = checklistAfter(checklist, e.name, e.input);
@@ -165,8 +171,9 @@ function trackPhase(ctx: RunContext, phase: Phase) {
         void ctx.reporter.progress(checklist).catch(() => {});
       }
       void ctx.progress({ state, step: `${phase === "plan" ? "planning" : "working"}: ${e.name}` });
-    } else if (e.type === "result" && phase === "plan" && planText === undefined && e.summary) {
-      planText = e.summary;
+    } else if (e.type === "result" && phase === "plan" && planText === undefined) {
+      const said = e.summary || textSinceTool.trim();
+      if (said) planText = said;
     }
   };
   return {
