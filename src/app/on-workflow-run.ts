@@ -2,6 +2,7 @@ import type { Context } from "probot";
 import { isActive, SLOT_HOLDING_STATES } from "../core/lifecycle.ts";
 import { retryNotBefore, retryReason } from "../core/scheduler.ts";
 import type { Task } from "../core/task.ts";
+import { taskOfRun } from "../core/task-workflow.ts";
 import type { HandlerDeps } from "./handler-deps.ts";
 import { loadRepoConfig } from "./load-config.ts";
 
@@ -24,7 +25,7 @@ export async function onWorkflowRunCompleted(
   if (!loaded.ok || !run.path.endsWith(`/${loaded.config.workflow}`)) return;
   const queue = await deps.queues.forContext(context, loaded.config);
   const doc = await queue.snapshot();
-  const task: Task | undefined = Object.values(doc.tasks).find((t) => t.runId === runId);
+  const task: Task | undefined = taskOfRun(doc.tasks, run);
   if (!task || !isActive(task.state)) return;
   const config = queue.config(doc);
   const retry = task.attempts <= config.retries.max;

@@ -78,3 +78,23 @@ export function workflowCredentialNames(workflow: string): string[] {
     .filter((m) => m[1] === m[2])
     .map((m) => m[1]!);
 }
+
+/**
+ * The task a run of the task workflow was dispatched for: by the run id Fleet recorded, else by its
+ * run-name (`run-name: fleet <task> <task>.<attempt>.<hex>` in the template), which a run carries from
+ * its start. A run can end before Fleet records its id (its job failed at once, or the action's claim
+ * landed first), and without this its task would wait for its lease to expire. Only a task whose
+ * attempt is the run's and that has no other run recorded is matched.
+ */
+export function taskOfRun<T extends { id: string; attempts: number; runId?: string }>(
+  tasks: Record<string, T>,
+  run: { id: number | string; display_title?: string | null },
+): T | undefined {
+  const runId = String(run.id);
+  const recorded = Object.values(tasks).find((t) => t.runId === runId);
+  if (recorded) return recorded;
+  const named = /^fleet (\S+) (\S+)\.(\d+)\.[0-9a-f]+$/.exec(run.display_title ?? "");
+  if (!named || named[1] !== named[2] || !Object.hasOwn(tasks, named[1]!)) return undefined;
+  const task = tasks[named[1]!]!;
+  return task.runId === undefined && String(task.attempts) === named[3] ? task : undefined;
+}

@@ -1,0 +1,41 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { taskOfRun } from "../../src/core/task-workflow.ts";
+import { newCorrelationId } from "../../src/queue/actions-dispatcher.ts";
+
+const task = (id: string, attempts: number, runId?: string) => ({
+  id,
+  attempts,
+  ...(runId ? { runId } : {}),
+});
+/** The run-name the template gives a dispatch (`run-name: fleet ${{ inputs.task_id }} ${{ inputs.correlation_id }}`). */
+const runName = (t: { id: string; attempts: number }) => `fleet ${t.id} ${newCorrelationId(t as never)}`;
+
+describe("the task a finished run of the task workflow belongs to", () => {
+  it("is the template's run-name that the match reads", () => {
+    expect(readFileSync(".github/workflows/fleet-task.yml", "utf8")).toContain(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: GitHub's expression syntax in the workflow
+      "run-name: fleet ${{ inputs.task_id }} ${{ inputs.correlation_id }}",
+    );
+  });
+
+  it("the task with the run's recorded id, whatever the run is called", () => {
+    const tasks = { "fl-a": task("fl-a", 1, "71"), "fl-b": task("fl-b", 1) };
+    expect(taskOfRun(tasks, { id: 71, display_title: "anything" })?.id).toBe("fl-a");
+  });
+
+  it("a run that ended before its id was recorded: the task and attempt its run-name names", () => {
+    const tasks = { "fl-a": task("fl-a", 2), "fl-b": task("fl-b", 1, "70") };
+    expect(taskOfRun(tasks, { id: 72, display_title: runName(tasks["fl-a"]) })?.id).toBe("fl-a");
+  });
+
+  it("never an earlier attempt's run, a task with another run recorded, or a run not named by Fleet", () => {
+    const tasks = { "fl-a": task("fl-a", 3), "fl-b": task("fl-b", 1, "70") };
+    expect(taskOfRun(tasks, { id: 72, display_title: runName({ id: "fl-a", attempts: 2 }) })).toBeUndefined();
+    expect(taskOfRun(tasks, { id: 73, display_title: runName(tasks["fl-b"]) })).toBeUndefined();
+    expect(taskOfRun(tasks, { id: 74, display_title: "CI" })).toBeUndefined();
+    expect(taskOfRun(tasks, { id: 75, display_title: "fleet fl-a fl-b.3.0a1b2c3d" })).toBeUndefined();
+    expect(taskOfRun(tasks, { id: 76, display_title: "fleet toString toString.3.0a1b2c3d" })).toBeUndefined();
+    expect(taskOfRun(tasks, { id: 77 })).toBeUndefined();
+  });
+});
