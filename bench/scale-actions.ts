@@ -26,9 +26,15 @@ export interface ScaleActionsOptions {
   kill: number;
   turns: number;
   delayMs: number;
+  /** The benchmark stops here even with tasks left, and lists them (a task waiting on its lease would take 15 minutes). */
+  deadlineMinutes: number;
 }
 
 export interface ScaleActionsResult extends ScaleActionsOptions {
+  /** Tasks not ended at the deadline: their state, attempts and whether their run's id was recorded. */
+  unfinished: Array<{ id: string; state: string; attempts: number; runId?: string }>;
+  /** The first failed jobs' last lines of output (why a run ended without its task reporting). */
+  failedJobTails: string[];
   completed: number;
   ends: Record<string, number>;
   dispatches: number;
@@ -136,12 +142,16 @@ export async function runScaleActions(o: ScaleActionsOptions): Promise<ScaleActi
     const killed = new Set<number>();
     let finished = 0;
     let jobsFailed = 0;
+    const failedJobTails: string[] = [];
     let allEnded = false;
+    const deadline = t0 + o.deadlineMinutes * 60_000;
     const ended = (async () => {
       while (!allEnded) {
         await new Promise((r) => setTimeout(r, 2_000));
         const tasks = Object.values((await readTasks()) ?? {});
-        allEnded = tasks.every((t) => ["pr-open", "done", "failed", "cancelled"].includes(t.state));
+        allEnded =
+          Date.now() > deadline ||
+          tasks.every((t) => ["pr-open", "done", "failed", "cancelled"].includes(t.state));
       }
       wake?.();
     })();
@@ -201,7 +211,13 @@ export async function runScaleActions(o: ScaleActionsOptions): Promise<ScaleActi
           return;
         }
         finished++;
-        if (result.code !== 0) jobsFailed++;
+        if (result.code !== 0) {
+          jobsFailed++;
+          if (failedJobTails.length < 5)
+            failedJobTails.push(
+              `${task}: ${`${result.stdout}\n${result.stderr}`.trim().split("\n").slice(-4).join(" | ")}`,
+            );
+        }
         await h.gh.setWorkflowRunStatus(
           h.full,
           run.id,
@@ -265,6 +281,15 @@ export async function runScaleActions(o: ScaleActionsOptions): Promise<ScaleActi
       restPerTaskByRoute: byRoute,
       gitPerTask: round(h.gh.gitRequests.counts({ since: gitMark }).total / o.tasks, 2),
       jobsFailed,
+      failedJobTails,
+      unfinished: tasks
+        .filter((t) => !["pr-open", "done", "failed", "cancelled"].includes(t.state))
+        .map((t) => ({
+          id: t.id,
+          state: t.state,
+          attempts: t.attempts,
+          ...(t.runId ? { runId: t.runId } : {}),
+        })),
       wallMs,
       load: {
         before: round(loads[0]!, 2),
@@ -287,6 +312,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     kill: Number(flag("kill", "2")),
     turns: Number(flag("turns", "2")),
     delayMs: Number(flag("delay-ms", "200")),
+    deadlineMinutes: Number(flag("deadline-minutes", "30")),
   });
   console.log(JSON.stringify(r, null, 2));
   await saveFigures(r);

@@ -210,10 +210,11 @@ function scaleTable(s: Record<string, Json>): string {
   if (a && !a.error)
     rows.push([
       `Actions: ${a.tasks} tasks on ${a.runners} emulated runners, ${a.kill} killed mid-run`,
-      `${a.dispatchesPerTask} dispatches per task; ${a.runsLost} runs lost, ${a.lostTasksRecovered} recovered, ${a.ranTwiceAtOnce} ran twice at once, ${a.completed}/${a.tasks} PRs; ${a.restPerTask} REST per task, label to PR (+ ${a.tokenMintsPerTask} token mints; ${a.gitPerTask} git)`,
+      `${a.dispatchesPerTask} dispatches per task; ${a.runsLost} runs lost, ${a.lostTasksRecovered} recovered, ${a.ranTwiceAtOnce} ran twice at once, ${a.completed}/${a.tasks} PRs (${a.unfinished?.length ?? 0} not ended in ${a.deadlineMinutes} min); ${a.restPerTask} REST per task, label to PR (+ ${a.tokenMintsPerTask} token mints; ${a.gitPerTask} git)`,
       "1 dispatch, lost tasks retried, none twice, ≤ 12 REST",
       ok(
-        a.dispatchesPerTask <= 1 + (a.runsLost + 0.5) / a.tasks &&
+        (a.unfinished?.length ?? 0) === 0 &&
+          a.dispatchesPerTask <= 1 + (a.runsLost + 0.5) / a.tasks &&
           a.lostTasksRecovered === a.runsLost &&
           a.ranTwiceAtOnce === 0 &&
           a.restPerTask <= 12,
