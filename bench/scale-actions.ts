@@ -18,6 +18,7 @@ import { startAgentModels } from "./lib/agent-models.ts";
 import { shimFolder } from "./lib/fleet-processes.ts";
 import { labelBurst } from "./lib/label-burst.ts";
 import { round } from "./lib/route-timer.ts";
+import { saveFigures } from "./lib/save-figures.ts";
 import { branchStateReader } from "./lib/state-watch.ts";
 
 export interface ScaleActionsOptions {
@@ -317,14 +318,4 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   console.log(JSON.stringify(r, null, 2));
   await saveFigures(r);
   process.exit(0);
-}
-
-/** `--out=FILE`: the figures as JSON there too (bench/scale.ts reads them). */
-async function saveFigures(r: unknown): Promise<void> {
-  const out = process.argv.find((a) => a.startsWith("--out="))?.slice("--out=".length);
-  if (!out) return;
-  const { mkdir, writeFile } = await import("node:fs/promises");
-  const { dirname } = await import("node:path");
-  await mkdir(dirname(out), { recursive: true });
-  await writeFile(out, `${JSON.stringify(r, null, 2)}\n`);
 }

@@ -37,6 +37,7 @@ import {
 import { installationToken } from "./lib/install-token.ts";
 import { type Proc, startProcSampler } from "./lib/proc-tree.ts";
 import { round } from "./lib/route-timer.ts";
+import { saveFigures } from "./lib/save-figures.ts";
 import { percentile } from "./lib/state-history.ts";
 import { branchStateReader, localStateReader, watchState } from "./lib/state-watch.ts";
 
@@ -508,14 +509,4 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   console.log(JSON.stringify(r, null, 2));
   await saveFigures(r);
   void dirname;
-}
-
-/** `--out=FILE`: the figures as JSON there too (bench/scale.ts reads them). */
-async function saveFigures(r: unknown): Promise<void> {
-  const out = process.argv.find((a) => a.startsWith("--out="))?.slice("--out=".length);
-  if (!out) return;
-  const { mkdir, writeFile } = await import("node:fs/promises");
-  const { dirname } = await import("node:path");
-  await mkdir(dirname(out), { recursive: true });
-  await writeFile(out, `${JSON.stringify(r, null, 2)}\n`);
 }

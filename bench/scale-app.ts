@@ -19,6 +19,7 @@ import { buildApp } from "../scripts/build-app.mjs";
 import { FLEET_APP } from "../test/support/fleet-app.ts";
 import { readGitLog, shimFolder } from "./lib/fleet-processes.ts";
 import { round } from "./lib/route-timer.ts";
+import { saveFigures } from "./lib/save-figures.ts";
 import { percentile } from "./lib/state-history.ts";
 import { branchStateReader } from "./lib/state-watch.ts";
 
@@ -312,14 +313,4 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   console.log(JSON.stringify(r, null, 2));
   await saveFigures(r);
   process.exit(0);
-}
-
-/** `--out=FILE`: the figures as JSON there too (bench/scale.ts reads them). */
-async function saveFigures(r: unknown): Promise<void> {
-  const out = process.argv.find((a) => a.startsWith("--out="))?.slice("--out=".length);
-  if (!out) return;
-  const { mkdir, writeFile } = await import("node:fs/promises");
-  const { dirname } = await import("node:path");
-  await mkdir(dirname(out), { recursive: true });
-  await writeFile(out, `${JSON.stringify(r, null, 2)}\n`);
 }

@@ -31,6 +31,7 @@ import {
 import { installationToken } from "./lib/install-token.ts";
 import { labelBurst } from "./lib/label-burst.ts";
 import { round } from "./lib/route-timer.ts";
+import { saveFigures } from "./lib/save-figures.ts";
 import { percentile, readStateHistory } from "./lib/state-history.ts";
 import { branchStateReader } from "./lib/state-watch.ts";
 
@@ -384,14 +385,4 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   await saveFigures(r);
   // The app's and servers' keep-alive sockets may hold the loop open a while: the figures are out.
   process.exit(0);
-}
-
-/** `--out=FILE`: the figures as JSON there too (bench/scale.ts reads them). */
-async function saveFigures(r: unknown): Promise<void> {
-  const out = process.argv.find((a) => a.startsWith("--out="))?.slice("--out=".length);
-  if (!out) return;
-  const { mkdir, writeFile } = await import("node:fs/promises");
-  const { dirname } = await import("node:path");
-  await mkdir(dirname(out), { recursive: true });
-  await writeFile(out, `${JSON.stringify(r, null, 2)}\n`);
 }
