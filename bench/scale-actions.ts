@@ -216,7 +216,12 @@ export async function runScaleActions(o: ScaleActionsOptions): Promise<ScaleActi
           jobsFailed++;
           if (failedJobTails.length < 5)
             failedJobTails.push(
-              `${task}: ${`${result.stdout}\n${result.stderr}`.trim().split("\n").slice(-4).join(" | ")}`,
+              // Workflow commands (::add-mask:: of the job's tokens, ::debug::) are the runner's, not the reason.
+              `${task}: ${`${result.stdout}\n${result.stderr}`
+                .split("\n")
+                .filter((l) => l.trim() && !/^::(add-mask|debug)::/.test(l))
+                .slice(-3)
+                .join(" | ")}`,
             );
         }
         await h.gh.setWorkflowRunStatus(
