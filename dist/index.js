@@ -65671,6 +65671,46 @@ function filedDiscoveries(taskId, issues) {
   return found;
 }
 
+// src/core/outcomes.ts
+var AS_REPORTED = { retriesLeft: false, cancelledByUser: true };
+function stateAfterOutcome(outcome, context = AS_REPORTED) {
+  const ended = context.onOpenPr ? "pr-open" : "failed";
+  switch (outcome) {
+    case "pr-opened":
+      return "pr-open";
+    case "split":
+      return "done";
+    case "no-changes":
+      return context.prReview ? "done" : ended;
+    case "over-budget":
+      return ended;
+    case "awaiting-approval":
+      return "awaiting-approval";
+    case "rate-limited":
+      return "rate-limited";
+    case "cancelled":
+      return context.cancelledByUser ? "cancelled" : "queued";
+    case "failed":
+    case "timeout":
+    case "stall":
+      return context.retriesLeft && !context.noRetry ? "queued" : ended;
+  }
+}
+var retryHint = (taskId, local) => local ? `run \`fleet retry ${taskId}\`` : "comment `/fleet retry`";
+function outcomeNote(outcome, to, reason, retry = retryHint("", false)) {
+  const why = reason?.trim() ? ` ${reason.trim()}${/[.!?]$/.test(reason.trim()) ? "" : "."}` : "";
+  if (outcome === "no-changes" && to === "done") return reason;
+  if (outcome === "no-changes" && to !== "pr-open")
+    return `No changes, so no pull request.${why} ${retry[0].toUpperCase()}${retry.slice(1)} to run it again.`;
+  if (to === "pr-open" && outcome === "no-changes")
+    return `The round ended without changes; the pull request is as it was.${why}`;
+  if (to === "pr-open" && outcome !== "pr-opened")
+    return `The round ended (${outcome}); the pull request is as it was.${why}`;
+  return reason;
+}
+var isRetry = (outcome, state) => state === "queued" && outcome !== "cancelled";
+var hasRetriesLeft = (attempts, retriesMax) => attempts <= retriesMax;
+
 // src/render/run-report.ts
 var GITHUB_COMMENT_LIMIT = 65536;
 var runReportMarker = (taskId) => `<!-- fleet:run-report ${taskId} -->`;
@@ -65727,7 +65767,6 @@ var NEXT_STEP = {
   stall: (retry) => `The agent produced no output for too long: ${retry} to start it again; raise \`timeouts.stall\` if it needs to think longer.`,
   "rate-limited": () => "Fleet queues the task again once the limit resets."
 };
-var retryHint = (taskId, local) => local ? `run \`fleet retry ${taskId}\`` : "comment `/fleet retry`";
 var MAX_REFUSED_ROWS = 20;
 function containmentLines(v) {
   const lines = [];
@@ -67656,45 +67695,6 @@ function buildPrompt(p2) {
 
 // src/worker/run-context.ts
 var import_node_path11 = require("node:path");
-
-// src/core/outcomes.ts
-var AS_REPORTED = { retriesLeft: false, cancelledByUser: true };
-function stateAfterOutcome(outcome, context = AS_REPORTED) {
-  const ended = context.onOpenPr ? "pr-open" : "failed";
-  switch (outcome) {
-    case "pr-opened":
-      return "pr-open";
-    case "split":
-      return "done";
-    case "no-changes":
-      return context.prReview ? "done" : ended;
-    case "over-budget":
-      return ended;
-    case "awaiting-approval":
-      return "awaiting-approval";
-    case "rate-limited":
-      return "rate-limited";
-    case "cancelled":
-      return context.cancelledByUser ? "cancelled" : "queued";
-    case "failed":
-    case "timeout":
-    case "stall":
-      return context.retriesLeft && !context.noRetry ? "queued" : ended;
-  }
-}
-function outcomeNote(outcome, to, reason, retry = "Comment `/fleet retry`") {
-  const why = reason?.trim() ? ` ${reason.trim()}${/[.!?]$/.test(reason.trim()) ? "" : "."}` : "";
-  if (outcome === "no-changes" && to === "done") return reason;
-  if (outcome === "no-changes" && to !== "pr-open")
-    return `No changes, so no pull request.${why} ${retry} to run it again.`;
-  if (to === "pr-open" && outcome === "no-changes")
-    return `The round ended without changes; the pull request is as it was.${why}`;
-  if (to === "pr-open" && outcome !== "pr-opened")
-    return `The round ended (${outcome}); the pull request is as it was.${why}`;
-  return reason;
-}
-var isRetry = (outcome, state) => state === "queued" && outcome !== "cancelled";
-var hasRetriesLeft = (attempts, retriesMax) => attempts <= retriesMax;
 
 // src/render/checklist.ts
 var plain = (s) => neutraliseMentions(
@@ -71962,7 +71962,7 @@ async function recordOutcome(task, outcome, deps, lost, alsoDoc) {
   const why = retrying ? retryReason(
     `attempt ${task.attempts} ended (${outcome.outcome}${reason ? `: ${reason}` : ""})`,
     resetAt
-  ) : outcomeNote(outcome.outcome, to, reason, deps.local ? `Run \`fleet retry ${task.id}\`` : void 0);
+  ) : outcomeNote(outcome.outcome, to, reason, retryHint(task.id, deps.local));
   if (to !== "queued" && to !== "rate-limited") {
     if (task.instructions) patch.instructions = void 0;
     if (task.rebase) patch.rebase = void 0;

@@ -69,18 +69,22 @@ export function stateAfterOutcome(outcome: RunOutcome, context: OutcomeContext =
   }
 }
 
+/** How a person runs the task again: a command on the issue, or in local mode the terminal's. */
+export const retryHint = (taskId: string, local: boolean | undefined): string =>
+  local ? `run \`fleet retry ${taskId}\`` : "comment `/fleet retry`";
+
 /** Why a task is where its run's outcome put it, when the state alone does not say (no change, a round that ended on its PR). */
 export function outcomeNote(
   outcome: RunOutcome,
   to: TaskState,
   reason: string | undefined,
-  /** How a person runs the task again where they read this (local mode: the terminal's command). */
-  retry = "Comment `/fleet retry`",
+  /** How a person runs the task again where they read this (see retryHint). */
+  retry = retryHint("", false),
 ): string | undefined {
   const why = reason?.trim() ? ` ${reason.trim()}${/[.!?]$/.test(reason.trim()) ? "" : "."}` : "";
   if (outcome === "no-changes" && to === "done") return reason;
   if (outcome === "no-changes" && to !== "pr-open")
-    return `No changes, so no pull request.${why} ${retry} to run it again.`;
+    return `No changes, so no pull request.${why} ${retry[0]!.toUpperCase()}${retry.slice(1)} to run it again.`;
   if (to === "pr-open" && outcome === "no-changes")
     return `The round ended without changes; the pull request is as it was.${why}`;
   if (to === "pr-open" && outcome !== "pr-opened")

@@ -1,5 +1,6 @@
 import { followUpCapNote, followUpsToFile } from "../core/discovered.ts";
 import type { RefusedConnection } from "../core/network-policy.ts";
+import { retryHint } from "../core/outcomes.ts";
 import { neutraliseMentions } from "../core/published-text.ts";
 
 /** GitHub rejects issue comments and PR bodies longer than this many characters. */
@@ -109,10 +110,6 @@ const NEXT_STEP: Partial<Record<RunOutcomeKind, (retry: string) => string>> = {
     `The agent produced no output for too long: ${retry} to start it again; raise \`timeouts.stall\` if it needs to think longer.`,
   "rate-limited": () => "Fleet queues the task again once the limit resets.",
 };
-
-/** How a person runs the task again: a command on the issue, or in local mode the terminal's. */
-export const retryHint = (taskId: string, local: boolean | undefined): string =>
-  local ? `run \`fleet retry ${taskId}\`` : "comment `/fleet retry`";
 
 /** Refused hosts listed in a report (the rest are counted in a line). */
 const MAX_REFUSED_ROWS = 20;

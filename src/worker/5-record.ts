@@ -1,5 +1,5 @@
 import type { FleetConfig } from "../core/config.ts";
-import { hasRetriesLeft, isRetry, outcomeNote, stateAfterOutcome } from "../core/outcomes.ts";
+import { hasRetriesLeft, isRetry, outcomeNote, retryHint, stateAfterOutcome } from "../core/outcomes.ts";
 import { runKindOf } from "../core/run-history.ts";
 import { retryNotBefore, retryReason } from "../core/scheduler.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
@@ -76,7 +76,7 @@ export async function recordOutcome(
         `attempt ${task.attempts} ended (${outcome.outcome}${reason ? `: ${reason}` : ""})`,
         resetAt,
       )
-    : outcomeNote(outcome.outcome, to, reason, deps.local ? `Run \`fleet retry ${task.id}\`` : undefined);
+    : outcomeNote(outcome.outcome, to, reason, retryHint(task.id, deps.local));
   // Review instructions and a rebase request are used once, unless the run goes again; a later review asks again.
   if (to !== "queued" && to !== "rate-limited") {
     if (task.instructions) patch.instructions = undefined;
