@@ -1,9 +1,10 @@
 #!/usr/bin/env node
-// The `fleet` command. `fleet serve` (the long-running app) runs built: src/ bundled by esbuild
-// (scripts/build-app.mjs, a fraction of a second) into build/fleet.mjs and run on plain node, because
-// tsx's loader costs a long-running process ~45 MB of RSS (bench/memory.ts); rebuilt at every start,
-// so it is never stale. Every other command runs the TypeScript sources through tsx's loader, as
-// `fleet serve` does when the build cannot be written (a read-only install).
+// The `fleet` command. The long-running commands, `fleet serve` (the app) and `fleet run` (the
+// worker), run built: src/ bundled by esbuild (scripts/build-app.mjs, a fraction of a second) into
+// build/fleet.mjs and run on plain node, because tsx's loader costs a long-running process ~45 MB of
+// RSS (bench/memory.ts); rebuilt at every start, so it is never stale. Every other command runs the
+// TypeScript sources through tsx's loader, as these two do when the build cannot be written (a
+// read-only install).
 import * as nodeModule from "node:module";
 import { pathToFileURL } from "node:url";
 
@@ -13,14 +14,16 @@ import { pathToFileURL } from "node:url";
 nodeModule.enableCompileCache?.();
 
 const argv = process.argv.slice(2);
+/** The commands that run from the build (their `--help` does not build: it exits at once). */
+const BUILT_COMMANDS = new Set(["serve", "run"]);
 let runMain;
-if (argv[0] === "serve" && !argv.includes("--help") && !argv.includes("-h")) {
+if (BUILT_COMMANDS.has(argv[0]) && !argv.includes("--help") && !argv.includes("-h")) {
   const { buildApp, BUILT_APP } = await import("../scripts/build-app.mjs");
   const built = await buildApp().then(
     () => true,
     (error) => {
       process.stderr.write(
-        `fleet serve: could not build the app (${error.message}); running the sources through tsx\n`,
+        `fleet ${argv[0]}: could not build the app (${error.message}); running the sources through tsx\n`,
       );
       return false;
     },

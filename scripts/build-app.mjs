@@ -1,6 +1,7 @@
 // Builds the app and CLI (src/cli/main.ts) into one ES module, build/fleet.mjs, for plain node:
-// `fleet serve` and `npm start` (bin/fleet.js) build it and run it, not the TypeScript through tsx's
-// loader, whose hooks thread and transform caches cost the app's process ~45 MB of RSS (bench/memory.ts).
+// `fleet serve`, `npm start` and `fleet run` (bin/fleet.js) build it and run it, not the TypeScript
+// through tsx's loader, whose hooks thread and transform caches cost a long-running process ~45 MB of
+// RSS (bench/memory.ts).
 // `node scripts/build-app.mjs [outfile]` (default build/fleet.mjs). Only Fleet's sources are bundled:
 // the packages stay external (imported from node_modules as usual), so CommonJS packages load as
 // they do in development, with no interop shims; bundling them as well saved no memory (measured
@@ -11,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import { build, stop } from "esbuild";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-/** Where the app is built by default (what `npm start` and `fleet serve` run). */
+/** Where the app is built by default (what `npm start`, `fleet serve` and `fleet run` run). */
 export const BUILT_APP = resolve(root, "build/fleet.mjs");
 
 /**
