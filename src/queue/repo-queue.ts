@@ -334,10 +334,12 @@ export class RepoQueue {
   private async afterCommit(result: TransitionResult): Promise<void> {
     // By the scheduler's word, not by from/to: a retry requeued and re-dispatched in one commit reads dispatched -> dispatched.
     const startedIds = new Set(result.dispatched ?? []);
-    for (const { task } of result.changes.filter((c) => startedIds.has(c.task.id))) {
-      const withRun = await this.startRun(task);
-      // The tracking comment links the run.
-      if (withRun) for (const c of result.changes) if (c.task.id === task.id) c.task = withRun(c.task);
+    const started = result.changes.filter((c) => startedIds.has(c.task.id)).map((c) => c.task);
+    const runs = await this.startRuns(started);
+    // The tracking comment links the run.
+    for (const c of result.changes) {
+      const withRun = runs.get(c.task.id);
+      if (withRun) c.task = withRun(c.task);
     }
     for (const c of result.changes) {
       if (c.task.state === "cancelled" && c.from !== "cancelled")
@@ -346,38 +348,67 @@ export class RepoQueue {
     await this.show(result.changes, this.lastDoc ?? result.doc);
   }
 
-  /** Starts a dispatched task's run and records it on the task; a start that fails fails the task, saying why. */
-  private async startRun(task: Task): Promise<((t: Task) => Task) | undefined> {
-    try {
-      const run = await this.deps.dispatcher.start(task);
-      if (!run.runId) return undefined;
-      const withRun = (t: Task): Task => ({
-        ...t,
-        runId: run.runId,
-        ...(run.runUrl ? { runUrl: run.runUrl } : {}),
-      });
+  /**
+   * Starts the dispatched tasks' runs one after another (GitHub asks integrators to send a client's
+   * requests serially: https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#avoid-concurrent-requests)
+   * and records the runs, failing each start that failed with its reason, in one commit per
+   * RECORD_RUNS_EVERY_MS of starts: a run exchanges its token only once its id is recorded, and a commit
+   * per run kept the last runs of a burst of dispatches waiting behind the others' commits for longer
+   * than they retry.
+   */
+  private async startRuns(tasks: readonly Task[]): Promise<Map<string, (t: Task) => Task>> {
+    const started = new Map<string, (t: Task) => Task>();
+    let recorded = new Map<string, (t: Task) => Task>();
+    let failed = new Map<string, string>();
+    let since: number | undefined;
+    const record = async () => {
+      const [runs, failures] = [recorded, failed];
+      [recorded, failed, since] = [new Map(), new Map(), undefined];
+      if (runs.size === 0 && failures.size === 0) return;
       await this.commit(
-        (d) =>
-          d.tasks[task.id]?.state === "dispatched"
-            ? {
-                doc: { ...d, tasks: { ...d.tasks, [task.id]: withRun(d.tasks[task.id]!) } },
-                changes: [{ task: withRun(d.tasks[task.id]!), from: "dispatched" }],
-                messages: [`run ${run.runId} started for gh-${task.issue}`],
-              }
-            : null,
-        { schedule: false },
+        (d) => {
+          let out: TransitionResult = { doc: d, changes: [], messages: [] };
+          for (const [id, withRun] of runs) {
+            const current = out.doc.tasks[id];
+            if (current?.state !== "dispatched") continue;
+            const task = withRun(current);
+            out = mergeResults(out, {
+              doc: { ...out.doc, tasks: { ...out.doc.tasks, [id]: task } },
+              changes: [{ task, from: "dispatched" }],
+              messages: [`run ${task.runId} started for gh-${task.issue}`],
+            });
+          }
+          for (const [id, reason] of failures) {
+            const moved = moveTask(out.doc, id, "failed", { now: this.iso(), reason });
+            if (moved) out = mergeResults(out, moved);
+          }
+          return out.changes.length ? out : null;
+        },
+        // A failed start frees its slot for the next task; recording a run changes no slot.
+        { schedule: failures.size > 0 },
       );
-      return withRun;
-    } catch (error) {
-      this.deps.log?.(`dispatch of ${task.id} failed: ${(error as Error).message}`);
-      await this.commit((d) =>
-        moveTask(d, task.id, "failed", {
-          now: this.iso(),
-          reason: `could not start the run: ${(error as Error).message}`,
-        }),
-      );
-      return undefined;
+    };
+    for (const task of tasks) {
+      since ??= this.now().getTime();
+      try {
+        const run = await this.deps.dispatcher.start(task);
+        if (run.runId) {
+          const withRun = (t: Task): Task => ({
+            ...t,
+            runId: run.runId,
+            ...(run.runUrl ? { runUrl: run.runUrl } : {}),
+          });
+          recorded.set(task.id, withRun);
+          started.set(task.id, withRun);
+        }
+      } catch (error) {
+        this.deps.log?.(`dispatch of ${task.id} failed: ${(error as Error).message}`);
+        failed.set(task.id, `could not start the run: ${(error as Error).message}`);
+      }
+      if (this.now().getTime() - since >= RECORD_RUNS_EVERY_MS) await record();
     }
+    await record();
+    return started;
   }
 
   /** Every changed task's tracking comment: its state, place in the queue, tokens, run link. */
@@ -487,6 +518,9 @@ function claimReplyIn(
 }
 
 /** Two transitions applied one after the other, as one: a task changed twice keeps its first `from`. */
+/** How long a burst of dispatches goes on before the runs started so far are recorded (see startRuns). */
+const RECORD_RUNS_EVERY_MS = 10_000;
+
 function mergeResults(a: TransitionResult, b: TransitionResult): TransitionResult {
   const changes = new Map(a.changes.map((c) => [c.task.id, c]));
   for (const c of b.changes) {

@@ -1,0 +1,85 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { parseFleetConfig } from "../../src/core/config.ts";
+import type { Dispatcher } from "../../src/queue/dispatcher.ts";
+import { createRepoQueue } from "../../src/queue/repo-queue.ts";
+import { createLocalStateStore } from "../../src/state/local-store.ts";
+import type { StateStore } from "../../src/state/store.ts";
+
+const NOW = "2026-03-01T10:00:00.000Z";
+
+describe("starting the runs of a burst of dispatches", () => {
+  let home: string;
+  beforeEach(async () => {
+    home = await mkdtemp(join(tmpdir(), "fleet-start-runs-"));
+  });
+  afterEach(async () => rm(home, { recursive: true, force: true }));
+
+  it("records every run of the burst, and fails the start that failed, in one commit", async () => {
+    const parsed = parseFleetConfig("max_concurrent: 10\n");
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+    const local = createLocalStateStore({ home, clock: () => new Date(NOW) });
+    // The commits' messages, in order: only mutations that changed the state commit.
+    const commits: string[] = [];
+    const store: StateStore = {
+      read: (o) => local.read(o),
+      update: (mutation, o) =>
+        local.update((s) => {
+          const out = mutation(s);
+          if (out) commits.push(out.message);
+          return out;
+        }, o),
+    };
+    const starts: string[] = [];
+    const dispatcher: Dispatcher = {
+      mode: "actions",
+      async start(task) {
+        starts.push(task.id);
+        if (task.issue === 3) throw new Error("GitHub answered 500");
+        return { runId: `${1000 + task.issue}`, runUrl: `https://example.test/runs/${1000 + task.issue}` };
+      },
+      stop: async () => {},
+    };
+    const queue = createRepoQueue({
+      repo: "octo/widgets",
+      store,
+      fileConfig: parsed.config,
+      dispatcher,
+      clock: () => new Date(NOW),
+    });
+    expect((await queue.setConfig([{ key: "max_concurrent", value: 1 }], "mona")).ok).toBe(true);
+    for (const issue of [1, 2, 3, 4])
+      await queue.enqueue({
+        repo: "octo/widgets",
+        issue,
+        title: `Task ${issue}`,
+        body: "Do it.",
+        coder: "claude",
+        model: "sonnet",
+        priority: 2,
+        dependsOn: [],
+        requestedBy: "mona",
+      });
+    const before = commits.length;
+    // Raising the cap dispatches three queued tasks in one commit: their runs start one by one.
+    expect((await queue.setConfig([{ key: "max_concurrent", value: 4 }], "mona")).ok).toBe(true);
+    expect(starts).toHaveLength(4);
+
+    const after = commits.slice(before);
+    expect(after).toHaveLength(2);
+    expect(after[1]).toContain("run 1002 started for gh-2");
+    expect(after[1]).toContain("run 1004 started for gh-4");
+    expect(after[1]).toMatch(/gh-3.*failed|failed.*gh-3/);
+    const tasks = Object.values((await local.read()).doc.tasks).sort((a, b) => a.issue - b.issue);
+    expect(tasks.map((t) => [t.issue, t.state, t.runId])).toEqual([
+      [1, "dispatched", "1001"],
+      [2, "dispatched", "1002"],
+      [3, "failed", undefined],
+      [4, "dispatched", "1004"],
+    ]);
+    expect(tasks[2]!.reason).toBe("could not start the run: GitHub answered 500");
+    expect(tasks[3]!.runUrl).toBe("https://example.test/runs/1004");
+  });
+});
