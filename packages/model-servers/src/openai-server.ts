@@ -72,6 +72,7 @@ function outputItems(turn: ScriptTurn, n: string): Array<Record<string, unknown>
       status: "completed",
       call_id: `call_scripted_${n}_${i}`,
       name: t.name,
+      ...(t.namespace ? { namespace: t.namespace } : {}),
       arguments: JSON.stringify(t.input ?? {}),
     });
   });

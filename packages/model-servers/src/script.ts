@@ -3,7 +3,11 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 /** One scripted model reply: played for one "main" request of a real agent CLI. */
 export interface ScriptTurn {
   text?: string;
-  toolUses?: Array<{ name: string; input: unknown }>;
+  /**
+   * Tool calls of the turn. `namespace` (OpenAI only): the namespace tool the function belongs to, as
+   * Codex offers MCP tools (`mcp__<server>` holding `<tool>`).
+   */
+  toolUses?: Array<{ name: string; input: unknown; namespace?: string }>;
   usage?: ScriptUsage;
   /** Answer with an HTTP error instead of a message (the turn is consumed). */
   error?: {

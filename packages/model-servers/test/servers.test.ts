@@ -143,7 +143,10 @@ describe("scripted OpenAI Responses server", () => {
       turns: [
         {
           text: "Running.",
-          toolUses: [{ name: "exec_command", input: { cmd: "ls", workdir: "." } }],
+          toolUses: [
+            { name: "exec_command", input: { cmd: "ls", workdir: "." } },
+            { name: "ask", namespace: "mcp__docs", input: { q: "?" } },
+          ],
           usage: { input_tokens: 50, cache_read_input_tokens: 20, output_tokens: 9, reasoning_tokens: 4 },
         },
       ],
@@ -166,6 +169,8 @@ describe("scripted OpenAI Responses server", () => {
       name: "exec_command",
       arguments: '{"cmd":"ls","workdir":"."}',
     });
+    expect(done[1]).not.toHaveProperty("namespace");
+    expect(done[2]).toMatchObject({ type: "function_call", name: "ask", namespace: "mcp__docs" });
     const completed = events.at(-1)?.data.response as { usage: unknown };
     expect(completed.usage).toEqual({
       input_tokens: 50,
