@@ -146,6 +146,9 @@ describe("the ask_human MCP server", () => {
     expect(tool.description).toMatch(/only a person can make/);
     expect(tool.description).toMatch(/one clear/);
     expect(tool.description).toMatch(/end your turn/i);
+    // Codex runs an MCP tool under approval_policy "never" only when it says it destroys nothing and
+    // reaches nothing outside (or reads only).
+    expect(tool.annotations).toMatchObject({ destructiveHint: false, openWorldHint: false });
   });
 
   it("posts a question: one JSON line appended to the file (made with its folder), and tells the agent to stop", async () => {

@@ -31,6 +31,9 @@ const TOOL_SPEC = {
     required: ["question"],
     additionalProperties: false,
   },
+  // True to what it does (appends one line to a local file, reaches nothing outside), and what lets
+  // Codex run it under approval_policy "never": it refuses unannotated MCP tools there.
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
 };
 
 const send = (message) => process.stdout.write(`${JSON.stringify(message)}\n`);
