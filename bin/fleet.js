@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 // The `fleet` command. The long-running commands, `fleet serve` (the app) and `fleet run` (the
 // worker), run built: src/ bundled by esbuild (scripts/build-app.mjs, a fraction of a second) into
-// build/fleet.mjs and run on plain node, because tsx's loader costs a long-running process ~45 MB of
-// RSS (bench/memory.ts); rebuilt at every start, so it is never stale. Every other command runs the
-// TypeScript sources through tsx's loader, as these two do when the build cannot be written (a
-// read-only install).
+// build/fleet.mjs and run on plain node, because tsx's loader costs a long-running process RSS (~45 MB
+// for the app, ~17 MB for an idle worker: bench/memory.ts); rebuilt at every start, so it is never
+// stale. Every other command runs the TypeScript sources through tsx's loader, as these two do when
+// the build cannot be written (a read-only install).
+import { spawn } from "node:child_process";
 import * as nodeModule from "node:module";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 // V8's compiled code of Fleet's modules and its packages is kept on disk (in the OS's temporary folder)
 // between runs: a CLI command starts ~15% sooner (0.75 → 0.64 s of CPU for `fleet tasks --help`).
@@ -18,17 +19,17 @@ const argv = process.argv.slice(2);
 const BUILT_COMMANDS = new Set(["serve", "run"]);
 let runMain;
 if (BUILT_COMMANDS.has(argv[0]) && !argv.includes("--help") && !argv.includes("-h")) {
-  const { buildApp, BUILT_APP } = await import("../scripts/build-app.mjs");
-  const built = await buildApp().then(
-    () => true,
-    (error) => {
-      process.stderr.write(
-        `fleet ${argv[0]}: could not build the app (${error.message}); running the sources through tsx\n`,
-      );
-      return false;
-    },
-  );
-  if (built) {
+  const { BUILT_APP } = await import("../scripts/build-app.mjs");
+  // In a process of its own: esbuild built in this one left ~8 MB behind in the app or worker that
+  // then runs for days (bench/memory.ts). Its errors and warnings go to this stderr.
+  const script = fileURLToPath(new URL("../scripts/build-app.mjs", import.meta.url));
+  const built = await new Promise((done) => {
+    const child = spawn(process.execPath, [script], { stdio: ["ignore", "ignore", "inherit"] });
+    child.once("error", () => done(false));
+    child.once("exit", (code) => done(code === 0));
+  });
+  if (!built) process.stderr.write(`fleet ${argv[0]}: running the sources through tsx\n`);
+  else {
     // Stack traces in the logs point into src/, not the bundle.
     process.setSourceMapsEnabled(true);
     ({ runMain } = await import(pathToFileURL(BUILT_APP).href));

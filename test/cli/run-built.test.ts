@@ -1,6 +1,7 @@
 // `fleet run` (the worker, a long-running process) runs from the build (build/fleet.mjs on plain node),
 // as `fleet serve` does, not through tsx's loader: a preload records every module file node loads.
-import { readFile, rm, writeFile } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { execa } from "execa";
@@ -38,10 +39,10 @@ describe("fleet run runs from the build", () => {
   });
 
   /** `node bin/fleet.js ...args` with the recorder; its result and the module files it loaded. */
-  async function fleetRecorded(args: string[], env: Record<string, string>) {
+  async function fleetRecorded(args: string[], env: Record<string, string>, bin = FLEET_BIN) {
     const loadedTo = join(home.dir, "loaded.txt");
     await rm(loadedTo, { force: true });
-    const r = await execa(process.execPath, ["--import", pathToFileURL(recorder).href, FLEET_BIN, ...args], {
+    const r = await execa(process.execPath, ["--import", pathToFileURL(recorder).href, bin, ...args], {
       cwd: repo.dir,
       env: { ...env, LOADED_TO: loadedTo },
       extendEnv: false,
@@ -76,5 +77,29 @@ describe("fleet run runs from the build", () => {
     expect(r.stdout).toMatch(/^Usage: fleet run /);
     expect(loaded).not.toContain(pathToFileURL(BUILT_APP).href);
     expect(loaded).toContain(`${SRC}/cli/commands/run.ts`);
+  }, 150_000);
+
+  it("when the build cannot be written, the worker says so and runs the sources through tsx", async () => {
+    // An install whose build/ is a file: bin/ and scripts/ copied (they find the install from their own
+    // files), the sources and packages linked.
+    const install = await mkdtemp(join(tmpdir(), "fleet-install-"));
+    try {
+      for (const dir of ["bin", "scripts"]) await cp(resolve(dir), join(install, dir), { recursive: true });
+      for (const link of ["src", "node_modules", "package.json"])
+        await symlink(resolve(link), join(install, link));
+      await writeFile(join(install, "build"), "not a folder\n");
+      const { r, loaded } = await fleetRecorded(
+        ["run", "--until-idle"],
+        cliEnv({ FLEET_HOME: home.dir }),
+        join(install, "bin/fleet.js"),
+      );
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(r.stderr).toMatch(/^could not build the app into .*\/build\/fleet\.mjs: /m);
+      expect(r.stderr).toMatch(/^fleet run: running the sources through tsx$/m);
+      expect(r.stderr).toMatch(/nothing to do: no task is queued or running/);
+      expect(loaded).toContain(`${SRC}/cli/commands/run.ts`);
+    } finally {
+      await rm(install, { recursive: true, force: true });
+    }
   }, 150_000);
 });
