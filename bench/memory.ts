@@ -4,10 +4,16 @@
 // child runs as the app runs under `npm start`: built JavaScript (scripts/build-app.mjs, esbuild) on
 // plain node, no TypeScript loader. It imports only what it uses (bench/lib/memory-child.ts): the
 // offline GitHub stays in the parent, as GitHub is not in the app's process.
-// Run alone: npx tsx bench/memory.ts
-import { execFile } from "node:child_process";
-import { mkdir } from "node:fs/promises";
+// The worker: `fleet run` on a local queue with nothing to do, its RSS once it has settled, run as
+// installed (bin/fleet.js: built, plain node) and through tsx's loader (bin/fleet.js's fallback), in
+// alternate rounds; the medians are reported (runWorkerIdleMemory).
+// Run alone: npx tsx bench/memory.ts [--worker (the worker alone)]; the figures replace `memory` (or
+// `memory.workerIdle`) in bench/results/latest.json, as `npm run bench` writes them.
+import { execFile, spawn } from "node:child_process";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import { startGitHubEmulator } from "@fleet/github-emulator";
 import { Octokit } from "@octokit/rest";
@@ -20,8 +26,16 @@ const run = promisify(execFile);
 const CHILD = join(import.meta.dirname, "lib/memory-child.ts");
 // Inside the repository, so the child's packages resolve from node_modules (they stay external).
 const BUILT = join(import.meta.dirname, "results/tmp/memory-child.mjs");
+const FLEET_BIN = join(import.meta.dirname, "../bin/fleet.js");
+const THROUGH_TSX = join(import.meta.dirname, "lib/cli-through-tsx.mjs");
+const LATEST = join(import.meta.dirname, "results/latest.json");
 
+/** The app's figures (10k queued tasks) and the idle worker's, built vs through tsx. */
 export async function runMemory(n = 10_000) {
+  return { ...(await runAppMemory(n)), workerIdle: await runWorkerIdleMemory() };
+}
+
+async function runAppMemory(n: number) {
   await mkdir(join(import.meta.dirname, "results/tmp"), { recursive: true });
   await buildApp({ entry: CHILD, outfile: BUILT });
   const gh = await startGitHubEmulator({ appSlug: "fleet", appName: "Fleet" });
@@ -105,4 +119,114 @@ export async function runMemory(n = 10_000) {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) console.log(JSON.stringify(await runMemory(), null, 2));
+interface ProcMemory {
+  rssMB: number;
+  peakRssMB: number;
+  anonMB: number;
+}
+
+const mb = (kB: number) => +(kB / 1024).toFixed(1);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** A process's memory from /proc: resident now, at its peak, and the anonymous part (heap, code). */
+async function procMemory(pid: number): Promise<ProcMemory> {
+  const status = await readFile(`/proc/${pid}/status`, "utf8");
+  const kB = (key: string) => {
+    const m = status.match(new RegExp(`^${key}:\\s+(\\d+) kB`, "m"));
+    if (!m) throw new Error(`no ${key} in /proc/${pid}/status`);
+    return Number(m[1]);
+  };
+  return { rssMB: mb(kB("VmRSS")), peakRssMB: mb(kB("VmHWM")), anonMB: mb(kB("RssAnon")) };
+}
+
+/** `node <entry> run` in a git repository of an empty local queue: its memory `settleMs` after it serves. */
+async function idleWorker(entry: string, settleMs: number): Promise<ProcMemory> {
+  const home = await mkdtemp(join(tmpdir(), "fleet-bench-worker-"));
+  try {
+    const repo = join(home, "repo");
+    await mkdir(repo);
+    const git = (...args: string[]) =>
+      run("git", ["-c", "user.name=bench", "-c", "user.email=bench@example.com", ...args], { cwd: repo });
+    await git("init", "-q", "-b", "main");
+    await writeFile(join(repo, "README.md"), "# bench\n");
+    await git("add", "README.md");
+    await git("commit", "-q", "-m", "init");
+    // The worker's own environment only: no credential or token of the shell running the bench.
+    const env: Record<string, string> = { FLEET_HOME: join(home, "queue") };
+    for (const key of ["PATH", "HOME", "LANG", "TMPDIR"]) if (process.env[key]) env[key] = process.env[key]!;
+    const child = spawn(process.execPath, [entry, "run"], {
+      cwd: repo,
+      env,
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let stderr = "";
+    const exited = new Promise<void>((done) => child.once("exit", () => done()));
+    try {
+      const serving = new Promise<void>((done, fail) => {
+        child.stderr.on("data", (chunk: Buffer) => {
+          stderr += chunk;
+          if (/serving /.test(stderr)) done();
+        });
+        child.once("exit", (code) =>
+          fail(new Error(`fleet run exited (${code}) before serving:\n${stderr}`)),
+        );
+      });
+      await Promise.race([
+        serving,
+        sleep(60_000).then(() =>
+          Promise.reject(new Error(`fleet run did not serve within 60 s:\n${stderr}`)),
+        ),
+      ]);
+      await sleep(settleMs);
+      return await procMemory(child.pid!);
+    } finally {
+      child.kill("SIGTERM");
+      await exited;
+    }
+  } finally {
+    await rm(home, { recursive: true, force: true });
+  }
+}
+
+/**
+ * `fleet run`'s RSS idle (an empty local queue, `settleMs` after it serves), built vs through tsx:
+ * `rounds` of each, alternating, medians reported.
+ */
+export async function runWorkerIdleMemory({ settleMs = 5_000, rounds = 3 } = {}) {
+  const built: ProcMemory[] = [];
+  const tsx: ProcMemory[] = [];
+  for (let i = 0; i < rounds; i++) {
+    built.push(await idleWorker(FLEET_BIN, settleMs));
+    tsx.push(await idleWorker(THROUGH_TSX, settleMs));
+  }
+  const of = (xs: ProcMemory[], key: keyof ProcMemory) => median(xs.map((x) => x[key]));
+  return {
+    settleSeconds: settleMs / 1000,
+    rounds,
+    builtRssMB: of(built, "rssMB"),
+    tsxRssMB: of(tsx, "rssMB"),
+    savedMB: +(of(tsx, "rssMB") - of(built, "rssMB")).toFixed(1),
+    builtAnonMB: of(built, "anonMB"),
+    tsxAnonMB: of(tsx, "anonMB"),
+    builtPeakRssMB: of(built, "peakRssMB"),
+    tsxPeakRssMB: of(tsx, "peakRssMB"),
+    builtRssEachMB: built.map((x) => x.rssMB),
+    tsxRssEachMB: tsx.map((x) => x.rssMB),
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const workerOnly = process.argv.includes("--worker");
+  const latest = await readFile(LATEST, "utf8")
+    .then((t) => JSON.parse(t) as Record<string, unknown>)
+    .catch(() => ({}) as Record<string, unknown>);
+  if (workerOnly) {
+    const workerIdle = await runWorkerIdleMemory();
+    console.log(JSON.stringify(workerIdle, null, 2));
+    latest.memory = { ...(latest.memory as object | undefined), workerIdle };
+  } else {
+    latest.memory = await runMemory();
+    console.log(JSON.stringify(latest.memory, null, 2));
+  }
+  await writeFile(LATEST, `${JSON.stringify(latest, null, 2)}\n`);
+}
