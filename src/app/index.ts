@@ -19,6 +19,7 @@ import {
 } from "./actions-token.ts";
 import type { AppDeps, HandlerDeps } from "./handler-deps.ts";
 import { loadRepoConfig } from "./load-config.ts";
+import { onAnswer } from "./on-answer.ts";
 import { onCommand } from "./on-command.ts";
 import { onIssueEdited } from "./on-issue-edited.ts";
 import { onIssueEnded } from "./on-issue-ended.ts";
@@ -127,6 +128,8 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
     app.on(["issues.unlabeled", "issues.closed"], human(onIssueEnded));
     app.on("issue_comment.created", human(onCommand));
     app.on("issue_comment.created", human(onMention));
+    // A plain reply from a maintainer on an issue whose agent asked a question is its answer.
+    app.on("issue_comment.created", human(onAnswer));
     // Edits by anyone, bots included: only a person who may drive Fleet moves the pinned prompt.
     app.on("issues.edited", reportingCorruptState(onIssueEdited));
     // PR events come from Fleet's own bot when it opens the PR: they are not filtered by sender. A merge

@@ -8,10 +8,11 @@ import { renderCommandReply, renderStatus } from "../render/command-replies.ts";
 import { renderConfigRefused } from "../render/notices.ts";
 import { allowedOrExplain, configOrExplain } from "./guard.ts";
 import type { HandlerDeps } from "./handler-deps.ts";
+import { answerWaitingTasks } from "./on-answer.ts";
 import { requestAgentReview } from "./on-pr-review.ts";
 import { requestReviewRun } from "./on-review.ts";
 
-/** `issue_comment.created`: `/fleet status|cancel|retry|approve|config set|labels|help` from a maintainer. */
+/** `issue_comment.created`: `/fleet status|cancel|retry|approve|answer|config set|labels|help` from a maintainer. */
 export async function onCommand(context: Context<"issue_comment.created">, deps: HandlerDeps): Promise<void> {
   const { payload } = context;
   const onPullRequest = Boolean(payload.issue.pull_request);
@@ -76,6 +77,12 @@ export async function onCommand(context: Context<"issue_comment.created">, deps:
       });
       if (moved.length === 0)
         await reply("Nothing to approve: no task of this issue is waiting for plan approval.");
+      return;
+    }
+    case "answer": {
+      const answered = await answerWaitingTasks(queue, issue, command.text, sender);
+      if (answered === 0)
+        await reply("Nothing to answer: no task of this issue waits for an answer to its agent's question.");
       return;
     }
     case "config-set": {

@@ -41,6 +41,14 @@ export async function onMention(context: CommentContext, deps: HandlerDeps): Pro
     return;
   }
   const queue = await deps.queues.forContext(context, config);
+  // On an issue whose task waits for an answer, the comment is the answer (on-answer.ts).
+  if (
+    !onPullRequest &&
+    Object.values((await queue.snapshot()).tasks).some(
+      (t) => t.issue === issue.number && t.state === "waiting",
+    )
+  )
+    return;
   if (onPullRequest) {
     const pr = await deps.github.pulls.get(context.repo(), issue.number);
     if (taskForPullRequest(await queue.snapshot(), { number: pr.number, head: pr.head.ref })) {

@@ -51,6 +51,7 @@ export function beadStatusFor(state: TaskState): string {
     case "awaiting-approval":
     case "running":
     case "pr-open":
+    case "waiting":
       return "in_progress";
     case "done":
     case "cancelled":

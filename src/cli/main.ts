@@ -17,6 +17,7 @@ Commands:
                             in every repository in the queue, each task in its own)
   merge <id>                local mode: merge a task's branch into its base; the task is done
   approve <id>              approve a task's plan (plan_approval: true); its work phase runs next
+  answer <id> <answer>      answer the question a task's agent asked; the task goes on with it
   kill <id>                 cancel a task and stop its agent
   retry <id>                queue a failed, cancelled or rate-limited task again
   serve                     run the Fleet GitHub App (Probot): reads .env, forwards webhooks via smee
@@ -51,6 +52,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   merge: () => import("./commands/merge.ts").then((m) => ({ run: m.mergeCommand, usage: m.MERGE_USAGE })),
   approve: () =>
     import("./commands/approve.ts").then((m) => ({ run: m.approveCommand, usage: m.APPROVE_USAGE })),
+  answer: () => import("./commands/answer.ts").then((m) => ({ run: m.answerCommand, usage: m.ANSWER_USAGE })),
   kill: () =>
     import("./commands/kill-retry.ts").then((m) => ({
       run: (argv) => m.moveCommand("kill", argv),

@@ -31,6 +31,10 @@ export const CODER_OPTIONS_SCHEMA = z.strictObject({
   mcp_servers: z
     .record(z.string().regex(SERVER_NAME), mcpServer)
     .refine((r) => Object.keys(r).length <= 20)
+    // `fleet` is Fleet's own server (the agent's ask_human tool).
+    .refine((r) => !Object.keys(r).some((k) => k.toLowerCase() === "fleet"), {
+      message: "the MCP server name `fleet` is Fleet's own (its ask_human tool); name yours otherwise",
+    })
     .optional(),
 });
 export type CoderOptions = z.infer<typeof CODER_OPTIONS_SCHEMA>;

@@ -7,6 +7,8 @@ export type FleetCommand =
   | { kind: "cancel"; reason?: string }
   | { kind: "retry"; coder?: string; model?: string }
   | { kind: "approve"; note?: string }
+  /** A person's answer to the question a waiting task's agent asked (the rest of the comment). */
+  | { kind: "answer"; text: string }
   | { kind: "config-set"; assignments: Array<{ key: string; value: ConfigValue }> }
   | { kind: "help" }
   | { kind: "labels" }
@@ -27,6 +29,7 @@ export const FLEET_COMMAND_HELP = [
   "- `/fleet cancel [reason]`: stop the task and its run",
   "- `/fleet retry [coder[:model]]`: queue a failed, cancelled or rate-limited task again (without waiting for the limit's reset), optionally with another coder or model",
   "- `/fleet approve [note]`: approve the posted plan",
+  "- `/fleet answer <answer>`: answer the question the task's agent asked (a plain reply on the issue answers too); the task is queued again with it",
   "- `/fleet config set key=value [key=value ...]`: change an operational setting (e.g. `max_concurrent=5`); who may drive Fleet, credentials, dispatch and the sandbox come only from `.github/fleet.yml`",
   "- `/fleet review [coder[:model]]` on a pull request: a read-only agent reviews its diff and posts one review with inline comments",
   "- `/fleet labels`: create the fleet labels in this repository",
@@ -34,7 +37,20 @@ export const FLEET_COMMAND_HELP = [
   "- `/fleet <instructions>` on a Fleet pull request: another agent iteration with these instructions",
 ].join("\n");
 
-const VERBS = ["status", "cancel", "retry", "approve", "config", "help", "labels", "review"] as const;
+const VERBS = [
+  "status",
+  "cancel",
+  "retry",
+  "approve",
+  "answer",
+  "config",
+  "help",
+  "labels",
+  "review",
+] as const;
+
+/** The most of an answer the agent is given, in characters. */
+export const MAX_ANSWER_CHARS = 10_000;
 const CODER_SPEC = /^([a-z][a-z0-9_-]*)(?::([A-Za-z0-9][A-Za-z0-9._/-]{0,63}))?$/;
 
 const error = (message: string): FleetCommand => ({
@@ -61,6 +77,15 @@ function parseLine(rest: string, fullText: string, options: ParseCommandOptions)
       return argText ? { kind: "cancel", reason: argText } : { kind: "cancel" };
     case "approve":
       return argText ? { kind: "approve", note: argText } : { kind: "approve" };
+    case "answer": {
+      // The answer is the rest of the comment: its first line's words and every line after.
+      const text = fullText
+        .trim()
+        .replace(/^answer\b\s*/i, "")
+        .trim();
+      if (!text) return error("`/fleet answer` needs the answer (e.g. `/fleet answer Use the blue theme.`).");
+      return { kind: "answer", text: boundAnswer(text) };
+    }
     case "retry": {
       if (args.length === 0) return { kind: "retry" };
       const spec = CODER_SPEC.exec(args[0]!);
@@ -115,6 +140,12 @@ function parseLine(rest: string, fullText: string, options: ParseCommandOptions)
     }
   }
 }
+
+/** An answer cut to MAX_ANSWER_CHARS, saying so. */
+export const boundAnswer = (text: string): string =>
+  text.length > MAX_ANSWER_CHARS
+    ? `${[...text].slice(0, MAX_ANSWER_CHARS).join("")}\n[… cut: the answer was longer]`
+    : text;
 
 /**
  * Reads the first `/fleet` command in a comment. Only a line that starts with `/fleet` (leading spaces

@@ -456,6 +456,21 @@ export const CONFIG_FIELDS = {
     false,
     operational("whether a task's pull request opens as a draft until its run succeeds"),
   ),
+  /** The agent's `ask_human` tool: a question ends the run `waiting` until a person answers. */
+  ask_human: {
+    group: {
+      enabled: withDefault(
+        bool,
+        true,
+        operational("whether the agent may stop to ask a person a question (its ask_human tool)"),
+      ),
+      expire_after_hours: withDefault(
+        int(1, 24 * 30),
+        72,
+        operational("how long an agent's question waits for an answer before the task fails"),
+      ),
+    },
+  },
   /** How agent runs are contained; `none` must be chosen in the file and is shown on every tracking comment. */
   sandbox: withDefault(
     oneOf(SANDBOX_MODES),

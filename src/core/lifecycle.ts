@@ -15,17 +15,22 @@ const RUN_EXITS = ["queued", "rate-limited", "cancelled", "failed", "done"] as c
  * (a review round queued or running, a cancel or failure that left the PR open), or a person (a local
  * issue closed with its branch pushed); the one run that ends in `done` is a split, whose product is
  * its sub-issues. A run that changes nothing is `failed` ("no changes"), never `done`.
+ * `waiting`: the agent asked a person a question (its `ask_human` tool) and its run ended; the answer
+ * sends the task back to the queue, and an unanswered question fails it once it expires.
  */
 export const TRANSITIONS: Readonly<Record<TaskState, readonly TaskState[]>> = Object.freeze({
   queued: Object.freeze(["blocked", "dispatched", "cancelled", "failed", "done"] as const),
   blocked: Object.freeze(["queued", "cancelled", "failed"] as const),
   dispatched: Object.freeze(["planning", "running", ...RUN_EXITS] as const),
-  planning: Object.freeze(["awaiting-approval", "running", ...RUN_EXITS] as const),
+  planning: Object.freeze(["awaiting-approval", "running", "waiting", ...RUN_EXITS] as const),
   // Approval sends the task back to the queue: the work phase needs a slot like any run.
   "awaiting-approval": Object.freeze(["queued", "running", "cancelled", "failed"] as const),
-  running: Object.freeze(["pr-open", ...RUN_EXITS] as const),
+  running: Object.freeze(["pr-open", "waiting", ...RUN_EXITS] as const),
   // pr-open -> queued: review-loop instructions wait for a slot like any run.
   "pr-open": Object.freeze(["running", "queued", "done", "cancelled", "failed"] as const),
+  // An answer sends the question's task back to the queue; an expired question fails it; a merge of a
+  // PR an earlier run opened ends it.
+  waiting: Object.freeze(["queued", "cancelled", "failed", "done"] as const),
   done: Object.freeze([] as const),
   // A merged PR ends a task as done even after a cancel or a failure left its PR open.
   failed: Object.freeze(["queued", "done"] as const),
@@ -39,7 +44,8 @@ export const TRANSITIONS: Readonly<Record<TaskState, readonly TaskState[]>> = Ob
  * States that hold a concurrency slot: an agent process is (or is about to be) running. A run's own
  * report, a lost run and an expired lease move a task only out of these.
  * `awaiting-approval` does not: the plan waits for a human, possibly for days, and must not starve the queue.
- * `pr-open` does not either; a review-loop iteration re-enters `running` and takes a slot again.
+ * `pr-open` does not either; a review-loop iteration re-enters `running` and takes a slot again; nor
+ * does `waiting`, whose question may wait for days.
  */
 export const SLOT_HOLDING_STATES: readonly TaskState[] = Object.freeze(["dispatched", "planning", "running"]);
 export const ACTIVE_STATES: ReadonlySet<TaskState> = new Set<TaskState>(SLOT_HOLDING_STATES);

@@ -6,6 +6,7 @@ export const RUN_OUTCOMES = [
   "no-changes",
   "split",
   "awaiting-approval",
+  "waiting",
   "failed",
   "timeout",
   "stall",
@@ -58,6 +59,8 @@ export function stateAfterOutcome(outcome: RunOutcome, context: OutcomeContext =
       return ended;
     case "awaiting-approval":
       return "awaiting-approval";
+    case "waiting":
+      return "waiting";
     case "rate-limited":
       return "rate-limited";
     case "cancelled":

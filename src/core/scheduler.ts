@@ -12,6 +12,8 @@ export type SchedulerDecision =
   | { kind: "expire-lease"; taskId: string }
   /** A rate-limited task whose reset time has passed: move it to queued. */
   | { kind: "requeue-rate-limited"; taskId: string }
+  /** A waiting task whose question went unanswered for `ask_human.expire_after_hours`: move it to failed. */
+  | { kind: "expire-question"; taskId: string; hours: number }
   /** A blocked task whose dependencies are all satisfied: move it to queued. */
   | { kind: "unblock"; taskId: string }
   /** A queued task waiting for these issues: move it to blocked. */
@@ -30,6 +32,7 @@ export interface SchedulerInput {
   tasks: readonly Task[];
   config: Pick<FleetConfig, "max_concurrent" | "coders"> & {
     retries?: Pick<FleetConfig["retries"], "backoff_seconds">;
+    ask_human?: Pick<FleetConfig["ask_human"], "expire_after_hours">;
     /** Two tasks whose `files` share a path never run at the same time; the later one waits. */
     serialize_overlapping?: boolean;
   };
@@ -161,6 +164,7 @@ function sortWaiting(
   backoffMs: number,
   unmet: (task: Task) => number[],
   sorted: Sorted,
+  questionHours: number,
 ): void {
   switch (task.state) {
     case "rate-limited": {
@@ -170,6 +174,12 @@ function sortWaiting(
       if (waits.length > 0) sorted.blocked.push({ kind: "block", taskId: task.id, blockedBy: waits });
       // Requeueing resets the FIFO key to now, as the transition will.
       else sorted.candidates.push({ task, queuedMs: now });
+      return;
+    }
+    case "waiting": {
+      // Only an unanswered question expires; an answered one is queued by its answer.
+      if (task.question?.answer || ms(task.question?.askedAt ?? task.updatedAt) + questionHours * 3600_000 > now) return;
+      sorted.expired.push({ kind: "expire-question", taskId: task.id, hours: questionHours });
       return;
     }
     case "blocked": {
@@ -196,6 +206,7 @@ function sortTasks(input: SchedulerInput, now: number): Sorted {
   const { tasks, config } = input;
   const closed = input.closedIssues ?? EMPTY_SET;
   const backoffMs = (config.retries?.backoff_seconds ?? 60) * 1000;
+  const questionHours = config.ask_human?.expire_after_hours ?? 72;
   const serialize = config.serialize_overlapping === true;
   const doneIssues = doneIssuesOf(tasks);
   const unmet = (task: Task) => unmetDependencies(task, doneIssues, closed);
@@ -210,7 +221,7 @@ function sortTasks(input: SchedulerInput, now: number): Sorted {
   };
   for (const task of tasks) {
     if (ACTIVE_STATES.has(task.state)) countRunning(task, now, serialize, sorted);
-    else sortWaiting(task, now, backoffMs, unmet, sorted);
+    else sortWaiting(task, now, backoffMs, unmet, sorted, questionHours);
   }
   return sorted;
 }

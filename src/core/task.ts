@@ -13,6 +13,7 @@ export type TaskState =
   | "awaiting-approval"
   | "running"
   | "pr-open"
+  | "waiting"
   | "done"
   | "failed"
   | "cancelled"
@@ -27,6 +28,7 @@ export const TASK_STATES: readonly TaskState[] = [
   "awaiting-approval",
   "running",
   "pr-open",
+  "waiting",
   "done",
   "failed",
   "cancelled",
@@ -142,6 +144,20 @@ export interface Task {
   context?: TaskContext;
   /** An agent review of this pull request (the task's issue is the PR): a read-only run that posts one review. */
   review?: PrReviewRequest;
+  /** The agent's last question to a person (its `ask_human` tool), and the answer once given. */
+  question?: TaskQuestion;
+}
+
+/**
+ * What the agent asked mid-run (the run then ended `waiting`) and who answered what: the next run
+ * resumes the agent's session with the answer, or starts with both in its prompt.
+ */
+export interface TaskQuestion {
+  /** The question as the agent wrote it (bounded; shown with its mentions made inert). */
+  text: string;
+  /** RFC3339: when the run ended waiting; an unanswered question expires `ask_human.expire_after_hours` later. */
+  askedAt: string;
+  answer?: { text: string; by: string; at: string };
 }
 
 /** What `/fleet review` or `review_on` asks: a review of pull request `pr`. */

@@ -9,6 +9,7 @@ import { syncBeads } from "./beads-sync.ts";
 import type { Dispatcher } from "./dispatcher.ts";
 import type { Tracker } from "./tracker.ts";
 import {
+  answerQuestion,
   applySchedule,
   effectiveConfig,
   endRun,
@@ -181,6 +182,15 @@ export class RepoQueue {
       return r;
     });
     return moved;
+  }
+
+  /**
+   * A person answers the question `taskId`'s agent asked: the task is queued again (and dispatched in
+   * the same commit when a slot is free). Undefined when the task is not waiting for an answer.
+   */
+  async answer(taskId: string, text: string, by: string): Promise<Task | undefined> {
+    const { result } = await this.commit((d) => answerQuestion(d, taskId, { text, by, now: this.iso() }));
+    return result?.changes.find((c) => c.task.id === taskId)?.task;
   }
 
   /**
@@ -441,6 +451,7 @@ export class RepoQueue {
             pr: task.pr,
             sandbox: effective.sandbox,
             promptEditedBy: task.pin?.ignoredEdit?.by,
+            ...(task.state === "waiting" && task.question ? { question: task.question.text } : {}),
           },
           // No `from`: the task was created by this commit. A task coming from a run's states may have
           // a plan and report in its comment that a worker wrote: the edit keeps them.

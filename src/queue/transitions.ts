@@ -255,6 +255,32 @@ export function setDependencies(
   };
 }
 
+/**
+ * A person's answer to the question a waiting task's agent asked: the task goes back to the queue with
+ * the answer, which its next run gets. Null when the task is not waiting (already answered, expired, gone).
+ */
+export function answerQuestion(
+  doc: FleetStateDoc,
+  taskId: string,
+  answer: { text: string; by: string; now: string },
+): TransitionResult | null {
+  const current = doc.tasks[taskId];
+  if (!current || current.state !== "waiting" || !canTransition("waiting", "queued")) return null;
+  const task: Task = {
+    ...transition(current, "queued", { now: answer.now }),
+    question: {
+      text: current.question?.text ?? "",
+      askedAt: current.question?.askedAt ?? current.updatedAt,
+      answer: { text: answer.text, by: answer.by, at: answer.now },
+    },
+  };
+  return {
+    doc: withTasks(doc, [task]),
+    changes: [{ task, from: current.state }],
+    messages: [`answer the question of gh-${current.issue} (${taskId}), by ${answer.by}`],
+  };
+}
+
 /** Records fields on a task without a state change (e.g. a run's totals when an event already moved it). */
 export function patchTask(
   doc: FleetStateDoc,
@@ -551,6 +577,13 @@ function applyDecision(pass: Pass, d: SchedulerDecision, task: Task): void {
       const why = retry ? retryReason(reason, resetAt) : `${reason}; no retries left`;
       note(pass, task, transition(task, to, { now: opts.now, reason: why, resetAt }));
       pass.messages.push(`expire lease of gh-${task.issue} (${task.id}) -> ${to}`);
+      return;
+    }
+    case "expire-question": {
+      if (!canTransition(task.state, "failed")) return;
+      const reason = `The agent's question waited ${d.hours} h without an answer (\`ask_human.expire_after_hours\`); \`/fleet retry\` on the issue or \`fleet retry ${task.id}\` starts the task again.`;
+      note(pass, task, transition(task, "failed", { now: opts.now, reason }));
+      pass.messages.push(`question of gh-${task.issue} (${task.id}) expired -> failed`);
       return;
     }
     case "requeue-rate-limited":

@@ -52,6 +52,7 @@ export type RunOutcomeKind =
   | "no-changes"
   | "split"
   | "awaiting-approval"
+  | "waiting"
   | "failed"
   | "timeout"
   | "stall"
@@ -91,6 +92,7 @@ const HEADLINE: Record<RunOutcomeKind, string> = {
   "no-changes": "ℹ️ finished without changes, so no pull request was opened",
   split: "🪓 planned the split: the plan's sub-issues are queued",
   "awaiting-approval": "✋ is waiting for approval of its plan",
+  waiting: "❓ asked a question and waits for a person's answer",
   failed: "❌ failed",
   timeout: "⏱️ ran out of time and was stopped",
   stall: "💤 stalled (no output for too long) and was stopped",
@@ -171,7 +173,11 @@ export function renderRunReport(v: RunReportView): string {
     ? undefined
     : round && !v.local
       ? "If a change was expected, comment `/fleet <instructions>` on the pull request again, saying what to change and where."
-      : NEXT_STEP[v.outcome]?.(retryHint(v.taskId, v.local));
+      : v.outcome === "waiting"
+        ? v.local
+          ? `Answer it with \`fleet answer ${v.taskId} "<answer>"\`: the task is queued again and the agent goes on with the answer.`
+          : "Someone with write access answers by replying on this issue (or `/fleet answer <answer>`): the task is queued again and the agent goes on with the answer."
+        : NEXT_STEP[v.outcome]?.(retryHint(v.taskId, v.local));
   if (next) head.push(next, "");
   head.push(...containmentLines(v));
   let body = head.join("\n");

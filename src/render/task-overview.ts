@@ -38,6 +38,10 @@ export function nextStep(v: Pick<TaskOverviewView, "task" | "local">): string {
       return local
         ? `Read the plan above, then \`fleet approve ${id}\` to start the work (or \`fleet kill ${id}\`).`
         : `Read the plan, then comment \`/fleet approve\` on the issue (or \`fleet approve ${id}\`).`;
+    case "waiting":
+      return local
+        ? `Answer the agent's question above: \`fleet answer ${id} "<answer>"\` queues the task again (or \`fleet kill ${id}\`).`
+        : `Answer the agent's question on issue #${task.issue} (a reply, or \`/fleet answer <answer>\`), or \`fleet answer ${id} "<answer>"\`.`;
     case "pr-open":
       return local
         ? `Review branch ${task.branch ?? "(its branch)"} in the repository, then \`fleet merge ${id}\`.`
@@ -71,6 +75,11 @@ export function renderTaskOverview(v: TaskOverviewView): string {
     const plan = v.plan.trim().split("\n");
     lines.push("", "Plan", ...plan.slice(0, 15).map((l) => `  ${l}`));
     if (plan.length > 15) lines.push(`  … ${plan.length - 15} more lines: fleet task ${task.id} plan`);
+  }
+  if (task.question) {
+    const q = task.question;
+    lines.push("", `Question (asked ${q.askedAt})`, ...q.text.split("\n").map((l) => `  ${l}`));
+    if (q.answer) lines.push(`Answer by ${q.answer.by} (${q.answer.at})`, ...q.answer.text.split("\n").map((l) => `  ${l}`));
   }
   const runs = task.runs ?? [];
   if (runs.length) {

@@ -28,6 +28,8 @@ export interface TrackingView {
   promptEditedBy?: string;
   /** Local mode: the next steps are `fleet` commands, and there are no `/fleet` comments to offer. */
   local?: boolean;
+  /** Waiting: the agent's question to a person (its mentions are made inert here). */
+  question?: string;
 }
 
 const STATE_ICON: Record<TaskState, string> = {
@@ -38,6 +40,7 @@ const STATE_ICON: Record<TaskState, string> = {
   "awaiting-approval": "✋",
   running: "⚙️",
   "pr-open": "👀",
+  waiting: "❓",
   done: "✅",
   failed: "❌",
   cancelled: "🚫",
@@ -58,6 +61,10 @@ export function describeState(v: TrackingView): string {
       return v.local
         ? `awaiting approval: run \`fleet approve ${v.taskId ?? v.taskKey}\` to start the work`
         : "awaiting approval: comment `/fleet approve` to start the work";
+    case "waiting":
+      return v.local
+        ? `waiting for an answer: run \`fleet answer ${v.taskId ?? v.taskKey} "<answer>"\``
+        : "waiting for an answer: reply on this issue, or comment `/fleet answer <answer>`";
     default:
       return v.state;
   }
@@ -110,6 +117,13 @@ export function composeTrackingComment(header: string, sections: TrackingSection
 }
 
 /** The one comment per task that Fleet edits in place as the task moves (its state; see composeTrackingComment). */
+/** Text as a Markdown block quote, blank lines included. */
+const quoteLines = (text: string): string =>
+  text
+    .split("\n")
+    .map((l) => `> ${l}`)
+    .join("\n");
+
 export function renderTrackingComment(v: TrackingView): string {
   const lines = [
     trackingMarker(v.taskKey),
@@ -130,6 +144,9 @@ export function renderTrackingComment(v: TrackingView): string {
   }
   if (v.sandbox === "none")
     lines.push(`| Sandbox | **none**: the agent runs unconfined (\`sandbox: none\` in .github/fleet.yml) |`);
+  // The agent's words: quoted, and every mention and reference in them inert.
+  if (v.question && v.state === "waiting")
+    lines.push("", "**The agent asks:**", "", quoteLines(neutraliseMentions(v.question, { untrusted: true })));
   // Reasons and logins are repeated text: a mention in them names, it never pings.
   if (v.reason) lines.push("", `> ${neutraliseMentions(v.reason).replace(/\n/g, "\n> ")}`);
   if (v.promptEditedBy) {

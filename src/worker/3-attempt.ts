@@ -1,5 +1,6 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { neutraliseMentions } from "../core/published-text.ts";
 import { scanOutgoing } from "../core/secret-scan.ts";
 import { parseRepoFullName } from "../github/port.ts";
 import { renderPrBody } from "../render/pr-body.ts";
@@ -15,6 +16,14 @@ import {
   openOrUpdatePullRequest,
   pushBranch,
 } from "./4-publish.ts";
+import { readQuestions } from "./ask-human/ask-human.ts";
+import {
+  answerPrompt,
+  QUESTION_FILE,
+  restoreQuestionChange,
+  savedQuestionSession,
+  saveQuestionRun,
+} from "./question.ts";
 import {
   createRunContext,
   noteRefused,
@@ -87,7 +96,8 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
     const notesDir = agentNotesDir(wt.path, spec.taskId);
     await prepareNotesDir(notesDir);
     // A HOME Fleet controls: nothing an earlier run left there but the session this run resumes.
-    await freshAgentHome(agentHomeDir(deps.workDir, spec.taskId), await resumedSession(ctx));
+    const resumed = await resumedSession(ctx);
+    const carried = await freshAgentHome(agentHomeDir(deps.workDir, spec.taskId), resumed);
     ctx.result.limits = await limitsEnforcement();
     if ((deps.sandbox ?? "bubblewrap") === "bubblewrap")
       ctx.result.network = { mode: runContainment(ctx).network.mode, refused: [] };
@@ -98,8 +108,11 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
     const setupFailed = await setupStep(ctx, wt, planning);
     if (setupFailed) return setupFailed;
 
-    // Step 3
-    const planned = await planStep(ctx, wt, notesDir);
+    // Step 3 (a run with the answer to the agent's question goes on where it stopped: no new plan)
+    const answered = spec.question?.answer
+      ? await answeredStep(ctx, wt, notesDir, carried.length > 0)
+      : undefined;
+    const planned = answered ?? (await planStep(ctx, wt, notesDir));
     if ("outcome" in planned) return planned;
 
     // Step 4
@@ -110,6 +123,7 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
       phase: "work",
       plan: planned.plan,
       resumeSessionId: planned.resumeSessionId,
+      ...(answered?.addPrompt ? { addPrompt: answered.addPrompt } : {}),
     });
     ctx.result.totals = run.totals;
     if (run.sessionId) ctx.result.sessionId = run.sessionId;
@@ -123,6 +137,9 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
       knowledge: notes.knowledge,
       result: notes.rawResult,
     };
+    // Step 5b. The agent asked a person (its ask_human tool): the run ends waiting for the answer.
+    const asked = await askedStep(ctx, wt, notesDir, run, notes);
+    if (asked) return asked;
     if (run.kind !== "ok") return await finish(ctx, run.kind, run.reason, run, notes);
 
     // Steps 6 to 9
@@ -137,9 +154,16 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
   }
 }
 
-/** The session an approved work phase resumes: the plan phase's, saved when the plan was posted. */
+/**
+ * The session this run resumes: the asking run's when this run has the answer to its question, or the
+ * plan phase's for an approved work phase (saved when the plan was posted).
+ */
 async function resumedSession(ctx: RunContext): Promise<{ coder: string; sessionId: string } | undefined> {
   const { spec } = ctx;
+  if (spec.question?.answer) {
+    const sessionId = await savedQuestionSession(ctx.artifactsDir);
+    return sessionId ? { coder: spec.coder, sessionId } : undefined;
+  }
   if (!(spec.planPhase && spec.planApproval && spec.approved === true)) return undefined;
   const { state } = await loadPlan(ctx.artifactsDir);
   return state.sessionId ? { coder: spec.coder, sessionId: state.sessionId } : undefined;
@@ -179,6 +203,94 @@ async function setupStep(ctx: RunContext, wt: Worktree, planning: boolean): Prom
   }
   ctx.result.noRetry = true;
   return finish(ctx, deps.signal?.aborted ? "cancelled" : "failed", r.reason);
+}
+
+/**
+ * Step 3 of a run that has the answer to its agent's question: the asking run's change applied again,
+ * its session resumed when this worker kept it (else a fresh session told the question and answer),
+ * and its plan as it was; no plan phase.
+ */
+async function answeredStep(
+  ctx: RunContext,
+  wt: Worktree,
+  notesDir: string,
+  sessionKept: boolean,
+): Promise<{ plan?: string; resumeSessionId?: string; addPrompt?: string }> {
+  const question = ctx.spec.question!;
+  const restored = await restoreQuestionChange(ctx.artifactsDir, wt);
+  const saved = await loadPlan(ctx.artifactsDir);
+  if (saved.plan !== undefined) await writeFile(join(notesDir, PLAN_FILE), saved.plan);
+  const sessionId = sessionKept ? await savedQuestionSession(ctx.artifactsDir) : undefined;
+  return {
+    plan: saved.plan,
+    ...(sessionId ? { resumeSessionId: sessionId } : {}),
+    addPrompt: answerPrompt(question, { restored }),
+  };
+}
+
+/**
+ * Step 5b: the question the agent asked with its ask_human tool, if it asked one (a run that ended
+ * otherwise than cancelled, rate-limited or over budget). It is published, so it is checked for secrets
+ * like anything else that leaves the run; the run's session and change so far are kept for the run
+ * that gets the answer, and the question is posted on the issue for the person who asked for the task.
+ */
+async function askedStep(
+  ctx: RunContext,
+  wt: Worktree,
+  notesDir: string,
+  run: PhaseRun,
+  notes: AgentArtifacts,
+): Promise<TaskOutcome | undefined> {
+  const { spec, result } = ctx;
+  if (!spec.askHuman || !["ok", "timeout", "stall"].includes(run.kind)) return undefined;
+  const question = await readQuestions(join(notesDir, QUESTION_FILE)).catch(() => undefined);
+  if (question === undefined) return undefined;
+  const hit = scanOutgoing(question, ctx.secrets);
+  if (hit) {
+    result.noRetry = true;
+    return await finish(
+      ctx,
+      "failed",
+      `Fleet posted nothing: the agent's question gives away a secret, ${hit.label} (${hit.form}).`,
+      run,
+      notes,
+    );
+  }
+  await saveQuestionRun(ctx.artifactsDir, wt, run.sessionId);
+  result.question = ctx.redact(question);
+  await postQuestion(ctx, result.question);
+  return await finish(
+    ctx,
+    "waiting",
+    "The agent stopped to ask a person a question; it goes on once someone answers.",
+    run,
+    notes,
+  );
+}
+
+/**
+ * A comment that notifies the person who asked for the task (an edit of the tracking comment notifies
+ * no one). The agent's words are quoted with their mentions made inert. Local mode has no one to
+ * notify: `fleet task <id>` shows the question. A refusal leaves the question on the tracking comment.
+ */
+async function postQuestion(ctx: RunContext, question: string): Promise<void> {
+  const { spec, deps } = ctx;
+  if (deps.local) return;
+  const who = spec.askHuman?.requestedBy ? `@${spec.askHuman.requestedBy}, the` : "The";
+  const quoted = neutraliseMentions(question, { untrusted: true })
+    .split("\n")
+    .map((l) => `> ${l}`)
+    .join("\n");
+  const body = [
+    `${who} agent working on this issue (Fleet task \`${spec.taskId}\`) has a question:`,
+    "",
+    quoted,
+    "",
+    `Someone with write access answers by replying here, or with \`/fleet answer <answer>\`; the task is queued again with the answer. Unanswered, it fails after ${spec.askHuman?.expireAfterHours ?? 72} h.`,
+  ].join("\n");
+  try {
+    await deps.github.issues.createComment(parseRepoFullName(spec.repo), spec.issue, body);
+  } catch {}
 }
 
 /**

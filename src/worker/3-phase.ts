@@ -17,6 +17,7 @@ import {
 } from "../core/usage.ts";
 import { overPerTaskBudget } from "../economy/budgets.ts";
 import { buildPrompt } from "./prompt.ts";
+import { QUESTION_FILE, withAskHuman } from "./question.ts";
 import {
   addSecret,
   noteRefused,
@@ -29,7 +30,7 @@ import {
   type TaskSpec,
   worktreeMounts,
 } from "./run-context.ts";
-import { inheritedHomeMounts } from "./sandbox/bubblewrap.ts";
+import { inheritedHomeMounts, interpreterMounts, type SandboxMounts } from "./sandbox/bubblewrap.ts";
 import { runContainedAgent } from "./sandbox/contained-run.ts";
 import { type GatewayRun, gatewayRunFor, reportedTotals } from "./sandbox/gateway-run.ts";
 import type { RunAgentResult } from "./sandbox/run-agent.ts";
@@ -46,6 +47,8 @@ export interface PhaseInput {
   phase: Phase;
   plan?: string;
   resumeSessionId?: string;
+  /** Added to the prompt after everything else (the answer to the agent's question). */
+  addPrompt?: string;
 }
 
 /**
@@ -93,7 +96,7 @@ async function preparePhase(ctx: RunContext, input: PhaseInput) {
     phase,
     plan,
   });
-  const fullPrompt = spec.extraPrompt ? `${prompt}\n\n${spec.extraPrompt}` : prompt;
+  const fullPrompt = [prompt, spec.extraPrompt, input.addPrompt].filter(Boolean).join("\n\n");
   const logFile = join(ctx.artifactsDir, phase === "plan" ? PLAN_LOG_FILE : LOG_FILE);
   const invocation: AgentInvocation = {
     prompt: fullPrompt,
@@ -106,6 +109,15 @@ async function preparePhase(ctx: RunContext, input: PhaseInput) {
   if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
   if (deps.coderOptions) invocation.options = deps.coderOptions;
+  // The ask_human server runs on the worker's node: shown read-only to the agent when not a system one.
+  const extraReadOnly: string[] = [];
+  if (phase === "work" && spec.askHuman) {
+    const options = await withAskHuman(spec.coder, invocation.options, join(notesDir, QUESTION_FILE));
+    if (options !== invocation.options && options) {
+      invocation.options = options;
+      extraReadOnly.push(...(await interpreterMounts(process.execPath, ctx.forbidden)));
+    }
+  }
   // The credential as configured: the contained run hands the agent a gateway token in its place.
   if (deps.credential) invocation.credential = { ...deps.credential };
   // The run's HOME was made afresh when the run started (freshAgentHome); a phase keeps what setup left.
@@ -122,7 +134,7 @@ async function preparePhase(ctx: RunContext, input: PhaseInput) {
     home: inheritHome ?? invocation.home,
     prompt: fullPrompt,
   });
-  return { invocation, logFile, context, homeOverlay };
+  return { invocation, logFile, context, homeOverlay, extraReadOnly };
 }
 
 /**
@@ -240,7 +252,10 @@ async function runRotating(
       },
       {
         ...runContainment(ctx),
-        mounts: { ...worktreeMounts(wt, notesDir, phase), homeOverlay: setup.homeOverlay },
+        mounts: withReadOnly(
+          { ...worktreeMounts(wt, notesDir, phase), homeOverlay: setup.homeOverlay },
+          setup.extraReadOnly,
+        ),
         gateway: ctx.gateway,
         onRunToken: (token) => addSecret(ctx, "this run's model-gateway token", token),
         ...(gatewayRun ? { gatewayRun } : {}),
@@ -401,3 +416,6 @@ export async function loadPlan(artifactsDir: string): Promise<{ plan?: string; s
   }
   return { plan, state };
 }
+
+const withReadOnly = (mounts: SandboxMounts, extra: readonly string[]): SandboxMounts =>
+  extra.length ? { ...mounts, readOnly: [...mounts.readOnly, ...extra] } : mounts;

@@ -133,6 +133,8 @@ function outcomeLine(r: TaskOutcome, reviewRound: boolean): string {
         : "finished without changes; no pull request";
     case "split":
       return "split: the plan's sub-issues are queued";
+    case "waiting":
+      return "the agent asked a question and waits for an answer";
     default:
       return r.outcome;
   }

@@ -48,6 +48,8 @@ export async function recordOutcome(
   const totals = combineTotals(outcome.planTotals, outcome.totals);
   const patch: Partial<Task> = {};
   if (outcome.pr) patch.pr = outcome.pr.number;
+  if (outcome.outcome === "waiting" && outcome.question)
+    patch.question = { text: outcome.question, askedAt: clock().toISOString() };
   // A rebase run writes no RESULT.json: the work run's result stays the task's.
   if (!task.rebase) {
     patch.result = resultSummaryOf(task.attempts, outcome.artifacts.result);

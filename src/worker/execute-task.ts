@@ -318,6 +318,15 @@ function taskSpecFor(task: Task, gathered: Gathered, deps: ExecuteDeps): TaskSpe
     maxFollowUps: deps.config.max_follow_ups,
     allowWorkflowChanges: deps.config.allow_workflow_changes,
     ...(deps.config.draft_pr ? { draftPr: true } : {}),
+    ...(deps.config.ask_human.enabled && !task.review
+      ? {
+          askHuman: {
+            expireAfterHours: deps.config.ask_human.expire_after_hours,
+            ...(task.requestedBy ? { requestedBy: task.requestedBy } : {}),
+          },
+        }
+      : {}),
+    ...(task.question?.answer ? { question: task.question } : {}),
     ...(task.instructions && task.pr !== undefined ? { reviewPr: task.pr } : {}),
     // A review's subject is the diff (in extraPrompt); the PR's description is its author's, not a task for the agent.
     ...(task.review

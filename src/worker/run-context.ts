@@ -18,7 +18,7 @@ import {
 import type { GuardLimits } from "../core/run-guard.ts";
 import type { RunKind, RunRecord } from "../core/run-history.ts";
 import type { LabeledSecret } from "../core/secret-scan.ts";
-import type { TaskContext, TaskState } from "../core/task.ts";
+import type { TaskContext, TaskQuestion, TaskState } from "../core/task.ts";
 import type { RunTotals, TokenUsage } from "../core/usage.ts";
 import type { PerTaskLimits } from "../economy/budgets.ts";
 import { type GitHub, type IssueRef, parseRepoFullName } from "../github/port.ts";
@@ -66,6 +66,10 @@ export interface TaskSpec {
   draftPr?: boolean;
   /** An agent review of this pull request: read-only, and the outcome is one GitHub review (runs/pr-review.ts). */
   prReview?: number;
+  /** `ask_human.enabled`: the work phase offers the agent its ask_human tool (coders that take MCP servers). */
+  askHuman?: { expireAfterHours: number; requestedBy?: string };
+  /** The question an earlier run of the task asked, answered: this run resumes with the answer. */
+  question?: TaskQuestion;
 }
 
 export interface WorkerDeps {
@@ -183,6 +187,8 @@ export interface TaskOutcome {
   limits?: LimitsEnforcement;
   /** Setup: how many steps ran, or whether the cache stood in for them. */
   setup?: { ran: number; cache?: "restored" | "saved" };
+  /** `waiting`: the agent's question to a person (redacted, checked for secrets, bounded). */
+  question?: string;
 }
 
 /** What a plan phase leaves for the work phase of a later call (after `/fleet approve`). */

@@ -83,7 +83,7 @@ describe("parseFleetCommand", () => {
     });
     const msg = errorOf("/fleet please rename foo");
     expect(msg).toContain("Unknown command `/fleet please`");
-    expect(msg).toContain("status, cancel, retry, approve, config set, help, labels");
+    expect(msg).toContain("status, cancel, retry, approve, answer, config set, help, labels");
     expect(msg).toContain("on Fleet pull requests only");
     // Commands still win on a pull request.
     expect(parseFleetCommand("/fleet status", { onPullRequest: true })).toEqual({ kind: "status" });

@@ -68,6 +68,7 @@ describe("parseFleetConfig defaults", () => {
       limits: { memory_mb: 8192, pids: 1024 },
       allow_workflow_changes: false,
       draft_pr: false,
+      ask_human: { enabled: true, expire_after_hours: 72 },
       sandbox: "bubblewrap",
     });
   });

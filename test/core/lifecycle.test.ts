@@ -213,9 +213,10 @@ describe("the state lists", () => {
       "planning",
       "awaiting-approval",
       "running",
+      "waiting",
       "rate-limited",
     ]);
-    expect(LIVE_STATES).toEqual([...CANCELLABLE_STATES.slice(0, 6), "pr-open", "rate-limited"]);
+    expect(LIVE_STATES).toEqual([...CANCELLABLE_STATES.slice(0, 6), "pr-open", "waiting", "rate-limited"]);
     expect(RETRYABLE_STATES).toEqual(["failed", "cancelled", "rate-limited"]);
   });
 

@@ -79,6 +79,7 @@ describe("stateAfterOutcome", () => {
       ["no-changes", "failed"],
       ["split", "done"],
       ["awaiting-approval", "awaiting-approval"],
+      ["waiting", "waiting"],
       ["failed", "failed"],
       ["timeout", "failed"],
       ["stall", "failed"],

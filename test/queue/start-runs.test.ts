@@ -52,7 +52,6 @@ describe("starting the runs of a burst of dispatches", () => {
     expect((await queue.setConfig([{ key: "max_concurrent", value: 1 }], "mona")).ok).toBe(true);
     for (const issue of [1, 2, 3, 4])
       await queue.enqueue({
-        repo: "octo/widgets",
         issue,
         title: `Task ${issue}`,
         body: "Do it.",

@@ -494,7 +494,7 @@ function depsNote(
 ): string {
   const list = deps.length ? deps.map((n) => `#${n}`).join(", ") : "nothing";
   // A dispatched or running task is not taken back: its dependencies hold a later run.
-  const started = [...SLOT_HOLDING_STATES, "awaiting-approval", "pr-open"].includes(before.state);
+  const started = [...SLOT_HOLDING_STATES, "awaiting-approval", "waiting", "pr-open"].includes(before.state);
   if (started)
     return `depends on ${list}; the task is already ${before.state}, so they hold only a later run of it`;
   if (kind === "github") return `depends on ${list} (the Fleet app reads it from the issue's text)`;

@@ -40,6 +40,10 @@ export async function moveCommand(verb: "kill" | "retry", argv: string[]): Promi
     throw new CliError(
       `Task ${task.id} (#${task.issue}) waits for its plan to be approved: \`fleet approve ${task.id}\` runs it with this plan (\`fleet task ${task.id} plan\` shows it). To plan again, \`fleet kill ${task.id}\` then \`fleet retry ${task.id}\`.`,
     );
+  if (verb === "retry" && task.state === "waiting")
+    throw new CliError(
+      `Task ${task.id} (#${task.issue}) waits for an answer to its agent's question (\`fleet task ${task.id}\` shows it): \`fleet answer ${task.id} "<answer>"\` goes on with it.`,
+    );
   if (verb === "kill" ? !canTransition(task.state, to) : !RETRYABLE_STATES.includes(task.state)) {
     throw new CliError(
       verb === "kill"

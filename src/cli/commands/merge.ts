@@ -52,6 +52,8 @@ function notMergeable(task: Task): string {
       return `${what}: it has no branch to merge. \`fleet retry ${task.id}\` runs it again.`;
     case "awaiting-approval":
       return `${what}: its plan waits for \`fleet approve ${task.id}\`; it has no branch yet.`;
+    case "waiting":
+      return `${what}: its agent waits for \`fleet answer ${task.id} "<answer>"\`; it has no branch yet.`;
     default:
       return `${what}: only a task whose branch is pushed (pr-open) can be merged. Wait for its run to end (\`fleet tasks\`).`;
   }
