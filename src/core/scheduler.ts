@@ -178,7 +178,11 @@ function sortWaiting(
     }
     case "waiting": {
       // Only an unanswered question expires; an answered one is queued by its answer.
-      if (task.question?.answer || ms(task.question?.askedAt ?? task.updatedAt) + questionHours * 3600_000 > now) return;
+      if (
+        task.question?.answer ||
+        ms(task.question?.askedAt ?? task.updatedAt) + questionHours * 3600_000 > now
+      )
+        return;
       sorted.expired.push({ kind: "expire-question", taskId: task.id, hours: questionHours });
       return;
     }

@@ -79,7 +79,11 @@ export function renderTaskOverview(v: TaskOverviewView): string {
   if (task.question) {
     const q = task.question;
     lines.push("", `Question (asked ${q.askedAt})`, ...q.text.split("\n").map((l) => `  ${l}`));
-    if (q.answer) lines.push(`Answer by ${q.answer.by} (${q.answer.at})`, ...q.answer.text.split("\n").map((l) => `  ${l}`));
+    if (q.answer)
+      lines.push(
+        `Answer by ${q.answer.by} (${q.answer.at})`,
+        ...q.answer.text.split("\n").map((l) => `  ${l}`),
+      );
   }
   const runs = task.runs ?? [];
   if (runs.length) {

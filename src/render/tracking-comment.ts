@@ -146,7 +146,12 @@ export function renderTrackingComment(v: TrackingView): string {
     lines.push(`| Sandbox | **none**: the agent runs unconfined (\`sandbox: none\` in .github/fleet.yml) |`);
   // The agent's words: quoted, and every mention and reference in them inert.
   if (v.question && v.state === "waiting")
-    lines.push("", "**The agent asks:**", "", quoteLines(neutraliseMentions(v.question, { untrusted: true })));
+    lines.push(
+      "",
+      "**The agent asks:**",
+      "",
+      quoteLines(neutraliseMentions(v.question, { untrusted: true })),
+    );
   // Reasons and logins are repeated text: a mention in them names, it never pings.
   if (v.reason) lines.push("", `> ${neutraliseMentions(v.reason).replace(/\n/g, "\n> ")}`);
   if (v.promptEditedBy) {
