@@ -44,6 +44,13 @@ export interface SchedulerInput {
   readiness?: (task: Task) => Readiness;
 }
 
+/** `ask_human.expire_after_hours` when a caller's config has none. */
+const DEFAULT_QUESTION_HOURS = 72;
+
+/** When a waiting task's unanswered question expires (from when it was asked, or the task's last change). */
+const questionExpiresMs = (task: Task, afterMs: number): number =>
+  ms(task.question?.askedAt ?? task.updatedAt) + afterMs;
+
 const ms = (time: string | undefined): number => {
   if (time === undefined) return Number.NaN;
   return Date.parse(time);
@@ -210,7 +217,7 @@ function sortTasks(input: SchedulerInput, now: number): Sorted {
   const { tasks, config } = input;
   const closed = input.closedIssues ?? EMPTY_SET;
   const backoffMs = (config.retries?.backoff_seconds ?? 60) * 1000;
-  const questionHours = config.ask_human?.expire_after_hours ?? 72;
+  const questionHours = config.ask_human?.expire_after_hours ?? DEFAULT_QUESTION_HOURS;
   const serialize = config.serialize_overlapping === true;
   const doneIssues = doneIssuesOf(tasks);
   const unmet = (task: Task) => unmetDependencies(task, doneIssues, closed);
@@ -341,11 +348,15 @@ export function retryReason(reason: string, notBefore: string | undefined): stri
  */
 export function nextWakeAt(
   tasks: readonly Task[],
-  config: { retries?: Pick<FleetConfig["retries"], "backoff_seconds"> },
+  config: {
+    retries?: Pick<FleetConfig["retries"], "backoff_seconds">;
+    ask_human?: Pick<FleetConfig["ask_human"], "expire_after_hours">;
+  },
   now: string,
 ): string | undefined {
   const nowMs = ms(now);
   const backoffMs = (config.retries?.backoff_seconds ?? 60) * 1000;
+  const questionMs = (config.ask_human?.expire_after_hours ?? DEFAULT_QUESTION_HOURS) * 3600_000;
   let best = Number.POSITIVE_INFINITY;
   const consider = (t: number) => {
     if (t > nowMs && t < best) best = t;
@@ -356,6 +367,7 @@ export function nextWakeAt(
       if (task.resetAt) consider(ms(task.resetAt));
       if (task.stopping) consider(ms(task.stopping.until));
     } else if (ACTIVE_STATES.has(task.state) && task.lease) consider(ms(task.lease.expiresAt));
+    else if (task.state === "waiting" && !task.question?.answer) consider(questionExpiresMs(task, questionMs));
   }
   return Number.isFinite(best) ? new Date(best).toISOString() : undefined;
 }
@@ -417,14 +429,20 @@ export function queuePosition(
  */
 export function wakeDue(
   tasks: readonly Task[],
-  config: Pick<FleetConfig, "max_concurrent"> & { retries?: Pick<FleetConfig["retries"], "backoff_seconds"> },
+  config: Pick<FleetConfig, "max_concurrent"> & {
+    retries?: Pick<FleetConfig["retries"], "backoff_seconds">;
+    ask_human?: Pick<FleetConfig["ask_human"], "expire_after_hours">;
+  },
   now: string,
 ): boolean {
   const nowMs = ms(now);
   const backoffMs = (config.retries?.backoff_seconds ?? 60) * 1000;
+  const questionMs = (config.ask_human?.expire_after_hours ?? DEFAULT_QUESTION_HOURS) * 3600_000;
   let busy = 0;
   let retryDue = false;
   for (const task of tasks) {
+    if (task.state === "waiting" && !task.question?.answer && questionExpiresMs(task, questionMs) <= nowMs)
+      return true;
     if (ACTIVE_STATES.has(task.state)) busy++;
     else if (task.state === "rate-limited") {
       if (rateLimitEndsMs(task, backoffMs) <= nowMs) return true;

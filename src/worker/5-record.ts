@@ -79,8 +79,9 @@ export async function recordOutcome(
         resetAt,
       )
     : outcomeNote(outcome.outcome, to, reason, retryHint(task.id, deps.local));
-  // Review instructions and a rebase request are used once, unless the run goes again; a later review asks again.
-  if (to !== "queued" && to !== "rate-limited") {
+  // Review instructions and a rebase request are used once, unless the run goes again (a retry, a rate
+  // limit's reset, the answer to the agent's question); a later review asks again.
+  if (to !== "queued" && to !== "rate-limited" && to !== "waiting") {
     if (task.instructions) patch.instructions = undefined;
     if (task.rebase) patch.rebase = undefined;
   }

@@ -4,6 +4,7 @@
 // do, and the invariants checked after every step. lifecycle-model.test.ts runs random sequences of
 // these commands; lifecycle-examples.test.ts keeps the sequences it shrank to as plain tests.
 import fc from "fast-check";
+import { answerWaitingTasks } from "../../src/app/on-answer.ts";
 import { taskForPullRequest } from "../../src/app/pull-request-tasks.ts";
 import { renderTaskTable, taskRow } from "../../src/cli/format.ts";
 import { type FleetConfig, modelFor, parseFleetConfig } from "../../src/core/config.ts";
@@ -71,6 +72,7 @@ export const RESULTS = [
   "rate-limited",
   "over-budget",
   "split-invalid",
+  "asked",
 ] as const;
 export type RunResult = (typeof RESULTS)[number];
 
@@ -86,6 +88,7 @@ export const CONFIG_CHANGES = [
   ["plan_phase", false],
   ["retries.max", 0],
   ["budgets.daily_usd", 1],
+  ["ask_human.expire_after_hours", 1],
 ] as const;
 
 interface ModelIssue {
@@ -119,6 +122,8 @@ interface ModelTask {
   splitApplied: boolean;
   /** A person retried it since its last rate limit (`/fleet retry` does not wait for the reset). */
   retried: boolean;
+  /** A person answered its agent's question since it last asked. */
+  answered: boolean;
 }
 
 /** A run a worker is in the middle of: the task as claimed, and the config it was claimed under. */
@@ -281,6 +286,15 @@ export class World {
       return moved;
     }
     return this.queue.move(issue, "queued", { from: ["awaiting-approval"], patch: { approved: true } });
+  }
+
+  /** A maintainer's reply (or `/fleet answer`) on the issue (onAnswer, onCommand): every waiting task of it is answered. */
+  async answer(issue: number): Promise<number> {
+    const waiting = Object.values((await this.doc()).tasks).filter(
+      (t) => t.issue === issue && t.state === "waiting",
+    );
+    for (const t of waiting) this.tasks.get(t.id)!.answered = true;
+    return answerWaitingTasks(this.queue, issue, "Blue, please.", PERSON);
   }
 
   /** `/fleet <instructions>` in a review of an open PR (requestReviewRun). */
@@ -498,7 +512,8 @@ export class World {
     if (run.split || planOnly) {
       const planTotals = totals;
       if (result === "aborted") return { ...base, outcome: "cancelled", reason: "stopped", planTotals };
-      if (result === "unconfirmed") result = "change";
+      // The plan phase offers no ask_human tool: a plan (or split) run ends as if it finished.
+      if (result === "unconfirmed" || result === "asked") result = "change";
       if (run.split && result === "change") {
         await this.applySplit(run.task);
         return { ...base, outcome: SPLIT_OUTCOME, planTotals };
@@ -515,7 +530,13 @@ export class World {
     if (result === "aborted") return { ...both, outcome: "cancelled", reason: "stopped" };
     // A rebase that cannot confirm fails on its PR, like any failed rebase (rebase-run.ts).
     if (run.kind === "rebase")
-      return this.rebaseOutcome(run, both, result === "unconfirmed" ? "failed" : result);
+      return this.rebaseOutcome(
+        run,
+        both,
+        result === "unconfirmed" ? "failed" : result === "asked" ? "change" : result,
+      );
+    // The agent asked a person with its ask_human tool: the run ends waiting for the answer.
+    if (result === "asked") return { ...both, outcome: "waiting", question: "Blue or red, @mona?" };
     if (result === "unconfirmed")
       return { ...both, outcome: "failed", reason: "could not confirm; nothing pushed" };
     if (result === "change") {
@@ -646,6 +667,9 @@ export class World {
       case "awaiting-approval":
         want = "awaiting-approval";
         break;
+      case "waiting":
+        want = "waiting";
+        break;
       case "rate-limited":
         want = "rate-limited";
         break;
@@ -682,6 +706,7 @@ export class World {
           restartable: true,
           splitApplied: false,
           retried: false,
+          answered: false,
         });
   }
 
@@ -726,6 +751,7 @@ export class World {
         fail(`${step}: ${t.id} left ${was.state} for ${t.state} without a person's retry`);
       if (isTerminal(t.state) && (!was || !isTerminal(was.state))) m.restartable = false;
       if (was && was.state !== t.state) count(`${was.state} -> ${t.state}`);
+      checkQuestion(t, was, m, config, this.clockMs, step);
       if (t.reason?.startsWith("held:") && t.reason !== was?.reason) count("held by a budget");
       // A rate-limited task waits for the reset, unless a person retried it.
       if (t.state === "rate-limited") m.retried = false;
@@ -739,6 +765,36 @@ export class World {
     this.checkStopping(tasks, step);
     checkNoIdleSlot(doc, config, this.clock(), step);
     checkLedger(doc, this.tasks, step);
+  }
+}
+
+/**
+ * 7. A waiting task holds its agent's question (no answer yet) and no slot; it leaves for the queue
+ * only with a person's answer, and fails on its own only once the question expired.
+ */
+function checkQuestion(
+  t: Task,
+  was: Task | undefined,
+  m: ModelTask,
+  config: FleetConfig,
+  nowMs: number,
+  step: string,
+): void {
+  if (t.state === "waiting") {
+    if (!t.question?.text || t.question.answer) fail(`${step}: ${t.id} waits with no open question`);
+    if (t.lease) fail(`${step}: ${t.id} waits for an answer holding a lease`);
+    if (was?.state !== "waiting") m.answered = false;
+  }
+  if (was?.state !== "waiting" || t.state === "waiting") return;
+  if (t.state === "queued" || ACTIVE_STATES.has(t.state)) {
+    if (!m.answered) fail(`${step}: ${t.id} left waiting for ${t.state} without an answer`);
+    if (!t.question?.answer) fail(`${step}: ${t.id} was answered, but the answer is not on the task`);
+  }
+  // Nothing but the question's expiry fails a waiting task.
+  if (t.state === "failed") {
+    const asked = Date.parse(was.question?.askedAt ?? was.updatedAt);
+    if (nowMs < asked + config.ask_human.expire_after_hours * 3600_000)
+      fail(`${step}: ${t.id} failed while its question could still be answered`);
   }
 }
 
@@ -982,6 +1038,16 @@ export class Command extends Step {
   toString = () => `/fleet ${this.what} on #${this.issue}`;
 }
 
+export class Answer extends Step {
+  constructor(readonly issue: number) {
+    super();
+  }
+  apply = async (w: World) => {
+    await w.answer(this.issue);
+  };
+  toString = () => `a maintainer answers on #${this.issue}`;
+}
+
 export class Review extends Step {
   constructor(readonly pick: number) {
     super();
@@ -1201,6 +1267,10 @@ export const commandArbitrary: fc.Arbitrary<Cmd> = fc.oneof(
   w(
     2,
     issue.map((i) => new Command(i, "approve")),
+  ),
+  w(
+    3,
+    issue.map((i) => new Answer(i)),
   ),
   w(
     1,
