@@ -5792,7 +5792,7 @@ var require_client_h1 = __commonJS({
       kResume,
       kHTTPContext
     } = require_symbols();
-    var constants10 = require_constants2();
+    var constants11 = require_constants2();
     var EMPTY_BUF = Buffer.alloc(0);
     var FastBuffer = Buffer[Symbol.species];
     var addListener = util.addListener;
@@ -5867,7 +5867,7 @@ var require_client_h1 = __commonJS({
       constructor(client, socket, { exports: exports3 }) {
         assert2(Number.isFinite(client[kMaxHeadersSize]) && client[kMaxHeadersSize] > 0);
         this.llhttp = exports3;
-        this.ptr = this.llhttp.llhttp_alloc(constants10.TYPE.RESPONSE);
+        this.ptr = this.llhttp.llhttp_alloc(constants11.TYPE.RESPONSE);
         this.client = client;
         this.socket = socket;
         this.timeout = null;
@@ -5962,11 +5962,11 @@ var require_client_h1 = __commonJS({
             currentBufferRef = null;
           }
           const offset = llhttp.llhttp_get_error_pos(this.ptr) - currentBufferPtr;
-          if (ret !== constants10.ERROR.OK) {
+          if (ret !== constants11.ERROR.OK) {
             const body = data.subarray(offset);
-            if (ret === constants10.ERROR.PAUSED_UPGRADE) {
+            if (ret === constants11.ERROR.PAUSED_UPGRADE) {
               this.onUpgrade(body);
-            } else if (ret === constants10.ERROR.PAUSED) {
+            } else if (ret === constants11.ERROR.PAUSED) {
               this.paused = true;
               socket.unshift(body);
             } else {
@@ -5989,10 +5989,10 @@ var require_client_h1 = __commonJS({
         } finally {
           currentParser = null;
         }
-        if (ret === constants10.ERROR.OK) {
+        if (ret === constants11.ERROR.OK) {
           return null;
         }
-        if (ret === constants10.ERROR.PAUSED || ret === constants10.ERROR.PAUSED_UPGRADE) {
+        if (ret === constants11.ERROR.PAUSED || ret === constants11.ERROR.PAUSED_UPGRADE) {
           this.paused = true;
           return null;
         }
@@ -6009,7 +6009,7 @@ var require_client_h1 = __commonJS({
           const len = new Uint8Array(llhttp.memory.buffer, ptr).indexOf(0);
           message = "Response does not match the HTTP/1.1 protocol (" + Buffer.from(llhttp.memory.buffer, ptr, len).toString() + ")";
         }
-        return new HTTPParserError(message, constants10.ERROR[ret], data);
+        return new HTTPParserError(message, constants11.ERROR[ret], data);
       }
       destroy() {
         assert2(this.ptr != null);
@@ -6189,7 +6189,7 @@ var require_client_h1 = __commonJS({
           socket[kBlocking] = false;
           client[kResume]();
         }
-        return pause ? constants10.ERROR.PAUSED : 0;
+        return pause ? constants11.ERROR.PAUSED : 0;
       }
       onBody(buf) {
         const { client, socket, statusCode, maxResponseSize } = this;
@@ -6211,7 +6211,7 @@ var require_client_h1 = __commonJS({
         }
         this.bytesRead += buf.length;
         if (request2.onData(buf) === false) {
-          return constants10.ERROR.PAUSED;
+          return constants11.ERROR.PAUSED;
         }
       }
       onMessageComplete() {
@@ -6247,13 +6247,13 @@ var require_client_h1 = __commonJS({
         if (socket[kWriting]) {
           assert2(client[kRunning] === 0);
           util.destroy(socket, new InformationalError("reset"));
-          return constants10.ERROR.PAUSED;
+          return constants11.ERROR.PAUSED;
         } else if (!shouldKeepAlive) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants10.ERROR.PAUSED;
+          return constants11.ERROR.PAUSED;
         } else if (socket[kReset] && client[kRunning] === 0) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants10.ERROR.PAUSED;
+          return constants11.ERROR.PAUSED;
         } else if (client[kPipelining] == null || client[kPipelining] === 1) {
           setImmediate(() => client[kResume]());
         } else {
@@ -31231,7 +31231,7 @@ var require_cross_spawn = __commonJS({
 
 // src/action/runner.ts
 var import_node_os11 = require("node:os");
-var import_node_path29 = require("node:path");
+var import_node_path31 = require("node:path");
 
 // node_modules/@actions/core/lib/command.js
 var os = __toESM(require("os"), 1);
@@ -53415,7 +53415,9 @@ var CODER_OPTIONS_SCHEMA = external_exports.strictObject({
   allowed_tools: external_exports.array(external_exports.string().regex(TOOL_RULE)).max(100).optional(),
   disallowed_tools: external_exports.array(external_exports.string().regex(TOOL_RULE)).max(100).optional(),
   append_system_prompt: external_exports.string().trim().min(1).max(2e4).optional(),
-  mcp_servers: external_exports.record(external_exports.string().regex(SERVER_NAME), mcpServer).refine((r) => Object.keys(r).length <= 20).optional()
+  mcp_servers: external_exports.record(external_exports.string().regex(SERVER_NAME), mcpServer).refine((r) => Object.keys(r).length <= 20).refine((r) => !Object.keys(r).some((k) => k.toLowerCase() === "fleet"), {
+    message: "the MCP server name `fleet` is Fleet's own (its ask_human tool); name yours otherwise"
+  }).optional()
 });
 var CODER_OPTION_NAMES = Object.keys(CODER_OPTIONS_SCHEMA.shape);
 var CODER_OPTIONS_FORM = "a mapping of max_turns (a whole number from 1), allowed_tools and disallowed_tools (lists of tool names or rules such as Bash(npm test:*)), append_system_prompt (text) and mcp_servers (name: {command, args, env} or {url})";
@@ -54844,6 +54846,21 @@ var CONFIG_FIELDS = {
     false,
     operational("whether a task's pull request opens as a draft until its run succeeds")
   ),
+  /** The agent's `ask_human` tool: a question ends the run `waiting` until a person answers. */
+  ask_human: {
+    group: {
+      enabled: withDefault(
+        bool,
+        true,
+        operational("whether the agent may stop to ask a person a question (its ask_human tool)")
+      ),
+      expire_after_hours: withDefault(
+        int2(1, 24 * 30),
+        72,
+        operational("how long an agent's question waits for an answer before the task fails")
+      )
+    }
+  },
   /** How agent runs are contained; `none` must be chosen in the file and is shown on every tracking comment. */
   sandbox: withDefault(
     oneOf(SANDBOX_MODES),
@@ -55303,6 +55320,7 @@ var TASK_STATES = [
   "awaiting-approval",
   "running",
   "pr-open",
+  "waiting",
   "done",
   "failed",
   "cancelled",
@@ -56355,11 +56373,11 @@ var replacements = Object.entries(specialMainSymbols);
 // node_modules/yoctocolors/base.js
 var import_node_tty = __toESM(require("node:tty"), 1);
 var hasColors = import_node_tty.default?.WriteStream?.prototype?.hasColors?.() ?? false;
-var format = (open7, close) => {
+var format = (open8, close) => {
   if (!hasColors) {
     return (input2) => input2;
   }
-  const openCode = `\x1B[${open7}m`;
+  const openCode = `\x1B[${open8}m`;
   const closeCode = `\x1B[${close}m`;
   return (input2) => {
     const string4 = input2 + "";
@@ -63471,12 +63489,15 @@ var TRANSITIONS = Object.freeze({
   queued: Object.freeze(["blocked", "dispatched", "cancelled", "failed", "done"]),
   blocked: Object.freeze(["queued", "cancelled", "failed"]),
   dispatched: Object.freeze(["planning", "running", ...RUN_EXITS]),
-  planning: Object.freeze(["awaiting-approval", "running", ...RUN_EXITS]),
+  planning: Object.freeze(["awaiting-approval", "running", "waiting", ...RUN_EXITS]),
   // Approval sends the task back to the queue: the work phase needs a slot like any run.
   "awaiting-approval": Object.freeze(["queued", "running", "cancelled", "failed"]),
-  running: Object.freeze(["pr-open", ...RUN_EXITS]),
+  running: Object.freeze(["pr-open", "waiting", ...RUN_EXITS]),
   // pr-open -> queued: review-loop instructions wait for a slot like any run.
   "pr-open": Object.freeze(["running", "queued", "done", "cancelled", "failed"]),
+  // An answer sends the question's task back to the queue; an expired question fails it; a merge of a
+  // PR an earlier run opened ends it.
+  waiting: Object.freeze(["queued", "cancelled", "failed", "done"]),
   done: Object.freeze([]),
   // A merged PR ends a task as done even after a cancel or a failure left its PR open.
   failed: Object.freeze(["queued", "done"]),
@@ -63590,6 +63611,7 @@ function sharedFiles(a2, b) {
 }
 
 // src/core/scheduler.ts
+var DEFAULT_QUESTION_HOURS = 72;
 var ms = (time4) => {
   if (time4 === void 0) return Number.NaN;
   return Date.parse(time4);
@@ -63643,7 +63665,7 @@ function countRunning(task, now, serialize2, sorted) {
     slots.taken[lease.slot] = 1;
   else slots.anonymous++;
 }
-function sortWaiting(task, now, backoffMs, unmet, sorted) {
+function sortWaiting(task, now, backoffMs, unmet, sorted, questionHours) {
   switch (task.state) {
     case "rate-limited": {
       if (rateLimitEndsMs(task, backoffMs) > now) return;
@@ -63651,6 +63673,12 @@ function sortWaiting(task, now, backoffMs, unmet, sorted) {
       const waits = unmet(task);
       if (waits.length > 0) sorted.blocked.push({ kind: "block", taskId: task.id, blockedBy: waits });
       else sorted.candidates.push({ task, queuedMs: now });
+      return;
+    }
+    case "waiting": {
+      if (task.question?.answer || ms(task.question?.askedAt ?? task.updatedAt) + questionHours * 36e5 > now)
+        return;
+      sorted.expired.push({ kind: "expire-question", taskId: task.id, hours: questionHours });
       return;
     }
     case "blocked": {
@@ -63674,6 +63702,7 @@ function sortTasks(input2, now) {
   const { tasks, config: config3 } = input2;
   const closed = input2.closedIssues ?? EMPTY_SET;
   const backoffMs = (config3.retries?.backoff_seconds ?? 60) * 1e3;
+  const questionHours = config3.ask_human?.expire_after_hours ?? DEFAULT_QUESTION_HOURS;
   const serialize2 = config3.serialize_overlapping === true;
   const doneIssues = doneIssuesOf(tasks);
   const unmet = (task) => unmetDependencies(task, doneIssues, closed);
@@ -63688,7 +63717,7 @@ function sortTasks(input2, now) {
   };
   for (const task of tasks) {
     if (ACTIVE_STATES.has(task.state)) countRunning(task, now, serialize2, sorted);
-    else sortWaiting(task, now, backoffMs, unmet, sorted);
+    else sortWaiting(task, now, backoffMs, unmet, sorted, questionHours);
   }
   return sorted;
 }
@@ -63809,6 +63838,7 @@ function beadStatusFor(state) {
     case "awaiting-approval":
     case "running":
     case "pr-open":
+    case "waiting":
       return "in_progress";
     case "done":
     case "cancelled":
@@ -64867,6 +64897,23 @@ function setDependencies(doc, issue3, deps, now) {
     messages: changed.map((t) => `gh-${issue3} (${t.id}) depends on ${text2}`)
   };
 }
+function answerQuestion(doc, taskId, answer) {
+  const current = doc.tasks[taskId];
+  if (current?.state !== "waiting") return null;
+  const task = {
+    ...transition(current, "queued", { now: answer.now }),
+    question: {
+      text: current.question?.text ?? "",
+      askedAt: current.question?.askedAt ?? current.updatedAt,
+      answer: { text: answer.text, by: answer.by, at: answer.now }
+    }
+  };
+  return {
+    doc: withTasks(doc, [task]),
+    changes: [{ task, from: current.state }],
+    messages: [`answer the question of gh-${current.issue} (${taskId}), by ${answer.by}`]
+  };
+}
 function patchTask(doc, taskId, patch, now) {
   const current = doc.tasks[taskId];
   if (!current) return null;
@@ -65024,6 +65071,13 @@ function applyDecision(pass, d, task) {
       const why = retry ? retryReason(reason, resetAt) : `${reason}; no retries left`;
       note(pass, task, transition(task, to, { now: opts.now, reason: why, resetAt }));
       pass.messages.push(`expire lease of gh-${task.issue} (${task.id}) -> ${to}`);
+      return;
+    }
+    case "expire-question": {
+      if (!canTransition(task.state, "failed")) return;
+      const reason = `The agent's question waited ${d.hours} h without an answer (\`ask_human.expire_after_hours\`); \`/fleet retry\` on the issue or \`fleet retry ${task.id}\` starts the task again.`;
+      note(pass, task, transition(task, "failed", { now: opts.now, reason }));
+      pass.messages.push(`question of gh-${task.issue} (${task.id}) expired -> failed`);
       return;
     }
     case "requeue-rate-limited":
@@ -65201,6 +65255,14 @@ var RepoQueue = class {
     return moved;
   }
   /**
+   * A person answers the question `taskId`'s agent asked: the task is queued again (and dispatched in
+   * the same commit when a slot is free). Undefined when the task is not waiting for an answer.
+   */
+  async answer(taskId, text2, by) {
+    const { result } = await this.commit((d) => answerQuestion(d, taskId, { text: text2, by, now: this.iso() }));
+    return result?.changes.find((c3) => c3.task.id === taskId)?.task;
+  }
+  /**
    * A worker's run of `taskId` ended (see endRun), with `alsoDoc`'s changes in the same commit (the run's
    * last context, its credentials' windows). The task as the commit left it; undefined when it is gone.
    */
@@ -65322,11 +65384,11 @@ var RepoQueue = class {
   /** After a commit: start the runs of newly dispatched tasks, then show every change on its issue. */
   async afterCommit(result) {
     const startedIds = new Set(result.dispatched ?? []);
-    for (const { task } of result.changes.filter((c3) => startedIds.has(c3.task.id))) {
-      const withRun = await this.startRun(task);
-      if (withRun) {
-        for (const c3 of result.changes) if (c3.task.id === task.id) c3.task = withRun(c3.task);
-      }
+    const started = result.changes.filter((c3) => startedIds.has(c3.task.id)).map((c3) => c3.task);
+    const runs = await this.startRuns(started);
+    for (const c3 of result.changes) {
+      const withRun = runs.get(c3.task.id);
+      if (withRun) c3.task = withRun(c3.task);
     }
     for (const c3 of result.changes) {
       if (c3.task.state === "cancelled" && c3.from !== "cancelled")
@@ -65335,35 +65397,67 @@ var RepoQueue = class {
     }
     await this.show(result.changes, this.lastDoc ?? result.doc);
   }
-  /** Starts a dispatched task's run and records it on the task; a start that fails fails the task, saying why. */
-  async startRun(task) {
-    try {
-      const run = await this.deps.dispatcher.start(task);
-      if (!run.runId) return void 0;
-      const withRun = (t) => ({
-        ...t,
-        runId: run.runId,
-        ...run.runUrl ? { runUrl: run.runUrl } : {}
-      });
+  /**
+   * Starts the dispatched tasks' runs one after another (GitHub asks integrators to send a client's
+   * requests serially: https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#avoid-concurrent-requests)
+   * and records the runs, failing each start that failed with its reason, in one commit per
+   * RECORD_RUNS_EVERY_MS of starts: a run exchanges its token only once its id is recorded, and a commit
+   * per run kept the last runs of a burst of dispatches waiting behind the others' commits for longer
+   * than they retry.
+   */
+  async startRuns(tasks) {
+    const started = /* @__PURE__ */ new Map();
+    let recorded = /* @__PURE__ */ new Map();
+    let failed = /* @__PURE__ */ new Map();
+    let since;
+    const record3 = async () => {
+      const [runs, failures] = [recorded, failed];
+      [recorded, failed, since] = [/* @__PURE__ */ new Map(), /* @__PURE__ */ new Map(), void 0];
+      if (runs.size === 0 && failures.size === 0) return;
       await this.commit(
-        (d) => d.tasks[task.id]?.state === "dispatched" ? {
-          doc: { ...d, tasks: { ...d.tasks, [task.id]: withRun(d.tasks[task.id]) } },
-          changes: [{ task: withRun(d.tasks[task.id]), from: "dispatched" }],
-          messages: [`run ${run.runId} started for gh-${task.issue}`]
-        } : null,
-        { schedule: false }
+        (d) => {
+          let out = { doc: d, changes: [], messages: [] };
+          for (const [id, withRun] of runs) {
+            const current = out.doc.tasks[id];
+            if (current?.state !== "dispatched") continue;
+            const task = withRun(current);
+            out = mergeResults(out, {
+              doc: { ...out.doc, tasks: { ...out.doc.tasks, [id]: task } },
+              changes: [{ task, from: "dispatched" }],
+              messages: [`run ${task.runId} started for gh-${task.issue}`]
+            });
+          }
+          for (const [id, reason] of failures) {
+            const moved = moveTask(out.doc, id, "failed", { now: this.iso(), reason });
+            if (moved) out = mergeResults(out, moved);
+          }
+          return out.changes.length ? out : null;
+        },
+        // A failed start frees its slot for the next task; recording a run changes no slot.
+        { schedule: failures.size > 0 }
       );
-      return withRun;
-    } catch (error64) {
-      this.deps.log?.(`dispatch of ${task.id} failed: ${error64.message}`);
-      await this.commit(
-        (d) => moveTask(d, task.id, "failed", {
-          now: this.iso(),
-          reason: `could not start the run: ${error64.message}`
-        })
-      );
-      return void 0;
+    };
+    for (const task of tasks) {
+      since ??= this.now().getTime();
+      try {
+        const run = await this.deps.dispatcher.start(task);
+        if (run.runId) {
+          const withRun = (t) => ({
+            ...t,
+            runId: run.runId,
+            ...run.runUrl ? { runUrl: run.runUrl } : {}
+          });
+          recorded.set(task.id, withRun);
+          started.set(task.id, withRun);
+        }
+      } catch (error64) {
+        this.deps.log?.(`dispatch of ${task.id} failed: ${error64.message}`);
+        failed.set(task.id, `could not start the run: ${error64.message}`);
+      }
+      if (this.now().getTime() - since >= RECORD_RUNS_EVERY_MS) await record3();
     }
+    await record3();
+    return started;
   }
   /** Every changed task's tracking comment: its state, place in the queue, tokens, run link. */
   async show(changes, doc) {
@@ -65393,7 +65487,8 @@ var RepoQueue = class {
             runUrl: task.runUrl,
             pr: task.pr,
             sandbox: effective.sandbox,
-            promptEditedBy: task.pin?.ignoredEdit?.by
+            promptEditedBy: task.pin?.ignoredEdit?.by,
+            ...task.state === "waiting" && task.question ? { question: task.question.text } : {}
           },
           // No `from`: the task was created by this commit. A task coming from a run's states may have
           // a plan and report in its comment that a worker wrote: the edit keeps them.
@@ -65441,6 +65536,7 @@ function claimReplyIn(d, issue3, login, nowMs) {
     messages: [`answer ${login} on #${issue3} (once an hour)`]
   };
 }
+var RECORD_RUNS_EVERY_MS = 1e4;
 function mergeResults(a2, b) {
   const changes = new Map(a2.changes.map((c3) => [c3.task.id, c3]));
   for (const c3 of b.changes) {
@@ -65503,18 +65599,18 @@ function codeSpans(text2) {
     const run = runs[i2];
     let slashes = 0;
     while (run.at - slashes - 1 >= 0 && text2[run.at - slashes - 1] === "\\") slashes++;
-    const open7 = slashes % 2 === 1 ? { at: run.at + 1, len: run.len - 1 } : run;
-    const list = byLen.get(open7.len) ?? [];
-    let p2 = next.get(open7.len) ?? 0;
+    const open8 = slashes % 2 === 1 ? { at: run.at + 1, len: run.len - 1 } : run;
+    const list = byLen.get(open8.len) ?? [];
+    let p2 = next.get(open8.len) ?? 0;
     while (p2 < list.length && list[p2] <= i2) p2++;
-    next.set(open7.len, p2);
-    if (open7.len === 0 || p2 >= list.length) {
-      if (open7.len > 0) unpaired.add(open7.len);
+    next.set(open8.len, p2);
+    if (open8.len === 0 || p2 >= list.length) {
+      if (open8.len > 0) unpaired.add(open8.len);
       i2++;
       continue;
     }
     const close = runs[list[p2]];
-    spans.push([open7.at, close.at + close.len]);
+    spans.push([open8.at, close.at + close.len]);
     i2 = list[p2] + 1;
   }
   return { spans, unpaired };
@@ -65686,6 +65782,8 @@ function stateAfterOutcome(outcome, context = AS_REPORTED) {
       return ended;
     case "awaiting-approval":
       return "awaiting-approval";
+    case "waiting":
+      return "waiting";
     case "rate-limited":
       return "rate-limited";
     case "cancelled":
@@ -65754,6 +65852,7 @@ var HEADLINE = {
   "no-changes": "ℹ️ finished without changes, so no pull request was opened",
   split: "🪓 planned the split: the plan's sub-issues are queued",
   "awaiting-approval": "✋ is waiting for approval of its plan",
+  waiting: "❓ asked a question and waits for a person's answer",
   failed: "❌ failed",
   timeout: "⏱️ ran out of time and was stopped",
   stall: "💤 stalled (no output for too long) and was stopped",
@@ -65806,7 +65905,7 @@ function renderRunReport(v) {
   if (v.resultProblem) head.push(`⚠️ ${v.resultProblem}`, "");
   const capNote = v.followUps && followUpCapNote(followUpsToFile(v.followUps.listed, v.followUps.max), v.followUps.max);
   if (capNote) head.push(`ℹ️ ${capNote} They are kept with the run: \`fleet task ${v.taskId} result\`.`, "");
-  const next = reviewed ? void 0 : round && !v.local ? "If a change was expected, comment `/fleet <instructions>` on the pull request again, saying what to change and where." : NEXT_STEP[v.outcome]?.(retryHint(v.taskId, v.local));
+  const next = reviewed ? void 0 : round && !v.local ? "If a change was expected, comment `/fleet <instructions>` on the pull request again, saying what to change and where." : v.outcome === "waiting" ? v.local ? `Answer it with \`fleet answer ${v.taskId} "<answer>"\`: the task is queued again and the agent goes on with the answer.` : "Someone with write access answers by replying on this issue (or `/fleet answer <answer>`): the task is queued again and the agent goes on with the answer." : NEXT_STEP[v.outcome]?.(retryHint(v.taskId, v.local));
   if (next) head.push(next, "");
   head.push(...containmentLines(v));
   let body = head.join("\n");
@@ -65841,6 +65940,7 @@ var STATE_ICON = {
   "awaiting-approval": "✋",
   running: "⚙️",
   "pr-open": "👀",
+  waiting: "❓",
   done: "✅",
   failed: "❌",
   cancelled: "🚫",
@@ -65856,6 +65956,8 @@ function describeState(v) {
       return v.resetsAt ? `rate-limited until ${v.resetsAt}` : "rate-limited";
     case "awaiting-approval":
       return v.local ? `awaiting approval: run \`fleet approve ${v.taskId ?? v.taskKey}\` to start the work` : "awaiting approval: comment `/fleet approve` to start the work";
+    case "waiting":
+      return v.local ? `waiting for an answer: run \`fleet answer ${v.taskId ?? v.taskKey} "<answer>"\`` : "waiting for an answer: reply on this issue, or comment `/fleet answer <answer>`";
     default:
       return v.state;
   }
@@ -65887,6 +65989,7 @@ ${quoteSectionMarkers(text2)}`);
   }
   return parts.join("\n\n");
 }
+var quoteLines = (text2) => text2.split("\n").map((l) => `> ${l}`).join("\n");
 function renderTrackingComment(v) {
   const lines = [
     trackingMarker(v.taskKey),
@@ -65907,6 +66010,13 @@ function renderTrackingComment(v) {
   }
   if (v.sandbox === "none")
     lines.push(`| Sandbox | **none**: the agent runs unconfined (\`sandbox: none\` in .github/fleet.yml) |`);
+  if (v.question && v.state === "waiting")
+    lines.push(
+      "",
+      "**The agent asks:**",
+      "",
+      quoteLines(neutraliseMentions(v.question, { untrusted: true }))
+    );
   if (v.reason) lines.push("", `> ${neutraliseMentions(v.reason).replace(/\n/g, "\n> ")}`);
   if (v.promptEditedBy) {
     lines.push(
@@ -67329,8 +67439,8 @@ async function gatherIssue(task, beads, deps) {
 }
 
 // src/worker/3-attempt.ts
-var import_promises32 = require("node:fs/promises");
-var import_node_path27 = require("node:path");
+var import_promises34 = require("node:fs/promises");
+var import_node_path29 = require("node:path");
 
 // src/render/pr-body.ts
 var prMarker = (taskId) => `<!-- fleet:pr ${taskId} -->`;
@@ -67383,8 +67493,8 @@ function renderPrBody(v) {
 }
 
 // src/worker/3-phase.ts
-var import_promises24 = require("node:fs/promises");
-var import_node_path18 = require("node:path");
+var import_promises27 = require("node:fs/promises");
+var import_node_path21 = require("node:path");
 
 // src/core/checklist.ts
 var CHECKLIST_MAX_ITEMS = 30;
@@ -67693,8 +67803,490 @@ function buildPrompt(p2) {
   return out.join("\n");
 }
 
-// src/worker/run-context.ts
+// src/worker/question.ts
+var import_promises19 = require("node:fs/promises");
+var import_node_path13 = require("node:path");
+
+// src/worker/4-publish.ts
+var import_promises17 = require("node:fs/promises");
+var import_node_path10 = require("node:path");
+
+// src/worker/workspace/git.ts
+var import_promises16 = require("node:fs/promises");
+var import_node_path9 = require("node:path");
+var ISOLATED = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0" };
+var HOST_BASICS = [
+  "PATH",
+  "HOME",
+  "LANG",
+  "LC_ALL",
+  "TMPDIR",
+  "HTTPS_PROXY",
+  "HTTP_PROXY",
+  "NO_PROXY",
+  "https_proxy",
+  "http_proxy",
+  "no_proxy"
+];
+function hostBasics() {
+  const env = {};
+  for (const name of HOST_BASICS) if (process.env[name]) env[name] = process.env[name];
+  return env;
+}
+var FLAGS = [
+  "-c",
+  "user.name=Fleet",
+  "-c",
+  "user.email=fleet@users.noreply.github.com",
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false",
+  "-c",
+  "commit.gpgSign=false",
+  "-c",
+  "diff.ignoreSubmodules=all",
+  "-c",
+  "submodule.recurse=false",
+  "-c",
+  "status.submoduleSummary=false",
+  "-c",
+  "commit.status=false"
+];
+var IGNORE_SUBMODULES = "--ignore-submodules=all";
+function gitAuthEnv(auth2) {
+  if (!auth2) return {};
+  const basic = Buffer.from(`${auth2.username}:${auth2.token}`).toString("base64");
+  return {
+    GIT_CONFIG_COUNT: "1",
+    GIT_CONFIG_KEY_0: "http.extraHeader",
+    GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}`
+  };
+}
+var GitError = class extends Error {
+  constructor(message, args, stderr) {
+    super(message);
+    this.args = args;
+    this.stderr = stderr;
+    this.name = "GitError";
+  }
+  args;
+  stderr;
+};
+async function git(args, opts) {
+  const r = await execa("git", [...FLAGS, ...args], {
+    cwd: opts.cwd,
+    // Not the worker's environment: should git ever run a program (a driver in a repository Fleet
+    // did not write), it finds no token, key or OIDC request variables there.
+    env: { ...hostBasics(), ...ISOLATED, ...gitAuthEnv(opts.auth) },
+    extendEnv: false,
+    input: opts.input,
+    reject: false,
+    stripFinalNewline: true
+  });
+  const code2 = r.exitCode ?? -1;
+  if (code2 !== 0 && !(opts.okCodes ?? []).includes(code2)) {
+    const stderr = String(r.stderr ?? "").trim();
+    throw new GitError(
+      `git ${args[0]} failed (exit ${code2}): ${stderr.split("\n").slice(-3).join(" ")}`,
+      args,
+      stderr
+    );
+  }
+  return { stdout: String(r.stdout ?? ""), exitCode: code2 };
+}
+function gitIn(wt, args, opts = {}) {
+  const excludes = wt.excludesFile ? ["-c", `core.excludesFile=${wt.excludesFile}`] : [];
+  return git([...excludes, "--git-dir", wt.gitDir, "--work-tree", wt.path, ...args], {
+    ...opts,
+    cwd: wt.path
+  });
+}
+async function contentIdsOf(wt, paths) {
+  const ids = [];
+  const files = [];
+  for (const [i2, path6] of paths.entries()) {
+    const info2 = await lstatBelow(wt.path, path6);
+    if (info2?.isFile()) files.push({ at: i2, path: path6 });
+    ids.push(info2?.isSymbolicLink() ? `symlink:${await (0, import_promises16.readlink)((0, import_node_path9.join)(wt.path, path6))}` : "");
+  }
+  if (files.length) {
+    const hashes = (await gitIn(wt, ["hash-object", "--no-filters", "--", ...files.map((f) => f.path)])).stdout.split("\n");
+    for (const [k, f] of files.entries()) ids[f.at] = hashes[k] ?? "";
+  }
+  return ids;
+}
+async function lstatBelow(root2, rel) {
+  const parts = rel.split("/").filter(Boolean);
+  let at = root2;
+  for (const [i2, part] of parts.entries()) {
+    at = (0, import_node_path9.join)(at, part);
+    const info2 = await (0, import_promises16.lstat)(at).catch(() => void 0);
+    if (!info2 || i2 === parts.length - 1) return info2;
+    if (!info2.isDirectory()) return void 0;
+  }
+  return void 0;
+}
+
+// src/worker/4-publish.ts
+function assertFleetBranch(branch) {
+  if (!/^fleet\/[A-Za-z0-9._/-]+$/.test(branch) || branch.includes("..") || branch.endsWith(".lock") || branch.endsWith("/")) {
+    throw new Error(`Fleet pushes only to fleet/* branches; refusing to push "${branch}".`);
+  }
+}
+var CO_AUTHORS = {
+  claude: "Claude <noreply@anthropic.com>",
+  codex: "Codex <noreply@openai.com>"
+};
+function coAuthorTrailer(coder) {
+  const who = CO_AUTHORS[coder] ?? `${coder} <${coder.replace(/[^A-Za-z0-9-]/g, "-")}@users.noreply.github.com>`;
+  return `Co-authored-by: ${who}`;
+}
+function commitMessage2(opts) {
+  const summary2 = opts.summary?.trim() ?? "";
+  const first = summary2.split("\n")[0].trim();
+  let subject = first || `${opts.title} (#${opts.issue})`;
+  if (subject.length > 72) subject = `${subject.slice(0, 71).trimEnd()}…`;
+  const body = summary2 && (summary2 !== first || first.length > 72) ? `${summary2}
+
+` : "";
+  return `${subject}
+
+${body}Fleet task ${opts.taskId} for #${opts.issue}.
+
+${coAuthorTrailer(opts.coder)}
+`;
+}
+async function commitAll(wt, message) {
+  await refuseOversized(wt);
+  await gitIn(wt, ["add", "-A"]);
+  await unstageSetupMade(wt);
+  await unstageSetupChanges(wt);
+  const diff = await gitIn(wt, ["diff", "--cached", "--quiet"], { okCodes: [1] });
+  if (diff.exitCode === 0) return void 0;
+  await gitIn(wt, ["commit", "-q", "--no-verify", "-F", "-"], { input: message });
+  return (await gitIn(wt, ["rev-parse", "HEAD"])).stdout.trim();
+}
+var MAX_COMMITTED_FILE_BYTES = 100 * 1024 * 1024;
+var MAX_COMMITTED_BYTES = 2 * 1024 * 1024 * 1024;
+async function refuseOversized(wt) {
+  const { stdout } = await gitIn(wt, [
+    "status",
+    "--porcelain=v1",
+    "-z",
+    "--untracked-files=all",
+    "--no-renames",
+    "--ignore-submodules=all"
+  ]);
+  let total = 0;
+  for (const entry of stdout.split("\0")) {
+    if (entry.length < 4) continue;
+    const path6 = entry.slice(3);
+    const info2 = await lstatBelow(wt.path, path6);
+    if (!info2?.isFile()) continue;
+    total += info2.size;
+    if (info2.size > MAX_COMMITTED_FILE_BYTES)
+      throw new Error(
+        `The agent left \`${path6.slice(0, 200)}\` of ${info2.size.toLocaleString("en-US")} bytes; GitHub takes no file over 100 MB, so Fleet commits nothing. Ask for a smaller change, or have the file ignored (.gitignore).`
+      );
+    if (total > MAX_COMMITTED_BYTES)
+      throw new Error(
+        `The agent left more than 2 GB of files to commit; GitHub takes no push that large, so Fleet commits nothing. Ask for a smaller change, or have generated files ignored (.gitignore).`
+      );
+  }
+}
+async function unstageSetupMade(wt) {
+  if (!wt.excludesFile) return;
+  const { stdout } = await gitIn(wt, [
+    "ls-files",
+    "-z",
+    "--cached",
+    "--ignored",
+    `--exclude-from=${wt.excludesFile}`
+  ]);
+  const staged = stdout.split("\0").filter(Boolean);
+  if (staged.length)
+    await gitIn(wt, ["--literal-pathspecs", "reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul"], {
+      input: staged.join("\0")
+    });
+}
+async function unstageSetupChanges(wt) {
+  if (!wt.setupChanged?.size) return;
+  const paths = [...wt.setupChanged.keys()];
+  const now = await contentIdsOf(wt, paths);
+  const setupOnly = paths.filter((p2, i2) => now[i2] !== "" && now[i2] === wt.setupChanged.get(p2));
+  if (setupOnly.length)
+    await gitIn(wt, ["--literal-pathspecs", "reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul"], {
+      input: setupOnly.join("\0")
+    });
+}
+async function hasNewCommits(wt, startSha) {
+  const r = await gitIn(wt, ["rev-list", "--count", `${startSha}..HEAD`]);
+  return Number(r.stdout.trim()) > 0;
+}
+async function addedSince(wt, startSha) {
+  const out = (await gitIn(wt, ["diff", "--no-color", "--no-ext-diff", "--text", "-U0", startSha, "HEAD"])).stdout;
+  const files = [];
+  let current;
+  const close = () => {
+    if (current)
+      files.push({ file: current.file, added: current.added.join("\n"), before: current.before.join("\n") });
+  };
+  for (const line of out.split("\n")) {
+    if (line.startsWith("diff --git ")) {
+      close();
+      current = {
+        file: line.replace(/^diff --git a\/(.*) b\/.*$/, "$1"),
+        added: [],
+        before: [],
+        inHunk: false
+      };
+    } else if (!current) {
+    } else if (line.startsWith("@@")) {
+      current.inHunk = true;
+    } else if (!current.inHunk) {
+      const renamed = /^rename to (.*)$/.exec(line)?.[1];
+      if (renamed) current.file = renamed;
+    } else if (line.startsWith("+")) current.added.push(line.slice(1));
+    else if (line.startsWith("-")) current.before.push(line.slice(1));
+  }
+  close();
+  return files;
+}
+async function pushBranch(wt, cloneUrl, branch, auth2) {
+  assertFleetBranch(branch);
+  try {
+    await gitIn(wt, ["push", "-q", cloneUrl, `HEAD:refs/heads/${branch}`], { auth: auth2 });
+  } catch (error64) {
+    throw error64 instanceof GitError ? pushRejection(branch, error64) : error64;
+  }
+}
+function pushRejection(branch, error64) {
+  const lines = error64.stderr.split("\n").map((l) => l.replace(/^remote:\s*/, "").trim());
+  const said = lines.filter((l) => l && !/^(To |error: failed to push|hint:)/.test(l)).slice(-4).join(" ");
+  const moved = /non-fast-forward|fetch first|\[rejected\]/.test(error64.stderr);
+  const refused = /remote rejected|declined|protected|GH00\d/i.test(error64.stderr);
+  if (!moved && !refused) return error64;
+  const what = moved ? `the branch \`${branch}\` moved on GitHub while the agent worked (someone else pushed to it); a retry continues from the new commits` : `GitHub refused the push to \`${branch}\` (a branch protection rule or push policy); let Fleet's app push to \`fleet/*\` branches, then \`/fleet retry\``;
+  return new Error(`The push was rejected: ${what}. GitHub said: ${said || error64.message}`);
+}
+async function openOrUpdatePullRequest(github, ref, pr) {
+  assertFleetBranch(pr.branch);
+  const findOpen = async () => (await github.pulls.listForBranch(ref, pr.branch, "open")).find((p2) => p2.head.ref === pr.branch);
+  const update = async (number4) => {
+    const data = await github.pulls.update(ref, number4, { title: pr.title, body: pr.body });
+    return { number: data.number, url: data.html_url, head: pr.branch, created: false };
+  };
+  if (pr.mayExist) {
+    const existing = await findOpen();
+    if (existing) return update(existing.number);
+  }
+  try {
+    const data = await github.pulls.create(ref, {
+      head: pr.branch,
+      base: pr.base,
+      title: pr.title,
+      body: pr.body,
+      maintainer_can_modify: true,
+      ...pr.draft ? { draft: true } : {}
+    });
+    return { number: data.number, url: data.html_url, head: pr.branch, created: true };
+  } catch (error64) {
+    if (error64.status !== 422) throw error64;
+    const existing = await findOpen();
+    if (!existing) throw error64;
+    return update(existing.number);
+  }
+}
+var WORKFLOWS_DIR = ".github/workflows/";
+async function holdBackWorkflowChanges(wt, startSha) {
+  const changed = (await gitIn(wt, ["diff", "--name-only", "-z", IGNORE_SUBMODULES, startSha, "HEAD"])).stdout.split("\0").filter((p2) => p2.startsWith(WORKFLOWS_DIR));
+  if (changed.length === 0) return void 0;
+  const patch = (await gitIn(wt, [
+    "diff",
+    "--no-color",
+    "--no-ext-diff",
+    "--binary",
+    startSha,
+    "HEAD",
+    "--",
+    WORKFLOWS_DIR
+  ])).stdout;
+  const message = (await gitIn(wt, ["log", "-1", "--format=%B"])).stdout;
+  await gitIn(wt, ["reset", "-q", "--soft", startSha]);
+  await gitIn(wt, ["reset", "-q", startSha, "--", WORKFLOWS_DIR]);
+  const rest = await gitIn(wt, ["diff", "--cached", "--quiet"], { okCodes: [1] });
+  if (rest.exitCode === 1) await gitIn(wt, ["commit", "-q", "--no-verify", "-F", "-"], { input: message });
+  return { paths: changed, patch };
+}
+async function forgetCommit(wt, startSha) {
+  const head = (await gitIn(wt, ["rev-parse", "HEAD"])).stdout.trim();
+  if (head === startSha) return;
+  await gitIn(wt, ["reset", "-q", "--hard", startSha]);
+  const only = (await gitIn(wt, ["rev-list", "--objects", head, "--not", "--all"])).stdout.split("\n").map((l) => l.split(" ")[0]).filter((sha) => /^[0-9a-f]{40}$/.test(sha));
+  for (const sha of only) {
+    await (0, import_promises17.rm)((0, import_node_path10.join)(wt.cacheDir, "objects", sha.slice(0, 2), sha.slice(2)), { force: true });
+  }
+}
+
+// src/worker/ask-human/ask-human.ts
+var import_node_fs9 = require("node:fs");
+var import_promises18 = require("node:fs/promises");
+var import_node_path12 = require("node:path");
+
+// src/worker/sandbox/install-root.ts
+var import_node_fs8 = require("node:fs");
 var import_node_path11 = require("node:path");
+var import_node_url3 = require("node:url");
+var root;
+function fleetInstallRoot() {
+  root ??= findInstallRoot((0, import_node_path11.dirname)((0, import_node_url3.fileURLToPath)(__fleet_import_meta_url)));
+  return root;
+}
+function findInstallRoot(start) {
+  for (let dir = start; (0, import_node_path11.dirname)(dir) !== dir; dir = (0, import_node_path11.dirname)(dir)) {
+    const manifest = (0, import_node_path11.join)(dir, "package.json");
+    if (!(0, import_node_fs8.existsSync)(manifest)) continue;
+    try {
+      if (JSON.parse((0, import_node_fs8.readFileSync)(manifest, "utf8")).name === "fleet") return dir;
+    } catch {
+    }
+  }
+  return start;
+}
+
+// src/worker/ask-human/ask-human.ts
+var ASK_HUMAN_SERVER = "fleet";
+var CLAUDE_ASK_HUMAN_TOOL = `mcp__${ASK_HUMAN_SERVER}__ask_human`;
+var ASK_HUMAN_FILE_ENV = "FLEET_ASK_HUMAN_FILE";
+var MAX_QUESTION_CHARS = 4e3;
+var MAX_READ_BYTES = 1024 * 1024;
+function askHumanServerScript() {
+  return (0, import_node_path12.join)(fleetInstallRoot(), "src", "worker", "ask-human", "server.mjs");
+}
+async function readQuestions(file2) {
+  const text2 = await readTail(file2);
+  if (text2 === void 0) return void 0;
+  const lines = text2.split("\n");
+  for (let i2 = lines.length - 1; i2 >= 0; i2--) {
+    const question = questionOf(lines[i2]);
+    if (question !== void 0) return question;
+  }
+  return void 0;
+}
+function questionOf(line) {
+  if (!line.trim()) return void 0;
+  let parsed;
+  try {
+    parsed = JSON.parse(line);
+  } catch {
+    return void 0;
+  }
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) return void 0;
+  const question = parsed.question;
+  if (typeof question !== "string" || !question.trim()) return void 0;
+  return [...question.trim()].slice(0, MAX_QUESTION_CHARS).join("").trim();
+}
+async function readTail(file2) {
+  let handle;
+  try {
+    handle = await (0, import_promises18.open)(file2, import_node_fs9.constants.O_RDONLY | import_node_fs9.constants.O_NOFOLLOW | import_node_fs9.constants.O_NONBLOCK);
+  } catch (error64) {
+    if (isNotAFile(error64)) return void 0;
+    throw error64;
+  }
+  try {
+    const info2 = await handle.stat();
+    if (!info2.isFile()) return void 0;
+    const length = Math.min(info2.size, MAX_READ_BYTES);
+    const start = info2.size - length;
+    const buffer = Buffer.alloc(length);
+    const { bytesRead } = await handle.read(buffer, 0, length, start);
+    const text2 = buffer.subarray(0, bytesRead).toString("utf8");
+    if (start === 0) return text2;
+    const newline = text2.indexOf("\n");
+    return newline < 0 ? "" : text2.slice(newline + 1);
+  } finally {
+    await handle.close();
+  }
+}
+var isNotAFile = (error64) => ["ENOENT", "ENOTDIR", "ELOOP", "EISDIR", "ENXIO"].includes(error64.code ?? "");
+
+// src/worker/question.ts
+var ASK_HUMAN_CODERS = /* @__PURE__ */ new Set(["claude", "codex"]);
+var QUESTION_FILE = "QUESTION.jsonl";
+var QUESTION_STATE_FILE = "question.json";
+var QUESTION_PATCH_FILE = "question.patch";
+var serverSource;
+async function withAskHuman(coder, options, questionFile) {
+  if (!ASK_HUMAN_CODERS.has(coder)) return options;
+  serverSource ??= (0, import_promises19.readFile)(askHumanServerScript(), "utf8");
+  const server = {
+    command: process.execPath,
+    args: ["--input-type=module", "-e", await serverSource],
+    env: { [ASK_HUMAN_FILE_ENV]: questionFile }
+  };
+  const next = {
+    ...options,
+    mcp_servers: { ...options?.mcp_servers, [ASK_HUMAN_SERVER]: server }
+  };
+  if (coder === "claude")
+    next.allowed_tools = [...options?.allowed_tools ?? CLAUDE_WORK_TOOLS, CLAUDE_ASK_HUMAN_TOOL];
+  return next;
+}
+async function saveQuestionRun(artifactsDir, wt, sessionId) {
+  await (0, import_promises19.writeFile)(
+    (0, import_node_path13.join)(artifactsDir, QUESTION_STATE_FILE),
+    JSON.stringify({ sessionId })
+  );
+  const patch = (0, import_node_path13.join)(artifactsDir, QUESTION_PATCH_FILE);
+  await commitAll(wt, "work in progress before a question");
+  await gitIn(wt, ["diff", "--binary", `--output=${patch}`, wt.startSha, "HEAD"]);
+  await forgetCommit(wt, wt.startSha);
+  const written2 = await (0, import_promises19.readFile)(patch, "utf8").catch(() => "");
+  if (!written2.trim()) await (0, import_promises19.rm)(patch, { force: true });
+}
+async function savedQuestionSession(artifactsDir) {
+  try {
+    const saved = JSON.parse(
+      await (0, import_promises19.readFile)((0, import_node_path13.join)(artifactsDir, QUESTION_STATE_FILE), "utf8")
+    );
+    return typeof saved.sessionId === "string" && saved.sessionId ? saved.sessionId : void 0;
+  } catch {
+    return void 0;
+  }
+}
+async function restoreQuestionChange(artifactsDir, wt) {
+  const patch = (0, import_node_path13.join)(artifactsDir, QUESTION_PATCH_FILE);
+  const text2 = await (0, import_promises19.readFile)(patch, "utf8").catch(() => void 0);
+  if (text2 === void 0) return void 0;
+  const applied = await gitIn(wt, ["apply", "--binary", "--whitespace=nowarn", patch]).then(
+    () => true,
+    () => false
+  );
+  await (0, import_promises19.rm)(patch, { force: true });
+  return applied;
+}
+function answerPrompt(question, change) {
+  if (!question.answer) return void 0;
+  const where = change.restored === true ? "The files you changed before asking are as you left them." : change.restored === false ? "The change you made before asking could not be applied again: this is a fresh checkout of the branch; make it again." : "";
+  return [
+    "## The answer to your question",
+    "",
+    "Earlier in this task you stopped to ask a person:",
+    "",
+    ...question.text.split("\n").map((l) => `> ${l}`),
+    "",
+    `@${question.answer.by} answered:`,
+    "",
+    ...question.answer.text.split("\n").map((l) => `> ${l}`),
+    "",
+    `Go on with the task with this answer. ${where}`.trim()
+  ].join("\n");
+}
+
+// src/worker/run-context.ts
+var import_node_path15 = require("node:path");
 
 // src/render/checklist.ts
 var plain = (s) => neutraliseMentions(
@@ -67819,33 +68411,10 @@ function throttleProgress(onProgress, clock, intervalMs = 15e3) {
 
 // src/worker/sandbox/bubblewrap.ts
 var import_node_child_process6 = require("node:child_process");
-var import_node_fs9 = require("node:fs");
-var import_promises16 = require("node:fs/promises");
+var import_node_fs10 = require("node:fs");
+var import_promises20 = require("node:fs/promises");
 var import_node_os7 = require("node:os");
-var import_node_path10 = require("node:path");
-
-// src/worker/sandbox/install-root.ts
-var import_node_fs8 = require("node:fs");
-var import_node_path9 = require("node:path");
-var import_node_url3 = require("node:url");
-var root;
-function fleetInstallRoot() {
-  root ??= findInstallRoot((0, import_node_path9.dirname)((0, import_node_url3.fileURLToPath)(__fleet_import_meta_url)));
-  return root;
-}
-function findInstallRoot(start) {
-  for (let dir = start; (0, import_node_path9.dirname)(dir) !== dir; dir = (0, import_node_path9.dirname)(dir)) {
-    const manifest = (0, import_node_path9.join)(dir, "package.json");
-    if (!(0, import_node_fs8.existsSync)(manifest)) continue;
-    try {
-      if (JSON.parse((0, import_node_fs8.readFileSync)(manifest, "utf8")).name === "fleet") return dir;
-    } catch {
-    }
-  }
-  return start;
-}
-
-// src/worker/sandbox/bubblewrap.ts
+var import_node_path14 = require("node:path");
 var SandboxUnavailableError = class extends Error {
   name = "SandboxUnavailableError";
 };
@@ -67876,36 +68445,36 @@ var ETC_FILES = [
   "terminfo",
   "timezone"
 ];
-var exists2 = (p2) => (0, import_promises16.access)(p2).then(
+var exists2 = (p2) => (0, import_promises20.access)(p2).then(
   () => true,
   () => false
 );
-var fleetBinDir = () => (0, import_node_path10.join)(fleetInstallRoot(), "node_modules", ".bin");
+var fleetBinDir = () => (0, import_node_path14.join)(fleetInstallRoot(), "node_modules", ".bin");
 async function findCoderCli(binary, path6) {
   return await resolveExecutable(binary, path6) ?? await resolveExecutable(binary, fleetBinDir());
 }
 async function resolveExecutable(file2, path6) {
   if (file2.includes("/")) return await exists2(file2) ? file2 : void 0;
-  for (const dir of (path6 ?? "").split(import_node_path10.delimiter)) {
+  for (const dir of (path6 ?? "").split(import_node_path14.delimiter)) {
     if (!dir) continue;
-    const candidate = (0, import_node_path10.join)(dir, file2);
+    const candidate = (0, import_node_path14.join)(dir, file2);
     try {
-      await (0, import_promises16.access)(candidate, import_node_fs9.constants.X_OK);
-      if ((await (0, import_promises16.stat)(candidate)).isFile()) return candidate;
+      await (0, import_promises20.access)(candidate, import_node_fs10.constants.X_OK);
+      if ((await (0, import_promises20.stat)(candidate)).isFile()) return candidate;
     } catch {
     }
   }
   return void 0;
 }
 async function executableMounts(executable, forbidden) {
-  const real = await (0, import_promises16.realpath)(executable);
+  const real = await (0, import_promises20.realpath)(executable);
   const mounts = /* @__PURE__ */ new Set();
   const pkg = npmPackageRoot(real);
   if (pkg && !holdsAny(pkg, forbidden)) {
-    const parent = (0, import_node_path10.dirname)(pkg);
-    const name = (0, import_node_path10.basename)(pkg);
-    for (const sibling of await (0, import_promises16.readdir)(parent).catch(() => [])) {
-      const path6 = (0, import_node_path10.join)(parent, sibling);
+    const parent = (0, import_node_path14.dirname)(pkg);
+    const name = (0, import_node_path14.basename)(pkg);
+    for (const sibling of await (0, import_promises20.readdir)(parent).catch(() => [])) {
+      const path6 = (0, import_node_path14.join)(parent, sibling);
       if ((sibling === name || sibling.startsWith(`${name}-`)) && !holdsAny(path6, forbidden))
         mounts.add(path6);
     }
@@ -67917,16 +68486,16 @@ async function executableMounts(executable, forbidden) {
   return [...mounts];
 }
 async function interpreterMounts(interpreter, forbidden) {
-  const real = await (0, import_promises16.realpath)(interpreter).catch(() => interpreter);
+  const real = await (0, import_promises20.realpath)(interpreter).catch(() => interpreter);
   if (underSystem(real)) return [];
-  const prefix = (0, import_node_path10.dirname)((0, import_node_path10.dirname)(real));
-  if (prefix !== import_node_path10.sep && !holdsAny(prefix, forbidden) && !insideAny(prefix, forbidden)) return [prefix];
-  const npm = (0, import_node_path10.join)(prefix, "lib", "node_modules", "npm");
+  const prefix = (0, import_node_path14.dirname)((0, import_node_path14.dirname)(real));
+  if (prefix !== import_node_path14.sep && !holdsAny(prefix, forbidden) && !insideAny(prefix, forbidden)) return [prefix];
+  const npm = (0, import_node_path14.join)(prefix, "lib", "node_modules", "npm");
   return [real, ...await exists2(npm) && !holdsAny(npm, forbidden) ? [npm] : []];
 }
 function insideAny(path6, roots) {
-  const p2 = (0, import_node_path10.resolve)(path6);
-  return roots.some((root2) => p2.startsWith(`${(0, import_node_path10.resolve)(root2)}${import_node_path10.sep}`));
+  const p2 = (0, import_node_path14.resolve)(path6);
+  return roots.some((root2) => p2.startsWith(`${(0, import_node_path14.resolve)(root2)}${import_node_path14.sep}`));
 }
 function forbiddenFolders(workDir) {
   const env = process.env;
@@ -67941,31 +68510,31 @@ function forbiddenFolders(workDir) {
   ];
   return [
     ...new Set(
-      found.filter((p2) => typeof p2 === "string" && p2 !== "" && p2 !== import_node_path10.sep).map((p2) => (0, import_node_path10.resolve)(p2))
+      found.filter((p2) => typeof p2 === "string" && p2 !== "" && p2 !== import_node_path14.sep).map((p2) => (0, import_node_path14.resolve)(p2))
     )
   ];
 }
 function holdsAny(path6, roots) {
-  const p2 = (0, import_node_path10.resolve)(path6);
+  const p2 = (0, import_node_path14.resolve)(path6);
   return roots.some((root2) => {
-    const r = (0, import_node_path10.resolve)(root2);
-    return r === p2 || r.startsWith(p2 === import_node_path10.sep ? import_node_path10.sep : `${p2}${import_node_path10.sep}`);
+    const r = (0, import_node_path14.resolve)(root2);
+    return r === p2 || r.startsWith(p2 === import_node_path14.sep ? import_node_path14.sep : `${p2}${import_node_path14.sep}`);
   });
 }
-var underSystem = (p2) => SYSTEM_DIRS.some((d) => p2 === d || p2.startsWith(`${d}${import_node_path10.sep}`));
+var underSystem = (p2) => SYSTEM_DIRS.some((d) => p2 === d || p2.startsWith(`${d}${import_node_path14.sep}`));
 function npmPackageRoot(file2) {
-  const parts = file2.split(import_node_path10.sep);
+  const parts = file2.split(import_node_path14.sep);
   const at = parts.lastIndexOf("node_modules");
   if (at < 0 || at + 1 >= parts.length - 1) return void 0;
   const scoped = parts[at + 1].startsWith("@");
   const end = at + (scoped ? 3 : 2);
   if (end > parts.length - 1) return void 0;
-  return parts.slice(0, end).join(import_node_path10.sep) || void 0;
+  return parts.slice(0, end).join(import_node_path14.sep) || void 0;
 }
 async function shebangInterpreter(file2) {
   let head;
   try {
-    const fh = await (0, import_promises16.open)(file2, "r");
+    const fh = await (0, import_promises20.open)(file2, "r");
     try {
       const buf = Buffer.alloc(256);
       const { bytesRead } = await fh.read(buf, 0, 256, 0);
@@ -67980,8 +68549,8 @@ async function shebangInterpreter(file2) {
   const words = head.slice(2).split("\n")[0].trim().split(/\s+/);
   const program = words[0] === "/usr/bin/env" ? words.find((w, i2) => i2 > 0 && !w.startsWith("-")) : words[0];
   if (!program) return void 0;
-  const found = (0, import_node_path10.isAbsolute)(program) ? program : await resolveExecutable(program, process.env.PATH);
-  return found ? (0, import_promises16.realpath)(found).catch(() => void 0) : void 0;
+  const found = (0, import_node_path14.isAbsolute)(program) ? program : await resolveExecutable(program, process.env.PATH);
+  return found ? (0, import_promises20.realpath)(found).catch(() => void 0) : void 0;
 }
 var INHERITED_HOME_PATHS = {
   claude: [
@@ -68018,10 +68587,10 @@ var INHERITED_HOME_PATHS = {
 async function inheritedHomeMounts(coder, userHome, agentHome) {
   const mounts = [];
   for (const rel of INHERITED_HOME_PATHS[coder] ?? []) {
-    const source = await (0, import_promises16.realpath)((0, import_node_path10.join)(userHome, rel)).catch(() => void 0);
-    const info2 = source ? await (0, import_promises16.stat)(source).catch(() => void 0) : void 0;
+    const source = await (0, import_promises20.realpath)((0, import_node_path14.join)(userHome, rel)).catch(() => void 0);
+    const info2 = source ? await (0, import_promises20.stat)(source).catch(() => void 0) : void 0;
     if (!source || !info2) continue;
-    const target = (0, import_node_path10.join)(agentHome, rel);
+    const target = (0, import_node_path14.join)(agentHome, rel);
     const made = await makeInside(agentHome, rel, info2.isDirectory() ? "dir" : "file", {
       replace: false
     }).catch(() => false);
@@ -68031,29 +68600,29 @@ async function inheritedHomeMounts(coder, userHome, agentHome) {
   return mounts;
 }
 async function makeInside(root2, rel, kind, opts) {
-  const parts = rel.split(import_node_path10.sep).filter((p2) => p2 !== "" && p2 !== ".");
-  if ((0, import_node_path10.isAbsolute)(rel) || parts.length === 0 || parts.includes("..")) {
+  const parts = rel.split(import_node_path14.sep).filter((p2) => p2 !== "" && p2 !== ".");
+  if ((0, import_node_path14.isAbsolute)(rel) || parts.length === 0 || parts.includes("..")) {
     throw new Error(`${rel} is not a path inside ${root2}`);
   }
-  const top = await (0, import_promises16.lstat)(root2);
+  const top = await (0, import_promises20.lstat)(root2);
   if (!top.isDirectory()) throw new Error(`${root2} is not a folder`);
   let dir = root2;
   for (const [i2, part] of parts.entries()) {
-    const path6 = (0, import_node_path10.join)(dir, part);
+    const path6 = (0, import_node_path14.join)(dir, part);
     const last = i2 === parts.length - 1;
     const wantDir = !last || kind === "dir";
-    const info2 = await (0, import_promises16.lstat)(path6).catch(() => void 0);
+    const info2 = await (0, import_promises20.lstat)(path6).catch(() => void 0);
     const fits = info2 && (wantDir ? info2.isDirectory() : info2.isFile());
     if (info2 && (!fits || last && !wantDir && opts.replace)) {
       if (!opts.replace) return false;
-      await (0, import_promises16.rm)(path6, { recursive: true, force: true });
+      await (0, import_promises20.rm)(path6, { recursive: true, force: true });
     }
     if (wantDir) {
-      if (!fits) await (0, import_promises16.mkdir)(path6, { mode: 448 });
+      if (!fits) await (0, import_promises20.mkdir)(path6, { mode: 448 });
     } else if (!fits || opts.replace) {
-      const fh = await (0, import_promises16.open)(
+      const fh = await (0, import_promises20.open)(
         path6,
-        import_node_fs9.constants.O_WRONLY | import_node_fs9.constants.O_CREAT | import_node_fs9.constants.O_EXCL | import_node_fs9.constants.O_NOFOLLOW,
+        import_node_fs10.constants.O_WRONLY | import_node_fs10.constants.O_CREAT | import_node_fs10.constants.O_EXCL | import_node_fs10.constants.O_NOFOLLOW,
         384
       );
       try {
@@ -68096,9 +68665,9 @@ async function bubblewrapArgs(mounts, cwd, opts = {}) {
     "fleet-sandbox"
   ];
   for (const dir of SYSTEM_DIRS) {
-    const info2 = await (0, import_promises16.lstat)(dir).catch(() => void 0);
+    const info2 = await (0, import_promises20.lstat)(dir).catch(() => void 0);
     if (!info2) continue;
-    if (info2.isSymbolicLink()) args.push("--symlink", await (0, import_promises16.readlink)(dir), dir);
+    if (info2.isSymbolicLink()) args.push("--symlink", await (0, import_promises20.readlink)(dir), dir);
     else args.push("--ro-bind", dir, dir);
   }
   for (const name of ETC_FILES) args.push("--ro-bind-try", `/etc/${name}`, `/etc/${name}`);
@@ -68169,7 +68738,7 @@ function worktreeMounts(wt, notesDir, phase) {
     writable: phase === "work" ? [wt.path, ...notes] : notes,
     readOnly: phase === "work" ? [wt.cacheDir] : [wt.path, wt.cacheDir],
     // The other tasks' worktree admin folders are none of its business; its own is shown read-only.
-    hidden: [(0, import_node_path11.join)(wt.cacheDir, "worktrees")],
+    hidden: [(0, import_node_path15.join)(wt.cacheDir, "worktrees")],
     readOnlyAfter: [wt.gitDir]
   };
 }
@@ -68212,7 +68781,7 @@ function createRunContext(spec, deps) {
     branch: spec.branch ?? taskBranchName(spec.issue, spec.title),
     knownSecrets,
     secrets,
-    result: { outcome: "failed", logPath: (0, import_node_path11.join)(artifactsDir, LOG_FILE), artifacts: {} },
+    result: { outcome: "failed", logPath: (0, import_node_path15.join)(artifactsDir, LOG_FILE), artifacts: {} },
     forbidden: forbiddenFolders(deps.workDir)
   };
 }
@@ -68222,8 +68791,8 @@ var import_node_net3 = require("node:net");
 
 // src/worker/sandbox/cgroup-limits.ts
 var import_node_crypto6 = require("node:crypto");
-var import_promises17 = require("node:fs/promises");
-var import_node_path12 = require("node:path");
+var import_promises21 = require("node:fs/promises");
+var import_node_path16 = require("node:path");
 var CGROUP_ROOT = "/sys/fs/cgroup";
 var PREFIX = "fleet-run-";
 var detected;
@@ -68232,7 +68801,7 @@ async function limitsEnforcement() {
   return b.kind === "none" ? { kind: "none", why: b.why } : { kind: b.kind };
 }
 function backend() {
-  detected ??= (0, import_promises17.readFile)("/proc/self/cgroup", "utf8").then((own2) => detectCgroups(CGROUP_ROOT, own2)).catch((e) => ({ kind: "none", why: e.message }));
+  detected ??= (0, import_promises21.readFile)("/proc/self/cgroup", "utf8").then((own2) => detectCgroups(CGROUP_ROOT, own2)).catch((e) => ({ kind: "none", why: e.message }));
   return detected;
 }
 function ownCgroups(text2) {
@@ -68246,7 +68815,7 @@ function ownCgroups(text2) {
   }
   return { ...v2 !== void 0 ? { v2 } : {}, v1 };
 }
-var writable2 = (p2) => (0, import_promises17.access)(
+var writable2 = (p2) => (0, import_promises21.access)(
   p2,
   2
   /* W_OK */
@@ -68254,16 +68823,16 @@ var writable2 = (p2) => (0, import_promises17.access)(
   () => true,
   () => false
 );
-var readText = (p2) => (0, import_promises17.readFile)(p2, "utf8").catch(() => "");
+var readText = (p2) => (0, import_promises21.readFile)(p2, "utf8").catch(() => "");
 async function detectCgroups(root2, self) {
   const own2 = ownCgroups(self);
-  for (const mount of [root2, (0, import_node_path12.join)(root2, "unified")]) {
+  for (const mount of [root2, (0, import_node_path16.join)(root2, "unified")]) {
     if (own2.v2 === void 0) break;
-    if (!await readText((0, import_node_path12.join)(mount, "cgroup.controllers"))) continue;
-    const v2 = await delegatedV2((0, import_node_path12.join)(mount, own2.v2));
+    if (!await readText((0, import_node_path16.join)(mount, "cgroup.controllers"))) continue;
+    const v2 = await delegatedV2((0, import_node_path16.join)(mount, own2.v2));
     if (v2) return v2;
   }
-  const at = (controller) => own2.v1[controller] !== void 0 ? (0, import_node_path12.join)(root2, controller, own2.v1[controller]).replace(/\/$/, "") : void 0;
+  const at = (controller) => own2.v1[controller] !== void 0 ? (0, import_node_path16.join)(root2, controller, own2.v1[controller]).replace(/\/$/, "") : void 0;
   const memory = at("memory");
   const pids = at("pids");
   if (memory && pids && await writable2(memory) && await writable2(pids)) {
@@ -68278,18 +68847,18 @@ async function detectCgroups(root2, self) {
   };
 }
 async function delegatedV2(own2) {
-  const controllers = (await readText((0, import_node_path12.join)(own2, "cgroup.controllers"))).split(/\s+/);
+  const controllers = (await readText((0, import_node_path16.join)(own2, "cgroup.controllers"))).split(/\s+/);
   if (!controllers.includes("memory") || !controllers.includes("pids")) return void 0;
-  if (!await writable2((0, import_node_path12.join)(own2, "cgroup.subtree_control"))) return void 0;
+  if (!await writable2((0, import_node_path16.join)(own2, "cgroup.subtree_control"))) return void 0;
   const enable = `+memory +pids${controllers.includes("cpu") ? " +cpu" : ""}`;
   try {
-    await (0, import_promises17.writeFile)((0, import_node_path12.join)(own2, "cgroup.subtree_control"), enable);
+    await (0, import_promises21.writeFile)((0, import_node_path16.join)(own2, "cgroup.subtree_control"), enable);
   } catch {
     try {
-      const leaf = (0, import_node_path12.join)(own2, "fleet-worker");
-      await (0, import_promises17.mkdir)(leaf, { recursive: true });
-      await (0, import_promises17.writeFile)((0, import_node_path12.join)(leaf, "cgroup.procs"), String(process.pid));
-      await (0, import_promises17.writeFile)((0, import_node_path12.join)(own2, "cgroup.subtree_control"), enable);
+      const leaf = (0, import_node_path16.join)(own2, "fleet-worker");
+      await (0, import_promises21.mkdir)(leaf, { recursive: true });
+      await (0, import_promises21.writeFile)((0, import_node_path16.join)(leaf, "cgroup.procs"), String(process.pid));
+      await (0, import_promises21.writeFile)((0, import_node_path16.join)(own2, "cgroup.subtree_control"), enable);
     } catch {
       return void 0;
     }
@@ -68299,9 +68868,9 @@ async function delegatedV2(own2) {
 }
 async function sweepStale(parents) {
   for (const parent of parents)
-    for (const name of await (0, import_promises17.readdir)(parent).catch(() => []))
+    for (const name of await (0, import_promises21.readdir)(parent).catch(() => []))
       if (name.startsWith(PREFIX) && !isAlive(Number(name.slice(PREFIX.length).split("-")[0])))
-        await (0, import_promises17.rmdir)((0, import_node_path12.join)(parent, name)).catch(() => void 0);
+        await (0, import_promises21.rmdir)((0, import_node_path16.join)(parent, name)).catch(() => void 0);
 }
 function isAlive(pid) {
   if (!Number.isInteger(pid) || pid <= 0) return false;
@@ -68316,11 +68885,11 @@ async function openRunCgroup(limits, on7 = backend()) {
   const b = await on7;
   if (b.kind === "none") return void 0;
   const name = `${PREFIX}${process.pid}-${(0, import_node_crypto6.randomBytes)(4).toString("hex")}`;
-  const dirs = b.kind === "cgroup2" ? { all: (0, import_node_path12.join)(b.parent, name) } : v1Dirs(b.parents, name);
+  const dirs = b.kind === "cgroup2" ? { all: (0, import_node_path16.join)(b.parent, name) } : v1Dirs(b.parents, name);
   const made = [];
   try {
     for (const dir of Object.values(dirs)) {
-      await (0, import_promises17.mkdir)(dir);
+      await (0, import_promises21.mkdir)(dir);
       made.push(dir);
     }
     await writeLimits(b.kind, dirs, limits);
@@ -68328,7 +68897,7 @@ async function openRunCgroup(limits, on7 = backend()) {
     await removeAll(made);
     throw new Error(`the run's cgroup could not be set up: ${error64.message}`);
   }
-  const procs = made.map((d) => (0, import_node_path12.join)(d, "cgroup.procs"));
+  const procs = made.map((d) => (0, import_node_path16.join)(d, "cgroup.procs"));
   return {
     enter(file2, args) {
       const script = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"';
@@ -68338,8 +68907,8 @@ async function openRunCgroup(limits, on7 = backend()) {
       };
     },
     async hit() {
-      const memory = b.kind === "cgroup2" ? (0, import_node_path12.join)(dirs.all, "memory.events") : (0, import_node_path12.join)(dirs.memory, "memory.oom_control");
-      const pids = (0, import_node_path12.join)(b.kind === "cgroup2" ? dirs.all : dirs.pids, "pids.events");
+      const memory = b.kind === "cgroup2" ? (0, import_node_path16.join)(dirs.all, "memory.events") : (0, import_node_path16.join)(dirs.memory, "memory.oom_control");
+      const pids = (0, import_node_path16.join)(b.kind === "cgroup2" ? dirs.all : dirs.pids, "pids.events");
       if (counter(await readText(memory), "oom_kill") > 0) return "memory";
       if (counter(await readText(pids), "max") > 0) return "pids";
       return void 0;
@@ -68349,9 +68918,9 @@ async function openRunCgroup(limits, on7 = backend()) {
 }
 function v1Dirs(parents, name) {
   return {
-    memory: (0, import_node_path12.join)(parents.memory, name),
-    pids: (0, import_node_path12.join)(parents.pids, name),
-    ...parents.cpu ? { cpu: (0, import_node_path12.join)(parents.cpu, name) } : {}
+    memory: (0, import_node_path16.join)(parents.memory, name),
+    pids: (0, import_node_path16.join)(parents.pids, name),
+    ...parents.cpu ? { cpu: (0, import_node_path16.join)(parents.cpu, name) } : {}
   };
 }
 async function writeLimits(kind, dirs, limits) {
@@ -68360,18 +68929,18 @@ async function writeLimits(kind, dirs, limits) {
   const quota = limits.cpus !== void 0 ? String(Math.max(1e3, Math.round(limits.cpus * period))) : void 0;
   if (kind === "cgroup2") {
     const dir = dirs.all;
-    await (0, import_promises17.writeFile)((0, import_node_path12.join)(dir, "memory.max"), bytes);
-    await (0, import_promises17.writeFile)((0, import_node_path12.join)(dir, "memory.swap.max"), "0").catch(() => void 0);
-    await (0, import_promises17.writeFile)((0, import_node_path12.join)(dir, "pids.max"), String(limits.pids));
-    if (quota) await (0, import_promises17.writeFile)((0, import_node_path12.join)(dir, "cpu.max"), `${quota} ${period}`);
+    await (0, import_promises21.writeFile)((0, import_node_path16.join)(dir, "memory.max"), bytes);
+    await (0, import_promises21.writeFile)((0, import_node_path16.join)(dir, "memory.swap.max"), "0").catch(() => void 0);
+    await (0, import_promises21.writeFile)((0, import_node_path16.join)(dir, "pids.max"), String(limits.pids));
+    if (quota) await (0, import_promises21.writeFile)((0, import_node_path16.join)(dir, "cpu.max"), `${quota} ${period}`);
     return;
   }
-  await (0, import_promises17.writeFile)((0, import_node_path12.join)(dirs.memory, "memory.limit_in_bytes"), bytes);
-  await (0, import_promises17.writeFile)((0, import_node_path12.join)(dirs.memory, "memory.memsw.limit_in_bytes"), bytes).catch(() => void 0);
-  await (0, import_promises17.writeFile)((0, import_node_path12.join)(dirs.pids, "pids.max"), String(limits.pids));
+  await (0, import_promises21.writeFile)((0, import_node_path16.join)(dirs.memory, "memory.limit_in_bytes"), bytes);
+  await (0, import_promises21.writeFile)((0, import_node_path16.join)(dirs.memory, "memory.memsw.limit_in_bytes"), bytes).catch(() => void 0);
+  await (0, import_promises21.writeFile)((0, import_node_path16.join)(dirs.pids, "pids.max"), String(limits.pids));
   if (quota && dirs.cpu) {
-    await (0, import_promises17.writeFile)((0, import_node_path12.join)(dirs.cpu, "cpu.cfs_period_us"), String(period));
-    await (0, import_promises17.writeFile)((0, import_node_path12.join)(dirs.cpu, "cpu.cfs_quota_us"), quota);
+    await (0, import_promises21.writeFile)((0, import_node_path16.join)(dirs.cpu, "cpu.cfs_period_us"), String(period));
+    await (0, import_promises21.writeFile)((0, import_node_path16.join)(dirs.cpu, "cpu.cfs_quota_us"), quota);
   }
 }
 function counter(text2, key2) {
@@ -68380,9 +68949,9 @@ function counter(text2, key2) {
 }
 async function removeAll(dirs) {
   for (const dir of dirs) {
-    await (0, import_promises17.writeFile)((0, import_node_path12.join)(dir, "cgroup.kill"), "1").catch(() => void 0);
+    await (0, import_promises21.writeFile)((0, import_node_path16.join)(dir, "cgroup.kill"), "1").catch(() => void 0);
     for (let i2 = 0; i2 < 50; i2++) {
-      const pids = (await readText((0, import_node_path12.join)(dir, "cgroup.procs"))).split("\n").filter(Boolean).map(Number);
+      const pids = (await readText((0, import_node_path16.join)(dir, "cgroup.procs"))).split("\n").filter(Boolean).map(Number);
       for (const pid of pids) {
         try {
           process.kill(pid, "SIGKILL");
@@ -68390,7 +68959,7 @@ async function removeAll(dirs) {
         }
       }
       try {
-        await (0, import_promises17.rmdir)(dir);
+        await (0, import_promises21.rmdir)(dir);
         break;
       } catch {
         await new Promise((r) => setTimeout(r, 20));
@@ -68400,10 +68969,10 @@ async function removeAll(dirs) {
 }
 
 // src/worker/sandbox/network.ts
-var import_promises18 = require("node:fs/promises");
+var import_promises22 = require("node:fs/promises");
 var import_node_net2 = require("node:net");
 var import_node_os8 = require("node:os");
-var import_node_path13 = require("node:path");
+var import_node_path17 = require("node:path");
 var SOCKETS_INSIDE = "/run/fleet-net";
 var NODE_INSIDE = "/run/fleet-node";
 var SANDBOX_GATEWAY_PORT = 47331;
@@ -68460,20 +69029,20 @@ async function openSandboxNetwork(opts) {
       }
     };
   }
-  const dir = await (0, import_promises18.mkdtemp)((0, import_node_path13.join)((0, import_node_os8.tmpdir)(), "fleet-net-"));
-  await (0, import_promises18.chmod)(dir, 448);
+  const dir = await (0, import_promises22.mkdtemp)((0, import_node_path17.join)((0, import_node_os8.tmpdir)(), "fleet-net-"));
+  await (0, import_promises22.chmod)(dir, 448);
   const routes = [];
   let bridge;
   let proxy;
   try {
     if (opts.gatewayPort !== void 0) {
-      bridge = await bridgeToLoopback((0, import_node_path13.join)(dir, "gateway.sock"), opts.gatewayPort);
+      bridge = await bridgeToLoopback((0, import_node_path17.join)(dir, "gateway.sock"), opts.gatewayPort);
       routes.push({ port: SANDBOX_GATEWAY_PORT, socket: `${SOCKETS_INSIDE}/gateway.sock` });
     }
     if (policy.mode === "proxy") {
       proxy = await startEgressProxy({
         policy,
-        socketPath: (0, import_node_path13.join)(dir, "proxy.sock"),
+        socketPath: (0, import_node_path17.join)(dir, "proxy.sock"),
         ...opts.egressHosts ? { hosts: opts.egressHosts } : {}
       });
       routes.push({ port: SANDBOX_PROXY_PORT, socket: `${SOCKETS_INSIDE}/proxy.sock` });
@@ -68481,7 +69050,7 @@ async function openSandboxNetwork(opts) {
   } catch (error64) {
     await bridge?.close();
     await proxy?.close();
-    await (0, import_promises18.rm)(dir, { recursive: true, force: true });
+    await (0, import_promises22.rm)(dir, { recursive: true, force: true });
     throw error64;
   }
   const spec = JSON.stringify(routes);
@@ -68503,18 +69072,18 @@ async function openSandboxNetwork(opts) {
     async close() {
       await proxy?.close();
       await bridge?.close();
-      await (0, import_promises18.rm)(dir, { recursive: true, force: true });
+      await (0, import_promises22.rm)(dir, { recursive: true, force: true });
     }
   };
 }
 var MAX_GATEWAY_CONNECTIONS = 128;
 async function bridgeToLoopback(socketPath, port) {
-  const open7 = /* @__PURE__ */ new Set();
+  const open8 = /* @__PURE__ */ new Set();
   const server = (0, import_node_net2.createServer)((client) => {
     const upstream = (0, import_node_net2.connect)(port, "127.0.0.1");
     for (const s of [client, upstream]) {
-      open7.add(s);
-      s.once("close", () => open7.delete(s));
+      open8.add(s);
+      s.once("close", () => open8.delete(s));
     }
     client.on("error", () => upstream.destroy());
     upstream.on("error", () => client.destroy());
@@ -68529,17 +69098,17 @@ async function bridgeToLoopback(socketPath, port) {
   return {
     // The run is over: the connections still open through it end too.
     close() {
-      for (const s of open7) s.destroy();
+      for (const s of open8) s.destroy();
       return new Promise((resolve4) => server.close(() => resolve4()));
     }
   };
 }
 
 // src/worker/sandbox/run-agent.ts
-var import_node_fs10 = require("node:fs");
-var import_promises20 = require("node:fs/promises");
+var import_node_fs11 = require("node:fs");
+var import_promises24 = require("node:fs/promises");
 var import_node_os9 = require("node:os");
-var import_node_path14 = require("node:path");
+var import_node_path18 = require("node:path");
 
 // src/worker/sandbox/agent-process.ts
 var import_node_child_process7 = require("node:child_process");
@@ -68685,7 +69254,7 @@ function signalGroup(child, signal) {
 }
 
 // src/worker/sandbox/contained-process.ts
-var import_promises19 = require("node:fs/promises");
+var import_promises23 = require("node:fs/promises");
 async function containedCommand(file2, args, at, c3) {
   let launch = { file: file2, args: [...args] };
   if (c3.mounts) {
@@ -68702,7 +69271,7 @@ async function containedCommand(file2, args, at, c3) {
       ]
     };
     const inner = (c3.network?.wrap ?? ((f, a2) => ({ file: f, args: a2 })))(
-      await (0, import_promises19.realpath)(executable),
+      await (0, import_promises23.realpath)(executable),
       [...args]
     );
     const sandbox = await bubblewrapArgs(mounts, at.cwd, {
@@ -68727,11 +69296,11 @@ function buildAgentEnv(command, base) {
 }
 async function runAgent(adapter, inv, opts) {
   const startedAt = Date.now();
-  const ownHome = inv.home ? void 0 : await (0, import_promises20.mkdtemp)((0, import_node_path14.join)((0, import_node_os9.tmpdir)(), "fleet-agent-home-"));
+  const ownHome = inv.home ? void 0 : await (0, import_promises24.mkdtemp)((0, import_node_path18.join)((0, import_node_os9.tmpdir)(), "fleet-agent-home-"));
   const home = inv.home ?? ownHome;
   const sandboxed = opts.sandbox !== void 0;
   const command = adapter.command({ ...inv, home, ...sandboxed ? { sandboxed } : {} });
-  const ownTmp = sandboxed ? void 0 : await (0, import_promises20.mkdtemp)((0, import_node_path14.join)((0, import_node_os9.tmpdir)(), "fleet-agent-tmp-"));
+  const ownTmp = sandboxed ? void 0 : await (0, import_promises24.mkdtemp)((0, import_node_path18.join)((0, import_node_os9.tmpdir)(), "fleet-agent-tmp-"));
   const env = {
     ...buildAgentEnv(command, { home, path: opts.path, tmpdir: ownTmp ?? "/tmp" }),
     ...opts.network?.env
@@ -68747,11 +69316,11 @@ async function runAgent(adapter, inv, opts) {
       await log.end();
       if (log.error) result.logError = log.error;
     }
-    if (ownHome) await (0, import_promises20.rm)(ownHome, { recursive: true, force: true }).catch(() => {
+    if (ownHome) await (0, import_promises24.rm)(ownHome, { recursive: true, force: true }).catch(() => {
     });
-    if (ownTmp) await (0, import_promises20.rm)(ownTmp, { recursive: true, force: true }).catch(() => {
+    if (ownTmp) await (0, import_promises24.rm)(ownTmp, { recursive: true, force: true }).catch(() => {
     });
-    if (filesDir) await (0, import_promises20.rm)(filesDir, { recursive: true, force: true }).catch(() => {
+    if (filesDir) await (0, import_promises24.rm)(filesDir, { recursive: true, force: true }).catch(() => {
     });
     return result;
   };
@@ -68786,37 +69355,37 @@ async function runAgent(adapter, inv, opts) {
 }
 async function writeHomeFiles(home, files, sandbox) {
   for (const file2 of files) {
-    const path6 = (0, import_node_path14.join)(home, file2.path);
-    if ((0, import_node_path14.relative)(home, path6).startsWith("..") || (0, import_node_path14.isAbsolute)((0, import_node_path14.relative)(home, path6)))
+    const path6 = (0, import_node_path18.join)(home, file2.path);
+    if ((0, import_node_path18.relative)(home, path6).startsWith("..") || (0, import_node_path18.isAbsolute)((0, import_node_path18.relative)(home, path6)))
       throw new Error(`agent settings file ${file2.path} is outside the agent's HOME`);
   }
   if (files.length === 0) return { overlay: [] };
-  await (0, import_promises20.mkdir)(home, { recursive: true });
+  await (0, import_promises24.mkdir)(home, { recursive: true });
   if (!sandbox) {
     for (const file2 of files)
-      await makeInside(home, (0, import_node_path14.relative)(home, (0, import_node_path14.join)(home, file2.path)), "file", {
+      await makeInside(home, (0, import_node_path18.relative)(home, (0, import_node_path18.join)(home, file2.path)), "file", {
         replace: true,
         content: file2.content
       });
     return { overlay: [] };
   }
-  const dir = await (0, import_promises20.mkdtemp)((0, import_node_path14.join)((0, import_node_os9.tmpdir)(), "fleet-agent-files-"));
-  const writable3 = [...sandbox.writable, home].map((p2) => (0, import_node_path14.resolve)(p2));
-  if (writable3.some((w) => dir === w || dir.startsWith(`${w}${import_node_path14.sep}`) || w.startsWith(`${dir}${import_node_path14.sep}`))) {
-    await (0, import_promises20.rm)(dir, { recursive: true, force: true });
+  const dir = await (0, import_promises24.mkdtemp)((0, import_node_path18.join)((0, import_node_os9.tmpdir)(), "fleet-agent-files-"));
+  const writable3 = [...sandbox.writable, home].map((p2) => (0, import_node_path18.resolve)(p2));
+  if (writable3.some((w) => dir === w || dir.startsWith(`${w}${import_node_path18.sep}`) || w.startsWith(`${dir}${import_node_path18.sep}`))) {
+    await (0, import_promises24.rm)(dir, { recursive: true, force: true });
     throw new Error(`${dir} for the agent's settings files lies in a folder the agent can write`);
   }
   const overlay = [];
   try {
     for (const [i2, file2] of files.entries()) {
-      const source = (0, import_node_path14.join)(dir, String(i2));
-      await (0, import_promises20.writeFile)(source, file2.content, { mode: 384, flag: "wx" });
-      const rel = (0, import_node_path14.relative)(home, (0, import_node_path14.join)(home, file2.path));
+      const source = (0, import_node_path18.join)(dir, String(i2));
+      await (0, import_promises24.writeFile)(source, file2.content, { mode: 384, flag: "wx" });
+      const rel = (0, import_node_path18.relative)(home, (0, import_node_path18.join)(home, file2.path));
       await makeInside(home, rel, "file", { replace: true });
-      overlay.push({ source, target: (0, import_node_path14.join)(home, rel) });
+      overlay.push({ source, target: (0, import_node_path18.join)(home, rel) });
     }
   } catch (error64) {
-    await (0, import_promises20.rm)(dir, { recursive: true, force: true });
+    await (0, import_promises24.rm)(dir, { recursive: true, force: true });
     throw error64;
   }
   return { overlay, dir };
@@ -68908,7 +69477,7 @@ function readAgentOutput(adapter, opts, log) {
 }
 var DEFAULT_MAX_LOG_BYTES = 8 * 1024 * 1024;
 function createLogSink(path6, maxBytes = DEFAULT_MAX_LOG_BYTES) {
-  const stream = (0, import_node_fs10.createWriteStream)(path6, { flags: "a" });
+  const stream = (0, import_node_fs11.createWriteStream)(path6, { flags: "a" });
   let error64;
   stream.on("error", (e) => {
     error64 ??= e.message;
@@ -69450,128 +70019,9 @@ function normalJson(text2) {
 
 // src/worker/sandbox/worktree-print.ts
 var import_node_crypto7 = require("node:crypto");
-var import_node_fs11 = require("node:fs");
-var import_promises22 = require("node:fs/promises");
-var import_node_path16 = require("node:path");
-
-// src/worker/workspace/git.ts
-var import_promises21 = require("node:fs/promises");
-var import_node_path15 = require("node:path");
-var ISOLATED = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0" };
-var HOST_BASICS = [
-  "PATH",
-  "HOME",
-  "LANG",
-  "LC_ALL",
-  "TMPDIR",
-  "HTTPS_PROXY",
-  "HTTP_PROXY",
-  "NO_PROXY",
-  "https_proxy",
-  "http_proxy",
-  "no_proxy"
-];
-function hostBasics() {
-  const env = {};
-  for (const name of HOST_BASICS) if (process.env[name]) env[name] = process.env[name];
-  return env;
-}
-var FLAGS = [
-  "-c",
-  "user.name=Fleet",
-  "-c",
-  "user.email=fleet@users.noreply.github.com",
-  "-c",
-  "core.hooksPath=/dev/null",
-  "-c",
-  "core.fsmonitor=false",
-  "-c",
-  "commit.gpgSign=false",
-  "-c",
-  "diff.ignoreSubmodules=all",
-  "-c",
-  "submodule.recurse=false",
-  "-c",
-  "status.submoduleSummary=false",
-  "-c",
-  "commit.status=false"
-];
-var IGNORE_SUBMODULES = "--ignore-submodules=all";
-function gitAuthEnv(auth2) {
-  if (!auth2) return {};
-  const basic = Buffer.from(`${auth2.username}:${auth2.token}`).toString("base64");
-  return {
-    GIT_CONFIG_COUNT: "1",
-    GIT_CONFIG_KEY_0: "http.extraHeader",
-    GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}`
-  };
-}
-var GitError = class extends Error {
-  constructor(message, args, stderr) {
-    super(message);
-    this.args = args;
-    this.stderr = stderr;
-    this.name = "GitError";
-  }
-  args;
-  stderr;
-};
-async function git(args, opts) {
-  const r = await execa("git", [...FLAGS, ...args], {
-    cwd: opts.cwd,
-    // Not the worker's environment: should git ever run a program (a driver in a repository Fleet
-    // did not write), it finds no token, key or OIDC request variables there.
-    env: { ...hostBasics(), ...ISOLATED, ...gitAuthEnv(opts.auth) },
-    extendEnv: false,
-    input: opts.input,
-    reject: false,
-    stripFinalNewline: true
-  });
-  const code2 = r.exitCode ?? -1;
-  if (code2 !== 0 && !(opts.okCodes ?? []).includes(code2)) {
-    const stderr = String(r.stderr ?? "").trim();
-    throw new GitError(
-      `git ${args[0]} failed (exit ${code2}): ${stderr.split("\n").slice(-3).join(" ")}`,
-      args,
-      stderr
-    );
-  }
-  return { stdout: String(r.stdout ?? ""), exitCode: code2 };
-}
-function gitIn(wt, args, opts = {}) {
-  const excludes = wt.excludesFile ? ["-c", `core.excludesFile=${wt.excludesFile}`] : [];
-  return git([...excludes, "--git-dir", wt.gitDir, "--work-tree", wt.path, ...args], {
-    ...opts,
-    cwd: wt.path
-  });
-}
-async function contentIdsOf(wt, paths) {
-  const ids = [];
-  const files = [];
-  for (const [i2, path6] of paths.entries()) {
-    const info2 = await lstatBelow(wt.path, path6);
-    if (info2?.isFile()) files.push({ at: i2, path: path6 });
-    ids.push(info2?.isSymbolicLink() ? `symlink:${await (0, import_promises21.readlink)((0, import_node_path15.join)(wt.path, path6))}` : "");
-  }
-  if (files.length) {
-    const hashes = (await gitIn(wt, ["hash-object", "--no-filters", "--", ...files.map((f) => f.path)])).stdout.split("\n");
-    for (const [k, f] of files.entries()) ids[f.at] = hashes[k] ?? "";
-  }
-  return ids;
-}
-async function lstatBelow(root2, rel) {
-  const parts = rel.split("/").filter(Boolean);
-  let at = root2;
-  for (const [i2, part] of parts.entries()) {
-    at = (0, import_node_path15.join)(at, part);
-    const info2 = await (0, import_promises21.lstat)(at).catch(() => void 0);
-    if (!info2 || i2 === parts.length - 1) return info2;
-    if (!info2.isDirectory()) return void 0;
-  }
-  return void 0;
-}
-
-// src/worker/sandbox/worktree-print.ts
+var import_node_fs12 = require("node:fs");
+var import_promises25 = require("node:fs/promises");
+var import_node_path19 = require("node:path");
 var PRINT_LIMITS = {
   wholeFileBytes: 4 * 1024 * 1024,
   endBytes: 512 * 1024,
@@ -69614,15 +70064,15 @@ function changedPaths(porcelain) {
   return paths;
 }
 async function contentOf(root2, path6, cache, limits, budget) {
-  const full = (0, import_node_path16.join)(root2, path6);
-  const st = await (0, import_promises22.lstat)(full, { bigint: true }).catch(() => void 0);
+  const full = (0, import_node_path19.join)(root2, path6);
+  const st = await (0, import_promises25.lstat)(full, { bigint: true }).catch(() => void 0);
   if (!st) return "absent";
   const meta3 = `${st.dev}:${st.ino}:${st.mode}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
   const cached2 = cache.get(path6);
   if (cached2?.meta === meta3) return cached2.content;
   let content;
   if (st.isSymbolicLink())
-    content = await (0, import_promises22.readlink)(full).then(
+    content = await (0, import_promises25.readlink)(full).then(
       (t) => `link:${t}`,
       () => void 0
     );
@@ -69639,7 +70089,7 @@ async function fileHash(full, st, limits, budget) {
   const cost = whole ? size : 2 * limits.endBytes;
   if (cost > budget.left) return void 0;
   budget.left -= cost;
-  const fh = await (0, import_promises22.open)(full, import_node_fs11.constants.O_RDONLY | import_node_fs11.constants.O_NOFOLLOW | import_node_fs11.constants.O_NONBLOCK).catch(
+  const fh = await (0, import_promises25.open)(full, import_node_fs12.constants.O_RDONLY | import_node_fs12.constants.O_NOFOLLOW | import_node_fs12.constants.O_NONBLOCK).catch(
     () => void 0
   );
   if (!fh) return void 0;
@@ -69879,8 +70329,8 @@ function reportedTotals(metered, own2) {
 
 // src/worker/workspace/context-manifest.ts
 var import_node_crypto8 = require("node:crypto");
-var import_promises23 = require("node:fs/promises");
-var import_node_path17 = require("node:path");
+var import_promises26 = require("node:fs/promises");
+var import_node_path20 = require("node:path");
 var MEMORY_FILES = {
   claude: ["CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"],
   codex: ["AGENTS.md", "AGENTS.override.md"],
@@ -69902,8 +70352,8 @@ async function readIfFile(path6) {
 }
 async function skillFiles(root2) {
   try {
-    const entries = await (0, import_promises23.readdir)(root2, { withFileTypes: true });
-    return entries.filter((e) => e.isDirectory()).map((e) => (0, import_node_path17.join)(root2, e.name, "SKILL.md"));
+    const entries = await (0, import_promises26.readdir)(root2, { withFileTypes: true });
+    return entries.filter((e) => e.isDirectory()).map((e) => (0, import_node_path20.join)(root2, e.name, "SKILL.md"));
   } catch {
     return [];
   }
@@ -69913,8 +70363,8 @@ function upTheTree(cwd, top) {
   let dir = cwd;
   for (; ; ) {
     dirs.push(dir);
-    if (dir === top || (0, import_node_path17.dirname)(dir) === dir) break;
-    dir = (0, import_node_path17.dirname)(dir);
+    if (dir === top || (0, import_node_path20.dirname)(dir) === dir) break;
+    dir = (0, import_node_path20.dirname)(dir);
   }
   return dirs;
 }
@@ -69923,21 +70373,21 @@ async function buildContextManifest(input2) {
   const candidates = [];
   for (const dir of upTheTree(input2.cwd, input2.top ?? input2.cwd)) {
     for (const name of names) {
-      const path6 = (0, import_node_path17.join)(dir, name);
-      candidates.push({ kind: "memory", path: path6, label: (0, import_node_path17.relative)(input2.cwd, path6) || name });
+      const path6 = (0, import_node_path20.join)(dir, name);
+      candidates.push({ kind: "memory", path: path6, label: (0, import_node_path20.relative)(input2.cwd, path6) || name });
     }
   }
-  for (const skill of await skillFiles((0, import_node_path17.join)(input2.cwd, ".claude", "skills"))) {
-    candidates.push({ kind: "skill", path: skill, label: (0, import_node_path17.relative)(input2.cwd, skill) });
+  for (const skill of await skillFiles((0, import_node_path20.join)(input2.cwd, ".claude", "skills"))) {
+    candidates.push({ kind: "skill", path: skill, label: (0, import_node_path20.relative)(input2.cwd, skill) });
   }
-  candidates.push({ kind: "mcp", path: (0, import_node_path17.join)(input2.cwd, ".mcp.json"), label: ".mcp.json" });
+  candidates.push({ kind: "mcp", path: (0, import_node_path20.join)(input2.cwd, ".mcp.json"), label: ".mcp.json" });
   if (input2.home) {
     for (const name of HOME_MEMORY[input2.coder] ?? []) {
-      candidates.push({ kind: "memory", path: (0, import_node_path17.join)(input2.home, name), label: `~/${name}` });
+      candidates.push({ kind: "memory", path: (0, import_node_path20.join)(input2.home, name), label: `~/${name}` });
     }
-    const homeSkills = input2.coder === "claude" ? await skillFiles((0, import_node_path17.join)(input2.home, ".claude", "skills")) : [];
+    const homeSkills = input2.coder === "claude" ? await skillFiles((0, import_node_path20.join)(input2.home, ".claude", "skills")) : [];
     for (const skill of homeSkills) {
-      candidates.push({ kind: "skill", path: skill, label: `~/${(0, import_node_path17.relative)(input2.home, skill)}` });
+      candidates.push({ kind: "skill", path: skill, label: `~/${(0, import_node_path20.relative)(input2.home, skill)}` });
     }
   }
   const sources = [];
@@ -69974,7 +70424,7 @@ async function buildContextManifest(input2) {
 }
 var CONTEXT_MANIFEST_FILE = "context.json";
 async function writeContextManifest(dir, m) {
-  await (0, import_promises23.writeFile)((0, import_node_path17.join)(dir, CONTEXT_MANIFEST_FILE), `${JSON.stringify(m, null, 2)}
+  await (0, import_promises26.writeFile)((0, import_node_path20.join)(dir, CONTEXT_MANIFEST_FILE), `${JSON.stringify(m, null, 2)}
 `);
 }
 
@@ -70011,10 +70461,8 @@ async function preparePhase(ctx, input2) {
     phase,
     plan
   });
-  const fullPrompt = spec.extraPrompt ? `${prompt}
-
-${spec.extraPrompt}` : prompt;
-  const logFile = (0, import_node_path18.join)(ctx.artifactsDir, phase === "plan" ? PLAN_LOG_FILE : LOG_FILE);
+  const fullPrompt = [prompt, spec.extraPrompt, input2.addPrompt].filter(Boolean).join("\n\n");
+  const logFile = (0, import_node_path21.join)(ctx.artifactsDir, phase === "plan" ? PLAN_LOG_FILE : LOG_FILE);
   const invocation = {
     prompt: fullPrompt,
     model: spec.model,
@@ -70026,9 +70474,17 @@ ${spec.extraPrompt}` : prompt;
   if (deps.modelBaseUrl) invocation.modelBaseUrl = deps.modelBaseUrl;
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
   if (deps.coderOptions) invocation.options = deps.coderOptions;
+  const extraReadOnly = [];
+  if (phase === "work" && spec.askHuman) {
+    const options = await withAskHuman(spec.coder, invocation.options, (0, import_node_path21.join)(notesDir, QUESTION_FILE));
+    if (options !== invocation.options && options) {
+      invocation.options = options;
+      extraReadOnly.push(...await interpreterMounts(process.execPath, ctx.forbidden));
+    }
+  }
   if (deps.credential) invocation.credential = { ...deps.credential };
-  await (0, import_promises24.mkdir)(invocation.home, { recursive: true });
-  await (0, import_promises24.writeFile)(logFile, "");
+  await (0, import_promises27.mkdir)(invocation.home, { recursive: true });
+  await (0, import_promises27.writeFile)(logFile, "");
   const inheritHome = (deps.sandbox ?? "bubblewrap") === "bubblewrap" ? deps.inheritHome : void 0;
   const homeOverlay = inheritHome ? await inheritedHomeMounts(spec.coder, inheritHome, invocation.home) : [];
   const context = await buildContextManifest({
@@ -70037,7 +70493,7 @@ ${spec.extraPrompt}` : prompt;
     home: inheritHome ?? invocation.home,
     prompt: fullPrompt
   });
-  return { invocation, logFile, context, homeOverlay };
+  return { invocation, logFile, context, homeOverlay, extraReadOnly };
 }
 function trackPhase(ctx, phase) {
   const { deps } = ctx;
@@ -70133,7 +70589,10 @@ async function runRotating(ctx, { wt, notesDir, phase }, setup, tracker, gateway
       },
       {
         ...runContainment(ctx),
-        mounts: { ...worktreeMounts(wt, notesDir, phase), homeOverlay: setup.homeOverlay },
+        mounts: withReadOnly(
+          { ...worktreeMounts(wt, notesDir, phase), homeOverlay: setup.homeOverlay },
+          setup.extraReadOnly
+        ),
         gateway: ctx.gateway,
         onRunToken: (token) => addSecret(ctx, "this run's model-gateway token", token),
         ...gatewayRun ? { gatewayRun } : {}
@@ -70246,7 +70705,7 @@ function describeStop(kind, r, spec) {
   }
 }
 async function loadPlan(artifactsDir) {
-  const read = (name) => (0, import_promises24.readFile)((0, import_node_path18.join)(artifactsDir, name), "utf8").catch(() => void 0);
+  const read = (name) => (0, import_promises27.readFile)((0, import_node_path21.join)(artifactsDir, name), "utf8").catch(() => void 0);
   const plan = await read(PLAN_FILE);
   let state = {};
   try {
@@ -70256,10 +70715,11 @@ async function loadPlan(artifactsDir) {
   }
   return { plan, state };
 }
+var withReadOnly = (mounts, extra) => extra.length ? { ...mounts, readOnly: [...mounts.readOnly, ...extra] } : mounts;
 
 // src/worker/4-finish.ts
-var import_promises25 = require("node:fs/promises");
-var import_node_path19 = require("node:path");
+var import_promises28 = require("node:fs/promises");
+var import_node_path22 = require("node:path");
 
 // src/agents/transcript.ts
 var cut = (line, width) => line.length > width ? `${line.slice(0, width - 1)}…` : line;
@@ -70378,8 +70838,8 @@ async function finish2(ctx, outcome, reason, run, notes) {
   if (run?.rateLimit) result.rateLimit = run.rateLimit;
   if (run?.sessionId && !result.sessionId) result.sessionId = run.sessionId;
   if (result.network?.refused.length)
-    await (0, import_promises25.writeFile)(
-      (0, import_node_path19.join)(ctx.artifactsDir, NETWORK_FILE),
+    await (0, import_promises28.writeFile)(
+      (0, import_node_path22.join)(ctx.artifactsDir, NETWORK_FILE),
       `${JSON.stringify(result.network, null, 2)}
 `
     ).catch(() => void 0);
@@ -70443,7 +70903,7 @@ function followUpsOf(ctx, outcome, notes) {
 var LOG_TAIL_BYTES = 256 * 1024;
 async function readLogTail(path6) {
   try {
-    const file2 = await (0, import_promises25.open)(path6, "r");
+    const file2 = await (0, import_promises28.open)(path6, "r");
     try {
       const { size } = await file2.stat();
       const start = Math.max(0, size - LOG_TAIL_BYTES);
@@ -70467,216 +70927,15 @@ function outcomeLine(r, reviewRound) {
       return reviewRound ? "the round changed nothing; the pull request is as it was" : "finished without changes; no pull request";
     case "split":
       return "split: the plan's sub-issues are queued";
+    case "waiting":
+      return "the agent asked a question and waits for an answer";
     default:
       return r.outcome;
   }
 }
 
-// src/worker/4-publish.ts
-var import_promises26 = require("node:fs/promises");
-var import_node_path20 = require("node:path");
-function assertFleetBranch(branch) {
-  if (!/^fleet\/[A-Za-z0-9._/-]+$/.test(branch) || branch.includes("..") || branch.endsWith(".lock") || branch.endsWith("/")) {
-    throw new Error(`Fleet pushes only to fleet/* branches; refusing to push "${branch}".`);
-  }
-}
-var CO_AUTHORS = {
-  claude: "Claude <noreply@anthropic.com>",
-  codex: "Codex <noreply@openai.com>"
-};
-function coAuthorTrailer(coder) {
-  const who = CO_AUTHORS[coder] ?? `${coder} <${coder.replace(/[^A-Za-z0-9-]/g, "-")}@users.noreply.github.com>`;
-  return `Co-authored-by: ${who}`;
-}
-function commitMessage2(opts) {
-  const summary2 = opts.summary?.trim() ?? "";
-  const first = summary2.split("\n")[0].trim();
-  let subject = first || `${opts.title} (#${opts.issue})`;
-  if (subject.length > 72) subject = `${subject.slice(0, 71).trimEnd()}…`;
-  const body = summary2 && (summary2 !== first || first.length > 72) ? `${summary2}
-
-` : "";
-  return `${subject}
-
-${body}Fleet task ${opts.taskId} for #${opts.issue}.
-
-${coAuthorTrailer(opts.coder)}
-`;
-}
-async function commitAll(wt, message) {
-  await refuseOversized(wt);
-  await gitIn(wt, ["add", "-A"]);
-  await unstageSetupMade(wt);
-  await unstageSetupChanges(wt);
-  const diff = await gitIn(wt, ["diff", "--cached", "--quiet"], { okCodes: [1] });
-  if (diff.exitCode === 0) return void 0;
-  await gitIn(wt, ["commit", "-q", "--no-verify", "-F", "-"], { input: message });
-  return (await gitIn(wt, ["rev-parse", "HEAD"])).stdout.trim();
-}
-var MAX_COMMITTED_FILE_BYTES = 100 * 1024 * 1024;
-var MAX_COMMITTED_BYTES = 2 * 1024 * 1024 * 1024;
-async function refuseOversized(wt) {
-  const { stdout } = await gitIn(wt, [
-    "status",
-    "--porcelain=v1",
-    "-z",
-    "--untracked-files=all",
-    "--no-renames",
-    "--ignore-submodules=all"
-  ]);
-  let total = 0;
-  for (const entry of stdout.split("\0")) {
-    if (entry.length < 4) continue;
-    const path6 = entry.slice(3);
-    const info2 = await lstatBelow(wt.path, path6);
-    if (!info2?.isFile()) continue;
-    total += info2.size;
-    if (info2.size > MAX_COMMITTED_FILE_BYTES)
-      throw new Error(
-        `The agent left \`${path6.slice(0, 200)}\` of ${info2.size.toLocaleString("en-US")} bytes; GitHub takes no file over 100 MB, so Fleet commits nothing. Ask for a smaller change, or have the file ignored (.gitignore).`
-      );
-    if (total > MAX_COMMITTED_BYTES)
-      throw new Error(
-        `The agent left more than 2 GB of files to commit; GitHub takes no push that large, so Fleet commits nothing. Ask for a smaller change, or have generated files ignored (.gitignore).`
-      );
-  }
-}
-async function unstageSetupMade(wt) {
-  if (!wt.excludesFile) return;
-  const { stdout } = await gitIn(wt, [
-    "ls-files",
-    "-z",
-    "--cached",
-    "--ignored",
-    `--exclude-from=${wt.excludesFile}`
-  ]);
-  const staged = stdout.split("\0").filter(Boolean);
-  if (staged.length)
-    await gitIn(wt, ["--literal-pathspecs", "reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul"], {
-      input: staged.join("\0")
-    });
-}
-async function unstageSetupChanges(wt) {
-  if (!wt.setupChanged?.size) return;
-  const paths = [...wt.setupChanged.keys()];
-  const now = await contentIdsOf(wt, paths);
-  const setupOnly = paths.filter((p2, i2) => now[i2] !== "" && now[i2] === wt.setupChanged.get(p2));
-  if (setupOnly.length)
-    await gitIn(wt, ["--literal-pathspecs", "reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul"], {
-      input: setupOnly.join("\0")
-    });
-}
-async function hasNewCommits(wt, startSha) {
-  const r = await gitIn(wt, ["rev-list", "--count", `${startSha}..HEAD`]);
-  return Number(r.stdout.trim()) > 0;
-}
-async function addedSince(wt, startSha) {
-  const out = (await gitIn(wt, ["diff", "--no-color", "--no-ext-diff", "--text", "-U0", startSha, "HEAD"])).stdout;
-  const files = [];
-  let current;
-  const close = () => {
-    if (current)
-      files.push({ file: current.file, added: current.added.join("\n"), before: current.before.join("\n") });
-  };
-  for (const line of out.split("\n")) {
-    if (line.startsWith("diff --git ")) {
-      close();
-      current = {
-        file: line.replace(/^diff --git a\/(.*) b\/.*$/, "$1"),
-        added: [],
-        before: [],
-        inHunk: false
-      };
-    } else if (!current) {
-    } else if (line.startsWith("@@")) {
-      current.inHunk = true;
-    } else if (!current.inHunk) {
-      const renamed = /^rename to (.*)$/.exec(line)?.[1];
-      if (renamed) current.file = renamed;
-    } else if (line.startsWith("+")) current.added.push(line.slice(1));
-    else if (line.startsWith("-")) current.before.push(line.slice(1));
-  }
-  close();
-  return files;
-}
-async function pushBranch(wt, cloneUrl, branch, auth2) {
-  assertFleetBranch(branch);
-  try {
-    await gitIn(wt, ["push", "-q", cloneUrl, `HEAD:refs/heads/${branch}`], { auth: auth2 });
-  } catch (error64) {
-    throw error64 instanceof GitError ? pushRejection(branch, error64) : error64;
-  }
-}
-function pushRejection(branch, error64) {
-  const lines = error64.stderr.split("\n").map((l) => l.replace(/^remote:\s*/, "").trim());
-  const said = lines.filter((l) => l && !/^(To |error: failed to push|hint:)/.test(l)).slice(-4).join(" ");
-  const moved = /non-fast-forward|fetch first|\[rejected\]/.test(error64.stderr);
-  const refused = /remote rejected|declined|protected|GH00\d/i.test(error64.stderr);
-  if (!moved && !refused) return error64;
-  const what = moved ? `the branch \`${branch}\` moved on GitHub while the agent worked (someone else pushed to it); a retry continues from the new commits` : `GitHub refused the push to \`${branch}\` (a branch protection rule or push policy); let Fleet's app push to \`fleet/*\` branches, then \`/fleet retry\``;
-  return new Error(`The push was rejected: ${what}. GitHub said: ${said || error64.message}`);
-}
-async function openOrUpdatePullRequest(github, ref, pr) {
-  assertFleetBranch(pr.branch);
-  const findOpen = async () => (await github.pulls.listForBranch(ref, pr.branch, "open")).find((p2) => p2.head.ref === pr.branch);
-  const update = async (number4) => {
-    const data = await github.pulls.update(ref, number4, { title: pr.title, body: pr.body });
-    return { number: data.number, url: data.html_url, head: pr.branch, created: false };
-  };
-  if (pr.mayExist) {
-    const existing = await findOpen();
-    if (existing) return update(existing.number);
-  }
-  try {
-    const data = await github.pulls.create(ref, {
-      head: pr.branch,
-      base: pr.base,
-      title: pr.title,
-      body: pr.body,
-      maintainer_can_modify: true,
-      ...pr.draft ? { draft: true } : {}
-    });
-    return { number: data.number, url: data.html_url, head: pr.branch, created: true };
-  } catch (error64) {
-    if (error64.status !== 422) throw error64;
-    const existing = await findOpen();
-    if (!existing) throw error64;
-    return update(existing.number);
-  }
-}
-var WORKFLOWS_DIR = ".github/workflows/";
-async function holdBackWorkflowChanges(wt, startSha) {
-  const changed = (await gitIn(wt, ["diff", "--name-only", "-z", IGNORE_SUBMODULES, startSha, "HEAD"])).stdout.split("\0").filter((p2) => p2.startsWith(WORKFLOWS_DIR));
-  if (changed.length === 0) return void 0;
-  const patch = (await gitIn(wt, [
-    "diff",
-    "--no-color",
-    "--no-ext-diff",
-    "--binary",
-    startSha,
-    "HEAD",
-    "--",
-    WORKFLOWS_DIR
-  ])).stdout;
-  const message = (await gitIn(wt, ["log", "-1", "--format=%B"])).stdout;
-  await gitIn(wt, ["reset", "-q", "--soft", startSha]);
-  await gitIn(wt, ["reset", "-q", startSha, "--", WORKFLOWS_DIR]);
-  const rest = await gitIn(wt, ["diff", "--cached", "--quiet"], { okCodes: [1] });
-  if (rest.exitCode === 1) await gitIn(wt, ["commit", "-q", "--no-verify", "-F", "-"], { input: message });
-  return { paths: changed, patch };
-}
-async function forgetCommit(wt, startSha) {
-  const head = (await gitIn(wt, ["rev-parse", "HEAD"])).stdout.trim();
-  if (head === startSha) return;
-  await gitIn(wt, ["reset", "-q", "--hard", startSha]);
-  const only = (await gitIn(wt, ["rev-list", "--objects", head, "--not", "--all"])).stdout.split("\n").map((l) => l.split(" ")[0]).filter((sha) => /^[0-9a-f]{40}$/.test(sha));
-  for (const sha of only) {
-    await (0, import_promises26.rm)((0, import_node_path20.join)(wt.cacheDir, "objects", sha.slice(0, 2), sha.slice(2)), { force: true });
-  }
-}
-
 // src/worker/runs/pr-review.ts
-var import_node_path21 = require("node:path");
+var import_node_path23 = require("node:path");
 async function runPrReview(ctx, wt, notesDir) {
   const { spec, deps } = ctx;
   const ref = parseRepoFullName(spec.repo);
@@ -70692,7 +70951,7 @@ async function runPrReview(ctx, wt, notesDir) {
   const run = await runPhase(ctx, { wt, notesDir, phase: "plan" });
   ctx.result.totals = run.totals;
   const notes = await readArtifacts(notesDir);
-  const raw = await readAgentFile((0, import_node_path21.join)(notesDir, REVIEW_FILE)).catch(() => void 0) ?? reviewJsonIn(run.planText);
+  const raw = await readAgentFile((0, import_node_path23.join)(notesDir, REVIEW_FILE)).catch(() => void 0) ?? reviewJsonIn(run.planText);
   await keepArtifacts(notesDir, ctx.artifactsDir);
   ctx.result.artifacts = { plan: notes.plan };
   if (run.kind !== "ok") return await finish2(ctx, run.kind, run.reason, run);
@@ -70729,28 +70988,28 @@ async function runPrReview(ctx, wt, notesDir) {
 
 // src/worker/sandbox/agent-home.ts
 var import_node_crypto9 = require("node:crypto");
-var import_node_fs12 = require("node:fs");
-var import_promises28 = require("node:fs/promises");
-var import_node_path23 = require("node:path");
+var import_node_fs13 = require("node:fs");
+var import_promises30 = require("node:fs/promises");
+var import_node_path25 = require("node:path");
 
 // src/worker/workspace/remove-tree.ts
-var import_promises27 = require("node:fs/promises");
-var import_node_path22 = require("node:path");
+var import_promises29 = require("node:fs/promises");
+var import_node_path24 = require("node:path");
 async function removeTree(path6) {
   try {
-    await (0, import_promises27.rm)(path6, { recursive: true, force: true });
+    await (0, import_promises29.rm)(path6, { recursive: true, force: true });
   } catch (error64) {
     const code2 = error64.code;
     if (code2 !== "EACCES" && code2 !== "EPERM" && code2 !== "ENOTEMPTY") throw error64;
     await ownerMayChange(path6);
-    await (0, import_promises27.rm)(path6, { recursive: true, force: true });
+    await (0, import_promises29.rm)(path6, { recursive: true, force: true });
   }
 }
 async function ownerMayChange(dir) {
-  const info2 = await (0, import_promises27.lstat)(dir).catch(() => void 0);
+  const info2 = await (0, import_promises29.lstat)(dir).catch(() => void 0);
   if (!info2?.isDirectory()) return;
-  if ((info2.mode & 448) !== 448) await (0, import_promises27.chmod)(dir, info2.mode & 4095 | 448);
-  for (const name of await (0, import_promises27.readdir)(dir).catch(() => [])) await ownerMayChange((0, import_node_path22.join)(dir, name));
+  if ((info2.mode & 448) !== 448) await (0, import_promises29.chmod)(dir, info2.mode & 4095 | 448);
+  for (const name of await (0, import_promises29.readdir)(dir).catch(() => [])) await ownerMayChange((0, import_node_path24.join)(dir, name));
 }
 
 // src/worker/sandbox/agent-home.ts
@@ -70758,23 +71017,23 @@ var MAX_SESSION_FILE_BYTES = 256 * 1024 * 1024;
 var MAX_DEPTH = 8;
 async function freshAgentHome(home, carry) {
   const next = `${home}.next-${(0, import_node_crypto9.randomBytes)(4).toString("hex")}`;
-  await (0, import_promises28.mkdir)((0, import_node_path23.dirname)(home), { recursive: true, mode: 448 });
-  await (0, import_promises28.chmod)((0, import_node_path23.dirname)(home), 448);
-  await (0, import_promises28.mkdir)(next, { recursive: true, mode: 448 });
+  await (0, import_promises30.mkdir)((0, import_node_path25.dirname)(home), { recursive: true, mode: 448 });
+  await (0, import_promises30.chmod)((0, import_node_path25.dirname)(home), 448);
+  await (0, import_promises30.mkdir)(next, { recursive: true, mode: 448 });
   const kept = [];
   try {
     const pattern = carry ? coderFacts(carry.coder)?.sessionFiles?.(carry.sessionId) : void 0;
     if (pattern) {
       for (const rel of await sessionFilesIn(home, pattern)) {
-        await (0, import_promises28.mkdir)((0, import_node_path23.dirname)((0, import_node_path23.join)(next, rel)), { recursive: true, mode: 448 });
-        await (0, import_promises28.copyFile)((0, import_node_path23.join)(home, rel), (0, import_node_path23.join)(next, rel), import_node_fs12.constants.COPYFILE_EXCL);
+        await (0, import_promises30.mkdir)((0, import_node_path25.dirname)((0, import_node_path25.join)(next, rel)), { recursive: true, mode: 448 });
+        await (0, import_promises30.copyFile)((0, import_node_path25.join)(home, rel), (0, import_node_path25.join)(next, rel), import_node_fs13.constants.COPYFILE_EXCL);
         kept.push(rel);
       }
     }
     await removeTree(home);
-    await (0, import_promises28.rename)(next, home);
+    await (0, import_promises30.rename)(next, home);
   } catch (error64) {
-    await (0, import_promises28.rm)(next, { recursive: true, force: true });
+    await (0, import_promises30.rm)(next, { recursive: true, force: true });
     throw error64;
   }
   return kept;
@@ -70784,14 +71043,14 @@ async function sessionFilesIn(home, pattern) {
   let bytes = 0;
   const walk = async (dir, depth) => {
     if (depth > MAX_DEPTH) return;
-    for (const entry of await (0, import_promises28.readdir)(dir, { withFileTypes: true }).catch(() => [])) {
-      const path6 = (0, import_node_path23.join)(dir, entry.name);
+    for (const entry of await (0, import_promises30.readdir)(dir, { withFileTypes: true }).catch(() => [])) {
+      const path6 = (0, import_node_path25.join)(dir, entry.name);
       if (entry.isDirectory()) await walk(path6, depth + 1);
-      else if (entry.isFile() && pattern.test((0, import_node_path23.relative)(home, path6).split(import_node_path23.sep).join("/"))) {
-        const info2 = await (0, import_promises28.lstat)(path6);
+      else if (entry.isFile() && pattern.test((0, import_node_path25.relative)(home, path6).split(import_node_path25.sep).join("/"))) {
+        const info2 = await (0, import_promises30.lstat)(path6);
         if (info2.isFile() && bytes + info2.size <= MAX_SESSION_FILE_BYTES) {
           bytes += info2.size;
-          found.push((0, import_node_path23.relative)(home, path6));
+          found.push((0, import_node_path25.relative)(home, path6));
         }
       }
     }
@@ -71095,13 +71354,13 @@ async function fileAt(wt, rev, file2) {
 }
 
 // src/worker/workspace/setup-steps.ts
-var import_promises30 = require("node:fs/promises");
-var import_node_path25 = require("node:path");
+var import_promises32 = require("node:fs/promises");
+var import_node_path27 = require("node:path");
 
 // src/worker/workspace/setup-cache.ts
 var import_node_crypto11 = require("node:crypto");
-var import_promises29 = require("node:fs/promises");
-var import_node_path24 = require("node:path");
+var import_promises31 = require("node:fs/promises");
+var import_node_path26 = require("node:path");
 var LOCKFILES = /* @__PURE__ */ new Set([
   "package-lock.json",
   "npm-shrinkwrap.json",
@@ -71136,35 +71395,35 @@ async function setupCacheKey(wt, commands) {
   }
   return hash2.digest("hex").slice(0, 32);
 }
-var cacheDir = (workDir, repo) => (0, import_node_path24.join)(workDir, "setup-cache", safeSegment(repo.replace("/", "_")));
+var cacheDir = (workDir, repo) => (0, import_node_path26.join)(workDir, "setup-cache", safeSegment(repo.replace("/", "_")));
 async function restoreSetupCache(workDir, repo, key2, worktree, folders) {
-  const dir = (0, import_node_path24.join)(cacheDir(workDir, repo), key2);
-  if (!await (0, import_promises29.stat)((0, import_node_path24.join)(dir, COMPLETE)).catch(() => void 0)) return false;
+  const dir = (0, import_node_path26.join)(cacheDir(workDir, repo), key2);
+  if (!await (0, import_promises31.stat)((0, import_node_path26.join)(dir, COMPLETE)).catch(() => void 0)) return false;
   for (const folder of folders) if (!await freePlace(worktree, folder)) return false;
   for (const [i2, folder] of folders.entries()) {
-    const saved = (0, import_node_path24.join)(dir, String(i2));
-    if (!await (0, import_promises29.lstat)(saved).catch(() => void 0)) continue;
-    await (0, import_promises29.mkdir)((0, import_node_path24.dirname)((0, import_node_path24.join)(worktree, folder)), { recursive: true });
-    await copyTree(saved, (0, import_node_path24.join)(worktree, folder));
+    const saved = (0, import_node_path26.join)(dir, String(i2));
+    if (!await (0, import_promises31.lstat)(saved).catch(() => void 0)) continue;
+    await (0, import_promises31.mkdir)((0, import_node_path26.dirname)((0, import_node_path26.join)(worktree, folder)), { recursive: true });
+    await copyTree(saved, (0, import_node_path26.join)(worktree, folder));
   }
   return true;
 }
 async function saveSetupCache(workDir, repo, key2, worktree, folders) {
   const root2 = cacheDir(workDir, repo);
-  const dir = (0, import_node_path24.join)(root2, key2);
-  const tmp = (0, import_node_path24.join)(root2, `.tmp-${(0, import_node_crypto11.randomBytes)(4).toString("hex")}`);
+  const dir = (0, import_node_path26.join)(root2, key2);
+  const tmp = (0, import_node_path26.join)(root2, `.tmp-${(0, import_node_crypto11.randomBytes)(4).toString("hex")}`);
   try {
-    if (await (0, import_promises29.stat)((0, import_node_path24.join)(dir, COMPLETE)).catch(() => void 0)) return false;
-    await (0, import_promises29.mkdir)(tmp, { recursive: true });
+    if (await (0, import_promises31.stat)((0, import_node_path26.join)(dir, COMPLETE)).catch(() => void 0)) return false;
+    await (0, import_promises31.mkdir)(tmp, { recursive: true });
     for (const [i2, folder] of folders.entries())
-      if (await plainFolder(worktree, folder)) await copyTree((0, import_node_path24.join)(worktree, folder), (0, import_node_path24.join)(tmp, String(i2)));
-    await (0, import_promises29.writeFile)((0, import_node_path24.join)(tmp, COMPLETE), (/* @__PURE__ */ new Date()).toISOString());
-    await (0, import_promises29.rm)(dir, { recursive: true, force: true });
-    await (0, import_promises29.rename)(tmp, dir);
+      if (await plainFolder(worktree, folder)) await copyTree((0, import_node_path26.join)(worktree, folder), (0, import_node_path26.join)(tmp, String(i2)));
+    await (0, import_promises31.writeFile)((0, import_node_path26.join)(tmp, COMPLETE), (/* @__PURE__ */ new Date()).toISOString());
+    await (0, import_promises31.rm)(dir, { recursive: true, force: true });
+    await (0, import_promises31.rename)(tmp, dir);
     await pruneKeys(root2, key2);
     return true;
   } catch {
-    await (0, import_promises29.rm)(tmp, { recursive: true, force: true }).catch(() => void 0);
+    await (0, import_promises31.rm)(tmp, { recursive: true, force: true }).catch(() => void 0);
     return false;
   }
 }
@@ -71172,8 +71431,8 @@ async function freePlace(worktree, folder) {
   const parts = folder.split("/").filter(Boolean);
   let at = worktree;
   for (const [i2, part] of parts.entries()) {
-    at = (0, import_node_path24.join)(at, part);
-    const info2 = await (0, import_promises29.lstat)(at).catch(() => void 0);
+    at = (0, import_node_path26.join)(at, part);
+    const info2 = await (0, import_promises31.lstat)(at).catch(() => void 0);
     if (i2 === parts.length - 1) return info2 === void 0;
     if (info2 && !info2.isDirectory()) return false;
     if (!info2) return true;
@@ -71183,8 +71442,8 @@ async function freePlace(worktree, folder) {
 async function plainFolder(worktree, folder) {
   let at = worktree;
   for (const part of folder.split("/").filter(Boolean)) {
-    at = (0, import_node_path24.join)(at, part);
-    if (!(await (0, import_promises29.lstat)(at).catch(() => void 0))?.isDirectory()) return false;
+    at = (0, import_node_path26.join)(at, part);
+    if (!(await (0, import_promises31.lstat)(at).catch(() => void 0))?.isDirectory()) return false;
   }
   return at !== worktree;
 }
@@ -71192,16 +71451,16 @@ async function copyTree(source, target) {
   await execa("cp", ["-a", "--reflink=auto", "--no-target-directory", source, target]);
 }
 async function pruneKeys(root2, keep) {
-  const entries = await (0, import_promises29.readdir)(root2).catch(() => []);
+  const entries = await (0, import_promises31.readdir)(root2).catch(() => []);
   const dated = [];
   for (const name of entries) {
     if (name === keep || name.startsWith(".")) continue;
-    const info2 = await (0, import_promises29.stat)((0, import_node_path24.join)(root2, name, COMPLETE)).catch(() => void 0);
+    const info2 = await (0, import_promises31.stat)((0, import_node_path26.join)(root2, name, COMPLETE)).catch(() => void 0);
     dated.push({ name, at: info2?.mtimeMs ?? 0 });
   }
   dated.sort((a2, b) => b.at - a2.at);
   for (const old of dated.slice(KEYS_KEPT - 1))
-    await (0, import_promises29.rm)((0, import_node_path24.join)(root2, old.name), { recursive: true, force: true });
+    await (0, import_promises31.rm)((0, import_node_path26.join)(root2, old.name), { recursive: true, force: true });
 }
 
 // src/worker/workspace/setup-steps.ts
@@ -71210,16 +71469,16 @@ var TAIL_LINE_CHARS = 1e3;
 async function runSetup(spec, wt, run) {
   const key2 = spec.cache.length ? await setupCacheKey(wt, spec.commands) : void 0;
   if (key2 && await restoreSetupCache(run.workDir, run.repo, key2, wt.path, spec.cache)) {
-    await (0, import_promises30.writeFile)(
-      (0, import_node_path25.join)(run.artifactsDir, SETUP_LOG_FILE),
+    await (0, import_promises32.writeFile)(
+      (0, import_node_path27.join)(run.artifactsDir, SETUP_LOG_FILE),
       `[fleet] setup restored from the cache (${key2}).
 `
     );
     await recordSetupMade(wt, run.artifactsDir);
     return { ok: true, ran: 0, cache: "restored", refused: [] };
   }
-  const logPath = (0, import_node_path25.join)(run.artifactsDir, SETUP_LOG_FILE);
-  await (0, import_promises30.writeFile)(logPath, "");
+  const logPath = (0, import_node_path27.join)(run.artifactsDir, SETUP_LOG_FILE);
+  await (0, import_promises32.writeFile)(logPath, "");
   const log = createLogSink(logPath);
   const policy = wt.continued ? run.agentNetwork : spec.network;
   const startedAt = Date.now();
@@ -71247,7 +71506,7 @@ async function runSetup(spec, wt, run) {
                   writable: [wt.path],
                   readOnly: [wt.cacheDir],
                   readOnlyAfter: [wt.gitDir],
-                  hidden: [(0, import_node_path25.join)(wt.cacheDir, "worktrees")]
+                  hidden: [(0, import_node_path27.join)(wt.cacheDir, "worktrees")]
                 },
                 alsoReadOnly: await interpreterMounts(process.execPath, run.forbidden ?? [])
               } : {},
@@ -71320,12 +71579,12 @@ function optional3(run) {
   };
 }
 function setupPath(path6) {
-  const own2 = (0, import_node_path25.join)(process.execPath, "..");
+  const own2 = (0, import_node_path27.join)(process.execPath, "..");
   return [own2, ...(path6 ?? "/usr/local/bin:/usr/bin:/bin").split(":").filter((p2) => p2 && p2 !== own2)].join(
     ":"
   );
 }
-var exists3 = (p2) => (0, import_promises30.access)(p2).then(
+var exists3 = (p2) => (0, import_promises32.access)(p2).then(
   () => true,
   () => false
 );
@@ -71363,8 +71622,8 @@ async function recordSetupMade(wt, artifactsDir) {
     if (code2 === "??" || code2 === "!!") excludes.push(`/${escapeGlob(path6)}`);
     else if (code2 !== "  ") changed.push(path6);
   }
-  const file2 = (0, import_node_path25.join)(artifactsDir, "setup-excludes");
-  await (0, import_promises30.writeFile)(file2, excludes.length ? `${excludes.join("\n")}
+  const file2 = (0, import_node_path27.join)(artifactsDir, "setup-excludes");
+  await (0, import_promises32.writeFile)(file2, excludes.length ? `${excludes.join("\n")}
 ` : "");
   wt.excludesFile = file2;
   if (changed.length) {
@@ -71378,9 +71637,9 @@ function escapeGlob(path6) {
 
 // src/worker/workspace/worktree.ts
 var import_node_crypto12 = require("node:crypto");
-var import_promises31 = require("node:fs/promises");
-var import_node_path26 = require("node:path");
-var exists4 = (p2) => (0, import_promises31.access)(p2).then(
+var import_promises33 = require("node:fs/promises");
+var import_node_path28 = require("node:path");
+var exists4 = (p2) => (0, import_promises33.access)(p2).then(
   () => true,
   () => false
 );
@@ -71395,14 +71654,14 @@ function exclusive(key2, fn) {
 }
 var cacheCloneDir = (workDir, repo) => {
   const [owner, name] = repo.split("/");
-  return (0, import_node_path26.join)(workDir, "repos", safeSegment(owner ?? ""), `${safeSegment(name ?? "")}.git`);
+  return (0, import_node_path28.join)(workDir, "repos", safeSegment(owner ?? ""), `${safeSegment(name ?? "")}.git`);
 };
-var worktreePath = (workDir, taskId) => (0, import_node_path26.join)(workDir, "worktrees", safeSegment(taskId), "repo");
+var worktreePath = (workDir, taskId) => (0, import_node_path28.join)(workDir, "worktrees", safeSegment(taskId), "repo");
 async function syncCacheClone(workDir, src) {
   const dir = cacheCloneDir(workDir, src.repo);
   return exclusive(dir, async () => {
-    if (!await exists4((0, import_node_path26.join)(dir, "HEAD"))) {
-      await (0, import_promises31.mkdir)(dir, { recursive: true });
+    if (!await exists4((0, import_node_path28.join)(dir, "HEAD"))) {
+      await (0, import_promises33.mkdir)(dir, { recursive: true });
       await git(["init", "--bare", "-q", dir], { cwd: workDir });
     }
     await git(
@@ -71445,12 +71704,12 @@ async function clearStale(cacheDir2, path6, branch) {
   await git(["worktree", "prune"], { cwd: cacheDir2 });
 }
 var MAX_SPARES = 4;
-var sparesDir = (cacheDir2) => (0, import_node_path26.join)(`${cacheDir2.replace(/\.git$/, "")}.spares`);
+var sparesDir = (cacheDir2) => (0, import_node_path28.join)(`${cacheDir2.replace(/\.git$/, "")}.spares`);
 async function takeSpare(cacheDir2) {
-  const names = await (0, import_promises31.readdir)(sparesDir(cacheDir2)).catch(() => []);
+  const names = await (0, import_promises33.readdir)(sparesDir(cacheDir2)).catch(() => []);
   for (const name of names) {
-    const dir = (0, import_node_path26.join)(sparesDir(cacheDir2), name);
-    if (await exists4((0, import_node_path26.join)(dir, ".git"))) return dir;
+    const dir = (0, import_node_path28.join)(sparesDir(cacheDir2), name);
+    if (await exists4((0, import_node_path28.join)(dir, ".git"))) return dir;
     await removeTree(dir);
   }
   return void 0;
@@ -71460,8 +71719,8 @@ async function addWorktree(workDir, src, taskId, branch) {
   const path6 = worktreePath(workDir, taskId);
   return exclusive(cacheDir2, async () => {
     await clearStale(cacheDir2, path6, branch);
-    await (0, import_promises31.mkdir)((0, import_node_path26.join)(path6, ".."), { recursive: true, mode: 448 });
-    await (0, import_promises31.chmod)((0, import_node_path26.join)(path6, ".."), 448);
+    await (0, import_promises33.mkdir)((0, import_node_path28.join)(path6, ".."), { recursive: true, mode: 448 });
+    await (0, import_promises33.chmod)((0, import_node_path28.join)(path6, ".."), 448);
     const existing = await remoteBranchSha(cacheDir2, branch);
     const base = existing ? `refs/remotes/origin/${branch}` : `refs/remotes/origin/${defaultBranch}`;
     if (!existing && !await remoteBranchSha(cacheDir2, defaultBranch)) {
@@ -71505,15 +71764,15 @@ async function addWorktree(workDir, src, taskId, branch) {
 async function removeWorktree(wt) {
   await exclusive(wt.cacheDir, async () => {
     const pool = sparesDir(wt.cacheDir);
-    const spares = await (0, import_promises31.readdir)(pool).catch(() => []);
+    const spares = await (0, import_promises33.readdir)(pool).catch(() => []);
     await cleanAfterAgent(wt).catch(() => void 0);
     if (spares.length < MAX_SPARES) {
       try {
         await gitIn(wt, ["checkout", "-q", "--force", "--detach"]);
         await gitIn(wt, ["clean", "-q", "-ffdx"]);
-        await (0, import_promises31.mkdir)(pool, { recursive: true });
-        await git(["worktree", "move", wt.path, (0, import_node_path26.join)(pool, (0, import_node_crypto12.randomUUID)())], { cwd: wt.cacheDir });
-        await removeTree((0, import_node_path26.join)(wt.path, ".."));
+        await (0, import_promises33.mkdir)(pool, { recursive: true });
+        await git(["worktree", "move", wt.path, (0, import_node_path28.join)(pool, (0, import_node_crypto12.randomUUID)())], { cwd: wt.cacheDir });
+        await removeTree((0, import_node_path28.join)(wt.path, ".."));
         return;
       } catch {
       }
@@ -71522,37 +71781,37 @@ async function removeWorktree(wt) {
       cwd: wt.cacheDir,
       okCodes: [128]
     }).catch(() => void 0);
-    await removeTree((0, import_node_path26.join)(wt.path, ".."));
+    await removeTree((0, import_node_path28.join)(wt.path, ".."));
     await git(["worktree", "prune"], { cwd: wt.cacheDir }).catch(() => void 0);
   });
 }
 async function adminDirOf(cacheDir2, path6) {
-  const root2 = (0, import_node_path26.join)(cacheDir2, "worktrees");
-  for (const name of await (0, import_promises31.readdir)(root2).catch(() => [])) {
-    const link = await (0, import_promises31.readFile)((0, import_node_path26.join)(root2, name, "gitdir"), "utf8").catch(() => "");
-    if (link.trim() === (0, import_node_path26.join)(path6, ".git")) return (0, import_node_path26.join)(root2, name);
+  const root2 = (0, import_node_path28.join)(cacheDir2, "worktrees");
+  for (const name of await (0, import_promises33.readdir)(root2).catch(() => [])) {
+    const link = await (0, import_promises33.readFile)((0, import_node_path28.join)(root2, name, "gitdir"), "utf8").catch(() => "");
+    if (link.trim() === (0, import_node_path28.join)(path6, ".git")) return (0, import_node_path28.join)(root2, name);
   }
   throw new Error(`${path6} is not a worktree of ${cacheDir2}.`);
 }
 async function restoreGitLink(wt) {
-  const link = (0, import_node_path26.join)(wt.path, ".git");
-  const next = (0, import_node_path26.join)(wt.path, `.git.fleet-${(0, import_node_crypto12.randomUUID)()}`);
-  await (0, import_promises31.writeFile)(next, `gitdir: ${wt.gitDir}
+  const link = (0, import_node_path28.join)(wt.path, ".git");
+  const next = (0, import_node_path28.join)(wt.path, `.git.fleet-${(0, import_node_crypto12.randomUUID)()}`);
+  await (0, import_promises33.writeFile)(next, `gitdir: ${wt.gitDir}
 `);
   try {
-    await (0, import_promises31.rename)(next, link);
+    await (0, import_promises33.rename)(next, link);
   } catch {
     await removeTree(link);
-    await (0, import_promises31.rename)(next, link);
+    await (0, import_promises33.rename)(next, link);
   }
 }
 async function cleanAfterAgent(wt) {
-  const top = await (0, import_promises31.lstat)(wt.path);
-  if ((top.mode & 448) !== 448) await (0, import_promises31.chmod)(wt.path, top.mode & 493 | 448);
+  const top = await (0, import_promises33.lstat)(wt.path);
+  if ((top.mode & 448) !== 448) await (0, import_promises33.chmod)(wt.path, top.mode & 493 | 448);
   await restoreGitLink(wt);
   const walk = async (dir) => {
-    for (const entry of await (0, import_promises31.readdir)(dir, { withFileTypes: true })) {
-      const path6 = (0, import_node_path26.join)(dir, entry.name);
+    for (const entry of await (0, import_promises33.readdir)(dir, { withFileTypes: true })) {
+      const path6 = (0, import_node_path28.join)(dir, entry.name);
       if (entry.name === ".git" && dir !== wt.path) {
         await removeTree(path6);
         continue;
@@ -71560,12 +71819,12 @@ async function cleanAfterAgent(wt) {
       if (dir === wt.path && entry.name === ".git") continue;
       if (entry.isSymbolicLink()) continue;
       if (!entry.isFile() && !entry.isDirectory()) {
-        await (0, import_promises31.rm)(path6, { force: true });
+        await (0, import_promises33.rm)(path6, { force: true });
         continue;
       }
-      const { mode } = await (0, import_promises31.lstat)(path6);
+      const { mode } = await (0, import_promises33.lstat)(path6);
       const fixed2 = mode & 493 | (entry.isDirectory() ? 448 : 0);
-      if (fixed2 !== (mode & 4095)) await (0, import_promises31.chmod)(path6, fixed2);
+      if (fixed2 !== (mode & 4095)) await (0, import_promises33.chmod)(path6, fixed2);
       if (entry.isDirectory()) await walk(path6);
     }
   };
@@ -71579,7 +71838,7 @@ async function runTask(spec, deps) {
   let ownGateway;
   try {
     assertFleetBranch(ctx.branch);
-    await (0, import_promises32.mkdir)(ctx.artifactsDir, { recursive: true });
+    await (0, import_promises34.mkdir)(ctx.artifactsDir, { recursive: true });
     if (!deps.gateway) ownGateway = await startModelGateway();
     ctx.gateway = deps.gateway ?? ownGateway;
     if (deps.signal?.aborted) return await finish2(ctx, "cancelled", "Cancelled before the run started.");
@@ -71593,7 +71852,8 @@ async function runTask(spec, deps) {
     );
     const notesDir = agentNotesDir(wt.path, spec.taskId);
     await prepareNotesDir(notesDir);
-    await freshAgentHome(agentHomeDir(deps.workDir, spec.taskId), await resumedSession(ctx));
+    const resumed = await resumedSession(ctx);
+    const carried = await freshAgentHome(agentHomeDir(deps.workDir, spec.taskId), resumed);
     ctx.result.limits = await limitsEnforcement();
     if ((deps.sandbox ?? "bubblewrap") === "bubblewrap")
       ctx.result.network = { mode: runContainment(ctx).network.mode, refused: [] };
@@ -71601,7 +71861,8 @@ async function runTask(spec, deps) {
     if (spec.prReview !== void 0) return await runPrReview(ctx, wt, notesDir);
     const setupFailed = await setupStep(ctx, wt, planning);
     if (setupFailed) return setupFailed;
-    const planned = await planStep(ctx, wt, notesDir);
+    const answered = spec.question?.answer ? await answeredStep(ctx, wt, notesDir, carried.length > 0) : void 0;
+    const planned = answered ?? await planStep(ctx, wt, notesDir);
     if ("outcome" in planned) return planned;
     await ctx.progress({ state: "running", step: "agent working" }, true);
     const run = await runPhase(ctx, {
@@ -71609,7 +71870,8 @@ async function runTask(spec, deps) {
       notesDir,
       phase: "work",
       plan: planned.plan,
-      resumeSessionId: planned.resumeSessionId
+      resumeSessionId: planned.resumeSessionId,
+      ...answered?.addPrompt ? { addPrompt: answered.addPrompt } : {}
     });
     ctx.result.totals = run.totals;
     if (run.sessionId) ctx.result.sessionId = run.sessionId;
@@ -71621,6 +71883,8 @@ async function runTask(spec, deps) {
       knowledge: notes.knowledge,
       result: notes.rawResult
     };
+    const asked = await askedStep(ctx, wt, notesDir, run, notes);
+    if (asked) return asked;
     if (run.kind !== "ok") return await finish2(ctx, run.kind, run.reason, run, notes);
     return await publishChange(ctx, wt, run, notes);
   } catch (error64) {
@@ -71633,6 +71897,10 @@ async function runTask(spec, deps) {
 }
 async function resumedSession(ctx) {
   const { spec } = ctx;
+  if (spec.question?.answer) {
+    const sessionId = await savedQuestionSession(ctx.artifactsDir);
+    return sessionId ? { coder: spec.coder, sessionId } : void 0;
+  }
   if (!(spec.planPhase && spec.planApproval && spec.approved === true)) return void 0;
   const { state } = await loadPlan(ctx.artifactsDir);
   return state.sessionId ? { coder: spec.coder, sessionId: state.sessionId } : void 0;
@@ -71666,11 +71934,67 @@ async function setupStep(ctx, wt, planning) {
   ctx.result.noRetry = true;
   return finish2(ctx, deps.signal?.aborted ? "cancelled" : "failed", r.reason);
 }
+async function answeredStep(ctx, wt, notesDir, sessionKept) {
+  const question = ctx.spec.question;
+  const restored = await restoreQuestionChange(ctx.artifactsDir, wt);
+  const saved = await loadPlan(ctx.artifactsDir);
+  if (saved.plan !== void 0) await (0, import_promises34.writeFile)((0, import_node_path29.join)(notesDir, PLAN_FILE), saved.plan);
+  const sessionId = sessionKept ? await savedQuestionSession(ctx.artifactsDir) : void 0;
+  return {
+    plan: saved.plan,
+    ...sessionId ? { resumeSessionId: sessionId } : {},
+    addPrompt: answerPrompt(question, { restored })
+  };
+}
+async function askedStep(ctx, wt, notesDir, run, notes) {
+  const { spec, result } = ctx;
+  if (!spec.askHuman || !["ok", "timeout", "stall"].includes(run.kind)) return void 0;
+  const question = await readQuestions((0, import_node_path29.join)(notesDir, QUESTION_FILE)).catch(() => void 0);
+  if (question === void 0) return void 0;
+  const hit = scanOutgoing(question, ctx.secrets);
+  if (hit) {
+    result.noRetry = true;
+    return await finish2(
+      ctx,
+      "failed",
+      `Fleet posted nothing: the agent's question gives away a secret, ${hit.label} (${hit.form}).`,
+      run,
+      notes
+    );
+  }
+  await saveQuestionRun(ctx.artifactsDir, wt, run.sessionId);
+  result.question = ctx.redact(question);
+  await postQuestion(ctx, result.question);
+  return await finish2(
+    ctx,
+    "waiting",
+    "The agent stopped to ask a person a question; it goes on once someone answers.",
+    run,
+    notes
+  );
+}
+async function postQuestion(ctx, question) {
+  const { spec, deps } = ctx;
+  if (deps.local) return;
+  const who = spec.askHuman?.requestedBy ? `@${spec.askHuman.requestedBy}, the` : "The";
+  const quoted = neutraliseMentions(question, { untrusted: true }).split("\n").map((l) => `> ${l}`).join("\n");
+  const body = [
+    `${who} agent working on this issue (Fleet task \`${spec.taskId}\`) has a question:`,
+    "",
+    quoted,
+    "",
+    `Someone with write access answers by replying here, or with \`/fleet answer <answer>\`; the task is queued again with the answer. Unanswered, it fails after ${spec.askHuman?.expireAfterHours ?? 72} h.`
+  ].join("\n");
+  try {
+    await deps.github.issues.createComment(parseRepoFullName(spec.repo), spec.issue, body);
+  } catch {
+  }
+}
 async function planStep(ctx, wt, notesDir) {
   const { spec, result } = ctx;
   if (spec.planPhase && spec.planApproval && spec.approved === true) {
     const saved = await loadPlan(ctx.artifactsDir);
-    if (saved.plan !== void 0) await (0, import_promises32.writeFile)((0, import_node_path27.join)(notesDir, PLAN_FILE), saved.plan);
+    if (saved.plan !== void 0) await (0, import_promises34.writeFile)((0, import_node_path29.join)(notesDir, PLAN_FILE), saved.plan);
     return { plan: saved.plan, resumeSessionId: saved.state.sessionId };
   }
   if (!spec.planPhase) return {};
@@ -71681,9 +72005,9 @@ async function planStep(ctx, wt, notesDir) {
   if (run.kind !== "ok") return await finish2(ctx, run.kind, run.reason, run);
   const notes = await readArtifacts(notesDir);
   const plan = notes.plan ?? run.planText ?? "";
-  await (0, import_promises32.writeFile)((0, import_node_path27.join)(ctx.artifactsDir, PLAN_FILE), plan);
-  await (0, import_promises32.writeFile)(
-    (0, import_node_path27.join)(ctx.artifactsDir, PLAN_STATE_FILE),
+  await (0, import_promises34.writeFile)((0, import_node_path29.join)(ctx.artifactsDir, PLAN_FILE), plan);
+  await (0, import_promises34.writeFile)(
+    (0, import_node_path29.join)(ctx.artifactsDir, PLAN_STATE_FILE),
     JSON.stringify({ sessionId: run.sessionId, totals: run.totals })
   );
   result.artifacts.plan = plan;
@@ -71942,6 +72266,8 @@ async function recordOutcome(task, outcome, deps, lost, alsoDoc) {
   const totals2 = combineTotals(outcome.planTotals, outcome.totals);
   const patch = {};
   if (outcome.pr) patch.pr = outcome.pr.number;
+  if (outcome.outcome === "waiting" && outcome.question)
+    patch.question = { text: outcome.question, askedAt: clock().toISOString() };
   if (!task.rebase) {
     patch.result = resultSummaryOf(task.attempts, outcome.artifacts.result);
     if (outcome.outcome === "no-changes") patch.result.noChanges = true;
@@ -71963,7 +72289,7 @@ async function recordOutcome(task, outcome, deps, lost, alsoDoc) {
     `attempt ${task.attempts} ended (${outcome.outcome}${reason ? `: ${reason}` : ""})`,
     resetAt
   ) : outcomeNote(outcome.outcome, to, reason, retryHint(task.id, deps.local));
-  if (to !== "queued" && to !== "rate-limited") {
+  if (to !== "queued" && to !== "rate-limited" && to !== "waiting") {
     if (task.instructions) patch.instructions = void 0;
     if (task.rebase) patch.rebase = void 0;
   }
@@ -72187,8 +72513,8 @@ async function fileDiscoveredWork(task, outcome, deps) {
 }
 
 // src/worker/runs/rebase.ts
-var import_promises33 = require("node:fs/promises");
-var import_node_path28 = require("node:path");
+var import_promises35 = require("node:fs/promises");
+var import_node_path30 = require("node:path");
 
 // src/render/rebase-comment.ts
 var code = (s) => `\`${s.replace(/`/g, "'")}\``;
@@ -72262,10 +72588,10 @@ var RebaseFailed = class extends Error {
 async function runRebase(spec, deps) {
   const ref = parseRepoFullName(spec.repo);
   const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
-  const logPath = (0, import_node_path28.join)(artifactsDir, REBASE_LOG_FILE);
+  const logPath = (0, import_node_path30.join)(artifactsDir, REBASE_LOG_FILE);
   const outcome = { outcome: "pr-opened", logPath, artifacts: {} };
-  await (0, import_promises33.mkdir)(artifactsDir, { recursive: true });
-  await (0, import_promises33.writeFile)(logPath, "");
+  await (0, import_promises35.mkdir)(artifactsDir, { recursive: true });
+  await (0, import_promises35.writeFile)(logPath, "");
   const pr = await deps.github.pulls.get(ref, spec.pr);
   if (pr.state !== "open") {
     outcome.outcome = pr.merged ? "no-changes" : "failed";
@@ -72428,7 +72754,7 @@ async function replayWithAgent(run, wt, baseSha) {
 async function rebaseInProgress(tree) {
   for (const dir of ["rebase-merge", "rebase-apply"]) {
     const p2 = (await gitIn(tree, ["rev-parse", "--git-path", dir])).stdout.trim();
-    if (await (0, import_promises33.access)((0, import_node_path28.resolve)(tree.path, p2)).then(
+    if (await (0, import_promises35.access)((0, import_node_path30.resolve)(tree.path, p2)).then(
       () => true,
       () => false
     ))
@@ -72443,7 +72769,7 @@ async function unmergedFiles(tree) {
 async function filesWithMarkers(cwd, files) {
   const out = [];
   for (const f of files) {
-    const text2 = await readAgentFile((0, import_node_path28.join)(cwd, f), 16 * 1024 * 1024).catch(() => void 0);
+    const text2 = await readAgentFile((0, import_node_path30.join)(cwd, f), 16 * 1024 * 1024).catch(() => void 0);
     if (text2 !== void 0 && MARKER.test(text2)) out.push(f);
   }
   return out;
@@ -72474,7 +72800,7 @@ async function resolveWithAgent(spec, deps, tree, at) {
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
   if (deps.coderOptions) invocation.options = deps.coderOptions;
   if (deps.credential) invocation.credential = { ...deps.credential };
-  await (0, import_promises33.mkdir)(invocation.home, { recursive: true });
+  await (0, import_promises35.mkdir)(invocation.home, { recursive: true });
   const sandbox = deps.sandbox ?? "bubblewrap";
   const homeOverlay = sandbox === "bubblewrap" && deps.inheritHome ? await inheritedHomeMounts(spec.coder, deps.inheritHome, invocation.home) : [];
   const stop = new AbortController();
@@ -72728,6 +73054,13 @@ function taskSpecFor(task, gathered, deps) {
     maxFollowUps: deps.config.max_follow_ups,
     allowWorkflowChanges: deps.config.allow_workflow_changes,
     ...deps.config.draft_pr ? { draftPr: true } : {},
+    ...deps.config.ask_human.enabled && !task.review ? {
+      askHuman: {
+        expireAfterHours: deps.config.ask_human.expire_after_hours,
+        ...task.requestedBy ? { requestedBy: task.requestedBy } : {}
+      }
+    } : {},
+    ...task.question?.answer ? { question: task.question } : {},
     ...task.instructions && task.pr !== void 0 ? { reviewPr: task.pr } : {},
     // A review's subject is the diff (in extraPrompt); the PR's description is its author's, not a task for the agent.
     ...task.review ? {
@@ -73000,7 +73333,7 @@ async function runner(env = process.env) {
     const agentEnv = Object.fromEntries(parseNameValueLines(getInput("agent-env"), "agent-env"));
     const apiUrl = getInput("api-url") || env.GITHUB_API_URL || "https://api.github.com";
     const modelBaseUrl = getInput("model-base-url") || void 0;
-    const workDir = getInput("work-dir") || (0, import_node_path29.join)(env.RUNNER_TEMP || (0, import_node_os11.tmpdir)(), "fleet");
+    const workDir = getInput("work-dir") || (0, import_node_path31.join)(env.RUNNER_TEMP || (0, import_node_os11.tmpdir)(), "fleet");
     const egressHosts = parseEgressHosts(env.FLEET_EGRESS_HOSTS);
     const fullName = required2(env, "GITHUB_REPOSITORY");
     const runId = required2(env, "GITHUB_RUN_ID");
@@ -73048,7 +73381,7 @@ async function report(result) {
   setOutput("tokens-cache-write", String(result.usage.cacheWrite));
   setOutput("cost-usd", result.costUsd === null ? "" : result.costUsd.toFixed(6));
   setOutput("log-path", result.logPath ?? "");
-  setOutput("artifacts-dir", result.logPath ? (0, import_node_path29.dirname)(result.logPath) : "");
+  setOutput("artifacts-dir", result.logPath ? (0, import_node_path31.dirname)(result.logPath) : "");
   if (process.env.GITHUB_STEP_SUMMARY) await summary.addRaw(result.summary, true).write();
   if (result.failed) setFailed(result.message);
   else if (result.conclusion === "not-claimed") notice(result.message);
