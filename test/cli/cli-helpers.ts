@@ -39,7 +39,14 @@ export function fleetProcess(
   args: string[],
   opts: { cwd: string; env: Record<string, string> } & Options,
 ): ResultPromise {
-  return execa("node", [FLEET_BIN, ...args], { ...opts, extendEnv: false, reject: false });
+  // No SIGKILL 5 s after a SIGTERM (execa's default): a test that stops the CLI checks its own clean
+  // stop, which on a loaded machine can take longer; the test's timeout bounds it.
+  return execa("node", [FLEET_BIN, ...args], {
+    forceKillAfterDelay: false,
+    ...opts,
+    extendEnv: false,
+    reject: false,
+  });
 }
 
 /** A temporary git repository with one commit on main, plus files. */
