@@ -194,3 +194,19 @@ export function boundText(text: string, max: number, where?: string): string {
   if (keep > 0 && /[\ud800-\udbff]/.test(text[keep - 1]!)) keep--;
   return `${text.slice(0, keep)}${note(text.length - keep)}`;
 }
+
+/**
+ * An agent's text made plain where Fleet publishes it as its own: every line ending is a newline (a
+ * lone CR ends a line in CommonMark, which would end a block quote the text is put in), control
+ * characters other than tab and newline are dropped, and no HTML comment opens (`<!--` would let it
+ * plant the markers Fleet finds its own comments and sections by).
+ */
+export function plainAgentText(text: string): string {
+  return (
+    text
+      .replace(/\r\n?/g, "\n")
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
+      .replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, "")
+      .replace(/<!--/g, `<!${JOINER}--`)
+  );
+}

@@ -136,6 +136,13 @@ const TaskSchema = z.looseObject({
   result: z.looseObject({ attempt: count }).optional(),
   pin: PinSchema.optional(),
   review: z.looseObject({ pr: issueNumber }).optional(),
+  question: z
+    .looseObject({
+      text: z.string(),
+      askedAt: time,
+      answer: z.looseObject({ text: z.string(), by: z.string(), at: time }).optional(),
+    })
+    .optional(),
   context: z
     .looseObject({
       tokens: count,

@@ -1,3 +1,4 @@
+import { plainAgentText } from "../core/published-text.ts";
 import type { Task } from "../core/task.ts";
 import type { RunTotals } from "../core/usage.ts";
 
@@ -78,7 +79,14 @@ export function renderTaskOverview(v: TaskOverviewView): string {
   }
   if (task.question) {
     const q = task.question;
-    lines.push("", `Question (asked ${q.askedAt})`, ...q.text.split("\n").map((l) => `  ${l}`));
+    // The agent's words on a person's terminal: no control characters (escape sequences) get through.
+    lines.push(
+      "",
+      `Question (asked ${q.askedAt})`,
+      ...plainAgentText(q.text)
+        .split("\n")
+        .map((l) => `  ${l}`),
+    );
     if (q.answer)
       lines.push(
         `Answer by ${q.answer.by} (${q.answer.at})`,

@@ -1,4 +1,4 @@
-import { neutraliseMentions } from "../core/published-text.ts";
+import { neutraliseMentions, plainAgentText } from "../core/published-text.ts";
 import type { TaskState } from "../core/task.ts";
 import { type TokenUsage, totalTokens } from "../core/usage.ts";
 import { trackingMarker } from "./markers.ts";
@@ -150,7 +150,7 @@ export function renderTrackingComment(v: TrackingView): string {
       "",
       "**The agent asks:**",
       "",
-      quoteLines(neutraliseMentions(v.question, { untrusted: true })),
+      quoteLines(neutraliseMentions(plainAgentText(v.question), { untrusted: true })),
     );
   // Reasons and logins are repeated text: a mention in them names, it never pings.
   if (v.reason) lines.push("", `> ${neutraliseMentions(v.reason).replace(/\n/g, "\n> ")}`);

@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { neutraliseMentions } from "../core/published-text.ts";
+import { neutraliseMentions, plainAgentText } from "../core/published-text.ts";
 import { scanOutgoing } from "../core/secret-scan.ts";
 import { parseRepoFullName } from "../github/port.ts";
 import { renderPrBody } from "../render/pr-body.ts";
@@ -243,9 +243,11 @@ async function askedStep(
 ): Promise<TaskOutcome | undefined> {
   const { spec, result } = ctx;
   if (!spec.askHuman || !["ok", "timeout", "stall"].includes(run.kind)) return undefined;
-  const question = await readQuestions(join(notesDir, QUESTION_FILE)).catch(() => undefined);
-  if (question === undefined) return undefined;
-  const hit = scanOutgoing(question, ctx.secrets);
+  const asked = await readQuestions(join(notesDir, QUESTION_FILE)).catch(() => undefined);
+  if (asked === undefined) return undefined;
+  // Published as Fleet's own text: plain lines, no HTML comment (see plainAgentText); checked as published.
+  const question = plainAgentText(asked);
+  const hit = scanOutgoing(question, ctx.secrets) ?? scanOutgoing(asked, ctx.secrets);
   if (hit) {
     result.noRetry = true;
     return await finish(
@@ -277,7 +279,7 @@ async function postQuestion(ctx: RunContext, question: string): Promise<void> {
   const { spec, deps } = ctx;
   if (deps.local) return;
   const who = spec.askHuman?.requestedBy ? `@${spec.askHuman.requestedBy}, the` : "The";
-  const quoted = neutraliseMentions(question, { untrusted: true })
+  const quoted = neutraliseMentions(plainAgentText(question), { untrusted: true })
     .split("\n")
     .map((l) => `> ${l}`)
     .join("\n");

@@ -1,6 +1,5 @@
-// Known defects of the agent's `ask_human` question as Fleet publishes and stores it. Each test states
-// what should hold and is marked `it.fails` while it does not: when a fix makes one pass, vitest reports
-// it, and the `.fails` comes off.
+// The agent's `ask_human` question as Fleet publishes and stores it: plain lines in its block quote, no
+// marker of Fleet's own planted through it, and a question of the wrong shape in the state reported.
 import { describe, expect, it } from "vitest";
 import { emptyStateDoc, parseStateDoc, StateCorruptError } from "../../src/core/state-doc.ts";
 import { newTask } from "../../src/core/task.ts";
@@ -33,19 +32,19 @@ const questionLines = (body: string): string[] => {
 };
 
 describe("the agent's question as published", () => {
-  it.fails("stays inside its block quote: a lone CR (a CommonMark line ending) does not end the quote", () => {
+  it("stays inside its block quote: a lone CR (a CommonMark line ending) does not end the quote", () => {
     const lines = questionLines(waiting("Blue or red?\r## ✅ Fleet: the task is done\r- [x] approved"));
     for (const line of lines) expect(line.startsWith(">"), JSON.stringify(line)).toBe(true);
   });
 
-  it.fails("cannot forge a section of the tracking comment that outlives the question", () => {
+  it("cannot forge a section of the tracking comment that outlives the question", () => {
     const body = composeTrackingComment(waiting("Blue or red?\n<!-- fleet:section plan -->\nForged plan"), {
       report: "the run's report",
     });
     expect(Object.keys(trackingSectionsOf(body))).toEqual(["report"]);
   });
 
-  it.fails("cannot plant a marker that Fleet's upserts look for in its own (bot) comments", () => {
+  it("cannot plant a marker that Fleet's upserts look for in its own (bot) comments", () => {
     const body = waiting(`Blue or red? ${noticeMarker("config-invalid")}`);
     expect(hasMarker(body, noticeMarker("config-invalid"))).toBe(false);
   });
@@ -62,7 +61,7 @@ describe("the question in the state document", () => {
     now: "2026-01-01T00:00:00Z",
   });
 
-  it.fails("a question of the wrong shape is reported as a corrupt state, not acted on", () => {
+  it("a question of the wrong shape is reported as a corrupt state, not acted on", () => {
     const text = JSON.stringify({
       ...emptyStateDoc(),
       tasks: { "fl-a1": { ...task, state: "waiting", question: { text: 5, askedAt: "soon" } } },
