@@ -2,27 +2,48 @@ import type { Context } from "probot";
 import { boundAnswer, parseFleetCommand } from "../core/commands.ts";
 import { LABEL_PREFIX } from "../core/labels.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
+import { renderCommandReply } from "../render/command-replies.ts";
 import { configOrExplain, mayDriveFleet } from "./guard.ts";
 import type { HandlerDeps } from "./handler-deps.ts";
 
 type CommentContext = Context<"issue_comment.created">;
 
+/** What an answer on an issue did: the task it answered, or why none. */
+export type AnswerResult =
+  | { answered: string }
+  | { none: true }
+  | { ambiguous: string[] }
+  | { notWaiting: string };
+
 /**
- * Answers every task of `issue` whose agent waits for an answer to its question: each is queued again
- * with the answer (see RepoQueue.answer). How many were answered.
+ * Answers the task of `issue` whose agent waits for an answer to its question: the one `taskId` names,
+ * else the only one waiting. With more than one waiting (the sides of an A/B run, each with its own
+ * question) and none named, nothing is answered and their ids are returned.
  */
-export async function answerWaitingTasks(
+export async function answerWaitingTask(
   queue: RepoQueue,
   issue: number,
-  text: string,
-  by: string,
-): Promise<number> {
+  answer: { text: string; by: string; taskId?: string },
+): Promise<AnswerResult> {
   const waiting = Object.values((await queue.snapshot()).tasks).filter(
     (t) => t.issue === issue && t.state === "waiting",
   );
-  let answered = 0;
-  for (const t of waiting) if (await queue.answer(t.id, boundAnswer(text), by)) answered++;
-  return answered;
+  const named = answer.taskId;
+  const target = named ? waiting.find((t) => t.id === named) : waiting.length === 1 ? waiting[0] : undefined;
+  if (named && !target) return { notWaiting: named };
+  if (!target) return waiting.length === 0 ? { none: true } : { ambiguous: waiting.map((t) => t.id) };
+  const answered = await queue.answer(target.id, boundAnswer(answer.text), answer.by);
+  return answered ? { answered: target.id } : { none: true };
+}
+
+/** The reply for an answer that answered nothing. */
+export function answerRefusal(r: AnswerResult): string | undefined {
+  if ("ambiguous" in r)
+    return `More than one task of this issue waits for an answer (${r.ambiguous.map((id) => `\`${id}\``).join(", ")}): name the one you answer, \`/fleet answer <task-id> <answer>\`.`;
+  if ("notWaiting" in r) return `Task \`${r.notWaiting}\` of this issue does not wait for an answer.`;
+  if ("none" in r)
+    return "Nothing to answer: no task of this issue waits for an answer to its agent's question.";
+  return undefined;
 }
 
 /**
@@ -39,8 +60,21 @@ export async function onAnswer(context: CommentContext, deps: HandlerDeps): Prom
   const labels = (payload.issue.labels ?? []).map((l) => (typeof l === "string" ? l : (l.name ?? "")));
   if (!labels.some((l) => l.toLowerCase().startsWith(LABEL_PREFIX))) return;
   const config = await configOrExplain(context, deps);
-  const sender = payload.comment.user?.login ?? payload.sender.login;
-  if (!config || !(await mayDriveFleet(deps.github, context.repo(), config, sender))) return;
+  if (!config) return;
   const queue = await deps.queues.forContext(context, config);
-  await answerWaitingTasks(queue, payload.issue.number, body, sender);
+  // The state first (a git read, mostly "unchanged"): a reply on an issue with no waiting task costs no
+  // permission check.
+  const issue = payload.issue.number;
+  if (!Object.values((await queue.snapshot()).tasks).some((t) => t.issue === issue && t.state === "waiting"))
+    return;
+  const sender = payload.comment.user?.login ?? payload.sender.login;
+  if (!(await mayDriveFleet(deps.github, context.repo(), config, sender))) return;
+  const result = await answerWaitingTask(queue, issue, { text: body, by: sender });
+  // Two sides waiting: a plain reply cannot say which it answers, so the maintainer is asked to name it.
+  if ("ambiguous" in result)
+    await deps.github.issues.createComment(
+      context.repo(),
+      issue,
+      renderCommandReply("answer", answerRefusal(result)!),
+    );
 }

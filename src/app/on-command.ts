@@ -8,7 +8,7 @@ import { renderCommandReply, renderStatus } from "../render/command-replies.ts";
 import { renderConfigRefused } from "../render/notices.ts";
 import { allowedOrExplain, configOrExplain } from "./guard.ts";
 import type { HandlerDeps } from "./handler-deps.ts";
-import { answerWaitingTasks } from "./on-answer.ts";
+import { answerRefusal, answerWaitingTask } from "./on-answer.ts";
 import { requestAgentReview } from "./on-pr-review.ts";
 import { requestReviewRun } from "./on-review.ts";
 
@@ -80,9 +80,14 @@ export async function onCommand(context: Context<"issue_comment.created">, deps:
       return;
     }
     case "answer": {
-      const answered = await answerWaitingTasks(queue, issue, command.text, sender);
-      if (answered === 0)
-        await reply("Nothing to answer: no task of this issue waits for an answer to its agent's question.");
+      const refused = answerRefusal(
+        await answerWaitingTask(queue, issue, {
+          text: command.text,
+          by: sender,
+          ...(command.taskId ? { taskId: command.taskId } : {}),
+        }),
+      );
+      if (refused) await reply(refused);
       return;
     }
     case "config-set": {

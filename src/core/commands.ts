@@ -8,7 +8,7 @@ export type FleetCommand =
   | { kind: "retry"; coder?: string; model?: string }
   | { kind: "approve"; note?: string }
   /** A person's answer to the question a waiting task's agent asked (the rest of the comment). */
-  | { kind: "answer"; text: string }
+  | { kind: "answer"; text: string; taskId?: string }
   | { kind: "config-set"; assignments: Array<{ key: string; value: ConfigValue }> }
   | { kind: "help" }
   | { kind: "labels" }
@@ -29,7 +29,7 @@ export const FLEET_COMMAND_HELP = [
   "- `/fleet cancel [reason]`: stop the task and its run",
   "- `/fleet retry [coder[:model]]`: queue a failed, cancelled or rate-limited task again (without waiting for the limit's reset), optionally with another coder or model",
   "- `/fleet approve [note]`: approve the posted plan",
-  "- `/fleet answer <answer>`: answer the question the task's agent asked (a plain reply on the issue answers too); the task is queued again with it",
+  "- `/fleet answer [task-id] <answer>`: answer the question the task's agent asked (a plain reply on the issue answers too); the task is queued again with it",
   "- `/fleet config set key=value [key=value ...]`: change an operational setting (e.g. `max_concurrent=5`); who may drive Fleet, credentials, dispatch and the sandbox come only from `.github/fleet.yml`",
   "- `/fleet review [coder[:model]]` on a pull request: a read-only agent reviews its diff and posts one review with inline comments",
   "- `/fleet labels`: create the fleet labels in this repository",
@@ -79,12 +79,20 @@ function parseLine(rest: string, fullText: string, options: ParseCommandOptions)
       return argText ? { kind: "approve", note: argText } : { kind: "approve" };
     case "answer": {
       // The answer is the rest of the comment: its first line's words and every line after.
-      const text = fullText
+      const rest = fullText
         .trim()
         .replace(/^answer\b\s*/i, "")
         .trim();
-      if (!text) return error("`/fleet answer` needs the answer (e.g. `/fleet answer Use the blue theme.`).");
-      return { kind: "answer", text: boundAnswer(text) };
+      // `/fleet answer fl-a3f <answer>` names the task when more than one of the issue waits (an A/B run).
+      const named = /^(fl-[a-z0-9]+(?:\.[0-9]+)*)(?:\s+|$)/i.exec(rest);
+      const text = named ? rest.slice(named[0].length).trim() : rest;
+      if (!text)
+        return error(
+          "`/fleet answer` needs the answer (e.g. `/fleet answer Use the blue theme.`, or `/fleet answer fl-a3f Use the blue theme.` to name the task).",
+        );
+      return named
+        ? { kind: "answer", text: boundAnswer(text), taskId: named[1]!.toLowerCase() }
+        : { kind: "answer", text: boundAnswer(text) };
     }
     case "retry": {
       if (args.length === 0) return { kind: "retry" };

@@ -367,7 +367,8 @@ export function nextWakeAt(
       if (task.resetAt) consider(ms(task.resetAt));
       if (task.stopping) consider(ms(task.stopping.until));
     } else if (ACTIVE_STATES.has(task.state) && task.lease) consider(ms(task.lease.expiresAt));
-    else if (task.state === "waiting" && !task.question?.answer) consider(questionExpiresMs(task, questionMs));
+    else if (task.state === "waiting" && !task.question?.answer)
+      consider(questionExpiresMs(task, questionMs));
   }
   return Number.isFinite(best) ? new Date(best).toISOString() : undefined;
 }

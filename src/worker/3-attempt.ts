@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { neutraliseMentions, plainAgentText } from "../core/published-text.ts";
+import { plainAgentText } from "../core/published-text.ts";
 import { scanOutgoing } from "../core/secret-scan.ts";
 import { parseRepoFullName } from "../github/port.ts";
 import { renderPrBody } from "../render/pr-body.ts";
@@ -224,7 +224,7 @@ async function answeredStep(
   return {
     plan: saved.plan,
     ...(sessionId ? { resumeSessionId: sessionId } : {}),
-    addPrompt: answerPrompt(question, { restored }),
+    addPrompt: answerPrompt(question, { restored, resumed: sessionId !== undefined }),
   };
 }
 
@@ -232,7 +232,7 @@ async function answeredStep(
  * Step 5b: the question the agent asked with its ask_human tool, if it asked one (a run that ended
  * otherwise than cancelled, rate-limited or over budget). It is published, so it is checked for secrets
  * like anything else that leaves the run; the run's session and change so far are kept for the run
- * that gets the answer, and the question is posted on the issue for the person who asked for the task.
+ * that gets the answer (the question is posted once the task is recorded waiting: postQuestion).
  */
 async function askedStep(
   ctx: RunContext,
@@ -260,7 +260,6 @@ async function askedStep(
   }
   await saveQuestionRun(ctx.artifactsDir, wt, run.sessionId);
   result.question = ctx.redact(question);
-  await postQuestion(ctx, result.question);
   return await finish(
     ctx,
     "waiting",
@@ -268,31 +267,6 @@ async function askedStep(
     run,
     notes,
   );
-}
-
-/**
- * A comment that notifies the person who asked for the task (an edit of the tracking comment notifies
- * no one). The agent's words are quoted with their mentions made inert. Local mode has no one to
- * notify: `fleet task <id>` shows the question. A refusal leaves the question on the tracking comment.
- */
-async function postQuestion(ctx: RunContext, question: string): Promise<void> {
-  const { spec, deps } = ctx;
-  if (deps.local) return;
-  const who = spec.askHuman?.requestedBy ? `@${spec.askHuman.requestedBy}, the` : "The";
-  const quoted = neutraliseMentions(plainAgentText(question), { untrusted: true })
-    .split("\n")
-    .map((l) => `> ${l}`)
-    .join("\n");
-  const body = [
-    `${who} agent working on this issue (Fleet task \`${spec.taskId}\`) has a question:`,
-    "",
-    quoted,
-    "",
-    `Someone with write access answers by replying here, or with \`/fleet answer <answer>\`; the task is queued again with the answer. Unanswered, it fails after ${spec.askHuman?.expireAfterHours ?? 72} h.`,
-  ].join("\n");
-  try {
-    await deps.github.issues.createComment(parseRepoFullName(spec.repo), spec.issue, body);
-  } catch {}
 }
 
 /**

@@ -79,6 +79,10 @@ export async function recordOutcome(
         resetAt,
       )
     : outcomeNote(outcome.outcome, to, reason, retryHint(task.id, deps.local));
+  // The answer to the agent's question is for the run it queued (and that run's retries): once that run
+  // has ended otherwise, later runs of the task go on without it.
+  if (task.question?.answer && outcome.outcome !== "waiting" && to !== "queued" && to !== "rate-limited")
+    patch.question = undefined;
   // Review instructions and a rebase request are used once, unless the run goes again (a retry, a rate
   // limit's reset, the answer to the agent's question); a later review asks again.
   if (to !== "queued" && to !== "rate-limited" && to !== "waiting") {

@@ -20,6 +20,7 @@ import { type Gathered, type GatherInput, gatherIssue } from "./2-gather.ts";
 import { runTask, type TaskOutcome, type TaskSpec, type WorkerDeps } from "./3-attempt.ts";
 import { credentialPool, type PoolInput, type RecordInput, recordOutcome } from "./5-record.ts";
 import { coderNotReady } from "./coder-preflight.ts";
+import { postQuestion } from "./question.ts";
 import { postAbComparisonIfDue } from "./runs/ab-comparison.ts";
 import { queueCrossReview } from "./runs/cross-review.ts";
 import { type DiscoveredWorkDeps, fileDiscoveredWork } from "./runs/discovered-work.ts";
@@ -182,6 +183,9 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
   await recordOutcome(task, outcome, steps.record, heartbeat.lost(), runDoc);
   // The outcome's state edit carried the report; without one (the task had moved on), it goes out now.
   await deps.tracker?.flush(task.id);
+  // The agent's question, once the task waits for its answer (local mode: `fleet task <id>` shows it).
+  if (outcome.outcome === "waiting" && outcome.question && !deps.local)
+    await postQuestion(deps.github, task, outcome.question, deps.config.ask_human.expire_after_hours);
   // The last side of an A/B run to finish posts the comparison.
   // (Only an issue with tasks on two sides has one: an ordinary task costs no state request here.)
   const known = deps.queue.lastState();

@@ -1,8 +1,10 @@
-import { readFile, rm, writeFile } from "node:fs/promises";
+import { readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { CLAUDE_WORK_TOOLS } from "../agents/claude.ts";
 import type { CoderOptions } from "../core/coder-options.ts";
-import type { TaskQuestion } from "../core/task.ts";
+import { neutraliseMentions, plainAgentText } from "../core/published-text.ts";
+import type { Task, TaskQuestion } from "../core/task.ts";
+import { type GitHub, parseRepoFullName } from "../github/port.ts";
 import { commitAll, forgetCommit } from "./4-publish.ts";
 import {
   ASK_HUMAN_FILE_ENV,
@@ -21,11 +23,14 @@ import type { Worktree } from "./workspace/worktree.ts";
 export const ASK_HUMAN_CODERS: ReadonlySet<string> = new Set(["claude", "codex"]);
 
 /** In the agent's notes folder (writable in its sandbox, read by the worker after it). */
-export const QUESTION_FILE = "QUESTION.jsonl";
+export { QUESTION_FILE } from "./workspace/artifacts.ts";
+
 /** In the task's artifacts: the waiting run's session, for the run that gets the answer to resume. */
 const QUESTION_STATE_FILE = "question.json";
 /** In the task's artifacts: what the waiting run had changed, applied again before the answer's run. */
 const QUESTION_PATCH_FILE = "question.patch";
+/** The largest change kept for the answer's run (a change is source, not build output). */
+const MAX_QUESTION_PATCH_BYTES = 64 * 1024 * 1024;
 
 let serverSource: Promise<string> | undefined;
 
@@ -40,7 +45,10 @@ export async function withAskHuman(
   questionFile: string,
 ): Promise<CoderOptions | undefined> {
   if (!ASK_HUMAN_CODERS.has(coder)) return options;
-  serverSource ??= readFile(askHumanServerScript(), "utf8");
+  serverSource ??= readFile(askHumanServerScript(), "utf8").catch((error) => {
+    serverSource = undefined;
+    throw error;
+  });
   const server = {
     command: process.execPath,
     args: ["--input-type=module", "-e", await serverSource],
@@ -79,8 +87,12 @@ export async function saveQuestionRun(
   // Written by git itself: its output through the git helper loses the last newline a patch needs.
   await gitIn(wt, ["diff", "--binary", `--output=${patch}`, wt.startSha, "HEAD"]);
   await forgetCommit(wt, wt.startSha);
-  const written = await readFile(patch, "utf8").catch(() => "");
-  if (!written.trim()) await rm(patch, { force: true });
+  const size = await stat(patch).then(
+    (st) => st.size,
+    () => 0,
+  );
+  // Nothing changed, or more than a patch should carry: the answer's run is told the change is not here.
+  if (size === 0 || size > MAX_QUESTION_PATCH_BYTES) await rm(patch, { force: true });
 }
 
 /** The session the asking run left, for the answer's run to resume (undefined when none was kept). */
@@ -104,8 +116,13 @@ export async function restoreQuestionChange(
   wt: Worktree,
 ): Promise<boolean | undefined> {
   const patch = join(artifactsDir, QUESTION_PATCH_FILE);
-  const text = await readFile(patch, "utf8").catch(() => undefined);
-  if (text === undefined) return undefined;
+  if (
+    !(await stat(patch).then(
+      (st) => st.isFile(),
+      () => false,
+    ))
+  )
+    return undefined;
   const applied = await gitIn(wt, ["apply", "--binary", "--whitespace=nowarn", patch]).then(
     () => true,
     () => false,
@@ -120,7 +137,7 @@ export async function restoreQuestionChange(
  */
 export function answerPrompt(
   question: TaskQuestion,
-  change: { restored: boolean | undefined },
+  change: { restored: boolean | undefined; resumed: boolean },
 ): string | undefined {
   if (!question.answer) return undefined;
   const where =
@@ -128,7 +145,9 @@ export function answerPrompt(
       ? "The files you changed before asking are as you left them."
       : change.restored === false
         ? "The change you made before asking could not be applied again: this is a fresh checkout of the branch; make it again."
-        : "";
+        : change.resumed
+          ? ""
+          : "This run starts from the branch as it was last pushed: anything changed before the question was asked is not here.";
   return [
     "## The answer to your question",
     "",
@@ -142,4 +161,33 @@ export function answerPrompt(
     "",
     `Go on with the task with this answer. ${where}`.trim(),
   ].join("\n");
+}
+
+/**
+ * A comment that notifies the person who asked for the task (an edit of the tracking comment notifies
+ * no one), posted once the task is recorded `waiting`, so a reply that comes at once finds it waiting.
+ * The agent's words are quoted, plain, with their mentions made inert. A refusal leaves the question
+ * on the tracking comment.
+ */
+export async function postQuestion(
+  github: GitHub,
+  task: Pick<Task, "id" | "repo" | "issue" | "requestedBy">,
+  question: string,
+  expireAfterHours: number,
+): Promise<void> {
+  const who = task.requestedBy ? `@${task.requestedBy}, the` : "The";
+  const quoted = neutraliseMentions(plainAgentText(question), { untrusted: true })
+    .split("\n")
+    .map((l) => `> ${l}`)
+    .join("\n");
+  const body = [
+    `${who} agent working on this issue (Fleet task \`${task.id}\`) has a question:`,
+    "",
+    quoted,
+    "",
+    `Someone with write access answers by replying here, or with \`/fleet answer <answer>\`; the task is queued again with the answer. The answer is public and is given to the agent: never paste a secret. Unanswered, the task fails after ${expireAfterHours} h.`,
+  ].join("\n");
+  try {
+    await github.issues.createComment(parseRepoFullName(task.repo), task.issue, body);
+  } catch {}
 }

@@ -70,6 +70,20 @@ describe("parseFleetCommand", () => {
     expect(parseFleetCommand("```\n/fleet cancel")).toEqual({ kind: "none" });
   });
 
+  it("reads an answer, with the task it names, and refuses an empty one", () => {
+    expect(parseFleetCommand("/fleet answer Blue.\nAnd a red border.")).toEqual({
+      kind: "answer",
+      text: "Blue.\nAnd a red border.",
+    });
+    expect(parseFleetCommand("/fleet answer FL-a3f Blue")).toEqual({
+      kind: "answer",
+      text: "Blue",
+      taskId: "fl-a3f",
+    });
+    expect(errorOf("/fleet answer")).toContain("`/fleet answer` needs the answer");
+    expect(errorOf("/fleet answer fl-a3f")).toContain("to name the task");
+  });
+
   it("treats free text as review instructions on pull requests only", () => {
     expect(
       parseFleetCommand("/fleet please rename foo to bar\nand add a test", { onPullRequest: true }),

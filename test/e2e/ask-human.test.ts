@@ -81,9 +81,12 @@ describe("ask_human on GitHub", () => {
     );
 
     // 2. The requester is notified in a comment of its own; the agent's mention is quoted inert.
-    await h.settle();
-    const notice = h.botComments(issue).find((c) => c.body.includes("has a question:"));
-    expect(notice, JSON.stringify(h.botComments(issue), null, 2)).toBeDefined();
+    // Posted once the task is recorded waiting, so a reply that comes at once finds it waiting.
+    const notice = await waitFor(
+      "the question's comment",
+      async () => h.botComments(issue).find((c) => c.body.includes("has a question:")),
+      60_000,
+    );
     expect(notice!.body).toContain(
       `@mona, the agent working on this issue (Fleet task \`${waiting.id}\`) has a question:`,
     );

@@ -4,7 +4,7 @@
 // do, and the invariants checked after every step. lifecycle-model.test.ts runs random sequences of
 // these commands; lifecycle-examples.test.ts keeps the sequences it shrank to as plain tests.
 import fc from "fast-check";
-import { answerWaitingTasks } from "../../src/app/on-answer.ts";
+import { answerWaitingTask } from "../../src/app/on-answer.ts";
 import { taskForPullRequest } from "../../src/app/pull-request-tasks.ts";
 import { renderTaskTable, taskRow } from "../../src/cli/format.ts";
 import { type FleetConfig, modelFor, parseFleetConfig } from "../../src/core/config.ts";
@@ -288,13 +288,24 @@ export class World {
     return this.queue.move(issue, "queued", { from: ["awaiting-approval"], patch: { approved: true } });
   }
 
-  /** A maintainer's reply (or `/fleet answer`) on the issue (onAnswer, onCommand): every waiting task of it is answered. */
-  async answer(issue: number): Promise<number> {
+  /**
+   * A maintainer's reply (or `/fleet answer [id]`) on the issue (onAnswer, onCommand): the waiting task it
+   * names, or the only one; with two sides waiting and none named, nothing is answered.
+   */
+  async answer(issue: number, pick?: number): Promise<void> {
     const waiting = Object.values((await this.doc()).tasks).filter(
       (t) => t.issue === issue && t.state === "waiting",
     );
-    for (const t of waiting) this.tasks.get(t.id)!.answered = true;
-    return answerWaitingTasks(this.queue, issue, "Blue, please.", PERSON);
+    const named = pick === undefined || waiting.length === 0 ? undefined : waiting[pick % waiting.length]!.id;
+    const r = await answerWaitingTask(this.queue, issue, {
+      text: "Blue, please.",
+      by: PERSON,
+      ...(named ? { taskId: named } : {}),
+    });
+    if ("answered" in r) this.tasks.get(r.answered)!.answered = true;
+    if ("ambiguous" in r && waiting.length < 2)
+      fail(`an answer on #${issue} found one waiting task ambiguous`);
+    if ("none" in r && waiting.length === 1 && !named) fail(`an answer on #${issue} missed its waiting task`);
   }
 
   /** `/fleet <instructions>` in a review of an open PR (requestReviewRun). */
@@ -1039,13 +1050,17 @@ export class Command extends Step {
 }
 
 export class Answer extends Step {
-  constructor(readonly issue: number) {
+  constructor(
+    readonly issue: number,
+    readonly pick?: number,
+  ) {
     super();
   }
   apply = async (w: World) => {
-    await w.answer(this.issue);
+    await w.answer(this.issue, this.pick);
   };
-  toString = () => `a maintainer answers on #${this.issue}`;
+  toString = () =>
+    `a maintainer answers on #${this.issue}${this.pick === undefined ? "" : ` naming waiting task ${this.pick}`}`;
 }
 
 export class Review extends Step {
@@ -1270,7 +1285,7 @@ export const commandArbitrary: fc.Arbitrary<Cmd> = fc.oneof(
   ),
   w(
     3,
-    issue.map((i) => new Answer(i)),
+    fc.tuple(issue, fc.option(pick, { nil: undefined })).map(([i, p]) => new Answer(i, p)),
   ),
   w(
     1,

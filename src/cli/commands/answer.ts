@@ -43,7 +43,11 @@ export async function answerCommand(argv: string[]): Promise<number> {
     );
   const config = await target.config(doc);
   if (target.kind === "github" && config.dispatch !== "local") {
-    await target.github.issues.createComment(target.repo, task.issue, `/fleet answer ${boundAnswer(text)}`);
+    await target.github.issues.createComment(
+      target.repo,
+      task.issue,
+      `/fleet answer ${task.id} ${boundAnswer(text)}`,
+    );
     if (values.json) json({ id: task.id, issue: task.issue, requested: "answer", via: "comment" });
     else out(`posted the answer on #${task.issue} for the Fleet app (${task.id})`);
     return 0;

@@ -19,7 +19,7 @@ const TOOL_SPEC = {
   name: TOOL,
   title: "Ask a person",
   description:
-    "Ask the person who gave you this task one question, when you are blocked on a decision only a person can make: unclear or conflicting requirements, a credential or access you do not have, a choice between options with real trade-offs that the task does not settle. Do not use it for anything you can find out yourself from the code, the docs or by running things. Ask one clear, self-contained question (say what you found and what the options are). After calling it, end your turn at once and change nothing more: the run stops, and the task resumes later with the answer.",
+    "Ask the person who gave you this task one question, when you are blocked on a decision only a person can make: unclear or conflicting requirements, or a choice between options with real trade-offs that the task does not settle. Do not use it for anything you can find out yourself from the code, the docs or by running things, and never ask for a secret, a password or a token (the answer is public, on the issue): if you lack access, stop and say what access you need. Ask one clear, self-contained question (say what you found and what the options are). After calling it, end your turn at once and change nothing more: the run stops, and the task resumes later with the answer.",
   inputSchema: {
     type: "object",
     properties: {

@@ -7,6 +7,8 @@ import { neutraliseMentions } from "../../core/published-text.ts";
 export const PLAN_FILE = "PLAN.md";
 export const KNOWLEDGE_FILE = "KNOWLEDGE.md";
 export const RESULT_FILE = "RESULT.json";
+/** Where the agent's ask_human server writes its questions (see worker/question.ts). */
+export const QUESTION_FILE = "QUESTION.jsonl";
 export const LOG_FILE = "agent.log";
 /** The run's network mode and the connections its egress proxy refused (JSON). */
 export const NETWORK_FILE = "network.json";
@@ -100,7 +102,8 @@ export async function readAgentFile(
 /** A fresh, empty notes folder for the agent (a crashed earlier run may have left one). */
 export async function prepareNotesDir(dir: string, keep: string[] = []): Promise<void> {
   await mkdir(dir, { recursive: true });
-  for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE]) {
+  // A question an earlier run left must not end this one.
+  for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE, QUESTION_FILE]) {
     if (!keep.includes(name)) await rm(join(dir, name), { force: true });
   }
 }
