@@ -30698,15 +30698,15 @@ var require_windows = __commonJS({
       }
       return false;
     }
-    function checkStat(stat4, path6, options) {
-      if (!stat4.isSymbolicLink() && !stat4.isFile()) {
+    function checkStat(stat5, path6, options) {
+      if (!stat5.isSymbolicLink() && !stat5.isFile()) {
         return false;
       }
       return checkPathExt(path6, options);
     }
     function isexe(path6, options, cb) {
-      fs3.stat(path6, function(er, stat4) {
-        cb(er, er ? false : checkStat(stat4, path6, options));
+      fs3.stat(path6, function(er, stat5) {
+        cb(er, er ? false : checkStat(stat5, path6, options));
       });
     }
     function sync(path6, options) {
@@ -30722,20 +30722,20 @@ var require_mode = __commonJS({
     isexe.sync = sync;
     var fs3 = require("fs");
     function isexe(path6, options, cb) {
-      fs3.stat(path6, function(er, stat4) {
-        cb(er, er ? false : checkStat(stat4, options));
+      fs3.stat(path6, function(er, stat5) {
+        cb(er, er ? false : checkStat(stat5, options));
       });
     }
     function sync(path6, options) {
       return checkStat(fs3.statSync(path6), options);
     }
-    function checkStat(stat4, options) {
-      return stat4.isFile() && checkMode(stat4, options);
+    function checkStat(stat5, options) {
+      return stat5.isFile() && checkMode(stat5, options);
     }
-    function checkMode(stat4, options) {
-      var mod = stat4.mode;
-      var uid = stat4.uid;
-      var gid = stat4.gid;
+    function checkMode(stat5, options) {
+      var mod = stat5.mode;
+      var uid = stat5.uid;
+      var gid = stat5.gid;
       var myUid = options.uid !== void 0 ? options.uid : process.getuid && process.getuid();
       var myGid = options.gid !== void 0 ? options.gid : process.getgid && process.getgid();
       var u2 = parseInt("100", 8);
@@ -55441,6 +55441,11 @@ var TaskSchema = external_exports.looseObject({
   result: external_exports.looseObject({ attempt: count }).optional(),
   pin: PinSchema.optional(),
   review: external_exports.looseObject({ pr: issueNumber }).optional(),
+  question: external_exports.looseObject({
+    text: external_exports.string(),
+    askedAt: time3,
+    answer: external_exports.looseObject({ text: external_exports.string(), by: external_exports.string(), at: time3 }).optional()
+  }).optional(),
   context: external_exports.looseObject({
     tokens: count,
     window: external_exports.number().int().positive(),
@@ -65681,6 +65686,9 @@ function boundText(text2, max, where) {
   if (keep > 0 && /[\ud800-\udbff]/.test(text2[keep - 1])) keep--;
   return `${text2.slice(0, keep)}${note2(text2.length - keep)}`;
 }
+function plainAgentText(text2) {
+  return text2.replace(/\r\n?/g, "\n").replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, "").replace(/<!--/g, `<!${JOINER}--`);
+}
 
 // src/core/discovered.ts
 var TITLE_MAX = 80;
@@ -66015,7 +66023,7 @@ function renderTrackingComment(v) {
       "",
       "**The agent asks:**",
       "",
-      quoteLines(neutraliseMentions(v.question, { untrusted: true }))
+      quoteLines(neutraliseMentions(plainAgentText(v.question), { untrusted: true }))
     );
   if (v.reason) lines.push("", `> ${neutraliseMentions(v.reason).replace(/\n/g, "\n> ")}`);
   if (v.promptEditedBy) {
@@ -66706,14 +66714,14 @@ async function describeSelf() {
   return { host: (0, import_node_os6.hostname)(), bootId: bootId.trim(), pidNs, uid, pid: process.pid, start: start.ticks };
 }
 async function startOf(pid) {
-  let stat4;
+  let stat5;
   try {
-    stat4 = await (0, import_promises14.readFile)(`/proc/${pid}/stat`, "utf8");
+    stat5 = await (0, import_promises14.readFile)(`/proc/${pid}/stat`, "utf8");
   } catch (error64) {
     if (error64.code === "ENOENT") return void 0;
     throw error64;
   }
-  const fields = stat4.slice(stat4.lastIndexOf(")") + 2).split(" ");
+  const fields = stat5.slice(stat5.lastIndexOf(")") + 2).split(" ");
   const ticks = fields[19];
   if (!ticks) throw new Error(`unreadable /proc/${pid}/stat`);
   return { ticks, zombie: fields[0] === "Z" || fields[0] === "X" };
@@ -67627,6 +67635,7 @@ var import_node_path8 = require("node:path");
 var PLAN_FILE = "PLAN.md";
 var KNOWLEDGE_FILE = "KNOWLEDGE.md";
 var RESULT_FILE = "RESULT.json";
+var QUESTION_FILE = "QUESTION.jsonl";
 var LOG_FILE = "agent.log";
 var NETWORK_FILE = "network.json";
 var SETUP_LOG_FILE = "setup.log";
@@ -67674,7 +67683,7 @@ async function readAgentFile(path6, maxBytes = MAX_NOTES_FILE_BYTES) {
 }
 async function prepareNotesDir(dir, keep = []) {
   await (0, import_promises15.mkdir)(dir, { recursive: true });
-  for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE]) {
+  for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE, QUESTION_FILE]) {
     if (!keep.includes(name)) await (0, import_promises15.rm)((0, import_node_path8.join)(dir, name), { force: true });
   }
 }
@@ -68214,13 +68223,16 @@ var isNotAFile = (error64) => ["ENOENT", "ENOTDIR", "ELOOP", "EISDIR", "ENXIO"].
 
 // src/worker/question.ts
 var ASK_HUMAN_CODERS = /* @__PURE__ */ new Set(["claude", "codex"]);
-var QUESTION_FILE = "QUESTION.jsonl";
 var QUESTION_STATE_FILE = "question.json";
 var QUESTION_PATCH_FILE = "question.patch";
+var MAX_QUESTION_PATCH_BYTES = 64 * 1024 * 1024;
 var serverSource;
 async function withAskHuman(coder, options, questionFile) {
   if (!ASK_HUMAN_CODERS.has(coder)) return options;
-  serverSource ??= (0, import_promises19.readFile)(askHumanServerScript(), "utf8");
+  serverSource ??= (0, import_promises19.readFile)(askHumanServerScript(), "utf8").catch((error64) => {
+    serverSource = void 0;
+    throw error64;
+  });
   const server = {
     command: process.execPath,
     args: ["--input-type=module", "-e", await serverSource],
@@ -68243,8 +68255,11 @@ async function saveQuestionRun(artifactsDir, wt, sessionId) {
   await commitAll(wt, "work in progress before a question");
   await gitIn(wt, ["diff", "--binary", `--output=${patch}`, wt.startSha, "HEAD"]);
   await forgetCommit(wt, wt.startSha);
-  const written2 = await (0, import_promises19.readFile)(patch, "utf8").catch(() => "");
-  if (!written2.trim()) await (0, import_promises19.rm)(patch, { force: true });
+  const size = await (0, import_promises19.stat)(patch).then(
+    (st) => st.size,
+    () => 0
+  );
+  if (size === 0 || size > MAX_QUESTION_PATCH_BYTES) await (0, import_promises19.rm)(patch, { force: true });
 }
 async function savedQuestionSession(artifactsDir) {
   try {
@@ -68258,8 +68273,11 @@ async function savedQuestionSession(artifactsDir) {
 }
 async function restoreQuestionChange(artifactsDir, wt) {
   const patch = (0, import_node_path13.join)(artifactsDir, QUESTION_PATCH_FILE);
-  const text2 = await (0, import_promises19.readFile)(patch, "utf8").catch(() => void 0);
-  if (text2 === void 0) return void 0;
+  if (!await (0, import_promises19.stat)(patch).then(
+    (st) => st.isFile(),
+    () => false
+  ))
+    return void 0;
   const applied = await gitIn(wt, ["apply", "--binary", "--whitespace=nowarn", patch]).then(
     () => true,
     () => false
@@ -68269,7 +68287,7 @@ async function restoreQuestionChange(artifactsDir, wt) {
 }
 function answerPrompt(question, change) {
   if (!question.answer) return void 0;
-  const where = change.restored === true ? "The files you changed before asking are as you left them." : change.restored === false ? "The change you made before asking could not be applied again: this is a fresh checkout of the branch; make it again." : "";
+  const where = change.restored === true ? "The files you changed before asking are as you left them." : change.restored === false ? "The change you made before asking could not be applied again: this is a fresh checkout of the branch; make it again." : change.resumed ? "" : "This run starts from the branch as it was last pushed: anything changed before the question was asked is not here.";
   return [
     "## The answer to your question",
     "",
@@ -68283,6 +68301,21 @@ function answerPrompt(question, change) {
     "",
     `Go on with the task with this answer. ${where}`.trim()
   ].join("\n");
+}
+async function postQuestion(github, task, question, expireAfterHours) {
+  const who = task.requestedBy ? `@${task.requestedBy}, the` : "The";
+  const quoted = neutraliseMentions(plainAgentText(question), { untrusted: true }).split("\n").map((l) => `> ${l}`).join("\n");
+  const body = [
+    `${who} agent working on this issue (Fleet task \`${task.id}\`) has a question:`,
+    "",
+    quoted,
+    "",
+    `Someone with write access answers by replying here, or with \`/fleet answer <answer>\`; the task is queued again with the answer. The answer is public and is given to the agent: never paste a secret. Unanswered, the task fails after ${expireAfterHours} h.`
+  ].join("\n");
+  try {
+    await github.issues.createComment(parseRepoFullName(task.repo), task.issue, body);
+  } catch {
+  }
 }
 
 // src/worker/run-context.ts
@@ -71943,15 +71976,16 @@ async function answeredStep(ctx, wt, notesDir, sessionKept) {
   return {
     plan: saved.plan,
     ...sessionId ? { resumeSessionId: sessionId } : {},
-    addPrompt: answerPrompt(question, { restored })
+    addPrompt: answerPrompt(question, { restored, resumed: sessionId !== void 0 })
   };
 }
 async function askedStep(ctx, wt, notesDir, run, notes) {
   const { spec, result } = ctx;
   if (!spec.askHuman || !["ok", "timeout", "stall"].includes(run.kind)) return void 0;
-  const question = await readQuestions((0, import_node_path29.join)(notesDir, QUESTION_FILE)).catch(() => void 0);
-  if (question === void 0) return void 0;
-  const hit = scanOutgoing(question, ctx.secrets);
+  const asked = await readQuestions((0, import_node_path29.join)(notesDir, QUESTION_FILE)).catch(() => void 0);
+  if (asked === void 0) return void 0;
+  const question = plainAgentText(asked);
+  const hit = scanOutgoing(question, ctx.secrets) ?? scanOutgoing(asked, ctx.secrets);
   if (hit) {
     result.noRetry = true;
     return await finish2(
@@ -71964,7 +71998,6 @@ async function askedStep(ctx, wt, notesDir, run, notes) {
   }
   await saveQuestionRun(ctx.artifactsDir, wt, run.sessionId);
   result.question = ctx.redact(question);
-  await postQuestion(ctx, result.question);
   return await finish2(
     ctx,
     "waiting",
@@ -71972,23 +72005,6 @@ async function askedStep(ctx, wt, notesDir, run, notes) {
     run,
     notes
   );
-}
-async function postQuestion(ctx, question) {
-  const { spec, deps } = ctx;
-  if (deps.local) return;
-  const who = spec.askHuman?.requestedBy ? `@${spec.askHuman.requestedBy}, the` : "The";
-  const quoted = neutraliseMentions(question, { untrusted: true }).split("\n").map((l) => `> ${l}`).join("\n");
-  const body = [
-    `${who} agent working on this issue (Fleet task \`${spec.taskId}\`) has a question:`,
-    "",
-    quoted,
-    "",
-    `Someone with write access answers by replying here, or with \`/fleet answer <answer>\`; the task is queued again with the answer. Unanswered, it fails after ${spec.askHuman?.expireAfterHours ?? 72} h.`
-  ].join("\n");
-  try {
-    await deps.github.issues.createComment(parseRepoFullName(spec.repo), spec.issue, body);
-  } catch {
-  }
 }
 async function planStep(ctx, wt, notesDir) {
   const { spec, result } = ctx;
@@ -72289,6 +72305,8 @@ async function recordOutcome(task, outcome, deps, lost, alsoDoc) {
     `attempt ${task.attempts} ended (${outcome.outcome}${reason ? `: ${reason}` : ""})`,
     resetAt
   ) : outcomeNote(outcome.outcome, to, reason, retryHint(task.id, deps.local));
+  if (task.question?.answer && outcome.outcome !== "waiting" && to !== "queued" && to !== "rate-limited")
+    patch.question = void 0;
   if (to !== "queued" && to !== "rate-limited" && to !== "waiting") {
     if (task.instructions) patch.instructions = void 0;
     if (task.rebase) patch.rebase = void 0;
@@ -72943,6 +72961,8 @@ async function executeTask(taskId, deps) {
   if (poolReset) outcome.rateLimit = { ...outcome.rateLimit, resetsAt: poolReset };
   await recordOutcome(task, outcome, steps.record, heartbeat.lost(), runDoc);
   await deps.tracker?.flush(task.id);
+  if (outcome.outcome === "waiting" && outcome.question && !deps.local)
+    await postQuestion(deps.github, task, outcome.question, deps.config.ask_human.expire_after_hours);
   const known = deps.queue.lastState();
   if (!known || abSides(tasksOf(known), task.issue).length > 0)
     await postAbComparisonIfDue(steps.ab, task.issue).catch(
