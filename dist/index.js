@@ -73282,7 +73282,20 @@ async function exchangeForAppToken(fleetUrl, taskId, opts) {
   const sleep = opts.sleep ?? ((ms2) => new Promise((r) => setTimeout(r, ms2)));
   const url2 = `${fleetUrl.replace(/\/+$/, "")}${EXCHANGE_PATH}`;
   let last = "";
-  for (const wait of [0, 1e3, 2e3, 4e3, 8e3, 15e3, 3e4]) {
+  for (const wait of [
+    0,
+    1e3,
+    2e3,
+    4e3,
+    8e3,
+    15e3,
+    3e4,
+    3e4,
+    3e4,
+    6e4,
+    6e4,
+    6e4
+  ]) {
     if (wait) await sleep(wait);
     const idToken = await getIDToken(opts.audience);
     let res;

@@ -9,7 +9,7 @@ const EXCHANGE_PATH = "/fleet/actions-token";
  * exchanged at `fleetUrl`. The app's token makes the branch and the PR the app's, so the repository's
  * workflows run for them (GitHub starts none for events made with the job's own GITHUB_TOKEN, and
  * by default lets it open no PR). A 409 (the run's id not recorded yet) and a server error or lost
- * connection are tried again for about a minute; anything else is said as the app said it.
+ * connection are tried again for about five minutes; anything else is said as the app said it.
  */
 export async function exchangeForAppToken(
   fleetUrl: string,
@@ -23,7 +23,11 @@ export async function exchangeForAppToken(
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const url = `${fleetUrl.replace(/\/+$/, "")}${EXCHANGE_PATH}`;
   let last = "";
-  for (const wait of [0, 1_000, 2_000, 4_000, 8_000, 15_000, 30_000]) {
+  // About 5 minutes in all: after a burst of dispatches on a busy app, a run's id can take more than a
+  // minute to be recorded (bench/scale-actions.ts saw it), and the run's lease is 15 minutes.
+  for (const wait of [
+    0, 1_000, 2_000, 4_000, 8_000, 15_000, 30_000, 30_000, 30_000, 60_000, 60_000, 60_000,
+  ]) {
     if (wait) await sleep(wait);
     // A fresh OIDC token each try: they are short-lived.
     const idToken = await core.getIDToken(opts.audience);
