@@ -211,21 +211,3 @@ export const canJudgeProcess = (lease: Lease, here: LeaseProcess): boolean =>
   lease.process.bootId === here.bootId &&
   lease.process.pidNs === here.pidNs &&
   lease.process.uid === here.uid;
-
-/**
- * The dispatched tasks in the order `holder` tries to claim them: an order of its own (a hash of the
- * holder and the task), so workers polling the same state each try a different task first instead of
- * all racing for the same one, whose losers spend a refused push and a fetch on it.
- */
-export function claimOrder<T extends { id: string }>(tasks: readonly T[], holder: string): T[] {
-  const rank = (id: string): number => {
-    // FNV-1a, 32 bits: spread, not secrecy.
-    let h = 0x811c9dc5;
-    for (const ch of `${holder}\u0000${id}`) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193) >>> 0;
-    return h;
-  };
-  return tasks
-    .map((t) => ({ t, r: rank(t.id) }))
-    .sort((a, b) => a.r - b.r || (a.t.id < b.t.id ? -1 : 1))
-    .map((x) => x.t);
-}

@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import type { FleetConfig } from "../core/config.ts";
-import { claimOrder, dispatchHolder, slotsInUse } from "../core/leases.ts";
+import { dispatchHolder, slotsInUse } from "../core/leases.ts";
 import { wakeDue } from "../core/scheduler.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task } from "../core/task.ts";
@@ -154,7 +154,7 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
         !running.has(t.id) &&
         (opts.accepts?.(t, snapshot.doc) ?? true),
     );
-    for (const task of claimOrder(waiting, name)) {
+    for (const task of waiting) {
       if (running.size >= concurrency) break;
       start(task.id, queue, config);
     }

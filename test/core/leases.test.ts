@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import {
   acquireSlot,
   claimLease,
-  claimOrder,
   DEFAULT_LEASE_TTL_MS,
   dispatchHolder,
   expireLeases,
@@ -139,19 +138,5 @@ describe("leases", () => {
     doc.tasks["fl-1"] = { ...task, state: "cancelled" };
     expect(renewLease(doc, "fl-1", { holder: "w1", now: t0 })).toEqual({ ok: false, reason: "cancelled" });
     expect(renewLease(doc, "fl-9", { holder: "w1", now: t0 })).toEqual({ ok: false, reason: "gone" });
-  });
-});
-
-describe("claimOrder", () => {
-  const tasks = Array.from({ length: 40 }, (_, i) => ({ id: `fl-${i.toString(36)}` }));
-  it("gives each worker an order of its own over the same tasks, the same every time", () => {
-    const holders = Array.from({ length: 20 }, (_, i) => `local:host-${i}:${1000 + i}`);
-    const orders = holders.map((h) => claimOrder(tasks, h));
-    const byId = (xs: readonly { id: string }[]) => xs.map((t) => t.id).sort();
-    for (const o of orders) expect(byId(o)).toEqual(byId(tasks));
-    expect(claimOrder(tasks, holders[0]!)).toEqual(orders[0]);
-    // 20 workers on 40 tasks: their first choices spread (all on one task would be the race it avoids).
-    const firsts = new Set(orders.map((o) => o[0]!.id));
-    expect(firsts.size).toBeGreaterThanOrEqual(8);
   });
 });
