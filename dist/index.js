@@ -67475,6 +67475,14 @@ function heldBackSection(h2) {
     "</details>"
   ];
 }
+function renderDraftStartBody(v) {
+  return [
+    prMarker(v.taskId),
+    `Closes #${v.issue}`,
+    "",
+    `🚧 Fleet's agent (\`${v.coder}\`, \`${v.model}\`) is working on #${v.issue}. This draft holds no change yet; it gets the change and is marked ready for review when the run succeeds. The tracking comment on the issue shows the progress.`
+  ].join("\n");
+}
 function renderPrBody(v) {
   const lines = [prMarker(v.taskId), `Closes #${v.issue}`, "", "## Summary", ""];
   const summary2 = v.summary?.trim();
@@ -71894,6 +71902,7 @@ async function runTask(spec, deps) {
     if (spec.prReview !== void 0) return await runPrReview(ctx, wt, notesDir);
     const setupFailed = await setupStep(ctx, wt, planning);
     if (setupFailed) return setupFailed;
+    await openDraftAtStart(ctx, wt, planning);
     const answered = spec.question?.answer ? await answeredStep(ctx, wt, notesDir, carried.length > 0) : void 0;
     const planned = answered ?? await planStep(ctx, wt, notesDir);
     if ("outcome" in planned) return planned;
@@ -72101,7 +72110,7 @@ async function publishChange(ctx, wt, run, notes) {
   await pushBranch(wt, deps.cloneUrl, ctx.branch, deps.gitAuth);
   const pr = await openOrUpdatePullRequest(deps.github, parseRepoFullName(spec.repo), {
     branch: ctx.branch,
-    mayExist: (spec.earlierRuns?.length ?? 0) > 0,
+    mayExist: (spec.earlierRuns?.length ?? 0) > 0 || result.pr !== void 0,
     base: wt.baseBranch,
     title: spec.title,
     body: ctx.redact(prBody),
@@ -72111,6 +72120,40 @@ async function publishChange(ctx, wt, run, notes) {
   const outcome = await finish2(ctx, "pr-opened", void 0, run, notes);
   if (spec.draftPr) await markReady(ctx, pr.number);
   return outcome;
+}
+async function openDraftAtStart(ctx, wt, planning) {
+  const { spec, deps, result } = ctx;
+  if (!spec.draftPr || deps.local || wt.continued || spec.reviewPr !== void 0) return;
+  await ctx.progress(
+    { state: planning ? "planning" : "running", step: "opening the draft pull request" },
+    true
+  );
+  try {
+    await gitIn(wt, [
+      "commit",
+      "-q",
+      "--allow-empty",
+      "--no-verify",
+      "-m",
+      `Start Fleet task ${spec.taskId} (#${spec.issue})`
+    ]);
+    await pushBranch(wt, deps.cloneUrl, ctx.branch, deps.gitAuth);
+    const pr = await openOrUpdatePullRequest(deps.github, parseRepoFullName(spec.repo), {
+      branch: ctx.branch,
+      base: wt.baseBranch,
+      title: spec.title,
+      body: renderDraftStartBody({
+        taskId: spec.taskId,
+        issue: spec.issue,
+        coder: spec.coder,
+        model: spec.model
+      }),
+      draft: true
+    });
+    result.pr = { number: pr.number, url: pr.url, head: pr.head };
+  } catch {
+  }
+  wt.startSha = (await gitIn(wt, ["rev-parse", "HEAD"])).stdout.trim();
 }
 async function markReady(ctx, pull) {
   try {

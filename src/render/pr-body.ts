@@ -58,6 +58,24 @@ function heldBackSection(h: NonNullable<PrBodyView["heldBack"]>): string[] {
   ];
 }
 
+/**
+ * The body of a `draft_pr` pull request from its run's start until the run succeeds (renderPrBody then
+ * replaces it): what it is and where its progress shows.
+ */
+export function renderDraftStartBody(v: {
+  taskId: string;
+  issue: number;
+  coder: string;
+  model: string;
+}): string {
+  return [
+    prMarker(v.taskId),
+    `Closes #${v.issue}`,
+    "",
+    `🚧 Fleet's agent (\`${v.coder}\`, \`${v.model}\`) is working on #${v.issue}. This draft holds no change yet; it gets the change and is marked ready for review when the run succeeds. The tracking comment on the issue shows the progress.`,
+  ].join("\n");
+}
+
 export function renderPrBody(v: PrBodyView): string {
   const lines = [prMarker(v.taskId), `Closes #${v.issue}`, "", "## Summary", ""];
   const summary = v.summary?.trim();

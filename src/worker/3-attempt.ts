@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { plainAgentText } from "../core/published-text.ts";
 import { scanOutgoing } from "../core/secret-scan.ts";
 import { parseRepoFullName } from "../github/port.ts";
-import { renderPrBody } from "../render/pr-body.ts";
+import { renderDraftStartBody, renderPrBody } from "../render/pr-body.ts";
 import { loadPlan, runPhase } from "./3-phase.ts";
 import { finish } from "./4-finish.ts";
 import {
@@ -50,6 +50,7 @@ import {
   prepareNotesDir,
   readArtifacts,
 } from "./workspace/artifacts.ts";
+import { gitIn } from "./workspace/git.ts";
 import { runSetup } from "./workspace/setup-steps.ts";
 import { addWorktree, cleanAfterAgent, removeWorktree, type Worktree } from "./workspace/worktree.ts";
 
@@ -107,6 +108,9 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
     // Step 2b: the repository's setup steps, in the sandbox, before any agent.
     const setupFailed = await setupStep(ctx, wt, planning);
     if (setupFailed) return setupFailed;
+
+    // Step 2c: `draft_pr`: the task's pull request opens now, as a draft, so people see it while it runs.
+    await openDraftAtStart(ctx, wt, planning);
 
     // Step 3 (a run with the answer to the agent's question goes on where it stopped: no new plan)
     const answered = spec.question?.answer
@@ -388,7 +392,7 @@ async function publishChange(
   await pushBranch(wt, deps.cloneUrl, ctx.branch, deps.gitAuth);
   const pr = await openOrUpdatePullRequest(deps.github, parseRepoFullName(spec.repo), {
     branch: ctx.branch,
-    mayExist: (spec.earlierRuns?.length ?? 0) > 0,
+    mayExist: (spec.earlierRuns?.length ?? 0) > 0 || result.pr !== undefined,
     base: wt.baseBranch,
     title: spec.title,
     body: ctx.redact(prBody),
@@ -398,6 +402,50 @@ async function publishChange(
   const outcome = await finish(ctx, "pr-opened", undefined, run, notes);
   if (spec.draftPr) await markReady(ctx, pr.number);
   return outcome;
+}
+
+/**
+ * Step 2c, `draft_pr` on a task's first run (its branch not pushed yet): an empty commit of Fleet's is
+ * pushed and the draft opened on it before any agent runs, as the run's start, so the PR is there while
+ * the agent works (its change is pushed to it at the end, then it is marked ready). The draft is the
+ * run's PR from then on, whatever the run ends in; a failure to open it leaves the run as it was (the
+ * PR then opens at the end). Nothing of the agent's is in it: the commit and the body are Fleet's.
+ */
+async function openDraftAtStart(ctx: RunContext, wt: Worktree, planning: boolean): Promise<void> {
+  const { spec, deps, result } = ctx;
+  if (!spec.draftPr || deps.local || wt.continued || spec.reviewPr !== undefined) return;
+  await ctx.progress(
+    { state: planning ? "planning" : "running", step: "opening the draft pull request" },
+    true,
+  );
+  try {
+    await gitIn(wt, [
+      "commit",
+      "-q",
+      "--allow-empty",
+      "--no-verify",
+      "-m",
+      `Start Fleet task ${spec.taskId} (#${spec.issue})`,
+    ]);
+    await pushBranch(wt, deps.cloneUrl, ctx.branch, deps.gitAuth);
+    const pr = await openOrUpdatePullRequest(deps.github, parseRepoFullName(spec.repo), {
+      branch: ctx.branch,
+      base: wt.baseBranch,
+      title: spec.title,
+      body: renderDraftStartBody({
+        taskId: spec.taskId,
+        issue: spec.issue,
+        coder: spec.coder,
+        model: spec.model,
+      }),
+      draft: true,
+    });
+    result.pr = { number: pr.number, url: pr.url, head: pr.head };
+  } catch {
+    // Opened at the end instead, as without draft_pr's early start.
+  }
+  // The change is measured from here: Fleet's empty commit is not the agent's.
+  wt.startSha = (await gitIn(wt, ["rev-parse", "HEAD"])).stdout.trim();
 }
 
 /**
