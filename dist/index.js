@@ -65414,6 +65414,8 @@ var RepoQueue = class {
     const started = /* @__PURE__ */ new Map();
     let recorded = /* @__PURE__ */ new Map();
     let failed = /* @__PURE__ */ new Map();
+    const attemptOf = new Map(tasks.map((t) => [t.id, t.attempts]));
+    const sameDispatch = (t) => t?.state === "dispatched" && t.attempts === attemptOf.get(t.id);
     let since;
     const record3 = async () => {
       const [runs, failures] = [recorded, failed];
@@ -65424,7 +65426,7 @@ var RepoQueue = class {
           let out = { doc: d, changes: [], messages: [] };
           for (const [id, withRun] of runs) {
             const current = out.doc.tasks[id];
-            if (current?.state !== "dispatched") continue;
+            if (!sameDispatch(current)) continue;
             const task = withRun(current);
             out = mergeResults(out, {
               doc: { ...out.doc, tasks: { ...out.doc.tasks, [id]: task } },
@@ -65433,6 +65435,7 @@ var RepoQueue = class {
             });
           }
           for (const [id, reason] of failures) {
+            if (!sameDispatch(out.doc.tasks[id])) continue;
             const moved = moveTask(out.doc, id, "failed", { now: this.iso(), reason });
             if (moved) out = mergeResults(out, moved);
           }
@@ -65442,6 +65445,9 @@ var RepoQueue = class {
         { schedule: failures.size > 0 }
       );
     };
+    const recordSafely = () => record3().catch(
+      (error64) => this.deps.log?.(`recording started runs failed: ${error64.message}`)
+    );
     for (const task of tasks) {
       since ??= this.now().getTime();
       try {
@@ -65459,9 +65465,9 @@ var RepoQueue = class {
         this.deps.log?.(`dispatch of ${task.id} failed: ${error64.message}`);
         failed.set(task.id, `could not start the run: ${error64.message}`);
       }
-      if (this.now().getTime() - since >= RECORD_RUNS_EVERY_MS) await record3();
+      if (this.now().getTime() - since >= RECORD_RUNS_EVERY_MS) await recordSafely();
     }
-    await record3();
+    await recordSafely();
     return started;
   }
   /** Every changed task's tracking comment: its state, place in the queue, tokens, run link. */
@@ -71798,9 +71804,22 @@ async function addWorktree(workDir, src, taskId, branch) {
       branch,
       baseBranch: defaultBranch,
       startSha,
-      continued: existing !== void 0
+      continued: existing !== void 0 && !await treeAsForked(cacheDir2, branch, defaultBranch),
+      pushed: existing !== void 0
     };
   });
+}
+async function treeAsForked(cacheDir2, branch, defaultBranch) {
+  const fork = (await git(["merge-base", `refs/remotes/origin/${branch}`, `refs/remotes/origin/${defaultBranch}`], {
+    cwd: cacheDir2,
+    okCodes: [1]
+  })).stdout.trim();
+  if (!fork) return false;
+  const trees = await git(["rev-parse", `refs/remotes/origin/${branch}^{tree}`, `${fork}^{tree}`], {
+    cwd: cacheDir2
+  });
+  const [a2, b] = trees.stdout.trim().split("\n");
+  return a2 !== void 0 && a2 === b;
 }
 async function removeWorktree(wt) {
   await exclusive(wt.cacheDir, async () => {
@@ -72110,7 +72129,7 @@ async function publishChange(ctx, wt, run, notes) {
   await pushBranch(wt, deps.cloneUrl, ctx.branch, deps.gitAuth);
   const pr = await openOrUpdatePullRequest(deps.github, parseRepoFullName(spec.repo), {
     branch: ctx.branch,
-    mayExist: (spec.earlierRuns?.length ?? 0) > 0 || result.pr !== void 0,
+    mayExist: (spec.earlierRuns?.length ?? 0) > 0 || ctx.draftAtStart !== void 0,
     base: wt.baseBranch,
     title: spec.title,
     body: ctx.redact(prBody),
@@ -72122,22 +72141,31 @@ async function publishChange(ctx, wt, run, notes) {
   return outcome;
 }
 async function openDraftAtStart(ctx, wt, planning) {
-  const { spec, deps, result } = ctx;
-  if (!spec.draftPr || deps.local || wt.continued || spec.reviewPr !== void 0) return;
+  const { spec, deps } = ctx;
+  if (!spec.draftPr || deps.local || wt.pushed || spec.reviewPr !== void 0) return;
+  if (deps.signal?.aborted) return;
   await ctx.progress(
     { state: planning ? "planning" : "running", step: "opening the draft pull request" },
     true
   );
   try {
+    await deps.confirmHeld?.();
+    if (deps.signal?.aborted) return;
     await gitIn(wt, [
       "commit",
       "-q",
       "--allow-empty",
       "--no-verify",
       "-m",
-      `Start Fleet task ${spec.taskId} (#${spec.issue})`
+      `Start Fleet task ${spec.taskId} (#${spec.issue}) [skip ci]`
     ]);
-    await pushBranch(wt, deps.cloneUrl, ctx.branch, deps.gitAuth);
+    try {
+      await pushBranch(wt, deps.cloneUrl, ctx.branch, deps.gitAuth);
+    } catch (error64) {
+      await gitIn(wt, ["reset", "-q", "--soft", wt.startSha]);
+      throw error64;
+    }
+    wt.startSha = (await gitIn(wt, ["rev-parse", "HEAD"])).stdout.trim();
     const pr = await openOrUpdatePullRequest(deps.github, parseRepoFullName(spec.repo), {
       branch: ctx.branch,
       base: wt.baseBranch,
@@ -72150,10 +72178,9 @@ async function openDraftAtStart(ctx, wt, planning) {
       }),
       draft: true
     });
-    result.pr = { number: pr.number, url: pr.url, head: pr.head };
+    ctx.draftAtStart = pr.number;
   } catch {
   }
-  wt.startSha = (await gitIn(wt, ["rev-parse", "HEAD"])).stdout.trim();
 }
 async function markReady(ctx, pull) {
   try {

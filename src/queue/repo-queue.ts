@@ -370,6 +370,11 @@ export class RepoQueue {
     const started = new Map<string, (t: Task) => Task>();
     let recorded = new Map<string, (t: Task) => Task>();
     let failed = new Map<string, string>();
+    // The dispatch each start was for: a task dispatched again meanwhile (a cancel and a retry, a lost
+    // run requeued) is another attempt, which this start's run or failure must not be written onto.
+    const attemptOf = new Map(tasks.map((t) => [t.id, t.attempts]));
+    const sameDispatch = (t: Task | undefined): t is Task =>
+      t?.state === "dispatched" && t.attempts === attemptOf.get(t.id);
     let since: number | undefined;
     const record = async () => {
       const [runs, failures] = [recorded, failed];
@@ -380,7 +385,7 @@ export class RepoQueue {
           let out: TransitionResult = { doc: d, changes: [], messages: [] };
           for (const [id, withRun] of runs) {
             const current = out.doc.tasks[id];
-            if (current?.state !== "dispatched") continue;
+            if (!sameDispatch(current)) continue;
             const task = withRun(current);
             out = mergeResults(out, {
               doc: { ...out.doc, tasks: { ...out.doc.tasks, [id]: task } },
@@ -389,6 +394,7 @@ export class RepoQueue {
             });
           }
           for (const [id, reason] of failures) {
+            if (!sameDispatch(out.doc.tasks[id])) continue;
             const moved = moveTask(out.doc, id, "failed", { now: this.iso(), reason });
             if (moved) out = mergeResults(out, moved);
           }
@@ -398,6 +404,12 @@ export class RepoQueue {
         { schedule: failures.size > 0 },
       );
     };
+    // A record that cannot be written is said, and the burst goes on: its runs still find their task by
+    // run-name when they end (taskOfRun), and a task left dispatched is retried when its lease runs out.
+    const recordSafely = () =>
+      record().catch((error) =>
+        this.deps.log?.(`recording started runs failed: ${(error as Error).message}`),
+      );
     for (const task of tasks) {
       since ??= this.now().getTime();
       try {
@@ -415,9 +427,9 @@ export class RepoQueue {
         this.deps.log?.(`dispatch of ${task.id} failed: ${(error as Error).message}`);
         failed.set(task.id, `could not start the run: ${(error as Error).message}`);
       }
-      if (this.now().getTime() - since >= RECORD_RUNS_EVERY_MS) await record();
+      if (this.now().getTime() - since >= RECORD_RUNS_EVERY_MS) await recordSafely();
     }
-    await record();
+    await recordSafely();
     return started;
   }
 
@@ -528,10 +540,10 @@ function claimReplyIn(
   };
 }
 
-/** Two transitions applied one after the other, as one: a task changed twice keeps its first `from`. */
 /** How long a burst of dispatches goes on before the runs started so far are recorded (see startRuns). */
 const RECORD_RUNS_EVERY_MS = 10_000;
 
+/** Two transitions applied one after the other, as one: a task changed twice keeps its first `from`. */
 function mergeResults(a: TransitionResult, b: TransitionResult): TransitionResult {
   const changes = new Map(a.changes.map((c) => [c.task.id, c]));
   for (const c of b.changes) {

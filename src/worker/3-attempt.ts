@@ -392,7 +392,7 @@ async function publishChange(
   await pushBranch(wt, deps.cloneUrl, ctx.branch, deps.gitAuth);
   const pr = await openOrUpdatePullRequest(deps.github, parseRepoFullName(spec.repo), {
     branch: ctx.branch,
-    mayExist: (spec.earlierRuns?.length ?? 0) > 0 || result.pr !== undefined,
+    mayExist: (spec.earlierRuns?.length ?? 0) > 0 || ctx.draftAtStart !== undefined,
     base: wt.baseBranch,
     title: spec.title,
     body: ctx.redact(prBody),
@@ -406,28 +406,42 @@ async function publishChange(
 
 /**
  * Step 2c, `draft_pr` on a task's first run (its branch not pushed yet): an empty commit of Fleet's is
- * pushed and the draft opened on it before any agent runs, as the run's start, so the PR is there while
- * the agent works (its change is pushed to it at the end, then it is marked ready). The draft is the
- * run's PR from then on, whatever the run ends in; a failure to open it leaves the run as it was (the
- * PR then opens at the end). Nothing of the agent's is in it: the commit and the body are Fleet's.
+ * pushed and the draft opened on it before any agent runs, so the PR is there while the agent works (its
+ * change is pushed to it at the end, then it is marked ready; a later run pushes to it too). A failure to
+ * open it leaves the run as it was (the PR then opens at the end). Nothing of the agent's is in it: the
+ * commit and the body are Fleet's.
  */
 async function openDraftAtStart(ctx: RunContext, wt: Worktree, planning: boolean): Promise<void> {
-  const { spec, deps, result } = ctx;
-  if (!spec.draftPr || deps.local || wt.continued || spec.reviewPr !== undefined) return;
+  const { spec, deps } = ctx;
+  if (!spec.draftPr || deps.local || wt.pushed || spec.reviewPr !== undefined) return;
+  if (deps.signal?.aborted) return;
   await ctx.progress(
     { state: planning ? "planning" : "running", step: "opening the draft pull request" },
     true,
   );
   try {
+    // Nothing is published for a task this worker no longer holds (a cancel since the claim).
+    await deps.confirmHeld?.();
+    if (deps.signal?.aborted) return;
+    // `[skip ci]`: no workflow runs for a commit with nothing in it (GitHub skips push and pull_request
+    // runs whose head commit says so: https://docs.github.com/en/actions/managing-workflow-runs-and-deployments/managing-workflow-runs/skipping-workflow-runs).
     await gitIn(wt, [
       "commit",
       "-q",
       "--allow-empty",
       "--no-verify",
       "-m",
-      `Start Fleet task ${spec.taskId} (#${spec.issue})`,
+      `Start Fleet task ${spec.taskId} (#${spec.issue}) [skip ci]`,
     ]);
-    await pushBranch(wt, deps.cloneUrl, ctx.branch, deps.gitAuth);
+    try {
+      await pushBranch(wt, deps.cloneUrl, ctx.branch, deps.gitAuth);
+    } catch (error) {
+      // Not on the remote: the run goes on from where it started, and its PR opens at the end.
+      await gitIn(wt, ["reset", "-q", "--soft", wt.startSha]);
+      throw error;
+    }
+    // The change is measured from here: Fleet's empty commit is not the agent's.
+    wt.startSha = (await gitIn(wt, ["rev-parse", "HEAD"])).stdout.trim();
     const pr = await openOrUpdatePullRequest(deps.github, parseRepoFullName(spec.repo), {
       branch: ctx.branch,
       base: wt.baseBranch,
@@ -440,12 +454,11 @@ async function openDraftAtStart(ctx: RunContext, wt: Worktree, planning: boolean
       }),
       draft: true,
     });
-    result.pr = { number: pr.number, url: pr.url, head: pr.head };
+    // Not the run's outcome: the task's PR is recorded when a run opens it with a change (5-record).
+    ctx.draftAtStart = pr.number;
   } catch {
-    // Opened at the end instead, as without draft_pr's early start.
+    // Opened at the end instead, as without the early start.
   }
-  // The change is measured from here: Fleet's empty commit is not the agent's.
-  wt.startSha = (await gitIn(wt, ["rev-parse", "HEAD"])).stdout.trim();
 }
 
 /**

@@ -251,6 +251,8 @@ export interface RunContext {
   result: TaskOutcome;
   /** Folders no sandbox of this run shows, nor any folder holding one. */
   forbidden: readonly string[];
+  /** `draft_pr`: the draft this run opened at its start (its change goes to it at the end). */
+  draftAtStart?: number;
 }
 
 /** What every contained process of a run shares: its network policy, limits and forbidden folders. */

@@ -81,4 +81,55 @@ describe("starting the runs of a burst of dispatches", () => {
     expect(tasks[2]!.reason).toBe("could not start the run: GitHub answered 500");
     expect(tasks[3]!.runUrl).toBe("https://example.test/runs/1004");
   });
+
+  it("writes no run of a start onto the task's next dispatch", async () => {
+    const parsed = parseFleetConfig("max_concurrent: 10\n");
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+    const local = createLocalStateStore({ home, clock: () => new Date(NOW) });
+    let runs = 0;
+    let queue: ReturnType<typeof createRepoQueue>;
+    const dispatcher: Dispatcher = {
+      mode: "actions",
+      async start(task) {
+        const runId = `run-${++runs}`;
+        // In the burst of #2 and #3: while #3 starts, #2 (started, its run not recorded yet) is
+        // cancelled and retried, so it is dispatched again, a new attempt with a run of its own.
+        if (task.issue === 3) {
+          await queue.move(2, "cancelled", { from: ["dispatched"] });
+          await queue.move(2, "queued", { from: ["cancelled"] });
+        }
+        return { runId };
+      },
+      stop: async () => {},
+    };
+    queue = createRepoQueue({
+      repo: "octo/widgets",
+      store: local,
+      fileConfig: parsed.config,
+      dispatcher,
+      clock: () => new Date(NOW),
+    });
+    expect((await queue.setConfig([{ key: "max_concurrent", value: 1 }], "mona")).ok).toBe(true);
+    for (const issue of [1, 2, 3])
+      await queue.enqueue({
+        issue,
+        title: `Task ${issue}`,
+        body: "Do it.",
+        coder: "claude",
+        model: "sonnet",
+        priority: 2,
+        dependsOn: [],
+        requestedBy: "mona",
+      });
+    // #1 took the one slot (run-1); raising the cap starts #2 (run-2) and #3 in one burst.
+    expect((await queue.setConfig([{ key: "max_concurrent", value: 4 }], "mona")).ok).toBe(true);
+    const tasks = Object.values((await local.read()).doc.tasks).sort((a, b) => a.issue - b.issue);
+    expect(tasks.map((t) => [t.issue, t.state, t.attempts, t.runId])).toEqual([
+      [1, "dispatched", 1, "run-1"],
+      // #2's second dispatch keeps its own run (run-4: numbered as #3's start began), not run-2 of the
+      // attempt that was cancelled.
+      [2, "dispatched", 2, "run-4"],
+      [3, "dispatched", 1, "run-3"],
+    ]);
+  });
 });

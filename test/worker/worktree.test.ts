@@ -183,6 +183,39 @@ describe("worktree and publish, against a real bare repository", () => {
     expect(head.stdout).toBe("fleet/1-hello");
   });
 
+  it("counts a pushed branch with nothing on it (draft_pr's empty start) as pushed, not continued", async () => {
+    const src = { repo: "octo/widgets", cloneUrl: url };
+    const first = await addWorktree(workDir, src, "t8", "fleet/8-draft");
+    await execa(
+      "git",
+      [
+        ...id,
+        "--git-dir",
+        first.gitDir,
+        "--work-tree",
+        first.path,
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "start",
+      ],
+      { env },
+    );
+    await pushBranch(first, url, "fleet/8-draft");
+    await removeWorktree(first);
+    const again = await addWorktree(workDir, src, "t8b", "fleet/8-draft");
+    expect([again.pushed, again.continued]).toEqual([true, false]);
+    // A change on it: an earlier run's work, which setup treats as the agent's.
+    await writeFile(join(again.path, "WORK.md"), "work\n");
+    await commitAll(again, "work");
+    await pushBranch(again, url, "fleet/8-draft");
+    await removeWorktree(again);
+    const third = await addWorktree(workDir, src, "t8c", "fleet/8-draft");
+    expect([third.pushed, third.continued]).toEqual([true, true]);
+    await removeWorktree(third);
+  });
+
   it("refuses to push anything but a fleet/* branch", async () => {
     for (const b of ["main", "fleet/../main", "feature/x", "fleet/", "refs/heads/main"]) {
       expect(() => assertFleetBranch(b)).toThrow(/only to fleet\/\*/);

@@ -25,8 +25,13 @@ export interface Worktree {
   baseBranch: string;
   /** The commit the worktree started from. */
   startSha: string;
-  /** True when the task branch already existed on the remote and the worktree continues it. */
+  /**
+   * True when the task branch already existed on the remote with a change of its own (its tree is not
+   * the tree it forked from): an earlier run's work, which setup must treat as the agent's.
+   */
   continued: boolean;
+  /** True when the task branch already existed on the remote (with a change or not, e.g. a draft's start). */
+  pushed: boolean;
   /** What setup made, as gitignore patterns Fleet's git reads (see `recordSetupMade`). */
   excludesFile?: string;
   /** Tracked files setup changed, with their content's hash after setup (left out of a commit while unchanged since). */
@@ -188,9 +193,29 @@ export async function addWorktree(
       branch,
       baseBranch: defaultBranch,
       startSha,
-      continued: existing !== undefined,
+      continued: existing !== undefined && !(await treeAsForked(cacheDir, branch, defaultBranch)),
+      pushed: existing !== undefined,
     };
   });
+}
+
+/**
+ * Whether the remote task branch's tree is the tree of its fork point from the default branch: nothing
+ * of an agent's on it (only commits that change nothing, such as `draft_pr`'s start).
+ */
+async function treeAsForked(cacheDir: string, branch: string, defaultBranch: string): Promise<boolean> {
+  const fork = (
+    await git(["merge-base", `refs/remotes/origin/${branch}`, `refs/remotes/origin/${defaultBranch}`], {
+      cwd: cacheDir,
+      okCodes: [1],
+    })
+  ).stdout.trim();
+  if (!fork) return false;
+  const trees = await git(["rev-parse", `refs/remotes/origin/${branch}^{tree}`, `${fork}^{tree}`], {
+    cwd: cacheDir,
+  });
+  const [a, b] = trees.stdout.trim().split("\n");
+  return a !== undefined && a === b;
 }
 
 /**
