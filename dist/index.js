@@ -20394,12 +20394,12 @@ ${indent}`) + "'";
       blockEndNewlines = /\n+(?!\n|$)/g;
     }
     function blockString({ comment, type, value }, ctx, onComment, onChompKeep) {
-      const { blockQuote, commentString, lineWidth } = ctx.options;
-      if (!blockQuote || /\n[\t ]+$/.test(value)) {
+      const { blockQuote: blockQuote2, commentString, lineWidth } = ctx.options;
+      if (!blockQuote2 || /\n[\t ]+$/.test(value)) {
         return quotedString(value, ctx);
       }
       const indent = ctx.indent || (ctx.forceBlockIndent || containsDocumentMarker(value) ? "  " : "");
-      const literal2 = blockQuote === "literal" ? true : blockQuote === "folded" || type === Scalar.Scalar.BLOCK_FOLDED ? false : type === Scalar.Scalar.BLOCK_LITERAL ? true : !lineLengthOverLimit(value, lineWidth, indent.length);
+      const literal2 = blockQuote2 === "literal" ? true : blockQuote2 === "folded" || type === Scalar.Scalar.BLOCK_FOLDED ? false : type === Scalar.Scalar.BLOCK_LITERAL ? true : !lineLengthOverLimit(value, lineWidth, indent.length);
       if (!value)
         return literal2 ? "|\n" : ">\n";
       let chomp;
@@ -20454,7 +20454,7 @@ ${indent}`) + "'";
         const foldedValue = value.replace(/\n+/g, "\n$&").replace(/(?:^|\n)([\t ].*)(?:([\n\t ]*)\n(?![\n\t ]))?/g, "$1$2").replace(/\n+/g, `$&${indent}`);
         let literalFallback = false;
         const foldOptions = getFoldOptions(ctx, true);
-        if (blockQuote !== "folded" && type !== Scalar.Scalar.BLOCK_FOLDED) {
+        if (blockQuote2 !== "folded" && type !== Scalar.Scalar.BLOCK_FOLDED) {
           foldOptions.onOverflow = () => {
             literalFallback = true;
           };
@@ -64543,6 +64543,24 @@ function variantBranchName(issue3, title, coder, model2) {
   return variant ? `${taskBranchName(issue3, title)}-${variant}` : taskBranchName(issue3, title);
 }
 
+// src/core/commands.ts
+var FLEET_COMMAND_HELP = [
+  "Fleet commands (a comment line starting with `/fleet`):",
+  "- `/fleet status`: show the task's state, queue position and slot use",
+  "- `/fleet cancel [reason]`: stop the task and its run",
+  "- `/fleet retry [coder[:model]]`: queue a failed, cancelled or rate-limited task again (without waiting for the limit's reset), optionally with another coder or model",
+  "- `/fleet approve [note]`: approve the posted plan",
+  "- `/fleet answer [task-id] <answer>`: answer the question the task's agent asked (a plain reply on the issue answers too); the task is queued again with it",
+  "- `/fleet config set key=value [key=value ...]`: change an operational setting (e.g. `max_concurrent=5`); who may drive Fleet, credentials, dispatch and the sandbox come only from `.github/fleet.yml`",
+  "- `/fleet review [coder[:model]]` on a pull request: a read-only agent reviews its diff and posts one review with inline comments",
+  "- `/fleet labels`: create the fleet labels in this repository",
+  "- `/fleet help`: show this help",
+  "- `/fleet <instructions>` on a Fleet pull request: another agent iteration with these instructions"
+].join("\n");
+var MAX_ANSWER_CHARS = 1e4;
+var boundAnswer = (text2) => text2.length > MAX_ANSWER_CHARS ? `${[...text2].slice(0, MAX_ANSWER_CHARS).join("")}
+[… cut: the answer was longer]` : text2;
+
 // src/core/prompt-pin.ts
 var K = new Uint32Array([
   1116352408,
@@ -64910,7 +64928,7 @@ function answerQuestion(doc, taskId, answer) {
     question: {
       text: current.question?.text ?? "",
       askedAt: current.question?.askedAt ?? current.updatedAt,
-      answer: { text: answer.text, by: answer.by, at: answer.now }
+      answer: { text: boundAnswer(answer.text), by: answer.by, at: answer.now }
     }
   };
   return {
@@ -65692,6 +65710,7 @@ function boundText(text2, max, where) {
   if (keep > 0 && /[\ud800-\udbff]/.test(text2[keep - 1])) keep--;
   return `${text2.slice(0, keep)}${note2(text2.length - keep)}`;
 }
+var blockQuote = (text2) => `> ${text2.replace(/\n/g, "\n> ")}`;
 function plainAgentText(text2) {
   return text2.replace(/\r\n?/g, "\n").replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, "").replace(/<!--/g, `<!${JOINER}--`);
 }
@@ -66003,7 +66022,6 @@ ${quoteSectionMarkers(text2)}`);
   }
   return parts.join("\n\n");
 }
-var quoteLines = (text2) => text2.split("\n").map((l) => `> ${l}`).join("\n");
 function renderTrackingComment(v) {
   const lines = [
     trackingMarker(v.taskKey),
@@ -66029,9 +66047,9 @@ function renderTrackingComment(v) {
       "",
       "**The agent asks:**",
       "",
-      quoteLines(neutraliseMentions(plainAgentText(v.question), { untrusted: true }))
+      blockQuote(neutraliseMentions(plainAgentText(v.question), { untrusted: true }))
     );
-  if (v.reason) lines.push("", `> ${neutraliseMentions(v.reason).replace(/\n/g, "\n> ")}`);
+  if (v.reason) lines.push("", blockQuote(neutraliseMentions(v.reason)));
   if (v.promptEditedBy) {
     lines.push(
       "",
@@ -68307,18 +68325,18 @@ function answerPrompt(question, change) {
     "",
     "Earlier in this task you stopped to ask a person:",
     "",
-    ...question.text.split("\n").map((l) => `> ${l}`),
+    blockQuote(question.text),
     "",
     `@${question.answer.by} answered:`,
     "",
-    ...question.answer.text.split("\n").map((l) => `> ${l}`),
+    blockQuote(question.answer.text),
     "",
     `Go on with the task with this answer. ${where}`.trim()
   ].join("\n");
 }
 async function postQuestion(github, task, question, expireAfterHours) {
   const who = task.requestedBy ? `@${task.requestedBy}, the` : "The";
-  const quoted = neutraliseMentions(plainAgentText(question), { untrusted: true }).split("\n").map((l) => `> ${l}`).join("\n");
+  const quoted = blockQuote(neutraliseMentions(plainAgentText(question), { untrusted: true }));
   const body = [
     `${who} agent working on this issue (Fleet task \`${task.id}\`) has a question:`,
     "",
@@ -71922,7 +71940,7 @@ async function runTask(spec, deps) {
     const setupFailed = await setupStep(ctx, wt, planning);
     if (setupFailed) return setupFailed;
     await openDraftAtStart(ctx, wt, planning);
-    const answered = spec.question?.answer ? await answeredStep(ctx, wt, notesDir, carried.length > 0) : void 0;
+    const answered = spec.question?.answer ? await answeredStep(ctx, wt, notesDir, carried.length > 0 ? resumed?.sessionId : void 0) : void 0;
     const planned = answered ?? await planStep(ctx, wt, notesDir);
     if ("outcome" in planned) return planned;
     await ctx.progress({ state: "running", step: "agent working" }, true);
@@ -71995,12 +72013,11 @@ async function setupStep(ctx, wt, planning) {
   ctx.result.noRetry = true;
   return finish2(ctx, deps.signal?.aborted ? "cancelled" : "failed", r.reason);
 }
-async function answeredStep(ctx, wt, notesDir, sessionKept) {
+async function answeredStep(ctx, wt, notesDir, sessionId) {
   const question = ctx.spec.question;
   const restored = await restoreQuestionChange(ctx.artifactsDir, wt);
   const saved = await loadPlan(ctx.artifactsDir);
   if (saved.plan !== void 0) await (0, import_promises34.writeFile)((0, import_node_path29.join)(notesDir, PLAN_FILE), saved.plan);
-  const sessionId = sessionKept ? await savedQuestionSession(ctx.artifactsDir) : void 0;
   return {
     plan: saved.plan,
     ...sessionId ? { resumeSessionId: sessionId } : {},

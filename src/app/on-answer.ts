@@ -1,7 +1,9 @@
 import type { Context } from "probot";
-import { boundAnswer, parseFleetCommand } from "../core/commands.ts";
+import { parseFleetCommand } from "../core/commands.ts";
 import { LABEL_PREFIX } from "../core/labels.ts";
+import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
+import { waitingTasksOf } from "../queue/transitions.ts";
 import { renderCommandReply } from "../render/command-replies.ts";
 import { configOrExplain, mayDriveFleet } from "./guard.ts";
 import type { HandlerDeps } from "./handler-deps.ts";
@@ -24,15 +26,15 @@ export async function answerWaitingTask(
   queue: RepoQueue,
   issue: number,
   answer: { text: string; by: string; taskId?: string },
+  /** The state as the caller just read it (else it is read here). */
+  doc?: FleetStateDoc,
 ): Promise<AnswerResult> {
-  const waiting = Object.values((await queue.snapshot()).tasks).filter(
-    (t) => t.issue === issue && t.state === "waiting",
-  );
+  const waiting = waitingTasksOf(doc ?? (await queue.snapshot()), issue);
   const named = answer.taskId;
   const target = named ? waiting.find((t) => t.id === named) : waiting.length === 1 ? waiting[0] : undefined;
   if (named && !target) return { notWaiting: named };
   if (!target) return waiting.length === 0 ? { none: true } : { ambiguous: waiting.map((t) => t.id) };
-  const answered = await queue.answer(target.id, boundAnswer(answer.text), answer.by);
+  const answered = await queue.answer(target.id, answer.text, answer.by);
   return answered ? { answered: target.id } : { none: true };
 }
 
@@ -65,11 +67,11 @@ export async function onAnswer(context: CommentContext, deps: HandlerDeps): Prom
   // The state first (a git read, mostly "unchanged"): a reply on an issue with no waiting task costs no
   // permission check.
   const issue = payload.issue.number;
-  if (!Object.values((await queue.snapshot()).tasks).some((t) => t.issue === issue && t.state === "waiting"))
-    return;
+  const doc = await queue.snapshot();
+  if (waitingTasksOf(doc, issue).length === 0) return;
   const sender = payload.comment.user?.login ?? payload.sender.login;
   if (!(await mayDriveFleet(deps.github, context.repo(), config, sender))) return;
-  const result = await answerWaitingTask(queue, issue, { text: body, by: sender });
+  const result = await answerWaitingTask(queue, issue, { text: body, by: sender }, doc);
   // Two sides waiting: a plain reply cannot say which it answers, so the maintainer is asked to name it.
   if ("ambiguous" in result)
     await deps.github.issues.createComment(

@@ -5,6 +5,7 @@ import { parseDependencies } from "../core/dependencies.ts";
 import { filesNamedIn } from "../core/file-paths.ts";
 import { taskRequestFromLabels } from "../core/labels.ts";
 import { parseMention } from "../core/mentions.ts";
+import { waitingTasksOf } from "../queue/transitions.ts";
 import { renderCommandReply } from "../render/command-replies.ts";
 import { configOrExplain, mayDriveFleet } from "./guard.ts";
 import type { HandlerDeps } from "./handler-deps.ts";
@@ -42,13 +43,7 @@ export async function onMention(context: CommentContext, deps: HandlerDeps): Pro
   }
   const queue = await deps.queues.forContext(context, config);
   // On an issue whose task waits for an answer, the comment is the answer (on-answer.ts).
-  if (
-    !onPullRequest &&
-    Object.values((await queue.snapshot()).tasks).some(
-      (t) => t.issue === issue.number && t.state === "waiting",
-    )
-  )
-    return;
+  if (!onPullRequest && waitingTasksOf(await queue.snapshot(), issue.number).length > 0) return;
   if (onPullRequest) {
     const pr = await deps.github.pulls.get(context.repo(), issue.number);
     if (taskForPullRequest(await queue.snapshot(), { number: pr.number, head: pr.head.ref })) {

@@ -90,9 +90,7 @@ function parseLine(rest: string, fullText: string, options: ParseCommandOptions)
         return error(
           "`/fleet answer` needs the answer (e.g. `/fleet answer Use the blue theme.`, or `/fleet answer fl-a3f Use the blue theme.` to name the task).",
         );
-      return named
-        ? { kind: "answer", text: boundAnswer(text), taskId: named[1]!.toLowerCase() }
-        : { kind: "answer", text: boundAnswer(text) };
+      return named ? { kind: "answer", text, taskId: named[1]!.toLowerCase() } : { kind: "answer", text };
     }
     case "retry": {
       if (args.length === 0) return { kind: "retry" };

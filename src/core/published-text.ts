@@ -195,6 +195,9 @@ export function boundText(text: string, max: number, where?: string): string {
   return `${text.slice(0, keep)}${note(text.length - keep)}`;
 }
 
+/** Text as a Markdown block quote, every line of it (blank ones too). */
+export const blockQuote = (text: string): string => `> ${text.replace(/\n/g, "\n> ")}`;
+
 /**
  * An agent's text made plain where Fleet publishes it as its own: every line ending is a newline (a
  * lone CR ends a line in CommonMark, which would end a block quote the text is put in), control

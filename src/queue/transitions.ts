@@ -1,5 +1,6 @@
 import { findCycles, newBeadId } from "../beads/index.ts";
 import { taskBranchName, variantBranchName } from "../core/branch.ts";
+import { boundAnswer } from "../core/commands.ts";
 import {
   assignmentsText,
   type ConfigProblem,
@@ -255,6 +256,10 @@ export function setDependencies(
   };
 }
 
+/** The tasks of `issue` whose agent waits for an answer to its question. */
+export const waitingTasksOf = (doc: FleetStateDoc, issue: number): Task[] =>
+  tasksOf(doc).filter((t) => t.issue === issue && t.state === "waiting");
+
 /**
  * A person's answer to the question a waiting task's agent asked: the task goes back to the queue with
  * the answer, which its next run gets. Null when the task is not waiting (already answered, expired, gone).
@@ -271,7 +276,7 @@ export function answerQuestion(
     question: {
       text: current.question?.text ?? "",
       askedAt: current.question?.askedAt ?? current.updatedAt,
-      answer: { text: answer.text, by: answer.by, at: answer.now },
+      answer: { text: boundAnswer(answer.text), by: answer.by, at: answer.now },
     },
   };
   return {

@@ -1,4 +1,4 @@
-import { neutraliseMentions, plainAgentText } from "../core/published-text.ts";
+import { blockQuote, neutraliseMentions, plainAgentText } from "../core/published-text.ts";
 import type { TaskState } from "../core/task.ts";
 import { type TokenUsage, totalTokens } from "../core/usage.ts";
 import { trackingMarker } from "./markers.ts";
@@ -117,13 +117,6 @@ export function composeTrackingComment(header: string, sections: TrackingSection
 }
 
 /** The one comment per task that Fleet edits in place as the task moves (its state; see composeTrackingComment). */
-/** Text as a Markdown block quote, blank lines included. */
-const quoteLines = (text: string): string =>
-  text
-    .split("\n")
-    .map((l) => `> ${l}`)
-    .join("\n");
-
 export function renderTrackingComment(v: TrackingView): string {
   const lines = [
     trackingMarker(v.taskKey),
@@ -150,10 +143,10 @@ export function renderTrackingComment(v: TrackingView): string {
       "",
       "**The agent asks:**",
       "",
-      quoteLines(neutraliseMentions(plainAgentText(v.question), { untrusted: true })),
+      blockQuote(neutraliseMentions(plainAgentText(v.question), { untrusted: true })),
     );
   // Reasons and logins are repeated text: a mention in them names, it never pings.
-  if (v.reason) lines.push("", `> ${neutraliseMentions(v.reason).replace(/\n/g, "\n> ")}`);
+  if (v.reason) lines.push("", blockQuote(neutraliseMentions(v.reason)));
   if (v.promptEditedBy) {
     lines.push(
       "",

@@ -114,7 +114,7 @@ export async function runTask(spec: TaskSpec, deps: WorkerDeps): Promise<TaskOut
 
     // Step 3 (a run with the answer to the agent's question goes on where it stopped: no new plan)
     const answered = spec.question?.answer
-      ? await answeredStep(ctx, wt, notesDir, carried.length > 0)
+      ? await answeredStep(ctx, wt, notesDir, carried.length > 0 ? resumed?.sessionId : undefined)
       : undefined;
     const planned = answered ?? (await planStep(ctx, wt, notesDir));
     if ("outcome" in planned) return planned;
@@ -218,13 +218,13 @@ async function answeredStep(
   ctx: RunContext,
   wt: Worktree,
   notesDir: string,
-  sessionKept: boolean,
+  /** The asking run's session, when this worker kept it. */
+  sessionId: string | undefined,
 ): Promise<{ plan?: string; resumeSessionId?: string; addPrompt?: string }> {
   const question = ctx.spec.question!;
   const restored = await restoreQuestionChange(ctx.artifactsDir, wt);
   const saved = await loadPlan(ctx.artifactsDir);
   if (saved.plan !== undefined) await writeFile(join(notesDir, PLAN_FILE), saved.plan);
-  const sessionId = sessionKept ? await savedQuestionSession(ctx.artifactsDir) : undefined;
   return {
     plan: saved.plan,
     ...(sessionId ? { resumeSessionId: sessionId } : {}),

@@ -2,7 +2,7 @@ import { readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { CLAUDE_WORK_TOOLS } from "../agents/claude.ts";
 import type { CoderOptions } from "../core/coder-options.ts";
-import { neutraliseMentions, plainAgentText } from "../core/published-text.ts";
+import { blockQuote, neutraliseMentions, plainAgentText } from "../core/published-text.ts";
 import type { Task, TaskQuestion } from "../core/task.ts";
 import { type GitHub, parseRepoFullName } from "../github/port.ts";
 import { commitAll, forgetCommit } from "./4-publish.ts";
@@ -153,11 +153,11 @@ export function answerPrompt(
     "",
     "Earlier in this task you stopped to ask a person:",
     "",
-    ...question.text.split("\n").map((l) => `> ${l}`),
+    blockQuote(question.text),
     "",
     `@${question.answer.by} answered:`,
     "",
-    ...question.answer.text.split("\n").map((l) => `> ${l}`),
+    blockQuote(question.answer.text),
     "",
     `Go on with the task with this answer. ${where}`.trim(),
   ].join("\n");
@@ -176,10 +176,7 @@ export async function postQuestion(
   expireAfterHours: number,
 ): Promise<void> {
   const who = task.requestedBy ? `@${task.requestedBy}, the` : "The";
-  const quoted = neutraliseMentions(plainAgentText(question), { untrusted: true })
-    .split("\n")
-    .map((l) => `> ${l}`)
-    .join("\n");
+  const quoted = blockQuote(neutraliseMentions(plainAgentText(question), { untrusted: true }));
   const body = [
     `${who} agent working on this issue (Fleet task \`${task.id}\`) has a question:`,
     "",

@@ -54,7 +54,7 @@ export async function answerCommand(argv: string[]): Promise<number> {
   }
   const queue = target.queue((await target.fileConfig()).config);
   const by = process.env.USER || process.env.LOGNAME || "cli";
-  const after = await queue.answer(task.id, boundAnswer(text), by);
+  const after = await queue.answer(task.id, text, by);
   if (!after)
     throw new CliError(
       `Task ${task.id} changed state meanwhile; see \`fleet task ${task.id}\` and try again.`,
