@@ -9,7 +9,7 @@
 // own (its API URL), and its state store's operations are logged by a preload
 // (bench/lib/state-ops-preload.mjs), so every git request is known to be a poll, a claim, a transition.
 // Run alone: npx tsx bench/scale-workers.ts [--workers=20] [--tasks=400] [--cap=40] [--turns=2]
-//   [--delay-ms=200] [--sandbox=none|bubblewrap]
+//   [--delay-ms=200] [--sandbox=none|bubblewrap] [--concurrency=N (each worker's; default the cap)]
 import { execFile } from "node:child_process";
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -44,6 +44,8 @@ export interface ScaleWorkersOptions {
   turns: number;
   delayMs: number;
   sandbox: "none" | "bubblewrap";
+  /** Each worker's `--concurrency` (its machine's share); default: the repository's max_concurrent. */
+  concurrency?: number;
 }
 
 export interface ScaleWorkersResult extends ScaleWorkersOptions {
@@ -159,6 +161,7 @@ export async function runScaleWorkers(o: ScaleWorkersOptions): Promise<ScaleWork
             join(dir, `work-${i}`),
             "--model-base-url",
             models.url,
+            ...(o.concurrency ? ["--concurrency", String(o.concurrency)] : []),
           ],
           {
             cwd: dir,
@@ -380,6 +383,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     turns: Number(flag("turns", "2")),
     delayMs: Number(flag("delay-ms", "200")),
     sandbox: flag("sandbox", "none") as "none" | "bubblewrap",
+    ...(flag("concurrency", "") ? { concurrency: Number(flag("concurrency", "")) } : {}),
   });
   console.log(JSON.stringify(r, null, 2));
   await saveFigures(r);

@@ -88,6 +88,12 @@ const BENCHES: Record<string, { script: string; args: string[]; group: string }>
     script: "scale-workers.ts",
     args: ["--workers=20", "--tasks=400", "--cap=40"],
   },
+  // As on 20 machines of 2 agents each: the cap shared out, so claims and hand-offs spread the work.
+  "workers-20-shared": {
+    group: "workers",
+    script: "scale-workers.ts",
+    args: ["--workers=20", "--concurrency=2", "--tasks=100", "--cap=40"],
+  },
   app: { group: "app", script: "scale-app.ts", args: ["--owners=10", "--per-owner=10", "--tasks=20"] },
 };
 
@@ -181,25 +187,27 @@ function scaleTable(s: Record<string, Json>): string {
       "",
       load(t),
     ]);
-  const workers = ["workers-1", "workers-5", "workers-20"].map((k) => s[k]).filter((r) => r && !r.error);
+  const workers = ["workers-1", "workers-5", "workers-20", "workers-20-shared"]
+    .map((k) => s[k])
+    .filter((r) => r && !r.error);
   for (const r of workers)
     rows.push(
       [
-        `${r.workers} fleet run worker${r.workers === 1 ? "" : "s"}, one repository (max_concurrent ${r.cap}), ${r.tasks} tasks: correctness`,
+        `${r.workers} fleet run worker${r.workers === 1 ? "" : "s"}${r.concurrency ? ` of ${r.concurrency} agents each` : ""}, one repository (max_concurrent ${r.cap}), ${r.tasks} tasks: correctness`,
         `${r.ranTwice} run twice, ${r.overCapCommits} commits over the cap (max ${r.maxRunning} held), ${r.completed}/${r.tasks} ended with a PR`,
         "0 / 0 / every task ends",
         ok(r.ranTwice === 0 && r.overCapCommits === 0 && r.completed === r.tasks),
         load(r),
       ],
       [
-        `${r.workers} worker${r.workers === 1 ? "" : "s"}: git requests and state commits per task`,
+        `${r.workers} worker${r.workers === 1 ? "" : "s"}${r.concurrency ? ` of ${r.concurrency}` : ""}: git requests and state commits per task`,
         `${r.git.perTask} git (workers ${r.git.workersPerTask}, app ${r.git.appPerTask}), ${r.stateCommitsPerTask} commits; reads apart: ${r.git.reads.requestsPerTask} per task (${r.git.reads.perWorkerMinute} reads per worker-minute, ${r.git.reads.unmoved} of ${r.git.reads.count} found the branch unmoved)`,
         "≤ 12 git, ≤ 4 commits",
         ok(r.git.perTask <= 12 && r.stateCommitsPerTask <= 4),
         load(r),
       ],
       [
-        `${r.workers} worker${r.workers === 1 ? "" : "s"}: claim latency, refused pushes`,
+        `${r.workers} worker${r.workers === 1 ? "" : "s"}${r.concurrency ? ` of ${r.concurrency}` : ""}: claim latency, refused pushes`,
         `claim p50 ${r.claimLatencyMs.p50} ms, p99 ${r.claimLatencyMs.p99} ms; ${Math.round(r.pushes.refusedRate * 100)}% of pushes refused (claims ${Math.round(r.pushes.claimRefusedRate * 100)}%); ${r.tasksPerWorker.workersThatRanAny} workers ran tasks (${r.tasksPerWorker.min}–${r.tasksPerWorker.max} each)`,
         "(none set: the growth is the figure)",
         "",

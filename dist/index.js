@@ -65372,6 +65372,7 @@ var RepoQueue = class {
     const { deps } = this;
     let last = null;
     let dropped = [];
+    let taken = [];
     const mutation = ({ doc, beads }) => {
       const cleaned = deps.onOverridesDropped ? this.withoutInvalidOverrides(doc) : { doc, dropped: [] };
       dropped = cleaned.dropped;
@@ -65388,6 +65389,13 @@ var RepoQueue = class {
         leaseTtlMs: deps.leaseTtlMs
       });
       last = opts.schedule ? mergeResults(first, pass()) : first;
+      taken = [];
+      const took = deps.taker?.take(last.doc);
+      if (took) {
+        taken = took.taken;
+        const changes = took.taken.map((task) => ({ task, from: "dispatched" }));
+        last = mergeResults(last, { doc: took.doc, changes, messages: took.messages });
+      }
       if (last.changes.length === 0 && last.doc === doc) return null;
       const changed = last.changes.map((c3) => c3.task);
       return {
@@ -65399,6 +65407,7 @@ var RepoQueue = class {
     const update = await deps.store.update(mutation);
     this.lastDoc = update.snapshot.doc;
     const result = update.applied ? last : null;
+    if (result && taken.length) deps.taker?.taken(taken, update.snapshot);
     if (update.applied && dropped.length) await deps.onOverridesDropped?.(dropped);
     if (result) await this.afterCommit(result);
     deps.onState?.(update.snapshot.doc, this.config(update.snapshot.doc));
@@ -66241,7 +66250,8 @@ function openRepository(opts) {
       leaseTtlMs: opts.leaseTtlMs,
       log: extra.log ?? log,
       ...extra.onOverridesDropped ? { onOverridesDropped: extra.onOverridesDropped } : {},
-      ...extra.onState ? { onState: extra.onState } : {}
+      ...extra.onState ? { onState: extra.onState } : {},
+      ...extra.taker ? { taker: extra.taker } : {}
     })
   };
 }
@@ -66752,10 +66762,10 @@ async function startOf(pid) {
 }
 
 // src/worker/1-claim.ts
-async function claimTaskState(store, taskId, holder, now, ttlMs, startIn) {
+async function claimTaskState(store, taskId, holder, now, ttlMs, startIn2) {
   const process10 = await thisProcess();
   const result = await store.update(
-    ({ doc }) => claimLease(doc, taskId, { holder, now, ttlMs, startIn, ...process10 ? { process: process10 } : {} })
+    ({ doc }) => claimLease(doc, taskId, { holder, now, ttlMs, startIn: startIn2, ...process10 ? { process: process10 } : {} })
   );
   const task = result.snapshot.doc.tasks[taskId];
   return result.applied && task ? { task, beads: result.snapshot.beads, snapshot: result.snapshot } : void 0;
@@ -72962,14 +72972,13 @@ async function resolveWithAgent(spec, deps, tree, at) {
 }
 
 // src/worker/execute-task.ts
-async function executeTask(taskId, deps) {
+async function executeTask(taskId, deps, claimedAlready) {
   const clock = deps.clock ?? (() => /* @__PURE__ */ new Date());
   const ttl = deps.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
   const log = deps.log ?? (() => {
   });
   const steps = stepInputs(deps, log);
-  const startIn = (t) => deps.config.plan_phase && !t.approved && !t.rebase && !t.review ? "planning" : "running";
-  const claimed = await claimTaskState(deps.store, taskId, deps.holder, clock(), ttl, startIn);
+  const claimed = claimedAlready ?? await claimTaskState(deps.store, taskId, deps.holder, clock(), ttl, startIn(deps.config));
   if (!claimed) return void 0;
   const { task } = claimed;
   const adapter = deps.adapterFor(task.coder);
@@ -73057,6 +73066,7 @@ async function executeTask(taskId, deps) {
     );
   return outcome;
 }
+var startIn = (config3) => (t) => config3.plan_phase && !t.approved && !t.rebase && !t.review ? "planning" : "running";
 async function endIfCoderNotReady(task, adapter, deps, log) {
   const notReady = await coderNotReady({
     coder: task.coder,

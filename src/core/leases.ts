@@ -160,6 +160,49 @@ export function claimLease<D extends LeaseDoc>(
   return { doc: withTask(doc, claimed), task: claimed, message };
 }
 
+export interface TakeOptions extends ClaimOptions {
+  /** The dispatcher's holder whose tasks this worker may take (`dispatch:local`). */
+  from: string;
+  /** Tasks this worker runs at once. */
+  concurrency: number;
+  /** Tasks this worker has in hand outside the document's leases (claims under way): they count, and are not taken. */
+  inHand: ReadonlySet<string>;
+  /** Which dispatched tasks are this worker's (default: all). */
+  accepts?: (task: Task) => boolean;
+}
+
+/**
+ * A worker's commit also claims the dispatched tasks it has room for (a slot its run just freed, which
+ * the same commit's scheduling pass dispatched): the claim rides on a commit the worker writes anyway,
+ * so the task never waits on the shared head for some worker's poll, and no other worker races for it.
+ * Room is `concurrency` less the tasks the document says this holder holds and those in hand.
+ * null when nothing is taken.
+ */
+export function takeDispatched<D extends LeaseDoc>(
+  doc: D,
+  opts: TakeOptions,
+): { doc: D; taken: Task[]; messages: string[] } | null {
+  const held = new Set(opts.inHand);
+  for (const t of Object.values(doc.tasks)) if (t.lease?.holder === opts.holder) held.add(t.id);
+  let room = opts.concurrency - held.size;
+  if (room <= 0) return null;
+  let out = doc;
+  const taken: Task[] = [];
+  const messages: string[] = [];
+  for (const task of claimOrder(Object.values(doc.tasks), opts.holder)) {
+    if (room <= 0) break;
+    if (task.state !== "dispatched" || task.lease?.holder !== opts.from || held.has(task.id)) continue;
+    if (opts.accepts && !opts.accepts(task)) continue;
+    const claimed = claimLease(out, task.id, opts);
+    if (!claimed) continue;
+    out = claimed.doc;
+    taken.push(claimed.task);
+    messages.push(claimed.message);
+    room--;
+  }
+  return taken.length ? { doc: out, taken, messages } : null;
+}
+
 export type RenewResult<D extends LeaseDoc> =
   | { ok: true; doc: D; task: Task; message: string }
   /** gone: no lease of this holder (reclaimed, released, or the task was removed). */
@@ -211,3 +254,22 @@ export const canJudgeProcess = (lease: Lease, here: LeaseProcess): boolean =>
   lease.process.bootId === here.bootId &&
   lease.process.pidNs === here.pidNs &&
   lease.process.uid === here.uid;
+
+/**
+ * Dispatched tasks in the order `holder` tries to claim them: an order of its own (a hash of the holder
+ * and the task), so workers that each have room for a few of the same dispatched tasks try different
+ * ones first instead of all racing for the first few, the losers spending a refused push and a fetch.
+ * (Every dispatched task already holds its slot: which of them starts first is not the queue's order.)
+ */
+export function claimOrder<T extends { id: string }>(tasks: readonly T[], holder: string): T[] {
+  const rank = (id: string): number => {
+    // FNV-1a, 32 bits: spread, not secrecy.
+    let h = 0x811c9dc5;
+    for (const ch of `${holder}\u0000${id}`) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193) >>> 0;
+    return h;
+  };
+  return tasks
+    .map((t) => ({ t, r: rank(t.id) }))
+    .sort((a, b) => a.r - b.r || (a.t.id < b.t.id ? -1 : 1))
+    .map((x) => x.t);
+}

@@ -30,7 +30,7 @@ export interface Repository {
   /** The queue for an operation under `fileConfig` (the file's settings; the state adds its overrides). */
   queue(
     fileConfig: FleetConfig,
-    extra?: Pick<RepoQueueDeps, "log" | "onOverridesDropped" | "onState">,
+    extra?: Pick<RepoQueueDeps, "log" | "onOverridesDropped" | "onState" | "taker">,
   ): RepoQueue;
 }
 
@@ -114,6 +114,7 @@ export function openRepository(opts: OpenRepositoryOptions): Repository {
         log: extra.log ?? log,
         ...(extra.onOverridesDropped ? { onOverridesDropped: extra.onOverridesDropped } : {}),
         ...(extra.onState ? { onState: extra.onState } : {}),
+        ...(extra.taker ? { taker: extra.taker } : {}),
       }),
   };
 }

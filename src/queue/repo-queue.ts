@@ -4,7 +4,7 @@ import { canTransition } from "../core/lifecycle.ts";
 import { queuePosition } from "../core/scheduler.ts";
 import { emptyStateDoc, type FleetStateDoc } from "../core/state-doc.ts";
 import type { Task, TaskRequest, TaskState } from "../core/task.ts";
-import type { Mutation, StateStore } from "../state/store.ts";
+import type { Mutation, StateSnapshot, StateStore } from "../state/store.ts";
 import { syncBeads } from "./beads-sync.ts";
 import type { Dispatcher } from "./dispatcher.ts";
 import type { Tracker } from "./tracker.ts";
@@ -51,6 +51,18 @@ export interface RepoQueueDeps {
    * whose file config is current should: a worker with a stale copy of the file would drop good ones.
    */
   onOverridesDropped?: (dropped: DroppedOverride[]) => Promise<void> | void;
+  /** A worker's queue: every commit it writes also claims the dispatched tasks the worker has room for (see DispatchedTaker). */
+  taker?: DispatchedTaker;
+}
+
+/**
+ * How a worker takes dispatched tasks in its own commits (core/leases.ts takeDispatched): `take` runs
+ * inside the compare-and-swap, after the scheduling pass, on each attempt's state; `taken` hears of the
+ * tasks once the commit holding their claims is written, with the state as that commit left it.
+ */
+export interface DispatchedTaker {
+  take(doc: FleetStateDoc): { doc: FleetStateDoc; taken: Task[]; messages: string[] } | null;
+  taken(tasks: readonly Task[], snapshot: StateSnapshot): void;
 }
 
 /** States a task leaves before any worker has written to its tracking comment (in this round). */
@@ -306,6 +318,7 @@ export class RepoQueue {
     const { deps } = this;
     let last: TransitionResult | null = null;
     let dropped: DroppedOverride[] = [];
+    let taken: Task[] = [];
     const mutation: Mutation = ({ doc, beads }) => {
       const cleaned = deps.onOverridesDropped ? this.withoutInvalidOverrides(doc) : { doc, dropped: [] };
       dropped = cleaned.dropped;
@@ -323,6 +336,13 @@ export class RepoQueue {
           leaseTtlMs: deps.leaseTtlMs,
         });
       last = opts.schedule ? mergeResults(first, pass()) : first;
+      taken = [];
+      const took = deps.taker?.take(last.doc);
+      if (took) {
+        taken = took.taken;
+        const changes = took.taken.map((task) => ({ task, from: "dispatched" as const }));
+        last = mergeResults(last, { doc: took.doc, changes, messages: took.messages });
+      }
       if (last.changes.length === 0 && last.doc === doc) return null;
       const changed = last.changes.map((c) => c.task);
       return {
@@ -334,6 +354,7 @@ export class RepoQueue {
     const update = await deps.store.update(mutation);
     this.lastDoc = update.snapshot.doc;
     const result = update.applied ? (last as TransitionResult | null) : null;
+    if (result && taken.length) deps.taker?.taken(taken, update.snapshot);
     if (update.applied && dropped.length) await deps.onOverridesDropped?.(dropped);
     if (result) await this.afterCommit(result);
     deps.onState?.(update.snapshot.doc, this.config(update.snapshot.doc));

@@ -1,7 +1,7 @@
 import { claimLease, heartbeatIntervalMs, renewLease } from "../core/leases.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task } from "../core/task.ts";
-import type { StateStore } from "../state/store.ts";
+import type { StateSnapshot, StateStore } from "../state/store.ts";
 import { thisProcess } from "./holder-process.ts";
 
 // Step 1 of a run: the worker takes the lease the dispatcher handed out, and keeps it with heartbeats.
@@ -10,6 +10,13 @@ import { thisProcess } from "./holder-process.ts";
 /** Claims a dispatched task's lease for `holder` (compare-and-swap); undefined when someone else has it. */
 export async function claimTask(...args: Parameters<typeof claimTaskState>): Promise<Task | undefined> {
   return (await claimTaskState(...args))?.task;
+}
+
+/** A task this worker holds, with the beads mirror and the whole state as its claim's commit left them. */
+export interface ClaimedTask {
+  task: Task;
+  beads: StateSnapshot["beads"];
+  snapshot: StateSnapshot;
 }
 
 /**
@@ -24,7 +31,7 @@ export async function claimTaskState(
   ttlMs: number,
   /** The state the worker starts in (planning or running): claimed and started in one commit. */
   startIn?: (task: Task) => "planning" | "running",
-) {
+): Promise<ClaimedTask | undefined> {
   // The lease names this process, so a worker on this machine can tell when it is gone.
   const process = await thisProcess();
   const result = await store.update(({ doc }) =>

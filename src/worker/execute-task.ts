@@ -15,7 +15,7 @@ import type { Tracker } from "../queue/tracker.ts";
 import { tasksOf } from "../queue/transitions.ts";
 import { abSides } from "../render/ab-comparison.ts";
 import type { StateSnapshot, StateStore } from "../state/store.ts";
-import { claimTaskState, startHeartbeat } from "./1-claim.ts";
+import { type ClaimedTask, claimTaskState, startHeartbeat } from "./1-claim.ts";
 import { type Gathered, type GatherInput, gatherIssue } from "./2-gather.ts";
 import { runTask, type TaskOutcome, type TaskSpec, type WorkerDeps } from "./3-attempt.ts";
 import { credentialPool, type PoolInput, type RecordInput, recordOutcome } from "./5-record.ts";
@@ -80,16 +80,21 @@ export interface ExecuteDeps {
  * 4. publish: done inside the run (push, PR, report), and the split plan or discovered work after it;
  * 5. record: the outcome, the ledger, the freed slot (and the next scheduling pass), the A/B comparison.
  */
-export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<TaskOutcome | undefined> {
+export async function executeTask(
+  taskId: string,
+  deps: ExecuteDeps,
+  /** Claimed already, in a commit of this worker's (see DispatchedTaker): step 1 is done. */
+  claimedAlready?: ClaimedTask,
+): Promise<TaskOutcome | undefined> {
   const clock = deps.clock ?? (() => new Date());
   const ttl = deps.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
   const log = deps.log ?? (() => {});
   const steps = stepInputs(deps, log);
 
-  // 1. A rebase run has no plan phase.
-  const startIn = (t: Task) =>
-    deps.config.plan_phase && !t.approved && !t.rebase && !t.review ? "planning" : "running";
-  const claimed = await claimTaskState(deps.store, taskId, deps.holder, clock(), ttl, startIn);
+  // 1.
+  const claimed =
+    claimedAlready ??
+    (await claimTaskState(deps.store, taskId, deps.holder, clock(), ttl, startIn(deps.config)));
   if (!claimed) return undefined;
   const { task } = claimed;
   const adapter = deps.adapterFor(task.coder);
@@ -195,6 +200,12 @@ export async function executeTask(taskId: string, deps: ExecuteDeps): Promise<Ta
     );
   return outcome;
 }
+
+/** The state a claimed task starts in: planning when the repository plans first (a rebase or a review run has no plan). */
+export const startIn =
+  (config: FleetConfig) =>
+  (t: Task): "planning" | "running" =>
+    config.plan_phase && !t.approved && !t.rebase && !t.review ? "planning" : "running";
 
 /**
  * A CLI or credential missing here is the worker's setup, not the agent's failure: the task fails now

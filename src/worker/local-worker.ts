@@ -1,16 +1,17 @@
 import { hostname } from "node:os";
 import type { FleetConfig } from "../core/config.ts";
-import { dispatchHolder, slotsInUse } from "../core/leases.ts";
+import { claimOrder, dispatchHolder, slotsInUse, takeDispatched } from "../core/leases.ts";
 import { wakeDue } from "../core/scheduler.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
-import type { Task } from "../core/task.ts";
+import type { LeaseProcess, Task } from "../core/task.ts";
 import type { ConfigLoad } from "../github/read-config.ts";
 import { localDispatcher } from "../queue/dispatcher.ts";
 import { openRepository, type Repository } from "../queue/open-repository.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
+import type { ClaimedTask } from "./1-claim.ts";
 import type { TaskOutcome } from "./3-attempt.ts";
-import { type ExecuteDeps, executeTask } from "./execute-task.ts";
-import { goneRunsHere } from "./holder-process.ts";
+import { type ExecuteDeps, executeTask, startIn } from "./execute-task.ts";
+import { goneRunsHere, thisProcess } from "./holder-process.ts";
 import type { SandboxMode } from "./sandbox/bubblewrap.ts";
 
 /** How often a worker whose runs hold every slot of the repository still looks at the state. */
@@ -97,8 +98,9 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
   let polling: Promise<void> | undefined;
   let idleWaiters: Array<() => void> = [];
 
-  const start = (taskId: string, queue: RepoQueue, config: FleetConfig) => {
-    const job = executeTask(taskId, executeDeps(opts, repository, queue, config, name, stopping.signal, log))
+  const start = (taskId: string, queue: RepoQueue, config: FleetConfig, claimed?: ClaimedTask) => {
+    const deps = executeDeps(opts, repository, queue, config, name, stopping.signal, log);
+    const job = executeTask(taskId, deps, claimed)
       .then((outcome) => {
         if (outcome) opts.onOutcome?.(taskId, outcome);
       })
@@ -113,6 +115,44 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
         if (!stopping.signal.aborted) void poll();
       });
     running.set(taskId, job);
+  };
+
+  // This worker's queues take, in every commit they write, the dispatched tasks it has room for: a run's
+  // end commit claims the task its freed slot was given, so the next agent starts without a poll, and
+  // no other worker's claim races for it on the shared head (see core/leases.ts takeDispatched).
+  let self: LeaseProcess | undefined;
+  const queueFor = (fileConfig: FleetConfig): RepoQueue => {
+    const queue: RepoQueue = repository.queue(fileConfig, {
+      taker: {
+        take: (doc) => {
+          if (stopping.signal.aborted) return null;
+          const config = queue.config(doc);
+          // A task of ours still "dispatched" in the document is a claim under way (a poll's).
+          const inHand = new Set([...running.keys()].filter((id) => doc.tasks[id]?.state === "dispatched"));
+          return takeDispatched(doc, {
+            holder: name,
+            from: dispatchHolder("local"),
+            now: opts.clock?.() ?? new Date(),
+            ttlMs: opts.leaseTtlMs,
+            startIn: startIn(config),
+            concurrency,
+            inHand,
+            ...(self ? { process: self } : {}),
+            ...(opts.accepts ? { accepts: (t: Task) => opts.accepts!(t, doc) } : {}),
+          });
+        },
+        taken: (tasks, snapshot) => {
+          const config = queue.config(snapshot.doc);
+          for (const t of tasks) {
+            const task = snapshot.doc.tasks[t.id];
+            // Moved on since (a cancel in a later commit): the claim's lease lapses or is released there.
+            if (!task || task.lease?.holder !== name || running.has(t.id)) continue;
+            start(t.id, queue, config, { task, beads: snapshot.beads, snapshot });
+          }
+        },
+      },
+    });
+    return queue;
   };
 
   // The state as the last poll saw it: when every slot of the repository is held by this worker's own
@@ -135,8 +175,9 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
       );
       return;
     }
+    self ??= await thisProcess();
     let snapshot = await repository.store.read({ why: "poll" });
-    const queue = repository.queue(loaded.config);
+    const queue = queueFor(loaded.config);
     if (await giveBackGoneRuns(snapshot.doc, queue, log))
       snapshot = await repository.store.read({ why: "poll" });
     // A rate limit or a retry backoff ran out: no webhook says so, so this poll runs the pass.
@@ -154,7 +195,7 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
         !running.has(t.id) &&
         (opts.accepts?.(t, snapshot.doc) ?? true),
     );
-    for (const task of waiting) {
+    for (const task of claimOrder(waiting, name)) {
       if (running.size >= concurrency) break;
       start(task.id, queue, config);
     }

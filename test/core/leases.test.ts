@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   acquireSlot,
   claimLease,
+  claimOrder,
   DEFAULT_LEASE_TTL_MS,
   dispatchHolder,
   expireLeases,
@@ -11,6 +12,7 @@ import {
   releaseLease,
   renewLease,
   slotsInUse,
+  takeDispatched,
 } from "../../src/core/leases.ts";
 import { newTask, type Task } from "../../src/core/task.ts";
 
@@ -138,5 +140,57 @@ describe("leases", () => {
     doc.tasks["fl-1"] = { ...task, state: "cancelled" };
     expect(renewLease(doc, "fl-1", { holder: "w1", now: t0 })).toEqual({ ok: false, reason: "cancelled" });
     expect(renewLease(doc, "fl-9", { holder: "w1", now: t0 })).toEqual({ ok: false, reason: "gone" });
+  });
+});
+
+describe("takeDispatched: a worker's commit claims what it has room for", () => {
+  const local = dispatchHolder("local");
+  /** Tasks fl-1..fl-n dispatched to any local worker, each on a slot of its own. */
+  const waiting = (n: number): LeaseDoc => {
+    const doc = docWith(n, n);
+    for (const [i, t] of Object.values(doc.tasks).entries()) t.lease = newLease(local, i + 1, t0);
+    return doc;
+  };
+  const opts = {
+    holder: "w1",
+    from: local,
+    now: t0,
+    startIn: () => "running" as const,
+    inHand: new Set<string>(),
+  };
+
+  it("claims up to its concurrency, less what it holds and what it has in hand", () => {
+    const doc = waiting(5);
+    // w1 holds fl-1 already; fl-2 is a claim of its own under way (in hand).
+    doc.tasks["fl-1"] = { ...doc.tasks["fl-1"]!, state: "running", lease: newLease("w1", 1, t0) };
+    const took = takeDispatched(doc, { ...opts, concurrency: 3, inHand: new Set(["fl-2"]) });
+    expect(took?.taken.map((t) => t.id)).toEqual(["fl-3"]);
+    expect(took?.doc.tasks["fl-3"]).toMatchObject({ state: "running", lease: { holder: "w1", slot: 3 } });
+    expect(took?.doc.tasks["fl-2"]?.lease?.holder).toBe(local);
+    expect(took?.messages).toEqual(["claim gh-3 (fl-3) by w1 (slot 3), running"]);
+    // Full: nothing taken, no change.
+    expect(takeDispatched(took!.doc, { ...opts, concurrency: 3, inHand: new Set(["fl-2"]) })).toBeNull();
+  });
+
+  it("takes no task another worker holds, no Actions dispatch, none it does not accept", () => {
+    const doc = waiting(3);
+    doc.tasks["fl-1"]!.lease = newLease("w2", 1, t0);
+    doc.tasks["fl-2"]!.lease = newLease(dispatchHolder("actions"), 2, t0);
+    expect(takeDispatched(doc, { ...opts, concurrency: 5, accepts: (t) => t.id !== "fl-3" })).toBeNull();
+    expect(takeDispatched(doc, { ...opts, concurrency: 5 })?.taken.map((t) => t.id)).toEqual(["fl-3"]);
+  });
+});
+
+describe("claimOrder", () => {
+  const tasks = Array.from({ length: 40 }, (_, i) => ({ id: `fl-${i.toString(36)}` }));
+  it("gives each worker an order of its own over the same tasks, the same every time", () => {
+    const holders = Array.from({ length: 20 }, (_, i) => `local:host-${i}:${1000 + i}`);
+    const orders = holders.map((h) => claimOrder(tasks, h));
+    const byId = (xs: readonly { id: string }[]) => xs.map((t) => t.id).sort();
+    for (const o of orders) expect(byId(o)).toEqual(byId(tasks));
+    expect(claimOrder(tasks, holders[0]!)).toEqual(orders[0]);
+    // 20 workers on 40 tasks: their first choices spread (all on one task would be the race it avoids).
+    const firsts = new Set(orders.map((o) => o[0]!.id));
+    expect(firsts.size).toBeGreaterThanOrEqual(8);
   });
 });

@@ -8,7 +8,7 @@ import { answerWaitingTask } from "../../src/app/on-answer.ts";
 import { taskForPullRequest } from "../../src/app/pull-request-tasks.ts";
 import { renderTaskTable, taskRow } from "../../src/cli/format.ts";
 import { type FleetConfig, modelFor, parseFleetConfig } from "../../src/core/config.ts";
-import { dispatchHolder, renewLease } from "../../src/core/leases.ts";
+import { dispatchHolder, renewLease, takeDispatched } from "../../src/core/leases.ts";
 import {
   ACTIVE_STATES,
   CANCELLABLE_STATES,
@@ -142,7 +142,11 @@ interface SimWorker {
   alive: boolean;
   /** A worker cut off from the state (its beats fail); it goes on running until it hears again. */
   connected: boolean;
+  /** SIGTERM received: it takes no more tasks. */
+  stopping: boolean;
   runs: Map<string, SimRun>;
+  /** The worker's own queue: its commits also claim the dispatched tasks it has room for (DispatchedTaker). */
+  queue: RepoQueue;
 }
 
 export class LifecycleViolation extends Error {}
@@ -399,11 +403,41 @@ export class World {
   // ---- workers, as executeTask drives a run ----
 
   startWorker(): SimWorker {
+    const name = `local:host:${++this.workerSeq}`;
     const w: SimWorker = {
-      name: `local:host:${++this.workerSeq}`,
+      name,
       alive: true,
       connected: true,
+      stopping: false,
       runs: new Map(),
+      // As local-worker.ts's queueFor: a run's end commit claims the task its freed slot was given.
+      queue: createRepoQueue({
+        repo: REPO,
+        store: this.store,
+        fileConfig: this.fileConfig,
+        dispatcher: localDispatcher,
+        clock: this.clock,
+        leaseTtlMs: TTL_MS,
+        taker: {
+          take: (doc) =>
+            w.alive && w.connected && !w.stopping
+              ? takeDispatched(doc, {
+                  holder: name,
+                  from: dispatchHolder("local"),
+                  now: this.clock(),
+                  ttlMs: TTL_MS,
+                  startIn: startInOf(this.queue.config(doc)),
+                  concurrency: WORKER_CONCURRENCY,
+                  // As the worker: a task it still runs, dispatched again meanwhile, is not taken twice.
+                  inHand: new Set([...w.runs.keys()].filter((id) => doc.tasks[id]?.state === "dispatched")),
+                })
+              : null,
+          taken: (tasks, snapshot) => {
+            count("claimed in the worker's own commit");
+            for (const t of tasks) this.adopt(w, t, this.queue.config(snapshot.doc));
+          },
+        },
+      }),
     };
     this.workers.push(w);
     return w;
@@ -422,29 +456,32 @@ export class World {
       (t) => t.state === "dispatched" && t.lease?.holder === dispatchHolder("local") && !w.runs.has(t.id),
     );
     for (const t of waiting) {
-      if (w.runs.size >= 2) break;
-      const startIn = (x: Task) => (config.plan_phase && !x.approved && !x.rebase ? "planning" : "running");
-      const claimed = await claimTaskState(this.store, t.id, w.name, this.clock(), TTL_MS, startIn);
-      if (!claimed) continue;
-      // No task runs twice at once: nobody else still at work on it.
-      for (const other of this.workers)
-        if (other !== w && other.alive && other.connected && other.runs.has(t.id))
-          fail(`${t.id} claimed by ${w.name} while ${other.name} still runs it`);
-      const task = claimed.task;
-      const iss = this.issues.get(task.issue);
-      const split = iss?.split === true && !iss.coders.has(task.coder) && !task.instructions && !task.rebase;
-      const kind: RunKind = task.rebase ? "rebase" : task.instructions ? "review" : split ? "split" : "work";
-      // A review round has no plan phase: claimed in planning, it shows running at once (committed later).
-      const planning = task.state === "planning" && kind === "work";
-      w.runs.set(t.id, {
-        task,
-        config,
-        phase: planning ? "plan" : "work",
-        aheadWaiting: task.state === "planning" && !planning && !split,
-        split,
-        kind,
-      });
+      if (w.runs.size >= WORKER_CONCURRENCY) break;
+      const claimed = await claimTaskState(this.store, t.id, w.name, this.clock(), TTL_MS, startInOf(config));
+      if (claimed) this.adopt(w, claimed.task, config);
     }
+  }
+
+  /** The worker starts the run of a task it claimed (by a poll, or in a commit of its own). */
+  private adopt(w: SimWorker, task: Task, config: FleetConfig): void {
+    // No task runs twice at once: nobody else still at work on it.
+    for (const other of this.workers)
+      if (other !== w && other.alive && other.connected && other.runs.has(task.id))
+        fail(`${task.id} claimed by ${w.name} while ${other.name} still runs it`);
+    if (w.runs.has(task.id)) fail(`${task.id} claimed by ${w.name} twice at once`);
+    const iss = this.issues.get(task.issue);
+    const split = iss?.split === true && !iss.coders.has(task.coder) && !task.instructions && !task.rebase;
+    const kind: RunKind = task.rebase ? "rebase" : task.instructions ? "review" : split ? "split" : "work";
+    // A review round has no plan phase: claimed in planning, it shows running at once (committed later).
+    const planning = task.state === "planning" && kind === "work";
+    w.runs.set(task.id, {
+      task,
+      config,
+      phase: planning ? "plan" : "work",
+      aheadWaiting: task.state === "planning" && !planning && !split,
+      split,
+      kind,
+    });
   }
 
   /** A heartbeat of each of the worker's runs (startHeartbeat's beat): renewed, or the run stops. */
@@ -458,7 +495,7 @@ export class World {
       });
       if (!refused && run.aheadWaiting) {
         run.aheadWaiting = false;
-        await this.queue.move(run.task.issue, "running", { taskId, from: ["planning"] });
+        await w.queue.move(run.task.issue, "running", { taskId, from: ["planning"] });
       }
       if (refused)
         await this.endRun(w, taskId, "aborted", refused === "cancelled" ? "cancelled" : "lease lost");
@@ -481,6 +518,7 @@ export class World {
 
   /** SIGTERM: the worker stops its agents; their tasks go back to the queue. */
   async shutdown(w: SimWorker): Promise<void> {
+    w.stopping = true;
     for (const taskId of [...w.runs.keys()]) await this.endRun(w, taskId, "aborted", undefined);
     w.alive = false;
   }
@@ -640,7 +678,7 @@ export class World {
     await recordOutcome(
       run.task,
       outcome,
-      { queue: this.queue, config: run.config, clock: this.clock, holder: w.name },
+      { queue: w.queue, config: run.config, clock: this.clock, holder: w.name },
       lost,
     );
     if (recorded && before) {
@@ -826,8 +864,18 @@ function failureOf(result: RunResult): Pick<TaskOutcome, "outcome" | "reason" | 
 }
 
 /** A move the scheduling pass of the same commit may add: a queued task dispatched or blocked. */
+/** What a scheduling pass does to a queued task: dispatch it (and a worker's own commit may claim it), or block it. */
 const scheduled = (from: TaskState, to: TaskState): boolean =>
-  from === "queued" && (to === "dispatched" || to === "blocked");
+  from === "queued" && (to === "dispatched" || to === "blocked" || to === "planning" || to === "running");
+
+/** Tasks a worker runs at once. */
+const WORKER_CONCURRENCY = 2;
+
+/** The state a worker's claim starts a task in (execute-task.ts startIn, as the model has always had it). */
+const startInOf =
+  (config: FleetConfig) =>
+  (x: Task): "planning" | "running" =>
+    config.plan_phase && !x.approved && !x.rebase ? "planning" : "running";
 
 /** 1. Done only after its PR merged (a split: once its plan was applied), never while its PR is open; a merged PR's task is done. */
 function checkDone(t: Task, m: ModelTask, prs: Map<number, ModelPr>, step: string): void {
