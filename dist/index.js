@@ -66762,10 +66762,10 @@ async function startOf(pid) {
 }
 
 // src/worker/1-claim.ts
-async function claimTaskState(store, taskId, holder, now, ttlMs, startIn2) {
+async function claimTaskState(store, taskId, holder, now, ttlMs, startIn2, mayClaim) {
   const process10 = await thisProcess();
   const result = await store.update(
-    ({ doc }) => claimLease(doc, taskId, { holder, now, ttlMs, startIn: startIn2, ...process10 ? { process: process10 } : {} })
+    ({ doc }) => mayClaim && !mayClaim(doc) ? null : claimLease(doc, taskId, { holder, now, ttlMs, startIn: startIn2, ...process10 ? { process: process10 } : {} })
   );
   const task = result.snapshot.doc.tasks[taskId];
   return result.applied && task ? { task, beads: result.snapshot.beads, snapshot: result.snapshot } : void 0;
@@ -66780,6 +66780,7 @@ function startHeartbeat(opts) {
   const abort = new AbortController();
   const onOuterAbort = () => abort.abort();
   opts.outer?.addEventListener("abort", onOuterAbort);
+  if (opts.outer?.aborted) abort.abort();
   let lost;
   const beat = async () => {
     let refused;
@@ -72978,11 +72979,22 @@ async function executeTask(taskId, deps, claimedAlready) {
   const log = deps.log ?? (() => {
   });
   const steps = stepInputs(deps, log);
-  const claimed = claimedAlready ?? await claimTaskState(deps.store, taskId, deps.holder, clock(), ttl, startIn(deps.config));
+  const claimed = claimedAlready ?? await claimTaskState(
+    deps.store,
+    taskId,
+    deps.holder,
+    clock(),
+    ttl,
+    startIn(deps.config),
+    deps.mayClaim
+  );
   if (!claimed) return void 0;
   const { task } = claimed;
   const adapter = deps.adapterFor(task.coder);
-  const endEarly = (reason) => deps.queue.endRun(taskId, { holder: deps.holder, to: "failed", reason, patch: {} });
+  const endEarly = async (reason) => {
+    await deps.runOver?.();
+    await deps.queue.endRun(taskId, { holder: deps.holder, to: "failed", reason, patch: {} });
+  };
   if (!adapter) {
     await endEarly(`no adapter for coder "${task.coder}" on this worker`);
     return void 0;
@@ -73021,13 +73033,8 @@ async function executeTask(taskId, deps, claimedAlready) {
   try {
     const first = await rotation.first();
     if (first.kind === "all-cooling") {
-      outcome = {
-        outcome: "rate-limited",
-        reason: `every credential of ${task.coder} is rate-limited; the task waits for the first reset`,
-        rateLimit: { resetsAt: first.resetAt },
-        logPath: "",
-        artifacts: {}
-      };
+      outcome = allCooling(task.coder, first.resetAt);
+      await deps.runOver?.();
       await recordOutcome(task, outcome, steps.record, heartbeat.lost());
       return outcome;
     }
@@ -73048,6 +73055,7 @@ async function executeTask(taskId, deps, claimedAlready) {
   } finally {
     heartbeat.stop();
   }
+  await deps.runOver?.();
   if (gathered.special.split) await applySplitOutcome(task, outcome, steps.split);
   else await fileDiscoveredWork(task, outcome, steps.discovered);
   await queueCrossReview(task, outcome, deps).catch(
@@ -73057,15 +73065,25 @@ async function executeTask(taskId, deps, claimedAlready) {
   if (poolReset) outcome.rateLimit = { ...outcome.rateLimit, resetsAt: poolReset };
   await recordOutcome(task, outcome, steps.record, heartbeat.lost(), runDoc);
   await deps.tracker?.flush(task.id);
+  await afterRecord(task, outcome, deps, steps.ab, log);
+  return outcome;
+}
+async function afterRecord(task, outcome, deps, ab, log) {
   if (outcome.outcome === "waiting" && outcome.question && !deps.local)
     await postQuestion(deps.github, task, outcome.question, deps.config.ask_human.expire_after_hours);
   const known = deps.queue.lastState();
   if (!known || abSides(tasksOf(known), task.issue).length > 0)
-    await postAbComparisonIfDue(steps.ab, task.issue).catch(
+    await postAbComparisonIfDue(ab, task.issue).catch(
       (e) => log(`A/B comparison of #${task.issue} failed: ${e.message}`)
     );
-  return outcome;
 }
+var allCooling = (coder, resetsAt) => ({
+  outcome: "rate-limited",
+  reason: `every credential of ${coder} is rate-limited; the task waits for the first reset`,
+  rateLimit: { resetsAt },
+  logPath: "",
+  artifacts: {}
+});
 var startIn = (config3) => (t) => config3.plan_phase && !t.approved && !t.rebase && !t.review ? "planning" : "running";
 async function endIfCoderNotReady(task, adapter, deps, log) {
   const notReady = await coderNotReady({
@@ -73080,6 +73098,7 @@ async function endIfCoderNotReady(task, adapter, deps, log) {
   });
   if (!notReady) return false;
   log(`${task.id}: ${notReady}`);
+  await deps.runOver?.();
   await deps.queue.endRun(task.id, {
     holder: deps.holder,
     to: "failed",

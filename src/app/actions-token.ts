@@ -166,7 +166,7 @@ export function createActionsTokenHandler(
 
     const found = await queues()?.forInstalledRepo(owner, repo);
     if (!found) throw new Refusal(404, `The Fleet app is not installed on ${owner}/${repo}.`);
-    const { queue, config, installationId } = found;
+    const { queue, config, installationId, known } = found;
     const workflow = `${owner}/${repo}/.github/workflows/${config.workflow}@`;
     if (!claims.workflow_ref?.startsWith(workflow))
       throw new Refusal(
@@ -186,12 +186,24 @@ export function createActionsTokenHandler(
     // under the same name is another one), with the run's permissions only:
     // https://docs.github.com/en/rest/apps/apps#create-an-installation-access-token-for-an-app
     const repositoryId = Number(claims.repository_id);
-    const minted = await githubAppOverOctokit(await app.auth()).createInstallationToken(installationId, {
-      ...(Number.isSafeInteger(repositoryId) && repositoryId > 0
-        ? { repositoryIds: [repositoryId] }
-        : { repositories: [repo] }),
-      permissions: RUN_PERMISSIONS,
-    });
+    const mint = async (installation: number) =>
+      githubAppOverOctokit(await app.auth()).createInstallationToken(installation, {
+        ...(Number.isSafeInteger(repositoryId) && repositoryId > 0
+          ? { repositoryIds: [repositoryId] }
+          : { repositories: [repo] }),
+        permissions: RUN_PERMISSIONS,
+      });
+    let minted: Awaited<ReturnType<typeof mint>>;
+    try {
+      minted = await mint(installationId);
+    } catch (error) {
+      // The installation the app knew may be gone (uninstalled, reinstalled): GitHub says which it is now.
+      if (!known) throw error;
+      const now = await queues()?.forInstalledRepo(owner, repo, { fresh: true });
+      if (!now) throw new Refusal(404, `The Fleet app is not installed on ${owner}/${repo}.`);
+      if (now.installationId === installationId) throw error;
+      minted = await mint(now.installationId);
+    }
     app.log.info(`actions token for ${owner}/${repo} run ${claims.run_id} (task ${taskId})`);
     return minted;
   }

@@ -36,6 +36,8 @@ export interface RepoQueueFactoryOptions {
 /** What the app keeps per repository between events. */
 interface RepoHandle {
   repository: Repository;
+  /** The installation the handle's client acts for. */
+  installationId: number;
   /** The pinned dashboard issue, refreshed after every queue operation when `dashboard: true`. */
   dashboard: DashboardPublisher;
   /** A one-shot scheduling pass at the next moment one would decide something (see armWake). */
@@ -76,18 +78,26 @@ export class RepoQueues {
   async forInstalledRepo(
     owner: string,
     repo: string,
-  ): Promise<{ queue: RepoQueue; config: FleetConfig; installationId: number } | undefined> {
-    const installationId = await githubAppOverOctokit(await this.app.auth())
-      .getRepoInstallation({ owner, repo })
-      .then((installation) => installation.id)
-      .catch(() => undefined);
+    opts: { fresh?: boolean } = {},
+  ): Promise<{ queue: RepoQueue; config: FleetConfig; installationId: number; known: boolean } | undefined> {
+    // A repository the app already works on (an event came from it) has its installation known: a run's
+    // token exchange, and each of its retries, costs no lookup. `fresh` asks GitHub again (the known
+    // installation may be gone: a token minted on it fails, and the caller asks once more).
+    const key = `${owner}/${repo}`.toLowerCase();
+    const known = opts.fresh ? undefined : await this.handles.get(key)?.catch(() => undefined);
+    const installationId =
+      known?.installationId ??
+      (await githubAppOverOctokit(await this.app.auth())
+        .getRepoInstallation({ owner, repo })
+        .then((installation) => installation.id)
+        .catch(() => undefined));
     if (installationId === undefined) return undefined;
     const h = await this.handleFor(owner, repo, installationId);
     const loaded = await h.repository.fileConfig();
     if (!loaded.ok) return undefined;
     // The file's config: what a token exchange checks (the workflow) is file-only.
     const queue = this.queueFor(h, loaded.config, (m) => this.app.log.warn(m));
-    return { queue, config: loaded.config, installationId };
+    return { queue, config: loaded.config, installationId, known: known !== undefined };
   }
 
   /** The queue of the event's repository under `fileConfig`; notices of the event go to its issue. */
@@ -200,7 +210,7 @@ export class RepoQueues {
       clock: options.clock,
       log: (m) => this.app.log.warn(m),
     });
-    return { repository, dashboard };
+    return { repository, dashboard, installationId };
   }
 
   private queueFor(

@@ -160,15 +160,39 @@ export function claimLease<D extends LeaseDoc>(
   return { doc: withTask(doc, claimed), task: claimed, message };
 }
 
-export interface TakeOptions extends ClaimOptions {
-  /** The dispatcher's holder whose tasks this worker may take (`dispatch:local`). */
-  from: string;
+/** What a worker has going, as its claims count it against its concurrency. */
+export interface WorkerRoom {
+  holder: string;
   /** Tasks this worker runs at once. */
   concurrency: number;
-  /** Tasks this worker has in hand outside the document's leases (claims under way): they count, and are not taken. */
+  /**
+   * The tasks whose runs this worker has going, whatever the document says: a claim under way, or a run
+   * whose task left its lease meanwhile (a cancel its heartbeat has not heard yet). They count, and are
+   * not taken.
+   */
   inHand: ReadonlySet<string>;
-  /** Which dispatched tasks are this worker's (default: all). */
+  /** Which tasks are this worker's (default: all; local mode runs a worker per repository under one name). */
   accepts?: (task: Task) => boolean;
+}
+
+/** The tasks a worker holds or has going: its leases in the document and what it has in hand. */
+function heldBy<D extends LeaseDoc>(doc: D, room: WorkerRoom): Set<string> {
+  const held = new Set(room.inHand);
+  for (const t of Object.values(doc.tasks))
+    if (t.lease?.holder === room.holder && (!room.accepts || room.accepts(t))) held.add(t.id);
+  return held;
+}
+
+/** Whether a worker has room to claim `taskId` too (checked inside the claim's compare-and-swap). */
+export function hasRoomFor<D extends LeaseDoc>(doc: D, taskId: string, room: WorkerRoom): boolean {
+  const held = heldBy(doc, room);
+  held.delete(taskId);
+  return held.size < room.concurrency;
+}
+
+export interface TakeOptions extends ClaimOptions, WorkerRoom {
+  /** The dispatcher's holder whose tasks this worker may take (`dispatch:local`). */
+  from: string;
 }
 
 /**
@@ -182,8 +206,7 @@ export function takeDispatched<D extends LeaseDoc>(
   doc: D,
   opts: TakeOptions,
 ): { doc: D; taken: Task[]; messages: string[] } | null {
-  const held = new Set(opts.inHand);
-  for (const t of Object.values(doc.tasks)) if (t.lease?.holder === opts.holder) held.add(t.id);
+  const held = heldBy(doc, opts);
   let room = opts.concurrency - held.size;
   if (room <= 0) return null;
   let out = doc;
@@ -256,20 +279,25 @@ export const canJudgeProcess = (lease: Lease, here: LeaseProcess): boolean =>
   lease.process.uid === here.uid;
 
 /**
- * Dispatched tasks in the order `holder` tries to claim them: an order of its own (a hash of the holder
- * and the task), so workers that each have room for a few of the same dispatched tasks try different
- * ones first instead of all racing for the first few, the losers spending a refused push and a fetch.
- * (Every dispatched task already holds its slot: which of them starts first is not the queue's order.)
+ * Dispatched tasks in the order `holder` tries to claim them: the longest dispatched first (so none waits
+ * behind newer ones until its dispatch runs out), and among those dispatched together (a burst, one
+ * commit) an order of its own, a hash of the holder and the task, so workers that each have room for a
+ * few of them try different ones first instead of all racing for the same, the losers spending a
+ * refused push and a fetch.
  */
-export function claimOrder<T extends { id: string }>(tasks: readonly T[], holder: string): T[] {
+export function claimOrder<T extends { id: string; lease?: { acquiredAt: string } }>(
+  tasks: readonly T[],
+  holder: string,
+): T[] {
   const rank = (id: string): number => {
     // FNV-1a, 32 bits: spread, not secrecy.
     let h = 0x811c9dc5;
     for (const ch of `${holder}\u0000${id}`) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193) >>> 0;
     return h;
   };
+  const since = (t: T) => t.lease?.acquiredAt ?? "";
   return tasks
-    .map((t) => ({ t, r: rank(t.id) }))
-    .sort((a, b) => a.r - b.r || (a.t.id < b.t.id ? -1 : 1))
+    .map((t) => ({ t, at: since(t), r: rank(t.id) }))
+    .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.r - b.r || (a.t.id < b.t.id ? -1 : 1)))
     .map((x) => x.t);
 }

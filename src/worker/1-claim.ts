@@ -31,11 +31,15 @@ export async function claimTaskState(
   ttlMs: number,
   /** The state the worker starts in (planning or running): claimed and started in one commit. */
   startIn?: (task: Task) => "planning" | "running",
+  /** On the state the claim is made on: whether the claimer has room for it (a worker's concurrency). */
+  mayClaim?: (doc: FleetStateDoc) => boolean,
 ): Promise<ClaimedTask | undefined> {
   // The lease names this process, so a worker on this machine can tell when it is gone.
   const process = await thisProcess();
   const result = await store.update(({ doc }) =>
-    claimLease(doc, taskId, { holder, now, ttlMs, startIn, ...(process ? { process } : {}) }),
+    mayClaim && !mayClaim(doc)
+      ? null
+      : claimLease(doc, taskId, { holder, now, ttlMs, startIn, ...(process ? { process } : {}) }),
   );
   const task = result.snapshot.doc.tasks[taskId];
   return result.applied && task
@@ -88,6 +92,8 @@ export function startHeartbeat(opts: {
   const abort = new AbortController();
   const onOuterAbort = () => abort.abort();
   opts.outer?.addEventListener("abort", onOuterAbort);
+  // A listener never hears an abort that came before it (a run started as its worker stopped).
+  if (opts.outer?.aborted) abort.abort();
   let lost: string | undefined;
   const beat = async () => {
     let refused: "cancelled" | "gone" | undefined;

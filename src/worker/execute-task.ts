@@ -67,6 +67,13 @@ export interface ExecuteDeps {
   egressHosts?: Readonly<Record<string, string>>;
   /** Local mode (queue/local-github.ts): the plan and PR name `fleet approve` and `fleet merge`. */
   local?: boolean;
+  /** Inside the claim's compare-and-swap: whether this worker has room for the task (see hasRoomFor). */
+  mayClaim?: (doc: FleetStateDoc) => boolean;
+  /**
+   * The run is over (its agent, if any, stopped), before its end is recorded: a worker whose end commit
+   * claims the next task (DispatchedTaker) counts this run out and reads the repository's settings now.
+   */
+  runOver?: () => Promise<void>;
   log?: (message: string) => void;
 }
 
@@ -94,13 +101,23 @@ export async function executeTask(
   // 1.
   const claimed =
     claimedAlready ??
-    (await claimTaskState(deps.store, taskId, deps.holder, clock(), ttl, startIn(deps.config)));
+    (await claimTaskState(
+      deps.store,
+      taskId,
+      deps.holder,
+      clock(),
+      ttl,
+      startIn(deps.config),
+      deps.mayClaim,
+    ));
   if (!claimed) return undefined;
   const { task } = claimed;
   const adapter = deps.adapterFor(task.coder);
   // A run that ends before its agent starts: nothing to record but its end.
-  const endEarly = (reason: string) =>
-    deps.queue.endRun(taskId, { holder: deps.holder, to: "failed", reason, patch: {} });
+  const endEarly = async (reason: string) => {
+    await deps.runOver?.();
+    await deps.queue.endRun(taskId, { holder: deps.holder, to: "failed", reason, patch: {} });
+  };
   if (!adapter) {
     await endEarly(`no adapter for coder "${task.coder}" on this worker`);
     return undefined;
@@ -146,13 +163,8 @@ export async function executeTask(
   try {
     const first = await rotation.first();
     if (first.kind === "all-cooling") {
-      outcome = {
-        outcome: "rate-limited",
-        reason: `every credential of ${task.coder} is rate-limited; the task waits for the first reset`,
-        rateLimit: { resetsAt: first.resetAt },
-        logPath: "",
-        artifacts: {},
-      };
+      outcome = allCooling(task.coder, first.resetAt);
+      await deps.runOver?.();
       await recordOutcome(task, outcome, steps.record, heartbeat.lost());
       return outcome;
     }
@@ -173,6 +185,7 @@ export async function executeTask(
   } finally {
     heartbeat.stop();
   }
+  await deps.runOver?.();
 
   // 4. The split plan becomes sub-issues; otherwise the agent's follow-ups become issues discovered from it.
   if (gathered.special.split) await applySplitOutcome(task, outcome, steps.split);
@@ -188,6 +201,18 @@ export async function executeTask(
   await recordOutcome(task, outcome, steps.record, heartbeat.lost(), runDoc);
   // The outcome's state edit carried the report; without one (the task had moved on), it goes out now.
   await deps.tracker?.flush(task.id);
+  await afterRecord(task, outcome, deps, steps.ab, log);
+  return outcome;
+}
+
+/** Once the run's end is recorded: the agent's question, the A/B comparison. */
+async function afterRecord(
+  task: Task,
+  outcome: TaskOutcome,
+  deps: ExecuteDeps,
+  ab: ReturnType<typeof stepInputs>["ab"],
+  log: (message: string) => void,
+): Promise<void> {
   // The agent's question, once the task waits for its answer (local mode: `fleet task <id>` shows it).
   if (outcome.outcome === "waiting" && outcome.question && !deps.local)
     await postQuestion(deps.github, task, outcome.question, deps.config.ask_human.expire_after_hours);
@@ -195,11 +220,19 @@ export async function executeTask(
   // (Only an issue with tasks on two sides has one: an ordinary task costs no state request here.)
   const known = deps.queue.lastState();
   if (!known || abSides(tasksOf(known), task.issue).length > 0)
-    await postAbComparisonIfDue(steps.ab, task.issue).catch((e) =>
+    await postAbComparisonIfDue(ab, task.issue).catch((e) =>
       log(`A/B comparison of #${task.issue} failed: ${(e as Error).message}`),
     );
-  return outcome;
 }
+
+/** No run: every credential of the coder is rate-limited, and the task waits for the first reset. */
+const allCooling = (coder: string, resetsAt: string): TaskOutcome => ({
+  outcome: "rate-limited",
+  reason: `every credential of ${coder} is rate-limited; the task waits for the first reset`,
+  rateLimit: { resetsAt },
+  logPath: "",
+  artifacts: {},
+});
 
 /** The state a claimed task starts in: planning when the repository plans first (a rebase or a review run has no plan). */
 export const startIn =
@@ -232,6 +265,7 @@ async function endIfCoderNotReady(
   });
   if (!notReady) return false;
   log(`${task.id}: ${notReady}`);
+  await deps.runOver?.();
   await deps.queue.endRun(task.id, {
     holder: deps.holder,
     to: "failed",

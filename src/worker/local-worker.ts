@@ -1,17 +1,17 @@
 import { hostname } from "node:os";
 import type { FleetConfig } from "../core/config.ts";
-import { claimOrder, dispatchHolder, slotsInUse, takeDispatched } from "../core/leases.ts";
+import { claimOrder, dispatchHolder, slotsInUse } from "../core/leases.ts";
 import { wakeDue } from "../core/scheduler.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
-import type { LeaseProcess, Task } from "../core/task.ts";
+import type { Task } from "../core/task.ts";
 import type { ConfigLoad } from "../github/read-config.ts";
 import { localDispatcher } from "../queue/dispatcher.ts";
 import { openRepository, type Repository } from "../queue/open-repository.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
-import type { ClaimedTask } from "./1-claim.ts";
 import type { TaskOutcome } from "./3-attempt.ts";
-import { type ExecuteDeps, executeTask, startIn } from "./execute-task.ts";
-import { goneRunsHere, thisProcess } from "./holder-process.ts";
+import { type ExecuteDeps, executeTask } from "./execute-task.ts";
+import { handOffs } from "./hand-off.ts";
+import { goneRunsHere } from "./holder-process.ts";
 import type { SandboxMode } from "./sandbox/bubblewrap.ts";
 
 /** How often a worker whose runs hold every slot of the repository still looks at the state. */
@@ -78,35 +78,22 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
   const name = opts.name ?? `local:${hostname()}:${process.pid}`;
   const log = opts.log ?? (() => {});
   const concurrency = opts.concurrency ?? 2;
-  // Heartbeats, claims and transitions of all this worker's tasks share one write queue; the tracker
-  // keeps the tracking comments' ids for the worker's life; the file is read at most once a minute
-  // (polls are frequent, config changes are not).
-  const repository = openRepository({
-    github: opts.github,
-    repo: opts.repo,
-    store: opts.store,
-    clock: opts.clock,
-    trackerIntervalMs: opts.trackerIntervalMs,
-    configTtlMs: 60_000,
-    ...(opts.loadConfig ? { loadConfig: opts.loadConfig } : {}),
-    dispatcherFor: () => localDispatcher,
-    ...(opts.local ? { local: true } : {}),
-    log,
-  });
+  const repository = workerRepository(opts, log);
   const running = new Map<string, Promise<void>>();
   const stopping = new AbortController();
   let polling: Promise<void> | undefined;
   let idleWaiters: Array<() => void> = [];
-
-  const start = (taskId: string, queue: RepoQueue, config: FleetConfig, claimed?: ClaimedTask) => {
-    const deps = executeDeps(opts, repository, queue, config, name, stopping.signal, log);
-    const job = executeTask(taskId, deps, claimed)
+  /** A job of the worker's for a task: while it goes the task is running here; its end frees a slot. */
+  const track = (taskId: string, work: Promise<TaskOutcome | undefined>) => {
+    const job = work
       .then((outcome) => {
         if (outcome) opts.onOutcome?.(taskId, outcome);
       })
       .catch((error) => log(`task ${taskId} failed in the worker: ${(error as Error).stack ?? error}`))
       .finally(() => {
         running.delete(taskId);
+        // A claim of this worker's own commit waited for this job to end (see handOffs).
+        hands.jobEnded(taskId);
         if (running.size === 0) {
           for (const w of idleWaiters) w();
           idleWaiters = [];
@@ -116,44 +103,22 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
       });
     running.set(taskId, job);
   };
-
-  // This worker's queues take, in every commit they write, the dispatched tasks it has room for: a run's
-  // end commit claims the task its freed slot was given, so the next agent starts without a poll, and
-  // no other worker's claim races for it on the shared head (see core/leases.ts takeDispatched).
-  let self: LeaseProcess | undefined;
-  const queueFor = (fileConfig: FleetConfig): RepoQueue => {
-    const queue: RepoQueue = repository.queue(fileConfig, {
-      taker: {
-        take: (doc) => {
-          if (stopping.signal.aborted) return null;
-          const config = queue.config(doc);
-          // A task of ours still "dispatched" in the document is a claim under way (a poll's).
-          const inHand = new Set([...running.keys()].filter((id) => doc.tasks[id]?.state === "dispatched"));
-          return takeDispatched(doc, {
-            holder: name,
-            from: dispatchHolder("local"),
-            now: opts.clock?.() ?? new Date(),
-            ttlMs: opts.leaseTtlMs,
-            startIn: startIn(config),
-            concurrency,
-            inHand,
-            ...(self ? { process: self } : {}),
-            ...(opts.accepts ? { accepts: (t: Task) => opts.accepts!(t, doc) } : {}),
-          });
-        },
-        taken: (tasks, snapshot) => {
-          const config = queue.config(snapshot.doc);
-          for (const t of tasks) {
-            const task = snapshot.doc.tasks[t.id];
-            // Moved on since (a cancel in a later commit): the claim's lease lapses or is released there.
-            if (!task || task.lease?.holder !== name || running.has(t.id)) continue;
-            start(t.id, queue, config, { task, beads: snapshot.beads, snapshot });
-          }
-        },
-      },
-    });
-    return queue;
-  };
+  const hands = handOffs({
+    name,
+    concurrency,
+    repository,
+    running,
+    stopping: stopping.signal,
+    ...(opts.accepts ? { accepts: opts.accepts } : {}),
+    clock: opts.clock,
+    leaseTtlMs: opts.leaseTtlMs,
+    log,
+    run: (taskId, queue, config, extra, claimed) => {
+      const deps = executeDeps(opts, repository, queue, config, name, stopping.signal, log);
+      track(taskId, executeTask(taskId, { ...deps, ...extra }, claimed));
+    },
+    track,
+  });
 
   // The state as the last poll saw it: when every slot of the repository is held by this worker's own
   // runs, nothing can be dispatched to anyone until one of them ends (which polls at once), so the
@@ -175,9 +140,9 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
       );
       return;
     }
-    self ??= await thisProcess();
+    await hands.fileRead(loaded.config);
     let snapshot = await repository.store.read({ why: "poll" });
-    const queue = queueFor(loaded.config);
+    const queue = hands.queueFor(loaded.config);
     if (await giveBackGoneRuns(snapshot.doc, queue, log))
       snapshot = await repository.store.read({ why: "poll" });
     // A rate limit or a retry backoff ran out: no webhook says so, so this poll runs the pass.
@@ -188,16 +153,9 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
     }
     const config = queue.config(snapshot.doc);
     lastSeen = { doc: snapshot.doc, config, at: (opts.clock?.() ?? new Date()).getTime() };
-    const waiting = Object.values(snapshot.doc.tasks).filter(
-      (t) =>
-        t.state === "dispatched" &&
-        t.lease?.holder === dispatchHolder("local") &&
-        !running.has(t.id) &&
-        (opts.accepts?.(t, snapshot.doc) ?? true),
-    );
-    for (const task of claimOrder(waiting, name)) {
+    for (const task of claimOrder(waitingHere(snapshot.doc, running, opts.accepts), name)) {
       if (running.size >= concurrency) break;
-      start(task.id, queue, config);
+      hands.start(task.id, queue, config);
     }
   }
 
@@ -224,13 +182,49 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
       clearInterval(timer);
       stopping.abort();
       await polling;
-      await Promise.allSettled(running.values());
+      // A job may begin as another ends (a claim that waited for it, or given back): wait for all.
+      while (running.size > 0) await Promise.allSettled([...running.values()]);
       // Edits still waiting for their 15 s window are written now, so no issue shows a stale state.
       await repository.tracker
         .flush()
         .catch((e) => log(`tracking comment edits failed: ${(e as Error).message}`));
     },
   };
+}
+
+/**
+ * The worker's repository: heartbeats, claims and transitions of all its tasks share one write queue; the
+ * tracker keeps the tracking comments' ids for the worker's life; the file is read at most once a
+ * minute (polls are frequent, config changes are not).
+ */
+function workerRepository(opts: LocalWorkerOptions, log: (message: string) => void): Repository {
+  return openRepository({
+    github: opts.github,
+    repo: opts.repo,
+    store: opts.store,
+    clock: opts.clock,
+    trackerIntervalMs: opts.trackerIntervalMs,
+    configTtlMs: 60_000,
+    ...(opts.loadConfig ? { loadConfig: opts.loadConfig } : {}),
+    dispatcherFor: () => localDispatcher,
+    ...(opts.local ? { local: true } : {}),
+    log,
+  });
+}
+
+/** Tasks dispatched to any local worker that this one accepts and has no job for yet. */
+function waitingHere(
+  doc: FleetStateDoc,
+  running: ReadonlyMap<string, unknown>,
+  accepts: LocalWorkerOptions["accepts"],
+): Task[] {
+  return Object.values(doc.tasks).filter(
+    (t) =>
+      t.state === "dispatched" &&
+      t.lease?.holder === dispatchHolder("local") &&
+      !running.has(t.id) &&
+      (accepts?.(t, doc) ?? true),
+  );
 }
 
 /**

@@ -83,8 +83,14 @@ describe("the runner's token exchange", () => {
 
   it("gives the dispatched run of a live task a token for that repository only", async () => {
     const { task, run } = await liveTask("Exchange");
+    const mark = h.gh.requests.mark();
     const ok = await exchange(await oidcToken(run.id), task.id);
     expect(ok.status).toBe(201);
+    // The app works on this repository already (the label came from it): its installation is known,
+    // so the exchange asks GitHub only for the token.
+    const { byRoute } = h.gh.counts({ since: mark });
+    expect(byRoute["GET /repos/{owner}/{repo}/installation"] ?? 0).toBe(0);
+    expect(byRoute["POST /app/installations/{installation_id}/access_tokens"]).toBe(1);
     const token = ok.body.token!;
     const as = (path: string) =>
       fetch(`${h.gh.url}${path}`, { headers: { authorization: `token ${token}` } }).then((r) => r.status);

@@ -16,7 +16,8 @@ describe("a worker's claims among more dispatched tasks than it has room for", (
     // and the next queued task is dispatched into the slot it frees.
     const doc: LeaseDoc = { tasks: {}, config: { max_concurrent: 3 } };
     let seq = 0;
-    const dispatch = (slot: number) => {
+    // Each dispatch is a commit of its own, a second after the one before (the lease says when).
+    const dispatch = (slot: number, round: number) => {
       const id = `fl-${(++seq).toString(36)}`;
       const task = newTask({
         id,
@@ -27,11 +28,16 @@ describe("a worker's claims among more dispatched tasks than it has room for", (
         model: "m",
         now: t0.toISOString(),
       });
-      doc.tasks[id] = { ...task, state: "dispatched", lease: newLease(local, slot, t0) };
+      doc.tasks[id] = {
+        ...task,
+        state: "dispatched",
+        lease: newLease(local, slot, new Date(t0.getTime() + round * 1000)),
+      };
       return id;
     };
     const dispatchedAt = new Map<string, number>();
-    for (let slot = 1; slot <= 3; slot++) dispatchedAt.set(dispatch(slot), 0);
+    // The first three were dispatched together, in one commit.
+    for (let slot = 1; slot <= 3; slot++) dispatchedAt.set(dispatch(slot, 0), 0);
     const waited: Record<string, number> = {};
     for (let round = 1; round <= 60; round++) {
       const took = takeDispatched(doc, {
@@ -47,7 +53,7 @@ describe("a worker's claims among more dispatched tasks than it has room for", (
       // Its run ends: its slot is freed and the next queued task is dispatched into it.
       const { slot } = doc.tasks[task!.id]!.lease!;
       delete doc.tasks[task!.id];
-      dispatchedAt.set(dispatch(slot), round);
+      dispatchedAt.set(dispatch(slot, round), round);
     }
     // Those still waiting at the end count too. Three waited before each: first in, first out takes
     // every task within three claims.

@@ -312,6 +312,20 @@ describe("workers", () => {
     expect((await only(w, 2)).stopping).toMatchObject({ holder: "actions:run" });
   });
 
+  it("a review round whose agent asked a question fails when its PR is closed: nothing is left to answer for", async () => {
+    const w = await runSteps([
+      new Label(1, 0, 0),
+      new Poll(0),
+      new Finish(0, "change"),
+      new Review(0),
+      new Poll(0),
+      new Finish(0, "asked"),
+    ]);
+    expect((await only(w, 1)).state).toBe("waiting");
+    await new ClosePr(0).run({}, w);
+    expect((await only(w, 1)).state).toBe("failed");
+  });
+
   it("a PR closed while a review round runs fails the task; the round's end changes nothing", async () => {
     const w = await runSteps([
       new Label(1, 0, 0),

@@ -34,6 +34,7 @@ import {
 import { claimTaskState } from "../../src/worker/1-claim.ts";
 import type { TaskOutcome } from "../../src/worker/3-attempt.ts";
 import { recordOutcome } from "../../src/worker/5-record.ts";
+import { startIn } from "../../src/worker/execute-task.ts";
 
 export const TTL_MS = 15 * 60_000;
 const START = Date.parse("2026-03-02T20:00:00.000Z");
@@ -428,8 +429,9 @@ export class World {
                   ttlMs: TTL_MS,
                   startIn: startInOf(this.queue.config(doc)),
                   concurrency: WORKER_CONCURRENCY,
-                  // As the worker: a task it still runs, dispatched again meanwhile, is not taken twice.
-                  inHand: new Set([...w.runs.keys()].filter((id) => doc.tasks[id]?.state === "dispatched")),
+                  // As the worker (hand-off.ts): every run it has going counts, whatever the state says
+                  // of its task (a cancel its heartbeat has not heard yet), and is not taken twice.
+                  inHand: new Set(w.runs.keys()),
                 })
               : null,
           taken: (tasks, snapshot) => {
@@ -800,7 +802,8 @@ export class World {
         fail(`${step}: ${t.id} left ${was.state} for ${t.state} without a person's retry`);
       if (isTerminal(t.state) && (!was || !isTerminal(was.state))) m.restartable = false;
       if (was && was.state !== t.state) count(`${was.state} -> ${t.state}`);
-      checkQuestion(t, was, m, config, this.clockMs, step);
+      const prClosed = m.pr !== undefined && this.prs.get(m.pr)?.state === "closed";
+      checkQuestion(t, was, m, config, this.clockMs, step, prClosed);
       if (t.reason?.startsWith("held:") && t.reason !== was?.reason) count("held by a budget");
       // A rate-limited task waits for the reset, unless a person retried it.
       if (t.state === "rate-limited") m.retried = false;
@@ -819,7 +822,8 @@ export class World {
 
 /**
  * 7. A waiting task holds its agent's question (no answer yet) and no slot; it leaves for the queue
- * only with a person's answer, and fails on its own only once the question expired.
+ * only with a person's answer, and fails on its own only once the question expired (a person closing
+ * the PR a review round asked on fails it too: nothing is left to answer for).
  */
 function checkQuestion(
   t: Task,
@@ -828,6 +832,7 @@ function checkQuestion(
   config: FleetConfig,
   nowMs: number,
   step: string,
+  prClosed: boolean,
 ): void {
   if (t.state === "waiting") {
     if (!t.question?.text || t.question.answer) fail(`${step}: ${t.id} waits with no open question`);
@@ -840,7 +845,7 @@ function checkQuestion(
     if (!t.question?.answer) fail(`${step}: ${t.id} was answered, but the answer is not on the task`);
   }
   // Nothing but the question's expiry fails a waiting task.
-  if (t.state === "failed") {
+  if (t.state === "failed" && !prClosed) {
     const asked = Date.parse(was.question?.askedAt ?? was.updatedAt);
     if (nowMs < asked + config.ask_human.expire_after_hours * 3600_000)
       fail(`${step}: ${t.id} failed while its question could still be answered`);
@@ -863,7 +868,6 @@ function failureOf(result: RunResult): Pick<TaskOutcome, "outcome" | "reason" | 
   }
 }
 
-/** A move the scheduling pass of the same commit may add: a queued task dispatched or blocked. */
 /** What a scheduling pass does to a queued task: dispatch it (and a worker's own commit may claim it), or block it. */
 const scheduled = (from: TaskState, to: TaskState): boolean =>
   from === "queued" && (to === "dispatched" || to === "blocked" || to === "planning" || to === "running");
@@ -871,11 +875,8 @@ const scheduled = (from: TaskState, to: TaskState): boolean =>
 /** Tasks a worker runs at once. */
 const WORKER_CONCURRENCY = 2;
 
-/** The state a worker's claim starts a task in (execute-task.ts startIn, as the model has always had it). */
-const startInOf =
-  (config: FleetConfig) =>
-  (x: Task): "planning" | "running" =>
-    config.plan_phase && !x.approved && !x.rebase ? "planning" : "running";
+/** The state a worker's claim starts a task in: the worker's own rule. */
+const startInOf = startIn;
 
 /** 1. Done only after its PR merged (a split: once its plan was applied), never while its PR is open; a merged PR's task is done. */
 function checkDone(t: Task, m: ModelTask, prs: Map<number, ModelPr>, step: string): void {
