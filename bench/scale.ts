@@ -86,7 +86,7 @@ const BENCHES: Record<string, { script: string; args: string[]; group: string }>
   "workers-20": {
     group: "workers",
     script: "scale-workers.ts",
-    args: ["--workers=20", "--tasks=400", "--cap=40"],
+    args: ["--workers=20", "--tasks=100", "--cap=40"],
   },
   // As on 20 machines of 2 agents each: the cap shared out, so claims and hand-offs spread the work.
   "workers-20-shared": {
