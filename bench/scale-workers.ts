@@ -87,9 +87,15 @@ export interface ScaleWorkersResult extends ScaleWorkersOptions {
     other: { total: number; refused: number };
     claimRefusedRate: number;
   };
-  /** Tasks each worker claimed: the most, the fewest, and how many workers ran any. */
+  /** Tasks each worker claimed (as the state head shows the claims): the most, the fewest, and how many workers ran any. */
   tasksPerWorker: { min: number; max: number; workersThatRanAny: number };
-  claimLatencyMs: { p50: number; p99: number; max: number; n: number };
+  /**
+   * Dispatched -> claimed, as the state head shows it (commit times, whole seconds): a task claimed in
+   * the commit that dispatched it (a worker's hand-off) waited 0. `handedOff`: how many claims were so.
+   */
+  claimLatencyMs: { p50: number; p99: number; max: number; n: number; handedOff: number };
+  /** The earlier measure: a slot freed (an accepted push) -> the claim of the task dispatched into it landed, for claims in commits of their own. */
+  claimAfterFreedSlotMs: { p50: number; p99: number; n: number };
   rest: { workersPerTask: number; appPerTask: number };
   wallMs: number;
   /** From the first worker's start to the last task's end. */
@@ -203,7 +209,6 @@ export async function runScaleWorkers(o: ScaleWorkersOptions): Promise<ScaleWork
     const reads = { count: 0, unmoved: 0, requests: 0 };
     let unattributed = 0;
     const pushes = { total: 0, refused: 0, claim: { total: 0, refused: 0 }, other: { total: 0, refused: 0 } };
-    const claimedBy: number[] = [];
     for (const w of workers) {
       const ops = operationsOf(readOpsLog(w.opsLog));
       for (const c of w.proxy.calls.filter((c) => c.git)) {
@@ -212,7 +217,6 @@ export async function runScaleWorkers(o: ScaleWorkersOptions): Promise<ScaleWork
         if (op) op.requests++;
         else unattributed++;
       }
-      let claims = 0;
       for (const op of ops) {
         const cause =
           op.operation === "push"
@@ -237,9 +241,8 @@ export async function runScaleWorkers(o: ScaleWorkersOptions): Promise<ScaleWork
         if (op.rejected) {
           kind.refused++;
           pushes.refused++;
-        } else claims += op.cause.match(/claim gh-/g)?.length ?? 0;
+        }
       }
-      claimedBy.push(claims);
     }
     const workerGit = workers.reduce((n, w) => n + w.proxy.calls.filter((c) => c.git).length, 0);
     const allGit = h.gh.gitRequests.counts({ since: gitMark }).total;
@@ -271,6 +274,11 @@ export async function runScaleWorkers(o: ScaleWorkersOptions): Promise<ScaleWork
       ...tasks.filter((t) => t.attempts > 1).map((t) => `${h.full}#${t.issue}`),
     ]).size;
     const ended = tasks.filter((t) => !ACTIVE_STATES.has(t.state) && t.state !== "queued");
+    // Claims by worker name (each `fleet run` process has its own): every worker, also one that claimed none.
+    const claimsOf = new Map<string, number>();
+    for (const c of history.claims) claimsOf.set(c.holder, (claimsOf.get(c.holder) ?? 0) + 1);
+    const byWorker = [...claimsOf.values(), ...Array(Math.max(0, o.workers - claimsOf.size)).fill(0)];
+    const waits = history.claims.map((c) => (c.waitedFrom === undefined ? 0 : c.claimedAt - c.waitedFrom));
     const per = (n: number) => round(n / o.tasks, 2);
     return {
       ...o,
@@ -298,14 +306,20 @@ export async function runScaleWorkers(o: ScaleWorkersOptions): Promise<ScaleWork
         claimRefusedRate: round(pushes.claim.refused / Math.max(1, pushes.claim.total), 3),
       },
       tasksPerWorker: {
-        min: Math.min(...claimedBy),
-        max: Math.max(...claimedBy),
-        workersThatRanAny: claimedBy.filter((n) => n > 0).length,
+        min: Math.min(...byWorker),
+        max: Math.max(...byWorker),
+        workersThatRanAny: byWorker.filter((n) => n > 0).length,
       },
       claimLatencyMs: {
+        p50: round(percentile(waits, 50), 0),
+        p99: round(percentile(waits, 99), 0),
+        max: waits.length ? Math.round(Math.max(...waits)) : Number.NaN,
+        n: waits.length,
+        handedOff: history.claims.filter((c) => c.waitedFrom === undefined).length,
+      },
+      claimAfterFreedSlotMs: {
         p50: round(percentile(claims, 50), 0),
         p99: round(percentile(claims, 99), 0),
-        max: claims.length ? Math.round(Math.max(...claims)) : Number.NaN,
         n: claims.length,
       },
       rest: { workersPerTask: per(workerRest), appPerTask: per(fleetRest - workerRest) },

@@ -14,6 +14,12 @@ export interface StateHistory {
   overCap: string[];
   /** Tasks ever seen, by issue number, with how many distinct task ids each issue had at the end. */
   finalTasks: Task[];
+  /**
+   * Each claim of a task by a worker, as the state head shows it: the worker, when the task was first
+   * seen dispatched and not yet claimed (undefined: dispatched and claimed in one commit, a hand-off)
+   * and when claimed, by commit time (git's, whole seconds).
+   */
+  claims: Array<{ taskId: string; holder: string; waitedFrom?: number; claimedAt: number }>;
 }
 
 export async function readStateHistory(
@@ -21,8 +27,11 @@ export async function readStateHistory(
   cap: number,
   branch = "fleet/state",
 ): Promise<StateHistory> {
-  const log = await run("git", ["-C", gitDir, "rev-list", branch], { maxBuffer: 64 << 20 });
-  const shas = log.stdout.split("\n").filter(Boolean);
+  const log = await run("git", ["-C", gitDir, "log", "--format=%H %ct", branch], { maxBuffer: 64 << 20 });
+  const lines = log.stdout.split("\n").filter(Boolean);
+  const shas = lines.map((l) => l.split(" ")[0]!);
+  const times = lines.map((l) => Number(l.split(" ")[1]) * 1000);
+  const seen: Array<{ t: number; tasks: Task[] }> = [];
   const input = shas.map((s) => `${s}:.fleet/state.json\n`).join("");
   const buf = await catFileBatch(gitDir, input);
   let pos = 0;
@@ -42,8 +51,26 @@ export async function readStateHistory(
     maxRunning = Math.max(maxRunning, active);
     if (active > cap) overCap.push(shas[i]!);
     if (i === 0) finalTasks = tasks;
+    seen.push({ t: times[i]!, tasks });
   }
-  return { commits: shas.length, maxRunning, overCap, finalTasks };
+  // Oldest first: a task's wait starts at the first commit showing it dispatched and unclaimed, and
+  // ends at the first commit showing a worker's lease on it (an attempt each: a retry is another claim).
+  const claims: StateHistory["claims"] = [];
+  const waiting = new Map<string, number>();
+  const holderOf = new Map<string, string>();
+  for (const { t, tasks } of seen.reverse()) {
+    for (const task of tasks) {
+      const holder = task.lease?.holder;
+      const key = `${task.id}#${task.attempts}`;
+      if (task.state === "dispatched" && holder?.startsWith("dispatch:")) {
+        if (!waiting.has(key)) waiting.set(key, t);
+      } else if (holder && !holder.startsWith("dispatch:") && !holderOf.has(key)) {
+        holderOf.set(key, holder);
+        claims.push({ taskId: task.id, holder, waitedFrom: waiting.get(key), claimedAt: t });
+      }
+    }
+  }
+  return { commits: shas.length, maxRunning, overCap, finalTasks, claims };
 }
 
 export const percentile = (xs: number[], p: number): number => {

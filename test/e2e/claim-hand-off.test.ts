@@ -30,7 +30,7 @@ describe("a run's end commit claims the next task for the same worker", () => {
         { text: "Wrote TWO.md.", usage: USAGE },
       ],
     });
-    // Polls far apart: the second task can only start this soon through the hand-off.
+    // No timed polls (a run's end still looks at the state at once): the claims are the hand-off's or that look's.
     worker = await startTestWorker(h, { modelBaseUrl: model.url, concurrency: 1, pollMs: 600_000 });
   });
 
