@@ -209,7 +209,7 @@ function scaleTable(s: Record<string, Json>): string {
       ],
       [
         `${r.workers} worker${r.workers === 1 ? "" : "s"}${r.concurrency ? ` of ${r.concurrency}` : ""}: claim latency, refused pushes`,
-        `claim p50 ${r.claimLatencyMs.p50} ms, p99 ${r.claimLatencyMs.p99} ms; ${Math.round(r.pushes.refusedRate * 100)}% of pushes refused (claims ${Math.round(r.pushes.claimRefusedRate * 100)}%); ${r.tasksPerWorker.workersThatRanAny} workers ran tasks (${r.tasksPerWorker.min}–${r.tasksPerWorker.max} each)`,
+        `claim p50 ${r.claimLatencyMs.p50} ms, p99 ${r.claimLatencyMs.p99} ms${r.claimLatencyMs.handedOff === undefined ? "" : ` (${r.claimLatencyMs.handedOff} of ${r.claimLatencyMs.n} claims made in the commit that dispatched the task)`}; ${Math.round(r.pushes.refusedRate * 100)}% of pushes refused (claims ${Math.round(r.pushes.claimRefusedRate * 100)}%); ${r.tasksPerWorker.workersThatRanAny} workers ran tasks (${r.tasksPerWorker.min}–${r.tasksPerWorker.max} each); ${r.tasksPerMinute} tasks a minute`,
         "(none set: the growth is the figure)",
         "",
         load(r),
