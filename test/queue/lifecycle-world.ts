@@ -427,7 +427,7 @@ export class World {
                   from: dispatchHolder("local"),
                   now: this.clock(),
                   ttlMs: TTL_MS,
-                  startIn: startInOf(this.queue.config(doc)),
+                  startIn: startIn(this.queue.config(doc)),
                   concurrency: WORKER_CONCURRENCY,
                   // As the worker (hand-off.ts): every run it has going counts, whatever the state says
                   // of its task (a cancel its heartbeat has not heard yet), and is not taken twice.
@@ -459,7 +459,7 @@ export class World {
     );
     for (const t of waiting) {
       if (w.runs.size >= WORKER_CONCURRENCY) break;
-      const claimed = await claimTaskState(this.store, t.id, w.name, this.clock(), TTL_MS, startInOf(config));
+      const claimed = await claimTaskState(this.store, t.id, w.name, this.clock(), TTL_MS, startIn(config));
       if (claimed) this.adopt(w, claimed.task, config);
     }
   }
@@ -874,9 +874,6 @@ const scheduled = (from: TaskState, to: TaskState): boolean =>
 
 /** Tasks a worker runs at once. */
 const WORKER_CONCURRENCY = 2;
-
-/** The state a worker's claim starts a task in: the worker's own rule. */
-const startInOf = startIn;
 
 /** 1. Done only after its PR merged (a split: once its plan was applied), never while its PR is open; a merged PR's task is done. */
 function checkDone(t: Task, m: ModelTask, prs: Map<number, ModelPr>, step: string): void {
