@@ -254,9 +254,17 @@ export async function runScaleActions(o: ScaleActionsOptions): Promise<ScaleActi
       (e) => e.actor === h.gh.botLogin || e.actor === "app" || e.actor.includes("actions"),
     );
     const fleetRest = ours.filter((e) => !isMint(e)).length;
-    const byRoute: Record<string, number> = {};
-    for (const e of ours.filter((e) => !isMint(e)))
-      byRoute[e.route] = round((byRoute[e.route] ?? 0) + 1 / o.tasks, 2);
+    // Counted first, divided once: rounding each step would add 0.02 per request, not 1/tasks.
+    const routeCounts: Record<string, number> = {};
+    for (const e of ours.filter((e) => !isMint(e))) routeCounts[e.route] = (routeCounts[e.route] ?? 0) + 1;
+    const byRoute = Object.fromEntries(
+      Object.entries(routeCounts).map(([route, n]) => [route, round(n / o.tasks, 2)]),
+    );
+    if (process.env.FLEET_BENCH_DUMP)
+      (await import("node:fs")).writeFileSync(
+        process.env.FLEET_BENCH_DUMP,
+        ours.map((e) => `${e.seq} ${e.at} ${e.actor} ${e.method} ${e.path} ${e.status}`).join("\n"),
+      );
     const overlapping = new Set<string>();
     for (const a of spans)
       for (const b of spans)

@@ -63492,11 +63492,13 @@ var localDispatcher = {
 var RUN_EXITS = ["queued", "rate-limited", "cancelled", "failed", "done"];
 var TRANSITIONS = Object.freeze({
   queued: Object.freeze(["blocked", "dispatched", "cancelled", "failed", "done"]),
-  blocked: Object.freeze(["queued", "cancelled", "failed"]),
+  // A blocked or awaiting-approval task may have a PR an earlier run opened (a cancel, then a new
+  // label): its merge ends the task as done.
+  blocked: Object.freeze(["queued", "cancelled", "failed", "done"]),
   dispatched: Object.freeze(["planning", "running", ...RUN_EXITS]),
   planning: Object.freeze(["awaiting-approval", "running", "waiting", ...RUN_EXITS]),
   // Approval sends the task back to the queue: the work phase needs a slot like any run.
-  "awaiting-approval": Object.freeze(["queued", "running", "cancelled", "failed"]),
+  "awaiting-approval": Object.freeze(["queued", "running", "cancelled", "failed", "done"]),
   running: Object.freeze(["pr-open", "waiting", ...RUN_EXITS]),
   // pr-open -> queued: review-loop instructions wait for a slot like any run.
   "pr-open": Object.freeze(["running", "queued", "done", "cancelled", "failed"]),
@@ -65409,12 +65411,12 @@ var RepoQueue = class {
     const result = update.applied ? last : null;
     if (result && taken.length) deps.taker?.taken(taken, update.snapshot);
     if (update.applied && dropped.length) await deps.onOverridesDropped?.(dropped);
-    if (result) await this.afterCommit(result);
+    if (result) await this.afterCommit(result, opts.shownByCaller);
     deps.onState?.(update.snapshot.doc, this.config(update.snapshot.doc));
     return { result, doc: update.snapshot.doc };
   }
   /** After a commit: start the runs of newly dispatched tasks, then show every change on its issue. */
-  async afterCommit(result) {
+  async afterCommit(result, shownByCaller) {
     const startedIds = new Set(result.dispatched ?? []);
     const started = result.changes.filter((c3) => startedIds.has(c3.task.id)).map((c3) => c3.task);
     const runs = await this.startRuns(started);
@@ -65427,7 +65429,8 @@ var RepoQueue = class {
         await this.deps.dispatcher.stop(c3.task).catch(() => {
         });
     }
-    await this.show(result.changes, this.lastDoc ?? result.doc);
+    const toShow = shownByCaller ? result.changes.filter((c3) => !shownByCaller.has(c3.task.id)) : result.changes;
+    await this.show(toShow, this.lastDoc ?? result.doc);
   }
   /**
    * Starts the dispatched tasks' runs one after another (GitHub asks integrators to send a client's
@@ -65468,8 +65471,10 @@ var RepoQueue = class {
           }
           return out.changes.length ? out : null;
         },
-        // A failed start frees its slot for the next task; recording a run changes no slot.
-        { schedule: failures.size > 0 }
+        // A failed start frees its slot for the next task; recording a run changes no slot. The runs
+        // are shown by the commit that dispatched them, once started (afterCommit), with their link:
+        // shown here too, each would cost a second edit of its tracking comment.
+        { schedule: failures.size > 0, shownByCaller: new Set(runs.keys()) }
       );
     };
     const recordSafely = () => record3().catch(

@@ -20,11 +20,13 @@ const RUN_EXITS = ["queued", "rate-limited", "cancelled", "failed", "done"] as c
  */
 export const TRANSITIONS: Readonly<Record<TaskState, readonly TaskState[]>> = Object.freeze({
   queued: Object.freeze(["blocked", "dispatched", "cancelled", "failed", "done"] as const),
-  blocked: Object.freeze(["queued", "cancelled", "failed"] as const),
+  // A blocked or awaiting-approval task may have a PR an earlier run opened (a cancel, then a new
+  // label): its merge ends the task as done.
+  blocked: Object.freeze(["queued", "cancelled", "failed", "done"] as const),
   dispatched: Object.freeze(["planning", "running", ...RUN_EXITS] as const),
   planning: Object.freeze(["awaiting-approval", "running", "waiting", ...RUN_EXITS] as const),
   // Approval sends the task back to the queue: the work phase needs a slot like any run.
-  "awaiting-approval": Object.freeze(["queued", "running", "cancelled", "failed"] as const),
+  "awaiting-approval": Object.freeze(["queued", "running", "cancelled", "failed", "done"] as const),
   running: Object.freeze(["pr-open", "waiting", ...RUN_EXITS] as const),
   // pr-open -> queued: review-loop instructions wait for a slot like any run.
   "pr-open": Object.freeze(["running", "queued", "done", "cancelled", "failed"] as const),

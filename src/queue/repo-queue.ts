@@ -313,7 +313,11 @@ export class RepoQueue {
    */
   private async commit(
     transitionFn: (doc: FleetStateDoc) => TransitionResult | null,
-    opts: { schedule?: boolean } = { schedule: true },
+    opts: {
+      schedule?: boolean;
+      /** Tasks whose change this commit records but the caller shows (with more of it): not shown here. */
+      shownByCaller?: ReadonlySet<string>;
+    } = { schedule: true },
   ): Promise<{ result: TransitionResult | null; doc: FleetStateDoc }> {
     const { deps } = this;
     let last: TransitionResult | null = null;
@@ -356,13 +360,13 @@ export class RepoQueue {
     const result = update.applied ? (last as TransitionResult | null) : null;
     if (result && taken.length) deps.taker?.taken(taken, update.snapshot);
     if (update.applied && dropped.length) await deps.onOverridesDropped?.(dropped);
-    if (result) await this.afterCommit(result);
+    if (result) await this.afterCommit(result, opts.shownByCaller);
     deps.onState?.(update.snapshot.doc, this.config(update.snapshot.doc));
     return { result, doc: update.snapshot.doc };
   }
 
   /** After a commit: start the runs of newly dispatched tasks, then show every change on its issue. */
-  private async afterCommit(result: TransitionResult): Promise<void> {
+  private async afterCommit(result: TransitionResult, shownByCaller?: ReadonlySet<string>): Promise<void> {
     // By the scheduler's word, not by from/to: a retry requeued and re-dispatched in one commit reads dispatched -> dispatched.
     const startedIds = new Set(result.dispatched ?? []);
     const started = result.changes.filter((c) => startedIds.has(c.task.id)).map((c) => c.task);
@@ -376,7 +380,8 @@ export class RepoQueue {
       if (c.task.state === "cancelled" && c.from !== "cancelled")
         await this.deps.dispatcher.stop(c.task).catch(() => {});
     }
-    await this.show(result.changes, this.lastDoc ?? result.doc);
+    const toShow = shownByCaller ? result.changes.filter((c) => !shownByCaller.has(c.task.id)) : result.changes;
+    await this.show(toShow, this.lastDoc ?? result.doc);
   }
 
   /**
@@ -421,8 +426,10 @@ export class RepoQueue {
           }
           return out.changes.length ? out : null;
         },
-        // A failed start frees its slot for the next task; recording a run changes no slot.
-        { schedule: failures.size > 0 },
+        // A failed start frees its slot for the next task; recording a run changes no slot. The runs
+        // are shown by the commit that dispatched them, once started (afterCommit), with their link:
+        // shown here too, each would cost a second edit of its tracking comment.
+        { schedule: failures.size > 0, shownByCaller: new Set(runs.keys()) },
       );
     };
     // A record that cannot be written is said, and the burst goes on: its runs still find their task by

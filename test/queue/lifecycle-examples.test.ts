@@ -92,6 +92,27 @@ describe("merges", () => {
     expect(["queued", "dispatched"]).toContain((await only(w, 3)).state);
   });
 
+  it("a merge of the PR an earlier run opened ends the task as done while its new plan awaits approval", async () => {
+    // The first run (before plan_approval) opened a PR; a cancel and a new label started a second run,
+    // whose plan now waits for approval; a person merges the first PR.
+    const w = await runSteps(
+      [
+        new Label(1, 2, 0),
+        new Poll(0),
+        new ConfigSet(5),
+        new Finish(0, "change"),
+        new Command(1, "cancel"),
+        new Label(1, 2, 0),
+        new Poll(0),
+        new Finish(0, "change"),
+      ],
+      "phase",
+    );
+    expect((await only(w, 1)).state).toBe("awaiting-approval");
+    await new Merge(0, false).run({}, w);
+    expect((await only(w, 1)).state).toBe("done");
+  });
+
   it("a run whose PR was merged while it ran is counted once, and moves nothing", async () => {
     const w = await runSteps([
       new Label(1, 0, 0),
@@ -131,7 +152,7 @@ describe("merges", () => {
   it("after one A/B side is merged, the other side gets no rebase run and stays on its PR", async () => {
     const w = await runSteps([
       new Label(1, 0, 0),
-      new Label(1, 1, 0),
+      new Label(1, 2, 0),
       new Poll(0),
       new Finish(0, "change"),
       new Finish(0, "change"),
@@ -288,7 +309,7 @@ describe("workers", () => {
       new ConfigSet(0),
       new Label(1, 0, 0),
       new Poll(0),
-      new Label(1, 1, 0),
+      new Label(1, 2, 0),
       // The first run's end hands the second task to the same worker, which is then cut off.
       new Finish(0, "no-change"),
       new Partition(0, false),
