@@ -4189,10 +4189,10 @@ var require_util2 = __commonJS({
     function TAOCheck() {
       return "success";
     }
-    function appendFetchMetadata(httpRequest3) {
+    function appendFetchMetadata(httpRequest4) {
       let header2 = null;
-      header2 = httpRequest3.mode;
-      httpRequest3.headersList.set("sec-fetch-mode", header2, true);
+      header2 = httpRequest4.mode;
+      httpRequest4.headersList.set("sec-fetch-mode", header2, true);
     }
     function appendRequestOriginHeader(request2) {
       let serializedOrigin = request2.origin;
@@ -9452,7 +9452,7 @@ var require_readable = __commonJS({
   "node_modules/undici/lib/api/readable.js"(exports2, module2) {
     "use strict";
     var assert2 = require("node:assert");
-    var { Readable: Readable4 } = require("node:stream");
+    var { Readable: Readable5 } = require("node:stream");
     var { RequestAbortedError, NotSupportedError, InvalidArgumentError, AbortError } = require_errors();
     var util = require_util();
     var { ReadableStreamFrom } = require_util();
@@ -9464,7 +9464,7 @@ var require_readable = __commonJS({
     var kContentLength = /* @__PURE__ */ Symbol("kContentLength");
     var noop5 = () => {
     };
-    var BodyReadable = class extends Readable4 {
+    var BodyReadable = class extends Readable5 {
       constructor({
         resume,
         abort,
@@ -9806,7 +9806,7 @@ var require_api_request = __commonJS({
   "node_modules/undici/lib/api/api-request.js"(exports2, module2) {
     "use strict";
     var assert2 = require("node:assert");
-    var { Readable: Readable4 } = require_readable();
+    var { Readable: Readable5 } = require_readable();
     var { InvalidArgumentError, RequestAbortedError } = require_errors();
     var util = require_util();
     var { getResolveErrorBodyCallback } = require_util3();
@@ -9901,7 +9901,7 @@ var require_api_request = __commonJS({
         const parsedHeaders = responseHeaders === "raw" ? util.parseHeaders(rawHeaders) : headers;
         const contentType = parsedHeaders["content-type"];
         const contentLength = parsedHeaders["content-length"];
-        const res = new Readable4({
+        const res = new Readable5({
           resume,
           abort,
           contentType,
@@ -10216,7 +10216,7 @@ var require_api_pipeline = __commonJS({
   "node_modules/undici/lib/api/api-pipeline.js"(exports2, module2) {
     "use strict";
     var {
-      Readable: Readable4,
+      Readable: Readable5,
       Duplex: Duplex4,
       PassThrough: PassThrough2
     } = require("node:stream");
@@ -10230,7 +10230,7 @@ var require_api_pipeline = __commonJS({
     var { addSignal, removeSignal } = require_abort_signal();
     var assert2 = require("node:assert");
     var kResume = /* @__PURE__ */ Symbol("resume");
-    var PipelineRequest = class extends Readable4 {
+    var PipelineRequest = class extends Readable5 {
       constructor() {
         super({ autoDestroy: true });
         this[kResume] = null;
@@ -10247,7 +10247,7 @@ var require_api_pipeline = __commonJS({
         callback(err);
       }
     };
-    var PipelineResponse = class extends Readable4 {
+    var PipelineResponse = class extends Readable5 {
       constructor(resume) {
         super({ autoDestroy: true });
         this[kResume] = resume;
@@ -12171,7 +12171,7 @@ var require_headers = __commonJS({
         }
       }
     };
-    var Headers2 = class _Headers {
+    var Headers3 = class _Headers {
       #guard;
       #headersList;
       constructor(init = void 0) {
@@ -12321,13 +12321,13 @@ var require_headers = __commonJS({
         o2.#headersList = list;
       }
     };
-    var { getHeadersGuard, setHeadersGuard, getHeadersList, setHeadersList } = Headers2;
-    Reflect.deleteProperty(Headers2, "getHeadersGuard");
-    Reflect.deleteProperty(Headers2, "setHeadersGuard");
-    Reflect.deleteProperty(Headers2, "getHeadersList");
-    Reflect.deleteProperty(Headers2, "setHeadersList");
-    iteratorMixin("Headers", Headers2, kHeadersSortedMap, 0, 1);
-    Object.defineProperties(Headers2.prototype, {
+    var { getHeadersGuard, setHeadersGuard, getHeadersList, setHeadersList } = Headers3;
+    Reflect.deleteProperty(Headers3, "getHeadersGuard");
+    Reflect.deleteProperty(Headers3, "setHeadersGuard");
+    Reflect.deleteProperty(Headers3, "getHeadersList");
+    Reflect.deleteProperty(Headers3, "setHeadersList");
+    iteratorMixin("Headers", Headers3, kHeadersSortedMap, 0, 1);
+    Object.defineProperties(Headers3.prototype, {
       append: kEnumerableProperty,
       delete: kEnumerableProperty,
       get: kEnumerableProperty,
@@ -12345,7 +12345,7 @@ var require_headers = __commonJS({
     webidl.converters.HeadersInit = function(V, prefix, argument) {
       if (webidl.util.Type(V) === "Object") {
         const iterator2 = Reflect.get(V, Symbol.iterator);
-        if (!util.types.isProxy(V) && iterator2 === Headers2.prototype.entries) {
+        if (!util.types.isProxy(V) && iterator2 === Headers3.prototype.entries) {
           try {
             return getHeadersList(V).entriesList;
           } catch {
@@ -12366,7 +12366,7 @@ var require_headers = __commonJS({
       fill,
       // for test.
       compareHeaderName,
-      Headers: Headers2,
+      Headers: Headers3,
       HeadersList,
       getHeadersGuard,
       setHeadersGuard,
@@ -12380,7 +12380,7 @@ var require_headers = __commonJS({
 var require_response = __commonJS({
   "node_modules/undici/lib/web/fetch/response.js"(exports2, module2) {
     "use strict";
-    var { Headers: Headers2, HeadersList, fill, getHeadersGuard, setHeadersGuard, setHeadersList } = require_headers();
+    var { Headers: Headers3, HeadersList, fill, getHeadersGuard, setHeadersGuard, setHeadersList } = require_headers();
     var { extractBody, cloneBody, mixinBody, hasFinalizationRegistry, streamRegistry, bodyUnusable } = require_body();
     var util = require_util();
     var nodeUtil = require("node:util");
@@ -12407,7 +12407,7 @@ var require_response = __commonJS({
     var assert2 = require("node:assert");
     var { types } = require("node:util");
     var textEncoder3 = new TextEncoder("utf-8");
-    var Response = class _Response {
+    var Response2 = class _Response {
       // Creates network error Response.
       static error() {
         const responseObject = fromInnerResponse(makeNetworkError(), "immutable");
@@ -12458,7 +12458,7 @@ var require_response = __commonJS({
         }
         init = webidl.converters.ResponseInit(init);
         this[kState] = makeResponse({});
-        this[kHeaders] = new Headers2(kConstruct);
+        this[kHeaders] = new Headers3(kConstruct);
         setHeadersGuard(this[kHeaders], "response");
         setHeadersList(this[kHeaders], this[kState].headersList);
         let bodyWithType = null;
@@ -12550,8 +12550,8 @@ var require_response = __commonJS({
         return `Response ${nodeUtil.formatWithOptions(options, properties)}`;
       }
     };
-    mixinBody(Response);
-    Object.defineProperties(Response.prototype, {
+    mixinBody(Response2);
+    Object.defineProperties(Response2.prototype, {
       type: kEnumerableProperty,
       url: kEnumerableProperty,
       status: kEnumerableProperty,
@@ -12567,7 +12567,7 @@ var require_response = __commonJS({
         configurable: true
       }
     });
-    Object.defineProperties(Response, {
+    Object.defineProperties(Response2, {
       json: kEnumerableProperty,
       redirect: kEnumerableProperty,
       error: kEnumerableProperty
@@ -12700,9 +12700,9 @@ var require_response = __commonJS({
       }
     }
     function fromInnerResponse(innerResponse, guard) {
-      const response = new Response(kConstruct);
+      const response = new Response2(kConstruct);
       response[kState] = innerResponse;
-      response[kHeaders] = new Headers2(kConstruct);
+      response[kHeaders] = new Headers3(kConstruct);
       setHeadersList(response[kHeaders], innerResponse.headersList);
       setHeadersGuard(response[kHeaders], guard);
       if (hasFinalizationRegistry && innerResponse.body?.stream) {
@@ -12768,7 +12768,7 @@ var require_response = __commonJS({
       makeResponse,
       makeAppropriateNetworkError,
       filterResponse,
-      Response,
+      Response: Response2,
       cloneResponse,
       fromInnerResponse
     };
@@ -12822,7 +12822,7 @@ var require_request2 = __commonJS({
   "node_modules/undici/lib/web/fetch/request.js"(exports2, module2) {
     "use strict";
     var { extractBody, mixinBody, cloneBody, bodyUnusable } = require_body();
-    var { Headers: Headers2, fill: fillHeaders, HeadersList, setHeadersGuard, getHeadersGuard, setHeadersList, getHeadersList } = require_headers();
+    var { Headers: Headers3, fill: fillHeaders, HeadersList, setHeadersGuard, getHeadersGuard, setHeadersList, getHeadersList } = require_headers();
     var { FinalizationRegistry: FinalizationRegistry2 } = require_dispatcher_weakref()();
     var util = require_util();
     var nodeUtil = require("node:util");
@@ -13090,7 +13090,7 @@ var require_request2 = __commonJS({
             requestFinalizer.register(ac, { signal, abort }, abort);
           }
         }
-        this[kHeaders] = new Headers2(kConstruct);
+        this[kHeaders] = new Headers3(kConstruct);
         setHeadersList(this[kHeaders], request2.headersList);
         setHeadersGuard(this[kHeaders], "request");
         if (mode === "no-cors") {
@@ -13379,7 +13379,7 @@ var require_request2 = __commonJS({
       const request2 = new Request2(kConstruct);
       request2[kState] = innerRequest;
       request2[kSignal] = signal;
-      request2[kHeaders] = new Headers2(kConstruct);
+      request2[kHeaders] = new Headers3(kConstruct);
       setHeadersList(request2[kHeaders], innerRequest.headersList);
       setHeadersGuard(request2[kHeaders], guard);
       return request2;
@@ -13572,7 +13572,7 @@ var require_fetch = __commonJS({
       subresourceSet
     } = require_constants3();
     var EE = require("node:events");
-    var { Readable: Readable4, pipeline, finished: finished7 } = require("node:stream");
+    var { Readable: Readable5, pipeline, finished: finished7 } = require("node:stream");
     var { addAbortListener: addAbortListener3, isErrored, isReadable, bufferToLowerCasedHeaderName } = require_util();
     var { dataURLProcessor, serializeAMimeType, minimizeSupportedMimeType } = require_data_url();
     var { getGlobalDispatcher } = require_global2();
@@ -14151,74 +14151,74 @@ var require_fetch = __commonJS({
     async function httpNetworkOrCacheFetch(fetchParams, isAuthenticationFetch = false, isNewConnectionFetch = false) {
       const request2 = fetchParams.request;
       let httpFetchParams = null;
-      let httpRequest3 = null;
+      let httpRequest4 = null;
       let response = null;
       const httpCache = null;
       const revalidatingFlag = false;
       if (request2.window === "no-window" && request2.redirect === "error") {
         httpFetchParams = fetchParams;
-        httpRequest3 = request2;
+        httpRequest4 = request2;
       } else {
-        httpRequest3 = cloneRequest(request2);
+        httpRequest4 = cloneRequest(request2);
         httpFetchParams = { ...fetchParams };
-        httpFetchParams.request = httpRequest3;
+        httpFetchParams.request = httpRequest4;
       }
       const includeCredentials = request2.credentials === "include" || request2.credentials === "same-origin" && request2.responseTainting === "basic";
-      const contentLength = httpRequest3.body ? httpRequest3.body.length : null;
+      const contentLength = httpRequest4.body ? httpRequest4.body.length : null;
       let contentLengthHeaderValue = null;
-      if (httpRequest3.body == null && ["POST", "PUT"].includes(httpRequest3.method)) {
+      if (httpRequest4.body == null && ["POST", "PUT"].includes(httpRequest4.method)) {
         contentLengthHeaderValue = "0";
       }
       if (contentLength != null) {
         contentLengthHeaderValue = isomorphicEncode(`${contentLength}`);
       }
       if (contentLengthHeaderValue != null) {
-        httpRequest3.headersList.append("content-length", contentLengthHeaderValue, true);
+        httpRequest4.headersList.append("content-length", contentLengthHeaderValue, true);
       }
-      if (contentLength != null && httpRequest3.keepalive) {
+      if (contentLength != null && httpRequest4.keepalive) {
       }
-      if (httpRequest3.referrer instanceof URL) {
-        httpRequest3.headersList.append("referer", isomorphicEncode(httpRequest3.referrer.href), true);
+      if (httpRequest4.referrer instanceof URL) {
+        httpRequest4.headersList.append("referer", isomorphicEncode(httpRequest4.referrer.href), true);
       }
-      appendRequestOriginHeader(httpRequest3);
-      appendFetchMetadata(httpRequest3);
-      if (!httpRequest3.headersList.contains("user-agent", true)) {
-        httpRequest3.headersList.append("user-agent", defaultUserAgent);
+      appendRequestOriginHeader(httpRequest4);
+      appendFetchMetadata(httpRequest4);
+      if (!httpRequest4.headersList.contains("user-agent", true)) {
+        httpRequest4.headersList.append("user-agent", defaultUserAgent);
       }
-      if (httpRequest3.cache === "default" && (httpRequest3.headersList.contains("if-modified-since", true) || httpRequest3.headersList.contains("if-none-match", true) || httpRequest3.headersList.contains("if-unmodified-since", true) || httpRequest3.headersList.contains("if-match", true) || httpRequest3.headersList.contains("if-range", true))) {
-        httpRequest3.cache = "no-store";
+      if (httpRequest4.cache === "default" && (httpRequest4.headersList.contains("if-modified-since", true) || httpRequest4.headersList.contains("if-none-match", true) || httpRequest4.headersList.contains("if-unmodified-since", true) || httpRequest4.headersList.contains("if-match", true) || httpRequest4.headersList.contains("if-range", true))) {
+        httpRequest4.cache = "no-store";
       }
-      if (httpRequest3.cache === "no-cache" && !httpRequest3.preventNoCacheCacheControlHeaderModification && !httpRequest3.headersList.contains("cache-control", true)) {
-        httpRequest3.headersList.append("cache-control", "max-age=0", true);
+      if (httpRequest4.cache === "no-cache" && !httpRequest4.preventNoCacheCacheControlHeaderModification && !httpRequest4.headersList.contains("cache-control", true)) {
+        httpRequest4.headersList.append("cache-control", "max-age=0", true);
       }
-      if (httpRequest3.cache === "no-store" || httpRequest3.cache === "reload") {
-        if (!httpRequest3.headersList.contains("pragma", true)) {
-          httpRequest3.headersList.append("pragma", "no-cache", true);
+      if (httpRequest4.cache === "no-store" || httpRequest4.cache === "reload") {
+        if (!httpRequest4.headersList.contains("pragma", true)) {
+          httpRequest4.headersList.append("pragma", "no-cache", true);
         }
-        if (!httpRequest3.headersList.contains("cache-control", true)) {
-          httpRequest3.headersList.append("cache-control", "no-cache", true);
+        if (!httpRequest4.headersList.contains("cache-control", true)) {
+          httpRequest4.headersList.append("cache-control", "no-cache", true);
         }
       }
-      if (httpRequest3.headersList.contains("range", true)) {
-        httpRequest3.headersList.append("accept-encoding", "identity", true);
+      if (httpRequest4.headersList.contains("range", true)) {
+        httpRequest4.headersList.append("accept-encoding", "identity", true);
       }
-      if (!httpRequest3.headersList.contains("accept-encoding", true)) {
-        if (urlHasHttpsScheme(requestCurrentURL(httpRequest3))) {
-          httpRequest3.headersList.append("accept-encoding", "br, gzip, deflate", true);
+      if (!httpRequest4.headersList.contains("accept-encoding", true)) {
+        if (urlHasHttpsScheme(requestCurrentURL(httpRequest4))) {
+          httpRequest4.headersList.append("accept-encoding", "br, gzip, deflate", true);
         } else {
-          httpRequest3.headersList.append("accept-encoding", "gzip, deflate", true);
+          httpRequest4.headersList.append("accept-encoding", "gzip, deflate", true);
         }
       }
-      httpRequest3.headersList.delete("host", true);
+      httpRequest4.headersList.delete("host", true);
       if (includeCredentials) {
       }
       if (httpCache == null) {
-        httpRequest3.cache = "no-store";
+        httpRequest4.cache = "no-store";
       }
-      if (httpRequest3.cache !== "no-store" && httpRequest3.cache !== "reload") {
+      if (httpRequest4.cache !== "no-store" && httpRequest4.cache !== "reload") {
       }
       if (response == null) {
-        if (httpRequest3.cache === "only-if-cached") {
+        if (httpRequest4.cache === "only-if-cached") {
           return makeNetworkError("only if cached");
         }
         const forwardResponse = await httpNetworkFetch(
@@ -14226,7 +14226,7 @@ var require_fetch = __commonJS({
           includeCredentials,
           isNewConnectionFetch
         );
-        if (!safeMethodsSet.has(httpRequest3.method) && forwardResponse.status >= 200 && forwardResponse.status <= 399) {
+        if (!safeMethodsSet.has(httpRequest4.method) && forwardResponse.status >= 200 && forwardResponse.status <= 399) {
         }
         if (revalidatingFlag && forwardResponse.status === 304) {
         }
@@ -14234,8 +14234,8 @@ var require_fetch = __commonJS({
           response = forwardResponse;
         }
       }
-      response.urlList = [...httpRequest3.urlList];
-      if (httpRequest3.headersList.contains("range", true)) {
+      response.urlList = [...httpRequest4.urlList];
+      if (httpRequest4.headersList.contains("range", true)) {
         response.rangeRequested = true;
       }
       response.requestIncludesCredentials = includeCredentials;
@@ -14511,7 +14511,7 @@ var require_fetch = __commonJS({
                   }
                 }
               }
-              this.body = new Readable4({ read: resume });
+              this.body = new Readable5({ read: resume });
               const onError = this.onError.bind(this);
               resolve4({
                 status,
@@ -15438,7 +15438,7 @@ var require_cache = __commonJS({
     var { urlEquals, getFieldValues } = require_util5();
     var { kEnumerableProperty, isDisturbed } = require_util();
     var { webidl } = require_webidl();
-    var { Response, cloneResponse, fromInnerResponse } = require_response();
+    var { Response: Response2, cloneResponse, fromInnerResponse } = require_response();
     var { Request: Request2, fromInnerRequest } = require_request2();
     var { kState } = require_symbols2();
     var { fetching } = require_fetch();
@@ -15965,7 +15965,7 @@ var require_cache = __commonJS({
         converter: webidl.converters.DOMString
       }
     ]);
-    webidl.converters.Response = webidl.interfaceConverter(Response);
+    webidl.converters.Response = webidl.interfaceConverter(Response2);
     webidl.converters["sequence<RequestInfo>"] = webidl.sequenceConverter(
       webidl.converters.RequestInfo
     );
@@ -16449,10 +16449,10 @@ var require_cookies = __commonJS({
     var { parseSetCookie } = require_parse();
     var { stringify } = require_util6();
     var { webidl } = require_webidl();
-    var { Headers: Headers2 } = require_headers();
+    var { Headers: Headers3 } = require_headers();
     function getCookies(headers) {
       webidl.argumentLengthCheck(arguments, 1, "getCookies");
-      webidl.brandCheck(headers, Headers2, { strict: false });
+      webidl.brandCheck(headers, Headers3, { strict: false });
       const cookie = headers.get("cookie");
       const out = {};
       if (!cookie) {
@@ -16465,7 +16465,7 @@ var require_cookies = __commonJS({
       return out;
     }
     function deleteCookie(headers, name, attributes) {
-      webidl.brandCheck(headers, Headers2, { strict: false });
+      webidl.brandCheck(headers, Headers3, { strict: false });
       const prefix = "deleteCookie";
       webidl.argumentLengthCheck(arguments, 2, prefix);
       name = webidl.converters.DOMString(name, prefix, "name");
@@ -16479,7 +16479,7 @@ var require_cookies = __commonJS({
     }
     function getSetCookies(headers) {
       webidl.argumentLengthCheck(arguments, 1, "getSetCookies");
-      webidl.brandCheck(headers, Headers2, { strict: false });
+      webidl.brandCheck(headers, Headers3, { strict: false });
       const cookies = headers.getSetCookie();
       if (!cookies) {
         return [];
@@ -16488,7 +16488,7 @@ var require_cookies = __commonJS({
     }
     function setCookie(headers, cookie) {
       webidl.argumentLengthCheck(arguments, 2, "setCookie");
-      webidl.brandCheck(headers, Headers2, { strict: false });
+      webidl.brandCheck(headers, Headers3, { strict: false });
       cookie = webidl.converters.Cookie(cookie);
       const str2 = stringify(cookie);
       if (str2) {
@@ -17178,7 +17178,7 @@ var require_connection = __commonJS({
     var { CloseEvent } = require_events();
     var { makeRequest } = require_request2();
     var { fetching } = require_fetch();
-    var { Headers: Headers2, getHeadersList } = require_headers();
+    var { Headers: Headers3, getHeadersList } = require_headers();
     var { getDecodeSplit } = require_util2();
     var { WebsocketFrameSend } = require_frame();
     var crypto2;
@@ -17200,7 +17200,7 @@ var require_connection = __commonJS({
         redirect: "error"
       });
       if (options.headers) {
-        const headersList = getHeadersList(new Headers2(options.headers));
+        const headersList = getHeadersList(new Headers3(options.headers));
         request2.headersList = headersList;
       }
       const keyValue = crypto2.randomBytes(16).toString("base64");
@@ -31472,11 +31472,11 @@ var HttpCodes;
   HttpCodes2[HttpCodes2["ServiceUnavailable"] = 503] = "ServiceUnavailable";
   HttpCodes2[HttpCodes2["GatewayTimeout"] = 504] = "GatewayTimeout";
 })(HttpCodes || (HttpCodes = {}));
-var Headers;
-(function(Headers2) {
-  Headers2["Accept"] = "accept";
-  Headers2["ContentType"] = "content-type";
-})(Headers || (Headers = {}));
+var Headers2;
+(function(Headers3) {
+  Headers3["Accept"] = "accept";
+  Headers3["ContentType"] = "content-type";
+})(Headers2 || (Headers2 = {}));
 var MediaTypes;
 (function(MediaTypes2) {
   MediaTypes2["ApplicationJson"] = "application/json";
@@ -31619,7 +31619,7 @@ var HttpClient = class {
    */
   getJson(requestUrl_1) {
     return __awaiter(this, arguments, void 0, function* (requestUrl, additionalHeaders = {}) {
-      additionalHeaders[Headers.Accept] = this._getExistingOrDefaultHeader(additionalHeaders, Headers.Accept, MediaTypes.ApplicationJson);
+      additionalHeaders[Headers2.Accept] = this._getExistingOrDefaultHeader(additionalHeaders, Headers2.Accept, MediaTypes.ApplicationJson);
       const res = yield this.get(requestUrl, additionalHeaders);
       return this._processResponse(res, this.requestOptions);
     });
@@ -31627,8 +31627,8 @@ var HttpClient = class {
   postJson(requestUrl_1, obj_1) {
     return __awaiter(this, arguments, void 0, function* (requestUrl, obj2, additionalHeaders = {}) {
       const data = JSON.stringify(obj2, null, 2);
-      additionalHeaders[Headers.Accept] = this._getExistingOrDefaultHeader(additionalHeaders, Headers.Accept, MediaTypes.ApplicationJson);
-      additionalHeaders[Headers.ContentType] = this._getExistingOrDefaultContentTypeHeader(additionalHeaders, MediaTypes.ApplicationJson);
+      additionalHeaders[Headers2.Accept] = this._getExistingOrDefaultHeader(additionalHeaders, Headers2.Accept, MediaTypes.ApplicationJson);
+      additionalHeaders[Headers2.ContentType] = this._getExistingOrDefaultContentTypeHeader(additionalHeaders, MediaTypes.ApplicationJson);
       const res = yield this.post(requestUrl, data, additionalHeaders);
       return this._processResponse(res, this.requestOptions);
     });
@@ -31636,8 +31636,8 @@ var HttpClient = class {
   putJson(requestUrl_1, obj_1) {
     return __awaiter(this, arguments, void 0, function* (requestUrl, obj2, additionalHeaders = {}) {
       const data = JSON.stringify(obj2, null, 2);
-      additionalHeaders[Headers.Accept] = this._getExistingOrDefaultHeader(additionalHeaders, Headers.Accept, MediaTypes.ApplicationJson);
-      additionalHeaders[Headers.ContentType] = this._getExistingOrDefaultContentTypeHeader(additionalHeaders, MediaTypes.ApplicationJson);
+      additionalHeaders[Headers2.Accept] = this._getExistingOrDefaultHeader(additionalHeaders, Headers2.Accept, MediaTypes.ApplicationJson);
+      additionalHeaders[Headers2.ContentType] = this._getExistingOrDefaultContentTypeHeader(additionalHeaders, MediaTypes.ApplicationJson);
       const res = yield this.put(requestUrl, data, additionalHeaders);
       return this._processResponse(res, this.requestOptions);
     });
@@ -31645,8 +31645,8 @@ var HttpClient = class {
   patchJson(requestUrl_1, obj_1) {
     return __awaiter(this, arguments, void 0, function* (requestUrl, obj2, additionalHeaders = {}) {
       const data = JSON.stringify(obj2, null, 2);
-      additionalHeaders[Headers.Accept] = this._getExistingOrDefaultHeader(additionalHeaders, Headers.Accept, MediaTypes.ApplicationJson);
-      additionalHeaders[Headers.ContentType] = this._getExistingOrDefaultContentTypeHeader(additionalHeaders, MediaTypes.ApplicationJson);
+      additionalHeaders[Headers2.Accept] = this._getExistingOrDefaultHeader(additionalHeaders, Headers2.Accept, MediaTypes.ApplicationJson);
+      additionalHeaders[Headers2.ContentType] = this._getExistingOrDefaultContentTypeHeader(additionalHeaders, MediaTypes.ApplicationJson);
       const res = yield this.patch(requestUrl, data, additionalHeaders);
       return this._processResponse(res, this.requestOptions);
     });
@@ -31876,7 +31876,7 @@ var HttpClient = class {
   _getExistingOrDefaultContentTypeHeader(additionalHeaders, _default3) {
     let clientHeader;
     if (this.requestOptions && this.requestOptions.headers) {
-      const headerValue = lowercaseKeys(this.requestOptions.headers)[Headers.ContentType];
+      const headerValue = lowercaseKeys(this.requestOptions.headers)[Headers2.ContentType];
       if (headerValue) {
         if (typeof headerValue === "number") {
           clientHeader = String(headerValue);
@@ -31887,7 +31887,7 @@ var HttpClient = class {
         }
       }
     }
-    const additionalValue = additionalHeaders[Headers.ContentType];
+    const additionalValue = additionalHeaders[Headers2.ContentType];
     if (additionalValue !== void 0) {
       if (typeof additionalValue === "number") {
         return String(additionalValue);
@@ -32754,6 +32754,70 @@ function config(octokit) {
 }
 config.VERSION = VERSION;
 
+// src/github/fresh-connection-fetch.ts
+var import_node_http = require("node:http");
+var import_node_https = require("node:https");
+var import_node_stream = require("node:stream");
+var NULL_BODY = /* @__PURE__ */ new Set([101, 103, 204, 205, 304]);
+var REDIRECTS = /* @__PURE__ */ new Set([301, 302, 307, 308]);
+var MAX_REDIRECTS = 5;
+function fetchOnFreshConnection(input2, init = {}) {
+  if (input2 instanceof Request) return void 0;
+  const body = init.body;
+  if (body != null && typeof body !== "string" && !(body instanceof Uint8Array)) return void 0;
+  return send(new URL(String(input2)), init, body ?? void 0, MAX_REDIRECTS);
+}
+function send(url2, init, body, redirectsLeft) {
+  const method = (init.method ?? "GET").toUpperCase();
+  const headers = Object.fromEntries(new Headers(init.headers));
+  const request2 = url2.protocol === "https:" ? import_node_https.request : import_node_http.request;
+  return new Promise((resolve4, reject) => {
+    const req = request2(
+      url2,
+      {
+        method,
+        headers: { ...headers, connection: "close" },
+        agent: false,
+        ...init.signal ? { signal: init.signal } : {}
+      },
+      (res) => {
+        const location = res.headers.location;
+        if (REDIRECTS.has(res.statusCode ?? 0) && location && init.redirect !== "manual") {
+          res.resume();
+          if (redirectsLeft === 0) return reject(new TypeError(`too many redirects from ${url2}`));
+          const next = new URL(location, url2);
+          const sameOrigin = next.origin === url2.origin;
+          const nextInit = sameOrigin ? init : { ...init, headers: withoutAuthorization(init.headers) };
+          return resolve4(send(next, nextInit, body, redirectsLeft - 1));
+        }
+        resolve4(responseOf(res, method));
+      }
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+function responseOf(res, method) {
+  const status = res.statusCode ?? 502;
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(res.headers)) {
+    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+    else if (value !== void 0) headers.set(name, value);
+  }
+  const empty = NULL_BODY.has(status) || method === "HEAD";
+  if (empty) res.resume();
+  return new Response(empty ? null : import_node_stream.Readable.toWeb(res), {
+    status,
+    statusText: res.statusMessage ?? "",
+    headers
+  });
+}
+function withoutAuthorization(headers) {
+  const h2 = new Headers(headers);
+  h2.delete("authorization");
+  return h2;
+}
+
 // src/github/octokit-port.ts
 var conditional = (etag) => etag ? { "if-none-match": etag } : {};
 var decodeBase64 = (s) => Buffer.from(s, "base64").toString("utf8");
@@ -32788,11 +32852,12 @@ async function githubForToken(opts) {
 }
 var REPEATABLE = /* @__PURE__ */ new Set(["GET", "HEAD", "PUT", "PATCH", "DELETE"]);
 async function fetchRetryingClosedConnections(input2, init) {
+  const method = (init?.method ?? (input2 instanceof Request ? input2.method : "GET")).toUpperCase();
+  if (!REPEATABLE.has(method)) return fetchOnFreshConnection(input2, init) ?? fetch(input2, init);
   try {
     return await fetch(input2, init);
   } catch (error64) {
-    const method = (init?.method ?? (input2 instanceof Request ? input2.method : "GET")).toUpperCase();
-    if (!REPEATABLE.has(method) || !closedBeforeAnswer(error64) || init?.signal?.aborted) throw error64;
+    if (!closedBeforeAnswer(error64) || init?.signal?.aborted) throw error64;
     return fetch(input2, init);
   }
 }
@@ -33056,7 +33121,7 @@ function parseRepoFullName(fullName) {
 
 // src/worker/sandbox/egress-proxy.ts
 var import_promises = require("node:dns/promises");
-var import_node_http = require("node:http");
+var import_node_http2 = require("node:http");
 var import_node_net = require("node:net");
 
 // node_modules/zod/v4/classic/external.js
@@ -52915,7 +52980,7 @@ var MAX_REFUSAL_ROWS = 100;
 var MAX_PROXY_CONNECTIONS = 256;
 async function startEgressProxy(opts) {
   const proxy = proxyState(opts);
-  const server = (0, import_node_http.createServer)((req, res) => void forwardPlain(proxy, req, res));
+  const server = (0, import_node_http2.createServer)((req, res) => void forwardPlain(proxy, req, res));
   server.maxConnections = MAX_PROXY_CONNECTIONS;
   server.on("connection", (s) => proxy.track(s));
   server.on(
@@ -53031,7 +53096,7 @@ async function forwardPlain(proxy, req, res) {
   const headers = { ...req.headers, host: url2.host };
   delete headers["proxy-connection"];
   delete headers["proxy-authorization"];
-  const out = (0, import_node_http.request)(
+  const out = (0, import_node_http2.request)(
     { host: target.address, port, method: req.method, path: `${url2.pathname}${url2.search}`, headers },
     (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
@@ -59709,7 +59774,7 @@ var stripNewline = (value, { stripFinalNewline: stripFinalNewline2 }, fdNumber) 
 var getStripFinalNewline = (stripFinalNewline2, fdNumber) => fdNumber === "all" ? stripFinalNewline2[1] || stripFinalNewline2[2] : stripFinalNewline2[fdNumber];
 
 // node_modules/execa/lib/transform/generator.js
-var import_node_stream = require("node:stream");
+var import_node_stream2 = require("node:stream");
 
 // node_modules/execa/lib/transform/split.js
 var getSplitLinesGenerator = (binary, preserveNewlines, skipped, state) => binary || skipped ? void 0 : initializeSplitLines(preserveNewlines, state);
@@ -59958,11 +60023,11 @@ var generatorToStream = ({
   const transformMethod = transformAsync ? pushChunks.bind(void 0, transformChunk, state) : pushChunksSync.bind(void 0, transformChunkSync);
   const finalMethod = transformAsync || finalAsync ? pushChunks.bind(void 0, finalChunks, state) : pushChunksSync.bind(void 0, finalChunksSync);
   const destroyMethod = transformAsync || finalAsync ? destroyTransform.bind(void 0, state) : void 0;
-  const stream = new import_node_stream.Transform({
+  const stream = new import_node_stream2.Transform({
     writableObjectMode,
-    writableHighWaterMark: (0, import_node_stream.getDefaultHighWaterMark)(writableObjectMode),
+    writableHighWaterMark: (0, import_node_stream2.getDefaultHighWaterMark)(writableObjectMode),
     readableObjectMode,
-    readableHighWaterMark: (0, import_node_stream.getDefaultHighWaterMark)(readableObjectMode),
+    readableHighWaterMark: (0, import_node_stream2.getDefaultHighWaterMark)(readableObjectMode),
     transform(chunk, encoding2, done) {
       transformMethod([chunk, generators, 0], this, done);
     },
@@ -60556,7 +60621,7 @@ var getIpcMethods = (anyProcess, isSubprocess, ipc) => ({
 
 // node_modules/execa/lib/return/early-error.js
 var import_node_child_process4 = require("node:child_process");
-var import_node_stream2 = require("node:stream");
+var import_node_stream3 = require("node:stream");
 var handleEarlyError = ({ error: error64, command, escapedCommand, fileDescriptors, options, startTime, verboseInfo }) => {
   cleanupCustomStreams(fileDescriptors);
   const subprocess = new import_node_child_process4.ChildProcess();
@@ -60590,15 +60655,15 @@ var createDummyStreams = (subprocess, fileDescriptors) => {
   });
 };
 var createDummyStream = () => {
-  const stream = new import_node_stream2.PassThrough();
+  const stream = new import_node_stream3.PassThrough();
   stream.end();
   return stream;
 };
-var readable = () => new import_node_stream2.Readable({ read() {
+var readable = () => new import_node_stream3.Readable({ read() {
 } });
-var writable = () => new import_node_stream2.Writable({ write() {
+var writable = () => new import_node_stream3.Writable({ write() {
 } });
-var duplex = () => new import_node_stream2.Duplex({ read() {
+var duplex = () => new import_node_stream3.Duplex({ read() {
 }, write() {
 } });
 var handleDummyPromise = async (error64, verboseInfo, options) => handleResult(error64, verboseInfo, options);
@@ -60606,7 +60671,7 @@ var handleDummyPromise = async (error64, verboseInfo, options) => handleResult(e
 // node_modules/execa/lib/stdio/handle-async.js
 var import_node_fs5 = require("node:fs");
 var import_node_buffer3 = require("node:buffer");
-var import_node_stream3 = require("node:stream");
+var import_node_stream4 = require("node:stream");
 var handleStdioAsync = (options, verboseInfo) => handleStdio(addPropertiesAsync, options, verboseInfo, false);
 var forbiddenIfAsync = ({ type, optionName }) => {
   throw new TypeError(`The \`${optionName}\` option cannot be ${TYPE_TO_MESSAGE[type]}.`);
@@ -60618,7 +60683,7 @@ var addProperties2 = {
   nodeStream: ({ value }) => ({ stream: value }),
   webTransform({ value: { transform: transform2, writableObjectMode, readableObjectMode } }) {
     const objectMode = writableObjectMode || readableObjectMode;
-    const stream = import_node_stream3.Duplex.fromWeb(transform2, { objectMode });
+    const stream = import_node_stream4.Duplex.fromWeb(transform2, { objectMode });
     return { stream };
   },
   duplex: ({ value: { transform: transform2 } }) => ({ stream: transform2 }),
@@ -60630,17 +60695,17 @@ var addPropertiesAsync = {
     ...addProperties2,
     fileUrl: ({ value }) => ({ stream: (0, import_node_fs5.createReadStream)(value) }),
     filePath: ({ value: { file: file2 } }) => ({ stream: (0, import_node_fs5.createReadStream)(file2) }),
-    webStream: ({ value }) => ({ stream: import_node_stream3.Readable.fromWeb(value) }),
-    iterable: ({ value }) => ({ stream: import_node_stream3.Readable.from(value) }),
-    asyncIterable: ({ value }) => ({ stream: import_node_stream3.Readable.from(value) }),
-    string: ({ value }) => ({ stream: import_node_stream3.Readable.from(value) }),
-    uint8Array: ({ value }) => ({ stream: import_node_stream3.Readable.from(import_node_buffer3.Buffer.from(value)) })
+    webStream: ({ value }) => ({ stream: import_node_stream4.Readable.fromWeb(value) }),
+    iterable: ({ value }) => ({ stream: import_node_stream4.Readable.from(value) }),
+    asyncIterable: ({ value }) => ({ stream: import_node_stream4.Readable.from(value) }),
+    string: ({ value }) => ({ stream: import_node_stream4.Readable.from(value) }),
+    uint8Array: ({ value }) => ({ stream: import_node_stream4.Readable.from(import_node_buffer3.Buffer.from(value)) })
   },
   output: {
     ...addProperties2,
     fileUrl: ({ value }) => ({ stream: (0, import_node_fs5.createWriteStream)(value) }),
     filePath: ({ value: { file: file2, append } }) => ({ stream: (0, import_node_fs5.createWriteStream)(file2, append ? { flags: "a" } : {}) }),
-    webStream: ({ value }) => ({ stream: import_node_stream3.Writable.fromWeb(value) }),
+    webStream: ({ value }) => ({ stream: import_node_stream4.Writable.fromWeb(value) }),
     iterable: forbiddenIfAsync,
     asyncIterable: forbiddenIfAsync,
     string: forbiddenIfAsync,
@@ -60650,7 +60715,7 @@ var addPropertiesAsync = {
 
 // node_modules/@sindresorhus/merge-streams/index.js
 var import_node_events10 = require("node:events");
-var import_node_stream4 = require("node:stream");
+var import_node_stream5 = require("node:stream");
 var import_promises7 = require("node:stream/promises");
 function mergeStreams(streams) {
   if (!Array.isArray(streams)) {
@@ -60673,12 +60738,12 @@ function mergeStreams(streams) {
 }
 var getHighWaterMark = (streams, objectMode) => {
   if (streams.length === 0) {
-    return (0, import_node_stream4.getDefaultHighWaterMark)(objectMode);
+    return (0, import_node_stream5.getDefaultHighWaterMark)(objectMode);
   }
   const highWaterMarks = streams.filter(({ readableObjectMode }) => readableObjectMode === objectMode).map(({ readableHighWaterMark }) => readableHighWaterMark);
   return Math.max(...highWaterMarks);
 };
-var MergedStream = class extends import_node_stream4.PassThrough {
+var MergedStream = class extends import_node_stream5.PassThrough {
   #streams = /* @__PURE__ */ new Set([]);
   #ended = /* @__PURE__ */ new Set([]);
   #aborted = /* @__PURE__ */ new Set([]);
@@ -61472,7 +61537,7 @@ var import_promises10 = require("node:timers/promises");
 
 // node_modules/execa/lib/io/iterate.js
 var import_node_events12 = require("node:events");
-var import_node_stream5 = require("node:stream");
+var import_node_stream6 = require("node:stream");
 var iterateOnSubprocessStream = ({ subprocessStdout, subprocess, binary, shouldEncode, encoding, preserveNewlines }) => {
   const controller = new AbortController();
   stopReadingOnExit(subprocess, controller);
@@ -61536,7 +61601,7 @@ var iterateOnStream = ({ stream, controller, binary, shouldEncode, encoding, sho
     preserveNewlines
   });
 };
-var DEFAULT_OBJECT_HIGH_WATER_MARK = (0, import_node_stream5.getDefaultHighWaterMark)(true);
+var DEFAULT_OBJECT_HIGH_WATER_MARK = (0, import_node_stream6.getDefaultHighWaterMark)(true);
 var HIGH_WATER_MARK = DEFAULT_OBJECT_HIGH_WATER_MARK;
 var iterateOnData = async function* ({ onStdoutChunk, controller, binary, shouldEncode, encoding, shouldSplit, preserveNewlines }) {
   const generators = getGenerators({
@@ -61972,7 +62037,7 @@ var waitForConcurrentStreams = async ({ resolve: resolve4, promises: promises3 }
 };
 
 // node_modules/execa/lib/convert/readable.js
-var import_node_stream6 = require("node:stream");
+var import_node_stream7 = require("node:stream");
 var import_node_util9 = require("node:util");
 
 // node_modules/execa/lib/convert/shared.js
@@ -62027,7 +62092,7 @@ var createReadable = ({ subprocess, concurrentStreams, encoding }, { from, binar
     encoding,
     preserveNewlines
   });
-  const readable2 = new import_node_stream6.Readable({
+  const readable2 = new import_node_stream7.Readable({
     read,
     destroy: (0, import_node_util9.callbackify)(onReadableDestroy.bind(void 0, { subprocessStdout, subprocess, waitReadableDestroy })),
     highWaterMark: readableHighWaterMark,
@@ -62101,11 +62166,11 @@ var destroyOtherReadable = (stream, error64) => {
 };
 
 // node_modules/execa/lib/convert/writable.js
-var import_node_stream7 = require("node:stream");
+var import_node_stream8 = require("node:stream");
 var import_node_util10 = require("node:util");
 var createWritable = ({ subprocess, concurrentStreams }, { to } = {}) => {
   const { subprocessStdin, waitWritableFinal, waitWritableDestroy } = getSubprocessStdin(subprocess, to, concurrentStreams);
-  const writable3 = new import_node_stream7.Writable({
+  const writable3 = new import_node_stream8.Writable({
     ...getWritableMethods(subprocessStdin, subprocess, waitWritableFinal),
     destroy: (0, import_node_util10.callbackify)(onWritableDestroy.bind(void 0, {
       subprocessStdin,
@@ -62167,7 +62232,7 @@ var destroyOtherWritable = (stream, error64) => {
 };
 
 // node_modules/execa/lib/convert/duplex.js
-var import_node_stream8 = require("node:stream");
+var import_node_stream9 = require("node:stream");
 var import_node_util11 = require("node:util");
 var createDuplex = ({ subprocess, concurrentStreams, encoding }, { from, to, binary: binaryOption = true, preserveNewlines = true } = {}) => {
   const binary = binaryOption || BINARY_ENCODINGS.has(encoding);
@@ -62181,7 +62246,7 @@ var createDuplex = ({ subprocess, concurrentStreams, encoding }, { from, to, bin
     encoding,
     preserveNewlines
   });
-  const duplex2 = new import_node_stream8.Duplex({
+  const duplex2 = new import_node_stream9.Duplex({
     read,
     ...getWritableMethods(subprocessStdin, subprocess, waitWritableFinal),
     destroy: (0, import_node_util11.callbackify)(onDuplexDestroy.bind(void 0, {
@@ -71142,8 +71207,8 @@ async function sessionFilesIn(home, pattern) {
 
 // src/worker/sandbox/model-gateway.ts
 var import_node_crypto10 = require("node:crypto");
-var import_node_http2 = require("node:http");
-var import_node_https = require("node:https");
+var import_node_http3 = require("node:http");
+var import_node_https2 = require("node:https");
 var AUTH_HEADERS = ["x-api-key", "authorization", "x-goog-api-key"];
 var HOP_BY_HOP = /* @__PURE__ */ new Set([
   "connection",
@@ -71166,9 +71231,9 @@ var fixed = (credential) => ({
 async function startModelGateway(opts = {}) {
   const grants = /* @__PURE__ */ new Map();
   const sockets = /* @__PURE__ */ new Set();
-  const agents = { http: new import_node_http2.Agent({ keepAlive: true }), https: new import_node_https.Agent({ keepAlive: true }) };
+  const agents = { http: new import_node_http3.Agent({ keepAlive: true }), https: new import_node_https2.Agent({ keepAlive: true }) };
   let forwarded = 0;
-  const server = (0, import_node_http2.createServer)((req, res) => {
+  const server = (0, import_node_http3.createServer)((req, res) => {
     const found = findGrant(req.headers);
     if (!found) {
       req.resume();
@@ -71274,7 +71339,7 @@ async function forward(req, res, at, log) {
   const policy = grant.policy;
   let credential = grant.credentials.current(request2);
   for (let attempt = 0; ; attempt++) {
-    const upstreamRes = await send(
+    const upstreamRes = await send2(
       req,
       body,
       grant.upstream,
@@ -71338,7 +71403,7 @@ function tell(log, f) {
     log?.(`model gateway: the run's policy failed: ${error64.message}`);
   }
 }
-function send(req, body, upstream, credential, authHeader, agents, res) {
+function send2(req, body, upstream, credential, authHeader, agents, res) {
   const headers = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === void 0 || HOP_BY_HOP.has(name) || AUTH_HEADERS.includes(name))
@@ -71351,7 +71416,7 @@ function send(req, body, upstream, credential, authHeader, agents, res) {
   const prefix = upstream.pathname.replace(/\/+$/, "");
   const https2 = upstream.protocol === "https:";
   return new Promise((resolve4) => {
-    const out = (https2 ? import_node_https.request : import_node_http2.request)(
+    const out = (https2 ? import_node_https2.request : import_node_http3.request)(
       {
         protocol: upstream.protocol,
         hostname: upstream.hostname,

@@ -7,6 +7,7 @@ import { stopAndDrain } from "./deliveries.ts";
 import { createFleetApp, type FleetAppOptions } from "./index.ts";
 import type { RepoQueues } from "./repo-queues.ts";
 import { createWebhookIntake, pathnameOf } from "./webhook-intake.ts";
+import { fetchRetryingClosedConnections } from "../github/octokit-port.ts";
 
 export interface FleetServerOptions extends FleetAppOptions {
   appId: number | string;
@@ -73,6 +74,8 @@ export async function startFleetServer(options: FleetServerOptions): Promise<Fle
         ...instance,
         throttle: { ...(instance.throttle as object), enabled: resilient },
         retry: { ...(instance.retry as object), enabled: resilient },
+        // A POST over a connection of its own; a GET on a connection closed under it sent once more.
+        request: { ...(instance.request as object), fetch: fetchRetryingClosedConnections },
       })),
     },
   });

@@ -1,5 +1,6 @@
 import type { Octokit } from "@octokit/rest";
 import { composeConfigGet } from "@probot/octokit-plugin-config";
+import { fetchOnFreshConnection } from "./fresh-connection-fetch.ts";
 import type {
   Artifact,
   GitHub,
@@ -71,17 +72,19 @@ const REPEATABLE = new Set(["GET", "HEAD", "PUT", "PATCH", "DELETE"]);
 /**
  * fetch, again once when the connection closed before any answer: a kept-alive connection the server
  * closed as the request went out (seen at 100 tasks on one worker: "other side closed"). A POST is
- * never sent twice, since it may have created a comment or a pull request.
+ * never sent twice, since it may have created a comment or a pull request: it goes over a connection
+ * of its own instead, which has no such moment (seen at 5 and 20 workers: "read ECONNRESET").
  */
 export async function fetchRetryingClosedConnections(
   input: string | URL | Request,
   init?: RequestInit,
 ): Promise<Response> {
+  const method = (init?.method ?? (input instanceof Request ? input.method : "GET")).toUpperCase();
+  if (!REPEATABLE.has(method)) return fetchOnFreshConnection(input, init) ?? fetch(input, init);
   try {
     return await fetch(input, init);
   } catch (error) {
-    const method = (init?.method ?? (input instanceof Request ? input.method : "GET")).toUpperCase();
-    if (!REPEATABLE.has(method) || !closedBeforeAnswer(error) || init?.signal?.aborted) throw error;
+    if (!closedBeforeAnswer(error) || init?.signal?.aborted) throw error;
     return fetch(input, init);
   }
 }
