@@ -73,7 +73,8 @@ export interface ScaleAgentsResult extends ScaleAgentsOptions {
     rssIdleMB: number;
   };
   /** Fleet's node inside every sandbox (the network forwarder): one per running agent. */
-  forwarder: { rssEachMB: number; cpuEachMs: number };
+  /** rssEachMB counts node's binary, shared with the worker and every other forwarder, in each. */
+  forwarder: { rssEachMB: number; privateEachMB: number; pssEachMB: number; cpuEachMs: number };
   cpu: {
     /** The worker's tree without its sandboxes (cpuacct): node, git, the cgroup shell. */
     workerTreeMs: number;
@@ -362,6 +363,7 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
     const isForwarder = (p: Proc) => p.cmd.startsWith("/run/fleet-node");
     const sampler = startProcSampler({
       intervalMs: 250,
+      detail: isForwarder,
       onSample: (now, live) => {
         const worker = live.find((p) => p.pid === workerPid);
         if (!worker) return;
@@ -433,6 +435,8 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
       worker: { rssMaxMB: round(rssMax, 1), rssAtPeakMB: round(peak.rss, 1), rssIdleMB: round(rssIdle, 1) },
       forwarder: {
         rssEachMB: round(median(forwarders.map((f) => f.rssMB)), 1),
+        privateEachMB: round(median(forwarders.flatMap((f) => f.privateMB ?? [])), 1),
+        pssEachMB: round(median(forwarders.flatMap((f) => f.pssMB ?? [])), 1),
         cpuEachMs: round(median(forwarders.map((f) => f.cpuMs)), 0),
       },
       cpu: {

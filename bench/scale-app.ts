@@ -38,6 +38,10 @@ export interface ScaleAppResult extends ScaleAppOptions {
   queuedTasks: number;
   rssMB: { started: number; loaded: number; afterSweeps: number; max: number };
   heapUsedMB: number;
+  /** After the sweeps: V8's reserved heap, and the memory outside it that V8 knows of (Buffers). */
+  heapTotalMB?: number;
+  externalMB?: number;
+  arrayBuffersMB?: number;
   /** REST requests (and git requests, the state branch's) per repository per sweep. */
   sweep: {
     first: { restPerRepo: number; gitPerRepo: number; ms: number };
@@ -128,7 +132,13 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
   };
   const rssSeen: number[] = [];
   const memory = async () => {
-    const m = (await ask("memory")) as { rssMB: number; heapUsedMB: number };
+    const m = (await ask("memory")) as {
+      rssMB: number;
+      heapUsedMB: number;
+      heapTotalMB: number;
+      externalMB: number;
+      arrayBuffersMB: number;
+    };
     rssSeen.push(m.rssMB);
     return m;
   };
@@ -286,6 +296,9 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
         max: Math.max(...rssSeen),
       },
       heapUsedMB: after.heapUsedMB,
+      heapTotalMB: after.heapTotalMB,
+      externalMB: after.externalMB,
+      arrayBuffersMB: after.arrayBuffersMB,
       sweep: { first, unchanged },
       labelWaitQuietMs,
       labelWaitMs,

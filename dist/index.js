@@ -65662,7 +65662,7 @@ function mergeResults(a2, b) {
 
 // src/render/markers.ts
 var trackingMarker = (taskKey) => `<!-- fleet:tracking ${taskKey} -->`;
-var hasMarker = (body, marker) => typeof body === "string" && body.includes(marker);
+var hasMarker = (body, marker) => typeof body === "string" && body.trimStart().startsWith(marker);
 
 // src/core/published-text.ts
 var JOINER = "‍";
@@ -66011,7 +66011,7 @@ function renderRunReport(v) {
   const headline = reviewed ? "🔎 posted its review of the pull request" : round ? "ℹ️ finished the round without changes; the pull request is as it was" : HEADLINE[v.outcome];
   const head = [runReportMarker(v.taskId), `### Fleet task \`${v.taskId}\` ${headline}`, ""];
   if (v.pr) head.push(`Pull request: #${v.pr.number} (${v.pr.url})`, "");
-  if (v.reason) head.push(`> ${neutraliseMentions(v.reason).replace(/\n/g, "\n> ")}`, "");
+  if (v.reason) head.push(blockQuote(neutraliseMentions(v.reason)), "");
   if (v.outcome === "rate-limited" && v.resetsAt) head.push(`The limit resets at ${v.resetsAt}.`, "");
   if (v.summary) head.push("**Agent's summary:**", "", v.summary.trim(), "");
   if (v.resultProblem) head.push(`⚠️ ${v.resultProblem}`, "");

@@ -39,7 +39,15 @@ for await (const line of createInterface({ input: process.stdin })) {
     say({ reconciled: Math.round(performance.now() - t0) });
   } else if (line === "memory") {
     const m = process.memoryUsage();
-    say({ rssMB: +(m.rss / 2 ** 20).toFixed(1), heapUsedMB: +(m.heapUsed / 2 ** 20).toFixed(1) });
+    const mb = (n: number) => +(n / 2 ** 20).toFixed(1);
+    // Where the RSS goes: V8's heap (used, and reserved), memory outside it that V8 knows of (Buffers).
+    say({
+      rssMB: mb(m.rss),
+      heapUsedMB: mb(m.heapUsed),
+      heapTotalMB: mb(m.heapTotal),
+      externalMB: mb(m.external),
+      arrayBuffersMB: mb(m.arrayBuffers),
+    });
   } else if (line === "idle") {
     await app.idle();
     say({ idle: true });

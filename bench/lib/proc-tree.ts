@@ -15,6 +15,13 @@ export interface Proc {
   /** User + system CPU time at the last sample, ms. */
   cpuMs: number;
   rssMB: number;
+  /**
+   * For the processes `detail` picks: their own memory (private pages) and their proportional share of
+   * what they share (PSS), from smaps_rollup. RSS counts a node binary's pages shared with every other
+   * node process (~37 MB) in full, once per process.
+   */
+  privateMB?: number;
+  pssMB?: number;
   lastSeen: number;
 }
 
@@ -38,6 +45,21 @@ function readStat(pid: string) {
   };
 }
 
+/** Private (clean + dirty) and proportional memory, MB; nothing when the process ended under the read. */
+function readRollup(pid: string): { privateMB?: number; pssMB?: number } {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
+  } catch {
+    return {};
+  }
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? 0);
+  return {
+    privateMB: (kb("Private_Clean") + kb("Private_Dirty")) / 1024,
+    pssMB: kb("Pss") / 1024,
+  };
+}
+
 export interface ProcSampler {
   /** Every process seen, by pid (a pid reused later replaces the entry). */
   procs: Map<number, Proc>;
@@ -50,6 +72,8 @@ export interface ProcSampler {
 export function startProcSampler(opts: {
   intervalMs: number;
   onSample?: (now: number, live: Proc[]) => void;
+  /** Processes whose private memory and PSS are read too (a read of smaps_rollup each: pick few). */
+  detail?: (p: Proc) => boolean;
 }): ProcSampler {
   const bootMs = Date.now() - uptimeMs();
   const procs = new Map<number, Proc>();
@@ -83,6 +107,7 @@ export function startProcSampler(opts: {
         p.comm = s.comm;
         p.cpuMs = s.cpuTicks * TICK_MS;
         p.rssMB = s.rssPages * PAGE_MB;
+        if (opts.detail?.(p)) Object.assign(p, readRollup(name));
         p.lastSeen = now;
         live.push(p);
       } catch {

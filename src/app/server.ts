@@ -3,11 +3,11 @@ import type { AddressInfo } from "node:net";
 import { type ApplicationFunctionOptions, createProbot, type Probot, ProbotOctokit } from "probot";
 import SmeeClient from "smee-client";
 import { CODER_NAMES } from "../core/coders.ts";
+import { fetchRetryingClosedConnections } from "../github/octokit-port.ts";
 import { stopAndDrain } from "./deliveries.ts";
 import { createFleetApp, type FleetAppOptions } from "./index.ts";
 import type { RepoQueues } from "./repo-queues.ts";
 import { createWebhookIntake, pathnameOf } from "./webhook-intake.ts";
-import { fetchRetryingClosedConnections } from "../github/octokit-port.ts";
 
 export interface FleetServerOptions extends FleetAppOptions {
   appId: number | string;

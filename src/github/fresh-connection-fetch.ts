@@ -56,9 +56,7 @@ function send(
           // GitHub: "repeat the request verbatim" at the new address; credentials stay with the origin.
           // https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#follow-redirects
           const sameOrigin = next.origin === url.origin;
-          const nextInit = sameOrigin
-            ? init
-            : { ...init, headers: withoutAuthorization(init.headers) };
+          const nextInit = sameOrigin ? init : { ...init, headers: withoutAuthorization(init.headers) };
           return resolve(send(next, nextInit, body, redirectsLeft - 1));
         }
         resolve(responseOf(res, method));

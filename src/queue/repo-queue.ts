@@ -380,7 +380,9 @@ export class RepoQueue {
       if (c.task.state === "cancelled" && c.from !== "cancelled")
         await this.deps.dispatcher.stop(c.task).catch(() => {});
     }
-    const toShow = shownByCaller ? result.changes.filter((c) => !shownByCaller.has(c.task.id)) : result.changes;
+    const toShow = shownByCaller
+      ? result.changes.filter((c) => !shownByCaller.has(c.task.id))
+      : result.changes;
     await this.show(toShow, this.lastDoc ?? result.doc);
   }
 

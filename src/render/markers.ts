@@ -7,5 +7,10 @@ export const labelErrorMarker = (label: string): string =>
   `<!-- fleet:label-error ${encodeURIComponent(label.toLowerCase())} -->`;
 export const noticeMarker = (kind: string): string => `<!-- fleet:notice ${kind} -->`;
 
+/**
+ * Whether `body` is the comment `marker` names: Fleet writes the marker as a comment's first line, and
+ * only there does it count. A marker further down is text Fleet published (an agent's plan or report
+ * quoting one) and must not redirect Fleet's edits to that comment.
+ */
 export const hasMarker = (body: string | undefined | null, marker: string): boolean =>
-  typeof body === "string" && body.includes(marker);
+  typeof body === "string" && body.trimStart().startsWith(marker);

@@ -1,7 +1,7 @@
 import { followUpCapNote, followUpsToFile } from "../core/discovered.ts";
 import type { RefusedConnection } from "../core/network-policy.ts";
 import { retryHint } from "../core/outcomes.ts";
-import { neutraliseMentions } from "../core/published-text.ts";
+import { blockQuote, neutraliseMentions } from "../core/published-text.ts";
 
 /** GitHub rejects issue comments and PR bodies longer than this many characters. */
 export const GITHUB_COMMENT_LIMIT = 65_536;
@@ -162,7 +162,7 @@ export function renderRunReport(v: RunReportView): string {
   const head: string[] = [runReportMarker(v.taskId), `### Fleet task \`${v.taskId}\` ${headline}`, ""];
   if (v.pr) head.push(`Pull request: #${v.pr.number} (${v.pr.url})`, "");
   // A reason may repeat what the agent said: a mention in it names, it never pings (as on the tracking comment).
-  if (v.reason) head.push(`> ${neutraliseMentions(v.reason).replace(/\n/g, "\n> ")}`, "");
+  if (v.reason) head.push(blockQuote(neutraliseMentions(v.reason)), "");
   if (v.outcome === "rate-limited" && v.resetsAt) head.push(`The limit resets at ${v.resetsAt}.`, "");
   if (v.summary) head.push("**Agent's summary:**", "", v.summary.trim(), "");
   if (v.resultProblem) head.push(`⚠️ ${v.resultProblem}`, "");
