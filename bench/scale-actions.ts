@@ -7,6 +7,7 @@
 // Counted per task: dispatches, REST requests of Fleet (the app, and the job with the app's token),
 // git requests; runs lost, tasks recovered, tasks whose runs overlapped.
 // Run alone: npx tsx bench/scale-actions.ts [--tasks=200] [--runners=20] [--kill=2] [--turns=2]
+// FLEET_BENCH_DUMP=<file> writes Fleet's requests there, one a line (seq, time, actor, method, path, status).
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
