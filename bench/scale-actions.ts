@@ -8,7 +8,7 @@
 // git requests; runs lost, tasks recovered, tasks whose runs overlapped.
 // Run alone: npx tsx bench/scale-actions.ts [--tasks=200] [--runners=20] [--kill=2] [--turns=2]
 // FLEET_BENCH_DUMP=<file> writes Fleet's requests there, one a line (seq, time, actor, method, path, status).
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -262,7 +262,7 @@ export async function runScaleActions(o: ScaleActionsOptions): Promise<ScaleActi
       Object.entries(routeCounts).map(([route, n]) => [route, round(n / o.tasks, 2)]),
     );
     if (process.env.FLEET_BENCH_DUMP)
-      (await import("node:fs")).writeFileSync(
+      writeFileSync(
         process.env.FLEET_BENCH_DUMP,
         ours.map((e) => `${e.seq} ${e.at} ${e.actor} ${e.method} ${e.path} ${e.status}`).join("\n"),
       );
