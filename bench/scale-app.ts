@@ -52,6 +52,8 @@ export interface ScaleAppResult extends ScaleAppOptions {
   /** The same during a reconcile sweep. */
   labelWaitMs: Wait;
   queueingMs: number;
+  /** The most REST requests the app had in flight at once with one installation's token (GitHub refuses beyond 100). */
+  peakInFlightPerInstallation?: number;
   load: { before: number; max: number; after: number };
 }
 
@@ -303,6 +305,12 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
       labelWaitQuietMs,
       labelWaitMs,
       queueingMs,
+      peakInFlightPerInstallation: Math.max(
+        0,
+        ...Object.entries(gh.peakConcurrentRequests())
+          .filter(([who]) => who.startsWith("installation:"))
+          .map(([, n]) => n),
+      ),
       load: {
         before: round(loads[0]!, 2),
         max: round(Math.max(...loads), 2),

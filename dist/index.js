@@ -32754,11 +32754,55 @@ function config(octokit) {
 }
 config.VERSION = VERSION;
 
+// src/github/concurrency-limit.ts
+var REQUESTS_IN_FLIGHT_PER_TOKEN = 10;
+var NULL_BODY = /* @__PURE__ */ new Set([101, 103, 204, 205, 304]);
+function limitRequestsPerToken(fetchImpl, limit = REQUESTS_IN_FLIGHT_PER_TOKEN) {
+  const lanes = /* @__PURE__ */ new Map();
+  const enter = async (key2) => {
+    let lane = lanes.get(key2);
+    if (!lane) {
+      lane = { running: 0, waiting: [] };
+      lanes.set(key2, lane);
+    }
+    if (lane.running >= limit) await new Promise((go) => lane.waiting.push(go));
+    else lane.running += 1;
+    return lane;
+  };
+  const leave = (key2, lane) => {
+    const next = lane.waiting.shift();
+    if (next) return next();
+    lane.running -= 1;
+    if (lane.running === 0) lanes.delete(key2);
+  };
+  return async (input2, init) => {
+    const key2 = authorizationOf(input2, init);
+    const lane = await enter(key2);
+    try {
+      const response = await fetchImpl(input2, init);
+      const body = NULL_BODY.has(response.status) || !response.body ? null : await response.arrayBuffer();
+      const read = new Response(body, {
+        status: response.status,
+        statusText: response.statusText,
+        headers: response.headers
+      });
+      Object.defineProperty(read, "url", { value: response.url });
+      return read;
+    } finally {
+      leave(key2, lane);
+    }
+  };
+}
+function authorizationOf(input2, init) {
+  if (init?.headers) return new Headers(init.headers).get("authorization") ?? "";
+  return input2 instanceof Request ? input2.headers.get("authorization") ?? "" : "";
+}
+
 // src/github/fresh-connection-fetch.ts
 var import_node_http = require("node:http");
 var import_node_https = require("node:https");
 var import_node_stream = require("node:stream");
-var NULL_BODY = /* @__PURE__ */ new Set([101, 103, 204, 205, 304]);
+var NULL_BODY2 = /* @__PURE__ */ new Set([101, 103, 204, 205, 304]);
 var REDIRECTS = /* @__PURE__ */ new Set([301, 302, 307, 308]);
 var MAX_REDIRECTS = 5;
 function fetchOnFreshConnection(input2, init = {}) {
@@ -32804,7 +32848,7 @@ function responseOf(res, method) {
     if (Array.isArray(value)) for (const v of value) headers.append(name, v);
     else if (value !== void 0) headers.set(name, value);
   }
-  const empty = NULL_BODY.has(status) || method === "HEAD";
+  const empty = NULL_BODY2.has(status) || method === "HEAD";
   if (empty) res.resume();
   return new Response(empty ? null : import_node_stream.Readable.toWeb(res), {
     status,
@@ -32846,7 +32890,7 @@ async function githubForToken(opts) {
     baseUrl: opts.baseUrl.replace(/\/$/, ""),
     ...opts.userAgent ? { userAgent: opts.userAgent } : {},
     ...opts.log ? { log: opts.log } : {},
-    request: { fetch: fetchRetryingClosedConnections }
+    request: { fetch: githubFetch }
   });
   return githubOverOctokit(octokit);
 }
@@ -32861,6 +32905,7 @@ async function fetchRetryingClosedConnections(input2, init) {
     return fetch(input2, init);
   }
 }
+var githubFetch = limitRequestsPerToken(fetchRetryingClosedConnections);
 function closedBeforeAnswer(error64) {
   const cause = error64?.cause;
   return ["UND_ERR_SOCKET", "ECONNRESET", "EPIPE", "UND_ERR_CLOSED"].includes(cause?.code ?? "");

@@ -30,6 +30,14 @@ const options = JSON.parse(process.argv[2] ?? "{}") as {
   baseUrl: string;
 };
 const app = await startFleetServer({ ...options, resilient: false, logLevel: "fatal", reconcileMs: 0 });
+// BENCH_HEAP_SNAPSHOT_AFTER_MS=n (with BENCH_HEAP_SNAPSHOT=dir): one snapshot n ms after the start, mid-burst.
+if (process.env.BENCH_HEAP_SNAPSHOT && process.env.BENCH_HEAP_SNAPSHOT_AFTER_MS) {
+  const { writeHeapSnapshot } = await import("node:v8");
+  setTimeout(
+    () => writeHeapSnapshot(`${process.env.BENCH_HEAP_SNAPSHOT}/app-mid-${Date.now()}.heapsnapshot`),
+    Number(process.env.BENCH_HEAP_SNAPSHOT_AFTER_MS),
+  ).unref();
+}
 const say = (o: unknown) => process.stdout.write(`${JSON.stringify(o)}\n`);
 say({ ready: app.webhookUrl });
 for await (const line of createInterface({ input: process.stdin })) {
@@ -38,6 +46,11 @@ for await (const line of createInterface({ input: process.stdin })) {
     await app.reconcile();
     say({ reconciled: Math.round(performance.now() - t0) });
   } else if (line === "memory") {
+    // BENCH_HEAP_SNAPSHOT=dir: a V8 heap snapshot beside each memory reading, to see what holds the heap.
+    if (process.env.BENCH_HEAP_SNAPSHOT) {
+      const { writeHeapSnapshot } = await import("node:v8");
+      writeHeapSnapshot(`${process.env.BENCH_HEAP_SNAPSHOT}/app-${Date.now()}.heapsnapshot`);
+    }
     const m = process.memoryUsage();
     const mb = (n: number) => +(n / 2 ** 20).toFixed(1);
     // Where the RSS goes: V8's heap (used, and reserved), memory outside it that V8 knows of (Buffers).

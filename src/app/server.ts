@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { type ApplicationFunctionOptions, createProbot, type Probot, ProbotOctokit } from "probot";
 import SmeeClient from "smee-client";
 import { CODER_NAMES } from "../core/coders.ts";
-import { fetchRetryingClosedConnections } from "../github/octokit-port.ts";
+import { githubFetch } from "../github/octokit-port.ts";
 import { stopAndDrain } from "./deliveries.ts";
 import { createFleetApp, type FleetAppOptions } from "./index.ts";
 import type { RepoQueues } from "./repo-queues.ts";
@@ -74,8 +74,9 @@ export async function startFleetServer(options: FleetServerOptions): Promise<Fle
         ...instance,
         throttle: { ...(instance.throttle as object), enabled: resilient },
         retry: { ...(instance.retry as object), enabled: resilient },
-        // A POST over a connection of its own; a GET on a connection closed under it sent once more.
-        request: { ...(instance.request as object), fetch: fetchRetryingClosedConnections },
+        // A few requests in flight per installation token; a POST over a connection of its own; a GET
+        // on a connection closed under it sent once more.
+        request: { ...(instance.request as object), fetch: githubFetch },
       })),
     },
   });

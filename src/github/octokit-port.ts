@@ -1,5 +1,6 @@
 import type { Octokit } from "@octokit/rest";
 import { composeConfigGet } from "@probot/octokit-plugin-config";
+import { limitRequestsPerToken } from "./concurrency-limit.ts";
 import { fetchOnFreshConnection } from "./fresh-connection-fetch.ts";
 import type {
   Artifact,
@@ -61,7 +62,7 @@ export async function githubForToken(opts: TokenClientOptions): Promise<GitHub> 
     baseUrl: opts.baseUrl.replace(/\/$/, ""),
     ...(opts.userAgent ? { userAgent: opts.userAgent } : {}),
     ...(opts.log ? { log: opts.log } : {}),
-    request: { fetch: fetchRetryingClosedConnections },
+    request: { fetch: githubFetch },
   });
   return githubOverOctokit(octokit);
 }
@@ -88,6 +89,12 @@ export async function fetchRetryingClosedConnections(
     return fetch(input, init);
   }
 }
+
+/**
+ * The fetch every Octokit of Fleet's uses (the app's, a worker's, the action's): a few requests in
+ * flight per token (see concurrency-limit.ts), each sent as fetchRetryingClosedConnections sends it.
+ */
+export const githubFetch = limitRequestsPerToken(fetchRetryingClosedConnections);
 
 /** undici's errors for a connection that ended without a response (its `cause`'s code). */
 function closedBeforeAnswer(error: unknown): boolean {

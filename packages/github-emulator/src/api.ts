@@ -27,6 +27,11 @@ export interface GitHubEmulatorOptions {
    * hour) with 403 + retry-after. Off by default so ordinary tests are not throttled.
    */
   contentLimits?: { perMinute?: number; perHour?: number };
+  /**
+   * Requests one caller (token, or address when anonymous) may have in flight at once; more are
+   * refused with 403 and retry-after, as GitHub's secondary limit does. Default 100 (GitHub's).
+   */
+  concurrentRequests?: number;
 }
 
 export interface EmulatedIssue {
@@ -146,6 +151,8 @@ export interface GitHubEmulator {
     byRoute: Record<string, number>;
   };
   unimplemented(): Array<{ method: string; path: string; route: string; inSpec: boolean }>;
+  /** The most REST and GraphQL requests each caller (`installation:<id>`, `user:<login>`, `app`, `ip:<address>`) had in flight at once. */
+  peakConcurrentRequests(): Record<string, number>;
   faults: { inject(f: FaultSpec): void; clear(): void };
   /**
    * Every workflow run of the repository, oldest first: dispatched runs (`workflow_dispatch`) and

@@ -8,6 +8,7 @@ import type { Faults } from "./faults.ts";
 import type { GitRequestLog } from "./git-http.ts";
 import { APP_PERMISSIONS } from "./installation-token.ts";
 import type { OidcProvider } from "./oidc.ts";
+import type { RateLimits } from "./rate-limits.ts";
 import { createRepository } from "./repositories.ts";
 import type { RequestLog } from "./request-log.ts";
 import { installationJson } from "./routes/apps.ts";
@@ -28,6 +29,7 @@ export interface EmulatorParts {
   artifacts: ArtifactStore;
   oidc: OidcProvider;
   unimplemented: Array<{ method: string; path: string; route: string; inSpec: boolean }>;
+  limits: RateLimits;
   server: Server;
   baseUrl: string;
   dataDir: string;
@@ -169,6 +171,7 @@ function inspectionMethods(
   | "gitRequests"
   | "counts"
   | "unimplemented"
+  | "peakConcurrentRequests"
   | "faults"
 > {
   const { world: w, webhooks, log, faults } = p;
@@ -203,6 +206,7 @@ function inspectionMethods(
     gitRequests: p.gitLog,
     counts: (filter) => log.counts(filter),
     unimplemented: () => [...p.unimplemented],
+    peakConcurrentRequests: () => Object.fromEntries(p.limits.peakConcurrent),
     faults: { inject: (f) => faults.inject(f), clear: () => faults.clear() },
   };
 }

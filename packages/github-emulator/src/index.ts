@@ -65,7 +65,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions = {}): Pro
   const actions = new Actions(world);
   const artifacts = new ArtifactStore(() => state.nextId());
   const oidc = new OidcProvider(state, () => baseUrl);
-  const limits = new RateLimits(opts.rateLimit ?? 5000, opts.contentLimits);
+  const limits = new RateLimits(opts.rateLimit ?? 5000, opts.contentLimits, opts.concurrentRequests ?? 100);
   const router = new Router();
   registerRoutes(router, world, {
     actions,
@@ -132,6 +132,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions = {}): Pro
     artifacts,
     oidc,
     unimplemented,
+    limits,
     server,
     baseUrl,
     dataDir,

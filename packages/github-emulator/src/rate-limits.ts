@@ -8,17 +8,41 @@ export interface Bucket {
 }
 
 /**
- * GitHub's REST limits: a primary limit per token an hour (60 for anonymous callers, by address), and
- * optionally the content-creation secondary limits (GitHub: 80 a minute, 500 an hour).
+ * GitHub's REST limits: a primary limit per token an hour (60 for anonymous callers, by address), the
+ * secondary limit on concurrent requests (no more than 100, REST and GraphQL together), and optionally
+ * the content-creation secondary limits (GitHub: 80 a minute, 500 an hour).
+ * https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits
  */
 export class RateLimits {
   private readonly buckets = new Map<string, Bucket>();
   private readonly contentTimes = new Map<string, number[]>();
+  private readonly inFlight = new Map<string, number>();
+  /** The most requests each caller had in flight at once (what a benchmark reports). */
+  readonly peakConcurrent = new Map<string, number>();
 
   constructor(
     private readonly perHour: number,
     private readonly contentLimits?: { perMinute?: number; perHour?: number },
+    private readonly concurrentLimit = 100,
   ) {}
+
+  /**
+   * A request of `key`'s starts; false (and not counted) when the caller already has the most
+   * requests in flight GitHub allows. Every true is followed by one `requestEnded(key)`.
+   */
+  requestStarted(key: string): boolean {
+    const n = this.inFlight.get(key) ?? 0;
+    if (n >= this.concurrentLimit) return false;
+    this.inFlight.set(key, n + 1);
+    if (n + 1 > (this.peakConcurrent.get(key) ?? 0)) this.peakConcurrent.set(key, n + 1);
+    return true;
+  }
+
+  requestEnded(key: string): void {
+    const n = (this.inFlight.get(key) ?? 1) - 1;
+    if (n <= 0) this.inFlight.delete(key);
+    else this.inFlight.set(key, n);
+  }
 
   /** Whose limit a request spends: the installation, the user, the app, or the caller's address. */
   key(actor: Actor, remote: string): string {

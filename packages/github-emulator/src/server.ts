@@ -132,6 +132,19 @@ export function createHandler(d: ServerDeps) {
     }
     x.actorName = actorName(actor);
     x.bucket = d.limits.bucket(actor, req.socket.remoteAddress ?? "");
+    // GitHub's secondary limit on concurrent requests (its message does not say which limit it was).
+    // In flight from here until the answer is sent (or the client goes away).
+    const limitKey = d.limits.key(actor, req.socket.remoteAddress ?? "");
+    if (!d.limits.requestStarted(limitKey))
+      return x.fail(
+        new HttpError(
+          403,
+          `You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID ${x.requestId}.`,
+          {},
+          { "retry-after": "60" },
+        ),
+      );
+    res.once("close", () => d.limits.requestEnded(limitKey));
     // GraphQL is outside the REST description: only the mutations REST lacks (see graphql.ts).
     if (x.method === "POST" && x.url.pathname === "/graphql") return graphql(d, x, actor, raw);
     const match = matchRoute(d.spec, x.method, x.url.pathname);

@@ -177,6 +177,41 @@ describe("limits and extra routes", () => {
     }
   });
 
+  it("refuses a caller's request beyond 100 in flight at once, as GitHub's secondary limit does; other callers and later requests pass", async () => {
+    const limited = await startGitHubEmulator({});
+    try {
+      await limited.createRepo({ owner: "acme", name: "busy" });
+      // Every request is held 300 ms in the server, so 101 sent at once are all in flight together.
+      limited.faults.inject({ route: "GET /repos/{owner}/{repo}", latencyMs: 300 });
+      const acme = userOctokit(limited, "acme");
+      const [answers, other] = await Promise.all([
+        Promise.all(
+          Array.from({ length: 101 }, () =>
+            acme.repos.get({ owner: "acme", repo: "busy" }).then(
+              (r) => r.status,
+              (e) => e,
+            ),
+          ),
+        ),
+        // Another caller's limit is its own.
+        userOctokit(limited, "maria").repos.get({ owner: "acme", repo: "busy" }),
+      ]);
+      expect(other.status).toBe(200);
+      const refused = answers.filter((a) => typeof a !== "number");
+      expect(answers.filter((a) => a === 200)).toHaveLength(100);
+      expect(refused).toHaveLength(1);
+      expect(refused[0].status).toBe(403);
+      expect(refused[0].response.data.message).toMatch(/secondary rate limit/);
+      expect(Number(refused[0].response.headers["retry-after"])).toBeGreaterThan(0);
+      expect(limited.peakConcurrentRequests()).toEqual({ "user:acme": 100, "user:maria": 1 });
+      // Once they are answered, the same caller is served again.
+      limited.faults.clear();
+      expect((await acme.repos.get({ owner: "acme", repo: "busy" })).status).toBe(200);
+    } finally {
+      await limited.stop();
+    }
+  });
+
   it("serves commits, compare and comment reactions", async () => {
     const gh = userOctokit(em, "maria");
     const { data: c } = await gh.repos.getCommit({ owner: "acme", repo: "api", ref: "main" });
