@@ -61,6 +61,8 @@ const installationOf = (context: Context): number | undefined =>
  */
 export class RepoQueues {
   private readonly handles = new Map<string, Promise<RepoHandle>>();
+  /** The installation each handle was opened for, known before the handle is. */
+  private readonly handleInstallations = new Map<string, number>();
   private stopped = false;
   private readonly clock: () => Date;
 
@@ -178,12 +180,33 @@ export class RepoQueues {
   private handleFor(owner: string, repo: string, installationId: number): Promise<RepoHandle> {
     const key = `${owner}/${repo}`.toLowerCase();
     let h = this.handles.get(key);
+    if (h && this.handleInstallations.get(key) !== installationId) {
+      // The app was installed on the repository again (uninstalled, then installed: a new installation
+      // id). The handle's client acts for the installation that is gone, and GitHub refuses its tokens.
+      void this.retire(h);
+      h = undefined;
+    }
     if (!h) {
-      h = this.openHandle(owner, repo, installationId);
-      this.handles.set(key, h);
-      h.catch(() => this.handles.delete(key));
+      const opened = this.openHandle(owner, repo, installationId);
+      h = opened;
+      this.handles.set(key, opened);
+      this.handleInstallations.set(key, installationId);
+      opened.catch(() => {
+        if (this.handles.get(key) !== opened) return;
+        this.handles.delete(key);
+        this.handleInstallations.delete(key);
+      });
     }
     return h;
+  }
+
+  /** A handle no longer used: its wake-up timer and dashboard stop. */
+  private async retire(pending: Promise<RepoHandle>): Promise<void> {
+    const h = await pending.catch(() => undefined);
+    if (!h) return;
+    if (h.wake) clearTimeout(h.wake.timer);
+    h.wake = undefined;
+    h.dashboard.stop();
   }
 
   private async openHandle(owner: string, repo: string, installationId: number): Promise<RepoHandle> {

@@ -110,6 +110,12 @@ export interface GitHubEmulator {
   userToken(login: string): string;
   installationId(fullName: string): number;
   emitInstallation(fullName: string): void;
+  /**
+   * The app uninstalled from the account owning `fullName`, then installed again: the installation is
+   * deleted (its tokens revoked, \`installation.deleted\` sent), and a new one with a new id holds the
+   * same repositories (\`installation.created\` sent). Returns the new installation's id.
+   */
+  reinstallApp(fullName: string): number;
   issue(fullName: string, number: number): EmulatedIssue | undefined;
   comments(
     fullName: string,

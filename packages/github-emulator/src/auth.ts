@@ -55,6 +55,12 @@ export class Auth {
    * A token like a workflow job's GITHUB_TOKEN: it acts as github-actions[bot] on one repository with
    * the permissions given (what the workflow's `permissions:` block grants).
    */
+  /** The installation was deleted: GitHub revokes its tokens (installation and workflow ones). */
+  revokeInstallation(installationId: number): void {
+    for (const [t, rec] of this.tokens)
+      if (rec.kind !== "user" && rec.installationId === installationId) this.tokens.delete(t);
+  }
+
   workflowToken(installationId: number, scope: WorkflowTokenScope): string {
     const token = `ghs_${randomBytes(18).toString("hex")}`;
     this.tokens.set(token, { kind: "workflow", installationId, scope });

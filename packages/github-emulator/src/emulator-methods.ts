@@ -12,7 +12,7 @@ import type { RateLimits } from "./rate-limits.ts";
 import { createRepository } from "./repositories.ts";
 import type { RequestLog } from "./request-log.ts";
 import { installationJson } from "./routes/apps.ts";
-import type { Repo } from "./state.ts";
+import type { Installation, Repo } from "./state.ts";
 import type { WebhookSender } from "./webhooks.ts";
 import { DEFAULT_WORKFLOW_TOKEN_PERMISSIONS } from "./workflow-token.ts";
 import type { World } from "./world.ts";
@@ -83,7 +83,13 @@ function repositoryMethods(
   p: EmulatorParts,
 ): Pick<
   GitHubEmulator,
-  "createRepo" | "addCollaborator" | "addRuleset" | "userToken" | "installationId" | "emitInstallation"
+  | "createRepo"
+  | "addCollaborator"
+  | "addRuleset"
+  | "userToken"
+  | "installationId"
+  | "emitInstallation"
+  | "reinstallApp"
 > {
   const { world: w, auth } = p;
   return {
@@ -104,32 +110,48 @@ function repositoryMethods(
     userToken: (login) => auth.userToken(login),
     installationId: (fullName) => mustRepo(w, fullName).installationId,
     emitInstallation(fullName) {
-      const inst = w.state.installations.get(mustRepo(w, fullName).installationId)!;
-      const at = Math.floor(Date.parse(inst.createdAt) / 1000);
-      const payload = {
-        action: "created",
-        installation: {
-          ...installationJson(w, inst),
-          permissions: { ...APP_PERMISSIONS },
-          events: ["issues", "issue_comment", "pull_request", "push", "workflow_run"],
-          created_at: at,
-          updated_at: at,
-        },
-        repositories: [...inst.repos].map((n) => {
-          const r = w.state.repos.get(n.toLowerCase())!;
-          return {
-            id: r.id,
-            node_id: w.shapes.nodeId("Repository", r.id),
-            name: r.name,
-            full_name: r.fullName,
-            private: r.private,
-          };
-        }),
-        sender: w.shapes.user(inst.account),
-      };
-      p.webhooks.enqueue(`installation:${inst.id}`, "installation", payload);
+      emitInstallationEvent(p, w.state.installations.get(mustRepo(w, fullName).installationId)!, "created");
+    },
+    reinstallApp(fullName) {
+      const old = w.state.installations.get(mustRepo(w, fullName).installationId)!;
+      w.state.installations.delete(old.id);
+      auth.revokeInstallation(old.id);
+      emitInstallationEvent(p, old, "deleted");
+      const fresh = { ...old, id: w.state.nextId(), createdAt: new Date().toISOString() };
+      w.state.installations.set(fresh.id, fresh);
+      for (const n of fresh.repos) w.state.repos.get(n.toLowerCase())!.installationId = fresh.id;
+      emitInstallationEvent(p, fresh, "created");
+      return fresh.id;
     },
   };
+}
+
+/** An `installation` webhook (https://docs.github.com/en/webhooks/webhook-events-and-payloads#installation). */
+function emitInstallationEvent(p: EmulatorParts, inst: Installation, action: "created" | "deleted"): void {
+  const w = p.world;
+  const at = Math.floor(Date.parse(inst.createdAt) / 1000);
+  const payload = {
+    action,
+    installation: {
+      ...installationJson(w, inst),
+      permissions: { ...APP_PERMISSIONS },
+      events: ["issues", "issue_comment", "pull_request", "push", "workflow_run"],
+      created_at: at,
+      updated_at: at,
+    },
+    repositories: [...inst.repos].map((n) => {
+      const r = w.state.repos.get(n.toLowerCase())!;
+      return {
+        id: r.id,
+        node_id: w.shapes.nodeId("Repository", r.id),
+        name: r.name,
+        full_name: r.fullName,
+        private: r.private,
+      };
+    }),
+    sender: w.shapes.user(inst.account),
+  };
+  p.webhooks.enqueue(`installation:${inst.id}`, "installation", payload);
 }
 
 function issueView(w: World, fullName: string, number: number): EmulatedIssue | undefined {
