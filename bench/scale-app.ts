@@ -16,6 +16,7 @@ import { createInterface } from "node:readline";
 import { startGitHubEmulator } from "@fleet/github-emulator";
 import { Octokit } from "@octokit/rest";
 import { buildApp } from "../scripts/build-app.mjs";
+import { limitRequestsPerToken } from "../src/github/concurrency-limit.ts";
 import { FLEET_APP } from "../test/support/fleet-app.ts";
 import { readGitLog, shimFolder } from "./lib/fleet-processes.ts";
 import { round } from "./lib/route-timer.ts";
@@ -148,7 +149,12 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
     const { ready } = (await ask()) as { ready: string };
     gh.setWebhookUrl(ready);
     const started = await memory();
-    const mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
+    // One person labelling in every repository side by side, within GitHub's 100 requests in flight.
+    const mona = new Octokit({
+      baseUrl: gh.url,
+      auth: gh.userToken("mona"),
+      request: { fetch: limitRequestsPerToken(fetch, 50) },
+    });
 
     // Every repository's labels, the repositories side by side; GitHub's deliveries as the emulator sends them.
     const q0 = Date.now();

@@ -32757,17 +32757,34 @@ config.VERSION = VERSION;
 // src/github/concurrency-limit.ts
 var REQUESTS_IN_FLIGHT_PER_TOKEN = 10;
 var NULL_BODY = /* @__PURE__ */ new Set([101, 103, 204, 205, 304]);
-function limitRequestsPerToken(fetchImpl, limit = REQUESTS_IN_FLIGHT_PER_TOKEN) {
+var PLACE_HELD_AT_MOST_MS = 12e4;
+function limitRequestsPerToken(fetchImpl, limit = REQUESTS_IN_FLIGHT_PER_TOKEN, heldAtMostMs = PLACE_HELD_AT_MOST_MS) {
   const lanes = /* @__PURE__ */ new Map();
-  const enter = async (key2) => {
+  const enter = (key2, signal) => {
     let lane = lanes.get(key2);
     if (!lane) {
       lane = { running: 0, waiting: [] };
       lanes.set(key2, lane);
     }
-    if (lane.running >= limit) await new Promise((go) => lane.waiting.push(go));
-    else lane.running += 1;
-    return lane;
+    signal?.throwIfAborted();
+    if (lane.running < limit) {
+      lane.running += 1;
+      return Promise.resolve(lane);
+    }
+    const waitingIn = lane;
+    return new Promise((resolve4, reject) => {
+      const go = () => {
+        signal?.removeEventListener("abort", abort);
+        resolve4(waitingIn);
+      };
+      const abort = () => {
+        const at = waitingIn.waiting.indexOf(go);
+        if (at >= 0) waitingIn.waiting.splice(at, 1);
+        reject(signal.reason);
+      };
+      signal?.addEventListener("abort", abort, { once: true });
+      waitingIn.waiting.push(go);
+    });
   };
   const leave = (key2, lane) => {
     const next = lane.waiting.shift();
@@ -32777,9 +32794,18 @@ function limitRequestsPerToken(fetchImpl, limit = REQUESTS_IN_FLIGHT_PER_TOKEN) 
   };
   return async (input2, init) => {
     const key2 = authorizationOf(input2, init);
-    const lane = await enter(key2);
+    const lane = await enter(key2, init?.signal);
+    let held = true;
+    const giveUp = () => {
+      if (!held) return;
+      held = false;
+      leave(key2, lane);
+    };
+    const timer = setTimeout(giveUp, heldAtMostMs);
+    timer.unref();
     try {
       const response = await fetchImpl(input2, init);
+      if (response.status < 200 || response.status > 599) return response;
       const body = NULL_BODY.has(response.status) || !response.body ? null : await response.arrayBuffer();
       const read = new Response(body, {
         status: response.status,
@@ -32789,7 +32815,8 @@ function limitRequestsPerToken(fetchImpl, limit = REQUESTS_IN_FLIGHT_PER_TOKEN) 
       Object.defineProperty(read, "url", { value: response.url });
       return read;
     } finally {
-      leave(key2, lane);
+      clearTimeout(timer);
+      giveUp();
     }
   };
 }
@@ -32805,6 +32832,7 @@ var import_node_stream = require("node:stream");
 var NULL_BODY2 = /* @__PURE__ */ new Set([101, 103, 204, 205, 304]);
 var REDIRECTS = /* @__PURE__ */ new Set([301, 302, 307, 308]);
 var MAX_REDIRECTS = 5;
+var SILENT_CONNECTION_MS = 3e5;
 function fetchOnFreshConnection(input2, init = {}) {
   if (input2 instanceof Request) return void 0;
   const body = init.body;
@@ -32836,6 +32864,10 @@ function send(url2, init, body, redirectsLeft) {
         }
         resolve4(responseOf(res, method));
       }
+    );
+    req.setTimeout(
+      SILENT_CONNECTION_MS,
+      () => req.destroy(new Error(`no answer from ${url2.origin} in ${SILENT_CONNECTION_MS / 1e3} s`))
     );
     req.on("error", reject);
     req.end(body);

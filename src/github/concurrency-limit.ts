@@ -20,21 +20,49 @@ interface Lane {
 }
 
 /**
+ * How long a request may hold its place. GitHub ends a request it takes over 10 s to process
+ * (https://docs.github.com/rest/using-the-rest-api/troubleshooting-the-rest-api#timeouts), so a request
+ * still open after this is one the network lost: it goes on, but no longer holds back its token's others.
+ */
+export const PLACE_HELD_AT_MOST_MS = 120_000;
+
+/**
  * `fetch` with at most `limit` requests in flight per Authorization header (one token, one caller to
  * GitHub; requests without one share a lane). A request holds its place until its answer's body is
- * read, as GitHub counts it, so the answer comes back read (Octokit reads every body whole anyway).
+ * read, as GitHub counts it, so the answer comes back read (Octokit reads every body whole anyway), or
+ * for `heldAtMostMs` at most. A request whose signal aborts while it waits in line leaves the line.
  */
-export function limitRequestsPerToken(fetchImpl: Fetch, limit = REQUESTS_IN_FLIGHT_PER_TOKEN): Fetch {
+export function limitRequestsPerToken(
+  fetchImpl: Fetch,
+  limit = REQUESTS_IN_FLIGHT_PER_TOKEN,
+  heldAtMostMs = PLACE_HELD_AT_MOST_MS,
+): Fetch {
   const lanes = new Map<string, Lane>();
-  const enter = async (key: string): Promise<Lane> => {
+  const enter = (key: string, signal: AbortSignal | null | undefined): Promise<Lane> => {
     let lane = lanes.get(key);
     if (!lane) {
       lane = { running: 0, waiting: [] };
       lanes.set(key, lane);
     }
-    if (lane.running >= limit) await new Promise<void>((go) => lane!.waiting.push(go));
-    else lane.running += 1;
-    return lane;
+    signal?.throwIfAborted();
+    if (lane.running < limit) {
+      lane.running += 1;
+      return Promise.resolve(lane);
+    }
+    const waitingIn = lane;
+    return new Promise<Lane>((resolve, reject) => {
+      const go = () => {
+        signal?.removeEventListener("abort", abort);
+        resolve(waitingIn);
+      };
+      const abort = () => {
+        const at = waitingIn.waiting.indexOf(go);
+        if (at >= 0) waitingIn.waiting.splice(at, 1);
+        reject(signal!.reason);
+      };
+      signal?.addEventListener("abort", abort, { once: true });
+      waitingIn.waiting.push(go);
+    });
   };
   const leave = (key: string, lane: Lane) => {
     const next = lane.waiting.shift();
@@ -45,9 +73,19 @@ export function limitRequestsPerToken(fetchImpl: Fetch, limit = REQUESTS_IN_FLIG
   };
   return async (input, init) => {
     const key = authorizationOf(input, init);
-    const lane = await enter(key);
+    const lane = await enter(key, init?.signal);
+    let held = true;
+    const giveUp = () => {
+      if (!held) return;
+      held = false;
+      leave(key, lane);
+    };
+    const timer = setTimeout(giveUp, heldAtMostMs);
+    timer.unref();
     try {
       const response = await fetchImpl(input, init);
+      // A status a Response cannot be made with (outside 200-599) is handed back as it came.
+      if (response.status < 200 || response.status > 599) return response;
       const body = NULL_BODY.has(response.status) || !response.body ? null : await response.arrayBuffer();
       const read = new Response(body, {
         status: response.status,
@@ -58,7 +96,8 @@ export function limitRequestsPerToken(fetchImpl: Fetch, limit = REQUESTS_IN_FLIG
       Object.defineProperty(read, "url", { value: response.url });
       return read;
     } finally {
-      leave(key, lane);
+      clearTimeout(timer);
+      giveUp();
     }
   };
 }

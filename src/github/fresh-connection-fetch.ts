@@ -7,6 +7,7 @@ const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 /** GitHub asks a client to repeat the request at the new address on these (see `follow`). */
 const REDIRECTS = new Set([301, 302, 307, 308]);
 const MAX_REDIRECTS = 5;
+const SILENT_CONNECTION_MS = 300_000;
 
 /**
  * fetch for a request that must not be sent twice (a POST that creates a comment or a pull request),
@@ -61,6 +62,10 @@ function send(
         }
         resolve(responseOf(res, method));
       },
+    );
+    // As fetch (undici) gives up on a silent connection: after 300 s without a byte.
+    req.setTimeout(SILENT_CONNECTION_MS, () =>
+      req.destroy(new Error(`no answer from ${url.origin} in ${SILENT_CONNECTION_MS / 1000} s`)),
     );
     req.on("error", reject);
     req.end(body);

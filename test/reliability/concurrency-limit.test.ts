@@ -91,6 +91,51 @@ describe("requests in flight per token", () => {
     expect(await r.text()).toBe("answer to /after (end)");
   });
 
+  it("a request that never gets its answer holds its place for a while only; one aborted in line leaves at once", async () => {
+    const s = await countingServer();
+    // A server that takes every request and never answers.
+    const silent = createServer(() => {});
+    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
+    stops.push(
+      () =>
+        new Promise<void>((r) => {
+          silent.closeAllConnections();
+          silent.close(() => r());
+        }),
+    );
+    const silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const lost = new AbortController();
+    // Aborted while in line behind a request that holds its place for a minute: it leaves the line at
+    // once (waiting its turn would outlast the test's timeout).
+    const patient = limitRequestsPerToken(fetch, 1, 60_000);
+    const held = patient(`${silentUrl}/never`, {
+      headers: { authorization: "token a" },
+      signal: lost.signal,
+    });
+    held.catch(() => {});
+    const impatient = new AbortController();
+    const inLine = patient(`${s.url}/aborted`, {
+      headers: { authorization: "token a" },
+      signal: impatient.signal,
+    });
+    impatient.abort(new Error("given up"));
+    await expect(inLine).rejects.toThrow("given up");
+    // A place is held 300 ms at most: the next request goes then, while the first is still open.
+    const limited = limitRequestsPerToken(fetch, 1, 300);
+    const hung = limited(`${silentUrl}/never`, {
+      headers: { authorization: "token a" },
+      signal: lost.signal,
+    });
+    hung.catch(() => {});
+    const t0 = Date.now();
+    const next = await limited(`${s.url}/next`, { headers: { authorization: "token a" } });
+    expect(await next.text()).toBe("answer to /next (end)");
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(250);
+    lost.abort();
+    await expect(hung).rejects.toThrow();
+    await expect(held).rejects.toThrow();
+  });
+
   it("a burst of 150 requests with one token through Fleet's GitHub client: all answered, none refused by GitHub's limit", async () => {
     const gh: GitHubEmulator = await startGitHubEmulator({});
     stops.push(() => gh.stop());
