@@ -63604,10 +63604,10 @@ function createConfigCache(opts = {}) {
   const now = opts.now ?? Date.now;
   const entries = /* @__PURE__ */ new Map();
   return {
-    get(fullName, load2) {
+    get(fullName, load2, opts2 = {}) {
       const key2 = fullName.toLowerCase();
       const hit = entries.get(key2);
-      if (hit && now() - hit.at < ttl) return hit.value;
+      if (hit && now() - hit.at < (opts2.maxAgeMs ?? ttl)) return hit.value;
       const value = load2();
       const entry = { at: now(), value };
       entries.set(key2, entry);
@@ -66385,7 +66385,7 @@ function openRepository(opts) {
     github,
     store,
     tracker,
-    fileConfig: () => configs.get(full, load2),
+    fileConfig: (opts2) => configs.get(full, load2, opts2),
     forgetConfig: () => configs.forget(full),
     queue: (fileConfig, extra = {}) => createRepoQueue({
       repo: full,

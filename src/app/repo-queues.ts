@@ -33,6 +33,14 @@ export interface RepoQueueFactoryOptions {
   dispatcherFor?: (mode: FleetConfig["dispatch"], github: GitHub, repo: RepoRef) => Dispatcher;
 }
 
+/**
+ * How old a cached config a reconcile sweep acts on may be. An event reads it again after 5 minutes
+ * and a push to the default branch at once (config-cache.ts); a sweep, every 5 minutes in every
+ * repository, would otherwise read it at nearly every sweep (a request per repository) for what no
+ * push announces (an `_extends` source changed in another repository), which an hour still catches.
+ */
+const SWEEP_CONFIG_MAX_AGE_MS = 60 * 60_000;
+
 /** What the app keeps per repository between events. */
 interface RepoHandle {
   repository: Repository;
@@ -317,7 +325,7 @@ export class RepoQueues {
   ): Promise<void> {
     const { repository } = h;
     try {
-      const config = await repository.fileConfig();
+      const config = await repository.fileConfig({ maxAgeMs: SWEEP_CONFIG_MAX_AGE_MS });
       if (!config.ok) return;
       // A minute early, for the clocks of this host and GitHub's to disagree a little.
       const startedAt = new Date(Date.now() - 60_000).toISOString().replace(/\.\d{3}Z$/, "Z");

@@ -1,8 +1,11 @@
 import type { ConfigLoad } from "../github/read-config.ts";
 
 export interface ConfigCache {
-  /** The repository's config: the cached load while fresh, else `load()` (concurrent callers share one). */
-  get(fullName: string, load: () => Promise<ConfigLoad>): Promise<ConfigLoad>;
+  /**
+   * The repository's config: the cached load while fresh, else `load()` (concurrent callers share one).
+   * `maxAgeMs` sets how old a cached load may be for this caller (default: the cache's time limit).
+   */
+  get(fullName: string, load: () => Promise<ConfigLoad>, opts?: { maxAgeMs?: number }): Promise<ConfigLoad>;
   /** A push to the default branch may have changed `.github/fleet.yml`: the next event reads it again. */
   forget(fullName: string): void;
 }
@@ -18,10 +21,10 @@ export function createConfigCache(opts: { ttlMs?: number; now?: () => number } =
   const now = opts.now ?? Date.now;
   const entries = new Map<string, { at: number; value: Promise<ConfigLoad> }>();
   return {
-    get(fullName, load) {
+    get(fullName, load, opts = {}) {
       const key = fullName.toLowerCase();
       const hit = entries.get(key);
-      if (hit && now() - hit.at < ttl) return hit.value;
+      if (hit && now() - hit.at < (opts.maxAgeMs ?? ttl)) return hit.value;
       const value = load();
       const entry = { at: now(), value };
       entries.set(key, entry);

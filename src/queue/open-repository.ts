@@ -24,7 +24,7 @@ export interface Repository {
   readonly store: StateStore;
   readonly tracker: Tracker;
   /** `.github/fleet.yml` on the default branch, validated (cached until `forgetConfig` or the cache's time). */
-  fileConfig(): Promise<ConfigLoad>;
+  fileConfig(opts?: { maxAgeMs?: number }): Promise<ConfigLoad>;
   /** A push to the default branch may have changed the file: the next read asks GitHub again. */
   forgetConfig(): void;
   /** The queue for an operation under `fileConfig` (the file's settings; the state adds its overrides). */
@@ -100,7 +100,7 @@ export function openRepository(opts: OpenRepositoryOptions): Repository {
     github,
     store,
     tracker,
-    fileConfig: () => configs.get(full, load),
+    fileConfig: (opts) => configs.get(full, load, opts),
     forgetConfig: () => configs.forget(full),
     queue: (fileConfig, extra = {}) =>
       createRepoQueue({

@@ -28,6 +28,25 @@ describe("createConfigCache", () => {
     expect(reads).toBe(4);
   });
 
+  it("lets a caller accept an older read: a reconcile sweep's hour against an event's 5 minutes", async () => {
+    let t = 0;
+    const cache = createConfigCache({ ttlMs: 5 * 60_000, now: () => t });
+    let reads = 0;
+    const load = (max: number) => async () => {
+      reads++;
+      return ok(max);
+    };
+    await cache.get("o/r", load(1));
+    t = 10 * 60_000;
+    // Past the cache's time: a sweep keeps the read, an event reads again (and the sweep then sees it).
+    expect(await cache.get("o/r", load(2), { maxAgeMs: 60 * 60_000 })).toEqual(ok(1));
+    expect(reads).toBe(1);
+    expect(await cache.get("o/r", load(3))).toEqual(ok(3));
+    t = 71 * 60_000;
+    expect(await cache.get("o/r", load(4), { maxAgeMs: 60 * 60_000 })).toEqual(ok(4));
+    expect(reads).toBe(3);
+  });
+
   it("shares one read between concurrent callers and does not keep a failed read", async () => {
     const cache = createConfigCache();
     let reads = 0;
