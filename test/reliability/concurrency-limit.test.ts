@@ -1,7 +1,7 @@
 // GitHub refuses a caller's requests beyond 100 in flight at once (a secondary rate limit) and asks for
 // requests one after another. Fleet's GitHub clients keep a few in flight per token, however many a
 // burst asks for, and answer each request as before.
-import { createServer } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type GitHubEmulator, startGitHubEmulator } from "@fleet/github-emulator";
 import { afterEach, describe, expect, it } from "vitest";
@@ -35,6 +35,11 @@ async function countingServer() {
       setTimeout(() => res.end("(end)"), 5);
     }, 50);
   });
+  return { url: await serve(server), peak, peakAll: () => peakAll };
+}
+
+/** Listens on loopback until the test ends; the server's address. */
+async function serve(server: Server): Promise<string> {
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   stops.push(
     () =>
@@ -43,7 +48,7 @@ async function countingServer() {
         server.close(() => r());
       }),
   );
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, peak, peakAll: () => peakAll };
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 describe("requests in flight per token", () => {
@@ -94,16 +99,7 @@ describe("requests in flight per token", () => {
   it("a request that never gets its answer holds its place for a while only; one aborted in line leaves at once", async () => {
     const s = await countingServer();
     // A server that takes every request and never answers.
-    const silent = createServer(() => {});
-    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
-    stops.push(
-      () =>
-        new Promise<void>((r) => {
-          silent.closeAllConnections();
-          silent.close(() => r());
-        }),
-    );
-    const silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const silentUrl = await serve(createServer(() => {}));
     const lost = new AbortController();
     // Aborted while in line behind a request that holds its place for a minute: it leaves the line at
     // once (waiting its turn would outlast the test's timeout).
