@@ -32754,9 +32754,77 @@ function config(octokit) {
 }
 config.VERSION = VERSION;
 
+// src/github/fresh-connection-fetch.ts
+var import_node_http = require("node:http");
+var import_node_https = require("node:https");
+var import_node_stream = require("node:stream");
+var NULL_BODY = /* @__PURE__ */ new Set([101, 103, 204, 205, 304]);
+var REDIRECTS = /* @__PURE__ */ new Set([301, 302, 307, 308]);
+var MAX_REDIRECTS = 5;
+var SILENT_CONNECTION_MS = 3e5;
+function fetchOnFreshConnection(input2, init = {}) {
+  if (input2 instanceof Request) return void 0;
+  const body = init.body;
+  if (body != null && typeof body !== "string" && !(body instanceof Uint8Array)) return void 0;
+  return send(new URL(String(input2)), init, body ?? void 0, MAX_REDIRECTS);
+}
+function send(url2, init, body, redirectsLeft) {
+  const method = (init.method ?? "GET").toUpperCase();
+  const headers = Object.fromEntries(new Headers(init.headers));
+  const request2 = url2.protocol === "https:" ? import_node_https.request : import_node_http.request;
+  return new Promise((resolve4, reject) => {
+    const req = request2(
+      url2,
+      {
+        method,
+        headers: { ...headers, connection: "close" },
+        agent: false,
+        ...init.signal ? { signal: init.signal } : {}
+      },
+      (res) => {
+        const location = res.headers.location;
+        if (REDIRECTS.has(res.statusCode ?? 0) && location && init.redirect !== "manual") {
+          res.resume();
+          if (redirectsLeft === 0) return reject(new TypeError(`too many redirects from ${url2}`));
+          const next = new URL(location, url2);
+          const sameOrigin = next.origin === url2.origin;
+          const nextInit = sameOrigin ? init : { ...init, headers: withoutAuthorization(init.headers) };
+          return resolve4(send(next, nextInit, body, redirectsLeft - 1));
+        }
+        resolve4(responseOf(res, method));
+      }
+    );
+    req.setTimeout(
+      SILENT_CONNECTION_MS,
+      () => req.destroy(new Error(`no answer from ${url2.origin} in ${SILENT_CONNECTION_MS / 1e3} s`))
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+function responseOf(res, method) {
+  const status = res.statusCode ?? 502;
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(res.headers)) {
+    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+    else if (value !== void 0) headers.set(name, value);
+  }
+  const empty = NULL_BODY.has(status) || method === "HEAD";
+  if (empty) res.resume();
+  return new Response(empty ? null : import_node_stream.Readable.toWeb(res), {
+    status,
+    statusText: res.statusMessage ?? "",
+    headers
+  });
+}
+function withoutAuthorization(headers) {
+  const h2 = new Headers(headers);
+  h2.delete("authorization");
+  return h2;
+}
+
 // src/github/concurrency-limit.ts
 var REQUESTS_IN_FLIGHT_PER_TOKEN = 10;
-var NULL_BODY = /* @__PURE__ */ new Set([101, 103, 204, 205, 304]);
 var PLACE_HELD_AT_MOST_MS = 12e4;
 function limitRequestsPerToken(fetchImpl, limit = REQUESTS_IN_FLIGHT_PER_TOKEN, heldAtMostMs = PLACE_HELD_AT_MOST_MS) {
   const lanes = /* @__PURE__ */ new Map();
@@ -32823,75 +32891,6 @@ function limitRequestsPerToken(fetchImpl, limit = REQUESTS_IN_FLIGHT_PER_TOKEN, 
 function authorizationOf(input2, init) {
   if (init?.headers) return new Headers(init.headers).get("authorization") ?? "";
   return input2 instanceof Request ? input2.headers.get("authorization") ?? "" : "";
-}
-
-// src/github/fresh-connection-fetch.ts
-var import_node_http = require("node:http");
-var import_node_https = require("node:https");
-var import_node_stream = require("node:stream");
-var NULL_BODY2 = /* @__PURE__ */ new Set([101, 103, 204, 205, 304]);
-var REDIRECTS = /* @__PURE__ */ new Set([301, 302, 307, 308]);
-var MAX_REDIRECTS = 5;
-var SILENT_CONNECTION_MS = 3e5;
-function fetchOnFreshConnection(input2, init = {}) {
-  if (input2 instanceof Request) return void 0;
-  const body = init.body;
-  if (body != null && typeof body !== "string" && !(body instanceof Uint8Array)) return void 0;
-  return send(new URL(String(input2)), init, body ?? void 0, MAX_REDIRECTS);
-}
-function send(url2, init, body, redirectsLeft) {
-  const method = (init.method ?? "GET").toUpperCase();
-  const headers = Object.fromEntries(new Headers(init.headers));
-  const request2 = url2.protocol === "https:" ? import_node_https.request : import_node_http.request;
-  return new Promise((resolve4, reject) => {
-    const req = request2(
-      url2,
-      {
-        method,
-        headers: { ...headers, connection: "close" },
-        agent: false,
-        ...init.signal ? { signal: init.signal } : {}
-      },
-      (res) => {
-        const location = res.headers.location;
-        if (REDIRECTS.has(res.statusCode ?? 0) && location && init.redirect !== "manual") {
-          res.resume();
-          if (redirectsLeft === 0) return reject(new TypeError(`too many redirects from ${url2}`));
-          const next = new URL(location, url2);
-          const sameOrigin = next.origin === url2.origin;
-          const nextInit = sameOrigin ? init : { ...init, headers: withoutAuthorization(init.headers) };
-          return resolve4(send(next, nextInit, body, redirectsLeft - 1));
-        }
-        resolve4(responseOf(res, method));
-      }
-    );
-    req.setTimeout(
-      SILENT_CONNECTION_MS,
-      () => req.destroy(new Error(`no answer from ${url2.origin} in ${SILENT_CONNECTION_MS / 1e3} s`))
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
-}
-function responseOf(res, method) {
-  const status = res.statusCode ?? 502;
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(res.headers)) {
-    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
-    else if (value !== void 0) headers.set(name, value);
-  }
-  const empty = NULL_BODY2.has(status) || method === "HEAD";
-  if (empty) res.resume();
-  return new Response(empty ? null : import_node_stream.Readable.toWeb(res), {
-    status,
-    statusText: res.statusMessage ?? "",
-    headers
-  });
-}
-function withoutAuthorization(headers) {
-  const h2 = new Headers(headers);
-  h2.delete("authorization");
-  return h2;
 }
 
 // src/github/octokit-port.ts

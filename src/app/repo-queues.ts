@@ -177,12 +177,7 @@ export class RepoQueues {
   /** Disarms the wake-up timers (the app is stopping). */
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const pending of this.handles.values()) {
-      const h = await pending.catch(() => undefined);
-      if (h?.wake) clearTimeout(h.wake.timer);
-      if (h) h.wake = undefined;
-      h?.dashboard.stop();
-    }
+    for (const pending of this.handles.values()) await this.retire(pending);
   }
 
   private handleFor(owner: string, repo: string, installationId: number): Promise<RepoHandle> {

@@ -1,3 +1,5 @@
+import { NULL_BODY } from "./fresh-connection-fetch.ts";
+
 type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
 /**
@@ -10,9 +12,6 @@ type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Resp
  * https://docs.github.com/rest/guides/best-practices-for-using-the-rest-api#avoid-concurrent-requests
  */
 export const REQUESTS_IN_FLIGHT_PER_TOKEN = 10;
-
-/** Statuses whose response has no body (the Fetch standard's null body statuses). */
-const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
 interface Lane {
   running: number;

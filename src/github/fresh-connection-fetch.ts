@@ -3,7 +3,7 @@ import { request as httpsRequest } from "node:https";
 import { Readable } from "node:stream";
 
 /** Statuses whose response has no body (the Fetch standard's null body statuses). */
-const NULL_BODY = new Set([101, 103, 204, 205, 304]);
+export const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 /** GitHub asks a client to repeat the request at the new address on these (see `follow`). */
 const REDIRECTS = new Set([301, 302, 307, 308]);
 const MAX_REDIRECTS = 5;
