@@ -1,12 +1,12 @@
 // The real Claude Code CLI against the scripted Anthropic server: coders.claude.options reach the
 // model's requests (the server records each one). Nothing leaves the machine.
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type ScriptServer, startAnthropicScriptServer } from "@fleet/model-servers";
 import { afterEach, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import { runAgent } from "../../src/worker/sandbox/run-agent.ts";
+import { scratchDirsRemovedAfterAll } from "../support/scratch-dirs.ts";
+
+const scratchDir = scratchDirsRemovedAfterAll();
 
 const CLAUDE = new URL("../../node_modules/.bin/claude", import.meta.url).pathname;
 
@@ -32,8 +32,8 @@ describe("real claude CLI: coders.claude.options", () => {
         prompt: "List the markdown files",
         model: "claude-sonnet-4-5",
         phase: "work",
-        cwd: mkdtempSync(join(tmpdir(), "fleet-claude-cwd-")),
-        home: mkdtempSync(join(tmpdir(), "fleet-claude-home-")),
+        cwd: scratchDir("fleet-claude-cwd-"),
+        home: scratchDir("fleet-claude-home-"),
         modelBaseUrl: server.url,
         credential: { name: "ANTHROPIC_API_KEY", value: "sk-ant-dummy" },
         network: "proxy",
@@ -70,8 +70,8 @@ describe("real claude CLI: coders.claude.options", () => {
         prompt: "Say ok",
         model: "claude-sonnet-4-5",
         phase: "work",
-        cwd: mkdtempSync(join(tmpdir(), "fleet-claude-cwd-")),
-        home: mkdtempSync(join(tmpdir(), "fleet-claude-home-")),
+        cwd: scratchDir("fleet-claude-cwd-"),
+        home: scratchDir("fleet-claude-home-"),
         modelBaseUrl: server.url,
         credential: { name: "ANTHROPIC_API_KEY", value: "sk-ant-dummy" },
         network: "proxy",

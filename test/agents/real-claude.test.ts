@@ -1,13 +1,15 @@
 // Runs the real Claude Code CLI (devDependency @anthropic-ai/claude-code) against the scripted
 // Anthropic server on loopback. Nothing leaves the machine.
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type ScriptServer, type ScriptTurn, startAnthropicScriptServer } from "@fleet/model-servers";
 import { afterEach, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import type { AgentEvent, AgentInvocation } from "../../src/agents/types.ts";
 import { livingProcessesInGroup, runAgent } from "../../src/worker/sandbox/run-agent.ts";
+import { scratchDirsRemovedAfterAll } from "../support/scratch-dirs.ts";
+
+const scratchDir = scratchDirsRemovedAfterAll();
 
 const CLAUDE = new URL("../../node_modules/.bin/claude", import.meta.url).pathname;
 
@@ -19,8 +21,8 @@ afterEach(async () => {
 
 async function setup(turns: ScriptTurn[], extra: Partial<AgentInvocation> = {}) {
   server = await startAnthropicScriptServer({ turns });
-  const cwd = mkdtempSync(join(tmpdir(), "fleet-claude-cwd-"));
-  const home = mkdtempSync(join(tmpdir(), "fleet-claude-home-"));
+  const cwd = scratchDir("fleet-claude-cwd-");
+  const home = scratchDir("fleet-claude-home-");
   const inv: AgentInvocation = {
     prompt: "Create HELLO.md",
     model: "claude-sonnet-4-5",

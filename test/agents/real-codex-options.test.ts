@@ -1,12 +1,12 @@
 // The real Codex CLI against the scripted OpenAI server: coders.codex.options.append_system_prompt
 // reaches the model's request as developer instructions. Nothing leaves the machine.
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type ScriptServer, startOpenAIScriptServer } from "@fleet/model-servers";
 import { afterEach, describe, expect, it } from "vitest";
 import { codexAdapter } from "../../src/agents/codex.ts";
 import { runAgent } from "../../src/worker/sandbox/run-agent.ts";
+import { scratchDirsRemovedAfterAll } from "../support/scratch-dirs.ts";
+
+const scratchDir = scratchDirsRemovedAfterAll();
 
 const CODEX = new URL("../../node_modules/.bin/codex", import.meta.url).pathname;
 
@@ -27,8 +27,8 @@ describe("real codex CLI: coders.codex.options", () => {
         prompt: "Say done",
         model: "o4-mini",
         phase: "work",
-        cwd: mkdtempSync(join(tmpdir(), "fleet-codex-cwd-")),
-        home: mkdtempSync(join(tmpdir(), "fleet-codex-home-")),
+        cwd: scratchDir("fleet-codex-cwd-"),
+        home: scratchDir("fleet-codex-home-"),
         modelBaseUrl: server.url,
         credential: { name: "OPENAI_API_KEY", value: "sk-dummy" },
         options: { append_system_prompt: 'Always sign as "FLEET-OPTIONS-MARKER".' },

@@ -1,13 +1,15 @@
 // Runs the real Codex CLI (devDependency @openai/codex) against the scripted OpenAI Responses
 // server on loopback. Nothing leaves the machine.
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type ScriptServer, type ScriptTurn, startOpenAIScriptServer } from "@fleet/model-servers";
 import { afterEach, describe, expect, it } from "vitest";
 import { codexAdapter } from "../../src/agents/codex.ts";
 import type { AgentEvent, AgentInvocation } from "../../src/agents/types.ts";
 import { runAgent } from "../../src/worker/sandbox/run-agent.ts";
+import { scratchDirsRemovedAfterAll } from "../support/scratch-dirs.ts";
+
+const scratchDir = scratchDirsRemovedAfterAll();
 
 const CODEX = new URL("../../node_modules/.bin/codex", import.meta.url).pathname;
 
@@ -19,8 +21,8 @@ afterEach(async () => {
 
 async function setup(turns: ScriptTurn[]) {
   server = await startOpenAIScriptServer({ turns });
-  const cwd = mkdtempSync(join(tmpdir(), "fleet-codex-cwd-"));
-  const home = mkdtempSync(join(tmpdir(), "fleet-codex-home-"));
+  const cwd = scratchDir("fleet-codex-cwd-");
+  const home = scratchDir("fleet-codex-home-");
   const inv: AgentInvocation = {
     prompt: "Create HELLO.md",
     // With o4-mini Codex offers the `exec_command` function ({cmd, workdir}).

@@ -1,14 +1,16 @@
 // Runs the real Gemini CLI (devDependency @google/gemini-cli) against the scripted Gemini API server
 // on loopback. Nothing leaves the machine.
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type ScriptServer, type ScriptTurn, startGeminiScriptServer } from "@fleet/model-servers";
 import { afterEach, describe, expect, it } from "vitest";
 import { geminiAdapter } from "../../src/agents/gemini.ts";
 import type { AgentEvent, AgentInvocation } from "../../src/agents/types.ts";
 import { runAgent } from "../../src/worker/sandbox/run-agent.ts";
+import { scratchDirsRemovedAfterAll } from "../support/scratch-dirs.ts";
 import { startEgressTrap } from "./egress-trap.ts";
+
+const scratchDir = scratchDirsRemovedAfterAll();
 
 const GEMINI = new URL("../../node_modules/.bin/gemini", import.meta.url).pathname;
 
@@ -20,8 +22,8 @@ afterEach(async () => {
 
 async function setup(turns: ScriptTurn[]) {
   server = await startGeminiScriptServer({ turns });
-  const cwd = mkdtempSync(join(tmpdir(), "fleet-gemini-cwd-"));
-  const home = mkdtempSync(join(tmpdir(), "fleet-gemini-home-"));
+  const cwd = scratchDir("fleet-gemini-cwd-");
+  const home = scratchDir("fleet-gemini-home-");
   const inv: AgentInvocation = {
     prompt: "Create HELLO.md",
     model: "gemini-2.5-pro",

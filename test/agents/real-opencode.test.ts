@@ -1,14 +1,16 @@
 // Runs the real opencode CLI (devDependency opencode-ai) against the scripted Anthropic Messages
 // server on loopback, configured as its provider's baseURL. Nothing leaves the machine.
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type ScriptServer, type ScriptTurn, startAnthropicScriptServer } from "@fleet/model-servers";
 import { afterEach, describe, expect, it } from "vitest";
 import { opencodeAdapter } from "../../src/agents/opencode.ts";
 import type { AgentEvent, AgentInvocation } from "../../src/agents/types.ts";
 import { runAgent } from "../../src/worker/sandbox/run-agent.ts";
+import { scratchDirsRemovedAfterAll } from "../support/scratch-dirs.ts";
 import { startEgressTrap } from "./egress-trap.ts";
+
+const scratchDir = scratchDirsRemovedAfterAll();
 
 const OPENCODE = new URL("../../node_modules/.bin/opencode", import.meta.url).pathname;
 
@@ -20,8 +22,8 @@ afterEach(async () => {
 
 async function setup(turns: ScriptTurn[]) {
   server = await startAnthropicScriptServer({ turns });
-  const cwd = mkdtempSync(join(tmpdir(), "fleet-opencode-cwd-"));
-  const home = mkdtempSync(join(tmpdir(), "fleet-opencode-home-"));
+  const cwd = scratchDir("fleet-opencode-cwd-");
+  const home = scratchDir("fleet-opencode-home-");
   const inv: AgentInvocation = {
     prompt: "Create HELLO.md",
     model: "claude-sonnet-4-5",

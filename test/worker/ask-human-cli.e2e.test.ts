@@ -1,8 +1,6 @@
 // The real coder CLIs (Claude Code, Codex) start Fleet's ask_human MCP server from the coders'
 // mcp_servers option as Fleet's adapters pass it, run its tool when the scripted model calls it, and
 // send its answer back to the model. Plain child processes against scripted model servers on loopback.
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ScriptServer, startAnthropicScriptServer, startOpenAIScriptServer } from "@fleet/model-servers";
 import { afterEach, describe, expect, it } from "vitest";
@@ -16,6 +14,9 @@ import {
   readQuestions,
 } from "../../src/worker/ask-human/ask-human.ts";
 import { runAgent } from "../../src/worker/sandbox/run-agent.ts";
+import { scratchDirsRemovedAfterAll } from "../support/scratch-dirs.ts";
+
+const scratchDir = scratchDirsRemovedAfterAll();
 
 const CLAUDE = new URL("../../node_modules/.bin/claude", import.meta.url).pathname;
 const CODEX = new URL("../../node_modules/.bin/codex", import.meta.url).pathname;
@@ -28,7 +29,7 @@ afterEach(async () => {
   server = undefined;
 });
 
-const fresh = (what: string) => mkdtempSync(join(tmpdir(), `fleet-ask-human-${what}-`));
+const fresh = (what: string) => scratchDir(`fleet-ask-human-${what}-`);
 // biome-ignore lint/suspicious/noExplicitAny: request bodies are arbitrary JSON from the CLI under test
 type Json = any;
 

@@ -1,8 +1,7 @@
 // Fleet's ask_human MCP server, spoken to over stdio as a coder CLI does (one JSON-RPC message a
 // line), and readQuestions over the files it (or an agent) leaves.
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import {
@@ -14,6 +13,9 @@ import {
   MAX_QUESTION_CHARS,
   readQuestions,
 } from "../../src/worker/ask-human/ask-human.ts";
+import { scratchDirsRemovedAfterAll } from "../support/scratch-dirs.ts";
+
+const scratchDir = scratchDirsRemovedAfterAll();
 
 const POSTED =
   "Your question is posted for a person to answer. End your turn now and change nothing more: this run stops here, and the task resumes with the answer.";
@@ -86,7 +88,7 @@ function start(questionFile?: string): McpClient {
   return client;
 }
 
-const fresh = () => mkdtempSync(join(tmpdir(), "fleet-ask-human-"));
+const fresh = () => scratchDir("fleet-ask-human-");
 const lines = (file: string) =>
   readFileSync(file, "utf8")
     .split("\n")

@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AgentAdapter, AgentEvent } from "../../src/agents/types.ts";
@@ -9,6 +8,9 @@ import {
   livingProcessesInGroup,
   runAgent,
 } from "../../src/worker/sandbox/run-agent.ts";
+import { scratchDirsRemovedAfterAll } from "../support/scratch-dirs.ts";
+
+const scratchDir = scratchDirsRemovedAfterAll();
 
 /** An adapter whose "agent" is a node script; its stdout lines are JSON events or plain text. */
 function scriptAdapter(script: string, env: Record<string, string> = {}): AgentAdapter {
@@ -34,7 +36,7 @@ function scriptAdapter(script: string, env: Record<string, string> = {}): AgentA
   };
 }
 
-const dir = () => mkdtempSync(join(tmpdir(), "run-agent-test-"));
+const dir = () => scratchDir("run-agent-test-");
 const inv = (cwd: string) => ({ prompt: "hello", model: "m1", phase: "work" as const, cwd, home: cwd });
 
 describe("buildAgentEnv", () => {
