@@ -7,7 +7,8 @@
 // Counted per task: dispatches, REST requests of Fleet (the app, and the job with the app's token),
 // git requests; runs lost, tasks recovered, tasks whose runs overlapped.
 // Run alone: npx tsx bench/scale-actions.ts [--tasks=200] [--runners=20] [--kill=2] [--turns=2]
-// FLEET_BENCH_DUMP=<file> writes Fleet's requests there, one a line (seq, time, actor, method, path, status).
+// FLEET_BENCH_DUMP=<file> writes Fleet's requests there, one a line (seq, time, actor, method, path, status);
+// FLEET_BENCH_JOB_LOGS=<dir> keeps each job's output there (<task>-run-<run id>.log).
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
@@ -206,6 +207,11 @@ export async function runScaleActions(o: ScaleActionsOptions): Promise<ScaleActi
         });
         current.delete(index);
         spans.push({ task, from, to: Date.now() });
+        if (process.env.FLEET_BENCH_JOB_LOGS)
+          writeFileSync(
+            join(process.env.FLEET_BENCH_JOB_LOGS, `${task}-run-${run.id}.log`),
+            `${result.stdout}\n--- stderr\n${result.stderr}`,
+          );
         if (killed.has(index)) {
           lost.push({ runId: run.id, task });
           // GitHub ends a lost runner's job as failed; the runner itself is gone.

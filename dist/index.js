@@ -33157,6 +33157,7 @@ function actionsOver(octokit) {
   const { actions } = octokit.rest;
   return {
     listWorkflowRuns: async (repo, workflow, event) => (await actions.listWorkflowRuns({ ...repo, workflow_id: workflow, event, per_page: 50 })).data.workflow_runs,
+    getWorkflowRun: async (repo, runId) => (await actions.getWorkflowRun({ ...repo, run_id: runId })).data,
     async dispatchWorkflow(repo, workflow, dispatch) {
       const response = await actions.createWorkflowDispatch({
         ...repo,
@@ -54190,6 +54191,188 @@ function getAdapter(coder) {
   return Object.hasOwn(adapters, coder) ? adapters[coder] : void 0;
 }
 
+// src/core/task.ts
+var TASK_STATES = [
+  "queued",
+  "blocked",
+  "dispatched",
+  "planning",
+  "awaiting-approval",
+  "running",
+  "pr-open",
+  "waiting",
+  "done",
+  "failed",
+  "cancelled",
+  "rate-limited"
+];
+var DEFAULT_PRIORITY = 2;
+var FAILED_TEST = /\b(fail(ed|s|ure|ing)?|errors?|broken)\b|✗|❌/i;
+var PASSED_TEST = /\b(ok|pass(ed|es|ing)?|green|success(ful)?)\b|✓|✅/i;
+function summarizeResult(attempt, result) {
+  if (!result) return { attempt };
+  const tests = result.testsRun ?? [];
+  return {
+    attempt,
+    status: result.status,
+    testsRun: tests.length,
+    testsPassed: tests.filter((t) => PASSED_TEST.test(t) && !FAILED_TEST.test(t)).length
+  };
+}
+var isTaskState = (value) => typeof value === "string" && TASK_STATES.includes(value);
+function newTask(input2) {
+  const task = {
+    id: input2.id,
+    repo: input2.repo,
+    issue: input2.issue,
+    title: input2.title,
+    coder: input2.coder,
+    model: input2.model,
+    priority: input2.priority ?? DEFAULT_PRIORITY,
+    state: "queued",
+    dependsOn: [...new Set(input2.dependsOn ?? [])].filter((n5) => n5 !== input2.issue),
+    createdAt: input2.now,
+    updatedAt: input2.now,
+    queuedAt: input2.now,
+    attempts: 0
+  };
+  if (input2.requestedBy !== void 0) task.requestedBy = input2.requestedBy;
+  if (input2.files && input2.files.length > 0) task.files = [...new Set(input2.files)];
+  if (input2.epic !== void 0) task.epic = input2.epic;
+  if (input2.pin !== void 0) task.pin = input2.pin;
+  if (input2.review !== void 0) task.review = input2.review;
+  return task;
+}
+
+// src/core/lifecycle.ts
+var RUN_EXITS = ["queued", "rate-limited", "cancelled", "failed", "done"];
+var TRANSITIONS = Object.freeze({
+  queued: Object.freeze(["blocked", "dispatched", "cancelled", "failed", "done"]),
+  // A blocked or awaiting-approval task may have a PR an earlier run opened (a cancel, then a new
+  // label): its merge ends the task as done.
+  blocked: Object.freeze(["queued", "cancelled", "failed", "done"]),
+  dispatched: Object.freeze(["planning", "running", ...RUN_EXITS]),
+  planning: Object.freeze(["awaiting-approval", "running", "waiting", ...RUN_EXITS]),
+  // Approval sends the task back to the queue: the work phase needs a slot like any run.
+  "awaiting-approval": Object.freeze(["queued", "running", "cancelled", "failed", "done"]),
+  running: Object.freeze(["pr-open", "waiting", ...RUN_EXITS]),
+  // pr-open -> queued: review-loop instructions wait for a slot like any run.
+  "pr-open": Object.freeze(["running", "queued", "done", "cancelled", "failed"]),
+  // An answer sends the question's task back to the queue; an expired question fails it; a merge of a
+  // PR an earlier run opened ends it.
+  waiting: Object.freeze(["queued", "cancelled", "failed", "done"]),
+  done: Object.freeze([]),
+  // A merged PR ends a task as done even after a cancel or a failure left its PR open.
+  failed: Object.freeze(["queued", "done"]),
+  cancelled: Object.freeze(["queued", "done"]),
+  "rate-limited": Object.freeze(["queued", "cancelled", "failed", "done"])
+});
+var SLOT_HOLDING_STATES = Object.freeze(["dispatched", "planning", "running"]);
+var ACTIVE_STATES = new Set(SLOT_HOLDING_STATES);
+var TERMINAL_STATES = /* @__PURE__ */ new Set(["done", "failed", "cancelled"]);
+var LIVE_STATES = Object.freeze(
+  TASK_STATES.filter((s) => !TERMINAL_STATES.has(s))
+);
+var CANCELLABLE_STATES = Object.freeze(
+  LIVE_STATES.filter((s) => s !== "pr-open")
+);
+var RETRYABLE_STATES = Object.freeze(["failed", "cancelled", "rate-limited"]);
+var isActive = (state) => ACTIVE_STATES.has(state);
+var isTerminal = (state) => TERMINAL_STATES.has(state);
+var STATES_WITH_REASON = /* @__PURE__ */ new Set([
+  "failed",
+  "cancelled",
+  "blocked",
+  "rate-limited",
+  "queued",
+  "pr-open"
+]);
+var IllegalTransitionError = class extends Error {
+  constructor(taskId, from, to) {
+    const allowed = TRANSITIONS[from];
+    const hint = allowed.length === 0 ? `${from} is final` : `from ${from} a task can move to: ${allowed.join(", ")}`;
+    super(`cannot move task ${taskId} from ${from} to ${to} (${hint})`);
+    this.taskId = taskId;
+    this.from = from;
+    this.to = to;
+  }
+  taskId;
+  from;
+  to;
+  name = "IllegalTransitionError";
+};
+function canTransition(from, to) {
+  return TRANSITIONS[from]?.includes(to) ?? false;
+}
+function transition(task, to, options) {
+  if (!canTransition(task.state, to)) throw new IllegalTransitionError(task.id, task.state, to);
+  const next = { ...task, state: to, updatedAt: options.now };
+  if (to === "queued" && task.state !== "blocked") next.queuedAt = options.now;
+  if (to === "dispatched") next.attempts = task.attempts + 1;
+  if (!ACTIVE_STATES.has(to)) delete next.lease;
+  if (STATES_WITH_REASON.has(to) && options.reason !== void 0) next.reason = options.reason;
+  else delete next.reason;
+  if ((to === "rate-limited" || to === "queued") && options.resetAt !== void 0)
+    next.resetAt = options.resetAt;
+  else delete next.resetAt;
+  return next;
+}
+
+// src/core/leases.ts
+var DEFAULT_LEASE_TTL_MS = 15 * 6e4;
+var heartbeatIntervalMs = (ttlMs = DEFAULT_LEASE_TTL_MS) => ttlMs / 3;
+var dispatchHolder = (mode) => `dispatch:${mode}`;
+var UNCLAIMED = /^dispatch:/;
+var isUnclaimed = (lease) => UNCLAIMED.test(lease.holder);
+function newLease(holder, slot, now, ttlMs = DEFAULT_LEASE_TTL_MS) {
+  const at = now.toISOString();
+  return { holder, slot, acquiredAt: at, heartbeatAt: at, expiresAt: expiryFrom(now, ttlMs) };
+}
+var expiryFrom = (now, ttlMs) => new Date(now.getTime() + ttlMs).toISOString();
+var isLeaseLive = (lease, now) => Date.parse(lease.expiresAt) > now.getTime();
+var withTask = (doc, task) => ({
+  ...doc,
+  tasks: { ...doc.tasks, [task.id]: task }
+});
+var actionsRunHolder = (runId) => `actions:${runId}`;
+var runIdOfHolder = (holder) => /^actions:([1-9]\d*)$/.exec(holder ?? "")?.[1];
+function claimLease(doc, taskId, opts) {
+  const task = doc.tasks[taskId];
+  if (task?.state !== "dispatched" || !task.lease) return null;
+  if (task.lease.holder !== opts.holder && !isUnclaimed(task.lease)) return null;
+  const at = opts.now.toISOString();
+  const lease = {
+    ...task.lease,
+    holder: opts.holder,
+    heartbeatAt: at,
+    expiresAt: expiryFrom(opts.now, opts.ttlMs ?? DEFAULT_LEASE_TTL_MS)
+  };
+  if (opts.process) lease.process = opts.process;
+  else delete lease.process;
+  const first = opts.startIn?.(task);
+  const runId = task.runId ?? runIdOfHolder(opts.holder);
+  const claimed = {
+    ...first ? transition(task, first, { now: at }) : { ...task, updatedAt: at },
+    lease,
+    ...runId ? { runId } : {}
+  };
+  const message = `claim gh-${task.issue} (${taskId}) by ${opts.holder} (slot ${task.lease.slot})${first ? `, ${first}` : ""}`;
+  return { doc: withTask(doc, claimed), task: claimed, message };
+}
+function renewLease(doc, taskId, opts) {
+  const task = doc.tasks[taskId];
+  if (!task?.lease || task.lease.holder !== opts.holder)
+    return { ok: false, reason: task?.state === "cancelled" ? "cancelled" : "gone" };
+  const lease = {
+    ...task.lease,
+    heartbeatAt: opts.now.toISOString(),
+    expiresAt: expiryFrom(opts.now, opts.ttlMs ?? DEFAULT_LEASE_TTL_MS)
+  };
+  const renewed = { ...task, lease };
+  const message = `heartbeat gh-${task.issue} (${taskId}) by ${opts.holder}`;
+  return { ok: true, doc: withTask(doc, renewed), task: renewed, message };
+}
+
 // src/core/text-decodings.ts
 var NAMED_ENTITIES = {
   amp: "&",
@@ -55451,59 +55634,6 @@ var import_node_path7 = require("node:path");
 
 // src/state/git-store.ts
 var import_node_diagnostics_channel = require("node:diagnostics_channel");
-
-// src/core/task.ts
-var TASK_STATES = [
-  "queued",
-  "blocked",
-  "dispatched",
-  "planning",
-  "awaiting-approval",
-  "running",
-  "pr-open",
-  "waiting",
-  "done",
-  "failed",
-  "cancelled",
-  "rate-limited"
-];
-var DEFAULT_PRIORITY = 2;
-var FAILED_TEST = /\b(fail(ed|s|ure|ing)?|errors?|broken)\b|✗|❌/i;
-var PASSED_TEST = /\b(ok|pass(ed|es|ing)?|green|success(ful)?)\b|✓|✅/i;
-function summarizeResult(attempt, result) {
-  if (!result) return { attempt };
-  const tests = result.testsRun ?? [];
-  return {
-    attempt,
-    status: result.status,
-    testsRun: tests.length,
-    testsPassed: tests.filter((t) => PASSED_TEST.test(t) && !FAILED_TEST.test(t)).length
-  };
-}
-var isTaskState = (value) => typeof value === "string" && TASK_STATES.includes(value);
-function newTask(input2) {
-  const task = {
-    id: input2.id,
-    repo: input2.repo,
-    issue: input2.issue,
-    title: input2.title,
-    coder: input2.coder,
-    model: input2.model,
-    priority: input2.priority ?? DEFAULT_PRIORITY,
-    state: "queued",
-    dependsOn: [...new Set(input2.dependsOn ?? [])].filter((n5) => n5 !== input2.issue),
-    createdAt: input2.now,
-    updatedAt: input2.now,
-    queuedAt: input2.now,
-    attempts: 0
-  };
-  if (input2.requestedBy !== void 0) task.requestedBy = input2.requestedBy;
-  if (input2.files && input2.files.length > 0) task.files = [...new Set(input2.files)];
-  if (input2.epic !== void 0) task.epic = input2.epic;
-  if (input2.pin !== void 0) task.pin = input2.pin;
-  if (input2.review !== void 0) task.review = input2.review;
-  return task;
-}
 
 // src/core/state-doc.ts
 var StateCorruptError = class extends Error {
@@ -63629,128 +63759,6 @@ var localDispatcher = {
   }
 };
 
-// src/core/lifecycle.ts
-var RUN_EXITS = ["queued", "rate-limited", "cancelled", "failed", "done"];
-var TRANSITIONS = Object.freeze({
-  queued: Object.freeze(["blocked", "dispatched", "cancelled", "failed", "done"]),
-  // A blocked or awaiting-approval task may have a PR an earlier run opened (a cancel, then a new
-  // label): its merge ends the task as done.
-  blocked: Object.freeze(["queued", "cancelled", "failed", "done"]),
-  dispatched: Object.freeze(["planning", "running", ...RUN_EXITS]),
-  planning: Object.freeze(["awaiting-approval", "running", "waiting", ...RUN_EXITS]),
-  // Approval sends the task back to the queue: the work phase needs a slot like any run.
-  "awaiting-approval": Object.freeze(["queued", "running", "cancelled", "failed", "done"]),
-  running: Object.freeze(["pr-open", "waiting", ...RUN_EXITS]),
-  // pr-open -> queued: review-loop instructions wait for a slot like any run.
-  "pr-open": Object.freeze(["running", "queued", "done", "cancelled", "failed"]),
-  // An answer sends the question's task back to the queue; an expired question fails it; a merge of a
-  // PR an earlier run opened ends it.
-  waiting: Object.freeze(["queued", "cancelled", "failed", "done"]),
-  done: Object.freeze([]),
-  // A merged PR ends a task as done even after a cancel or a failure left its PR open.
-  failed: Object.freeze(["queued", "done"]),
-  cancelled: Object.freeze(["queued", "done"]),
-  "rate-limited": Object.freeze(["queued", "cancelled", "failed", "done"])
-});
-var SLOT_HOLDING_STATES = Object.freeze(["dispatched", "planning", "running"]);
-var ACTIVE_STATES = new Set(SLOT_HOLDING_STATES);
-var TERMINAL_STATES = /* @__PURE__ */ new Set(["done", "failed", "cancelled"]);
-var LIVE_STATES = Object.freeze(
-  TASK_STATES.filter((s) => !TERMINAL_STATES.has(s))
-);
-var CANCELLABLE_STATES = Object.freeze(
-  LIVE_STATES.filter((s) => s !== "pr-open")
-);
-var RETRYABLE_STATES = Object.freeze(["failed", "cancelled", "rate-limited"]);
-var isActive = (state) => ACTIVE_STATES.has(state);
-var isTerminal = (state) => TERMINAL_STATES.has(state);
-var STATES_WITH_REASON = /* @__PURE__ */ new Set([
-  "failed",
-  "cancelled",
-  "blocked",
-  "rate-limited",
-  "queued",
-  "pr-open"
-]);
-var IllegalTransitionError = class extends Error {
-  constructor(taskId, from, to) {
-    const allowed = TRANSITIONS[from];
-    const hint = allowed.length === 0 ? `${from} is final` : `from ${from} a task can move to: ${allowed.join(", ")}`;
-    super(`cannot move task ${taskId} from ${from} to ${to} (${hint})`);
-    this.taskId = taskId;
-    this.from = from;
-    this.to = to;
-  }
-  taskId;
-  from;
-  to;
-  name = "IllegalTransitionError";
-};
-function canTransition(from, to) {
-  return TRANSITIONS[from]?.includes(to) ?? false;
-}
-function transition(task, to, options) {
-  if (!canTransition(task.state, to)) throw new IllegalTransitionError(task.id, task.state, to);
-  const next = { ...task, state: to, updatedAt: options.now };
-  if (to === "queued" && task.state !== "blocked") next.queuedAt = options.now;
-  if (to === "dispatched") next.attempts = task.attempts + 1;
-  if (!ACTIVE_STATES.has(to)) delete next.lease;
-  if (STATES_WITH_REASON.has(to) && options.reason !== void 0) next.reason = options.reason;
-  else delete next.reason;
-  if ((to === "rate-limited" || to === "queued") && options.resetAt !== void 0)
-    next.resetAt = options.resetAt;
-  else delete next.resetAt;
-  return next;
-}
-
-// src/core/leases.ts
-var DEFAULT_LEASE_TTL_MS = 15 * 6e4;
-var heartbeatIntervalMs = (ttlMs = DEFAULT_LEASE_TTL_MS) => ttlMs / 3;
-var dispatchHolder = (mode) => `dispatch:${mode}`;
-var UNCLAIMED = /^dispatch:/;
-var isUnclaimed = (lease) => UNCLAIMED.test(lease.holder);
-function newLease(holder, slot, now, ttlMs = DEFAULT_LEASE_TTL_MS) {
-  const at = now.toISOString();
-  return { holder, slot, acquiredAt: at, heartbeatAt: at, expiresAt: expiryFrom(now, ttlMs) };
-}
-var expiryFrom = (now, ttlMs) => new Date(now.getTime() + ttlMs).toISOString();
-var isLeaseLive = (lease, now) => Date.parse(lease.expiresAt) > now.getTime();
-var withTask = (doc, task) => ({
-  ...doc,
-  tasks: { ...doc.tasks, [task.id]: task }
-});
-function claimLease(doc, taskId, opts) {
-  const task = doc.tasks[taskId];
-  if (task?.state !== "dispatched" || !task.lease) return null;
-  if (task.lease.holder !== opts.holder && !isUnclaimed(task.lease)) return null;
-  const at = opts.now.toISOString();
-  const lease = {
-    ...task.lease,
-    holder: opts.holder,
-    heartbeatAt: at,
-    expiresAt: expiryFrom(opts.now, opts.ttlMs ?? DEFAULT_LEASE_TTL_MS)
-  };
-  if (opts.process) lease.process = opts.process;
-  else delete lease.process;
-  const first = opts.startIn?.(task);
-  const claimed = first ? { ...transition(task, first, { now: at }), lease } : { ...task, lease, updatedAt: at };
-  const message = `claim gh-${task.issue} (${taskId}) by ${opts.holder} (slot ${task.lease.slot})${first ? `, ${first}` : ""}`;
-  return { doc: withTask(doc, claimed), task: claimed, message };
-}
-function renewLease(doc, taskId, opts) {
-  const task = doc.tasks[taskId];
-  if (!task?.lease || task.lease.holder !== opts.holder)
-    return { ok: false, reason: task?.state === "cancelled" ? "cancelled" : "gone" };
-  const lease = {
-    ...task.lease,
-    heartbeatAt: opts.now.toISOString(),
-    expiresAt: expiryFrom(opts.now, opts.ttlMs ?? DEFAULT_LEASE_TTL_MS)
-  };
-  const renewed = { ...task, lease };
-  const message = `heartbeat gh-${task.issue} (${taskId}) by ${opts.holder}`;
-  return { ok: true, doc: withTask(doc, renewed), task: renewed, message };
-}
-
 // src/core/file-paths.ts
 function sharedFiles(a2, b) {
   if (!a2?.length || !b?.length) return [];
@@ -65597,11 +65605,13 @@ var RepoQueue = class {
           let out = { doc: d, changes: [], messages: [] };
           for (const [id, withRun] of runs) {
             const current = out.doc.tasks[id];
-            if (!sameDispatch(current)) continue;
+            if (!current) continue;
+            const claimedByIt = current.attempts === attemptOf.get(id) && (current.state === "planning" || current.state === "running") && current.runId === withRun(current).runId && current.runUrl === void 0 && withRun(current).runUrl !== void 0;
+            if (!sameDispatch(current) && !claimedByIt) continue;
             const task = withRun(current);
             out = mergeResults(out, {
               doc: { ...out.doc, tasks: { ...out.doc.tasks, [id]: task } },
-              changes: [{ task, from: "dispatched" }],
+              changes: [{ task, from: current.state }],
               messages: [`run ${task.runId} started for gh-${task.issue}`]
             });
           }
@@ -73466,7 +73476,7 @@ async function runAction(inputs, deps) {
       `No credential for coder "${task.coder}": pass one of ${names.join(", ") || "(none configured)"} in the \`credentials\` input (NAME=value lines from secrets).`
     );
   }
-  const holder = `actions:${inputs.runId}`;
+  const holder = actionsRunHolder(inputs.runId);
   let outcome;
   try {
     outcome = await executeTask(inputs.taskId, {

@@ -1,5 +1,6 @@
 import { getAdapter } from "../agents/index.ts";
 import type { FleetConfig } from "../core/config.ts";
+import { actionsRunHolder } from "../core/leases.ts";
 import { redactSecrets } from "../core/redact.ts";
 import { addUsage, emptyUsage, type RunTotals, type TokenUsage } from "../core/usage.ts";
 import type { GitHub, RepoRef } from "../github/port.ts";
@@ -116,7 +117,7 @@ export async function runAction(inputs: ActionInputs, deps: ActionDeps): Promise
   }
 
   // 2.
-  const holder = `actions:${inputs.runId}`;
+  const holder = actionsRunHolder(inputs.runId);
   let outcome: TaskOutcome | undefined;
   try {
     outcome = await executeTask(inputs.taskId, {

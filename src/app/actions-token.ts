@@ -2,7 +2,10 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { createRemoteJWKSet, type JWTPayload, jwtVerify } from "jose";
 import type { Probot } from "probot";
 import { isActive } from "../core/lifecycle.ts";
+import type { Task } from "../core/task.ts";
+import { isFleetDispatchOf } from "../core/task-workflow.ts";
 import { githubAppOverOctokit } from "../github/octokit-port.ts";
+import type { GitHub } from "../github/port.ts";
 import type { RepoQueues } from "./repo-queues.ts";
 
 /** Where a runner exchanges its job's OIDC token for a token of the Fleet app. */
@@ -108,8 +111,10 @@ class Refusal extends Error {
  *
  * The token is given only when the OIDC token is GitHub's (signature, issuer, audience, expiry), it
  * comes from a `workflow_dispatch` run of the repository's Fleet workflow, and that run is the one
- * Fleet dispatched for this task, which is still live. 409 asks the runner to try again a little
- * later (the run's id is recorded just after the dispatch). Each OIDC token buys one token at most
+ * Fleet dispatched for this task, which is still live. The run's id is recorded just after the
+ * dispatch; before it is (or when the process that dispatched died before recording it), the run itself
+ * says whether Fleet dispatched it (isFleetDispatchOf: one GET of the run), and 409 asks the runner to
+ * try again a little later only when it cannot tell. Each OIDC token buys one token at most
  * (`SpentOidcTokens`): a second exchange answers 401, not 409, since the credential itself is no
  * longer good (RFC 6750's `invalid_token`) and trying it again cannot succeed; the action asks the
  * job for a new OIDC token on each try.
@@ -118,6 +123,8 @@ export function createActionsTokenHandler(
   app: Probot,
   queues: () => RepoQueues | undefined,
   options: ActionsTokenOptions,
+  /** The app's slug: runs Fleet dispatched are its bot's (`<slug>[bot]`). */
+  appSlug: () => Promise<string | undefined>,
 ) {
   const jwks = createRemoteJWKSet(new URL(`${options.issuer.replace(/\/$/, "")}/.well-known/jwks`));
   const spent = new SpentOidcTokens();
@@ -166,7 +173,7 @@ export function createActionsTokenHandler(
 
     const found = await queues()?.forInstalledRepo(owner, repo);
     if (!found) throw new Refusal(404, `The Fleet app is not installed on ${owner}/${repo}.`);
-    const { queue, config, installationId, known } = found;
+    const { queue, config, installationId, known, github } = found;
     const workflow = `${owner}/${repo}/.github/workflows/${config.workflow}@`;
     if (!claims.workflow_ref?.startsWith(workflow))
       throw new Refusal(
@@ -177,9 +184,10 @@ export function createActionsTokenHandler(
     if (!task) throw new Refusal(404, `${owner}/${repo} has no task ${taskId}.`);
     if (!isActive(task.state))
       throw new Refusal(403, `Task ${taskId} is ${task.state}: it is not waiting for a run.`);
-    if (task.runId === undefined)
-      throw new Refusal(409, `Task ${taskId}'s run is not recorded yet; try again in a few seconds.`);
-    if (task.runId !== String(claims.run_id))
+    if (task.runId === undefined) {
+      if (!(await dispatchedByFleet(github, { owner, repo }, task, claims.run_id)))
+        throw new Refusal(409, `Task ${taskId}'s run is not recorded yet; try again in a few seconds.`);
+    } else if (task.runId !== String(claims.run_id))
       throw new Refusal(403, `Task ${taskId} was dispatched as run ${task.runId}, not run ${claims.run_id}.`);
 
     // The run's repository only, by the id the OIDC token names (a repository renamed or recreated
@@ -206,6 +214,25 @@ export function createActionsTokenHandler(
     }
     app.log.info(`actions token for ${owner}/${repo} run ${claims.run_id} (task ${taskId})`);
     return minted;
+  }
+
+  /** A dispatched task's run not recorded yet: whether the run says it is Fleet's dispatch of this attempt. */
+  async function dispatchedByFleet(
+    github: GitHub,
+    repo: { owner: string; repo: string },
+    task: Task,
+    runId: string | undefined,
+  ): Promise<boolean> {
+    const id = Number(runId);
+    if (task.state !== "dispatched" || !Number.isSafeInteger(id) || id <= 0) return false;
+    const slug = await appSlug();
+    if (!slug) return false;
+    try {
+      return isFleetDispatchOf(task, await github.actions.getWorkflowRun(repo, id), slug);
+    } catch (error) {
+      app.log.warn(`could not read run ${id} of ${repo.owner}/${repo.repo}: ${(error as Error).message}`);
+      return false;
+    }
   }
 
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {

@@ -64,6 +64,16 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
   const stateTransport = options.stateTransport ?? stateTransportFrom();
   return (app, { addHandler }) => {
     const configs = createConfigCache();
+    const appHandle = appHandleOf(options.appSlug ?? process.env.FLEET_APP_SLUG, async () => {
+      try {
+        return (await getAppIdentity(await app.auth())).slug;
+      } catch (error) {
+        app.log.warn(
+          `could not read the app's slug (GET /app), so @mentions are not answered yet (nor does a run whose dispatch is not recorded yet get its token before it is): ${(error as Error).message}`,
+        );
+        return undefined;
+      }
+    });
     const deps: AppDeps = {
       knownCoders: options.knownCoders ?? CODER_NAMES,
       queues: createRepoQueues(app, {
@@ -73,20 +83,18 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
         configs,
       }),
       configs,
-      appHandle: appHandleOf(options.appSlug ?? process.env.FLEET_APP_SLUG, async () => {
-        try {
-          return (await getAppIdentity(await app.auth())).slug;
-        } catch (error) {
-          app.log.warn(
-            `could not read the app's slug (GET /app), so @mentions are not answered yet: ${(error as Error).message}`,
-          );
-          return undefined;
-        }
-      }),
+      appHandle,
     };
     options.onReady?.(deps.queues);
     // Runners of dispatched tasks get the app's token here, in exchange for their job's OIDC token.
-    addHandler(createActionsTokenHandler(app, () => deps.queues, actionsTokenOptions(options.actionsTokens)));
+    addHandler(
+      createActionsTokenHandler(
+        app,
+        () => deps.queues,
+        actionsTokenOptions(options.actionsTokens),
+        appHandle,
+      ),
+    );
     const period = options.reconcileMs ?? 5 * 60_000;
     if (period > 0) {
       const timer = setInterval(

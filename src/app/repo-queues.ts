@@ -89,7 +89,10 @@ export class RepoQueues {
     owner: string,
     repo: string,
     opts: { fresh?: boolean } = {},
-  ): Promise<{ queue: RepoQueue; config: FleetConfig; installationId: number; known: boolean } | undefined> {
+  ): Promise<
+    | { queue: RepoQueue; config: FleetConfig; installationId: number; known: boolean; github: GitHub }
+    | undefined
+  > {
     // A repository the app already works on (an event came from it) has its installation known: a run's
     // token exchange, and each of its retries, costs no lookup. `fresh` asks GitHub again (the known
     // installation may be gone: a token minted on it fails, and the caller asks once more).
@@ -107,7 +110,13 @@ export class RepoQueues {
     if (!loaded.ok) return undefined;
     // The file's config: what a token exchange checks (the workflow) is file-only.
     const queue = this.queueFor(h, loaded.config, (m) => this.app.log.warn(m));
-    return { queue, config: loaded.config, installationId, known: known !== undefined };
+    return {
+      queue,
+      config: loaded.config,
+      installationId,
+      known: known !== undefined,
+      github: h.repository.github,
+    };
   }
 
   /** The queue of the event's repository under `fileConfig`; notices of the event go to its issue. */

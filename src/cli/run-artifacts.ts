@@ -1,4 +1,5 @@
 import { unzipSync } from "fflate";
+import { runIdOfHolder } from "../core/leases.ts";
 import type { Task } from "../core/task.ts";
 import type { Artifact, GitHub, RepoRef } from "../github/port.ts";
 import { CliError, NotFoundError } from "./errors.ts";
@@ -36,8 +37,7 @@ export function taskRunIds(task: Task | undefined): number[] {
   };
   add(task?.runId);
   add(/\/actions\/runs\/(\d+)/.exec(task?.runUrl ?? "")?.[1]);
-  const holder = task?.lease?.holder;
-  if (holder?.startsWith("actions:")) add(holder.slice("actions:".length));
+  add(runIdOfHolder(task?.lease?.holder));
   return ids;
 }
 

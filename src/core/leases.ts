@@ -120,6 +120,13 @@ export function acquireSlot<D extends LeaseDoc>(
   return { ok: true, doc: withTask(reclaimed, leased), slot, of: max, expired };
 }
 
+/** The lease holder of a task's Actions run: `actions:<run id>`. */
+export const actionsRunHolder = (runId: string | number): string => `actions:${runId}`;
+
+/** The Actions run a lease holder names (actionsRunHolder); undefined for any other holder. */
+export const runIdOfHolder = (holder: string | undefined): string | undefined =>
+  /^actions:([1-9]\d*)$/.exec(holder ?? "")?.[1];
+
 export interface ClaimOptions {
   holder: string;
   now: Date;
@@ -133,7 +140,9 @@ export interface ClaimOptions {
 /**
  * A worker claims a dispatched task's lease: the lease is the dispatcher's (unclaimed) or already this
  * holder's. The lease keeps its slot, gets `holder` and a fresh expiry; with `startIn` the task moves on
- * in the same change. null: the task is not dispatched, has no lease, or another worker holds it.
+ * in the same change. An Actions run claiming a task whose run id is not recorded yet (the dispatcher
+ * died before recording it, or its record is still on the way) records its own: stopping the task then
+ * cancels it. null: the task is not dispatched, has no lease, or another worker holds it.
  */
 export function claimLease<D extends LeaseDoc>(
   doc: D,
@@ -153,9 +162,12 @@ export function claimLease<D extends LeaseDoc>(
   if (opts.process) lease.process = opts.process;
   else delete lease.process;
   const first = opts.startIn?.(task);
-  const claimed = first
-    ? { ...transition(task, first, { now: at }), lease }
-    : { ...task, lease, updatedAt: at };
+  const runId = task.runId ?? runIdOfHolder(opts.holder);
+  const claimed = {
+    ...(first ? transition(task, first, { now: at }) : { ...task, updatedAt: at }),
+    lease,
+    ...(runId ? { runId } : {}),
+  };
   const message = `claim gh-${task.issue} (${taskId}) by ${opts.holder} (slot ${task.lease.slot})${first ? `, ${first}` : ""}`;
   return { doc: withTask(doc, claimed), task: claimed, message };
 }

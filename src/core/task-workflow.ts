@@ -93,8 +93,34 @@ export function taskOfRun<T extends { id: string; attempts: number; runId?: stri
   const runId = String(run.id);
   const recorded = Object.values(tasks).find((t) => t.runId === runId);
   if (recorded) return recorded;
-  const named = /^fleet (\S+) (\S+)\.(\d+)\.[0-9a-f]+$/.exec(run.display_title ?? "");
-  if (!named || named[1] !== named[2] || !Object.hasOwn(tasks, named[1]!)) return undefined;
-  const task = tasks[named[1]!]!;
-  return task.runId === undefined && String(task.attempts) === named[3] ? task : undefined;
+  const named = dispatchNamedBy(run.display_title);
+  if (!named || !Object.hasOwn(tasks, named.taskId)) return undefined;
+  const task = tasks[named.taskId]!;
+  return task.runId === undefined && task.attempts === named.attempt ? task : undefined;
+}
+
+/** The task and attempt a run's name gives (`fleet <task> <task>.<attempt>.<hex>`, the template's run-name). */
+function dispatchNamedBy(title: string | null | undefined): { taskId: string; attempt: number } | undefined {
+  const named = /^fleet (\S+) (\S+)\.(\d+)\.[0-9a-f]+$/.exec(title ?? "");
+  if (!named || named[1] !== named[2]) return undefined;
+  return { taskId: named[1]!, attempt: Number(named[3]) };
+}
+
+/**
+ * Whether `run` is the one Fleet dispatched for the task's current attempt, told from the run itself
+ * (https://docs.github.com/en/rest/actions/workflow-runs#get-a-workflow-run): a `workflow_dispatch`
+ * whose run-name names the task and this attempt, started by the app's own bot (`<slug>[bot]`). Only
+ * Fleet (the app, or a run holding the app's token) dispatches as the bot: a writer's dispatch by hand,
+ * even one copying the run-name, is the writer's, and so is a re-run of Fleet's run (`triggering_actor`
+ * is who started the run's latest attempt).
+ */
+export function isFleetDispatchOf(
+  task: { id: string; attempts: number },
+  run: { event?: string; triggering_actor?: { login: string } | null; display_title?: string | null },
+  appSlug: string,
+): boolean {
+  if (run.event !== "workflow_dispatch" || !appSlug) return false;
+  if (run.triggering_actor?.login.toLowerCase() !== `${appSlug}[bot]`.toLowerCase()) return false;
+  const named = dispatchNamedBy(run.display_title);
+  return named?.taskId === task.id && named.attempt === task.attempts;
 }

@@ -361,6 +361,8 @@ function actionsOver(octokit: OctokitClient): GitHub["actions"] {
     listWorkflowRuns: async (repo: RepoRef, workflow: string, event: string) =>
       (await actions.listWorkflowRuns({ ...repo, workflow_id: workflow, event, per_page: 50 })).data
         .workflow_runs,
+    getWorkflowRun: async (repo: RepoRef, runId: number) =>
+      (await actions.getWorkflowRun({ ...repo, run_id: runId })).data,
     async dispatchWorkflow(repo, workflow, dispatch) {
       const response = await actions.createWorkflowDispatch({
         ...repo,

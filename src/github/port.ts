@@ -134,6 +134,10 @@ export interface WorkflowRun {
   name?: string | null;
   display_title?: string;
   html_url: string;
+  /** The event that started the run (`workflow_dispatch` for Fleet's). */
+  event?: string;
+  /** Who started this attempt of the run: Fleet's dispatches are its bot's (`<slug>[bot]`), a re-run is whoever re-ran it. */
+  triggering_actor?: { login: string } | null;
 }
 
 export interface Artifact {
@@ -298,6 +302,8 @@ export interface GitHub {
       workflow: string,
       dispatch: { ref: string; inputs: Record<string, string> },
     ): Promise<{ runId?: number; url?: string }>;
+    /** One run by its id (https://docs.github.com/en/rest/actions/workflow-runs#get-a-workflow-run). */
+    getWorkflowRun(repo: RepoRef, runId: number): Promise<WorkflowRun>;
     cancelWorkflowRun(repo: RepoRef, runId: number): Promise<void>;
     listRunArtifacts(repo: RepoRef, runId: number): Promise<Artifact[]>;
     listArtifacts(repo: RepoRef, name: string): Promise<Artifact[]>;

@@ -231,6 +231,7 @@ export function createLocalGitHub(opts: LocalGitHubOptions): GitHub {
     actions: {
       listWorkflowRuns: actions("actions.listWorkflowRuns"),
       dispatchWorkflow: actions("actions.dispatchWorkflow"),
+      getWorkflowRun: actions("actions.getWorkflowRun"),
       cancelWorkflowRun: actions("actions.cancelWorkflowRun"),
       listRunArtifacts: actions("actions.listRunArtifacts"),
       listArtifacts: actions("actions.listArtifacts"),

@@ -413,11 +413,19 @@ export class RepoQueue {
           let out: TransitionResult = { doc: d, changes: [], messages: [] };
           for (const [id, withRun] of runs) {
             const current = out.doc.tasks[id];
-            if (!sameDispatch(current)) continue;
+            if (!current) continue;
+            // A run that claimed its task before this record recorded its own id (claimLease): the record adds its link.
+            const claimedByIt =
+              current.attempts === attemptOf.get(id) &&
+              (current.state === "planning" || current.state === "running") &&
+              current.runId === withRun(current).runId &&
+              current.runUrl === undefined &&
+              withRun(current).runUrl !== undefined;
+            if (!sameDispatch(current) && !claimedByIt) continue;
             const task = withRun(current);
             out = mergeResults(out, {
               doc: { ...out.doc, tasks: { ...out.doc.tasks, [id]: task } },
-              changes: [{ task, from: "dispatched" }],
+              changes: [{ task, from: current.state }],
               messages: [`run ${task.runId} started for gh-${task.issue}`],
             });
           }

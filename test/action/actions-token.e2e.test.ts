@@ -163,6 +163,8 @@ describe("the runner's token exchange", () => {
     const oidc = await oidcToken(run.id);
     const taskId = String(run.inputs.task_id);
     const atReplica = (id: string) => exchangeAt(replica, oidc, id);
+    // Before the record, the run itself could say it is Fleet's dispatch; GitHub does not answer that now.
+    h.gh.faults.inject({ route: "GET /repos/{owner}/{repo}/actions/runs/{run_id}", status: 502, times: 1 });
     const early = await atReplica(taskId);
     expect(early.status).toBe(409);
     expect(early.body.message).toMatch(/not recorded yet/);
@@ -181,6 +183,64 @@ describe("the runner's token exchange", () => {
     expect(minted.status).toBe(201);
     expect(minted.body.token).toMatch(/^ghs_/);
     expect((await atReplica(taskId)).status).toBe(401);
+    await h.settle();
+    await replica.stop();
+  });
+
+  it("gives Fleet's run a token before its id is recorded (its dispatcher may have died): the run says it is Fleet's; a writer's copy of it gets none", async () => {
+    // As if the process that dispatched the run died before recording it: the record is held back
+    // and the run asks a replica, which reads the state without it.
+    const replica = await startAppInstance(h.gh);
+    h.gh.setWebhookUrl(h.app.webhookUrl);
+    const seen = new Promise<Dispatched>((resolve) => {
+      onDispatch = (run) => {
+        onDispatch = () => {};
+        h.gh.faults.inject({ route: GIT_RECEIVE_PACK_ROUTE, latencyMs: 8_000, times: 1 });
+        resolve(run);
+      };
+    });
+    const issue = await h.newIssue("Unrecorded run", "Its dispatcher never records it.");
+    await h.mona.rest.issues.addLabels({
+      owner: h.owner,
+      repo: h.name,
+      issue_number: issue,
+      labels: ["fleet:claude"],
+    });
+    const run = await seen;
+    const taskId = String(run.inputs.task_id);
+    const unrecorded = (await h.tasks()).find((t) => t.id === taskId);
+    expect(unrecorded?.state).toBe("dispatched");
+    expect(unrecorded?.runId).toBeUndefined();
+    // A writer starts Fleet's workflow by hand with the very inputs of Fleet's run (its run-name too).
+    const { data: manual } = await h.mona.request(
+      "POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches",
+      {
+        owner: h.owner,
+        repo: h.name,
+        workflow_id: "fleet-task.yml",
+        ref: "main",
+        inputs: run.inputs as Record<string, string>,
+        return_run_details: true,
+      },
+    );
+    const manualRun = (manual as { workflow_run_id: number }).workflow_run_id;
+    const runs = await h.mona.rest.actions.listWorkflowRuns({
+      owner: h.owner,
+      repo: h.name,
+      workflow_id: "fleet-task.yml",
+    });
+    const titles = runs.data.workflow_runs.filter((r) => r.id === run.id || r.id === manualRun);
+    expect(new Set(titles.map((r) => r.display_title)).size).toBe(1);
+    const copy = await exchangeAt(replica, await oidcToken(manualRun), taskId);
+    expect(copy.status).toBe(409);
+    expect(copy.body.token).toBeUndefined();
+    const mark = h.gh.requests.mark();
+    const fleets = await exchangeAt(replica, await oidcToken(run.id), taskId);
+    expect(fleets.status).toBe(201);
+    expect(fleets.body.token).toMatch(/^ghs_/);
+    // One read of the run, besides the mint.
+    const { byRoute } = h.gh.counts({ since: mark });
+    expect(byRoute["GET /repos/{owner}/{repo}/actions/runs/{run_id}"]).toBe(1);
     await h.settle();
     await replica.stop();
   });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   acquireSlot,
+  actionsRunHolder,
   claimLease,
   claimOrder,
   DEFAULT_LEASE_TTL_MS,
@@ -11,6 +12,7 @@ import {
   newLease,
   releaseLease,
   renewLease,
+  runIdOfHolder,
   slotsInUse,
   takeDispatched,
 } from "../../src/core/leases.ts";
@@ -132,6 +134,26 @@ describe("leases", () => {
     const queued = docWith(1);
     queued.tasks["fl-1"] = { ...queued.tasks["fl-1"]!, state: "queued" } as Task;
     expect(claimLease(queued, "fl-1", { holder: "w1", now: t0 })).toBeNull();
+  });
+
+  it("an Actions run claiming a task whose run id is not recorded records its own; a recorded id stays", () => {
+    const dispatched = (runId?: string): LeaseDoc => {
+      const doc = docWith(1);
+      doc.tasks["fl-1"] = {
+        ...doc.tasks["fl-1"]!,
+        lease: newLease(dispatchHolder("actions"), 1, t0),
+        ...(runId ? { runId } : {}),
+      };
+      return doc;
+    };
+    const claim = (doc: LeaseDoc, holder: string) => claimLease(doc, "fl-1", { holder, now: t0 })?.task;
+    expect(claim(dispatched(), actionsRunHolder(4242))?.runId).toBe("4242");
+    expect(claim(dispatched("17"), actionsRunHolder(4242))?.runId).toBe("17");
+    // Any other holder names no run.
+    expect(claim(dispatched(), "local:host:1")?.runId).toBeUndefined();
+    expect(runIdOfHolder("actions:0")).toBeUndefined();
+    expect(runIdOfHolder("actions:12x")).toBeUndefined();
+    expect(runIdOfHolder(undefined)).toBeUndefined();
   });
 
   it("a renewal tells a cancelled task from a lost lease", () => {

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { taskOfRun } from "../../src/core/task-workflow.ts";
+import { isFleetDispatchOf, taskOfRun } from "../../src/core/task-workflow.ts";
 import { newCorrelationId } from "../../src/queue/actions-dispatcher.ts";
 
 const task = (id: string, attempts: number, runId?: string) => ({
@@ -37,5 +37,30 @@ describe("the task a finished run of the task workflow belongs to", () => {
     expect(taskOfRun(tasks, { id: 75, display_title: "fleet fl-a fl-b.3.0a1b2c3d" })).toBeUndefined();
     expect(taskOfRun(tasks, { id: 76, display_title: "fleet toString toString.3.0a1b2c3d" })).toBeUndefined();
     expect(taskOfRun(tasks, { id: 77 })).toBeUndefined();
+  });
+});
+
+describe("whether a run is Fleet's dispatch of a task's attempt (its id not recorded yet)", () => {
+  const fleets = (t: { id: string; attempts: number }, over: object = {}) => ({
+    event: "workflow_dispatch",
+    triggering_actor: { login: "Fleet[bot]" },
+    display_title: runName(t),
+    ...over,
+  });
+  const t = task("fl-a", 2);
+
+  it("is: a dispatch by the app's bot whose run-name names this task and attempt", () => {
+    expect(isFleetDispatchOf(t, fleets(t), "fleet")).toBe(true);
+  });
+
+  it("is not: someone else's dispatch or re-run, another event, another attempt or task, no slug", () => {
+    expect(isFleetDispatchOf(t, fleets(t, { triggering_actor: { login: "mona" } }), "fleet")).toBe(false);
+    expect(isFleetDispatchOf(t, fleets(t, { triggering_actor: null }), "fleet")).toBe(false);
+    expect(isFleetDispatchOf(t, fleets(t, { event: "push" }), "fleet")).toBe(false);
+    expect(isFleetDispatchOf(t, fleets({ id: "fl-a", attempts: 1 }), "fleet")).toBe(false);
+    expect(isFleetDispatchOf(t, fleets({ id: "fl-b", attempts: 2 }), "fleet")).toBe(false);
+    expect(isFleetDispatchOf(t, fleets(t, { display_title: "fleet-task" }), "fleet")).toBe(false);
+    expect(isFleetDispatchOf(t, fleets(t), "other-app")).toBe(false);
+    expect(isFleetDispatchOf(t, fleets(t), "")).toBe(false);
   });
 });

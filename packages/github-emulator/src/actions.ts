@@ -13,6 +13,8 @@ export interface WorkflowFile {
   sha: string;
   name: string;
   on: unknown;
+  /** Its `run-name:` as written, expressions unevaluated. */
+  runName?: string;
 }
 
 /** A workflow as a run refers to it: its id, file and name. */
@@ -47,8 +49,15 @@ export class Actions implements WorkflowTriggers {
       const doc = parseYaml((await repo.git.readBlob(file.sha)).toString("utf8")) as {
         name?: unknown;
         on?: unknown;
+        "run-name"?: unknown;
       };
-      return { ...file, name: typeof doc?.name === "string" ? doc.name : file.path, on: doc?.on };
+      const runName = doc?.["run-name"];
+      return {
+        ...file,
+        name: typeof doc?.name === "string" ? doc.name : file.path,
+        on: doc?.on,
+        ...(typeof runName === "string" ? { runName } : {}),
+      };
     } catch {
       return { ...file, name: file.path, on: undefined };
     }
@@ -205,13 +214,22 @@ export class Actions implements WorkflowTriggers {
     return undefined;
   }
 
-  /** A dispatched run (workflow_dispatch), announced to the `onWorkflowDispatch` listeners. */
+  /**
+   * A dispatched run (workflow_dispatch), announced to the `onWorkflowDispatch` listeners. Its display
+   * title is the workflow's `run-name:` with the dispatch's inputs in it, else the workflow's name
+   * (https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-syntax#run-name).
+   */
   async dispatched(
     repo: Repo,
-    wf: WorkflowRef,
+    wf: WorkflowRef & { runName?: string },
     fields: Pick<WorkflowRun, "headBranch" | "headSha" | "ref" | "inputs" | "actor">,
   ): Promise<WorkflowRun> {
-    const run = await this.createRun(repo, wf, { ...fields, event: "workflow_dispatch" });
+    const title = wf.runName === undefined ? "" : runNameOf(wf.runName, fields).trim();
+    const run = await this.createRun(repo, wf, {
+      ...fields,
+      event: "workflow_dispatch",
+      ...(title ? { displayTitle: title } : {}),
+    });
     for (const l of this.listeners) l({ ...run, repo: repo.fullName });
     return run;
   }
@@ -321,4 +339,19 @@ export function findRun(w: World, ctx: Ctx): { repo: Repo; run: WorkflowRun } {
   const run = repo.runs.find((x) => x.id === Number(ctx.params.run_id));
   if (!run) throw notFound();
   return { repo, run };
+}
+
+/**
+ * A dispatch's `run-name:` (its contexts are `github`, `inputs` and `vars`) with the expressions the
+ * emulator knows evaluated: `inputs.<name>` (also as `github.event.inputs.<name>`), `github.actor`,
+ * `github.ref_name`; any other expression reads as empty.
+ */
+function runNameOf(template: string, run: Pick<WorkflowRun, "headBranch" | "inputs" | "actor">): string {
+  return template.replace(/\$\{\{\s*([^}]*?)\s*\}\}/g, (_, expr: string) => {
+    const input = /^(?:github\.event\.)?inputs\.([A-Za-z_][\w-]*)$/.exec(expr)?.[1];
+    if (input !== undefined) return String(run.inputs?.[input] ?? "");
+    if (expr === "github.actor") return run.actor.login;
+    if (expr === "github.ref_name") return run.headBranch ?? "";
+    return "";
+  });
 }

@@ -32,6 +32,9 @@ const WORKFLOWS = {
   ".github/workflows/release.yml": "name: Release\non:\n  push:\n    tags: ['v*']\njobs: {}\n",
   ".github/workflows/fleet-task.yml":
     "name: fleet-task\non:\n  workflow_dispatch:\n    inputs:\n      task_id:\n        type: string\njobs: {}\n",
+  ".github/workflows/named-runs.yml":
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: Actions expressions, not JS templates
+    "name: Named\nrun-name: task ${{ inputs.task_id }} by ${{ github.actor }} ${{ github.event.inputs.note }}${{ vars.X }}\non:\n  workflow_dispatch:\n    inputs:\n      task_id:\n        type: string\n      note:\n        type: string\njobs: {}\n",
   ".github/workflows/broken.yml": "name: [unclosed\non: push: {\n",
 };
 
@@ -277,5 +280,30 @@ describe("workflow runs started by pushes and pull requests (CI)", () => {
     });
     expect(data.workflow_runs.map((r) => r.event)).toEqual(["workflow_dispatch"]);
     expect(em.unimplemented()).toEqual([]);
+  });
+
+  it("a dispatched run's display title is the workflow's run-name with the dispatch's inputs, else the workflow's name", async () => {
+    const mona = userOctokit(em, "mona");
+    const dispatch = async (workflow_id: string, inputs: Record<string, string>) => {
+      const { data } = await mona.request(
+        "POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches",
+        {
+          owner: "acme",
+          repo: "ci",
+          workflow_id,
+          ref: "main",
+          inputs,
+          return_run_details: true,
+        },
+      );
+      const id = (data as { workflow_run_id: number }).workflow_run_id;
+      return (await mona.rest.actions.getWorkflowRun({ owner: "acme", repo: "ci", run_id: id })).data;
+    };
+    const named = await dispatch("named-runs.yml", { task_id: "fl-7", note: "first" });
+    // An expression the emulator does not evaluate (a configuration variable) reads as empty.
+    expect(named.display_title).toBe("task fl-7 by mona first");
+    expect(named.triggering_actor?.login).toBe("mona");
+    expect(named.event).toBe("workflow_dispatch");
+    expect((await dispatch("fleet-task.yml", { task_id: "fl-8" })).display_title).toBe("fleet-task");
   });
 });
