@@ -54288,6 +54288,10 @@ var STATES_WITH_REASON = /* @__PURE__ */ new Set([
   "pr-open"
 ]);
 var IllegalTransitionError = class extends Error {
+  name = "IllegalTransitionError";
+  taskId;
+  from;
+  to;
   constructor(taskId, from, to) {
     const allowed = TRANSITIONS[from];
     const hint = allowed.length === 0 ? `${from} is final` : `from ${from} a task can move to: ${allowed.join(", ")}`;
@@ -54296,10 +54300,6 @@ var IllegalTransitionError = class extends Error {
     this.from = from;
     this.to = to;
   }
-  taskId;
-  from;
-  to;
-  name = "IllegalTransitionError";
 };
 function canTransition(from, to) {
   return TRANSITIONS[from]?.includes(to) ?? false;
@@ -55637,16 +55637,16 @@ var import_node_diagnostics_channel = require("node:diagnostics_channel");
 
 // src/core/state-doc.ts
 var StateCorruptError = class extends Error {
+  name = "StateCorruptError";
+  path;
+  detail;
+  remedy;
   constructor(path6, detail, remedy) {
     super(`Fleet state at ${path6} is unreadable: ${detail}. Fleet will not overwrite it; ${remedy}.`);
     this.path = path6;
     this.detail = detail;
     this.remedy = remedy;
   }
-  path;
-  detail;
-  remedy;
-  name = "StateCorruptError";
 };
 var STATE_DOC_VERSION = 1;
 var STATE_PATH = ".fleet/state.json";
@@ -55822,6 +55822,9 @@ function recordLedger(doc, input2) {
 
 // src/state/errors.ts
 var StateConflictError = class extends Error {
+  name = "StateConflictError";
+  where;
+  attempts;
   constructor(where, attempts) {
     super(
       `Fleet state at ${where}: gave up after ${attempts} conflicting writes (other writers kept updating it first). Nothing was written; retry the operation.`
@@ -55829,9 +55832,6 @@ var StateConflictError = class extends Error {
     this.where = where;
     this.attempts = attempts;
   }
-  where;
-  attempts;
-  name = "StateConflictError";
 };
 
 // src/state/store.ts
@@ -55895,19 +55895,19 @@ var snapshotOf = (c3) => ({
   version: c3.head.version
 });
 var CasEngine = class {
-  constructor(t, opts) {
-    this.t = t;
-    this.random = opts.random ?? Math.random;
-    this.sleep = opts.sleep ?? defaultSleep;
-    this.pacing = opts.pacing ?? 3;
-  }
-  t;
   cache;
   lastWrite = { endedAt: Number.NEGATIVE_INFINITY, tookMs: 0 };
   conflicts = 0;
   random;
   sleep;
   pacing;
+  t;
+  constructor(t, opts) {
+    this.t = t;
+    this.random = opts.random ?? Math.random;
+    this.sleep = opts.sleep ?? defaultSleep;
+    this.pacing = opts.pacing ?? 3;
+  }
   dropCache() {
     this.cache = void 0;
   }
@@ -62821,6 +62821,12 @@ var {
 
 // src/state/git-remote.ts
 var StateGitError = class extends Error {
+  name = "StateGitError";
+  where;
+  operation;
+  detail;
+  status;
+  transient;
   constructor(where, operation, detail, status, transient = false) {
     super(`Fleet state at ${where}: git ${operation} failed: ${detail}`);
     this.where = where;
@@ -62829,12 +62835,6 @@ var StateGitError = class extends Error {
     this.status = status;
     this.transient = transient;
   }
-  where;
-  operation;
-  detail;
-  status;
-  transient;
-  name = "StateGitError";
 };
 var GIT_NETWORK_ATTEMPTS = 6;
 var NETWORK_BACKOFF = { baseMs: 1e3, capMs: 16e3 };
@@ -62873,15 +62873,15 @@ function shownUrlOf(url2) {
   }
 }
 var GitRemote = class {
-  constructor(o2) {
-    this.o = o2;
-    this.shownUrl = shownUrlOf(o2.url);
-  }
-  o;
   shownUrl;
   /** Network operations run again after a transient failure. */
   transientRetries = 0;
   initialized = false;
+  o;
+  constructor(o2) {
+    this.o = o2;
+    this.shownUrl = shownUrlOf(o2.url);
+  }
   get url() {
     return this.o.url;
   }
@@ -62992,6 +62992,14 @@ var LOST_RACE = /stale info|fetch first|non-fast-forward|failed to update ref|ca
 var GC_EVERY = 500;
 var LANDED_DEPTH = 64;
 var GitTransport = class {
+  place;
+  fetches = 0;
+  pushes = 0;
+  branchRef;
+  git;
+  commitsSinceGc = 0;
+  chain = Promise.resolve();
+  opts;
   constructor(opts) {
     this.opts = opts;
     const place = branchPlace(`${opts.owner}/${opts.repo}`, opts.branch);
@@ -63007,14 +63015,6 @@ var GitTransport = class {
       sleep: opts.sleep ?? defaultSleep
     });
   }
-  opts;
-  place;
-  fetches = 0;
-  pushes = 0;
-  branchRef;
-  git;
-  commitsSinceGc = 0;
-  chain = Promise.resolve();
   get transientRetries() {
     return this.git.transientRetries;
   }
@@ -63278,6 +63278,13 @@ function failedWrite(error64, conflict) {
   throw error64;
 }
 var RestTransport = class {
+  place;
+  stats = { requests: 0, notModified: 0, byRoute: {} };
+  branch;
+  random;
+  sleep;
+  repo;
+  opts;
   constructor(opts) {
     this.opts = opts;
     const place = branchPlace(`${opts.owner}/${opts.repo}`, opts.branch);
@@ -63287,13 +63294,6 @@ var RestTransport = class {
     this.random = opts.random ?? Math.random;
     this.sleep = opts.sleep ?? defaultSleep;
   }
-  opts;
-  place;
-  stats = { requests: 0, notModified: 0, byRoute: {} };
-  branch;
-  random;
-  sleep;
-  repo;
   /** One request (counted under its REST route), retried as a secondary rate limit says. */
   async call(route, request2) {
     for (let attempt = 0; ; attempt++) {
@@ -65364,16 +65364,16 @@ function setConfigOverrides(doc, file2, assignments, by) {
 var BEFORE_ANY_RUN = /* @__PURE__ */ new Set(["queued", "blocked"]);
 var REPLY_WINDOW_MS = 60 * 6e4;
 var RepoQueue = class {
+  /** The queue's clock (injected in tests), for handlers that compute times. */
+  now;
+  holder;
+  lastDoc;
+  deps;
   constructor(deps) {
     this.deps = deps;
     this.now = deps.clock ?? (() => /* @__PURE__ */ new Date());
     this.holder = deps.holder ?? dispatchHolder(deps.dispatcher.mode);
   }
-  deps;
-  /** The queue's clock (injected in tests), for handlers that compute times. */
-  now;
-  holder;
-  lastDoc;
   /** The file config with the state's valid `config set` overrides. */
   config = (doc) => effectiveConfig(this.deps.fileConfig, doc);
   /** The state as this queue's last operation left it (no request); undefined before any. */
@@ -68072,14 +68072,14 @@ function gitAuthEnv(auth2) {
   };
 }
 var GitError = class extends Error {
+  args;
+  stderr;
   constructor(message, args, stderr) {
     super(message);
     this.args = args;
     this.stderr = stderr;
     this.name = "GitError";
   }
-  args;
-  stderr;
 };
 async function git(args, opts) {
   const r = await execa("git", [...FLAGS, ...args], {
@@ -69346,16 +69346,16 @@ var import_node_path18 = require("node:path");
 var import_node_child_process7 = require("node:child_process");
 var import_node_string_decoder3 = require("node:string_decoder");
 var LineSplitter = class {
-  constructor(onLine, maxLineLength = 32 * 1024 * 1024) {
-    this.onLine = onLine;
-    this.maxLineLength = maxLineLength;
-  }
-  onLine;
-  maxLineLength;
   decoder = new import_node_string_decoder3.StringDecoder("utf8");
   /** The current line so far, in pieces without a line break, and its length. */
   pieces = [];
   pending = 0;
+  onLine;
+  maxLineLength;
+  constructor(onLine, maxLineLength = 32 * 1024 * 1024) {
+    this.onLine = onLine;
+    this.maxLineLength = maxLineLength;
+  }
   push(chunk) {
     const text2 = typeof chunk === "string" ? chunk : this.decoder.write(chunk);
     let start = 0;
@@ -72851,11 +72851,11 @@ var MAX_AGENT_STEPS = 5;
 var REBASE_LOG_FILE = "rebase.log";
 var MARKER = /^(<{7}|>{7})( |$)|^={7}$/m;
 var RebaseFailed = class extends Error {
+  conflicts;
   constructor(message, conflicts) {
     super(message);
     this.conflicts = conflicts;
   }
-  conflicts;
 };
 async function runRebase(spec, deps) {
   const ref = parseRepoFullName(spec.repo);

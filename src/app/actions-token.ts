@@ -94,11 +94,10 @@ interface ActionsClaims extends JWTPayload {
 }
 
 class Refusal extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
+  readonly status: number;
+  constructor(status: number, message: string) {
     super(message);
+    this.status = status;
   }
 }
 
@@ -185,7 +184,10 @@ export function createActionsTokenHandler(
     if (!isActive(task.state))
       throw new Refusal(403, `Task ${taskId} is ${task.state}: it is not waiting for a run.`);
     if (task.runId === undefined) {
-      if (!(await dispatchedByFleet(github, { owner, repo }, task, claims.run_id)))
+      const fleets = await dispatchedByFleet(github, { owner, repo }, task, claims.run_id, appSlug, (m) =>
+        app.log.warn(m),
+      );
+      if (!fleets)
         throw new Refusal(409, `Task ${taskId}'s run is not recorded yet; try again in a few seconds.`);
     } else if (task.runId !== String(claims.run_id))
       throw new Refusal(403, `Task ${taskId} was dispatched as run ${task.runId}, not run ${claims.run_id}.`);
@@ -216,25 +218,6 @@ export function createActionsTokenHandler(
     return minted;
   }
 
-  /** A dispatched task's run not recorded yet: whether the run says it is Fleet's dispatch of this attempt. */
-  async function dispatchedByFleet(
-    github: GitHub,
-    repo: { owner: string; repo: string },
-    task: Task,
-    runId: string | undefined,
-  ): Promise<boolean> {
-    const id = Number(runId);
-    if (task.state !== "dispatched" || !Number.isSafeInteger(id) || id <= 0) return false;
-    const slug = await appSlug();
-    if (!slug) return false;
-    try {
-      return isFleetDispatchOf(task, await github.actions.getWorkflowRun(repo, id), slug);
-    } catch (error) {
-      app.log.warn(`could not read run ${id} of ${repo.owner}/${repo.repo}: ${(error as Error).message}`);
-      return false;
-    }
-  }
-
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     if ((req.url ?? "").split("?")[0] !== ACTIONS_TOKEN_PATH) return false;
     try {
@@ -252,6 +235,27 @@ export function createActionsTokenHandler(
     }
     return true;
   };
+}
+
+/** A dispatched task's run not recorded yet: whether the run says it is Fleet's dispatch of this attempt. */
+async function dispatchedByFleet(
+  github: GitHub,
+  repo: { owner: string; repo: string },
+  task: Task,
+  runId: string | undefined,
+  appSlug: () => Promise<string | undefined>,
+  warn: (message: string) => void,
+): Promise<boolean> {
+  const id = Number(runId);
+  if (task.state !== "dispatched" || !Number.isSafeInteger(id) || id <= 0) return false;
+  const slug = await appSlug();
+  if (!slug) return false;
+  try {
+    return isFleetDispatchOf(task, await github.actions.getWorkflowRun(repo, id), slug);
+  } catch (error) {
+    warn(`could not read run ${id} of ${repo.owner}/${repo.repo}: ${(error as Error).message}`);
+    return false;
+  }
 }
 
 /** The OIDC token's claims once GitHub's signature, issuer, audience and expiry check out, with a `jti` and an `exp`. */

@@ -73,11 +73,12 @@ export class RepoQueues {
   private readonly handleInstallations = new Map<string, number>();
   private stopped = false;
   private readonly clock: () => Date;
+  private readonly app: Probot;
+  private readonly options: RepoQueueFactoryOptions;
 
-  constructor(
-    private readonly app: Probot,
-    private readonly options: RepoQueueFactoryOptions = {},
-  ) {
+  constructor(app: Probot, options: RepoQueueFactoryOptions = {}) {
+    this.app = app;
+    this.options = options;
     this.clock = options.clock ?? (() => new Date());
   }
 

@@ -4,11 +4,10 @@ export const EXIT = { ok: 0, failure: 1, usage: 2, notFound: 3 } as const;
 /** Bad arguments: what was wrong and how to call the command instead (exit 2). */
 export class UsageError extends Error {
   readonly exitCode = EXIT.usage;
-  constructor(
-    message: string,
-    readonly usage?: string,
-  ) {
+  readonly usage?: string;
+  constructor(message: string, usage?: string) {
     super(message);
+    this.usage = usage;
     this.name = "UsageError";
   }
 }
@@ -16,8 +15,10 @@ export class UsageError extends Error {
 /** `--help` was asked for: the command's usage is printed and the command does nothing else (exit 0). */
 export class HelpRequested extends Error {
   readonly exitCode = EXIT.ok;
-  constructor(readonly usage: string) {
+  readonly usage: string;
+  constructor(usage: string) {
     super("help requested");
+    this.usage = usage;
     this.name = "HelpRequested";
   }
 }

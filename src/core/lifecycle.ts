@@ -92,15 +92,17 @@ const STATES_WITH_REASON: ReadonlySet<TaskState> = new Set<TaskState>([
 
 export class IllegalTransitionError extends Error {
   override readonly name = "IllegalTransitionError";
-  constructor(
-    readonly taskId: string,
-    readonly from: TaskState,
-    readonly to: TaskState,
-  ) {
+  readonly taskId: string;
+  readonly from: TaskState;
+  readonly to: TaskState;
+  constructor(taskId: string, from: TaskState, to: TaskState) {
     const allowed = TRANSITIONS[from];
     const hint =
       allowed.length === 0 ? `${from} is final` : `from ${from} a task can move to: ${allowed.join(", ")}`;
     super(`cannot move task ${taskId} from ${from} to ${to} (${hint})`);
+    this.taskId = taskId;
+    this.from = from;
+    this.to = to;
   }
 }
 

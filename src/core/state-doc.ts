@@ -8,15 +8,21 @@ import type { TokenUsage } from "./usage.ts";
  */
 export class StateCorruptError extends Error {
   override readonly name = "StateCorruptError";
+  readonly path: string;
+  readonly detail: string;
+  readonly remedy: string;
   constructor(
     /** Where the bad document lives, e.g. "fleet/state:.fleet/state.json" or a local file path. */
-    readonly path: string,
+    path: string,
     /** What exactly is wrong with it. */
-    readonly detail: string,
+    detail: string,
     /** What to do, e.g. "fix or revert the last commit on fleet/state". */
-    readonly remedy: string,
+    remedy: string,
   ) {
     super(`Fleet state at ${path} is unreadable: ${detail}. Fleet will not overwrite it; ${remedy}.`);
+    this.path = path;
+    this.detail = detail;
+    this.remedy = remedy;
   }
 }
 

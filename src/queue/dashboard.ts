@@ -89,8 +89,10 @@ class Dashboard implements DashboardPublisher {
   private readonly clock: () => Date;
   private readonly log: (message: string) => void;
   private readonly full: string;
+  private readonly opts: DashboardPublisherOptions;
 
-  constructor(private readonly opts: DashboardPublisherOptions) {
+  constructor(opts: DashboardPublisherOptions) {
+    this.opts = opts;
     this.clock = opts.clock ?? (() => new Date());
     this.log = opts.log ?? (() => {});
     this.full = `${opts.repo.owner}/${opts.repo.repo}`;

@@ -49,13 +49,15 @@ import {
 export class LocalModeRefusal extends Error {
   /** Not Implemented: no caller takes it for a missing thing (404) or a conflict (409, 422). */
   readonly status = 501;
+  readonly operation: string;
   constructor(
     /** The port's operation, e.g. `issues.update`. */
-    readonly operation: string,
+    operation: string,
     doesNot: string,
     instead: string,
   ) {
     super(`Local mode does not ${doesNot} (${operation}): ${instead}`);
+    this.operation = operation;
     this.name = "LocalModeRefusal";
   }
 }

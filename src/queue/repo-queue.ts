@@ -124,8 +124,10 @@ export class RepoQueue {
   readonly now: () => Date;
   private readonly holder: string;
   private lastDoc: FleetStateDoc | undefined;
+  private readonly deps: RepoQueueDeps;
 
-  constructor(private readonly deps: RepoQueueDeps) {
+  constructor(deps: RepoQueueDeps) {
+    this.deps = deps;
     this.now = deps.clock ?? (() => new Date());
     this.holder = deps.holder ?? dispatchHolder(deps.dispatcher.mode);
   }

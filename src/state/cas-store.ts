@@ -205,11 +205,10 @@ class CasEngine<H extends Head> {
   private readonly random: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly pacing: number;
+  private readonly t: CasTransport<H>;
 
-  constructor(
-    private readonly t: CasTransport<H>,
-    opts: CasOptions,
-  ) {
+  constructor(t: CasTransport<H>, opts: CasOptions) {
+    this.t = t;
     this.random = opts.random ?? Math.random;
     this.sleep = opts.sleep ?? defaultSleep;
     this.pacing = opts.pacing ?? 3;

@@ -10,16 +10,26 @@ import { backoffDelay } from "./store.ts";
 /** A fetch or push of the state branch failed for a reason other than losing the race. */
 export class StateGitError extends Error {
   override readonly name = "StateGitError";
+  readonly where: string;
+  readonly operation: "fetch" | "push";
+  readonly detail: string;
+  readonly status?: number;
+  readonly transient: boolean;
   constructor(
-    readonly where: string,
-    readonly operation: "fetch" | "push",
-    readonly detail: string,
+    where: string,
+    operation: "fetch" | "push",
+    detail: string,
     /** The HTTP status the server answered (401, 403, 404, ...) when git reported one. */
-    readonly status?: number,
+    status?: number,
     /** A 5xx, a rate limit or a dropped connection: worth trying again (the store already did, several times). */
-    readonly transient = false,
+    transient = false,
   ) {
     super(`Fleet state at ${where}: git ${operation} failed: ${detail}`);
+    this.where = where;
+    this.operation = operation;
+    this.detail = detail;
+    this.status = status;
+    this.transient = transient;
   }
 }
 
@@ -95,8 +105,10 @@ export class GitRemote {
   /** Network operations run again after a transient failure. */
   transientRetries = 0;
   private initialized = false;
+  private readonly o: GitRemoteOptions;
 
-  constructor(private readonly o: GitRemoteOptions) {
+  constructor(o: GitRemoteOptions) {
+    this.o = o;
     this.shownUrl = shownUrlOf(o.url);
   }
 

@@ -76,8 +76,10 @@ class GitTransport implements cas.CasTransport {
   private readonly git: GitRemote;
   private commitsSinceGc = 0;
   private chain: Promise<unknown> = Promise.resolve();
+  private readonly opts: GitStateStoreOptions;
 
-  constructor(private readonly opts: GitStateStoreOptions) {
+  constructor(opts: GitStateStoreOptions) {
+    this.opts = opts;
     const place = cas.branchPlace(`${opts.owner}/${opts.repo}`, opts.branch);
     this.place = place;
     this.branchRef = `refs/heads/${place.branch}`;

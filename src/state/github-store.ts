@@ -88,8 +88,10 @@ class RestTransport implements cas.CasTransport<RestHead> {
   private readonly random: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly repo: RepoRef;
+  private readonly opts: GitHubStateStoreOptions;
 
-  constructor(private readonly opts: GitHubStateStoreOptions) {
+  constructor(opts: GitHubStateStoreOptions) {
+    this.opts = opts;
     const place = cas.branchPlace(`${opts.owner}/${opts.repo}`, opts.branch);
     this.repo = { owner: opts.owner, repo: opts.repo };
     this.place = place;

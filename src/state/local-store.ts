@@ -56,11 +56,12 @@ class FileTransport implements cas.CasTransport {
   readonly place: cas.StatePlace;
   private readonly paths: cas.StateFiles;
   private readonly historyPath: string;
+  private readonly dir: string;
+  private readonly opts: LocalStateStoreOptions;
 
-  constructor(
-    private readonly dir: string,
-    private readonly opts: LocalStateStoreOptions,
-  ) {
+  constructor(dir: string, opts: LocalStateStoreOptions) {
+    this.dir = dir;
+    this.opts = opts;
     this.paths = { state: join(dir, STATE_PATH), beads: join(dir, BEADS_PATH) };
     this.historyPath = join(dir, "history.jsonl");
     const remedy = `fix the file by hand or restore it from ${this.historyPath}'s last good state`;

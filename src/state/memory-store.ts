@@ -82,8 +82,10 @@ class MemoryTransport implements cas.CasTransport {
   readonly place: cas.StatePlace & { branch: string };
   reads = 0;
   writes = 0;
+  private readonly opts: MemoryStateStoreOptions;
 
-  constructor(private readonly opts: MemoryStateStoreOptions) {
+  constructor(opts: MemoryStateStoreOptions) {
+    this.opts = opts;
     this.place = cas.branchPlace("memory", opts.branch);
   }
 

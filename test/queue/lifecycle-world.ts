@@ -1033,12 +1033,14 @@ abstract class Step implements Cmd {
 }
 
 export class Label extends Step {
-  constructor(
-    readonly issue: number,
-    readonly side: number,
-    readonly priority: 0 | 1 | 2 | 3 | 4 = 2,
-  ) {
+  readonly issue: number;
+  readonly side: number;
+  readonly priority: 0 | 1 | 2 | 3 | 4;
+  constructor(issue: number, side: number, priority: 0 | 1 | 2 | 3 | 4 = 2) {
     super();
+    this.issue = issue;
+    this.side = side;
+    this.priority = priority;
   }
   apply = (w: World) => w.label(this.issue, this.side, this.priority);
   toString = () =>
@@ -1046,46 +1048,54 @@ export class Label extends Step {
 }
 
 export class LabelSplit extends Step {
-  constructor(readonly issue: number) {
+  readonly issue: number;
+  constructor(issue: number) {
     super();
+    this.issue = issue;
   }
   apply = (w: World) => w.labelSplit(this.issue);
   toString = () => `label #${this.issue} fleet:split`;
 }
 
 export class Unlabel extends Step {
-  constructor(
-    readonly issue: number,
-    readonly side: number,
-  ) {
+  readonly issue: number;
+  readonly side: number;
+  constructor(issue: number, side: number) {
     super();
+    this.issue = issue;
+    this.side = side;
   }
   apply = (w: World) => w.endIssue(this.issue, { unlabel: this.side });
   toString = () => `unlabel #${this.issue} ${sideName(this.side)}`;
 }
 
 export class CloseIssue extends Step {
-  constructor(readonly issue: number) {
+  readonly issue: number;
+  constructor(issue: number) {
     super();
+    this.issue = issue;
   }
   apply = (w: World) => w.endIssue(this.issue, { close: true });
   toString = () => `close #${this.issue}`;
 }
 
 export class ReopenIssue extends Step {
-  constructor(readonly issue: number) {
+  readonly issue: number;
+  constructor(issue: number) {
     super();
+    this.issue = issue;
   }
   apply = async (w: World) => w.reopen(this.issue);
   toString = () => `reopen #${this.issue}`;
 }
 
 export class Command extends Step {
-  constructor(
-    readonly issue: number,
-    readonly what: "cancel" | "retry" | "approve",
-  ) {
+  readonly issue: number;
+  readonly what: "cancel" | "retry" | "approve";
+  constructor(issue: number, what: "cancel" | "retry" | "approve") {
     super();
+    this.issue = issue;
+    this.what = what;
   }
   apply = async (w: World) => {
     const moved = await w.command(this.issue, this.what);
@@ -1096,11 +1106,12 @@ export class Command extends Step {
 }
 
 export class Answer extends Step {
-  constructor(
-    readonly issue: number,
-    readonly pick?: number,
-  ) {
+  readonly issue: number;
+  readonly pick?: number;
+  constructor(issue: number, pick?: number) {
     super();
+    this.issue = issue;
+    this.pick = pick;
   }
   apply = async (w: World) => {
     await w.answer(this.issue, this.pick);
@@ -1110,8 +1121,10 @@ export class Answer extends Step {
 }
 
 export class Review extends Step {
-  constructor(readonly pick: number) {
+  readonly pick: number;
+  constructor(pick: number) {
     super();
+    this.pick = pick;
   }
   apply = async (w: World) => {
     const pr = w.openPrAt(this.pick);
@@ -1121,8 +1134,10 @@ export class Review extends Step {
 }
 
 export class RebaseLabel extends Step {
-  constructor(readonly pick: number) {
+  readonly pick: number;
+  constructor(pick: number) {
     super();
+    this.pick = pick;
   }
   apply = async (w: World) => {
     const pr = w.openPrAt(this.pick);
@@ -1132,11 +1147,12 @@ export class RebaseLabel extends Step {
 }
 
 export class Merge extends Step {
-  constructor(
-    readonly pick: number,
-    readonly conflicts: boolean,
-  ) {
+  readonly pick: number;
+  readonly conflicts: boolean;
+  constructor(pick: number, conflicts: boolean) {
     super();
+    this.pick = pick;
+    this.conflicts = conflicts;
   }
   apply = async (w: World) => {
     const pr = w.openPrAt(this.pick);
@@ -1162,8 +1178,10 @@ export class Merge extends Step {
 }
 
 export class ClosePr extends Step {
-  constructor(readonly pick: number) {
+  readonly pick: number;
+  constructor(pick: number) {
     super();
+    this.pick = pick;
   }
   apply = async (w: World) => {
     const pr = w.openPrAt(this.pick);
@@ -1173,8 +1191,10 @@ export class ClosePr extends Step {
 }
 
 export class ConfigSet extends Step {
-  constructor(readonly change: number) {
+  readonly change: number;
+  constructor(change: number) {
     super();
+    this.change = change;
   }
   apply = (w: World) => {
     const [key, value] = CONFIG_CHANGES[this.change % CONFIG_CHANGES.length]!;
@@ -1187,8 +1207,10 @@ export class ConfigSet extends Step {
 }
 
 export class Advance extends Step {
-  constructor(readonly minutes: number) {
+  readonly minutes: number;
+  constructor(minutes: number) {
     super();
+    this.minutes = minutes;
   }
   apply = (w: World) => w.advance(this.minutes);
   toString = () => `${this.minutes} minutes pass`;
@@ -1198,16 +1220,20 @@ export class Advance extends Step {
 const workerAt = (w: World, n: number) => w.workers[n % w.workers.length]!;
 
 export class Poll extends Step {
-  constructor(readonly worker: number) {
+  readonly worker: number;
+  constructor(worker: number) {
     super();
+    this.worker = worker;
   }
   apply = (w: World) => w.poll(workerAt(w, this.worker));
   toString = () => `worker ${this.worker} polls`;
 }
 
 export class Beat extends Step {
-  constructor(readonly worker: number) {
+  readonly worker: number;
+  constructor(worker: number) {
     super();
+    this.worker = worker;
   }
   apply = async (w: World) => {
     const sim = workerAt(w, this.worker);
@@ -1217,8 +1243,10 @@ export class Beat extends Step {
 }
 
 export class Progress extends Step {
-  constructor(readonly pick: number) {
+  readonly pick: number;
+  constructor(pick: number) {
     super();
+    this.pick = pick;
   }
   apply = async (w: World) => {
     const run = w.runAt(this.pick);
@@ -1228,11 +1256,12 @@ export class Progress extends Step {
 }
 
 export class Finish extends Step {
-  constructor(
-    readonly pick: number,
-    readonly result: RunResult,
-  ) {
+  readonly pick: number;
+  readonly result: RunResult;
+  constructor(pick: number, result: RunResult) {
     super();
+    this.pick = pick;
+    this.result = result;
   }
   apply = async (w: World) => {
     // A worker cut off from the state finishes its run too, and reports late.
@@ -1243,8 +1272,10 @@ export class Finish extends Step {
 }
 
 export class Crash extends Step {
-  constructor(readonly worker: number) {
+  readonly worker: number;
+  constructor(worker: number) {
     super();
+    this.worker = worker;
   }
   apply = async (w: World) => {
     w.crash(workerAt(w, this.worker));
@@ -1254,8 +1285,10 @@ export class Crash extends Step {
 }
 
 export class Shutdown extends Step {
-  constructor(readonly worker: number) {
+  readonly worker: number;
+  constructor(worker: number) {
     super();
+    this.worker = worker;
   }
   apply = async (w: World) => {
     await w.shutdown(workerAt(w, this.worker));
@@ -1265,11 +1298,12 @@ export class Shutdown extends Step {
 }
 
 export class Partition extends Step {
-  constructor(
-    readonly worker: number,
-    readonly connected: boolean,
-  ) {
+  readonly worker: number;
+  readonly connected: boolean;
+  constructor(worker: number, connected: boolean) {
     super();
+    this.worker = worker;
+    this.connected = connected;
   }
   apply = async (w: World) => {
     const sim = workerAt(w, this.worker);

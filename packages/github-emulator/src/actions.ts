@@ -27,8 +27,10 @@ export type WorkflowRef = { id: number; path: string; name: string };
  */
 export class Actions implements WorkflowTriggers {
   readonly listeners: DispatchListener[] = [];
+  private readonly w: World;
 
-  constructor(private readonly w: World) {
+  constructor(w: World) {
+    this.w = w;
     w.workflowTriggers = this;
   }
 

@@ -16,8 +16,11 @@ const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z")
 export class ArtifactStore {
   /** Signed download URLs handed out by the API: token -> artifact and expiry. */
   private readonly downloads = new Map<string, { artifact: Artifact; expiresAt: number }>();
+  private readonly nextId: () => number;
 
-  constructor(private readonly nextId: () => number) {}
+  constructor(nextId: () => number) {
+    this.nextId = nextId;
+  }
 
   /** What actions/upload-artifact does on a runner: one zip of `files`, named, on the run. */
   upload(

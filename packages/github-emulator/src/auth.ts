@@ -19,12 +19,14 @@ export class Auth {
   readonly privateKey: string;
   private readonly publicKey: KeyObject;
   private readonly tokens = new Map<string, TokenRecord>();
+  readonly appId: number;
+  private readonly state: EmulatorState;
+  private readonly botLogin: string;
 
-  constructor(
-    readonly appId: number,
-    private readonly state: EmulatorState,
-    private readonly botLogin: string,
-  ) {
+  constructor(appId: number, state: EmulatorState, botLogin: string) {
+    this.appId = appId;
+    this.state = state;
+    this.botLogin = botLogin;
     const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
     // PKCS#1 ("BEGIN RSA PRIVATE KEY") is the format GitHub hands out for app keys.
     this.privateKey = privateKey.export({ type: "pkcs1", format: "pem" }).toString();

@@ -33,8 +33,11 @@ const identity = ["-c", "user.name=GitHub Emulator", "-c", "user.email=emulator@
 /** A bare repository driven through the git CLI; the emulator's only store of git data. */
 export class GitRepo {
   private lock: Promise<unknown> = Promise.resolve();
+  readonly gitDir: string;
 
-  constructor(readonly gitDir: string) {}
+  constructor(gitDir: string) {
+    this.gitDir = gitDir;
+  }
 
   /** Serializes writes so compare-and-swap checks and the ref update they guard are atomic. */
   exclusive<T>(fn: () => Promise<T>): Promise<T> {

@@ -1,12 +1,18 @@
 /** An error answered to the client as GitHub would: status plus a JSON body with `message`. */
 export class HttpError extends Error {
+  readonly status: number;
+  readonly extra: Record<string, unknown>;
+  readonly headers: Record<string, string>;
   constructor(
-    readonly status: number,
+    status: number,
     message: string,
-    readonly extra: Record<string, unknown> = {},
-    readonly headers: Record<string, string> = {},
+    extra: Record<string, unknown> = {},
+    headers: Record<string, string> = {},
   ) {
     super(message);
+    this.status = status;
+    this.extra = extra;
+    this.headers = headers;
   }
 }
 

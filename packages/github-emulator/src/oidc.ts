@@ -89,11 +89,12 @@ export class OidcProvider {
   readonly jwk: { kty: "RSA"; kid: string; alg: "RS256"; use: "sig"; n: string; e: string };
   /** Each run's ID-token request token (`ACTIONS_ID_TOKEN_REQUEST_TOKEN`), random per run. */
   private readonly requestTokens = new Map<number, string>();
+  private readonly state: EmulatorState;
+  private readonly baseUrl: () => string;
 
-  constructor(
-    private readonly state: EmulatorState,
-    private readonly baseUrl: () => string,
-  ) {
+  constructor(state: EmulatorState, baseUrl: () => string) {
+    this.state = state;
+    this.baseUrl = baseUrl;
     const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
     this.privateKey = privateKey;
     const { n, e } = publicKey.export({ format: "jwk" }) as { n: string; e: string };

@@ -191,8 +191,10 @@ export class OpenApiChecker {
   private readonly bodyAjv: Ajv;
   private readonly paramAjv: Ajv;
   private readonly cache = new Map<string, { body?: ValidateFunction; params: ValidateFunction }>();
+  readonly spec: LoadedSpec;
 
-  constructor(readonly spec: LoadedSpec) {
+  constructor(spec: LoadedSpec) {
+    this.spec = spec;
     const opts = {
       strict: false,
       allErrors: true,

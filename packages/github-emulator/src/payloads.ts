@@ -13,11 +13,14 @@ export function wrap64(s: string): string {
  * follow @octokit/webhooks-schemas (which forbid extra fields), so tests can validate them.
  */
 export class Shapes {
-  constructor(
-    readonly api: string,
-    readonly html: string,
-    private readonly userOf: (login: string) => User,
-  ) {}
+  readonly api: string;
+  readonly html: string;
+  private readonly userOf: (login: string) => User;
+  constructor(api: string, html: string, userOf: (login: string) => User) {
+    this.api = api;
+    this.html = html;
+    this.userOf = userOf;
+  }
 
   nodeId(kind: string, id: number): string {
     return Buffer.from(`0:${kind}${id}`).toString("base64").replace(/=+$/, "");

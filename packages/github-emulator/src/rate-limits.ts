@@ -19,12 +19,19 @@ export class RateLimits {
   private readonly inFlight = new Map<string, number>();
   /** The most requests each caller had in flight at once (what a benchmark reports). */
   readonly peakConcurrent = new Map<string, number>();
+  private readonly perHour: number;
+  private readonly contentLimits?: { perMinute?: number; perHour?: number };
+  private readonly concurrentLimit: number;
 
   constructor(
-    private readonly perHour: number,
-    private readonly contentLimits?: { perMinute?: number; perHour?: number },
-    private readonly concurrentLimit = 100,
-  ) {}
+    perHour: number,
+    contentLimits?: { perMinute?: number; perHour?: number },
+    concurrentLimit = 100,
+  ) {
+    this.perHour = perHour;
+    this.contentLimits = contentLimits;
+    this.concurrentLimit = concurrentLimit;
+  }
 
   /**
    * A request of `key`'s starts; false (and not counted) when the caller already has the most

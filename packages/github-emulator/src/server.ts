@@ -40,13 +40,16 @@ class Exchange {
   bucket: Bucket | undefined;
   /** Whether the request spent its bucket (a 304 gives it back). */
   counted = false;
+  private readonly req: IncomingMessage;
+  private readonly res: ServerResponse;
+  private readonly log: RequestLog;
+  private readonly limits: RateLimits;
 
-  constructor(
-    private readonly req: IncomingMessage,
-    private readonly res: ServerResponse,
-    private readonly log: RequestLog,
-    private readonly limits: RateLimits,
-  ) {
+  constructor(req: IncomingMessage, res: ServerResponse, log: RequestLog, limits: RateLimits) {
+    this.req = req;
+    this.res = res;
+    this.log = log;
+    this.limits = limits;
     this.method = (req.method ?? "GET").toUpperCase();
     this.url = new URL(req.url ?? "/", "http://emulator.invalid");
     this.route = `${this.method} ${this.url.pathname}`;

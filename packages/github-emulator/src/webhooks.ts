@@ -24,11 +24,13 @@ export class WebhookSender {
   private readonly chains = new Map<string, Promise<void>>();
   private inFlight = 0;
   private waiters: Array<() => void> = [];
+  private readonly secret: string;
+  private readonly appId: number;
 
-  constructor(
-    private readonly secret: string,
-    private readonly appId: number,
-  ) {}
+  constructor(secret: string, appId: number) {
+    this.secret = secret;
+    this.appId = appId;
+  }
 
   deliveries(): Delivery[] {
     return this.all;

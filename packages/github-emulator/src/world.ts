@@ -38,15 +38,28 @@ export const requestScope = new AsyncLocalStorage<RequestScope>();
 /** Shared services and helpers for route modules. */
 export class World {
   workflowTriggers: WorkflowTriggers | undefined;
+  readonly state: EmulatorState;
+  readonly auth: Auth;
+  readonly shapes: Shapes;
+  readonly webhooks: WebhookSender;
+  readonly app: { id: number; slug: string; name: string; botLogin: string; owner: User };
+  readonly cloneUrl: (r: Repo) => string;
 
   constructor(
-    readonly state: EmulatorState,
-    readonly auth: Auth,
-    readonly shapes: Shapes,
-    readonly webhooks: WebhookSender,
-    readonly app: { id: number; slug: string; name: string; botLogin: string; owner: User },
-    readonly cloneUrl: (r: Repo) => string,
-  ) {}
+    state: EmulatorState,
+    auth: Auth,
+    shapes: Shapes,
+    webhooks: WebhookSender,
+    app: { id: number; slug: string; name: string; botLogin: string; owner: User },
+    cloneUrl: (r: Repo) => string,
+  ) {
+    this.state = state;
+    this.auth = auth;
+    this.shapes = shapes;
+    this.webhooks = webhooks;
+    this.app = app;
+    this.cloneUrl = cloneUrl;
+  }
 
   /** The repository named by the path, checked against what the caller may see and do. */
   repo(ctx: Ctx, need: Permission | "none" = "read"): Repo {

@@ -68,11 +68,10 @@ export const REBASE_LOG_FILE = "rebase.log";
 const MARKER = /^(<{7}|>{7})( |$)|^={7}$/m;
 
 class RebaseFailed extends Error {
-  constructor(
-    message: string,
-    readonly conflicts: string[],
-  ) {
+  readonly conflicts: string[];
+  constructor(message: string, conflicts: string[]) {
     super(message);
+    this.conflicts = conflicts;
   }
 }
 

@@ -27,11 +27,16 @@ export class LineSplitter {
   /** The current line so far, in pieces without a line break, and its length. */
   private pieces: string[] = [];
   private pending = 0;
+  private readonly onLine: (line: string) => void;
+  private readonly maxLineLength: number;
   constructor(
-    private readonly onLine: (line: string) => void,
+    onLine: (line: string) => void,
     /** A line longer than this is passed on in pieces, so one runaway line cannot exhaust memory. */
-    private readonly maxLineLength = 32 * 1024 * 1024,
-  ) {}
+    maxLineLength = 32 * 1024 * 1024,
+  ) {
+    this.onLine = onLine;
+    this.maxLineLength = maxLineLength;
+  }
 
   push(chunk: Buffer | string): void {
     const text = typeof chunk === "string" ? chunk : this.decoder.write(chunk);

@@ -83,12 +83,12 @@ export function gitAuthEnv(auth?: GitAuth): Record<string, string> {
 }
 
 export class GitError extends Error {
-  constructor(
-    message: string,
-    readonly args: string[],
-    readonly stderr: string,
-  ) {
+  readonly args: string[];
+  readonly stderr: string;
+  constructor(message: string, args: string[], stderr: string) {
     super(message);
+    this.args = args;
+    this.stderr = stderr;
     this.name = "GitError";
   }
 }
