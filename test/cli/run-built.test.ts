@@ -1,6 +1,6 @@
 // `fleet run` (the worker, a long-running process) runs from the build (build/fleet.mjs on plain node),
 // as `fleet serve` does, not through tsx's loader: a preload records every module file node loads.
-import { cp, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -9,16 +9,18 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUILT_APP } from "../../scripts/build-app.mjs";
 import { cliEnv, FLEET_BIN, tempGitRepo, tempHome } from "./cli-helpers.ts";
 
-// Loaded with --import before bin/fleet.js: Fleet's own module files (not packages), one URL a line.
+// Loaded with --import before bin/fleet.js: Fleet's own module files (not packages) and tsx's, one URL a line.
 const RECORDER = `import { appendFileSync } from "node:fs";
 import { registerHooks } from "node:module";
 registerHooks({
   load(url, context, next) {
-    if (url.startsWith("file:") && !url.includes("/node_modules/")) appendFileSync(process.env.LOADED_TO, url + "\\n");
+    if (url.startsWith("file:") && (!url.includes("/node_modules/") || url.includes("/node_modules/tsx/")))
+      appendFileSync(process.env.LOADED_TO, url + "\\n");
     return next(url, context);
   },
 });
 `;
+const isTsx = (url: string) => url.includes("/node_modules/tsx/");
 
 const SRC = pathToFileURL(resolve("src")).href;
 
@@ -71,15 +73,51 @@ describe("fleet run runs from the build", () => {
     expect(r.stderr).toMatch(/coder claude: claude \(installed with Fleet\)/);
   }, 150_000);
 
-  it("`fleet run --help` does not build: it prints the usage from the sources", async () => {
+  it("`fleet run --help` does not build: it prints the usage from the sources, on node's own type stripping (no tsx)", async () => {
     const { r, loaded } = await fleetRecorded(["run", "--help"], cliEnv({ FLEET_HOME: home.dir }));
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^Usage: fleet run /);
+    expect(r.stderr).toBe("");
     expect(loaded).not.toContain(pathToFileURL(BUILT_APP).href);
     expect(loaded).toContain(`${SRC}/cli/commands/run.ts`);
+    // Node 24 (what Fleet is tested on) strips the types itself.
+    expect(loaded.filter(isTsx)).toEqual([]);
   }, 150_000);
 
-  it("when the build cannot be written, the worker says so and runs the sources through tsx", async () => {
+  it("a start builds only when a file the build was made from changed: an unchanged install runs the build it has", async () => {
+    // An install of its own, sources copied so that one can change.
+    const install = await mkdtemp(join(tmpdir(), "fleet-install-"));
+    try {
+      for (const dir of ["bin", "scripts", "src"])
+        await cp(resolve(dir), join(install, dir), { recursive: true });
+      for (const link of ["node_modules", "package.json"]) await symlink(resolve(link), join(install, link));
+      const built = join(install, "build/fleet.mjs");
+      const start = async () => {
+        const { r } = await fleetRecorded(
+          ["run", "--until-idle"],
+          cliEnv({ FLEET_HOME: home.dir }),
+          join(install, "bin/fleet.js"),
+        );
+        expect(r.exitCode, r.stderr).toBe(0);
+        expect(r.stderr).toMatch(/nothing to do: no task is queued or running/);
+        return (await stat(built)).mtimeMs;
+      };
+      const first = await start();
+      expect(await start()).toBe(first);
+      // A source changes (as a checkout or an upgrade changes it): the next start builds it in.
+      const main = join(install, "src/cli/main.ts");
+      await writeFile(
+        main,
+        `${await readFile(main, "utf8")}\nexport const PROBE = "changed after the build";\n`,
+      );
+      expect(await start()).not.toBe(first);
+      expect(await readFile(built, "utf8")).toContain("changed after the build");
+    } finally {
+      await rm(install, { recursive: true, force: true });
+    }
+  }, 150_000);
+
+  it("when the build cannot be written, the worker says so and runs the sources instead", async () => {
     // An install whose build/ is a file: bin/ and scripts/ copied (they find the install from their own
     // files), the sources and packages linked.
     const install = await mkdtemp(join(tmpdir(), "fleet-install-"));
@@ -95,7 +133,7 @@ describe("fleet run runs from the build", () => {
       );
       expect(r.exitCode, r.stderr).toBe(0);
       expect(r.stderr).toMatch(/^could not build the app into .*\/build\/fleet\.mjs: /m);
-      expect(r.stderr).toMatch(/^fleet run: running the sources through tsx$/m);
+      expect(r.stderr).toMatch(/^fleet run: running the sources instead of the build$/m);
       expect(r.stderr).toMatch(/nothing to do: no task is queued or running/);
       expect(loaded).toContain(`${SRC}/cli/commands/run.ts`);
     } finally {
