@@ -43,6 +43,8 @@ export interface ScaleAppResult extends ScaleAppOptions {
   heapTotalMB?: number;
   externalMB?: number;
   arrayBuffersMB?: number;
+  /** After the sweeps: the RSS by kind of mapping (malloc's main arena, anonymous, files). */
+  residentMB?: { brkHeap: number; anonymous: number; files: number };
   /** REST requests (and git requests, the state branch's) per repository per sweep. */
   sweep: {
     first: { restPerRepo: number; gitPerRepo: number; ms: number };
@@ -141,6 +143,7 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
       heapTotalMB: number;
       externalMB: number;
       arrayBuffersMB: number;
+      residentMB: { brkHeap: number; anonymous: number; files: number };
     };
     rssSeen.push(m.rssMB);
     return m;
@@ -307,6 +310,7 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
       heapTotalMB: after.heapTotalMB,
       externalMB: after.externalMB,
       arrayBuffersMB: after.arrayBuffersMB,
+      residentMB: after.residentMB,
       sweep: { first, unchanged },
       labelWaitQuietMs,
       labelWaitMs,

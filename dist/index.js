@@ -32914,13 +32914,24 @@ function githubOverOctokit(octokit) {
     apiUrl: octokit.request.endpoint.DEFAULTS.baseUrl
   };
 }
+var REQUEST_LOG_LINE = /^[A-Z]+ \S+ - \d{3} with id \S* in \d+ms$/;
+var quietLog = {
+  debug: () => {
+  },
+  info: () => {
+  },
+  warn: (m) => console.warn(m),
+  error: (m) => {
+    if (!REQUEST_LOG_LINE.test(m)) console.error(m);
+  }
+};
 async function githubForToken(opts) {
   const { Octokit: Octokit3 } = await Promise.resolve().then(() => (init_dist_src5(), dist_src_exports));
   const octokit = new Octokit3({
     auth: opts.token,
     baseUrl: opts.baseUrl.replace(/\/$/, ""),
     ...opts.userAgent ? { userAgent: opts.userAgent } : {},
-    ...opts.log ? { log: opts.log } : {},
+    log: opts.log ?? quietLog,
     request: { fetch: githubFetch }
   });
   return githubOverOctokit(octokit);

@@ -2,6 +2,7 @@
 // (built with scripts/build-app.mjs, plain node), so its memory is the app's alone. No reconcile timer:
 // the parent asks for a sweep on stdin ("reconcile"), and for the process's memory ("memory"); each
 // answer is one JSON line on stdout.
+import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { startFleetServer } from "../../src/app/server.ts";
 
@@ -53,6 +54,7 @@ for await (const line of createInterface({ input: process.stdin })) {
     }
     const m = process.memoryUsage();
     const mb = (n: number) => +(n / 2 ** 20).toFixed(1);
+    const maps = residentByMapping();
     // Where the RSS goes: V8's heap (used, and reserved), memory outside it that V8 knows of (Buffers).
     say({
       rssMB: mb(m.rss),
@@ -60,6 +62,9 @@ for await (const line of createInterface({ input: process.stdin })) {
       heapTotalMB: mb(m.heapTotal),
       externalMB: mb(m.external),
       arrayBuffersMB: mb(m.arrayBuffers),
+      // The RSS by kind of mapping (/proc/self/smaps): malloc's main arena, anonymous memory (V8's heap
+      // pages, other threads' malloc arenas, large allocations), and files (node's binary, libraries).
+      residentMB: { brkHeap: mb(maps.brk), anonymous: mb(maps.anonymous), files: mb(maps.files) },
     });
   } else if (line === "idle") {
     await app.idle();
@@ -67,3 +72,20 @@ for await (const line of createInterface({ input: process.stdin })) {
   }
 }
 await app.stop();
+
+/** Resident bytes of this process by kind of mapping, from /proc/self/smaps (Linux). */
+function residentByMapping(): { brk: number; anonymous: number; files: number } {
+  const out = { brk: 0, anonymous: 0, files: 0 };
+  let kind: keyof typeof out = "anonymous";
+  for (const line of readFileSync("/proc/self/smaps", "utf8").split("\n")) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \d+\s*(.*)$/.exec(line);
+    if (head) {
+      const name = head[1] ?? "";
+      kind = name === "[heap]" ? "brk" : name.startsWith("/") ? "files" : "anonymous";
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss) out[kind] += Number(rss[1]) * 1024;
+  }
+  return out;
+}

@@ -49,9 +49,34 @@ export interface TokenClientOptions {
   /** The REST API's root, e.g. https://api.github.com or the emulator's URL. */
   baseUrl: string;
   userAgent?: string;
-  /** Octokit's own request log; default: Octokit's (warnings and errors to the console). */
-  log?: { debug(m: string): void; info(m: string): void; warn(m: string): void; error(m: string): void };
+  /** Octokit's own log; default: warnings and errors to the console, less its request log (quietLog). */
+  log?: OctokitLog;
 }
+
+type OctokitLog = {
+  debug(m: string): void;
+  info(m: string): void;
+  warn(m: string): void;
+  error(m: string): void;
+};
+
+/** A line of Octokit's request log: `GET /repos/o/r/git/ref/heads%2Ffleet%2Fstate - 304 with id … in 23ms`. */
+const REQUEST_LOG_LINE = /^[A-Z]+ \S+ - \d{3} with id \S* in \d+ms$/;
+
+/**
+ * Octokit's default log (warnings and errors to the console) less its request log, which writes every
+ * request that did not end in a 2xx as an error: each 304 of a conditional read (the state branch's
+ * ref, looked at on every beat) would be an error line in the worker's and the job's log. What failed
+ * is thrown to Fleet's code, which says it with what it was doing.
+ */
+const quietLog: OctokitLog = {
+  debug: () => {},
+  info: () => {},
+  warn: (m) => console.warn(m),
+  error: (m) => {
+    if (!REQUEST_LOG_LINE.test(m)) console.error(m);
+  },
+};
 
 /** The GitHub port over a token (a person's, or an installation token handed to a run). */
 export async function githubForToken(opts: TokenClientOptions): Promise<GitHub> {
@@ -61,7 +86,7 @@ export async function githubForToken(opts: TokenClientOptions): Promise<GitHub> 
     auth: opts.token,
     baseUrl: opts.baseUrl.replace(/\/$/, ""),
     ...(opts.userAgent ? { userAgent: opts.userAgent } : {}),
-    ...(opts.log ? { log: opts.log } : {}),
+    log: opts.log ?? quietLog,
     request: { fetch: githubFetch },
   });
   return githubOverOctokit(octokit);

@@ -122,6 +122,8 @@ describe("review loop: /fleet instructions in a PR review rerun the agent on the
       },
       240_000,
     );
+    // The run's state commit lands before its report's edit of the tracking comment: the run's end is both.
+    await worker.idle();
     expect(second.pr).toBe(pr);
     expect(second.instructions).toBeUndefined();
     expect(second.runs?.map((r) => r.kind)).toEqual(["work", "review"]);
@@ -218,6 +220,7 @@ describe("review loop: /fleet instructions in a PR review rerun the agent on the
       },
       240_000,
     );
+    await worker.idle();
     expect(third.runs?.map((r) => r.kind)).toEqual(["work", "review", "review"]);
     const prompts = mainPrompts().filter((p) => p.includes("Review feedback on pull request"));
     const latest = prompts.find((p) => p.includes("export it as the default too"))!;
