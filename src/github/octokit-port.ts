@@ -69,7 +69,7 @@ const REQUEST_LOG_LINE = /^[A-Z]+ \S+ - \d{3} with id \S* in \d+ms$/;
  * ref, looked at on every beat) would be an error line in the worker's and the job's log. What failed
  * is thrown to Fleet's code, which says it with what it was doing.
  */
-const quietLog: OctokitLog = {
+export const quietLog: OctokitLog = {
   debug: () => {},
   info: () => {},
   warn: (m) => console.warn(m),

@@ -2,7 +2,7 @@ import { type GitHubEmulator, startGitHubEmulator } from "@fleet/github-emulator
 import { Octokit } from "@octokit/rest";
 import { type FleetServer, startFleetServer } from "../../src/app/server.ts";
 import type { Task } from "../../src/core/task.ts";
-import { githubOverOctokit } from "../../src/github/octokit-port.ts";
+import { githubOverOctokit, quietLog } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { FLEET_APP } from "./fleet-app.ts";
 
@@ -87,7 +87,7 @@ export async function startHarness(
     ...(opts.clock ? { clock: opts.clock } : {}),
     ...opts.app,
   });
-  const mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
+  const mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona"), log: quietLog });
   const reader = createGitHubStateStore({ github: githubOverOctokit(mona), owner, repo: name });
   // Deliveries answered and every handler done; handlers may cause more deliveries, so until both are quiet.
   const settle = async () => {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type GitHubEmulator, startGitHubEmulator } from "@fleet/github-emulator";
 import { Octokit } from "@octokit/rest";
-import type { OctokitClient } from "../../src/github/octokit-port.ts";
+import { type OctokitClient, quietLog } from "../../src/github/octokit-port.ts";
 import { botClient } from "./bot-client.ts";
 import { FLEET_APP } from "./fleet-app.ts";
 
@@ -34,7 +34,7 @@ export async function startTaskRepository(o: {
   const repo = await gh.createRepo({ owner: o.owner, name: o.name, files: o.files });
   gh.addCollaborator(`${o.owner}/${o.name}`, "mona", "write");
   const bot = await botClient(gh, `${o.owner}/${o.name}`);
-  const mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona") });
+  const mona = new Octokit({ baseUrl: gh.url, auth: gh.userToken("mona"), log: quietLog });
   const workDir = await mkdtemp(join(tmpdir(), o.workPrefix));
   return { gh, repo, bot, mona, workDir };
 }
