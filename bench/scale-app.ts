@@ -125,7 +125,14 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
     {
       stdio: ["pipe", "pipe", "inherit"],
       // A git shim first on the app's PATH: how long each of its state pushes took (answered by the emulator).
-      env: { ...process.env, PATH: `${shims}:${process.env.PATH}` },
+      env: {
+        ...process.env,
+        PATH: `${shims}:${process.env.PATH}`,
+        // BENCH_APP_MALLOC_ARENA_MAX=<n>: the app with glibc's malloc held to n arenas (README, the app's RSS).
+        ...(process.env.BENCH_APP_MALLOC_ARENA_MAX
+          ? { MALLOC_ARENA_MAX: process.env.BENCH_APP_MALLOC_ARENA_MAX }
+          : {}),
+      },
     },
   );
   const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();

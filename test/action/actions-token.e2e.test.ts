@@ -70,6 +70,30 @@ describe("the runner's token exchange", () => {
     return { task, run: dispatched.find((r) => String(r.id) === task.runId)! };
   }
 
+  /**
+   * A labeled issue's run, dispatched but its id's record held back (the next state write waits 8 s),
+   * and a second replica of the app to ask, whose reads do not queue behind the first one's write.
+   */
+  async function unrecordedRun(title: string): Promise<{ run: Dispatched; replica: FleetServer }> {
+    const replica = await startAppInstance(h.gh);
+    h.gh.setWebhookUrl(h.app.webhookUrl);
+    const seen = new Promise<Dispatched>((resolve) => {
+      onDispatch = (run) => {
+        onDispatch = () => {};
+        h.gh.faults.inject({ route: GIT_RECEIVE_PACK_ROUTE, latencyMs: 8_000, times: 1 });
+        resolve(run);
+      };
+    });
+    const issue = await h.newIssue(title, `${title}.`);
+    await h.mona.rest.issues.addLabels({
+      owner: h.owner,
+      repo: h.name,
+      issue_number: issue,
+      labels: ["fleet:claude"],
+    });
+    return { run: await seen, replica };
+  }
+
   /** The job's OIDC token, fetched as @actions/core's getIDToken does. */
   async function oidcToken(runId: number, audience = "fleet"): Promise<string> {
     const env = h.gh.jobEnvironment(h.full, runId);
@@ -141,25 +165,8 @@ describe("the runner's token exchange", () => {
   });
 
   it("uses a token up only once a token was minted for it: after a 409, a refusal or a failed mint it still works", async () => {
-    // The next state write (the run id's record) is held back, and the run asks a second replica of
-    // the app, whose reads do not queue behind the first one's write: it asks before the id is known.
-    const replica = await startAppInstance(h.gh);
-    h.gh.setWebhookUrl(h.app.webhookUrl);
-    const seen = new Promise<Dispatched>((resolve) => {
-      onDispatch = (run) => {
-        onDispatch = () => {};
-        h.gh.faults.inject({ route: GIT_RECEIVE_PACK_ROUTE, latencyMs: 8_000, times: 1 });
-        resolve(run);
-      };
-    });
-    const issue = await h.newIssue("Early run", "Asks before its id is recorded.");
-    await h.mona.rest.issues.addLabels({
-      owner: h.owner,
-      repo: h.name,
-      issue_number: issue,
-      labels: ["fleet:claude"],
-    });
-    const run = await seen;
+    // The run asks before its id is recorded.
+    const { run, replica } = await unrecordedRun("Early run");
     const oidc = await oidcToken(run.id);
     const taskId = String(run.inputs.task_id);
     const atReplica = (id: string) => exchangeAt(replica, oidc, id);
@@ -188,25 +195,8 @@ describe("the runner's token exchange", () => {
   });
 
   it("gives Fleet's run a token before its id is recorded (its dispatcher may have died): the run says it is Fleet's; a writer's copy of it gets none", async () => {
-    // As if the process that dispatched the run died before recording it: the record is held back
-    // and the run asks a replica, which reads the state without it.
-    const replica = await startAppInstance(h.gh);
-    h.gh.setWebhookUrl(h.app.webhookUrl);
-    const seen = new Promise<Dispatched>((resolve) => {
-      onDispatch = (run) => {
-        onDispatch = () => {};
-        h.gh.faults.inject({ route: GIT_RECEIVE_PACK_ROUTE, latencyMs: 8_000, times: 1 });
-        resolve(run);
-      };
-    });
-    const issue = await h.newIssue("Unrecorded run", "Its dispatcher never records it.");
-    await h.mona.rest.issues.addLabels({
-      owner: h.owner,
-      repo: h.name,
-      issue_number: issue,
-      labels: ["fleet:claude"],
-    });
-    const run = await seen;
+    // As if the process that dispatched the run died before recording it.
+    const { run, replica } = await unrecordedRun("Unrecorded run");
     const taskId = String(run.inputs.task_id);
     const unrecorded = (await h.tasks()).find((t) => t.id === taskId);
     expect(unrecorded?.state).toBe("dispatched");
