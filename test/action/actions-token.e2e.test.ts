@@ -94,6 +94,22 @@ describe("the runner's token exchange", () => {
     return { run: await seen, replica };
   }
 
+  /** Fleet's workflow started by hand by a writer (mona) with `inputs`: the run's id. */
+  async function dispatchByHand(inputs: Record<string, string>): Promise<number> {
+    const { data } = await h.mona.request(
+      "POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches",
+      {
+        owner: h.owner,
+        repo: h.name,
+        workflow_id: "fleet-task.yml",
+        ref: "main",
+        inputs,
+        return_run_details: true,
+      },
+    );
+    return (data as { workflow_run_id: number }).workflow_run_id;
+  }
+
   /** The job's OIDC token, fetched as @actions/core's getIDToken does. */
   async function oidcToken(runId: number, audience = "fleet"): Promise<string> {
     const env = h.gh.jobEnvironment(h.full, runId);
@@ -131,18 +147,7 @@ describe("the runner's token exchange", () => {
     expect(wrongAudience.status).toBe(401);
     expect(wrongAudience.body.message).toMatch(/not accepted/);
     // Someone starts Fleet's workflow by hand, naming a live task: its run is not the task's.
-    const { data: manual } = await h.mona.request(
-      "POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches",
-      {
-        owner: h.owner,
-        repo: h.name,
-        workflow_id: "fleet-task.yml",
-        ref: "main",
-        inputs: { task_id: task.id },
-        return_run_details: true,
-      },
-    );
-    const manualRun = (manual as { workflow_run_id: number }).workflow_run_id;
+    const manualRun = await dispatchByHand({ task_id: task.id });
     const foreign = await exchange(await oidcToken(manualRun), task.id);
     expect(foreign.status).toBe(403);
     expect(foreign.body.message).toMatch(new RegExp(`dispatched as run ${task.runId}, not run ${manualRun}`));
@@ -202,18 +207,7 @@ describe("the runner's token exchange", () => {
     expect(unrecorded?.state).toBe("dispatched");
     expect(unrecorded?.runId).toBeUndefined();
     // A writer starts Fleet's workflow by hand with the very inputs of Fleet's run (its run-name too).
-    const { data: manual } = await h.mona.request(
-      "POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches",
-      {
-        owner: h.owner,
-        repo: h.name,
-        workflow_id: "fleet-task.yml",
-        ref: "main",
-        inputs: run.inputs as Record<string, string>,
-        return_run_details: true,
-      },
-    );
-    const manualRun = (manual as { workflow_run_id: number }).workflow_run_id;
+    const manualRun = await dispatchByHand(run.inputs as Record<string, string>);
     const runs = await h.mona.rest.actions.listWorkflowRuns({
       owner: h.owner,
       repo: h.name,
