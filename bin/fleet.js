@@ -53,7 +53,8 @@ await runMain(argv);
  * one, is not the command's output.
  */
 function nativeTypeScript() {
-  if (!process.features.typescript || fileURLToPath(import.meta.url).includes("/node_modules/")) return false;
+  if (!process.features.typescript || /[\\/]node_modules[\\/]/.test(fileURLToPath(import.meta.url)))
+    return false;
   const emitWarning = process.emitWarning;
   process.emitWarning = (warning, ...rest) => {
     const text = typeof warning === "string" ? warning : warning?.message;

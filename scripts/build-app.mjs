@@ -7,7 +7,8 @@
 // they do in development, with no interop shims; bundling them as well saved no memory (measured
 // with bench/memory.ts).
 import { createHash } from "node:crypto";
-import { mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -18,15 +19,36 @@ export const BUILT_APP = resolve(root, "build/fleet.mjs");
 /** Beside the build: the files it was made from and a digest of their contents (see builtIsCurrent). */
 const sourcesOf = (outfile) => `${outfile}.sources.json`;
 
-/** A digest of the files' contents (and of this script, whose options shape the build); undefined when one is gone. */
+/**
+ * A digest of the files' contents, and of what else shapes the build: this script (its options),
+ * package.json and tsconfig.json where there are (esbuild reads them) and esbuild's version;
+ * undefined when one of the files is gone.
+ */
 async function digestOf(files) {
   const hash = createHash("sha256");
+  hash.update(`esbuild ${await esbuildVersion()}\0`);
+  for (const extra of ["package.json", "tsconfig.json"]) {
+    const text = await readFile(resolve(root, extra)).catch(() => "(none)");
+    hash.update(`${extra}\0${text.length}\0`).update(text);
+  }
   for (const file of [...files, fileURLToPath(import.meta.url)]) {
     const text = await readFile(resolve(root, file)).catch(() => undefined);
     if (text === undefined) return undefined;
     hash.update(`${file}\0${text.length}\0`).update(text);
   }
   return hash.digest("hex");
+}
+
+/** The installed esbuild's version, as node would load it from here ("unknown" when it cannot be read). */
+async function esbuildVersion() {
+  try {
+    const main = createRequire(import.meta.url).resolve("esbuild");
+    // <package>/lib/main.js
+    const manifest = resolve(dirname(main), "..", "package.json");
+    return JSON.parse(await readFile(manifest, "utf8")).version ?? "unknown";
+  } catch {
+    return "unknown";
+  }
 }
 
 /**
@@ -37,8 +59,14 @@ async function digestOf(files) {
 export async function builtIsCurrent(outfile = BUILT_APP) {
   try {
     const recorded = JSON.parse(await readFile(sourcesOf(outfile), "utf8"));
-    await stat(outfile);
-    return typeof recorded.digest === "string" && recorded.digest === (await digestOf(recorded.files));
+    const output = createHash("sha256")
+      .update(await readFile(outfile))
+      .digest("hex");
+    return (
+      typeof recorded.digest === "string" &&
+      recorded.output === output &&
+      recorded.digest === (await digestOf(recorded.files))
+    );
   } catch {
     return false;
   }
@@ -51,6 +79,7 @@ export async function builtIsCurrent(outfile = BUILT_APP) {
 export async function buildApp({ entry = "src/cli/main.ts", outfile = BUILT_APP } = {}) {
   // Loaded here, not above: bin/fleet.js reads BUILT_APP off this module without loading esbuild.
   const { build, stop } = await import("esbuild");
+  const startedMs = Date.now();
   const result = await build({
     absWorkingDir: root,
     entryPoints: [entry],
@@ -78,6 +107,8 @@ export async function buildApp({ entry = "src/cli/main.ts", outfile = BUILT_APP 
     () => stop(),
   );
   await mkdir(dirname(outfile), { recursive: true });
+  // The record of what the build was made from goes before the build does (written again below).
+  await rm(sourcesOf(outfile), { force: true });
   // The map first: the module names it.
   for (const file of [...result.outputFiles].sort(
     (a, b) => Number(a.path === outfile) - Number(b.path === outfile),
@@ -86,10 +117,23 @@ export async function buildApp({ entry = "src/cli/main.ts", outfile = BUILT_APP 
     await writeFile(partial, file.contents);
     await rename(partial, file.path);
   }
-  // Last: a build cut short leaves no record that its sources are current.
+  // Last: a build cut short leaves no record that its sources are current. A source written since the
+  // build began (a checkout, an editor) may not be in it: no record then, and the next start builds.
   const files = Object.keys(result.metafile.inputs).sort();
+  const changed = await Promise.all(
+    files.map((f) =>
+      stat(resolve(root, f)).then(
+        (s) => s.mtimeMs >= startedMs - 1,
+        () => true,
+      ),
+    ),
+  );
+  if (changed.some(Boolean)) return result.warnings;
+  // The output's own digest too: when two starts build at once, the record names the build it describes.
+  const module = result.outputFiles.find((f) => f.path === outfile);
+  const output = createHash("sha256").update(module.contents).digest("hex");
   const partial = `${sourcesOf(outfile)}.${process.pid}.partial`;
-  await writeFile(partial, JSON.stringify({ digest: await digestOf(files), files }));
+  await writeFile(partial, JSON.stringify({ digest: await digestOf(files), output, files }));
   await rename(partial, sourcesOf(outfile));
   return result.warnings;
 }

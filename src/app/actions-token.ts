@@ -91,6 +91,9 @@ interface ActionsClaims extends JWTPayload {
   run_id?: string;
   event_name?: string;
   workflow_ref?: string;
+  /** Who started the run (Fleet's dispatches: the app's bot), and which attempt of it this job is. */
+  actor?: string;
+  run_attempt?: string;
 }
 
 class Refusal extends Error {
@@ -173,7 +176,8 @@ export function createActionsTokenHandler(
     const found = await queues()?.forInstalledRepo(owner, repo);
     if (!found) throw new Refusal(404, `The Fleet app is not installed on ${owner}/${repo}.`);
     const { queue, config, installationId, known, github } = found;
-    const workflow = `${owner}/${repo}/.github/workflows/${config.workflow}@`;
+    // `<owner>/<repo>/.github/workflows/<file>@refs/...`: the file itself, not one whose name begins with it.
+    const workflow = `${owner}/${repo}/.github/workflows/${config.workflow}@refs/`;
     if (!claims.workflow_ref?.startsWith(workflow))
       throw new Refusal(
         403,
@@ -184,7 +188,7 @@ export function createActionsTokenHandler(
     if (!isActive(task.state))
       throw new Refusal(403, `Task ${taskId} is ${task.state}: it is not waiting for a run.`);
     if (task.runId === undefined) {
-      const fleets = await dispatchedByFleet(github, { owner, repo }, task, claims.run_id, appSlug, (m) =>
+      const fleets = await dispatchedByFleet(github, { owner, repo }, task, claims, appSlug, (m) =>
         app.log.warn(m),
       );
       if (!fleets)
@@ -242,14 +246,18 @@ async function dispatchedByFleet(
   github: GitHub,
   repo: { owner: string; repo: string },
   task: Task,
-  runId: string | undefined,
+  claims: ActionsClaims,
   appSlug: () => Promise<string | undefined>,
   warn: (message: string) => void,
 ): Promise<boolean> {
-  const id = Number(runId);
+  const id = Number(claims.run_id);
   if (task.state !== "dispatched" || !Number.isSafeInteger(id) || id <= 0) return false;
   const slug = await appSlug();
   if (!slug) return false;
+  // The signed claims first (they cost no request): the run's first attempt, started by the app's bot.
+  // A writer's dispatch by hand, or a re-run, is answered without asking GitHub about it.
+  if (claims.actor?.toLowerCase() !== `${slug}[bot]`.toLowerCase() || claims.run_attempt !== "1")
+    return false;
   try {
     return isFleetDispatchOf(task, await github.actions.getWorkflowRun(repo, id), slug);
   } catch (error) {

@@ -215,14 +215,14 @@ describe("the runner's token exchange", () => {
     });
     const titles = runs.data.workflow_runs.filter((r) => r.id === run.id || r.id === manualRun);
     expect(new Set(titles.map((r) => r.display_title)).size).toBe(1);
+    const mark = h.gh.requests.mark();
     const copy = await exchangeAt(replica, await oidcToken(manualRun), taskId);
     expect(copy.status).toBe(409);
     expect(copy.body.token).toBeUndefined();
-    const mark = h.gh.requests.mark();
     const fleets = await exchangeAt(replica, await oidcToken(run.id), taskId);
     expect(fleets.status).toBe(201);
     expect(fleets.body.token).toMatch(/^ghs_/);
-    // One read of the run, besides the mint.
+    // One read of the run, besides the mint; the writer's copy cost none (its token's signed actor is the writer).
     const { byRoute } = h.gh.counts({ since: mark });
     expect(byRoute["GET /repos/{owner}/{repo}/actions/runs/{run_id}"]).toBe(1);
     await h.settle();

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, stat } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { execa } from "execa";
@@ -26,6 +26,16 @@ describe("the built app (npm start: scripts/build-app.mjs, then plain node)", ()
   afterAll(async () => {
     await rm(dir, { recursive: true, force: true });
     await rm(cwd, { recursive: true, force: true });
+  });
+
+  it("a build is current only as the output its record names: another start's output over it is not", async () => {
+    expect(await builtIsCurrent(out)).toBe(true);
+    const copy = join(dir, "copy.mjs");
+    expect(await buildApp({ outfile: copy })).toEqual([]);
+    // As when two starts build at once and the other one's module lands last.
+    await writeFile(copy, `${await readFile(copy, "utf8")}\n// another build\n`);
+    expect(await builtIsCurrent(copy)).toBe(false);
+    expect(await builtIsCurrent(join(dir, "never-built.mjs"))).toBe(false);
   });
 
   it("`--help` names the serve command", async () => {
