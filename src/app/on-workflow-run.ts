@@ -25,7 +25,7 @@ export async function onWorkflowRunCompleted(
   if (!loaded.ok || !run.path.endsWith(`/${loaded.config.workflow}`)) return;
   const queue = await deps.queues.forContext(context, loaded.config);
   const doc = await queue.snapshot();
-  const task: Task | undefined = taskOfRun(doc.tasks, run);
+  const task: Task | undefined = taskOfRun(doc.tasks, run, await deps.appHandle?.());
   if (!task || !isActive(task.state)) return;
   const config = queue.config(doc);
   const retry = task.attempts <= config.retries.max;

@@ -84,11 +84,14 @@ export function workflowCredentialNames(workflow: string): string[] {
  * run-name (`run-name: fleet <task> <task>.<attempt>.<hex>` in the template), which a run carries from
  * its start. A run can end before Fleet records its id (its job failed at once, or the action's claim
  * landed first), and without this its task would wait for its lease to expire. Only a task whose
- * attempt is the run's and that has no other run recorded is matched.
+ * attempt is the run's and that has no other run recorded is matched, and only by a run Fleet itself
+ * dispatched (isFleetDispatchOf: a writer's copy of the run-name, dispatched by hand, ends nothing).
  */
 export function taskOfRun<T extends { id: string; attempts: number; runId?: string }>(
   tasks: Record<string, T>,
-  run: { id: number | string; display_title?: string | null },
+  run: FleetRunFacts & { id: number | string },
+  /** The app's slug; without it a run is found by its recorded id only. */
+  appSlug?: string,
 ): T | undefined {
   const runId = String(run.id);
   const recorded = Object.values(tasks).find((t) => t.runId === runId);
@@ -96,7 +99,15 @@ export function taskOfRun<T extends { id: string; attempts: number; runId?: stri
   const named = dispatchNamedBy(run.display_title);
   if (!named || !Object.hasOwn(tasks, named.taskId)) return undefined;
   const task = tasks[named.taskId]!;
-  return task.runId === undefined && task.attempts === named.attempt ? task : undefined;
+  if (task.runId !== undefined || !appSlug) return undefined;
+  return isFleetDispatchOf(task, run, appSlug) ? task : undefined;
+}
+
+/** What a workflow run says of who started it and for what (GitHub's workflow run object). */
+interface FleetRunFacts {
+  event?: string;
+  triggering_actor?: { login: string } | null;
+  display_title?: string | null;
 }
 
 /** The task and attempt a run's name gives (`fleet <task> <task>.<attempt>.<hex>`, the template's run-name). */
@@ -116,7 +127,7 @@ function dispatchNamedBy(title: string | null | undefined): { taskId: string; at
  */
 export function isFleetDispatchOf(
   task: { id: string; attempts: number },
-  run: { event?: string; triggering_actor?: { login: string } | null; display_title?: string | null },
+  run: FleetRunFacts,
   appSlug: string,
 ): boolean {
   if (run.event !== "workflow_dispatch" || !appSlug) return false;

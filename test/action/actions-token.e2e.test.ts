@@ -71,16 +71,19 @@ describe("the runner's token exchange", () => {
   }
 
   /**
-   * A labeled issue's run, dispatched but its id's record held back (the next state write waits 8 s),
-   * and a second replica of the app to ask, whose reads do not queue behind the first one's write.
+   * A labeled issue's run, dispatched but its id's record held back (the next state write waits
+   * `holdMs`), and a second replica of the app to ask, whose reads do not queue behind the first one's write.
    */
-  async function unrecordedRun(title: string): Promise<{ run: Dispatched; replica: FleetServer }> {
+  async function unrecordedRun(
+    title: string,
+    holdMs = 8_000,
+  ): Promise<{ run: Dispatched; replica: FleetServer }> {
     const replica = await startAppInstance(h.gh);
     h.gh.setWebhookUrl(h.app.webhookUrl);
     const seen = new Promise<Dispatched>((resolve) => {
       onDispatch = (run) => {
         onDispatch = () => {};
-        h.gh.faults.inject({ route: GIT_RECEIVE_PACK_ROUTE, latencyMs: 8_000, times: 1 });
+        h.gh.faults.inject({ route: GIT_RECEIVE_PACK_ROUTE, latencyMs: holdMs, times: 1 });
         resolve(run);
       };
     });
@@ -200,8 +203,9 @@ describe("the runner's token exchange", () => {
   });
 
   it("gives Fleet's run a token before its id is recorded (its dispatcher may have died): the run says it is Fleet's; a writer's copy of it gets none", async () => {
-    // As if the process that dispatched the run died before recording it.
-    const { run, replica } = await unrecordedRun("Unrecorded run");
+    // As if the process that dispatched the run died before recording it (held 30 s: the checks below
+    // run while the task has no run id).
+    const { run, replica } = await unrecordedRun("Unrecorded run", 30_000);
     const taskId = String(run.inputs.task_id);
     const unrecorded = (await h.tasks()).find((t) => t.id === taskId);
     expect(unrecorded?.state).toBe("dispatched");
@@ -225,7 +229,16 @@ describe("the runner's token exchange", () => {
     // One read of the run, besides the mint; the writer's copy cost none (its token's signed actor is the writer).
     const { byRoute } = h.gh.counts({ since: mark });
     expect(byRoute["GET /repos/{owner}/{repo}/actions/runs/{run_id}"]).toBe(1);
+    // The writer's copy ends, its webhook to the replica (which reads the state without the held-back
+    // record): it is not the task's run, though its run-name says so. Taken for it, it would fail the
+    // task (no retries left).
+    h.gh.setWebhookUrl(replica.webhookUrl);
+    await h.gh.setWorkflowRunStatus(h.full, manualRun, "completed", "failure");
     await h.settle();
+    h.gh.setWebhookUrl(h.app.webhookUrl);
+    const after = (await h.tasks()).find((t) => t.id === taskId);
+    expect(after?.state).toBe("dispatched");
+    expect(after?.runId).toBe(String(run.id));
     await replica.stop();
   });
 

@@ -24,19 +24,31 @@ describe("the task a finished run of the task workflow belongs to", () => {
     expect(taskOfRun(tasks, { id: 71, display_title: "anything" })?.id).toBe("fl-a");
   });
 
-  it("a run that ended before its id was recorded: the task and attempt its run-name names", () => {
+  /** A run as GitHub describes it, dispatched by `by` (Fleet's: the app's bot). */
+  const ran = (id: number, display_title?: string, by = "fleet[bot]") => ({
+    id,
+    event: "workflow_dispatch",
+    triggering_actor: { login: by },
+    ...(display_title === undefined ? {} : { display_title }),
+  });
+
+  it("a run that ended before its id was recorded: the task and attempt its run-name names, when Fleet dispatched it", () => {
     const tasks = { "fl-a": task("fl-a", 2), "fl-b": task("fl-b", 1, "70") };
-    expect(taskOfRun(tasks, { id: 72, display_title: runName(tasks["fl-a"]) })?.id).toBe("fl-a");
+    expect(taskOfRun(tasks, ran(72, runName(tasks["fl-a"])), "fleet")?.id).toBe("fl-a");
+    // A writer's dispatch by hand copying the run-name ends nothing; nor is a run found by name without the slug.
+    expect(taskOfRun(tasks, ran(72, runName(tasks["fl-a"]), "mona"), "fleet")).toBeUndefined();
+    expect(taskOfRun(tasks, ran(72, runName(tasks["fl-a"])))).toBeUndefined();
   });
 
   it("never an earlier attempt's run, a task with another run recorded, or a run not named by Fleet", () => {
     const tasks = { "fl-a": task("fl-a", 3), "fl-b": task("fl-b", 1, "70") };
-    expect(taskOfRun(tasks, { id: 72, display_title: runName({ id: "fl-a", attempts: 2 }) })).toBeUndefined();
-    expect(taskOfRun(tasks, { id: 73, display_title: runName(tasks["fl-b"]) })).toBeUndefined();
-    expect(taskOfRun(tasks, { id: 74, display_title: "CI" })).toBeUndefined();
-    expect(taskOfRun(tasks, { id: 75, display_title: "fleet fl-a fl-b.3.0a1b2c3d" })).toBeUndefined();
-    expect(taskOfRun(tasks, { id: 76, display_title: "fleet toString toString.3.0a1b2c3d" })).toBeUndefined();
-    expect(taskOfRun(tasks, { id: 77 })).toBeUndefined();
+    const found = (run: ReturnType<typeof ran>) => taskOfRun(tasks, run, "fleet");
+    expect(found(ran(72, runName({ id: "fl-a", attempts: 2 })))).toBeUndefined();
+    expect(found(ran(73, runName(tasks["fl-b"])))).toBeUndefined();
+    expect(found(ran(74, "CI"))).toBeUndefined();
+    expect(found(ran(75, "fleet fl-a fl-b.3.0a1b2c3d"))).toBeUndefined();
+    expect(found(ran(76, "fleet toString toString.3.0a1b2c3d"))).toBeUndefined();
+    expect(found(ran(77))).toBeUndefined();
   });
 });
 
