@@ -95,7 +95,11 @@ describe("every credential of a coder cooling, through the real app, worker and 
     );
     expect(tracking.body).toContain("🧊");
 
-    // Nothing spins while the window is closed: no model request, no run, no state commit.
+    // Nothing spins while the window is closed: no model request, no run, no state commit. Counted from
+    // once the run is over: the state says rate-limited at the run's first end commit, and what the run
+    // still writes after it (on a loaded machine, seconds later) is the run's, not a spin.
+    await worker.idle();
+    await h.settle();
     const main = () => model.requests.filter((r) => r.kind !== "side").length;
     const reader = createGitHubStateStore({
       github: githubOverOctokit(h.mona),
