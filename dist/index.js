@@ -65617,9 +65617,9 @@ var RepoQueue = class {
           for (const [id, withRun] of runs) {
             const current = out.doc.tasks[id];
             if (!current) continue;
-            const claimedByIt = current.attempts === attemptOf.get(id) && (current.state === "planning" || current.state === "running") && current.runId === withRun(current).runId && current.runUrl === void 0 && withRun(current).runUrl !== void 0;
-            if (!sameDispatch(current) && !claimedByIt) continue;
             const task = withRun(current);
+            const claimedByIt = current.attempts === attemptOf.get(id) && (current.state === "planning" || current.state === "running") && current.runId === task.runId && current.runUrl === void 0 && task.runUrl !== void 0;
+            if (!sameDispatch(current) && !claimedByIt) continue;
             out = mergeResults(out, {
               doc: { ...out.doc, tasks: { ...out.doc.tasks, [id]: task } },
               changes: [{ task, from: current.state }],

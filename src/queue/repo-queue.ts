@@ -416,15 +416,15 @@ export class RepoQueue {
           for (const [id, withRun] of runs) {
             const current = out.doc.tasks[id];
             if (!current) continue;
+            const task = withRun(current);
             // A run that claimed its task before this record recorded its own id (claimLease): the record adds its link.
             const claimedByIt =
               current.attempts === attemptOf.get(id) &&
               (current.state === "planning" || current.state === "running") &&
-              current.runId === withRun(current).runId &&
+              current.runId === task.runId &&
               current.runUrl === undefined &&
-              withRun(current).runUrl !== undefined;
+              task.runUrl !== undefined;
             if (!sameDispatch(current) && !claimedByIt) continue;
-            const task = withRun(current);
             out = mergeResults(out, {
               doc: { ...out.doc, tasks: { ...out.doc.tasks, [id]: task } },
               changes: [{ task, from: current.state }],
