@@ -45,6 +45,8 @@ export interface ScaleAppResult extends ScaleAppOptions {
   arrayBuffersMB?: number;
   /** After the sweeps: the RSS by kind of mapping (malloc's main arena, anonymous, files). */
   residentMB?: { brkHeap: number; anonymous: number; files: number };
+  /** V8's spaces as committed once the burst is queued (the young generation's share of the RSS). */
+  heapSpacesLoadedMB?: Record<string, number>;
   /** REST requests (and git requests, the state branch's) per repository per sweep. */
   sweep: {
     first: { restPerRepo: number; gitPerRepo: number; ms: number };
@@ -114,6 +116,8 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
   const child = spawn(
     process.execPath,
     [
+      // BENCH_APP_NODE_ARGS="--max-semi-space-size=4 …": node's flags for the app (README, the app's RSS).
+      ...(process.env.BENCH_APP_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []),
       BUILT,
       JSON.stringify({
         appId: gh.appId,
@@ -151,6 +155,7 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
       externalMB: number;
       arrayBuffersMB: number;
       residentMB: { brkHeap: number; anonymous: number; files: number };
+      heapSpacesMB: Record<string, number>;
     };
     rssSeen.push(m.rssMB);
     return m;
@@ -318,6 +323,7 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
       externalMB: after.externalMB,
       arrayBuffersMB: after.arrayBuffersMB,
       residentMB: after.residentMB,
+      heapSpacesLoadedMB: loaded.heapSpacesMB,
       sweep: { first, unchanged },
       labelWaitQuietMs,
       labelWaitMs,

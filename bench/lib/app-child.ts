@@ -4,9 +4,13 @@
 // answer is one JSON line on stdout.
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
+import { getHeapSpaceStatistics } from "node:v8";
 import { startFleetServer } from "../../src/app/server.ts";
 
 process.setSourceMapsEnabled(true);
+// MALLOC_ARENA_MAX (BENCH_APP_MALLOC_ARENA_MAX in the parent) is for this process: glibc read it at its
+// start, and the app's git processes are not to inherit it.
+delete process.env.MALLOC_ARENA_MAX;
 // BENCH_DEBUG: every request the app sends, when it started and how long the answer took (stderr).
 if (process.env.BENCH_DEBUG) {
   const { subscribe } = await import("node:diagnostics_channel");
@@ -65,6 +69,10 @@ for await (const line of createInterface({ input: process.stdin })) {
       // The RSS by kind of mapping (/proc/self/smaps): malloc's main arena, anonymous memory (V8's heap
       // pages, other threads' malloc arenas, large allocations), and files (node's binary, libraries).
       residentMB: { brkHeap: mb(maps.brk), anonymous: mb(maps.anonymous), files: mb(maps.files) },
+      // V8's spaces as committed now: the young generation grows to its maximum in a burst and stays.
+      heapSpacesMB: Object.fromEntries(
+        getHeapSpaceStatistics().map((h) => [h.space_name, mb(h.physical_space_size)]),
+      ),
     });
   } else if (line === "idle") {
     await app.idle();
