@@ -76,6 +76,12 @@ class GitTransport implements cas.CasTransport {
   private readonly git: GitRemote;
   private commitsSinceGc = 0;
   private chain: Promise<unknown> = Promise.resolve();
+  /**
+   * The local copy of the branch was there at the last fetch, so the next asks only for what is new
+   * without a `rev-parse` to look (a process each read). Were it gone after all, that fetch would only
+   * bring the whole history instead of one commit.
+   */
+  private localCopySeen = false;
   private readonly opts: GitStateStoreOptions;
 
   constructor(opts: GitStateStoreOptions) {
@@ -149,7 +155,8 @@ class GitTransport implements cas.CasTransport {
     this.fetches++;
     // With a copy of the branch here, only the commits since are asked for: a shallow fetch (`--depth`)
     // costs a second round of negotiation in the stateless protocol.
-    const shallow = depth > 1 || !(await this.hasLocalCopy()) ? [`--depth=${depth}`] : [];
+    const shallow =
+      depth > 1 || !(this.localCopySeen || (await this.hasLocalCopy())) ? [`--depth=${depth}`] : [];
     const r = await this.git.remote("fetch", [
       // Protocol v0: the ref advertisement is the first answer, so a fetch that finds the branch
       // unmoved costs one request and one that finds it moved two (v2 adds an ls-refs round trip).
@@ -167,11 +174,14 @@ class GitTransport implements cas.CasTransport {
     if (r.exitCode !== 0) {
       if (/couldn't find remote ref/i.test(r.stderr)) {
         await this.git.run(["update-ref", "-d", REMOTE_REF]);
+        this.localCopySeen = false;
         return "";
       }
       throw r.fail(r.stderr);
     }
-    return this.git.must(["rev-parse", "--verify", `${REMOTE_REF}^{commit}`]);
+    const head = await this.git.must(["rev-parse", "--verify", `${REMOTE_REF}^{commit}`]);
+    this.localCopySeen = true;
+    return head;
   }
 
   /** Whether the cache holds a commit of the branch (from a fetch or a push). */

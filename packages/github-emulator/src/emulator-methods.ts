@@ -60,6 +60,7 @@ export function emulatorMethods(p: EmulatorParts): GitHubEmulator {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await webhooks.waitForIdle();
+      for (const repo of world.state.repos.values()) repo.git.close();
       if (p.ownDataDir) await rm(p.dataDir, { recursive: true, force: true });
     },
   };

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
+import { GitObjectReader } from "./git-object-reader.ts";
 
 export interface GitIdentity {
   name: string;
@@ -34,9 +35,19 @@ const identity = ["-c", "user.name=GitHub Emulator", "-c", "user.email=emulator@
 export class GitRepo {
   private lock: Promise<unknown> = Promise.resolve();
   readonly gitDir: string;
+  /** Reads (objects, and names resolved to them) through one long-lived git process. */
+  private readonly objects: GitObjectReader;
+  /** Listings of trees named by object id, which never change; the most recent few hundred. */
+  private readonly trees = new Map<string, TreeEntry[]>();
 
   constructor(gitDir: string) {
     this.gitDir = gitDir;
+    this.objects = new GitObjectReader(gitDir, gitEnv);
+  }
+
+  /** Ends the repository's reader process (the emulator's stop). */
+  close(): void {
+    this.objects.close();
   }
 
   /** Serializes writes so compare-and-swap checks and the ref update they guard are atomic. */
@@ -82,32 +93,44 @@ export class GitRepo {
   }
 
   async readBlob(sha: string): Promise<Buffer> {
-    return this.gitBuffer(["cat-file", "blob", sha]);
+    const o = await this.objects.contents(sha);
+    if (o?.type !== "blob") throw new Error(`git cat-file blob ${sha}: not a blob of ${this.gitDir}`);
+    return o.data;
   }
 
   async objectType(sha: string): Promise<string | undefined> {
-    const r = await this.git(["cat-file", "-t", sha], { reject: false });
-    return r.exitCode === 0 ? r.stdout.trim() : undefined;
+    return (await this.objects.info(sha))?.type;
   }
 
   async objectSize(sha: string): Promise<number> {
-    const r = await this.git(["cat-file", "-s", sha]);
-    return Number(r.stdout.trim());
+    const o = await this.objects.info(sha);
+    if (!o) throw new Error(`git cat-file -s ${sha}: no such object in ${this.gitDir}`);
+    return o.size;
   }
 
   /** Sha of a full ref name (`refs/heads/main`), or undefined when it does not exist. */
   async resolveRef(ref: string): Promise<string | undefined> {
-    const r = await this.git(["rev-parse", "--verify", "-q", ref], { reject: false });
-    return r.exitCode === 0 ? r.stdout.trim() : undefined;
+    return (await this.objects.info(ref))?.sha;
   }
 
   /** Resolves a branch, tag or sha the way `?ref=` does on GitHub, to a commit sha. */
   async resolveCommitish(ref: string): Promise<string | undefined> {
     for (const cand of [`refs/heads/${ref}`, `refs/tags/${ref}`, ref]) {
-      const r = await this.git(["rev-parse", "--verify", "-q", `${cand}^{commit}`], { reject: false });
-      if (r.exitCode === 0) return r.stdout.trim();
+      const o = await this.objects.info(`${cand}^{commit}`);
+      if (o) return o.sha;
     }
     return undefined;
+  }
+
+  /** One ref by its full name, read without a git process; undefined when there is no such ref. */
+  async readRef(ref: string): Promise<{ ref: string; sha: string; type: string } | undefined> {
+    // Only a well-formed full name: anything git would read as an expression (`^{}`, `~`, `:`,
+    // `@{`) or expand (a short name) is no ref at all here, as for `git for-each-ref`.
+    const control = [...ref].some((c) => c.charCodeAt(0) < 32 || c.charCodeAt(0) === 127);
+    if (!ref.startsWith("refs/") || control || /[\s~^:?*[\\]|\.\.|@\{|\/\/|\.lock$|\/$/.test(ref))
+      return undefined;
+    const o = await this.objects.info(ref);
+    return o && { ref, sha: o.sha, type: o.type };
   }
 
   async listRefs(prefix = "refs/"): Promise<Array<{ ref: string; sha: string; type: string }>> {
@@ -140,9 +163,11 @@ export class GitRepo {
   }
 
   async readCommit(sha: string): Promise<CommitInfo | undefined> {
-    const r = await this.git(["cat-file", "commit", sha], { reject: false });
-    if (r.exitCode !== 0) return undefined;
-    const raw = r.stdout;
+    // `^{commit}`: a tag is read as the commit it names, as `git cat-file commit` does.
+    const o = await this.objects.contents(`${sha}^{commit}`);
+    if (!o) return undefined;
+    // The message without its final line feed, as git prints it.
+    const raw = o.data.toString("utf8").replace(/\r?\n$/, "");
     const split = raw.indexOf("\n\n");
     const header = split >= 0 ? raw.slice(0, split) : raw;
     const message = split >= 0 ? raw.slice(split + 2) : "";
@@ -199,8 +224,72 @@ export class GitRepo {
     return r.stdout.trim();
   }
 
-  /** Entries of a tree (one level, or every blob with `recursive`). */
+  /**
+   * Entries of a tree (one level, or every blob with `recursive`), as `git ls-tree -l` lists them; with
+   * `path`, the entry at that path itself.
+   */
   async lsTree(treeish: string, opts: { recursive?: boolean; path?: string } = {}): Promise<TreeEntry[]> {
+    // One level is read through the long-lived reader; a whole tree through `git ls-tree -r`, kept
+    // when the tree is named by a commit or tree id (it lists the same for ever).
+    if (!opts.recursive && !opts.path?.endsWith("/")) return this.listLevel(treeish, opts.path);
+    const fixed = /^[0-9a-f]{40}(:|$)/.test(treeish);
+    const key = `${treeish}\0${opts.recursive ? "r" : ""}\0${opts.path ?? ""}`;
+    const known = fixed ? this.trees.get(key) : undefined;
+    if (known) return known.map((e) => ({ ...e }));
+    const entries = await this.lsTreeOnce(treeish, opts);
+    if (fixed && entries.length) {
+      this.trees.set(key, entries);
+      if (this.trees.size > 500) this.trees.delete(this.trees.keys().next().value!);
+    }
+    return entries.map((e) => ({ ...e }));
+  }
+
+  private async listLevel(treeish: string, path?: string): Promise<TreeEntry[]> {
+    if (path === undefined) return (await this.treeEntries(treeish)) ?? [];
+    const slash = path.lastIndexOf("/");
+    const dir = slash < 0 ? "" : path.slice(0, slash);
+    const name = path.slice(slash + 1);
+    const base = dir ? underTree(treeish, dir) : treeish;
+    const entry = (await this.treeEntries(base))?.find((e) => e.path === name);
+    return entry ? [{ ...entry, path }] : [];
+  }
+
+  /** A tree's entries with their blobs' sizes, read from the tree object itself; undefined when none. */
+  private async treeEntries(name: string): Promise<TreeEntry[] | undefined> {
+    // `<rev>:<path>` names the object at the path; a commit or tag is peeled to its tree.
+    const tree = await this.objects.contents(name.includes(":") ? name : `${name}^{tree}`);
+    if (tree?.type !== "tree") return undefined;
+    const entries: TreeEntry[] = [];
+    const data = tree.data;
+    for (let at = 0; at < data.length; ) {
+      const space = data.indexOf(32, at);
+      const nul = data.indexOf(0, space);
+      const mode = data.subarray(at, space).toString("latin1");
+      const sha = data.subarray(nul + 1, nul + 21).toString("hex");
+      const type = mode === "40000" ? "tree" : mode === "160000" ? "commit" : "blob";
+      entries.push({
+        mode: mode.padStart(6, "0"),
+        type,
+        sha,
+        size: undefined,
+        path: data.subarray(space + 1, nul).toString("utf8"),
+      });
+      at = nul + 21;
+    }
+    await Promise.all(
+      entries
+        .filter((e) => e.type === "blob")
+        .map(async (e) => {
+          e.size = (await this.objects.info(e.sha))?.size;
+        }),
+    );
+    return entries;
+  }
+
+  private async lsTreeOnce(
+    treeish: string,
+    opts: { recursive?: boolean; path?: string },
+  ): Promise<TreeEntry[]> {
     const args = ["ls-tree", "-z", "-l"];
     if (opts.recursive) args.push("-r", "-t");
     args.push(treeish);
@@ -338,4 +427,10 @@ export class GitRepo {
     for (let i = 0; i + 1 < parts.length; i += 2) out.push({ status: parts[i]!, path: parts[i + 1]! });
     return out;
   }
+}
+
+/** The name of folder `dir` within `treeish`, which may itself name a folder (`<rev>:<path>`). */
+function underTree(treeish: string, dir: string): string {
+  if (!treeish.includes(":")) return `${treeish}:${dir}`;
+  return treeish.endsWith(":") ? `${treeish}${dir}` : `${treeish}/${dir}`;
 }

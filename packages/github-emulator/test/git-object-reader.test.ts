@@ -1,0 +1,160 @@
+import { execFileSync } from "node:child_process";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GitRepo, type TreeEntry } from "../src/git-repo.ts";
+
+// The emulator reads objects and refs through one long-lived `git cat-file --batch-command` per
+// repository. These tests hold its answers to git's own commands, and show that what other git
+// processes write afterwards (a push of loose objects, a push kept as a pack, a ref packed then
+// deleted) is seen by a reader started before.
+
+const env = {
+  ...process.env,
+  GIT_CONFIG_NOSYSTEM: "1",
+  GIT_CONFIG_GLOBAL: "/dev/null",
+  GIT_AUTHOR_NAME: "a",
+  GIT_AUTHOR_EMAIL: "a@example.invalid",
+  GIT_COMMITTER_NAME: "a",
+  GIT_COMMITTER_EMAIL: "a@example.invalid",
+};
+let dir: string;
+let bare: string;
+let work: string;
+let repo: GitRepo;
+const git = (cwd: string, ...args: string[]) => execFileSync("git", args, { cwd, env }).toString().trim();
+/** `git ls-tree -z -l` itself, parsed as GitRepo lists trees. */
+function lsTree(treeish: string, path?: string): TreeEntry[] {
+  const out = execFileSync("git", ["ls-tree", "-z", "-l", treeish, ...(path ? ["--", path] : [])], {
+    cwd: bare,
+    env,
+  }).toString();
+  return out
+    .split("\0")
+    .filter(Boolean)
+    .map((line) => {
+      const tab = line.indexOf("\t");
+      const [mode, type, sha, size] = line.slice(0, tab).split(/\s+/);
+      const entry = { mode: mode!, type: type as TreeEntry["type"], sha: sha!, path: line.slice(tab + 1) };
+      return size === "-" ? entry : { ...entry, size: Number(size) };
+    });
+}
+const plain = (entries: TreeEntry[]) =>
+  entries.map((e) => Object.fromEntries(Object.entries(e).filter(([, v]) => v !== undefined)));
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "gh-emulator-reader-"));
+  bare = join(dir, "r.git");
+  work = join(dir, "w");
+  repo = await GitRepo.init(bare, "main");
+  git(dir, "init", "-q", "-b", "main", work);
+  mkdirSync(join(work, "src/deep dir/x"), { recursive: true });
+  writeFileSync(join(work, "a.txt"), "one\n");
+  writeFileSync(join(work, "run.sh"), "#!/bin/sh\n");
+  chmodSync(join(work, "run.sh"), 0o755);
+  writeFileSync(join(work, "src/deep dir/x/ü ñ.md"), "deep\n");
+  writeFileSync(join(work, "src/b.ts"), "b\n".repeat(1000));
+  symlinkSync("a.txt", join(work, "link"));
+  git(work, "add", ".");
+  git(work, "commit", "-qm", "first\n\nwith a body");
+  git(work, "push", "-q", bare, "main");
+});
+afterAll(() => {
+  repo.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("the emulator's object reader", () => {
+  it("lists one level of a tree, or the entry at a path, exactly as git ls-tree -l does", async () => {
+    const head = git(work, "rev-parse", "HEAD");
+    const cases: Array<[string, string?]> = [
+      [head],
+      [head, "src"],
+      [head, "src/deep dir/x/ü ñ.md"],
+      [`${head}:src`],
+      [`${head}:src`, "deep dir"],
+      [`${head}:src/deep dir`, "x"],
+      [`${head}:`, "src/b.ts"],
+      ["main", "run.sh"],
+      [head, "link"],
+      [git(work, "rev-parse", "HEAD:src")],
+    ];
+    for (const [treeish, path] of cases)
+      expect(plain(await repo.lsTree(treeish, { path })), `${treeish} ${path ?? ""}`).toEqual(
+        lsTree(treeish, path),
+      );
+    // What git lists nothing for (or refuses to list) is an empty list.
+    for (const [treeish, path] of [
+      [head, "nope"],
+      [head, "a.txt/x"],
+      [`${head}:a.txt`],
+      ["no-such-ref"],
+    ] as const)
+      expect(await repo.lsTree(treeish, { path })).toEqual([]);
+  });
+
+  it("reads blobs, commits, types and sizes, and resolves refs and commit-ishes as git does", async () => {
+    const head = git(work, "rev-parse", "HEAD");
+    const blob = git(work, "rev-parse", "HEAD:src/b.ts");
+    expect((await repo.readBlob(blob)).toString()).toBe("b\n".repeat(1000));
+    expect(await repo.objectType(blob)).toBe("blob");
+    expect(await repo.objectSize(blob)).toBe(2000);
+    expect(await repo.objectType("0".repeat(40))).toBeUndefined();
+    await expect(repo.readBlob(head)).rejects.toThrow(/not a blob/);
+    const commit = await repo.readCommit(head);
+    expect(commit).toMatchObject({ sha: head, message: "first\n\nwith a body", parents: [] });
+    expect(commit?.tree).toBe(git(work, "rev-parse", "HEAD^{tree}"));
+    expect(await repo.readCommit(blob)).toBeUndefined();
+    expect(await repo.resolveRef("refs/heads/main")).toBe(head);
+    expect(await repo.resolveRef("refs/heads/nope")).toBeUndefined();
+    expect(await repo.resolveCommitish("main")).toBe(head);
+    expect(await repo.resolveCommitish(head.slice(0, 12))).toBe(head);
+    expect(await repo.resolveCommitish("nope")).toBeUndefined();
+  });
+
+  it("reads a ref only by its full, well-formed name", async () => {
+    const head = git(work, "rev-parse", "HEAD");
+    expect(await repo.readRef("refs/heads/main")).toEqual({
+      ref: "refs/heads/main",
+      sha: head,
+      type: "commit",
+    });
+    for (const name of [
+      "refs/heads/main^{tree}",
+      "refs/heads/main~1",
+      "refs/heads",
+      "main",
+      "refs/heads/main:a.txt",
+    ])
+      expect(await repo.readRef(name), name).toBeUndefined();
+  });
+
+  it("sees what other git processes write after it started: loose objects, a kept pack, a packed ref deleted", async () => {
+    expect(await repo.resolveCommitish("main")).toBeDefined(); // the reader is running
+    for (let i = 0; i < 150; i++) writeFileSync(join(work, `f${i}.txt`), `f${i}\n`);
+    git(work, "add", ".");
+    git(work, "commit", "-qm", "many");
+    git(work, "push", "-q", bare, "main");
+    // More objects than receive.unpackLimit: the push is kept as a pack, not unpacked.
+    expect(readdirSync(join(bare, "objects/pack")).some((f) => f.endsWith(".pack"))).toBe(true);
+    const head = git(work, "rev-parse", "HEAD");
+    expect(await repo.resolveRef("refs/heads/main")).toBe(head);
+    expect((await repo.readCommit(head))?.message).toBe("many");
+    expect(plain(await repo.lsTree(head, { path: "f149.txt" }))).toEqual(lsTree(head, "f149.txt"));
+    git(bare, "update-ref", "refs/heads/other", head);
+    expect(await repo.resolveCommitish("other")).toBe(head);
+    git(bare, "pack-refs", "--all");
+    git(bare, "update-ref", "-d", "refs/heads/other");
+    expect(await repo.resolveCommitish("other")).toBeUndefined();
+  });
+
+  it("answers reads made at once in order, and starts again after it was closed", async () => {
+    const head = git(work, "rev-parse", "HEAD");
+    const blobs = lsTree(head).filter((e) => e.type === "blob");
+    const read = await Promise.all(blobs.map((b) => repo.readBlob(b.sha)));
+    expect(read.map((b) => b.length)).toEqual(blobs.map((b) => b.size));
+    repo.close();
+    expect(await repo.resolveRef("refs/heads/main")).toBe(head);
+  });
+});
