@@ -63010,6 +63010,12 @@ var GitTransport = class {
   git;
   commitsSinceGc = 0;
   chain = Promise.resolve();
+  /**
+   * The local copy of the branch was there at the last fetch, so the next asks only for what is new
+   * without a `rev-parse` to look (a process each read). Were it gone after all, that fetch would only
+   * bring the whole history instead of one commit.
+   */
+  localCopySeen = false;
   opts;
   constructor(opts) {
     this.opts = opts;
@@ -63068,7 +63074,7 @@ var GitTransport = class {
   /** Moves the local copy of the branch to what the server has; "" when the branch does not exist. */
   async fetchHeadOnce(depth) {
     this.fetches++;
-    const shallow = depth > 1 || !await this.hasLocalCopy() ? [`--depth=${depth}`] : [];
+    const shallow = depth > 1 || !(this.localCopySeen || await this.hasLocalCopy()) ? [`--depth=${depth}`] : [];
     const r = await this.git.remote("fetch", [
       // Protocol v0: the ref advertisement is the first answer, so a fetch that finds the branch
       // unmoved costs one request and one that finds it moved two (v2 adds an ls-refs round trip).
@@ -63086,11 +63092,14 @@ var GitTransport = class {
     if (r.exitCode !== 0) {
       if (/couldn't find remote ref/i.test(r.stderr)) {
         await this.git.run(["update-ref", "-d", REMOTE_REF]);
+        this.localCopySeen = false;
         return "";
       }
       throw r.fail(r.stderr);
     }
-    return this.git.must(["rev-parse", "--verify", `${REMOTE_REF}^{commit}`]);
+    const head = await this.git.must(["rev-parse", "--verify", `${REMOTE_REF}^{commit}`]);
+    this.localCopySeen = true;
+    return head;
   }
   /** Whether the cache holds a commit of the branch (from a fetch or a push). */
   async hasLocalCopy() {
