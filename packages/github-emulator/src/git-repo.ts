@@ -158,7 +158,27 @@ export class GitRepo {
   }
 
   async isAncestor(ancestor: string, descendant: string): Promise<boolean> {
-    const r = await this.git(["merge-base", "--is-ancestor", ancestor, descendant], { reject: false });
+    const [a, d] = await Promise.all([
+      this.objects.info(`${ancestor}^{commit}`),
+      this.objects.info(`${descendant}^{commit}`),
+    ]);
+    if (!a || !d) return false;
+    // The usual case, a branch moved ahead by a few commits, is walked through the reader; a history
+    // longer than that is left to git.
+    let frontier = [d.sha];
+    const seen = new Set<string>();
+    while (frontier.length && seen.size < 200) {
+      const next: string[] = [];
+      for (const sha of frontier) {
+        if (sha === a.sha) return true;
+        if (seen.has(sha)) continue;
+        seen.add(sha);
+        next.push(...((await this.readCommit(sha))?.parents ?? []));
+      }
+      frontier = next;
+    }
+    if (!frontier.length) return false;
+    const r = await this.git(["merge-base", "--is-ancestor", a.sha, d.sha], { reject: false });
     return r.exitCode === 0;
   }
 

@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -147,6 +147,34 @@ describe("the emulator's object reader", () => {
     git(bare, "pack-refs", "--all");
     git(bare, "update-ref", "-d", "refs/heads/other");
     expect(await repo.resolveCommitish("other")).toBeUndefined();
+  });
+
+  it("tells an ancestor as git merge-base --is-ancestor does, through merges and past a long history", async () => {
+    const head = git(work, "rev-parse", "HEAD");
+    const tree = git(work, "rev-parse", "HEAD^{tree}");
+    const who = { name: "a", email: "a@example.invalid" };
+    const commit = (parents: string[], message: string) =>
+      repo.commitTree({ tree, parents, message, author: who });
+    const side = await commit([head], "side");
+    const main1 = await commit([head], "main 1");
+    const merge = await commit([main1, side], "merge");
+    // 230 commits on top of the merge, in one fast-import: more than the reader walks before asking git.
+    const stream = Array.from(
+      { length: 230 },
+      (_, i) =>
+        `commit refs/heads/long\ncommitter a <a@example.invalid> 1700000000 +0000\ndata <<END\nlong ${i}\nEND\n${i === 0 ? `from ${merge}\n` : ""}\n`,
+    ).join("");
+    execFileSync("git", ["fast-import", "--quiet"], { cwd: bare, env, input: stream });
+    const long = git(bare, "rev-parse", "refs/heads/long");
+    const unrelated = await commit([], "root of its own");
+    const all = [head, side, main1, merge, long, unrelated, git(work, "rev-parse", "HEAD~1")];
+    for (const a of all)
+      for (const d of all) {
+        const byGit =
+          spawnSync("git", ["merge-base", "--is-ancestor", a, d], { cwd: bare, env }).status === 0;
+        expect(await repo.isAncestor(a, d), `${a} of ${d}`).toBe(byGit);
+      }
+    expect(await repo.isAncestor("nope", head)).toBe(false);
   });
 
   it("answers reads made at once in order, and starts again after it was closed", async () => {
