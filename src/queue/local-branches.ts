@@ -19,20 +19,49 @@ const gitAt = (cwd: string, args: string[]) =>
  * `fleet/*` branch. Undefined when none of them is there.
  */
 export async function localDefaultBranch(repoPath: string): Promise<string | undefined> {
-  const has = async (name: string) =>
-    name !== "" &&
-    !name.startsWith("fleet/") &&
-    (await gitAt(repoPath, ["rev-parse", "--verify", "-q", `refs/heads/${name}^{commit}`])).ok;
-  const origin = await gitAt(repoPath, ["symbolic-ref", "-q", "--short", "refs/remotes/origin/HEAD"]);
-  const candidates = [
-    origin.ok ? origin.out.replace(/^origin\//, "") : "",
-    (await gitAt(repoPath, ["config", "--get", "init.defaultBranch"])).out,
-    "main",
-    "master",
-  ];
-  for (const name of candidates) if (await has(name)) return name;
-  const head = await gitAt(repoPath, ["symbolic-ref", "-q", "--short", "HEAD"]);
-  return head.ok && (await has(head.out)) ? head.out : undefined;
+  const refs = await branchesOf(repoPath);
+  return refs && defaultOf(repoPath, refs);
+}
+
+/**
+ * A repository's branches, the branch `origin/HEAD` names and the branch checked out, from one
+ * `git for-each-ref` (local mode reads the config at every poll: a git process each costs the
+ * worker's CPU). Undefined when the folder is no git repository.
+ */
+async function branchesOf(
+  repoPath: string,
+): Promise<{ branches: Set<string>; origin?: string; checkedOut?: string } | undefined> {
+  const r = await gitAt(repoPath, [
+    "for-each-ref",
+    "--format=%(HEAD)%00%(refname)%00%(objecttype)%00%(symref)",
+    "refs/heads/",
+    "refs/remotes/origin/HEAD",
+  ]);
+  if (!r.ok) return undefined;
+  const out: { branches: Set<string>; origin?: string; checkedOut?: string } = { branches: new Set() };
+  for (const line of r.out.split("\n").filter(Boolean)) {
+    const [head, ref = "", type, symref = ""] = line.split("\0");
+    if (ref === "refs/remotes/origin/HEAD") {
+      if (symref.startsWith("refs/remotes/origin/")) out.origin = symref.slice("refs/remotes/origin/".length);
+      continue;
+    }
+    const name = ref.slice("refs/heads/".length);
+    if (type === "commit") out.branches.add(name);
+    if (head === "*") out.checkedOut = name;
+  }
+  return out;
+}
+
+async function defaultOf(
+  repoPath: string,
+  refs: { branches: Set<string>; origin?: string; checkedOut?: string },
+): Promise<string | undefined> {
+  const has = (name: string | undefined): name is string =>
+    !!name && !name.startsWith("fleet/") && refs.branches.has(name);
+  if (has(refs.origin)) return refs.origin;
+  const configured = (await gitAt(repoPath, ["config", "--get", "init.defaultBranch"])).out;
+  for (const name of [configured, "main", "master", refs.checkedOut]) if (has(name)) return name;
+  return undefined;
 }
 
 /**
@@ -41,9 +70,9 @@ export async function localDefaultBranch(repoPath: string): Promise<string | und
  * is no git repository at all is read as it is. An edit takes effect once committed there.
  */
 export async function committedFile(repoPath: string, path: string): Promise<string | undefined> {
-  if (!(await gitAt(repoPath, ["rev-parse", "--git-dir"])).ok)
-    return readFile(join(repoPath, path), "utf8").catch(() => undefined);
-  const branch = await localDefaultBranch(repoPath);
+  const refs = await branchesOf(repoPath);
+  if (!refs) return readFile(join(repoPath, path), "utf8").catch(() => undefined);
+  const branch = await defaultOf(repoPath, refs);
   if (!branch) return undefined;
   const r = await execa("git", ["cat-file", "blob", `refs/heads/${branch}:${path}`], {
     cwd: repoPath,
