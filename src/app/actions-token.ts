@@ -195,6 +195,14 @@ export function createActionsTokenHandler(
         throw new Refusal(409, `Task ${taskId}'s run is not recorded yet; try again in a few seconds.`);
     } else if (task.runId !== String(claims.run_id))
       throw new Refusal(403, `Task ${taskId} was dispatched as run ${task.runId}, not run ${claims.run_id}.`);
+    // A re-run from the Actions tab is the same run id's next attempt (`run_attempt` in the OIDC token:
+    // https://docs.github.com/en/actions/reference/security/oidc#oidc-token-claims), started by a person,
+    // not by Fleet: a task runs again only through a new dispatch (`/fleet retry`).
+    else if (claims.run_attempt !== "1")
+      throw new Refusal(
+        403,
+        `Run ${claims.run_id} is attempt ${claims.run_attempt ?? "(none named)"}, a re-run: Fleet gives a token to the first attempt of the run it dispatched only. To run task ${taskId} again, comment \`/fleet retry\` on its issue.`,
+      );
 
     // The run's repository only, by the id the OIDC token names (a repository renamed or recreated
     // under the same name is another one), with the run's permissions only:

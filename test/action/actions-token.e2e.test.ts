@@ -242,6 +242,28 @@ describe("the runner's token exchange", () => {
     await replica.stop();
   });
 
+  it("refuses a re-run of Fleet's run (its next attempt, started by a writer in the Actions tab)", async () => {
+    const { task, run } = await liveTask("Re-run");
+    // The run ends and a writer re-runs it, while Fleet hears of neither (its webhooks go nowhere
+    // meanwhile): the task is still the run's, live, when the re-run asks for a token.
+    h.gh.setWebhookUrl("http://127.0.0.1:9/unreachable");
+    await h.gh.setWorkflowRunStatus(h.full, run.id, "completed", "success");
+    await h.mona.request("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun", {
+      owner: h.owner,
+      repo: h.name,
+      run_id: run.id,
+    });
+    h.gh.setWebhookUrl(h.app.webhookUrl);
+    const rerun = (await h.mona.rest.actions.getWorkflowRun({ owner: h.owner, repo: h.name, run_id: run.id }))
+      .data;
+    expect(rerun).toMatchObject({ run_attempt: 2, status: "queued", triggering_actor: { login: "mona" } });
+    expect((await h.tasks()).find((t) => t.id === task.id)).toMatchObject({ runId: String(run.id) });
+    const refused = await exchange(await oidcToken(run.id), task.id);
+    expect(refused.status).toBe(403);
+    expect(refused.body.token).toBeUndefined();
+    expect(refused.body.message).toMatch(new RegExp(`Run ${run.id} is attempt 2, a re-run`));
+  });
+
   it("gives a token that cannot change workflows or administer the repository; a ruleset keeps it off the default branch", async () => {
     const { task, run } = await liveTask("Limits");
     const token = (await exchange(await oidcToken(run.id), task.id)).body.token!;

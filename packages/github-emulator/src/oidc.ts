@@ -203,7 +203,7 @@ export class OidcProvider {
       repository_id: String(repo.id),
       run_id: String(run.id),
       run_number: String(run.runNumber),
-      run_attempt: "1",
+      run_attempt: String(run.runAttempt ?? 1),
       // Fleet's workflow runs on self-hosted runners.
       runner_environment: "self-hosted",
       actor: run.actor.login,

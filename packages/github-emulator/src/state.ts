@@ -131,6 +131,8 @@ export interface WorkflowRun {
   actor: User;
   /** Who caused this run (a re-run's requester); the actor when absent. */
   triggeringActor?: User;
+  /** Which attempt of the run this is: 2 and on after a re-run; 1 when absent. */
+  runAttempt?: number;
   /** The run's title as GitHub shows it (head commit subject, PR title); the workflow name when absent. */
   displayTitle?: string;
   /** Pull requests the run belongs to (`pull_request` runs), by number. */

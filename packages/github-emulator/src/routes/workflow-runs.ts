@@ -4,7 +4,7 @@ import type { Ctx, Router } from "../router.ts";
 import type { Repo } from "../state.ts";
 import { paginate, type World } from "../world.ts";
 
-/** Workflow runs: list (all, or a workflow's), get, cancel (https://docs.github.com/en/rest/actions/workflow-runs). */
+/** Workflow runs: list (all, or a workflow's), get, cancel, re-run (https://docs.github.com/en/rest/actions/workflow-runs). */
 export function registerWorkflowRunRoutes(r: Router, w: World, actions: Actions): void {
   const listRuns = async (ctx: Ctx, repo: Repo, workflowId?: number) => {
     const q = ctx.params;
@@ -54,5 +54,19 @@ export function registerWorkflowRunRoutes(r: Router, w: World, actions: Actions)
       throw new HttpError(409, "Cannot cancel a workflow run that is completed.");
     await actions.setStatus(repo, run, "completed", "cancelled", w.actingUser(ctx));
     return { status: 202, body: {} };
+  });
+
+  // https://docs.github.com/en/rest/actions/workflow-runs#re-run-a-workflow: 201, and the same run
+  // goes again as its next attempt (`run_attempt`), caused by whoever asked (`triggering_actor`);
+  // a run still going cannot be re-run (403).
+  r.on("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun", async (ctx) => {
+    const { repo, run } = findRun(w, ctx);
+    w.repo(ctx, "write");
+    if (run.status !== "completed") throw new HttpError(403, "This workflow run is not completed yet.");
+    const by = w.actingUser(ctx);
+    run.runAttempt = (run.runAttempt ?? 1) + 1;
+    run.triggeringActor = by;
+    await actions.setStatus(repo, run, "queued", undefined, by);
+    return { status: 201, body: {} };
   });
 }
