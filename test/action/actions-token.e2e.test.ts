@@ -246,13 +246,17 @@ describe("the runner's token exchange", () => {
     const { task, run } = await liveTask("Re-run");
     // The run ends and a writer re-runs it, while Fleet hears of neither (its webhooks go nowhere
     // meanwhile): the task is still the run's, live, when the re-run asks for a token.
+    const rerunIt = () =>
+      h.mona.request("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun", {
+        owner: h.owner,
+        repo: h.name,
+        run_id: run.id,
+      });
+    // GitHub re-runs only a run that has ended.
+    await expect(rerunIt()).rejects.toMatchObject({ status: 403 });
     h.gh.setWebhookUrl("http://127.0.0.1:9/unreachable");
     await h.gh.setWorkflowRunStatus(h.full, run.id, "completed", "success");
-    await h.mona.request("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun", {
-      owner: h.owner,
-      repo: h.name,
-      run_id: run.id,
-    });
+    expect((await rerunIt()).status).toBe(201);
     h.gh.setWebhookUrl(h.app.webhookUrl);
     const rerun = (await h.mona.rest.actions.getWorkflowRun({ owner: h.owner, repo: h.name, run_id: run.id }))
       .data;
