@@ -20,33 +20,56 @@ const gitAt = (cwd: string, args: string[]) =>
  */
 export async function localDefaultBranch(repoPath: string): Promise<string | undefined> {
   const refs = await branchesOf(repoPath);
-  return refs && defaultOf(repoPath, refs);
+  return refs ? defaultOf(repoPath, refs) : defaultBranchStepwise(repoPath);
+}
+
+/**
+ * The same, a git command per question: for a repository `git for-each-ref` refuses (a branch naming
+ * an object that is gone stops it), so that one broken branch does not hide the others.
+ */
+async function defaultBranchStepwise(repoPath: string): Promise<string | undefined> {
+  const has = async (name: string) =>
+    name !== "" &&
+    !name.startsWith("fleet/") &&
+    (await gitAt(repoPath, ["rev-parse", "--verify", "-q", `refs/heads/${name}^{commit}`])).ok;
+  const origin = await gitAt(repoPath, ["symbolic-ref", "-q", "--short", "refs/remotes/origin/HEAD"]);
+  const candidates = [
+    origin.ok ? origin.out.replace(/^origin\//, "") : "",
+    (await gitAt(repoPath, ["config", "--get", "init.defaultBranch"])).out,
+    "main",
+    "master",
+  ];
+  for (const name of candidates) if (await has(name)) return name;
+  const head = await gitAt(repoPath, ["symbolic-ref", "-q", "--short", "HEAD"]);
+  return head.ok && (await has(head.out)) ? head.out : undefined;
 }
 
 /**
  * A repository's branches, the branch `origin/HEAD` names and the branch checked out, from one
  * `git for-each-ref` (local mode reads the config at every poll: a git process each costs the
- * worker's CPU). Undefined when the folder is no git repository.
+ * worker's CPU). Undefined when git refuses (no git repository, or a branch whose object is gone).
+ * An origin/HEAD naming a branch that is gone (pruned) is passed over, as for-each-ref skips it.
  */
 async function branchesOf(
   repoPath: string,
 ): Promise<{ branches: Set<string>; origin?: string; checkedOut?: string } | undefined> {
   const r = await gitAt(repoPath, [
     "for-each-ref",
-    "--format=%(HEAD)%00%(refname)%00%(objecttype)%00%(symref)",
+    // `*objecttype`: a branch may name an annotated tag of a commit, which git reads as that commit.
+    "--format=%(HEAD)%00%(refname)%00%(objecttype)%00%(symref)%00%(*objecttype)",
     "refs/heads/",
     "refs/remotes/origin/HEAD",
   ]);
   if (!r.ok) return undefined;
   const out: { branches: Set<string>; origin?: string; checkedOut?: string } = { branches: new Set() };
   for (const line of r.out.split("\n").filter(Boolean)) {
-    const [head, ref = "", type, symref = ""] = line.split("\0");
+    const [head, ref = "", type, symref = "", peeled] = line.split("\0");
     if (ref === "refs/remotes/origin/HEAD") {
       if (symref.startsWith("refs/remotes/origin/")) out.origin = symref.slice("refs/remotes/origin/".length);
       continue;
     }
     const name = ref.slice("refs/heads/".length);
-    if (type === "commit") out.branches.add(name);
+    if (type === "commit" || peeled === "commit") out.branches.add(name);
     if (head === "*") out.checkedOut = name;
   }
   return out;
@@ -71,8 +94,9 @@ async function defaultOf(
  */
 export async function committedFile(repoPath: string, path: string): Promise<string | undefined> {
   const refs = await branchesOf(repoPath);
-  if (!refs) return readFile(join(repoPath, path), "utf8").catch(() => undefined);
-  const branch = await defaultOf(repoPath, refs);
+  if (!refs && !(await gitAt(repoPath, ["rev-parse", "--git-dir"])).ok)
+    return readFile(join(repoPath, path), "utf8").catch(() => undefined);
+  const branch = refs ? await defaultOf(repoPath, refs) : await defaultBranchStepwise(repoPath);
   if (!branch) return undefined;
   const r = await execa("git", ["cat-file", "blob", `refs/heads/${branch}:${path}`], {
     cwd: repoPath,

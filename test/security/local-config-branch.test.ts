@@ -5,7 +5,7 @@ import { mkdir, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { localDefaultBranch } from "../../src/queue/local-branches.ts";
+import { committedFile, localDefaultBranch } from "../../src/queue/local-branches.ts";
 import { cliEnv, fleet, tempGitRepo, tempHome } from "../cli/cli-helpers.ts";
 
 const SAFE = "plan_phase: false\n";
@@ -86,5 +86,20 @@ describe("local mode's .github/fleet.yml comes from the default branch", () => {
     await git("update-ref", "refs/remotes/origin/stable", "stable");
     await git("symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/stable");
     expect(await localDefaultBranch(repo.dir)).toBe("stable");
+  });
+
+  it("a branch that names an annotated tag counts; one whose object is gone hides neither the others nor the committed file", async () => {
+    await git("tag", "-a", "-m", "release", "v1", "main");
+    await git("branch", "-q", "-m", "main", "trunk");
+    // main names the tag object itself (git's own commands refuse to write that; a hand edit does not).
+    const tag = (await git("rev-parse", "refs/tags/v1")).stdout.trim();
+    await writeFile(join(repo.dir, ".git", "refs", "heads", "main"), `${tag}\n`);
+    expect(await localDefaultBranch(repo.dir)).toBe("main");
+    expect(await committedFile(repo.dir, ".github/fleet.yml")).toBe(SAFE);
+    // A branch naming an object that is gone makes `git for-each-ref` refuse the whole repository.
+    await writeFile(join(repo.dir, ".git", "refs", "heads", "zzz"), `${"1".repeat(40)}\n`);
+    await writeFile(join(repo.dir, ".github", "fleet.yml"), WIDE); // uncommitted
+    expect(await localDefaultBranch(repo.dir)).toBe("main");
+    expect(await committedFile(repo.dir, ".github/fleet.yml")).toBe(SAFE);
   });
 });

@@ -8,6 +8,7 @@ export interface ObjectInfo {
 }
 
 type Pending = {
+  line: string;
   withContents: boolean;
   resolve: (o: (ObjectInfo & { data?: Buffer }) | undefined) => void;
   reject: (e: Error) => void;
@@ -28,6 +29,10 @@ export class GitObjectReader {
   private child: ChildProcess | undefined;
   private pending: Pending[] = [];
   private buffered: Buffer = Buffer.alloc(0);
+  /** What arrived since `buffered` was last joined, and how many bytes the oldest answer needs. */
+  private arriving: Buffer[] = [];
+  private arrivingBytes = 0;
+  private needed = 1;
 
   constructor(gitDir: string, env: Record<string, string>) {
     this.gitDir = gitDir;
@@ -48,19 +53,25 @@ export class GitObjectReader {
   close(): void {
     const child = this.child;
     this.child = undefined;
+    if (child) holdOpen(child, false);
     child?.stdin?.end();
     this.fail(new Error("the object reader was closed"));
   }
 
   private ask(command: string, name: string, withContents: boolean) {
-    // The protocol is a line per command: a name with a line break cannot be asked (git has none).
-    if (/[\n\r]/.test(name)) return Promise.resolve(undefined);
+    // The protocol is a line per command, and git reads a name up to a NUL: such a name cannot be
+    // asked (no object or ref has one).
+    if (/[\n\r\0]/.test(name)) return Promise.resolve(undefined);
     return new Promise<(ObjectInfo & { data?: Buffer }) | undefined>((resolve, reject) => {
-      const child = this.child ?? this.start();
-      if (this.pending.length === 0) holdOpen(child, true);
-      this.pending.push({ withContents, resolve, reject });
-      child.stdin!.write(`${command} ${name}\n`);
+      this.send({ line: `${command} ${name}\n`, withContents, resolve, reject });
     });
+  }
+
+  private send(p: Pending): void {
+    const child = this.child ?? this.start();
+    if (this.pending.length === 0) holdOpen(child, true);
+    this.pending.push(p);
+    child.stdin!.write(p.line);
   }
 
   private start(): ChildProcess {
@@ -70,18 +81,36 @@ export class GitObjectReader {
     });
     this.child = child;
     this.buffered = Buffer.alloc(0);
+    this.arriving = [];
+    this.arrivingBytes = 0;
+    this.needed = 1;
     holdOpen(child, false);
     child.stdout!.on("data", (chunk: Buffer) => {
-      this.buffered = this.buffered.length ? Buffer.concat([this.buffered, chunk]) : chunk;
+      // A closed or replaced process's late answer belongs to no read of the new one.
+      if (this.child !== child) return;
+      // Joined once the oldest answer can be whole: a large blob arrives in many chunks.
+      this.arriving.push(chunk);
+      this.arrivingBytes += chunk.length;
+      if (this.buffered.length + this.arrivingBytes < this.needed) return;
+      this.buffered = Buffer.concat([this.buffered, ...this.arriving]);
+      this.arriving = [];
+      this.arrivingBytes = 0;
       this.drain();
     });
     const ended = (why: string) => {
       if (this.child !== child) return;
       this.child = undefined;
-      this.fail(new Error(`git cat-file in ${this.gitDir} ${why}`));
+      // A name git cannot take ends the process (`fatal: …`): git answers in order, so it is the oldest
+      // read's. That read fails; the ones behind it are asked again of a new process.
+      const [culprit, ...rest] = this.pending.splice(0);
+      holdOpen(child, false);
+      this.buffered = Buffer.alloc(0);
+      culprit?.reject(new Error(`git cat-file in ${this.gitDir} ${why}`));
+      for (const p of rest) this.send(p);
     };
     child.on("error", (e) => ended(`could not run: ${e.message}`));
-    child.on("exit", (code, signal) => ended(`ended (${signal ?? code})`));
+    // "close", not "exit": by then every answer it wrote has been read.
+    child.on("close", (code, signal) => ended(`ended (${signal ?? code})`));
     child.stdin!.on("error", () => undefined);
     return child;
   }
@@ -93,9 +122,13 @@ export class GitObjectReader {
   }
 
   private answer(): void {
+    this.needed = 1;
     while (this.pending.length) {
       const eol = this.buffered.indexOf(10);
-      if (eol < 0) return;
+      if (eol < 0) {
+        this.needed = this.buffered.length + 1;
+        return;
+      }
       const header = HEADER.exec(this.buffered.subarray(0, eol).toString("utf8"));
       const next = this.pending[0]!;
       if (!header) {
@@ -114,7 +147,10 @@ export class GitObjectReader {
       }
       // The bytes and a closing line feed follow the header.
       const end = eol + 1 + info.size;
-      if (this.buffered.length < end + 1) return;
+      if (this.buffered.length < end + 1) {
+        this.needed = end + 1;
+        return;
+      }
       const data = Buffer.from(this.buffered.subarray(eol + 1, end));
       this.buffered = this.buffered.subarray(end + 1);
       this.pending.shift();

@@ -93,16 +93,23 @@ export class GitRepo {
   }
 
   async readBlob(sha: string): Promise<Buffer> {
+    if (!plainName(sha)) return this.gitBuffer(["cat-file", "blob", sha]);
     const o = await this.objects.contents(sha);
     if (o?.type !== "blob") throw new Error(`git cat-file blob ${sha}: not a blob of ${this.gitDir}`);
     return o.data;
   }
 
   async objectType(sha: string): Promise<string | undefined> {
+    if (noName(sha)) return undefined;
+    if (!plainName(sha)) {
+      const r = await this.git(["cat-file", "-t", sha], { reject: false });
+      return r.exitCode === 0 ? r.stdout.trim() : undefined;
+    }
     return (await this.objects.info(sha))?.type;
   }
 
   async objectSize(sha: string): Promise<number> {
+    if (!plainName(sha)) return Number((await this.git(["cat-file", "-s", sha])).stdout.trim());
     const o = await this.objects.info(sha);
     if (!o) throw new Error(`git cat-file -s ${sha}: no such object in ${this.gitDir}`);
     return o.size;
@@ -110,27 +117,25 @@ export class GitRepo {
 
   /** Sha of a full ref name (`refs/heads/main`), or undefined when it does not exist. */
   async resolveRef(ref: string): Promise<string | undefined> {
-    return (await this.objects.info(ref))?.sha;
+    if (noName(ref)) return undefined;
+    if (plainName(ref)) return (await this.objects.info(ref))?.sha;
+    const r = await this.git(["rev-parse", "--verify", "-q", ref], { reject: false });
+    return r.exitCode === 0 ? r.stdout.trim() : undefined;
   }
 
   /** Resolves a branch, tag or sha the way `?ref=` does on GitHub, to a commit sha. */
   async resolveCommitish(ref: string): Promise<string | undefined> {
+    if (noName(ref)) return undefined;
     for (const cand of [`refs/heads/${ref}`, `refs/tags/${ref}`, ref]) {
-      const o = await this.objects.info(`${cand}^{commit}`);
-      if (o) return o.sha;
+      if (plainName(ref)) {
+        const o = await this.objects.info(`${cand}^{commit}`);
+        if (o) return o.sha;
+        continue;
+      }
+      const r = await this.git(["rev-parse", "--verify", "-q", `${cand}^{commit}`], { reject: false });
+      if (r.exitCode === 0) return r.stdout.trim();
     }
     return undefined;
-  }
-
-  /** One ref by its full name, read without a git process; undefined when there is no such ref. */
-  async readRef(ref: string): Promise<{ ref: string; sha: string; type: string } | undefined> {
-    // Only a well-formed full name: anything git would read as an expression (`^{}`, `~`, `:`,
-    // `@{`) or expand (a short name) is no ref at all here, as for `git for-each-ref`.
-    const control = [...ref].some((c) => c.charCodeAt(0) < 32 || c.charCodeAt(0) === 127);
-    if (!ref.startsWith("refs/") || control || /[\s~^:?*[\\]|\.\.|@\{|\/\/|\.lock$|\/$/.test(ref))
-      return undefined;
-    const o = await this.objects.info(ref);
-    return o && { ref, sha: o.sha, type: o.type };
   }
 
   async listRefs(prefix = "refs/"): Promise<Array<{ ref: string; sha: string; type: string }>> {
@@ -158,6 +163,11 @@ export class GitRepo {
   }
 
   async isAncestor(ancestor: string, descendant: string): Promise<boolean> {
+    if (noName(ancestor) || noName(descendant)) return false;
+    if (!plainName(ancestor) || !plainName(descendant)) {
+      const r = await this.git(["merge-base", "--is-ancestor", ancestor, descendant], { reject: false });
+      return r.exitCode === 0;
+    }
     const [a, d] = await Promise.all([
       this.objects.info(`${ancestor}^{commit}`),
       this.objects.info(`${descendant}^{commit}`),
@@ -183,11 +193,19 @@ export class GitRepo {
   }
 
   async readCommit(sha: string): Promise<CommitInfo | undefined> {
-    // `^{commit}`: a tag is read as the commit it names, as `git cat-file commit` does.
-    const o = await this.objects.contents(`${sha}^{commit}`);
-    if (!o) return undefined;
-    // The message without its final line feed, as git prints it.
-    const raw = o.data.toString("utf8").replace(/\r?\n$/, "");
+    if (noName(sha)) return undefined;
+    // The commit's text without its final line feed, as git prints it.
+    let raw: string;
+    if (plainName(sha)) {
+      // `^{commit}`: a tag is read as the commit it names, as `git cat-file commit` does.
+      const o = await this.objects.contents(`${sha}^{commit}`);
+      if (!o) return undefined;
+      raw = o.data.toString("utf8").replace(/\r?\n$/, "");
+    } else {
+      const r = await this.git(["cat-file", "commit", sha], { reject: false });
+      if (r.exitCode !== 0) return undefined;
+      raw = r.stdout;
+    }
     const split = raw.indexOf("\n\n");
     const header = split >= 0 ? raw.slice(0, split) : raw;
     const message = split >= 0 ? raw.slice(split + 2) : "";
@@ -249,9 +267,11 @@ export class GitRepo {
    * `path`, the entry at that path itself.
    */
   async lsTree(treeish: string, opts: { recursive?: boolean; path?: string } = {}): Promise<TreeEntry[]> {
+    if (noName(treeish) || noName(opts.path ?? "")) return [];
     // One level is read through the long-lived reader; a whole tree through `git ls-tree -r`, kept
     // when the tree is named by a commit or tree id (it lists the same for ever).
-    if (!opts.recursive && !opts.path?.endsWith("/")) return this.listLevel(treeish, opts.path);
+    if (!opts.recursive && plainTreeish(treeish) && (opts.path === undefined || plainPath(opts.path)))
+      return this.listLevel(treeish, opts.path);
     const fixed = /^[0-9a-f]{40}(:|$)/.test(treeish);
     const key = `${treeish}\0${opts.recursive ? "r" : ""}\0${opts.path ?? ""}`;
     const known = fixed ? this.trees.get(key) : undefined;
@@ -453,4 +473,34 @@ export class GitRepo {
 function underTree(treeish: string, dir: string): string {
   if (!treeish.includes(":")) return `${treeish}:${dir}`;
   return treeish.endsWith(":") ? `${treeish}${dir}` : `${treeish}/${dir}`;
+}
+
+/**
+ * A name the object reader is asked as is: a ref, an object id, `<rev>^{…}` peels added here. One
+ * with a path (`:`), a reflog or upstream (`@{`), or a NUL or line break goes to git's own command
+ * as before (some make `git cat-file --batch-command` stop, and git reads a name only up to a NUL).
+ */
+function plainName(name: string): boolean {
+  return !/[:\0\n\r]|@\{/.test(name);
+}
+
+/** No object or ref is named with a NUL or a line break (git would read up to the NUL). */
+function noName(name: string): boolean {
+  return /[\0\n\r]/.test(name);
+}
+
+/** `<rev>` or `<rev>:<path>` whose path is plain (see plainPath). */
+function plainTreeish(treeish: string): boolean {
+  const colon = treeish.indexOf(":");
+  if (noName(treeish)) return false;
+  if (colon < 0) return plainName(treeish);
+  const path = treeish.slice(colon + 1);
+  return plainName(treeish.slice(0, colon)) && (path === "" || plainPath(path));
+}
+
+/** A path git would look up as written: no empty, `.` or `..` part (git normalises those), no NUL or line break. */
+function plainPath(path: string): boolean {
+  return (
+    !/[\0\n\r]/.test(path) && path.split("/").every((part) => part !== "" && part !== "." && part !== "..")
+  );
 }

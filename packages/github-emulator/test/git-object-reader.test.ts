@@ -3,6 +3,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, wr
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GitObjectReader } from "../src/git-object-reader.ts";
 import { GitRepo, type TreeEntry } from "../src/git-repo.ts";
 
 // The emulator reads objects and refs through one long-lived `git cat-file --batch-command` per
@@ -113,21 +114,49 @@ describe("the emulator's object reader", () => {
     expect(await repo.resolveCommitish("nope")).toBeUndefined();
   });
 
-  it("reads a ref only by its full, well-formed name", async () => {
+  it("leaves names git's batch reader cannot take to git's own commands, and one that stops it fails alone", async () => {
     const head = git(work, "rev-parse", "HEAD");
-    expect(await repo.readRef("refs/heads/main")).toEqual({
-      ref: "refs/heads/main",
-      sha: head,
-      type: "commit",
-    });
-    for (const name of [
-      "refs/heads/main^{tree}",
-      "refs/heads/main~1",
-      "refs/heads",
-      "main",
-      "refs/heads/main:a.txt",
-    ])
-      expect(await repo.readRef(name), name).toBeUndefined();
+    // Relative paths and `@{…}` stop `git cat-file --batch-command` in a bare repository; they are
+    // answered as `git rev-parse --verify` and `git ls-tree` answer them.
+    expect(await repo.resolveCommitish("main:./a.txt")).toBeUndefined();
+    expect(await repo.resolveCommitish("main@{u}")).toBeUndefined();
+    expect(await repo.resolveCommitish("main\0junk")).toBeUndefined();
+    for (const path of ["./src/b.ts", "src/./b.ts", "src//b.ts", "."])
+      expect(plain(await repo.lsTree("main", { path })), path).toEqual(lsTree("main", path));
+    // Asked of the reader itself, such a name fails its own read only: the reads behind it are
+    // asked again of a new process, and answered.
+    const reader = new GitObjectReader(bare, { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" });
+    try {
+      const [before, bad, after, missing] = await Promise.allSettled([
+        reader.info("refs/heads/main"),
+        reader.info("main:./a.txt"),
+        reader.contents(`${head}:a.txt`),
+        reader.info("nope"),
+      ]);
+      expect(before).toMatchObject({ status: "fulfilled", value: { sha: head, type: "commit" } });
+      expect(bad.status).toBe("rejected");
+      expect(after).toMatchObject({ status: "fulfilled", value: { type: "blob" } });
+      expect((after as PromiseFulfilledResult<{ data: Buffer }>).value.data.toString()).toBe("one\n");
+      expect(missing).toEqual({ status: "fulfilled", value: undefined });
+      // Closed with a read in flight: that read fails, and no late answer of the old process reaches a
+      // read of the new one.
+      const inFlight = reader.contents(`${head}:src/b.ts`);
+      reader.close();
+      await expect(inFlight).rejects.toThrow(/closed/);
+      expect(await reader.info(`${head}:a.txt`)).toMatchObject({ type: "blob", size: 4 });
+      expect(await reader.info(head)).toMatchObject({ type: "commit" });
+      expect(await reader.info("nope")).toBeUndefined();
+    } finally {
+      reader.close();
+    }
+  });
+
+  it("reads a large blob whole", async () => {
+    const big = Buffer.alloc(12 * 2 ** 20);
+    for (let i = 0; i < big.length; i += 4096) big.write(`${i}\n`, i);
+    const sha = await repo.writeBlob(big);
+    expect((await repo.readBlob(sha)).equals(big)).toBe(true);
+    expect(await repo.objectSize(sha)).toBe(big.length);
   });
 
   it("sees what other git processes write after it started: loose objects, a kept pack, a packed ref deleted", async () => {
