@@ -193,16 +193,7 @@ export function createActionsTokenHandler(
       );
       if (!fleets)
         throw new Refusal(409, `Task ${taskId}'s run is not recorded yet; try again in a few seconds.`);
-    } else if (task.runId !== String(claims.run_id))
-      throw new Refusal(403, `Task ${taskId} was dispatched as run ${task.runId}, not run ${claims.run_id}.`);
-    // A re-run from the Actions tab is the same run id's next attempt (`run_attempt` in the OIDC token:
-    // https://docs.github.com/en/actions/reference/security/oidc#oidc-token-claims), started by a person,
-    // not by Fleet: a task runs again only through a new dispatch (`/fleet retry`).
-    else if (claims.run_attempt !== "1")
-      throw new Refusal(
-        403,
-        `Run ${claims.run_id} is attempt ${claims.run_attempt ?? "(none named)"}, a re-run: Fleet gives a token to the first attempt of the run it dispatched only. To run task ${taskId} again, comment \`/fleet retry\` on its issue.`,
-      );
+    } else checkRecordedRun(task.runId, claims, taskId);
 
     // The run's repository only, by the id the OIDC token names (a repository renamed or recreated
     // under the same name is another one), with the run's permissions only:
@@ -247,6 +238,22 @@ export function createActionsTokenHandler(
     }
     return true;
   };
+}
+
+/**
+ * The run asking is the first attempt of the run recorded for the task. A re-run from the Actions tab
+ * is the same run id's next attempt (`run_attempt` in the OIDC token:
+ * https://docs.github.com/en/actions/reference/security/oidc#oidc-token-claims), started by a person,
+ * not by Fleet: a task runs again only through a new dispatch (`/fleet retry`).
+ */
+function checkRecordedRun(runId: string, claims: ActionsClaims, taskId: string): void {
+  if (runId !== String(claims.run_id))
+    throw new Refusal(403, `Task ${taskId} was dispatched as run ${runId}, not run ${claims.run_id}.`);
+  if (claims.run_attempt !== "1")
+    throw new Refusal(
+      403,
+      `Run ${claims.run_id} is attempt ${claims.run_attempt ?? "(none named)"}, a re-run: Fleet gives a token to the first attempt of the run it dispatched only. To run task ${taskId} again, comment \`/fleet retry\` on its issue.`,
+    );
 }
 
 /** A dispatched task's run not recorded yet: whether the run says it is Fleet's dispatch of this attempt. */
