@@ -19,7 +19,11 @@ const gitAt = (cwd: string, args: string[]) =>
  * `fleet/*` branch. Undefined when none of them is there.
  */
 export async function localDefaultBranch(repoPath: string): Promise<string | undefined> {
-  const refs = await branchesOf(repoPath);
+  return defaultBranchFrom(repoPath, await branchesOf(repoPath));
+}
+
+/** The default branch from what for-each-ref said, or a command per question when it refused. */
+function defaultBranchFrom(repoPath: string, refs: Branches | undefined): Promise<string | undefined> {
   return refs ? defaultOf(repoPath, refs) : defaultBranchStepwise(repoPath);
 }
 
@@ -44,15 +48,16 @@ async function defaultBranchStepwise(repoPath: string): Promise<string | undefin
   return head.ok && (await has(head.out)) ? head.out : undefined;
 }
 
+/** What one `git for-each-ref` says of a repository's branches (see branchesOf). */
+type Branches = { branches: Set<string>; origin?: string; checkedOut?: string };
+
 /**
  * A repository's branches, the branch `origin/HEAD` names and the branch checked out, from one
  * `git for-each-ref` (local mode reads the config at every poll: a git process each costs the
  * worker's CPU). Undefined when git refuses (no git repository, or a branch whose object is gone).
  * An origin/HEAD naming a branch that is gone (pruned) is passed over, as for-each-ref skips it.
  */
-async function branchesOf(
-  repoPath: string,
-): Promise<{ branches: Set<string>; origin?: string; checkedOut?: string } | undefined> {
+async function branchesOf(repoPath: string): Promise<Branches | undefined> {
   const r = await gitAt(repoPath, [
     "for-each-ref",
     // `*objecttype`: a branch may name an annotated tag of a commit, which git reads as that commit.
@@ -61,7 +66,7 @@ async function branchesOf(
     "refs/remotes/origin/HEAD",
   ]);
   if (!r.ok) return undefined;
-  const out: { branches: Set<string>; origin?: string; checkedOut?: string } = { branches: new Set() };
+  const out: Branches = { branches: new Set() };
   for (const line of r.out.split("\n").filter(Boolean)) {
     const [head, ref = "", type, symref = "", peeled] = line.split("\0");
     if (ref === "refs/remotes/origin/HEAD") {
@@ -75,10 +80,7 @@ async function branchesOf(
   return out;
 }
 
-async function defaultOf(
-  repoPath: string,
-  refs: { branches: Set<string>; origin?: string; checkedOut?: string },
-): Promise<string | undefined> {
+async function defaultOf(repoPath: string, refs: Branches): Promise<string | undefined> {
   const has = (name: string | undefined): name is string =>
     !!name && !name.startsWith("fleet/") && refs.branches.has(name);
   if (has(refs.origin)) return refs.origin;
@@ -96,7 +98,7 @@ export async function committedFile(repoPath: string, path: string): Promise<str
   const refs = await branchesOf(repoPath);
   if (!refs && !(await gitAt(repoPath, ["rev-parse", "--git-dir"])).ok)
     return readFile(join(repoPath, path), "utf8").catch(() => undefined);
-  const branch = refs ? await defaultOf(repoPath, refs) : await defaultBranchStepwise(repoPath);
+  const branch = await defaultBranchFrom(repoPath, refs);
   if (!branch) return undefined;
   const r = await execa("git", ["cat-file", "blob", `refs/heads/${branch}:${path}`], {
     cwd: repoPath,

@@ -37,8 +37,6 @@ export class GitRepo {
   readonly gitDir: string;
   /** Reads (objects, and names resolved to them) through one long-lived git process. */
   private readonly objects: GitObjectReader;
-  /** Listings of trees named by object id, which never change; the most recent few hundred. */
-  private readonly trees = new Map<string, TreeEntry[]>();
 
   constructor(gitDir: string) {
     this.gitDir = gitDir;
@@ -126,8 +124,9 @@ export class GitRepo {
   /** Resolves a branch, tag or sha the way `?ref=` does on GitHub, to a commit sha. */
   async resolveCommitish(ref: string): Promise<string | undefined> {
     if (noName(ref)) return undefined;
+    const plain = plainName(ref);
     for (const cand of [`refs/heads/${ref}`, `refs/tags/${ref}`, ref]) {
-      if (plainName(ref)) {
+      if (plain) {
         const o = await this.objects.info(`${cand}^{commit}`);
         if (o) return o.sha;
         continue;
@@ -268,20 +267,11 @@ export class GitRepo {
    */
   async lsTree(treeish: string, opts: { recursive?: boolean; path?: string } = {}): Promise<TreeEntry[]> {
     if (noName(treeish) || noName(opts.path ?? "")) return [];
-    // One level is read through the long-lived reader; a whole tree through `git ls-tree -r`, kept
-    // when the tree is named by a commit or tree id (it lists the same for ever).
+    // One level is read through the long-lived reader; a whole tree, or a name it cannot take, by
+    // `git ls-tree` itself.
     if (!opts.recursive && plainTreeish(treeish) && (opts.path === undefined || plainPath(opts.path)))
       return this.listLevel(treeish, opts.path);
-    const fixed = /^[0-9a-f]{40}(:|$)/.test(treeish);
-    const key = `${treeish}\0${opts.recursive ? "r" : ""}\0${opts.path ?? ""}`;
-    const known = fixed ? this.trees.get(key) : undefined;
-    if (known) return known.map((e) => ({ ...e }));
-    const entries = await this.lsTreeOnce(treeish, opts);
-    if (fixed && entries.length) {
-      this.trees.set(key, entries);
-      if (this.trees.size > 500) this.trees.delete(this.trees.keys().next().value!);
-    }
-    return entries.map((e) => ({ ...e }));
+    return this.lsTreeOnce(treeish, opts);
   }
 
   private async listLevel(treeish: string, path?: string): Promise<TreeEntry[]> {
@@ -492,15 +482,12 @@ function noName(name: string): boolean {
 /** `<rev>` or `<rev>:<path>` whose path is plain (see plainPath). */
 function plainTreeish(treeish: string): boolean {
   const colon = treeish.indexOf(":");
-  if (noName(treeish)) return false;
   if (colon < 0) return plainName(treeish);
   const path = treeish.slice(colon + 1);
   return plainName(treeish.slice(0, colon)) && (path === "" || plainPath(path));
 }
 
-/** A path git would look up as written: no empty, `.` or `..` part (git normalises those), no NUL or line break. */
+/** A path git would look up as written: no empty, `.` or `..` part (git normalises those). */
 function plainPath(path: string): boolean {
-  return (
-    !/[\0\n\r]/.test(path) && path.split("/").every((part) => part !== "" && part !== "." && part !== "..")
-  );
+  return path.split("/").every((part) => part !== "" && part !== "." && part !== "..");
 }
