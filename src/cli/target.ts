@@ -6,6 +6,7 @@ import type { FleetStateDoc } from "../core/state-doc.ts";
 import { githubForToken } from "../github/octokit-port.ts";
 import type { GitHub, RepoRef } from "../github/port.ts";
 import { type ConfigLoad, readFleetConfig } from "../github/read-config.ts";
+import { createConfigCache } from "../queue/config-cache.ts";
 import { localDispatcher } from "../queue/dispatcher.ts";
 import { committedFile } from "../queue/local-branches.ts";
 import { createLocalGitHub } from "../queue/local-github.ts";
@@ -109,6 +110,9 @@ async function githubToken(env: NodeJS.ProcessEnv): Promise<string | undefined> 
   return token || undefined;
 }
 
+/** How long a local repository's `.github/fleet.yml`, once read, answers the target's next reads. */
+const CONFIG_REREAD_MS = 2_000;
+
 const problemsOf = (r: ConfigLoad): string[] =>
   r.ok ? [] : r.problems.map((p) => `${p.path}: ${p.message}`);
 
@@ -192,8 +196,13 @@ export async function resolveTarget(
   const name = localRepoName(repoPath);
   const store = createLocalStateStore({ home });
   // As committed on the default branch, never the working tree (see local-branches.ts); "" is the defaults.
-  const loadConfig = async (): Promise<ConfigLoad> =>
-    parseFleetConfig((await committedFile(repoPath, FLEET_CONFIG_PATH)) ?? "");
+  // A command asks for it more than once (the file's config, then the effective one), and each read is
+  // three git processes: reads within a moment of each other share one.
+  const recentReads = createConfigCache({ ttlMs: CONFIG_REREAD_MS });
+  const loadConfig = (): Promise<ConfigLoad> =>
+    recentReads.get(repoPath, async () =>
+      parseFleetConfig((await committedFile(repoPath, FLEET_CONFIG_PATH)) ?? ""),
+    );
   const fileConfig = async () => {
     const r = await loadConfig();
     return { config: r.ok ? r.config : defaultFleetConfig(), problems: problemsOf(r) };

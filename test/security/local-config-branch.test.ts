@@ -1,7 +1,7 @@
 // Local mode reads `.github/fleet.yml` as committed on the repository's default branch, as GitHub does:
 // a task branch whose agent edited the file, checked out for review, cannot widen what the next
 // `fleet run` gives agents (`sandbox: none`, `home: inherit`, credentials). The real CLI, real git.
-import { mkdir, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readFile, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -101,5 +101,30 @@ describe("local mode's .github/fleet.yml comes from the default branch", () => {
     await writeFile(join(repo.dir, ".github", "fleet.yml"), WIDE); // uncommitted
     expect(await localDefaultBranch(repo.dir)).toBe("main");
     expect(await committedFile(repo.dir, ".github/fleet.yml")).toBe(SAFE);
+  });
+
+  it("a command reads the committed file once, though it asks for the config more than once", async () => {
+    // git behind a wrapper that notes each read of a committed file.
+    const traced = join(home.dir, "traced-bin");
+    const reads = join(home.dir, "reads.log");
+    await mkdir(traced, { recursive: true });
+    await writeFile(
+      join(traced, "git"),
+      `#!/bin/sh\ncase "$*" in *"cat-file blob"*) echo "$*" >> ${reads};; esac\nexec /usr/bin/git "$@"\n`,
+      { mode: 0o755 },
+    );
+    const env = cliEnv({ FLEET_HOME: join(home.dir, "once"), PATH: `${traced}:${process.env.PATH}` });
+    // `bd create` reads the config for the task, then for scheduling it: each time the file's and the effective one.
+    const created = await fleet(
+      ["bd", "create", "--title", "One read", "--description", "Read it once.", "--coder", "claude"],
+      {
+        cwd: repo.dir,
+        env,
+      },
+    );
+    expect(created.exitCode, created.stderr).toBe(0);
+    const lines = (await readFile(reads, "utf8")).split("\n").filter(Boolean);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain("refs/heads/main:.github/fleet.yml");
   });
 });

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
@@ -30,6 +30,12 @@ export interface TreeEntry {
 // Never read the user's or the system's git config: results must not depend on the machine.
 const gitEnv = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0" };
 const identity = ["-c", "user.name=GitHub Emulator", "-c", "user.email=emulator@github-emulator.invalid"];
+
+/**
+ * A ref name as the files ref store keeps it, under refs/ (what readRef reads itself): parts of
+ * letters, digits and `-_.`, none empty; `..`, `@{`, control characters and the like go to git.
+ */
+const STORED_REF = /^refs(\/[A-Za-z0-9_.-]+)+$/;
 
 /** A bare repository driven through the git CLI; the emulator's only store of git data. */
 export class GitRepo {
@@ -135,6 +141,45 @@ export class GitRepo {
       if (r.exitCode === 0) return r.stdout.trim();
     }
     return undefined;
+  }
+
+  /**
+   * One full ref name exactly (no DWIM, no prefix match), or undefined when it does not exist. A plain
+   * name is read from the ref store's files as git writes them (a loose file, else `packed-refs`), with
+   * no process; anything else (a symbolic ref, a name git would refuse) asks `for-each-ref`.
+   */
+  async readRef(ref: string): Promise<{ ref: string; sha: string; type: string } | undefined> {
+    const exactly = async () => (await this.listRefs(ref)).find((x) => x.ref === ref);
+    if (
+      !STORED_REF.test(ref) ||
+      ref.includes("..") ||
+      ref.split("/").some((part) => part.startsWith(".") || part.endsWith(".lock"))
+    )
+      return exactly();
+    const loose = await readFile(join(this.gitDir, ref), "utf8").catch((e: NodeJS.ErrnoException) =>
+      // Not a file: no loose ref by that name (a folder is the prefix of longer names).
+      ["ENOENT", "ENOTDIR", "EISDIR"].includes(e.code ?? "") ? undefined : Promise.reject(e),
+    );
+    let sha: string | undefined;
+    if (loose !== undefined) {
+      sha = /^([0-9a-f]{40})\n?$/.exec(loose)?.[1];
+      if (!sha) return exactly();
+    } else {
+      const packed = await readFile(join(this.gitDir, "packed-refs"), "utf8").catch(
+        (e: NodeJS.ErrnoException) => (e.code === "ENOENT" ? "" : Promise.reject(e)),
+      );
+      // "<sha> <ref>" lines; "# pack-refs" headers and "^<sha>" peeled lines are no refs.
+      for (const line of packed.split("\n"))
+        if (
+          line.length === 41 + ref.length &&
+          line.endsWith(` ${ref}`) &&
+          /^[0-9a-f]{40}$/.test(line.slice(0, 40))
+        )
+          sha = line.slice(0, 40);
+      if (!sha) return undefined;
+    }
+    const type = (await this.objects.info(sha))?.type;
+    return type ? { ref, sha, type } : exactly();
   }
 
   async listRefs(prefix = "refs/"): Promise<Array<{ ref: string; sha: string; type: string }>> {

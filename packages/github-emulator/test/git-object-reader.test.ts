@@ -214,4 +214,56 @@ describe("the emulator's object reader", () => {
     repo.close();
     expect(await repo.resolveRef("refs/heads/main")).toBe(head);
   });
+
+  it("reads one full ref exactly as for-each-ref finds it: loose, packed, packed then moved or deleted, never a prefix or a DWIM name", async () => {
+    const head = git(work, "rev-parse", "HEAD");
+    const first = git(work, "rev-parse", "HEAD^{tree}");
+    /** for-each-ref itself, the exact name only. */
+    const exact = (ref: string) => {
+      const out = spawnSync("git", ["for-each-ref", "--format=%(refname) %(objectname) %(objecttype)", ref], {
+        cwd: bare,
+        env,
+      }).stdout.toString();
+      const line = out.split("\n").find((l) => l.split(" ")[0] === ref);
+      if (!line) return undefined;
+      const [name, sha, type] = line.split(" ");
+      return { ref: name!, sha: sha!, type: type! };
+    };
+    git(bare, "update-ref", "refs/heads/fleet/state", head);
+    git(bare, "tag", "-a", "-m", "v", "v1", head);
+    git(bare, "update-ref", "refs/weird/tree", first);
+    git(bare, "symbolic-ref", "refs/heads/alias", "refs/heads/main");
+    const names = [
+      "refs/heads/main",
+      "refs/heads/fleet/state",
+      "refs/heads/fleet",
+      "refs/heads/fleet/state/deeper",
+      "refs/tags/v1",
+      "refs/weird/tree",
+      "refs/heads/alias",
+      "refs/heads/absent",
+      "refs/heads/main.lock",
+      "refs/heads/a..b",
+      "refs/heads/.hidden",
+      "refs/heads/main@{1}",
+      "heads/main",
+      "main",
+    ];
+    const check = async () => {
+      for (const name of names) expect(await repo.readRef(name), name).toEqual(exact(name));
+    };
+    await check();
+    git(bare, "pack-refs", "--all");
+    await check();
+    // Packed, then written loose again (the loose file wins), then deleted from both.
+    const next = git(bare, "commit-tree", first, "-p", head, "-m", "next");
+    git(bare, "update-ref", "refs/heads/fleet/state", next);
+    await check();
+    expect((await repo.readRef("refs/heads/fleet/state"))?.sha).toBe(next);
+    git(bare, "update-ref", "-d", "refs/tags/v1");
+    git(bare, "update-ref", "-d", "refs/heads/fleet/state");
+    await check();
+    expect(await repo.readRef("refs/heads/fleet/state")).toBeUndefined();
+    expect((await repo.readRef("refs/heads/main"))?.sha).toBe(head);
+  });
 });

@@ -10,7 +10,7 @@ export function registerGitRefRoutes(r: Router, w: World, onRefMoved: OnRefMoved
   r.on("GET /repos/{owner}/{repo}/git/ref/{ref}", async (ctx) => {
     const repo = w.repo(ctx);
     const ref = fullRef(ctx.params.ref);
-    const exact = (await repo.git.listRefs(ref)).find((x) => x.ref === ref);
+    const exact = await repo.git.readRef(ref);
     if (!exact) throw notFound();
     return { status: 200, body: refJson(w, repo, exact.ref, exact.sha, exact.type) };
   });
