@@ -1,12 +1,14 @@
 #!/usr/bin/env node
-// The `fleet` command. The long-running commands, `fleet serve` (the app) and `fleet run` (the
-// worker), run built: src/ bundled by esbuild (scripts/build-app.mjs, a fraction of a second) into
-// build/fleet.mjs and run on plain node, because tsx's loader costs a long-running process RSS (~45 MB
-// for the app, ~17 MB for an idle worker: bench/memory.ts); rebuilt at a start whenever a file it was
-// built from has changed (builtIsCurrent), so it is never stale. Every other command runs the TypeScript sources on node's own type stripping (22.18 and
-// later; src/ keeps to erasable syntax, tsconfig's erasableSyntaxOnly): a command starts on ~40% less
-// CPU than through tsx's loader, which is what runs them on an older node, under node_modules (where
-// node strips no types), and the two above when the build cannot be written (a read-only install).
+// The `fleet` command. Commands run built: src/ and the packages its commands load, bundled by esbuild
+// (scripts/build-app.mjs) into build/fleet.mjs and its chunks, on plain node. The long-running ones,
+// `fleet serve` (the app) and `fleet run` (the worker), build it first when a file it was built from has
+// changed (builtIsCurrent), so they never run a stale build, and never tsx's loader, which costs a
+// long-running process RSS (~45 MB for the app, ~17 MB for an idle worker: bench/memory.ts). Every other
+// command runs the build when it is current (it starts on ~35% less CPU than the sources) and the
+// TypeScript sources otherwise, on node's own type stripping (22.18 and later; src/ keeps to erasable
+// syntax, tsconfig's erasableSyntaxOnly), without building: a command after an edit runs the edit.
+// tsx's loader runs them on an older node, under node_modules (where node strips no types), and serve
+// and run when the build cannot be written (a read-only install).
 import { spawn } from "node:child_process";
 import * as nodeModule from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -17,23 +19,25 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 nodeModule.enableCompileCache?.();
 
 const argv = process.argv.slice(2);
-/** The commands that run from the build (their `--help` does not build: it exits at once). */
-const BUILT_COMMANDS = new Set(["serve", "run"]);
+/** The commands that build first when the build is not current (their `--help` does not: it exits at once). */
+const BUILDING_COMMANDS = new Set(["serve", "run"]);
+const help = argv.length === 0 || argv.includes("--help") || argv.includes("-h");
 let runMain;
-if (BUILT_COMMANDS.has(argv[0]) && !argv.includes("--help") && !argv.includes("-h")) {
+if (!help) {
   const { BUILT_APP, builtIsCurrent } = await import("../scripts/build-app.mjs");
-  // In a process of its own: esbuild built in this one left ~8 MB behind in the app or worker that
-  // then runs for days (bench/memory.ts). Its errors and warnings go to this stderr.
-  const script = fileURLToPath(new URL("../scripts/build-app.mjs", import.meta.url));
-  const built =
-    (await builtIsCurrent()) ||
-    (await new Promise((done) => {
+  let built = await builtIsCurrent();
+  if (!built && BUILDING_COMMANDS.has(argv[0])) {
+    // In a process of its own: esbuild built in this one left ~8 MB behind in the app or worker that
+    // then runs for days (bench/memory.ts). Its errors and warnings go to this stderr.
+    const script = fileURLToPath(new URL("../scripts/build-app.mjs", import.meta.url));
+    built = await new Promise((done) => {
       const child = spawn(process.execPath, [script], { stdio: ["ignore", "ignore", "inherit"] });
       child.once("error", () => done(false));
       child.once("exit", (code) => done(code === 0));
-    }));
-  if (!built) process.stderr.write(`fleet ${argv[0]}: running the sources instead of the build\n`);
-  else {
+    });
+    if (!built) process.stderr.write(`fleet ${argv[0]}: running the sources instead of the build\n`);
+  }
+  if (built) {
     // Stack traces in the logs point into src/, not the bundle.
     process.setSourceMapsEnabled(true);
     ({ runMain } = await import(pathToFileURL(BUILT_APP).href));

@@ -1,5 +1,6 @@
 // `fleet run` (the worker, a long-running process) runs from the build (build/fleet.mjs on plain node),
-// as `fleet serve` does, not through tsx's loader: a preload records every module file node loads.
+// as `fleet serve` does, not through tsx's loader, and one-shot commands run it when it is current: a
+// preload records every module file node loads.
 import { cp, mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -84,7 +85,7 @@ describe("fleet run runs from the build", () => {
     expect(loaded.filter(isTsx)).toEqual([]);
   }, 150_000);
 
-  it("a start builds only when a file the build was made from changed: an unchanged install runs the build it has", async () => {
+  it("a start builds only when a file the build was made from changed: an unchanged install runs the build it has, and a one-shot command runs it when current, else the sources", async () => {
     // An install of its own, sources copied so that one can change.
     const install = await mkdtemp(join(tmpdir(), "fleet-install-"));
     try {
@@ -102,14 +103,34 @@ describe("fleet run runs from the build", () => {
         expect(r.stderr).toMatch(/nothing to do: no task is queued or running/);
         return (await stat(built)).mtimeMs;
       };
+      /** `fleet tasks` in the install: the module files it loaded. */
+      const oneShot = async () => {
+        const { r, loaded } = await fleetRecorded(
+          ["tasks", "--local"],
+          cliEnv({ FLEET_HOME: home.dir }),
+          join(install, "bin/fleet.js"),
+        );
+        expect(r.exitCode, r.stderr).toBe(0);
+        return loaded;
+      };
+      const sources = pathToFileURL(join(install, "src")).href;
       const first = await start();
       expect(await start()).toBe(first);
-      // A source changes (as a checkout or an upgrade changes it): the next start builds it in.
+      // A one-shot command runs the current build, and no source.
+      let loaded = await oneShot();
+      expect(loaded).toContain(pathToFileURL(built).href);
+      expect(loaded.filter((url) => url.startsWith(sources))).toEqual([]);
+      // A source changes (as a checkout or an upgrade changes it): a one-shot command runs the sources
+      // as they are, without building; the next start of the worker builds it in.
       const main = join(install, "src/cli/main.ts");
       await writeFile(
         main,
         `${await readFile(main, "utf8")}\nexport const PROBE = "changed after the build";\n`,
       );
+      loaded = await oneShot();
+      expect(loaded).not.toContain(pathToFileURL(built).href);
+      expect(loaded).toContain(`${sources}/cli/main.ts`);
+      expect((await stat(built)).mtimeMs).toBe(first);
       expect(await start()).not.toBe(first);
       expect(await readFile(built, "utf8")).toContain("changed after the build");
     } finally {
