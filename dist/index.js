@@ -30698,15 +30698,15 @@ var require_windows = __commonJS({
       }
       return false;
     }
-    function checkStat(stat5, path6, options) {
-      if (!stat5.isSymbolicLink() && !stat5.isFile()) {
+    function checkStat(stat6, path6, options) {
+      if (!stat6.isSymbolicLink() && !stat6.isFile()) {
         return false;
       }
       return checkPathExt(path6, options);
     }
     function isexe(path6, options, cb) {
-      fs3.stat(path6, function(er, stat5) {
-        cb(er, er ? false : checkStat(stat5, path6, options));
+      fs3.stat(path6, function(er, stat6) {
+        cb(er, er ? false : checkStat(stat6, path6, options));
       });
     }
     function sync(path6, options) {
@@ -30722,20 +30722,20 @@ var require_mode = __commonJS({
     isexe.sync = sync;
     var fs3 = require("fs");
     function isexe(path6, options, cb) {
-      fs3.stat(path6, function(er, stat5) {
-        cb(er, er ? false : checkStat(stat5, options));
+      fs3.stat(path6, function(er, stat6) {
+        cb(er, er ? false : checkStat(stat6, options));
       });
     }
     function sync(path6, options) {
       return checkStat(fs3.statSync(path6), options);
     }
-    function checkStat(stat5, options) {
-      return stat5.isFile() && checkMode(stat5, options);
+    function checkStat(stat6, options) {
+      return stat6.isFile() && checkMode(stat6, options);
     }
-    function checkMode(stat5, options) {
-      var mod = stat5.mode;
-      var uid = stat5.uid;
-      var gid = stat5.gid;
+    function checkMode(stat6, options) {
+      var mod = stat6.mode;
+      var uid = stat6.uid;
+      var gid = stat6.gid;
       var myUid = options.uid !== void 0 ? options.uid : process.getuid && process.getuid();
       var myGid = options.gid !== void 0 ? options.gid : process.getgid && process.getgid();
       var u2 = parseInt("100", 8);
@@ -55640,6 +55640,7 @@ async function readFleetConfig(github, ref) {
 
 // src/state/repo-store.ts
 var import_node_fs6 = require("node:fs");
+var import_promises14 = require("node:fs/promises");
 var import_node_os4 = require("node:os");
 var import_node_path7 = require("node:path");
 
@@ -63548,17 +63549,43 @@ function apiUrlOf(github) {
 var cacheDirs = /* @__PURE__ */ new Set();
 var cleanupArmed = false;
 var cacheSeq = 0;
+var STATE_CACHE_ROOT = (0, import_node_path7.join)((0, import_node_os4.tmpdir)(), "fleet-state-cache");
+var STALE_CACHE_MS = 60 * 6e4;
 function newCacheDir(owner, repo) {
   if (!cleanupArmed) {
     cleanupArmed = true;
     process.once("exit", () => {
       for (const d of cacheDirs) (0, import_node_fs6.rmSync)(d, { recursive: true, force: true });
     });
+    void removeStaleCacheDirs();
   }
   cacheSeq += 1;
-  const dir = (0, import_node_path7.join)((0, import_node_os4.tmpdir)(), "fleet-state-cache", `${owner}-${repo}-${process.pid}-${cacheSeq}`);
+  const dir = (0, import_node_path7.join)(STATE_CACHE_ROOT, `${owner}-${repo}-${process.pid}-${cacheSeq}`);
+  (0, import_node_fs6.rmSync)(dir, { recursive: true, force: true });
   cacheDirs.add(dir);
   return dir;
+}
+async function removeStaleCacheDirs(now = Date.now()) {
+  const names = await (0, import_promises14.readdir)(STATE_CACHE_ROOT).catch(() => []);
+  for (const name of names) {
+    const pid = Number(/-(\d+)-\d+$/.exec(name)?.[1]);
+    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || pidAlive(pid)) continue;
+    const dir = (0, import_node_path7.join)(STATE_CACHE_ROOT, name);
+    const touched = await (0, import_promises14.stat)(dir).then(
+      (s) => s.mtimeMs,
+      () => now
+    );
+    if (now - touched >= STALE_CACHE_MS) await (0, import_promises14.rm)(dir, { recursive: true, force: true }).catch(() => {
+    });
+  }
+}
+function pidAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === "EPERM";
+  }
 }
 function createRepoStateStore(opts) {
   const transport = opts.transport ?? stateTransportFrom();
@@ -66906,7 +66933,7 @@ function cheapestSide(sides) {
 }
 
 // src/worker/holder-process.ts
-var import_promises14 = require("node:fs/promises");
+var import_promises15 = require("node:fs/promises");
 var import_node_os6 = require("node:os");
 var mine;
 function thisProcess() {
@@ -66915,8 +66942,8 @@ function thisProcess() {
 }
 async function describeSelf() {
   const [bootId, pidNs, start] = await Promise.all([
-    (0, import_promises14.readFile)("/proc/sys/kernel/random/boot_id", "utf8"),
-    (0, import_promises14.readlink)("/proc/self/ns/pid"),
+    (0, import_promises15.readFile)("/proc/sys/kernel/random/boot_id", "utf8"),
+    (0, import_promises15.readlink)("/proc/self/ns/pid"),
     startOf(process.pid)
   ]);
   const uid = process.getuid?.();
@@ -66924,14 +66951,14 @@ async function describeSelf() {
   return { host: (0, import_node_os6.hostname)(), bootId: bootId.trim(), pidNs, uid, pid: process.pid, start: start.ticks };
 }
 async function startOf(pid) {
-  let stat5;
+  let stat6;
   try {
-    stat5 = await (0, import_promises14.readFile)(`/proc/${pid}/stat`, "utf8");
+    stat6 = await (0, import_promises15.readFile)(`/proc/${pid}/stat`, "utf8");
   } catch (error64) {
     if (error64.code === "ENOENT") return void 0;
     throw error64;
   }
-  const fields = stat5.slice(stat5.lastIndexOf(")") + 2).split(" ");
+  const fields = stat6.slice(stat6.lastIndexOf(")") + 2).split(" ");
   const ticks = fields[19];
   if (!ticks) throw new Error(`unreadable /proc/${pid}/stat`);
   return { ticks, zombie: fields[0] === "Z" || fields[0] === "X" };
@@ -67658,7 +67685,7 @@ async function gatherIssue(task, beads, deps) {
 }
 
 // src/worker/3-attempt.ts
-var import_promises34 = require("node:fs/promises");
+var import_promises35 = require("node:fs/promises");
 var import_node_path29 = require("node:path");
 
 // src/render/pr-body.ts
@@ -67720,7 +67747,7 @@ function renderPrBody(v) {
 }
 
 // src/worker/3-phase.ts
-var import_promises27 = require("node:fs/promises");
+var import_promises28 = require("node:fs/promises");
 var import_node_path21 = require("node:path");
 
 // src/core/checklist.ts
@@ -67849,7 +67876,7 @@ var trim = (s) => s.replace(/\.?0+$/, "");
 
 // src/worker/workspace/artifacts.ts
 var import_node_fs7 = require("node:fs");
-var import_promises15 = require("node:fs/promises");
+var import_promises16 = require("node:fs/promises");
 var import_node_path8 = require("node:path");
 var PLAN_FILE = "PLAN.md";
 var KNOWLEDGE_FILE = "KNOWLEDGE.md";
@@ -67878,7 +67905,7 @@ var MAX_NOTES_FILE_BYTES = 1024 * 1024;
 async function readAgentFile(path6, maxBytes = MAX_NOTES_FILE_BYTES) {
   let fh;
   try {
-    fh = await (0, import_promises15.open)(path6, import_node_fs7.constants.O_RDONLY | import_node_fs7.constants.O_NOFOLLOW | import_node_fs7.constants.O_NONBLOCK);
+    fh = await (0, import_promises16.open)(path6, import_node_fs7.constants.O_RDONLY | import_node_fs7.constants.O_NOFOLLOW | import_node_fs7.constants.O_NONBLOCK);
   } catch (error64) {
     const code2 = error64.code;
     if (code2 === "ENOENT") return void 0;
@@ -67901,9 +67928,9 @@ async function readAgentFile(path6, maxBytes = MAX_NOTES_FILE_BYTES) {
   }
 }
 async function prepareNotesDir(dir, keep = []) {
-  await (0, import_promises15.mkdir)(dir, { recursive: true });
+  await (0, import_promises16.mkdir)(dir, { recursive: true });
   for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE, QUESTION_FILE]) {
-    if (!keep.includes(name)) await (0, import_promises15.rm)((0, import_node_path8.join)(dir, name), { force: true });
+    if (!keep.includes(name)) await (0, import_promises16.rm)((0, import_node_path8.join)(dir, name), { force: true });
   }
 }
 async function readArtifacts(dir) {
@@ -67941,10 +67968,10 @@ async function readArtifacts(dir) {
   return out;
 }
 async function keepArtifacts(notesDir, artifactsDir) {
-  await (0, import_promises15.mkdir)(artifactsDir, { recursive: true });
+  await (0, import_promises16.mkdir)(artifactsDir, { recursive: true });
   for (const name of [PLAN_FILE, KNOWLEDGE_FILE, RESULT_FILE]) {
     const text2 = await readAgentFile((0, import_node_path8.join)(notesDir, name)).catch(() => void 0);
-    if (text2 !== void 0) await (0, import_promises15.writeFile)((0, import_node_path8.join)(artifactsDir, name), text2);
+    if (text2 !== void 0) await (0, import_promises16.writeFile)((0, import_node_path8.join)(artifactsDir, name), text2);
   }
 }
 
@@ -68032,15 +68059,15 @@ function buildPrompt(p2) {
 }
 
 // src/worker/question.ts
-var import_promises19 = require("node:fs/promises");
+var import_promises20 = require("node:fs/promises");
 var import_node_path13 = require("node:path");
 
 // src/worker/4-publish.ts
-var import_promises17 = require("node:fs/promises");
+var import_promises18 = require("node:fs/promises");
 var import_node_path10 = require("node:path");
 
 // src/worker/workspace/git.ts
-var import_promises16 = require("node:fs/promises");
+var import_promises17 = require("node:fs/promises");
 var import_node_path9 = require("node:path");
 var ISOLATED = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0" };
 var HOST_BASICS = [
@@ -68136,7 +68163,7 @@ async function contentIdsOf(wt, paths) {
   for (const [i2, path6] of paths.entries()) {
     const info2 = await lstatBelow(wt.path, path6);
     if (info2?.isFile()) files.push({ at: i2, path: path6 });
-    ids.push(info2?.isSymbolicLink() ? `symlink:${await (0, import_promises16.readlink)((0, import_node_path9.join)(wt.path, path6))}` : "");
+    ids.push(info2?.isSymbolicLink() ? `symlink:${await (0, import_promises17.readlink)((0, import_node_path9.join)(wt.path, path6))}` : "");
   }
   if (files.length) {
     const hashes = (await gitIn(wt, ["hash-object", "--no-filters", "--", ...files.map((f) => f.path)])).stdout.split("\n");
@@ -68149,7 +68176,7 @@ async function lstatBelow(root2, rel) {
   let at = root2;
   for (const [i2, part] of parts.entries()) {
     at = (0, import_node_path9.join)(at, part);
-    const info2 = await (0, import_promises16.lstat)(at).catch(() => void 0);
+    const info2 = await (0, import_promises17.lstat)(at).catch(() => void 0);
     if (!info2 || i2 === parts.length - 1) return info2;
     if (!info2.isDirectory()) return void 0;
   }
@@ -68353,13 +68380,13 @@ async function forgetCommit(wt, startSha) {
   await gitIn(wt, ["reset", "-q", "--hard", startSha]);
   const only = (await gitIn(wt, ["rev-list", "--objects", head, "--not", "--all"])).stdout.split("\n").map((l) => l.split(" ")[0]).filter((sha) => /^[0-9a-f]{40}$/.test(sha));
   for (const sha of only) {
-    await (0, import_promises17.rm)((0, import_node_path10.join)(wt.cacheDir, "objects", sha.slice(0, 2), sha.slice(2)), { force: true });
+    await (0, import_promises18.rm)((0, import_node_path10.join)(wt.cacheDir, "objects", sha.slice(0, 2), sha.slice(2)), { force: true });
   }
 }
 
 // src/worker/ask-human/ask-human.ts
 var import_node_fs9 = require("node:fs");
-var import_promises18 = require("node:fs/promises");
+var import_promises19 = require("node:fs/promises");
 var import_node_path12 = require("node:path");
 
 // src/worker/sandbox/install-root.ts
@@ -68418,7 +68445,7 @@ function questionOf(line) {
 async function readTail(file2) {
   let handle;
   try {
-    handle = await (0, import_promises18.open)(file2, import_node_fs9.constants.O_RDONLY | import_node_fs9.constants.O_NOFOLLOW | import_node_fs9.constants.O_NONBLOCK);
+    handle = await (0, import_promises19.open)(file2, import_node_fs9.constants.O_RDONLY | import_node_fs9.constants.O_NOFOLLOW | import_node_fs9.constants.O_NONBLOCK);
   } catch (error64) {
     if (isNotAFile(error64)) return void 0;
     throw error64;
@@ -68448,7 +68475,7 @@ var MAX_QUESTION_PATCH_BYTES = 64 * 1024 * 1024;
 var serverSource;
 async function withAskHuman(coder, options, questionFile) {
   if (!ASK_HUMAN_CODERS.has(coder)) return options;
-  serverSource ??= (0, import_promises19.readFile)(askHumanServerScript(), "utf8").catch((error64) => {
+  serverSource ??= (0, import_promises20.readFile)(askHumanServerScript(), "utf8").catch((error64) => {
     serverSource = void 0;
     throw error64;
   });
@@ -68466,7 +68493,7 @@ async function withAskHuman(coder, options, questionFile) {
   return next;
 }
 async function saveQuestionRun(artifactsDir, wt, sessionId) {
-  await (0, import_promises19.writeFile)(
+  await (0, import_promises20.writeFile)(
     (0, import_node_path13.join)(artifactsDir, QUESTION_STATE_FILE),
     JSON.stringify({ sessionId })
   );
@@ -68474,16 +68501,16 @@ async function saveQuestionRun(artifactsDir, wt, sessionId) {
   await commitAll(wt, "work in progress before a question");
   await gitIn(wt, ["diff", "--binary", `--output=${patch}`, wt.startSha, "HEAD"]);
   await forgetCommit(wt, wt.startSha);
-  const size = await (0, import_promises19.stat)(patch).then(
+  const size = await (0, import_promises20.stat)(patch).then(
     (st) => st.size,
     () => 0
   );
-  if (size === 0 || size > MAX_QUESTION_PATCH_BYTES) await (0, import_promises19.rm)(patch, { force: true });
+  if (size === 0 || size > MAX_QUESTION_PATCH_BYTES) await (0, import_promises20.rm)(patch, { force: true });
 }
 async function savedQuestionSession(artifactsDir) {
   try {
     const saved = JSON.parse(
-      await (0, import_promises19.readFile)((0, import_node_path13.join)(artifactsDir, QUESTION_STATE_FILE), "utf8")
+      await (0, import_promises20.readFile)((0, import_node_path13.join)(artifactsDir, QUESTION_STATE_FILE), "utf8")
     );
     return typeof saved.sessionId === "string" && saved.sessionId ? saved.sessionId : void 0;
   } catch {
@@ -68492,7 +68519,7 @@ async function savedQuestionSession(artifactsDir) {
 }
 async function restoreQuestionChange(artifactsDir, wt) {
   const patch = (0, import_node_path13.join)(artifactsDir, QUESTION_PATCH_FILE);
-  if (!await (0, import_promises19.stat)(patch).then(
+  if (!await (0, import_promises20.stat)(patch).then(
     (st) => st.isFile(),
     () => false
   ))
@@ -68501,7 +68528,7 @@ async function restoreQuestionChange(artifactsDir, wt) {
     () => true,
     () => false
   );
-  await (0, import_promises19.rm)(patch, { force: true });
+  await (0, import_promises20.rm)(patch, { force: true });
   return applied;
 }
 function answerPrompt(question, change) {
@@ -68664,7 +68691,7 @@ function throttleProgress(onProgress, clock, intervalMs = 15e3) {
 // src/worker/sandbox/bubblewrap.ts
 var import_node_child_process6 = require("node:child_process");
 var import_node_fs10 = require("node:fs");
-var import_promises20 = require("node:fs/promises");
+var import_promises21 = require("node:fs/promises");
 var import_node_os7 = require("node:os");
 var import_node_path14 = require("node:path");
 var SandboxUnavailableError = class extends Error {
@@ -68697,7 +68724,7 @@ var ETC_FILES = [
   "terminfo",
   "timezone"
 ];
-var exists2 = (p2) => (0, import_promises20.access)(p2).then(
+var exists2 = (p2) => (0, import_promises21.access)(p2).then(
   () => true,
   () => false
 );
@@ -68711,21 +68738,21 @@ async function resolveExecutable(file2, path6) {
     if (!dir) continue;
     const candidate = (0, import_node_path14.join)(dir, file2);
     try {
-      await (0, import_promises20.access)(candidate, import_node_fs10.constants.X_OK);
-      if ((await (0, import_promises20.stat)(candidate)).isFile()) return candidate;
+      await (0, import_promises21.access)(candidate, import_node_fs10.constants.X_OK);
+      if ((await (0, import_promises21.stat)(candidate)).isFile()) return candidate;
     } catch {
     }
   }
   return void 0;
 }
 async function executableMounts(executable, forbidden) {
-  const real = await (0, import_promises20.realpath)(executable);
+  const real = await (0, import_promises21.realpath)(executable);
   const mounts = /* @__PURE__ */ new Set();
   const pkg = npmPackageRoot(real);
   if (pkg && !holdsAny(pkg, forbidden)) {
     const parent = (0, import_node_path14.dirname)(pkg);
     const name = (0, import_node_path14.basename)(pkg);
-    for (const sibling of await (0, import_promises20.readdir)(parent).catch(() => [])) {
+    for (const sibling of await (0, import_promises21.readdir)(parent).catch(() => [])) {
       const path6 = (0, import_node_path14.join)(parent, sibling);
       if ((sibling === name || sibling.startsWith(`${name}-`)) && !holdsAny(path6, forbidden))
         mounts.add(path6);
@@ -68738,7 +68765,7 @@ async function executableMounts(executable, forbidden) {
   return [...mounts];
 }
 async function interpreterMounts(interpreter, forbidden) {
-  const real = await (0, import_promises20.realpath)(interpreter).catch(() => interpreter);
+  const real = await (0, import_promises21.realpath)(interpreter).catch(() => interpreter);
   if (underSystem(real)) return [];
   const prefix = (0, import_node_path14.dirname)((0, import_node_path14.dirname)(real));
   if (prefix !== import_node_path14.sep && !holdsAny(prefix, forbidden) && !insideAny(prefix, forbidden)) return [prefix];
@@ -68786,7 +68813,7 @@ function npmPackageRoot(file2) {
 async function shebangInterpreter(file2) {
   let head;
   try {
-    const fh = await (0, import_promises20.open)(file2, "r");
+    const fh = await (0, import_promises21.open)(file2, "r");
     try {
       const buf = Buffer.alloc(256);
       const { bytesRead } = await fh.read(buf, 0, 256, 0);
@@ -68802,7 +68829,7 @@ async function shebangInterpreter(file2) {
   const program = words[0] === "/usr/bin/env" ? words.find((w, i2) => i2 > 0 && !w.startsWith("-")) : words[0];
   if (!program) return void 0;
   const found = (0, import_node_path14.isAbsolute)(program) ? program : await resolveExecutable(program, process.env.PATH);
-  return found ? (0, import_promises20.realpath)(found).catch(() => void 0) : void 0;
+  return found ? (0, import_promises21.realpath)(found).catch(() => void 0) : void 0;
 }
 var INHERITED_HOME_PATHS = {
   claude: [
@@ -68839,8 +68866,8 @@ var INHERITED_HOME_PATHS = {
 async function inheritedHomeMounts(coder, userHome, agentHome) {
   const mounts = [];
   for (const rel of INHERITED_HOME_PATHS[coder] ?? []) {
-    const source = await (0, import_promises20.realpath)((0, import_node_path14.join)(userHome, rel)).catch(() => void 0);
-    const info2 = source ? await (0, import_promises20.stat)(source).catch(() => void 0) : void 0;
+    const source = await (0, import_promises21.realpath)((0, import_node_path14.join)(userHome, rel)).catch(() => void 0);
+    const info2 = source ? await (0, import_promises21.stat)(source).catch(() => void 0) : void 0;
     if (!source || !info2) continue;
     const target = (0, import_node_path14.join)(agentHome, rel);
     const made = await makeInside(agentHome, rel, info2.isDirectory() ? "dir" : "file", {
@@ -68856,23 +68883,23 @@ async function makeInside(root2, rel, kind, opts) {
   if ((0, import_node_path14.isAbsolute)(rel) || parts.length === 0 || parts.includes("..")) {
     throw new Error(`${rel} is not a path inside ${root2}`);
   }
-  const top = await (0, import_promises20.lstat)(root2);
+  const top = await (0, import_promises21.lstat)(root2);
   if (!top.isDirectory()) throw new Error(`${root2} is not a folder`);
   let dir = root2;
   for (const [i2, part] of parts.entries()) {
     const path6 = (0, import_node_path14.join)(dir, part);
     const last = i2 === parts.length - 1;
     const wantDir = !last || kind === "dir";
-    const info2 = await (0, import_promises20.lstat)(path6).catch(() => void 0);
+    const info2 = await (0, import_promises21.lstat)(path6).catch(() => void 0);
     const fits = info2 && (wantDir ? info2.isDirectory() : info2.isFile());
     if (info2 && (!fits || last && !wantDir && opts.replace)) {
       if (!opts.replace) return false;
-      await (0, import_promises20.rm)(path6, { recursive: true, force: true });
+      await (0, import_promises21.rm)(path6, { recursive: true, force: true });
     }
     if (wantDir) {
-      if (!fits) await (0, import_promises20.mkdir)(path6, { mode: 448 });
+      if (!fits) await (0, import_promises21.mkdir)(path6, { mode: 448 });
     } else if (!fits || opts.replace) {
-      const fh = await (0, import_promises20.open)(
+      const fh = await (0, import_promises21.open)(
         path6,
         import_node_fs10.constants.O_WRONLY | import_node_fs10.constants.O_CREAT | import_node_fs10.constants.O_EXCL | import_node_fs10.constants.O_NOFOLLOW,
         384
@@ -68917,9 +68944,9 @@ async function bubblewrapArgs(mounts, cwd, opts = {}) {
     "fleet-sandbox"
   ];
   for (const dir of SYSTEM_DIRS) {
-    const info2 = await (0, import_promises20.lstat)(dir).catch(() => void 0);
+    const info2 = await (0, import_promises21.lstat)(dir).catch(() => void 0);
     if (!info2) continue;
-    if (info2.isSymbolicLink()) args.push("--symlink", await (0, import_promises20.readlink)(dir), dir);
+    if (info2.isSymbolicLink()) args.push("--symlink", await (0, import_promises21.readlink)(dir), dir);
     else args.push("--ro-bind", dir, dir);
   }
   for (const name of ETC_FILES) args.push("--ro-bind-try", `/etc/${name}`, `/etc/${name}`);
@@ -69043,7 +69070,7 @@ var import_node_net3 = require("node:net");
 
 // src/worker/sandbox/cgroup-limits.ts
 var import_node_crypto6 = require("node:crypto");
-var import_promises21 = require("node:fs/promises");
+var import_promises22 = require("node:fs/promises");
 var import_node_path16 = require("node:path");
 var CGROUP_ROOT = "/sys/fs/cgroup";
 var PREFIX = "fleet-run-";
@@ -69053,7 +69080,7 @@ async function limitsEnforcement() {
   return b.kind === "none" ? { kind: "none", why: b.why } : { kind: b.kind };
 }
 function backend() {
-  detected ??= (0, import_promises21.readFile)("/proc/self/cgroup", "utf8").then((own2) => detectCgroups(CGROUP_ROOT, own2)).catch((e) => ({ kind: "none", why: e.message }));
+  detected ??= (0, import_promises22.readFile)("/proc/self/cgroup", "utf8").then((own2) => detectCgroups(CGROUP_ROOT, own2)).catch((e) => ({ kind: "none", why: e.message }));
   return detected;
 }
 function ownCgroups(text2) {
@@ -69067,7 +69094,7 @@ function ownCgroups(text2) {
   }
   return { ...v2 !== void 0 ? { v2 } : {}, v1 };
 }
-var writable2 = (p2) => (0, import_promises21.access)(
+var writable2 = (p2) => (0, import_promises22.access)(
   p2,
   2
   /* W_OK */
@@ -69075,7 +69102,7 @@ var writable2 = (p2) => (0, import_promises21.access)(
   () => true,
   () => false
 );
-var readText = (p2) => (0, import_promises21.readFile)(p2, "utf8").catch(() => "");
+var readText = (p2) => (0, import_promises22.readFile)(p2, "utf8").catch(() => "");
 async function detectCgroups(root2, self) {
   const own2 = ownCgroups(self);
   for (const mount of [root2, (0, import_node_path16.join)(root2, "unified")]) {
@@ -69104,13 +69131,13 @@ async function delegatedV2(own2) {
   if (!await writable2((0, import_node_path16.join)(own2, "cgroup.subtree_control"))) return void 0;
   const enable = `+memory +pids${controllers.includes("cpu") ? " +cpu" : ""}`;
   try {
-    await (0, import_promises21.writeFile)((0, import_node_path16.join)(own2, "cgroup.subtree_control"), enable);
+    await (0, import_promises22.writeFile)((0, import_node_path16.join)(own2, "cgroup.subtree_control"), enable);
   } catch {
     try {
       const leaf = (0, import_node_path16.join)(own2, "fleet-worker");
-      await (0, import_promises21.mkdir)(leaf, { recursive: true });
-      await (0, import_promises21.writeFile)((0, import_node_path16.join)(leaf, "cgroup.procs"), String(process.pid));
-      await (0, import_promises21.writeFile)((0, import_node_path16.join)(own2, "cgroup.subtree_control"), enable);
+      await (0, import_promises22.mkdir)(leaf, { recursive: true });
+      await (0, import_promises22.writeFile)((0, import_node_path16.join)(leaf, "cgroup.procs"), String(process.pid));
+      await (0, import_promises22.writeFile)((0, import_node_path16.join)(own2, "cgroup.subtree_control"), enable);
     } catch {
       return void 0;
     }
@@ -69120,9 +69147,9 @@ async function delegatedV2(own2) {
 }
 async function sweepStale(parents) {
   for (const parent of parents)
-    for (const name of await (0, import_promises21.readdir)(parent).catch(() => []))
+    for (const name of await (0, import_promises22.readdir)(parent).catch(() => []))
       if (name.startsWith(PREFIX) && !isAlive(Number(name.slice(PREFIX.length).split("-")[0])))
-        await (0, import_promises21.rmdir)((0, import_node_path16.join)(parent, name)).catch(() => void 0);
+        await (0, import_promises22.rmdir)((0, import_node_path16.join)(parent, name)).catch(() => void 0);
 }
 function isAlive(pid) {
   if (!Number.isInteger(pid) || pid <= 0) return false;
@@ -69141,7 +69168,7 @@ async function openRunCgroup(limits, on7 = backend()) {
   const made = [];
   try {
     for (const dir of Object.values(dirs)) {
-      await (0, import_promises21.mkdir)(dir);
+      await (0, import_promises22.mkdir)(dir);
       made.push(dir);
     }
     await writeLimits(b.kind, dirs, limits);
@@ -69181,18 +69208,18 @@ async function writeLimits(kind, dirs, limits) {
   const quota = limits.cpus !== void 0 ? String(Math.max(1e3, Math.round(limits.cpus * period))) : void 0;
   if (kind === "cgroup2") {
     const dir = dirs.all;
-    await (0, import_promises21.writeFile)((0, import_node_path16.join)(dir, "memory.max"), bytes);
-    await (0, import_promises21.writeFile)((0, import_node_path16.join)(dir, "memory.swap.max"), "0").catch(() => void 0);
-    await (0, import_promises21.writeFile)((0, import_node_path16.join)(dir, "pids.max"), String(limits.pids));
-    if (quota) await (0, import_promises21.writeFile)((0, import_node_path16.join)(dir, "cpu.max"), `${quota} ${period}`);
+    await (0, import_promises22.writeFile)((0, import_node_path16.join)(dir, "memory.max"), bytes);
+    await (0, import_promises22.writeFile)((0, import_node_path16.join)(dir, "memory.swap.max"), "0").catch(() => void 0);
+    await (0, import_promises22.writeFile)((0, import_node_path16.join)(dir, "pids.max"), String(limits.pids));
+    if (quota) await (0, import_promises22.writeFile)((0, import_node_path16.join)(dir, "cpu.max"), `${quota} ${period}`);
     return;
   }
-  await (0, import_promises21.writeFile)((0, import_node_path16.join)(dirs.memory, "memory.limit_in_bytes"), bytes);
-  await (0, import_promises21.writeFile)((0, import_node_path16.join)(dirs.memory, "memory.memsw.limit_in_bytes"), bytes).catch(() => void 0);
-  await (0, import_promises21.writeFile)((0, import_node_path16.join)(dirs.pids, "pids.max"), String(limits.pids));
+  await (0, import_promises22.writeFile)((0, import_node_path16.join)(dirs.memory, "memory.limit_in_bytes"), bytes);
+  await (0, import_promises22.writeFile)((0, import_node_path16.join)(dirs.memory, "memory.memsw.limit_in_bytes"), bytes).catch(() => void 0);
+  await (0, import_promises22.writeFile)((0, import_node_path16.join)(dirs.pids, "pids.max"), String(limits.pids));
   if (quota && dirs.cpu) {
-    await (0, import_promises21.writeFile)((0, import_node_path16.join)(dirs.cpu, "cpu.cfs_period_us"), String(period));
-    await (0, import_promises21.writeFile)((0, import_node_path16.join)(dirs.cpu, "cpu.cfs_quota_us"), quota);
+    await (0, import_promises22.writeFile)((0, import_node_path16.join)(dirs.cpu, "cpu.cfs_period_us"), String(period));
+    await (0, import_promises22.writeFile)((0, import_node_path16.join)(dirs.cpu, "cpu.cfs_quota_us"), quota);
   }
 }
 function counter(text2, key2) {
@@ -69201,7 +69228,7 @@ function counter(text2, key2) {
 }
 async function removeAll(dirs) {
   for (const dir of dirs) {
-    await (0, import_promises21.writeFile)((0, import_node_path16.join)(dir, "cgroup.kill"), "1").catch(() => void 0);
+    await (0, import_promises22.writeFile)((0, import_node_path16.join)(dir, "cgroup.kill"), "1").catch(() => void 0);
     for (let i2 = 0; i2 < 50; i2++) {
       const pids = (await readText((0, import_node_path16.join)(dir, "cgroup.procs"))).split("\n").filter(Boolean).map(Number);
       for (const pid of pids) {
@@ -69211,7 +69238,7 @@ async function removeAll(dirs) {
         }
       }
       try {
-        await (0, import_promises21.rmdir)(dir);
+        await (0, import_promises22.rmdir)(dir);
         break;
       } catch {
         await new Promise((r) => setTimeout(r, 20));
@@ -69221,7 +69248,7 @@ async function removeAll(dirs) {
 }
 
 // src/worker/sandbox/network.ts
-var import_promises22 = require("node:fs/promises");
+var import_promises23 = require("node:fs/promises");
 var import_node_net2 = require("node:net");
 var import_node_os8 = require("node:os");
 var import_node_path17 = require("node:path");
@@ -69281,8 +69308,8 @@ async function openSandboxNetwork(opts) {
       }
     };
   }
-  const dir = await (0, import_promises22.mkdtemp)((0, import_node_path17.join)((0, import_node_os8.tmpdir)(), "fleet-net-"));
-  await (0, import_promises22.chmod)(dir, 448);
+  const dir = await (0, import_promises23.mkdtemp)((0, import_node_path17.join)((0, import_node_os8.tmpdir)(), "fleet-net-"));
+  await (0, import_promises23.chmod)(dir, 448);
   const routes = [];
   let bridge;
   let proxy;
@@ -69302,7 +69329,7 @@ async function openSandboxNetwork(opts) {
   } catch (error64) {
     await bridge?.close();
     await proxy?.close();
-    await (0, import_promises22.rm)(dir, { recursive: true, force: true });
+    await (0, import_promises23.rm)(dir, { recursive: true, force: true });
     throw error64;
   }
   const spec = JSON.stringify(routes);
@@ -69324,7 +69351,7 @@ async function openSandboxNetwork(opts) {
     async close() {
       await proxy?.close();
       await bridge?.close();
-      await (0, import_promises22.rm)(dir, { recursive: true, force: true });
+      await (0, import_promises23.rm)(dir, { recursive: true, force: true });
     }
   };
 }
@@ -69358,7 +69385,7 @@ async function bridgeToLoopback(socketPath, port) {
 
 // src/worker/sandbox/run-agent.ts
 var import_node_fs11 = require("node:fs");
-var import_promises24 = require("node:fs/promises");
+var import_promises25 = require("node:fs/promises");
 var import_node_os9 = require("node:os");
 var import_node_path18 = require("node:path");
 
@@ -69506,7 +69533,7 @@ function signalGroup(child, signal) {
 }
 
 // src/worker/sandbox/contained-process.ts
-var import_promises23 = require("node:fs/promises");
+var import_promises24 = require("node:fs/promises");
 async function containedCommand(file2, args, at, c3) {
   let launch = { file: file2, args: [...args] };
   if (c3.mounts) {
@@ -69523,7 +69550,7 @@ async function containedCommand(file2, args, at, c3) {
       ]
     };
     const inner = (c3.network?.wrap ?? ((f, a2) => ({ file: f, args: a2 })))(
-      await (0, import_promises23.realpath)(executable),
+      await (0, import_promises24.realpath)(executable),
       [...args]
     );
     const sandbox = await bubblewrapArgs(mounts, at.cwd, {
@@ -69548,11 +69575,11 @@ function buildAgentEnv(command, base) {
 }
 async function runAgent(adapter, inv, opts) {
   const startedAt = Date.now();
-  const ownHome = inv.home ? void 0 : await (0, import_promises24.mkdtemp)((0, import_node_path18.join)((0, import_node_os9.tmpdir)(), "fleet-agent-home-"));
+  const ownHome = inv.home ? void 0 : await (0, import_promises25.mkdtemp)((0, import_node_path18.join)((0, import_node_os9.tmpdir)(), "fleet-agent-home-"));
   const home = inv.home ?? ownHome;
   const sandboxed = opts.sandbox !== void 0;
   const command = adapter.command({ ...inv, home, ...sandboxed ? { sandboxed } : {} });
-  const ownTmp = sandboxed ? void 0 : await (0, import_promises24.mkdtemp)((0, import_node_path18.join)((0, import_node_os9.tmpdir)(), "fleet-agent-tmp-"));
+  const ownTmp = sandboxed ? void 0 : await (0, import_promises25.mkdtemp)((0, import_node_path18.join)((0, import_node_os9.tmpdir)(), "fleet-agent-tmp-"));
   const env = {
     ...buildAgentEnv(command, { home, path: opts.path, tmpdir: ownTmp ?? "/tmp" }),
     ...opts.network?.env
@@ -69568,11 +69595,11 @@ async function runAgent(adapter, inv, opts) {
       await log.end();
       if (log.error) result.logError = log.error;
     }
-    if (ownHome) await (0, import_promises24.rm)(ownHome, { recursive: true, force: true }).catch(() => {
+    if (ownHome) await (0, import_promises25.rm)(ownHome, { recursive: true, force: true }).catch(() => {
     });
-    if (ownTmp) await (0, import_promises24.rm)(ownTmp, { recursive: true, force: true }).catch(() => {
+    if (ownTmp) await (0, import_promises25.rm)(ownTmp, { recursive: true, force: true }).catch(() => {
     });
-    if (filesDir) await (0, import_promises24.rm)(filesDir, { recursive: true, force: true }).catch(() => {
+    if (filesDir) await (0, import_promises25.rm)(filesDir, { recursive: true, force: true }).catch(() => {
     });
     return result;
   };
@@ -69612,7 +69639,7 @@ async function writeHomeFiles(home, files, sandbox) {
       throw new Error(`agent settings file ${file2.path} is outside the agent's HOME`);
   }
   if (files.length === 0) return { overlay: [] };
-  await (0, import_promises24.mkdir)(home, { recursive: true });
+  await (0, import_promises25.mkdir)(home, { recursive: true });
   if (!sandbox) {
     for (const file2 of files)
       await makeInside(home, (0, import_node_path18.relative)(home, (0, import_node_path18.join)(home, file2.path)), "file", {
@@ -69621,23 +69648,23 @@ async function writeHomeFiles(home, files, sandbox) {
       });
     return { overlay: [] };
   }
-  const dir = await (0, import_promises24.mkdtemp)((0, import_node_path18.join)((0, import_node_os9.tmpdir)(), "fleet-agent-files-"));
+  const dir = await (0, import_promises25.mkdtemp)((0, import_node_path18.join)((0, import_node_os9.tmpdir)(), "fleet-agent-files-"));
   const writable3 = [...sandbox.writable, home].map((p2) => (0, import_node_path18.resolve)(p2));
   if (writable3.some((w) => dir === w || dir.startsWith(`${w}${import_node_path18.sep}`) || w.startsWith(`${dir}${import_node_path18.sep}`))) {
-    await (0, import_promises24.rm)(dir, { recursive: true, force: true });
+    await (0, import_promises25.rm)(dir, { recursive: true, force: true });
     throw new Error(`${dir} for the agent's settings files lies in a folder the agent can write`);
   }
   const overlay = [];
   try {
     for (const [i2, file2] of files.entries()) {
       const source = (0, import_node_path18.join)(dir, String(i2));
-      await (0, import_promises24.writeFile)(source, file2.content, { mode: 384, flag: "wx" });
+      await (0, import_promises25.writeFile)(source, file2.content, { mode: 384, flag: "wx" });
       const rel = (0, import_node_path18.relative)(home, (0, import_node_path18.join)(home, file2.path));
       await makeInside(home, rel, "file", { replace: true });
       overlay.push({ source, target: (0, import_node_path18.join)(home, rel) });
     }
   } catch (error64) {
-    await (0, import_promises24.rm)(dir, { recursive: true, force: true });
+    await (0, import_promises25.rm)(dir, { recursive: true, force: true });
     throw error64;
   }
   return { overlay, dir };
@@ -70272,7 +70299,7 @@ function normalJson(text2) {
 // src/worker/sandbox/worktree-print.ts
 var import_node_crypto7 = require("node:crypto");
 var import_node_fs12 = require("node:fs");
-var import_promises25 = require("node:fs/promises");
+var import_promises26 = require("node:fs/promises");
 var import_node_path19 = require("node:path");
 var PRINT_LIMITS = {
   wholeFileBytes: 4 * 1024 * 1024,
@@ -70317,14 +70344,14 @@ function changedPaths(porcelain) {
 }
 async function contentOf(root2, path6, cache, limits, budget) {
   const full = (0, import_node_path19.join)(root2, path6);
-  const st = await (0, import_promises25.lstat)(full, { bigint: true }).catch(() => void 0);
+  const st = await (0, import_promises26.lstat)(full, { bigint: true }).catch(() => void 0);
   if (!st) return "absent";
   const meta3 = `${st.dev}:${st.ino}:${st.mode}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
   const cached2 = cache.get(path6);
   if (cached2?.meta === meta3) return cached2.content;
   let content;
   if (st.isSymbolicLink())
-    content = await (0, import_promises25.readlink)(full).then(
+    content = await (0, import_promises26.readlink)(full).then(
       (t) => `link:${t}`,
       () => void 0
     );
@@ -70341,7 +70368,7 @@ async function fileHash(full, st, limits, budget) {
   const cost = whole ? size : 2 * limits.endBytes;
   if (cost > budget.left) return void 0;
   budget.left -= cost;
-  const fh = await (0, import_promises25.open)(full, import_node_fs12.constants.O_RDONLY | import_node_fs12.constants.O_NOFOLLOW | import_node_fs12.constants.O_NONBLOCK).catch(
+  const fh = await (0, import_promises26.open)(full, import_node_fs12.constants.O_RDONLY | import_node_fs12.constants.O_NOFOLLOW | import_node_fs12.constants.O_NONBLOCK).catch(
     () => void 0
   );
   if (!fh) return void 0;
@@ -70581,7 +70608,7 @@ function reportedTotals(metered, own2) {
 
 // src/worker/workspace/context-manifest.ts
 var import_node_crypto8 = require("node:crypto");
-var import_promises26 = require("node:fs/promises");
+var import_promises27 = require("node:fs/promises");
 var import_node_path20 = require("node:path");
 var MEMORY_FILES = {
   claude: ["CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"],
@@ -70604,7 +70631,7 @@ async function readIfFile(path6) {
 }
 async function skillFiles(root2) {
   try {
-    const entries = await (0, import_promises26.readdir)(root2, { withFileTypes: true });
+    const entries = await (0, import_promises27.readdir)(root2, { withFileTypes: true });
     return entries.filter((e) => e.isDirectory()).map((e) => (0, import_node_path20.join)(root2, e.name, "SKILL.md"));
   } catch {
     return [];
@@ -70676,7 +70703,7 @@ async function buildContextManifest(input2) {
 }
 var CONTEXT_MANIFEST_FILE = "context.json";
 async function writeContextManifest(dir, m) {
-  await (0, import_promises26.writeFile)((0, import_node_path20.join)(dir, CONTEXT_MANIFEST_FILE), `${JSON.stringify(m, null, 2)}
+  await (0, import_promises27.writeFile)((0, import_node_path20.join)(dir, CONTEXT_MANIFEST_FILE), `${JSON.stringify(m, null, 2)}
 `);
 }
 
@@ -70735,8 +70762,8 @@ async function preparePhase(ctx, input2) {
     }
   }
   if (deps.credential) invocation.credential = { ...deps.credential };
-  await (0, import_promises27.mkdir)(invocation.home, { recursive: true });
-  await (0, import_promises27.writeFile)(logFile, "");
+  await (0, import_promises28.mkdir)(invocation.home, { recursive: true });
+  await (0, import_promises28.writeFile)(logFile, "");
   const inheritHome = (deps.sandbox ?? "bubblewrap") === "bubblewrap" ? deps.inheritHome : void 0;
   const homeOverlay = inheritHome ? await inheritedHomeMounts(spec.coder, inheritHome, invocation.home) : [];
   const context = await buildContextManifest({
@@ -70957,7 +70984,7 @@ function describeStop(kind, r, spec) {
   }
 }
 async function loadPlan(artifactsDir) {
-  const read = (name) => (0, import_promises27.readFile)((0, import_node_path21.join)(artifactsDir, name), "utf8").catch(() => void 0);
+  const read = (name) => (0, import_promises28.readFile)((0, import_node_path21.join)(artifactsDir, name), "utf8").catch(() => void 0);
   const plan = await read(PLAN_FILE);
   let state = {};
   try {
@@ -70970,7 +70997,7 @@ async function loadPlan(artifactsDir) {
 var withReadOnly = (mounts, extra) => extra.length ? { ...mounts, readOnly: [...mounts.readOnly, ...extra] } : mounts;
 
 // src/worker/4-finish.ts
-var import_promises28 = require("node:fs/promises");
+var import_promises29 = require("node:fs/promises");
 var import_node_path22 = require("node:path");
 
 // src/agents/transcript.ts
@@ -71090,7 +71117,7 @@ async function finish2(ctx, outcome, reason, run, notes) {
   if (run?.rateLimit) result.rateLimit = run.rateLimit;
   if (run?.sessionId && !result.sessionId) result.sessionId = run.sessionId;
   if (result.network?.refused.length)
-    await (0, import_promises28.writeFile)(
+    await (0, import_promises29.writeFile)(
       (0, import_node_path22.join)(ctx.artifactsDir, NETWORK_FILE),
       `${JSON.stringify(result.network, null, 2)}
 `
@@ -71155,7 +71182,7 @@ function followUpsOf(ctx, outcome, notes) {
 var LOG_TAIL_BYTES = 256 * 1024;
 async function readLogTail(path6) {
   try {
-    const file2 = await (0, import_promises28.open)(path6, "r");
+    const file2 = await (0, import_promises29.open)(path6, "r");
     try {
       const { size } = await file2.stat();
       const start = Math.max(0, size - LOG_TAIL_BYTES);
@@ -71241,27 +71268,27 @@ async function runPrReview(ctx, wt, notesDir) {
 // src/worker/sandbox/agent-home.ts
 var import_node_crypto9 = require("node:crypto");
 var import_node_fs13 = require("node:fs");
-var import_promises30 = require("node:fs/promises");
+var import_promises31 = require("node:fs/promises");
 var import_node_path25 = require("node:path");
 
 // src/worker/workspace/remove-tree.ts
-var import_promises29 = require("node:fs/promises");
+var import_promises30 = require("node:fs/promises");
 var import_node_path24 = require("node:path");
 async function removeTree(path6) {
   try {
-    await (0, import_promises29.rm)(path6, { recursive: true, force: true });
+    await (0, import_promises30.rm)(path6, { recursive: true, force: true });
   } catch (error64) {
     const code2 = error64.code;
     if (code2 !== "EACCES" && code2 !== "EPERM" && code2 !== "ENOTEMPTY") throw error64;
     await ownerMayChange(path6);
-    await (0, import_promises29.rm)(path6, { recursive: true, force: true });
+    await (0, import_promises30.rm)(path6, { recursive: true, force: true });
   }
 }
 async function ownerMayChange(dir) {
-  const info2 = await (0, import_promises29.lstat)(dir).catch(() => void 0);
+  const info2 = await (0, import_promises30.lstat)(dir).catch(() => void 0);
   if (!info2?.isDirectory()) return;
-  if ((info2.mode & 448) !== 448) await (0, import_promises29.chmod)(dir, info2.mode & 4095 | 448);
-  for (const name of await (0, import_promises29.readdir)(dir).catch(() => [])) await ownerMayChange((0, import_node_path24.join)(dir, name));
+  if ((info2.mode & 448) !== 448) await (0, import_promises30.chmod)(dir, info2.mode & 4095 | 448);
+  for (const name of await (0, import_promises30.readdir)(dir).catch(() => [])) await ownerMayChange((0, import_node_path24.join)(dir, name));
 }
 
 // src/worker/sandbox/agent-home.ts
@@ -71269,23 +71296,23 @@ var MAX_SESSION_FILE_BYTES = 256 * 1024 * 1024;
 var MAX_DEPTH = 8;
 async function freshAgentHome(home, carry) {
   const next = `${home}.next-${(0, import_node_crypto9.randomBytes)(4).toString("hex")}`;
-  await (0, import_promises30.mkdir)((0, import_node_path25.dirname)(home), { recursive: true, mode: 448 });
-  await (0, import_promises30.chmod)((0, import_node_path25.dirname)(home), 448);
-  await (0, import_promises30.mkdir)(next, { recursive: true, mode: 448 });
+  await (0, import_promises31.mkdir)((0, import_node_path25.dirname)(home), { recursive: true, mode: 448 });
+  await (0, import_promises31.chmod)((0, import_node_path25.dirname)(home), 448);
+  await (0, import_promises31.mkdir)(next, { recursive: true, mode: 448 });
   const kept = [];
   try {
     const pattern = carry ? coderFacts(carry.coder)?.sessionFiles?.(carry.sessionId) : void 0;
     if (pattern) {
       for (const rel of await sessionFilesIn(home, pattern)) {
-        await (0, import_promises30.mkdir)((0, import_node_path25.dirname)((0, import_node_path25.join)(next, rel)), { recursive: true, mode: 448 });
-        await (0, import_promises30.copyFile)((0, import_node_path25.join)(home, rel), (0, import_node_path25.join)(next, rel), import_node_fs13.constants.COPYFILE_EXCL);
+        await (0, import_promises31.mkdir)((0, import_node_path25.dirname)((0, import_node_path25.join)(next, rel)), { recursive: true, mode: 448 });
+        await (0, import_promises31.copyFile)((0, import_node_path25.join)(home, rel), (0, import_node_path25.join)(next, rel), import_node_fs13.constants.COPYFILE_EXCL);
         kept.push(rel);
       }
     }
     await removeTree(home);
-    await (0, import_promises30.rename)(next, home);
+    await (0, import_promises31.rename)(next, home);
   } catch (error64) {
-    await (0, import_promises30.rm)(next, { recursive: true, force: true });
+    await (0, import_promises31.rm)(next, { recursive: true, force: true });
     throw error64;
   }
   return kept;
@@ -71295,11 +71322,11 @@ async function sessionFilesIn(home, pattern) {
   let bytes = 0;
   const walk = async (dir, depth) => {
     if (depth > MAX_DEPTH) return;
-    for (const entry of await (0, import_promises30.readdir)(dir, { withFileTypes: true }).catch(() => [])) {
+    for (const entry of await (0, import_promises31.readdir)(dir, { withFileTypes: true }).catch(() => [])) {
       const path6 = (0, import_node_path25.join)(dir, entry.name);
       if (entry.isDirectory()) await walk(path6, depth + 1);
       else if (entry.isFile() && pattern.test((0, import_node_path25.relative)(home, path6).split(import_node_path25.sep).join("/"))) {
-        const info2 = await (0, import_promises30.lstat)(path6);
+        const info2 = await (0, import_promises31.lstat)(path6);
         if (info2.isFile() && bytes + info2.size <= MAX_SESSION_FILE_BYTES) {
           bytes += info2.size;
           found.push((0, import_node_path25.relative)(home, path6));
@@ -71606,12 +71633,12 @@ async function fileAt(wt, rev, file2) {
 }
 
 // src/worker/workspace/setup-steps.ts
-var import_promises32 = require("node:fs/promises");
+var import_promises33 = require("node:fs/promises");
 var import_node_path27 = require("node:path");
 
 // src/worker/workspace/setup-cache.ts
 var import_node_crypto11 = require("node:crypto");
-var import_promises31 = require("node:fs/promises");
+var import_promises32 = require("node:fs/promises");
 var import_node_path26 = require("node:path");
 var LOCKFILES = /* @__PURE__ */ new Set([
   "package-lock.json",
@@ -71650,12 +71677,12 @@ async function setupCacheKey(wt, commands) {
 var cacheDir = (workDir, repo) => (0, import_node_path26.join)(workDir, "setup-cache", safeSegment(repo.replace("/", "_")));
 async function restoreSetupCache(workDir, repo, key2, worktree, folders) {
   const dir = (0, import_node_path26.join)(cacheDir(workDir, repo), key2);
-  if (!await (0, import_promises31.stat)((0, import_node_path26.join)(dir, COMPLETE)).catch(() => void 0)) return false;
+  if (!await (0, import_promises32.stat)((0, import_node_path26.join)(dir, COMPLETE)).catch(() => void 0)) return false;
   for (const folder of folders) if (!await freePlace(worktree, folder)) return false;
   for (const [i2, folder] of folders.entries()) {
     const saved = (0, import_node_path26.join)(dir, String(i2));
-    if (!await (0, import_promises31.lstat)(saved).catch(() => void 0)) continue;
-    await (0, import_promises31.mkdir)((0, import_node_path26.dirname)((0, import_node_path26.join)(worktree, folder)), { recursive: true });
+    if (!await (0, import_promises32.lstat)(saved).catch(() => void 0)) continue;
+    await (0, import_promises32.mkdir)((0, import_node_path26.dirname)((0, import_node_path26.join)(worktree, folder)), { recursive: true });
     await copyTree(saved, (0, import_node_path26.join)(worktree, folder));
   }
   return true;
@@ -71665,17 +71692,17 @@ async function saveSetupCache(workDir, repo, key2, worktree, folders) {
   const dir = (0, import_node_path26.join)(root2, key2);
   const tmp = (0, import_node_path26.join)(root2, `.tmp-${(0, import_node_crypto11.randomBytes)(4).toString("hex")}`);
   try {
-    if (await (0, import_promises31.stat)((0, import_node_path26.join)(dir, COMPLETE)).catch(() => void 0)) return false;
-    await (0, import_promises31.mkdir)(tmp, { recursive: true });
+    if (await (0, import_promises32.stat)((0, import_node_path26.join)(dir, COMPLETE)).catch(() => void 0)) return false;
+    await (0, import_promises32.mkdir)(tmp, { recursive: true });
     for (const [i2, folder] of folders.entries())
       if (await plainFolder(worktree, folder)) await copyTree((0, import_node_path26.join)(worktree, folder), (0, import_node_path26.join)(tmp, String(i2)));
-    await (0, import_promises31.writeFile)((0, import_node_path26.join)(tmp, COMPLETE), (/* @__PURE__ */ new Date()).toISOString());
-    await (0, import_promises31.rm)(dir, { recursive: true, force: true });
-    await (0, import_promises31.rename)(tmp, dir);
+    await (0, import_promises32.writeFile)((0, import_node_path26.join)(tmp, COMPLETE), (/* @__PURE__ */ new Date()).toISOString());
+    await (0, import_promises32.rm)(dir, { recursive: true, force: true });
+    await (0, import_promises32.rename)(tmp, dir);
     await pruneKeys(root2, key2);
     return true;
   } catch {
-    await (0, import_promises31.rm)(tmp, { recursive: true, force: true }).catch(() => void 0);
+    await (0, import_promises32.rm)(tmp, { recursive: true, force: true }).catch(() => void 0);
     return false;
   }
 }
@@ -71684,7 +71711,7 @@ async function freePlace(worktree, folder) {
   let at = worktree;
   for (const [i2, part] of parts.entries()) {
     at = (0, import_node_path26.join)(at, part);
-    const info2 = await (0, import_promises31.lstat)(at).catch(() => void 0);
+    const info2 = await (0, import_promises32.lstat)(at).catch(() => void 0);
     if (i2 === parts.length - 1) return info2 === void 0;
     if (info2 && !info2.isDirectory()) return false;
     if (!info2) return true;
@@ -71695,7 +71722,7 @@ async function plainFolder(worktree, folder) {
   let at = worktree;
   for (const part of folder.split("/").filter(Boolean)) {
     at = (0, import_node_path26.join)(at, part);
-    if (!(await (0, import_promises31.lstat)(at).catch(() => void 0))?.isDirectory()) return false;
+    if (!(await (0, import_promises32.lstat)(at).catch(() => void 0))?.isDirectory()) return false;
   }
   return at !== worktree;
 }
@@ -71703,16 +71730,16 @@ async function copyTree(source, target) {
   await execa("cp", ["-a", "--reflink=auto", "--no-target-directory", source, target]);
 }
 async function pruneKeys(root2, keep) {
-  const entries = await (0, import_promises31.readdir)(root2).catch(() => []);
+  const entries = await (0, import_promises32.readdir)(root2).catch(() => []);
   const dated = [];
   for (const name of entries) {
     if (name === keep || name.startsWith(".")) continue;
-    const info2 = await (0, import_promises31.stat)((0, import_node_path26.join)(root2, name, COMPLETE)).catch(() => void 0);
+    const info2 = await (0, import_promises32.stat)((0, import_node_path26.join)(root2, name, COMPLETE)).catch(() => void 0);
     dated.push({ name, at: info2?.mtimeMs ?? 0 });
   }
   dated.sort((a2, b) => b.at - a2.at);
   for (const old of dated.slice(KEYS_KEPT - 1))
-    await (0, import_promises31.rm)((0, import_node_path26.join)(root2, old.name), { recursive: true, force: true });
+    await (0, import_promises32.rm)((0, import_node_path26.join)(root2, old.name), { recursive: true, force: true });
 }
 
 // src/worker/workspace/setup-steps.ts
@@ -71721,7 +71748,7 @@ var TAIL_LINE_CHARS = 1e3;
 async function runSetup(spec, wt, run) {
   const key2 = spec.cache.length ? await setupCacheKey(wt, spec.commands) : void 0;
   if (key2 && await restoreSetupCache(run.workDir, run.repo, key2, wt.path, spec.cache)) {
-    await (0, import_promises32.writeFile)(
+    await (0, import_promises33.writeFile)(
       (0, import_node_path27.join)(run.artifactsDir, SETUP_LOG_FILE),
       `[fleet] setup restored from the cache (${key2}).
 `
@@ -71730,7 +71757,7 @@ async function runSetup(spec, wt, run) {
     return { ok: true, ran: 0, cache: "restored", refused: [] };
   }
   const logPath = (0, import_node_path27.join)(run.artifactsDir, SETUP_LOG_FILE);
-  await (0, import_promises32.writeFile)(logPath, "");
+  await (0, import_promises33.writeFile)(logPath, "");
   const log = createLogSink(logPath);
   const policy = wt.continued ? run.agentNetwork : spec.network;
   const startedAt = Date.now();
@@ -71836,7 +71863,7 @@ function setupPath(path6) {
     ":"
   );
 }
-var exists3 = (p2) => (0, import_promises32.access)(p2).then(
+var exists3 = (p2) => (0, import_promises33.access)(p2).then(
   () => true,
   () => false
 );
@@ -71875,7 +71902,7 @@ async function recordSetupMade(wt, artifactsDir) {
     else if (code2 !== "  ") changed.push(path6);
   }
   const file2 = (0, import_node_path27.join)(artifactsDir, "setup-excludes");
-  await (0, import_promises32.writeFile)(file2, excludes.length ? `${excludes.join("\n")}
+  await (0, import_promises33.writeFile)(file2, excludes.length ? `${excludes.join("\n")}
 ` : "");
   wt.excludesFile = file2;
   if (changed.length) {
@@ -71889,9 +71916,9 @@ function escapeGlob(path6) {
 
 // src/worker/workspace/worktree.ts
 var import_node_crypto12 = require("node:crypto");
-var import_promises33 = require("node:fs/promises");
+var import_promises34 = require("node:fs/promises");
 var import_node_path28 = require("node:path");
-var exists4 = (p2) => (0, import_promises33.access)(p2).then(
+var exists4 = (p2) => (0, import_promises34.access)(p2).then(
   () => true,
   () => false
 );
@@ -71913,7 +71940,7 @@ async function syncCacheClone(workDir, src) {
   const dir = cacheCloneDir(workDir, src.repo);
   return exclusive(dir, async () => {
     if (!await exists4((0, import_node_path28.join)(dir, "HEAD"))) {
-      await (0, import_promises33.mkdir)(dir, { recursive: true });
+      await (0, import_promises34.mkdir)(dir, { recursive: true });
       await git(["init", "--bare", "-q", dir], { cwd: workDir });
     }
     await git(
@@ -71958,7 +71985,7 @@ async function clearStale(cacheDir2, path6, branch) {
 var MAX_SPARES = 4;
 var sparesDir = (cacheDir2) => (0, import_node_path28.join)(`${cacheDir2.replace(/\.git$/, "")}.spares`);
 async function takeSpare(cacheDir2) {
-  const names = await (0, import_promises33.readdir)(sparesDir(cacheDir2)).catch(() => []);
+  const names = await (0, import_promises34.readdir)(sparesDir(cacheDir2)).catch(() => []);
   for (const name of names) {
     const dir = (0, import_node_path28.join)(sparesDir(cacheDir2), name);
     if (await exists4((0, import_node_path28.join)(dir, ".git"))) return dir;
@@ -71971,8 +71998,8 @@ async function addWorktree(workDir, src, taskId, branch) {
   const path6 = worktreePath(workDir, taskId);
   return exclusive(cacheDir2, async () => {
     await clearStale(cacheDir2, path6, branch);
-    await (0, import_promises33.mkdir)((0, import_node_path28.join)(path6, ".."), { recursive: true, mode: 448 });
-    await (0, import_promises33.chmod)((0, import_node_path28.join)(path6, ".."), 448);
+    await (0, import_promises34.mkdir)((0, import_node_path28.join)(path6, ".."), { recursive: true, mode: 448 });
+    await (0, import_promises34.chmod)((0, import_node_path28.join)(path6, ".."), 448);
     const existing = await remoteBranchSha(cacheDir2, branch);
     const base = existing ? `refs/remotes/origin/${branch}` : `refs/remotes/origin/${defaultBranch}`;
     if (!existing && !await remoteBranchSha(cacheDir2, defaultBranch)) {
@@ -72029,13 +72056,13 @@ async function treeAsForked(cacheDir2, branch, defaultBranch) {
 async function removeWorktree(wt) {
   await exclusive(wt.cacheDir, async () => {
     const pool = sparesDir(wt.cacheDir);
-    const spares = await (0, import_promises33.readdir)(pool).catch(() => []);
+    const spares = await (0, import_promises34.readdir)(pool).catch(() => []);
     await cleanAfterAgent(wt).catch(() => void 0);
     if (spares.length < MAX_SPARES) {
       try {
         await gitIn(wt, ["checkout", "-q", "--force", "--detach"]);
         await gitIn(wt, ["clean", "-q", "-ffdx"]);
-        await (0, import_promises33.mkdir)(pool, { recursive: true });
+        await (0, import_promises34.mkdir)(pool, { recursive: true });
         await git(["worktree", "move", wt.path, (0, import_node_path28.join)(pool, (0, import_node_crypto12.randomUUID)())], { cwd: wt.cacheDir });
         await removeTree((0, import_node_path28.join)(wt.path, ".."));
         return;
@@ -72052,8 +72079,8 @@ async function removeWorktree(wt) {
 }
 async function adminDirOf(cacheDir2, path6) {
   const root2 = (0, import_node_path28.join)(cacheDir2, "worktrees");
-  for (const name of await (0, import_promises33.readdir)(root2).catch(() => [])) {
-    const link = await (0, import_promises33.readFile)((0, import_node_path28.join)(root2, name, "gitdir"), "utf8").catch(() => "");
+  for (const name of await (0, import_promises34.readdir)(root2).catch(() => [])) {
+    const link = await (0, import_promises34.readFile)((0, import_node_path28.join)(root2, name, "gitdir"), "utf8").catch(() => "");
     if (link.trim() === (0, import_node_path28.join)(path6, ".git")) return (0, import_node_path28.join)(root2, name);
   }
   throw new Error(`${path6} is not a worktree of ${cacheDir2}.`);
@@ -72061,21 +72088,21 @@ async function adminDirOf(cacheDir2, path6) {
 async function restoreGitLink(wt) {
   const link = (0, import_node_path28.join)(wt.path, ".git");
   const next = (0, import_node_path28.join)(wt.path, `.git.fleet-${(0, import_node_crypto12.randomUUID)()}`);
-  await (0, import_promises33.writeFile)(next, `gitdir: ${wt.gitDir}
+  await (0, import_promises34.writeFile)(next, `gitdir: ${wt.gitDir}
 `);
   try {
-    await (0, import_promises33.rename)(next, link);
+    await (0, import_promises34.rename)(next, link);
   } catch {
     await removeTree(link);
-    await (0, import_promises33.rename)(next, link);
+    await (0, import_promises34.rename)(next, link);
   }
 }
 async function cleanAfterAgent(wt) {
-  const top = await (0, import_promises33.lstat)(wt.path);
-  if ((top.mode & 448) !== 448) await (0, import_promises33.chmod)(wt.path, top.mode & 493 | 448);
+  const top = await (0, import_promises34.lstat)(wt.path);
+  if ((top.mode & 448) !== 448) await (0, import_promises34.chmod)(wt.path, top.mode & 493 | 448);
   await restoreGitLink(wt);
   const walk = async (dir) => {
-    for (const entry of await (0, import_promises33.readdir)(dir, { withFileTypes: true })) {
+    for (const entry of await (0, import_promises34.readdir)(dir, { withFileTypes: true })) {
       const path6 = (0, import_node_path28.join)(dir, entry.name);
       if (entry.name === ".git" && dir !== wt.path) {
         await removeTree(path6);
@@ -72084,12 +72111,12 @@ async function cleanAfterAgent(wt) {
       if (dir === wt.path && entry.name === ".git") continue;
       if (entry.isSymbolicLink()) continue;
       if (!entry.isFile() && !entry.isDirectory()) {
-        await (0, import_promises33.rm)(path6, { force: true });
+        await (0, import_promises34.rm)(path6, { force: true });
         continue;
       }
-      const { mode } = await (0, import_promises33.lstat)(path6);
+      const { mode } = await (0, import_promises34.lstat)(path6);
       const fixed2 = mode & 493 | (entry.isDirectory() ? 448 : 0);
-      if (fixed2 !== (mode & 4095)) await (0, import_promises33.chmod)(path6, fixed2);
+      if (fixed2 !== (mode & 4095)) await (0, import_promises34.chmod)(path6, fixed2);
       if (entry.isDirectory()) await walk(path6);
     }
   };
@@ -72103,7 +72130,7 @@ async function runTask(spec, deps) {
   let ownGateway;
   try {
     assertFleetBranch(ctx.branch);
-    await (0, import_promises34.mkdir)(ctx.artifactsDir, { recursive: true });
+    await (0, import_promises35.mkdir)(ctx.artifactsDir, { recursive: true });
     if (!deps.gateway) ownGateway = await startModelGateway();
     ctx.gateway = deps.gateway ?? ownGateway;
     if (deps.signal?.aborted) return await finish2(ctx, "cancelled", "Cancelled before the run started.");
@@ -72204,7 +72231,7 @@ async function answeredStep(ctx, wt, notesDir, sessionId) {
   const question = ctx.spec.question;
   const restored = await restoreQuestionChange(ctx.artifactsDir, wt);
   const saved = await loadPlan(ctx.artifactsDir);
-  if (saved.plan !== void 0) await (0, import_promises34.writeFile)((0, import_node_path29.join)(notesDir, PLAN_FILE), saved.plan);
+  if (saved.plan !== void 0) await (0, import_promises35.writeFile)((0, import_node_path29.join)(notesDir, PLAN_FILE), saved.plan);
   return {
     plan: saved.plan,
     ...sessionId ? { resumeSessionId: sessionId } : {},
@@ -72242,7 +72269,7 @@ async function planStep(ctx, wt, notesDir) {
   const { spec, result } = ctx;
   if (spec.planPhase && spec.planApproval && spec.approved === true) {
     const saved = await loadPlan(ctx.artifactsDir);
-    if (saved.plan !== void 0) await (0, import_promises34.writeFile)((0, import_node_path29.join)(notesDir, PLAN_FILE), saved.plan);
+    if (saved.plan !== void 0) await (0, import_promises35.writeFile)((0, import_node_path29.join)(notesDir, PLAN_FILE), saved.plan);
     return { plan: saved.plan, resumeSessionId: saved.state.sessionId };
   }
   if (!spec.planPhase) return {};
@@ -72253,8 +72280,8 @@ async function planStep(ctx, wt, notesDir) {
   if (run.kind !== "ok") return await finish2(ctx, run.kind, run.reason, run);
   const notes = await readArtifacts(notesDir);
   const plan = notes.plan ?? run.planText ?? "";
-  await (0, import_promises34.writeFile)((0, import_node_path29.join)(ctx.artifactsDir, PLAN_FILE), plan);
-  await (0, import_promises34.writeFile)(
+  await (0, import_promises35.writeFile)((0, import_node_path29.join)(ctx.artifactsDir, PLAN_FILE), plan);
+  await (0, import_promises35.writeFile)(
     (0, import_node_path29.join)(ctx.artifactsDir, PLAN_STATE_FILE),
     JSON.stringify({ sessionId: run.sessionId, totals: run.totals })
   );
@@ -72805,7 +72832,7 @@ async function fileDiscoveredWork(task, outcome, deps) {
 }
 
 // src/worker/runs/rebase.ts
-var import_promises35 = require("node:fs/promises");
+var import_promises36 = require("node:fs/promises");
 var import_node_path30 = require("node:path");
 
 // src/render/rebase-comment.ts
@@ -72882,8 +72909,8 @@ async function runRebase(spec, deps) {
   const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
   const logPath = (0, import_node_path30.join)(artifactsDir, REBASE_LOG_FILE);
   const outcome = { outcome: "pr-opened", logPath, artifacts: {} };
-  await (0, import_promises35.mkdir)(artifactsDir, { recursive: true });
-  await (0, import_promises35.writeFile)(logPath, "");
+  await (0, import_promises36.mkdir)(artifactsDir, { recursive: true });
+  await (0, import_promises36.writeFile)(logPath, "");
   const pr = await deps.github.pulls.get(ref, spec.pr);
   if (pr.state !== "open") {
     outcome.outcome = pr.merged ? "no-changes" : "failed";
@@ -73046,7 +73073,7 @@ async function replayWithAgent(run, wt, baseSha) {
 async function rebaseInProgress(tree) {
   for (const dir of ["rebase-merge", "rebase-apply"]) {
     const p2 = (await gitIn(tree, ["rev-parse", "--git-path", dir])).stdout.trim();
-    if (await (0, import_promises35.access)((0, import_node_path30.resolve)(tree.path, p2)).then(
+    if (await (0, import_promises36.access)((0, import_node_path30.resolve)(tree.path, p2)).then(
       () => true,
       () => false
     ))
@@ -73092,7 +73119,7 @@ async function resolveWithAgent(spec, deps, tree, at) {
   if (deps.agentEnv) invocation.env = { ...deps.agentEnv };
   if (deps.coderOptions) invocation.options = deps.coderOptions;
   if (deps.credential) invocation.credential = { ...deps.credential };
-  await (0, import_promises35.mkdir)(invocation.home, { recursive: true });
+  await (0, import_promises36.mkdir)(invocation.home, { recursive: true });
   const sandbox = deps.sandbox ?? "bubblewrap";
   const homeOverlay = sandbox === "bubblewrap" && deps.inheritHome ? await inheritedHomeMounts(spec.coder, deps.inheritHome, invocation.home) : [];
   const stop = new AbortController();

@@ -1,4 +1,5 @@
 import { rmSync } from "node:fs";
+import { readdir, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { GitHub } from "../github/port.ts";
@@ -77,17 +78,55 @@ function apiUrlOf(github: GitHub): string {
 const cacheDirs = new Set<string>();
 let cleanupArmed = false;
 let cacheSeq = 0;
+/** Where the cache repositories of every process are (one folder each, named by its pid). */
+export const STATE_CACHE_ROOT = join(tmpdir(), "fleet-state-cache");
+/** How old a dead process's cache repository is before another process removes it. */
+const STALE_CACHE_MS = 60 * 60_000;
+
 function newCacheDir(owner: string, repo: string): string {
   if (!cleanupArmed) {
     cleanupArmed = true;
     process.once("exit", () => {
       for (const d of cacheDirs) rmSync(d, { recursive: true, force: true });
     });
+    void removeStaleCacheDirs();
   }
   cacheSeq += 1;
-  const dir = join(tmpdir(), "fleet-state-cache", `${owner}-${repo}-${process.pid}-${cacheSeq}`);
+  const dir = join(STATE_CACHE_ROOT, `${owner}-${repo}-${process.pid}-${cacheSeq}`);
+  // A process killed before its exit (SIGKILL, a crash) leaves its folders; one of an earlier process
+  // with this pid is not this store's, and half removed it is no repository git can open.
+  rmSync(dir, { recursive: true, force: true });
   cacheDirs.add(dir);
   return dir;
+}
+
+/**
+ * Removes what killed processes left: folders of a pid no process has, untouched for an hour (a pid
+ * alive is kept whoever has it now, and an hour keeps a folder a new process just made with a reused
+ * pid). In the background, once per process: a failure only leaves them for the next.
+ */
+export async function removeStaleCacheDirs(now = Date.now()): Promise<void> {
+  const names = await readdir(STATE_CACHE_ROOT).catch(() => [] as string[]);
+  for (const name of names) {
+    const pid = Number(/-(\d+)-\d+$/.exec(name)?.[1]);
+    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || pidAlive(pid)) continue;
+    const dir = join(STATE_CACHE_ROOT, name);
+    const touched = await stat(dir).then(
+      (s) => s.mtimeMs,
+      () => now,
+    );
+    if (now - touched >= STALE_CACHE_MS) await rm(dir, { recursive: true, force: true }).catch(() => {});
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    // EPERM: there is such a process, of another user.
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
 
 /** The state store of one repository, over the transport asked for. */

@@ -1,5 +1,17 @@
+import { existsSync } from "node:fs";
+import { mkdir, readFile, rm, utimes, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { gitRemoteUrl, stateTransportFrom } from "../../src/state/repo-store.ts";
+import { recordLedger } from "../../src/core/state-doc.ts";
+import { githubOverOctokit } from "../../src/github/octokit-port.ts";
+import {
+  createRepoStateStore,
+  gitRemoteUrl,
+  removeStaleCacheDirs,
+  STATE_CACHE_ROOT,
+  stateTransportFrom,
+} from "../../src/state/repo-store.ts";
+import { OWNER, REPO, startEmulatorBackend } from "./backends.ts";
 
 describe("gitRemoteUrl", () => {
   it("maps github.com's API to github.com, GitHub Enterprise's /api/v3 to its host, and any other API root to its origin", () => {
@@ -20,5 +32,46 @@ describe("stateTransportFrom", () => {
     expect(stateTransportFrom({})).toBe("git");
     expect(stateTransportFrom({ FLEET_STATE_TRANSPORT: " api " })).toBe("api");
     expect(() => stateTransportFrom({ FLEET_STATE_TRANSPORT: "rest" })).toThrow(/"rest".*git, api/);
+  });
+});
+
+describe("the git store's cache repositories", () => {
+  it("a folder a killed process left under this pid's next name is replaced, not opened; a dead process's old folders are removed, a live one's kept", async () => {
+    // What a process with this pid before us left half removed: no repository git can open.
+    const left = join(STATE_CACHE_ROOT, `${OWNER}-${REPO}-${process.pid}-1`);
+    await mkdir(join(left, "info"), { recursive: true });
+    await writeFile(join(left, "HEAD"), "ref: refs/heads/main\n");
+    await writeFile(join(left, "shallow"), `${"0".repeat(40)}\n`);
+    // A dead process's folder (no pid is that high) untouched for two hours, and pid 1's (alive).
+    const hourAgo = new Date(Date.now() - 2 * 60 * 60_000);
+    const dead = join(STATE_CACHE_ROOT, `${OWNER}-${REPO}-${2 ** 23}-1`);
+    const alive = join(STATE_CACHE_ROOT, `${OWNER}-${REPO}-1-1`);
+    for (const dir of [dead, alive]) {
+      await mkdir(dir, { recursive: true });
+      await utimes(dir, hourAgo, hourAgo);
+    }
+    const gh = await startEmulatorBackend();
+    try {
+      const store = createRepoStateStore({
+        github: githubOverOctokit(gh.octokit()),
+        owner: OWNER,
+        repo: REPO,
+        transport: "git",
+        pacing: 0,
+      });
+      const result = await store.update(({ doc }) => ({
+        doc: recordLedger(doc, { day: "2026-01-01", coder: "claude", usage: { input: 1 } }),
+        message: "count one",
+      }));
+      expect(result.applied).toBe(true);
+      expect((await store.read()).doc.ledger).toBeDefined();
+      expect(await readFile(join(left, "HEAD"), "utf8")).toMatch(/^ref: /);
+      await removeStaleCacheDirs();
+      expect(existsSync(dead)).toBe(false);
+      expect(existsSync(alive)).toBe(true);
+    } finally {
+      await gh.close();
+      await rm(alive, { recursive: true, force: true });
+    }
   });
 });
