@@ -14,6 +14,23 @@ type TokenRecord =
  */
 export const ACTIONS_BOT = "github-actions[bot]";
 
+const keyPairs = new Map<string, { privateKey: KeyObject; publicKey: KeyObject }>();
+
+/**
+ * A 2048-bit RSA key pair for `use` ("app": the app's private key; "oidc": the Actions ID tokens'),
+ * one per process: every emulator a process starts signs with the same, since generating one costs
+ * ~60-130 ms of CPU and a test file may start an emulator per test. What tells emulators apart is
+ * theirs alone: tokens, the OIDC issuer's URL.
+ */
+export function processKeyPair(use: "app" | "oidc"): { privateKey: KeyObject; publicKey: KeyObject } {
+  let pair = keyPairs.get(use);
+  if (!pair) {
+    pair = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    keyPairs.set(use, pair);
+  }
+  return pair;
+}
+
 /** App credentials and the tokens the emulator has issued. */
 export class Auth {
   readonly privateKey: string;
@@ -27,7 +44,7 @@ export class Auth {
     this.appId = appId;
     this.state = state;
     this.botLogin = botLogin;
-    const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    const { privateKey, publicKey } = processKeyPair("app");
     // PKCS#1 ("BEGIN RSA PRIVATE KEY") is the format GitHub hands out for app keys.
     this.privateKey = privateKey.export({ type: "pkcs1", format: "pem" }).toString();
     this.publicKey = publicKey;

@@ -1,12 +1,5 @@
-import {
-  createHash,
-  generateKeyPairSync,
-  type KeyObject,
-  randomBytes,
-  randomUUID,
-  sign,
-  timingSafeEqual,
-} from "node:crypto";
+import { createHash, type KeyObject, randomBytes, randomUUID, sign, timingSafeEqual } from "node:crypto";
+import { processKeyPair } from "./auth.ts";
 import type { EmulatorState, Repo, WorkflowRun } from "./state.ts";
 
 /**
@@ -95,10 +88,10 @@ export class OidcProvider {
   constructor(state: EmulatorState, baseUrl: () => string) {
     this.state = state;
     this.baseUrl = baseUrl;
-    const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    const { privateKey, publicKey } = processKeyPair("oidc");
     this.privateKey = privateKey;
     const { n, e } = publicKey.export({ format: "jwk" }) as { n: string; e: string };
-    // The key id is the key's RFC 7638 thumbprint: stable for the key, new with every emulator.
+    // The key id is the key's RFC 7638 thumbprint: stable for the key (one per process, see processKeyPair).
     const kid = b64url(
       createHash("sha256")
         .update(JSON.stringify({ e, kty: "RSA", n }))

@@ -126,13 +126,18 @@ describe("the Actions OIDC issuer", () => {
     expect(em.unimplemented()).toEqual([]);
   });
 
-  it("a key pair per emulator", async () => {
+  it("one key pair per process: a second emulator signs with the same key, and its issuer and tokens are its own", async () => {
     const second = await startGitHubEmulator();
     try {
       const kid = async (issuer: string) =>
         ((await (await fetch(`${issuer}/.well-known/jwks`)).json()) as { keys: Array<{ kid: string }> })
           .keys[0]!.kid;
-      expect(await kid(second.oidcIssuer)).not.toBe(await kid(em.oidcIssuer));
+      expect(await kid(second.oidcIssuer)).toBe(await kid(em.oidcIssuer));
+      expect(second.oidcIssuer).not.toBe(em.oidcIssuer);
+      // A token one emulator issued means nothing to the other.
+      const token = em.userToken("mona");
+      const other = await fetch(`${second.url}/user`, { headers: { authorization: `token ${token}` } });
+      expect(other.status).toBe(401);
     } finally {
       await second.stop();
     }
