@@ -30698,15 +30698,15 @@ var require_windows = __commonJS({
       }
       return false;
     }
-    function checkStat(stat6, path6, options) {
-      if (!stat6.isSymbolicLink() && !stat6.isFile()) {
+    function checkStat(stat5, path6, options) {
+      if (!stat5.isSymbolicLink() && !stat5.isFile()) {
         return false;
       }
       return checkPathExt(path6, options);
     }
     function isexe(path6, options, cb) {
-      fs3.stat(path6, function(er, stat6) {
-        cb(er, er ? false : checkStat(stat6, path6, options));
+      fs3.stat(path6, function(er, stat5) {
+        cb(er, er ? false : checkStat(stat5, path6, options));
       });
     }
     function sync(path6, options) {
@@ -30722,20 +30722,20 @@ var require_mode = __commonJS({
     isexe.sync = sync;
     var fs3 = require("fs");
     function isexe(path6, options, cb) {
-      fs3.stat(path6, function(er, stat6) {
-        cb(er, er ? false : checkStat(stat6, options));
+      fs3.stat(path6, function(er, stat5) {
+        cb(er, er ? false : checkStat(stat5, options));
       });
     }
     function sync(path6, options) {
       return checkStat(fs3.statSync(path6), options);
     }
-    function checkStat(stat6, options) {
-      return stat6.isFile() && checkMode(stat6, options);
+    function checkStat(stat5, options) {
+      return stat5.isFile() && checkMode(stat5, options);
     }
-    function checkMode(stat6, options) {
-      var mod = stat6.mode;
-      var uid = stat6.uid;
-      var gid = stat6.gid;
+    function checkMode(stat5, options) {
+      var mod = stat5.mode;
+      var uid = stat5.uid;
+      var gid = stat5.gid;
       var myUid = options.uid !== void 0 ? options.uid : process.getuid && process.getuid();
       var myGid = options.gid !== void 0 ? options.gid : process.getgid && process.getgid();
       var u2 = parseInt("100", 8);
@@ -55639,6 +55639,7 @@ async function readFleetConfig(github, ref) {
 }
 
 // src/state/repo-store.ts
+var import_node_crypto3 = require("node:crypto");
 var import_node_fs6 = require("node:fs");
 var import_promises14 = require("node:fs/promises");
 var import_node_os4 = require("node:os");
@@ -62884,11 +62885,14 @@ function shownUrlOf(url2) {
     return url2;
   }
 }
+var CACHE_GONE = /cannot change to|not a git repository|not in a git directory/i;
 var GitRemote = class {
   shownUrl;
   /** Network operations run again after a transient failure. */
   transientRetries = 0;
   initialized = false;
+  /** How many times the cache repository was made (again): a store's local copy is gone when it grows. */
+  made = 0;
   o;
   constructor(o2) {
     this.o = o2;
@@ -62897,8 +62901,8 @@ var GitRemote = class {
   get url() {
     return this.o.url;
   }
-  run(args, o2 = {}) {
-    return execa("git", ["-C", this.o.cacheDir, ...args], {
+  async run(args, o2 = {}) {
+    const r = await execa("git", ["-C", this.o.cacheDir, ...args], {
       env: { ...baseEnv(), ...o2.env },
       extendEnv: false,
       input: o2.input,
@@ -62906,6 +62910,8 @@ var GitRemote = class {
       stripFinalNewline: false,
       ...o2.buffer ? { encoding: "buffer" } : {}
     });
+    if (r.exitCode !== 0 && CACHE_GONE.test(String(r.stderr))) this.initialized = false;
+    return r;
   }
   async must(args, o2 = {}) {
     const r = await this.run(args, o2);
@@ -62915,24 +62921,34 @@ var GitRemote = class {
       );
     return String(r.stdout).trim();
   }
-  /** Creates the cache repository on first use. */
+  /** Creates the cache repository on first use, and again when it is gone or broken (see run). */
   async init() {
     if (this.initialized) return;
     const dir = this.o.cacheDir;
-    try {
-      await (0, import_promises13.access)((0, import_node_path6.join)(dir, "HEAD"));
-    } catch {
-      await (0, import_promises13.mkdir)(dir, { recursive: true });
-      const r = await execa("git", ["init", "--bare", "-q", dir], {
-        env: baseEnv(),
-        extendEnv: false,
-        reject: false
-      });
-      if (r.exitCode !== 0) throw new Error(`Fleet state cache ${dir}: git init failed: ${r.stderr.trim()}`);
+    const there = await (0, import_promises13.access)((0, import_node_path6.join)(dir, "HEAD")).then(
+      () => true,
+      () => false
+    );
+    if (!there) await this.makeRepository();
+    const configured = await this.run(["config", "gc.auto", "0"]);
+    if (configured.exitCode !== 0) {
+      if (!there || !CACHE_GONE.test(String(configured.stderr))) await this.must(["config", "gc.auto", "0"]);
+      await this.makeRepository();
+      await this.must(["config", "gc.auto", "0"]);
     }
-    await this.must(["config", "gc.auto", "0"]);
     await this.must(["config", "maintenance.auto", "false"]);
     this.initialized = true;
+  }
+  async makeRepository() {
+    const dir = this.o.cacheDir;
+    await (0, import_promises13.mkdir)(dir, { recursive: true });
+    const r = await execa("git", ["init", "--bare", "-q", dir], {
+      env: baseEnv(),
+      extendEnv: false,
+      reject: false
+    });
+    if (r.exitCode !== 0) throw new Error(`Fleet state cache ${dir}: git init failed: ${r.stderr.trim()}`);
+    this.made++;
   }
   /** Runs a network command with the token in an HTTP header passed through the environment, never argv or disk. */
   async remote(operation, args) {
@@ -63017,6 +63033,8 @@ var GitTransport = class {
    * bring the whole history instead of one commit.
    */
   localCopySeen = false;
+  /** The cache repository this transport's local copy is in (GitRemote.made when it was seen). */
+  cacheMade = 0;
   opts;
   constructor(opts) {
     this.opts = opts;
@@ -63063,6 +63081,7 @@ var GitTransport = class {
   }
   async read(prev, _only, cause = "read") {
     await this.git.init();
+    if (this.git.made !== this.cacheMade) [this.cacheMade, this.localCopySeen] = [this.git.made, false];
     const head = await this.fetchHead(1, cause);
     if (head === "") return { version: "", state: "", beads: "" };
     if (prev && prev.version === head) return prev;
@@ -63134,6 +63153,12 @@ ${commit}:${BEADS_PATH}
   }
   async write(base, files, message) {
     await this.git.init();
+    if (this.git.made !== this.cacheMade) {
+      this.cacheMade = this.git.made;
+      this.localCopySeen = false;
+      if (base.version !== "" && await this.fetchHead(1, "write") !== base.version)
+        return { kind: "conflict" };
+    }
     const made = await this.makeCommit(base.version, files, message.unique);
     const subject = message.text.split("\n").map((l) => l.replace(/^- /, "").trim()).filter(Boolean).join("; ");
     if (await this.push(made, base.version, subject) === "conflict") return { kind: "conflict" };
@@ -63560,22 +63585,26 @@ function newCacheDir(owner, repo) {
     void removeStaleCacheDirs();
   }
   cacheSeq += 1;
-  const dir = (0, import_node_path7.join)(STATE_CACHE_ROOT, `${owner}-${repo}-${process.pid}-${cacheSeq}`);
-  (0, import_node_fs6.rmSync)(dir, { recursive: true, force: true });
+  const dir = (0, import_node_path7.join)(
+    STATE_CACHE_ROOT,
+    `${owner}-${repo}-${process.pid}-${cacheSeq}-${(0, import_node_crypto3.randomBytes)(4).toString("hex")}`
+  );
   cacheDirs.add(dir);
   return dir;
 }
 async function removeStaleCacheDirs(now = Date.now()) {
+  const uid = process.getuid?.();
+  if (uid === void 0) return;
+  const root2 = await (0, import_promises14.lstat)(STATE_CACHE_ROOT).catch(() => void 0);
+  if (!root2?.isDirectory() || root2.uid !== uid || (root2.mode & 18) !== 0) return;
   const names = await (0, import_promises14.readdir)(STATE_CACHE_ROOT).catch(() => []);
   for (const name of names) {
-    const pid = Number(/-(\d+)-\d+$/.exec(name)?.[1]);
+    const pid = Number(/-(\d+)-\d+(?:-[0-9a-f]+)?$/.exec(name)?.[1]);
     if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || pidAlive(pid)) continue;
     const dir = (0, import_node_path7.join)(STATE_CACHE_ROOT, name);
-    const touched = await (0, import_promises14.stat)(dir).then(
-      (s) => s.mtimeMs,
-      () => now
-    );
-    if (now - touched >= STALE_CACHE_MS) await (0, import_promises14.rm)(dir, { recursive: true, force: true }).catch(() => {
+    const entry = await (0, import_promises14.lstat)(dir).catch(() => void 0);
+    if (!entry?.isDirectory() || entry.uid !== uid || now - entry.mtimeMs < STALE_CACHE_MS) continue;
+    await (0, import_promises14.rm)(dir, { recursive: true, force: true }).catch(() => {
     });
   }
 }
@@ -63703,9 +63732,9 @@ function coalescingStore(store, opts = {}) {
 }
 
 // src/queue/actions-dispatcher.ts
-var import_node_crypto3 = require("node:crypto");
+var import_node_crypto4 = require("node:crypto");
 var DEFAULT_DELAYS = [1e3, 2e3, 4e3, 8e3];
-var newCorrelationId = (task) => `${task.id}.${task.attempts}.${(0, import_node_crypto3.randomBytes)(4).toString("hex")}`;
+var newCorrelationId = (task) => `${task.id}.${task.attempts}.${(0, import_node_crypto4.randomBytes)(4).toString("hex")}`;
 function explainDispatchError(error64, workflow, ref) {
   const status = error64.status;
   const message = error64.message;
@@ -64131,7 +64160,7 @@ function dependenciesFor(task, existing, beadIdForIssue) {
 var isFleetBlock = (dep) => dep.created_by === "fleet";
 
 // src/beads/ids.ts
-var import_node_crypto4 = require("node:crypto");
+var import_node_crypto5 = require("node:crypto");
 
 // src/beads/time.ts
 var RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$/;
@@ -64208,7 +64237,7 @@ function encodeBase36(bytes, length) {
 function hashId(input2, options) {
   const prefix = (options.prefix ?? DEFAULT_PREFIX).replace(/-$/, "");
   const content = `${input2.title}|${input2.description ?? ""}|${input2.creator ?? ""}|${unixNano(input2.createdAt)}|${options.nonce}`;
-  const digest = (0, import_node_crypto4.createHash)("sha256").update(content, "utf8").digest();
+  const digest = (0, import_node_crypto5.createHash)("sha256").update(content, "utf8").digest();
   return `${prefix}-${encodeBase36(digest.subarray(0, bytesForLength(options.length)), options.length)}`;
 }
 function collisionProbability(n5, length) {
@@ -66584,7 +66613,7 @@ function unenforcedLimitsNote(enforcement) {
 }
 
 // src/economy/credential-windows.ts
-var import_node_crypto5 = require("node:crypto");
+var import_node_crypto6 = require("node:crypto");
 var import_node_os5 = require("node:os");
 
 // src/core/rate-windows.ts
@@ -66765,7 +66794,7 @@ var WindowBook = class {
   seen = /* @__PURE__ */ new Map();
   runs = /* @__PURE__ */ new Map();
   flying = /* @__PURE__ */ new Map();
-  constructor(writer = `${(0, import_node_os5.hostname)()}:${process.pid}:${(0, import_node_crypto5.randomUUID)().slice(0, 8)}`) {
+  constructor(writer = `${(0, import_node_os5.hostname)()}:${process.pid}:${(0, import_node_crypto6.randomUUID)().slice(0, 8)}`) {
     this.writer = writer;
   }
   get(coder, name) {
@@ -66951,14 +66980,14 @@ async function describeSelf() {
   return { host: (0, import_node_os6.hostname)(), bootId: bootId.trim(), pidNs, uid, pid: process.pid, start: start.ticks };
 }
 async function startOf(pid) {
-  let stat6;
+  let stat5;
   try {
-    stat6 = await (0, import_promises15.readFile)(`/proc/${pid}/stat`, "utf8");
+    stat5 = await (0, import_promises15.readFile)(`/proc/${pid}/stat`, "utf8");
   } catch (error64) {
     if (error64.code === "ENOENT") return void 0;
     throw error64;
   }
-  const fields = stat6.slice(stat6.lastIndexOf(")") + 2).split(" ");
+  const fields = stat5.slice(stat5.lastIndexOf(")") + 2).split(" ");
   const ticks = fields[19];
   if (!ticks) throw new Error(`unreadable /proc/${pid}/stat`);
   return { ticks, zombie: fields[0] === "Z" || fields[0] === "X" };
@@ -69069,7 +69098,7 @@ function createRunContext(spec, deps) {
 var import_node_net3 = require("node:net");
 
 // src/worker/sandbox/cgroup-limits.ts
-var import_node_crypto6 = require("node:crypto");
+var import_node_crypto7 = require("node:crypto");
 var import_promises22 = require("node:fs/promises");
 var import_node_path16 = require("node:path");
 var CGROUP_ROOT = "/sys/fs/cgroup";
@@ -69163,7 +69192,7 @@ function isAlive(pid) {
 async function openRunCgroup(limits, on7 = backend()) {
   const b = await on7;
   if (b.kind === "none") return void 0;
-  const name = `${PREFIX}${process.pid}-${(0, import_node_crypto6.randomBytes)(4).toString("hex")}`;
+  const name = `${PREFIX}${process.pid}-${(0, import_node_crypto7.randomBytes)(4).toString("hex")}`;
   const dirs = b.kind === "cgroup2" ? { all: (0, import_node_path16.join)(b.parent, name) } : v1Dirs(b.parents, name);
   const made = [];
   try {
@@ -70297,7 +70326,7 @@ function normalJson(text2) {
 }
 
 // src/worker/sandbox/worktree-print.ts
-var import_node_crypto7 = require("node:crypto");
+var import_node_crypto8 = require("node:crypto");
 var import_node_fs12 = require("node:fs");
 var import_promises26 = require("node:fs/promises");
 var import_node_path19 = require("node:path");
@@ -70321,7 +70350,7 @@ async function worktreePrint(wt, cache = newPrintCache(), limits = PRINT_LIMITS)
   } catch {
     return void 0;
   }
-  const hash2 = (0, import_node_crypto7.createHash)("sha256").update(stdout);
+  const hash2 = (0, import_node_crypto8.createHash)("sha256").update(stdout);
   const budget = { left: limits.readBudgetBytes };
   const listed = /* @__PURE__ */ new Set();
   for (const path6 of changedPaths(stdout)) {
@@ -70376,7 +70405,7 @@ async function fileHash(full, st, limits, budget) {
     const now = await fh.stat({ bigint: true });
     if (!now.isFile() || now.ino !== st.ino || now.size !== st.size || now.mtimeNs !== st.mtimeNs)
       return void 0;
-    const hash2 = (0, import_node_crypto7.createHash)("sha256").update(`${size}:${(st.mode & 0o111n) !== 0n ? "x" : "-"}\0`);
+    const hash2 = (0, import_node_crypto8.createHash)("sha256").update(`${size}:${(st.mode & 0o111n) !== 0n ? "x" : "-"}\0`);
     if (whole) await readInto(fh, hash2, 0, size);
     else {
       await readInto(fh, hash2, 0, limits.endBytes);
@@ -70607,7 +70636,7 @@ function reportedTotals(metered, own2) {
 }
 
 // src/worker/workspace/context-manifest.ts
-var import_node_crypto8 = require("node:crypto");
+var import_node_crypto9 = require("node:crypto");
 var import_promises27 = require("node:fs/promises");
 var import_node_path20 = require("node:path");
 var MEMORY_FILES = {
@@ -70672,7 +70701,7 @@ async function buildContextManifest(input2) {
   const sources = [];
   const firstByHash = /* @__PURE__ */ new Map();
   const add = (kind, path6, text2) => {
-    const sha256 = (0, import_node_crypto8.createHash)("sha256").update(text2.replace(/\r\n/g, "\n").trim()).digest("hex");
+    const sha256 = (0, import_node_crypto9.createHash)("sha256").update(text2.replace(/\r\n/g, "\n").trim()).digest("hex");
     const source = {
       kind,
       path: path6,
@@ -71266,7 +71295,7 @@ async function runPrReview(ctx, wt, notesDir) {
 }
 
 // src/worker/sandbox/agent-home.ts
-var import_node_crypto9 = require("node:crypto");
+var import_node_crypto10 = require("node:crypto");
 var import_node_fs13 = require("node:fs");
 var import_promises31 = require("node:fs/promises");
 var import_node_path25 = require("node:path");
@@ -71295,7 +71324,7 @@ async function ownerMayChange(dir) {
 var MAX_SESSION_FILE_BYTES = 256 * 1024 * 1024;
 var MAX_DEPTH = 8;
 async function freshAgentHome(home, carry) {
-  const next = `${home}.next-${(0, import_node_crypto9.randomBytes)(4).toString("hex")}`;
+  const next = `${home}.next-${(0, import_node_crypto10.randomBytes)(4).toString("hex")}`;
   await (0, import_promises31.mkdir)((0, import_node_path25.dirname)(home), { recursive: true, mode: 448 });
   await (0, import_promises31.chmod)((0, import_node_path25.dirname)(home), 448);
   await (0, import_promises31.mkdir)(next, { recursive: true, mode: 448 });
@@ -71339,7 +71368,7 @@ async function sessionFilesIn(home, pattern) {
 }
 
 // src/worker/sandbox/model-gateway.ts
-var import_node_crypto10 = require("node:crypto");
+var import_node_crypto11 = require("node:crypto");
 var import_node_http3 = require("node:http");
 var import_node_https2 = require("node:https");
 var AUTH_HEADERS = ["x-api-key", "authorization", "x-goog-api-key"];
@@ -71410,7 +71439,7 @@ async function startModelGateway(opts = {}) {
       const token = raw.replace(/^Bearer\s+/i, "").trim();
       if (!token.startsWith(TOKEN_PREFIX)) continue;
       for (const [known, grant] of grants) {
-        if (known.length === token.length && (0, import_node_crypto10.timingSafeEqual)(Buffer.from(known), Buffer.from(token)))
+        if (known.length === token.length && (0, import_node_crypto11.timingSafeEqual)(Buffer.from(known), Buffer.from(token)))
           return { grant, header: header2 };
       }
     }
@@ -71419,7 +71448,7 @@ async function startModelGateway(opts = {}) {
   return {
     url: `http://127.0.0.1:${port}`,
     grant(upstream, credential, routes, policy) {
-      const token = `${TOKEN_PREFIX}${(0, import_node_crypto10.randomBytes)(24).toString("hex")}`;
+      const token = `${TOKEN_PREFIX}${(0, import_node_crypto11.randomBytes)(24).toString("hex")}`;
       grants.set(token, {
         upstream: new URL(upstream),
         credentials: typeof credential === "string" ? fixed(credential) : credential,
@@ -71637,7 +71666,7 @@ var import_promises33 = require("node:fs/promises");
 var import_node_path27 = require("node:path");
 
 // src/worker/workspace/setup-cache.ts
-var import_node_crypto11 = require("node:crypto");
+var import_node_crypto12 = require("node:crypto");
 var import_promises32 = require("node:fs/promises");
 var import_node_path26 = require("node:path");
 var LOCKFILES = /* @__PURE__ */ new Set([
@@ -71666,7 +71695,7 @@ var KEYS_KEPT = 2;
 var COMPLETE = ".complete";
 async function setupCacheKey(wt, commands) {
   const { stdout } = await gitIn(wt, ["ls-tree", "-r", "-z", "HEAD"]);
-  const hash2 = (0, import_node_crypto11.createHash)("sha256").update(JSON.stringify(commands));
+  const hash2 = (0, import_node_crypto12.createHash)("sha256").update(JSON.stringify(commands));
   for (const entry of stdout.split("\0")) {
     const tab = entry.indexOf("	");
     const path6 = entry.slice(tab + 1);
@@ -71690,7 +71719,7 @@ async function restoreSetupCache(workDir, repo, key2, worktree, folders) {
 async function saveSetupCache(workDir, repo, key2, worktree, folders) {
   const root2 = cacheDir(workDir, repo);
   const dir = (0, import_node_path26.join)(root2, key2);
-  const tmp = (0, import_node_path26.join)(root2, `.tmp-${(0, import_node_crypto11.randomBytes)(4).toString("hex")}`);
+  const tmp = (0, import_node_path26.join)(root2, `.tmp-${(0, import_node_crypto12.randomBytes)(4).toString("hex")}`);
   try {
     if (await (0, import_promises32.stat)((0, import_node_path26.join)(dir, COMPLETE)).catch(() => void 0)) return false;
     await (0, import_promises32.mkdir)(tmp, { recursive: true });
@@ -71915,7 +71944,7 @@ function escapeGlob(path6) {
 }
 
 // src/worker/workspace/worktree.ts
-var import_node_crypto12 = require("node:crypto");
+var import_node_crypto13 = require("node:crypto");
 var import_promises34 = require("node:fs/promises");
 var import_node_path28 = require("node:path");
 var exists4 = (p2) => (0, import_promises34.access)(p2).then(
@@ -72063,7 +72092,7 @@ async function removeWorktree(wt) {
         await gitIn(wt, ["checkout", "-q", "--force", "--detach"]);
         await gitIn(wt, ["clean", "-q", "-ffdx"]);
         await (0, import_promises34.mkdir)(pool, { recursive: true });
-        await git(["worktree", "move", wt.path, (0, import_node_path28.join)(pool, (0, import_node_crypto12.randomUUID)())], { cwd: wt.cacheDir });
+        await git(["worktree", "move", wt.path, (0, import_node_path28.join)(pool, (0, import_node_crypto13.randomUUID)())], { cwd: wt.cacheDir });
         await removeTree((0, import_node_path28.join)(wt.path, ".."));
         return;
       } catch {
@@ -72087,7 +72116,7 @@ async function adminDirOf(cacheDir2, path6) {
 }
 async function restoreGitLink(wt) {
   const link = (0, import_node_path28.join)(wt.path, ".git");
-  const next = (0, import_node_path28.join)(wt.path, `.git.fleet-${(0, import_node_crypto12.randomUUID)()}`);
+  const next = (0, import_node_path28.join)(wt.path, `.git.fleet-${(0, import_node_crypto13.randomUUID)()}`);
   await (0, import_promises34.writeFile)(next, `gitdir: ${wt.gitDir}
 `);
   try {

@@ -99,12 +99,17 @@ interface GitRun {
   buffer?: boolean;
 }
 
+/** What git says when the cache repository's folder is gone, or is no repository any more. */
+const CACHE_GONE = /cannot change to|not a git repository|not in a git directory/i;
+
 /** The cache repository of one git state store and the remote it fetches from and pushes to. */
 export class GitRemote {
   readonly shownUrl: string;
   /** Network operations run again after a transient failure. */
   transientRetries = 0;
   private initialized = false;
+  /** How many times the cache repository was made (again): a store's local copy is gone when it grows. */
+  made = 0;
   private readonly o: GitRemoteOptions;
 
   constructor(o: GitRemoteOptions) {
@@ -116,8 +121,8 @@ export class GitRemote {
     return this.o.url;
   }
 
-  run(args: string[], o: GitRun = {}) {
-    return execa("git", ["-C", this.o.cacheDir, ...args], {
+  async run(args: string[], o: GitRun = {}) {
+    const r = await execa("git", ["-C", this.o.cacheDir, ...args], {
       env: { ...baseEnv(), ...o.env },
       extendEnv: false,
       input: o.input,
@@ -125,6 +130,10 @@ export class GitRemote {
       stripFinalNewline: false,
       ...(o.buffer ? { encoding: "buffer" as const } : {}),
     });
+    // The cache repository is gone or broken under us (a cleaner of the temporary folder, another
+    // process): the next operation makes it again instead of failing every poll from now on.
+    if (r.exitCode !== 0 && CACHE_GONE.test(String(r.stderr))) this.initialized = false;
+    return r;
   }
 
   async must(args: string[], o: { input?: string | Buffer; env?: Record<string, string> } = {}) {
@@ -136,25 +145,37 @@ export class GitRemote {
     return String(r.stdout).trim();
   }
 
-  /** Creates the cache repository on first use. */
+  /** Creates the cache repository on first use, and again when it is gone or broken (see run). */
   async init(): Promise<void> {
     if (this.initialized) return;
     const dir = this.o.cacheDir;
-    try {
-      await access(join(dir, "HEAD"));
-    } catch {
-      await mkdir(dir, { recursive: true });
-      const r = await execa("git", ["init", "--bare", "-q", dir], {
-        env: baseEnv(),
-        extendEnv: false,
-        reject: false,
-      });
-      if (r.exitCode !== 0) throw new Error(`Fleet state cache ${dir}: git init failed: ${r.stderr.trim()}`);
-    }
+    const there = await access(join(dir, "HEAD")).then(
+      () => true,
+      () => false,
+    );
+    if (!there) await this.makeRepository();
     // Garbage collection runs in the foreground at our pace, never detached next to our own commands.
-    await this.must(["config", "gc.auto", "0"]);
+    const configured = await this.run(["config", "gc.auto", "0"]);
+    if (configured.exitCode !== 0) {
+      // A HEAD but no repository (a removal cut short): `git init` makes what is missing.
+      if (!there || !CACHE_GONE.test(String(configured.stderr))) await this.must(["config", "gc.auto", "0"]);
+      await this.makeRepository();
+      await this.must(["config", "gc.auto", "0"]);
+    }
     await this.must(["config", "maintenance.auto", "false"]);
     this.initialized = true;
+  }
+
+  private async makeRepository(): Promise<void> {
+    const dir = this.o.cacheDir;
+    await mkdir(dir, { recursive: true });
+    const r = await execa("git", ["init", "--bare", "-q", dir], {
+      env: baseEnv(),
+      extendEnv: false,
+      reject: false,
+    });
+    if (r.exitCode !== 0) throw new Error(`Fleet state cache ${dir}: git init failed: ${r.stderr.trim()}`);
+    this.made++;
   }
 
   /** Runs a network command with the token in an HTTP header passed through the environment, never argv or disk. */

@@ -82,6 +82,8 @@ class GitTransport implements cas.CasTransport {
    * bring the whole history instead of one commit.
    */
   private localCopySeen = false;
+  /** The cache repository this transport's local copy is in (GitRemote.made when it was seen). */
+  private cacheMade = 0;
   private readonly opts: GitStateStoreOptions;
 
   constructor(opts: GitStateStoreOptions) {
@@ -138,6 +140,8 @@ class GitTransport implements cas.CasTransport {
 
   async read(prev: cas.Head | undefined, _only?: keyof cas.StateFiles, cause = "read"): Promise<cas.Head> {
     await this.git.init();
+    // What this read fetches is in the cache repository as it is now.
+    if (this.git.made !== this.cacheMade) [this.cacheMade, this.localCopySeen] = [this.git.made, false];
     const head = await this.fetchHead(1, cause);
     if (head === "") return { version: "", state: "", beads: "" };
     // The head did not move: nothing to re-read.
@@ -222,6 +226,14 @@ class GitTransport implements cas.CasTransport {
     message: cas.CommitMessage,
   ): Promise<cas.WriteOutcome<cas.Head>> {
     await this.git.init();
+    // The cache repository was made again (its folder was removed): the base commit is not in it. The
+    // branch is fetched; moved on since the base, this is a lost race like any other.
+    if (this.git.made !== this.cacheMade) {
+      this.cacheMade = this.git.made;
+      this.localCopySeen = false;
+      if (base.version !== "" && (await this.fetchHead(1, "write")) !== base.version)
+        return { kind: "conflict" };
+    }
     const made = await this.makeCommit(base.version, files, message.unique);
     // Every transition the commit holds (a batch or a folded transition has one per line).
     const subject = message.text

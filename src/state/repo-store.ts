@@ -1,5 +1,6 @@
+import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
-import { readdir, rm, stat } from "node:fs/promises";
+import { lstat, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { GitHub } from "../github/port.ts";
@@ -92,30 +93,36 @@ function newCacheDir(owner: string, repo: string): string {
     void removeStaleCacheDirs();
   }
   cacheSeq += 1;
-  const dir = join(STATE_CACHE_ROOT, `${owner}-${repo}-${process.pid}-${cacheSeq}`);
-  // A process killed before its exit (SIGKILL, a crash) leaves its folders; one of an earlier process
-  // with this pid is not this store's, and half removed it is no repository git can open.
-  rmSync(dir, { recursive: true, force: true });
+  // Random as well: a pid is reused, and processes in other pid namespaces sharing this folder (containers
+  // with one /tmp) have the same ones; a folder a killed process left is never taken for this store's.
+  const dir = join(
+    STATE_CACHE_ROOT,
+    `${owner}-${repo}-${process.pid}-${cacheSeq}-${randomBytes(4).toString("hex")}`,
+  );
   cacheDirs.add(dir);
   return dir;
 }
 
 /**
- * Removes what killed processes left: folders of a pid no process has, untouched for an hour (a pid
- * alive is kept whoever has it now, and an hour keeps a folder a new process just made with a reused
- * pid). In the background, once per process: a failure only leaves them for the next.
+ * Removes what killed processes left (SIGKILL, a crash: no exit handler ran): folders of this user,
+ * named by a pid no process has, untouched for an hour. Nothing of another user, no symlink, and
+ * nothing at all when the root is not this user's alone. In the background, once per process: a
+ * failure only leaves them for the next. A folder removed from under a live store (pid namespaces
+ * sharing /tmp, a cleaner of the temporary folder) is made again by the store at its next operation.
  */
 export async function removeStaleCacheDirs(now = Date.now()): Promise<void> {
+  const uid = process.getuid?.();
+  if (uid === undefined) return;
+  const root = await lstat(STATE_CACHE_ROOT).catch(() => undefined);
+  if (!root?.isDirectory() || root.uid !== uid || (root.mode & 0o022) !== 0) return;
   const names = await readdir(STATE_CACHE_ROOT).catch(() => [] as string[]);
   for (const name of names) {
-    const pid = Number(/-(\d+)-\d+$/.exec(name)?.[1]);
+    const pid = Number(/-(\d+)-\d+(?:-[0-9a-f]+)?$/.exec(name)?.[1]);
     if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || pidAlive(pid)) continue;
     const dir = join(STATE_CACHE_ROOT, name);
-    const touched = await stat(dir).then(
-      (s) => s.mtimeMs,
-      () => now,
-    );
-    if (now - touched >= STALE_CACHE_MS) await rm(dir, { recursive: true, force: true }).catch(() => {});
+    const entry = await lstat(dir).catch(() => undefined);
+    if (!entry?.isDirectory() || entry.uid !== uid || now - entry.mtimeMs < STALE_CACHE_MS) continue;
+    await rm(dir, { recursive: true, force: true }).catch(() => {});
   }
 }
 

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdir, readFile, rm, utimes, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rm, utimes } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { recordLedger } from "../../src/core/state-doc.ts";
@@ -36,19 +36,14 @@ describe("stateTransportFrom", () => {
 });
 
 describe("the git store's cache repositories", () => {
-  it("a folder a killed process left under this pid's next name is replaced, not opened; a dead process's old folders are removed, a live one's kept", async () => {
-    // What a process with this pid before us left half removed: no repository git can open.
-    const left = join(STATE_CACHE_ROOT, `${OWNER}-${REPO}-${process.pid}-1`);
-    await mkdir(join(left, "info"), { recursive: true });
-    await writeFile(join(left, "HEAD"), "ref: refs/heads/main\n");
-    await writeFile(join(left, "shallow"), `${"0".repeat(40)}\n`);
+  it("a cache folder removed or broken under a live store is made again at its next operation; a dead process's old folders are removed, a live one's kept", async () => {
     // A dead process's folder (no pid is that high) untouched for two hours, and pid 1's (alive).
-    const hourAgo = new Date(Date.now() - 2 * 60 * 60_000);
-    const dead = join(STATE_CACHE_ROOT, `${OWNER}-${REPO}-${2 ** 23}-1`);
-    const alive = join(STATE_CACHE_ROOT, `${OWNER}-${REPO}-1-1`);
+    const hoursAgo = new Date(Date.now() - 2 * 60 * 60_000);
+    const dead = join(STATE_CACHE_ROOT, `${OWNER}-${REPO}-${2 ** 23}-1-00ff00ff`);
+    const alive = join(STATE_CACHE_ROOT, `${OWNER}-${REPO}-1-1-00ff00ff`);
     for (const dir of [dead, alive]) {
       await mkdir(dir, { recursive: true });
-      await utimes(dir, hourAgo, hourAgo);
+      await utimes(dir, hoursAgo, hoursAgo);
     }
     const gh = await startEmulatorBackend();
     try {
@@ -59,16 +54,31 @@ describe("the git store's cache repositories", () => {
         transport: "git",
         pacing: 0,
       });
-      const result = await store.update(({ doc }) => ({
-        doc: recordLedger(doc, { day: "2026-01-01", coder: "claude", usage: { input: 1 } }),
-        message: "count one",
-      }));
-      expect(result.applied).toBe(true);
+      let n = 0;
+      const count = () =>
+        store.update(({ doc }) => ({
+          doc: recordLedger(doc, { day: "2026-01-01", coder: "claude", usage: { input: 1 } }),
+          message: `count ${++n}`,
+        }));
+      expect((await count()).applied).toBe(true);
+      const mine = (await readdir(STATE_CACHE_ROOT)).filter((d) =>
+        d.startsWith(`${OWNER}-${REPO}-${process.pid}-`),
+      );
+      expect(mine).toHaveLength(1);
+      const cache = join(STATE_CACHE_ROOT, mine[0]!);
+      // Removed, as a cleaner of the temporary folder does; then left half there, as a removal cut short.
+      await rm(cache, { recursive: true, force: true });
+      await expect(count()).rejects.toThrow();
+      expect((await count()).applied).toBe(true);
+      await rm(join(cache, "objects"), { recursive: true, force: true });
+      await rm(join(cache, "refs"), { recursive: true, force: true });
+      await expect(count()).rejects.toThrow();
+      expect((await count()).applied).toBe(true);
       expect((await store.read()).doc.ledger).toBeDefined();
-      expect(await readFile(join(left, "HEAD"), "utf8")).toMatch(/^ref: /);
       await removeStaleCacheDirs();
       expect(existsSync(dead)).toBe(false);
       expect(existsSync(alive)).toBe(true);
+      expect(existsSync(cache)).toBe(true);
     } finally {
       await gh.close();
       await rm(alive, { recursive: true, force: true });
