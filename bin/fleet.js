@@ -40,7 +40,12 @@ if (!help) {
   if (built) {
     // Stack traces in the logs point into src/, not the bundle.
     process.setSourceMapsEnabled(true);
-    ({ runMain } = await import(pathToFileURL(BUILT_APP).href));
+    try {
+      ({ runMain } = await import(pathToFileURL(BUILT_APP).href));
+    } catch (error) {
+      // A build whose chunks are gone (a clean of build/chunks) is not run; the sources are.
+      process.stderr.write(`fleet: the build could not be loaded (${error.message}); running the sources\n`);
+    }
   }
 }
 if (!runMain && nativeTypeScript()) ({ runMain } = await import("../src/cli/main.ts"));

@@ -11,7 +11,7 @@
 import { createHash } from "node:crypto";
 import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { basename, dirname, resolve } from "node:path";
+import { basename, dirname, extname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -106,9 +106,10 @@ export async function buildApp({ entry = "src/cli/main.ts", outfile = BUILT_APP 
   const startedMs = Date.now();
   const result = await build({
     absWorkingDir: root,
-    entryPoints: { [basename(outfile).replace(/\.mjs$/, "")]: entry },
+    // outfile's name and extension (an ES module's: .mjs, or .js where package.json says "module").
+    entryPoints: { [basename(outfile, extname(outfile))]: entry },
     outdir: dirname(outfile),
-    outExtension: { ".js": ".mjs" },
+    outExtension: { ".js": extname(outfile) || ".js" },
     // What only some commands load (the worker, the app, Octokit's client) is in chunks of its own,
     // named by their content: builds side by side share the chunks they have in common.
     splitting: true,

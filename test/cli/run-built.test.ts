@@ -133,6 +133,16 @@ describe("fleet run runs from the build", () => {
       expect((await stat(built)).mtimeMs).toBe(first);
       expect(await start()).not.toBe(first);
       expect(await readFile(built, "utf8")).toContain("changed after the build");
+      // The build's chunks removed (a clean of build/): a command runs the sources and says so.
+      await rm(join(install, "build/chunks"), { recursive: true, force: true });
+      const { r, loaded: afterClean } = await fleetRecorded(
+        ["tasks", "--local"],
+        cliEnv({ FLEET_HOME: home.dir }),
+        join(install, "bin/fleet.js"),
+      );
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(r.stderr).toMatch(/^fleet: the build could not be loaded \(.*\); running the sources$/m);
+      expect(afterClean).toContain(`${sources}/cli/main.ts`);
     } finally {
       await rm(install, { recursive: true, force: true });
     }

@@ -43,6 +43,7 @@ export class GitRepo {
   readonly gitDir: string;
   /** Reads (objects, and names resolved to them) through one long-lived git process. */
   private readonly objects: GitObjectReader;
+  private refStoreIsFiles?: Promise<boolean>;
 
   constructor(gitDir: string) {
     this.gitDir = gitDir;
@@ -151,6 +152,7 @@ export class GitRepo {
   async readRef(ref: string): Promise<{ ref: string; sha: string; type: string } | undefined> {
     const exactly = async () => (await this.listRefs(ref)).find((x) => x.ref === ref);
     if (
+      !(await this.filesRefStore()) ||
       !STORED_REF.test(ref) ||
       ref.includes("..") ||
       ref.split("/").some((part) => part.startsWith(".") || part.endsWith(".lock"))
@@ -180,6 +182,19 @@ export class GitRepo {
     }
     const type = (await this.objects.info(sha))?.type;
     return type ? { ref, sha, type } : exactly();
+  }
+
+  /**
+   * Whether refs are kept as files and objects named by SHA-1, which readRef reads itself: not with
+   * `extensions.refStorage` (reftable) or `extensions.objectFormat` (SHA-256), which git's
+   * GIT_DEFAULT_REF_FORMAT and GIT_DEFAULT_HASH choose at init. Read from the config once.
+   */
+  private filesRefStore(): Promise<boolean> {
+    this.refStoreIsFiles ??= readFile(join(this.gitDir, "config"), "utf8").then(
+      (text) => !/^\s*(refstorage|objectformat)\s*=/im.test(text),
+      () => false,
+    );
+    return this.refStoreIsFiles;
   }
 
   async listRefs(prefix = "refs/"): Promise<Array<{ ref: string; sha: string; type: string }>> {
