@@ -63575,6 +63575,7 @@ var cacheDirs = /* @__PURE__ */ new Set();
 var cleanupArmed = false;
 var cacheSeq = 0;
 var STATE_CACHE_ROOT = (0, import_node_path7.join)((0, import_node_os4.tmpdir)(), "fleet-state-cache");
+var MAX_STALE_REMOVALS = 50;
 var STALE_CACHE_MS = 60 * 6e4;
 function newCacheDir(owner, repo) {
   if (!cleanupArmed) {
@@ -63598,6 +63599,7 @@ async function removeStaleCacheDirs(now = Date.now()) {
   const root2 = await (0, import_promises14.lstat)(STATE_CACHE_ROOT).catch(() => void 0);
   if (!root2?.isDirectory() || root2.uid !== uid || (root2.mode & 18) !== 0) return;
   const names = await (0, import_promises14.readdir)(STATE_CACHE_ROOT).catch(() => []);
+  let removed = 0;
   for (const name of names) {
     const pid = Number(/-(\d+)-\d+(?:-[0-9a-f]+)?$/.exec(name)?.[1]);
     if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || pidAlive(pid)) continue;
@@ -63606,6 +63608,7 @@ async function removeStaleCacheDirs(now = Date.now()) {
     if (!entry?.isDirectory() || entry.uid !== uid || now - entry.mtimeMs < STALE_CACHE_MS) continue;
     await (0, import_promises14.rm)(dir, { recursive: true, force: true }).catch(() => {
     });
+    if (++removed >= MAX_STALE_REMOVALS) return;
   }
 }
 function pidAlive(pid) {

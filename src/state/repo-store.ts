@@ -81,6 +81,8 @@ let cleanupArmed = false;
 let cacheSeq = 0;
 /** Where the cache repositories of every process are (one folder each, named by its pid). */
 export const STATE_CACHE_ROOT = join(tmpdir(), "fleet-state-cache");
+/** How many dead processes' cache repositories one process removes (see removeStaleCacheDirs). */
+const MAX_STALE_REMOVALS = 50;
 /** How old a dead process's cache repository is before another process removes it. */
 const STALE_CACHE_MS = 60 * 60_000;
 
@@ -116,6 +118,7 @@ export async function removeStaleCacheDirs(now = Date.now()): Promise<void> {
   const root = await lstat(STATE_CACHE_ROOT).catch(() => undefined);
   if (!root?.isDirectory() || root.uid !== uid || (root.mode & 0o022) !== 0) return;
   const names = await readdir(STATE_CACHE_ROOT).catch(() => [] as string[]);
+  let removed = 0;
   for (const name of names) {
     const pid = Number(/-(\d+)-\d+(?:-[0-9a-f]+)?$/.exec(name)?.[1]);
     if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || pidAlive(pid)) continue;
@@ -123,6 +126,8 @@ export async function removeStaleCacheDirs(now = Date.now()): Promise<void> {
     const entry = await lstat(dir).catch(() => undefined);
     if (!entry?.isDirectory() || entry.uid !== uid || now - entry.mtimeMs < STALE_CACHE_MS) continue;
     await rm(dir, { recursive: true, force: true }).catch(() => {});
+    // A one-shot command waits for this before it exits: a long backlog goes a few at a time.
+    if (++removed >= MAX_STALE_REMOVALS) return;
   }
 }
 
