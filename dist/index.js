@@ -62932,8 +62932,7 @@ var GitRemote = class {
     if (!there) await this.makeRepository();
     const configured = await this.run(["config", "gc.auto", "0"]);
     if (configured.exitCode !== 0) {
-      if (!there || !CACHE_GONE.test(String(configured.stderr))) await this.must(["config", "gc.auto", "0"]);
-      await this.makeRepository();
+      if (there && CACHE_GONE.test(String(configured.stderr))) await this.makeRepository();
       await this.must(["config", "gc.auto", "0"]);
     }
     await this.must(["config", "maintenance.auto", "false"]);
@@ -63081,7 +63080,7 @@ var GitTransport = class {
   }
   async read(prev, _only, cause = "read") {
     await this.git.init();
-    if (this.git.made !== this.cacheMade) [this.cacheMade, this.localCopySeen] = [this.git.made, false];
+    this.cacheRemade();
     const head = await this.fetchHead(1, cause);
     if (head === "") return { version: "", state: "", beads: "" };
     if (prev && prev.version === head) return prev;
@@ -63121,6 +63120,13 @@ var GitTransport = class {
     this.localCopySeen = true;
     return head;
   }
+  /** Whether the cache repository was made (again) since this transport's local copy was in it; notes it is now. */
+  cacheRemade() {
+    if (this.git.made === this.cacheMade) return false;
+    this.cacheMade = this.git.made;
+    this.localCopySeen = false;
+    return true;
+  }
   /** Whether the cache holds a commit of the branch (from a fetch or a push). */
   async hasLocalCopy() {
     return (await this.git.run(["rev-parse", "--verify", "--quiet", `${REMOTE_REF}^{commit}`])).exitCode === 0;
@@ -63153,12 +63159,8 @@ ${commit}:${BEADS_PATH}
   }
   async write(base, files, message) {
     await this.git.init();
-    if (this.git.made !== this.cacheMade) {
-      this.cacheMade = this.git.made;
-      this.localCopySeen = false;
-      if (base.version !== "" && await this.fetchHead(1, "write") !== base.version)
-        return { kind: "conflict" };
-    }
+    if (this.cacheRemade() && base.version !== "" && await this.fetchHead(1, "write") !== base.version)
+      return { kind: "conflict" };
     const made = await this.makeCommit(base.version, files, message.unique);
     const subject = message.text.split("\n").map((l) => l.replace(/^- /, "").trim()).filter(Boolean).join("; ");
     if (await this.push(made, base.version, subject) === "conflict") return { kind: "conflict" };

@@ -40,7 +40,7 @@ async function digestOf(files) {
     const text = await readFile(resolve(root, extra)).catch(() => "(none)");
     hash.update(`${extra}\0${text.length}\0`).update(text);
   }
-  for (const file of [...files.filter((f) => !inPackages(f)), fileURLToPath(import.meta.url)]) {
+  for (const file of [...files, fileURLToPath(import.meta.url)]) {
     const text = await readFile(resolve(root, file)).catch(() => undefined);
     if (text === undefined) return undefined;
     hash.update(`${file}\0${text.length}\0`).update(text);
@@ -153,23 +153,22 @@ export async function buildApp({ entry = "src/cli/main.ts", outfile = BUILT_APP 
   }
   // Last: a build cut short leaves no record that its sources are current. A source written since the
   // build began (a checkout, an editor) may not be in it: no record then, and the next start builds.
-  const files = Object.keys(result.metafile.inputs).sort();
+  const own = Object.keys(result.metafile.inputs)
+    .filter((f) => !inPackages(f))
+    .sort();
   const changed = await Promise.all(
-    files
-      .filter((f) => !inPackages(f))
-      .map((f) =>
-        stat(resolve(root, f)).then(
-          (s) => s.mtimeMs >= startedMs - 1,
-          () => true,
-        ),
+    own.map((f) =>
+      stat(resolve(root, f)).then(
+        (s) => s.mtimeMs >= startedMs - 1,
+        () => true,
       ),
+    ),
   );
   if (changed.some(Boolean)) return result.warnings;
   // The output's own digest too: when two starts build at once, the record names the build it describes.
   const module = result.outputFiles.find((f) => f.path === outfile);
   const output = createHash("sha256").update(module.contents).digest("hex");
   const partial = `${sourcesOf(outfile)}.${process.pid}.partial`;
-  const own = files.filter((f) => !inPackages(f));
   await writeFile(partial, JSON.stringify({ digest: await digestOf(own), output, files: own }));
   await rename(partial, sourcesOf(outfile));
   return result.warnings;

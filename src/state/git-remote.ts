@@ -158,8 +158,7 @@ export class GitRemote {
     const configured = await this.run(["config", "gc.auto", "0"]);
     if (configured.exitCode !== 0) {
       // A HEAD but no repository (a removal cut short): `git init` makes what is missing.
-      if (!there || !CACHE_GONE.test(String(configured.stderr))) await this.must(["config", "gc.auto", "0"]);
-      await this.makeRepository();
+      if (there && CACHE_GONE.test(String(configured.stderr))) await this.makeRepository();
       await this.must(["config", "gc.auto", "0"]);
     }
     await this.must(["config", "maintenance.auto", "false"]);

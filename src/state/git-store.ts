@@ -141,7 +141,7 @@ class GitTransport implements cas.CasTransport {
   async read(prev: cas.Head | undefined, _only?: keyof cas.StateFiles, cause = "read"): Promise<cas.Head> {
     await this.git.init();
     // What this read fetches is in the cache repository as it is now.
-    if (this.git.made !== this.cacheMade) [this.cacheMade, this.localCopySeen] = [this.git.made, false];
+    this.cacheRemade();
     const head = await this.fetchHead(1, cause);
     if (head === "") return { version: "", state: "", beads: "" };
     // The head did not move: nothing to re-read.
@@ -188,6 +188,14 @@ class GitTransport implements cas.CasTransport {
     return head;
   }
 
+  /** Whether the cache repository was made (again) since this transport's local copy was in it; notes it is now. */
+  private cacheRemade(): boolean {
+    if (this.git.made === this.cacheMade) return false;
+    this.cacheMade = this.git.made;
+    this.localCopySeen = false;
+    return true;
+  }
+
   /** Whether the cache holds a commit of the branch (from a fetch or a push). */
   private async hasLocalCopy(): Promise<boolean> {
     return (
@@ -228,12 +236,8 @@ class GitTransport implements cas.CasTransport {
     await this.git.init();
     // The cache repository was made again (its folder was removed): the base commit is not in it. The
     // branch is fetched; moved on since the base, this is a lost race like any other.
-    if (this.git.made !== this.cacheMade) {
-      this.cacheMade = this.git.made;
-      this.localCopySeen = false;
-      if (base.version !== "" && (await this.fetchHead(1, "write")) !== base.version)
-        return { kind: "conflict" };
-    }
+    if (this.cacheRemade() && base.version !== "" && (await this.fetchHead(1, "write")) !== base.version)
+      return { kind: "conflict" };
     const made = await this.makeCommit(base.version, files, message.unique);
     // Every transition the commit holds (a batch or a folded transition has one per line).
     const subject = message.text
