@@ -183,6 +183,9 @@ export function startFleet(
     ...o.env,
     ...(o.opsLog ? { FLEET_BENCH_OPS_LOG: o.opsLog, NODE_OPTIONS: preload } : {}),
   };
+  // BENCH_FLEET_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=…": node's options for the fleet processes (a profile).
+  if (process.env.BENCH_FLEET_NODE_OPTIONS)
+    env.NODE_OPTIONS = [env.NODE_OPTIONS, process.env.BENCH_FLEET_NODE_OPTIONS].filter(Boolean).join(" ");
   const enter = o.group ? `echo $$ > ${o.group.path}/cgroup.procs 2>/dev/null; ` : "";
   const child = spawn("/bin/sh", ["-c", `${enter}exec "$0" "$@"`, process.execPath, FLEET_BIN, ...args], {
     cwd: o.cwd,
@@ -225,7 +228,9 @@ export function readOpsLog(file: string): Array<{
 /** Environment for a `fleet run` process: the host's basics, node_modules/.bin and `shims` first on PATH. */
 export function workerEnv(shims: string | undefined, extra: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const k of ["HOME", "TMPDIR", "LANG", "USER"]) if (process.env[k]) env[k] = process.env[k]!;
+  // FLEET_COMMANDS=direct: programs started by the worker itself, not its helper (README, before and after).
+  for (const k of ["HOME", "TMPDIR", "LANG", "USER", "FLEET_COMMANDS"])
+    if (process.env[k]) env[k] = process.env[k]!;
   const path = [shims, NODE_BIN, process.env.PATH].filter(Boolean).join(":");
   return { ...env, PATH: path, ...extra };
 }

@@ -1,15 +1,15 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { execa } from "execa";
+import { processEnv, runCommand } from "../process/command-runner.ts";
 
 // Local mode reads a repository on disk as GitHub reads one: files from its default branch as
 // committed, never from the working tree (the branch checked out may be a task's, which its agent
 // wrote, and `.github/fleet.yml` decides how agents run).
 
 const gitAt = (cwd: string, args: string[]) =>
-  execa("git", args, { cwd, reject: false, stripFinalNewline: true }).then((r) => ({
+  runCommand({ file: "git", args, cwd, env: processEnv() }).then((r) => ({
     ok: r.exitCode === 0,
-    out: String(r.stdout ?? "").trim(),
+    out: r.stdout.toString("utf8").trim(),
   }));
 
 /**
@@ -100,10 +100,11 @@ export async function committedFile(repoPath: string, path: string): Promise<str
     return readFile(join(repoPath, path), "utf8").catch(() => undefined);
   const branch = await defaultBranchFrom(repoPath, refs);
   if (!branch) return undefined;
-  const r = await execa("git", ["cat-file", "blob", `refs/heads/${branch}:${path}`], {
+  const r = await runCommand({
+    file: "git",
+    args: ["cat-file", "blob", `refs/heads/${branch}:${path}`],
     cwd: repoPath,
-    reject: false,
-    stripFinalNewline: false,
+    env: processEnv(),
   });
-  return r.exitCode === 0 ? String(r.stdout) : undefined;
+  return r.exitCode === 0 ? r.stdout.toString("utf8") : undefined;
 }

@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { execa } from "execa";
 import { parse as parseYaml } from "yaml";
 import type {
   CommitSummary,
@@ -13,6 +12,7 @@ import type {
   RepoRef,
   SubIssue,
 } from "../github/port.ts";
+import { processEnv, runCommand } from "../process/command-runner.ts";
 import { withFileLock } from "../state/file-lock.ts";
 import type { StateStore } from "../state/store.ts";
 import { committedFile, localDefaultBranch } from "./local-branches.ts";
@@ -180,12 +180,14 @@ export async function localDiffStat(
   base: string,
   head: string,
 ): Promise<{ files: number; additions: number; deletions: number } | undefined> {
-  const r = await execa("git", ["diff", "--numstat", `${base}...${head}`, "--"], {
+  const r = await runCommand({
+    file: "git",
+    args: ["diff", "--numstat", `${base}...${head}`, "--"],
     cwd: repoPath,
-    reject: false,
+    env: processEnv(),
   });
   if (r.exitCode !== 0) return undefined;
-  const lines = String(r.stdout).split("\n").filter(Boolean);
+  const lines = r.stdout.toString("utf8").split("\n").filter(Boolean);
   let additions = 0;
   let deletions = 0;
   for (const line of lines) {
@@ -448,9 +450,9 @@ function localSubIssues(
 }
 
 const gitIn = (repoPath: string, args: string[]) =>
-  execa("git", args, { cwd: repoPath, reject: false, stripFinalNewline: false }).then((r) => ({
+  runCommand({ file: "git", args, cwd: repoPath, env: processEnv() }).then((r) => ({
     ok: r.exitCode === 0,
-    out: String(r.stdout ?? ""),
+    out: r.stdout.toString("utf8"),
   }));
 
 /** The person at the terminal owns the local repository; it is read with git, from its default branch. */

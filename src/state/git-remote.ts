@@ -1,6 +1,6 @@
 import { access, mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { execa } from "execa";
+import { runCommand } from "../process/command-runner.ts";
 import { backoffDelay } from "./store.ts";
 
 // Git commands on a state store's cache repository, and its fetches and pushes: the token only in an
@@ -121,19 +121,21 @@ export class GitRemote {
     return this.o.url;
   }
 
-  async run(args: string[], o: GitRun = {}) {
-    const r = await execa("git", ["-C", this.o.cacheDir, ...args], {
+  async run(
+    args: string[],
+    o: GitRun = {},
+  ): Promise<{ exitCode: number | null; stdout: string | Buffer; stderr: string }> {
+    const r = await runCommand({
+      file: "git",
+      args: ["-C", this.o.cacheDir, ...args],
       env: { ...baseEnv(), ...o.env },
-      extendEnv: false,
-      input: o.input,
-      reject: false,
-      stripFinalNewline: false,
-      ...(o.buffer ? { encoding: "buffer" as const } : {}),
+      ...(o.input !== undefined ? { input: o.input } : {}),
     });
+    const stderr = r.stderr.toString("utf8") + (r.error ?? "");
     // The cache repository is gone or broken under us (a cleaner of the temporary folder, another
     // process): the next operation makes it again instead of failing every poll from now on.
-    if (r.exitCode !== 0 && CACHE_GONE.test(String(r.stderr))) this.initialized = false;
-    return r;
+    if (r.exitCode !== 0 && CACHE_GONE.test(stderr)) this.initialized = false;
+    return { exitCode: r.exitCode, stdout: o.buffer ? r.stdout : r.stdout.toString("utf8"), stderr };
   }
 
   async must(args: string[], o: { input?: string | Buffer; env?: Record<string, string> } = {}) {
@@ -168,12 +170,11 @@ export class GitRemote {
   private async makeRepository(): Promise<void> {
     const dir = this.o.cacheDir;
     await mkdir(dir, { recursive: true });
-    const r = await execa("git", ["init", "--bare", "-q", dir], {
-      env: baseEnv(),
-      extendEnv: false,
-      reject: false,
-    });
-    if (r.exitCode !== 0) throw new Error(`Fleet state cache ${dir}: git init failed: ${r.stderr.trim()}`);
+    const r = await runCommand({ file: "git", args: ["init", "--bare", "-q", dir], env: baseEnv() });
+    if (r.exitCode !== 0)
+      throw new Error(
+        `Fleet state cache ${dir}: git init failed: ${(r.stderr.toString("utf8") + (r.error ?? "")).trim()}`,
+      );
     this.made++;
   }
 

@@ -210,7 +210,7 @@ class GitTransport implements cas.CasTransport {
       buffer: true,
     });
     if (r.exitCode !== 0) throw new Error(`Fleet state cache ${this.opts.cacheDir}: git cat-file failed`);
-    const out = Buffer.from(r.stdout as Uint8Array);
+    const out = Buffer.isBuffer(r.stdout) ? r.stdout : Buffer.from(r.stdout);
     const texts: string[] = [];
     let at = 0;
     for (let i = 0; i < 2; i++) {

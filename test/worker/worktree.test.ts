@@ -1,4 +1,4 @@
-import { access, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { access, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
@@ -157,6 +157,47 @@ describe("worktree and publish, against a real bare repository", () => {
     expect(again.branch).toBe("fleet/5-first");
     await removeWorktree(second);
     await removeWorktree(again);
+  });
+
+  it("shares one fetch of the cache clone between tasks starting together, and fetches again for a task asking later", async () => {
+    // Fleet's git is found on PATH: a git that notes its fetches, then runs the real one.
+    const real = (await execa("sh", ["-c", "command -v git"])).stdout.trim();
+    const shims = join(root, "shims");
+    const log = join(root, "git.log");
+    await mkdir(shims);
+    await writeFile(
+      join(shims, "git"),
+      `#!/bin/sh\ncase " $* " in *" fetch "*|*" ls-remote "*) echo "$*" >> ${log};; esac\nexec ${real} "$@"\n`,
+      { mode: 0o755 },
+    );
+    const path = process.env.PATH;
+    process.env.PATH = `${shims}:${path}`;
+    try {
+      const src = { repo: "octo/widgets", cloneUrl: url };
+      const together = await Promise.all(
+        [1, 2, 3, 4].map((n) => addWorktree(workDir, src, `t${n}`, `fleet/${n}-together`)),
+      );
+      const main = (await execa("git", ["--git-dir", bare, "rev-parse", "main"], { env })).stdout;
+      expect(together.map((w) => w.startSha)).toEqual([main, main, main, main]);
+      const lines = async () => (await readFile(log, "utf8")).trim().split("\n");
+      expect((await lines()).filter((l) => l.includes(" fetch "))).toHaveLength(1);
+      expect((await lines()).filter((l) => l.includes("ls-remote"))).toHaveLength(1);
+
+      // main moves on; a task asking now fetches anew and starts from it.
+      const seed = join(root, "seed");
+      await writeFile(join(seed, "NEW.md"), "new\n");
+      await gitIn(seed, "add", "-A");
+      await gitIn(seed, "commit", "-q", "-m", "more");
+      await gitIn(seed, "push", "-q", bare, "main");
+      const later = await addWorktree(workDir, src, "t5", "fleet/5-later");
+      expect(later.startSha).toBe(
+        (await execa("git", ["--git-dir", bare, "rev-parse", "main"], { env })).stdout,
+      );
+      expect((await lines()).filter((l) => l.includes(" fetch "))).toHaveLength(2);
+      for (const w of [...together, later]) await removeWorktree(w);
+    } finally {
+      process.env.PATH = path;
+    }
   });
 
   it("keeps a running task's worktree when another task prunes the cache clone while its link is restored", async () => {

@@ -1,6 +1,6 @@
 import { lstat, readlink } from "node:fs/promises";
 import { join } from "node:path";
-import { execa } from "execa";
+import { runCommand } from "../../process/command-runner.ts";
 
 export interface GitAuth {
   username: string;
@@ -102,27 +102,30 @@ export interface GitOptions {
 }
 
 export async function git(args: string[], opts: GitOptions): Promise<{ stdout: string; exitCode: number }> {
-  const r = await execa("git", [...FLAGS, ...args], {
+  const r = await runCommand({
+    file: "git",
+    args: [...FLAGS, ...args],
     cwd: opts.cwd,
     // Not the worker's environment: should git ever run a program (a driver in a repository Fleet
     // did not write), it finds no token, key or OIDC request variables there.
     env: { ...hostBasics(), ...ISOLATED, ...gitAuthEnv(opts.auth) },
-    extendEnv: false,
-    input: opts.input,
-    reject: false,
-    stripFinalNewline: true,
+    ...(opts.input !== undefined ? { input: opts.input } : {}),
   });
   const code = r.exitCode ?? -1;
   if (code !== 0 && !(opts.okCodes ?? []).includes(code)) {
-    const stderr = String(r.stderr ?? "").trim();
+    const stderr = (r.error ? `${r.stderr}\n${r.error}` : r.stderr.toString("utf8")).trim();
     throw new GitError(
       `git ${args[0]} failed (exit ${code}): ${stderr.split("\n").slice(-3).join(" ")}`,
       args,
       stderr,
     );
   }
-  return { stdout: String(r.stdout ?? ""), exitCode: code };
+  return { stdout: stripFinalNewline(r.stdout.toString("utf8")), exitCode: code };
 }
+
+/** What execa's stripFinalNewline did: one trailing newline (LF or CRLF) off. */
+const stripFinalNewline = (s: string): string =>
+  s.endsWith("\r\n") ? s.slice(0, -2) : s.endsWith("\n") ? s.slice(0, -1) : s;
 
 /** A task's worktree as Fleet's own git commands address it. */
 export interface WorktreeGitDirs {

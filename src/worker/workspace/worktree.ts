@@ -63,13 +63,37 @@ export const cacheCloneDir = (workDir: string, repo: string): string => {
 export const worktreePath = (workDir: string, taskId: string): string =>
   join(workDir, "worktrees", safeSegment(taskId), "repo");
 
-/** The bare cache clone for a repository, created on first use and fetched on every use. */
-export async function syncCacheClone(
+/**
+ * A fetch of a cache clone waiting for its turn on the clone: the tasks that ask for one meanwhile
+ * share it (tasks starting together fetched one after another, each the same refs). Once it has begun,
+ * the next ask gets a fetch of its own: what it needs may have been pushed after this one began.
+ */
+const queuedSyncs = new Map<string, Promise<{ dir: string; defaultBranch: string }>>();
+
+/** The bare cache clone for a repository, created on first use and fetched for every use. */
+export function syncCacheClone(
   workDir: string,
   src: RepoSource,
 ): Promise<{ dir: string; defaultBranch: string }> {
   const dir = cacheCloneDir(workDir, src.repo);
+  const key = `${dir}\0${src.cloneUrl}`;
+  const queued = queuedSyncs.get(key);
+  if (queued) return queued;
+  const sync = fetchCacheClone(dir, workDir, src, () => {
+    if (queuedSyncs.get(key) === sync) queuedSyncs.delete(key);
+  });
+  queuedSyncs.set(key, sync);
+  return sync;
+}
+
+function fetchCacheClone(
+  dir: string,
+  workDir: string,
+  src: RepoSource,
+  begun: () => void,
+): Promise<{ dir: string; defaultBranch: string }> {
   return exclusive(dir, async () => {
+    begun();
     if (!(await exists(join(dir, "HEAD")))) {
       await mkdir(dir, { recursive: true });
       await git(["init", "--bare", "-q", dir], { cwd: workDir });
@@ -109,16 +133,19 @@ async function remoteBranchSha(cacheDir: string, branch: string): Promise<string
 async function clearStale(cacheDir: string, path: string, branch: string): Promise<void> {
   await git(["worktree", "prune"], { cwd: cacheDir });
   const list = await git(["worktree", "list", "--porcelain"], { cwd: cacheDir });
+  let removed = false;
   for (const entry of list.stdout.split("\n\n")) {
     const wt = /^worktree (.+)$/m.exec(entry)?.[1];
     const br = /^branch (.+)$/m.exec(entry)?.[1];
     if (wt && (wt === path || br === `refs/heads/${branch}`) && !/^bare$/m.test(entry)) {
       await git(["worktree", "remove", "--force", "--force", wt], { cwd: cacheDir, okCodes: [128] });
       await removeTree(wt);
+      removed = true;
     }
   }
   await removeTree(path);
-  await git(["worktree", "prune"], { cwd: cacheDir });
+  // What a removal above left registered (a `worktree remove` refused); nothing to prune otherwise.
+  if (removed) await git(["worktree", "prune"], { cwd: cacheDir });
 }
 
 /** Spare checkouts kept per cache clone: a new task reuses one instead of writing every file again. */
