@@ -56111,6 +56111,7 @@ function serveCommands(proc, spawnFn, run, cap) {
   });
 }
 var HELPER_SOURCE = `"use strict";
+const __name = (f) => f;
 const runOne = ${runOne.toString()};
 (${serveCommands.toString()})(process, require("node:child_process").spawn, runOne, ${MAX_OUTPUT_BYTES});`;
 var CommandHelper = class {

@@ -120,8 +120,13 @@ function serveCommands(proc: NodeJS.Process, spawnFn: SpawnFn, run: typeof runOn
   });
 }
 
-/** The helper as `node -e` runs it: the two functions above, as this module was compiled. */
+/**
+ * The helper as `node -e` runs it: the two functions above, as this module was compiled. A compiler
+ * that keeps function names (esbuild's keepNames, as tsx runs it) calls its `__name` helper inside
+ * them; here it is one that does nothing.
+ */
 const HELPER_SOURCE = `"use strict";
+const __name = (f) => f;
 const runOne = ${runOne.toString()};
 (${serveCommands.toString()})(process, require("node:child_process").spawn, runOne, ${MAX_OUTPUT_BYTES});`;
 

@@ -1,5 +1,7 @@
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
@@ -9,11 +11,11 @@ const env = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
 const MODULE = join(import.meta.dirname, "../../src/process/command-runner.ts");
 
 /** A node process that imports the runner and runs `body` (an async function's body, given runCommand and env). */
-function nodeWith(body: string, extraEnv: Record<string, string> = {}) {
+function nodeWith(body: string, extraEnv: Record<string, string> = {}, nodeArgs: string[] = []) {
   const script = `import { runCommand } from ${JSON.stringify(MODULE)};
 const env = { PATH: process.env.PATH };
 ${body}`;
-  return promisify(execFile)(process.execPath, ["--input-type=module", "-e", script], {
+  return promisify(execFile)(process.execPath, [...nodeArgs, "--input-type=module", "-e", script], {
     env: { ...process.env, ...extraEnv },
     timeout: 30_000,
   });
@@ -91,6 +93,58 @@ console.log(JSON.stringify({ helper, cut: { exitCode: cut.exitCode, error: cut.e
     expect(cut.exitCode).toBeNull();
     expect(cut.error).toMatch(/command helper stopped/);
     expect(next).not.toBe(helper);
+  });
+
+  it("works from the module as tsx compiles it (function names kept) and as the app's and the action's bundles hold it", async () => {
+    const body = `const r = await runCommand({ file: "sh", args: ["-c", "echo $PPID"], env });
+console.log(JSON.stringify({ self: process.pid, parent: Number(r.stdout.toString()), code: r.exitCode }));`;
+    const underTsx = JSON.parse((await nodeWith(body, {}, ["--import", "tsx"])).stdout) as Record<
+      string,
+      number
+    >;
+    expect(underTsx.code).toBe(0);
+    expect(underTsx.parent).not.toBe(underTsx.self);
+    // The bundles: esbuild's output of the same functions, run as the helper's source.
+    for (const [entry, format] of [
+      ["app", "esm"],
+      ["action", "cjs"],
+    ] as const) {
+      const { build } = await import("esbuild");
+      const out = await build({
+        entryPoints: [MODULE],
+        bundle: true,
+        write: false,
+        platform: "node",
+        format,
+        target: "node22",
+        keepNames: entry === "action",
+      });
+      const dir = await mkdtemp(join(tmpdir(), "fleet-runner-"));
+      try {
+        const file = join(dir, format === "esm" ? "runner.mjs" : "runner.cjs");
+        await writeFile(file, out.outputFiles[0]!.text);
+        const script =
+          format === "esm"
+            ? `const { runCommand } = await import(${JSON.stringify(file)});`
+            : `const { runCommand } = require(${JSON.stringify(file)});`;
+        const { stdout } = await promisify(execFile)(
+          process.execPath,
+          [
+            ...(format === "esm" ? ["--input-type=module"] : []),
+            "-e",
+            `${format === "esm" ? "" : "(async () => {"}${script}
+const env = { PATH: process.env.PATH };
+${body}${format === "esm" ? "" : "})();"}`,
+          ],
+          { timeout: 30_000 },
+        );
+        const r = JSON.parse(stdout) as Record<string, number>;
+        expect(r.code, entry).toBe(0);
+        expect(r.parent, entry).not.toBe(r.self);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    }
   });
 
   it("starts programs from this process itself with FLEET_COMMANDS=direct", async () => {
