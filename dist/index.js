@@ -33207,6 +33207,177 @@ function parseRepoFullName(fullName) {
   return { owner: m[1], repo: m[2] };
 }
 
+// src/process/command-runner.ts
+var import_node_child_process = require("node:child_process");
+var MAX_OUTPUT_BYTES = 1e8;
+function runOne(spawnFn, req, cap) {
+  return new Promise((resolve4) => {
+    let child;
+    try {
+      child = spawnFn(req.file, [...req.args], {
+        cwd: req.cwd,
+        env: req.env,
+        stdio: ["pipe", "pipe", "pipe"]
+      });
+    } catch (e) {
+      resolve4({
+        exitCode: null,
+        signal: null,
+        stdout: Buffer.alloc(0),
+        stderr: Buffer.alloc(0),
+        error: e.message
+      });
+      return;
+    }
+    const out = [];
+    const err = [];
+    let error64;
+    const keep = (into) => {
+      let size = 0;
+      return (chunk) => {
+        size += chunk.length;
+        if (size > cap) {
+          error64 ??= `output over ${cap} bytes`;
+          child.kill("SIGKILL");
+          return;
+        }
+        into.push(chunk);
+      };
+    };
+    child.stdout?.on("data", keep(out));
+    child.stderr?.on("data", keep(err));
+    child.stdin?.on("error", () => {
+    });
+    child.stdin?.end(req.input);
+    child.on("error", (e) => {
+      error64 ??= e.message;
+    });
+    child.on(
+      "close",
+      (code2, signal) => resolve4({
+        // A program that never started closes with a negative errno.
+        exitCode: code2 !== null && code2 < 0 ? null : code2,
+        signal,
+        stdout: Buffer.concat(out),
+        stderr: Buffer.concat(err),
+        ...error64 !== void 0 ? { error: error64 } : {}
+      })
+    );
+  });
+}
+function serveCommands(proc, spawnFn, run, cap) {
+  const running = /* @__PURE__ */ new Set();
+  const tracked = ((...a2) => {
+    const c3 = spawnFn(...a2);
+    running.add(c3);
+    c3.on("close", () => running.delete(c3));
+    return c3;
+  });
+  for (const s of ["SIGINT", "SIGTERM", "SIGHUP"]) proc.on(s, () => {
+  });
+  proc.on("disconnect", () => {
+    for (const c3 of running) c3.kill("SIGTERM");
+    proc.exit(0);
+  });
+  proc.on("message", (m) => {
+    void run(tracked, m, cap).then((r) => proc.send?.({ ...r, id: m.id }));
+  });
+}
+var HELPER_SOURCE = `"use strict";
+const __name = (f) => f;
+const runOne = ${runOne.toString()};
+(${serveCommands.toString()})(process, require("node:child_process").spawn, runOne, ${MAX_OUTPUT_BYTES});`;
+var CommandHelper = class {
+  child;
+  pending = /* @__PURE__ */ new Map();
+  nextId = 1;
+  ended = false;
+  constructor() {
+    this.child = (0, import_node_child_process.spawn)(process.execPath, ["-e", HELPER_SOURCE], {
+      stdio: ["ignore", "ignore", "inherit", "ipc"],
+      serialization: "advanced",
+      env: process.env.PATH ? { PATH: process.env.PATH } : {}
+    });
+    this.child.on("exit", (code2, signal) => this.end(`it ended (${signal ?? `exit ${code2}`})`));
+    this.child.on("error", (e) => this.end(e.message));
+    this.child.on("message", (m) => {
+      const done = this.pending.get(m.id);
+      if (!done) return;
+      this.pending.delete(m.id);
+      this.refWhileBusy();
+      const { id: _id, ...result } = m;
+      done({ ...result, stdout: asBuffer(m.stdout), stderr: asBuffer(m.stderr) });
+    });
+    this.refWhileBusy();
+  }
+  run(req) {
+    const id = this.nextId++;
+    return new Promise((resolve4) => {
+      this.pending.set(id, resolve4);
+      this.refWhileBusy();
+      try {
+        this.child.send({ ...req, args: [...req.args], env: { ...req.env }, id }, (e) => {
+          if (e) this.end(e.message);
+        });
+      } catch (e) {
+        this.end(e.message);
+      }
+    });
+  }
+  /** Commands under way keep this process alive; an idle helper does not. */
+  refWhileBusy() {
+    const channel2 = this.child.channel;
+    if (this.pending.size) {
+      this.child.ref();
+      channel2?.ref();
+    } else {
+      this.child.unref();
+      channel2?.unref();
+    }
+  }
+  /** The helper is gone: what it was running is answered as failed (it may have run: never sent again). */
+  end(why) {
+    if (this.ended) return;
+    this.ended = true;
+    const pending = [...this.pending.values()];
+    this.pending.clear();
+    for (const done of pending)
+      done({
+        exitCode: null,
+        signal: null,
+        stdout: Buffer.alloc(0),
+        stderr: Buffer.alloc(0),
+        error: `Fleet's command helper stopped: ${why}`
+      });
+    this.refWhileBusy();
+    if (this.child.connected) this.child.disconnect();
+  }
+  /** The helper's pid while it runs (a cgroup the worker moves into must take it too). */
+  get pid() {
+    return this.ended ? void 0 : this.child.pid;
+  }
+};
+var asBuffer = (b) => Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+var helper;
+var helpersStarted = 0;
+var MAX_HELPERS = 5;
+var wanted = false;
+function useCommandHelper() {
+  wanted = process.env.FLEET_COMMANDS !== "direct";
+}
+function commandHelperPid() {
+  return helper?.pid;
+}
+function runProgram(req) {
+  if (!wanted || helpersStarted > MAX_HELPERS) return runOne(import_node_child_process.spawn, req, MAX_OUTPUT_BYTES);
+  if (!helper || helper.ended) {
+    helpersStarted++;
+    if (helpersStarted > MAX_HELPERS) return runOne(import_node_child_process.spawn, req, MAX_OUTPUT_BYTES);
+    helper = new CommandHelper();
+  }
+  return helper.run(req);
+}
+
 // src/worker/sandbox/egress-proxy.ts
 var import_promises = require("node:dns/promises");
 var import_node_http2 = require("node:http");
@@ -54950,8 +55121,8 @@ var atMostFile = (file2, value, { key: key2 }) => {
 };
 var allowedModel = (file2, value, { coder }) => {
   const allowed = coder === void 0 ? void 0 : file2.coders[coder]?.models;
-  const wanted = Array.isArray(value) ? value : [String(value)];
-  const outside = allowed ? wanted.filter((m) => !allowed.includes(m)) : [];
+  const wanted2 = Array.isArray(value) ? value : [String(value)];
+  const outside = allowed ? wanted2.filter((m) => !allowed.includes(m)) : [];
   return outside.length ? `${outside.join(", ")} is not a model ${FILE_HOME} allows for ${coder} (${allowed.join(", ")}); widen coders.${coder}.models in the file.` : void 0;
 };
 var lowerNotOff = (file2, value, { key: key2 }) => {
@@ -56035,169 +56206,6 @@ function createCasStore(transport, opts = {}) {
 // src/state/git-remote.ts
 var import_promises2 = require("node:fs/promises");
 var import_node_path = require("node:path");
-
-// src/process/command-runner.ts
-var import_node_child_process = require("node:child_process");
-var MAX_OUTPUT_BYTES = 1e8;
-function runOne(spawnFn, req, cap) {
-  return new Promise((resolve4) => {
-    let child;
-    try {
-      child = spawnFn(req.file, [...req.args], {
-        cwd: req.cwd,
-        env: req.env,
-        stdio: ["pipe", "pipe", "pipe"]
-      });
-    } catch (e) {
-      resolve4({
-        exitCode: null,
-        signal: null,
-        stdout: Buffer.alloc(0),
-        stderr: Buffer.alloc(0),
-        error: e.message
-      });
-      return;
-    }
-    const out = [];
-    const err = [];
-    let size = 0;
-    let error64;
-    const keep = (into) => (chunk) => {
-      size += chunk.length;
-      if (size > cap) {
-        error64 ??= `output over ${cap} bytes`;
-        child.kill("SIGKILL");
-        return;
-      }
-      into.push(chunk);
-    };
-    child.stdout?.on("data", keep(out));
-    child.stderr?.on("data", keep(err));
-    child.stdin?.on("error", () => {
-    });
-    child.stdin?.end(req.input);
-    child.on("error", (e) => {
-      error64 ??= e.message;
-    });
-    child.on(
-      "close",
-      (code2, signal) => resolve4({
-        // A program that never started closes with a negative errno.
-        exitCode: code2 !== null && code2 < 0 ? null : code2,
-        signal,
-        stdout: Buffer.concat(out),
-        stderr: Buffer.concat(err),
-        ...error64 !== void 0 ? { error: error64 } : {}
-      })
-    );
-  });
-}
-function serveCommands(proc, spawnFn, run, cap) {
-  const running = /* @__PURE__ */ new Set();
-  const tracked = ((...a2) => {
-    const c3 = spawnFn(...a2);
-    running.add(c3);
-    c3.on("close", () => running.delete(c3));
-    return c3;
-  });
-  for (const s of ["SIGINT", "SIGTERM", "SIGHUP"]) proc.on(s, () => {
-  });
-  proc.on("disconnect", () => {
-    for (const c3 of running) c3.kill("SIGTERM");
-    proc.exit(0);
-  });
-  proc.on("message", (m) => {
-    void run(tracked, m, cap).then((r) => proc.send?.({ ...r, id: m.id }));
-  });
-}
-var HELPER_SOURCE = `"use strict";
-const __name = (f) => f;
-const runOne = ${runOne.toString()};
-(${serveCommands.toString()})(process, require("node:child_process").spawn, runOne, ${MAX_OUTPUT_BYTES});`;
-var CommandHelper = class {
-  child;
-  pending = /* @__PURE__ */ new Map();
-  nextId = 1;
-  ended = false;
-  constructor() {
-    this.child = (0, import_node_child_process.spawn)(process.execPath, ["-e", HELPER_SOURCE], {
-      stdio: ["ignore", "ignore", "inherit", "ipc"],
-      serialization: "advanced",
-      env: process.env.PATH ? { PATH: process.env.PATH } : {}
-    });
-    this.child.on("exit", (code2, signal) => this.end(`it ended (${signal ?? `exit ${code2}`})`));
-    this.child.on("error", (e) => this.end(e.message));
-    this.child.on("message", (m) => {
-      const done = this.pending.get(m.id);
-      if (!done) return;
-      this.pending.delete(m.id);
-      this.refWhileBusy();
-      const { id: _id, ...result } = m;
-      done({ ...result, stdout: asBuffer(m.stdout), stderr: asBuffer(m.stderr) });
-    });
-    this.refWhileBusy();
-  }
-  run(req) {
-    const id = this.nextId++;
-    return new Promise((resolve4) => {
-      this.pending.set(id, resolve4);
-      this.refWhileBusy();
-      try {
-        this.child.send({ ...req, args: [...req.args], env: { ...req.env }, id }, (e) => {
-          if (e) this.end(e.message);
-        });
-      } catch (e) {
-        this.end(e.message);
-      }
-    });
-  }
-  /** Commands under way keep this process alive; an idle helper does not. */
-  refWhileBusy() {
-    const channel2 = this.child.channel;
-    if (this.pending.size) {
-      this.child.ref();
-      channel2?.ref();
-    } else {
-      this.child.unref();
-      channel2?.unref();
-    }
-  }
-  /** The helper is gone: what it was running is answered as failed (it may have run: never sent again). */
-  end(why) {
-    if (this.ended) return;
-    this.ended = true;
-    const pending = [...this.pending.values()];
-    this.pending.clear();
-    for (const done of pending)
-      done({
-        exitCode: null,
-        signal: null,
-        stdout: Buffer.alloc(0),
-        stderr: Buffer.from(`Fleet's command helper stopped: ${why}`),
-        error: `Fleet's command helper stopped: ${why}`
-      });
-    this.refWhileBusy();
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill();
-  }
-};
-var asBuffer = (b) => Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
-var helper;
-var helpersStarted = 0;
-var MAX_HELPERS = 5;
-function commandsViaHelper() {
-  return process.env.FLEET_COMMANDS !== "direct" && helpersStarted <= MAX_HELPERS;
-}
-function runCommand(req) {
-  if (!commandsViaHelper()) return runOne(import_node_child_process.spawn, req, MAX_OUTPUT_BYTES);
-  if (!helper || helper.ended) {
-    helpersStarted++;
-    if (helpersStarted > MAX_HELPERS) return runOne(import_node_child_process.spawn, req, MAX_OUTPUT_BYTES);
-    helper = new CommandHelper();
-  }
-  return helper.run(req);
-}
-
-// src/state/git-remote.ts
 var StateGitError = class extends Error {
   name = "StateGitError";
   where;
@@ -56267,13 +56275,13 @@ var GitRemote = class {
     return this.o.url;
   }
   async run(args, o2 = {}) {
-    const r = await runCommand({
+    const r = await runProgram({
       file: "git",
       args: ["-C", this.o.cacheDir, ...args],
       env: { ...baseEnv(), ...o2.env },
       ...o2.input !== void 0 ? { input: o2.input } : {}
     });
-    const stderr = r.stderr.toString("utf8") + (r.error ?? "");
+    const stderr = [r.stderr.toString("utf8"), r.error ?? ""].filter(Boolean).join("\n");
     if (r.exitCode !== 0 && CACHE_GONE.test(stderr)) this.initialized = false;
     return { exitCode: r.exitCode, stdout: o2.buffer ? r.stdout : r.stdout.toString("utf8"), stderr };
   }
@@ -56305,10 +56313,10 @@ var GitRemote = class {
   async makeRepository() {
     const dir = this.o.cacheDir;
     await (0, import_promises2.mkdir)(dir, { recursive: true });
-    const r = await runCommand({ file: "git", args: ["init", "--bare", "-q", dir], env: baseEnv() });
+    const r = await runProgram({ file: "git", args: ["init", "--bare", "-q", dir], env: baseEnv() });
     if (r.exitCode !== 0)
       throw new Error(
-        `Fleet state cache ${dir}: git init failed: ${(r.stderr.toString("utf8") + (r.error ?? "")).trim()}`
+        `Fleet state cache ${dir}: git init failed: ${[r.stderr.toString("utf8").trim(), r.error].filter(Boolean).join(" ")}`
       );
     this.made++;
   }
@@ -57503,18 +57511,18 @@ function beadFromTask(task, options = {}) {
   return bead;
 }
 function dependenciesFor(task, existing, beadIdForIssue) {
-  const wanted = /* @__PURE__ */ new Set();
+  const wanted2 = /* @__PURE__ */ new Set();
   for (const issue3 of task.dependsOn) {
     const id = beadIdForIssue?.(issue3);
-    if (id !== void 0 && id !== task.id) wanted.add(id);
+    if (id !== void 0 && id !== task.id) wanted2.add(id);
   }
   const kept = [];
   for (const dep of existing?.dependencies ?? []) {
-    if (dep.type === "blocks" && !wanted.has(dep.depends_on_id) && isFleetBlock(dep)) continue;
+    if (dep.type === "blocks" && !wanted2.has(dep.depends_on_id) && isFleetBlock(dep)) continue;
     kept.push(dep);
-    if (dep.type === "blocks") wanted.delete(dep.depends_on_id);
+    if (dep.type === "blocks") wanted2.delete(dep.depends_on_id);
   }
-  for (const id of [...wanted].sort()) {
+  for (const id of [...wanted2].sort()) {
     kept.push({
       issue_id: task.id,
       depends_on_id: id,
@@ -61526,7 +61534,7 @@ var GitError = class extends Error {
   }
 };
 async function git(args, opts) {
-  const r = await runCommand({
+  const r = await runProgram({
     file: "git",
     args: [...FLAGS, ...args],
     cwd: opts.cwd,
@@ -61537,8 +61545,7 @@ async function git(args, opts) {
   });
   const code2 = r.exitCode ?? -1;
   if (code2 !== 0 && !(opts.okCodes ?? []).includes(code2)) {
-    const stderr = (r.error ? `${r.stderr}
-${r.error}` : r.stderr.toString("utf8")).trim();
+    const stderr = [r.stderr.toString("utf8").trim(), r.error].filter(Boolean).join("\n");
     throw new GitError(
       `git ${args[0]} failed (exit ${code2}): ${stderr.split("\n").slice(-3).join(" ")}`,
       args,
@@ -62534,14 +62541,26 @@ async function delegatedV2(own2) {
     try {
       const leaf = (0, import_node_path11.join)(own2, "fleet-worker");
       await (0, import_promises11.mkdir)(leaf, { recursive: true });
-      await (0, import_promises11.writeFile)((0, import_node_path11.join)(leaf, "cgroup.procs"), String(process.pid));
-      await (0, import_promises11.writeFile)((0, import_node_path11.join)(own2, "cgroup.subtree_control"), enable);
+      for (const pid of [process.pid, commandHelperPid()])
+        if (pid !== void 0) await (0, import_promises11.writeFile)((0, import_node_path11.join)(leaf, "cgroup.procs"), String(pid));
+      await enableWhenEmpty((0, import_node_path11.join)(own2, "cgroup.subtree_control"), enable);
     } catch {
       return void 0;
     }
   }
   await sweepStale([own2]);
   return { kind: "cgroup2", parent: own2 };
+}
+async function enableWhenEmpty(file2, enable) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await (0, import_promises11.writeFile)(file2, enable);
+      return;
+    } catch (error64) {
+      if (error64.code !== "EBUSY" || attempt >= 20) throw error64;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
 }
 async function sweepStale(parents) {
   for (const parent of parents)
@@ -72135,7 +72154,7 @@ var worktreePath = (workDir, taskId) => (0, import_node_path28.join)(workDir, "w
 var queuedSyncs = /* @__PURE__ */ new Map();
 function syncCacheClone(workDir, src) {
   const dir = cacheCloneDir(workDir, src.repo);
-  const key2 = `${dir}\0${src.cloneUrl}`;
+  const key2 = `${dir}\0${src.cloneUrl}\0${src.auth?.username ?? ""}\0${src.auth?.token ?? ""}`;
   const queued = queuedSyncs.get(key2);
   if (queued) return queued;
   const sync = fetchCacheClone(dir, workDir, src, () => {
@@ -73873,6 +73892,7 @@ function required2(env, name) {
   return value;
 }
 async function runner(env = process.env) {
+  useCommandHelper();
   try {
     const taskId = getInput("task-id");
     const given = getInput("github-token");

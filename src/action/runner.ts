@@ -3,6 +3,7 @@ import { dirname, join } from "node:path";
 import * as core from "@actions/core";
 import { githubForToken } from "../github/octokit-port.ts";
 import { parseRepoFullName } from "../github/port.ts";
+import { useCommandHelper } from "../process/command-runner.ts";
 import { parseEgressHosts } from "../worker/sandbox/egress-proxy.ts";
 import { exchangeForAppToken } from "./app-token.ts";
 import { ActionInputError, type ActionResult, runAction } from "./main.ts";
@@ -39,6 +40,7 @@ function required(env: NodeJS.ProcessEnv, name: string): string {
 
 /** Reads the inputs and the runner's environment, runs the task, and reports outputs and the summary. */
 export async function runner(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  useCommandHelper();
   try {
     const taskId = core.getInput("task-id");
     const given = core.getInput("github-token");

@@ -4,6 +4,7 @@ import { type ApplicationFunctionOptions, createProbot, type Probot, ProbotOctok
 import SmeeClient from "smee-client";
 import { CODER_NAMES } from "../core/coders.ts";
 import { githubFetch } from "../github/octokit-port.ts";
+import { useCommandHelper } from "../process/command-runner.ts";
 import { stopAndDrain } from "./deliveries.ts";
 import { createFleetApp, type FleetAppOptions } from "./index.ts";
 import type { RepoQueues } from "./repo-queues.ts";
@@ -60,6 +61,8 @@ type Handler = Parameters<ApplicationFunctionOptions["addHandler"]>[0];
  * nothing of it is patched.
  */
 export async function startFleetServer(options: FleetServerOptions): Promise<FleetServer> {
+  // The app commits state with git for every event: from a small helper, not from this large process.
+  useCommandHelper();
   const resilient = options.resilient ?? true;
   const probot = createProbot({
     overrides: {

@@ -10,11 +10,12 @@ import { type ChildProcess, spawn } from "node:child_process";
  * waits, during which it proxied no model request and answered nothing. The helper (node with nothing
  * loaded, ~45 MB) does the forking; the caller only sends a message and gets the result.
  *
- * One helper per process, started at the first command and ended with its parent (its IPC channel
- * closes). It ignores SIGINT, SIGTERM and SIGHUP, which a terminal sends to the whole process group:
- * the parent decides when work ends, and its last commands (a stopping worker's final commit) still
- * run. Where no helper can be started, or FLEET_COMMANDS=direct is set, programs start from this
- * process as before.
+ * Only processes that ask for it use one (useCommandHelper: the app, a worker, the Action's job): one
+ * helper each, started at the first command and ended with its parent (its IPC channel closes). It
+ * ignores SIGINT, SIGTERM and SIGHUP, which a terminal sends to the whole process group: the parent
+ * decides when work ends, and its last commands (a stopping worker's final commit) still run. A helper
+ * killed mid-command leaves that program running; the caller gets a failure (never a success), and the
+ * next command a new helper. Where no helper can be started, programs start from this process.
  */
 
 export interface CommandRequest {
@@ -67,16 +68,19 @@ function runOne(spawnFn: SpawnFn, req: CommandRequest, cap: number): Promise<Com
     }
     const out: Buffer[] = [];
     const err: Buffer[] = [];
-    let size = 0;
     let error: string | undefined;
-    const keep = (into: Buffer[]) => (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > cap) {
-        error ??= `output over ${cap} bytes`;
-        child.kill("SIGKILL");
-        return;
-      }
-      into.push(chunk);
+    // Each stream held to `cap` bytes, as execa holds each.
+    const keep = (into: Buffer[]) => {
+      let size = 0;
+      return (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > cap) {
+          error ??= `output over ${cap} bytes`;
+          child.kill("SIGKILL");
+          return;
+        }
+        into.push(chunk);
+      };
     };
     child.stdout?.on("data", keep(out));
     child.stderr?.on("data", keep(err));
@@ -196,11 +200,17 @@ class CommandHelper {
         exitCode: null,
         signal: null,
         stdout: Buffer.alloc(0),
-        stderr: Buffer.from(`Fleet's command helper stopped: ${why}`),
+        stderr: Buffer.alloc(0),
         error: `Fleet's command helper stopped: ${why}`,
       });
     this.refWhileBusy();
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill();
+    // A helper still there ends when its channel closes (it ignores SIGTERM), stopping what it runs.
+    if (this.child.connected) this.child.disconnect();
+  }
+
+  /** The helper's pid while it runs (a cgroup the worker moves into must take it too). */
+  get pid(): number | undefined {
+    return this.ended ? undefined : this.child.pid;
   }
 }
 
@@ -212,15 +222,26 @@ let helper: CommandHelper | undefined;
 /** Helpers started in this process: one that keeps ending is given up for direct starts. */
 let helpersStarted = 0;
 const MAX_HELPERS = 5;
+/** Whether this process starts its programs through a helper (see useCommandHelper). */
+let wanted = false;
 
-/** How this process starts programs: through its helper, or directly (FLEET_COMMANDS=direct, or no helper). */
-export function commandsViaHelper(): boolean {
-  return process.env.FLEET_COMMANDS !== "direct" && helpersStarted <= MAX_HELPERS;
+/**
+ * From now on this process starts its programs through a helper: for the long-running, large ones (the
+ * app, a worker, the Action's job). A one-shot command runs a few programs and would pay a node start
+ * (~40–200 ms) for a helper; it starts them itself. FLEET_COMMANDS=direct keeps every process direct.
+ */
+export function useCommandHelper(): void {
+  wanted = process.env.FLEET_COMMANDS !== "direct";
+}
+
+/** The helper's pid, while this process has one running. */
+export function commandHelperPid(): number | undefined {
+  return helper?.pid;
 }
 
 /** Runs `req` to its end (see the top of this file); never rejects: a failure to start is in `error`. */
-export function runCommand(req: CommandRequest): Promise<CommandResult> {
-  if (!commandsViaHelper()) return runOne(spawn, req, MAX_OUTPUT_BYTES);
+export function runProgram(req: CommandRequest): Promise<CommandResult> {
+  if (!wanted || helpersStarted > MAX_HELPERS) return runOne(spawn, req, MAX_OUTPUT_BYTES);
   if (!helper || helper.ended) {
     helpersStarted++;
     if (helpersStarted > MAX_HELPERS) return runOne(spawn, req, MAX_OUTPUT_BYTES);

@@ -1,13 +1,13 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { processEnv, runCommand } from "../process/command-runner.ts";
+import { processEnv, runProgram } from "../process/command-runner.ts";
 
 // Local mode reads a repository on disk as GitHub reads one: files from its default branch as
 // committed, never from the working tree (the branch checked out may be a task's, which its agent
 // wrote, and `.github/fleet.yml` decides how agents run).
 
 const gitAt = (cwd: string, args: string[]) =>
-  runCommand({ file: "git", args, cwd, env: processEnv() }).then((r) => ({
+  runProgram({ file: "git", args, cwd, env: processEnv() }).then((r) => ({
     ok: r.exitCode === 0,
     out: r.stdout.toString("utf8").trim(),
   }));
@@ -100,7 +100,7 @@ export async function committedFile(repoPath: string, path: string): Promise<str
     return readFile(join(repoPath, path), "utf8").catch(() => undefined);
   const branch = await defaultBranchFrom(repoPath, refs);
   if (!branch) return undefined;
-  const r = await runCommand({
+  const r = await runProgram({
     file: "git",
     args: ["cat-file", "blob", `refs/heads/${branch}:${path}`],
     cwd: repoPath,

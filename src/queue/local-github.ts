@@ -12,7 +12,7 @@ import type {
   RepoRef,
   SubIssue,
 } from "../github/port.ts";
-import { processEnv, runCommand } from "../process/command-runner.ts";
+import { processEnv, runProgram } from "../process/command-runner.ts";
 import { withFileLock } from "../state/file-lock.ts";
 import type { StateStore } from "../state/store.ts";
 import { committedFile, localDefaultBranch } from "./local-branches.ts";
@@ -180,7 +180,7 @@ export async function localDiffStat(
   base: string,
   head: string,
 ): Promise<{ files: number; additions: number; deletions: number } | undefined> {
-  const r = await runCommand({
+  const r = await runProgram({
     file: "git",
     args: ["diff", "--numstat", `${base}...${head}`, "--"],
     cwd: repoPath,
@@ -450,7 +450,7 @@ function localSubIssues(
 }
 
 const gitIn = (repoPath: string, args: string[]) =>
-  runCommand({ file: "git", args, cwd: repoPath, env: processEnv() }).then((r) => ({
+  runProgram({ file: "git", args, cwd: repoPath, env: processEnv() }).then((r) => ({
     ok: r.exitCode === 0,
     out: r.stdout.toString("utf8"),
   }));

@@ -1,6 +1,6 @@
 import { access, mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { runCommand } from "../process/command-runner.ts";
+import { runProgram } from "../process/command-runner.ts";
 import { backoffDelay } from "./store.ts";
 
 // Git commands on a state store's cache repository, and its fetches and pushes: the token only in an
@@ -125,13 +125,13 @@ export class GitRemote {
     args: string[],
     o: GitRun = {},
   ): Promise<{ exitCode: number | null; stdout: string | Buffer; stderr: string }> {
-    const r = await runCommand({
+    const r = await runProgram({
       file: "git",
       args: ["-C", this.o.cacheDir, ...args],
       env: { ...baseEnv(), ...o.env },
       ...(o.input !== undefined ? { input: o.input } : {}),
     });
-    const stderr = r.stderr.toString("utf8") + (r.error ?? "");
+    const stderr = [r.stderr.toString("utf8"), r.error ?? ""].filter(Boolean).join("\n");
     // The cache repository is gone or broken under us (a cleaner of the temporary folder, another
     // process): the next operation makes it again instead of failing every poll from now on.
     if (r.exitCode !== 0 && CACHE_GONE.test(stderr)) this.initialized = false;
@@ -170,10 +170,10 @@ export class GitRemote {
   private async makeRepository(): Promise<void> {
     const dir = this.o.cacheDir;
     await mkdir(dir, { recursive: true });
-    const r = await runCommand({ file: "git", args: ["init", "--bare", "-q", dir], env: baseEnv() });
+    const r = await runProgram({ file: "git", args: ["init", "--bare", "-q", dir], env: baseEnv() });
     if (r.exitCode !== 0)
       throw new Error(
-        `Fleet state cache ${dir}: git init failed: ${(r.stderr.toString("utf8") + (r.error ?? "")).trim()}`,
+        `Fleet state cache ${dir}: git init failed: ${[r.stderr.toString("utf8").trim(), r.error].filter(Boolean).join(" ")}`,
       );
     this.made++;
   }

@@ -5,14 +5,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { runCommand } from "../../src/process/command-runner.ts";
+import { runProgram, useCommandHelper } from "../../src/process/command-runner.ts";
 
 const env = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
 const MODULE = join(import.meta.dirname, "../../src/process/command-runner.ts");
 
-/** A node process that imports the runner and runs `body` (an async function's body, given runCommand and env). */
+/** A node process that imports the runner and runs `body` (an async function's body, given runProgram and env). */
 function nodeWith(body: string, extraEnv: Record<string, string> = {}, nodeArgs: string[] = []) {
-  const script = `import { runCommand } from ${JSON.stringify(MODULE)};
+  const script = `import { runProgram, useCommandHelper } from ${JSON.stringify(MODULE)};
+if (!process.env.NO_HELPER) useCommandHelper();
 const env = { PATH: process.env.PATH };
 ${body}`;
   return promisify(execFile)(process.execPath, [...nodeArgs, "--input-type=module", "-e", script], {
@@ -22,10 +23,11 @@ ${body}`;
 }
 
 describe("the command runner", () => {
+  useCommandHelper();
   it("runs a program with exactly the environment, folder and input given, and buffers what it writes", async () => {
     process.env.FLEET_RUNNER_TEST_SECRET = "not-for-the-program";
     try {
-      const r = await runCommand({
+      const r = await runProgram({
         file: "sh",
         args: ["-c", 'pwd; echo "[$FLEET_RUNNER_TEST_SECRET][$ONLY_THIS]"; cat; echo oops >&2; exit 3'],
         cwd: "/tmp",
@@ -43,16 +45,16 @@ describe("the command runner", () => {
 
   it("hands binary output back byte for byte, and many programs at once each their own", async () => {
     const bytes = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
-    const r = await runCommand({ file: "cat", args: [], env, input: bytes });
+    const r = await runProgram({ file: "cat", args: [], env, input: bytes });
     expect(Buffer.compare(r.stdout, bytes)).toBe(0);
     const many = await Promise.all(
-      Array.from({ length: 30 }, (_, i) => runCommand({ file: "sh", args: ["-c", `echo ${i}`], env })),
+      Array.from({ length: 30 }, (_, i) => runProgram({ file: "sh", args: ["-c", `echo ${i}`], env })),
     );
     expect(many.map((m) => m.stdout.toString().trim())).toEqual(Array.from({ length: 30 }, (_, i) => `${i}`));
   });
 
   it("says why a program could not start instead of throwing", async () => {
-    const r = await runCommand({ file: "fleet-no-such-program", args: [], env });
+    const r = await runProgram({ file: "fleet-no-such-program", args: [], env });
     expect(r.exitCode).not.toBe(0);
     expect(r.error).toMatch(/ENOENT/);
   });
@@ -60,11 +62,11 @@ describe("the command runner", () => {
   it("starts programs from a helper that outlives a terminal's signals and ends with its parent, which it never keeps alive", async () => {
     // The program's parent is the helper: its pid, then a SIGTERM and SIGINT to it, then another program.
     const { stdout } = await nodeWith(`
-const first = (await runCommand({ file: "sh", args: ["-c", "echo $PPID"], env })).stdout.toString().trim();
+const first = (await runProgram({ file: "sh", args: ["-c", "echo $PPID"], env })).stdout.toString().trim();
 process.kill(Number(first), "SIGTERM");
 process.kill(Number(first), "SIGINT");
 await new Promise((r) => setTimeout(r, 200));
-const second = (await runCommand({ file: "sh", args: ["-c", "echo $PPID"], env })).stdout.toString().trim();
+const second = (await runProgram({ file: "sh", args: ["-c", "echo $PPID"], env })).stdout.toString().trim();
 console.log(JSON.stringify({ self: process.pid, first, second }));
 `);
     const { self, first, second } = JSON.parse(stdout) as { self: number; first: string; second: string };
@@ -77,12 +79,12 @@ console.log(JSON.stringify({ self: process.pid, first, second }));
 
   it("answers the commands under way as failed when the helper is killed, and starts a new one for the next", async () => {
     const { stdout } = await nodeWith(`
-const helper = (await runCommand({ file: "sh", args: ["-c", "echo $PPID"], env })).stdout.toString().trim();
-const slow = runCommand({ file: "sleep", args: ["30"], env });
+const helper = (await runProgram({ file: "sh", args: ["-c", "echo $PPID"], env })).stdout.toString().trim();
+const slow = runProgram({ file: "sleep", args: ["30"], env });
 await new Promise((r) => setTimeout(r, 200));
 process.kill(Number(helper), "SIGKILL");
 const cut = await slow;
-const next = (await runCommand({ file: "sh", args: ["-c", "echo $PPID"], env })).stdout.toString().trim();
+const next = (await runProgram({ file: "sh", args: ["-c", "echo $PPID"], env })).stdout.toString().trim();
 console.log(JSON.stringify({ helper, cut: { exitCode: cut.exitCode, error: cut.error }, next }));
 `);
     const { helper, cut, next } = JSON.parse(stdout) as {
@@ -96,7 +98,7 @@ console.log(JSON.stringify({ helper, cut: { exitCode: cut.exitCode, error: cut.e
   });
 
   it("works from the module as tsx compiles it (function names kept) and as the app's and the action's bundles hold it", async () => {
-    const body = `const r = await runCommand({ file: "sh", args: ["-c", "echo $PPID"], env });
+    const body = `const r = await runProgram({ file: "sh", args: ["-c", "echo $PPID"], env });
 console.log(JSON.stringify({ self: process.pid, parent: Number(r.stdout.toString()), code: r.exitCode }));`;
     const underTsx = JSON.parse((await nodeWith(body, {}, ["--import", "tsx"])).stdout) as Record<
       string,
@@ -125,8 +127,8 @@ console.log(JSON.stringify({ self: process.pid, parent: Number(r.stdout.toString
         await writeFile(file, out.outputFiles[0]!.text);
         const script =
           format === "esm"
-            ? `const { runCommand } = await import(${JSON.stringify(file)});`
-            : `const { runCommand } = require(${JSON.stringify(file)});`;
+            ? `const { runProgram, useCommandHelper } = await import(${JSON.stringify(file)}); useCommandHelper();`
+            : `const { runProgram, useCommandHelper } = require(${JSON.stringify(file)}); useCommandHelper();`;
         const { stdout } = await promisify(execFile)(
           process.execPath,
           [
@@ -147,9 +149,19 @@ ${body}${format === "esm" ? "" : "})();"}`,
     }
   });
 
+  it("starts programs from the process itself unless it asked for a helper (a one-shot command)", async () => {
+    const { stdout } = await nodeWith(
+      `const r = await runProgram({ file: "sh", args: ["-c", "echo $PPID"], env });
+console.log(JSON.stringify({ self: process.pid, parent: Number(r.stdout.toString()) }));`,
+      { NO_HELPER: "1" },
+    );
+    const { self, parent } = JSON.parse(stdout) as { self: number; parent: number };
+    expect(parent).toBe(self);
+  });
+
   it("starts programs from this process itself with FLEET_COMMANDS=direct", async () => {
     const { stdout } = await nodeWith(
-      `const r = await runCommand({ file: "sh", args: ["-c", "echo $PPID"], env });
+      `const r = await runProgram({ file: "sh", args: ["-c", "echo $PPID"], env });
 console.log(JSON.stringify({ self: process.pid, parent: Number(r.stdout.toString()) }));`,
       { FLEET_COMMANDS: "direct" },
     );

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { commandHelperPid, runProgram, useCommandHelper } from "../../src/process/command-runner.ts";
 import { detectCgroups, limitsEnforcement, openRunCgroup } from "../../src/worker/sandbox/cgroup-limits.ts";
 
 let root: string;
@@ -42,6 +43,26 @@ describe("finding the cgroups a worker may use", () => {
     expect(entered.file).toBe("/bin/sh");
     expect(entered.args).toContain(join(at, "cgroup.procs"));
     expect(entered.args.slice(-2)).toEqual(["bwrap", "--die-with-parent"]);
+  });
+
+  it("a v2 subtree still holding the worker: the worker and its command helper move into a leaf before the controllers are enabled", async () => {
+    // The kernel refuses subtree_control while processes are in the cgroup; here a folder in its place
+    // refuses every write, so the detection gives up, after moving both processes.
+    useCommandHelper();
+    const helperPid = Number(
+      (
+        await runProgram({ file: "sh", args: ["-c", "echo $PPID"], env: { PATH: process.env.PATH ?? "" } })
+      ).stdout.toString(),
+    );
+    expect(commandHelperPid()).toBe(helperPid);
+    const own = join(root, "v2busy", "fleet.service");
+    await mkdir(join(own, "cgroup.subtree_control"), { recursive: true });
+    await writeFile(join(root, "v2busy", "cgroup.controllers"), "memory pids\n");
+    await writeFile(join(own, "cgroup.controllers"), "memory pids\n");
+    const b = await detectCgroups(join(root, "v2busy"), "0::/fleet.service\n");
+    expect(b.kind).toBe("none");
+    // Each pid is one write to cgroup.procs (as the kernel takes them); the file keeps the last: the helper's.
+    expect(await readFile(join(own, "fleet-worker", "cgroup.procs"), "utf8")).toBe(String(helperPid));
   });
 
   it("a v2 host whose subtree is not the worker's, with no v1: not enforced, and the reason says what to do", async () => {

@@ -4,6 +4,7 @@ import { checkCredentialName } from "../../core/credential-names.ts";
 import { isActive } from "../../core/lifecycle.ts";
 import type { Task } from "../../core/task.ts";
 import { totalTokens } from "../../core/usage.ts";
+import { useCommandHelper } from "../../process/command-runner.ts";
 import { type LocalWorkerOptions, startLocalWorker } from "../../worker/local-worker.ts";
 import { assertSandboxAvailable, SandboxUnavailableError } from "../../worker/sandbox/bubblewrap.ts";
 import { parseEgressHosts } from "../../worker/sandbox/egress-proxy.ts";
@@ -164,6 +165,8 @@ export async function runCommand(argv: string[]): Promise<number> {
   if (positionals.length)
     throw new UsageError(`fleet run takes no arguments (got "${positionals[0]}").`, RUN_USAGE);
   const agentEnv = agentEnvOf(values["agent-env"] ?? []);
+  // A worker runs for days and starts git for every task: from a small helper, not from itself.
+  useCommandHelper();
   // Signals are ours from here on: one arriving while the worker starts still stops it cleanly.
   const signal = untilSignal();
   let stopping: NodeJS.Signals | undefined;

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { access, mkdir, readdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { LimitHit, LimitsEnforcement, ResourceLimits } from "../../core/resource-limits.ts";
+import { commandHelperPid } from "../../process/command-runner.ts";
 
 /**
  * Per-run resource limits with cgroups (the kernel's documentation: Documentation/admin-guide/cgroup-v2.rst
@@ -114,18 +115,33 @@ async function delegatedV2(own: string): Promise<Backend | undefined> {
   try {
     await writeFile(join(own, "cgroup.subtree_control"), enable);
   } catch {
-    // Processes in our own cgroup: move this one into a leaf (if others are there too, give up).
+    // Processes in our own cgroup: move this one and its command helper (src/process/) into a leaf;
+    // a git it started a moment ago may still be there, so try a few times (if others stay, give up).
     try {
       const leaf = join(own, "fleet-worker");
       await mkdir(leaf, { recursive: true });
-      await writeFile(join(leaf, "cgroup.procs"), String(process.pid));
-      await writeFile(join(own, "cgroup.subtree_control"), enable);
+      for (const pid of [process.pid, commandHelperPid()])
+        if (pid !== undefined) await writeFile(join(leaf, "cgroup.procs"), String(pid));
+      await enableWhenEmpty(join(own, "cgroup.subtree_control"), enable);
     } catch {
       return undefined;
     }
   }
   await sweepStale([own]);
   return { kind: "cgroup2", parent: own };
+}
+
+/** Writes `enable` to subtree_control, again for up to ~1 s while the kernel answers EBUSY (a process is still there). */
+async function enableWhenEmpty(file: string, enable: string): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await writeFile(file, enable);
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EBUSY" || attempt >= 20) throw error;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
 }
 
 /**

@@ -65,8 +65,9 @@ export const worktreePath = (workDir: string, taskId: string): string =>
 
 /**
  * A fetch of a cache clone waiting for its turn on the clone: the tasks that ask for one meanwhile
- * share it (tasks starting together fetched one after another, each the same refs). Once it has begun,
- * the next ask gets a fetch of its own: what it needs may have been pushed after this one began.
+ * share it, and its failure (tasks starting together fetched one after another, each the same refs).
+ * Once it has begun, the next ask gets a fetch of its own:
+ * what it needs may have been pushed after this one began.
  */
 const queuedSyncs = new Map<string, Promise<{ dir: string; defaultBranch: string }>>();
 
@@ -76,7 +77,8 @@ export function syncCacheClone(
   src: RepoSource,
 ): Promise<{ dir: string; defaultBranch: string }> {
   const dir = cacheCloneDir(workDir, src.repo);
-  const key = `${dir}\0${src.cloneUrl}`;
+  // Shared only with the same credentials (a fetch with another's token could see what this one may not).
+  const key = `${dir}\0${src.cloneUrl}\0${src.auth?.username ?? ""}\0${src.auth?.token ?? ""}`;
   const queued = queuedSyncs.get(key);
   if (queued) return queued;
   const sync = fetchCacheClone(dir, workDir, src, () => {
