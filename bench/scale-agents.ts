@@ -72,6 +72,11 @@ export interface ScaleAgentsResult extends ScaleAgentsOptions {
     /** Its RSS before its first agent started. */
     rssIdleMB: number;
   };
+  /**
+   * The worker's command helper (src/process/command-runner.ts: node that starts its git processes):
+   * its RSS and own pages at most, and its CPU. Absent with FLEET_COMMANDS=direct.
+   */
+  commandHelper?: { rssMaxMB: number; privateMaxMB: number; cpuMs: number };
   /** Fleet's node inside every sandbox (the network forwarder): one per running agent. */
   /** rssEachMB counts node's binary, shared with the worker and every other forwarder, in each. */
   forwarder: { rssEachMB: number; privateEachMB: number; pssEachMB: number; cpuEachMs: number };
@@ -361,9 +366,12 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
     const full = { cpuMs: 0, agentMs: 0 };
     let prev: { at: number; cpu: number; agents: number } | undefined;
     const isForwarder = (p: Proc) => p.cmd.startsWith("/run/fleet-node");
+    const isHelper = (p: Proc) =>
+      p.ppid === workerPid && p.cmd.includes(" -e ") && p.cmd.includes("const runOne");
+    const helperMax = { rss: 0, own: 0 };
     const sampler = startProcSampler({
       intervalMs: 250,
-      detail: isForwarder,
+      detail: (p) => isForwarder(p) || isHelper(p),
       onSample: (now, live) => {
         const worker = live.find((p) => p.pid === workerPid);
         if (!worker) return;
@@ -372,6 +380,11 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
         const agents = running.length;
         const cpu = workerGroup.usageMs() + running.reduce((n, p) => n + p.cpuMs, 0);
         rssMax = Math.max(rssMax, worker.rssMB);
+        const helper = live.find(isHelper);
+        if (helper) {
+          helperMax.rss = Math.max(helperMax.rss, helper.rssMB);
+          helperMax.own = Math.max(helperMax.own, helper.privateMB ?? 0);
+        }
         if (agents === 0 && Number.isNaN(startupCpu)) rssIdle = Math.max(rssIdle, worker.rssMB);
         if (agents > 0 && Number.isNaN(startupCpu)) startupCpu = workerGroup.usageMs();
         if (agents >= peak.agents) peak = { agents, rss: worker.rssMB };
@@ -401,6 +414,7 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
     const byPid = new Map(procs.map((p) => [p.pid, p]));
     const mine = (p: Proc) => sampler.ancestors(p.pid).some((a) => a.pid === workerPid);
     const forwarders = procs.filter((p) => isForwarder(p) && mine(p));
+    const helperProc = procs.find(isHelper);
     const runs = forwarders.flatMap((f) => {
       const agent = procs.find((p) => p.ppid === f.pid);
       const launch = sampler
@@ -433,6 +447,15 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
       agentRuns: runs.length,
       maxAgentsAtOnce: peak.agents,
       worker: { rssMaxMB: round(rssMax, 1), rssAtPeakMB: round(peak.rss, 1), rssIdleMB: round(rssIdle, 1) },
+      ...(helperProc
+        ? {
+            commandHelper: {
+              rssMaxMB: round(helperMax.rss, 1),
+              privateMaxMB: round(helperMax.own, 1),
+              cpuMs: helperProc.cpuMs,
+            },
+          }
+        : {}),
       forwarder: {
         rssEachMB: round(median(forwarders.map((f) => f.rssMB)), 1),
         privateEachMB: round(median(forwarders.flatMap((f) => f.privateMB ?? [])), 1),
