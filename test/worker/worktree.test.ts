@@ -49,6 +49,15 @@ afterEach(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
+/** A commit more on the origin's main (NEW.md). */
+async function moveMainOn(): Promise<void> {
+  const seed = join(root, "seed");
+  await writeFile(join(seed, "NEW.md"), "new\n");
+  await gitIn(seed, "add", "-A");
+  await gitIn(seed, "commit", "-q", "-m", "more");
+  await gitIn(seed, "push", "-q", bare, "main");
+}
+
 describe("worktree and publish, against a real bare repository", () => {
   it("adds a worktree on a fleet branch, commits as Fleet with a co-author, pushes, removes", async () => {
     const wt = await addWorktree(workDir, { repo: "octo/widgets", cloneUrl: url }, "t1", "fleet/1-hello");
@@ -131,11 +140,7 @@ describe("worktree and publish, against a real bare repository", () => {
     expect(await exists(join(first.path, ".."))).toBe(false);
 
     // The main branch moves on meanwhile.
-    const seed = join(root, "seed");
-    await writeFile(join(seed, "NEW.md"), "new\n");
-    await gitIn(seed, "add", "-A");
-    await gitIn(seed, "commit", "-q", "-m", "more");
-    await gitIn(seed, "push", "-q", bare, "main");
+    await moveMainOn();
 
     const second = await addWorktree(workDir, src, "t6", "fleet/6-second");
     // The same checkout (its folder and its admin folder moved with it), now at the new main on the new branch.
@@ -184,11 +189,7 @@ describe("worktree and publish, against a real bare repository", () => {
       expect((await lines()).filter((l) => l.includes("ls-remote"))).toHaveLength(1);
 
       // main moves on; a task asking now fetches anew and starts from it.
-      const seed = join(root, "seed");
-      await writeFile(join(seed, "NEW.md"), "new\n");
-      await gitIn(seed, "add", "-A");
-      await gitIn(seed, "commit", "-q", "-m", "more");
-      await gitIn(seed, "push", "-q", bare, "main");
+      await moveMainOn();
       const later = await addWorktree(workDir, src, "t5", "fleet/5-later");
       expect(later.startSha).toBe(
         (await execa("git", ["--git-dir", bare, "rev-parse", "main"], { env })).stdout,
