@@ -8,7 +8,8 @@ import { type ChildProcess, spawn } from "node:child_process";
  * 11 ms at 185 MB and 17 ms at 313 MB (more on a loaded machine), and the worker and the app are the
  * large ones. A `fleet run` worker with 20 agents spent a third of its event loop's time in these
  * waits, during which it proxied no model request and answered nothing. The helper (node with nothing
- * loaded, ~45 MB) does the forking; the caller only sends a message and gets the result.
+ * loaded: ~24 MB of its own, the rest node's binary shared with its parent) does the forking; the
+ * caller only sends a message and gets the result.
  *
  * Only processes that ask for it use one (useCommandHelper: the app, a worker, the Action's job): one
  * helper each, started at the first command and ended with its parent (its IPC channel closes). It

@@ -66,8 +66,8 @@ export const worktreePath = (workDir: string, taskId: string): string =>
 /**
  * A fetch of a cache clone waiting for its turn on the clone: the tasks that ask for one meanwhile
  * share it, and its failure (tasks starting together fetched one after another, each the same refs).
- * Once it has begun, the next ask gets a fetch of its own:
- * what it needs may have been pushed after this one began.
+ * Once it has begun, the next ask gets a fetch of its own: what it needs may have been pushed after
+ * this one began.
  */
 const queuedSyncs = new Map<string, Promise<{ dir: string; defaultBranch: string }>>();
 
