@@ -33377,6 +33377,14 @@ function runProgram(req) {
   }
   return helper.run(req);
 }
+function stderrOf(r) {
+  return [r.stderr.toString("utf8").trim(), r.error].filter(Boolean).join("\n");
+}
+function processEnv() {
+  const env = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== void 0) env[k] = v;
+  return env;
+}
 
 // src/worker/sandbox/egress-proxy.ts
 var import_promises = require("node:dns/promises");
@@ -56235,10 +56243,9 @@ function isTransientGitFailure(stderr) {
   return CONNECTION_LOST.test(stderr);
 }
 function baseEnv() {
-  const env = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== void 0 && !k.startsWith("GIT_")) env[k] = v;
+  const env = Object.entries(processEnv()).filter(([k]) => !k.startsWith("GIT_"));
   return {
-    ...env,
+    ...Object.fromEntries(env),
     GIT_CONFIG_NOSYSTEM: "1",
     GIT_CONFIG_GLOBAL: "/dev/null",
     GIT_TERMINAL_PROMPT: "0",
@@ -56281,7 +56288,7 @@ var GitRemote = class {
       env: { ...baseEnv(), ...o2.env },
       ...o2.input !== void 0 ? { input: o2.input } : {}
     });
-    const stderr = [r.stderr.toString("utf8"), r.error ?? ""].filter(Boolean).join("\n");
+    const stderr = stderrOf(r);
     if (r.exitCode !== 0 && CACHE_GONE.test(stderr)) this.initialized = false;
     return { exitCode: r.exitCode, stdout: o2.buffer ? r.stdout : r.stdout.toString("utf8"), stderr };
   }
@@ -56315,9 +56322,7 @@ var GitRemote = class {
     await (0, import_promises2.mkdir)(dir, { recursive: true });
     const r = await runProgram({ file: "git", args: ["init", "--bare", "-q", dir], env: baseEnv() });
     if (r.exitCode !== 0)
-      throw new Error(
-        `Fleet state cache ${dir}: git init failed: ${[r.stderr.toString("utf8").trim(), r.error].filter(Boolean).join(" ")}`
-      );
+      throw new Error(`Fleet state cache ${dir}: git init failed: ${stderrOf(r).replaceAll("\n", " ")}`);
     this.made++;
   }
   /** Runs a network command with the token in an HTTP header passed through the environment, never argv or disk. */
@@ -61545,7 +61550,7 @@ async function git(args, opts) {
   });
   const code2 = r.exitCode ?? -1;
   if (code2 !== 0 && !(opts.okCodes ?? []).includes(code2)) {
-    const stderr = [r.stderr.toString("utf8").trim(), r.error].filter(Boolean).join("\n");
+    const stderr = stderrOf(r);
     throw new GitError(
       `git ${args[0]} failed (exit ${code2}): ${stderr.split("\n").slice(-3).join(" ")}`,
       args,
@@ -72157,36 +72162,34 @@ function syncCacheClone(workDir, src) {
   const key2 = `${dir}\0${src.cloneUrl}\0${src.auth?.username ?? ""}\0${src.auth?.token ?? ""}`;
   const queued = queuedSyncs.get(key2);
   if (queued) return queued;
-  const sync = fetchCacheClone(dir, workDir, src, () => {
+  const sync = exclusive(dir, () => {
     if (queuedSyncs.get(key2) === sync) queuedSyncs.delete(key2);
+    return fetchCacheClone(dir, workDir, src);
   });
   queuedSyncs.set(key2, sync);
   return sync;
 }
-function fetchCacheClone(dir, workDir, src, begun) {
-  return exclusive(dir, async () => {
-    begun();
-    if (!await exists4((0, import_node_path28.join)(dir, "HEAD"))) {
-      await (0, import_promises34.mkdir)(dir, { recursive: true });
-      await git(["init", "--bare", "-q", dir], { cwd: workDir });
-    }
-    await git(
-      [
-        "fetch",
-        "--prune",
-        "--no-tags",
-        "-q",
-        src.cloneUrl,
-        "+refs/heads/*:refs/remotes/origin/*",
-        `^refs/heads/${DEFAULT_STATE_BRANCH}`
-      ],
-      { cwd: dir, auth: src.auth }
-    );
-    await git(["update-ref", "-d", `refs/remotes/origin/${DEFAULT_STATE_BRANCH}`], { cwd: dir, okCodes: [1] });
-    const head = await git(["ls-remote", "--symref", src.cloneUrl, "HEAD"], { cwd: dir, auth: src.auth });
-    const m = /^ref: refs\/heads\/(\S+)\s+HEAD/m.exec(head.stdout);
-    return { dir, defaultBranch: m?.[1] ?? "main" };
-  });
+async function fetchCacheClone(dir, workDir, src) {
+  if (!await exists4((0, import_node_path28.join)(dir, "HEAD"))) {
+    await (0, import_promises34.mkdir)(dir, { recursive: true });
+    await git(["init", "--bare", "-q", dir], { cwd: workDir });
+  }
+  await git(
+    [
+      "fetch",
+      "--prune",
+      "--no-tags",
+      "-q",
+      src.cloneUrl,
+      "+refs/heads/*:refs/remotes/origin/*",
+      `^refs/heads/${DEFAULT_STATE_BRANCH}`
+    ],
+    { cwd: dir, auth: src.auth }
+  );
+  await git(["update-ref", "-d", `refs/remotes/origin/${DEFAULT_STATE_BRANCH}`], { cwd: dir, okCodes: [1] });
+  const head = await git(["ls-remote", "--symref", src.cloneUrl, "HEAD"], { cwd: dir, auth: src.auth });
+  const m = /^ref: refs\/heads\/(\S+)\s+HEAD/m.exec(head.stdout);
+  return { dir, defaultBranch: m?.[1] ?? "main" };
 }
 async function remoteBranchSha(cacheDir2, branch) {
   const r = await git(["rev-parse", "--verify", "-q", `refs/remotes/origin/${branch}^{commit}`], {

@@ -39,7 +39,7 @@ export interface CommandResult {
 }
 
 /** Output kept of one program, as execa's default: a program that writes more is stopped. */
-export const MAX_OUTPUT_BYTES = 100_000_000;
+const MAX_OUTPUT_BYTES = 100_000_000;
 
 type Reply = CommandResult & { id: number };
 type SpawnFn = typeof spawn;
@@ -249,6 +249,11 @@ export function runProgram(req: CommandRequest): Promise<CommandResult> {
     helper = new CommandHelper();
   }
   return helper.run(req);
+}
+
+/** What a program said on stderr, and why it could not start or was stopped (the runner's `error`), a line apart. */
+export function stderrOf(r: CommandResult): string {
+  return [r.stderr.toString("utf8").trim(), r.error].filter(Boolean).join("\n");
 }
 
 /** This process's environment, for a program that is to see all of it (what a plain spawn passes on). */

@@ -1,6 +1,6 @@
 import { access, mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { runProgram } from "../process/command-runner.ts";
+import { processEnv, runProgram, stderrOf } from "../process/command-runner.ts";
 import { backoffDelay } from "./store.ts";
 
 // Git commands on a state store's cache repository, and its fetches and pushes: the token only in an
@@ -54,10 +54,9 @@ export function isTransientGitFailure(stderr: string): boolean {
 
 /** The environment of every git command: no user or system config, no prompts, nothing inherited from a hook. */
 function baseEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("GIT_")) env[k] = v;
+  const env = Object.entries(processEnv()).filter(([k]) => !k.startsWith("GIT_"));
   return {
-    ...env,
+    ...Object.fromEntries(env),
     GIT_CONFIG_NOSYSTEM: "1",
     GIT_CONFIG_GLOBAL: "/dev/null",
     GIT_TERMINAL_PROMPT: "0",
@@ -131,7 +130,7 @@ export class GitRemote {
       env: { ...baseEnv(), ...o.env },
       ...(o.input !== undefined ? { input: o.input } : {}),
     });
-    const stderr = [r.stderr.toString("utf8"), r.error ?? ""].filter(Boolean).join("\n");
+    const stderr = stderrOf(r);
     // The cache repository is gone or broken under us (a cleaner of the temporary folder, another
     // process): the next operation makes it again instead of failing every poll from now on.
     if (r.exitCode !== 0 && CACHE_GONE.test(stderr)) this.initialized = false;
@@ -172,9 +171,7 @@ export class GitRemote {
     await mkdir(dir, { recursive: true });
     const r = await runProgram({ file: "git", args: ["init", "--bare", "-q", dir], env: baseEnv() });
     if (r.exitCode !== 0)
-      throw new Error(
-        `Fleet state cache ${dir}: git init failed: ${[r.stderr.toString("utf8").trim(), r.error].filter(Boolean).join(" ")}`,
-      );
+      throw new Error(`Fleet state cache ${dir}: git init failed: ${stderrOf(r).replaceAll("\n", " ")}`);
     this.made++;
   }
 

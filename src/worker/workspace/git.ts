@@ -1,6 +1,6 @@
 import { lstat, readlink } from "node:fs/promises";
 import { join } from "node:path";
-import { runProgram } from "../../process/command-runner.ts";
+import { runProgram, stderrOf } from "../../process/command-runner.ts";
 
 export interface GitAuth {
   username: string;
@@ -113,7 +113,7 @@ export async function git(args: string[], opts: GitOptions): Promise<{ stdout: s
   });
   const code = r.exitCode ?? -1;
   if (code !== 0 && !(opts.okCodes ?? []).includes(code)) {
-    const stderr = [r.stderr.toString("utf8").trim(), r.error].filter(Boolean).join("\n");
+    const stderr = stderrOf(r);
     throw new GitError(
       `git ${args[0]} failed (exit ${code}): ${stderr.split("\n").slice(-3).join(" ")}`,
       args,

@@ -81,43 +81,42 @@ export function syncCacheClone(
   const key = `${dir}\0${src.cloneUrl}\0${src.auth?.username ?? ""}\0${src.auth?.token ?? ""}`;
   const queued = queuedSyncs.get(key);
   if (queued) return queued;
-  const sync = fetchCacheClone(dir, workDir, src, () => {
+  const sync = exclusive(dir, () => {
+    // Begun: a later ask gets a fetch of its own.
     if (queuedSyncs.get(key) === sync) queuedSyncs.delete(key);
+    return fetchCacheClone(dir, workDir, src);
   });
   queuedSyncs.set(key, sync);
   return sync;
 }
 
-function fetchCacheClone(
+/** Fetches the cache clone (made on first use) and asks the remote for its default branch; on the clone's lock. */
+async function fetchCacheClone(
   dir: string,
   workDir: string,
   src: RepoSource,
-  begun: () => void,
 ): Promise<{ dir: string; defaultBranch: string }> {
-  return exclusive(dir, async () => {
-    begun();
-    if (!(await exists(join(dir, "HEAD")))) {
-      await mkdir(dir, { recursive: true });
-      await git(["init", "--bare", "-q", dir], { cwd: workDir });
-    }
-    // Fleet's state branch stays out: the agent's sandbox shows this clone, and the state is Fleet's.
-    await git(
-      [
-        "fetch",
-        "--prune",
-        "--no-tags",
-        "-q",
-        src.cloneUrl,
-        "+refs/heads/*:refs/remotes/origin/*",
-        `^refs/heads/${STATE_BRANCH}`,
-      ],
-      { cwd: dir, auth: src.auth },
-    );
-    await git(["update-ref", "-d", `refs/remotes/origin/${STATE_BRANCH}`], { cwd: dir, okCodes: [1] });
-    const head = await git(["ls-remote", "--symref", src.cloneUrl, "HEAD"], { cwd: dir, auth: src.auth });
-    const m = /^ref: refs\/heads\/(\S+)\s+HEAD/m.exec(head.stdout);
-    return { dir, defaultBranch: m?.[1] ?? "main" };
-  });
+  if (!(await exists(join(dir, "HEAD")))) {
+    await mkdir(dir, { recursive: true });
+    await git(["init", "--bare", "-q", dir], { cwd: workDir });
+  }
+  // Fleet's state branch stays out: the agent's sandbox shows this clone, and the state is Fleet's.
+  await git(
+    [
+      "fetch",
+      "--prune",
+      "--no-tags",
+      "-q",
+      src.cloneUrl,
+      "+refs/heads/*:refs/remotes/origin/*",
+      `^refs/heads/${STATE_BRANCH}`,
+    ],
+    { cwd: dir, auth: src.auth },
+  );
+  await git(["update-ref", "-d", `refs/remotes/origin/${STATE_BRANCH}`], { cwd: dir, okCodes: [1] });
+  const head = await git(["ls-remote", "--symref", src.cloneUrl, "HEAD"], { cwd: dir, auth: src.auth });
+  const m = /^ref: refs\/heads\/(\S+)\s+HEAD/m.exec(head.stdout);
+  return { dir, defaultBranch: m?.[1] ?? "main" };
 }
 
 async function remoteBranchSha(cacheDir: string, branch: string): Promise<string | undefined> {
