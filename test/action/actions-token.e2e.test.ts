@@ -31,6 +31,8 @@ describe("the runner's token exchange", () => {
   const dispatched: Dispatched[] = [];
   /** Called with each dispatched run before the app has recorded its id. */
   let onDispatch: (run: Dispatched) => void = () => {};
+  /** Releases of the state writes held back by unrecordedRun, all released before the app stops. */
+  const holds: Array<() => void> = [];
 
   beforeAll(async () => {
     const workflow = await readFile(".github/workflows/fleet-task.yml", "utf8");
@@ -54,6 +56,7 @@ describe("the runner's token exchange", () => {
     });
   }, 120_000);
   afterAll(async () => {
+    for (const release of holds) release();
     await model?.stop();
     await h?.stop();
     if (scratch) await rm(scratch, { recursive: true, force: true });
@@ -71,19 +74,24 @@ describe("the runner's token exchange", () => {
   }
 
   /**
-   * A labeled issue's run, dispatched but its id's record held back (the next state write waits
-   * `holdMs`), and a second replica of the app to ask, whose reads do not queue behind the first one's write.
+   * A labeled issue's run, dispatched but its id's record held back (the next state write waits until
+   * `release` is called), and a second replica of the app to ask, whose reads do not queue behind the
+   * first one's write.
    */
   async function unrecordedRun(
     title: string,
-    holdMs = 8_000,
-  ): Promise<{ run: Dispatched; replica: FleetServer }> {
+  ): Promise<{ run: Dispatched; replica: FleetServer; release: () => void }> {
     const replica = await startAppInstance(h.gh);
     h.gh.setWebhookUrl(h.app.webhookUrl);
+    let release = () => {};
+    const hold = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    holds.push(release);
     const seen = new Promise<Dispatched>((resolve) => {
       onDispatch = (run) => {
         onDispatch = () => {};
-        h.gh.faults.inject({ route: GIT_RECEIVE_PACK_ROUTE, latencyMs: holdMs, times: 1 });
+        h.gh.faults.inject({ route: GIT_RECEIVE_PACK_ROUTE, holdUntil: hold, times: 1 });
         resolve(run);
       };
     });
@@ -94,7 +102,7 @@ describe("the runner's token exchange", () => {
       issue_number: issue,
       labels: ["fleet:claude"],
     });
-    return { run: await seen, replica };
+    return { run: await seen, replica, release };
   }
 
   /** Fleet's workflow started by hand by a writer (mona) with `inputs`: the run's id. */
@@ -174,7 +182,7 @@ describe("the runner's token exchange", () => {
 
   it("uses a token up only once a token was minted for it: after a 409, a refusal or a failed mint it still works", async () => {
     // The run asks before its id is recorded.
-    const { run, replica } = await unrecordedRun("Early run");
+    const { run, replica, release } = await unrecordedRun("Early run");
     const oidc = await oidcToken(run.id);
     const taskId = String(run.inputs.task_id);
     const atReplica = (id: string) => exchangeAt(replica, oidc, id);
@@ -183,6 +191,7 @@ describe("the runner's token exchange", () => {
     const early = await atReplica(taskId);
     expect(early.status).toBe(409);
     expect(early.body.message).toMatch(/not recorded yet/);
+    release();
     await waitFor("the run to be recorded", async () =>
       (await h.tasks()).find((t) => t.id === taskId && t.runId === String(run.id)),
     );
@@ -203,9 +212,9 @@ describe("the runner's token exchange", () => {
   });
 
   it("gives Fleet's run a token before its id is recorded (its dispatcher may have died): the run says it is Fleet's; a writer's copy of it gets none", async () => {
-    // As if the process that dispatched the run died before recording it (held 30 s: the checks below
-    // run while the task has no run id).
-    const { run, replica } = await unrecordedRun("Unrecorded run", 30_000);
+    // As if the process that dispatched the run died before recording it (held until released: the
+    // checks below run while the task has no run id).
+    const { run, replica, release } = await unrecordedRun("Unrecorded run");
     const taskId = String(run.inputs.task_id);
     const unrecorded = (await h.tasks()).find((t) => t.id === taskId);
     expect(unrecorded?.state).toBe("dispatched");
@@ -234,8 +243,11 @@ describe("the runner's token exchange", () => {
     // task (no retries left).
     h.gh.setWebhookUrl(replica.webhookUrl);
     await h.gh.setWorkflowRunStatus(h.full, manualRun, "completed", "failure");
-    await h.settle();
+    await h.gh.waitForDeliveries();
+    await replica.idle();
     h.gh.setWebhookUrl(h.app.webhookUrl);
+    release();
+    await h.settle();
     const after = (await h.tasks()).find((t) => t.id === taskId);
     expect(after?.state).toBe("dispatched");
     expect(after?.runId).toBe(String(run.id));

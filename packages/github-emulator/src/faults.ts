@@ -7,6 +7,8 @@ export interface FaultSpec {
   status?: number;
   retryAfter?: number;
   latencyMs?: number;
+  /** The request waits (after any latency) until this settles: a hold the test releases on cue. */
+  holdUntil?: Promise<unknown>;
   /** How many matching requests the fault applies to; unlimited when omitted. */
   times?: number;
   /** Record the webhooks this route emits but never send them (a lost delivery). */
@@ -40,6 +42,12 @@ export class Faults {
     }
     return undefined;
   }
+}
+
+/** Waits out a fault's latency and hold, if any, before the request is answered. */
+export async function delayOf(fault: FaultSpec | undefined): Promise<void> {
+  if (fault?.latencyMs) await new Promise((r) => setTimeout(r, fault.latencyMs));
+  if (fault?.holdUntil) await fault.holdUntil.catch(() => undefined);
 }
 
 function matches(route: string, method: string, template: string): boolean {

@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import type { Auth } from "./auth.ts";
-import type { Faults } from "./faults.ts";
+import { delayOf, type Faults } from "./faults.ts";
 import { HttpError } from "./http-error.ts";
 import { grantHolds, grantReaches } from "./installation-token.ts";
 import { SequencedLog } from "./request-log.ts";
@@ -142,7 +142,7 @@ function pushChecks(repo: Repo, actor: Actor): Record<string, string> {
 /** A fault injected for this git route (after its latency): the status, text and headers to answer. */
 async function injectedFault(d: GitHttpDeps, method: string, op: string) {
   const fault = d.faults?.take(method, `/{owner}/{repo}.git/${op}`, { wildcard: false });
-  if (fault?.latencyMs) await new Promise((r) => setTimeout(r, fault.latencyMs));
+  await delayOf(fault);
   if (!fault?.status) return undefined;
   const limited = fault.status === 403 || fault.status === 429;
   const message = limited

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { FaultSpec, Faults } from "./faults.ts";
+import { delayOf, type FaultSpec, type Faults } from "./faults.ts";
 import { handleGraphql } from "./graphql.ts";
 import { HttpError } from "./http-error.ts";
 import { type loadSpec, matchRoute, type OpenApiChecker, type RouteMatch } from "./openapi-check.ts";
@@ -234,7 +234,7 @@ async function admit(
     x.counted = true;
   }
   const fault = d.faults.take(x.method === "HEAD" ? "GET" : x.method, match.operation.template);
-  if (fault?.latencyMs) await new Promise((r) => setTimeout(r, fault.latencyMs));
+  await delayOf(fault);
   if (fault?.status) {
     const headers: Record<string, string> = {};
     if (fault.retryAfter !== undefined) headers["retry-after"] = String(fault.retryAfter);
