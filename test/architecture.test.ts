@@ -4,6 +4,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
+import { PURE_TEST_FOLDERS } from "../vitest.config.ts";
 
 const SRC = join(import.meta.dirname, "..", "src");
 /** Longest function (in lines) allowed in product code (src/; the workspace packages are test infrastructure). */
@@ -263,5 +264,19 @@ describe("the layout", () => {
     ];
     expect(picture).not.toBe("");
     expect(missing).toEqual([]);
+  });
+
+  it("the test folders that share one module graph (vitest.config.ts) leave no state behind for the next file", () => {
+    const root = join(SRC, "..");
+    // Module mocks, stubbed globals or environment, fake timers, a changed working folder or environment.
+    const leaves =
+      /\bvi\.(mock|doMock|stubGlobal|stubEnv|useFakeTimers|spyOn)\b|process\.(chdir|env\.[A-Za-z_]+\s*=[^=])|delete\s+process\.env/;
+    const offenders = PURE_TEST_FOLDERS.flatMap((dir) =>
+      tsFiles(join(root, dir))
+        .filter((path) => leaves.test(readFileSync(path, "utf8")))
+        .map((path) => relative(root, path)),
+    );
+    expect(PURE_TEST_FOLDERS.length).toBeGreaterThan(0);
+    expect(offenders).toEqual([]);
   });
 });
