@@ -1,12 +1,28 @@
 import { defineConfig } from "vitest/config";
 
+const ALL_TESTS = ["test/**/*.test.ts", "packages/*/test/**/*.test.ts"];
+
 /**
- * Test folders of pure logic, whose files share one module graph per worker (`isolate: false`): a
- * fresh worker per file costs ~0.4 s of CPU, more than most of these files' tests take. Nothing in
- * them may leave state behind for the next file (module mocks, stubbed globals or environment, fake
- * timers, a changed working folder): test/architecture.test.ts checks.
+ * Test files that change what a whole process shares (its environment, module mocks, spies, fake
+ * timers, its working folder): each runs in a fresh worker of its own. Every other file shares its
+ * worker's process and module graph with the files before it (`isolate: false`), as Fleet's modules
+ * share a long-running app's or worker's process: a fresh worker per file cost ~0.4 s of CPU for a
+ * file of pure logic and ~1 s for one that loads the app (~15% of the suite). test/architecture.test.ts
+ * checks that no file outside this list makes such a change.
  */
-export const PURE_TEST_FOLDERS = ["test/core", "test/render", "test/beads", "test/split"];
+export const ISOLATED_TEST_FILES = [
+  "packages/github-emulator/test/oidc.test.ts",
+  "test/app/serve-transport.test.ts",
+  "test/process/command-runner.test.ts",
+  "test/reliability/octokit-log.test.ts",
+  "test/reliability/push-rejected.test.ts",
+  "test/security/agent-boundary.test.ts",
+  "test/worker/hand-off-poll-race.test.ts",
+  "test/worker/run-agent.test.ts",
+  "test/worker/run-task.e2e.test.ts",
+  "test/worker/sandbox-inherit.test.ts",
+  "test/worker/worktree.test.ts",
+];
 
 export default defineConfig({
   test: {
@@ -20,16 +36,14 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: "pure", include: PURE_TEST_FOLDERS.map((d) => `${d}/**/*.test.ts`), isolate: false },
-      },
-      {
-        extends: true,
         test: {
-          name: "parts",
-          include: ["test/**/*.test.ts", "packages/*/test/**/*.test.ts"],
-          exclude: ["**/node_modules/**", ...PURE_TEST_FOLDERS.map((d) => `${d}/**`)],
+          name: "shared",
+          include: ALL_TESTS,
+          exclude: ["**/node_modules/**", ...ISOLATED_TEST_FILES],
+          isolate: false,
         },
       },
+      { extends: true, test: { name: "isolated", include: ISOLATED_TEST_FILES } },
     ],
   },
 });

@@ -72872,6 +72872,7 @@ function credentialPool(coder, deps, clock) {
     clock,
     fallbackSeconds: deps.config.retries.backoff_seconds,
     nearLimitPct: deps.config.credential_near_limit_pct,
+    ...deps.book ? { book: deps.book } : {},
     log: deps.log
   });
 }
@@ -73557,7 +73558,8 @@ function stepInputs(deps, log) {
       store,
       log,
       ...deps.credentialFor ? { credentialFor: deps.credentialFor } : {},
-      ...deps.credentialValue ? { credentialValue: deps.credentialValue } : {}
+      ...deps.credentialValue ? { credentialValue: deps.credentialValue } : {},
+      ...deps.windowBook ? { book: deps.windowBook } : {}
     },
     record: {
       queue,

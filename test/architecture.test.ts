@@ -4,7 +4,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
-import { PURE_TEST_FOLDERS } from "../vitest.config.ts";
+import { ISOLATED_TEST_FILES } from "../vitest.config.ts";
 
 const SRC = join(import.meta.dirname, "..", "src");
 /** Longest function (in lines) allowed in product code (src/; the workspace packages are test infrastructure). */
@@ -266,17 +266,24 @@ describe("the layout", () => {
     expect(missing).toEqual([]);
   });
 
-  it("the test folders that share one module graph (vitest.config.ts) leave no state behind for the next file", () => {
+  it("a test file that changes what its process shares runs in a worker of its own (vitest.config.ts)", () => {
     const root = join(SRC, "..");
-    // Module mocks, stubbed globals or environment, fake timers, a changed working folder or environment.
+    // Module mocks and spies, stubbed globals or environment, fake timers, the working folder, an
+    // environment variable set or deleted.
     const leaves =
-      /\bvi\.(mock|doMock|stubGlobal|stubEnv|useFakeTimers|spyOn)\b|process\.(chdir|env\.[A-Za-z_]+\s*=[^=])|delete\s+process\.env/;
-    const offenders = PURE_TEST_FOLDERS.flatMap((dir) =>
-      tsFiles(join(root, dir))
-        .filter((path) => leaves.test(readFileSync(path, "utf8")))
-        .map((path) => relative(root, path)),
+      /\bvi\.(mock|doMock|stubGlobal|stubEnv|useFakeTimers|spyOn)\b|process\.chdir|process\.env(\.[A-Za-z_]+|\[[^\]]+\])\s*=[^=]|delete\s+process\.env/;
+    const testFiles = [
+      ...tsFiles(join(root, "test")),
+      ...readdirSync(join(root, "packages")).flatMap((p) => tsFiles(join(root, "packages", p, "test"))),
+    ]
+      .map((path) => relative(root, path))
+      .filter((path) => path.endsWith(".test.ts"));
+    const offenders = testFiles.filter(
+      (path) => !ISOLATED_TEST_FILES.includes(path) && leaves.test(readFileSync(join(root, path), "utf8")),
     );
-    expect(PURE_TEST_FOLDERS.length).toBeGreaterThan(0);
+    expect(testFiles.length).toBeGreaterThan(200);
     expect(offenders).toEqual([]);
+    // Each isolated file still exists (a renamed one would run shared).
+    expect(ISOLATED_TEST_FILES.filter((path) => !testFiles.includes(path))).toEqual([]);
   });
 });

@@ -5,6 +5,7 @@ import { retryNotBefore, retryReason } from "../core/scheduler.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task } from "../core/task.ts";
 import { combineTotals } from "../core/usage.ts";
+import type { WindowBook } from "../economy/credential-windows.ts";
 import { createCredentialRotation } from "../economy/rotation.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
 import type { StateStore } from "../state/store.ts";
@@ -27,6 +28,8 @@ export interface PoolInput {
   store: StateStore;
   credentialFor?: (coder: string) => { name: string; value: string } | undefined;
   credentialValue?: (name: string) => string | undefined;
+  /** What this worker saw of the credentials' windows (default: the process's own). */
+  book?: WindowBook;
   log?: (message: string) => void;
 }
 
@@ -120,6 +123,7 @@ export function credentialPool(coder: string, deps: PoolInput, clock: () => Date
     clock,
     fallbackSeconds: deps.config.retries.backoff_seconds,
     nearLimitPct: deps.config.credential_near_limit_pct,
+    ...(deps.book ? { book: deps.book } : {}),
     log: deps.log,
   });
 }

@@ -8,7 +8,7 @@ import { runKindOf } from "../core/run-history.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task, TaskContext, TaskState } from "../core/task.ts";
 import { perTaskLimits } from "../economy/budgets.ts";
-import { writeWindows } from "../economy/credential-windows.ts";
+import { type WindowBook, writeWindows } from "../economy/credential-windows.ts";
 import type { GitHub, RepoRef } from "../github/port.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
 import type { Tracker } from "../queue/tracker.ts";
@@ -50,6 +50,8 @@ export interface ExecuteDeps {
    * coder's whole pool (`coders.<c>.credentials`) and moves on to the next credential on a rate limit.
    */
   credentialValue?: (name: string) => string | undefined;
+  /** What this worker saw of its credentials' windows; default: the process's own (one per process). */
+  windowBook?: WindowBook;
   modelBaseUrl?: string;
   agentEnv?: Record<string, string>;
   /** How agents are contained; default: `config.sandbox`. */
@@ -292,6 +294,7 @@ function stepInputs(deps: ExecuteDeps, log: (message: string) => void) {
       log,
       ...(deps.credentialFor ? { credentialFor: deps.credentialFor } : {}),
       ...(deps.credentialValue ? { credentialValue: deps.credentialValue } : {}),
+      ...(deps.windowBook ? { book: deps.windowBook } : {}),
     } satisfies PoolInput,
     record: {
       queue,

@@ -30,6 +30,7 @@ export interface LocalWorkerOptions
     | "adapterFor"
     | "credentialFor"
     | "credentialValue"
+    | "windowBook"
     | "modelBaseUrl"
     | "agentEnv"
     | "heartbeatMs"
@@ -267,6 +268,7 @@ function executeDeps(
     adapterFor: opts.adapterFor,
     credentialFor: opts.credentialFor,
     credentialValue: opts.credentialValue,
+    ...(opts.windowBook ? { windowBook: opts.windowBook } : {}),
     modelBaseUrl: opts.modelBaseUrl,
     agentEnv: opts.agentEnv,
     secrets: opts.secrets,

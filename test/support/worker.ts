@@ -2,6 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { getAdapter } from "../../src/agents/index.ts";
+import { WindowBook } from "../../src/economy/credential-windows.ts";
 import { githubOverOctokit, type OctokitClient } from "../../src/github/octokit-port.ts";
 import type { GitHub } from "../../src/github/port.ts";
 import { createRepoStateStore } from "../../src/state/repo-store.ts";
@@ -46,6 +47,8 @@ export async function startTestWorker(
     workDir,
     adapterFor: getAdapter,
     credentialFor: () => TEST_CREDENTIAL,
+    // Its own, as if each test worker were a process of its own: test files share a process (vitest.config.ts).
+    windowBook: new WindowBook(),
     agentEnv: { CLAUDE_CODE_MAX_RETRIES: "0" },
     pollMs: 200,
     heartbeatMs: 1_000,
