@@ -96,13 +96,7 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
       ),
     );
     const period = options.reconcileMs ?? 5 * 60_000;
-    if (period > 0) {
-      const timer = setInterval(
-        () => void deps.queues.reconcileKnown(deps.knownCoders, (m) => app.log.warn(m)),
-        period,
-      );
-      timer.unref();
-    }
+    if (period > 0) deps.queues.reconcileEvery(period, deps.knownCoders, (m) => app.log.warn(m));
     /**
      * The handler gets GitHub as the event's installation, made once for the event. A state document
      * Fleet cannot read stops the event (nothing is written over it), and the issue that triggered it

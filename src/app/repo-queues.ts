@@ -72,6 +72,9 @@ export class RepoQueues {
   /** The installation each handle was opened for, known before the handle is. */
   private readonly handleInstallations = new Map<string, number>();
   private stopped = false;
+  private reconcileTimer: ReturnType<typeof setInterval> | undefined;
+  /** The timer's sweep under way: the next tick skips while it runs, and stop waits for it. */
+  private sweep: Promise<void> | undefined;
   private readonly clock: () => Date;
   private readonly app: Probot;
   private readonly options: RepoQueueFactoryOptions;
@@ -160,15 +163,30 @@ export class RepoQueues {
    * a crash has seen no event yet, and the labels it missed are what reconcile must find.
    */
   async reconcileKnown(knownCoders: readonly string[], log: (m: string) => void): Promise<void> {
+    if (this.stopped) return;
     try {
       await this.discoverInstalledRepos();
     } catch (error) {
       log(`listing the app's installations failed: ${(error as Error).message}`);
     }
     for (const [key, pending] of this.handles) {
+      if (this.stopped) return;
       const h = await pending.catch(() => undefined);
       if (h) await this.reconcileOne(key, h, knownCoders, log);
     }
+  }
+
+  /** Runs reconcileKnown every `periodMs` until stop: the safety net for missed webhooks and lapsed leases. */
+  reconcileEvery(periodMs: number, knownCoders: readonly string[], log: (m: string) => void): void {
+    clearInterval(this.reconcileTimer);
+    this.reconcileTimer = setInterval(() => {
+      this.sweep ??= this.reconcileKnown(knownCoders, log)
+        .catch((error) => log(`the reconcile sweep failed: ${(error as Error).message}`))
+        .finally(() => {
+          this.sweep = undefined;
+        });
+    }, periodMs);
+    this.reconcileTimer.unref();
   }
 
   /** Writes every repository's waiting comment edits; one repository's failure does not skip the others'. */
@@ -184,9 +202,12 @@ export class RepoQueues {
     if (failed) throw failed.reason;
   }
 
-  /** Disarms the wake-up timers (the app is stopping). */
+  /** Disarms the wake-up timers and the reconcile sweep (the app is stopping). */
   async stop(): Promise<void> {
     this.stopped = true;
+    clearInterval(this.reconcileTimer);
+    // It ends at the next repository (reconcileKnown checks stopped): nothing of it comes after stop.
+    await this.sweep;
     for (const pending of this.handles.values()) await this.retire(pending);
   }
 

@@ -6,6 +6,7 @@ import { type ScriptTurn, startAnthropicScriptServer } from "@fleet/model-server
 import type { Octokit } from "@octokit/rest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
+import { WindowBook } from "../../src/economy/credential-windows.ts";
 import { credentialsState } from "../../src/economy/credentials.ts";
 import { createCredentialRotation } from "../../src/economy/rotation.ts";
 import { githubOverOctokit, type OctokitClient } from "../../src/github/octokit-port.ts";
@@ -86,6 +87,7 @@ async function run(
 const rotation = (store: ReturnType<typeof createLocalStateStore>) =>
   createCredentialRotation({
     store,
+    book: new WindowBook(),
     coder: "claude",
     names: ["KEY_A", "KEY_B"],
     secretOf: (n) => KEYS[n],

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import type { AgentAdapter } from "../../src/agents/types.ts";
 import type { Task } from "../../src/core/task.ts";
+import { WindowBook } from "../../src/economy/credential-windows.ts";
 import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { taskArtifactsDir } from "../../src/worker/3-attempt.ts";
@@ -95,6 +96,7 @@ describe("agents that flood their output, fail, or whose log cannot be written",
     const octokit = await botClient(h.gh, h.full);
     worker = startLocalWorker({
       repo: { owner: h.owner, repo: h.name },
+      windowBook: new WindowBook(),
       github: githubOverOctokit(octokit),
       store: createGitHubStateStore({ github: githubOverOctokit(octokit), owner: h.owner, repo: h.name }),
       cloneUrl: h.cloneUrl,

@@ -5,6 +5,7 @@ import { Octokit } from "@octokit/rest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeAdapter } from "../../src/agents/claude.ts";
 import type { AgentAdapter } from "../../src/agents/types.ts";
+import { WindowBook } from "../../src/economy/credential-windows.ts";
 import { githubOverOctokit } from "../../src/github/octokit-port.ts";
 import { createGitHubStateStore } from "../../src/state/github-store.ts";
 import { type LocalWorker, startLocalWorker } from "../../src/worker/local-worker.ts";
@@ -78,6 +79,7 @@ describe("what reaches the agent from the issue, and what Fleet does with a host
     };
     worker = startLocalWorker({
       repo: { owner: h.owner, repo: h.name },
+      windowBook: new WindowBook(),
       github: githubOverOctokit(octokit),
       store: createGitHubStateStore({ github: githubOverOctokit(octokit), owner: h.owner, repo: h.name }),
       cloneUrl: h.cloneUrl,

@@ -250,7 +250,7 @@ describe("the agent's workplace (runTask, real Claude Code CLI)", () => {
     const r = await run(
       "Fork a lot",
       () => [
-        { toolUses: [bash("for i in $(seq 1 300); do sleep 120 & done; wait; echo finished")], usage: USAGE },
+        { toolUses: [bash("for i in $(seq 1 300); do sleep 121 & done; wait; echo finished")], usage: USAGE },
         { text: "Done.", usage: USAGE },
       ],
       { limits: { memoryMb: 2048, pids: 64 } },
@@ -258,7 +258,8 @@ describe("the agent's workplace (runTask, real Claude Code CLI)", () => {
     expect(r.outcome.outcome).toBe("failed");
     expect(r.outcome.reason).toMatch(/process limit \(limits\.pids: 64/);
     expect(r.outcome.noRetry).toBe(true);
-    const left = await execa("pgrep", ["-f", "sleep 120"], { reject: false });
+    // `sleep 121`, a duration of this file's own: pgrep sees the machine, where other files run sleep too.
+    const left = await execa("pgrep", ["-f", "sleep 121"], { reject: false });
     expect(left.stdout.trim()).toBe("");
   }, 120_000);
 
