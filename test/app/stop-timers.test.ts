@@ -9,8 +9,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("the app's reconcile sweep", () => {
   let h: Harness | undefined;
+  let appStopped = false;
+  // A test that failed before stopping the app stops it here: test files share a process.
   afterAll(async () => {
-    await h?.gh.stop();
+    await (appStopped ? h?.gh.stop() : h?.stop());
   });
 
   it("runs every reconcileMs while the app runs, and never after it stopped", async () => {
@@ -21,6 +23,7 @@ describe("the app's reconcile sweep", () => {
     const sweeps = () => h!.gh.counts().byRoute["GET /app/installations"] ?? 0;
     await waitFor("two sweeps", async () => sweeps() >= 2);
     await h.app.stop();
+    appStopped = true;
     const mark = h.gh.requests.mark();
     await sleep(PERIOD_MS * 5);
     expect(h.gh.counts({ since: mark }).byRoute).toEqual({});
