@@ -77,9 +77,15 @@ export interface ScaleAgentsResult extends ScaleAgentsOptions {
    * its RSS and own pages at most, and its CPU. Absent with FLEET_COMMANDS=direct.
    */
   commandHelper?: { rssMaxMB: number; privateMaxMB: number; cpuMs: number };
-  /** Fleet's node inside every sandbox (the network forwarder): one per running agent. */
-  /** rssEachMB counts node's binary, shared with the worker and every other forwarder, in each. */
-  forwarder: { rssEachMB: number; privateEachMB: number; pssEachMB: number; cpuEachMs: number };
+  /** Fleet's forwarder inside every sandbox (perl's, or node's where the machine has no perl): one per running agent. */
+  /** rssEachMB counts the program's binary and libraries, shared with every other forwarder, in each. */
+  forwarder: {
+    kind: "perl" | "node";
+    rssEachMB: number;
+    privateEachMB: number;
+    pssEachMB: number;
+    cpuEachMs: number;
+  };
   cpu: {
     /** The worker's tree without its sandboxes (cpuacct): node, git, the cgroup shell. */
     workerTreeMs: number;
@@ -365,11 +371,19 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
     // The worker tree's CPU while (nearly) every slot runs an agent: its cost per running agent.
     const full = { cpuMs: 0, agentMs: 0 };
     let prev: { at: number; cpu: number; agents: number } | undefined;
-    const isForwarder = (p: Proc) => p.cmd.startsWith("/run/fleet-node");
+    // Fleet's forwarder, a sandbox's first process (perl's or node's; perl's forks a process per
+    // connection and direction, which run its command line too and count as its own).
+    const forwarderCmd = (p: Proc | undefined) =>
+      !!p &&
+      (p.cmd.startsWith("/run/fleet-node") ||
+        p.cmd.startsWith("/usr/bin/perl -e # fleet: the sandbox's network forwarder"));
+    const isForwarder = (p: Proc) => forwarderCmd(p) && !forwarderCmd(sampling?.procs.get(p.ppid));
     const isHelper = (p: Proc) =>
       p.ppid === workerPid && p.cmd.includes(" -e ") && p.cmd.includes("const runOne");
     const helperMax = { rss: 0, own: 0 };
-    const sampler = startProcSampler({
+    // Declared first: its first pass runs the callbacks below, which look processes up in it.
+    let sampling: ReturnType<typeof startProcSampler> | undefined;
+    sampling = startProcSampler({
       intervalMs: 250,
       detail: (p) => isForwarder(p) || isHelper(p),
       onSample: (now, live) => {
@@ -395,6 +409,7 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
         prev = { at: now, cpu, agents };
       },
     });
+    const sampler = sampling;
     const t0 = Date.now();
     const workerStartedAt = t0;
     const child = startFleet(args, { cwd, env, group: workerGroup });
@@ -414,9 +429,15 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
     const byPid = new Map(procs.map((p) => [p.pid, p]));
     const mine = (p: Proc) => sampler.ancestors(p.pid).some((a) => a.pid === workerPid);
     const forwarders = procs.filter((p) => isForwarder(p) && mine(p));
+    // A forwarder's relays: its descendants that run its command line.
+    const relaysOf = (f: Proc) =>
+      procs.filter((p) => forwarderCmd(p) && sampler.ancestors(p.pid).includes(f));
     const helperProc = procs.find(isHelper);
     const runs = forwarders.flatMap((f) => {
-      const agent = procs.find((p) => p.ppid === f.pid);
+      // Its command: the first child it started that is not one of its relays.
+      const agent = procs
+        .filter((p) => p.ppid === f.pid && !forwarderCmd(p))
+        .sort((a, b) => a.startMs - b.startMs)[0];
       const launch = sampler
         .ancestors(f.pid)
         .map((p) => launchOf.get(p.pid))
@@ -433,7 +454,10 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
       .filter((g): g is { r: (typeof runs)[number]; freed: number } => g.freed !== undefined);
 
     const tasks = Object.values(watch.last);
-    const forwardersMs = forwarders.reduce((n, p) => n + p.cpuMs, 0);
+    const forwardersMs = forwarders.reduce(
+      (n, f) => n + f.cpuMs + relaysOf(f).reduce((m, r) => m + r.cpuMs, 0),
+      0,
+    );
     const sandboxMs = sandboxGroup.usageMs();
     const workerTreeMs = workerGroup.usageMs();
     const agentRunMs = runs.reduce((n, r) => n + (r.agent.lastSeen - r.agent.startMs), 0);
@@ -457,10 +481,14 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
           }
         : {}),
       forwarder: {
+        kind: forwarders.some((f) => f.cmd.startsWith("/run/fleet-node")) ? "node" : "perl",
         rssEachMB: round(median(forwarders.map((f) => f.rssMB)), 1),
         privateEachMB: round(median(forwarders.flatMap((f) => f.privateMB ?? [])), 1),
         pssEachMB: round(median(forwarders.flatMap((f) => f.pssMB ?? [])), 1),
-        cpuEachMs: round(median(forwarders.map((f) => f.cpuMs)), 0),
+        cpuEachMs: round(
+          median(forwarders.map((f) => f.cpuMs + relaysOf(f).reduce((m, r) => m + r.cpuMs, 0))),
+          0,
+        ),
       },
       cpu: {
         workerTreeMs: Math.round(workerTreeMs),

@@ -151,21 +151,21 @@ function scaleTable(s: Record<string, Json>): string {
     rows.push(
       [
         `${who}: worker RSS`,
-        `${r.worker.rssAtPeakMB} MB with ${r.maxAgentsAtOnce} running (max ${r.worker.rssMaxMB} MB; idle ${r.worker.rssIdleMB} MB)${r.commandHelper ? `; + ${r.commandHelper.privateMaxMB} MB for its command helper (its own pages; RSS ${r.commandHelper.rssMaxMB} MB)` : ""}; + ${r.forwarder.privateEachMB} MB per agent for Fleet's forwarder in its sandbox (its own memory; RSS ${r.forwarder.rssEachMB} MB, most of it node's binary shared with the worker)`,
+        `${r.worker.rssAtPeakMB} MB with ${r.maxAgentsAtOnce} running (max ${r.worker.rssMaxMB} MB; idle ${r.worker.rssIdleMB} MB)${r.commandHelper ? `; + ${r.commandHelper.privateMaxMB} MB for its command helper (its own pages; RSS ${r.commandHelper.rssMaxMB} MB)` : ""}; + ${r.forwarder.privateEachMB} MB per agent for Fleet's forwarder (${r.forwarder.kind ?? "node"}'s) in its sandbox (its own memory; RSS ${r.forwarder.rssEachMB} MB)`,
         "< 150 MB with 50 running",
         ok(r.worker.rssMaxMB < 150 && r.maxAgentsAtOnce >= 50),
         load(r),
       ],
       [
         `${who}: Fleet's CPU per running agent`,
-        `${r.cpu.fleetPctOfCorePerAgent}% of a core (${r.cpu.fleetMsPerTask} ms CPU per task; forwarder ${r.forwarder.cpuEachMs} ms each)`,
+        `${r.cpu.fleetPctOfCorePerAgent}% of a core (${r.cpu.fleetMsPerTask} ms CPU per task; forwarder ${r.forwarder.cpuEachMs} ms each, its relays included)`,
         "< 5%",
         ok(r.cpu.fleetPctOfCorePerAgent < 5),
         load(r),
       ],
       [
         `${who}: sandbox start (bwrap → agent process)`,
-        `p50 ${r.sandboxStartMs.p50} ms, p99 ${r.sandboxStartMs.p99} ms (forwarder's node start: ${r.sandboxParts.forwarderToAgentP50Ms} ms p50)`,
+        `p50 ${r.sandboxStartMs.p50} ms, p99 ${r.sandboxStartMs.p99} ms (forwarder's start: ${r.sandboxParts.forwarderToAgentP50Ms} ms p50)`,
         "p99 < 300 ms",
         ok(r.sandboxStartMs.p99 < 300),
         load(r),

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { networkPolicyOf } from "../src/core/network-policy.ts";
 import { startEgressProxy } from "../src/worker/sandbox/egress-proxy.ts";
-import { FORWARDER } from "../src/worker/sandbox/network.ts";
+import { defaultForwarder, forwarderCommand } from "../src/worker/sandbox/network.ts";
 import { restoreSetupCache, saveSetupCache } from "../src/worker/workspace/setup-cache.ts";
 
 const quantile = (xs: number[], q: number) => {
@@ -59,17 +59,14 @@ async function proxyLatency(requests: number) {
   });
   // The forwarder as a sandbox runs it (here on the host's loopback, on a free port), holding `sleep`.
   const forwarderPort = await freePort();
-  const forwarder = spawn(
+  const command = forwarderCommand(
+    defaultForwarder(),
+    [{ port: forwarderPort, socket: join(dir, "proxy.sock") }],
+    "/bin/sleep",
+    ["3600"],
     process.execPath,
-    [
-      "-e",
-      FORWARDER,
-      JSON.stringify([{ port: forwarderPort, socket: join(dir, "proxy.sock") }]),
-      "sleep",
-      "3600",
-    ],
-    { stdio: "ignore" },
   );
+  const forwarder = spawn(command.file, command.args, { stdio: "ignore" });
   try {
     for (let i = 0; i < 100; i++) {
       try {

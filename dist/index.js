@@ -31215,7 +31215,7 @@ var require_cross_spawn = __commonJS({
       enoent.hookChildProcess(spawned, parsed);
       return spawned;
     }
-    function spawnSync3(command, args, options) {
+    function spawnSync4(command, args, options) {
       const parsed = parse5(command, args, options);
       const result = cp.spawnSync(parsed.command, parsed.args, parsed.options);
       result.error = result.error || enoent.verifyENOENTSync(result.status, parsed);
@@ -31223,7 +31223,7 @@ var require_cross_spawn = __commonJS({
     }
     module2.exports = spawn4;
     module2.exports.spawn = spawn4;
-    module2.exports.sync = spawnSync3;
+    module2.exports.sync = spawnSync4;
     module2.exports._parse = parse5;
     module2.exports._enoent = enoent;
   }
@@ -62670,6 +62670,7 @@ async function removeAll(dirs) {
 }
 
 // src/worker/sandbox/network.ts
+var import_node_child_process3 = require("node:child_process");
 var import_promises12 = require("node:fs/promises");
 var import_node_net2 = require("node:net");
 var import_node_os5 = require("node:os");
@@ -62678,27 +62679,105 @@ var SOCKETS_INSIDE = "/run/fleet-net";
 var NODE_INSIDE = "/run/fleet-node";
 var SANDBOX_GATEWAY_PORT = 47331;
 var SANDBOX_PROXY_PORT = 47332;
-var FORWARDER = `"use strict";
+var PERL_FORWARDER = String.raw`# fleet: the sandbox's network forwarder
+use strict;
+use Socket;
+my ($spec, $file, @args) = @ARGV;
+sub fail { print STDERR "fleet: $_[0]\n"; exit 127 }
+my (@listeners, %route);
+for (grep { length } split /,/, $spec) {
+  my ($port, $path) = split /=/, $_, 2;
+  socket(my $l, PF_INET, SOCK_STREAM, 0) or fail("socket: $!");
+  setsockopt($l, SOL_SOCKET, SO_REUSEADDR, 1);
+  (bind($l, pack_sockaddr_in($port, INADDR_LOOPBACK)) && listen($l, SOMAXCONN))
+    or fail("cannot listen on 127.0.0.1:$port: $!");
+  push @listeners, $l;
+  $route{fileno $l} = $path;
+}
+# Set before the command starts, so none of these signals is lost or ends the forwarder alone.
+my ($agent, $pending) = (0);
+$SIG{$_} = sub { $agent ? kill($_[0], $agent) : ($pending = $_[0]) } for qw(TERM INT HUP);
+$agent = fork;
+defined $agent or fail("fork: $!");
+if (!$agent) {
+  close $_ for @listeners;
+  exec { $file } $file, @args;
+  fail("$file: $!");
+}
+kill($pending, $agent) if $pending;
+# A child's end interrupts the wait below at once.
+$SIG{CHLD} = sub {};
+my $watch = '';
+vec($watch, fileno $_, 1) = 1 for @listeners;
+for (;;) {
+  while ((my $pid = waitpid(-1, 1)) > 0) {
+    exit(($? & 127) ? 128 + ($? & 127) : $? >> 8) if $pid == $agent;
+  }
+  (select(my $ready = $watch, undef, undef, 1) || 0) > 0 or next;
+  for my $l (@listeners) {
+    next unless vec($ready, fileno $l, 1);
+    accept(my $c, $l) or next;
+    my $pid = fork;
+    if (defined $pid && !$pid) { relay($c, $route{fileno $l}); exit 0 }
+    close $c;
+  }
+}
+# One connection: a process for each direction, so neither waits on the other.
+sub relay {
+  my ($c, $path) = @_;
+  $SIG{$_} = 'DEFAULT' for qw(TERM INT HUP CHLD);
+  close $_ for @listeners;
+  my $u;
+  (socket($u, PF_UNIX, SOCK_STREAM, 0) && connect($u, pack_sockaddr_un($path))) or return;
+  my $back = fork;
+  return unless defined $back;
+  if (!$back) { copy($u, $c); exit 0 }
+  copy($c, $u);
+  waitpid($back, 0);
+}
+sub copy {
+  my ($from, $to) = @_;
+  while (my $n = sysread($from, my $buf, 65536)) {
+    for (my $o = 0; $o < $n;) { my $w = syswrite($to, $buf, $n - $o, $o) or return; $o += $w }
+  }
+  shutdown($to, 1);
+}`;
+var NODE_FORWARDER = `"use strict";
 const net = require("node:net"), { spawn } = require("node:child_process"), os = require("node:os");
 const [spec, file, ...args] = process.argv.slice(1);
-const routes = JSON.parse(spec);
+let child, pending;
+// Set before the command starts, so none of these signals is lost or ends the forwarder alone.
+for (const s of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(s, () => (child ? child.kill(s) : (pending = s)));
+const routes = spec.split(",").filter(Boolean).map((r) => { const i = r.indexOf("="); return { port: Number(r.slice(0, i)), socket: r.slice(i + 1) }; });
 let waiting = routes.length;
-const servers = routes.map((r) => net.createServer((c) => {
-  const u = net.connect(r.socket);
+const servers = routes.map((r) => net.createServer({ allowHalfOpen: true }, (c) => {
+  const u = net.connect({ path: r.socket, allowHalfOpen: true });
   c.on("error", () => u.destroy()); u.on("error", () => c.destroy());
   c.pipe(u); u.pipe(c);
-}).listen(r.port, "127.0.0.1", ready));
+}).listen(r.port, "127.0.0.1", ready).on("error", (e) => {
+  process.stderr.write("fleet: cannot listen on 127.0.0.1:" + r.port + ": " + e.message + "\\n"); process.exit(127);
+}));
 if (waiting === 0) start();
 function ready() { if (--waiting === 0) start(); }
 function start() {
-  const child = spawn(file, args, { stdio: "inherit" });
-  for (const s of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(s, () => child.kill(s));
+  child = spawn(file, args, { stdio: "inherit" });
+  if (pending) child.kill(pending);
   child.on("error", (e) => { process.stderr.write("fleet: " + file + ": " + e.message + "\\n"); process.exit(127); });
   child.on("exit", (code, signal) => {
     for (const s of servers) s.close();
     process.exit(code ?? 128 + (os.constants.signals[signal] ?? 0));
   });
 }`;
+function forwarderCommand(kind, routes, file2, args, node2 = NODE_INSIDE) {
+  const spec = routes.map((r) => `${r.port}=${r.socket}`).join(",");
+  return kind === "perl" ? { file: PERL, args: ["-e", PERL_FORWARDER, spec, file2, ...args] } : { file: node2, args: ["-e", NODE_FORWARDER, spec, file2, ...args] };
+}
+var PERL = "/usr/bin/perl";
+var perlChecked;
+function defaultForwarder() {
+  perlChecked ??= (0, import_node_child_process3.spawnSync)(PERL, ["-MSocket", "-e", "1"], { stdio: "ignore", timeout: 1e4 }).status === 0;
+  return perlChecked ? "perl" : "node";
+}
 function proxyEnv(url2) {
   const local = "127.0.0.1,localhost,::1";
   const hostPort = `-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=${SANDBOX_PROXY_PORT} -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=${SANDBOX_PROXY_PORT}`;
@@ -62754,7 +62833,7 @@ async function openSandboxNetwork(opts) {
     await (0, import_promises12.rm)(dir, { recursive: true, force: true });
     throw error64;
   }
-  const spec = JSON.stringify(routes);
+  const kind = opts.forwarder ?? defaultForwarder();
   return {
     policy,
     bwrapArgs: [
@@ -62762,11 +62841,9 @@ async function openSandboxNetwork(opts) {
       "--ro-bind",
       dir,
       SOCKETS_INSIDE,
-      "--ro-bind",
-      process.execPath,
-      NODE_INSIDE
+      ...kind === "node" ? ["--ro-bind", process.execPath, NODE_INSIDE] : []
     ],
-    wrap: (file2, args) => ({ file: NODE_INSIDE, args: ["-e", FORWARDER, spec, file2, ...args] }),
+    wrap: (file2, args) => forwarderCommand(kind, routes, file2, args),
     ...opts.gatewayPort !== void 0 ? { gatewayUrl: `http://127.0.0.1:${SANDBOX_GATEWAY_PORT}` } : {},
     env: proxy ? proxyEnv(`http://127.0.0.1:${SANDBOX_PROXY_PORT}`) : {},
     refused: () => proxy?.refused() ?? [],
@@ -62812,7 +62889,7 @@ var import_node_os6 = require("node:os");
 var import_node_path13 = require("node:path");
 
 // src/worker/sandbox/agent-process.ts
-var import_node_child_process3 = require("node:child_process");
+var import_node_child_process4 = require("node:child_process");
 var import_node_string_decoder = require("node:string_decoder");
 var LineSplitter = class {
   decoder = new import_node_string_decoder.StringDecoder("utf8");
@@ -62872,7 +62949,7 @@ var LIMIT_POLL_MS = 500;
 function superviseProcess(o2) {
   let child;
   try {
-    child = (0, import_node_child_process3.spawn)(o2.file, o2.args, {
+    child = (0, import_node_child_process4.spawn)(o2.file, o2.args, {
       cwd: o2.cwd,
       env: o2.env,
       detached: true,
@@ -65107,7 +65184,7 @@ var normalizeParameters = (rawFile, rawArguments = [], rawOptions = {}) => {
 };
 
 // node_modules/execa/lib/methods/template.js
-var import_node_child_process4 = require("node:child_process");
+var import_node_child_process5 = require("node:child_process");
 
 // node_modules/execa/lib/utils/uint-array.js
 var import_node_string_decoder2 = require("node:string_decoder");
@@ -65238,7 +65315,7 @@ var parseExpression = (expression) => {
   if (isPlainObject4(expression) && ("stdout" in expression || "isMaxBuffer" in expression)) {
     return getSubprocessResult(expression);
   }
-  if (expression instanceof import_node_child_process4.ChildProcess || Object.prototype.toString.call(expression) === "[object Promise]") {
+  if (expression instanceof import_node_child_process5.ChildProcess || Object.prototype.toString.call(expression) === "[object Promise]") {
     throw new TypeError("Unexpected subprocess in template expression. Please use ${await subprocess} instead of ${subprocess}.");
   }
   throw new TypeError(`Unexpected "${typeOfExpression}" in template expression`);
@@ -65257,7 +65334,7 @@ var getSubprocessResult = ({ stdout }) => {
 };
 
 // node_modules/execa/lib/methods/main-sync.js
-var import_node_child_process6 = require("node:child_process");
+var import_node_child_process7 = require("node:child_process");
 
 // node_modules/execa/lib/arguments/specific.js
 var import_node_util = require("node:util");
@@ -65949,10 +66026,10 @@ function pathKey(options = {}) {
 
 // node_modules/unicorn-magic/node.js
 var import_node_util4 = require("node:util");
-var import_node_child_process5 = require("node:child_process");
+var import_node_child_process6 = require("node:child_process");
 var import_node_path21 = __toESM(require("node:path"), 1);
 var import_node_url3 = require("node:url");
-var execFileOriginal = (0, import_node_util4.promisify)(import_node_child_process5.execFile);
+var execFileOriginal = (0, import_node_util4.promisify)(import_node_child_process6.execFile);
 function toPath(urlOrPath) {
   return urlOrPath instanceof URL ? (0, import_node_url3.fileURLToPath)(urlOrPath) : urlOrPath;
 }
@@ -69644,7 +69721,7 @@ var runSubprocessSync = ({ file: file2, commandArguments, options, command, esca
   try {
     addInputOptionsSync(fileDescriptors, options);
     const normalizedOptions = normalizeSpawnSyncOptions(options);
-    return (0, import_node_child_process6.spawnSync)(...concatenateShell(file2, commandArguments, normalizedOptions));
+    return (0, import_node_child_process7.spawnSync)(...concatenateShell(file2, commandArguments, normalizedOptions));
   } catch (error64) {
     return makeEarlyError({
       error: error64,
@@ -69687,7 +69764,7 @@ var getSyncResult = ({ error: error64, exitCode, signal, timedOut, isMaxBuffer, 
 
 // node_modules/execa/lib/methods/main-async.js
 var import_node_events14 = require("node:events");
-var import_node_child_process8 = require("node:child_process");
+var import_node_child_process9 = require("node:child_process");
 
 // node_modules/execa/lib/ipc/methods.js
 var import_node_process10 = __toESM(require("node:process"), 1);
@@ -69866,11 +69943,11 @@ var getIpcMethods = (anyProcess, isSubprocess, ipc) => ({
 });
 
 // node_modules/execa/lib/return/early-error.js
-var import_node_child_process7 = require("node:child_process");
+var import_node_child_process8 = require("node:child_process");
 var import_node_stream3 = require("node:stream");
 var handleEarlyError = ({ error: error64, command, escapedCommand, fileDescriptors, options, startTime, verboseInfo }) => {
   cleanupCustomStreams(fileDescriptors);
-  const subprocess = new import_node_child_process7.ChildProcess();
+  const subprocess = new import_node_child_process8.ChildProcess();
   createDummyStreams(subprocess, fileDescriptors);
   Object.assign(subprocess, { readable, writable: writable2, duplex });
   const earlyError = makeEarlyError({
@@ -71632,7 +71709,7 @@ var handleAsyncOptions = ({ timeout, signal, ...options }) => {
 var spawnSubprocessAsync = ({ file: file2, commandArguments, options, startTime, verboseInfo, command, escapedCommand, fileDescriptors }) => {
   let subprocess;
   try {
-    subprocess = (0, import_node_child_process8.spawn)(...concatenateShell(file2, commandArguments, options));
+    subprocess = (0, import_node_child_process9.spawn)(...concatenateShell(file2, commandArguments, options));
   } catch (error64) {
     return handleEarlyError({
       error: error64,

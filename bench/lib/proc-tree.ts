@@ -60,6 +60,14 @@ function readRollup(pid: string): { privateMB?: number; pssMB?: number } {
   };
 }
 
+function readCmd(pid: string): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ").trim().slice(0, 300);
+  } catch {
+    return ""; // gone already
+  }
+}
+
 export interface ProcSampler {
   /** Every process seen, by pid (a pid reused later replaces the entry). */
   procs: Map<number, Proc>;
@@ -93,14 +101,20 @@ export function startProcSampler(opts: {
         const startMs = bootMs + s.startTicks * TICK_MS;
         let p = procs.get(pid);
         if (!p || p.startMs !== startMs) {
-          let cmd = "";
-          try {
-            cmd = readFileSync(`/proc/${name}/cmdline`, "utf8").replaceAll("\0", " ").trim().slice(0, 300);
-          } catch {
-            // gone already
-          }
-          p = { pid, ppid: s.ppid, comm: s.comm, cmd, startMs, cpuMs: 0, rssMB: 0, lastSeen: now };
+          p = {
+            pid,
+            ppid: s.ppid,
+            comm: s.comm,
+            cmd: readCmd(name),
+            startMs,
+            cpuMs: 0,
+            rssMB: 0,
+            lastSeen: now,
+          };
           procs.set(pid, p);
+        } else if (p.comm !== s.comm) {
+          // The same process runs another program now (exec): its command line changed too.
+          p.cmd = readCmd(name);
         }
         // The parent stays the one it was started by: a process whose parent ended is re-parented to init.
         if (s.ppid > 1) p.ppid = s.ppid;

@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { createServer, connect as netConnect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
@@ -26,7 +27,7 @@ export interface SandboxNetwork {
   close(): Promise<void>;
 }
 
-/** Where the sockets are inside the sandbox, and where the forwarder's node is. */
+/** Where the sockets are inside the sandbox, and where the forwarder's node is (node's forwarder only). */
 const SOCKETS_INSIDE = "/run/fleet-net";
 const NODE_INSIDE = "/run/fleet-node";
 /** The ports the forwarder listens on inside (each sandbox has its own loopback, so fixed ones do). */
@@ -34,31 +35,135 @@ export const SANDBOX_GATEWAY_PORT = 47_331;
 export const SANDBOX_PROXY_PORT = 47_332;
 
 /**
- * The forwarder, run by node inside the sandbox (`node -e`): listens on each route's port of the
- * sandbox's loopback, pipes each connection to the route's unix socket, then runs the command with
- * the same stdio and ends with its exit status.
+ * The forwarder, the sandbox's first process: listens on each route's port of the sandbox's loopback,
+ * pipes each connection to the route's unix socket (both ways; either side's end half-closes the
+ * other), runs the command with the same stdio, passes SIGTERM, SIGINT and SIGHUP on to it, and ends
+ * with its exit status (128 + the signal's number when a signal ended it). A route it cannot listen
+ * on, or a command that cannot start, ends it with 127 and a line saying why. Arguments: the routes
+ * (`port=socket,…`, none: empty), the command's file, its arguments.
+ *
+ * Two programs keep that contract: perl's (Debian's and Ubuntu's essential perl-base has all it uses)
+ * starts in a few milliseconds and a few MB; node's costs ~0.1 s of CPU and ~15 MB per sandbox, and
+ * serves where the worker has no perl.
  */
-export const FORWARDER = `"use strict";
+export type ForwarderKind = "perl" | "node";
+
+const PERL_FORWARDER = String.raw`# fleet: the sandbox's network forwarder
+use strict;
+use Socket;
+my ($spec, $file, @args) = @ARGV;
+sub fail { print STDERR "fleet: $_[0]\n"; exit 127 }
+my (@listeners, %route);
+for (grep { length } split /,/, $spec) {
+  my ($port, $path) = split /=/, $_, 2;
+  socket(my $l, PF_INET, SOCK_STREAM, 0) or fail("socket: $!");
+  setsockopt($l, SOL_SOCKET, SO_REUSEADDR, 1);
+  (bind($l, pack_sockaddr_in($port, INADDR_LOOPBACK)) && listen($l, SOMAXCONN))
+    or fail("cannot listen on 127.0.0.1:$port: $!");
+  push @listeners, $l;
+  $route{fileno $l} = $path;
+}
+# Set before the command starts, so none of these signals is lost or ends the forwarder alone.
+my ($agent, $pending) = (0);
+$SIG{$_} = sub { $agent ? kill($_[0], $agent) : ($pending = $_[0]) } for qw(TERM INT HUP);
+$agent = fork;
+defined $agent or fail("fork: $!");
+if (!$agent) {
+  close $_ for @listeners;
+  exec { $file } $file, @args;
+  fail("$file: $!");
+}
+kill($pending, $agent) if $pending;
+# A child's end interrupts the wait below at once.
+$SIG{CHLD} = sub {};
+my $watch = '';
+vec($watch, fileno $_, 1) = 1 for @listeners;
+for (;;) {
+  while ((my $pid = waitpid(-1, 1)) > 0) {
+    exit(($? & 127) ? 128 + ($? & 127) : $? >> 8) if $pid == $agent;
+  }
+  (select(my $ready = $watch, undef, undef, 1) || 0) > 0 or next;
+  for my $l (@listeners) {
+    next unless vec($ready, fileno $l, 1);
+    accept(my $c, $l) or next;
+    my $pid = fork;
+    if (defined $pid && !$pid) { relay($c, $route{fileno $l}); exit 0 }
+    close $c;
+  }
+}
+# One connection: a process for each direction, so neither waits on the other.
+sub relay {
+  my ($c, $path) = @_;
+  $SIG{$_} = 'DEFAULT' for qw(TERM INT HUP CHLD);
+  close $_ for @listeners;
+  my $u;
+  (socket($u, PF_UNIX, SOCK_STREAM, 0) && connect($u, pack_sockaddr_un($path))) or return;
+  my $back = fork;
+  return unless defined $back;
+  if (!$back) { copy($u, $c); exit 0 }
+  copy($c, $u);
+  waitpid($back, 0);
+}
+sub copy {
+  my ($from, $to) = @_;
+  while (my $n = sysread($from, my $buf, 65536)) {
+    for (my $o = 0; $o < $n;) { my $w = syswrite($to, $buf, $n - $o, $o) or return; $o += $w }
+  }
+  shutdown($to, 1);
+}`;
+
+const NODE_FORWARDER = `"use strict";
 const net = require("node:net"), { spawn } = require("node:child_process"), os = require("node:os");
 const [spec, file, ...args] = process.argv.slice(1);
-const routes = JSON.parse(spec);
+let child, pending;
+// Set before the command starts, so none of these signals is lost or ends the forwarder alone.
+for (const s of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(s, () => (child ? child.kill(s) : (pending = s)));
+const routes = spec.split(",").filter(Boolean).map((r) => { const i = r.indexOf("="); return { port: Number(r.slice(0, i)), socket: r.slice(i + 1) }; });
 let waiting = routes.length;
-const servers = routes.map((r) => net.createServer((c) => {
-  const u = net.connect(r.socket);
+const servers = routes.map((r) => net.createServer({ allowHalfOpen: true }, (c) => {
+  const u = net.connect({ path: r.socket, allowHalfOpen: true });
   c.on("error", () => u.destroy()); u.on("error", () => c.destroy());
   c.pipe(u); u.pipe(c);
-}).listen(r.port, "127.0.0.1", ready));
+}).listen(r.port, "127.0.0.1", ready).on("error", (e) => {
+  process.stderr.write("fleet: cannot listen on 127.0.0.1:" + r.port + ": " + e.message + "\\n"); process.exit(127);
+}));
 if (waiting === 0) start();
 function ready() { if (--waiting === 0) start(); }
 function start() {
-  const child = spawn(file, args, { stdio: "inherit" });
-  for (const s of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(s, () => child.kill(s));
+  child = spawn(file, args, { stdio: "inherit" });
+  if (pending) child.kill(pending);
   child.on("error", (e) => { process.stderr.write("fleet: " + file + ": " + e.message + "\\n"); process.exit(127); });
   child.on("exit", (code, signal) => {
     for (const s of servers) s.close();
     process.exit(code ?? 128 + (os.constants.signals[signal] ?? 0));
   });
 }`;
+
+/**
+ * The command that runs the forwarder of `kind` with `routes`, then `file`: the file and arguments as
+ * the sandbox sees them (node's is shown at /run/fleet-node; perl's is the system's).
+ */
+export function forwarderCommand(
+  kind: ForwarderKind,
+  routes: ReadonlyArray<{ port: number; socket: string }>,
+  file: string,
+  args: readonly string[],
+  node = NODE_INSIDE,
+): { file: string; args: string[] } {
+  const spec = routes.map((r) => `${r.port}=${r.socket}`).join(",");
+  return kind === "perl"
+    ? { file: PERL, args: ["-e", PERL_FORWARDER, spec, file, ...args] }
+    : { file: node, args: ["-e", NODE_FORWARDER, spec, file, ...args] };
+}
+
+const PERL = "/usr/bin/perl";
+let perlChecked: boolean | undefined;
+
+/** perl's forwarder where this machine's perl has what it uses (checked once per process), else node's. */
+export function defaultForwarder(): ForwarderKind {
+  perlChecked ??= spawnSync(PERL, ["-MSocket", "-e", "1"], { stdio: "ignore", timeout: 10_000 }).status === 0;
+  return perlChecked ? "perl" : "node";
+}
 
 /** Proxy variables for the clients an agent or a setup step commonly runs. */
 function proxyEnv(url: string): Record<string, string> {
@@ -90,6 +195,8 @@ export async function openSandboxNetwork(opts: {
   gatewayPort?: number;
   /** Names the operator mapped to addresses (FLEET_EGRESS_HOSTS). */
   egressHosts?: Readonly<Record<string, string>>;
+  /** Which forwarder runs inside (default: perl's where the machine has it). */
+  forwarder?: ForwarderKind;
 }): Promise<SandboxNetwork> {
   const { policy } = opts;
   if (policy.mode === "host") {
@@ -127,7 +234,7 @@ export async function openSandboxNetwork(opts: {
     await rm(dir, { recursive: true, force: true });
     throw error;
   }
-  const spec = JSON.stringify(routes);
+  const kind = opts.forwarder ?? defaultForwarder();
   return {
     policy,
     bwrapArgs: [
@@ -135,11 +242,9 @@ export async function openSandboxNetwork(opts: {
       "--ro-bind",
       dir,
       SOCKETS_INSIDE,
-      "--ro-bind",
-      process.execPath,
-      NODE_INSIDE,
+      ...(kind === "node" ? ["--ro-bind", process.execPath, NODE_INSIDE] : []),
     ],
-    wrap: (file, args) => ({ file: NODE_INSIDE, args: ["-e", FORWARDER, spec, file, ...args] }),
+    wrap: (file, args) => forwarderCommand(kind, routes, file, args),
     ...(opts.gatewayPort !== undefined ? { gatewayUrl: `http://127.0.0.1:${SANDBOX_GATEWAY_PORT}` } : {}),
     env: proxy ? proxyEnv(`http://127.0.0.1:${SANDBOX_PROXY_PORT}`) : {},
     refused: () => proxy?.refused() ?? [],
