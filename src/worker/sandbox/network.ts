@@ -42,25 +42,27 @@ export const SANDBOX_PROXY_PORT = 47_332;
  * on, or a command that cannot start, ends it with 127 and a line saying why. Arguments: the routes
  * (`port=socket,…`, none: empty), the command's file, its arguments.
  *
- * Two programs keep that contract: perl's (Debian's and Ubuntu's essential perl-base has all it uses)
- * starts in a few milliseconds and a few MB; node's costs ~0.1 s of CPU and ~15 MB per sandbox, and
- * serves where the worker has no perl.
+ * Two programs keep that contract: perl's (Debian's and Ubuntu's essential perl-base has all it uses;
+ * one process, every connection in one loop) starts in a few milliseconds and a few MB; node's costs
+ * ~0.1 s of CPU and ~15 MB per sandbox, and serves where the worker has no perl.
  */
 export type ForwarderKind = "perl" | "node";
 
 const PERL_FORWARDER = String.raw`# fleet: the sandbox's network forwarder
 use strict;
-use Socket;
+use Socket qw(:DEFAULT IPPROTO_TCP TCP_NODELAY);
+use Fcntl qw(F_GETFL F_SETFL O_NONBLOCK);
+use Errno qw(EAGAIN EINTR);
 my ($spec, $file, @args) = @ARGV;
 sub fail { print STDERR "fleet: $_[0]\n"; exit 127 }
-my (@listeners, %route);
+my (%listener, %route);
 for (grep { length } split /,/, $spec) {
   my ($port, $path) = split /=/, $_, 2;
   socket(my $l, PF_INET, SOCK_STREAM, 0) or fail("socket: $!");
   setsockopt($l, SOL_SOCKET, SO_REUSEADDR, 1);
   (bind($l, pack_sockaddr_in($port, INADDR_LOOPBACK)) && listen($l, SOMAXCONN))
     or fail("cannot listen on 127.0.0.1:$port: $!");
-  push @listeners, $l;
+  $listener{fileno $l} = $l;
   $route{fileno $l} = $path;
 }
 # Set before the command starts, so none of these signals is lost or ends the forwarder alone.
@@ -69,47 +71,72 @@ $SIG{$_} = sub { $agent ? kill($_[0], $agent) : ($pending = $_[0]) } for qw(TERM
 $agent = fork;
 defined $agent or fail("fork: $!");
 if (!$agent) {
-  close $_ for @listeners;
+  close $_ for values %listener;
   exec { $file } $file, @args;
   fail("$file: $!");
 }
 kill($pending, $agent) if $pending;
-# A child's end interrupts the wait below at once.
+# A child's end interrupts the wait below at once; a write to a closed socket is an error, not a signal.
 $SIG{CHLD} = sub {};
-my $watch = '';
-vec($watch, fileno $_, 1) = 1 for @listeners;
+$SIG{PIPE} = 'IGNORE';
+# Every connection, both ends in one loop: by descriptor, its socket, its peer's descriptor, what waits
+# to be written to it, whether its reading side has ended and whether its writing side is shut.
+my %end;
+sub nonblocking { my $fl = fcntl($_[0], F_GETFL, 0); fcntl($_[0], F_SETFL, $fl | O_NONBLOCK) }
+sub drop {
+  my $e = delete $end{$_[0]} or return;
+  my $p = delete $end{$e->{peer}};
+  close $e->{sock};
+  close $p->{sock} if $p;
+}
+# At most this much waits for a slow reader before the other side is no longer read (1 MB).
+my $HOLD = 1 << 20;
 for (;;) {
   while ((my $pid = waitpid(-1, 1)) > 0) {
     exit(($? & 127) ? 128 + ($? & 127) : $? >> 8) if $pid == $agent;
   }
-  (select(my $ready = $watch, undef, undef, 1) || 0) > 0 or next;
-  for my $l (@listeners) {
-    next unless vec($ready, fileno $l, 1);
-    accept(my $c, $l) or next;
-    my $pid = fork;
-    if (defined $pid && !$pid) { relay($c, $route{fileno $l}); exit 0 }
-    close $c;
+  my ($r, $w) = ('', '');
+  vec($r, $_, 1) = 1 for keys %listener;
+  for my $fd (keys %end) {
+    my $e = $end{$fd};
+    vec($r, $fd, 1) = 1 if !$e->{eof} && length($end{$e->{peer}}{out}) < $HOLD;
+    vec($w, $fd, 1) = 1 if length $e->{out};
   }
-}
-# One connection: a process for each direction, so neither waits on the other.
-sub relay {
-  my ($c, $path) = @_;
-  $SIG{$_} = 'DEFAULT' for qw(TERM INT HUP CHLD);
-  close $_ for @listeners;
-  my $u;
-  (socket($u, PF_UNIX, SOCK_STREAM, 0) && connect($u, pack_sockaddr_un($path))) or return;
-  my $back = fork;
-  return unless defined $back;
-  if (!$back) { copy($u, $c); exit 0 }
-  copy($c, $u);
-  waitpid($back, 0);
-}
-sub copy {
-  my ($from, $to) = @_;
-  while (my $n = sysread($from, my $buf, 65536)) {
-    for (my $o = 0; $o < $n;) { my $w = syswrite($to, $buf, $n - $o, $o) or return; $o += $w }
+  my $n = select(my $rr = $r, my $wr = $w, undef, 1);
+  next unless defined $n && $n > 0;
+  for my $fd (keys %listener) {
+    next unless vec($rr, $fd, 1);
+    accept(my $c, $listener{$fd}) or next;
+    my $u;
+    (socket($u, PF_UNIX, SOCK_STREAM, 0) && connect($u, pack_sockaddr_un($route{$fd}))) or do { close $c; next };
+    # As node's sockets: a small write goes out at once, not after the peer's delayed acknowledgement.
+    setsockopt($c, IPPROTO_TCP, TCP_NODELAY, 1);
+    nonblocking($_) for $c, $u;
+    $end{fileno $c} = { sock => $c, peer => fileno $u, out => '', eof => 0 };
+    $end{fileno $u} = { sock => $u, peer => fileno $c, out => '', eof => 0 };
   }
-  shutdown($to, 1);
+  for my $fd (keys %end) {
+    my $e = $end{$fd} or next;
+    if (vec($wr, $fd, 1) && length $e->{out}) {
+      my $k = syswrite($e->{sock}, $e->{out});
+      if (defined $k) { substr($e->{out}, 0, $k) = '' }
+      elsif ($! != EAGAIN && $! != EINTR) { drop($fd); next }
+    }
+    if (vec($rr, $fd, 1) && !$e->{eof}) {
+      my $k = sysread($e->{sock}, my $buf, 65536);
+      if ($k) { $end{$e->{peer}}{out} .= $buf }
+      elsif (defined $k) { $e->{eof} = 1 }
+      elsif ($! != EAGAIN && $! != EINTR) { drop($fd); next }
+    }
+  }
+  # After every end's reads and writes: a side that ended, all it sent passed on, has the other side's
+  # writing shut (a half-close); a connection whose both sides ended and were passed on is closed.
+  for my $fd (keys %end) {
+    my $e = $end{$fd} or next;
+    my $p = $end{$e->{peer}} or next;
+    if ($e->{eof} && !length $p->{out} && !$p->{shut}) { shutdown($p->{sock}, 1); $p->{shut} = 1 }
+    drop($fd) if $e->{eof} && $p->{eof} && !length $e->{out} && !length $p->{out};
+  }
 }`;
 
 const NODE_FORWARDER = `"use strict";
