@@ -62703,6 +62703,9 @@ $agent = fork;
 defined $agent or fail("fork: $!");
 if (!$agent) {
   close $_ for values %listener;
+  # The command gets these signals' own defaults; one that came before (into this copy's $pending) is raised again.
+  $SIG{$_} = 'DEFAULT' for qw(TERM INT HUP);
+  kill($pending, $$) if $pending;
   exec { $file } $file, @args;
   fail("$file: $!");
 }
@@ -62733,7 +62736,8 @@ for (;;) {
     vec($r, $fd, 1) = 1 if !$e->{eof} && length($end{$e->{peer}}{out}) < $HOLD;
     vec($w, $fd, 1) = 1 if length $e->{out};
   }
-  my $n = select(my $rr = $r, my $wr = $w, undef, 1);
+  # A child's end that came just before the wait still ends it within a quarter of a second.
+  my $n = select(my $rr = $r, my $wr = $w, undef, 0.25);
   next unless defined $n && $n > 0;
   for my $fd (keys %listener) {
     next unless vec($rr, $fd, 1);
@@ -62884,8 +62888,8 @@ async function openSandboxNetwork(opts) {
 var MAX_GATEWAY_CONNECTIONS = 128;
 async function bridgeToLoopback(socketPath, port) {
   const open8 = /* @__PURE__ */ new Set();
-  const server = (0, import_node_net2.createServer)((client) => {
-    const upstream = (0, import_node_net2.connect)(port, "127.0.0.1");
+  const server = (0, import_node_net2.createServer)({ allowHalfOpen: true }, (client) => {
+    const upstream = (0, import_node_net2.connect)({ port, host: "127.0.0.1", allowHalfOpen: true });
     for (const s of [client, upstream]) {
       open8.add(s);
       s.once("close", () => open8.delete(s));

@@ -5,11 +5,18 @@
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer, type Server } from "node:net";
+import { type AddressInfo, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defaultForwarder, type ForwarderKind, forwarderCommand } from "../../src/worker/sandbox/network.ts";
+import { networkPolicyOf } from "../../src/core/network-policy.ts";
+import {
+  defaultForwarder,
+  type ForwarderKind,
+  forwarderCommand,
+  openSandboxNetwork,
+  SANDBOX_GATEWAY_PORT,
+} from "../../src/worker/sandbox/network.ts";
 
 let dir: string;
 /** The worker's side: reads a request to its end, then answers its length and hash, then 1 MB. */
@@ -19,20 +26,7 @@ let socket: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "fleet-forwarder-"));
   socket = join(dir, "upstream.sock");
-  upstream = createServer((c) => {
-    const hash = createHash("sha256");
-    let bytes = 0;
-    c.on("data", (d: Buffer) => {
-      bytes += d.length;
-      hash.update(d);
-    });
-    // The sandbox's side half-closed: the answer still goes back on the same connection.
-    c.on("end", () => {
-      c.write(`${bytes} ${hash.digest("hex")}\n`);
-      c.end(Buffer.alloc(1024 * 1024, 97));
-    });
-    c.on("error", () => {});
-  });
+  upstream = createServer(answerOnEnd);
   await new Promise<void>((resolve) => upstream.listen(socket, resolve));
 });
 
@@ -40,6 +34,22 @@ afterAll(async () => {
   await new Promise<void>((resolve) => upstream?.close(() => resolve()));
   await rm(dir, { recursive: true, force: true });
 });
+
+/** Reads a request to its end, then answers its length and hash, then 1 MB. */
+function answerOnEnd(c: Socket) {
+  const hash = createHash("sha256");
+  let bytes = 0;
+  c.on("data", (d: Buffer) => {
+    bytes += d.length;
+    hash.update(d);
+  });
+  // The sandbox's side half-closed: the answer still goes back on the same connection.
+  c.on("end", () => {
+    c.write(`${bytes} ${hash.digest("hex")}\n`);
+    c.end(Buffer.alloc(1024 * 1024, 97));
+  });
+  c.on("error", () => {});
+}
 
 /** Runs `file args` through the forwarder (in a sandbox of its own network when `sandboxed`). */
 function forward(
@@ -97,6 +107,37 @@ describe.each(kinds)("the %s forwarder", (kind) => {
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ echoedSent: true, rest: 1024 * 1024 });
+  }, 30_000);
+
+  it("through the worker's own bridge to the model gateway, a request's half-close keeps its answer", async () => {
+    // The gateway's stand-in on the host's loopback: answers once the request has ended.
+    const gateway = createServer(answerOnEnd);
+    await new Promise<void>((resolve) => gateway.listen(0, "127.0.0.1", resolve));
+    const network = await openSandboxNetwork({
+      policy: networkPolicyOf("none"),
+      gatewayPort: (gateway.address() as AddressInfo).port,
+      forwarder: kind,
+    });
+    try {
+      const inner = network.wrap(process.execPath, ["-e", CLIENT, String(SANDBOX_GATEWAY_PORT)]);
+      const child = spawn(
+        "bwrap",
+        [
+          ...["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"],
+          ...["--unshare-pid", "--die-with-parent", ...network.bwrapArgs, inner.file, ...inner.args],
+        ],
+        { stdio: ["ignore", "pipe", "inherit"] },
+      );
+      let out = "";
+      child.stdout.on("data", (d) => {
+        out += d;
+      });
+      expect(await new Promise((resolve) => child.once("close", resolve))).toBe(0);
+      expect(JSON.parse(out)).toEqual({ echoedSent: true, rest: 1024 * 1024 });
+    } finally {
+      await network.close();
+      await new Promise<void>((resolve) => gateway.close(() => resolve()));
+    }
   }, 30_000);
 
   it("bridges every route, each to its own socket, for connections at once", async () => {

@@ -72,6 +72,9 @@ $agent = fork;
 defined $agent or fail("fork: $!");
 if (!$agent) {
   close $_ for values %listener;
+  # The command gets these signals' own defaults; one that came before (into this copy's $pending) is raised again.
+  $SIG{$_} = 'DEFAULT' for qw(TERM INT HUP);
+  kill($pending, $$) if $pending;
   exec { $file } $file, @args;
   fail("$file: $!");
 }
@@ -102,7 +105,8 @@ for (;;) {
     vec($r, $fd, 1) = 1 if !$e->{eof} && length($end{$e->{peer}}{out}) < $HOLD;
     vec($w, $fd, 1) = 1 if length $e->{out};
   }
-  my $n = select(my $rr = $r, my $wr = $w, undef, 1);
+  # A child's end that came just before the wait still ends it within a quarter of a second.
+  my $n = select(my $rr = $r, my $wr = $w, undef, 0.25);
   next unless defined $n && $n > 0;
   for my $fd (keys %listener) {
     next unless vec($rr, $fd, 1);
@@ -292,8 +296,9 @@ export const MAX_GATEWAY_CONNECTIONS = 128;
 /** A unix socket whose connections are piped to 127.0.0.1:`port` (the model gateway). */
 async function bridgeToLoopback(socketPath: string, port: number): Promise<{ close(): Promise<void> }> {
   const open = new Set<Socket>();
-  const server = createServer((client) => {
-    const upstream = netConnect(port, "127.0.0.1");
+  // Half-open as the forwarder's sockets are: a request's end does not end its answer.
+  const server = createServer({ allowHalfOpen: true }, (client) => {
+    const upstream = netConnect({ port, host: "127.0.0.1", allowHalfOpen: true });
     for (const s of [client, upstream]) {
       open.add(s);
       s.once("close", () => open.delete(s));
