@@ -62693,6 +62693,8 @@ for (grep { length } split /,/, $spec) {
   setsockopt($l, SOL_SOCKET, SO_REUSEADDR, 1);
   (bind($l, pack_sockaddr_in($port, INADDR_LOOPBACK)) && listen($l, SOMAXCONN))
     or fail("cannot listen on 127.0.0.1:$port: $!");
+  # A connection gone between the wait and the accept never blocks the loop.
+  fcntl($l, F_SETFL, fcntl($l, F_GETFL, 0) | O_NONBLOCK);
   $listener{fileno $l} = $l;
   $route{fileno $l} = $path;
 }

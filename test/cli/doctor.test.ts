@@ -101,6 +101,7 @@ describe("fleet doctor against the offline GitHub and the real app", () => {
       `state.read:${h.full}`,
       "host.git",
       "host.sandbox",
+      "host.forwarder",
       "host.cgroups",
       "coder.claude",
     ]);

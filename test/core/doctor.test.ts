@@ -8,6 +8,7 @@ import {
   doctorLine,
   doctorReport,
   failures,
+  forwarderCheck,
   passed,
   publicUrlCheck,
   sandboxCheck,
@@ -51,6 +52,7 @@ describe("fleet doctor's verdicts", () => {
       sandboxCheck("bubblewrap", { error: "bwrap is missing" }),
       sandboxCheck("none", undefined),
       cgroupCheck({ kind: "none", why: "read-only" }),
+      forwarderCheck("node"),
       coderCheck(CLAUDE),
       coderCheck({ ...CLAUDE, path: "/usr/bin/claude", version: "2.1" }),
       coderCheck({ ...CLAUDE, credentialFound: "ANTHROPIC_API_KEY" }),
@@ -61,6 +63,17 @@ describe("fleet doctor's verdicts", () => {
       expect(c.status, c.title).not.toBe("ok");
       expect(c.fix, c.title).toBeTruthy();
     }
+  });
+
+  it("the sandbox's forwarder: perl's passes, node's (no usable perl) warns with its cost and the fix", () => {
+    expect(doctorLine(forwarderCheck("perl"))).toBe(
+      "ok    sandbox network forwarder: perl's (/usr/bin/perl)",
+    );
+    expect(forwarderCheck("node")).toMatchObject({
+      status: "warn",
+      detail: expect.stringContaining("~0.1 s more CPU"),
+      fix: expect.stringContaining("perl-base"),
+    });
   });
 
   it("FLEET_PUBLIC_URL: needed only when a repository uses dispatch: actions, and must answer as Fleet", () => {

@@ -11,11 +11,13 @@ import {
   cgroupCheck,
   coderCheck,
   codersSummary,
+  forwarderCheck,
   gitCheck,
   sandboxCheck,
 } from "../../core/doctor.ts";
 import { assertSandboxAvailable, fleetBinDir, resolveExecutable } from "../../worker/sandbox/bubblewrap.ts";
 import { limitsEnforcement } from "../../worker/sandbox/cgroup-limits.ts";
+import { defaultForwarder } from "../../worker/sandbox/network.ts";
 import { git } from "../../worker/workspace/git.ts";
 
 /** git runs, as Fleet runs it (no system or global config), and can make a repository with a commit. */
@@ -122,7 +124,7 @@ export async function coderChecks(
   return summary ? [...checks, summary] : checks;
 }
 
-/** What a worker machine needs: git, the sandbox the repository's config asks for, cgroups, the coders. */
+/** What a worker machine needs: git, the sandbox the repository's config asks for (and its forwarder), cgroups, the coders. */
 export async function hostChecks(
   config: FleetConfig,
   env: NodeJS.ProcessEnv,
@@ -137,6 +139,7 @@ export async function hostChecks(
   return [
     gitCheck(gitProbe),
     sandboxCheck(config.sandbox, config.sandbox === "none" ? undefined : sandbox),
+    ...(config.sandbox === "bubblewrap" ? [forwarderCheck(defaultForwarder())] : []),
     cgroupCheck(cgroups),
     ...coders,
   ];
