@@ -371,8 +371,8 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
     // The worker tree's CPU while (nearly) every slot runs an agent: its cost per running agent.
     const full = { cpuMs: 0, agentMs: 0 };
     let prev: { at: number; cpu: number; agents: number } | undefined;
-    // Fleet's forwarder, a sandbox's first process (perl's or node's; perl's forks a process per
-    // connection and direction, which run its command line too and count as its own).
+    // Fleet's forwarder, a sandbox's first process (perl's or node's). The agent it forks runs its
+    // command line until it execs, so a forwarder is one whose parent is not one.
     const forwarderCmd = (p: Proc | undefined) =>
       !!p &&
       (p.cmd.startsWith("/run/fleet-node") ||
@@ -429,15 +429,9 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
     const byPid = new Map(procs.map((p) => [p.pid, p]));
     const mine = (p: Proc) => sampler.ancestors(p.pid).some((a) => a.pid === workerPid);
     const forwarders = procs.filter((p) => isForwarder(p) && mine(p));
-    // A forwarder's relays: its descendants that run its command line.
-    const relaysOf = (f: Proc) =>
-      procs.filter((p) => forwarderCmd(p) && sampler.ancestors(p.pid).includes(f));
     const helperProc = procs.find(isHelper);
     const runs = forwarders.flatMap((f) => {
-      // Its command: the first child it started that is not one of its relays.
-      const agent = procs
-        .filter((p) => p.ppid === f.pid && !forwarderCmd(p))
-        .sort((a, b) => a.startMs - b.startMs)[0];
+      const agent = procs.find((p) => p.ppid === f.pid);
       const launch = sampler
         .ancestors(f.pid)
         .map((p) => launchOf.get(p.pid))
@@ -454,10 +448,7 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
       .filter((g): g is { r: (typeof runs)[number]; freed: number } => g.freed !== undefined);
 
     const tasks = Object.values(watch.last);
-    const forwardersMs = forwarders.reduce(
-      (n, f) => n + f.cpuMs + relaysOf(f).reduce((m, r) => m + r.cpuMs, 0),
-      0,
-    );
+    const forwardersMs = forwarders.reduce((n, p) => n + p.cpuMs, 0);
     const sandboxMs = sandboxGroup.usageMs();
     const workerTreeMs = workerGroup.usageMs();
     const agentRunMs = runs.reduce((n, r) => n + (r.agent.lastSeen - r.agent.startMs), 0);
@@ -485,10 +476,7 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
         rssEachMB: round(median(forwarders.map((f) => f.rssMB)), 1),
         privateEachMB: round(median(forwarders.flatMap((f) => f.privateMB ?? [])), 1),
         pssEachMB: round(median(forwarders.flatMap((f) => f.pssMB ?? [])), 1),
-        cpuEachMs: round(
-          median(forwarders.map((f) => f.cpuMs + relaysOf(f).reduce((m, r) => m + r.cpuMs, 0))),
-          0,
-        ),
+        cpuEachMs: round(median(forwarders.map((f) => f.cpuMs)), 0),
       },
       cpu: {
         workerTreeMs: Math.round(workerTreeMs),

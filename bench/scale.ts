@@ -158,7 +158,7 @@ function scaleTable(s: Record<string, Json>): string {
       ],
       [
         `${who}: Fleet's CPU per running agent`,
-        `${r.cpu.fleetPctOfCorePerAgent}% of a core (${r.cpu.fleetMsPerTask} ms CPU per task; forwarder ${r.forwarder.cpuEachMs} ms each, its relays included)`,
+        `${r.cpu.fleetPctOfCorePerAgent}% of a core (${r.cpu.fleetMsPerTask} ms CPU per task; forwarder ${r.forwarder.cpuEachMs} ms each)`,
         "< 5%",
         ok(r.cpu.fleetPctOfCorePerAgent < 5),
         load(r),
