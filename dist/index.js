@@ -2167,9 +2167,9 @@ var require_dispatcher_base = __commonJS({
       }
       close(callback) {
         if (callback === void 0) {
-          return new Promise((resolve4, reject) => {
+          return new Promise((resolve5, reject) => {
             this.close((err, data) => {
-              return err ? reject(err) : resolve4(data);
+              return err ? reject(err) : resolve5(data);
             });
           });
         }
@@ -2207,12 +2207,12 @@ var require_dispatcher_base = __commonJS({
           err = null;
         }
         if (callback === void 0) {
-          return new Promise((resolve4, reject) => {
+          return new Promise((resolve5, reject) => {
             this.destroy(err, (err2, data) => {
               return err2 ? (
                 /* istanbul ignore next: should never error */
                 reject(err2)
-              ) : resolve4(data);
+              ) : resolve5(data);
             });
           });
         }
@@ -4479,8 +4479,8 @@ var require_util2 = __commonJS({
     function createDeferredPromise() {
       let res;
       let rej;
-      const promise2 = new Promise((resolve4, reject) => {
-        res = resolve4;
+      const promise2 = new Promise((resolve5, reject) => {
+        res = resolve5;
         rej = reject;
       });
       return { promise: promise2, resolve: res, reject: rej };
@@ -6731,12 +6731,12 @@ upgrade: ${upgrade}\r
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve4, reject) => {
+      const waitForDrain = () => new Promise((resolve5, reject) => {
         assert2(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve4;
+          callback = resolve5;
         }
       });
       socket.on("close", onDrain).on("drain", onDrain);
@@ -7406,12 +7406,12 @@ var require_client_h2 = __commonJS({
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve4, reject) => {
+      const waitForDrain = () => new Promise((resolve5, reject) => {
         assert2(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve4;
+          callback = resolve5;
         }
       });
       h2stream.on("close", onDrain).on("drain", onDrain);
@@ -7890,16 +7890,16 @@ var require_client = __commonJS({
         return this[kNeedDrain] < 2;
       }
       async [kClose]() {
-        return new Promise((resolve4) => {
+        return new Promise((resolve5) => {
           if (this[kSize]) {
-            this[kClosedResolve] = resolve4;
+            this[kClosedResolve] = resolve5;
           } else {
-            resolve4(null);
+            resolve5(null);
           }
         });
       }
       async [kDestroy](err) {
-        return new Promise((resolve4) => {
+        return new Promise((resolve5) => {
           const requests = this[kQueue].splice(this[kPendingIdx]);
           for (let i2 = 0; i2 < requests.length; i2++) {
             const request2 = requests[i2];
@@ -7910,7 +7910,7 @@ var require_client = __commonJS({
               this[kClosedResolve]();
               this[kClosedResolve] = null;
             }
-            resolve4(null);
+            resolve5(null);
           };
           if (this[kHTTPContext]) {
             this[kHTTPContext].destroy(err, callback);
@@ -7961,7 +7961,7 @@ var require_client = __commonJS({
         });
       }
       try {
-        const socket = await new Promise((resolve4, reject) => {
+        const socket = await new Promise((resolve5, reject) => {
           client[kConnector]({
             host,
             hostname: hostname5,
@@ -7973,7 +7973,7 @@ var require_client = __commonJS({
             if (err) {
               reject(err);
             } else {
-              resolve4(socket2);
+              resolve5(socket2);
             }
           });
         });
@@ -8309,8 +8309,8 @@ var require_pool_base = __commonJS({
         if (this[kQueue].isEmpty()) {
           await Promise.all(this[kClients].map((c3) => c3.close()));
         } else {
-          await new Promise((resolve4) => {
-            this[kClosedResolve] = resolve4;
+          await new Promise((resolve5) => {
+            this[kClosedResolve] = resolve5;
           });
         }
       }
@@ -9579,7 +9579,7 @@ var require_readable = __commonJS({
         if (this._readableState.closeEmitted) {
           return null;
         }
-        return await new Promise((resolve4, reject) => {
+        return await new Promise((resolve5, reject) => {
           if (this[kContentLength] > limit) {
             this.destroy(new AbortError());
           }
@@ -9592,7 +9592,7 @@ var require_readable = __commonJS({
             if (signal?.aborted) {
               reject(signal.reason ?? new AbortError());
             } else {
-              resolve4(null);
+              resolve5(null);
             }
           }).on("error", noop5).on("data", function(chunk) {
             limit -= chunk.length;
@@ -9611,7 +9611,7 @@ var require_readable = __commonJS({
     }
     async function consume(stream, type) {
       assert2(!stream[kConsume]);
-      return new Promise((resolve4, reject) => {
+      return new Promise((resolve5, reject) => {
         if (isUnusable(stream)) {
           const rState = stream._readableState;
           if (rState.destroyed && rState.closeEmitted === false) {
@@ -9628,7 +9628,7 @@ var require_readable = __commonJS({
             stream[kConsume] = {
               type,
               stream,
-              resolve: resolve4,
+              resolve: resolve5,
               reject,
               length: 0,
               body: []
@@ -9698,18 +9698,18 @@ var require_readable = __commonJS({
       return buffer;
     }
     function consumeEnd(consume2) {
-      const { type, body, resolve: resolve4, stream, length } = consume2;
+      const { type, body, resolve: resolve5, stream, length } = consume2;
       try {
         if (type === "text") {
-          resolve4(chunksDecode(body, length));
+          resolve5(chunksDecode(body, length));
         } else if (type === "json") {
-          resolve4(JSON.parse(chunksDecode(body, length)));
+          resolve5(JSON.parse(chunksDecode(body, length)));
         } else if (type === "arrayBuffer") {
-          resolve4(chunksConcat(body, length).buffer);
+          resolve5(chunksConcat(body, length).buffer);
         } else if (type === "blob") {
-          resolve4(new Blob(body, { type: stream[kContentType] }));
+          resolve5(new Blob(body, { type: stream[kContentType] }));
         } else if (type === "bytes") {
-          resolve4(chunksConcat(body, length));
+          resolve5(chunksConcat(body, length));
         }
         consumeFinish(consume2);
       } catch (err) {
@@ -9966,9 +9966,9 @@ var require_api_request = __commonJS({
     };
     function request2(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve4, reject) => {
+        return new Promise((resolve5, reject) => {
           request2.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve4(data);
+            return err ? reject(err) : resolve5(data);
           });
         });
       }
@@ -10191,9 +10191,9 @@ var require_api_stream = __commonJS({
     };
     function stream(opts, factory, callback) {
       if (callback === void 0) {
-        return new Promise((resolve4, reject) => {
+        return new Promise((resolve5, reject) => {
           stream.call(this, opts, factory, (err, data) => {
-            return err ? reject(err) : resolve4(data);
+            return err ? reject(err) : resolve5(data);
           });
         });
       }
@@ -10478,9 +10478,9 @@ var require_api_upgrade = __commonJS({
     };
     function upgrade(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve4, reject) => {
+        return new Promise((resolve5, reject) => {
           upgrade.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve4(data);
+            return err ? reject(err) : resolve5(data);
           });
         });
       }
@@ -10572,9 +10572,9 @@ var require_api_connect = __commonJS({
     };
     function connect2(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve4, reject) => {
+        return new Promise((resolve5, reject) => {
           connect2.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve4(data);
+            return err ? reject(err) : resolve5(data);
           });
         });
       }
@@ -14437,7 +14437,7 @@ var require_fetch = __commonJS({
       function dispatch({ body }) {
         const url2 = requestCurrentURL(request2);
         const agent = fetchParams.controller.dispatcher;
-        return new Promise((resolve4, reject) => agent.dispatch(
+        return new Promise((resolve5, reject) => agent.dispatch(
           {
             path: url2.pathname + url2.search,
             origin: url2.origin,
@@ -14513,7 +14513,7 @@ var require_fetch = __commonJS({
               }
               this.body = new Readable5({ read: resume });
               const onError = this.onError.bind(this);
-              resolve4({
+              resolve5({
                 status,
                 statusText,
                 headersList,
@@ -14556,7 +14556,7 @@ var require_fetch = __commonJS({
               for (let i2 = 0; i2 < rawHeaders.length; i2 += 2) {
                 headersList.append(bufferToLowerCasedHeaderName(rawHeaders[i2]), rawHeaders[i2 + 1].toString("latin1"), true);
               }
-              resolve4({
+              resolve5({
                 status,
                 statusText: STATUS_CODES[status],
                 headersList,
@@ -18297,8 +18297,8 @@ var require_util8 = __commonJS({
       return true;
     }
     function delay(ms2) {
-      return new Promise((resolve4) => {
-        setTimeout(resolve4, ms2).unref();
+      return new Promise((resolve5) => {
+        setTimeout(resolve5, ms2).unref();
       });
     }
     module2.exports = {
@@ -30769,12 +30769,12 @@ var require_isexe = __commonJS({
         if (typeof Promise !== "function") {
           throw new TypeError("callback not provided");
         }
-        return new Promise(function(resolve4, reject) {
+        return new Promise(function(resolve5, reject) {
           isexe(path6, options || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
-              resolve4(is);
+              resolve5(is);
             }
           });
         });
@@ -30840,27 +30840,27 @@ var require_which = __commonJS({
         opt = {};
       const { pathEnv, pathExt, pathExtExe } = getPathInfo(cmd, opt);
       const found = [];
-      const step = (i2) => new Promise((resolve4, reject) => {
+      const step = (i2) => new Promise((resolve5, reject) => {
         if (i2 === pathEnv.length)
-          return opt.all && found.length ? resolve4(found) : reject(getNotFoundError(cmd));
+          return opt.all && found.length ? resolve5(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
         const pCmd = path6.join(pathPart, cmd);
         const p2 = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
-        resolve4(subStep(p2, i2, 0));
+        resolve5(subStep(p2, i2, 0));
       });
-      const subStep = (p2, i2, ii) => new Promise((resolve4, reject) => {
+      const subStep = (p2, i2, ii) => new Promise((resolve5, reject) => {
         if (ii === pathExt.length)
-          return resolve4(step(i2 + 1));
+          return resolve5(step(i2 + 1));
         const ext = pathExt[ii];
         isexe(p2 + ext, { pathExt: pathExtExe }, (er, is) => {
           if (!er && is) {
             if (opt.all)
               found.push(p2 + ext);
             else
-              return resolve4(p2 + ext);
+              return resolve5(p2 + ext);
           }
-          return resolve4(subStep(p2, i2, ii + 1));
+          return resolve5(subStep(p2, i2, ii + 1));
         });
       });
       return cb ? step(0).then((res) => cb(null, res), cb) : step(0);
@@ -31417,11 +31417,11 @@ var tunnel = __toESM(require_tunnel2(), 1);
 var import_undici = __toESM(require_undici(), 1);
 var __awaiter = function(thisArg, _arguments, P, generator) {
   function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve4) {
-      resolve4(value);
+    return value instanceof P ? value : new P(function(resolve5) {
+      resolve5(value);
     });
   }
-  return new (P || (P = Promise))(function(resolve4, reject) {
+  return new (P || (P = Promise))(function(resolve5, reject) {
     function fulfilled(value) {
       try {
         step(generator.next(value));
@@ -31437,7 +31437,7 @@ var __awaiter = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve4(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve5(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -31510,26 +31510,26 @@ var HttpClientResponse = class {
   }
   readBody() {
     return __awaiter(this, void 0, void 0, function* () {
-      return new Promise((resolve4) => __awaiter(this, void 0, void 0, function* () {
+      return new Promise((resolve5) => __awaiter(this, void 0, void 0, function* () {
         let output2 = Buffer.alloc(0);
         this.message.on("data", (chunk) => {
           output2 = Buffer.concat([output2, chunk]);
         });
         this.message.on("end", () => {
-          resolve4(output2.toString());
+          resolve5(output2.toString());
         });
       }));
     });
   }
   readBodyBuffer() {
     return __awaiter(this, void 0, void 0, function* () {
-      return new Promise((resolve4) => __awaiter(this, void 0, void 0, function* () {
+      return new Promise((resolve5) => __awaiter(this, void 0, void 0, function* () {
         const chunks = [];
         this.message.on("data", (chunk) => {
           chunks.push(chunk);
         });
         this.message.on("end", () => {
-          resolve4(Buffer.concat(chunks));
+          resolve5(Buffer.concat(chunks));
         });
       }));
     });
@@ -31732,14 +31732,14 @@ var HttpClient = class {
    */
   requestRaw(info2, data) {
     return __awaiter(this, void 0, void 0, function* () {
-      return new Promise((resolve4, reject) => {
+      return new Promise((resolve5, reject) => {
         function callbackForResult(err, res) {
           if (err) {
             reject(err);
           } else if (!res) {
             reject(new Error("Unknown error"));
           } else {
-            resolve4(res);
+            resolve5(res);
           }
         }
         this.requestRawWithCallback(info2, data, callbackForResult);
@@ -31983,12 +31983,12 @@ var HttpClient = class {
     return __awaiter(this, void 0, void 0, function* () {
       retryNumber = Math.min(ExponentialBackoffCeiling, retryNumber);
       const ms2 = ExponentialBackoffTimeSlice * Math.pow(2, retryNumber);
-      return new Promise((resolve4) => setTimeout(() => resolve4(), ms2));
+      return new Promise((resolve5) => setTimeout(() => resolve5(), ms2));
     });
   }
   _processResponse(res, options) {
     return __awaiter(this, void 0, void 0, function* () {
-      return new Promise((resolve4, reject) => __awaiter(this, void 0, void 0, function* () {
+      return new Promise((resolve5, reject) => __awaiter(this, void 0, void 0, function* () {
         const statusCode = res.message.statusCode || 0;
         const response = {
           statusCode,
@@ -31996,7 +31996,7 @@ var HttpClient = class {
           headers: {}
         };
         if (statusCode === HttpCodes.NotFound) {
-          resolve4(response);
+          resolve5(response);
         }
         function dateTimeDeserializer(key2, value) {
           if (typeof value === "string") {
@@ -32035,7 +32035,7 @@ var HttpClient = class {
           err.result = response.result;
           reject(err);
         } else {
-          resolve4(response);
+          resolve5(response);
         }
       }));
     });
@@ -32046,11 +32046,11 @@ var lowercaseKeys = (obj2) => Object.keys(obj2).reduce((c3, k) => (c3[k.toLowerC
 // node_modules/@actions/http-client/lib/auth.js
 var __awaiter2 = function(thisArg, _arguments, P, generator) {
   function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve4) {
-      resolve4(value);
+    return value instanceof P ? value : new P(function(resolve5) {
+      resolve5(value);
     });
   }
-  return new (P || (P = Promise))(function(resolve4, reject) {
+  return new (P || (P = Promise))(function(resolve5, reject) {
     function fulfilled(value) {
       try {
         step(generator.next(value));
@@ -32066,7 +32066,7 @@ var __awaiter2 = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve4(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve5(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -32097,11 +32097,11 @@ var BearerCredentialHandler = class {
 // node_modules/@actions/core/lib/oidc-utils.js
 var __awaiter3 = function(thisArg, _arguments, P, generator) {
   function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve4) {
-      resolve4(value);
+    return value instanceof P ? value : new P(function(resolve5) {
+      resolve5(value);
     });
   }
-  return new (P || (P = Promise))(function(resolve4, reject) {
+  return new (P || (P = Promise))(function(resolve5, reject) {
     function fulfilled(value) {
       try {
         step(generator.next(value));
@@ -32117,7 +32117,7 @@ var __awaiter3 = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve4(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve5(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -32186,11 +32186,11 @@ var import_os = require("os");
 var import_fs = require("fs");
 var __awaiter4 = function(thisArg, _arguments, P, generator) {
   function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve4) {
-      resolve4(value);
+    return value instanceof P ? value : new P(function(resolve5) {
+      resolve5(value);
     });
   }
-  return new (P || (P = Promise))(function(resolve4, reject) {
+  return new (P || (P = Promise))(function(resolve5, reject) {
     function fulfilled(value) {
       try {
         step(generator.next(value));
@@ -32206,7 +32206,7 @@ var __awaiter4 = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve4(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve5(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -32485,11 +32485,11 @@ var arch = import_os2.default.arch();
 // node_modules/@actions/core/lib/core.js
 var __awaiter5 = function(thisArg, _arguments, P, generator) {
   function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve4) {
-      resolve4(value);
+    return value instanceof P ? value : new P(function(resolve5) {
+      resolve5(value);
     });
   }
-  return new (P || (P = Promise))(function(resolve4, reject) {
+  return new (P || (P = Promise))(function(resolve5, reject) {
     function fulfilled(value) {
       try {
         step(generator.next(value));
@@ -32505,7 +32505,7 @@ var __awaiter5 = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve4(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve5(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -32772,7 +32772,7 @@ function send(url2, init, body, redirectsLeft) {
   const method = (init.method ?? "GET").toUpperCase();
   const headers = Object.fromEntries(new Headers(init.headers));
   const request2 = url2.protocol === "https:" ? import_node_https.request : import_node_http.request;
-  return new Promise((resolve4, reject) => {
+  return new Promise((resolve5, reject) => {
     const req = request2(
       url2,
       {
@@ -32789,9 +32789,9 @@ function send(url2, init, body, redirectsLeft) {
           const next = new URL(location, url2);
           const sameOrigin = next.origin === url2.origin;
           const nextInit = sameOrigin ? init : { ...init, headers: withoutAuthorization(init.headers) };
-          return resolve4(send(next, nextInit, body, redirectsLeft - 1));
+          return resolve5(send(next, nextInit, body, redirectsLeft - 1));
         }
-        resolve4(responseOf(res, method));
+        resolve5(responseOf(res, method));
       }
     );
     req.setTimeout(
@@ -32840,10 +32840,10 @@ function limitRequestsPerToken(fetchImpl, limit = REQUESTS_IN_FLIGHT_PER_TOKEN, 
       return Promise.resolve(lane);
     }
     const waitingIn = lane;
-    return new Promise((resolve4, reject) => {
+    return new Promise((resolve5, reject) => {
       const go = () => {
         signal?.removeEventListener("abort", abort);
-        resolve4(waitingIn);
+        resolve5(waitingIn);
       };
       const abort = () => {
         const at = waitingIn.waiting.indexOf(go);
@@ -33211,7 +33211,7 @@ function parseRepoFullName(fullName) {
 var import_node_child_process = require("node:child_process");
 var MAX_OUTPUT_BYTES = 1e8;
 function runOne(spawnFn, req, cap) {
-  return new Promise((resolve4) => {
+  return new Promise((resolve5) => {
     let child;
     try {
       child = spawnFn(req.file, [...req.args], {
@@ -33220,7 +33220,7 @@ function runOne(spawnFn, req, cap) {
         stdio: ["pipe", "pipe", "pipe"]
       });
     } catch (e) {
-      resolve4({
+      resolve5({
         exitCode: null,
         signal: null,
         stdout: Buffer.alloc(0),
@@ -33254,7 +33254,7 @@ function runOne(spawnFn, req, cap) {
     });
     child.on(
       "close",
-      (code2, signal) => resolve4({
+      (code2, signal) => resolve5({
         // A program that never started closes with a negative errno.
         exitCode: code2 !== null && code2 < 0 ? null : code2,
         signal,
@@ -33312,8 +33312,8 @@ var CommandHelper = class {
   }
   run(req) {
     const id = this.nextId++;
-    return new Promise((resolve4) => {
-      this.pending.set(id, resolve4);
+    return new Promise((resolve5) => {
+      this.pending.set(id, resolve5);
       this.refWhileBusy();
       try {
         this.child.send({ ...req, args: [...req.args], env: { ...req.env }, id }, (e) => {
@@ -38458,7 +38458,7 @@ var recursive = /* @__PURE__ */ new WeakMap();
 var NONE = 0;
 var ASSUMED = 1;
 var PROVEN = 2;
-function isRecursive(inst, stack, resolve4) {
+function isRecursive(inst, stack, resolve5) {
   const cached2 = recursive.get(inst);
   if (cached2 !== void 0)
     return cached2 ? PROVEN : NONE;
@@ -38468,7 +38468,7 @@ function isRecursive(inst, stack, resolve4) {
   let result = NONE;
   const check2 = (child) => {
     if (result !== PROVEN && child?._zod) {
-      const answer = isRecursive(child, stack, resolve4);
+      const answer = isRecursive(child, stack, resolve5);
       if (answer > result)
         result = answer;
     }
@@ -38479,7 +38479,7 @@ function isRecursive(inst, stack, resolve4) {
       const desc = Object.getOwnPropertyDescriptor(sh, key2);
       if (spread && !desc.enumerable)
         continue;
-      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve4) : NONE;
+      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve5) : NONE;
       if (child > answer)
         answer = child;
     }
@@ -38543,7 +38543,7 @@ function isRecursive(inst, stack, resolve4) {
       break;
     // `$ZodLazy` caches its inner on the def, so a resolved edge is followed exactly
     case "lazy": {
-      const inner = def._cachedInner ?? (resolve4 ? inst._zod.innerType : void 0);
+      const inner = def._cachedInner ?? (resolve5 ? inst._zod.innerType : void 0);
       merge3(inner ? isRecursive(inner, stack, false) : ASSUMED);
       break;
     }
@@ -53254,16 +53254,16 @@ async function startEgressProxy(opts) {
     "connect",
     (req, client, head) => void tunnel2(proxy, req, client, head)
   );
-  await new Promise((resolve4, reject) => {
+  await new Promise((resolve5, reject) => {
     server.once("error", reject);
-    server.listen(opts.socketPath, () => resolve4());
+    server.listen(opts.socketPath, () => resolve5());
   });
   return {
     socketPath: opts.socketPath,
     refused: () => [...proxy.tally.values()].map((r) => ({ ...r })),
     async close() {
       for (const s of proxy.sockets) s.destroy();
-      await new Promise((resolve4) => server.close(() => resolve4()));
+      await new Promise((resolve5) => server.close(() => resolve5()));
     }
   };
 }
@@ -56033,7 +56033,7 @@ var DEFAULT_STATE_BRANCH = "fleet/state";
 function backoffDelay(attempt, random, baseMs = 20, capMs = 1e3) {
   return Math.floor(random() * Math.min(capMs, baseMs * 2 ** attempt));
 }
-var defaultSleep = (ms2) => new Promise((resolve4) => setTimeout(resolve4, ms2));
+var defaultSleep = (ms2) => new Promise((resolve5) => setTimeout(resolve5, ms2));
 function casBackoffDelay(attempt, random, lastWriteMs) {
   const unit = Math.max(20, 6 * lastWriteMs);
   return backoffDelay(attempt, random, unit, Math.max(1e3, unit * 8));
@@ -57095,8 +57095,8 @@ ${messages.map((m) => `- ${m.split("\n")[0]}`).join("\n")}`;
   }
   return {
     enqueue(mutation) {
-      return new Promise((resolve4, reject) => {
-        waiting.push({ mutation, resolve: resolve4, reject });
+      return new Promise((resolve5, reject) => {
+        waiting.push({ mutation, resolve: resolve5, reject });
         if (waiting.length >= maxBatch) void flush();
         else if (!busy && !timer) timer = setTimeout(() => void flush(), maxDelayMs);
       });
@@ -62902,15 +62902,15 @@ async function bridgeToLoopback(socketPath, port) {
     upstream.pipe(client);
   });
   server.maxConnections = MAX_GATEWAY_CONNECTIONS;
-  await new Promise((resolve4, reject) => {
+  await new Promise((resolve5, reject) => {
     server.once("error", reject);
-    server.listen(socketPath, () => resolve4());
+    server.listen(socketPath, () => resolve5());
   });
   return {
     // The run is over: the connections still open through it end too.
     close() {
       for (const s of open8) s.destroy();
-      return new Promise((resolve4) => server.close(() => resolve4()));
+      return new Promise((resolve5) => server.close(() => resolve5()));
     }
   };
 }
@@ -62992,7 +62992,7 @@ function superviseProcess(o2) {
     return Promise.resolve({ reason: "spawn-error", code: null, signal: null, spawnError: String(err) });
   }
   o2.onSpawn(child.pid);
-  return new Promise((resolve4) => {
+  return new Promise((resolve5) => {
     let stopReason;
     let spawnError;
     let killTimer;
@@ -63043,7 +63043,7 @@ function superviseProcess(o2) {
       spawnError = err.message;
       if (child.pid === void 0) {
         cleanup();
-        resolve4({ reason: "spawn-error", code: null, signal: null, spawnError });
+        resolve5({ reason: "spawn-error", code: null, signal: null, spawnError });
       }
     });
     child.once("close", (code2, signal) => {
@@ -63051,8 +63051,8 @@ function superviseProcess(o2) {
       stdout.end();
       stderr.end();
       signalGroup(child, "SIGKILL");
-      if (spawnError && child.pid === void 0) resolve4({ reason: "spawn-error", code: code2, signal, spawnError });
-      else resolve4({ reason: stopReason ?? "exited", code: code2, signal });
+      if (spawnError && child.pid === void 0) resolve5({ reason: "spawn-error", code: code2, signal, spawnError });
+      else resolve5({ reason: stopReason ?? "exited", code: code2, signal });
     });
   });
 }
@@ -63343,9 +63343,9 @@ function createLogSink(path6, maxBytes = DEFAULT_MAX_LOG_BYTES) {
         for (let i2 = tailStart; i2 < tail.length; i2++) stream.write(tail[i2]);
       }
       tail = [];
-      await new Promise((resolve4) => {
-        if (stream.closed) return resolve4();
-        stream.once("close", () => resolve4());
+      await new Promise((resolve5) => {
+        if (stream.closed) return resolve5();
+        stream.once("close", () => resolve5());
         if (!stream.destroyed) stream.end();
       });
       error64 ??= stream.errored?.message;
@@ -64933,7 +64933,7 @@ async function startModelGateway(opts = {}) {
     sockets.add(s);
     s.on("close", () => sockets.delete(s));
   });
-  await new Promise((resolve4) => server.listen(0, "127.0.0.1", resolve4));
+  await new Promise((resolve5) => server.listen(0, "127.0.0.1", resolve5));
   const port = server.address().port;
   function findGrant(headers) {
     for (const header2 of AUTH_HEADERS) {
@@ -64965,8 +64965,8 @@ async function startModelGateway(opts = {}) {
     },
     async close() {
       grants.clear();
-      await new Promise((resolve4) => {
-        server.close(() => resolve4());
+      await new Promise((resolve5) => {
+        server.close(() => resolve5());
         for (const s of sockets) s.destroy();
       });
       agents.http.destroy();
@@ -65080,7 +65080,7 @@ function send2(req, body, upstream, credential, authHeader, agents, res) {
   headers["content-length"] = String(body.length);
   const prefix = upstream.pathname.replace(/\/+$/, "");
   const https2 = upstream.protocol === "https:";
-  return new Promise((resolve4) => {
+  return new Promise((resolve5) => {
     const out = (https2 ? import_node_https2.request : import_node_http3.request)(
       {
         protocol: upstream.protocol,
@@ -65091,12 +65091,12 @@ function send2(req, body, upstream, credential, authHeader, agents, res) {
         headers,
         agent: https2 ? agents.https : agents.http
       },
-      resolve4
+      resolve5
     );
     out.on("error", () => {
       if (res.headersSent) res.destroy();
       else refuse(res, 502, "api_error", `Fleet's model gateway could not reach ${upstream.origin}.`);
-      resolve4(void 0);
+      resolve5(void 0);
     });
     res.on("close", () => {
       if (!res.writableFinished) out.destroy();
@@ -66741,8 +66741,8 @@ var disconnect = (anyProcess) => {
 // node_modules/execa/lib/utils/deferred.js
 var createDeferred = () => {
   const methods = {};
-  const promise2 = new Promise((resolve4, reject) => {
-    Object.assign(methods, { resolve: resolve4, reject });
+  const promise2 = new Promise((resolve5, reject) => {
+    Object.assign(methods, { resolve: resolve5, reject });
   });
   return Object.assign(promise2, methods);
 };
@@ -71380,11 +71380,11 @@ var addConcurrentStream = (concurrentStreams, stream, waitName) => {
   const promises3 = weakMap.get(stream);
   const promise2 = createDeferred();
   promises3.push(promise2);
-  const resolve4 = promise2.resolve.bind(promise2);
-  return { resolve: resolve4, promises: promises3 };
+  const resolve5 = promise2.resolve.bind(promise2);
+  return { resolve: resolve5, promises: promises3 };
 };
-var waitForConcurrentStreams = async ({ resolve: resolve4, promises: promises3 }, subprocess) => {
-  resolve4();
+var waitForConcurrentStreams = async ({ resolve: resolve5, promises: promises3 }, subprocess) => {
+  resolve5();
   const [isSubprocessExit] = await Promise.race([
     Promise.allSettled([true, subprocess]),
     Promise.all([false, ...promises3])
@@ -72301,28 +72301,62 @@ async function fetchCacheClone(dir, workDir, src) {
   const m = /^ref: refs\/heads\/(\S+)\s+HEAD/m.exec(head.stdout);
   return { dir, defaultBranch: m?.[1] ?? "main" };
 }
-async function remoteBranchSha(cacheDir2, branch) {
-  const r = await git(["rev-parse", "--verify", "-q", `refs/remotes/origin/${branch}^{commit}`], {
-    cwd: cacheDir2,
-    okCodes: [1]
-  });
-  return r.exitCode === 0 ? r.stdout.trim() : void 0;
+async function remoteBranchShas(cacheDir2, names) {
+  const refs = names.map((n5) => `refs/remotes/origin/${n5}`);
+  const r = await git(
+    [
+      "for-each-ref",
+      "--format=%(refname)%00%(objecttype)%00%(objectname)%00%(*objecttype)%00%(*objectname)",
+      ...refs
+    ],
+    { cwd: cacheDir2 }
+  );
+  const found = /* @__PURE__ */ new Map();
+  for (const line of r.stdout.split("\n")) {
+    const [ref, type, sha, peeledType, peeled] = line.split("\0");
+    const i2 = refs.indexOf(ref ?? "");
+    if (i2 < 0) continue;
+    const commit = type === "commit" ? sha : peeledType === "commit" ? peeled : void 0;
+    if (commit) found.set(names[i2], commit);
+  }
+  return found;
+}
+async function linkedWorktrees(cacheDir2) {
+  const root2 = (0, import_node_path28.join)(cacheDir2, "worktrees");
+  const names = await (0, import_promises34.readdir)(root2).catch(() => []);
+  return Promise.all(
+    names.map(async (name) => {
+      const admin = (0, import_node_path28.join)(root2, name);
+      const link = (await (0, import_promises34.readFile)((0, import_node_path28.join)(admin, "gitdir"), "utf8").catch(() => "")).trim();
+      const head = (await (0, import_promises34.readFile)((0, import_node_path28.join)(admin, "HEAD"), "utf8").catch(() => "")).trim();
+      const gitLink = link ? (0, import_node_path28.resolve)(admin, link) : void 0;
+      return { checkout: gitLink ? (0, import_node_path28.dirname)(gitLink) : void 0, gitLink, head };
+    })
+  );
 }
 async function clearStale(cacheDir2, path6, branch) {
-  await git(["worktree", "prune"], { cwd: cacheDir2 });
-  const list = await git(["worktree", "list", "--porcelain"], { cwd: cacheDir2 });
-  let removed = false;
-  for (const entry of list.stdout.split("\n\n")) {
-    const wt = /^worktree (.+)$/m.exec(entry)?.[1];
-    const br = /^branch (.+)$/m.exec(entry)?.[1];
-    if (wt && (wt === path6 || br === `refs/heads/${branch}`) && !/^bare$/m.test(entry)) {
-      await git(["worktree", "remove", "--force", "--force", wt], { cwd: cacheDir2, okCodes: [128] });
-      await removeTree(wt);
-      removed = true;
+  const entries = await linkedWorktrees(cacheDir2);
+  let prune = false;
+  for (const entry of entries) {
+    if (!entry.checkout || !await exists4(entry.checkout)) prune = true;
+    else if (entry.checkout === path6 || entry.head === `ref: refs/heads/${branch}`) {
+      await git(["worktree", "remove", "--force", "--force", entry.checkout], {
+        cwd: cacheDir2,
+        okCodes: [128]
+      });
+      await removeTree(entry.checkout);
+      prune = true;
     }
   }
   await removeTree(path6);
-  if (removed) await git(["worktree", "prune"], { cwd: cacheDir2 });
+  if (prune) await git(["worktree", "prune"], { cwd: cacheDir2 });
+}
+async function discardCheckout(cacheDir2, path6) {
+  await git(["worktree", "remove", "--force", "--force", path6], { cwd: cacheDir2, okCodes: [128] }).catch(
+    () => void 0
+  );
+  await removeTree(path6);
+  await git(["worktree", "prune"], { cwd: cacheDir2 });
 }
 var MAX_SPARES = 4;
 var sparesDir = (cacheDir2) => (0, import_node_path28.join)(`${cacheDir2.replace(/\.git$/, "")}.spares`);
@@ -72338,50 +72372,56 @@ async function takeSpare(cacheDir2) {
 async function addWorktree(workDir, src, taskId, branch) {
   const { dir: cacheDir2, defaultBranch } = await syncCacheClone(workDir, src);
   const path6 = worktreePath(workDir, taskId);
-  return exclusive(cacheDir2, async () => {
+  const placed = await exclusive(cacheDir2, async () => {
     await clearStale(cacheDir2, path6, branch);
     await (0, import_promises34.mkdir)((0, import_node_path28.join)(path6, ".."), { recursive: true, mode: 448 });
     await (0, import_promises34.chmod)((0, import_node_path28.join)(path6, ".."), 448);
-    const existing = await remoteBranchSha(cacheDir2, branch);
-    const base = existing ? `refs/remotes/origin/${branch}` : `refs/remotes/origin/${defaultBranch}`;
-    if (!existing && !await remoteBranchSha(cacheDir2, defaultBranch)) {
+    const shas = await remoteBranchShas(cacheDir2, [branch, defaultBranch]);
+    const existing = shas.get(branch);
+    const startSha = existing ?? shas.get(defaultBranch);
+    if (!startSha)
       throw new Error(
         `${src.repo} has no branch "${defaultBranch}" to start from; push a first commit, then retry.`
       );
-    }
+    const continued = existing !== void 0 && !await treeAsForked(cacheDir2, branch, defaultBranch);
     const spare = await takeSpare(cacheDir2);
-    let reused = false;
     if (spare) {
       try {
         await git(["worktree", "move", spare, path6], { cwd: cacheDir2 });
-        const dirs = { path: path6, gitDir: await adminDirOf(cacheDir2, path6) };
-        await gitIn(dirs, ["checkout", "-q", "--force", "-B", branch, base]);
-        await gitIn(dirs, ["clean", "-q", "-ffdx"]);
-        reused = true;
+        return { startSha, existing, continued, spare: true };
       } catch {
-        await git(["worktree", "remove", "--force", "--force", path6], {
-          cwd: cacheDir2,
-          okCodes: [128]
-        }).catch(() => void 0);
-        await removeTree(path6);
+        await discardCheckout(cacheDir2, path6);
         await removeTree(spare);
-        await git(["worktree", "prune"], { cwd: cacheDir2 });
       }
     }
-    if (!reused) await git(["worktree", "add", "-q", "--force", "-B", branch, path6, base], { cwd: cacheDir2 });
-    const gitDir = await adminDirOf(cacheDir2, path6);
-    const startSha = (await gitIn({ path: path6, gitDir }, ["rev-parse", "HEAD"])).stdout.trim();
-    return {
-      cacheDir: cacheDir2,
-      path: path6,
-      gitDir,
-      branch,
-      baseBranch: defaultBranch,
-      startSha,
-      continued: existing !== void 0 && !await treeAsForked(cacheDir2, branch, defaultBranch),
-      pushed: existing !== void 0
-    };
+    await git(["worktree", "add", "-q", "--force", "-B", branch, path6, startSha], { cwd: cacheDir2 });
+    return { startSha, existing, continued, spare: false };
   });
+  let gitDir = await adminDirOf(cacheDir2, path6);
+  if (placed.spare) {
+    try {
+      await gitIn({ path: path6, gitDir }, ["checkout", "-q", "--force", "-B", branch, placed.startSha]);
+      await gitIn({ path: path6, gitDir }, ["clean", "-q", "-ffdx"]);
+    } catch {
+      gitDir = await exclusive(cacheDir2, async () => {
+        await discardCheckout(cacheDir2, path6);
+        await git(["worktree", "add", "-q", "--force", "-B", branch, path6, placed.startSha], {
+          cwd: cacheDir2
+        });
+        return adminDirOf(cacheDir2, path6);
+      });
+    }
+  }
+  return {
+    cacheDir: cacheDir2,
+    path: path6,
+    gitDir,
+    branch,
+    baseBranch: defaultBranch,
+    startSha: placed.startSha,
+    continued: placed.continued,
+    pushed: placed.existing !== void 0
+  };
 }
 async function treeAsForked(cacheDir2, branch, defaultBranch) {
   const fork = (await git(["merge-base", `refs/remotes/origin/${branch}`, `refs/remotes/origin/${defaultBranch}`], {
@@ -72396,14 +72436,21 @@ async function treeAsForked(cacheDir2, branch, defaultBranch) {
   return a2 !== void 0 && a2 === b;
 }
 async function removeWorktree(wt) {
+  const pool = sparesDir(wt.cacheDir);
+  const roomIn = async () => (await (0, import_promises34.readdir)(pool).catch(() => [])).length < MAX_SPARES;
+  await cleanAfterAgent(wt).catch(() => void 0);
+  let spare = await roomIn();
+  if (spare) {
+    try {
+      await gitIn(wt, ["checkout", "-q", "--force", "--detach"]);
+      await gitIn(wt, ["clean", "-q", "-ffdx"]);
+    } catch {
+      spare = false;
+    }
+  }
   await exclusive(wt.cacheDir, async () => {
-    const pool = sparesDir(wt.cacheDir);
-    const spares = await (0, import_promises34.readdir)(pool).catch(() => []);
-    await cleanAfterAgent(wt).catch(() => void 0);
-    if (spares.length < MAX_SPARES) {
+    if (spare && await roomIn()) {
       try {
-        await gitIn(wt, ["checkout", "-q", "--force", "--detach"]);
-        await gitIn(wt, ["clean", "-q", "-ffdx"]);
         await (0, import_promises34.mkdir)(pool, { recursive: true });
         await git(["worktree", "move", wt.path, (0, import_node_path28.join)(pool, (0, import_node_crypto13.randomUUID)())], { cwd: wt.cacheDir });
         await removeTree((0, import_node_path28.join)(wt.path, ".."));
@@ -72411,12 +72458,13 @@ async function removeWorktree(wt) {
       } catch {
       }
     }
-    await git(["worktree", "remove", "--force", "--force", wt.path], {
+    const removed = await git(["worktree", "remove", "--force", "--force", wt.path], {
       cwd: wt.cacheDir,
       okCodes: [128]
     }).catch(() => void 0);
     await removeTree((0, import_node_path28.join)(wt.path, ".."));
-    await git(["worktree", "prune"], { cwd: wt.cacheDir }).catch(() => void 0);
+    if (removed?.exitCode !== 0)
+      await git(["worktree", "prune"], { cwd: wt.cacheDir }).catch(() => void 0);
   });
 }
 async function adminDirOf(cacheDir2, path6) {
@@ -72650,7 +72698,7 @@ async function publishChange(ctx, wt, run, notes) {
     taskId: spec.taskId,
     coder: spec.coder
   });
-  await commitAll(wt, ctx.redact(message));
+  const committed = await commitAll(wt, ctx.redact(message));
   const heldBack = spec.allowWorkflowChanges ? void 0 : await holdBackWorkflowChanges(wt, wt.startSha);
   const prBody = renderPrBody({
     ...deps.local ? { local: true } : {},
@@ -72677,7 +72725,7 @@ async function publishChange(ctx, wt, run, notes) {
       notes
     );
   }
-  if (!await hasNewCommits(wt, wt.startSha)) {
+  if (!(committed && !heldBack) && !await hasNewCommits(wt, wt.startSha)) {
     const why = notes.result?.summary ? `The agent changed no files. Its summary: ${notes.result.summary}` : "The agent changed no files in the repository.";
     return await finish2(ctx, "no-changes", why, run, notes);
   }

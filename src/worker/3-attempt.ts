@@ -337,7 +337,7 @@ async function publishChange(
     taskId: spec.taskId,
     coder: spec.coder,
   });
-  await commitAll(wt, ctx.redact(message));
+  const committed = await commitAll(wt, ctx.redact(message));
   const heldBack = spec.allowWorkflowChanges ? undefined : await holdBackWorkflowChanges(wt, wt.startSha);
   const prBody = renderPrBody({
     ...(deps.local ? { local: true } : {}),
@@ -364,7 +364,8 @@ async function publishChange(
       notes,
     );
   }
-  if (!(await hasNewCommits(wt, wt.startSha))) {
+  // Fleet's own commit (when the workflows were not taken out of it) is new; else git is asked.
+  if (!(committed && !heldBack) && !(await hasNewCommits(wt, wt.startSha))) {
     const why = notes.result?.summary
       ? `The agent changed no files. Its summary: ${notes.result.summary}`
       : "The agent changed no files in the repository.";

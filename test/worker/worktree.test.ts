@@ -201,6 +201,76 @@ describe("worktree and publish, against a real bare repository", () => {
     }
   });
 
+  it("starts a task with one git command on the cache clone besides its fetch and checkout, prunes only a gone checkout's registration", async () => {
+    // Tasks starting together wait on the cache clone's lock: what runs under it is each start's cost
+    // to the next. Every git command of Fleet's is noted by a git on PATH that then runs the real one.
+    const real = (await execa("sh", ["-c", "command -v git"])).stdout.trim();
+    const shims = join(root, "shims");
+    const log = join(root, "git.log");
+    await mkdir(shims);
+    await writeFile(join(shims, "git"), `#!/bin/sh\necho "$*" >> ${log}\nexec ${real} "$@"\n`, {
+      mode: 0o755,
+    });
+    /** The subcommands run since the last call (a worktree's with its verb), options and paths left out. */
+    const since = async () => {
+      const lines = (await readFile(log, "utf8").catch(() => "")).trim().split("\n").filter(Boolean);
+      await rm(log, { force: true });
+      return lines.map((line) => {
+        const words = line.split(" ");
+        let i = 0;
+        while (["-c", "--git-dir", "--work-tree"].includes(words[i]!) || words[i] === "--no-optional-locks")
+          i += words[i] === "--no-optional-locks" ? 1 : 2;
+        return words[i] === "worktree" ? `worktree ${words[i + 1]}` : words[i]!;
+      });
+    };
+    const path = process.env.PATH;
+    process.env.PATH = `${shims}:${path}`;
+    try {
+      const src = { repo: "octo/widgets", cloneUrl: url };
+      const main = (await execa(real, ["--git-dir", bare, "rev-parse", "main"], { env })).stdout;
+      const first = await addWorktree(workDir, src, "t1", "fleet/1-a");
+      await removeWorktree(first);
+      await since();
+      // A spare checkout is taken: moved under the lock, switched and cleaned outside it.
+      const second = await addWorktree(workDir, src, "t2", "fleet/2-b");
+      expect(await since()).toEqual([
+        "fetch",
+        "update-ref",
+        "ls-remote",
+        "for-each-ref",
+        "worktree move",
+        "checkout",
+        "clean",
+      ]);
+      expect(second.startSha).toBe(main);
+      // No spare left: a checkout of its own.
+      const third = await addWorktree(workDir, src, "t3", "fleet/3-c");
+      expect(await since()).toEqual(["fetch", "update-ref", "ls-remote", "for-each-ref", "worktree add"]);
+      expect(third.startSha).toBe(main);
+
+      // A running agent deleted its own `.git` link: another task's start leaves its registration be.
+      await rm(join(third.path, ".git"));
+      const fourth = await addWorktree(workDir, src, "t4", "fleet/4-d");
+      expect(await since()).not.toContain("worktree prune");
+      expect(await exists(join(third.gitDir, "HEAD"))).toBe(true);
+      await cleanAfterAgent(third);
+      const head = await execa(real, ["rev-parse", "--abbrev-ref", "HEAD"], { cwd: third.path, env });
+      expect(head.stdout).toBe("fleet/3-c");
+
+      // A crashed run's checkout is gone from the disk: the next start prunes its registration.
+      await rm(join(fourth.path, ".."), { recursive: true, force: true });
+      const fifth = await addWorktree(workDir, src, "t5", "fleet/5-e");
+      expect(await since()).toContain("worktree prune");
+      const listed = await execa(real, ["worktree", "list", "--porcelain"], { cwd: fifth.cacheDir, env });
+      expect(listed.stdout).not.toContain(fourth.path);
+      expect(listed.stdout).toContain(third.path);
+      expect(await exists(join(third.gitDir, "HEAD"))).toBe(true);
+      for (const w of [second, third, fifth]) await removeWorktree(w);
+    } finally {
+      process.env.PATH = path;
+    }
+  });
+
   it("keeps a running task's worktree when another task prunes the cache clone while its link is restored", async () => {
     // The worker restores a task's `.git` link after its agent (cleanAfterAgent) outside the cache
     // clone's lock, while other tasks start and end, each running `git worktree prune`. A link removed

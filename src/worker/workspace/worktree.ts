@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { access, chmod, lstat, mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { DEFAULT_STATE_BRANCH as STATE_BRANCH } from "../../state/github-store.ts";
 import { safeSegment } from "./artifacts.ts";
 import { type GitAuth, git, gitIn } from "./git.ts";
@@ -119,34 +119,85 @@ async function fetchCacheClone(
   return { dir, defaultBranch: m?.[1] ?? "main" };
 }
 
-async function remoteBranchSha(cacheDir: string, branch: string): Promise<string | undefined> {
-  const r = await git(["rev-parse", "--verify", "-q", `refs/remotes/origin/${branch}^{commit}`], {
-    cwd: cacheDir,
-    okCodes: [1],
-  });
-  return r.exitCode === 0 ? r.stdout.trim() : undefined;
+/**
+ * The commits the cache clone's remote-tracking branches `names` point at (absent when a branch is not
+ * there), in one `for-each-ref`. Refnames cannot hold glob characters (git-check-ref-format), so each
+ * pattern matches its branch literally, or refs below it, which are left out.
+ */
+async function remoteBranchShas(cacheDir: string, names: string[]): Promise<Map<string, string>> {
+  const refs = names.map((n) => `refs/remotes/origin/${n}`);
+  const r = await git(
+    [
+      "for-each-ref",
+      "--format=%(refname)%00%(objecttype)%00%(objectname)%00%(*objecttype)%00%(*objectname)",
+      ...refs,
+    ],
+    { cwd: cacheDir },
+  );
+  const found = new Map<string, string>();
+  for (const line of r.stdout.split("\n")) {
+    const [ref, type, sha, peeledType, peeled] = line.split("\0");
+    const i = refs.indexOf(ref ?? "");
+    if (i < 0) continue;
+    // A branch at an annotated tag names the tag's commit (as `^{commit}` would).
+    const commit = type === "commit" ? sha : peeledType === "commit" ? peeled : undefined;
+    if (commit) found.set(names[i]!, commit);
+  }
+  return found;
+}
+
+/** The cache clone's linked worktrees, read from their admin folders (gitrepository-layout(5): `worktrees/<id>/gitdir`, `HEAD`). */
+async function linkedWorktrees(
+  cacheDir: string,
+): Promise<Array<{ checkout: string | undefined; gitLink: string | undefined; head: string }>> {
+  const root = join(cacheDir, "worktrees");
+  const names = await readdir(root).catch(() => [] as string[]);
+  return Promise.all(
+    names.map(async (name) => {
+      const admin = join(root, name);
+      const link = (await readFile(join(admin, "gitdir"), "utf8").catch(() => "")).trim();
+      const head = (await readFile(join(admin, "HEAD"), "utf8").catch(() => "")).trim();
+      // `gitdir` names the checkout's `.git` file, absolute (relative to the admin folder with worktree.useRelativePaths).
+      const gitLink = link ? resolve(admin, link) : undefined;
+      return { checkout: gitLink ? dirname(gitLink) : undefined, gitLink, head };
+    }),
+  );
 }
 
 /**
  * Removes whatever a crashed earlier run left: registered worktrees of the same branch or path,
- * and a stray directory at the path.
+ * a stray directory at the path, and the registrations of checkouts that are gone. The registrations
+ * are read from the admin folders: git runs only when there is something to remove (a task's start
+ * holds the cache clone's lock, and tasks starting together wait on it).
  */
 async function clearStale(cacheDir: string, path: string, branch: string): Promise<void> {
-  await git(["worktree", "prune"], { cwd: cacheDir });
-  const list = await git(["worktree", "list", "--porcelain"], { cwd: cacheDir });
-  let removed = false;
-  for (const entry of list.stdout.split("\n\n")) {
-    const wt = /^worktree (.+)$/m.exec(entry)?.[1];
-    const br = /^branch (.+)$/m.exec(entry)?.[1];
-    if (wt && (wt === path || br === `refs/heads/${branch}`) && !/^bare$/m.test(entry)) {
-      await git(["worktree", "remove", "--force", "--force", wt], { cwd: cacheDir, okCodes: [128] });
-      await removeTree(wt);
-      removed = true;
+  const entries = await linkedWorktrees(cacheDir);
+  let prune = false;
+  for (const entry of entries) {
+    // A checkout that is gone (a crashed run's). One whose `.git` link alone is missing is left: a
+    // running agent can delete its own link, and `prune` would drop its admin folder under it.
+    if (!entry.checkout || !(await exists(entry.checkout))) prune = true;
+    else if (entry.checkout === path || entry.head === `ref: refs/heads/${branch}`) {
+      await git(["worktree", "remove", "--force", "--force", entry.checkout!], {
+        cwd: cacheDir,
+        okCodes: [128],
+      });
+      await removeTree(entry.checkout!);
+      // What the removal left registered (a `worktree remove` refused).
+      prune = true;
     }
   }
   await removeTree(path);
-  // What a removal above left registered (a `worktree remove` refused); nothing to prune otherwise.
-  if (removed) await git(["worktree", "prune"], { cwd: cacheDir });
+  if (prune) await git(["worktree", "prune"], { cwd: cacheDir });
+}
+
+/** A checkout at `path` that could not be used: unregistered and removed; on the clone's lock. */
+async function discardCheckout(cacheDir: string, path: string): Promise<void> {
+  await git(["worktree", "remove", "--force", "--force", path], { cwd: cacheDir, okCodes: [128] }).catch(
+    () => undefined,
+  );
+  await removeTree(path);
+  await git(["worktree", "prune"], { cwd: cacheDir });
 }
 
 /** Spare checkouts kept per cache clone: a new task reuses one instead of writing every file again. */
@@ -169,6 +220,11 @@ async function takeSpare(cacheDir: string): Promise<string | undefined> {
  * A spare checkout left by an earlier task is moved into place and switched to the branch with a forced
  * checkout and `git clean`, which rewrites only the files that differ: in a large repository that is
  * a fraction of checking every file out again.
+ *
+ * Only what changes the cache clone's worktree registrations or reads its remote refs holds the clone's
+ * lock (tasks starting together wait on it); the spare's checkout and clean touch its own files, its own
+ * admin folder and its own branch, and start from the commit read under the lock, not from a ref a
+ * fetch could move meanwhile.
  */
 export async function addWorktree(
   workDir: string,
@@ -178,53 +234,60 @@ export async function addWorktree(
 ): Promise<Worktree> {
   const { dir: cacheDir, defaultBranch } = await syncCacheClone(workDir, src);
   const path = worktreePath(workDir, taskId);
-  return exclusive(cacheDir, async () => {
+  const placed = await exclusive(cacheDir, async () => {
     await clearStale(cacheDir, path, branch);
     // The agent is the worker's uid on the host: a setuid program it writes in the checkout (or the
     // notes beside it) is the worker's, and no other local user may reach it to run it.
     await mkdir(join(path, ".."), { recursive: true, mode: 0o700 });
     await chmod(join(path, ".."), 0o700);
-    const existing = await remoteBranchSha(cacheDir, branch);
-    const base = existing ? `refs/remotes/origin/${branch}` : `refs/remotes/origin/${defaultBranch}`;
-    if (!existing && !(await remoteBranchSha(cacheDir, defaultBranch))) {
+    const shas = await remoteBranchShas(cacheDir, [branch, defaultBranch]);
+    const existing = shas.get(branch);
+    const startSha = existing ?? shas.get(defaultBranch);
+    if (!startSha)
       throw new Error(
         `${src.repo} has no branch "${defaultBranch}" to start from; push a first commit, then retry.`,
       );
-    }
+    const continued = existing !== undefined && !(await treeAsForked(cacheDir, branch, defaultBranch));
     const spare = await takeSpare(cacheDir);
-    let reused = false;
     if (spare) {
       try {
         await git(["worktree", "move", spare, path], { cwd: cacheDir });
-        const dirs = { path, gitDir: await adminDirOf(cacheDir, path) };
-        await gitIn(dirs, ["checkout", "-q", "--force", "-B", branch, base]);
-        // Untracked and ignored files of the earlier task go too: the agent starts from the commit alone.
-        await gitIn(dirs, ["clean", "-q", "-ffdx"]);
-        reused = true;
+        return { startSha, existing, continued, spare: true };
       } catch {
-        await git(["worktree", "remove", "--force", "--force", path], {
-          cwd: cacheDir,
-          okCodes: [128],
-        }).catch(() => undefined);
-        await removeTree(path);
+        await discardCheckout(cacheDir, path);
         await removeTree(spare);
-        await git(["worktree", "prune"], { cwd: cacheDir });
       }
     }
-    if (!reused) await git(["worktree", "add", "-q", "--force", "-B", branch, path, base], { cwd: cacheDir });
-    const gitDir = await adminDirOf(cacheDir, path);
-    const startSha = (await gitIn({ path, gitDir }, ["rev-parse", "HEAD"])).stdout.trim();
-    return {
-      cacheDir,
-      path,
-      gitDir,
-      branch,
-      baseBranch: defaultBranch,
-      startSha,
-      continued: existing !== undefined && !(await treeAsForked(cacheDir, branch, defaultBranch)),
-      pushed: existing !== undefined,
-    };
+    await git(["worktree", "add", "-q", "--force", "-B", branch, path, startSha], { cwd: cacheDir });
+    return { startSha, existing, continued, spare: false };
   });
+  let gitDir = await adminDirOf(cacheDir, path);
+  if (placed.spare) {
+    try {
+      await gitIn({ path, gitDir }, ["checkout", "-q", "--force", "-B", branch, placed.startSha]);
+      // Untracked and ignored files of the earlier task go too: the agent starts from the commit alone.
+      await gitIn({ path, gitDir }, ["clean", "-q", "-ffdx"]);
+    } catch {
+      // A spare that cannot be switched: a checkout of its own instead.
+      gitDir = await exclusive(cacheDir, async () => {
+        await discardCheckout(cacheDir, path);
+        await git(["worktree", "add", "-q", "--force", "-B", branch, path, placed.startSha], {
+          cwd: cacheDir,
+        });
+        return adminDirOf(cacheDir, path);
+      });
+    }
+  }
+  return {
+    cacheDir,
+    path,
+    gitDir,
+    branch,
+    baseBranch: defaultBranch,
+    startSha: placed.startSha,
+    continued: placed.continued,
+    pushed: placed.existing !== undefined,
+  };
 }
 
 /**
@@ -251,16 +314,24 @@ async function treeAsForked(cacheDir: string, branch: string, defaultBranch: str
  * itself is kept as a spare (detached, so its branch is free) while the pool has room.
  */
 export async function removeWorktree(wt: { cacheDir: string; path: string; gitDir: string }): Promise<void> {
+  const pool = sparesDir(wt.cacheDir);
+  const roomIn = async () => (await readdir(pool).catch(() => [] as string[])).length < MAX_SPARES;
+  // The agent may have replaced the `.git` link, planted repositories, FIFOs or setuid files.
+  await cleanAfterAgent(wt).catch(() => undefined);
+  // Outside the clone's lock: these touch only the checkout, its admin folder and no branch.
+  let spare = await roomIn();
+  if (spare) {
+    try {
+      // Nothing of the task lingers in the spare: back to its commit, detached, untracked files gone.
+      await gitIn(wt, ["checkout", "-q", "--force", "--detach"]);
+      await gitIn(wt, ["clean", "-q", "-ffdx"]);
+    } catch {
+      spare = false;
+    }
+  }
   await exclusive(wt.cacheDir, async () => {
-    const pool = sparesDir(wt.cacheDir);
-    const spares = await readdir(pool).catch(() => [] as string[]);
-    // The agent may have replaced the `.git` link, planted repositories, FIFOs or setuid files.
-    await cleanAfterAgent(wt).catch(() => undefined);
-    if (spares.length < MAX_SPARES) {
+    if (spare && (await roomIn())) {
       try {
-        // Nothing of the task lingers in the spare: back to its commit, detached, untracked files gone.
-        await gitIn(wt, ["checkout", "-q", "--force", "--detach"]);
-        await gitIn(wt, ["clean", "-q", "-ffdx"]);
         await mkdir(pool, { recursive: true });
         await git(["worktree", "move", wt.path, join(pool, randomUUID())], { cwd: wt.cacheDir });
         await removeTree(join(wt.path, ".."));
@@ -269,12 +340,14 @@ export async function removeWorktree(wt: { cacheDir: string; path: string; gitDi
         // Not movable (already gone, locked): removed below like any other.
       }
     }
-    await git(["worktree", "remove", "--force", "--force", wt.path], {
+    const removed = await git(["worktree", "remove", "--force", "--force", wt.path], {
       cwd: wt.cacheDir,
       okCodes: [128],
     }).catch(() => undefined);
     await removeTree(join(wt.path, ".."));
-    await git(["worktree", "prune"], { cwd: wt.cacheDir }).catch(() => undefined);
+    // A removal git refused leaves the registration behind.
+    if (removed?.exitCode !== 0)
+      await git(["worktree", "prune"], { cwd: wt.cacheDir }).catch(() => undefined);
   });
 }
 
