@@ -72330,33 +72330,29 @@ async function linkedWorktrees(cacheDir2) {
       const link = (await (0, import_promises34.readFile)((0, import_node_path28.join)(admin, "gitdir"), "utf8").catch(() => "")).trim();
       const head = (await (0, import_promises34.readFile)((0, import_node_path28.join)(admin, "HEAD"), "utf8").catch(() => "")).trim();
       const gitLink = link ? (0, import_node_path28.resolve)(admin, link) : void 0;
-      return { checkout: gitLink ? (0, import_node_path28.dirname)(gitLink) : void 0, gitLink, head };
+      return { admin, checkout: gitLink ? (0, import_node_path28.dirname)(gitLink) : void 0, head };
     })
   );
 }
 async function clearStale(cacheDir2, path6, branch) {
-  const entries = await linkedWorktrees(cacheDir2);
-  let prune = false;
-  for (const entry of entries) {
-    if (!entry.checkout || !await exists4(entry.checkout)) prune = true;
-    else if (entry.checkout === path6 || entry.head === `ref: refs/heads/${branch}`) {
-      await git(["worktree", "remove", "--force", "--force", entry.checkout], {
-        cwd: cacheDir2,
-        okCodes: [128]
-      });
-      await removeTree(entry.checkout);
-      prune = true;
-    }
+  for (const entry of await linkedWorktrees(cacheDir2)) {
+    if (!entry.checkout || !await exists4(entry.checkout)) await removeTree(entry.admin);
+    else if (entry.checkout === path6 || entry.head === `ref: refs/heads/${branch}`)
+      await discardCheckout(cacheDir2, entry.checkout, entry.admin);
   }
   await removeTree(path6);
-  if (prune) await git(["worktree", "prune"], { cwd: cacheDir2 });
 }
-async function discardCheckout(cacheDir2, path6) {
+async function discardCheckout(cacheDir2, path6, admin) {
   await git(["worktree", "remove", "--force", "--force", path6], { cwd: cacheDir2, okCodes: [128] }).catch(
     () => void 0
   );
   await removeTree(path6);
-  await git(["worktree", "prune"], { cwd: cacheDir2 });
+  const left = admin ?? await adminDirOf(cacheDir2, path6).catch(() => void 0);
+  if (left && await registers(left, path6)) await removeTree(left);
+}
+async function registers(admin, path6) {
+  const link = (await (0, import_promises34.readFile)((0, import_node_path28.join)(admin, "gitdir"), "utf8").catch(() => "")).trim();
+  return link !== "" && (0, import_node_path28.resolve)(admin, link) === (0, import_node_path28.join)(path6, ".git");
 }
 var MAX_SPARES = 4;
 var sparesDir = (cacheDir2) => (0, import_node_path28.join)(`${cacheDir2.replace(/\.git$/, "")}.spares`);
@@ -72401,7 +72397,6 @@ async function addWorktree(workDir, src, taskId, branch) {
   if (placed.spare) {
     try {
       await gitIn({ path: path6, gitDir }, ["checkout", "-q", "--force", "-B", branch, placed.startSha]);
-      await gitIn({ path: path6, gitDir }, ["clean", "-q", "-ffdx"]);
     } catch {
       gitDir = await exclusive(cacheDir2, async () => {
         await discardCheckout(cacheDir2, path6);
@@ -72438,12 +72433,16 @@ async function treeAsForked(cacheDir2, branch, defaultBranch) {
 async function removeWorktree(wt) {
   const pool = sparesDir(wt.cacheDir);
   const roomIn = async () => (await (0, import_promises34.readdir)(pool).catch(() => [])).length < MAX_SPARES;
-  await cleanAfterAgent(wt).catch(() => void 0);
-  let spare = await roomIn();
+  const own2 = await cleanAfterAgent(wt).then(
+    () => true,
+    () => false
+  );
+  let spare = own2 && await roomIn();
   if (spare) {
     try {
       await gitIn(wt, ["checkout", "-q", "--force", "--detach"]);
       await gitIn(wt, ["clean", "-q", "-ffdx"]);
+      await emptyGitlinkFolders(wt);
     } catch {
       spare = false;
     }
@@ -72458,14 +72457,19 @@ async function removeWorktree(wt) {
       } catch {
       }
     }
-    const removed = await git(["worktree", "remove", "--force", "--force", wt.path], {
-      cwd: wt.cacheDir,
-      okCodes: [128]
-    }).catch(() => void 0);
+    if (own2) await discardCheckout(wt.cacheDir, wt.path, wt.gitDir).catch(() => void 0);
     await removeTree((0, import_node_path28.join)(wt.path, ".."));
-    if (removed?.exitCode !== 0)
-      await git(["worktree", "prune"], { cwd: wt.cacheDir }).catch(() => void 0);
   });
+}
+async function emptyGitlinkFolders(wt) {
+  const { stdout } = await gitIn(wt, ["ls-files", "--stage", "-z"]);
+  for (const entry of stdout.split("\0")) {
+    const path6 = /^160000 [0-9a-f]+ \d\t(.+)$/s.exec(entry)?.[1];
+    if (!path6) continue;
+    const dir = (0, import_node_path28.join)(wt.path, path6);
+    await removeTree(dir);
+    await (0, import_promises34.mkdir)(dir, { recursive: true });
+  }
 }
 async function adminDirOf(cacheDir2, path6) {
   const root2 = (0, import_node_path28.join)(cacheDir2, "worktrees");
@@ -72477,6 +72481,10 @@ async function adminDirOf(cacheDir2, path6) {
 }
 async function restoreGitLink(wt) {
   const link = (0, import_node_path28.join)(wt.path, ".git");
+  if (!await registers(wt.gitDir, wt.path))
+    throw new Error(
+      `The worktree ${wt.path} is no longer registered in its cache clone (${wt.gitDir} names another checkout or none); Fleet runs no git in it.`
+    );
   const next = (0, import_node_path28.join)(wt.path, `.git.fleet-${(0, import_node_crypto13.randomUUID)()}`);
   await (0, import_promises34.writeFile)(next, `gitdir: ${wt.gitDir}
 `);

@@ -164,6 +164,37 @@ describe("worktree and publish, against a real bare repository", () => {
     await removeWorktree(again);
   });
 
+  it("empties a submodule's folder before a finished task's checkout is reused: what its agent wrote there never reaches the next task", async () => {
+    // `git clean` and a forced checkout never look inside a gitlink's folder.
+    const seed = join(root, "seed");
+    const head = (await gitIn(seed, "rev-parse", "HEAD")).stdout;
+    await gitIn(seed, "update-index", "--add", "--cacheinfo", `160000,${head},vendor/lib`);
+    await gitIn(seed, "commit", "-q", "-m", "a submodule");
+    await gitIn(seed, "push", "-q", bare, "main");
+    const src = { repo: "octo/widgets", cloneUrl: url };
+    const first = await addWorktree(workDir, src, "t1", "fleet/1-sub");
+    await mkdir(join(first.path, "vendor/lib/deep"), { recursive: true });
+    await writeFile(join(first.path, "vendor/lib/deep/planted.sh"), "echo from the first task's agent\n");
+    await removeWorktree(first);
+    const next = await addWorktree(workDir, src, "t2", "fleet/2-sub");
+    // The spare was taken (the same checkout, moved), and the submodule's folder is there, empty.
+    expect(next.gitDir).toBe(first.gitDir);
+    expect(await exists(join(next.path, "vendor/lib/deep"))).toBe(false);
+    expect(await exists(join(next.path, "vendor/lib"))).toBe(true);
+    await removeWorktree(next);
+  });
+
+  it("runs no git of Fleet's in a checkout whose admin folder no longer names it", async () => {
+    const src = { repo: "octo/widgets", cloneUrl: url };
+    const wt = await addWorktree(workDir, src, "t1", "fleet/1-gone");
+    await writeFile(join(wt.gitDir, "gitdir"), `${join(root, "elsewhere", ".git")}\n`);
+    await expect(cleanAfterAgent(wt)).rejects.toThrow(/no longer registered in its cache clone/);
+    // Its end removes the folder and leaves the other checkout's registration alone.
+    await removeWorktree(wt);
+    expect(await exists(wt.path)).toBe(false);
+    expect(await exists(join(wt.gitDir, "HEAD"))).toBe(true);
+  });
+
   it("shares one fetch of the cache clone between tasks starting together, and fetches again for a task asking later", async () => {
     // Fleet's git is found on PATH: a git that notes its fetches, then runs the real one.
     const real = (await execa("sh", ["-c", "command -v git"])).stdout.trim();
@@ -201,7 +232,7 @@ describe("worktree and publish, against a real bare repository", () => {
     }
   });
 
-  it("starts a task with one git command on the cache clone besides its fetch and checkout, prunes only a gone checkout's registration", async () => {
+  it("starts a task with one git command on the cache clone besides its fetch and checkout, and drops only a gone checkout's registration", async () => {
     // Tasks starting together wait on the cache clone's lock: what runs under it is each start's cost
     // to the next. Every git command of Fleet's is noted by a git on PATH that then runs the real one.
     const real = (await execa("sh", ["-c", "command -v git"])).stdout.trim();
@@ -231,7 +262,7 @@ describe("worktree and publish, against a real bare repository", () => {
       const first = await addWorktree(workDir, src, "t1", "fleet/1-a");
       await removeWorktree(first);
       await since();
-      // A spare checkout is taken: moved under the lock, switched and cleaned outside it.
+      // A spare checkout is taken: moved under the lock, switched outside it (it was cleaned at its task's end).
       const second = await addWorktree(workDir, src, "t2", "fleet/2-b");
       expect(await since()).toEqual([
         "fetch",
@@ -240,7 +271,6 @@ describe("worktree and publish, against a real bare repository", () => {
         "for-each-ref",
         "worktree move",
         "checkout",
-        "clean",
       ]);
       expect(second.startSha).toBe(main);
       // No spare left: a checkout of its own.
@@ -248,23 +278,26 @@ describe("worktree and publish, against a real bare repository", () => {
       expect(await since()).toEqual(["fetch", "update-ref", "ls-remote", "for-each-ref", "worktree add"]);
       expect(third.startSha).toBe(main);
 
-      // A running agent deleted its own `.git` link: another task's start leaves its registration be.
+      // A running agent deleted its own `.git` link, and a crashed run's checkout is gone from the disk:
+      // the next start drops the crashed run's registration alone, never the running task's (whose admin
+      // folder's name the next checkout would take: the running task's commit would land on its branch).
       await rm(join(third.path, ".git"));
+      await writeFile(join(third.path, "THIRD.md"), "the third task's work\n");
       const fourth = await addWorktree(workDir, src, "t4", "fleet/4-d");
-      expect(await since()).not.toContain("worktree prune");
-      expect(await exists(join(third.gitDir, "HEAD"))).toBe(true);
-      await cleanAfterAgent(third);
-      const head = await execa(real, ["rev-parse", "--abbrev-ref", "HEAD"], { cwd: third.path, env });
-      expect(head.stdout).toBe("fleet/3-c");
-
-      // A crashed run's checkout is gone from the disk: the next start prunes its registration.
       await rm(join(fourth.path, ".."), { recursive: true, force: true });
+      await since();
       const fifth = await addWorktree(workDir, src, "t5", "fleet/5-e");
-      expect(await since()).toContain("worktree prune");
+      expect(await since()).toEqual(["fetch", "update-ref", "ls-remote", "for-each-ref", "worktree add"]);
+      expect(fifth.gitDir).not.toBe(third.gitDir);
       const listed = await execa(real, ["worktree", "list", "--porcelain"], { cwd: fifth.cacheDir, env });
       expect(listed.stdout).not.toContain(fourth.path);
       expect(listed.stdout).toContain(third.path);
-      expect(await exists(join(third.gitDir, "HEAD"))).toBe(true);
+      await cleanAfterAgent(third);
+      expect(await commitAll(third, "third\n")).toMatch(/^[0-9a-f]{40}$/);
+      const show = (ref: string) =>
+        execa(real, ["show", "--name-only", "--format=%s", ref], { cwd: fifth.cacheDir, env });
+      expect((await show("refs/heads/fleet/3-c")).stdout).toContain("THIRD.md");
+      expect((await show("refs/heads/fleet/5-e")).stdout).not.toContain("THIRD.md");
       for (const w of [second, third, fifth]) await removeWorktree(w);
     } finally {
       process.env.PATH = path;

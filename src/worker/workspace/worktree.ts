@@ -3,7 +3,7 @@ import { access, chmod, lstat, mkdir, readdir, readFile, rename, rm, writeFile }
 import { dirname, join, resolve } from "node:path";
 import { DEFAULT_STATE_BRANCH as STATE_BRANCH } from "../../state/github-store.ts";
 import { safeSegment } from "./artifacts.ts";
-import { type GitAuth, git, gitIn } from "./git.ts";
+import { type GitAuth, git, gitIn, type WorktreeGitDirs } from "./git.ts";
 import { removeTree } from "./remove-tree.ts";
 
 export interface RepoSource {
@@ -149,7 +149,7 @@ async function remoteBranchShas(cacheDir: string, names: string[]): Promise<Map<
 /** The cache clone's linked worktrees, read from their admin folders (gitrepository-layout(5): `worktrees/<id>/gitdir`, `HEAD`). */
 async function linkedWorktrees(
   cacheDir: string,
-): Promise<Array<{ checkout: string | undefined; gitLink: string | undefined; head: string }>> {
+): Promise<Array<{ admin: string; checkout: string | undefined; head: string }>> {
   const root = join(cacheDir, "worktrees");
   const names = await readdir(root).catch(() => [] as string[]);
   return Promise.all(
@@ -159,45 +159,45 @@ async function linkedWorktrees(
       const head = (await readFile(join(admin, "HEAD"), "utf8").catch(() => "")).trim();
       // `gitdir` names the checkout's `.git` file, absolute (relative to the admin folder with worktree.useRelativePaths).
       const gitLink = link ? resolve(admin, link) : undefined;
-      return { checkout: gitLink ? dirname(gitLink) : undefined, gitLink, head };
+      return { admin, checkout: gitLink ? dirname(gitLink) : undefined, head };
     }),
   );
 }
 
 /**
- * Removes whatever a crashed earlier run left: registered worktrees of the same branch or path,
- * a stray directory at the path, and the registrations of checkouts that are gone. The registrations
- * are read from the admin folders: git runs only when there is something to remove (a task's start
- * holds the cache clone's lock, and tasks starting together wait on it).
+ * Removes whatever a crashed earlier run left: registered worktrees of the same branch or path, a stray
+ * directory at the path, and the registrations of checkouts that are gone. The registrations are read
+ * from the admin folders, and only those are dropped: never `git worktree prune`, which also drops a
+ * running task's whose agent deleted its `.git` link, and whose admin folder's name (every checkout is
+ * `…/repo`) the next `worktree add` would then give to another task.
  */
 async function clearStale(cacheDir: string, path: string, branch: string): Promise<void> {
-  const entries = await linkedWorktrees(cacheDir);
-  let prune = false;
-  for (const entry of entries) {
-    // A checkout that is gone (a crashed run's). One whose `.git` link alone is missing is left: a
-    // running agent can delete its own link, and `prune` would drop its admin folder under it.
-    if (!entry.checkout || !(await exists(entry.checkout))) prune = true;
-    else if (entry.checkout === path || entry.head === `ref: refs/heads/${branch}`) {
-      await git(["worktree", "remove", "--force", "--force", entry.checkout!], {
-        cwd: cacheDir,
-        okCodes: [128],
-      });
-      await removeTree(entry.checkout!);
-      // What the removal left registered (a `worktree remove` refused).
-      prune = true;
-    }
+  for (const entry of await linkedWorktrees(cacheDir)) {
+    if (!entry.checkout || !(await exists(entry.checkout))) await removeTree(entry.admin);
+    else if (entry.checkout === path || entry.head === `ref: refs/heads/${branch}`)
+      await discardCheckout(cacheDir, entry.checkout, entry.admin);
   }
   await removeTree(path);
-  if (prune) await git(["worktree", "prune"], { cwd: cacheDir });
 }
 
-/** A checkout at `path` that could not be used: unregistered and removed; on the clone's lock. */
-async function discardCheckout(cacheDir: string, path: string): Promise<void> {
+/**
+ * A checkout at `path` that cannot be used: unregistered and removed, on the clone's lock. What a
+ * refused `worktree remove` leaves registered goes with its admin folder (`admin`, else the one that
+ * names `path`).
+ */
+async function discardCheckout(cacheDir: string, path: string, admin?: string): Promise<void> {
   await git(["worktree", "remove", "--force", "--force", path], { cwd: cacheDir, okCodes: [128] }).catch(
     () => undefined,
   );
   await removeTree(path);
-  await git(["worktree", "prune"], { cwd: cacheDir });
+  const left = admin ?? (await adminDirOf(cacheDir, path).catch(() => undefined));
+  if (left && (await registers(left, path))) await removeTree(left);
+}
+
+/** Whether the admin folder `admin` is the registration of the checkout at `path`. */
+async function registers(admin: string, path: string): Promise<boolean> {
+  const link = (await readFile(join(admin, "gitdir"), "utf8").catch(() => "")).trim();
+  return link !== "" && resolve(admin, link) === join(path, ".git");
 }
 
 /** Spare checkouts kept per cache clone: a new task reuses one instead of writing every file again. */
@@ -217,13 +217,13 @@ async function takeSpare(cacheDir: string): Promise<string | undefined> {
 
 /**
  * A fresh worktree on `branch`: continuing the remote branch if it exists, else from the default branch.
- * A spare checkout left by an earlier task is moved into place and switched to the branch with a forced
- * checkout and `git clean`, which rewrites only the files that differ: in a large repository that is
- * a fraction of checking every file out again.
+ * A spare checkout left by an earlier task (cleaned when that task ended) is moved into place and
+ * switched to the branch with a forced checkout, which rewrites only the files that differ: in a large
+ * repository that is a fraction of checking every file out again.
  *
  * Only what changes the cache clone's worktree registrations or reads its remote refs holds the clone's
- * lock (tasks starting together wait on it); the spare's checkout and clean touch its own files, its own
- * admin folder and its own branch, and start from the commit read under the lock, not from a ref a
+ * lock (tasks starting together wait on it); the spare's checkout touches its own files, its own admin
+ * folder and its own branch, and start from the commit read under the lock, not from a ref a
  * fetch could move meanwhile.
  */
 export async function addWorktree(
@@ -264,9 +264,9 @@ export async function addWorktree(
   let gitDir = await adminDirOf(cacheDir, path);
   if (placed.spare) {
     try {
+      // The spare was cleaned when its task ended (removeWorktree): no untracked or ignored file, nothing
+      // in a submodule's folder; the forced checkout leaves the commit's files alone.
       await gitIn({ path, gitDir }, ["checkout", "-q", "--force", "-B", branch, placed.startSha]);
-      // Untracked and ignored files of the earlier task go too: the agent starts from the commit alone.
-      await gitIn({ path, gitDir }, ["clean", "-q", "-ffdx"]);
     } catch {
       // A spare that cannot be switched: a checkout of its own instead.
       gitDir = await exclusive(cacheDir, async () => {
@@ -316,15 +316,20 @@ async function treeAsForked(cacheDir: string, branch: string, defaultBranch: str
 export async function removeWorktree(wt: { cacheDir: string; path: string; gitDir: string }): Promise<void> {
   const pool = sparesDir(wt.cacheDir);
   const roomIn = async () => (await readdir(pool).catch(() => [] as string[])).length < MAX_SPARES;
-  // The agent may have replaced the `.git` link, planted repositories, FIFOs or setuid files.
-  await cleanAfterAgent(wt).catch(() => undefined);
+  // The agent may have replaced the `.git` link, planted repositories, FIFOs or setuid files. A checkout
+  // whose registration is no longer its own gets no git command of Fleet's (they would act on another's).
+  const own = await cleanAfterAgent(wt).then(
+    () => true,
+    () => false,
+  );
   // Outside the clone's lock: these touch only the checkout, its admin folder and no branch.
-  let spare = await roomIn();
+  let spare = own && (await roomIn());
   if (spare) {
     try {
       // Nothing of the task lingers in the spare: back to its commit, detached, untracked files gone.
       await gitIn(wt, ["checkout", "-q", "--force", "--detach"]);
       await gitIn(wt, ["clean", "-q", "-ffdx"]);
+      await emptyGitlinkFolders(wt);
     } catch {
       spare = false;
     }
@@ -340,15 +345,24 @@ export async function removeWorktree(wt: { cacheDir: string; path: string; gitDi
         // Not movable (already gone, locked): removed below like any other.
       }
     }
-    const removed = await git(["worktree", "remove", "--force", "--force", wt.path], {
-      cwd: wt.cacheDir,
-      okCodes: [128],
-    }).catch(() => undefined);
+    if (own) await discardCheckout(wt.cacheDir, wt.path, wt.gitDir).catch(() => undefined);
     await removeTree(join(wt.path, ".."));
-    // A removal git refused leaves the registration behind.
-    if (removed?.exitCode !== 0)
-      await git(["worktree", "prune"], { cwd: wt.cacheDir }).catch(() => undefined);
   });
+}
+
+/**
+ * Empties the folders of the checkout's submodules (gitlinks), as a fresh checkout has them: `clean` and
+ * `checkout` never look inside one, so what the agent wrote there would reach the next task's agent.
+ */
+async function emptyGitlinkFolders(wt: WorktreeGitDirs): Promise<void> {
+  const { stdout } = await gitIn(wt, ["ls-files", "--stage", "-z"]);
+  for (const entry of stdout.split("\0")) {
+    const path = /^160000 [0-9a-f]+ \d\t(.+)$/s.exec(entry)?.[1];
+    if (!path) continue;
+    const dir = join(wt.path, path);
+    await removeTree(dir);
+    await mkdir(dir, { recursive: true });
+  }
 }
 
 /**
@@ -368,6 +382,12 @@ export async function adminDirOf(cacheDir: string, path: string): Promise<string
 /** Puts back the checkout's `.git` link to its admin folder, whatever the agent left there. */
 export async function restoreGitLink(wt: { path: string; gitDir: string }): Promise<void> {
   const link = join(wt.path, ".git");
+  // The admin folder is still this checkout's: were it dropped (and its name given to another task's
+  // checkout), Fleet's commit would land on that task's branch.
+  if (!(await registers(wt.gitDir, wt.path)))
+    throw new Error(
+      `The worktree ${wt.path} is no longer registered in its cache clone (${wt.gitDir} names another checkout or none); Fleet runs no git in it.`,
+    );
   const next = join(wt.path, `.git.fleet-${randomUUID()}`);
   await writeFile(next, `gitdir: ${wt.gitDir}\n`);
   // Replaced in one rename, never removed first: another task's `git worktree prune` on the same cache
