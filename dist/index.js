@@ -61516,7 +61516,10 @@ var FLAGS = [
   "-c",
   "status.submoduleSummary=false",
   "-c",
-  "commit.status=false"
+  "commit.status=false",
+  // A `gc --auto` that a fetch or commit starts never prunes worktree registrations (see clearStale).
+  "-c",
+  "gc.worktreePruneExpire=never"
 ];
 var IGNORE_SUBMODULES = "--ignore-submodules=all";
 function gitAuthEnv(auth2) {
@@ -72246,6 +72249,7 @@ function escapeGlob(path6) {
 
 // src/worker/workspace/worktree.ts
 var import_node_crypto13 = require("node:crypto");
+var import_node_fs14 = require("node:fs");
 var import_promises34 = require("node:fs/promises");
 var import_node_path28 = require("node:path");
 var exists4 = (p2) => (0, import_promises34.access)(p2).then(
@@ -72355,8 +72359,14 @@ async function registers(admin, path6) {
   return link !== "" && (0, import_node_path28.resolve)(admin, link) === (0, import_node_path28.join)(path6, ".git");
 }
 var MAX_SPARES = 4;
-var sparesDir = (cacheDir2) => (0, import_node_path28.join)(`${cacheDir2.replace(/\.git$/, "")}.spares`);
+var sparesDir = (cacheDir2) => (0, import_node_path28.join)(`${cacheDir2.replace(/\.git$/, "")}.spares2`);
+var legacySparesDir = (cacheDir2) => (0, import_node_path28.join)(`${cacheDir2.replace(/\.git$/, "")}.spares`);
+var legacyCleared = /* @__PURE__ */ new Set();
 async function takeSpare(cacheDir2) {
+  if (!legacyCleared.has(cacheDir2)) {
+    await removeTree(legacySparesDir(cacheDir2));
+    legacyCleared.add(cacheDir2);
+  }
   const names = await (0, import_promises34.readdir)(sparesDir(cacheDir2)).catch(() => []);
   for (const name of names) {
     const dir = (0, import_node_path28.join)(sparesDir(cacheDir2), name);
@@ -72366,8 +72376,10 @@ async function takeSpare(cacheDir2) {
   return void 0;
 }
 async function addWorktree(workDir, src, taskId, branch) {
-  const { dir: cacheDir2, defaultBranch } = await syncCacheClone(workDir, src);
-  const path6 = worktreePath(workDir, taskId);
+  (0, import_node_fs14.mkdirSync)(workDir, { recursive: true });
+  const realWorkDir = (0, import_node_fs14.realpathSync)(workDir);
+  const { dir: cacheDir2, defaultBranch } = await syncCacheClone(realWorkDir, src);
+  const path6 = worktreePath(realWorkDir, taskId);
   const placed = await exclusive(cacheDir2, async () => {
     await clearStale(cacheDir2, path6, branch);
     await (0, import_promises34.mkdir)((0, import_node_path28.join)(path6, ".."), { recursive: true, mode: 448 });
@@ -72437,7 +72449,7 @@ async function removeWorktree(wt) {
     () => true,
     () => false
   );
-  let spare = own2 && await roomIn();
+  let spare = own2 && await roomIn() && !await operationInProgress(wt.gitDir);
   if (spare) {
     try {
       await gitIn(wt, ["checkout", "-q", "--force", "--detach"]);
@@ -72461,6 +72473,18 @@ async function removeWorktree(wt) {
     await removeTree((0, import_node_path28.join)(wt.path, ".."));
   });
 }
+var IN_PROGRESS = [
+  "rebase-merge",
+  "rebase-apply",
+  "MERGE_HEAD",
+  "CHERRY_PICK_HEAD",
+  "REVERT_HEAD",
+  "sequencer"
+];
+async function operationInProgress(gitDir) {
+  for (const name of IN_PROGRESS) if (await exists4((0, import_node_path28.join)(gitDir, name))) return true;
+  return false;
+}
 async function emptyGitlinkFolders(wt) {
   const { stdout } = await gitIn(wt, ["ls-files", "--stage", "-z"]);
   for (const entry of stdout.split("\0")) {
@@ -72473,10 +72497,8 @@ async function emptyGitlinkFolders(wt) {
 }
 async function adminDirOf(cacheDir2, path6) {
   const root2 = (0, import_node_path28.join)(cacheDir2, "worktrees");
-  for (const name of await (0, import_promises34.readdir)(root2).catch(() => [])) {
-    const link = await (0, import_promises34.readFile)((0, import_node_path28.join)(root2, name, "gitdir"), "utf8").catch(() => "");
-    if (link.trim() === (0, import_node_path28.join)(path6, ".git")) return (0, import_node_path28.join)(root2, name);
-  }
+  for (const name of await (0, import_promises34.readdir)(root2).catch(() => []))
+    if (await registers((0, import_node_path28.join)(root2, name), path6)) return (0, import_node_path28.join)(root2, name);
   throw new Error(`${path6} is not a worktree of ${cacheDir2}.`);
 }
 async function restoreGitLink(wt) {
@@ -73370,7 +73392,11 @@ async function runRebase(spec, deps) {
     return outcome;
   } finally {
     if (wt) {
-      await gitIn(wt, ["rebase", "--abort"], { okCodes: [1, 128] }).catch(() => void 0);
+      const own2 = await cleanAfterAgent(wt).then(
+        () => true,
+        () => false
+      );
+      if (own2) await gitIn(wt, ["rebase", "--abort"], { okCodes: [1, 128] }).catch(() => void 0);
       await removeWorktree(wt);
     }
     await ownGateway?.close();

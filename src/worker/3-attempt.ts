@@ -62,7 +62,7 @@ export { taskArtifactsDir } from "./workspace/artifacts.ts";
  * Runs one task, start to finish, in its own worktree:
  *
  * 1. Check the branch is a fleet/* branch and prepare the artifacts folder.
- * 2. Create the worktree (pruning whatever a crashed run left) and the agent's notes folder.
+ * 2. Create the worktree (removing whatever a crashed run left) and the agent's notes folder.
  * 3. Plan phase (read-only), if asked: post the plan; stop with `awaiting-approval` if it needs approval.
  * 4. Work phase, under the run and stall timeouts, with throttled live progress.
  * 5. Keep PLAN.md, KNOWLEDGE.md, RESULT.json and the log under `<workDir>/tasks/<taskId>/`.

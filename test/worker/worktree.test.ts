@@ -1,4 +1,4 @@
-import { access, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { access, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
@@ -193,6 +193,23 @@ describe("worktree and publish, against a real bare repository", () => {
     await removeWorktree(wt);
     expect(await exists(wt.path)).toBe(false);
     expect(await exists(join(wt.gitDir, "HEAD"))).toBe(true);
+  });
+
+  it("works through a symlinked work folder, and keeps no spare of a checkout with a rebase under way", async () => {
+    await mkdir(join(root, "real-work"));
+    await symlink(join(root, "real-work"), join(root, "linked-work"));
+    const src = { repo: "octo/widgets", cloneUrl: url };
+    const wt = await addWorktree(join(root, "linked-work"), src, "t1", "fleet/1-linked");
+    expect(wt.path.startsWith(join(root, "real-work"))).toBe(true);
+    await writeFile(join(wt.path, "A.md"), "a\n");
+    expect(await commitAll(wt, "a\n")).toMatch(/^[0-9a-f]{40}$/);
+    // A rebase stopped and not aborted: its state is the task's, not the next one's.
+    await mkdir(join(wt.gitDir, "rebase-merge"));
+    await removeWorktree(wt);
+    expect(await exists(wt.path)).toBe(false);
+    expect(
+      await readdir(join(root, "real-work", "repos", "octo", "widgets.spares2")).catch(() => []),
+    ).toEqual([]);
   });
 
   it("shares one fetch of the cache clone between tasks starting together, and fetches again for a task asking later", async () => {

@@ -155,7 +155,12 @@ export async function runRebase(spec: RebaseSpec, deps: RebaseDeps): Promise<Tas
     return outcome;
   } finally {
     if (wt) {
-      await gitIn(wt, ["rebase", "--abort"], { okCodes: [1, 128] }).catch(() => undefined);
+      // Fleet's git runs in the checkout only once what the agent left is cleared and it is still this task's.
+      const own = await cleanAfterAgent(wt).then(
+        () => true,
+        () => false,
+      );
+      if (own) await gitIn(wt, ["rebase", "--abort"], { okCodes: [1, 128] }).catch(() => undefined);
       await removeWorktree(wt);
     }
     await ownGateway?.close();

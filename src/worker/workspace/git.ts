@@ -63,6 +63,9 @@ const FLAGS = [
   "status.submoduleSummary=false",
   "-c",
   "commit.status=false",
+  // A `gc --auto` that a fetch or commit starts never prunes worktree registrations (see clearStale).
+  "-c",
+  "gc.worktreePruneExpire=never",
 ];
 
 /** For `status` and `diff` of a worktree the agent touched: see FLAGS. */

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { mkdirSync, realpathSync } from "node:fs";
 import { access, chmod, lstat, mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { DEFAULT_STATE_BRANCH as STATE_BRANCH } from "../../state/github-store.ts";
@@ -202,10 +203,18 @@ async function registers(admin: string, path: string): Promise<boolean> {
 
 /** Spare checkouts kept per cache clone: a new task reuses one instead of writing every file again. */
 const MAX_SPARES = 4;
-const sparesDir = (cacheDir: string) => join(`${cacheDir.replace(/\.git$/, "")}.spares`);
+// `.spares` held checkouts kept before their submodule folders were emptied (see emptyGitlinkFolders).
+const sparesDir = (cacheDir: string) => join(`${cacheDir.replace(/\.git$/, "")}.spares2`);
+const legacySparesDir = (cacheDir: string) => join(`${cacheDir.replace(/\.git$/, "")}.spares`);
+const legacyCleared = new Set<string>();
 
 /** A spare checkout of this cache clone, if one is left (its folder is taken out of the spare pool). */
 async function takeSpare(cacheDir: string): Promise<string | undefined> {
+  if (!legacyCleared.has(cacheDir)) {
+    // Their registrations go at the next start (clearStale: the checkouts are gone).
+    await removeTree(legacySparesDir(cacheDir));
+    legacyCleared.add(cacheDir);
+  }
   const names = await readdir(sparesDir(cacheDir)).catch(() => [] as string[]);
   for (const name of names) {
     const dir = join(sparesDir(cacheDir), name);
@@ -232,8 +241,12 @@ export async function addWorktree(
   taskId: string,
   branch: string,
 ): Promise<Worktree> {
-  const { dir: cacheDir, defaultBranch } = await syncCacheClone(workDir, src);
-  const path = worktreePath(workDir, taskId);
+  // Git records a checkout by its real path: the admin folders are matched against it (see registers).
+  // (At once, without awaiting: tasks starting together still meet at one queued fetch.)
+  mkdirSync(workDir, { recursive: true });
+  const realWorkDir = realpathSync(workDir);
+  const { dir: cacheDir, defaultBranch } = await syncCacheClone(realWorkDir, src);
+  const path = worktreePath(realWorkDir, taskId);
   const placed = await exclusive(cacheDir, async () => {
     await clearStale(cacheDir, path, branch);
     // The agent is the worker's uid on the host: a setuid program it writes in the checkout (or the
@@ -323,7 +336,7 @@ export async function removeWorktree(wt: { cacheDir: string; path: string; gitDi
     () => false,
   );
   // Outside the clone's lock: these touch only the checkout, its admin folder and no branch.
-  let spare = own && (await roomIn());
+  let spare = own && (await roomIn()) && !(await operationInProgress(wt.gitDir));
   if (spare) {
     try {
       // Nothing of the task lingers in the spare: back to its commit, detached, untracked files gone.
@@ -350,6 +363,22 @@ export async function removeWorktree(wt: { cacheDir: string; path: string; gitDi
   });
 }
 
+/** What a stopped rebase, merge, cherry-pick or revert leaves in a worktree's admin folder. */
+const IN_PROGRESS = [
+  "rebase-merge",
+  "rebase-apply",
+  "MERGE_HEAD",
+  "CHERRY_PICK_HEAD",
+  "REVERT_HEAD",
+  "sequencer",
+];
+
+/** Whether git has an operation under way in this worktree (its checkout is then not kept as a spare). */
+async function operationInProgress(gitDir: string): Promise<boolean> {
+  for (const name of IN_PROGRESS) if (await exists(join(gitDir, name))) return true;
+  return false;
+}
+
 /**
  * Empties the folders of the checkout's submodules (gitlinks), as a fresh checkout has them: `clean` and
  * `checkout` never look inside one, so what the agent wrote there would reach the next task's agent.
@@ -372,10 +401,8 @@ async function emptyGitlinkFolders(wt: WorktreeGitDirs): Promise<void> {
  */
 export async function adminDirOf(cacheDir: string, path: string): Promise<string> {
   const root = join(cacheDir, "worktrees");
-  for (const name of await readdir(root).catch(() => [] as string[])) {
-    const link = await readFile(join(root, name, "gitdir"), "utf8").catch(() => "");
-    if (link.trim() === join(path, ".git")) return join(root, name);
-  }
+  for (const name of await readdir(root).catch(() => [] as string[]))
+    if (await registers(join(root, name), path)) return join(root, name);
   throw new Error(`${path} is not a worktree of ${cacheDir}.`);
 }
 
@@ -390,8 +417,8 @@ export async function restoreGitLink(wt: { path: string; gitDir: string }): Prom
     );
   const next = join(wt.path, `.git.fleet-${randomUUID()}`);
   await writeFile(next, `gitdir: ${wt.gitDir}\n`);
-  // Replaced in one rename, never removed first: another task's `git worktree prune` on the same cache
-  // clone (it runs outside this task) drops the admin folder of any worktree whose link it finds missing.
+  // Replaced in one rename, never removed first: a `git worktree prune` on the cache clone (Fleet runs
+  // none, but git's own gc could) drops the admin folder of any worktree whose link it finds missing.
   try {
     await rename(next, link);
   } catch {
