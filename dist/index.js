@@ -62483,6 +62483,7 @@ var import_node_net3 = require("node:net");
 
 // src/worker/sandbox/cgroup-limits.ts
 var import_node_crypto7 = require("node:crypto");
+var import_node_fs6 = require("node:fs");
 var import_promises11 = require("node:fs/promises");
 var import_node_path11 = require("node:path");
 var CGROUP_ROOT = "/sys/fs/cgroup";
@@ -62602,6 +62603,10 @@ async function openRunCgroup(limits, on7 = backend()) {
     throw new Error(`the run's cgroup could not be set up: ${error64.message}`);
   }
   const procs = made.map((d) => (0, import_node_path11.join)(d, "cgroup.procs"));
+  const memoryEvents = rereadable(
+    b.kind === "cgroup2" ? (0, import_node_path11.join)(dirs.all, "memory.events") : (0, import_node_path11.join)(dirs.memory, "memory.oom_control")
+  );
+  const pidsEvents = rereadable((0, import_node_path11.join)(b.kind === "cgroup2" ? dirs.all : dirs.pids, "pids.events"));
   return {
     enter(file2, args) {
       const script = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"';
@@ -62611,13 +62616,39 @@ async function openRunCgroup(limits, on7 = backend()) {
       };
     },
     async hit() {
-      const memory = b.kind === "cgroup2" ? (0, import_node_path11.join)(dirs.all, "memory.events") : (0, import_node_path11.join)(dirs.memory, "memory.oom_control");
-      const pids = (0, import_node_path11.join)(b.kind === "cgroup2" ? dirs.all : dirs.pids, "pids.events");
-      if (counter(await readText(memory), "oom_kill") > 0) return "memory";
-      if (counter(await readText(pids), "max") > 0) return "pids";
+      if (counter(memoryEvents.read(), "oom_kill") > 0) return "memory";
+      if (counter(pidsEvents.read(), "max") > 0) return "pids";
       return void 0;
     },
-    close: () => removeAll(made)
+    close: () => {
+      memoryEvents.close();
+      pidsEvents.close();
+      return removeAll(made);
+    }
+  };
+}
+function rereadable(path6) {
+  let fd;
+  const buffer = Buffer.alloc(4096);
+  const close = () => {
+    if (fd === void 0) return;
+    try {
+      (0, import_node_fs6.closeSync)(fd);
+    } catch {
+    }
+    fd = void 0;
+  };
+  return {
+    read() {
+      try {
+        fd ??= (0, import_node_fs6.openSync)(path6, "r");
+        return buffer.toString("utf8", 0, (0, import_node_fs6.readSync)(fd, buffer, 0, buffer.length, 0));
+      } catch {
+        close();
+        return "";
+      }
+    },
+    close
   };
 }
 function v1Dirs(parents, name) {
@@ -62919,7 +62950,7 @@ async function bridgeToLoopback(socketPath, port) {
 }
 
 // src/worker/sandbox/run-agent.ts
-var import_node_fs6 = require("node:fs");
+var import_node_fs7 = require("node:fs");
 var import_promises14 = require("node:fs/promises");
 var import_node_os6 = require("node:os");
 var import_node_path13 = require("node:path");
@@ -63291,7 +63322,7 @@ function readAgentOutput(adapter, opts, log) {
 }
 var DEFAULT_MAX_LOG_BYTES = 8 * 1024 * 1024;
 function createLogSink(path6, maxBytes = DEFAULT_MAX_LOG_BYTES) {
-  const stream = (0, import_node_fs6.createWriteStream)(path6, { flags: "a" });
+  const stream = (0, import_node_fs7.createWriteStream)(path6, { flags: "a" });
   let error64;
   stream.on("error", (e) => {
     error64 ??= e.message;
@@ -63833,7 +63864,7 @@ function normalJson(text2) {
 
 // src/worker/sandbox/worktree-print.ts
 var import_node_crypto8 = require("node:crypto");
-var import_node_fs7 = require("node:fs");
+var import_node_fs8 = require("node:fs");
 var import_promises15 = require("node:fs/promises");
 var import_node_path14 = require("node:path");
 var PRINT_LIMITS = {
@@ -63903,7 +63934,7 @@ async function fileHash(full, st, limits, budget) {
   const cost = whole ? size : 2 * limits.endBytes;
   if (cost > budget.left) return void 0;
   budget.left -= cost;
-  const fh = await (0, import_promises15.open)(full, import_node_fs7.constants.O_RDONLY | import_node_fs7.constants.O_NOFOLLOW | import_node_fs7.constants.O_NONBLOCK).catch(
+  const fh = await (0, import_promises15.open)(full, import_node_fs8.constants.O_RDONLY | import_node_fs8.constants.O_NOFOLLOW | import_node_fs8.constants.O_NONBLOCK).catch(
     () => void 0
   );
   if (!fh) return void 0;
@@ -64802,7 +64833,7 @@ async function runPrReview(ctx, wt, notesDir) {
 
 // src/worker/sandbox/agent-home.ts
 var import_node_crypto10 = require("node:crypto");
-var import_node_fs8 = require("node:fs");
+var import_node_fs9 = require("node:fs");
 var import_promises20 = require("node:fs/promises");
 var import_node_path20 = require("node:path");
 
@@ -64840,7 +64871,7 @@ async function freshAgentHome(home, carry) {
     if (pattern) {
       for (const rel of await sessionFilesIn(home, pattern)) {
         await (0, import_promises20.mkdir)((0, import_node_path20.dirname)((0, import_node_path20.join)(next, rel)), { recursive: true, mode: 448 });
-        await (0, import_promises20.copyFile)((0, import_node_path20.join)(home, rel), (0, import_node_path20.join)(next, rel), import_node_fs8.constants.COPYFILE_EXCL);
+        await (0, import_promises20.copyFile)((0, import_node_path20.join)(home, rel), (0, import_node_path20.join)(next, rel), import_node_fs9.constants.COPYFILE_EXCL);
         kept.push(rel);
       }
     }
@@ -67385,7 +67416,7 @@ var ENCODING_ALIASES = {
 var serializeEncoding = (encoding) => typeof encoding === "string" ? `"${encoding}"` : String(encoding);
 
 // node_modules/execa/lib/arguments/cwd.js
-var import_node_fs9 = require("node:fs");
+var import_node_fs10 = require("node:fs");
 var import_node_path24 = __toESM(require("node:path"), 1);
 var import_node_process7 = __toESM(require("node:process"), 1);
 var normalizeCwd = (cwd = getDefaultCwd()) => {
@@ -67407,7 +67438,7 @@ var fixCwdError = (originalMessage, cwd) => {
   }
   let cwdStat;
   try {
-    cwdStat = (0, import_node_fs9.statSync)(cwd);
+    cwdStat = (0, import_node_fs10.statSync)(cwd);
   } catch (error64) {
     return `The "cwd" option is invalid: ${cwd}.
 ${error64.message}
@@ -68413,7 +68444,7 @@ var handleResult = (result, verboseInfo, { reject }) => {
 };
 
 // node_modules/execa/lib/stdio/handle-sync.js
-var import_node_fs11 = require("node:fs");
+var import_node_fs12 = require("node:fs");
 
 // node_modules/execa/lib/stdio/type.js
 var getStdioItemType = (value, optionName) => {
@@ -68743,7 +68774,7 @@ var normalizeStdioSync = (stdioArray, buffer, verboseInfo) => stdioArray.map((st
 var isOutputPipeOnly = (stdioOption) => stdioOption === "pipe" || Array.isArray(stdioOption) && stdioOption.every((item) => item === "pipe");
 
 // node_modules/execa/lib/stdio/native.js
-var import_node_fs10 = require("node:fs");
+var import_node_fs11 = require("node:fs");
 var import_node_tty2 = __toESM(require("node:tty"), 1);
 var handleNativeStream = ({ stdioItem, stdioItem: { type }, isStdioArray, fdNumber, direction, isSync }) => {
   if (!isStdioArray || type !== "native") {
@@ -68777,7 +68808,7 @@ var getTargetFd = ({ value, optionName, fdNumber, direction }) => {
   if (import_node_tty2.default.isatty(targetFdNumber)) {
     throw new TypeError(`The \`${optionName}: ${serializeOptionValue(value)}\` option is invalid: it cannot be a TTY with synchronous methods.`);
   }
-  return { type: "uint8Array", value: bufferToUint8Array((0, import_node_fs10.readFileSync)(targetFdNumber)), optionName };
+  return { type: "uint8Array", value: bufferToUint8Array((0, import_node_fs11.readFileSync)(targetFdNumber)), optionName };
 };
 var getTargetFdNumber = (value, fdNumber) => {
   if (value === "inherit") {
@@ -69110,8 +69141,8 @@ var addProperties = {
 var addPropertiesSync = {
   input: {
     ...addProperties,
-    fileUrl: ({ value }) => ({ contents: [bufferToUint8Array((0, import_node_fs11.readFileSync)(value))] }),
-    filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array((0, import_node_fs11.readFileSync)(file2))] }),
+    fileUrl: ({ value }) => ({ contents: [bufferToUint8Array((0, import_node_fs12.readFileSync)(value))] }),
+    filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array((0, import_node_fs12.readFileSync)(file2))] }),
     fileNumber: forbiddenIfSync,
     iterable: ({ value }) => ({ contents: [...value] }),
     string: ({ value }) => ({ contents: [value] }),
@@ -69457,7 +69488,7 @@ var validateSerializable = (newContents) => {
 };
 
 // node_modules/execa/lib/io/output-sync.js
-var import_node_fs12 = require("node:fs");
+var import_node_fs13 = require("node:fs");
 
 // node_modules/execa/lib/verbose/output.js
 var shouldLogOutput = ({ stdioItems, encoding, verboseInfo, fdNumber }) => fdNumber !== "all" && isFullVerbose(verboseInfo, fdNumber) && !BINARY_ENCODINGS.has(encoding) && fdUsesVerbose(fdNumber) && (stdioItems.some(({ type, value }) => type === "native" && PIPED_STDIO_VALUES.has(value)) || stdioItems.every(({ type }) => TRANSFORM_TYPES.has(type)));
@@ -69581,10 +69612,10 @@ var writeToFiles = (serializedResult, stdioItems, outputFiles) => {
   for (const { path: path6, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
     const pathString = typeof path6 === "string" ? path6 : path6.toString();
     if (append || outputFiles.has(pathString)) {
-      (0, import_node_fs12.appendFileSync)(path6, serializedResult);
+      (0, import_node_fs13.appendFileSync)(path6, serializedResult);
     } else {
       outputFiles.add(pathString);
-      (0, import_node_fs12.writeFileSync)(path6, serializedResult);
+      (0, import_node_fs13.writeFileSync)(path6, serializedResult);
     }
   }
 };
@@ -70028,7 +70059,7 @@ var duplex = () => new import_node_stream3.Duplex({ read() {
 var handleDummyPromise = async (error64, verboseInfo, options) => handleResult(error64, verboseInfo, options);
 
 // node_modules/execa/lib/stdio/handle-async.js
-var import_node_fs13 = require("node:fs");
+var import_node_fs14 = require("node:fs");
 var import_node_buffer3 = require("node:buffer");
 var import_node_stream4 = require("node:stream");
 var handleStdioAsync = (options, verboseInfo) => handleStdio(addPropertiesAsync, options, verboseInfo, false);
@@ -70052,8 +70083,8 @@ var addProperties2 = {
 var addPropertiesAsync = {
   input: {
     ...addProperties2,
-    fileUrl: ({ value }) => ({ stream: (0, import_node_fs13.createReadStream)(value) }),
-    filePath: ({ value: { file: file2 } }) => ({ stream: (0, import_node_fs13.createReadStream)(file2) }),
+    fileUrl: ({ value }) => ({ stream: (0, import_node_fs14.createReadStream)(value) }),
+    filePath: ({ value: { file: file2 } }) => ({ stream: (0, import_node_fs14.createReadStream)(file2) }),
     webStream: ({ value }) => ({ stream: import_node_stream4.Readable.fromWeb(value) }),
     iterable: ({ value }) => ({ stream: import_node_stream4.Readable.from(value) }),
     asyncIterable: ({ value }) => ({ stream: import_node_stream4.Readable.from(value) }),
@@ -70062,8 +70093,8 @@ var addPropertiesAsync = {
   },
   output: {
     ...addProperties2,
-    fileUrl: ({ value }) => ({ stream: (0, import_node_fs13.createWriteStream)(value) }),
-    filePath: ({ value: { file: file2, append } }) => ({ stream: (0, import_node_fs13.createWriteStream)(file2, append ? { flags: "a" } : {}) }),
+    fileUrl: ({ value }) => ({ stream: (0, import_node_fs14.createWriteStream)(value) }),
+    filePath: ({ value: { file: file2, append } }) => ({ stream: (0, import_node_fs14.createWriteStream)(file2, append ? { flags: "a" } : {}) }),
     webStream: ({ value }) => ({ stream: import_node_stream4.Writable.fromWeb(value) }),
     iterable: forbiddenIfAsync,
     asyncIterable: forbiddenIfAsync,
@@ -72249,7 +72280,7 @@ function escapeGlob(path6) {
 
 // src/worker/workspace/worktree.ts
 var import_node_crypto13 = require("node:crypto");
-var import_node_fs14 = require("node:fs");
+var import_node_fs15 = require("node:fs");
 var import_promises34 = require("node:fs/promises");
 var import_node_path28 = require("node:path");
 var exists4 = (p2) => (0, import_promises34.access)(p2).then(
@@ -72376,8 +72407,8 @@ async function takeSpare(cacheDir2) {
   return void 0;
 }
 async function addWorktree(workDir, src, taskId, branch) {
-  (0, import_node_fs14.mkdirSync)(workDir, { recursive: true });
-  const realWorkDir = (0, import_node_fs14.realpathSync)(workDir);
+  (0, import_node_fs15.mkdirSync)(workDir, { recursive: true });
+  const realWorkDir = (0, import_node_fs15.realpathSync)(workDir);
   const { dir: cacheDir2, defaultBranch } = await syncCacheClone(realWorkDir, src);
   const path6 = worktreePath(realWorkDir, taskId);
   const placed = await exclusive(cacheDir2, async () => {

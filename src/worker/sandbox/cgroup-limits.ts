@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { closeSync, openSync, readSync } from "node:fs";
 import { access, mkdir, readdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { LimitHit, LimitsEnforcement, ResourceLimits } from "../../core/resource-limits.ts";
@@ -189,6 +190,10 @@ export async function openRunCgroup(
     throw new Error(`the run's cgroup could not be set up: ${(error as Error).message}`);
   }
   const procs = made.map((d) => join(d, "cgroup.procs"));
+  const memoryEvents = rereadable(
+    b.kind === "cgroup2" ? join(dirs.all!, "memory.events") : join(dirs.memory!, "memory.oom_control"),
+  );
+  const pidsEvents = rereadable(join(b.kind === "cgroup2" ? dirs.all! : dirs.pids!, "pids.events"));
   return {
     enter(file, args) {
       // The shell moves itself into every cgroup of the run, then becomes the sandbox.
@@ -200,14 +205,47 @@ export async function openRunCgroup(
       };
     },
     async hit() {
-      const memory =
-        b.kind === "cgroup2" ? join(dirs.all!, "memory.events") : join(dirs.memory!, "memory.oom_control");
-      const pids = join(b.kind === "cgroup2" ? dirs.all! : dirs.pids!, "pids.events");
-      if (counter(await readText(memory), "oom_kill") > 0) return "memory";
-      if (counter(await readText(pids), "max") > 0) return "pids";
+      if (counter(memoryEvents.read(), "oom_kill") > 0) return "memory";
+      if (counter(pidsEvents.read(), "max") > 0) return "pids";
       return undefined;
     },
-    close: () => removeAll(made),
+    close: () => {
+      memoryEvents.close();
+      pidsEvents.close();
+      return removeAll(made);
+    },
+  };
+}
+
+/**
+ * A cgroup's events file, read at every limit check of a running agent (twice a second): through one
+ * descriptor kept open, each read one pread at offset 0 (the kernel makes the file's text anew for a
+ * read from its start), answered at once from the kernel's memory, where readFile's open, stat, read
+ * and close each went through the thread pool. "" when it cannot be read (as readText).
+ */
+function rereadable(path: string): { read(): string; close(): void } {
+  let fd: number | undefined;
+  const buffer = Buffer.alloc(4096);
+  const close = () => {
+    if (fd === undefined) return;
+    try {
+      closeSync(fd);
+    } catch {
+      // Already gone with its cgroup.
+    }
+    fd = undefined;
+  };
+  return {
+    read() {
+      try {
+        fd ??= openSync(path, "r");
+        return buffer.toString("utf8", 0, readSync(fd, buffer, 0, buffer.length, 0));
+      } catch {
+        close();
+        return "";
+      }
+    },
+    close,
   };
 }
 
