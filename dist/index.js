@@ -55024,7 +55024,10 @@ function secretRedactor(knownSecrets = [], opts = {}) {
   return (text2) => {
     let out = text2;
     for (const form of forms) if (out.includes(form)) out = out.split(form).join(REDACTED);
-    for (const b of bones) out = redactSplit(out, b);
+    if (bones.length > 0) {
+      const letters = skeleton(out);
+      if (bones.some((b) => letters.includes(b))) for (const b of bones) out = redactSplit(out, b);
+    }
     return redactTokenShapes(out);
   };
 }
@@ -62457,7 +62460,12 @@ function createRunContext(spec, deps) {
   const artifactsDir = taskArtifactsDir(deps.workDir, spec.taskId);
   const secrets = labeledSecretsOf(deps);
   const knownSecrets = secrets.map((s) => s.value);
-  const redact = (text2) => redactSecrets(text2, knownSecrets);
+  let redactor;
+  const redact = (text2) => {
+    const of = knownSecrets.join("\0");
+    if (redactor?.of !== of) redactor = { of, redact: secretRedactor(knownSecrets) };
+    return redactor.redact(text2);
+  };
   const issueRef = { ...parseRepoFullName(spec.repo), issue_number: spec.issue };
   return {
     spec,

@@ -69,7 +69,12 @@ export function secretRedactor(
   return (text) => {
     let out = text;
     for (const form of forms) if (out.includes(form)) out = out.split(form).join(REDACTED);
-    for (const b of bones) out = redactSplit(out, b);
+    // One pass finds whether any secret is spelled out in pieces at all (in most texts none is); only
+    // then is each searched for and replaced, in order, as before.
+    if (bones.length > 0) {
+      const letters = skeleton(out);
+      if (bones.some((b) => letters.includes(b))) for (const b of bones) out = redactSplit(out, b);
+    }
     return redactTokenShapes(out);
   };
 }

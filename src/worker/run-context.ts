@@ -9,7 +9,7 @@ import {
   type RefusedConnection,
 } from "../core/network-policy.ts";
 import type { RunOutcome } from "../core/outcomes.ts";
-import { redactSecrets } from "../core/redact.ts";
+import { secretRedactor } from "../core/redact.ts";
 import {
   DEFAULT_RESOURCE_LIMITS,
   type LimitsEnforcement,
@@ -299,7 +299,13 @@ export function createRunContext(spec: TaskSpec, deps: WorkerDeps): RunContext {
   // Grows during the run: each per-run gateway token and each credential rotated to is added.
   const secrets = labeledSecretsOf(deps);
   const knownSecrets = secrets.map((s) => s.value);
-  const redact = (text: string) => redactSecrets(text, knownSecrets);
+  // The secrets' encoded forms are worked out once for each set of secrets, not at every text.
+  let redactor: { of: string; redact: (text: string) => string } | undefined;
+  const redact = (text: string) => {
+    const of = knownSecrets.join("\0");
+    if (redactor?.of !== of) redactor = { of, redact: secretRedactor(knownSecrets) };
+    return redactor.redact(text);
+  };
   const issueRef: IssueRef = { ...parseRepoFullName(spec.repo), issue_number: spec.issue };
   return {
     spec,

@@ -1,11 +1,22 @@
 import { describe, expect, it } from "vitest";
-import { REDACTED, redactSecrets } from "../../src/core/redact.ts";
+import { REDACTED, redactSecrets, secretRedactor } from "../../src/core/redact.ts";
 
 describe("redactSecrets", () => {
   it("replaces known secret values of 8+ characters, every occurrence", () => {
     expect(redactSecrets("key=hunter2hunter2 again hunter2hunter2", ["hunter2hunter2"])).toBe(
       `key=${REDACTED} again ${REDACTED}`,
     );
+  });
+
+  it("replaces a secret spelled out in pieces, also among other pieces, and leaves a text without one as it is", () => {
+    const secret = "Zq8vK2mP9xL4wR7t";
+    const redact = secretRedactor([secret, "second-secret-value-42"]);
+    expect(redact(`a ${secret.match(/.{1,4}/g)!.join("-")} b`)).toBe(`a ${REDACTED} b`);
+    expect(redact(`x ${secret.split("").join(" ")} y ${secret.slice(0, 8)}`)).toBe(
+      `x ${REDACTED} y ${secret.slice(0, 8)}`,
+    );
+    const plain = "The agent changed README.md (Zq8v is not the whole secret), tests pass.";
+    expect(redact(plain)).toBe(plain);
   });
 
   it("ignores short known values that would match ordinary text", () => {
