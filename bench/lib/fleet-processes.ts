@@ -72,9 +72,10 @@ export async function shimFolder(
         'e=$(mktemp 2>/dev/null) || exec /usr/bin/git "$@"',
         '/usr/bin/git "$@" 2>"$e"; rc=$?',
         'cat "$e" >&2',
-        // When it started and ended, where, what; a failing command's error beside (Fleet reads it too).
+        // When it started and ended, where, what; a failing command's end (its subcommand past git's -c
+        // options) and its error beside (Fleet reads it too).
         `echo "$t $EPOCHREALTIME $PWD \${a:0:800}" >> ${o.gitLog} 2>/dev/null`,
-        `[ $rc -ne 0 ] && { echo "rc=$rc $PWD \${a:0:300}"; head -c 600 "$e"; echo; } >> ${o.gitLog}.failed 2>/dev/null`,
+        `[ $rc -ne 0 ] && { echo "rc=$rc $PWD \${a:$((\${#a}>300?\${#a}-300:0))}"; head -c 600 "$e"; echo; } >> ${o.gitLog}.failed 2>/dev/null`,
         'rm -f "$e"',
         "exit $rc",
         "",
