@@ -72309,15 +72309,21 @@ var cacheCloneDir = (workDir, repo) => {
   return (0, import_node_path28.join)(workDir, "repos", safeSegment(owner ?? ""), `${safeSegment(name ?? "")}.git`);
 };
 var worktreePath = (workDir, taskId) => (0, import_node_path28.join)(workDir, "worktrees", safeSegment(taskId), "repo");
+var FETCH_RETRY_MS = 1e3;
 var queuedSyncs = /* @__PURE__ */ new Map();
 function syncCacheClone(workDir, src) {
   const dir = cacheCloneDir(workDir, src.repo);
   const key2 = `${dir}\0${src.cloneUrl}\0${src.auth?.username ?? ""}\0${src.auth?.token ?? ""}`;
   const queued = queuedSyncs.get(key2);
   if (queued) return queued;
-  const sync = exclusive(dir, () => {
+  const sync = exclusive(dir, async () => {
     if (queuedSyncs.get(key2) === sync) queuedSyncs.delete(key2);
-    return fetchCacheClone(dir, workDir, src);
+    try {
+      return await fetchCacheClone(dir, workDir, src);
+    } catch {
+      await new Promise((r) => setTimeout(r, FETCH_RETRY_MS));
+      return await fetchCacheClone(dir, workDir, src);
+    }
   });
   queuedSyncs.set(key2, sync);
   return sync;

@@ -212,6 +212,33 @@ describe("worktree and publish, against a real bare repository", () => {
     ).toEqual([]);
   });
 
+  it("tries a failed fetch once more: tasks that shared it do not all fail with a moment's failure", async () => {
+    // A git on PATH whose first fetch fails (a marker file says it did), then runs the real one.
+    const real = (await execa("sh", ["-c", "command -v git"])).stdout.trim();
+    const shims = join(root, "shims");
+    const failed = join(root, "failed-once");
+    const log = join(root, "fetches.log");
+    await mkdir(shims);
+    await writeFile(
+      join(shims, "git"),
+      `#!/bin/sh\ncase " $* " in *" fetch "*) echo fetch >> ${log}; if [ ! -e ${failed} ]; then : > ${failed}; echo "fatal: unable to access: Connection reset" >&2; exit 128; fi;; esac\nexec ${real} "$@"\n`,
+      { mode: 0o755 },
+    );
+    const path = process.env.PATH;
+    process.env.PATH = `${shims}:${path}`;
+    try {
+      const src = { repo: "octo/widgets", cloneUrl: url };
+      const together = await Promise.all(
+        [1, 2, 3].map((n) => addWorktree(workDir, src, `t${n}`, `fleet/${n}-retry`)),
+      );
+      expect(together).toHaveLength(3);
+      expect((await readFile(log, "utf8")).trim().split("\n")).toEqual(["fetch", "fetch"]);
+      for (const w of together) await removeWorktree(w);
+    } finally {
+      process.env.PATH = path;
+    }
+  });
+
   it("shares one fetch of the cache clone between tasks starting together, and fetches again for a task asking later", async () => {
     // Fleet's git is found on PATH: a git that notes its fetches, then runs the real one.
     const real = (await execa("sh", ["-c", "command -v git"])).stdout.trim();

@@ -70,6 +70,7 @@ export const worktreePath = (workDir: string, taskId: string): string =>
  * Once it has begun, the next ask gets a fetch of its own: what it needs may have been pushed after
  * this one began.
  */
+const FETCH_RETRY_MS = 1000;
 const queuedSyncs = new Map<string, Promise<{ dir: string; defaultBranch: string }>>();
 
 /** The bare cache clone for a repository, created on first use and fetched for every use. */
@@ -82,10 +83,17 @@ export function syncCacheClone(
   const key = `${dir}\0${src.cloneUrl}\0${src.auth?.username ?? ""}\0${src.auth?.token ?? ""}`;
   const queued = queuedSyncs.get(key);
   if (queued) return queued;
-  const sync = exclusive(dir, () => {
+  const sync = exclusive(dir, async () => {
     // Begun: a later ask gets a fetch of its own.
     if (queuedSyncs.get(key) === sync) queuedSyncs.delete(key);
-    return fetchCacheClone(dir, workDir, src);
+    try {
+      return await fetchCacheClone(dir, workDir, src);
+    } catch {
+      // Every task that joined this fetch would fail with it: a moment's failure (the network, the
+      // server) gets one more try a second later; a lasting one fails them all as before.
+      await new Promise((r) => setTimeout(r, FETCH_RETRY_MS));
+      return await fetchCacheClone(dir, workDir, src);
+    }
   });
   queuedSyncs.set(key, sync);
   return sync;
