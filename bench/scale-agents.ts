@@ -513,7 +513,9 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
             ]),
             gitFailures: (existsSync(`${gitLog}.failed`) ? readFileSync(`${gitLog}.failed`, "utf8") : "")
               .split(/\n(?=rc=)/)
-              .filter((f) => f && !/ rev-parse --verify| ls-remote | config --get| diff --cached --quiet/.test(f))
+              .filter(
+                (f) => f && !/ rev-parse --verify| ls-remote | config --get| diff --cached --quiet/.test(f),
+              )
               .slice(0, 20),
           }
         : {}),
