@@ -62637,8 +62637,9 @@ async function openRunCgroup(limits, on7 = backend()) {
 }
 function rereadable(path6) {
   let fd;
+  let closed = false;
   const buffer = Buffer.alloc(4096);
-  const close = () => {
+  const drop = () => {
     if (fd === void 0) return;
     try {
       (0, import_node_fs6.closeSync)(fd);
@@ -62648,15 +62649,19 @@ function rereadable(path6) {
   };
   return {
     read() {
+      if (closed) return "";
       try {
         fd ??= (0, import_node_fs6.openSync)(path6, "r");
         return buffer.toString("utf8", 0, (0, import_node_fs6.readSync)(fd, buffer, 0, buffer.length, 0));
       } catch {
-        close();
+        drop();
         return "";
       }
     },
-    close
+    close() {
+      closed = true;
+      drop();
+    }
   };
 }
 function v1Dirs(parents, name) {
@@ -72310,6 +72315,7 @@ var cacheCloneDir = (workDir, repo) => {
 };
 var worktreePath = (workDir, taskId) => (0, import_node_path28.join)(workDir, "worktrees", safeSegment(taskId), "repo");
 var FETCH_RETRY_MS = 1e3;
+var REFUSED_FETCH = /Authentication failed|could not read (Username|Password)|Repository not found|does not appear to be a git repository|returned error: (401|403|404)|Permission denied|invalid refspec|not our ref/i;
 var queuedSyncs = /* @__PURE__ */ new Map();
 function syncCacheClone(workDir, src) {
   const dir = cacheCloneDir(workDir, src.repo);
@@ -72320,9 +72326,12 @@ function syncCacheClone(workDir, src) {
     if (queuedSyncs.get(key2) === sync) queuedSyncs.delete(key2);
     try {
       return await fetchCacheClone(dir, workDir, src);
-    } catch {
+    } catch (error64) {
+      if (!(error64 instanceof GitError) || REFUSED_FETCH.test(error64.stderr)) throw error64;
       await new Promise((r) => setTimeout(r, FETCH_RETRY_MS));
-      return await fetchCacheClone(dir, workDir, src);
+      return await fetchCacheClone(dir, workDir, src).catch((again) => {
+        throw new Error(`${again.message} (the first try: ${error64.message})`, { cause: again });
+      });
     }
   });
   queuedSyncs.set(key2, sync);

@@ -1,7 +1,7 @@
 // How a worker finds the cgroups it may use, on trees laid out as the kernel lays out a delegated v2
 // subtree and a v1 host (files in a scratch folder stand in for /sys/fs/cgroup), and, where this machine
 // lets the test write real cgroups, a real run's limits.
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, readlink, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
@@ -43,6 +43,15 @@ describe("finding the cgroups a worker may use", () => {
     expect(entered.file).toBe("/bin/sh");
     expect(entered.args).toContain(join(at, "cgroup.procs"));
     expect(entered.args.slice(-2)).toEqual(["bwrap", "--die-with-parent"]);
+    // A check while the run's cgroup is being removed reads nothing and opens no file again (a late
+    // timer's check would leave it open).
+    const closing = cg!.close();
+    expect(await cg!.hit()).toBeUndefined();
+    await closing;
+    const open: string[] = [];
+    for (const fd of await readdir("/proc/self/fd"))
+      open.push(await readlink(`/proc/self/fd/${fd}`).catch(() => ""));
+    expect(open.filter((p) => p.startsWith(at))).toEqual([]);
   });
 
   it("a v2 subtree still holding the worker: the worker and its command helper move into a leaf before the controllers are enabled", async () => {
@@ -89,6 +98,13 @@ describe("finding the cgroups a worker may use", () => {
 describe("a real run's cgroup on this machine", () => {
   it("holds what the run starts, stops a fork at pids.max, and leaves nothing behind", async () => {
     if ((await limitsEnforcement()).kind === "none") return;
+    const openOnCgroups = async () => {
+      let n = 0;
+      for (const fd of await readdir("/proc/self/fd"))
+        if ((await readlink(`/proc/self/fd/${fd}`).catch(() => "")).includes("/fleet-run-")) n++;
+      return n;
+    };
+    const before = await openOnCgroups();
     const cg = (await openRunCgroup({ memoryMb: 256, pids: 20 }))!;
     // sh gives up at the first fork the limit refuses; what it started before stays in the cgroup.
     // A duration of its own: other test files run `sleep` at the same time, and pgrep sees the machine.
@@ -102,5 +118,8 @@ describe("a real run's cgroup on this machine", () => {
     expect((await execa("pgrep", ours, { reject: false })).stdout.trim()).not.toBe("");
     await cg.close();
     expect((await execa("pgrep", ours, { reject: false })).stdout.trim()).toBe("");
+    // A check after the end reads nothing and keeps no file of the removed cgroup open.
+    expect(await cg.hit()).toBeUndefined();
+    expect(await openOnCgroups()).toBe(before);
   });
 });

@@ -212,7 +212,7 @@ describe("worktree and publish, against a real bare repository", () => {
     ).toEqual([]);
   });
 
-  it("tries a failed fetch once more: tasks that shared it do not all fail with a moment's failure", async () => {
+  it("tries a failed fetch once more: tasks that shared it do not all fail with a moment's failure; a refusal is not retried", async () => {
     // A git on PATH whose first fetch fails (a marker file says it did), then runs the real one.
     const real = (await execa("sh", ["-c", "command -v git"])).stdout.trim();
     const shims = join(root, "shims");
@@ -234,6 +234,18 @@ describe("worktree and publish, against a real bare repository", () => {
       expect(together).toHaveLength(3);
       expect((await readFile(log, "utf8")).trim().split("\n")).toEqual(["fetch", "fetch"]);
       for (const w of together) await removeWorktree(w);
+
+      // A refusal is not asked again: credentials that fail now fail a second later too.
+      await writeFile(
+        join(shims, "git"),
+        `#!/bin/sh\ncase " $* " in *" fetch "*) echo refused >> ${log}; echo "fatal: Authentication failed for 'https://example.invalid/'" >&2; exit 128;; esac\nexec ${real} "$@"\n`,
+        { mode: 0o755 },
+      );
+      await rm(log);
+      await expect(addWorktree(workDir, src, "t4", "fleet/4-refused")).rejects.toThrow(
+        /Authentication failed/,
+      );
+      expect((await readFile(log, "utf8")).trim().split("\n")).toEqual(["refused"]);
     } finally {
       process.env.PATH = path;
     }

@@ -221,12 +221,14 @@ export async function openRunCgroup(
  * A cgroup's events file, read at every limit check of a running agent (twice a second): through one
  * descriptor kept open, each read one pread at offset 0 (the kernel makes the file's text anew for a
  * read from its start), answered at once from the kernel's memory, where readFile's open, stat, read
- * and close each went through the thread pool. "" when it cannot be read (as readText).
+ * and close each went through the thread pool. "" when it cannot be read (as readText), and once closed.
  */
 function rereadable(path: string): { read(): string; close(): void } {
   let fd: number | undefined;
+  // After close, a late check reads nothing (it must not open the file again, and leak it).
+  let closed = false;
   const buffer = Buffer.alloc(4096);
-  const close = () => {
+  const drop = () => {
     if (fd === undefined) return;
     try {
       closeSync(fd);
@@ -237,15 +239,20 @@ function rereadable(path: string): { read(): string; close(): void } {
   };
   return {
     read() {
+      if (closed) return "";
       try {
         fd ??= openSync(path, "r");
         return buffer.toString("utf8", 0, readSync(fd, buffer, 0, buffer.length, 0));
       } catch {
-        close();
+        // Opened again at the next check.
+        drop();
         return "";
       }
     },
-    close,
+    close() {
+      closed = true;
+      drop();
+    },
   };
 }
 

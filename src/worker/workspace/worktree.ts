@@ -4,7 +4,7 @@ import { access, chmod, lstat, mkdir, readdir, readFile, rename, rm, writeFile }
 import { dirname, join, resolve } from "node:path";
 import { DEFAULT_STATE_BRANCH as STATE_BRANCH } from "../../state/github-store.ts";
 import { safeSegment } from "./artifacts.ts";
-import { type GitAuth, git, gitIn, type WorktreeGitDirs } from "./git.ts";
+import { type GitAuth, GitError, git, gitIn, type WorktreeGitDirs } from "./git.ts";
 import { removeTree } from "./remove-tree.ts";
 
 export interface RepoSource {
@@ -71,6 +71,9 @@ export const worktreePath = (workDir: string, taskId: string): string =>
  * this one began.
  */
 const FETCH_RETRY_MS = 1000;
+/** What git says when the server refused a fetch or the repository is not there: asking again will not help. */
+const REFUSED_FETCH =
+  /Authentication failed|could not read (Username|Password)|Repository not found|does not appear to be a git repository|returned error: (401|403|404)|Permission denied|invalid refspec|not our ref/i;
 const queuedSyncs = new Map<string, Promise<{ dir: string; defaultBranch: string }>>();
 
 /** The bare cache clone for a repository, created on first use and fetched for every use. */
@@ -88,11 +91,14 @@ export function syncCacheClone(
     if (queuedSyncs.get(key) === sync) queuedSyncs.delete(key);
     try {
       return await fetchCacheClone(dir, workDir, src);
-    } catch {
+    } catch (error) {
       // Every task that joined this fetch would fail with it: a moment's failure (the network, the
-      // server) gets one more try a second later; a lasting one fails them all as before.
+      // server) gets one more try a second later; a refusal (credentials, no such repository) does not.
+      if (!(error instanceof GitError) || REFUSED_FETCH.test(error.stderr)) throw error;
       await new Promise((r) => setTimeout(r, FETCH_RETRY_MS));
-      return await fetchCacheClone(dir, workDir, src);
+      return await fetchCacheClone(dir, workDir, src).catch((again: Error) => {
+        throw new Error(`${again.message} (the first try: ${error.message})`, { cause: again });
+      });
     }
   });
   queuedSyncs.set(key, sync);
