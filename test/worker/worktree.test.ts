@@ -58,6 +58,29 @@ async function moveMainOn(): Promise<void> {
   await gitIn(seed, "push", "-q", bare, "main");
 }
 
+/**
+ * Runs `fn` with a git on PATH (Fleet finds its git there) that runs the shell `script` first, then the
+ * real git unless the script exits: a test sees, or fails, Fleet's git commands. `rewrite` changes it.
+ */
+async function withGitShim(
+  script: string,
+  fn: (shim: { real: string; rewrite: (script: string) => Promise<void> }) => Promise<void>,
+): Promise<void> {
+  const real = (await execa("sh", ["-c", "command -v git"])).stdout.trim();
+  const shims = join(root, "shims");
+  await mkdir(shims, { recursive: true });
+  const rewrite = (text: string) =>
+    writeFile(join(shims, "git"), `#!/bin/sh\n${text}\nexec ${real} "$@"\n`, { mode: 0o755 });
+  await rewrite(script);
+  const path = process.env.PATH;
+  process.env.PATH = `${shims}:${path}`;
+  try {
+    await fn({ real, rewrite });
+  } finally {
+    process.env.PATH = path;
+  }
+}
+
 describe("worktree and publish, against a real bare repository", () => {
   it("adds a worktree on a fleet branch, commits as Fleet with a co-author, pushes, removes", async () => {
     const wt = await addWorktree(workDir, { repo: "octo/widgets", cloneUrl: url }, "t1", "fleet/1-hello");
@@ -214,19 +237,10 @@ describe("worktree and publish, against a real bare repository", () => {
 
   it("tries a failed fetch once more: tasks that shared it do not all fail with a moment's failure; a refusal is not retried", async () => {
     // A git on PATH whose first fetch fails (a marker file says it did), then runs the real one.
-    const real = (await execa("sh", ["-c", "command -v git"])).stdout.trim();
-    const shims = join(root, "shims");
     const failed = join(root, "failed-once");
     const log = join(root, "fetches.log");
-    await mkdir(shims);
-    await writeFile(
-      join(shims, "git"),
-      `#!/bin/sh\ncase " $* " in *" fetch "*) echo fetch >> ${log}; if [ ! -e ${failed} ]; then : > ${failed}; echo "fatal: unable to access: Connection reset" >&2; exit 128; fi;; esac\nexec ${real} "$@"\n`,
-      { mode: 0o755 },
-    );
-    const path = process.env.PATH;
-    process.env.PATH = `${shims}:${path}`;
-    try {
+    const transient = `case " $* " in *" fetch "*) echo fetch >> ${log}; if [ ! -e ${failed} ]; then : > ${failed}; echo "fatal: unable to access: Connection reset" >&2; exit 128; fi;; esac`;
+    await withGitShim(transient, async (shim) => {
       const src = { repo: "octo/widgets", cloneUrl: url };
       const together = await Promise.all(
         [1, 2, 3].map((n) => addWorktree(workDir, src, `t${n}`, `fleet/${n}-retry`)),
@@ -236,35 +250,21 @@ describe("worktree and publish, against a real bare repository", () => {
       for (const w of together) await removeWorktree(w);
 
       // A refusal is not asked again: credentials that fail now fail a second later too.
-      await writeFile(
-        join(shims, "git"),
-        `#!/bin/sh\ncase " $* " in *" fetch "*) echo refused >> ${log}; echo "fatal: Authentication failed for 'https://example.invalid/'" >&2; exit 128;; esac\nexec ${real} "$@"\n`,
-        { mode: 0o755 },
+      await shim.rewrite(
+        `case " $* " in *" fetch "*) echo refused >> ${log}; echo "fatal: Authentication failed for 'https://example.invalid/'" >&2; exit 128;; esac`,
       );
       await rm(log);
       await expect(addWorktree(workDir, src, "t4", "fleet/4-refused")).rejects.toThrow(
         /Authentication failed/,
       );
       expect((await readFile(log, "utf8")).trim().split("\n")).toEqual(["refused"]);
-    } finally {
-      process.env.PATH = path;
-    }
+    });
   });
 
   it("shares one fetch of the cache clone between tasks starting together, and fetches again for a task asking later", async () => {
-    // Fleet's git is found on PATH: a git that notes its fetches, then runs the real one.
-    const real = (await execa("sh", ["-c", "command -v git"])).stdout.trim();
-    const shims = join(root, "shims");
+    // A git that notes its fetches, then runs the real one.
     const log = join(root, "git.log");
-    await mkdir(shims);
-    await writeFile(
-      join(shims, "git"),
-      `#!/bin/sh\ncase " $* " in *" fetch "*|*" ls-remote "*) echo "$*" >> ${log};; esac\nexec ${real} "$@"\n`,
-      { mode: 0o755 },
-    );
-    const path = process.env.PATH;
-    process.env.PATH = `${shims}:${path}`;
-    try {
+    await withGitShim(`case " $* " in *" fetch "*|*" ls-remote "*) echo "$*" >> ${log};; esac`, async () => {
       const src = { repo: "octo/widgets", cloneUrl: url };
       const together = await Promise.all(
         [1, 2, 3, 4].map((n) => addWorktree(workDir, src, `t${n}`, `fleet/${n}-together`)),
@@ -283,21 +283,13 @@ describe("worktree and publish, against a real bare repository", () => {
       );
       expect((await lines()).filter((l) => l.includes(" fetch "))).toHaveLength(2);
       for (const w of [...together, later]) await removeWorktree(w);
-    } finally {
-      process.env.PATH = path;
-    }
+    });
   });
 
   it("starts a task with one git command on the cache clone besides its fetch and checkout, and drops only a gone checkout's registration", async () => {
     // Tasks starting together wait on the cache clone's lock: what runs under it is each start's cost
     // to the next. Every git command of Fleet's is noted by a git on PATH that then runs the real one.
-    const real = (await execa("sh", ["-c", "command -v git"])).stdout.trim();
-    const shims = join(root, "shims");
     const log = join(root, "git.log");
-    await mkdir(shims);
-    await writeFile(join(shims, "git"), `#!/bin/sh\necho "$*" >> ${log}\nexec ${real} "$@"\n`, {
-      mode: 0o755,
-    });
     /** The subcommands run since the last call (a worktree's with its verb), options and paths left out. */
     const since = async () => {
       const lines = (await readFile(log, "utf8").catch(() => "")).trim().split("\n").filter(Boolean);
@@ -310,9 +302,7 @@ describe("worktree and publish, against a real bare repository", () => {
         return words[i] === "worktree" ? `worktree ${words[i + 1]}` : words[i]!;
       });
     };
-    const path = process.env.PATH;
-    process.env.PATH = `${shims}:${path}`;
-    try {
+    await withGitShim(`echo "$*" >> ${log}`, async ({ real }) => {
       const src = { repo: "octo/widgets", cloneUrl: url };
       const main = (await execa(real, ["--git-dir", bare, "rev-parse", "main"], { env })).stdout;
       const first = await addWorktree(workDir, src, "t1", "fleet/1-a");
@@ -355,9 +345,7 @@ describe("worktree and publish, against a real bare repository", () => {
       expect((await show("refs/heads/fleet/3-c")).stdout).toContain("THIRD.md");
       expect((await show("refs/heads/fleet/5-e")).stdout).not.toContain("THIRD.md");
       for (const w of [second, third, fifth]) await removeWorktree(w);
-    } finally {
-      process.env.PATH = path;
-    }
+    });
   });
 
   it("keeps a running task's worktree when another task prunes the cache clone while its link is restored", async () => {
