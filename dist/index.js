@@ -72385,10 +72385,8 @@ async function linkedWorktrees(cacheDir2) {
   return Promise.all(
     names.map(async (name) => {
       const admin = (0, import_node_path28.join)(root2, name);
-      const link = (await (0, import_promises34.readFile)((0, import_node_path28.join)(admin, "gitdir"), "utf8").catch(() => "")).trim();
       const head = (await (0, import_promises34.readFile)((0, import_node_path28.join)(admin, "HEAD"), "utf8").catch(() => "")).trim();
-      const gitLink = link ? (0, import_node_path28.resolve)(admin, link) : void 0;
-      return { admin, checkout: gitLink ? (0, import_node_path28.dirname)(gitLink) : void 0, head };
+      return { admin, checkout: await registeredCheckout(admin), head };
     })
   );
 }
@@ -72408,13 +72406,16 @@ async function discardCheckout(cacheDir2, path6, admin) {
   const left = admin ?? await adminDirOf(cacheDir2, path6).catch(() => void 0);
   if (left && await registers(left, path6)) await removeTree(left);
 }
-async function registers(admin, path6) {
+async function registeredCheckout(admin) {
   const link = (await (0, import_promises34.readFile)((0, import_node_path28.join)(admin, "gitdir"), "utf8").catch(() => "")).trim();
-  return link !== "" && (0, import_node_path28.resolve)(admin, link) === (0, import_node_path28.join)(path6, ".git");
+  const gitLink = link ? (0, import_node_path28.resolve)(admin, link) : void 0;
+  return gitLink && (0, import_node_path28.basename)(gitLink) === ".git" ? (0, import_node_path28.dirname)(gitLink) : void 0;
 }
+var registers = async (admin, path6) => await registeredCheckout(admin) === path6;
 var MAX_SPARES = 4;
-var sparesDir = (cacheDir2) => (0, import_node_path28.join)(`${cacheDir2.replace(/\.git$/, "")}.spares2`);
-var legacySparesDir = (cacheDir2) => (0, import_node_path28.join)(`${cacheDir2.replace(/\.git$/, "")}.spares`);
+var besideClone = (cacheDir2, suffix) => `${cacheDir2.replace(/\.git$/, "")}.${suffix}`;
+var sparesDir = (cacheDir2) => besideClone(cacheDir2, "spares2");
+var legacySparesDir = (cacheDir2) => besideClone(cacheDir2, "spares");
 var legacyCleared = /* @__PURE__ */ new Set();
 async function takeSpare(cacheDir2) {
   if (!legacyCleared.has(cacheDir2)) {
@@ -72809,7 +72810,8 @@ async function publishChange(ctx, wt, run, notes) {
       notes
     );
   }
-  if (!(committed && !heldBack) && !await hasNewCommits(wt, wt.startSha)) {
+  const changed = committed !== void 0 && !heldBack || await hasNewCommits(wt, wt.startSha);
+  if (!changed) {
     const why = notes.result?.summary ? `The agent changed no files. Its summary: ${notes.result.summary}` : "The agent changed no files in the repository.";
     return await finish2(ctx, "no-changes", why, run, notes);
   }

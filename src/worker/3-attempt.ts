@@ -365,7 +365,8 @@ async function publishChange(
     );
   }
   // Fleet's own commit (when the workflows were not taken out of it) is new; else git is asked.
-  if (!(committed && !heldBack) && !(await hasNewCommits(wt, wt.startSha))) {
+  const changed = (committed !== undefined && !heldBack) || (await hasNewCommits(wt, wt.startSha));
+  if (!changed) {
     const why = notes.result?.summary
       ? `The agent changed no files. Its summary: ${notes.result.summary}`
       : "The agent changed no files in the repository.";

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdirSync, realpathSync } from "node:fs";
 import { access, chmod, lstat, mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { DEFAULT_STATE_BRANCH as STATE_BRANCH } from "../../state/github-store.ts";
 import { safeSegment } from "./artifacts.ts";
 import { type GitAuth, GitError, git, gitIn, type WorktreeGitDirs } from "./git.ts";
@@ -64,16 +64,18 @@ export const cacheCloneDir = (workDir: string, repo: string): string => {
 export const worktreePath = (workDir: string, taskId: string): string =>
   join(workDir, "worktrees", safeSegment(taskId), "repo");
 
-/**
- * A fetch of a cache clone waiting for its turn on the clone: the tasks that ask for one meanwhile
- * share it, and its failure (tasks starting together fetched one after another, each the same refs).
- * Once it has begun, the next ask gets a fetch of its own: what it needs may have been pushed after
- * this one began.
- */
+/** A failed fetch of a cache clone is tried once more this long after (see syncCacheClone). */
 const FETCH_RETRY_MS = 1000;
 /** What git says when the server refused a fetch or the repository is not there: asking again will not help. */
 const REFUSED_FETCH =
   /Authentication failed|could not read (Username|Password)|Repository not found|does not appear to be a git repository|returned error: (401|403|404)|Permission denied|invalid refspec|not our ref/i;
+
+/**
+ * A fetch of a cache clone waiting for its turn on the clone: the tasks that ask for one meanwhile
+ * share it, and its outcome (tasks starting together fetched one after another, each the same refs).
+ * Once it has begun, the next ask gets a fetch of its own: what it needs may have been pushed after
+ * this one began.
+ */
 const queuedSyncs = new Map<string, Promise<{ dir: string; defaultBranch: string }>>();
 
 /** The bare cache clone for a repository, created on first use and fetched for every use. */
@@ -170,11 +172,8 @@ async function linkedWorktrees(
   return Promise.all(
     names.map(async (name) => {
       const admin = join(root, name);
-      const link = (await readFile(join(admin, "gitdir"), "utf8").catch(() => "")).trim();
       const head = (await readFile(join(admin, "HEAD"), "utf8").catch(() => "")).trim();
-      // `gitdir` names the checkout's `.git` file, absolute (relative to the admin folder with worktree.useRelativePaths).
-      const gitLink = link ? resolve(admin, link) : undefined;
-      return { admin, checkout: gitLink ? dirname(gitLink) : undefined, head };
+      return { admin, checkout: await registeredCheckout(admin), head };
     }),
   );
 }
@@ -209,17 +208,27 @@ async function discardCheckout(cacheDir: string, path: string, admin?: string): 
   if (left && (await registers(left, path))) await removeTree(left);
 }
 
-/** Whether the admin folder `admin` is the registration of the checkout at `path`. */
-async function registers(admin: string, path: string): Promise<boolean> {
+/**
+ * The checkout an admin folder registers: its `gitdir` file names the checkout's `.git` file, absolute
+ * (relative to the admin folder with worktree.useRelativePaths). Undefined when it names none.
+ */
+async function registeredCheckout(admin: string): Promise<string | undefined> {
   const link = (await readFile(join(admin, "gitdir"), "utf8").catch(() => "")).trim();
-  return link !== "" && resolve(admin, link) === join(path, ".git");
+  const gitLink = link ? resolve(admin, link) : undefined;
+  return gitLink && basename(gitLink) === ".git" ? dirname(gitLink) : undefined;
 }
+
+/** Whether the admin folder `admin` is the registration of the checkout at `path`. */
+const registers = async (admin: string, path: string): Promise<boolean> =>
+  (await registeredCheckout(admin)) === path;
 
 /** Spare checkouts kept per cache clone: a new task reuses one instead of writing every file again. */
 const MAX_SPARES = 4;
+/** A folder beside the cache clone `<name>.git`: `<name>.<suffix>`. */
+const besideClone = (cacheDir: string, suffix: string) => `${cacheDir.replace(/\.git$/, "")}.${suffix}`;
+const sparesDir = (cacheDir: string) => besideClone(cacheDir, "spares2");
 // `.spares` held checkouts kept before their submodule folders were emptied (see emptyGitlinkFolders).
-const sparesDir = (cacheDir: string) => join(`${cacheDir.replace(/\.git$/, "")}.spares2`);
-const legacySparesDir = (cacheDir: string) => join(`${cacheDir.replace(/\.git$/, "")}.spares`);
+const legacySparesDir = (cacheDir: string) => besideClone(cacheDir, "spares");
 const legacyCleared = new Set<string>();
 
 /** A spare checkout of this cache clone, if one is left (its folder is taken out of the spare pool). */
