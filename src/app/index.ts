@@ -97,53 +97,27 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
     );
     const period = options.reconcileMs ?? 5 * 60_000;
     if (period > 0) deps.queues.reconcileEvery(period, deps.knownCoders, (m) => app.log.warn(m));
-    /**
-     * The handler gets GitHub as the event's installation, made once for the event. A state document
-     * Fleet cannot read stops the event (nothing is written over it), and the issue that triggered it
-     * (and the dashboard, when on) says what is wrong and how to fix it.
-     */
-    const reportingCorruptState =
-      <C extends Context>(handler: (context: C, deps: HandlerDeps) => Promise<void>) =>
-      async (context: C) => {
-        const eventDeps: HandlerDeps = { ...deps, github: githubOverOctokit(context.octokit) };
-        try {
-          await handler(context, eventDeps);
-        } catch (error) {
-          if (!(error instanceof StateCorruptError)) throw error;
-          await reportCorruptState(context, eventDeps, error).catch((e) =>
-            app.log.error(`could not report the corrupt state: ${(e as Error).message}`),
-          );
-          app.log.error((error as Error).message);
-        }
-      };
-    // Fleet's own actions (and other bots') never drive it: only people label, close and command.
-    const human = <C extends Context>(handler: (context: C, deps: HandlerDeps) => Promise<void>) =>
-      reportingCorruptState(async (context: C, d: HandlerDeps) => {
-        if (context.isBot) return;
-        await handler(context, d);
-      });
-
-    app.on("issues.labeled", human(onIssueLabeled));
-    app.on("issues.labeled", human(onSplitLabel));
-    app.on(["issues.labeled", "pull_request.labeled"], human(onRebaseLabel));
-    app.on("pull_request_review.submitted", human(onReview));
-    app.on(["issues.unlabeled", "issues.closed"], human(onIssueEnded));
-    app.on("issue_comment.created", human(onCommand));
-    app.on("issue_comment.created", human(onMention));
+    const { reportingCorruptState, human, steps } = eventSteps(deps, app.log);
+    // Each event is registered once (test/app/one-context-per-delivery.test.ts).
+    app.on("issues.labeled", steps(human(onIssueLabeled), human(onSplitLabel), human(onRebaseLabel)));
+    app.on("pull_request.labeled", steps(human(onRebaseLabel)));
+    app.on("pull_request_review.submitted", steps(human(onReview)));
+    app.on(["issues.unlabeled", "issues.closed"], steps(human(onIssueEnded)));
     // A plain reply from a maintainer on an issue whose agent asked a question is its answer.
-    app.on("issue_comment.created", human(onAnswer));
+    app.on("issue_comment.created", steps(human(onCommand), human(onMention), human(onAnswer)));
     // Edits by anyone, bots included: only a person who may drive Fleet moves the pinned prompt.
-    app.on("issues.edited", reportingCorruptState(onIssueEdited));
+    app.on("issues.edited", steps(reportingCorruptState(onIssueEdited)));
     // PR events come from Fleet's own bot when it opens the PR: they are not filtered by sender. A merge
     // also moves the base (other Fleet PRs that now conflict get a rebase run) and may finish a split.
-    app.on(["pull_request.opened", "pull_request.closed"], reportingCorruptState(onPullRequest));
     // `review_on`: an agent review of a person's pull request as it opens or becomes ready.
     app.on(
-      ["pull_request.opened", "pull_request.ready_for_review"],
-      reportingCorruptState(onPullRequestForReview),
+      "pull_request.opened",
+      steps(reportingCorruptState(onPullRequest), reportingCorruptState(onPullRequestForReview)),
     );
+    app.on("pull_request.closed", steps(reportingCorruptState(onPullRequest)));
+    app.on("pull_request.ready_for_review", steps(reportingCorruptState(onPullRequestForReview)));
     // Runs are started by Fleet's own bot, and their ends come from GitHub: not filtered by sender.
-    app.on("workflow_run.completed", reportingCorruptState(onWorkflowRunCompleted));
+    app.on("workflow_run.completed", steps(reportingCorruptState(onWorkflowRunCompleted)));
     // A push to the default branch may change .github/fleet.yml: the next event reads it again.
     app.on("push", async (context) => {
       const { ref, repository } = context.payload;
@@ -170,6 +144,56 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
 }
 
 export default createFleetApp();
+
+/** One step of an event's handling: a Fleet handler, given GitHub as the event's installation. */
+type Step<C extends Context> = (context: C, deps: HandlerDeps) => Promise<void>;
+
+/** The wrappers of Fleet's handlers, over what the app keeps across events. */
+function eventSteps(deps: AppDeps, log: Pick<Console, "error">) {
+  /**
+   * A step of an event's handling. A state document Fleet cannot read stops the step (nothing is
+   * written over it), and the issue that triggered it (and the dashboard, when on) says what is wrong
+   * and how to fix it.
+   */
+  const reportingCorruptState =
+    <C extends Context>(handler: Step<C>) =>
+    async (context: C, eventDeps: HandlerDeps) => {
+      try {
+        await handler(context, eventDeps);
+      } catch (error) {
+        if (!(error instanceof StateCorruptError)) throw error;
+        await reportCorruptState(context, eventDeps, error).catch((e) =>
+          log.error(`could not report the corrupt state: ${(e as Error).message}`),
+        );
+        log.error((error as Error).message);
+      }
+    };
+  // Fleet's own actions (and other bots') never drive it: only people label, close and command.
+  const human = <C extends Context>(handler: Step<C>) =>
+    reportingCorruptState<C>(async (context, d) => {
+      if (context.isBot) return;
+      await handler(context, d);
+    });
+  /**
+   * The one Probot handler of an event: its steps side by side, with GitHub as the event's
+   * installation made once for the delivery. Probot makes a Context (an authenticated Octokit and a
+   * logger) for every handler registered on an event (@octokit/webhooks runs its transform per
+   * handler), and a burst of labels holds them all while each waits for its state commit: ~48 KB per
+   * delivery with three handlers on `issues.labeled`, ~22 KB with one (README, the app's RSS). Each
+   * step runs whatever another's fate; their failures are thrown together, for Probot to log.
+   */
+  const steps =
+    <C extends Context>(...each: Array<Step<C>>) =>
+    async (context: C) => {
+      const eventDeps: HandlerDeps = { ...deps, github: githubOverOctokit(context.octokit) };
+      const failures: unknown[] = [];
+      await Promise.all(each.map((step) => step(context, eventDeps).catch((e) => void failures.push(e))));
+      if (failures.length === 1) throw failures[0];
+      if (failures.length > 1)
+        throw new AggregateError(failures, failures.map((e) => (e as Error)?.message).join("\n"));
+    };
+  return { reportingCorruptState, human, steps };
+}
 
 /** The handle as given, else read once when first needed (a failed read is tried again at the next mention). */
 function appHandleOf(given: string | undefined, read: () => Promise<string | undefined>) {
