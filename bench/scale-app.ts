@@ -16,6 +16,7 @@ import { createInterface } from "node:readline";
 import { startGitHubEmulator } from "@fleet/github-emulator";
 import { Octokit } from "@octokit/rest";
 import { buildApp } from "../scripts/build-app.mjs";
+import { nodeFlagsFor } from "../scripts/node-flags.mjs";
 import { limitRequestsPerToken } from "../src/github/concurrency-limit.ts";
 import { FLEET_APP } from "../test/support/fleet-app.ts";
 import { readGitLog, shimFolder } from "./lib/fleet-processes.ts";
@@ -37,6 +38,9 @@ export interface ScaleAppOptions {
 export interface ScaleAppResult extends ScaleAppOptions {
   repositories: number;
   queuedTasks: number;
+  /** The node flags the app ran with (`fleet serve`'s, unless BENCH_APP_NODE_ARGS). */
+  nodeFlags: string[];
+  /** `max`: the process's peak resident memory (VmHWM), bursts between the readings included. */
   rssMB: { started: number; loaded: number; afterSweeps: number; max: number };
   heapUsedMB: number;
   /** After the sweeps: V8's reserved heap, and the memory outside it that V8 knows of (Buffers). */
@@ -113,11 +117,13 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
     readGitLog(gitLog)
       .filter((g) => / push /.test(` ${g.args} `) && g.atMs >= from && g.atMs <= to)
       .map((g) => g.endMs - g.atMs);
+  const nodeFlags = process.env.BENCH_APP_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? nodeFlagsFor("serve");
   const child = spawn(
     process.execPath,
     [
-      // BENCH_APP_NODE_ARGS="--max-semi-space-size=4 …": node's flags for the app (README, the app's RSS).
-      ...(process.env.BENCH_APP_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []),
+      // The node flags `fleet serve` runs with (scripts/node-flags.mjs); BENCH_APP_NODE_ARGS="…" others
+      // (README, the app's RSS).
+      ...nodeFlags,
       BUILT,
       JSON.stringify({
         appId: gh.appId,
@@ -150,6 +156,7 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
   const memory = async () => {
     const m = (await ask("memory")) as {
       rssMB: number;
+      peakRssMB: number;
       heapUsedMB: number;
       heapTotalMB: number;
       externalMB: number;
@@ -157,7 +164,7 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
       residentMB: { brkHeap: number; anonymous: number; files: number };
       heapSpacesMB: Record<string, number>;
     };
-    rssSeen.push(m.rssMB);
+    rssSeen.push(m.rssMB, m.peakRssMB);
     return m;
   };
   try {
@@ -312,6 +319,7 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
       ...o,
       repositories: repos.length,
       queuedTasks: queued,
+      nodeFlags,
       rssMB: {
         started: started.rssMB,
         loaded: loaded.rssMB,

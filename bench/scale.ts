@@ -235,7 +235,7 @@ function scaleTable(s: Record<string, Json>): string {
     rows.push(
       [
         `app: ${p.repositories} repositories, ${p.tasks} tasks queued in each: RSS`,
-        `${p.rssMB.max} MB (${p.rssMB.started} MB at start; V8's heap after the sweeps ${p.heapUsedMB} MB used of ${p.heapTotalMB} MB reserved${p.residentMB ? `; resident then: ${p.residentMB.anonymous} MB anonymous, ${p.residentMB.brkHeap} MB malloc's main arena, ${p.residentMB.files} MB files` : ""})${p.peakInFlightPerInstallation !== undefined ? `; at most ${p.peakInFlightPerInstallation} REST requests in flight per installation (GitHub allows 100)` : ""}`,
+        `${p.rssMB.max} MB at its height (the process's peak, in the burst), ${p.rssMB.afterSweeps} MB after the sweeps (${p.rssMB.started} MB at start; node flags: ${p.nodeFlags?.join(" ") || "none"}; V8's heap after the sweeps ${p.heapUsedMB} MB used of ${p.heapTotalMB} MB reserved${p.residentMB ? `; resident then: ${p.residentMB.anonymous} MB anonymous, ${p.residentMB.brkHeap} MB malloc's main arena, ${p.residentMB.files} MB files` : ""})${p.peakInFlightPerInstallation !== undefined ? `; at most ${p.peakInFlightPerInstallation} REST requests in flight per installation (GitHub allows 100)` : ""}`,
         "< 200 MB",
         ok(p.rssMB.max < 200),
         load(p),

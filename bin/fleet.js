@@ -22,6 +22,7 @@ const argv = process.argv.slice(2);
 /** The commands that build first when the build is not current (their `--help` does not: it exits at once). */
 const BUILDING_COMMANDS = new Set(["serve", "run"]);
 const help = argv.length === 0 || argv.includes("--help") || argv.includes("-h");
+if (!help) await withNodeFlags(argv);
 let runMain;
 if (!help) {
   const { BUILT_APP, builtIsCurrent } = await import("../scripts/build-app.mjs");
@@ -55,6 +56,30 @@ if (!runMain) {
   ({ runMain } = await import("../src/cli/main.ts"));
 }
 await runMain(argv);
+
+/**
+ * `fleet serve` runs on node flags of its own (scripts/node-flags.mjs), which node takes only at its
+ * start: node is started again with them in this same process (execve: the same pid, so a supervisor's
+ * signals still reach the app, and nothing is left behind). A node without execve (before 22.15, or on
+ * Windows) runs the command as it is.
+ */
+async function withNodeFlags(args) {
+  // Set by the start below: this node is that start.
+  if (process.env.FLEET_NODE_FLAGS_SET !== undefined) {
+    delete process.env.FLEET_NODE_FLAGS_SET;
+    return;
+  }
+  if (typeof process.execve !== "function") return;
+  const { nodeFlagsFor } = await import("../scripts/node-flags.mjs");
+  const flags = nodeFlagsFor(args[0]);
+  if (flags.length === 0) return;
+  process.execve(
+    process.execPath,
+    [process.execPath, ...process.execArgv, ...flags, fileURLToPath(import.meta.url), ...args],
+    // Marked, so the started node does not start again.
+    { ...process.env, FLEET_NODE_FLAGS_SET: flags.join(" ") },
+  );
+}
 
 /**
  * Whether node runs Fleet's TypeScript itself: it strips types (`process.features.typescript`), and

@@ -62,6 +62,8 @@ for await (const line of createInterface({ input: process.stdin })) {
     // Where the RSS goes: V8's heap (used, and reserved), memory outside it that V8 knows of (Buffers).
     say({
       rssMB: mb(m.rss),
+      // The most resident memory the process has had (VmHWM): a burst's peak falls between readings.
+      peakRssMB: mb(peakResident()),
       heapUsedMB: mb(m.heapUsed),
       heapTotalMB: mb(m.heapTotal),
       externalMB: mb(m.external),
@@ -96,4 +98,10 @@ function residentByMapping(): { brk: number; anonymous: number; files: number } 
     if (rss) out[kind] += Number(rss[1]) * 1024;
   }
   return out;
+}
+
+/** The process's peak resident bytes so far (VmHWM in /proc/self/status, Linux). */
+function peakResident(): number {
+  const hwm = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync("/proc/self/status", "utf8"));
+  return hwm ? Number(hwm[1]) * 1024 : 0;
 }

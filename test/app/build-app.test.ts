@@ -4,6 +4,7 @@ import { join, resolve } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUILT_APP, buildApp, builtIsCurrent } from "../../scripts/build-app.mjs";
+import { SERVE_NODE_FLAGS } from "../../scripts/node-flags.mjs";
 import { freePort } from "../support/free-port.ts";
 
 const root = resolve(import.meta.dirname, "../..");
@@ -45,12 +46,13 @@ describe("the built app (npm start: scripts/build-app.mjs, then plain node)", ()
   });
 
   /** Runs `args` (a serve command) without credentials; the status of / and of /probot, and its output. */
-  async function serveWithoutCredentials(args: string[]) {
+  async function serveWithoutCredentials(args: string[], extraEnv: Record<string, string> = {}) {
     const port = await freePort();
     const env: Record<string, string | undefined> = {
       ...process.env,
       PORT: String(port),
       NO_SMEE_SETUP: "true",
+      ...extraEnv,
     };
     for (const key of ["APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET", "WEBHOOK_PROXY_URL"])
       delete env[key];
@@ -67,9 +69,13 @@ describe("the built app (npm start: scripts/build-app.mjs, then plain node)", ()
       if (status === undefined) await new Promise((done) => setTimeout(done, 100));
     }
     const page = status === undefined ? undefined : await fetch(`http://127.0.0.1:${port}/probot`);
+    // The node answering, as the system sees the process started (the pid execa started): its flags.
+    const cmdline = (await readFile(`/proc/${child.pid}/cmdline`, "utf8").catch(() => ""))
+      .split("\0")
+      .filter(Boolean);
     child.kill();
     const { all } = await child;
-    return { status, pageStatus: page?.status, all };
+    return { status, pageStatus: page?.status, all, cmdline };
   }
 
   it("`serve` without credentials starts Probot's setup page and answers HTTP on PORT", async () => {
@@ -80,10 +86,24 @@ describe("the built app (npm start: scripts/build-app.mjs, then plain node)", ()
   }, 20_000);
 
   it("the installed command's `fleet serve` runs a build of the sources as they are (built first when they changed)", async () => {
-    const { status, all } = await serveWithoutCredentials([join(root, "bin/fleet.js"), "serve"]);
+    const { status, all, cmdline } = await serveWithoutCredentials([join(root, "bin/fleet.js"), "serve"]);
     expect(status, all).toBe(302);
+    // The process started is the app's (node started again in it, with the app's flags).
+    expect(cmdline.slice(1)).toEqual([...SERVE_NODE_FLAGS, join(root, "bin/fleet.js"), "serve"]);
     // Never a stale build (test/cli/run-built.test.ts changes a source between starts).
     expect(await builtIsCurrent()).toBe(true);
     await stat(BUILT_APP);
   }, 20_000);
+
+  it("`fleet serve` runs on the node flags FLEET_SERVE_NODE_FLAGS names, or on none when it is empty", async () => {
+    const bin = join(root, "bin/fleet.js");
+    const given = await serveWithoutCredentials([bin, "serve"], {
+      FLEET_SERVE_NODE_FLAGS: " --max-semi-space-size=8  --stack-size=900 ",
+    });
+    expect(given.status, given.all).toBe(302);
+    expect(given.cmdline.slice(1)).toEqual(["--max-semi-space-size=8", "--stack-size=900", bin, "serve"]);
+    const none = await serveWithoutCredentials([bin, "serve"], { FLEET_SERVE_NODE_FLAGS: "" });
+    expect(none.status, none.all).toBe(302);
+    expect(none.cmdline.slice(1)).toEqual([bin, "serve"]);
+  }, 30_000);
 });
