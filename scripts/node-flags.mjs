@@ -10,12 +10,20 @@
 /** What `fleet serve` runs with unless FLEET_SERVE_NODE_FLAGS says otherwise. */
 export const SERVE_NODE_FLAGS = ["--optimize-for-size"];
 
+/** The long-running commands, the variable that sets their node flags, and their own. */
+const LONG_RUNNING = {
+  serve: { variable: "FLEET_SERVE_NODE_FLAGS", flags: SERVE_NODE_FLAGS },
+  run: { variable: "FLEET_RUN_NODE_FLAGS", flags: [] },
+};
+
 /**
- * The node flags `command` runs with: for `serve`, FLEET_SERVE_NODE_FLAGS when it is set (split on
- * spaces; empty for none), else SERVE_NODE_FLAGS; for every other command, none.
+ * The node flags `command` runs with: for `serve` and `run` (the app and a worker), their variable
+ * (FLEET_SERVE_NODE_FLAGS, FLEET_RUN_NODE_FLAGS) when it is set (split on spaces; empty for none), else
+ * their own; for every other command, none.
  */
 export function nodeFlagsFor(command, env = process.env) {
-  if (command !== "serve") return [];
-  const given = env.FLEET_SERVE_NODE_FLAGS;
-  return given === undefined ? SERVE_NODE_FLAGS : given.split(/\s+/).filter(Boolean);
+  const long = Object.hasOwn(LONG_RUNNING, command) ? LONG_RUNNING[command] : undefined;
+  if (!long) return [];
+  const given = env[long.variable];
+  return given === undefined ? long.flags : given.split(/\s+/).filter(Boolean);
 }

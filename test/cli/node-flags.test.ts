@@ -1,0 +1,29 @@
+// The node flags a command runs with (scripts/node-flags.mjs, applied by bin/fleet.js before the
+// command loads; test/app/build-app.test.ts checks a started `fleet serve`'s command line).
+import { describe, expect, it } from "vitest";
+import { nodeFlagsFor, SERVE_NODE_FLAGS } from "../../scripts/node-flags.mjs";
+
+describe("nodeFlagsFor", () => {
+  it("gives the app its own flags, a worker none, and a one-shot command none", () => {
+    expect(nodeFlagsFor("serve", {})).toEqual(SERVE_NODE_FLAGS);
+    expect(SERVE_NODE_FLAGS).toContain("--optimize-for-size");
+    expect(nodeFlagsFor("run", {})).toEqual([]);
+    for (const command of ["tasks", "task", "init", undefined, "toString", "__proto__"])
+      expect(nodeFlagsFor(command, { FLEET_SERVE_NODE_FLAGS: "--x", FLEET_RUN_NODE_FLAGS: "--y" })).toEqual(
+        [],
+      );
+  });
+
+  it("takes each long-running command's variable over its own flags, split on spaces, empty for none", () => {
+    const env = {
+      FLEET_SERVE_NODE_FLAGS: "  --max-semi-space-size=8\t--stack-size=900 ",
+      FLEET_RUN_NODE_FLAGS: "",
+    };
+    expect(nodeFlagsFor("serve", env)).toEqual(["--max-semi-space-size=8", "--stack-size=900"]);
+    expect(nodeFlagsFor("run", env)).toEqual([]);
+    expect(nodeFlagsFor("run", { FLEET_RUN_NODE_FLAGS: "--max-old-space-size=512" })).toEqual([
+      "--max-old-space-size=512",
+    ]);
+    expect(nodeFlagsFor("serve", { FLEET_SERVE_NODE_FLAGS: "" })).toEqual([]);
+  });
+});
