@@ -58,27 +58,39 @@ if (!runMain) {
 await runMain(argv);
 
 /**
- * `fleet serve` runs on node flags of its own (scripts/node-flags.mjs), which node takes only at its
- * start: node is started again with them in this same process (execve: the same pid, so a supervisor's
- * signals still reach the app, and nothing is left behind). A node without execve (before 22.15, or on
- * Windows) runs the command as it is.
+ * `fleet serve` (and `fleet run`, when FLEET_RUN_NODE_FLAGS says so) runs on node flags of its own
+ * (scripts/node-flags.mjs), which node takes only at its start: node is started again with them in this
+ * same process (execve: the same pid, so a supervisor's signals still reach the app, and nothing is left
+ * behind). The command runs as it is where node cannot (before 22.15, on Windows, under the permission
+ * model), under a debugger or `--watch`, and with an IPC channel to a parent (execve would close it).
  */
 async function withNodeFlags(args) {
-  // Set by the start below: this node is that start.
-  if (process.env.FLEET_NODE_FLAGS_SET !== undefined) {
-    delete process.env.FLEET_NODE_FLAGS_SET;
-    return;
-  }
-  if (typeof process.execve !== "function") return;
+  // Set to this pid by the start below (execve keeps the pid): this node is that start.
+  const mark = process.env.FLEET_NODE_FLAGS_SET;
+  delete process.env.FLEET_NODE_FLAGS_SET;
+  if (mark === String(process.pid)) return;
+  if (typeof process.execve !== "function" || process.platform === "win32") return;
+  if (typeof process.send === "function") return;
+  if (process.execArgv.some((a) => /^--(inspect|watch|debug)/.test(a))) return;
   const { nodeFlagsFor } = await import("../scripts/node-flags.mjs");
-  const flags = nodeFlagsFor(args[0]);
+  let flags;
+  try {
+    flags = nodeFlagsFor(args[0]);
+  } catch (error) {
+    process.stderr.write(`fleet ${args[0]}: ${error.message}\n`);
+    process.exit(64);
+  }
   if (flags.length === 0) return;
-  process.execve(
-    process.execPath,
-    [process.execPath, ...process.execArgv, ...flags, fileURLToPath(import.meta.url), ...args],
-    // Marked, so the started node does not start again.
-    { ...process.env, FLEET_NODE_FLAGS_SET: flags.join(" ") },
-  );
+  try {
+    process.execve(
+      process.execPath,
+      [process.execPath, ...process.execArgv, ...flags, fileURLToPath(import.meta.url), ...args],
+      { ...process.env, FLEET_NODE_FLAGS_SET: String(process.pid) },
+    );
+  } catch (error) {
+    // Refused before anything was replaced (the permission model): the command runs as it is.
+    process.stderr.write(`fleet ${args[0]}: runs without ${flags.join(" ")} (${error.message})\n`);
+  }
 }
 
 /**

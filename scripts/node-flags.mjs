@@ -18,12 +18,21 @@ const LONG_RUNNING = {
 
 /**
  * The node flags `command` runs with: for `serve` and `run` (the app and a worker), their variable
- * (FLEET_SERVE_NODE_FLAGS, FLEET_RUN_NODE_FLAGS) when it is set (split on spaces; empty for none), else
- * their own; for every other command, none.
+ * (FLEET_SERVE_NODE_FLAGS, FLEET_RUN_NODE_FLAGS, from the environment: `.env` is read later, by the
+ * command) when it is set, in place of their own (split on spaces; empty for none); for every other
+ * command, none. Throws, naming the variable, on a word that is not a flag.
  */
 export function nodeFlagsFor(command, env = process.env) {
   const long = Object.hasOwn(LONG_RUNNING, command) ? LONG_RUNNING[command] : undefined;
   if (!long) return [];
   const given = env[long.variable];
-  return given === undefined ? long.flags : given.split(/\s+/).filter(Boolean);
+  if (given === undefined) return [...long.flags];
+  const flags = given.split(/\s+/).filter(Boolean);
+  // Flags only: anything else would be taken for the script node runs (a path, a quoted value).
+  const notFlag = flags.find((f) => !/^--?[A-Za-z]/.test(f));
+  if (notFlag !== undefined)
+    throw new Error(
+      `${long.variable} has \`${notFlag}\`, which is not a node flag: give node's flags separated by spaces (e.g. --max-old-space-size=512), without quotes, or leave it empty for none.`,
+    );
+  return flags;
 }

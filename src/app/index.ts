@@ -149,7 +149,7 @@ export default createFleetApp();
 type Step<C extends Context> = (context: C, deps: HandlerDeps) => Promise<void>;
 
 /** The wrappers of Fleet's handlers, over what the app keeps across events. */
-function eventSteps(deps: AppDeps, log: Pick<Console, "error">) {
+export function eventSteps(deps: AppDeps, log: Pick<Console, "error">) {
   /**
    * A step of an event's handling. A state document Fleet cannot read stops the step (nothing is
    * written over it), and the issue that triggered it (and the dashboard, when on) says what is wrong
@@ -180,7 +180,7 @@ function eventSteps(deps: AppDeps, log: Pick<Console, "error">) {
    * logger) for every handler registered on an event (@octokit/webhooks runs its transform per
    * handler), and a burst of labels holds them all while each waits for its state commit: ~48 KB per
    * delivery with three handlers on `issues.labeled`, ~22 KB with one (README, the app's RSS). Each
-   * step runs whatever another's fate; their failures are thrown together, for Probot to log.
+   * step runs whatever another's fate.
    */
   const steps =
     <C extends Context>(...each: Array<Step<C>>) =>
@@ -188,9 +188,12 @@ function eventSteps(deps: AppDeps, log: Pick<Console, "error">) {
       const eventDeps: HandlerDeps = { ...deps, github: githubOverOctokit(context.octokit) };
       const failures: unknown[] = [];
       await Promise.all(each.map((step) => step(context, eventDeps).catch((e) => void failures.push(e))));
-      if (failures.length === 1) throw failures[0];
-      if (failures.length > 1)
-        throw new AggregateError(failures, failures.map((e) => (e as Error)?.message).join("\n"));
+      if (failures.length === 0) return;
+      // Each failure logged whole, as Probot logs a handler's (its error handler opens one level of
+      // AggregateError, so a wrapped one would lose the inner ones' stacks): the others here, on the
+      // event's logger, and the first by Probot.
+      for (const e of failures.slice(1)) context.log.error(e as Error);
+      throw failures[0];
     };
   return { reportingCorruptState, human, steps };
 }

@@ -56,6 +56,8 @@ describe("the built app (npm start: scripts/build-app.mjs, then plain node)", ()
     };
     for (const key of ["APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET", "WEBHOOK_PROXY_URL"])
       delete env[key];
+    // The app's node flags as the test gives them, not as the shell running the tests has them.
+    if (!("FLEET_SERVE_NODE_FLAGS" in extraEnv)) delete env.FLEET_SERVE_NODE_FLAGS;
     // No `NODE_ENV=production`: Probot serves the setup page only outside production.
     delete env.NODE_ENV;
     const child = execa(process.execPath, args, { cwd, env, extendEnv: false, reject: false, all: true });
@@ -105,5 +107,15 @@ describe("the built app (npm start: scripts/build-app.mjs, then plain node)", ()
     const none = await serveWithoutCredentials([bin, "serve"], { FLEET_SERVE_NODE_FLAGS: "" });
     expect(none.status, none.all).toBe(302);
     expect(none.cmdline.slice(1)).toEqual([bin, "serve"]);
+    // A word that is not a flag would be node's script: refused before anything starts, and said why.
+    const bad = await execa(process.execPath, [bin, "serve"], {
+      cwd,
+      env: { ...process.env, FLEET_SERVE_NODE_FLAGS: "/tmp/app.js" },
+      reject: false,
+    });
+    expect(bad.exitCode).toBe(64);
+    expect(bad.stderr).toMatch(
+      /^fleet serve: FLEET_SERVE_NODE_FLAGS has `\/tmp\/app.js`, which is not a node flag/,
+    );
   }, 30_000);
 });

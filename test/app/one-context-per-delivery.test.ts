@@ -3,9 +3,12 @@
 // so a delivery costs one of them whatever the number of Fleet's steps it runs (a burst of labels holds
 // them all while their state commits wait: README, the app's RSS).
 import { generateKeyPairSync } from "node:crypto";
+import { Octokit } from "@octokit/rest";
+import type { Context } from "probot";
 import { Probot } from "probot";
 import { describe, expect, it } from "vitest";
-import { createFleetApp } from "../../src/app/index.ts";
+import type { AppDeps, HandlerDeps } from "../../src/app/handler-deps.ts";
+import { createFleetApp, eventSteps } from "../../src/app/index.ts";
 
 const { privateKey } = generateKeyPairSync("rsa", {
   modulusLength: 2048,
@@ -51,5 +54,46 @@ describe("the app's event handlers", () => {
       "push",
       "workflow_run.completed",
     ]);
+  });
+});
+
+describe("an event's steps", () => {
+  /** A Context as far as the steps read one: its Octokit (for the port), its logger, its sender. */
+  function fakeContext(isBot = false) {
+    const logged: unknown[] = [];
+    const octokit = new Octokit({ baseUrl: "http://github.invalid" });
+    const context = { octokit, isBot, log: { error: (e: unknown) => logged.push(e) } } as unknown as Context;
+    return { context, logged };
+  }
+  const deps = { knownCoders: [], queues: {} } as unknown as AppDeps;
+
+  it("all run on one port, whatever another's fate; the first failure is Probot's to log, the others are logged whole", async () => {
+    const { steps } = eventSteps(deps, { error: () => {} });
+    const ports = new Set<HandlerDeps["github"]>();
+    const ran: string[] = [];
+    const step = (name: string, fails: boolean) => async (_c: Context, d: HandlerDeps) => {
+      ports.add(d.github);
+      ran.push(name);
+      if (fails) throw new Error(`${name} failed`);
+    };
+    const { context, logged } = fakeContext();
+    await expect(steps(step("a", false), step("b", true), step("c", true))(context)).rejects.toThrow(
+      "b failed",
+    );
+    expect(ran).toEqual(["a", "b", "c"]);
+    expect(ports.size).toBe(1);
+    expect(logged.map((e) => (e as Error).message)).toEqual(["c failed"]);
+    // None failing: nothing thrown, nothing logged.
+    const quiet = fakeContext();
+    await steps(step("d", false))(quiet.context);
+    expect(quiet.logged).toEqual([]);
+  });
+
+  it("a person's steps skip a bot's event; the others still see it", async () => {
+    const { steps, human } = eventSteps(deps, { error: () => {} });
+    const ran: string[] = [];
+    const step = (name: string) => async () => void ran.push(name);
+    await steps(human(step("human")), step("any"))(fakeContext(true).context);
+    expect(ran).toEqual(["any"]);
   });
 });

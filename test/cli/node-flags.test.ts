@@ -25,5 +25,16 @@ describe("nodeFlagsFor", () => {
       "--max-old-space-size=512",
     ]);
     expect(nodeFlagsFor("serve", { FLEET_SERVE_NODE_FLAGS: "" })).toEqual([]);
+    // The app's own flags are a copy: a caller that changes them changes nothing after it.
+    nodeFlagsFor("serve", {}).push("--changed");
+    expect(nodeFlagsFor("serve", {})).toEqual(SERVE_NODE_FLAGS);
+  });
+
+  it("refuses a word that is not a flag (node would run it as its script), naming the variable", () => {
+    for (const value of ["/tmp/x.js", '"--max-old-space-size=512"', "--stack-size=900 app.js"])
+      expect(() => nodeFlagsFor("serve", { FLEET_SERVE_NODE_FLAGS: value })).toThrow(
+        /^FLEET_SERVE_NODE_FLAGS has `.+`, which is not a node flag: /,
+      );
+    expect(() => nodeFlagsFor("run", { FLEET_RUN_NODE_FLAGS: "x" })).toThrow(/^FLEET_RUN_NODE_FLAGS has `x`/);
   });
 });
