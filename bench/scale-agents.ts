@@ -67,6 +67,7 @@ export interface ScaleAgentsResult extends ScaleAgentsOptions {
   worker: {
     /** The `fleet run` process alone (node, with tsx's loader as bin/fleet.js runs it). */
     rssMaxMB: number;
+    rssMaxAt?: { sinceStartMs: number; agents: number };
     /** Its RSS while the most agents ran. */
     rssAtPeakMB: number;
     /** Its RSS before its first agent started. */
@@ -366,6 +367,8 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
     let workerPid = -1;
     let peak = { agents: 0, rss: 0 };
     let rssMax = 0;
+    /** When the worker's RSS was at its most: how long after its start, with how many agents running. */
+    let rssMaxAt = { at: 0, agents: 0 };
     let rssIdle = 0;
     let startupCpu = Number.NaN;
     // The worker tree's CPU while (nearly) every slot runs an agent: its cost per running agent.
@@ -393,6 +396,7 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
         const running = live.filter((p) => tree.has(p.pid) && isForwarder(p));
         const agents = running.length;
         const cpu = workerGroup.usageMs() + running.reduce((n, p) => n + p.cpuMs, 0);
+        if (worker.rssMB > rssMax) rssMaxAt = { at: now, agents };
         rssMax = Math.max(rssMax, worker.rssMB);
         const helper = live.find(isHelper);
         if (helper) {
@@ -461,7 +465,12 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
       ranTwice: [...models.tasks.values()].filter((t) => t.runs > 1).length,
       agentRuns: runs.length,
       maxAgentsAtOnce: peak.agents,
-      worker: { rssMaxMB: round(rssMax, 1), rssAtPeakMB: round(peak.rss, 1), rssIdleMB: round(rssIdle, 1) },
+      worker: {
+        rssMaxMB: round(rssMax, 1),
+        rssMaxAt: { sinceStartMs: Math.max(0, rssMaxAt.at - workerStartedAt), agents: rssMaxAt.agents },
+        rssAtPeakMB: round(peak.rss, 1),
+        rssIdleMB: round(rssIdle, 1),
+      },
       ...(helperProc
         ? {
             commandHelper: {
