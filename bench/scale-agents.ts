@@ -17,6 +17,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
+import { nodeFlagsFor } from "../scripts/node-flags.mjs";
 import { baseBranchAt } from "../src/cli/local-merge.ts";
 import { localRepositoryAt } from "../src/cli/local-repository.ts";
 import { localRepoName } from "../src/cli/target.ts";
@@ -133,6 +134,8 @@ export interface ScaleAgentsResult extends ScaleAgentsOptions {
   workerRestPerTask?: number;
   wallMs: number;
   load: { before: number; max: number; after: number };
+  /** The node flags the worker ran with (`fleet run`'s own, or FLEET_RUN_NODE_FLAGS). */
+  workerNodeFlags: string[];
   note: string;
 }
 
@@ -535,6 +538,7 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
         max: round(Math.max(...loads), 2),
         after: round(loadavg()[0]!, 2),
       },
+      workerNodeFlags: nodeFlagsFor("run"),
       note:
         o.agent === "claude"
           ? "agents: the real Claude CLI (@anthropic-ai/claude-code)"

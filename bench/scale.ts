@@ -151,7 +151,7 @@ function scaleTable(s: Record<string, Json>): string {
     rows.push(
       [
         `${who}: worker RSS`,
-        `${r.worker.rssAtPeakMB} MB with ${r.maxAgentsAtOnce} running (max ${r.worker.rssMaxMB} MB; idle ${r.worker.rssIdleMB} MB)${r.commandHelper ? `; + ${r.commandHelper.privateMaxMB} MB for its command helper (its own pages; RSS ${r.commandHelper.rssMaxMB} MB)` : ""}; + ${r.forwarder.privateEachMB} MB per agent for Fleet's forwarder (${r.forwarder.kind ?? "node"}'s) in its sandbox (its own memory; RSS ${r.forwarder.rssEachMB} MB)`,
+        `${r.worker.rssAtPeakMB} MB with ${r.maxAgentsAtOnce} running (max ${r.worker.rssMaxMB} MB${r.worker.rssMaxAt ? `, ${Math.round(r.worker.rssMaxAt.sinceStartMs / 1000)} s in, ${r.worker.rssMaxAt.agents} agents running` : ""}; idle ${r.worker.rssIdleMB} MB; node flags: ${r.workerNodeFlags?.join(" ") || "none"})${r.commandHelper ? `; + ${r.commandHelper.privateMaxMB} MB for its command helper (its own pages; RSS ${r.commandHelper.rssMaxMB} MB)` : ""}; + ${r.forwarder.privateEachMB} MB per agent for Fleet's forwarder (${r.forwarder.kind ?? "node"}'s) in its sandbox (its own memory; RSS ${r.forwarder.rssEachMB} MB)`,
         "< 150 MB with 50 running",
         ok(r.worker.rssMaxMB < 150 && r.maxAgentsAtOnce >= 50),
         load(r),

@@ -58,7 +58,7 @@ if (!runMain) {
 await runMain(argv);
 
 /**
- * `fleet serve` (and `fleet run`, when FLEET_RUN_NODE_FLAGS says so) runs on node flags of its own
+ * `fleet serve` and `fleet run` (the long-running commands) run on node flags of their own
  * (scripts/node-flags.mjs), which node takes only at its start: node is started again with them in this
  * same process (execve: the same pid, so a supervisor's signals still reach the app, and nothing is left
  * behind). The command runs as it is where node cannot (before 22.15, on Windows, under the permission

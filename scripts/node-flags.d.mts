@@ -1,5 +1,7 @@
 // Types of scripts/node-flags.mjs, for the TypeScript that imports it (bench/scale-app.ts, the tests).
 /** What `fleet serve` runs with unless FLEET_SERVE_NODE_FLAGS says otherwise. */
 export const SERVE_NODE_FLAGS: readonly string[];
+/** What `fleet run` runs with unless FLEET_RUN_NODE_FLAGS says otherwise. */
+export const RUN_NODE_FLAGS: readonly string[];
 /** The node flags `command` runs with (FLEET_SERVE_NODE_FLAGS for `serve` when set). */
 export function nodeFlagsFor(command: string | undefined, env?: Record<string, string | undefined>): string[];

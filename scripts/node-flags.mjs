@@ -1,19 +1,23 @@
-// The flags of node (V8's) that `fleet serve` runs with. V8 sizes its heap for the machine's memory: on a
-// large one its young generation grows to 64 MB a semi-space, and its old one to several times what a
-// collection left, and it keeps what it grew to. A burst of webhook deliveries (2,000 labels over 100
-// repositories) left the app at ~530 MB resident on a 24 GB machine, with ~100 MB of objects live at the
-// burst's height. `--optimize-for-size` keeps the heap near what it holds (219 MB at the height, 134 MB
-// after) for about twice the app's CPU in a burst, which the app, waiting on GitHub, has to spare
-// (README, "The app's RSS"). Only the long-running app: a one-shot command starts ~50% slower with it.
+// The flags of node (V8's) that the long-running commands run with. V8 sizes its heap for the machine's
+// memory: on a large one its young generation grows to 64 MB a semi-space, and its old one to several
+// times what a collection left, and it keeps what it grew to. `--optimize-for-size` keeps the heap near
+// what it holds (README, "The app's RSS" and the 50-agent rows):
+// - `fleet serve`: a burst of 2,000 labels over 100 repositories peaked at ~530 MB resident on a 24 GB
+//   machine (~100 MB live); 219 MB with it, 134 MB after, for about twice the app's CPU in the burst;
+// - `fleet run`: 50 agents' ends at once peaked at 194-246 MB; 128-133 MB with it, the worker's own CPU
+//   ~45% more (Fleet's CPU per running agent 2.1-2.6% -> 2.5-3.2% of a core, local queue).
+// Not for one-shot commands: they start ~50% slower with it.
 // node takes these flags only at its start, so bin/fleet.js starts node again in the same process.
 
 /** What `fleet serve` runs with unless FLEET_SERVE_NODE_FLAGS says otherwise. */
 export const SERVE_NODE_FLAGS = ["--optimize-for-size"];
+/** What `fleet run` runs with unless FLEET_RUN_NODE_FLAGS says otherwise. */
+export const RUN_NODE_FLAGS = ["--optimize-for-size"];
 
 /** The long-running commands, the variable that sets their node flags, and their own. */
 const LONG_RUNNING = {
   serve: { variable: "FLEET_SERVE_NODE_FLAGS", flags: SERVE_NODE_FLAGS },
-  run: { variable: "FLEET_RUN_NODE_FLAGS", flags: [] },
+  run: { variable: "FLEET_RUN_NODE_FLAGS", flags: RUN_NODE_FLAGS },
 };
 
 /**

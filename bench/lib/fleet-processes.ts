@@ -230,8 +230,11 @@ export function readOpsLog(file: string): Array<{
 export function workerEnv(shims: string | undefined, extra: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {};
   // FLEET_COMMANDS=direct: programs started by the worker itself, not its helper (README, before and after).
+  // FLEET_RUN_NODE_FLAGS: the worker's node flags, as a user gives them (set, even empty, it is passed).
   for (const k of ["HOME", "TMPDIR", "LANG", "USER", "FLEET_COMMANDS"])
     if (process.env[k]) env[k] = process.env[k]!;
+  if (process.env.FLEET_RUN_NODE_FLAGS !== undefined)
+    env.FLEET_RUN_NODE_FLAGS = process.env.FLEET_RUN_NODE_FLAGS;
   const path = [shims, NODE_BIN, process.env.PATH].filter(Boolean).join(":");
   return { ...env, PATH: path, ...extra };
 }

@@ -1,13 +1,14 @@
 // The node flags a command runs with (scripts/node-flags.mjs, applied by bin/fleet.js before the
 // command loads; test/app/build-app.test.ts checks a started `fleet serve`'s command line).
 import { describe, expect, it } from "vitest";
-import { nodeFlagsFor, SERVE_NODE_FLAGS } from "../../scripts/node-flags.mjs";
+import { nodeFlagsFor, RUN_NODE_FLAGS, SERVE_NODE_FLAGS } from "../../scripts/node-flags.mjs";
 
 describe("nodeFlagsFor", () => {
-  it("gives the app its own flags, a worker none, and a one-shot command none", () => {
+  it("gives the app and a worker their own flags, and a one-shot command none", () => {
     expect(nodeFlagsFor("serve", {})).toEqual(SERVE_NODE_FLAGS);
     expect(SERVE_NODE_FLAGS).toContain("--optimize-for-size");
-    expect(nodeFlagsFor("run", {})).toEqual([]);
+    expect(nodeFlagsFor("run", {})).toEqual(RUN_NODE_FLAGS);
+    expect(RUN_NODE_FLAGS).toContain("--optimize-for-size");
     for (const command of ["tasks", "task", "init", undefined, "toString", "__proto__"])
       expect(nodeFlagsFor(command, { FLEET_SERVE_NODE_FLAGS: "--x", FLEET_RUN_NODE_FLAGS: "--y" })).toEqual(
         [],
