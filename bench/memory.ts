@@ -18,6 +18,7 @@ import { promisify } from "node:util";
 import { startGitHubEmulator } from "@fleet/github-emulator";
 import { Octokit } from "@octokit/rest";
 import { buildApp } from "../scripts/build-app.mjs";
+import { nodeFlagsFor } from "../scripts/node-flags.mjs";
 import { emptyStateDoc, serializeStateDoc } from "../src/core/state-doc.ts";
 import { newTask } from "../src/core/task.ts";
 import { syncBeads } from "../src/queue/beads-sync.ts";
@@ -93,8 +94,9 @@ async function runAppMemory(n: number) {
     }
     const measure = async (repo: string) =>
       JSON.parse(
+        // With the node flags `fleet serve` (and `npm start`) runs the app with.
         (
-          await run(process.execPath, [BUILT, gh.url, gh.userToken("octo"), repo], {
+          await run(process.execPath, [...nodeFlagsFor("serve"), BUILT, gh.url, gh.userToken("octo"), repo], {
             maxBuffer: 1 << 20,
             // The child collects its garbage before it measures (globalThis.gc), as it always meant to.
             env: { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --expose-gc`.trim() },
@@ -113,6 +115,7 @@ async function runAppMemory(n: number) {
       baselineRssMB: empty.rssMB,
       beadsBytes: full.beadsBytes,
       decisions: full.decisions,
+      nodeFlags: nodeFlagsFor("serve"),
     };
   } finally {
     await gh.stop();
@@ -139,8 +142,11 @@ async function procMemory(pid: number): Promise<ProcMemory> {
   return { rssMB: mb(kB("VmRSS")), peakRssMB: mb(kB("VmHWM")), anonMB: mb(kB("RssAnon")) };
 }
 
-/** `node <entry> run` in a git repository of an empty local queue: its memory `settleMs` after it serves. */
-async function idleWorker(entry: string, settleMs: number): Promise<ProcMemory> {
+/**
+ * `node <entry> run` in a git repository of an empty local queue: its memory `settleMs` after it serves.
+ * `flags`: node's flags for the entry that does not go through bin/fleet.js, which gives `fleet run`'s own.
+ */
+async function idleWorker(entry: string, settleMs: number, flags: string[] = []): Promise<ProcMemory> {
   const home = await mkdtemp(join(tmpdir(), "fleet-bench-worker-"));
   try {
     const repo = join(home, "repo");
@@ -154,7 +160,9 @@ async function idleWorker(entry: string, settleMs: number): Promise<ProcMemory> 
     // The worker's own environment only: no credential or token of the shell running the bench.
     const env: Record<string, string> = { FLEET_HOME: join(home, "queue") };
     for (const key of ["PATH", "HOME", "LANG", "TMPDIR"]) if (process.env[key]) env[key] = process.env[key]!;
-    const child = spawn(process.execPath, [entry, "run"], {
+    if (process.env.FLEET_RUN_NODE_FLAGS !== undefined)
+      env.FLEET_RUN_NODE_FLAGS = process.env.FLEET_RUN_NODE_FLAGS;
+    const child = spawn(process.execPath, [...flags, entry, "run"], {
       cwd: repo,
       env,
       stdio: ["ignore", "ignore", "pipe"],
@@ -197,12 +205,14 @@ export async function runWorkerIdleMemory({ settleMs = 5_000, rounds = 3 } = {})
   const tsx: ProcMemory[] = [];
   for (let i = 0; i < rounds; i++) {
     built.push(await idleWorker(FLEET_BIN, settleMs));
-    tsx.push(await idleWorker(THROUGH_TSX, settleMs));
+    // The same node flags both ways, so the difference is tsx's loader alone.
+    tsx.push(await idleWorker(THROUGH_TSX, settleMs, nodeFlagsFor("run")));
   }
   const of = (xs: ProcMemory[], key: keyof ProcMemory) => median(xs.map((x) => x[key]));
   return {
     settleSeconds: settleMs / 1000,
     rounds,
+    nodeFlags: nodeFlagsFor("run"),
     builtRssMB: of(built, "rssMB"),
     tsxRssMB: of(tsx, "rssMB"),
     savedMB: +(of(tsx, "rssMB") - of(built, "rssMB")).toFixed(1),

@@ -17,7 +17,6 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
-import { nodeFlagsFor } from "../scripts/node-flags.mjs";
 import { baseBranchAt } from "../src/cli/local-merge.ts";
 import { localRepositoryAt } from "../src/cli/local-repository.ts";
 import { localRepoName } from "../src/cli/target.ts";
@@ -29,6 +28,7 @@ import {
   countingProxy,
   cpuGroup,
   exited,
+  FLEET_BIN,
   readBwrapLog,
   readGitLog,
   shimFolder,
@@ -231,6 +231,8 @@ function gitPerTask(
     let busy = 0;
     let until = lo;
     for (const [from, to] of spans) {
+      // Sorted by start: the rest start at or after the window's end.
+      if (from >= hi) break;
       const end = Math.min(to, hi);
       if (end <= until) continue;
       busy += end - Math.max(from, until);
@@ -373,6 +375,7 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
     /** When the worker's RSS was at its most: how long after its start, with how many agents running. */
     let rssMaxAt = { at: 0, agents: 0 };
     let rssIdle = 0;
+    let workerCmdline: string[] | undefined;
     let startupCpu = Number.NaN;
     // The worker tree's CPU while (nearly) every slot runs an agent: its cost per running agent.
     const full = { cpuMs: 0, agentMs: 0 };
@@ -408,6 +411,9 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
         }
         if (agents === 0 && Number.isNaN(startupCpu)) rssIdle = Math.max(rssIdle, worker.rssMB);
         if (agents > 0 && Number.isNaN(startupCpu)) startupCpu = workerGroup.usageMs();
+        // The worker's node flags as the system started it (after bin/fleet.js's re-exec), read once.
+        if (agents > 0 && !workerCmdline)
+          workerCmdline = readFileSync(`/proc/${workerPid}/cmdline`, "utf8").split("\0").filter(Boolean);
         if (agents >= peak.agents) peak = { agents, rss: worker.rssMB };
         if (prev && agents >= 0.9 * o.concurrency && prev.agents >= 0.9 * o.concurrency) {
           full.cpuMs += cpu - prev.cpu;
@@ -538,7 +544,8 @@ export async function runScaleAgents(o: ScaleAgentsOptions): Promise<ScaleAgents
         max: round(Math.max(...loads), 2),
         after: round(loadavg()[0]!, 2),
       },
-      workerNodeFlags: nodeFlagsFor("run"),
+      // Between node and the script on the worker's command line (none read: no agent ever ran).
+      workerNodeFlags: workerCmdline?.slice(1, workerCmdline.indexOf(FLEET_BIN)) ?? [],
       note:
         o.agent === "claude"
           ? "agents: the real Claude CLI (@anthropic-ai/claude-code)"

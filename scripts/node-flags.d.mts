@@ -3,5 +3,5 @@
 export const SERVE_NODE_FLAGS: readonly string[];
 /** What `fleet run` runs with unless FLEET_RUN_NODE_FLAGS says otherwise. */
 export const RUN_NODE_FLAGS: readonly string[];
-/** The node flags `command` runs with (FLEET_SERVE_NODE_FLAGS for `serve` when set). */
+/** The node flags `command` runs with (FLEET_SERVE_NODE_FLAGS for `serve`, FLEET_RUN_NODE_FLAGS for `run`, when set). */
 export function nodeFlagsFor(command: string | undefined, env?: Record<string, string | undefined>): string[];

@@ -5,7 +5,7 @@
 // - `fleet serve`: a burst of 2,000 labels over 100 repositories peaked at ~530 MB resident on a 24 GB
 //   machine (~100 MB live); 219 MB with it, 134 MB after, for about twice the app's CPU in the burst;
 // - `fleet run`: 50 agents' ends at once peaked at 194-246 MB; 128-133 MB with it, the worker's own CPU
-//   ~45% more (Fleet's CPU per running agent 2.1-2.6% -> 2.5-3.2% of a core, local queue).
+//   20-50% more (Fleet's CPU per running agent 2.1-2.6% -> 2.5-3.2% of a core, local queue).
 // Not for one-shot commands: they start ~50% slower with it.
 // node takes these flags only at its start, so bin/fleet.js starts node again in the same process.
 
@@ -13,6 +13,10 @@
 export const SERVE_NODE_FLAGS = ["--optimize-for-size"];
 /** What `fleet run` runs with unless FLEET_RUN_NODE_FLAGS says otherwise. */
 export const RUN_NODE_FLAGS = ["--optimize-for-size"];
+
+/** node's flags that run something other than the script, or print and exit (`node --help`). */
+const MODE_FLAGS =
+  /^(-[vhcepi]|--(version|help|check|eval|print|interactive|test|run|watch|v8-options)(=|-|$))/;
 
 /** The long-running commands, the variable that sets their node flags, and their own. */
 const LONG_RUNNING = {
@@ -37,6 +41,13 @@ export function nodeFlagsFor(command, env = process.env) {
   if (notFlag !== undefined)
     throw new Error(
       `${long.variable} has \`${notFlag}\`, which is not a node flag: give node's flags separated by spaces (e.g. --max-old-space-size=512), without quotes, or leave it empty for none.`,
+    );
+  // Flags that make node do something else than run the command (print its version and exit 0, check
+  // or evaluate other code, run tests): a supervisor would see the command end, not fail.
+  const other = flags.find((f) => MODE_FLAGS.test(f));
+  if (other !== undefined)
+    throw new Error(
+      `${long.variable} has \`${other}\`, which makes node do something else than run \`fleet ${command}\`: give only flags that tune it (e.g. --max-old-space-size=512).`,
     );
   return flags;
 }

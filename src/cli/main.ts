@@ -136,7 +136,7 @@ export async function runMain(argv: string[]): Promise<void> {
   process.exitCode = code;
 }
 
-// `node build/fleet.mjs serve` (npm start; this file built by scripts/build-app.mjs) and
-// `tsx src/cli/main.ts` run this file directly; bin/fleet.js calls runMain (of the build, for `serve`).
+// `node build/fleet.mjs <command>` (this file built by scripts/build-app.mjs) and `tsx src/cli/main.ts`
+// run this file directly; bin/fleet.js (the `fleet` command, and npm start) calls runMain.
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href)
   await runMain(process.argv.slice(2));

@@ -38,4 +38,27 @@ describe("nodeFlagsFor", () => {
       );
     expect(() => nodeFlagsFor("run", { FLEET_RUN_NODE_FLAGS: "x" })).toThrow(/^FLEET_RUN_NODE_FLAGS has `x`/);
   });
+
+  it("refuses a flag that makes node do something else than run the command (a supervisor would see it end)", () => {
+    for (const flag of [
+      "--version",
+      "-v",
+      "--check",
+      "-e",
+      "--eval=1",
+      "-p",
+      "--test",
+      "--watch",
+      "--v8-options",
+    ])
+      expect(() => nodeFlagsFor("run", { FLEET_RUN_NODE_FLAGS: `--max-old-space-size=512 ${flag}` })).toThrow(
+        new RegExp(
+          `^FLEET_RUN_NODE_FLAGS has \`${flag}\`, which makes node do something else than run \`fleet run\``,
+        ),
+      );
+    // Flags that tune it pass, those of the operator's choosing too.
+    expect(
+      nodeFlagsFor("run", { FLEET_RUN_NODE_FLAGS: "--expose-gc --require=./x.cjs --stack-size=900" }),
+    ).toEqual(["--expose-gc", "--require=./x.cjs", "--stack-size=900"]);
+  });
 });

@@ -8,11 +8,14 @@ import { pathToFileURL } from "node:url";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUILT_APP } from "../../scripts/build-app.mjs";
+import { RUN_NODE_FLAGS } from "../../scripts/node-flags.mjs";
 import { cliEnv, FLEET_BIN, tempGitRepo, tempHome } from "./cli-helpers.ts";
 
-// Loaded with --import before bin/fleet.js: Fleet's own module files (not packages) and tsx's, one URL a line.
+// Loaded with --import before bin/fleet.js: Fleet's own module files (not packages) and tsx's, one URL a
+// line; and each node's flags as it starts (bin/fleet.js starts node again for the long-running commands).
 const RECORDER = `import { appendFileSync } from "node:fs";
 import { registerHooks } from "node:module";
+appendFileSync(process.env.LOADED_TO, "execArgv " + JSON.stringify(process.execArgv) + "\\n");
 registerHooks({
   load(url, context, next) {
     if (url.startsWith("file:") && (!url.includes("/node_modules/") || url.includes("/node_modules/tsx/")))
@@ -52,8 +55,17 @@ describe("fleet run runs from the build", () => {
       reject: false,
       timeout: 120_000,
     });
-    const loaded = (await readFile(loadedTo, "utf8").catch(() => "")).split("\n").filter(Boolean);
-    return { r, loaded };
+    const lines = (await readFile(loadedTo, "utf8").catch(() => "")).split("\n").filter(Boolean);
+    const loaded = lines.filter((l) => !l.startsWith("execArgv "));
+    /** Each node's flags, in the order they started (besides the recorder's own --import). */
+    const starts = lines
+      .filter((l) => l.startsWith("execArgv "))
+      .map((l) =>
+        (JSON.parse(l.slice("execArgv ".length)) as string[]).filter(
+          (a) => !a.startsWith("--import") && !a.startsWith("file:"),
+        ),
+      );
+    return { r, loaded, starts };
   }
 
   it("a worker on an idle local queue loads build/fleet.mjs and no TypeScript source, and finds the coders' CLIs installed with Fleet", async () => {
@@ -63,15 +75,41 @@ describe("fleet run runs from the build", () => {
       .split(":")
       .filter((dir) => !dir.includes("node_modules/.bin"))
       .join(":");
-    const { r, loaded } = await fleetRecorded(
+    const { r, loaded, starts } = await fleetRecorded(
       ["run", "--until-idle"],
       cliEnv({ FLEET_HOME: home.dir, PATH: path }),
     );
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/nothing to do: no task is queued or running/);
+    // Started again, once, with the worker's node flags (scripts/node-flags.mjs).
+    expect(starts).toEqual([[], [...RUN_NODE_FLAGS]]);
     expect(loaded).toContain(pathToFileURL(BUILT_APP).href);
     expect(loaded.filter((url) => url.startsWith(SRC))).toEqual([]);
     expect(r.stderr).toMatch(/coder claude: claude \(installed with Fleet\)/);
+  }, 150_000);
+
+  it("FLEET_RUN_NODE_FLAGS gives the worker's node flags in place of its own, none when empty; a mode flag is refused before anything starts", async () => {
+    const given = await fleetRecorded(
+      ["run", "--until-idle"],
+      cliEnv({ FLEET_HOME: home.dir, FLEET_RUN_NODE_FLAGS: "--max-semi-space-size=8" }),
+    );
+    expect(given.r.exitCode, given.r.stderr).toBe(0);
+    expect(given.starts).toEqual([[], ["--max-semi-space-size=8"]]);
+    const none = await fleetRecorded(
+      ["run", "--until-idle"],
+      cliEnv({ FLEET_HOME: home.dir, FLEET_RUN_NODE_FLAGS: "" }),
+    );
+    expect(none.r.exitCode, none.r.stderr).toBe(0);
+    expect(none.starts).toEqual([[]]);
+    const bad = await fleetRecorded(
+      ["run"],
+      cliEnv({ FLEET_HOME: home.dir, FLEET_RUN_NODE_FLAGS: "--version" }),
+    );
+    expect(bad.r.exitCode).toBe(64);
+    expect(bad.r.stderr).toMatch(
+      /^fleet run: FLEET_RUN_NODE_FLAGS has `--version`, which makes node do something else/,
+    );
+    expect(bad.starts).toEqual([[]]);
   }, 150_000);
 
   it("`fleet run --help` does not build: it prints the usage from the sources, on node's own type stripping (no tsx)", async () => {
