@@ -72,7 +72,7 @@ async function withNodeFlags(args) {
   if (typeof process.execve !== "function" || process.platform === "win32") return;
   if (typeof process.send === "function") return;
   if (process.execArgv.some((a) => /^--(inspect|watch|debug)/.test(a))) return;
-  const { nodeFlagsFor } = await import("../scripts/node-flags.mjs");
+  const { nodeFlagsFor, nodeFlagsVariable } = await import("../scripts/node-flags.mjs");
   let flags;
   try {
     flags = nodeFlagsFor(args[0]);
@@ -81,6 +81,20 @@ async function withNodeFlags(args) {
     process.exit(64);
   }
   if (flags.length === 0) return;
+  // Flags given in the variable are tried first (a node that does not know one would stop with "bad
+  // option" and exit 9, not naming the variable): one short node start, only when the variable is set.
+  const variable = nodeFlagsVariable(args[0]);
+  if (variable && process.env[variable] !== undefined) {
+    const { spawnSync } = await import("node:child_process");
+    const tried = spawnSync(process.execPath, [...flags, "-e", ""], { encoding: "utf8" });
+    if (tried.status !== 0) {
+      const said = (tried.stderr || tried.error?.message || "").trim().split("\n")[0];
+      process.stderr.write(
+        `fleet ${args[0]}: node refuses the flags in ${variable} (${said}): fix or unset it.\n`,
+      );
+      process.exit(64);
+    }
+  }
   try {
     process.execve(
       process.execPath,

@@ -24,6 +24,11 @@ const LONG_RUNNING = {
   run: { variable: "FLEET_RUN_NODE_FLAGS", flags: RUN_NODE_FLAGS },
 };
 
+/** The variable that gives `command`'s node flags (undefined: a command that runs on node's defaults). */
+export function nodeFlagsVariable(command) {
+  return Object.hasOwn(LONG_RUNNING, command) ? LONG_RUNNING[command].variable : undefined;
+}
+
 /**
  * The node flags `command` runs with: for `serve` and `run` (the app and a worker), their variable
  * (FLEET_SERVE_NODE_FLAGS, FLEET_RUN_NODE_FLAGS, from the environment: `.env` is read later, by the

@@ -110,6 +110,16 @@ describe("fleet run runs from the build", () => {
       /^fleet run: FLEET_RUN_NODE_FLAGS has `--version`, which makes node do something else/,
     );
     expect(bad.starts).toEqual([[]]);
+    // A flag node does not know: refused naming the variable, not node's bare "bad option".
+    const unknown = await fleetRecorded(
+      ["run"],
+      cliEnv({ FLEET_HOME: home.dir, FLEET_RUN_NODE_FLAGS: "--no-such-flag" }),
+    );
+    expect(unknown.r.exitCode).toBe(64);
+    expect(unknown.r.stderr).toMatch(
+      /^fleet run: node refuses the flags in FLEET_RUN_NODE_FLAGS \(\S*node: bad option: --no-such-flag\): fix or unset it\.$/m,
+    );
+    expect(unknown.starts).toEqual([[]]);
   }, 150_000);
 
   it("`fleet run --help` does not build: it prints the usage from the sources, on node's own type stripping (no tsx)", async () => {
