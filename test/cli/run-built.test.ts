@@ -101,25 +101,25 @@ describe("fleet run runs from the build", () => {
     );
     expect(none.r.exitCode, none.r.stderr).toBe(0);
     expect(none.starts).toEqual([[]]);
-    const bad = await fleetRecorded(
-      ["run"],
-      cliEnv({ FLEET_HOME: home.dir, FLEET_RUN_NODE_FLAGS: "--version" }),
-    );
-    expect(bad.r.exitCode).toBe(64);
-    expect(bad.r.stderr).toMatch(
+    /** `fleet run` with these flags: refused before node starts again, with exit 64 and `said`. */
+    const refused = async (value: string, said: RegExp) => {
+      const { r, starts } = await fleetRecorded(
+        ["run"],
+        cliEnv({ FLEET_HOME: home.dir, FLEET_RUN_NODE_FLAGS: value }),
+      );
+      expect(r.exitCode).toBe(64);
+      expect(r.stderr).toMatch(said);
+      expect(starts).toEqual([[]]);
+    };
+    await refused(
+      "--version",
       /^fleet run: FLEET_RUN_NODE_FLAGS has `--version`, which makes node do something else/,
     );
-    expect(bad.starts).toEqual([[]]);
     // A flag node does not know: refused naming the variable, not node's bare "bad option".
-    const unknown = await fleetRecorded(
-      ["run"],
-      cliEnv({ FLEET_HOME: home.dir, FLEET_RUN_NODE_FLAGS: "--no-such-flag" }),
-    );
-    expect(unknown.r.exitCode).toBe(64);
-    expect(unknown.r.stderr).toMatch(
+    await refused(
+      "--no-such-flag",
       /^fleet run: node refuses the flags in FLEET_RUN_NODE_FLAGS \(\S*node: bad option: --no-such-flag\): fix or unset it\.$/m,
     );
-    expect(unknown.starts).toEqual([[]]);
   }, 150_000);
 
   it("`fleet run --help` does not build: it prints the usage from the sources, on node's own type stripping (no tsx)", async () => {
