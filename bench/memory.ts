@@ -22,6 +22,7 @@ import { nodeFlagsFor } from "../scripts/node-flags.mjs";
 import { emptyStateDoc, serializeStateDoc } from "../src/core/state-doc.ts";
 import { newTask } from "../src/core/task.ts";
 import { syncBeads } from "../src/queue/beads-sync.ts";
+import { procMemory } from "./lib/proc-tree.ts";
 
 const run = promisify(execFile);
 const CHILD = join(import.meta.dirname, "lib/memory-child.ts");
@@ -122,25 +123,9 @@ async function runAppMemory(n: number) {
   }
 }
 
-interface ProcMemory {
-  rssMB: number;
-  peakRssMB: number;
-  anonMB: number;
-}
+type ProcMemory = ReturnType<typeof procMemory>;
 
-const mb = (kB: number) => +(kB / 1024).toFixed(1);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
-/** A process's memory from /proc: resident now, at its peak, and the anonymous part (heap, code). */
-async function procMemory(pid: number): Promise<ProcMemory> {
-  const status = await readFile(`/proc/${pid}/status`, "utf8");
-  const kB = (key: string) => {
-    const m = status.match(new RegExp(`^${key}:\\s+(\\d+) kB`, "m"));
-    if (!m) throw new Error(`no ${key} in /proc/${pid}/status`);
-    return Number(m[1]);
-  };
-  return { rssMB: mb(kB("VmRSS")), peakRssMB: mb(kB("VmHWM")), anonMB: mb(kB("RssAnon")) };
-}
 
 /**
  * `node <entry> run` in a git repository of an empty local queue: its memory `settleMs` after it serves.
@@ -186,7 +171,7 @@ async function idleWorker(entry: string, settleMs: number, flags: string[] = [])
         ),
       ]);
       await sleep(settleMs);
-      return await procMemory(child.pid!);
+      return procMemory(child.pid!);
     } finally {
       child.kill("SIGTERM");
       await exited;

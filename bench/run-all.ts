@@ -201,7 +201,7 @@ const rows: Array<[string, string, string, string]> = [
     ok(worker.concurrentAllCompleted === true),
   ],
   [
-    `app RSS, ${memory.tasks} queued tasks (state read over git, scheduling pass; built, plain node, as npm start runs it)`,
+    `app RSS, ${memory.tasks} queued tasks (state read over git, scheduling pass; built, plain node, with the node flags npm start runs it with)`,
     `${memory.rssMB} MB (baseline ${memory.baselineRssMB} MB with no task)`,
     "< 150 MB",
     ok(memory.rssMB < 150),

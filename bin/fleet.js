@@ -3,7 +3,7 @@
 // (scripts/build-app.mjs) into build/fleet.mjs and its chunks, on plain node. The long-running ones,
 // `fleet serve` (the app) and `fleet run` (the worker), build it first when a file it was built from has
 // changed (builtIsCurrent), so they never run a stale build, and never tsx's loader, which costs a
-// long-running process RSS (~45 MB for the app, ~17 MB for an idle worker: bench/memory.ts). Every other
+// long-running process RSS (~45 MB for the app, 9-17 MB for an idle worker: bench/memory.ts). Every other
 // command runs the build when it is current (it starts on ~35% less CPU than the sources) and the
 // TypeScript sources otherwise, on node's own type stripping (22.18 and later; src/ keeps to erasable
 // syntax, tsconfig's erasableSyntaxOnly), without building: a command after an edit runs the edit.

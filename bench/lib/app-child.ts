@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { getHeapSpaceStatistics } from "node:v8";
 import { startFleetServer } from "../../src/app/server.ts";
+import { procMemory } from "./proc-tree.ts";
 
 process.setSourceMapsEnabled(true);
 // MALLOC_ARENA_MAX (BENCH_APP_MALLOC_ARENA_MAX in the parent) is for this process: glibc read it at its
@@ -63,7 +64,7 @@ for await (const line of createInterface({ input: process.stdin })) {
     say({
       rssMB: mb(m.rss),
       // The most resident memory the process has had (VmHWM): a burst's peak falls between readings.
-      peakRssMB: mb(peakResident()),
+      peakRssMB: procMemory("self").peakRssMB,
       heapUsedMB: mb(m.heapUsed),
       heapTotalMB: mb(m.heapTotal),
       externalMB: mb(m.external),
@@ -98,10 +99,4 @@ function residentByMapping(): { brk: number; anonymous: number; files: number } 
     if (rss) out[kind] += Number(rss[1]) * 1024;
   }
   return out;
-}
-
-/** The process's peak resident bytes so far (VmHWM in /proc/self/status, Linux). */
-function peakResident(): number {
-  const hwm = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync("/proc/self/status", "utf8"));
-  return hwm ? Number(hwm[1]) * 1024 : 0;
 }

@@ -146,3 +146,15 @@ export function startProcSampler(opts: {
     stop: () => clearInterval(timer),
   };
 }
+
+/** A process's memory from /proc/<pid>/status (MB): resident now, at its peak (VmHWM), and the anonymous part. */
+export function procMemory(pid: number | "self"): { rssMB: number; peakRssMB: number; anonMB: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kB = (key: string) => {
+    const m = status.match(new RegExp(`^${key}:\\s+(\\d+) kB`, "m"));
+    if (!m) throw new Error(`no ${key} in /proc/${pid}/status`);
+    return Number(m[1]);
+  };
+  const mb = (n: number) => +(n / 1024).toFixed(1);
+  return { rssMB: mb(kB("VmRSS")), peakRssMB: mb(kB("VmHWM")), anonMB: mb(kB("RssAnon")) };
+}
