@@ -55830,6 +55830,89 @@ var import_node_path2 = require("node:path");
 // src/state/git-store.ts
 var import_node_diagnostics_channel = require("node:diagnostics_channel");
 
+// src/core/claims.ts
+var CLAIM_REF_GRACE_MS = 2 * 6e4;
+var REF_SAFE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
+var claimableByRef = (taskId) => REF_SAFE.test(taskId) && !taskId.includes("..") && !taskId.endsWith(".") && !taskId.endsWith(".lock");
+function claimRefName(branch, claim2) {
+  const at = Date.parse(claim2.dispatchedAt);
+  if (!claimableByRef(claim2.task) || !Number.isFinite(at)) return void 0;
+  return `${claimRefPrefix(branch)}${claim2.task}/${at}`;
+}
+var claimRefPrefix = (branch) => `refs/fleet/claims/${branch}/`;
+var serializeClaim = (claim2) => JSON.stringify(claim2);
+var isText = (v) => typeof v === "string" && v.length > 0;
+function parseClaim(text2) {
+  let v;
+  try {
+    v = JSON.parse(text2);
+  } catch {
+    return void 0;
+  }
+  if (typeof v !== "object" || v === null) return void 0;
+  const c3 = v;
+  if (!isText(c3.task) || !isText(c3.dispatchedAt) || !isText(c3.holder) || !isText(c3.at)) return void 0;
+  if (typeof c3.ttlMs !== "number" || !(c3.ttlMs > 0) || !Number.isFinite(Date.parse(c3.at))) return void 0;
+  if (c3.startIn !== void 0 && c3.startIn !== "planning" && c3.startIn !== "running") return void 0;
+  const p2 = c3.process;
+  const process10 = p2 && isText(p2.host) && isText(p2.bootId) && isText(p2.pidNs) && isText(p2.start) ? typeof p2.uid === "number" && typeof p2.pid === "number" ? p2 : void 0 : void 0;
+  return {
+    task: c3.task,
+    dispatchedAt: c3.dispatchedAt,
+    holder: c3.holder,
+    at: c3.at,
+    ttlMs: c3.ttlMs,
+    ...c3.startIn ? { startIn: c3.startIn } : {},
+    ...process10 ? { process: process10 } : {}
+  };
+}
+var stillOpen = (doc, claim2) => {
+  const task = doc.tasks[claim2.task];
+  return task?.state === "dispatched" && task.lease !== void 0 && isUnclaimed(task.lease) && task.lease.acquiredAt === claim2.dispatchedAt;
+};
+function applyClaim(doc, claim2) {
+  if (claim2.holder === CLOSED_BY_COMMIT || !stillOpen(doc, claim2)) return null;
+  return claimLease(doc, claim2.task, {
+    holder: claim2.holder,
+    now: new Date(claim2.at),
+    ttlMs: claim2.ttlMs,
+    ...claim2.process ? { process: claim2.process } : {},
+    ...claim2.startIn ? { startIn: () => claim2.startIn } : {}
+  });
+}
+function applyClaims(doc, claims) {
+  let out = doc;
+  const ordered = [...claims].sort((a2, b) => a2.at < b.at ? -1 : a2.at > b.at ? 1 : 0);
+  for (const claim2 of ordered) out = applyClaim(out, claim2)?.doc ?? out;
+  return out;
+}
+var claimSettled = (doc, claim2) => !stillOpen(doc, claim2);
+var CLOSED_BY_COMMIT = "-";
+function dispatchesClosed(before, after, at) {
+  const closed = [];
+  for (const [id, was] of Object.entries(before.tasks)) {
+    if (was.state !== "dispatched" || !was.lease || !isUnclaimed(was.lease)) continue;
+    const now = after.tasks[id];
+    const lease = now?.lease;
+    const open8 = { task: id, dispatchedAt: was.lease.acquiredAt };
+    if (now && stillOpen(after, { ...open8, holder: "", at: "", ttlMs: 1 })) continue;
+    if (!lease || isUnclaimed(lease) || lease.acquiredAt !== was.lease.acquiredAt) {
+      closed.push({ ...open8, holder: CLOSED_BY_COMMIT, at: at.toISOString(), ttlMs: 1 });
+      continue;
+    }
+    const ttlMs = Date.parse(lease.expiresAt) - Date.parse(lease.heartbeatAt);
+    closed.push({
+      ...open8,
+      holder: lease.holder,
+      at: lease.heartbeatAt,
+      ttlMs: ttlMs > 0 ? ttlMs : 1,
+      ...now.state === "planning" || now.state === "running" ? { startIn: now.state } : {},
+      ...lease.process ? { process: lease.process } : {}
+    });
+  }
+  return closed;
+}
+
 // src/core/state-doc.ts
 var StateCorruptError = class extends Error {
   name = "StateCorruptError";
@@ -56074,7 +56157,7 @@ function changeOf(c3, out) {
   const doc = out.doc ?? c3.doc;
   const state = serializeStateDoc(doc);
   const beads = out.beads ?? c3.head.beads;
-  const stateChanged = state !== c3.head.state && !(c3.head.state === "" && out.doc === void 0);
+  const stateChanged = state !== c3.docText && !(c3.head.state === "" && out.doc === void 0);
   const beadsChanged = beads !== c3.head.beads;
   const first = c3.head.version === "";
   if (!stateChanged && !beadsChanged && !first) return void 0;
@@ -56084,6 +56167,18 @@ function changeOf(c3, out) {
   };
   return { doc, files, state, beads, stateChanged, beadsChanged };
 }
+function withClaimsApplied(head, real, prev) {
+  const claims = head.claims ?? [];
+  if (claims.length === 0) return { head, real, doc: real, docText: head.state };
+  if (prev && prev.real === real && sameClaims(prev.head.claims ?? [], claims))
+    return { head, real, doc: prev.doc, docText: prev.docText };
+  const doc = applyClaims(
+    real,
+    claims.map((r) => r.claim)
+  );
+  return { head, real, doc, docText: doc === real ? head.state : serializeStateDoc(doc) };
+}
+var sameClaims = (a2, b) => a2.length === b.length && a2.every((r, i2) => r.ref === b[i2].ref && r.sha === b[i2].sha);
 var snapshotOf = (c3) => ({
   doc: cloneStateDoc(c3.doc),
   beads: c3.head.beads,
@@ -56097,8 +56192,10 @@ var CasEngine = class {
   sleep;
   pacing;
   t;
+  clock;
   constructor(t, opts) {
     this.t = t;
+    this.clock = opts.clock;
     this.random = opts.random ?? Math.random;
     this.sleep = opts.sleep ?? defaultSleep;
     this.pacing = opts.pacing ?? 3;
@@ -56114,9 +56211,56 @@ var CasEngine = class {
   async refresh(cause, only) {
     const prev = this.cache;
     const head = await this.t.read(prev?.head, only, cause);
-    const doc = prev && prev.head.state === head.state ? prev.doc : parseStateDoc(head.state, this.t.place.docPath, this.t.place.remedy);
-    this.cache = { head, doc };
+    const real = prev && prev.head.state === head.state ? prev.real : parseStateDoc(head.state, this.t.place.docPath, this.t.place.remedy);
+    this.cache = withClaimsApplied(head, real, prev);
     return this.cache;
+  }
+  now() {
+    return (this.clock?.() ?? /* @__PURE__ */ new Date()).getTime();
+  }
+  /**
+   * The claim refs a write on `c` changes: a ref for each dispatch its change closes (a claim, or the
+   * marker of a cancel or reclaim; see dispatchesClosed), and the refs long settled.
+   */
+  claimRefChanges(c3, change) {
+    const branch = this.t.claimBranch;
+    if (!this.t.claim || branch === void 0) return void 0;
+    const create = change.stateChanged ? dispatchesClosed(c3.doc, change.doc, new Date(this.now())).flatMap((claim2) => {
+      const ref = claimRefName(branch, claim2);
+      return ref ? [{ ref, claim: claim2 }] : [];
+    }) : [];
+    const now = this.now();
+    const remove = (c3.head.claims ?? []).filter(
+      (r) => claimSettled(c3.real, r.claim) && now - Date.parse(r.claim.at) > CLAIM_REF_GRACE_MS
+    );
+    return create.length || remove.length ? { create, remove } : void 0;
+  }
+  /**
+   * A claim by ref: decided on a fresh read, then its ref created if nobody made it first. A claimer
+   * whose read is older than half the refs' grace confirms the claim on a fresh read (see CLAIM_REF_GRACE_MS).
+   */
+  async claim(decide) {
+    const readAt = this.now();
+    let c3 = await this.refresh("claim");
+    const claim2 = decide(cloneStateDoc(c3.doc));
+    const ref = claim2 && this.t.claimBranch !== void 0 ? claimRefName(this.t.claimBranch, claim2) : void 0;
+    const applies = claim2 && ref ? applyClaim(c3.doc, claim2) : null;
+    if (!claim2 || !ref || !applies) return { applied: false, snapshot: snapshotOf(c3), retries: 0 };
+    const outcome = await this.t.claim(ref, claim2, `${applies.message} (by ref)`);
+    if (outcome.kind === "conflict") {
+      this.conflicts++;
+      c3 = await this.refresh("lost race");
+      return { applied: false, snapshot: snapshotOf(c3), retries: 1 };
+    }
+    if (this.cache === c3) {
+      const claims = [...(c3.head.claims ?? []).filter((r) => r.ref !== ref), outcome.ref];
+      c3 = withClaimsApplied({ ...c3.head, claims }, c3.real, c3);
+      this.cache = c3;
+    }
+    if (this.now() - readAt > CLAIM_REF_GRACE_MS / 2) c3 = await this.refresh("confirm");
+    const task = c3.doc.tasks[claim2.task];
+    const applied = task?.lease?.holder === claim2.holder && task.lease.acquiredAt === claim2.dispatchedAt;
+    return { applied, snapshot: snapshotOf(c3), retries: 0, commit: outcome.ref.sha };
   }
   async update(mutation, options = {}) {
     const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
@@ -56135,7 +56279,8 @@ var CasEngine = class {
       if (!change) return { applied: true, snapshot: snapshotOf(c3), retries };
       await this.pace(retries);
       const started = performance.now();
-      const outcome = await this.t.write(c3.head, change.files, commitMessage(out.message));
+      const refs = this.claimRefChanges(c3, change);
+      const outcome = await this.t.write(c3.head, change.files, commitMessage(out.message), refs);
       if (outcome.kind === "stale") {
         c3 = await this.refresh("stale");
         fresh = true;
@@ -56143,7 +56288,8 @@ var CasEngine = class {
       }
       const ended = performance.now();
       this.lastWrite = { endedAt: ended, tookMs: ended - started };
-      if (outcome.kind === "written") return this.won(outcome.head, change.doc, retries);
+      if (outcome.kind === "written")
+        return this.won(outcome.head, change.files.state === void 0 ? c3.real : change.doc, retries);
       if (outcome.kind === "unknown") {
         const landed = await this.landed(change);
         if (landed)
@@ -56164,8 +56310,8 @@ var CasEngine = class {
       await this.sleep(Math.floor(this.random() * this.pacing * tookMs));
     }
   }
-  async won(head, doc, retries) {
-    this.cache = { head, doc };
+  async won(head, real, retries) {
+    this.cache = withClaimsApplied(head, real);
     await this.t.afterWrite?.(head);
     return { applied: true, snapshot: snapshotOf(this.cache), retries, commit: head.version };
   }
@@ -56202,6 +56348,7 @@ function createCasStore(transport, opts = {}) {
   return {
     read,
     update: (mutation, options) => around("update", () => engine.update(mutation, options)),
+    ...transport.claim ? { claim: (decide) => around("update", () => engine.claim(decide)) } : {},
     history: (limit) => around(
       "history",
       async () => (await transport.history(limit)).map((e) => ({ ...e, message: withoutWriteTrailer(e.message) }))
@@ -56393,15 +56540,22 @@ var GitRemote = class {
 var STATE_GIT_CHANNEL = "fleet:state:git";
 var gitChannel = (0, import_node_diagnostics_channel.channel)(STATE_GIT_CHANNEL);
 var REMOTE_REF = "refs/fleet/remote-state";
+var REMOTE_CLAIMS = "refs/fleet/remote-claims/";
 var COMMIT_REF = "refs/fleet/commit";
-var LOST_RACE = /stale info|fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|already exists/i;
+var CLAIM_COMMIT_REF = "refs/fleet/claim-commit";
+var LOST_RACE = /stale info|fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|already exists|atomic push failed|atomic transaction failed/i;
 var GC_EVERY = 500;
 var LANDED_DEPTH = 64;
+var sameRefs = (a2, b) => a2.length === b.length && a2.every((r, i2) => r.ref === b[i2].ref && r.sha === b[i2].sha);
 var GitTransport = class {
   place;
+  claimBranch;
   fetches = 0;
   pushes = 0;
   branchRef;
+  claimPrefix;
+  /** The claim refs the last fetch brought (remote names), with their records; unparsable ones left out. */
+  fetchedClaims = [];
   git;
   commitsSinceGc = 0;
   chain = Promise.resolve();
@@ -56419,6 +56573,8 @@ var GitTransport = class {
     const place = branchPlace(`${opts.owner}/${opts.repo}`, opts.branch);
     this.place = place;
     this.branchRef = `refs/heads/${place.branch}`;
+    this.claimBranch = place.branch;
+    this.claimPrefix = claimRefPrefix(place.branch);
     this.git = new GitRemote({
       url: opts.url,
       token: opts.token,
@@ -56462,8 +56618,10 @@ var GitTransport = class {
     this.cacheRemade();
     const head = await this.fetchHead(1, cause);
     if (head === "") return { version: "", state: "", beads: "" };
-    if (prev && prev.version === head) return prev;
-    return { version: head, ...await this.readFiles(head) };
+    const claims = this.fetchedClaims;
+    if (prev && prev.version === head && sameRefs(prev.claims ?? [], claims)) return prev;
+    if (prev && prev.version === head) return { ...prev, claims };
+    return { version: head, ...await this.readFiles(head), claims };
   }
   /** The branch head, fetched with retries on transient failures. */
   fetchHead(depth, cause) {
@@ -56484,19 +56642,52 @@ var GitTransport = class {
       "--no-tags",
       "--no-write-fetch-head",
       "--no-auto-gc",
+      // The claims come with the branch, in the same requests (the advertisement lists every ref);
+      // --prune drops the local copies of claim refs deleted there.
+      "--prune",
       this.git.url,
-      `+${this.branchRef}:${REMOTE_REF}`
+      `+${this.branchRef}:${REMOTE_REF}`,
+      `+${this.claimPrefix}*:${REMOTE_CLAIMS}*`
     ]);
     if (r.exitCode !== 0) {
       if (/couldn't find remote ref/i.test(r.stderr)) {
         await this.git.run(["update-ref", "-d", REMOTE_REF]);
         this.localCopySeen = false;
+        this.fetchedClaims = [];
         return "";
       }
       throw r.fail(r.stderr);
     }
-    const head = await this.git.must(["rev-parse", "--verify", `${REMOTE_REF}^{commit}`]);
+    const head = await this.localRefs();
     this.localCopySeen = true;
+    return head;
+  }
+  /** The local copy of the branch's head, and its claims (into fetchedClaims), in one git process. */
+  async localRefs() {
+    const out = await this.git.must([
+      "for-each-ref",
+      "--format=%(objectname) %(objecttype) %(refname)%00%(contents:subject)%00",
+      REMOTE_REF,
+      REMOTE_CLAIMS.slice(0, -1)
+    ]);
+    const known = new Map(this.fetchedClaims.map((c3) => [c3.sha, c3.claim]));
+    let head = "";
+    const claims = [];
+    const fields = out.split("\0");
+    for (let i2 = 0; i2 + 1 < fields.length; i2 += 2) {
+      const [sha = "", type, name = ""] = fields[i2].trim().split(" ");
+      if (name === REMOTE_REF) {
+        if (type === "commit") head = sha;
+        continue;
+      }
+      const claim2 = known.get(sha) ?? parseClaim(fields[i2 + 1]);
+      if (claim2) claims.push({ ref: this.claimPrefix + name.slice(REMOTE_CLAIMS.length), sha, claim: claim2 });
+    }
+    if (!head)
+      throw new Error(
+        `Fleet state cache ${this.opts.cacheDir}: ${REMOTE_REF} is not a commit after the fetch`
+      );
+    this.fetchedClaims = claims;
     return head;
   }
   /** Whether the cache repository was made (again) since this transport's local copy was in it; notes it is now. */
@@ -56536,17 +56727,66 @@ ${commit}:${BEADS_PATH}
     }
     return { state: texts[0], beads: texts[1] };
   }
-  async write(base, files, message) {
+  async write(base, files, message, claimRefs) {
     await this.git.init();
     if (this.cacheRemade() && base.version !== "" && await this.fetchHead(1, "write") !== base.version)
       return { kind: "conflict" };
-    const made = await this.makeCommit(base.version, files, message.unique);
+    const [made, ...claimCommits] = await this.makeCommits(
+      { parent: base.version, files, message: message.unique },
+      claimRefs?.create.map((c3) => c3.claim) ?? []
+    );
     const subject = message.text.split("\n").map((l) => l.replace(/^- /, "").trim()).filter(Boolean).join("; ");
-    if (await this.push(made, base.version, subject) === "conflict") return { kind: "conflict" };
+    const created = (claimRefs?.create ?? []).map((c3, i2) => ({ ...c3, sha: claimCommits[i2] }));
+    const removed = claimRefs?.remove ?? [];
+    const extra = [
+      ...created.map((c3) => ({ ref: c3.ref, expected: "", to: c3.sha })),
+      ...removed.map((r) => ({ ref: r.ref, expected: r.sha, to: "" }))
+    ];
+    if (await this.push(made, base.version, subject, extra) === "conflict") return { kind: "conflict" };
+    const gone = new Set(removed.map((r) => r.ref));
     return {
       kind: "written",
-      head: { version: made, state: files.state ?? base.state, beads: files.beads ?? base.beads }
+      head: {
+        version: made,
+        state: files.state ?? base.state,
+        beads: files.beads ?? base.beads,
+        claims: [...(base.claims ?? []).filter((r) => !gone.has(r.ref)), ...created].sort(
+          (a2, b) => a2.ref < b.ref ? -1 : a2.ref > b.ref ? 1 : 0
+        )
+      }
     };
+  }
+  /** Creates the claim's ref if it does not exist: one push, no commit on the branch. */
+  async claim(ref, claim2, subject) {
+    await this.git.init();
+    const [sha] = await this.makeCommits(void 0, [claim2]);
+    for (let attempt = 1; ; attempt++) {
+      let failure4;
+      try {
+        const outcome = await this.traced(
+          "push",
+          subject,
+          () => this.pushRefs([{ ref, expected: "", to: sha }])
+        );
+        if (outcome === "ok") return { kind: "written", ref: { ref, sha, claim: claim2 } };
+        if (attempt > 1 && await this.claimOnServer(ref) === sha)
+          return { kind: "written", ref: { ref, sha, claim: claim2 } };
+        return { kind: "conflict" };
+      } catch (error64) {
+        if (!(error64 instanceof StateGitError)) throw error64;
+        failure4 = error64;
+      }
+      const there = await this.claimOnServer(ref).catch(() => void 0);
+      if (there === sha) return { kind: "written", ref: { ref, sha, claim: claim2 } };
+      if (there) return { kind: "conflict" };
+      if (there === void 0 || !failure4.transient || attempt >= GIT_NETWORK_ATTEMPTS) throw failure4;
+      await this.git.pause(failure4, attempt);
+    }
+  }
+  /** What a claim ref points at on the server now ("" when it does not exist); fetches the branch. */
+  async claimOnServer(ref) {
+    await this.fetchHead(1, "claim answer lost");
+    return this.fetchedClaims.find((c3) => c3.ref === ref)?.sha ?? "";
   }
   async afterWrite(_head) {
     this.commitsSinceGc++;
@@ -56558,9 +56798,10 @@ ${commit}:${BEADS_PATH}
    * A commit on top of `parent` (an orphan when the branch does not exist yet) changing `files`, made by
    * one `git fast-import` (blobs, tree from the parent's, commit): a state write is one process here,
    * not six (read-tree, hash-object per file, update-index, write-tree, commit-tree), which under a burst
-   * of labels was most of a commit's time.
+   * of labels was most of a commit's time. The same process makes each claim's commit (an orphan with
+   * no files, its record the message); the shas come back in order, the state commit's first.
    */
-  async makeCommit(parent, files, message) {
+  async makeCommits(state, claims) {
     const when = `${Math.floor((this.opts.clock?.() ?? /* @__PURE__ */ new Date()).getTime() / 1e3)} +0000`;
     const who = `${IDENTITY.name} <${IDENTITY.email}>`;
     const parts = [];
@@ -56572,28 +56813,36 @@ ${commit}:${BEADS_PATH}
       parts.push(bytes);
       line("");
     };
-    line(`reset ${COMMIT_REF}`);
-    line(`commit ${COMMIT_REF}`);
-    line("mark :1");
-    line(`author ${who} ${when}`);
-    line(`committer ${who} ${when}`);
-    data(`${message}
+    let mark = 0;
+    const commit = (ref, message, parent, files) => {
+      mark++;
+      line(`reset ${ref}`);
+      line(`commit ${ref}`);
+      line(`mark :${mark}`);
+      line(`author ${who} ${when}`);
+      line(`committer ${who} ${when}`);
+      data(`${message}
 `);
-    if (parent !== "") line(`from ${parent}`);
-    for (const [path6, text2] of [
-      [STATE_PATH, files.state],
-      [BEADS_PATH, files.beads]
-    ]) {
-      if (text2 === void 0) continue;
-      line(`M 100644 inline ${path6}`);
-      data(text2);
+      if (parent !== "") line(`from ${parent}`);
+      for (const [path6, text2] of files) {
+        line(`M 100644 inline ${path6}`);
+        data(text2);
+      }
+      line("");
+    };
+    if (state) {
+      const files = [];
+      if (state.files.state !== void 0) files.push([STATE_PATH, state.files.state]);
+      if (state.files.beads !== void 0) files.push([BEADS_PATH, state.files.beads]);
+      commit(COMMIT_REF, state.message, state.parent, files);
     }
-    line("");
-    line("get-mark :1");
+    for (const claim2 of claims) commit(CLAIM_COMMIT_REF, serializeClaim(claim2), "", []);
+    for (let m = 1; m <= mark; m++) line(`get-mark :${m}`);
     line("done");
-    return this.git.must(["fast-import", "--quiet", "--done", "--force", "--date-format=raw"], {
+    const out = await this.git.must(["fast-import", "--quiet", "--done", "--force", "--date-format=raw"], {
       input: Buffer.concat(parts)
     });
+    return out.split("\n").filter(Boolean);
   }
   /**
    * Where a commit of ours whose push may have landed without us hearing so stands: on the branch (at
@@ -56614,11 +56863,15 @@ ${commit}:${BEADS_PATH}
    * change is never applied twice: after each failure, and before calling a retried push's rejection a
    * conflict, the branch is read, and our commit on it counts as written.
    */
-  async push(sha, expected, subject) {
+  async push(sha, expected, subject, extra = []) {
     for (let attempt = 1; ; attempt++) {
       let failure4;
       try {
-        const outcome = await this.traced("push", subject, () => this.pushOnce(sha, expected));
+        const outcome = await this.traced(
+          "push",
+          subject,
+          () => this.pushRefs([{ ref: this.branchRef, expected, to: sha }, ...extra])
+        );
         if (outcome === "conflict" && attempt > 1 && await this.whereIs(sha, expected) === "landed")
           return "ok";
         return outcome;
@@ -56633,23 +56886,30 @@ ${commit}:${BEADS_PATH}
       await this.git.pause(failure4, attempt);
     }
   }
-  /** Pushes `sha` only if the branch still points at `expected` ("" = must not exist): the CAS. */
-  async pushOnce(sha, expected) {
+  /**
+   * Moves each ref to `to` ("" deletes it) only if it still points at `expected` ("" = must not exist):
+   * the CAS. More than one ref go in one atomic push: all move or none
+   * (https://git-scm.com/docs/git-push#Documentation/git-push.txt---atomic).
+   */
+  async pushRefs(updates) {
     this.pushes++;
     const r = await this.git.remote("push", [
       "push",
       "--porcelain",
       "--no-verify",
-      `--force-with-lease=${this.branchRef}:${expected}`,
+      ...updates.length > 1 ? ["--atomic"] : [],
+      ...updates.map((u2) => `--force-with-lease=${u2.ref}:${u2.expected}`),
       this.git.url,
-      `${sha}:${this.branchRef}`
+      ...updates.map((u2) => `${u2.to}:${u2.ref}`)
     ]);
-    const status = r.stdout.split("\n").find((l) => l.includes(`:${this.branchRef}	`));
-    if (r.exitCode === 0 && status && !status.startsWith("!")) return "ok";
-    if (status?.startsWith("!")) {
-      const reason = status.split("	")[2] ?? "";
-      if (LOST_RACE.test(reason)) return "conflict";
-      throw r.fail(`${this.git.shownUrl} rejected the push: ${reason}`);
+    const lines = r.stdout.split("\n");
+    const statuses = updates.map((u2) => lines.find((l) => l.includes(`:${u2.ref}	`)));
+    if (r.exitCode === 0 && statuses.every((st) => st && !st.startsWith("!"))) return "ok";
+    const refused = statuses.filter((st) => st?.startsWith("!"));
+    if (refused.length) {
+      const reasons = refused.map((st) => st.split("	")[2] ?? "");
+      if (reasons.some((reason) => LOST_RACE.test(reason))) return "conflict";
+      throw r.fail(`${this.git.shownUrl} rejected the push: ${reasons.join("; ")}`);
     }
     throw r.fail(r.stderr);
   }
@@ -60380,11 +60640,40 @@ async function startOf(pid) {
 // src/worker/1-claim.ts
 async function claimTaskState(store, taskId, holder, now, ttlMs, startIn2, mayClaim) {
   const process10 = await thisProcess();
-  const result = await store.update(
-    ({ doc }) => mayClaim && !mayClaim(doc) ? null : claimLease(doc, taskId, { holder, now, ttlMs, startIn: startIn2, ...process10 ? { process: process10 } : {} })
-  );
-  const task = result.snapshot.doc.tasks[taskId];
-  return result.applied && task ? { task, beads: result.snapshot.beads, snapshot: result.snapshot } : void 0;
+  const claimOf = (doc) => mayClaim && !mayClaim(doc) ? null : claimLease(doc, taskId, { holder, now, ttlMs, startIn: startIn2, ...process10 ? { process: process10 } : {} });
+  const picked = (r) => {
+    const task = r.snapshot.doc.tasks[taskId];
+    return r.applied && task ? { task, beads: r.snapshot.beads, snapshot: r.snapshot } : void 0;
+  };
+  let byCommit = !store.claim || !claimableByRef(taskId);
+  if (!byCommit) {
+    const byRef = await store.claim((doc) => {
+      const lease = doc.tasks[taskId]?.lease;
+      if (!lease || !isUnclaimed(lease)) return null;
+      const left = Date.parse(lease.expiresAt) - now.getTime();
+      byCommit = left < (Date.parse(lease.expiresAt) - Date.parse(lease.acquiredAt)) / 2;
+      const claimed = byCommit ? null : claimOf(doc);
+      return claimed ? claimRecord(claimed.task, now, ttlMs) : null;
+    });
+    byCommit ||= !byRef.applied && ownLease(byRef.snapshot.doc);
+    if (!byCommit) return picked(byRef);
+  }
+  return picked(await store.update(({ doc }) => claimOf(doc)));
+  function ownLease(doc) {
+    return doc.tasks[taskId]?.lease?.holder === holder;
+  }
+}
+function claimRecord(claimed, now, ttlMs) {
+  const lease = claimed.lease;
+  return {
+    task: claimed.id,
+    dispatchedAt: lease.acquiredAt,
+    holder: lease.holder,
+    at: now.toISOString(),
+    ttlMs,
+    ...claimed.state === "planning" || claimed.state === "running" ? { startIn: claimed.state } : {},
+    ...lease.process ? { process: lease.process } : {}
+  };
 }
 function renewalDue(lastBeatAt, now, ttlMs, everyMs) {
   return now.getTime() - Date.parse(lastBeatAt) >= ttlMs / 3 - everyMs / 2;

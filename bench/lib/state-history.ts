@@ -17,7 +17,8 @@ export interface StateHistory {
   /**
    * Each claim of a task by a worker, as the state head shows it: the worker, when the task was first
    * seen dispatched and not yet claimed (undefined: dispatched and claimed in one commit, a hand-off)
-   * and when claimed, by commit time (git's, whole seconds).
+   * and when claimed, by commit time (git's, whole seconds), or the lease's heartbeat if earlier (a claim by
+   * ref, carried into a later commit).
    */
   claims: Array<{ taskId: string; holder: string; waitedFrom?: number; claimedAt: number }>;
 }
@@ -66,7 +67,14 @@ export async function readStateHistory(
         if (!waiting.has(key)) waiting.set(key, t);
       } else if (holder && !holder.startsWith("dispatch:") && !holderOf.has(key)) {
         holderOf.set(key, holder);
-        claims.push({ taskId: task.id, holder, waitedFrom: waiting.get(key), claimedAt: t });
+        // A claim by ref (core/claims.ts) shows in a later commit: its lease's heartbeat is the claim's time.
+        const at = Date.parse(task.lease?.heartbeatAt ?? "");
+        claims.push({
+          taskId: task.id,
+          holder,
+          waitedFrom: waiting.get(key),
+          claimedAt: Math.min(t, at || t),
+        });
       }
     }
   }

@@ -1,4 +1,13 @@
 import {
+  applyClaim,
+  applyClaims,
+  CLAIM_REF_GRACE_MS,
+  type ClaimRecord,
+  claimRefName,
+  claimSettled,
+  dispatchesClosed,
+} from "../core/claims.ts";
+import {
   cloneStateDoc,
   type FleetStateDoc,
   parseStateDoc,
@@ -38,7 +47,30 @@ export interface StateFiles {
 export interface Head extends StateFiles {
   /** The commit (or content hash); "" while the state does not exist yet. */
   version: string;
+  /** Claims kept beside the branch (a transport with `claim`): every reader applies them (core/claims.ts). */
+  claims?: readonly ClaimRef[];
 }
+
+/** A claim's ref as a transport read it. */
+export interface ClaimRef {
+  ref: string;
+  /** What the ref points at: a delete is guarded by it. */
+  sha: string;
+  claim: ClaimRecord;
+}
+
+/**
+ * The claim refs a write changes in the same atomic push as the branch: all land or none.
+ * `create`: the claims the commit makes (create-only: a claim by ref of the same dispatch made first
+ * refuses the push, a lost race). `remove`: refs the branch's document has settled, deleted if still
+ * at their sha.
+ */
+export interface ClaimRefChanges {
+  create: Array<{ ref: string; claim: ClaimRecord }>;
+  remove: ClaimRef[];
+}
+
+export type ClaimOutcome = { kind: "written"; ref: ClaimRef } | { kind: "conflict" };
 
 export type WriteOutcome<H extends Head> =
   /** The compare-and-swap won: `head` is the new version. */
@@ -117,7 +149,19 @@ export interface CasTransport<H extends Head = Head> {
    * Writes `files` (only those that change; both on the first write) on top of `base`, and only if
    * `base` is still the current version.
    */
-  write(base: H, files: Partial<StateFiles>, message: CommitMessage): Promise<WriteOutcome<H>>;
+  write(
+    base: H,
+    files: Partial<StateFiles>,
+    message: CommitMessage,
+    claimRefs?: ClaimRefChanges,
+  ): Promise<WriteOutcome<H>>;
+  /**
+   * Claims by ref (optional): creates `ref` for `claim` only if it does not exist, without a commit on
+   * the branch; reads then return every claim ref in `Head.claims`, and writes take `claimRefs`.
+   */
+  claim?(ref: string, claim: ClaimRecord, message: string): Promise<ClaimOutcome>;
+  /** The branch the claims are named by (claimRefName), with `claim`. */
+  readonly claimBranch?: string;
   /** Housekeeping after a won write, outside the time the write is measured by (for pacing). */
   afterWrite?(head: H): Promise<void>;
   /** Newest first, messages as stored (the engine takes `[skip ci]` and the trailer off). */
@@ -136,17 +180,18 @@ export interface CasOptions {
    * Default 3; 0 turns it off. Bursts from one process belong in `createWriteQueue` anyway.
    */
   pacing?: number;
+  /** The commits' date, and the age of claim refs (default: now). */
+  clock?: () => Date;
 }
 
 /** What every store on a branch takes besides its backend. */
 export interface BranchStoreOptions extends CasOptions {
   /** Default `fleet/state`. */
   branch?: string;
-  /** The commits' date (default: now). */
-  clock?: () => Date;
 }
 
 export interface CasStore extends StateStore {
+  claim?: StateStore["claim"];
   history(limit: number): Promise<HistoryEntry[]>;
   /** Writes that lost the compare-and-swap since the last reset. */
   conflicts(): number;
@@ -157,7 +202,12 @@ export interface CasStore extends StateStore {
 
 interface Cached<H extends Head> {
   head: H;
+  /** The branch's own document, parsed. */
+  real: FleetStateDoc;
+  /** The document every caller sees: `real` with the claim refs applied (the same object without any). */
   doc: FleetStateDoc;
+  /** `doc` serialized: a mutation that leaves it as it is writes nothing. */
+  docText: string;
 }
 
 /** What a mutation's result changes on top of `c`; undefined when it changes nothing. */
@@ -175,7 +225,7 @@ function changeOf(c: Cached<Head>, out: MutationResult): Change | undefined {
   const state = serializeStateDoc(doc);
   const beads = out.beads ?? c.head.beads;
   // A missing state.json is not written only because the mutation did not touch the document.
-  const stateChanged = state !== c.head.state && !(c.head.state === "" && out.doc === undefined);
+  const stateChanged = state !== c.docText && !(c.head.state === "" && out.doc === undefined);
   const beadsChanged = beads !== c.head.beads;
   // The first write holds both files, so the state always has them.
   const first = c.head.version === "";
@@ -186,6 +236,22 @@ function changeOf(c: Cached<Head>, out: MutationResult): Change | undefined {
   };
   return { doc, files, state, beads, stateChanged, beadsChanged };
 }
+
+/** The cache entry for `head`: its claims applied to `real` (reusing `prev`'s work when nothing changed). */
+function withClaimsApplied<H extends Head>(head: H, real: FleetStateDoc, prev?: Cached<H>): Cached<H> {
+  const claims = head.claims ?? [];
+  if (claims.length === 0) return { head, real, doc: real, docText: head.state };
+  if (prev && prev.real === real && sameClaims(prev.head.claims ?? [], claims))
+    return { head, real, doc: prev.doc, docText: prev.docText };
+  const doc = applyClaims(
+    real,
+    claims.map((r) => r.claim),
+  );
+  return { head, real, doc, docText: doc === real ? head.state : serializeStateDoc(doc) };
+}
+
+const sameClaims = (a: readonly ClaimRef[], b: readonly ClaimRef[]): boolean =>
+  a.length === b.length && a.every((r, i) => r.ref === b[i]!.ref && r.sha === b[i]!.sha);
 
 const snapshotOf = (c: Cached<Head>): StateSnapshot => ({
   doc: cloneStateDoc(c.doc),
@@ -206,9 +272,11 @@ class CasEngine<H extends Head> {
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly pacing: number;
   private readonly t: CasTransport<H>;
+  private readonly clock: (() => Date) | undefined;
 
   constructor(t: CasTransport<H>, opts: CasOptions) {
     this.t = t;
+    this.clock = opts.clock;
     this.random = opts.random ?? Math.random;
     this.sleep = opts.sleep ?? defaultSleep;
     this.pacing = opts.pacing ?? 3;
@@ -228,12 +296,67 @@ class CasEngine<H extends Head> {
     const prev = this.cache;
     const head = await this.t.read(prev?.head, only, cause);
     // Parse before caching: a corrupt document must fail every read, not just the first.
-    const doc =
+    const real =
       prev && prev.head.state === head.state
-        ? prev.doc
+        ? prev.real
         : parseStateDoc(head.state, this.t.place.docPath, this.t.place.remedy);
-    this.cache = { head, doc };
+    this.cache = withClaimsApplied(head, real, prev);
     return this.cache;
+  }
+
+  private now(): number {
+    return (this.clock?.() ?? new Date()).getTime();
+  }
+
+  /**
+   * The claim refs a write on `c` changes: a ref for each dispatch its change closes (a claim, or the
+   * marker of a cancel or reclaim; see dispatchesClosed), and the refs long settled.
+   */
+  private claimRefChanges(c: Cached<H>, change: Change): ClaimRefChanges | undefined {
+    const branch = this.t.claimBranch;
+    if (!this.t.claim || branch === undefined) return undefined;
+    const create = change.stateChanged
+      ? dispatchesClosed(c.doc, change.doc, new Date(this.now())).flatMap((claim) => {
+          const ref = claimRefName(branch, claim);
+          return ref ? [{ ref, claim }] : [];
+        })
+      : [];
+    const now = this.now();
+    // Settled on the branch itself (this write's parent), and old enough that no reader still acts on
+    // a state from before the claim (see CLAIM_REF_GRACE_MS).
+    const remove = (c.head.claims ?? []).filter(
+      (r) => claimSettled(c.real, r.claim) && now - Date.parse(r.claim.at) > CLAIM_REF_GRACE_MS,
+    );
+    return create.length || remove.length ? { create, remove } : undefined;
+  }
+
+  /**
+   * A claim by ref: decided on a fresh read, then its ref created if nobody made it first. A claimer
+   * whose read is older than half the refs' grace confirms the claim on a fresh read (see CLAIM_REF_GRACE_MS).
+   */
+  async claim(decide: (doc: FleetStateDoc) => ClaimRecord | null): Promise<UpdateResult> {
+    const readAt = this.now();
+    let c = await this.refresh("claim");
+    const claim = decide(cloneStateDoc(c.doc));
+    const ref =
+      claim && this.t.claimBranch !== undefined ? claimRefName(this.t.claimBranch, claim) : undefined;
+    const applies = claim && ref ? applyClaim(c.doc, claim) : null;
+    if (!claim || !ref || !applies) return { applied: false, snapshot: snapshotOf(c), retries: 0 };
+    const outcome = await this.t.claim!(ref, claim, `${applies.message} (by ref)`);
+    if (outcome.kind === "conflict") {
+      this.conflicts++;
+      c = await this.refresh("lost race");
+      return { applied: false, snapshot: snapshotOf(c), retries: 1 };
+    }
+    if (this.cache === c) {
+      const claims = [...(c.head.claims ?? []).filter((r) => r.ref !== ref), outcome.ref];
+      c = withClaimsApplied({ ...c.head, claims }, c.real, c);
+      this.cache = c;
+    }
+    if (this.now() - readAt > CLAIM_REF_GRACE_MS / 2) c = await this.refresh("confirm");
+    const task = c.doc.tasks[claim.task];
+    const applied = task?.lease?.holder === claim.holder && task.lease.acquiredAt === claim.dispatchedAt;
+    return { applied, snapshot: snapshotOf(c), retries: 0, commit: outcome.ref.sha };
   }
 
   async update(mutation: Mutation, options: UpdateOptions = {}): Promise<UpdateResult> {
@@ -254,7 +377,8 @@ class CasEngine<H extends Head> {
       if (!change) return { applied: true, snapshot: snapshotOf(c), retries };
       await this.pace(retries);
       const started = performance.now();
-      const outcome = await this.t.write(c.head, change.files, commitMessage(out.message));
+      const refs = this.claimRefChanges(c, change);
+      const outcome = await this.t.write(c.head, change.files, commitMessage(out.message), refs);
       if (outcome.kind === "stale") {
         c = await this.refresh("stale");
         fresh = true;
@@ -262,7 +386,8 @@ class CasEngine<H extends Head> {
       }
       const ended = performance.now();
       this.lastWrite = { endedAt: ended, tookMs: ended - started };
-      if (outcome.kind === "written") return this.won(outcome.head, change.doc, retries);
+      if (outcome.kind === "written")
+        return this.won(outcome.head, change.files.state === undefined ? c.real : change.doc, retries);
       if (outcome.kind === "unknown") {
         const landed = await this.landed(change);
         if (landed)
@@ -285,8 +410,10 @@ class CasEngine<H extends Head> {
     }
   }
 
-  private async won(head: H, doc: FleetStateDoc, retries: number): Promise<UpdateResult> {
-    this.cache = { head, doc };
+  private async won(head: H, real: FleetStateDoc, retries: number): Promise<UpdateResult> {
+    // A written document holds every claim its base showed; a write of the beads alone left the
+    // document, and its claims by ref, as they were (a transport's head lists the refs after the push).
+    this.cache = withClaimsApplied(head, real);
     await this.t.afterWrite?.(head);
     return { applied: true, snapshot: snapshotOf(this.cache), retries, commit: head.version };
   }
@@ -331,6 +458,7 @@ export function createCasStore<H extends Head>(transport: CasTransport<H>, opts:
   return {
     read,
     update: (mutation, options) => around("update", () => engine.update(mutation, options)),
+    ...(transport.claim ? { claim: (decide) => around("update", () => engine.claim(decide)) } : {}),
     history: (limit) =>
       around("history", async () =>
         (await transport.history(limit)).map((e) => ({ ...e, message: withoutWriteTrailer(e.message) })),

@@ -1,4 +1,5 @@
 import { channel } from "node:diagnostics_channel";
+import { type ClaimRecord, claimRefPrefix, parseClaim, serializeClaim } from "../core/claims.ts";
 import { BEADS_PATH, STATE_PATH } from "../core/state-doc.ts";
 import * as cas from "./cas-store.ts";
 import { GIT_NETWORK_ATTEMPTS, GitRemote, IDENTITY, StateGitError } from "./git-remote.ts";
@@ -55,14 +56,27 @@ export interface StateGitEvent {
 const gitChannel = channel(STATE_GIT_CHANNEL);
 
 const REMOTE_REF = "refs/fleet/remote-state";
+// Where a fetch leaves the branch's claim refs (core/claims.ts), by the same names under this prefix.
+const REMOTE_CLAIMS = "refs/fleet/remote-claims/";
 // Where fast-import leaves the commit it made (the push sends the commit itself).
 const COMMIT_REF = "refs/fleet/commit";
+const CLAIM_COMMIT_REF = "refs/fleet/claim-commit";
 // Losing reasons a push reports when another writer moved (or created) the branch first.
 const LOST_RACE =
-  /stale info|fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|already exists/i;
+  /stale info|fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|already exists|atomic push failed|atomic transaction failed/i;
 const GC_EVERY = 500;
 // How far back to look for our commit when a push's answer was lost and the branch moved on since.
 const LANDED_DEPTH = 64;
+
+/** One ref of a push: moved to `to` ("" deletes it) if it still points at `expected` ("" = absent). */
+interface RefUpdate {
+  ref: string;
+  expected: string;
+  to: string;
+}
+
+const sameRefs = (a: readonly cas.ClaimRef[], b: readonly cas.ClaimRef[]): boolean =>
+  a.length === b.length && a.every((r, i) => r.ref === b[i]!.ref && r.sha === b[i]!.sha);
 
 /**
  * The state branch over git's smart HTTP protocol: a shallow fetch reads it, a push guarded by
@@ -70,9 +84,13 @@ const LANDED_DEPTH = 64;
  */
 class GitTransport implements cas.CasTransport {
   readonly place: cas.StatePlace;
+  readonly claimBranch: string;
   fetches = 0;
   pushes = 0;
   private readonly branchRef: string;
+  private readonly claimPrefix: string;
+  /** The claim refs the last fetch brought (remote names), with their records; unparsable ones left out. */
+  private fetchedClaims: cas.ClaimRef[] = [];
   private readonly git: GitRemote;
   private commitsSinceGc = 0;
   private chain: Promise<unknown> = Promise.resolve();
@@ -91,6 +109,8 @@ class GitTransport implements cas.CasTransport {
     const place = cas.branchPlace(`${opts.owner}/${opts.repo}`, opts.branch);
     this.place = place;
     this.branchRef = `refs/heads/${place.branch}`;
+    this.claimBranch = place.branch;
+    this.claimPrefix = claimRefPrefix(place.branch);
     this.git = new GitRemote({
       url: opts.url,
       token: opts.token,
@@ -144,9 +164,11 @@ class GitTransport implements cas.CasTransport {
     this.cacheRemade();
     const head = await this.fetchHead(1, cause);
     if (head === "") return { version: "", state: "", beads: "" };
-    // The head did not move: nothing to re-read.
-    if (prev && prev.version === head) return prev;
-    return { version: head, ...(await this.readFiles(head)) };
+    const claims = this.fetchedClaims;
+    // Neither the head nor the claims moved: nothing to re-read.
+    if (prev && prev.version === head && sameRefs(prev.claims ?? [], claims)) return prev;
+    if (prev && prev.version === head) return { ...prev, claims };
+    return { version: head, ...(await this.readFiles(head)), claims };
   }
 
   /** The branch head, fetched with retries on transient failures. */
@@ -172,19 +194,53 @@ class GitTransport implements cas.CasTransport {
       "--no-tags",
       "--no-write-fetch-head",
       "--no-auto-gc",
+      // The claims come with the branch, in the same requests (the advertisement lists every ref);
+      // --prune drops the local copies of claim refs deleted there.
+      "--prune",
       this.git.url,
       `+${this.branchRef}:${REMOTE_REF}`,
+      `+${this.claimPrefix}*:${REMOTE_CLAIMS}*`,
     ]);
     if (r.exitCode !== 0) {
       if (/couldn't find remote ref/i.test(r.stderr)) {
         await this.git.run(["update-ref", "-d", REMOTE_REF]);
         this.localCopySeen = false;
+        this.fetchedClaims = [];
         return "";
       }
       throw r.fail(r.stderr);
     }
-    const head = await this.git.must(["rev-parse", "--verify", `${REMOTE_REF}^{commit}`]);
+    const head = await this.localRefs();
     this.localCopySeen = true;
+    return head;
+  }
+
+  /** The local copy of the branch's head, and its claims (into fetchedClaims), in one git process. */
+  private async localRefs(): Promise<string> {
+    const out = await this.git.must([
+      "for-each-ref",
+      "--format=%(objectname) %(objecttype) %(refname)%00%(contents:subject)%00",
+      REMOTE_REF,
+      REMOTE_CLAIMS.slice(0, -1),
+    ]);
+    const known = new Map(this.fetchedClaims.map((c) => [c.sha, c.claim]));
+    let head = "";
+    const claims: cas.ClaimRef[] = [];
+    const fields = out.split("\0");
+    for (let i = 0; i + 1 < fields.length; i += 2) {
+      const [sha = "", type, name = ""] = fields[i]!.trim().split(" ");
+      if (name === REMOTE_REF) {
+        if (type === "commit") head = sha;
+        continue;
+      }
+      const claim = known.get(sha) ?? parseClaim(fields[i + 1]!);
+      if (claim) claims.push({ ref: this.claimPrefix + name.slice(REMOTE_CLAIMS.length), sha, claim });
+    }
+    if (!head)
+      throw new Error(
+        `Fleet state cache ${this.opts.cacheDir}: ${REMOTE_REF} is not a commit after the fetch`,
+      );
+    this.fetchedClaims = claims;
     return head;
   }
 
@@ -232,24 +288,75 @@ class GitTransport implements cas.CasTransport {
     base: cas.Head,
     files: Partial<cas.StateFiles>,
     message: cas.CommitMessage,
+    claimRefs?: cas.ClaimRefChanges,
   ): Promise<cas.WriteOutcome<cas.Head>> {
     await this.git.init();
     // The cache repository was made again (its folder was removed): the base commit is not in it. The
     // branch is fetched; moved on since the base, this is a lost race like any other.
     if (this.cacheRemade() && base.version !== "" && (await this.fetchHead(1, "write")) !== base.version)
       return { kind: "conflict" };
-    const made = await this.makeCommit(base.version, files, message.unique);
+    const [made, ...claimCommits] = await this.makeCommits(
+      { parent: base.version, files, message: message.unique },
+      claimRefs?.create.map((c) => c.claim) ?? [],
+    );
     // Every transition the commit holds (a batch or a folded transition has one per line).
     const subject = message.text
       .split("\n")
       .map((l) => l.replace(/^- /, "").trim())
       .filter(Boolean)
       .join("; ");
-    if ((await this.push(made, base.version, subject)) === "conflict") return { kind: "conflict" };
+    const created = (claimRefs?.create ?? []).map((c, i) => ({ ...c, sha: claimCommits[i]! }));
+    const removed = claimRefs?.remove ?? [];
+    const extra = [
+      ...created.map((c) => ({ ref: c.ref, expected: "", to: c.sha })),
+      ...removed.map((r) => ({ ref: r.ref, expected: r.sha, to: "" })),
+    ];
+    if ((await this.push(made!, base.version, subject, extra)) === "conflict") return { kind: "conflict" };
+    const gone = new Set(removed.map((r) => r.ref));
     return {
       kind: "written",
-      head: { version: made, state: files.state ?? base.state, beads: files.beads ?? base.beads },
+      head: {
+        version: made!,
+        state: files.state ?? base.state,
+        beads: files.beads ?? base.beads,
+        claims: [...(base.claims ?? []).filter((r) => !gone.has(r.ref)), ...created].sort((a, b) =>
+          a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0,
+        ),
+      },
     };
+  }
+
+  /** Creates the claim's ref if it does not exist: one push, no commit on the branch. */
+  async claim(ref: string, claim: ClaimRecord, subject: string): Promise<cas.ClaimOutcome> {
+    await this.git.init();
+    const [sha] = await this.makeCommits(undefined, [claim]);
+    for (let attempt = 1; ; attempt++) {
+      let failure: StateGitError;
+      try {
+        const outcome = await this.traced("push", subject, () =>
+          this.pushRefs([{ ref, expected: "", to: sha! }]),
+        );
+        if (outcome === "ok") return { kind: "written", ref: { ref, sha: sha!, claim } };
+        // Refused because the ref exists: an earlier try of ours may have made it after all.
+        if (attempt > 1 && (await this.claimOnServer(ref)) === sha)
+          return { kind: "written", ref: { ref, sha: sha!, claim } };
+        return { kind: "conflict" };
+      } catch (error) {
+        if (!(error instanceof StateGitError)) throw error;
+        failure = error;
+      }
+      const there = await this.claimOnServer(ref).catch(() => undefined);
+      if (there === sha) return { kind: "written", ref: { ref, sha: sha!, claim } };
+      if (there) return { kind: "conflict" };
+      if (there === undefined || !failure.transient || attempt >= GIT_NETWORK_ATTEMPTS) throw failure;
+      await this.git.pause(failure, attempt);
+    }
+  }
+
+  /** What a claim ref points at on the server now ("" when it does not exist); fetches the branch. */
+  private async claimOnServer(ref: string): Promise<string> {
+    await this.fetchHead(1, "claim answer lost");
+    return this.fetchedClaims.find((c) => c.ref === ref)?.sha ?? "";
   }
 
   async afterWrite(_head: cas.Head): Promise<void> {
@@ -266,9 +373,13 @@ class GitTransport implements cas.CasTransport {
    * A commit on top of `parent` (an orphan when the branch does not exist yet) changing `files`, made by
    * one `git fast-import` (blobs, tree from the parent's, commit): a state write is one process here,
    * not six (read-tree, hash-object per file, update-index, write-tree, commit-tree), which under a burst
-   * of labels was most of a commit's time.
+   * of labels was most of a commit's time. The same process makes each claim's commit (an orphan with
+   * no files, its record the message); the shas come back in order, the state commit's first.
    */
-  private async makeCommit(parent: string, files: Partial<cas.StateFiles>, message: string): Promise<string> {
+  private async makeCommits(
+    state: { parent: string; files: Partial<cas.StateFiles>; message: string } | undefined,
+    claims: readonly ClaimRecord[],
+  ): Promise<string[]> {
     const when = `${Math.floor((this.opts.clock?.() ?? new Date()).getTime() / 1000)} +0000`;
     const who = `${IDENTITY.name} <${IDENTITY.email}>`;
     const parts: Buffer[] = [];
@@ -279,28 +390,36 @@ class GitTransport implements cas.CasTransport {
       parts.push(bytes);
       line("");
     };
-    // `reset` first: an orphan commit when there is no parent, whatever the scratch ref held.
-    line(`reset ${COMMIT_REF}`);
-    line(`commit ${COMMIT_REF}`);
-    line("mark :1");
-    line(`author ${who} ${when}`);
-    line(`committer ${who} ${when}`);
-    data(`${message}\n`);
-    if (parent !== "") line(`from ${parent}`);
-    for (const [path, text] of [
-      [STATE_PATH, files.state],
-      [BEADS_PATH, files.beads],
-    ] as const) {
-      if (text === undefined) continue;
-      line(`M 100644 inline ${path}`);
-      data(text);
+    let mark = 0;
+    const commit = (ref: string, message: string, parent: string, files: Array<[string, string]>) => {
+      mark++;
+      // `reset` first: an orphan commit when there is no parent, whatever the scratch ref held.
+      line(`reset ${ref}`);
+      line(`commit ${ref}`);
+      line(`mark :${mark}`);
+      line(`author ${who} ${when}`);
+      line(`committer ${who} ${when}`);
+      data(`${message}\n`);
+      if (parent !== "") line(`from ${parent}`);
+      for (const [path, text] of files) {
+        line(`M 100644 inline ${path}`);
+        data(text);
+      }
+      line("");
+    };
+    if (state) {
+      const files: Array<[string, string]> = [];
+      if (state.files.state !== undefined) files.push([STATE_PATH, state.files.state]);
+      if (state.files.beads !== undefined) files.push([BEADS_PATH, state.files.beads]);
+      commit(COMMIT_REF, state.message, state.parent, files);
     }
-    line("");
-    line("get-mark :1");
+    for (const claim of claims) commit(CLAIM_COMMIT_REF, serializeClaim(claim), "", []);
+    for (let m = 1; m <= mark; m++) line(`get-mark :${m}`);
     line("done");
-    return this.git.must(["fast-import", "--quiet", "--done", "--force", "--date-format=raw"], {
+    const out = await this.git.must(["fast-import", "--quiet", "--done", "--force", "--date-format=raw"], {
       input: Buffer.concat(parts),
     });
+    return out.split("\n").filter(Boolean);
   }
 
   /**
@@ -323,11 +442,18 @@ class GitTransport implements cas.CasTransport {
    * change is never applied twice: after each failure, and before calling a retried push's rejection a
    * conflict, the branch is read, and our commit on it counts as written.
    */
-  private async push(sha: string, expected: string, subject: string): Promise<"ok" | "conflict"> {
+  private async push(
+    sha: string,
+    expected: string,
+    subject: string,
+    extra: readonly RefUpdate[] = [],
+  ): Promise<"ok" | "conflict"> {
     for (let attempt = 1; ; attempt++) {
       let failure: StateGitError;
       try {
-        const outcome = await this.traced("push", subject, () => this.pushOnce(sha, expected));
+        const outcome = await this.traced("push", subject, () =>
+          this.pushRefs([{ ref: this.branchRef, expected, to: sha }, ...extra]),
+        );
         // An earlier try may have landed after all and been built on since: then the lease fails.
         if (outcome === "conflict" && attempt > 1 && (await this.whereIs(sha, expected)) === "landed")
           return "ok";
@@ -346,23 +472,30 @@ class GitTransport implements cas.CasTransport {
     }
   }
 
-  /** Pushes `sha` only if the branch still points at `expected` ("" = must not exist): the CAS. */
-  private async pushOnce(sha: string, expected: string): Promise<"ok" | "conflict"> {
+  /**
+   * Moves each ref to `to` ("" deletes it) only if it still points at `expected` ("" = must not exist):
+   * the CAS. More than one ref go in one atomic push: all move or none
+   * (https://git-scm.com/docs/git-push#Documentation/git-push.txt---atomic).
+   */
+  private async pushRefs(updates: readonly RefUpdate[]): Promise<"ok" | "conflict"> {
     this.pushes++;
     const r = await this.git.remote("push", [
       "push",
       "--porcelain",
       "--no-verify",
-      `--force-with-lease=${this.branchRef}:${expected}`,
+      ...(updates.length > 1 ? ["--atomic"] : []),
+      ...updates.map((u) => `--force-with-lease=${u.ref}:${u.expected}`),
       this.git.url,
-      `${sha}:${this.branchRef}`,
+      ...updates.map((u) => `${u.to}:${u.ref}`),
     ]);
-    const status = r.stdout.split("\n").find((l) => l.includes(`:${this.branchRef}\t`));
-    if (r.exitCode === 0 && status && !status.startsWith("!")) return "ok";
-    if (status?.startsWith("!")) {
-      const reason = status.split("\t")[2] ?? "";
-      if (LOST_RACE.test(reason)) return "conflict";
-      throw r.fail(`${this.git.shownUrl} rejected the push: ${reason}`);
+    const lines = r.stdout.split("\n");
+    const statuses = updates.map((u) => lines.find((l) => l.includes(`:${u.ref}\t`)));
+    if (r.exitCode === 0 && statuses.every((st) => st && !st.startsWith("!"))) return "ok";
+    const refused = statuses.filter((st) => st?.startsWith("!"));
+    if (refused.length) {
+      const reasons = refused.map((st) => st!.split("\t")[2] ?? "");
+      if (reasons.some((reason) => LOST_RACE.test(reason))) return "conflict";
+      throw r.fail(`${this.git.shownUrl} rejected the push: ${reasons.join("; ")}`);
     }
     throw r.fail(r.stderr);
   }

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { claimRefPrefix, parseClaim, serializeClaim } from "../core/claims.ts";
 import { BEADS_PATH, STATE_PATH } from "../core/state-doc.ts";
 import * as cas from "./cas-store.ts";
 import type { HistoryEntry, StateStore } from "./store.ts";
@@ -57,6 +58,8 @@ export function createMemoryRepo(): MemoryRepo {
 
 export interface MemoryStateStoreOptions extends cas.BranchStoreOptions {
   repo: MemoryRepo;
+  /** Claims by ref, as the git store makes them (core/claims.ts); default: claims by commit. */
+  claimRefs?: boolean;
 }
 
 /** Round trips to the memory repository: one a read, one a write. */
@@ -84,14 +87,46 @@ class MemoryTransport implements cas.CasTransport {
   writes = 0;
   private readonly opts: MemoryStateStoreOptions;
 
+  readonly claimBranch?: string;
+  readonly claim?: cas.CasTransport["claim"];
+
   constructor(opts: MemoryStateStoreOptions) {
     this.opts = opts;
     this.place = cas.branchPlace("memory", opts.branch);
+    if (!opts.claimRefs) return;
+    this.claimBranch = this.place.branch;
+    this.claim = async (ref, claim) => {
+      this.writes++;
+      await roundTrip();
+      if (opts.repo.refs.has(ref)) return { kind: "conflict" };
+      const sha = opts.repo.commit([], {}, serializeClaim(claim), opts.clock?.());
+      opts.repo.refs.set(ref, sha);
+      return { kind: "written", ref: { ref, sha, claim } };
+    };
+  }
+
+  /** The claim refs of the branch, by name (none without `claimRefs`). */
+  private claims(): cas.ClaimRef[] | undefined {
+    if (this.claimBranch === undefined) return undefined;
+    const prefix = claimRefPrefix(this.claimBranch);
+    const out: cas.ClaimRef[] = [];
+    for (const [ref, sha] of [...this.opts.repo.refs].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
+      if (!ref.startsWith(prefix)) continue;
+      const claim = parseClaim(this.opts.repo.commits.get(sha)!.message);
+      if (claim) out.push({ ref, sha, claim });
+    }
+    return out;
   }
 
   private at(sha: string): cas.Head {
     const files = this.opts.repo.commits.get(sha)!.files;
-    return { version: sha, state: files[STATE_PATH] ?? "", beads: files[BEADS_PATH] ?? "" };
+    const claims = this.claims();
+    return {
+      version: sha,
+      state: files[STATE_PATH] ?? "",
+      beads: files[BEADS_PATH] ?? "",
+      ...(claims ? { claims } : {}),
+    };
   }
 
   async read(prev: cas.Head | undefined): Promise<cas.Head> {
@@ -99,20 +134,32 @@ class MemoryTransport implements cas.CasTransport {
     await roundTrip();
     const sha = this.opts.repo.refs.get(this.place.branch);
     if (!sha) return { version: "", state: "", beads: "" };
-    return prev?.version === sha ? prev : this.at(sha);
+    if (prev?.version !== sha) return this.at(sha);
+    const claims = this.claims();
+    const same =
+      !claims ||
+      (prev.claims?.length === claims.length && claims.every((c, i) => prev.claims![i]!.sha === c.sha));
+    return same ? prev : { ...prev, claims: claims! };
   }
 
   async write(
     base: cas.Head,
     files: Partial<cas.StateFiles>,
     message: cas.CommitMessage,
+    claimRefs?: cas.ClaimRefChanges,
   ): Promise<cas.WriteOutcome<cas.Head>> {
     this.writes++;
     const { repo, clock } = this.opts;
     const { branch } = this.place;
     await roundTrip();
-    // The compare-and-swap: the branch must still be where `base` saw it.
+    // The compare-and-swap: the branch must still be where `base` saw it, and (atomically) each claim
+    // ref to create absent, each to remove where it was.
     if ((repo.refs.get(branch) ?? "") !== base.version) return { kind: "conflict" };
+    if (claimRefs?.create.some((c) => repo.refs.has(c.ref))) return { kind: "conflict" };
+    if (claimRefs?.remove.some((r) => repo.refs.get(r.ref) !== r.sha)) return { kind: "conflict" };
+    for (const c of claimRefs?.create ?? [])
+      repo.refs.set(c.ref, repo.commit([], {}, serializeClaim(c.claim)));
+    for (const r of claimRefs?.remove ?? []) repo.refs.delete(r.ref);
     const parent = base.version === "" ? undefined : repo.commits.get(base.version)!;
     const tree = { ...parent?.files };
     if (files.state !== undefined) tree[STATE_PATH] = files.state;

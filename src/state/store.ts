@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { ClaimRecord } from "../core/claims.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
 
 export interface StateSnapshot {
@@ -51,6 +52,12 @@ export interface StateStore {
   read(opts?: ReadOptions): Promise<StateSnapshot>;
   update(mutation: Mutation, opts?: UpdateOptions): Promise<UpdateResult>;
   history?(limit: number): Promise<HistoryEntry[]>;
+  /**
+   * A claim by ref, where the store keeps claims beside the branch (core/claims.ts): `decide` sees the
+   * freshest state and names the claim (null: none); the claim's ref is created only if no one made
+   * it first. No commit on the branch: `applied` says the claim is this caller's, `snapshot` shows it.
+   */
+  claim?(decide: (doc: FleetStateDoc) => ClaimRecord | null): Promise<UpdateResult>;
 }
 
 export const DEFAULT_MAX_RETRIES = 25;

@@ -1,7 +1,8 @@
-import { claimLease, heartbeatIntervalMs, renewLease } from "../core/leases.ts";
+import { type ClaimRecord, claimableByRef } from "../core/claims.ts";
+import { claimLease, heartbeatIntervalMs, isUnclaimed, renewLease } from "../core/leases.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task } from "../core/task.ts";
-import type { StateSnapshot, StateStore } from "../state/store.ts";
+import type { StateSnapshot, StateStore, UpdateResult } from "../state/store.ts";
 import { thisProcess } from "./holder-process.ts";
 
 // Step 1 of a run: the worker takes the lease the dispatcher handed out, and keeps it with heartbeats.
@@ -36,15 +37,51 @@ export async function claimTaskState(
 ): Promise<ClaimedTask | undefined> {
   // The lease names this process, so a worker on this machine can tell when it is gone.
   const process = await thisProcess();
-  const result = await store.update(({ doc }) =>
+  const claimOf = (doc: FleetStateDoc) =>
     mayClaim && !mayClaim(doc)
       ? null
-      : claimLease(doc, taskId, { holder, now, ttlMs, startIn, ...(process ? { process } : {}) }),
-  );
-  const task = result.snapshot.doc.tasks[taskId];
-  return result.applied && task
-    ? { task, beads: result.snapshot.beads, snapshot: result.snapshot }
-    : undefined;
+      : claimLease(doc, taskId, { holder, now, ttlMs, startIn, ...(process ? { process } : {}) });
+  const picked = (r: UpdateResult): ClaimedTask | undefined => {
+    const task = r.snapshot.doc.tasks[taskId];
+    return r.applied && task ? { task, beads: r.snapshot.beads, snapshot: r.snapshot } : undefined;
+  };
+  // Where the store keeps claims beside the branch, an open dispatch is claimed by a ref of its own, no
+  // commit on the branch's one head (core/claims.ts). By commit instead: a lease already this holder's
+  // (an Actions run whose id the dispatcher recorded), and a dispatch past half its lease (a writer
+  // that does not read claims, the REST transport, could otherwise reclaim it before this claim's
+  // first renewal carries it into the document).
+  let byCommit = !store.claim || !claimableByRef(taskId);
+  if (!byCommit) {
+    const byRef = await store.claim!((doc) => {
+      const lease = doc.tasks[taskId]?.lease;
+      if (!lease || !isUnclaimed(lease)) return null;
+      const left = Date.parse(lease.expiresAt) - now.getTime();
+      byCommit = left < (Date.parse(lease.expiresAt) - Date.parse(lease.acquiredAt)) / 2;
+      const claimed = byCommit ? null : claimOf(doc);
+      return claimed ? claimRecord(claimed.task, now, ttlMs) : null;
+    });
+    byCommit ||= !byRef.applied && ownLease(byRef.snapshot.doc);
+    if (!byCommit) return picked(byRef);
+  }
+  return picked(await store.update(({ doc }) => claimOf(doc)));
+
+  function ownLease(doc: FleetStateDoc): boolean {
+    return doc.tasks[taskId]?.lease?.holder === holder;
+  }
+}
+
+/** The record of a claim by ref of `claimed` (the task as claimLease left it), made at `now`. */
+function claimRecord(claimed: Task, now: Date, ttlMs: number): ClaimRecord {
+  const lease = claimed.lease!;
+  return {
+    task: claimed.id,
+    dispatchedAt: lease.acquiredAt,
+    holder: lease.holder,
+    at: now.toISOString(),
+    ttlMs,
+    ...(claimed.state === "planning" || claimed.state === "running" ? { startIn: claimed.state } : {}),
+    ...(lease.process ? { process: lease.process } : {}),
+  };
 }
 
 /**

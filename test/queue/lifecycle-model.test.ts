@@ -6,7 +6,7 @@
 // keep it in lifecycle-examples.test.ts.
 import fc from "fast-check";
 import { describe, it } from "vitest";
-import { commandArbitrary, PLAN_MODES, tally, World } from "./lifecycle-world.ts";
+import { CLAIM_MODES, commandArbitrary, PLAN_MODES, tally, World } from "./lifecycle-world.ts";
 
 const RUNS = Number(process.env.FLEET_MODEL_RUNS ?? 100);
 const SEED = process.env.FLEET_MODEL_SEED === undefined ? undefined : Number(process.env.FLEET_MODEL_SEED);
@@ -17,9 +17,10 @@ describe("the task lifecycle, as a model: random event sequences against the rea
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom(...PLAN_MODES),
+        fc.constantFrom(...CLAIM_MODES),
         fc.commands([commandArbitrary], { maxCommands: 80, size: "+1" }),
-        async (plan, cmds) => {
-          const world = new World(plan);
+        async (plan, claims, cmds) => {
+          const world = new World(plan, claims);
           await world.learnTasks();
           await fc.asyncModelRun(() => ({ model: {}, real: world }), cmds);
           tally.set("steps, all sequences", (tally.get("steps, all sequences") ?? 0) + world.log.length);

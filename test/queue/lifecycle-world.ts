@@ -43,6 +43,8 @@ const PERSON = "mona";
 /** How `.github/fleet.yml` asks for plans: none, a plan phase before the work, or a plan waiting for `/fleet approve`. */
 export type PlanMode = "off" | "phase" | "approval";
 export const PLAN_MODES: readonly PlanMode[] = ["off", "phase", "approval"];
+export type ClaimMode = "commit" | "ref";
+export const CLAIM_MODES: readonly ClaimMode[] = ["commit", "ref"];
 
 const fileConfig = (plan: PlanMode) => `dispatch: local
 max_concurrent: 2
@@ -148,6 +150,8 @@ interface SimWorker {
   runs: Map<string, SimRun>;
   /** The worker's own queue: its commits also claim the dispatched tasks it has room for (DispatchedTaker). */
   queue: RepoQueue;
+  /** The worker's store: the world's, or (claims by ref) one of its own on the same branch, its own cache. */
+  store: MemoryStateStore;
 }
 
 export class LifecycleViolation extends Error {}
@@ -178,15 +182,21 @@ export class World {
   /** The step's log, for a failing sequence's report. */
   readonly log: string[] = [];
 
-  constructor(plan: PlanMode = "off") {
+  private readonly repo = createMemoryRepo();
+
+  /**
+   * `claims`: how workers claim. "ref": by a ref of their own per dispatch (core/claims.ts), as over git,
+   * each worker with a store (and cache) of its own, so the app's writes decide on state that may lack
+   * a claim; "commit": a commit on the branch, every party on one store.
+   */
+  readonly claims: ClaimMode;
+
+  constructor(plan: PlanMode = "off", claims: ClaimMode = "commit") {
+    this.claims = claims;
     const parsed = parseFleetConfig(fileConfig(plan));
     if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
     this.fileConfig = parsed.config;
-    this.store = createMemoryStateStore({
-      repo: createMemoryRepo(),
-      branch: "fleet/state",
-      clock: this.clock,
-    });
+    this.store = this.newStore();
     this.queue = createRepoQueue({
       repo: REPO,
       store: this.store,
@@ -403,10 +413,21 @@ export class World {
 
   // ---- workers, as executeTask drives a run ----
 
+  private newStore(): MemoryStateStore {
+    return createMemoryStateStore({
+      repo: this.repo,
+      branch: "fleet/state",
+      clock: this.clock,
+      claimRefs: this.claims === "ref",
+    });
+  }
+
   startWorker(): SimWorker {
     const name = `local:host:${++this.workerSeq}`;
+    const store = this.claims === "ref" ? this.newStore() : this.store;
     const w: SimWorker = {
       name,
+      store,
       alive: true,
       connected: true,
       stopping: false,
@@ -414,7 +435,7 @@ export class World {
       // As local-worker.ts's queueFor: a run's end commit claims the task its freed slot was given.
       queue: createRepoQueue({
         repo: REPO,
-        store: this.store,
+        store,
         fileConfig: this.fileConfig,
         dispatcher: localDispatcher,
         clock: this.clock,
@@ -459,7 +480,8 @@ export class World {
     );
     for (const t of waiting) {
       if (w.runs.size >= WORKER_CONCURRENCY) break;
-      const claimed = await claimTaskState(this.store, t.id, w.name, this.clock(), TTL_MS, startIn(config));
+      const claimed = await claimTaskState(w.store, t.id, w.name, this.clock(), TTL_MS, startIn(config));
+      if (claimed) count(`claimed by a poll (${this.claims})`);
       if (claimed) this.adopt(w, claimed.task, config);
     }
   }
@@ -490,7 +512,7 @@ export class World {
   async heartbeat(w: SimWorker): Promise<void> {
     for (const [taskId, run] of [...w.runs]) {
       let refused: "cancelled" | "gone" | undefined;
-      await this.store.update(({ doc }) => {
+      await w.store.update(({ doc }) => {
         const renewed = renewLease(doc, taskId, { holder: w.name, now: this.clock(), ttlMs: TTL_MS });
         refused = renewed.ok ? undefined : renewed.reason;
         return renewed.ok ? renewed : null;

@@ -25,6 +25,10 @@ export function makeRefMoved(w: World) {
     after: string | null,
     pusher?: User,
   ): Promise<void> => {
+    // GitHub's push event is for branches and tags only ("when there is a push to a repository branch
+    // ... a commit tag is pushed", https://docs.github.com/en/webhooks/webhook-events-and-payloads#push);
+    // a ref elsewhere (`refs/notes/*`, an app's own namespace) starts no webhook and no workflow.
+    if (!ref.startsWith("refs/heads/") && !ref.startsWith("refs/tags/")) return;
     repo.pushedAt = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
     const commits = [];
     if (after) {

@@ -1,0 +1,244 @@
+// Claims by ref on the git state store, against the offline GitHub's real git server: a worker claims a
+// dispatched task by creating a ref of its own for that dispatch, no commit on the state branch's head
+// (core/claims.ts). One claimer wins each dispatch, by ref or by commit; every reader sees the claim at
+// once; the next commit carries it and a later one deletes the ref.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { GitHubEmulator } from "@fleet/github-emulator";
+import { execa } from "execa";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { CLAIM_REF_GRACE_MS, type ClaimRecord } from "../../src/core/claims.ts";
+import { claimLease, dispatchHolder, newLease } from "../../src/core/leases.ts";
+import { emptyStateDoc, type FleetStateDoc, recordLedger } from "../../src/core/state-doc.ts";
+import { newTask } from "../../src/core/task.ts";
+import { createGitStateStore } from "../../src/state/git-store.ts";
+import { type Backend, OWNER, REPO, startEmulatorBackend } from "./backends.ts";
+
+const t0 = new Date("2026-03-01T10:00:00Z");
+const PREFIX = "refs/fleet/claims/fleet/state/";
+
+describe("claims by ref on the git state store (emulator)", () => {
+  let gh: Backend & { emulator: GitHubEmulator };
+  let dirs: string;
+  let cacheN = 0;
+  let now = t0.getTime();
+  beforeEach(async () => {
+    gh = await startEmulatorBackend();
+    dirs = await mkdtemp(join(tmpdir(), "fleet-claim-refs-"));
+    now = t0.getTime();
+  });
+  afterEach(async () => {
+    await gh.close();
+    await rm(dirs, { recursive: true, force: true });
+  });
+
+  const makeStore = () =>
+    createGitStateStore({
+      url: `${gh.emulator.url}/${OWNER}/${REPO}.git`,
+      token: () => gh.emulator.userToken("maintainer"),
+      owner: OWNER,
+      repo: REPO,
+      cacheDir: join(dirs, `cache-${++cacheN}`),
+      sleep: async () => {},
+      random: () => 0.5,
+      clock: () => new Date(now),
+    });
+  const bareGit = async (...args: string[]) =>
+    (await execa("git", ["-C", join(gh.emulator.dataDir, OWNER, `${REPO}.git`), ...args])).stdout.trim();
+  const claimRefs = async () =>
+    (await bareGit("for-each-ref", "--format=%(refname)", PREFIX)).split("\n").filter(Boolean);
+  const head = () => bareGit("rev-parse", "refs/heads/fleet/state");
+
+  /** `n` tasks dispatched at t0, waiting for a worker. */
+  const dispatch = (n: number) => (doc: FleetStateDoc) => {
+    const out = { ...doc, tasks: { ...doc.tasks } };
+    for (let i = 1; i <= n; i++) {
+      const task = newTask({
+        id: `fl-${i}`,
+        repo: "o/r",
+        issue: i,
+        title: "",
+        coder: "claude",
+        model: "m",
+        now: t0.toISOString(),
+      });
+      out.tasks[task.id] = { ...task, state: "dispatched", lease: newLease(dispatchHolder("local"), i, t0) };
+    }
+    return { doc: out, message: `dispatch ${n}` };
+  };
+  const claimBy =
+    (holder: string, task = "fl-1") =>
+    (doc: FleetStateDoc): ClaimRecord | null => {
+      const lease = doc.tasks[task]?.lease;
+      if (!lease || lease.holder !== dispatchHolder("local")) return null;
+      return {
+        task,
+        dispatchedAt: lease.acquiredAt,
+        holder,
+        at: new Date(now).toISOString(),
+        ttlMs: 600_000,
+        startIn: "running",
+      };
+    };
+  const count: (doc: FleetStateDoc) => { doc: FleetStateDoc; message: string } = (doc) => ({
+    doc: recordLedger(doc, { day: "2026-03-01", coder: "claude", usage: { input: 1 } }),
+    message: "count a run",
+  });
+
+  it("claims without a commit: one ref push, the head unmoved, every reader sees it, no webhook", async () => {
+    const app = makeStore();
+    await app.update(({ doc }) => dispatch(2)(doc));
+    const before = await head();
+    await gh.emulator.waitForDeliveries();
+    const pushesBefore = gh.emulator.deliveries().filter((d) => d.event === "push").length;
+
+    const worker = makeStore();
+    await worker.read();
+    const mark = gh.emulator.gitRequests.mark();
+    const claimed = await worker.claim!(claimBy("w1"));
+    expect(claimed.applied).toBe(true);
+    expect(claimed.snapshot.doc.tasks["fl-1"]).toMatchObject({
+      state: "running",
+      lease: { holder: "w1", slot: 1 },
+    });
+    // The claim's read found nothing new (one request), its push is the advertisement and the pack.
+    expect(gh.emulator.gitRequests.counts({ since: mark })).toEqual({ total: 3, fetches: 1, pushes: 2 });
+    expect(await head()).toBe(before);
+    expect(await claimRefs()).toEqual([`${PREFIX}fl-1/${t0.getTime()}`]);
+
+    // Another process sees the claim as if committed; the app's own cached store too, on its next read.
+    expect((await makeStore().read()).doc.tasks["fl-1"]?.lease?.holder).toBe("w1");
+    expect((await app.read()).doc.tasks["fl-1"]).toMatchObject({ state: "running", lease: { holder: "w1" } });
+    // GitHub sends push webhooks for branches and tags only.
+    await gh.emulator.waitForDeliveries();
+    expect(gh.emulator.deliveries().filter((d) => d.event === "push")).toHaveLength(pushesBefore);
+  });
+
+  it("one winner per dispatch among claims by ref and by commit racing from separate processes", async () => {
+    const app = makeStore();
+    await app.update(({ doc }) => dispatch(1)(doc));
+    const byRef = [makeStore(), makeStore(), makeStore()];
+    const byCommit = makeStore();
+    await Promise.all([...byRef.map((s) => s.read()), byCommit.read()]);
+    const results = await Promise.all([
+      ...byRef.map((s, i) =>
+        s.claim!(claimBy(`ref-${i}`)).then((r) => ({ who: `ref-${i}`, applied: r.applied })),
+      ),
+      byCommit
+        .update(({ doc }) =>
+          claimLease(doc, "fl-1", { holder: "commit", now: new Date(now), ttlMs: 600_000 }),
+        )
+        .then((r) => ({ who: "commit", applied: r.applied })),
+    ]);
+    const winners = results.filter((r) => r.applied).map((r) => r.who);
+    expect(winners).toHaveLength(1);
+    // Every process, whichever way it reads, sees that one winner.
+    for (const s of [...byRef, byCommit, makeStore()])
+      expect((await s.read()).doc.tasks["fl-1"]?.lease?.holder).toBe(winners[0]);
+    // Whichever way it was claimed, the dispatch has its ref (a commit's claim creates it in the same push).
+    expect(await claimRefs()).toEqual([`${PREFIX}fl-1/${t0.getTime()}`]);
+  });
+
+  it("the next commit carries the claims; a later push deletes their refs once the grace has passed", async () => {
+    const app = makeStore();
+    await app.update(({ doc }) => dispatch(3)(doc));
+    const worker = makeStore();
+    expect((await worker.claim!(claimBy("w1", "fl-1"))).applied).toBe(true);
+    expect((await worker.claim!(claimBy("w1", "fl-2"))).applied).toBe(true);
+
+    // The app writes something else: the claims it read go into the document. (A writer that has not
+    // read since leaves them as refs; they still count, see the next test.)
+    await app.read();
+    await app.update(({ doc }) => count(doc));
+    const files = await gh.files("fleet/state");
+    const written = JSON.parse(files[".fleet/state.json"]!) as FleetStateDoc;
+    expect(written.tasks["fl-1"]?.lease?.holder).toBe("w1");
+    expect(written.tasks["fl-2"]?.lease?.holder).toBe("w1");
+    expect(written.tasks["fl-3"]?.lease?.holder).toBe(dispatchHolder("local"));
+    expect(await claimRefs()).toHaveLength(2);
+
+    // Within the grace the refs stay (a reader may still act on a state from before the claims).
+    now += CLAIM_REF_GRACE_MS - 1000;
+    await app.update(({ doc }) => count(doc));
+    expect(await claimRefs()).toHaveLength(2);
+    // Past it, the next push deletes them in the same atomic push; the claims stay in the document.
+    now += 2000;
+    const mark = gh.emulator.gitRequests.mark();
+    await app.update(({ doc }) => count(doc));
+    expect(gh.emulator.gitRequests.counts({ since: mark }).pushes).toBe(2);
+    expect(await claimRefs()).toEqual([]);
+    for (const s of [app, worker, makeStore()]) {
+      const doc = (await s.read()).doc;
+      expect([doc.tasks["fl-1"]?.lease?.holder, doc.tasks["fl-2"]?.lease?.holder]).toEqual(["w1", "w1"]);
+      expect(doc.ledger["2026-03-01"]?.claude?.runs).toBe(3);
+    }
+    // The worker's cache had the refs: its fetch dropped them too, so its next write wins at once.
+    const conflicts = worker.stats().conflicts;
+    expect((await worker.update(({ doc }) => count(doc))).retries).toBe(0);
+    expect(worker.stats().conflicts).toBe(conflicts);
+  });
+
+  it("a writer that has not seen a claim cannot close the claimed dispatch: its push is refused and decided again", async () => {
+    const app = makeStore();
+    await app.update(({ doc }) => dispatch(2)(doc));
+    await app.read();
+    expect((await makeStore().claim!(claimBy("w1"))).applied).toBe(true);
+    const seen: string[] = [];
+    // The app, on its cached state (no claim), would cancel a dispatch nobody has claimed yet.
+    const cancelUnclaimed = ({ doc }: { doc: FleetStateDoc }) => {
+      const t = doc.tasks["fl-1"]!;
+      seen.push(t.lease?.holder ?? "none");
+      if (t.lease?.holder !== dispatchHolder("local")) return null;
+      const { lease: _l, ...rest } = t;
+      return {
+        doc: { ...doc, tasks: { ...doc.tasks, "fl-1": { ...rest, state: "cancelled" as const } } },
+        message: "cancel fl-1",
+      };
+    };
+    const r = await app.update(cancelUnclaimed);
+    expect(seen).toEqual([dispatchHolder("local"), "w1"]);
+    expect(r.applied).toBe(false);
+    expect((await makeStore().read()).doc.tasks["fl-1"]).toMatchObject({
+      state: "running",
+      lease: { holder: "w1" },
+    });
+    // The other dispatch closes by commit as before, and gets its ref (a marker): no claim can take it after.
+    await app.update(cancelOther);
+    const late = await makeStore().claim!(claimBy("w2", "fl-2"));
+    expect(late.applied).toBe(false);
+    expect(await claimRefs()).toEqual([`${PREFIX}fl-1/${t0.getTime()}`, `${PREFIX}fl-2/${t0.getTime()}`]);
+  });
+
+  it("a claim of a dispatch that is no longer open is refused, and a stale claim ref applies to nothing", async () => {
+    const app = makeStore();
+    await app.update(({ doc }) => dispatch(1)(doc));
+    const first = makeStore();
+    expect((await first.claim!(claimBy("w1"))).applied).toBe(true);
+    const late = makeStore();
+    // Decided on a state where the dispatch is already claimed: no claim is attempted.
+    expect((await late.claim!(claimBy("w2"))).applied).toBe(false);
+    // The same ref made by someone else first: the push is refused, nothing applied.
+    const forced = await late.claim!((doc) => ({ ...claimBy("w2")(emptyDispatch(doc))!, holder: "w2" }));
+    expect(forced.applied).toBe(false);
+    expect(forced.snapshot.doc.tasks["fl-1"]?.lease?.holder).toBe("w1");
+  });
+});
+
+function cancelOther({ doc }: { doc: FleetStateDoc }) {
+  const { lease: _l, ...rest } = doc.tasks["fl-2"]!;
+  return {
+    doc: { ...doc, tasks: { ...doc.tasks, "fl-2": { ...rest, state: "cancelled" as const } } },
+    message: "cancel fl-2",
+  };
+}
+
+/** The document as if the task were still waiting (to make a claim decision on state that is out of date). */
+function emptyDispatch(doc: FleetStateDoc): FleetStateDoc {
+  const base = emptyStateDoc();
+  const t = doc.tasks["fl-1"]!;
+  return {
+    ...base,
+    tasks: { "fl-1": { ...t, state: "dispatched", lease: { ...t.lease!, holder: dispatchHolder("local") } } },
+  };
+}
