@@ -12,7 +12,7 @@
 //   [--delay-ms=200] [--sandbox=none|bubblewrap] [--concurrency=N (each worker's; default the cap)]
 import { execFile } from "node:child_process";
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -194,6 +194,8 @@ export async function runScaleWorkers(o: ScaleWorkersOptions): Promise<ScaleWork
       // BENCH_LOGS=folder keeps every worker's own log (its task transitions, stamped).
       if (process.env.BENCH_LOGS)
         await writeFile(join(process.env.BENCH_LOGS, `worker-${i}.log`), w.child.output());
+      if (process.env.BENCH_LOGS)
+        await writeFile(join(process.env.BENCH_LOGS, `ops-${i}.ndjson`), await readFile(w.opsLog));
     }
     await h.settle();
 

@@ -56193,6 +56193,8 @@ var CasEngine = class {
   pacing;
   t;
   clock;
+  /** When the cached state was read, claims and all (a won write keeps the claims of its base's read). */
+  readAt = Number.NEGATIVE_INFINITY;
   constructor(t, opts) {
     this.t = t;
     this.clock = opts.clock;
@@ -56210,9 +56212,11 @@ var CasEngine = class {
   /** Reads through the transport; the document is parsed again only when its text changed. */
   async refresh(cause, only) {
     const prev = this.cache;
+    const startedAt = this.now();
     const head = await this.t.read(prev?.head, only, cause);
     const real = prev && prev.head.state === head.state ? prev.real : parseStateDoc(head.state, this.t.place.docPath, this.t.place.remedy);
     this.cache = withClaimsApplied(head, real, prev);
+    this.readAt = startedAt;
     return this.cache;
   }
   now() {
@@ -56236,20 +56240,23 @@ var CasEngine = class {
     return create.length || remove.length ? { create, remove } : void 0;
   }
   /**
-   * A claim by ref: decided on a fresh read, then its ref created if nobody made it first. A claimer
-   * whose read is older than half the refs' grace confirms the claim on a fresh read (see CLAIM_REF_GRACE_MS).
+   * A claim by ref: decided on the cached state when it is recent (a worker's poll just read it), else
+   * on a fresh read, then its ref created if nobody made it first. Deciding on a state that lacks some
+   * claim costs only a refused push: the ref is create-only, and every commit that closes a dispatch
+   * makes its ref too. A claimer whose state is older than half the refs' grace, once the ref is made,
+   * confirms the claim on a fresh read (see CLAIM_REF_GRACE_MS).
    */
   async claim(decide) {
-    const readAt = this.now();
-    let c3 = await this.refresh("claim");
+    const recent = this.cache && this.now() - this.readAt < CLAIM_REF_GRACE_MS / 4;
+    let c3 = recent ? this.cache : await this.refresh("claim");
+    const readAt = this.readAt;
     const claim2 = decide(cloneStateDoc(c3.doc));
     const ref = claim2 && this.t.claimBranch !== void 0 ? claimRefName(this.t.claimBranch, claim2) : void 0;
     const applies = claim2 && ref ? applyClaim(c3.doc, claim2) : null;
     if (!claim2 || !ref || !applies) return { applied: false, snapshot: snapshotOf(c3), retries: 0 };
-    const outcome = await this.t.claim(ref, claim2, `${applies.message} (by ref)`);
+    const outcome = await this.t.claim(ref, claim2, `${applies.message} (by ref)`, c3.head.version);
     if (outcome.kind === "conflict") {
       this.conflicts++;
-      c3 = await this.refresh("lost race");
       return { applied: false, snapshot: snapshotOf(c3), retries: 1 };
     }
     if (this.cache === c3) {
@@ -56733,7 +56740,8 @@ ${commit}:${BEADS_PATH}
       return { kind: "conflict" };
     const [made, ...claimCommits] = await this.makeCommits(
       { parent: base.version, files, message: message.unique },
-      claimRefs?.create.map((c3) => c3.claim) ?? []
+      claimRefs?.create.map((c3) => c3.claim) ?? [],
+      base.version
     );
     const subject = message.text.split("\n").map((l) => l.replace(/^- /, "").trim()).filter(Boolean).join("; ");
     const created = (claimRefs?.create ?? []).map((c3, i2) => ({ ...c3, sha: claimCommits[i2] }));
@@ -56757,9 +56765,9 @@ ${commit}:${BEADS_PATH}
     };
   }
   /** Creates the claim's ref if it does not exist: one push, no commit on the branch. */
-  async claim(ref, claim2, subject) {
+  async claim(ref, claim2, subject, base) {
     await this.git.init();
-    const [sha] = await this.makeCommits(void 0, [claim2]);
+    const [sha] = await this.makeCommits(void 0, [claim2], base);
     for (let attempt = 1; ; attempt++) {
       let failure4;
       try {
@@ -56798,10 +56806,13 @@ ${commit}:${BEADS_PATH}
    * A commit on top of `parent` (an orphan when the branch does not exist yet) changing `files`, made by
    * one `git fast-import` (blobs, tree from the parent's, commit): a state write is one process here,
    * not six (read-tree, hash-object per file, update-index, write-tree, commit-tree), which under a burst
-   * of labels was most of a commit's time. The same process makes each claim's commit (an orphan with
-   * no files, its record the message); the shas come back in order, the state commit's first.
+   * of labels was most of a commit's time. The same process makes each claim's commit: its record the
+   * message, on top of `claimParent` (a state commit) with that commit's files. Not an orphan: a fetch
+   * that brings an orphan finds nothing in common for it and sends every commit it has as a "have",
+   * a request per round (3.7 requests per fetch instead of 2, measured with 20 workers). The shas come
+   * back in order, the state commit's first.
    */
-  async makeCommits(state, claims) {
+  async makeCommits(state, claims, claimParent = "") {
     const when = `${Math.floor((this.opts.clock?.() ?? /* @__PURE__ */ new Date()).getTime() / 1e3)} +0000`;
     const who = `${IDENTITY.name} <${IDENTITY.email}>`;
     const parts = [];
@@ -56836,7 +56847,7 @@ ${commit}:${BEADS_PATH}
       if (state.files.beads !== void 0) files.push([BEADS_PATH, state.files.beads]);
       commit(COMMIT_REF, state.message, state.parent, files);
     }
-    for (const claim2 of claims) commit(CLAIM_COMMIT_REF, serializeClaim(claim2), "", []);
+    for (const claim2 of claims) commit(CLAIM_COMMIT_REF, serializeClaim(claim2), claimParent, []);
     for (let m = 1; m <= mark; m++) line(`get-mark :${m}`);
     line("done");
     const out = await this.git.must(["fast-import", "--quiet", "--done", "--force", "--date-format=raw"], {
@@ -57372,7 +57383,12 @@ ${messages.map((m) => `- ${m.split("\n")[0]}`).join("\n")}`;
 }
 function coalescingStore(store, opts = {}) {
   const queue = createWriteQueue(store, opts);
-  return { read: (o2) => store.read(o2), update: (m) => queue.enqueue(m) };
+  return {
+    read: (o2) => store.read(o2),
+    update: (m) => queue.enqueue(m),
+    // A claim by ref is no commit: it goes to the store at once, beside the queue.
+    ...store.claim ? { claim: store.claim.bind(store) } : {}
+  };
 }
 
 // src/queue/actions-dispatcher.ts

@@ -292,14 +292,17 @@ export const canJudgeProcess = (lease: Lease, here: LeaseProcess): boolean =>
 
 /**
  * Dispatched tasks in the order `holder` tries to claim them: the longest dispatched first (so none waits
- * behind newer ones until its dispatch runs out), and among those dispatched together (a burst, one
- * commit) an order of its own, a hash of the holder and the task, so workers that each have room for a
- * few of them try different ones first instead of all racing for the same, the losers spending a
- * refused push and a fetch.
+ * behind newer ones until its dispatch runs out), and among those dispatched together an order of its
+ * own, a hash of the holder and the task, so workers that each have room for a few of them try
+ * different ones first instead of all racing for the same, the losers spending a refused push and a
+ * fetch. "Together": the same instant (one commit), or with `togetherMs`, within that long after the
+ * longest-waiting one (a burst of labels dispatched in commits a moment apart, which workers' polls
+ * find at once); a task still waits behind at most that window's newer tasks.
  */
 export function claimOrder<T extends { id: string; lease?: { acquiredAt: string } }>(
   tasks: readonly T[],
   holder: string,
+  togetherMs = 0,
 ): T[] {
   const rank = (id: string): number => {
     // FNV-1a, 32 bits: spread, not secrecy.
@@ -308,8 +311,14 @@ export function claimOrder<T extends { id: string; lease?: { acquiredAt: string 
     return h;
   };
   const since = (t: T) => t.lease?.acquiredAt ?? "";
+  const oldest = Math.min(...tasks.map((t) => Date.parse(since(t))).filter(Number.isFinite));
+  // Those dispatched within the window of the oldest share its place; the rest keep their own.
+  const place = (t: T) => {
+    const at = Date.parse(since(t));
+    return togetherMs > 0 && Number.isFinite(at) && at - oldest <= togetherMs ? "" : since(t);
+  };
   return tasks
-    .map((t) => ({ t, at: since(t), r: rank(t.id) }))
+    .map((t) => ({ t, at: place(t), r: rank(t.id) }))
     .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.r - b.r || (a.t.id < b.t.id ? -1 : 1)))
     .map((x) => x.t);
 }

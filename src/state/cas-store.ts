@@ -157,9 +157,9 @@ export interface CasTransport<H extends Head = Head> {
   ): Promise<WriteOutcome<H>>;
   /**
    * Claims by ref (optional): creates `ref` for `claim` only if it does not exist, without a commit on
-   * the branch; reads then return every claim ref in `Head.claims`, and writes take `claimRefs`.
+   * the branch (`base`: the branch's version the claim was decided on, for the transport's own use); reads then return every claim ref in `Head.claims`, and writes take `claimRefs`.
    */
-  claim?(ref: string, claim: ClaimRecord, message: string): Promise<ClaimOutcome>;
+  claim?(ref: string, claim: ClaimRecord, message: string, base: string): Promise<ClaimOutcome>;
   /** The branch the claims are named by (claimRefName), with `claim`. */
   readonly claimBranch?: string;
   /** Housekeeping after a won write, outside the time the write is measured by (for pacing). */
@@ -273,6 +273,8 @@ class CasEngine<H extends Head> {
   private readonly pacing: number;
   private readonly t: CasTransport<H>;
   private readonly clock: (() => Date) | undefined;
+  /** When the cached state was read, claims and all (a won write keeps the claims of its base's read). */
+  private readAt = Number.NEGATIVE_INFINITY;
 
   constructor(t: CasTransport<H>, opts: CasOptions) {
     this.t = t;
@@ -294,6 +296,7 @@ class CasEngine<H extends Head> {
   /** Reads through the transport; the document is parsed again only when its text changed. */
   private async refresh(cause: ReadCause | string, only?: keyof StateFiles): Promise<Cached<H>> {
     const prev = this.cache;
+    const startedAt = this.now();
     const head = await this.t.read(prev?.head, only, cause);
     // Parse before caching: a corrupt document must fail every read, not just the first.
     const real =
@@ -301,6 +304,7 @@ class CasEngine<H extends Head> {
         ? prev.real
         : parseStateDoc(head.state, this.t.place.docPath, this.t.place.remedy);
     this.cache = withClaimsApplied(head, real, prev);
+    this.readAt = startedAt;
     return this.cache;
   }
 
@@ -331,21 +335,25 @@ class CasEngine<H extends Head> {
   }
 
   /**
-   * A claim by ref: decided on a fresh read, then its ref created if nobody made it first. A claimer
-   * whose read is older than half the refs' grace confirms the claim on a fresh read (see CLAIM_REF_GRACE_MS).
+   * A claim by ref: decided on the cached state when it is recent (a worker's poll just read it), else
+   * on a fresh read, then its ref created if nobody made it first. Deciding on a state that lacks some
+   * claim costs only a refused push: the ref is create-only, and every commit that closes a dispatch
+   * makes its ref too. A claimer whose state is older than half the refs' grace, once the ref is made,
+   * confirms the claim on a fresh read (see CLAIM_REF_GRACE_MS).
    */
   async claim(decide: (doc: FleetStateDoc) => ClaimRecord | null): Promise<UpdateResult> {
-    const readAt = this.now();
-    let c = await this.refresh("claim");
+    const recent = this.cache && this.now() - this.readAt < CLAIM_REF_GRACE_MS / 4;
+    let c = recent ? this.cache! : await this.refresh("claim");
+    const readAt = this.readAt;
     const claim = decide(cloneStateDoc(c.doc));
     const ref =
       claim && this.t.claimBranch !== undefined ? claimRefName(this.t.claimBranch, claim) : undefined;
     const applies = claim && ref ? applyClaim(c.doc, claim) : null;
     if (!claim || !ref || !applies) return { applied: false, snapshot: snapshotOf(c), retries: 0 };
-    const outcome = await this.t.claim!(ref, claim, `${applies.message} (by ref)`);
+    const outcome = await this.t.claim!(ref, claim, `${applies.message} (by ref)`, c.head.version);
+    // Someone made it first: the caller's next read shows whose it is.
     if (outcome.kind === "conflict") {
       this.conflicts++;
-      c = await this.refresh("lost race");
       return { applied: false, snapshot: snapshotOf(c), retries: 1 };
     }
     if (this.cache === c) {

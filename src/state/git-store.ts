@@ -298,6 +298,7 @@ class GitTransport implements cas.CasTransport {
     const [made, ...claimCommits] = await this.makeCommits(
       { parent: base.version, files, message: message.unique },
       claimRefs?.create.map((c) => c.claim) ?? [],
+      base.version,
     );
     // Every transition the commit holds (a batch or a folded transition has one per line).
     const subject = message.text
@@ -327,9 +328,9 @@ class GitTransport implements cas.CasTransport {
   }
 
   /** Creates the claim's ref if it does not exist: one push, no commit on the branch. */
-  async claim(ref: string, claim: ClaimRecord, subject: string): Promise<cas.ClaimOutcome> {
+  async claim(ref: string, claim: ClaimRecord, subject: string, base: string): Promise<cas.ClaimOutcome> {
     await this.git.init();
-    const [sha] = await this.makeCommits(undefined, [claim]);
+    const [sha] = await this.makeCommits(undefined, [claim], base);
     for (let attempt = 1; ; attempt++) {
       let failure: StateGitError;
       try {
@@ -373,12 +374,16 @@ class GitTransport implements cas.CasTransport {
    * A commit on top of `parent` (an orphan when the branch does not exist yet) changing `files`, made by
    * one `git fast-import` (blobs, tree from the parent's, commit): a state write is one process here,
    * not six (read-tree, hash-object per file, update-index, write-tree, commit-tree), which under a burst
-   * of labels was most of a commit's time. The same process makes each claim's commit (an orphan with
-   * no files, its record the message); the shas come back in order, the state commit's first.
+   * of labels was most of a commit's time. The same process makes each claim's commit: its record the
+   * message, on top of `claimParent` (a state commit) with that commit's files. Not an orphan: a fetch
+   * that brings an orphan finds nothing in common for it and sends every commit it has as a "have",
+   * a request per round (3.7 requests per fetch instead of 2, measured with 20 workers). The shas come
+   * back in order, the state commit's first.
    */
   private async makeCommits(
     state: { parent: string; files: Partial<cas.StateFiles>; message: string } | undefined,
     claims: readonly ClaimRecord[],
+    claimParent = "",
   ): Promise<string[]> {
     const when = `${Math.floor((this.opts.clock?.() ?? new Date()).getTime() / 1000)} +0000`;
     const who = `${IDENTITY.name} <${IDENTITY.email}>`;
@@ -413,7 +418,7 @@ class GitTransport implements cas.CasTransport {
       if (state.files.beads !== undefined) files.push([BEADS_PATH, state.files.beads]);
       commit(COMMIT_REF, state.message, state.parent, files);
     }
-    for (const claim of claims) commit(CLAIM_COMMIT_REF, serializeClaim(claim), "", []);
+    for (const claim of claims) commit(CLAIM_COMMIT_REF, serializeClaim(claim), claimParent, []);
     for (let m = 1; m <= mark; m++) line(`get-mark :${m}`);
     line("done");
     const out = await this.git.must(["fast-import", "--quiet", "--done", "--force", "--date-format=raw"], {

@@ -138,5 +138,10 @@ export function createWriteQueue(store: StateStore, opts: WriteQueueOptions = {}
  */
 export function coalescingStore(store: StateStore, opts: WriteQueueOptions = {}): StateStore {
   const queue = createWriteQueue(store, opts);
-  return { read: (o) => store.read(o), update: (m) => queue.enqueue(m) };
+  return {
+    read: (o) => store.read(o),
+    update: (m) => queue.enqueue(m),
+    // A claim by ref is no commit: it goes to the store at once, beside the queue.
+    ...(store.claim ? { claim: store.claim.bind(store) } : {}),
+  };
 }

@@ -16,6 +16,8 @@ import type { SandboxMode } from "./sandbox/bubblewrap.ts";
 
 /** How often a worker whose runs hold every slot of the repository still looks at the state. */
 const FULL_POLL_MS = 30_000;
+/** Dispatches this close to the longest-waiting one count as dispatched together in a poll's claim order (claimOrder). */
+const POLL_SPREAD_MS = 30_000;
 
 /** The worker's reach (repository, state, clone, agents, credentials) as executeTask takes it, and its pace. */
 export interface LocalWorkerOptions
@@ -154,7 +156,8 @@ export function startLocalWorker(opts: LocalWorkerOptions): LocalWorker {
     }
     const config = queue.config(snapshot.doc);
     lastSeen = { doc: snapshot.doc, config, at: (opts.clock?.() ?? new Date()).getTime() };
-    for (const task of claimOrder(waitingHere(snapshot.doc, running, opts.accepts), name)) {
+    // Every worker's poll finds a burst's dispatches at once: each tries its own order of them.
+    for (const task of claimOrder(waitingHere(snapshot.doc, running, opts.accepts), name, POLL_SPREAD_MS)) {
       if (running.size >= concurrency) break;
       hands.start(task.id, queue, config);
     }

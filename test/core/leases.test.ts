@@ -215,4 +215,24 @@ describe("claimOrder", () => {
     const firsts = new Set(orders.map((o) => o[0]!.id));
     expect(firsts.size).toBeGreaterThanOrEqual(8);
   });
+
+  it("with a window, spreads tasks dispatched a moment apart too, and still puts one older than the window first", () => {
+    const holders = Array.from({ length: 20 }, (_, i) => `local:host-${i}:${1000 + i}`);
+    // A burst of labels: 40 dispatches a second apart, each its own commit.
+    const burst = tasks.map((t, i) => ({
+      ...t,
+      lease: { acquiredAt: later(60_000 + i * 1000).toISOString() },
+    }));
+    const firstsOf = (xs: typeof burst, windowMs: number) =>
+      new Set(holders.map((h) => claimOrder(xs, h, windowMs)[0]!.id));
+    // Strictly oldest first, every worker races for the same task.
+    expect(firstsOf(burst, 0).size).toBe(1);
+    expect(firstsOf(burst, 60_000).size).toBeGreaterThanOrEqual(8);
+    // Beyond the window, age orders again: the 31st second on waits behind the first 31 tasks.
+    const order = claimOrder(burst, holders[0]!, 30_000).map((t) => t.id);
+    expect(order.slice(31)).toEqual(burst.slice(31).map((t) => t.id));
+    // A task dispatched well before the burst is everyone's first.
+    const old = { id: "fl-old", lease: { acquiredAt: t0.toISOString() } };
+    expect(firstsOf([...burst, old], 30_000)).toEqual(new Set(["fl-old"]));
+  });
 });

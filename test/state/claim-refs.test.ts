@@ -102,8 +102,8 @@ describe("claims by ref on the git state store (emulator)", () => {
       state: "running",
       lease: { holder: "w1", slot: 1 },
     });
-    // The claim's read found nothing new (one request), its push is the advertisement and the pack.
-    expect(gh.emulator.gitRequests.counts({ since: mark })).toEqual({ total: 3, fetches: 1, pushes: 2 });
+    // Decided on the state just read; the push is the advertisement and the pack.
+    expect(gh.emulator.gitRequests.counts({ since: mark })).toEqual({ total: 2, fetches: 0, pushes: 2 });
     expect(await head()).toBe(before);
     expect(await claimRefs()).toEqual([`${PREFIX}fl-1/${t0.getTime()}`]);
 
