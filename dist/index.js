@@ -56174,10 +56174,18 @@ function withClaimsApplied(head, real, prev) {
     return { head, real, doc: prev.doc, docText: prev.docText };
   const doc = applyClaims(
     real,
-    claims.map((r) => r.claim)
+    claims.flatMap((r) => r.claim ? [r.claim] : [])
   );
   return { head, real, doc, docText: doc === real ? head.state : serializeStateDoc(doc) };
 }
+var CLAIM_DECIDE_MS = 5e3;
+function claimChange(c3, branch, claim2) {
+  const ref = claimRefName(branch, claim2);
+  if (!ref) return void 0;
+  const there = c3.head.claims?.find((r) => r.ref === ref);
+  return there ? { ref, claim: claim2, replaces: there.sha } : { ref, claim: claim2 };
+}
+var sortRefs = (refs) => refs.sort((a2, b) => a2.ref < b.ref ? -1 : a2.ref > b.ref ? 1 : 0);
 var sameClaims = (a2, b) => a2.length === b.length && a2.every((r, i2) => r.ref === b[i2].ref && r.sha === b[i2].sha);
 var snapshotOf = (c3) => ({
   doc: cloneStateDoc(c3.doc),
@@ -56230,38 +56238,39 @@ var CasEngine = class {
     const branch = this.t.claimBranch;
     if (!this.t.claim || branch === void 0) return void 0;
     const create = change.stateChanged ? dispatchesClosed(c3.doc, change.doc, new Date(this.now())).flatMap((claim2) => {
-      const ref = claimRefName(branch, claim2);
-      return ref ? [{ ref, claim: claim2 }] : [];
+      const made = claimChange(c3, branch, claim2);
+      return made ? [made] : [];
     }) : [];
     const now = this.now();
     const remove = (c3.head.claims ?? []).filter(
-      (r) => claimSettled(c3.real, r.claim) && now - Date.parse(r.claim.at) > CLAIM_REF_GRACE_MS
+      (r) => r.claim && claimSettled(c3.real, r.claim) && now - r.seenAt > CLAIM_REF_GRACE_MS
     );
     return create.length || remove.length ? { create, remove } : void 0;
   }
   /**
-   * A claim by ref: decided on the cached state when it is recent (a worker's poll just read it), else
-   * on a fresh read, then its ref created if nobody made it first. Deciding on a state that lacks some
+   * A claim by ref: decided on the cached state when it is a few seconds old at most (a worker's poll
+   * just read it), else on a fresh read, then its ref created if nobody made it first. Deciding on a state that lacks some
    * claim costs only a refused push: the ref is create-only, and every commit that closes a dispatch
    * makes its ref too. A claimer whose state is older than half the refs' grace, once the ref is made,
    * confirms the claim on a fresh read (see CLAIM_REF_GRACE_MS).
    */
   async claim(decide) {
-    const recent = this.cache && this.now() - this.readAt < CLAIM_REF_GRACE_MS / 4;
+    const recent = this.cache && this.now() - this.readAt < CLAIM_DECIDE_MS;
     let c3 = recent ? this.cache : await this.refresh("claim");
     const readAt = this.readAt;
     const claim2 = decide(cloneStateDoc(c3.doc));
-    const ref = claim2 && this.t.claimBranch !== void 0 ? claimRefName(this.t.claimBranch, claim2) : void 0;
-    const applies = claim2 && ref ? applyClaim(c3.doc, claim2) : null;
-    if (!claim2 || !ref || !applies) return { applied: false, snapshot: snapshotOf(c3), retries: 0 };
-    const outcome = await this.t.claim(ref, claim2, `${applies.message} (by ref)`, c3.head.version);
+    const branch = this.t.claimBranch;
+    const change = claim2 && branch !== void 0 ? claimChange(c3, branch, claim2) : void 0;
+    const applies = claim2 && change ? applyClaim(c3.doc, claim2) : null;
+    if (!claim2 || !change || !applies) return { applied: false, snapshot: snapshotOf(c3), retries: 0 };
+    const outcome = await this.t.claim(change, `${applies.message} (by ref)`, c3.head.version);
     if (outcome.kind === "conflict") {
       this.conflicts++;
       return { applied: false, snapshot: snapshotOf(c3), retries: 1 };
     }
     if (this.cache === c3) {
-      const claims = [...(c3.head.claims ?? []).filter((r) => r.ref !== ref), outcome.ref];
-      c3 = withClaimsApplied({ ...c3.head, claims }, c3.real, c3);
+      const claims = [...(c3.head.claims ?? []).filter((r) => r.ref !== change.ref), outcome.ref];
+      c3 = withClaimsApplied({ ...c3.head, claims: sortRefs(claims) }, c3.real, c3);
       this.cache = c3;
     }
     if (this.now() - readAt > CLAIM_REF_GRACE_MS / 2) c3 = await this.refresh("confirm");
@@ -56550,8 +56559,12 @@ var REMOTE_REF = "refs/fleet/remote-state";
 var REMOTE_CLAIMS = "refs/fleet/remote-claims/";
 var COMMIT_REF = "refs/fleet/commit";
 var CLAIM_COMMIT_REF = "refs/fleet/claim-commit";
+var CLAIM_ROOT_REF = "refs/fleet/claim-root";
+var CLAIM_ROOT = { message: "Fleet claims", date: "4102444800 +0000" };
 var LOST_RACE = /stale info|fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|already exists|atomic push failed|atomic transaction failed/i;
 var GC_EVERY = 500;
+var VANISHED_REF = /not our ref|remote end hung up unexpectedly|unadvertised object/i;
+var HTTP_FAILURE = /RPC failed|returned error: \d{3}/i;
 var LANDED_DEPTH = 64;
 var sameRefs = (a2, b) => a2.length === b.length && a2.every((r, i2) => r.ref === b[i2].ref && r.sha === b[i2].sha);
 var GitTransport = class {
@@ -56636,9 +56649,26 @@ var GitTransport = class {
   }
   /** Moves the local copy of the branch to what the server has; "" when the branch does not exist. */
   async fetchHeadOnce(depth) {
-    this.fetches++;
     const shallow = depth > 1 || !(this.localCopySeen || await this.hasLocalCopy()) ? [`--depth=${depth}`] : [];
-    const r = await this.git.remote("fetch", [
+    let r = await this.fetchRefs(shallow);
+    if (r.exitCode !== 0 && VANISHED_REF.test(r.stderr) && !HTTP_FAILURE.test(r.stderr))
+      r = await this.fetchRefs(shallow);
+    if (r.exitCode !== 0) {
+      if (/couldn't find remote ref/i.test(r.stderr)) {
+        await this.git.run(["update-ref", "-d", REMOTE_REF]);
+        this.localCopySeen = false;
+        this.fetchedClaims = [];
+        return "";
+      }
+      throw r.fail(r.stderr);
+    }
+    const head = await this.localRefs();
+    this.localCopySeen = true;
+    return head;
+  }
+  fetchRefs(shallow) {
+    this.fetches++;
+    return this.git.remote("fetch", [
       // Protocol v0: the ref advertisement is the first answer, so a fetch that finds the branch
       // unmoved costs one request and one that finds it moved two (v2 adds an ls-refs round trip).
       "-c",
@@ -56656,18 +56686,6 @@ var GitTransport = class {
       `+${this.branchRef}:${REMOTE_REF}`,
       `+${this.claimPrefix}*:${REMOTE_CLAIMS}*`
     ]);
-    if (r.exitCode !== 0) {
-      if (/couldn't find remote ref/i.test(r.stderr)) {
-        await this.git.run(["update-ref", "-d", REMOTE_REF]);
-        this.localCopySeen = false;
-        this.fetchedClaims = [];
-        return "";
-      }
-      throw r.fail(r.stderr);
-    }
-    const head = await this.localRefs();
-    this.localCopySeen = true;
-    return head;
   }
   /** The local copy of the branch's head, and its claims (into fetchedClaims), in one git process. */
   async localRefs() {
@@ -56677,7 +56695,8 @@ var GitTransport = class {
       REMOTE_REF,
       REMOTE_CLAIMS.slice(0, -1)
     ]);
-    const known = new Map(this.fetchedClaims.map((c3) => [c3.sha, c3.claim]));
+    const known = new Map(this.fetchedClaims.map((c3) => [c3.sha, c3]));
+    const now = this.now();
     let head = "";
     const claims = [];
     const fields = out.split("\0");
@@ -56687,8 +56706,14 @@ var GitTransport = class {
         if (type === "commit") head = sha;
         continue;
       }
-      const claim2 = known.get(sha) ?? parseClaim(fields[i2 + 1]);
-      if (claim2) claims.push({ ref: this.claimPrefix + name.slice(REMOTE_CLAIMS.length), sha, claim: claim2 });
+      const seen = known.get(sha);
+      const claim2 = seen ? seen.claim : parseClaim(fields[i2 + 1]);
+      claims.push({
+        ref: this.claimPrefix + name.slice(REMOTE_CLAIMS.length),
+        sha,
+        ...claim2 ? { claim: claim2 } : {},
+        seenAt: seen?.seenAt ?? now
+      });
     }
     if (!head)
       throw new Error(
@@ -56740,56 +56765,68 @@ ${commit}:${BEADS_PATH}
       return { kind: "conflict" };
     const [made, ...claimCommits] = await this.makeCommits(
       { parent: base.version, files, message: message.unique },
-      claimRefs?.create.map((c3) => c3.claim) ?? [],
-      base.version
+      claimRefs?.create.map((c3) => c3.claim) ?? []
     );
     const subject = message.text.split("\n").map((l) => l.replace(/^- /, "").trim()).filter(Boolean).join("; ");
-    const created = (claimRefs?.create ?? []).map((c3, i2) => ({ ...c3, sha: claimCommits[i2] }));
+    const creates = claimRefs?.create ?? [];
     const removed = claimRefs?.remove ?? [];
     const extra = [
-      ...created.map((c3) => ({ ref: c3.ref, expected: "", to: c3.sha })),
+      ...creates.map((c3, i2) => ({ ref: c3.ref, expected: c3.replaces ?? "", to: claimCommits[i2] })),
       ...removed.map((r) => ({ ref: r.ref, expected: r.sha, to: "" }))
     ];
     if (await this.push(made, base.version, subject, extra) === "conflict") return { kind: "conflict" };
-    const gone = new Set(removed.map((r) => r.ref));
+    const now = this.now();
+    const created = creates.map((c3, i2) => ({
+      ref: c3.ref,
+      sha: claimCommits[i2],
+      claim: c3.claim,
+      seenAt: now
+    }));
+    const gone = new Set([...removed, ...created].map((r) => r.ref));
     return {
       kind: "written",
       head: {
         version: made,
         state: files.state ?? base.state,
         beads: files.beads ?? base.beads,
-        claims: [...(base.claims ?? []).filter((r) => !gone.has(r.ref)), ...created].sort(
-          (a2, b) => a2.ref < b.ref ? -1 : a2.ref > b.ref ? 1 : 0
-        )
+        claims: sortRefs([...(base.claims ?? []).filter((r) => !gone.has(r.ref)), ...created])
       }
     };
   }
-  /** Creates the claim's ref if it does not exist: one push, no commit on the branch. */
-  async claim(ref, claim2, subject, base) {
+  /** Creates the claim's ref (or replaces what it `replaces`): one push, no commit on the branch. */
+  async claim(change, subject) {
     await this.git.init();
-    const [sha] = await this.makeCommits(void 0, [claim2], base);
+    const { ref, claim: claim2 } = change;
+    const expected = change.replaces ?? "";
+    const [sha] = await this.makeCommits(void 0, [claim2]);
+    const won = () => ({
+      kind: "written",
+      ref: { ref, sha, claim: claim2, seenAt: this.now() }
+    });
     for (let attempt = 1; ; attempt++) {
       let failure4;
       try {
         const outcome = await this.traced(
           "push",
           subject,
-          () => this.pushRefs([{ ref, expected: "", to: sha }])
+          () => this.pushRefs([{ ref, expected, to: sha }])
         );
-        if (outcome === "ok") return { kind: "written", ref: { ref, sha, claim: claim2 } };
-        if (attempt > 1 && await this.claimOnServer(ref) === sha)
-          return { kind: "written", ref: { ref, sha, claim: claim2 } };
+        if (outcome === "ok") return won();
+        if (attempt > 1 && await this.claimOnServer(ref) === sha) return won();
         return { kind: "conflict" };
       } catch (error64) {
         if (!(error64 instanceof StateGitError)) throw error64;
         failure4 = error64;
       }
       const there = await this.claimOnServer(ref).catch(() => void 0);
-      if (there === sha) return { kind: "written", ref: { ref, sha, claim: claim2 } };
-      if (there) return { kind: "conflict" };
+      if (there === sha) return won();
+      if (there !== void 0 && there !== expected) return { kind: "conflict" };
       if (there === void 0 || !failure4.transient || attempt >= GIT_NETWORK_ATTEMPTS) throw failure4;
       await this.git.pause(failure4, attempt);
     }
+  }
+  now() {
+    return (this.opts.clock?.() ?? /* @__PURE__ */ new Date()).getTime();
   }
   /** What a claim ref points at on the server now ("" when it does not exist); fetches the branch. */
   async claimOnServer(ref) {
@@ -56806,13 +56843,11 @@ ${commit}:${BEADS_PATH}
    * A commit on top of `parent` (an orphan when the branch does not exist yet) changing `files`, made by
    * one `git fast-import` (blobs, tree from the parent's, commit): a state write is one process here,
    * not six (read-tree, hash-object per file, update-index, write-tree, commit-tree), which under a burst
-   * of labels was most of a commit's time. The same process makes each claim's commit: its record the
-   * message, on top of `claimParent` (a state commit) with that commit's files. Not an orphan: a fetch
-   * that brings an orphan finds nothing in common for it and sends every commit it has as a "have",
-   * a request per round (3.7 requests per fetch instead of 2, measured with 20 workers). The shas come
-   * back in order, the state commit's first.
+   * of labels was most of a commit's time. The same process makes each claim's commit, its record the
+   * message, on one root commit that is the same in every repository (CLAIM_ROOT). The shas come back
+   * in order, the state commit's first.
    */
-  async makeCommits(state, claims, claimParent = "") {
+  async makeCommits(state, claims) {
     const when = `${Math.floor((this.opts.clock?.() ?? /* @__PURE__ */ new Date()).getTime() / 1e3)} +0000`;
     const who = `${IDENTITY.name} <${IDENTITY.email}>`;
     const parts = [];
@@ -56825,13 +56860,14 @@ ${commit}:${BEADS_PATH}
       line("");
     };
     let mark = 0;
-    const commit = (ref, message, parent, files) => {
+    const wanted2 = [];
+    const commit = (ref, message, parent, files, at = when) => {
       mark++;
       line(`reset ${ref}`);
       line(`commit ${ref}`);
       line(`mark :${mark}`);
-      line(`author ${who} ${when}`);
-      line(`committer ${who} ${when}`);
+      line(`author ${who} ${at}`);
+      line(`committer ${who} ${at}`);
       data(`${message}
 `);
       if (parent !== "") line(`from ${parent}`);
@@ -56840,15 +56876,20 @@ ${commit}:${BEADS_PATH}
         data(text2);
       }
       line("");
+      return mark;
     };
     if (state) {
       const files = [];
       if (state.files.state !== void 0) files.push([STATE_PATH, state.files.state]);
       if (state.files.beads !== void 0) files.push([BEADS_PATH, state.files.beads]);
-      commit(COMMIT_REF, state.message, state.parent, files);
+      wanted2.push(commit(COMMIT_REF, state.message, state.parent, files));
     }
-    for (const claim2 of claims) commit(CLAIM_COMMIT_REF, serializeClaim(claim2), claimParent, []);
-    for (let m = 1; m <= mark; m++) line(`get-mark :${m}`);
+    if (claims.length) {
+      const root2 = commit(CLAIM_ROOT_REF, CLAIM_ROOT.message, "", [], CLAIM_ROOT.date);
+      for (const claim2 of claims)
+        wanted2.push(commit(CLAIM_COMMIT_REF, serializeClaim(claim2), `:${root2}`, []));
+    }
+    for (const m of wanted2) line(`get-mark :${m}`);
     line("done");
     const out = await this.git.must(["fast-import", "--quiet", "--done", "--force", "--date-format=raw"], {
       input: Buffer.concat(parts)
@@ -60667,11 +60708,12 @@ async function claimTaskState(store, taskId, holder, now, ttlMs, startIn2, mayCl
       const lease = doc.tasks[taskId]?.lease;
       if (!lease || !isUnclaimed(lease)) return null;
       const left = Date.parse(lease.expiresAt) - now.getTime();
-      byCommit = left < (Date.parse(lease.expiresAt) - Date.parse(lease.acquiredAt)) / 2;
+      byCommit = left < BY_REF_LEASE_LEFT * (Date.parse(lease.expiresAt) - Date.parse(lease.acquiredAt));
       const claimed = byCommit ? null : claimOf(doc);
       return claimed ? claimRecord(claimed.task, now, ttlMs) : null;
     });
-    byCommit ||= !byRef.applied && ownLease(byRef.snapshot.doc);
+    const seen = !byRef.applied && byRef.retries > 0 && runIdOfHolder(holder) ? await store.read() : byRef.snapshot;
+    byCommit ||= !byRef.applied && ownLease(seen.doc);
     if (!byCommit) return picked(byRef);
   }
   return picked(await store.update(({ doc }) => claimOf(doc)));
@@ -60679,6 +60721,7 @@ async function claimTaskState(store, taskId, holder, now, ttlMs, startIn2, mayCl
     return doc.tasks[taskId]?.lease?.holder === holder;
   }
 }
+var BY_REF_LEASE_LEFT = 3 / 4;
 function claimRecord(claimed, now, ttlMs) {
   const lease = claimed.lease;
   return {

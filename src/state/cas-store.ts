@@ -51,12 +51,18 @@ export interface Head extends StateFiles {
   claims?: readonly ClaimRef[];
 }
 
-/** A claim's ref as a transport read it. */
+/** A ref under the branch's claims prefix as a transport read it. */
 export interface ClaimRef {
   ref: string;
-  /** What the ref points at: a delete is guarded by it. */
+  /** What the ref points at: a delete or a replacement is guarded by it. */
   sha: string;
-  claim: ClaimRecord;
+  /** Its record; undefined when it holds none Fleet reads (kept: its name is still taken). */
+  claim?: ClaimRecord;
+  /**
+   * When this process first saw the ref at this sha, by the store's clock: the refs' grace is counted
+   * from it, so neither the claimer's clock nor a claim that waited its turn can shorten it.
+   */
+  seenAt: number;
 }
 
 /**
@@ -66,8 +72,22 @@ export interface ClaimRef {
  * at their sha.
  */
 export interface ClaimRefChanges {
-  create: Array<{ ref: string; claim: ClaimRecord }>;
+  /** `replaces`: the sha of a ref by that name the same read showed, which it replaces (see ClaimChange). */
+  create: ClaimChange[];
   remove: ClaimRef[];
+}
+
+/**
+ * A claim ref to make. Made only where absent, or (`replaces`) where the read that decided it showed a
+ * ref by that name that does not claim the dispatch, with the dispatch open on the branch: a close's
+ * marker or a record Fleet cannot read, left by a branch that was rewound (a revert, a restore) since
+ * markers are made with the commit that closes their dispatch. Left as they are, they would refuse every
+ * claim and every close of that dispatch for good.
+ */
+export interface ClaimChange {
+  ref: string;
+  claim: ClaimRecord;
+  replaces?: string;
 }
 
 export type ClaimOutcome = { kind: "written"; ref: ClaimRef } | { kind: "conflict" };
@@ -159,7 +179,7 @@ export interface CasTransport<H extends Head = Head> {
    * Claims by ref (optional): creates `ref` for `claim` only if it does not exist, without a commit on
    * the branch (`base`: the branch's version the claim was decided on, for the transport's own use); reads then return every claim ref in `Head.claims`, and writes take `claimRefs`.
    */
-  claim?(ref: string, claim: ClaimRecord, message: string, base: string): Promise<ClaimOutcome>;
+  claim?(change: ClaimChange, message: string, base: string): Promise<ClaimOutcome>;
   /** The branch the claims are named by (claimRefName), with `claim`. */
   readonly claimBranch?: string;
   /** Housekeeping after a won write, outside the time the write is measured by (for pacing). */
@@ -245,10 +265,29 @@ function withClaimsApplied<H extends Head>(head: H, real: FleetStateDoc, prev?: 
     return { head, real, doc: prev.doc, docText: prev.docText };
   const doc = applyClaims(
     real,
-    claims.map((r) => r.claim),
+    claims.flatMap((r) => (r.claim ? [r.claim] : [])),
   );
   return { head, real, doc, docText: doc === real ? head.state : serializeStateDoc(doc) };
 }
+
+/**
+ * How old a cached state a claim may be decided on. A state without some close's marker (a writer over
+ * the REST transport makes none) could let a claim win a dispatch already closed: the window stays this
+ * short, and the run's heartbeat finds it out later anyway.
+ */
+const CLAIM_DECIDE_MS = 5_000;
+
+/** The ref change that makes `claim`: absent, or replacing a ref by its name that does not claim it. */
+function claimChange(c: Cached<Head>, branch: string, claim: ClaimRecord): ClaimChange | undefined {
+  const ref = claimRefName(branch, claim);
+  if (!ref) return undefined;
+  const there = c.head.claims?.find((r) => r.ref === ref);
+  return there ? { ref, claim, replaces: there.sha } : { ref, claim };
+}
+
+/** Claim refs in name order (as a transport lists them). */
+export const sortRefs = <R extends { ref: string }>(refs: R[]): R[] =>
+  refs.sort((a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0));
 
 const sameClaims = (a: readonly ClaimRef[], b: readonly ClaimRef[]): boolean =>
   a.length === b.length && a.every((r, i) => r.ref === b[i]!.ref && r.sha === b[i]!.sha);
@@ -321,44 +360,44 @@ class CasEngine<H extends Head> {
     if (!this.t.claim || branch === undefined) return undefined;
     const create = change.stateChanged
       ? dispatchesClosed(c.doc, change.doc, new Date(this.now())).flatMap((claim) => {
-          const ref = claimRefName(branch, claim);
-          return ref ? [{ ref, claim }] : [];
+          const made = claimChange(c, branch, claim);
+          return made ? [made] : [];
         })
       : [];
     const now = this.now();
-    // Settled on the branch itself (this write's parent), and old enough that no reader still acts on
-    // a state from before the claim (see CLAIM_REF_GRACE_MS).
+    // Settled on the branch itself (this write's parent), and seen long enough ago that no reader still
+    // acts on a state from before the claim (see CLAIM_REF_GRACE_MS).
     const remove = (c.head.claims ?? []).filter(
-      (r) => claimSettled(c.real, r.claim) && now - Date.parse(r.claim.at) > CLAIM_REF_GRACE_MS,
+      (r) => r.claim && claimSettled(c.real, r.claim) && now - r.seenAt > CLAIM_REF_GRACE_MS,
     );
     return create.length || remove.length ? { create, remove } : undefined;
   }
 
   /**
-   * A claim by ref: decided on the cached state when it is recent (a worker's poll just read it), else
-   * on a fresh read, then its ref created if nobody made it first. Deciding on a state that lacks some
+   * A claim by ref: decided on the cached state when it is a few seconds old at most (a worker's poll
+   * just read it), else on a fresh read, then its ref created if nobody made it first. Deciding on a state that lacks some
    * claim costs only a refused push: the ref is create-only, and every commit that closes a dispatch
    * makes its ref too. A claimer whose state is older than half the refs' grace, once the ref is made,
    * confirms the claim on a fresh read (see CLAIM_REF_GRACE_MS).
    */
   async claim(decide: (doc: FleetStateDoc) => ClaimRecord | null): Promise<UpdateResult> {
-    const recent = this.cache && this.now() - this.readAt < CLAIM_REF_GRACE_MS / 4;
+    const recent = this.cache && this.now() - this.readAt < CLAIM_DECIDE_MS;
     let c = recent ? this.cache! : await this.refresh("claim");
     const readAt = this.readAt;
     const claim = decide(cloneStateDoc(c.doc));
-    const ref =
-      claim && this.t.claimBranch !== undefined ? claimRefName(this.t.claimBranch, claim) : undefined;
-    const applies = claim && ref ? applyClaim(c.doc, claim) : null;
-    if (!claim || !ref || !applies) return { applied: false, snapshot: snapshotOf(c), retries: 0 };
-    const outcome = await this.t.claim!(ref, claim, `${applies.message} (by ref)`, c.head.version);
+    const branch = this.t.claimBranch;
+    const change = claim && branch !== undefined ? claimChange(c, branch, claim) : undefined;
+    const applies = claim && change ? applyClaim(c.doc, claim) : null;
+    if (!claim || !change || !applies) return { applied: false, snapshot: snapshotOf(c), retries: 0 };
+    const outcome = await this.t.claim!(change, `${applies.message} (by ref)`, c.head.version);
     // Someone made it first: the caller's next read shows whose it is.
     if (outcome.kind === "conflict") {
       this.conflicts++;
       return { applied: false, snapshot: snapshotOf(c), retries: 1 };
     }
     if (this.cache === c) {
-      const claims = [...(c.head.claims ?? []).filter((r) => r.ref !== ref), outcome.ref];
-      c = withClaimsApplied({ ...c.head, claims }, c.real, c);
+      const claims = [...(c.head.claims ?? []).filter((r) => r.ref !== change.ref), outcome.ref];
+      c = withClaimsApplied({ ...c.head, claims: sortRefs(claims) }, c.real, c);
       this.cache = c;
     }
     if (this.now() - readAt > CLAIM_REF_GRACE_MS / 2) c = await this.refresh("confirm");

@@ -95,14 +95,19 @@ class MemoryTransport implements cas.CasTransport {
     this.place = cas.branchPlace("memory", opts.branch);
     if (!opts.claimRefs) return;
     this.claimBranch = this.place.branch;
-    this.claim = async (ref, claim) => {
+    this.claim = async ({ ref, claim, replaces }) => {
       this.writes++;
       await roundTrip();
-      if (opts.repo.refs.has(ref)) return { kind: "conflict" };
+      if (opts.repo.refs.get(ref) !== replaces) return { kind: "conflict" };
       const sha = opts.repo.commit([], {}, serializeClaim(claim), opts.clock?.());
       opts.repo.refs.set(ref, sha);
-      return { kind: "written", ref: { ref, sha, claim } };
+      return { kind: "written", ref: { ref, sha, claim, seenAt: this.now() } };
     };
+  }
+
+  private readonly seen = new Map<string, number>();
+  private now(): number {
+    return (this.opts.clock?.() ?? new Date()).getTime();
   }
 
   /** The claim refs of the branch, by name (none without `claimRefs`). */
@@ -113,7 +118,8 @@ class MemoryTransport implements cas.CasTransport {
     for (const [ref, sha] of [...this.opts.repo.refs].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
       if (!ref.startsWith(prefix)) continue;
       const claim = parseClaim(this.opts.repo.commits.get(sha)!.message);
-      if (claim) out.push({ ref, sha, claim });
+      if (!this.seen.has(sha)) this.seen.set(sha, this.now());
+      out.push({ ref, sha, ...(claim ? { claim } : {}), seenAt: this.seen.get(sha)! });
     }
     return out;
   }
@@ -155,7 +161,7 @@ class MemoryTransport implements cas.CasTransport {
     // The compare-and-swap: the branch must still be where `base` saw it, and (atomically) each claim
     // ref to create absent, each to remove where it was.
     if ((repo.refs.get(branch) ?? "") !== base.version) return { kind: "conflict" };
-    if (claimRefs?.create.some((c) => repo.refs.has(c.ref))) return { kind: "conflict" };
+    if (claimRefs?.create.some((c) => repo.refs.get(c.ref) !== c.replaces)) return { kind: "conflict" };
     if (claimRefs?.remove.some((r) => repo.refs.get(r.ref) !== r.sha)) return { kind: "conflict" };
     for (const c of claimRefs?.create ?? [])
       repo.refs.set(c.ref, repo.commit([], {}, serializeClaim(c.claim)));

@@ -1,5 +1,5 @@
 import { type ClaimRecord, claimableByRef } from "../core/claims.ts";
-import { claimLease, heartbeatIntervalMs, isUnclaimed, renewLease } from "../core/leases.ts";
+import { claimLease, heartbeatIntervalMs, isUnclaimed, renewLease, runIdOfHolder } from "../core/leases.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task } from "../core/task.ts";
 import type { StateSnapshot, StateStore, UpdateResult } from "../state/store.ts";
@@ -47,20 +47,24 @@ export async function claimTaskState(
   };
   // Where the store keeps claims beside the branch, an open dispatch is claimed by a ref of its own, no
   // commit on the branch's one head (core/claims.ts). By commit instead: a lease already this holder's
-  // (an Actions run whose id the dispatcher recorded), and a dispatch past half its lease (a writer
-  // that does not read claims, the REST transport, could otherwise reclaim it before this claim's
-  // first renewal carries it into the document).
+  // (an Actions run whose id the dispatcher recorded), and a dispatch past a quarter of its lease: a
+  // writer that does not read claims (the REST transport) sees the claim once the run's first renewal
+  // carries it, and that renewal, or the one after it if it fails, must come before the dispatch could
+  // run out and be handed to another worker.
   let byCommit = !store.claim || !claimableByRef(taskId);
   if (!byCommit) {
     const byRef = await store.claim!((doc) => {
       const lease = doc.tasks[taskId]?.lease;
       if (!lease || !isUnclaimed(lease)) return null;
       const left = Date.parse(lease.expiresAt) - now.getTime();
-      byCommit = left < (Date.parse(lease.expiresAt) - Date.parse(lease.acquiredAt)) / 2;
+      byCommit = left < BY_REF_LEASE_LEFT * (Date.parse(lease.expiresAt) - Date.parse(lease.acquiredAt));
       const claimed = byCommit ? null : claimOf(doc);
       return claimed ? claimRecord(claimed.task, now, ttlMs) : null;
     });
-    byCommit ||= !byRef.applied && ownLease(byRef.snapshot.doc);
+    // An Actions run whose holder the dispatcher may have recorded since the state it decided on.
+    const seen =
+      !byRef.applied && byRef.retries > 0 && runIdOfHolder(holder) ? await store.read() : byRef.snapshot;
+    byCommit ||= !byRef.applied && ownLease(seen.doc);
     if (!byCommit) return picked(byRef);
   }
   return picked(await store.update(({ doc }) => claimOf(doc)));
@@ -69,6 +73,9 @@ export async function claimTaskState(
     return doc.tasks[taskId]?.lease?.holder === holder;
   }
 }
+
+/** The share of a dispatch's lease still to run for a claim by ref (see claimTaskState). */
+const BY_REF_LEASE_LEFT = 3 / 4;
 
 /** The record of a claim by ref of `claimed` (the task as claimLease left it), made at `now`. */
 function claimRecord(claimed: Task, now: Date, ttlMs: number): ClaimRecord {

@@ -3,6 +3,8 @@
 // (core/claims.ts). One claimer wins each dispatch, by ref or by commit; every reader sees the claim at
 // once; the next commit carries it and a later one deletes the ref.
 import { mkdtemp, rm } from "node:fs/promises";
+import { createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { GitHubEmulator } from "@fleet/github-emulator";
@@ -33,9 +35,9 @@ describe("claims by ref on the git state store (emulator)", () => {
     await rm(dirs, { recursive: true, force: true });
   });
 
-  const makeStore = () =>
+  const makeStore = (base = gh.emulator.url) =>
     createGitStateStore({
-      url: `${gh.emulator.url}/${OWNER}/${REPO}.git`,
+      url: `${base}/${OWNER}/${REPO}.git`,
       token: () => gh.emulator.userToken("maintainer"),
       owner: OWNER,
       repo: REPO,
@@ -208,6 +210,104 @@ describe("claims by ref on the git state store (emulator)", () => {
     const late = await makeStore().claim!(claimBy("w2", "fl-2"));
     expect(late.applied).toBe(false);
     expect(await claimRefs()).toEqual([`${PREFIX}fl-1/${t0.getTime()}`, `${PREFIX}fl-2/${t0.getTime()}`]);
+  });
+
+  it("a fetch whose advertisement listed a claim ref deleted before its pack request still reads the state", async () => {
+    const app = makeStore();
+    await app.update(({ doc }) => dispatch(1)(doc));
+    expect((await makeStore().claim!(claimBy("w1"))).applied).toBe(true);
+    await app.read();
+    now += CLAIM_REF_GRACE_MS + 1000;
+    await app.update(({ doc }) => count(doc)); // carries the claim; its ref stays (not settled on the base)
+    expect(await claimRefs()).toHaveLength(1);
+    // A reader's fetch is held between the ref advertisement and its pack request, while the app's
+    // next push deletes the ref: the claim commit it asks for is then in no ref at all.
+    let releasePack!: () => void;
+    const packHeld = new Promise<void>((r) => {
+      releasePack = r;
+    });
+    let sawPack!: () => void;
+    const packAsked = new Promise<void>((r) => {
+      sawPack = r;
+    });
+    let held = 0;
+    const target = new URL(gh.emulator.url);
+    const proxy = createServer((req, res) => {
+      const hold = req.method === "POST" && req.url?.endsWith("/git-upload-pack") && held++ === 0;
+      const forward = () => {
+        const up = request(
+          {
+            host: target.hostname,
+            port: target.port,
+            path: req.url,
+            method: req.method,
+            headers: req.headers,
+          },
+          (answer) => {
+            res.writeHead(answer.statusCode ?? 502, answer.headers);
+            answer.pipe(res);
+          },
+        );
+        req.pipe(up);
+      };
+      if (!hold) return forward();
+      sawPack();
+      void packHeld.then(forward);
+    });
+    await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
+    try {
+      const reader = makeStore(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`);
+      const reading = reader.read();
+      await packAsked;
+      await app.update(({ doc }) => count(doc));
+      expect(await claimRefs()).toEqual([]);
+      releasePack();
+      const doc = (await reading).doc;
+      expect(doc.tasks["fl-1"]?.lease?.holder).toBe("w1");
+      expect(held).toBeGreaterThan(1);
+    } finally {
+      releasePack();
+      await new Promise((r) => proxy.close(r));
+    }
+  });
+
+  it("a dispatch reopened by a revert under its close's marker is claimed again, the marker replaced", async () => {
+    const app = makeStore();
+    await app.update(({ doc }) => dispatch(2)(doc));
+    const open = (await gh.files("fleet/state"))[".fleet/state.json"]!;
+    await app.update(cancelOther);
+    expect(await claimRefs()).toEqual([`${PREFIX}fl-2/${t0.getTime()}`]);
+    const marker = await bareGit("rev-parse", `${PREFIX}fl-2/${t0.getTime()}`);
+    // Someone restores the state from before the cancel (a revert), marker and all still there.
+    await gh.push(
+      "fleet/state",
+      { ...(await gh.files("fleet/state")), ".fleet/state.json": open },
+      "Revert cancel",
+    );
+    const worker = makeStore();
+    const claimed = await worker.claim!(claimBy("w1", "fl-2"));
+    expect(claimed.applied).toBe(true);
+    expect(await bareGit("rev-parse", `${PREFIX}fl-2/${t0.getTime()}`)).not.toBe(marker);
+    expect((await makeStore().read()).doc.tasks["fl-2"]?.lease?.holder).toBe("w1");
+  });
+
+  it("a cache that first read the branch shallow fetches a claim without the branch's history", async () => {
+    const app = makeStore();
+    await app.update(({ doc }) => dispatch(1)(doc));
+    for (let i = 0; i < 30; i++) await app.update(({ doc }) => count(doc));
+    // A worker reads; the branch moves on; a fresh process reads it (shallow: the head alone).
+    const worker = makeStore();
+    await worker.read();
+    await app.update(({ doc }) => count(doc));
+    const fresh = makeStore();
+    const freshCache = join(dirs, `cache-${cacheN}`);
+    await fresh.read();
+    // The worker claims on the state it read, older than the fresh cache's first read.
+    expect((await worker.claim!(claimBy("w1"))).applied).toBe(true);
+    expect((await fresh.read()).doc.tasks["fl-1"]?.lease?.holder).toBe("w1");
+    // The head, the claim and the claims' common root: not the 31 commits under the head.
+    const commits = Number((await execa("git", ["-C", freshCache, "rev-list", "--count", "--all"])).stdout);
+    expect(commits).toBeLessThanOrEqual(4);
   });
 
   it("a claim of a dispatch that is no longer open is refused, and a stale claim ref applies to nothing", async () => {

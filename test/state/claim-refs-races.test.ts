@@ -1,0 +1,184 @@
+// Claims by ref (core/claims.ts) where a hostile review found them wrong, on the memory transport (the same
+// engine as git's): a branch rewound under a close's marker, clocks that disagree, a claim that waited its
+// turn, a writer that makes no markers (the REST transport), the branch deleted. Each was a failing test
+// before its fix.
+import { describe, expect, it } from "vitest";
+import { claimRefPrefix } from "../../src/core/claims.ts";
+import { dispatchHolder, expireLeases, newLease } from "../../src/core/leases.ts";
+import { type FleetStateDoc, recordLedger, STATE_PATH } from "../../src/core/state-doc.ts";
+import { newTask } from "../../src/core/task.ts";
+import { createMemoryRepo, createMemoryStateStore } from "../../src/state/memory-store.ts";
+import { claimTaskState } from "../../src/worker/1-claim.ts";
+
+const t0 = new Date("2026-03-01T10:00:00Z");
+const TTL = 15 * 60_000;
+const at = (ms: number) => new Date(t0.getTime() + ms);
+
+const dispatched = (doc: FleetStateDoc, when = t0) => {
+  const task = newTask({
+    id: "fl-1",
+    repo: "o/r",
+    issue: 1,
+    title: "",
+    coder: "claude",
+    model: "m",
+    now: when.toISOString(),
+  });
+  return {
+    doc: {
+      ...doc,
+      tasks: {
+        ...doc.tasks,
+        "fl-1": {
+          ...task,
+          state: "dispatched" as const,
+          lease: newLease(dispatchHolder("local"), 1, when, TTL),
+        },
+      },
+    },
+    message: "dispatch fl-1",
+  };
+};
+const ledger = (doc: FleetStateDoc) => ({
+  doc: recordLedger(doc, { day: "2026-03-01", coder: "claude", usage: { input: 1 } }),
+  message: "unrelated write",
+});
+
+describe("claims by ref: a rewound branch, clocks, a writer without markers", () => {
+  it("a dispatch reopened on the branch (a revert, a restore) under its close's marker: the next close replaces the marker instead of failing for good", async () => {
+    const repo = createMemoryRepo();
+    let now = t0.getTime();
+    const clock = () => new Date(now);
+    const opts = { repo, claimRefs: true, clock, sleep: async () => {}, random: () => 0.5 };
+    const app = createMemoryStateStore(opts);
+    await app.update(({ doc }) => dispatched(doc));
+    const dispatchedState = repo.files("fleet/state")[STATE_PATH]!;
+    // Nobody claimed it; its lease runs out and the scheduling pass reclaims it: the marker ref is made.
+    now = at(TTL + 60_000).getTime();
+    await app.update(({ doc }) => {
+      const r = expireLeases(doc, clock());
+      return r.expired.length ? { doc: r.doc, message: "reclaim" } : null;
+    });
+    const refs = [...repo.refs.keys()].filter((r) => r.startsWith(claimRefPrefix("fleet/state")));
+    expect(refs).toHaveLength(1);
+    // An operator reverts that commit (the remedy stateBranchRemedy names), within the grace.
+    repo.push(
+      "fleet/state",
+      { ...repo.files("fleet/state"), [STATE_PATH]: dispatchedState },
+      'Revert "reclaim"',
+    );
+
+    // The dispatch is open on the branch again; every writer's scheduling pass reclaims it again...
+    const other = createMemoryStateStore(opts);
+    const pass = other.update(
+      ({ doc }) => {
+        const r = expireLeases(doc, clock());
+        return r.expired.length ? { doc: r.doc, message: "reclaim" } : null;
+      },
+      { maxRetries: 5 },
+    );
+    // Expected: the pass is written (the marker of a closed dispatch must not block a later close).
+    await expect(pass).resolves.toMatchObject({ applied: true });
+  });
+
+  it("a worker's clock 3 minutes behind: its ref outlives the grace by the deleter's clock, and a worker on a 10 s old poll does not claim the dispatch again", async () => {
+    const repo = createMemoryRepo();
+    let now = t0.getTime();
+    const base = { repo, claimRefs: true, sleep: async () => {}, random: () => 0.5 };
+    const app = createMemoryStateStore({ ...base, clock: () => new Date(now) });
+    await app.update(({ doc }) => dispatched(doc));
+
+    const workerB = createMemoryStateStore({ ...base, clock: () => new Date(now) });
+    now = at(10_000).getTime();
+    await workerB.read({ why: "poll" }); // B's poll: fl-1 dispatched, unclaimed
+
+    const skewA = -3 * 60_000;
+    const workerA = createMemoryStateStore({ ...base, clock: () => new Date(now + skewA) });
+    now = at(11_000).getTime();
+    const a = await claimTaskState(workerA, "fl-1", "wA", new Date(now + skewA), TTL);
+    expect(a?.task.lease?.holder).toBe("wA");
+
+    // The app writes twice (anything): the first carries A's claim, the second deletes A's ref.
+    now = at(12_000).getTime();
+    await app.read();
+    await app.update(({ doc }) => ledger(doc));
+    now = at(13_000).getTime();
+    await app.update(({ doc }) => ledger(doc));
+
+    // B claims on its poll, 10 s old: fl-1 was A's all along.
+    now = at(20_000).getTime();
+    const b = await claimTaskState(workerB, "fl-1", "wB", new Date(now), TTL);
+    expect(b).toBeUndefined();
+  });
+
+  it("a cancel written by a store that makes no marker (REST transport): a git worker's claim on its 10 s old poll is refused", async () => {
+    const repo = createMemoryRepo();
+    let now = t0.getTime();
+    const clock = () => new Date(now);
+    const gitWorker = createMemoryStateStore({ repo, claimRefs: true, clock });
+    const restApp = createMemoryStateStore({ repo, clock });
+    await restApp.update(({ doc }) => dispatched(doc));
+    now = at(1_000).getTime();
+    await gitWorker.read({ why: "poll" });
+    now = at(2_000).getTime();
+    await restApp.update(({ doc }) => {
+      const { lease: _l, ...t } = doc.tasks["fl-1"]!;
+      return {
+        doc: { ...doc, tasks: { ...doc.tasks, "fl-1": { ...t, state: "cancelled" as const } } },
+        message: "cancel",
+      };
+    });
+    now = at(10_000).getTime();
+    const claimed = await claimTaskState(gitWorker, "fl-1", "w1", clock(), TTL);
+    expect(claimed).toBeUndefined();
+  });
+});
+
+describe("claims by ref: a claim that waited, a deleted branch", () => {
+  it("a claim that waited its turn on the store records an old `at`: its ref still outlives the grace, and a 10 s old poll does not claim the dispatch again", async () => {
+    const repo = createMemoryRepo();
+    let now = t0.getTime();
+    const base = {
+      repo,
+      claimRefs: true,
+      sleep: async () => {},
+      random: () => 0.5,
+      clock: () => new Date(now),
+    };
+    const app = createMemoryStateStore(base);
+    await app.update(({ doc }) => dispatched(doc));
+    const workerA = createMemoryStateStore(base);
+    const workerB = createMemoryStateStore(base);
+    // A's executeTask takes clock() at t0+10s; its claim then waits 150 s behind the worker's other git
+    // operations (heartbeats and transitions retrying with backoff share GitTransport.around).
+    const aNow = at(10_000);
+    now = at(159_000).getTime();
+    await workerB.read({ why: "poll" });
+    now = at(160_000).getTime();
+    const a = await claimTaskState(workerA, "fl-1", "wA", aNow, TTL);
+    expect(a?.task.lease?.holder).toBe("wA");
+    now = at(161_000).getTime();
+    await app.read();
+    await app.update(({ doc }) => ledger(doc)); // carries A's claim
+    now = at(162_000).getTime();
+    await app.update(({ doc }) => ledger(doc)); // deletes A's ref: "older than the grace" by its `at`
+    now = at(170_000).getTime();
+    const b = await claimTaskState(workerB, "fl-1", "wB", new Date(now), TTL);
+    expect(b).toBeUndefined();
+  });
+
+  it("the state branch deleted (an operator starting over): a worker's claim on its poll of the old state is refused", async () => {
+    const repo = createMemoryRepo();
+    let now = t0.getTime();
+    const base = { repo, claimRefs: true, clock: () => new Date(now) };
+    const app = createMemoryStateStore(base);
+    await app.update(({ doc }) => dispatched(doc));
+    const worker = createMemoryStateStore(base);
+    now = at(1_000).getTime();
+    await worker.read({ why: "poll" });
+    repo.refs.delete("fleet/state");
+    // A claim is decided on a cached state 5 s old at most (within that, the run's heartbeat finds it out).
+    now = at(7_000).getTime();
+    expect(await claimTaskState(worker, "fl-1", "w1", new Date(now), TTL)).toBeUndefined();
+  });
+});
