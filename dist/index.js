@@ -56249,9 +56249,9 @@ var CasEngine = class {
   }
   /**
    * A claim by ref: decided on the cached state when it is a few seconds old at most (a worker's poll
-   * just read it), else on a fresh read, then its ref created if nobody made it first. Deciding on a state that lacks some
-   * claim costs only a refused push: the ref is create-only, and every commit that closes a dispatch
-   * makes its ref too. A claimer whose state is older than half the refs' grace, once the ref is made,
+   * just read it), else on a fresh read, then its ref created if nobody made it first. Deciding on a
+   * state that lacks some claim costs only a refused push: the ref is create-only, and every commit that
+   * closes a dispatch makes its ref too. A claimer whose state is older than half the refs' grace, once the ref is made,
    * confirms the claim on a fresh read (see CLAIM_REF_GRACE_MS).
    */
   async claim(decide) {

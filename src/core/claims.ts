@@ -50,7 +50,13 @@ export function claimRefName(
   return `${claimRefPrefix(branch)}${claim.task}/${at}`;
 }
 
-/** Where a state branch's claims live (every ref under it is one claim). */
+/**
+ * Where a state branch's claims live (every ref under it is one claim). GitHub keeps refs outside
+ * heads and tags ("Anything in the namespace is returned, not just heads and tags",
+ * https://docs.github.com/en/rest/git/refs#list-matching-references; a ref must start with `refs` and
+ * have at least two slashes, https://docs.github.com/en/rest/git/refs#create-a-reference), and sends no
+ * push event for them (the event is for branches and tags).
+ */
 export const claimRefPrefix = (branch: string): string => `refs/fleet/claims/${branch}/`;
 
 /** A claim's record as its ref's commit message holds it. */

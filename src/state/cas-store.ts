@@ -176,8 +176,9 @@ export interface CasTransport<H extends Head = Head> {
     claimRefs?: ClaimRefChanges,
   ): Promise<WriteOutcome<H>>;
   /**
-   * Claims by ref (optional): creates `ref` for `claim` only if it does not exist, without a commit on
-   * the branch (`base`: the branch's version the claim was decided on, for the transport's own use); reads then return every claim ref in `Head.claims`, and writes take `claimRefs`.
+   * Claims by ref (optional): makes the change's ref (absent, or at what it `replaces`), without a
+   * commit on the branch (`base`: the branch's version the claim was decided on). A transport with it
+   * returns every ref under the claims prefix in `Head.claims` and takes `claimRefs` in its writes.
    */
   claim?(change: ClaimChange, message: string, base: string): Promise<ClaimOutcome>;
   /** The branch the claims are named by (claimRefName), with `claim`. */
@@ -375,9 +376,9 @@ class CasEngine<H extends Head> {
 
   /**
    * A claim by ref: decided on the cached state when it is a few seconds old at most (a worker's poll
-   * just read it), else on a fresh read, then its ref created if nobody made it first. Deciding on a state that lacks some
-   * claim costs only a refused push: the ref is create-only, and every commit that closes a dispatch
-   * makes its ref too. A claimer whose state is older than half the refs' grace, once the ref is made,
+   * just read it), else on a fresh read, then its ref created if nobody made it first. Deciding on a
+   * state that lacks some claim costs only a refused push: the ref is create-only, and every commit that
+   * closes a dispatch makes its ref too. A claimer whose state is older than half the refs' grace, once the ref is made,
    * confirms the claim on a fresh read (see CLAIM_REF_GRACE_MS).
    */
   async claim(decide: (doc: FleetStateDoc) => ClaimRecord | null): Promise<UpdateResult> {

@@ -310,6 +310,37 @@ describe("claims by ref on the git state store (emulator)", () => {
     expect(commits).toBeLessThanOrEqual(4);
   });
 
+  it("a read that brings new claims and a new head costs two git requests, also once its cache's claim refs were deleted", async () => {
+    const app = makeStore();
+    await app.update(({ doc }) => dispatch(4)(doc));
+    const reader = makeStore();
+    await reader.read();
+    const twoRequests = async (what: string) => {
+      const mark = gh.emulator.gitRequests.mark();
+      await reader.read();
+      expect({ what, ...gh.emulator.gitRequests.counts({ since: mark }) }).toEqual({
+        what,
+        total: 2,
+        fetches: 2,
+        pushes: 0,
+      });
+    };
+    expect((await makeStore().claim!(claimBy("w1", "fl-1"))).applied).toBe(true);
+    await app.read();
+    await app.update(({ doc }) => count(doc));
+    await twoRequests("a claim and a commit");
+    // The claim's ref is deleted; the reader's copy of it goes at its next fetch.
+    now += CLAIM_REF_GRACE_MS + 1000;
+    await app.update(({ doc }) => count(doc));
+    await app.update(({ doc }) => count(doc));
+    expect(await claimRefs()).toEqual([]);
+    await twoRequests("the ref deleted");
+    // Its cache now holds no claim ref: a new claim (on the same root) still costs two.
+    expect((await makeStore().claim!(claimBy("w2", "fl-2"))).applied).toBe(true);
+    await app.update(({ doc }) => count(doc));
+    await twoRequests("a claim after the cache had none");
+  });
+
   it("a claim of a dispatch that is no longer open is refused, and a stale claim ref applies to nothing", async () => {
     const app = makeStore();
     await app.update(({ doc }) => dispatch(1)(doc));
