@@ -236,6 +236,44 @@ export function forwarderCheck(kind: "perl" | "node"): CheckResult {
   return passed("host.forwarder", title, "perl's (/usr/bin/perl)");
 }
 
+/** What the node flags of `fleet serve` or `fleet run` come to on this machine (src/cli/doctor/node-flags.ts). */
+export interface NodeFlagsProbe {
+  command: "serve" | "run";
+  /** FLEET_SERVE_NODE_FLAGS or FLEET_RUN_NODE_FLAGS. */
+  variable: string;
+  /** The variable is set (its flags replace the command's own). */
+  given: boolean;
+  /** The flags the command would run with; undefined when the variable is refused (`error`). */
+  flags?: readonly string[];
+  /** Why the variable is refused (a word that is not a flag, a flag that makes node do something else). */
+  error?: string;
+  /** What node said refusing the flags (a flag it does not know). */
+  refused?: string;
+  /** This node can start itself again with flags (process.execve, not Windows). */
+  restarts: boolean;
+  node: string;
+}
+
+/** Whether `fleet serve`/`fleet run` will start, and on which node flags (scripts/node-flags.mjs, bin/fleet.js). */
+export function nodeFlagsCheck(p: NodeFlagsProbe): CheckResult {
+  const id = `${p.command === "serve" ? "app" : "host"}.node-flags`;
+  const title = `node flags of \`fleet ${p.command}\``;
+  const fix = `fix ${p.variable} (node's flags separated by spaces, e.g. --max-old-space-size=512) or unset it for Fleet's own`;
+  if (p.error) return failed(id, title, p.error, fix);
+  if (p.refused) return failed(id, title, `node refuses the flags in ${p.variable}: ${p.refused}`, fix);
+  const flags = p.flags ?? [];
+  const shown = flags.length ? flags.join(" ") : "none (node's defaults)";
+  const from = p.given ? `from ${p.variable}` : `Fleet's own; ${p.variable} unset`;
+  if (flags.length && !p.restarts)
+    return warned(
+      id,
+      title,
+      `${shown} (${from}) are not applied: node ${p.node} cannot start itself again with them (no process.execve), so \`fleet ${p.command}\` runs on node's defaults`,
+      "run Fleet on Node 22.15 or later (24 is what it is tested on)",
+    );
+  return passed(id, title, `${shown} (${from})`);
+}
+
 export function cgroupCheck(found: { kind: string; why?: string }): CheckResult {
   const title = "cgroup limits";
   if (found.kind === "none")

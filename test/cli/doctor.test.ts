@@ -96,6 +96,7 @@ describe("fleet doctor against the offline GitHub and the real app", () => {
       "app.config",
       "app.public-url",
       `state.read:${h.full}`,
+      "app.node-flags",
       "worker.target",
       "worker.config",
       `state.read:${h.full}`,
@@ -104,12 +105,16 @@ describe("fleet doctor against the offline GitHub and the real app", () => {
       "host.forwarder",
       "host.cgroups",
       "coder.claude",
+      "host.node-flags",
     ]);
     // Cgroup limits depend on the host (a writable cgroup): at worst a warning, never a failure.
     for (const c of r.checks)
       expect(c.status, `${c.id}: ${c.detail}`).toMatch(c.id === "host.cgroups" ? /^(ok|warn)$/ : /^ok$/);
     expect(check(r, "app.credentials").detail).toMatch(/^Fleet \(fleet, id \d+/);
     expect(check(r, "app.public-url").detail).toBe(`${h.app.url} answers as Fleet's token exchange`);
+    expect(check(r, "host.node-flags").detail).toBe(
+      "--optimize-for-size (Fleet's own; FLEET_RUN_NODE_FLAGS unset)",
+    );
     expect(check(r, "coder.claude").detail).toMatch(
       /^claude \d+\.\d+\.\d+.*, credential ANTHROPIC_API_KEY set$/,
     );
@@ -137,6 +142,30 @@ describe("fleet doctor against the offline GitHub and the real app", () => {
     type Case = [string, string[], Record<string, string | undefined>, Array<[string, RegExp, RegExp]>];
     const cases: Case[] = [
       ["wrong APP_ID", app, { APP_ID: "999" }, [["app.credentials", /refused GET \/app: 401/, /same app's/]]],
+      [
+        "a flag node does not know, for the worker",
+        worker,
+        { FLEET_RUN_NODE_FLAGS: "--no-such-node-flag" },
+        [
+          [
+            "host.node-flags",
+            /node refuses the flags in FLEET_RUN_NODE_FLAGS: .*--no-such-node-flag/,
+            /fix FLEET_RUN_NODE_FLAGS/,
+          ],
+        ],
+      ],
+      [
+        "a flag that makes node print its version, for the app",
+        app,
+        { FLEET_SERVE_NODE_FLAGS: "--version" },
+        [
+          [
+            "app.node-flags",
+            /makes node do something else than run `fleet serve`/,
+            /fix FLEET_SERVE_NODE_FLAGS/,
+          ],
+        ],
+      ],
       ["another app's key", app, { PRIVATE_KEY: otherKey }, [["app.credentials", /401/, /same app's/]]],
       [
         "missing key file",

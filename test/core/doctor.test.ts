@@ -9,6 +9,7 @@ import {
   doctorReport,
   failures,
   forwarderCheck,
+  nodeFlagsCheck,
   passed,
   publicUrlCheck,
   sandboxCheck,
@@ -74,6 +75,45 @@ describe("fleet doctor's verdicts", () => {
       detail: expect.stringContaining("~0.1 s more CPU"),
       fix: expect.stringContaining("perl-base"),
     });
+  });
+
+  it("the node flags of `fleet serve` and `fleet run`: Fleet's own or the variable's; refused ones fail; a node that cannot restart warns", () => {
+    const run = {
+      command: "run" as const,
+      variable: "FLEET_RUN_NODE_FLAGS",
+      node: "v24.1.0",
+      restarts: true,
+    };
+    expect(doctorLine(nodeFlagsCheck({ ...run, given: false, flags: ["--optimize-for-size"] }))).toBe(
+      "ok    node flags of `fleet run`: --optimize-for-size (Fleet's own; FLEET_RUN_NODE_FLAGS unset)",
+    );
+    expect(nodeFlagsCheck({ ...run, given: true, flags: [] }).detail).toBe(
+      "none (node's defaults) (from FLEET_RUN_NODE_FLAGS)",
+    );
+    const bad = nodeFlagsCheck({
+      ...run,
+      given: true,
+      flags: ["--nope"],
+      refused: "node: bad option: --nope",
+    });
+    expect(bad).toMatchObject({ id: "host.node-flags", status: "fail" });
+    expect(bad.detail).toBe("node refuses the flags in FLEET_RUN_NODE_FLAGS: node: bad option: --nope");
+    expect(bad.fix).toMatch(/^fix FLEET_RUN_NODE_FLAGS/);
+    expect(nodeFlagsCheck({ ...run, given: true, error: "FLEET_RUN_NODE_FLAGS has `x`" })).toMatchObject({
+      status: "fail",
+      detail: "FLEET_RUN_NODE_FLAGS has `x`",
+    });
+    const old = nodeFlagsCheck({
+      command: "serve",
+      variable: "FLEET_SERVE_NODE_FLAGS",
+      node: "v22.13.0",
+      restarts: false,
+      given: false,
+      flags: ["--optimize-for-size"],
+    });
+    expect(old).toMatchObject({ id: "app.node-flags", status: "warn" });
+    expect(old.detail).toMatch(/not applied: node v22\.13\.0 cannot start itself again/);
+    expect(old.fix).toMatch(/Node 22\.15/);
   });
 
   it("FLEET_PUBLIC_URL: needed only when a repository uses dispatch: actions, and must answer as Fleet", () => {

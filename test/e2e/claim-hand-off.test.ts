@@ -67,8 +67,10 @@ describe("a run's end commit claims the next task for the same worker", () => {
     expect(at).toBeGreaterThan(0);
     const { doc } = history[at]!;
     expect(doc.tasks[secondId]).toMatchObject({ state: "running", lease: { holder: worker.name } });
-    expect(history[at - 1]!.doc.tasks[firstId]?.state).toBe("running");
-    expect(doc.tasks[firstId]?.state).toBe("pr-open");
+    // The first task was a poll's claim, by ref (core/claims.ts): the branch shows it running once a
+    // commit carried the claim, or still dispatched when its run's end was the first commit after it.
+    expect(["running", "dispatched"]).toContain(history[at - 1]!.doc.tasks[firstId]?.state);
+    expect(doc.tasks[firstId]).toMatchObject({ state: "pr-open", attempts: 1 });
     // Never more held than the cap, in any commit.
     for (const { doc: d } of history)
       expect(Object.values(d.tasks).filter((t) => t.lease).length).toBeLessThanOrEqual(1);

@@ -3,6 +3,7 @@ import { parseEnv } from "node:util";
 import { type CheckResult, doctorReport, failures } from "../../core/doctor.ts";
 import { parse, TARGET_HELP, TARGET_OPTIONS } from "../args.ts";
 import { appChecks, appSettingsFrom } from "../doctor/app-checks.ts";
+import { nodeFlagsChecks } from "../doctor/node-flags.ts";
 import { workerChecks } from "../doctor/worker-checks.ts";
 import { UsageError } from "../errors.ts";
 import { json, out } from "../io.ts";
@@ -53,8 +54,13 @@ export async function doctorCommand(argv: string[]): Promise<number> {
     throw new UsageError(`--state-limit takes a whole number; got "${limitText}".`, DOCTOR_USAGE);
   const checks: CheckResult[] = [];
   if (!values.worker)
-    checks.push(...(await appChecks(appSettingsFrom(withDotEnv(process.env)), { probe: true, stateLimit })));
-  if (!values.app) checks.push(...(await workerChecks(values, process.env)));
+    checks.push(
+      ...(await appChecks(appSettingsFrom(withDotEnv(process.env)), { probe: true, stateLimit })),
+      // From the environment only, as bin/fleet.js reads them (`.env` is read later, by the command).
+      nodeFlagsChecks("serve", process.env),
+    );
+  if (!values.app)
+    checks.push(...(await workerChecks(values, process.env)), nodeFlagsChecks("run", process.env));
   const ok = failures(checks).length === 0;
   if (values.json) json({ ok, checks });
   else out(doctorReport(checks));
