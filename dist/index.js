@@ -56179,11 +56179,14 @@ function withClaimsApplied(head, real, prev) {
   return { head, real, doc, docText: doc === real ? head.state : serializeStateDoc(doc) };
 }
 var CLAIM_DECIDE_MS = 5e3;
-function claimChange(c3, branch, claim2) {
+function claimChange(c3, branch, claim2, o2) {
   const ref = claimRefName(branch, claim2);
   if (!ref) return void 0;
   const there = c3.head.claims?.find((r) => r.ref === ref);
-  return there ? { ref, claim: claim2, replaces: there.sha } : { ref, claim: claim2 };
+  if (!there) return { ref, claim: claim2 };
+  const marker = there.claim?.holder === CLOSED_BY_COMMIT;
+  const unreadable = !there.claim && o2.byCommit && o2.now - there.seenAt > CLAIM_REF_GRACE_MS;
+  return (marker || unreadable) && o2.earlier(there) ? { ref, claim: claim2, replaces: there.sha } : { ref, claim: claim2 };
 }
 var sortRefs = (refs) => refs.sort((a2, b) => a2.ref < b.ref ? -1 : a2.ref > b.ref ? 1 : 0);
 var sameClaims = (a2, b) => a2.length === b.length && a2.every((r, i2) => r.ref === b[i2].ref && r.sha === b[i2].sha);
@@ -56203,6 +56206,11 @@ var CasEngine = class {
   clock;
   /** When the cached state was read, claims and all (a won write keeps the claims of its base's read). */
   readAt = Number.NEGATIVE_INFINITY;
+  /** Reads so far, and the read each claim ref (at its sha) was first in: see claimChange. */
+  reads = 0;
+  firstRead = /* @__PURE__ */ new Map();
+  /** Whether a claim ref was already there before the latest read. */
+  seenBefore = (r) => (this.firstRead.get(`${r.ref}@${r.sha}`) ?? this.reads) < this.reads;
   constructor(t, opts) {
     this.t = t;
     this.clock = opts.clock;
@@ -56225,10 +56233,18 @@ var CasEngine = class {
     const real = prev && prev.head.state === head.state ? prev.real : parseStateDoc(head.state, this.t.place.docPath, this.t.place.remedy);
     this.cache = withClaimsApplied(head, real, prev);
     this.readAt = startedAt;
+    this.noteRefs(head.claims ?? []);
     return this.cache;
   }
   now() {
     return (this.clock?.() ?? /* @__PURE__ */ new Date()).getTime();
+  }
+  /** A read happened: the refs it showed are noted with it (only those still there are kept). */
+  noteRefs(refs) {
+    this.reads++;
+    const keys = new Set(refs.map((r) => `${r.ref}@${r.sha}`));
+    for (const k of this.firstRead.keys()) if (!keys.has(k)) this.firstRead.delete(k);
+    for (const k of keys) if (!this.firstRead.has(k)) this.firstRead.set(k, this.reads);
   }
   /**
    * The claim refs a write on `c` changes: a ref for each dispatch its change closes (a claim, or the
@@ -56237,11 +56253,11 @@ var CasEngine = class {
   claimRefChanges(c3, change) {
     const branch = this.t.claimBranch;
     if (!this.t.claim || branch === void 0) return void 0;
-    const create = change.stateChanged ? dispatchesClosed(c3.doc, change.doc, new Date(this.now())).flatMap((claim2) => {
-      const made = claimChange(c3, branch, claim2);
+    const now = this.now();
+    const create = change.stateChanged ? dispatchesClosed(c3.doc, change.doc, new Date(now)).flatMap((claim2) => {
+      const made = claimChange(c3, branch, claim2, { byCommit: true, earlier: this.seenBefore, now });
       return made ? [made] : [];
     }) : [];
-    const now = this.now();
     const remove = (c3.head.claims ?? []).filter(
       (r) => r.claim && claimSettled(c3.real, r.claim) && now - r.seenAt > CLAIM_REF_GRACE_MS
     );
@@ -56260,7 +56276,7 @@ var CasEngine = class {
     const readAt = this.readAt;
     const claim2 = decide(cloneStateDoc(c3.doc));
     const branch = this.t.claimBranch;
-    const change = claim2 && branch !== void 0 ? claimChange(c3, branch, claim2) : void 0;
+    const change = claim2 && branch !== void 0 ? claimChange(c3, branch, claim2, { byCommit: false, earlier: this.seenBefore, now: this.now() }) : void 0;
     const applies = claim2 && change ? applyClaim(c3.doc, claim2) : null;
     if (!claim2 || !change || !applies) return { applied: false, snapshot: snapshotOf(c3), retries: 0 };
     const outcome = await this.t.claim(change, `${applies.message} (by ref)`, c3.head.version);

@@ -252,6 +252,7 @@ export interface NodeFlagsProbe {
   /** This node can start itself again with flags (process.execve, not Windows). */
   restarts: boolean;
   node: string;
+  platform: string;
 }
 
 /** Whether `fleet serve`/`fleet run` will start, and on which node flags (scripts/node-flags.mjs, bin/fleet.js). */
@@ -259,18 +260,23 @@ export function nodeFlagsCheck(p: NodeFlagsProbe): CheckResult {
   const id = `${p.command === "serve" ? "app" : "host"}.node-flags`;
   const title = `node flags of \`fleet ${p.command}\``;
   const fix = `fix ${p.variable} (node's flags separated by spaces, e.g. --max-old-space-size=512) or unset it for Fleet's own`;
-  if (p.error) return failed(id, title, p.error, fix);
-  if (p.refused) return failed(id, title, `node refuses the flags in ${p.variable}: ${p.refused}`, fix);
   const flags = p.flags ?? [];
   const shown = flags.length ? flags.join(" ") : "none (node's defaults)";
   const from = p.given ? `from ${p.variable}` : `Fleet's own; ${p.variable} unset`;
-  if (flags.length && !p.restarts)
-    return warned(
-      id,
-      title,
-      `${shown} (${from}) are not applied: node ${p.node} cannot start itself again with them (no process.execve), so \`fleet ${p.command}\` runs on node's defaults`,
-      "run Fleet on Node 22.15 or later (24 is what it is tested on)",
-    );
+  // Where node cannot start again with flags, `fleet` runs the command as it is: nothing to refuse.
+  if (!p.restarts)
+    return flags.length || p.given
+      ? warned(
+          id,
+          title,
+          `not applied: ${p.platform === "win32" ? "on Windows" : `node ${p.node} has no process.execve`}, so \`fleet ${p.command}\` runs on node's defaults`,
+          p.platform === "win32"
+            ? "run Fleet on Linux or macOS for its node flags (or leave them: it runs on node's defaults)"
+            : "run Fleet on Node 22.15 or later (24 is what it is tested on)",
+        )
+      : passed(id, title, shown);
+  if (p.error) return failed(id, title, p.error, fix);
+  if (p.refused) return failed(id, title, `node refuses the flags in ${p.variable}: ${p.refused}`, fix);
   return passed(id, title, `${shown} (${from})`);
 }
 

@@ -2,6 +2,7 @@ import {
   applyClaim,
   applyClaims,
   CLAIM_REF_GRACE_MS,
+  CLOSED_BY_COMMIT,
   type ClaimRecord,
   claimRefName,
   claimSettled,
@@ -278,12 +279,27 @@ function withClaimsApplied<H extends Head>(head: H, real: FleetStateDoc, prev?: 
  */
 const CLAIM_DECIDE_MS = 5_000;
 
-/** The ref change that makes `claim`: absent, or replacing a ref by its name that does not claim it. */
-function claimChange(c: Cached<Head>, branch: string, claim: ClaimRecord): ClaimChange | undefined {
+/**
+ * The ref change that makes `claim`: where absent, or replacing a ref by that name the branch contradicts
+ * (its dispatch open on the branch): a close's marker (a branch rewound by a revert or a restore since
+ * the close), and for a commit also a record this version cannot read once it has been seen for the
+ * refs' grace (a newer Fleet's claim is never taken by a claim). Only a ref seen in an earlier read than
+ * the deciding one: a ref advertisement is no snapshot, so a close's marker may show before its commit.
+ */
+function claimChange(
+  c: Cached<Head>,
+  branch: string,
+  claim: ClaimRecord,
+  o: { byCommit: boolean; earlier: (r: ClaimRef) => boolean; now: number },
+): ClaimChange | undefined {
   const ref = claimRefName(branch, claim);
   if (!ref) return undefined;
   const there = c.head.claims?.find((r) => r.ref === ref);
-  return there ? { ref, claim, replaces: there.sha } : { ref, claim };
+  if (!there) return { ref, claim };
+  const marker = there.claim?.holder === CLOSED_BY_COMMIT;
+  const unreadable = !there.claim && o.byCommit && o.now - there.seenAt > CLAIM_REF_GRACE_MS;
+  // Anything else keeps its name: the push (create-only) is refused, a lost race.
+  return (marker || unreadable) && o.earlier(there) ? { ref, claim, replaces: there.sha } : { ref, claim };
 }
 
 /** Claim refs in name order (as a transport lists them). */
@@ -315,6 +331,12 @@ class CasEngine<H extends Head> {
   private readonly clock: (() => Date) | undefined;
   /** When the cached state was read, claims and all (a won write keeps the claims of its base's read). */
   private readAt = Number.NEGATIVE_INFINITY;
+  /** Reads so far, and the read each claim ref (at its sha) was first in: see claimChange. */
+  private reads = 0;
+  private readonly firstRead = new Map<string, number>();
+  /** Whether a claim ref was already there before the latest read. */
+  private readonly seenBefore = (r: ClaimRef): boolean =>
+    (this.firstRead.get(`${r.ref}@${r.sha}`) ?? this.reads) < this.reads;
 
   constructor(t: CasTransport<H>, opts: CasOptions) {
     this.t = t;
@@ -345,11 +367,20 @@ class CasEngine<H extends Head> {
         : parseStateDoc(head.state, this.t.place.docPath, this.t.place.remedy);
     this.cache = withClaimsApplied(head, real, prev);
     this.readAt = startedAt;
+    this.noteRefs(head.claims ?? []);
     return this.cache;
   }
 
   private now(): number {
     return (this.clock?.() ?? new Date()).getTime();
+  }
+
+  /** A read happened: the refs it showed are noted with it (only those still there are kept). */
+  private noteRefs(refs: readonly ClaimRef[]): void {
+    this.reads++;
+    const keys = new Set(refs.map((r) => `${r.ref}@${r.sha}`));
+    for (const k of this.firstRead.keys()) if (!keys.has(k)) this.firstRead.delete(k);
+    for (const k of keys) if (!this.firstRead.has(k)) this.firstRead.set(k, this.reads);
   }
 
   /**
@@ -359,13 +390,13 @@ class CasEngine<H extends Head> {
   private claimRefChanges(c: Cached<H>, change: Change): ClaimRefChanges | undefined {
     const branch = this.t.claimBranch;
     if (!this.t.claim || branch === undefined) return undefined;
+    const now = this.now();
     const create = change.stateChanged
-      ? dispatchesClosed(c.doc, change.doc, new Date(this.now())).flatMap((claim) => {
-          const made = claimChange(c, branch, claim);
+      ? dispatchesClosed(c.doc, change.doc, new Date(now)).flatMap((claim) => {
+          const made = claimChange(c, branch, claim, { byCommit: true, earlier: this.seenBefore, now });
           return made ? [made] : [];
         })
       : [];
-    const now = this.now();
     // Settled on the branch itself (this write's parent), and seen long enough ago that no reader still
     // acts on a state from before the claim (see CLAIM_REF_GRACE_MS).
     const remove = (c.head.claims ?? []).filter(
@@ -387,7 +418,10 @@ class CasEngine<H extends Head> {
     const readAt = this.readAt;
     const claim = decide(cloneStateDoc(c.doc));
     const branch = this.t.claimBranch;
-    const change = claim && branch !== undefined ? claimChange(c, branch, claim) : undefined;
+    const change =
+      claim && branch !== undefined
+        ? claimChange(c, branch, claim, { byCommit: false, earlier: this.seenBefore, now: this.now() })
+        : undefined;
     const applies = claim && change ? applyClaim(c.doc, claim) : null;
     if (!claim || !change || !applies) return { applied: false, snapshot: snapshotOf(c), retries: 0 };
     const outcome = await this.t.claim!(change, `${applies.message} (by ref)`, c.head.version);

@@ -83,6 +83,7 @@ describe("fleet doctor's verdicts", () => {
       variable: "FLEET_RUN_NODE_FLAGS",
       node: "v24.1.0",
       restarts: true,
+      platform: "linux",
     };
     expect(doctorLine(nodeFlagsCheck({ ...run, given: false, flags: ["--optimize-for-size"] }))).toBe(
       "ok    node flags of `fleet run`: --optimize-for-size (Fleet's own; FLEET_RUN_NODE_FLAGS unset)",
@@ -108,12 +109,16 @@ describe("fleet doctor's verdicts", () => {
       variable: "FLEET_SERVE_NODE_FLAGS",
       node: "v22.13.0",
       restarts: false,
+      platform: "linux",
       given: false,
       flags: ["--optimize-for-size"],
     });
     expect(old).toMatchObject({ id: "app.node-flags", status: "warn" });
-    expect(old.detail).toMatch(/not applied: node v22\.13\.0 cannot start itself again/);
+    expect(old.detail).toMatch(/not applied: node v22\.13\.0 has no process\.execve/);
     expect(old.fix).toMatch(/Node 22\.15/);
+    // There a variable is not even read: nothing to refuse, the flags just do not apply.
+    const windows = nodeFlagsCheck({ ...run, restarts: false, platform: "win32", given: true, flags: [] });
+    expect(windows).toMatchObject({ status: "warn", detail: expect.stringMatching(/on Windows/) });
   });
 
   it("FLEET_PUBLIC_URL: needed only when a repository uses dispatch: actions, and must answer as Fleet", () => {

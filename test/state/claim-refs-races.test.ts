@@ -3,7 +3,7 @@
 // turn, a writer that makes no markers (the REST transport), the branch deleted. Each was a failing test
 // before its fix.
 import { describe, expect, it } from "vitest";
-import { claimRefPrefix } from "../../src/core/claims.ts";
+import { CLAIM_REF_GRACE_MS, CLOSED_BY_COMMIT, claimRefPrefix } from "../../src/core/claims.ts";
 import { dispatchHolder, expireLeases, newLease } from "../../src/core/leases.ts";
 import { type FleetStateDoc, recordLedger, STATE_PATH } from "../../src/core/state-doc.ts";
 import { newTask } from "../../src/core/task.ts";
@@ -81,7 +81,7 @@ describe("claims by ref: a rewound branch, clocks, a writer without markers", ()
     await expect(pass).resolves.toMatchObject({ applied: true });
   });
 
-  it("a worker's clock 3 minutes behind: its ref outlives the grace by the deleter's clock, and a worker on a 10 s old poll does not claim the dispatch again", async () => {
+  it("a worker's clock 3 minutes behind: its ref outlives the grace by the deleter's clock, and a worker on a poll from before the claim does not claim the dispatch again", async () => {
     const repo = createMemoryRepo();
     let now = t0.getTime();
     const base = { repo, claimRefs: true, sleep: async () => {}, random: () => 0.5 };
@@ -106,7 +106,8 @@ describe("claims by ref: a rewound branch, clocks, a writer without markers", ()
     await app.update(({ doc }) => ledger(doc));
 
     // B claims on its poll, 10 s old: fl-1 was A's all along.
-    now = at(20_000).getTime();
+    // B claims on its poll, 4 s old: decided on it (no fresh read), so only A's ref can refuse it.
+    now = at(14_000).getTime();
     const b = await claimTaskState(workerB, "fl-1", "wB", new Date(now), TTL);
     expect(b).toBeUndefined();
   });
@@ -135,7 +136,7 @@ describe("claims by ref: a rewound branch, clocks, a writer without markers", ()
 });
 
 describe("claims by ref: a claim that waited, a deleted branch", () => {
-  it("a claim that waited its turn on the store records an old `at`: its ref still outlives the grace, and a 10 s old poll does not claim the dispatch again", async () => {
+  it("a claim that waited its turn on the store records an old `at`: its ref still outlives the grace, and a poll from before the claim does not claim the dispatch again", async () => {
     const repo = createMemoryRepo();
     let now = t0.getTime();
     const base = {
@@ -162,7 +163,8 @@ describe("claims by ref: a claim that waited, a deleted branch", () => {
     await app.update(({ doc }) => ledger(doc)); // carries A's claim
     now = at(162_000).getTime();
     await app.update(({ doc }) => ledger(doc)); // deletes A's ref: "older than the grace" by its `at`
-    now = at(170_000).getTime();
+    // B claims on its poll, 4 s old: decided on it, so only A's ref can refuse it.
+    now = at(163_000).getTime();
     const b = await claimTaskState(workerB, "fl-1", "wB", new Date(now), TTL);
     expect(b).toBeUndefined();
   });
@@ -180,5 +182,63 @@ describe("claims by ref: a claim that waited, a deleted branch", () => {
     // A claim is decided on a cached state 5 s old at most (within that, the run's heartbeat finds it out).
     now = at(7_000).getTime();
     expect(await claimTaskState(worker, "fl-1", "w1", new Date(now), TTL)).toBeUndefined();
+  });
+
+  it("a ref this version cannot read (a newer Fleet's claim) is never taken by a claim; a close replaces it only after the grace", async () => {
+    const repo = createMemoryRepo();
+    let now = t0.getTime();
+    const base = {
+      repo,
+      claimRefs: true,
+      sleep: async () => {},
+      random: () => 0.5,
+      clock: () => new Date(now),
+    };
+    const app = createMemoryStateStore(base);
+    await app.update(({ doc }) => dispatched(doc));
+    const ref = `${claimRefPrefix("fleet/state")}fl-1/${t0.getTime()}`;
+    repo.refs.set(
+      ref,
+      repo.commit([], {}, JSON.stringify({ task: "fl-1", holder: "w-new", startIn: "reviewing" })),
+    );
+    const worker = createMemoryStateStore(base);
+    now = at(1_000).getTime();
+    await worker.read({ why: "poll" });
+    now = at(2_000).getTime();
+    await worker.read({ why: "poll" });
+    expect(await claimTaskState(worker, "fl-1", "w1", new Date(now), TTL)).toBeUndefined();
+    // Its dispatch runs out and is reclaimed: within the grace the close is refused, after it it lands.
+    const reclaim = ({ doc }: { doc: FleetStateDoc }) => {
+      const r = expireLeases(doc, new Date(now));
+      return r.expired.length ? { doc: r.doc, message: "reclaim" } : null;
+    };
+    now = at(TTL + 1_000).getTime();
+    await app.read();
+    await expect(app.update(reclaim, { maxRetries: 2 })).rejects.toThrow(/conflicting writes/);
+    now = at(TTL + CLAIM_REF_GRACE_MS + 5_000).getTime();
+    await app.read();
+    await expect(app.update(reclaim)).resolves.toMatchObject({ applied: true });
+    expect(JSON.parse(repo.commits.get(repo.refs.get(ref)!)!.message)).toMatchObject({
+      holder: CLOSED_BY_COMMIT,
+    });
+  });
+
+  it("a dispatch with less than three quarters of its lease left is claimed by commit, not by ref", async () => {
+    const repo = createMemoryRepo();
+    let now = t0.getTime();
+    const base = { repo, claimRefs: true, clock: () => new Date(now) };
+    const app = createMemoryStateStore(base);
+    await app.update(({ doc }) => dispatched(doc));
+    const head = repo.refs.get("fleet/state");
+    const worker = createMemoryStateStore(base);
+    now = at(TTL / 4 + 1_000).getTime();
+    const claimed = await claimTaskState(worker, "fl-1", "w1", new Date(now), TTL);
+    expect(claimed?.task.lease?.holder).toBe("w1");
+    expect(repo.refs.get("fleet/state")).not.toBe(head);
+    const files = repo.files("fleet/state");
+    expect(JSON.parse(files[STATE_PATH]!).tasks["fl-1"].lease.holder).toBe("w1");
+    // The commit that claimed it made its ref too (a claim, not a marker).
+    const refs = [...repo.refs.keys()].filter((r) => r.startsWith(claimRefPrefix("fleet/state")));
+    expect(refs.map((r) => JSON.parse(repo.commits.get(repo.refs.get(r)!)!.message).holder)).toEqual(["w1"]);
   });
 });

@@ -108,6 +108,11 @@ describe("claims by ref on the git state store (emulator)", () => {
     expect(gh.emulator.gitRequests.counts({ since: mark })).toEqual({ total: 2, fetches: 0, pushes: 2 });
     expect(await head()).toBe(before);
     expect(await claimRefs()).toEqual([`${PREFIX}fl-1/${t0.getTime()}`]);
+    // Its commit sits on the claims' root, the same commit in every repository (an empty tree, Fleet's
+    // identity, "Fleet claims", 2100-01-01): fetches find it in common.
+    const root = await bareGit("rev-parse", `${PREFIX}fl-1/${t0.getTime()}^`);
+    expect(root).toBe("1e18dca13a8e2e266e84c8d15d0f7aa9c2789d18");
+    expect(await bareGit("rev-parse", `${root}^{tree}`)).toBe("4b825dc642cb6eb9a060e54bf8d69288fbee4904");
 
     // Another process sees the claim as if committed; the app's own cached store too, on its next read.
     expect((await makeStore().read()).doc.tasks["fl-1"]?.lease?.holder).toBe("w1");
@@ -285,6 +290,10 @@ describe("claims by ref on the git state store (emulator)", () => {
       "Revert cancel",
     );
     const worker = makeStore();
+    // A marker is replaced only once seen in an earlier read than the deciding one (a ref advertisement
+    // is no snapshot: a close's marker may show before its commit): the first poll's claim is refused.
+    expect((await worker.claim!(claimBy("w1", "fl-2"))).applied).toBe(false);
+    await worker.read({ why: "poll" });
     const claimed = await worker.claim!(claimBy("w1", "fl-2"));
     expect(claimed.applied).toBe(true);
     expect(await bareGit("rev-parse", `${PREFIX}fl-2/${t0.getTime()}`)).not.toBe(marker);

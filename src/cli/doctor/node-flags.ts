@@ -13,19 +13,24 @@ export function nodeFlagsProbe(command: "serve" | "run", env: NodeJS.ProcessEnv)
     command,
     variable,
     given: env[variable] !== undefined,
+    // As bin/fleet.js: without these it runs the command as it is, whatever the variable says.
     restarts: typeof (process as { execve?: unknown }).execve === "function" && process.platform !== "win32",
     node: process.version,
+    platform: process.platform,
   };
   let flags: string[];
   try {
     flags = nodeFlagsFor(command, env);
   } catch (error) {
-    return { ...base, error: (error as Error).message };
+    return base.restarts ? { ...base, error: (error as Error).message } : { ...base, flags: [] };
   }
-  if (!base.given || flags.length === 0) return { ...base, flags };
+  if (!base.restarts || !base.given || flags.length === 0) return { ...base, flags };
   const tried = spawnSync(process.execPath, [...flags, "-e", ""], { encoding: "utf8", timeout: 10_000 });
   if (tried.status === 0) return { ...base, flags };
-  const said = (tried.stderr || tried.error?.message || `exit ${tried.status}`).trim().split("\n")[0]!;
+  const timedOut = (tried.error as NodeJS.ErrnoException | undefined)?.code === "ETIMEDOUT";
+  const said = timedOut
+    ? "node did not exit within 10 s with them (a debugger flag such as --inspect-brk waits for a debugger)"
+    : (tried.stderr || tried.error?.message || `exit ${tried.status}`).trim().split("\n")[0]!;
   return { ...base, flags, refused: said };
 }
 
