@@ -11,7 +11,7 @@ import {
   serializeClaim,
 } from "../../src/core/claims.ts";
 import { claimLease, dispatchHolder, expireLeases, type LeaseDoc, newLease } from "../../src/core/leases.ts";
-import { newTask } from "../../src/core/task.ts";
+import { dispatchedTask } from "../support/dispatched-task.ts";
 
 const t0 = new Date("2026-01-01T00:00:00Z");
 const later = (ms: number) => new Date(t0.getTime() + ms);
@@ -19,18 +19,7 @@ const later = (ms: number) => new Date(t0.getTime() + ms);
 /** `n` tasks dispatched at t0 (unclaimed, slots 1..n). */
 const dispatchedDoc = (n: number): LeaseDoc => {
   const doc: LeaseDoc = { tasks: {}, config: { max_concurrent: n } };
-  for (let i = 1; i <= n; i++) {
-    const task = newTask({
-      id: `fl-${i}`,
-      repo: "o/r",
-      issue: i,
-      title: "",
-      coder: "claude",
-      model: "m",
-      now: t0.toISOString(),
-    });
-    doc.tasks[task.id] = { ...task, state: "dispatched", lease: newLease(dispatchHolder("local"), i, t0) };
-  }
+  for (let i = 1; i <= n; i++) doc.tasks[`fl-${i}`] = dispatchedTask(i, t0);
   return doc;
 };
 

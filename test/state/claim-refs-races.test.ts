@@ -6,39 +6,32 @@ import { describe, expect, it } from "vitest";
 import { CLAIM_REF_GRACE_MS, CLOSED_BY_COMMIT, claimRefPrefix } from "../../src/core/claims.ts";
 import { dispatchHolder, expireLeases, newLease } from "../../src/core/leases.ts";
 import { type FleetStateDoc, recordLedger, STATE_PATH } from "../../src/core/state-doc.ts";
-import { newTask } from "../../src/core/task.ts";
 import { createMemoryRepo, createMemoryStateStore } from "../../src/state/memory-store.ts";
 import { claimTaskState } from "../../src/worker/1-claim.ts";
+import { dispatchedTask } from "../support/dispatched-task.ts";
 
 const t0 = new Date("2026-03-01T10:00:00Z");
 const TTL = 15 * 60_000;
 const at = (ms: number) => new Date(t0.getTime() + ms);
 
-const dispatched = (doc: FleetStateDoc, when = t0) => {
-  const task = newTask({
-    id: "fl-1",
-    repo: "o/r",
-    issue: 1,
-    title: "",
-    coder: "claude",
-    model: "m",
-    now: when.toISOString(),
-  });
-  return {
-    doc: {
-      ...doc,
-      tasks: {
-        ...doc.tasks,
-        "fl-1": {
-          ...task,
-          state: "dispatched" as const,
-          lease: newLease(dispatchHolder("local"), 1, when, TTL),
-        },
-      },
-    },
-    message: "dispatch fl-1",
+const dispatched = (doc: FleetStateDoc, when = t0) => ({
+  doc: { ...doc, tasks: { ...doc.tasks, "fl-1": dispatchedTask(1, when, TTL) } },
+  message: "dispatch fl-1",
+});
+/** Stores on one memory repository with claims by ref, on a clock the test sets (`clock.now`). */
+function world() {
+  const repo = createMemoryRepo();
+  const clock = { now: t0.getTime() };
+  const base = {
+    repo,
+    claimRefs: true,
+    sleep: async () => {},
+    random: () => 0.5,
+    clock: () => new Date(clock.now),
   };
-};
+  return { repo, clock, base };
+}
+
 const ledger = (doc: FleetStateDoc) => ({
   doc: recordLedger(doc, { day: "2026-03-01", coder: "claude", usage: { input: 1 } }),
   message: "unrelated write",
@@ -137,15 +130,7 @@ describe("claims by ref: a rewound branch, clocks, a writer without markers", ()
 
 describe("claims by ref: a claim that waited, a deleted branch", () => {
   it("a claim that waited its turn on the store records an old `at`: its ref still outlives the grace, and a poll from before the claim does not claim the dispatch again", async () => {
-    const repo = createMemoryRepo();
-    let now = t0.getTime();
-    const base = {
-      repo,
-      claimRefs: true,
-      sleep: async () => {},
-      random: () => 0.5,
-      clock: () => new Date(now),
-    };
+    const { repo, clock, base } = world();
     const app = createMemoryStateStore(base);
     await app.update(({ doc }) => dispatched(doc));
     const workerA = createMemoryStateStore(base);
@@ -153,19 +138,19 @@ describe("claims by ref: a claim that waited, a deleted branch", () => {
     // A's executeTask takes clock() at t0+10s; its claim then waits 150 s behind the worker's other git
     // operations (heartbeats and transitions retrying with backoff share GitTransport.around).
     const aNow = at(10_000);
-    now = at(159_000).getTime();
+    clock.now = at(159_000).getTime();
     await workerB.read({ why: "poll" });
-    now = at(160_000).getTime();
+    clock.now = at(160_000).getTime();
     const a = await claimTaskState(workerA, "fl-1", "wA", aNow, TTL);
     expect(a?.task.lease?.holder).toBe("wA");
-    now = at(161_000).getTime();
+    clock.now = at(161_000).getTime();
     await app.read();
     await app.update(({ doc }) => ledger(doc)); // carries A's claim
-    now = at(162_000).getTime();
+    clock.now = at(162_000).getTime();
     await app.update(({ doc }) => ledger(doc)); // deletes A's ref: "older than the grace" by its `at`
     // B claims on its poll, 4 s old: decided on it, so only A's ref can refuse it.
-    now = at(163_000).getTime();
-    const b = await claimTaskState(workerB, "fl-1", "wB", new Date(now), TTL);
+    clock.now = at(163_000).getTime();
+    const b = await claimTaskState(workerB, "fl-1", "wB", new Date(clock.now), TTL);
     expect(b).toBeUndefined();
   });
 
@@ -185,15 +170,7 @@ describe("claims by ref: a claim that waited, a deleted branch", () => {
   });
 
   it("a ref this version cannot read (a newer Fleet's claim) is never taken by a claim; a close replaces it only after the grace", async () => {
-    const repo = createMemoryRepo();
-    let now = t0.getTime();
-    const base = {
-      repo,
-      claimRefs: true,
-      sleep: async () => {},
-      random: () => 0.5,
-      clock: () => new Date(now),
-    };
+    const { repo, clock, base } = world();
     const app = createMemoryStateStore(base);
     await app.update(({ doc }) => dispatched(doc));
     const ref = `${claimRefPrefix("fleet/state")}fl-1/${t0.getTime()}`;
@@ -202,20 +179,20 @@ describe("claims by ref: a claim that waited, a deleted branch", () => {
       repo.commit([], {}, JSON.stringify({ task: "fl-1", holder: "w-new", startIn: "reviewing" })),
     );
     const worker = createMemoryStateStore(base);
-    now = at(1_000).getTime();
+    clock.now = at(1_000).getTime();
     await worker.read({ why: "poll" });
-    now = at(2_000).getTime();
+    clock.now = at(2_000).getTime();
     await worker.read({ why: "poll" });
-    expect(await claimTaskState(worker, "fl-1", "w1", new Date(now), TTL)).toBeUndefined();
+    expect(await claimTaskState(worker, "fl-1", "w1", new Date(clock.now), TTL)).toBeUndefined();
     // Its dispatch runs out and is reclaimed: within the grace the close is refused, after it it lands.
     const reclaim = ({ doc }: { doc: FleetStateDoc }) => {
-      const r = expireLeases(doc, new Date(now));
+      const r = expireLeases(doc, new Date(clock.now));
       return r.expired.length ? { doc: r.doc, message: "reclaim" } : null;
     };
-    now = at(TTL + 1_000).getTime();
+    clock.now = at(TTL + 1_000).getTime();
     await app.read();
     await expect(app.update(reclaim, { maxRetries: 2 })).rejects.toThrow(/conflicting writes/);
-    now = at(TTL + CLAIM_REF_GRACE_MS + 5_000).getTime();
+    clock.now = at(TTL + CLAIM_REF_GRACE_MS + 5_000).getTime();
     await app.read();
     await expect(app.update(reclaim)).resolves.toMatchObject({ applied: true });
     expect(JSON.parse(repo.commits.get(repo.refs.get(ref)!)!.message)).toMatchObject({

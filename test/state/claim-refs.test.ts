@@ -13,8 +13,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CLAIM_REF_GRACE_MS, type ClaimRecord } from "../../src/core/claims.ts";
 import { claimLease, dispatchHolder, newLease } from "../../src/core/leases.ts";
 import { emptyStateDoc, type FleetStateDoc, recordLedger } from "../../src/core/state-doc.ts";
-import { newTask } from "../../src/core/task.ts";
 import { createGitStateStore } from "../../src/state/git-store.ts";
+import { dispatchedTask } from "../support/dispatched-task.ts";
 import { type Backend, OWNER, REPO, startEmulatorBackend } from "./backends.ts";
 
 const t0 = new Date("2026-03-01T10:00:00Z");
@@ -55,18 +55,7 @@ describe("claims by ref on the git state store (emulator)", () => {
   /** `n` tasks dispatched at t0, waiting for a worker. */
   const dispatch = (n: number) => (doc: FleetStateDoc) => {
     const out = { ...doc, tasks: { ...doc.tasks } };
-    for (let i = 1; i <= n; i++) {
-      const task = newTask({
-        id: `fl-${i}`,
-        repo: "o/r",
-        issue: i,
-        title: "",
-        coder: "claude",
-        model: "m",
-        now: t0.toISOString(),
-      });
-      out.tasks[task.id] = { ...task, state: "dispatched", lease: newLease(dispatchHolder("local"), i, t0) };
-    }
+    for (let i = 1; i <= n; i++) out.tasks[`fl-${i}`] = dispatchedTask(i, t0);
     return { doc: out, message: `dispatch ${n}` };
   };
   const claimBy =
