@@ -14,9 +14,13 @@ export const SERVE_NODE_FLAGS = ["--optimize-for-size"];
 /** What `fleet run` runs with unless FLEET_RUN_NODE_FLAGS says otherwise. */
 export const RUN_NODE_FLAGS = ["--optimize-for-size"];
 
-/** node's flags that run something other than the script, or print and exit (`node --help`). */
+/**
+ * node's flags that run something other than the script, or print and exit (`node --help`), or hold it
+ * until a debugger attaches (`--inspect-brk`, `--inspect-wait`: the flags' try, `node <flags> -e ""`,
+ * would wait for one too; run `node --inspect-brk bin/fleet.js run` to debug instead).
+ */
 const MODE_FLAGS =
-  /^(-[vhcepi]|--(version|help|check|eval|print|interactive|test|run|watch|v8-options)(=|-|$))/;
+  /^(-[vhcepi]|--(version|help|check|eval|print|interactive|test|run|watch|v8-options|inspect-brk|inspect-wait)(=|-|$))/;
 
 /** The long-running commands, the variable that sets their node flags, and their own. */
 const LONG_RUNNING = {

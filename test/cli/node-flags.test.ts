@@ -50,6 +50,8 @@ describe("nodeFlagsFor", () => {
       "--test",
       "--watch",
       "--v8-options",
+      "--inspect-brk",
+      "--inspect-wait=9230",
     ])
       expect(() => nodeFlagsFor("run", { FLEET_RUN_NODE_FLAGS: `--max-old-space-size=512 ${flag}` })).toThrow(
         new RegExp(
