@@ -191,11 +191,12 @@ export async function runScaleWorkers(o: ScaleWorkersOptions): Promise<ScaleWork
     unsubscribe(STATE_GIT_CHANNEL, onAppEvent);
     for (const [i, w] of workers.entries()) {
       if (w.child.exitCode !== 0) process.stderr.write(`worker ${i}: ${w.child.output().slice(-2000)}\n`);
-      // BENCH_LOGS=folder keeps every worker's own log (its task transitions, stamped).
-      if (process.env.BENCH_LOGS)
+      // BENCH_LOGS=folder keeps every worker's own log (its task transitions, stamped) and its state
+      // store's operations (each fetch and push with its cause: which claims were by ref, which lost).
+      if (process.env.BENCH_LOGS) {
         await writeFile(join(process.env.BENCH_LOGS, `worker-${i}.log`), w.child.output());
-      if (process.env.BENCH_LOGS)
         await writeFile(join(process.env.BENCH_LOGS, `ops-${i}.ndjson`), await readFile(w.opsLog));
+      }
     }
     await h.settle();
 
