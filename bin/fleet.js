@@ -69,10 +69,12 @@ async function withNodeFlags(args) {
   const mark = process.env.FLEET_NODE_FLAGS_SET;
   delete process.env.FLEET_NODE_FLAGS_SET;
   if (mark === String(process.pid)) return;
-  if (typeof process.execve !== "function" || process.platform === "win32") return;
+  const { canRestartNode, nodeFlagsFor, nodeFlagsVariable, nodeRefusal } = await import(
+    "../scripts/node-flags.mjs"
+  );
+  if (!canRestartNode()) return;
   if (typeof process.send === "function") return;
   if (process.execArgv.some((a) => /^--(inspect|watch|debug)/.test(a))) return;
-  const { nodeFlagsFor, nodeFlagsVariable } = await import("../scripts/node-flags.mjs");
   let flags;
   try {
     flags = nodeFlagsFor(args[0]);
@@ -84,16 +86,12 @@ async function withNodeFlags(args) {
   // Flags given in the variable are tried first (a node that does not know one would stop with "bad
   // option" and exit 9, not naming the variable): one short node start, only when the variable is set.
   const variable = nodeFlagsVariable(args[0]);
-  if (variable && process.env[variable] !== undefined) {
-    const { spawnSync } = await import("node:child_process");
-    const tried = spawnSync(process.execPath, [...flags, "-e", ""], { encoding: "utf8" });
-    if (tried.status !== 0) {
-      const said = (tried.stderr || tried.error?.message || "").trim().split("\n")[0];
-      process.stderr.write(
-        `fleet ${args[0]}: node refuses the flags in ${variable} (${said}): fix or unset it.\n`,
-      );
-      process.exit(64);
-    }
+  const said = variable && process.env[variable] !== undefined ? await nodeRefusal(flags) : undefined;
+  if (said !== undefined) {
+    process.stderr.write(
+      `fleet ${args[0]}: node refuses the flags in ${variable} (${said}): fix or unset it.\n`,
+    );
+    process.exit(64);
   }
   try {
     process.execve(

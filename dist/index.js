@@ -56170,7 +56170,7 @@ function changeOf(c3, out) {
 function withClaimsApplied(head, real, prev) {
   const claims = head.claims ?? [];
   if (claims.length === 0) return { head, real, doc: real, docText: head.state };
-  if (prev && prev.real === real && sameClaims(prev.head.claims ?? [], claims))
+  if (prev && prev.real === real && sameClaimRefs(prev.head.claims ?? [], claims))
     return { head, real, doc: prev.doc, docText: prev.docText };
   const doc = applyClaims(
     real,
@@ -56189,7 +56189,7 @@ function claimChange(c3, branch, claim2, o2) {
   return (marker || unreadable) && o2.earlier(there) ? { ref, claim: claim2, replaces: there.sha } : { ref, claim: claim2 };
 }
 var sortRefs = (refs) => refs.sort((a2, b) => a2.ref < b.ref ? -1 : a2.ref > b.ref ? 1 : 0);
-var sameClaims = (a2, b) => a2.length === b.length && a2.every((r, i2) => r.ref === b[i2].ref && r.sha === b[i2].sha);
+var sameClaimRefs = (a2, b) => a2.length === b.length && a2.every((r, i2) => r.ref === b[i2].ref && r.sha === b[i2].sha);
 var snapshotOf = (c3) => ({
   doc: cloneStateDoc(c3.doc),
   beads: c3.head.beads,
@@ -56267,8 +56267,8 @@ var CasEngine = class {
    * A claim by ref: decided on the cached state when it is a few seconds old at most (a worker's poll
    * just read it), else on a fresh read, then its ref created if nobody made it first. Deciding on a
    * state that lacks some claim costs only a refused push: the ref is create-only, and every commit that
-   * closes a dispatch makes its ref too. A claimer whose state is older than half the refs' grace, once the ref is made,
-   * confirms the claim on a fresh read (see CLAIM_REF_GRACE_MS).
+   * closes a dispatch makes its ref too. A claimer whose state is older than half the refs' grace, once
+   * the ref is made, confirms the claim on a fresh read (see CLAIM_REF_GRACE_MS).
    */
   async claim(decide) {
     const recent = this.cache && this.now() - this.readAt < CLAIM_DECIDE_MS;
@@ -56582,7 +56582,6 @@ var GC_EVERY = 500;
 var VANISHED_REF = /not our ref|remote end hung up unexpectedly|unadvertised object/i;
 var HTTP_FAILURE = /RPC failed|returned error: \d{3}/i;
 var LANDED_DEPTH = 64;
-var sameRefs = (a2, b) => a2.length === b.length && a2.every((r, i2) => r.ref === b[i2].ref && r.sha === b[i2].sha);
 var GitTransport = class {
   place;
   claimBranch;
@@ -56655,7 +56654,7 @@ var GitTransport = class {
     const head = await this.fetchHead(1, cause);
     if (head === "") return { version: "", state: "", beads: "" };
     const claims = this.fetchedClaims;
-    if (prev && prev.version === head && sameRefs(prev.claims ?? [], claims)) return prev;
+    if (prev && prev.version === head && sameClaimRefs(prev.claims ?? [], claims)) return prev;
     if (prev && prev.version === head) return { ...prev, claims };
     return { version: head, ...await this.readFiles(head), claims };
   }

@@ -28,6 +28,27 @@ const LONG_RUNNING = {
   run: { variable: "FLEET_RUN_NODE_FLAGS", flags: RUN_NODE_FLAGS },
 };
 
+/** Whether this node can start itself again with flags (process.execve; not on Windows, where it throws). */
+export function canRestartNode() {
+  return typeof process.execve === "function" && process.platform !== "win32";
+}
+
+/**
+ * What node says refusing `flags` (a flag it does not know), tried with one short start of it
+ * (`node <flags> -e ""`); undefined when it takes them. `timeoutMs`: give up waiting then, and say so.
+ */
+export async function nodeRefusal(flags, timeoutMs) {
+  const { spawnSync } = await import("node:child_process");
+  const tried = spawnSync(process.execPath, [...flags, "-e", ""], {
+    encoding: "utf8",
+    ...(timeoutMs ? { timeout: timeoutMs } : {}),
+  });
+  if (tried.status === 0) return undefined;
+  if (tried.error?.code === "ETIMEDOUT")
+    return `node did not exit within ${timeoutMs / 1000} s with them (a debugger flag such as --inspect-brk waits for a debugger)`;
+  return (tried.stderr || tried.error?.message || `exit ${tried.status}`).trim().split("\n")[0];
+}
+
 /** The variable that gives `command`'s node flags (undefined: a command that runs on node's defaults). */
 export function nodeFlagsVariable(command) {
   return Object.hasOwn(LONG_RUNNING, command) ? LONG_RUNNING[command].variable : undefined;

@@ -311,8 +311,9 @@ export function claimOrder<T extends { id: string; lease?: { acquiredAt: string 
     return h;
   };
   const since = (t: T) => t.lease?.acquiredAt ?? "";
-  const oldest = Math.min(...tasks.map((t) => Date.parse(since(t))).filter(Number.isFinite));
   // Those dispatched within the window of the oldest share its place; the rest keep their own.
+  const oldest =
+    togetherMs > 0 ? Math.min(...tasks.map((t) => Date.parse(since(t))).filter(Number.isFinite)) : 0;
   const place = (t: T) => {
     const at = Date.parse(since(t));
     return togetherMs > 0 && Number.isFinite(at) && at - oldest <= togetherMs ? "" : since(t);

@@ -263,7 +263,7 @@ function changeOf(c: Cached<Head>, out: MutationResult): Change | undefined {
 function withClaimsApplied<H extends Head>(head: H, real: FleetStateDoc, prev?: Cached<H>): Cached<H> {
   const claims = head.claims ?? [];
   if (claims.length === 0) return { head, real, doc: real, docText: head.state };
-  if (prev && prev.real === real && sameClaims(prev.head.claims ?? [], claims))
+  if (prev && prev.real === real && sameClaimRefs(prev.head.claims ?? [], claims))
     return { head, real, doc: prev.doc, docText: prev.docText };
   const doc = applyClaims(
     real,
@@ -306,7 +306,8 @@ function claimChange(
 export const sortRefs = <R extends { ref: string }>(refs: R[]): R[] =>
   refs.sort((a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0));
 
-const sameClaims = (a: readonly ClaimRef[], b: readonly ClaimRef[]): boolean =>
+/** Whether two reads showed the same claim refs (each list in name order). */
+export const sameClaimRefs = (a: readonly ClaimRef[], b: readonly ClaimRef[]): boolean =>
   a.length === b.length && a.every((r, i) => r.ref === b[i]!.ref && r.sha === b[i]!.sha);
 
 const snapshotOf = (c: Cached<Head>): StateSnapshot => ({
@@ -409,8 +410,8 @@ class CasEngine<H extends Head> {
    * A claim by ref: decided on the cached state when it is a few seconds old at most (a worker's poll
    * just read it), else on a fresh read, then its ref created if nobody made it first. Deciding on a
    * state that lacks some claim costs only a refused push: the ref is create-only, and every commit that
-   * closes a dispatch makes its ref too. A claimer whose state is older than half the refs' grace, once the ref is made,
-   * confirms the claim on a fresh read (see CLAIM_REF_GRACE_MS).
+   * closes a dispatch makes its ref too. A claimer whose state is older than half the refs' grace, once
+   * the ref is made, confirms the claim on a fresh read (see CLAIM_REF_GRACE_MS).
    */
   async claim(decide: (doc: FleetStateDoc) => ClaimRecord | null): Promise<UpdateResult> {
     const recent = this.cache && this.now() - this.readAt < CLAIM_DECIDE_MS;

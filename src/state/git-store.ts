@@ -89,9 +89,6 @@ interface RefUpdate {
   to: string;
 }
 
-const sameRefs = (a: readonly cas.ClaimRef[], b: readonly cas.ClaimRef[]): boolean =>
-  a.length === b.length && a.every((r, i) => r.ref === b[i]!.ref && r.sha === b[i]!.sha);
-
 /**
  * The state branch over git's smart HTTP protocol: a shallow fetch reads it, a push guarded by
  * `--force-with-lease` on the parent commit is the compare-and-swap. No request spends REST limits.
@@ -180,7 +177,7 @@ class GitTransport implements cas.CasTransport {
     if (head === "") return { version: "", state: "", beads: "" };
     const claims = this.fetchedClaims;
     // Neither the head nor the claims moved: nothing to re-read.
-    if (prev && prev.version === head && sameRefs(prev.claims ?? [], claims)) return prev;
+    if (prev && prev.version === head && cas.sameClaimRefs(prev.claims ?? [], claims)) return prev;
     if (prev && prev.version === head) return { ...prev, claims };
     return { version: head, ...(await this.readFiles(head)), claims };
   }

@@ -142,10 +142,7 @@ class MemoryTransport implements cas.CasTransport {
     if (!sha) return { version: "", state: "", beads: "" };
     if (prev?.version !== sha) return this.at(sha);
     const claims = this.claims();
-    const same =
-      !claims ||
-      (prev.claims?.length === claims.length && claims.every((c, i) => prev.claims![i]!.sha === c.sha));
-    return same ? prev : { ...prev, claims: claims! };
+    return !claims || cas.sameClaimRefs(prev.claims ?? [], claims) ? prev : { ...prev, claims };
   }
 
   async write(

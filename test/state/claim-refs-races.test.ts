@@ -4,7 +4,7 @@
 // before its fix.
 import { describe, expect, it } from "vitest";
 import { CLAIM_REF_GRACE_MS, CLOSED_BY_COMMIT, claimRefPrefix } from "../../src/core/claims.ts";
-import { dispatchHolder, expireLeases, newLease } from "../../src/core/leases.ts";
+import { expireLeases } from "../../src/core/leases.ts";
 import { type FleetStateDoc, recordLedger, STATE_PATH } from "../../src/core/state-doc.ts";
 import { createMemoryRepo, createMemoryStateStore } from "../../src/state/memory-store.ts";
 import { claimTaskState } from "../../src/worker/1-claim.ts";
@@ -130,7 +130,7 @@ describe("claims by ref: a rewound branch, clocks, a writer without markers", ()
 
 describe("claims by ref: a claim that waited, a deleted branch", () => {
   it("a claim that waited its turn on the store records an old `at`: its ref still outlives the grace, and a poll from before the claim does not claim the dispatch again", async () => {
-    const { repo, clock, base } = world();
+    const { clock, base } = world();
     const app = createMemoryStateStore(base);
     await app.update(({ doc }) => dispatched(doc));
     const workerA = createMemoryStateStore(base);

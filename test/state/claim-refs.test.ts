@@ -11,7 +11,7 @@ import type { GitHubEmulator } from "@fleet/github-emulator";
 import { execa } from "execa";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CLAIM_REF_GRACE_MS, type ClaimRecord } from "../../src/core/claims.ts";
-import { claimLease, dispatchHolder, newLease } from "../../src/core/leases.ts";
+import { claimLease, dispatchHolder } from "../../src/core/leases.ts";
 import { emptyStateDoc, type FleetStateDoc, recordLedger } from "../../src/core/state-doc.ts";
 import { createGitStateStore } from "../../src/state/git-store.ts";
 import { dispatchedTask } from "../support/dispatched-task.ts";

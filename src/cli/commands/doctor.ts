@@ -57,10 +57,10 @@ export async function doctorCommand(argv: string[]): Promise<number> {
     checks.push(
       ...(await appChecks(appSettingsFrom(withDotEnv(process.env)), { probe: true, stateLimit })),
       // From the environment only, as bin/fleet.js reads them (`.env` is read later, by the command).
-      nodeFlagsChecks("serve", process.env),
+      await nodeFlagsChecks("serve", process.env),
     );
   if (!values.app)
-    checks.push(...(await workerChecks(values, process.env)), nodeFlagsChecks("run", process.env));
+    checks.push(...(await workerChecks(values, process.env)), await nodeFlagsChecks("run", process.env));
   const ok = failures(checks).length === 0;
   if (values.json) json({ ok, checks });
   else out(doctorReport(checks));
