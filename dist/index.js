@@ -56302,7 +56302,9 @@ var CasEngine = class {
     for (; ; ) {
       const out = mutation({ doc: cloneStateDoc(c3.doc), beads: c3.head.beads });
       if (out === null) {
-        if (fresh) return { applied: false, snapshot: snapshotOf(c3), retries };
+        const trust = options.trustCacheMs ?? 0;
+        const trusted = !fresh && trust > 0 && this.now() - this.readAt <= trust;
+        if (fresh || trusted) return { applied: false, snapshot: snapshotOf(c3), retries };
         c3 = await this.refresh("confirm");
         fresh = true;
         continue;
@@ -56577,6 +56579,7 @@ var COMMIT_REF = "refs/fleet/commit";
 var CLAIM_COMMIT_REF = "refs/fleet/claim-commit";
 var CLAIM_ROOT_REF = "refs/fleet/claim-root";
 var CLAIM_ROOT = { message: "Fleet claims", date: "4102444800 +0000" };
+var CLAIM_DATE = "946684800 +0000";
 var LOST_RACE = /stale info|fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|already exists|atomic push failed|atomic transaction failed/i;
 var GC_EVERY = 500;
 var VANISHED_REF = /not our ref|remote end hung up unexpectedly|unadvertised object/i;
@@ -56600,6 +56603,8 @@ var GitTransport = class {
    * bring the whole history instead of one commit.
    */
   localCopySeen = false;
+  /** The claims' root is under its ref in the cache repository (see fetchRefs). */
+  claimRootMade = false;
   /** The cache repository this transport's local copy is in (GitRemote.made when it was seen). */
   cacheMade = 0;
   opts;
@@ -56681,13 +56686,24 @@ var GitTransport = class {
     this.localCopySeen = true;
     return head;
   }
-  fetchRefs(shallow) {
+  async fetchRefs(shallow) {
+    if (!this.claimRootMade) await this.makeCommits(void 0, [], true);
     this.fetches++;
     return this.git.remote("fetch", [
       // Protocol v0: the ref advertisement is the first answer, so a fetch that finds the branch
       // unmoved costs one request and one that finds it moved two (v2 adds an ls-refs round trip).
       "-c",
       "protocol.version=0",
+      // Over HTTP the first request names 16 "have" commits (newest first) and, unless the server then
+      // has all it needs ("ready": every commit wanted reaches one named), a second names more: 3
+      // requests instead of 2. What is named first is the claims' root (CLAIM_ROOT), the branch as
+      // last fetched and a few of its ancestors, skipping back 1, 2, 4, ... (git's default names every
+      // one, and marks the root in common unnamed); the claims here come last (CLAIM_DATE), and no
+      // commit the server refused is under a ref (one it lacks makes it not "ready" that turn). The
+      // skipping may put a commit more in the pack
+      // (https://git-scm.com/docs/git-config#Documentation/git-config.txt-fetchnegotiationAlgorithm).
+      "-c",
+      "fetch.negotiationAlgorithm=skipping",
       "fetch",
       "--quiet",
       ...shallow,
@@ -56742,6 +56758,7 @@ var GitTransport = class {
     if (this.git.made === this.cacheMade) return false;
     this.cacheMade = this.git.made;
     this.localCopySeen = false;
+    this.claimRootMade = false;
     return true;
   }
   /** Whether the cache holds a commit of the branch (from a fetch or a push). */
@@ -56789,7 +56806,10 @@ ${commit}:${BEADS_PATH}
       ...creates.map((c3, i2) => ({ ref: c3.ref, expected: c3.replaces ?? "", to: claimCommits[i2] })),
       ...removed.map((r) => ({ ref: r.ref, expected: r.sha, to: "" }))
     ];
-    if (await this.push(made, base.version, subject, extra) === "conflict") return { kind: "conflict" };
+    if (await this.push(made, base.version, subject, extra) === "conflict") {
+      await this.git.run(["update-ref", "-d", COMMIT_REF, made]);
+      return { kind: "conflict" };
+    }
     const now = this.now();
     const created = creates.map((c3, i2) => ({
       ref: c3.ref,
@@ -56862,7 +56882,7 @@ ${commit}:${BEADS_PATH}
    * message, on one root commit that is the same in every repository (CLAIM_ROOT). The shas come back
    * in order, the state commit's first.
    */
-  async makeCommits(state, claims) {
+  async makeCommits(state, claims, root2 = claims.length > 0) {
     const when = `${Math.floor((this.opts.clock?.() ?? /* @__PURE__ */ new Date()).getTime() / 1e3)} +0000`;
     const who = `${IDENTITY.name} <${IDENTITY.email}>`;
     const parts = [];
@@ -56899,16 +56919,18 @@ ${commit}:${BEADS_PATH}
       if (state.files.beads !== void 0) files.push([BEADS_PATH, state.files.beads]);
       wanted2.push(commit(COMMIT_REF, state.message, state.parent, files));
     }
-    if (claims.length) {
-      const root2 = commit(CLAIM_ROOT_REF, CLAIM_ROOT.message, "", [], CLAIM_ROOT.date);
+    if (root2) {
+      const rootMark = commit(CLAIM_ROOT_REF, CLAIM_ROOT.message, "", [], CLAIM_ROOT.date);
       for (const claim2 of claims)
-        wanted2.push(commit(CLAIM_COMMIT_REF, serializeClaim(claim2), `:${root2}`, []));
+        wanted2.push(commit(CLAIM_COMMIT_REF, serializeClaim(claim2), `:${rootMark}`, [], CLAIM_DATE));
+      if (claims.length) line(`reset ${CLAIM_COMMIT_REF}`);
     }
     for (const m of wanted2) line(`get-mark :${m}`);
     line("done");
     const out = await this.git.must(["fast-import", "--quiet", "--done", "--force", "--date-format=raw"], {
       input: Buffer.concat(parts)
     });
+    if (root2) this.claimRootMade = true;
     return out.split("\n").filter(Boolean);
   }
   /**
@@ -57393,7 +57415,8 @@ ${messages.map((m) => `- ${m.split("\n")[0]}`).join("\n")}`;
     };
     let result;
     try {
-      result = await store.update(combined, { maxRetries: opts.maxRetries });
+      const trustCacheMs = Math.min(...batch.map((p2) => p2.trustCacheMs));
+      result = await store.update(combined, { maxRetries: opts.maxRetries, trustCacheMs });
     } catch (error64) {
       for (const p2 of batch) p2.reject(error64);
       return;
@@ -57424,9 +57447,9 @@ ${messages.map((m) => `- ${m.split("\n")[0]}`).join("\n")}`;
     return running;
   }
   return {
-    enqueue(mutation) {
+    enqueue(mutation, options = {}) {
       return new Promise((resolve5, reject) => {
-        waiting.push({ mutation, resolve: resolve5, reject });
+        waiting.push({ mutation, trustCacheMs: options.trustCacheMs ?? 0, resolve: resolve5, reject });
         if (waiting.length >= maxBatch) void flush();
         else if (!busy && !timer) timer = setTimeout(() => void flush(), maxDelayMs);
       });
@@ -57441,7 +57464,7 @@ function coalescingStore(store, opts = {}) {
   const queue = createWriteQueue(store, opts);
   return {
     read: (o2) => store.read(o2),
-    update: (m) => queue.enqueue(m),
+    update: (m, o2) => queue.enqueue(m, o2),
     // A claim by ref is no commit: it goes to the store at once, beside the queue.
     ...store.claim ? { claim: store.claim.bind(store) } : {}
   };
@@ -59175,9 +59198,13 @@ var RepoQueue = class {
   async snapshot() {
     return (await this.deps.store.read()).doc;
   }
-  /** A scheduling pass on its own (reconcile, a config change). */
-  async schedule() {
-    const { result } = await this.commit(() => null);
+  /**
+   * A scheduling pass on its own (reconcile, a config change, a worker's poll). `trustCacheMs`: a pass
+   * that finds nothing to do on a state read at most this long ago is not checked on a fresh read (a
+   * poller's next pass looks again anyway; see UpdateOptions).
+   */
+  async schedule(opts = {}) {
+    const { result } = await this.commit(() => null, { schedule: true, ...opts });
     return result ? result.changes.map((c3) => c3.task) : [];
   }
   /** Runs whose worker process is gone go back to the queue (see reclaimGoneRuns), and are scheduled again in the same commit. */
@@ -59347,7 +59374,10 @@ var RepoQueue = class {
         message: last.messages.join("\n") || "update tasks"
       };
     };
-    const update = await deps.store.update(mutation);
+    const update = await deps.store.update(
+      mutation,
+      opts.trustCacheMs ? { trustCacheMs: opts.trustCacheMs } : void 0
+    );
     this.lastDoc = update.snapshot.doc;
     const result = update.applied ? last : null;
     if (result && taken.length) deps.taker?.taken(taken, update.snapshot);

@@ -144,9 +144,13 @@ export class RepoQueue {
     return (await this.deps.store.read()).doc;
   }
 
-  /** A scheduling pass on its own (reconcile, a config change). */
-  async schedule(): Promise<Task[]> {
-    const { result } = await this.commit(() => null);
+  /**
+   * A scheduling pass on its own (reconcile, a config change, a worker's poll). `trustCacheMs`: a pass
+   * that finds nothing to do on a state read at most this long ago is not checked on a fresh read (a
+   * poller's next pass looks again anyway; see UpdateOptions).
+   */
+  async schedule(opts: { trustCacheMs?: number } = {}): Promise<Task[]> {
+    const { result } = await this.commit(() => null, { schedule: true, ...opts });
     return result ? result.changes.map((c) => c.task) : [];
   }
 
@@ -319,6 +323,7 @@ export class RepoQueue {
       schedule?: boolean;
       /** Tasks whose change this commit records but the caller shows (with more of it): not shown here. */
       shownByCaller?: ReadonlySet<string>;
+      trustCacheMs?: number;
     } = { schedule: true },
   ): Promise<{ result: TransitionResult | null; doc: FleetStateDoc }> {
     const { deps } = this;
@@ -357,7 +362,10 @@ export class RepoQueue {
         message: last.messages.join("\n") || "update tasks",
       };
     };
-    const update = await deps.store.update(mutation);
+    const update = await deps.store.update(
+      mutation,
+      opts.trustCacheMs ? { trustCacheMs: opts.trustCacheMs } : undefined,
+    );
     this.lastDoc = update.snapshot.doc;
     const result = update.applied ? (last as TransitionResult | null) : null;
     if (result && taken.length) deps.taker?.taken(taken, update.snapshot);

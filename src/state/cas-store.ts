@@ -450,7 +450,9 @@ class CasEngine<H extends Head> {
     for (;;) {
       const out = mutation({ doc: cloneStateDoc(c.doc), beads: c.head.beads });
       if (out === null) {
-        if (fresh) return { applied: false, snapshot: snapshotOf(c), retries };
+        const trust = options.trustCacheMs ?? 0;
+        const trusted = !fresh && trust > 0 && this.now() - this.readAt <= trust;
+        if (fresh || trusted) return { applied: false, snapshot: snapshotOf(c), retries };
         // Decided on cached state: make sure it still does not apply before dropping it.
         c = await this.refresh("confirm");
         fresh = true;

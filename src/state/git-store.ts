@@ -60,6 +60,7 @@ const REMOTE_REF = "refs/fleet/remote-state";
 const REMOTE_CLAIMS = "refs/fleet/remote-claims/";
 // Where fast-import leaves the commit it made (the push sends the commit itself).
 const COMMIT_REF = "refs/fleet/commit";
+// Where fast-import makes a claim's commit; the ref is reset at once (see makeCommits).
 const CLAIM_COMMIT_REF = "refs/fleet/claim-commit";
 /**
  * The parent of every claim commit: an empty commit made the same way everywhere, so its sha is the
@@ -71,6 +72,11 @@ const CLAIM_COMMIT_REF = "refs/fleet/claim-commit";
  */
 const CLAIM_ROOT_REF = "refs/fleet/claim-root";
 const CLAIM_ROOT = { message: "Fleet claims", date: "4102444800 +0000" };
+/**
+ * The date of every claim commit: older than any state commit, so a fetch names the claims it has
+ * (each claim ref the server lists) after the branch's commits (see fetchRefs).
+ */
+const CLAIM_DATE = "946684800 +0000";
 // Losing reasons a push reports when another writer moved (or created) the branch first.
 const LOST_RACE =
   /stale info|fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|already exists|atomic push failed|atomic transaction failed/i;
@@ -111,6 +117,8 @@ class GitTransport implements cas.CasTransport {
    * bring the whole history instead of one commit.
    */
   private localCopySeen = false;
+  /** The claims' root is under its ref in the cache repository (see fetchRefs). */
+  private claimRootMade = false;
   /** The cache repository this transport's local copy is in (GitRemote.made when it was seen). */
   private cacheMade = 0;
   private readonly opts: GitStateStoreOptions;
@@ -213,13 +221,24 @@ class GitTransport implements cas.CasTransport {
     return head;
   }
 
-  private fetchRefs(shallow: string[]) {
+  private async fetchRefs(shallow: string[]) {
+    if (!this.claimRootMade) await this.makeCommits(undefined, [], true);
     this.fetches++;
     return this.git.remote("fetch", [
       // Protocol v0: the ref advertisement is the first answer, so a fetch that finds the branch
       // unmoved costs one request and one that finds it moved two (v2 adds an ls-refs round trip).
       "-c",
       "protocol.version=0",
+      // Over HTTP the first request names 16 "have" commits (newest first) and, unless the server then
+      // has all it needs ("ready": every commit wanted reaches one named), a second names more: 3
+      // requests instead of 2. What is named first is the claims' root (CLAIM_ROOT), the branch as
+      // last fetched and a few of its ancestors, skipping back 1, 2, 4, ... (git's default names every
+      // one, and marks the root in common unnamed); the claims here come last (CLAIM_DATE), and no
+      // commit the server refused is under a ref (one it lacks makes it not "ready" that turn). The
+      // skipping may put a commit more in the pack
+      // (https://git-scm.com/docs/git-config#Documentation/git-config.txt-fetchnegotiationAlgorithm).
+      "-c",
+      "fetch.negotiationAlgorithm=skipping",
       "fetch",
       "--quiet",
       ...shallow,
@@ -276,6 +295,7 @@ class GitTransport implements cas.CasTransport {
     if (this.git.made === this.cacheMade) return false;
     this.cacheMade = this.git.made;
     this.localCopySeen = false;
+    this.claimRootMade = false;
     return true;
   }
 
@@ -338,7 +358,11 @@ class GitTransport implements cas.CasTransport {
       ...creates.map((c, i) => ({ ref: c.ref, expected: c.replaces ?? "", to: claimCommits[i]! })),
       ...removed.map((r) => ({ ref: r.ref, expected: r.sha, to: "" })),
     ];
-    if ((await this.push(made!, base.version, subject, extra)) === "conflict") return { kind: "conflict" };
+    if ((await this.push(made!, base.version, subject, extra)) === "conflict") {
+      // Refused: the fetch that follows must not name it (see fetchRefs).
+      await this.git.run(["update-ref", "-d", COMMIT_REF, made!]);
+      return { kind: "conflict" };
+    }
     const now = this.now();
     const created = creates.map((c, i) => ({
       ref: c.ref,
@@ -421,6 +445,7 @@ class GitTransport implements cas.CasTransport {
   private async makeCommits(
     state: { parent: string; files: Partial<cas.StateFiles>; message: string } | undefined,
     claims: readonly ClaimRecord[],
+    root = claims.length > 0,
   ): Promise<string[]> {
     const when = `${Math.floor((this.opts.clock?.() ?? new Date()).getTime() / 1000)} +0000`;
     const who = `${IDENTITY.name} <${IDENTITY.email}>`;
@@ -463,16 +488,21 @@ class GitTransport implements cas.CasTransport {
       if (state.files.beads !== undefined) files.push([BEADS_PATH, state.files.beads]);
       wanted.push(commit(COMMIT_REF, state.message, state.parent, files));
     }
-    if (claims.length) {
-      const root = commit(CLAIM_ROOT_REF, CLAIM_ROOT.message, "", [], CLAIM_ROOT.date);
+    if (root) {
+      const rootMark = commit(CLAIM_ROOT_REF, CLAIM_ROOT.message, "", [], CLAIM_ROOT.date);
       for (const claim of claims)
-        wanted.push(commit(CLAIM_COMMIT_REF, serializeClaim(claim), `:${root}`, []));
+        wanted.push(commit(CLAIM_COMMIT_REF, serializeClaim(claim), `:${rootMark}`, [], CLAIM_DATE));
+      // A claim's commit is under no ref here (a reset with no commit leaves the ref as it was): one
+      // the server refused would be named by the next fetch (see fetchRefs); one it took, the fetch
+      // brings under its claim ref.
+      if (claims.length) line(`reset ${CLAIM_COMMIT_REF}`);
     }
     for (const m of wanted) line(`get-mark :${m}`);
     line("done");
     const out = await this.git.must(["fast-import", "--quiet", "--done", "--force", "--date-format=raw"], {
       input: Buffer.concat(parts),
     });
+    if (root) this.claimRootMade = true;
     return out.split("\n").filter(Boolean);
   }
 

@@ -38,6 +38,12 @@ export interface ReadOptions {
 
 export interface UpdateOptions {
   maxRetries?: number;
+  /**
+   * A mutation that does not apply on cached state is dropped only once a fresh read confirms it, unless
+   * the cache was read at most this long ago (default 0): for a pass that a later poll repeats anyway
+   * (a scheduling pass that finds nothing to start), not for what a person asked.
+   */
+  trustCacheMs?: number;
 }
 
 /** One state commit (or local history line), newest first in a history. */

@@ -1,5 +1,5 @@
 import type { FleetStateDoc } from "../core/state-doc.ts";
-import type { Mutation, StateStore, UpdateResult } from "./store.ts";
+import type { Mutation, StateStore, UpdateOptions, UpdateResult } from "./store.ts";
 
 export interface WriteQueueOptions {
   /** How long the first mutation of a batch waits for others to join it. */
@@ -11,7 +11,7 @@ export interface WriteQueueOptions {
 
 export interface WriteQueue {
   /** Resolves once the batch holding this mutation is committed (or this mutation was dropped). */
-  enqueue(mutation: Mutation): Promise<UpdateResult>;
+  enqueue(mutation: Mutation, options?: Pick<UpdateOptions, "trustCacheMs">): Promise<UpdateResult>;
   /** Writes whatever is waiting now. */
   flush(): Promise<void>;
   /** Commits written by this queue. */
@@ -20,6 +20,7 @@ export interface WriteQueue {
 
 interface Pending {
   mutation: Mutation;
+  trustCacheMs: number;
   resolve: (r: UpdateResult) => void;
   reject: (e: unknown) => void;
 }
@@ -81,7 +82,9 @@ export function createWriteQueue(store: StateStore, opts: WriteQueueOptions = {}
     };
     let result: UpdateResult;
     try {
-      result = await store.update(combined, { maxRetries: opts.maxRetries });
+      // A batch that drops out whole is confirmed on fresh state unless every mutation in it trusts the cache.
+      const trustCacheMs = Math.min(...batch.map((p) => p.trustCacheMs));
+      result = await store.update(combined, { maxRetries: opts.maxRetries, trustCacheMs });
     } catch (error) {
       for (const p of batch) p.reject(error);
       return;
@@ -115,9 +118,9 @@ export function createWriteQueue(store: StateStore, opts: WriteQueueOptions = {}
   }
 
   return {
-    enqueue(mutation) {
+    enqueue(mutation, options = {}) {
       return new Promise<UpdateResult>((resolve, reject) => {
-        waiting.push({ mutation, resolve, reject });
+        waiting.push({ mutation, trustCacheMs: options.trustCacheMs ?? 0, resolve, reject });
         if (waiting.length >= maxBatch) void flush();
         // While a batch is being written, what arrives waits for it and goes in the next (group commit):
         // under load batches grow by themselves, and an idle queue makes a lone transition wait only
@@ -140,7 +143,7 @@ export function coalescingStore(store: StateStore, opts: WriteQueueOptions = {})
   const queue = createWriteQueue(store, opts);
   return {
     read: (o) => store.read(o),
-    update: (m) => queue.enqueue(m),
+    update: (m, o) => queue.enqueue(m, o),
     // A claim by ref is no commit: it goes to the store at once, beside the queue.
     ...(store.claim ? { claim: store.claim.bind(store) } : {}),
   };

@@ -290,10 +290,52 @@ describe("CAS engine: what a transport's write may answer", () => {
       },
       history: (limit) => inner.history(limit),
     };
-    const store = createCasStore(transport, { sleep: async () => {}, random: () => 0.5 });
+    const clock = { now: Date.parse("2026-01-01T00:00:00Z") };
+    const store = createCasStore(transport, {
+      sleep: async () => {},
+      random: () => 0.5,
+      clock: () => new Date(clock.now),
+    });
     const other = createMemoryStateStore({ repo, sleep: async () => {} });
-    return { repo, steps, reads, store, other };
+    return { repo, steps, reads, store, other, clock };
   }
+
+  // A scheduling pass that finds nothing to start on the state a poll has just read drops out without a
+  // second read; on an older state it is still checked on fresh state.
+  it("drops a mutation on a cache read within trustCacheMs without reading again, and confirms past it", async () => {
+    const { reads, store, other, clock } = scripted();
+    await store.update(increment);
+    await store.read();
+    // Another writer makes the mutation apply; this store's cache does not show it.
+    await other.update(increment);
+    const onSecondRun: Mutation = (s) => (runsOf(s.doc) >= 2 ? increment(s) : null);
+    reads.length = 0;
+    clock.now += 4_000;
+    expect(await store.update(onSecondRun, { trustCacheMs: 5_000 })).toMatchObject({ applied: false });
+    expect(reads).toEqual([]);
+    clock.now += 2_000;
+    const r = await store.update(onSecondRun, { trustCacheMs: 5_000 });
+    expect(r).toMatchObject({ applied: true });
+    expect(reads).toEqual([undefined]);
+    expect(runsOf(r.snapshot.doc)).toBe(3);
+  });
+
+  it("a write queue's batch that drops out whole trusts the cache only if every mutation in it does", async () => {
+    const { reads, store, other } = scripted();
+    await store.update(increment);
+    await store.read();
+    await other.update(increment);
+    const queue = createWriteQueue(store, { maxDelayMs: 5 });
+    const never: Mutation = () => null;
+    reads.length = 0;
+    await Promise.all([
+      queue.enqueue(never, { trustCacheMs: 60_000 }),
+      queue.enqueue(never, { trustCacheMs: 60_000 }),
+    ]);
+    expect(reads).toEqual([]);
+    await Promise.all([queue.enqueue(never, { trustCacheMs: 60_000 }), queue.enqueue(never)]);
+    expect(reads).toEqual([undefined]);
+  });
 
   it("counts a write whose answer was lost as written when the state holds it, without writing again", async () => {
     const { repo, steps, store } = scripted();

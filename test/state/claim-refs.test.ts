@@ -339,6 +339,39 @@ describe("claims by ref on the git state store (emulator)", () => {
     await twoRequests("a claim after the cache had none");
   });
 
+  it("a write that lost the race fetches in two git requests, with 20 claim refs and a long history in its cache", async () => {
+    const app = makeStore();
+    const writer = makeStore();
+    await app.update(({ doc }) => dispatch(30)(doc));
+    // Claims by ref: each a commit of its own the writer's cache holds (their refs listed by the server).
+    for (let i = 1; i <= 20; i++) {
+      const claimer = i % 2 ? app : writer;
+      expect((await claimer.claim!(claimBy(`w${i}`, `fl-${i}`))).applied).toBe(true);
+    }
+    // A claim the server refused leaves a commit of the writer's it does not have.
+    expect((await writer.claim!(claimBy("late", "fl-20"))).applied).toBe(false);
+    for (let i = 0; i < 40; i++) await (i % 2 ? app : writer).update(({ doc }) => count(doc));
+    await writer.read();
+    await app.update(({ doc }) => count(doc));
+    const mark = gh.emulator.gitRequests.mark();
+    const won = await writer.update(({ doc }) => count(doc));
+    expect(won).toMatchObject({ applied: true, retries: 1 });
+    // Refused by the advertisement alone (the lease), fetched in one round of "have"s, pushed: git names
+    // the claims last and no commit the server refused (3 requests for the fetch before: 16 "have"s
+    // without the branch's own, and a refused commit among them).
+    const requests = gh.emulator.gitRequests.entries
+      .filter((e) => e.seq > mark)
+      .map((e) => `${e.method} ${e.path.replace(/^.*\.git\//, "")}`);
+    expect(requests).toEqual([
+      "GET info/refs",
+      "GET info/refs",
+      "POST git-upload-pack",
+      "GET info/refs",
+      "POST git-receive-pack",
+    ]);
+    expect((await makeStore().read()).doc.tasks["fl-20"]?.lease?.holder).toBe("w20");
+  });
+
   it("a claim of a dispatch that is no longer open is refused, and a stale claim ref applies to nothing", async () => {
     const app = makeStore();
     await app.update(({ doc }) => dispatch(1)(doc));

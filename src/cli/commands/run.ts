@@ -216,7 +216,9 @@ export async function runCommand(argv: string[]): Promise<number> {
       untilIdle: values["until-idle"] === true,
       signal,
       stopped: () => stopping,
-      schedule: schedules ? () => queue.schedule() : undefined,
+      // The loop has just read the state: a pass that finds nothing on it needs no second read (the
+      // next round passes again).
+      schedule: schedules ? () => queue.schedule({ trustCacheMs: pollMs }) : undefined,
     });
   } finally {
     out.status("");
