@@ -56303,7 +56303,8 @@ var CasEngine = class {
       const out = mutation({ doc: cloneStateDoc(c3.doc), beads: c3.head.beads });
       if (out === null) {
         const trust = options.trustCacheMs ?? 0;
-        const trusted = !fresh && trust > 0 && this.now() - this.readAt <= trust;
+        const age = this.now() - this.readAt;
+        const trusted = !fresh && trust > 0 && retries === 0 && age >= 0 && age <= trust;
         if (fresh || trusted) return { applied: false, snapshot: snapshotOf(c3), retries };
         c3 = await this.refresh("confirm");
         fresh = true;
@@ -56579,7 +56580,6 @@ var COMMIT_REF = "refs/fleet/commit";
 var CLAIM_COMMIT_REF = "refs/fleet/claim-commit";
 var CLAIM_ROOT_REF = "refs/fleet/claim-root";
 var CLAIM_ROOT = { message: "Fleet claims", date: "4102444800 +0000" };
-var CLAIM_DATE = "946684800 +0000";
 var LOST_RACE = /stale info|fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|already exists|atomic push failed|atomic transaction failed/i;
 var GC_EVERY = 500;
 var VANISHED_REF = /not our ref|remote end hung up unexpectedly|unadvertised object/i;
@@ -56603,7 +56603,7 @@ var GitTransport = class {
    * bring the whole history instead of one commit.
    */
   localCopySeen = false;
-  /** The claims' root is under its ref in the cache repository (see fetchRefs). */
+  /** The claims' root is under its ref in the cache repository (see fetchHeadOnce). */
   claimRootMade = false;
   /** The cache repository this transport's local copy is in (GitRemote.made when it was seen). */
   cacheMade = 0;
@@ -56684,23 +56684,23 @@ var GitTransport = class {
     }
     const head = await this.localRefs();
     this.localCopySeen = true;
+    if (!this.claimRootMade && this.fetchedClaims.some((c3) => c3.claim))
+      await this.makeCommits(void 0, [], true);
     return head;
   }
-  async fetchRefs(shallow) {
-    if (!this.claimRootMade) await this.makeCommits(void 0, [], true);
+  fetchRefs(shallow) {
     this.fetches++;
     return this.git.remote("fetch", [
       // Protocol v0: the ref advertisement is the first answer, so a fetch that finds the branch
       // unmoved costs one request and one that finds it moved two (v2 adds an ls-refs round trip).
       "-c",
       "protocol.version=0",
-      // Over HTTP the first request names 16 "have" commits (newest first) and, unless the server then
-      // has all it needs ("ready": every commit wanted reaches one named), a second names more: 3
-      // requests instead of 2. What is named first is the claims' root (CLAIM_ROOT), the branch as
-      // last fetched and a few of its ancestors, skipping back 1, 2, 4, ... (git's default names every
-      // one, and marks the root in common unnamed); the claims here come last (CLAIM_DATE), and no
-      // commit the server refused is under a ref (one it lacks makes it not "ready" that turn). The
-      // skipping may put a commit more in the pack
+      // Over HTTP the first request names up to 16 "have" commits, newest first, and unless the server
+      // then has all it needs ("ready": every commit wanted reaches one named) a second names more: 3
+      // requests instead of 2. Named are the claims' root (CLAIM_ROOT), the claims the server lists,
+      // and the branch as last fetched with a few of its ancestors, skipping back 1, 2, 4, ... (git's
+      // default names each one). No commit the server refused is under a ref here: one it lacks among
+      // them keeps it from "ready" at that turn. The skipping may put a commit more in the pack
       // (https://git-scm.com/docs/git-config#Documentation/git-config.txt-fetchnegotiationAlgorithm).
       "-c",
       "fetch.negotiationAlgorithm=skipping",
@@ -56806,10 +56806,13 @@ ${commit}:${BEADS_PATH}
       ...creates.map((c3, i2) => ({ ref: c3.ref, expected: c3.replaces ?? "", to: claimCommits[i2] })),
       ...removed.map((r) => ({ ref: r.ref, expected: r.sha, to: "" }))
     ];
-    if (await this.push(made, base.version, subject, extra) === "conflict") {
-      await this.git.run(["update-ref", "-d", COMMIT_REF, made]);
-      return { kind: "conflict" };
+    let pushed;
+    try {
+      pushed = await this.push(made, base.version, subject, extra);
+    } finally {
+      if (pushed !== "ok") await this.git.run(["update-ref", "-d", COMMIT_REF, made]);
     }
+    if (pushed === "conflict") return { kind: "conflict" };
     const now = this.now();
     const created = creates.map((c3, i2) => ({
       ref: c3.ref,
@@ -56922,7 +56925,7 @@ ${commit}:${BEADS_PATH}
     if (root2) {
       const rootMark = commit(CLAIM_ROOT_REF, CLAIM_ROOT.message, "", [], CLAIM_ROOT.date);
       for (const claim2 of claims)
-        wanted2.push(commit(CLAIM_COMMIT_REF, serializeClaim(claim2), `:${rootMark}`, [], CLAIM_DATE));
+        wanted2.push(commit(CLAIM_COMMIT_REF, serializeClaim(claim2), `:${rootMark}`, []));
       if (claims.length) line(`reset ${CLAIM_COMMIT_REF}`);
     }
     for (const m of wanted2) line(`get-mark :${m}`);

@@ -450,8 +450,10 @@ class CasEngine<H extends Head> {
     for (;;) {
       const out = mutation({ doc: cloneStateDoc(c.doc), beads: c.head.beads });
       if (out === null) {
+        // Only as the update starts: a lost race's re-read may be of one file alone.
         const trust = options.trustCacheMs ?? 0;
-        const trusted = !fresh && trust > 0 && this.now() - this.readAt <= trust;
+        const age = this.now() - this.readAt;
+        const trusted = !fresh && trust > 0 && retries === 0 && age >= 0 && age <= trust;
         if (fresh || trusted) return { applied: false, snapshot: snapshotOf(c), retries };
         // Decided on cached state: make sure it still does not apply before dropping it.
         c = await this.refresh("confirm");

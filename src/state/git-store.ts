@@ -72,11 +72,6 @@ const CLAIM_COMMIT_REF = "refs/fleet/claim-commit";
  */
 const CLAIM_ROOT_REF = "refs/fleet/claim-root";
 const CLAIM_ROOT = { message: "Fleet claims", date: "4102444800 +0000" };
-/**
- * The date of every claim commit: older than any state commit, so a fetch names the claims it has
- * (each claim ref the server lists) after the branch's commits (see fetchRefs).
- */
-const CLAIM_DATE = "946684800 +0000";
 // Losing reasons a push reports when another writer moved (or created) the branch first.
 const LOST_RACE =
   /stale info|fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|already exists|atomic push failed|atomic transaction failed/i;
@@ -117,7 +112,7 @@ class GitTransport implements cas.CasTransport {
    * bring the whole history instead of one commit.
    */
   private localCopySeen = false;
-  /** The claims' root is under its ref in the cache repository (see fetchRefs). */
+  /** The claims' root is under its ref in the cache repository (see fetchHeadOnce). */
   private claimRootMade = false;
   /** The cache repository this transport's local copy is in (GitRemote.made when it was seen). */
   private cacheMade = 0;
@@ -218,24 +213,26 @@ class GitTransport implements cas.CasTransport {
     }
     const head = await this.localRefs();
     this.localCopySeen = true;
+    // Fleet's claims are there: the next fetches name their root (fetchRefs), under which new ones come.
+    // Not before: a root the server lacks would keep it from "ready".
+    if (!this.claimRootMade && this.fetchedClaims.some((c) => c.claim))
+      await this.makeCommits(undefined, [], true);
     return head;
   }
 
-  private async fetchRefs(shallow: string[]) {
-    if (!this.claimRootMade) await this.makeCommits(undefined, [], true);
+  private fetchRefs(shallow: string[]) {
     this.fetches++;
     return this.git.remote("fetch", [
       // Protocol v0: the ref advertisement is the first answer, so a fetch that finds the branch
       // unmoved costs one request and one that finds it moved two (v2 adds an ls-refs round trip).
       "-c",
       "protocol.version=0",
-      // Over HTTP the first request names 16 "have" commits (newest first) and, unless the server then
-      // has all it needs ("ready": every commit wanted reaches one named), a second names more: 3
-      // requests instead of 2. What is named first is the claims' root (CLAIM_ROOT), the branch as
-      // last fetched and a few of its ancestors, skipping back 1, 2, 4, ... (git's default names every
-      // one, and marks the root in common unnamed); the claims here come last (CLAIM_DATE), and no
-      // commit the server refused is under a ref (one it lacks makes it not "ready" that turn). The
-      // skipping may put a commit more in the pack
+      // Over HTTP the first request names up to 16 "have" commits, newest first, and unless the server
+      // then has all it needs ("ready": every commit wanted reaches one named) a second names more: 3
+      // requests instead of 2. Named are the claims' root (CLAIM_ROOT), the claims the server lists,
+      // and the branch as last fetched with a few of its ancestors, skipping back 1, 2, 4, ... (git's
+      // default names each one). No commit the server refused is under a ref here: one it lacks among
+      // them keeps it from "ready" at that turn. The skipping may put a commit more in the pack
       // (https://git-scm.com/docs/git-config#Documentation/git-config.txt-fetchnegotiationAlgorithm).
       "-c",
       "fetch.negotiationAlgorithm=skipping",
@@ -358,11 +355,14 @@ class GitTransport implements cas.CasTransport {
       ...creates.map((c, i) => ({ ref: c.ref, expected: c.replaces ?? "", to: claimCommits[i]! })),
       ...removed.map((r) => ({ ref: r.ref, expected: r.sha, to: "" })),
     ];
-    if ((await this.push(made!, base.version, subject, extra)) === "conflict") {
-      // Refused: the fetch that follows must not name it (see fetchRefs).
-      await this.git.run(["update-ref", "-d", COMMIT_REF, made!]);
-      return { kind: "conflict" };
+    let pushed: "ok" | "conflict" | undefined;
+    try {
+      pushed = await this.push(made!, base.version, subject, extra);
+    } finally {
+      // Not taken (or not known to be): the fetches that follow must not name it (see fetchRefs).
+      if (pushed !== "ok") await this.git.run(["update-ref", "-d", COMMIT_REF, made!]);
     }
+    if (pushed === "conflict") return { kind: "conflict" };
     const now = this.now();
     const created = creates.map((c, i) => ({
       ref: c.ref,
@@ -491,7 +491,7 @@ class GitTransport implements cas.CasTransport {
     if (root) {
       const rootMark = commit(CLAIM_ROOT_REF, CLAIM_ROOT.message, "", [], CLAIM_ROOT.date);
       for (const claim of claims)
-        wanted.push(commit(CLAIM_COMMIT_REF, serializeClaim(claim), `:${rootMark}`, [], CLAIM_DATE));
+        wanted.push(commit(CLAIM_COMMIT_REF, serializeClaim(claim), `:${rootMark}`, []));
       // A claim's commit is under no ref here (a reset with no commit leaves the ref as it was): one
       // the server refused would be named by the next fetch (see fetchRefs); one it took, the fetch
       // brings under its claim ref.

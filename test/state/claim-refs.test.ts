@@ -339,37 +339,61 @@ describe("claims by ref on the git state store (emulator)", () => {
     await twoRequests("a claim after the cache had none");
   });
 
+  /** The git requests of `writer`'s update after `other` moved the branch: it loses the race first. */
+  const lostRace = async (writer: ReturnType<typeof makeStore>, other: ReturnType<typeof makeStore>) => {
+    await writer.read();
+    now += 1000;
+    await other.update(({ doc }) => count(doc));
+    const mark = gh.emulator.gitRequests.mark();
+    now += 1000;
+    expect(await writer.update(({ doc }) => count(doc))).toMatchObject({ applied: true, retries: 1 });
+    return gh.emulator.gitRequests.entries
+      .filter((e) => e.seq > mark)
+      .map((e) => `${e.method} ${e.path.replace(/^.*\.git\//, "")}`);
+  };
+  // Refused by the advertisement alone (the lease), fetched in one round of "have"s, pushed. Before: 3
+  // requests for the fetch (16 "have"s, the refused commit among them and the branch not).
+  const ONE_ROUND = [
+    "GET info/refs",
+    "GET info/refs",
+    "POST git-upload-pack",
+    "GET info/refs",
+    "POST git-receive-pack",
+  ];
+
   it("a write that lost the race fetches in two git requests, with 20 claim refs and a long history in its cache", async () => {
     const app = makeStore();
     const writer = makeStore();
     await app.update(({ doc }) => dispatch(30)(doc));
     // Claims by ref: each a commit of its own the writer's cache holds (their refs listed by the server).
     for (let i = 1; i <= 20; i++) {
+      now += 1000;
       const claimer = i % 2 ? app : writer;
       expect((await claimer.claim!(claimBy(`w${i}`, `fl-${i}`))).applied).toBe(true);
     }
-    // A claim the server refused leaves a commit of the writer's it does not have.
-    expect((await writer.claim!(claimBy("late", "fl-20"))).applied).toBe(false);
-    for (let i = 0; i < 40; i++) await (i % 2 ? app : writer).update(({ doc }) => count(doc));
+    // A claim the server refused (made first by another since the writer read): a commit it lacks.
     await writer.read();
-    await app.update(({ doc }) => count(doc));
-    const mark = gh.emulator.gitRequests.mark();
-    const won = await writer.update(({ doc }) => count(doc));
-    expect(won).toMatchObject({ applied: true, retries: 1 });
-    // Refused by the advertisement alone (the lease), fetched in one round of "have"s, pushed: git names
-    // the claims last and no commit the server refused (3 requests for the fetch before: 16 "have"s
-    // without the branch's own, and a refused commit among them).
-    const requests = gh.emulator.gitRequests.entries
-      .filter((e) => e.seq > mark)
-      .map((e) => `${e.method} ${e.path.replace(/^.*\.git\//, "")}`);
-    expect(requests).toEqual([
-      "GET info/refs",
-      "GET info/refs",
-      "POST git-upload-pack",
-      "GET info/refs",
-      "POST git-receive-pack",
-    ]);
-    expect((await makeStore().read()).doc.tasks["fl-20"]?.lease?.holder).toBe("w20");
+    expect((await app.claim!(claimBy("first", "fl-21"))).applied).toBe(true);
+    expect((await writer.claim!(claimBy("late", "fl-21"))).applied).toBe(false);
+    for (let i = 0; i < 40; i++) {
+      now += 1000;
+      await (i % 2 ? app : writer).update(({ doc }) => count(doc));
+    }
+    expect(await lostRace(writer, app)).toEqual(ONE_ROUND);
+    expect(await lostRace(writer, app)).toEqual(ONE_ROUND);
+    const doc = (await makeStore().read()).doc;
+    expect([doc.tasks["fl-20"]?.lease?.holder, doc.tasks["fl-21"]?.lease?.holder]).toEqual(["w20", "first"]);
+  });
+
+  it("a write that lost the race fetches in two git requests where no claim was ever made", async () => {
+    const app = makeStore();
+    const writer = makeStore();
+    await app.update(({ doc }) => dispatch(1)(doc));
+    for (let i = 0; i < 40; i++) {
+      now += 1000;
+      await (i % 2 ? app : writer).update(({ doc }) => count(doc));
+    }
+    expect(await lostRace(writer, app)).toEqual(ONE_ROUND);
   });
 
   it("a claim of a dispatch that is no longer open is refused, and a stale claim ref applies to nothing", async () => {
