@@ -200,6 +200,28 @@ describe("claims by ref: a claim that waited, a deleted branch", () => {
     });
   });
 
+  it("an Actions run's second attempt, deciding on a poll from before its first attempt's claim, is refused by ref and then claims by commit as the holder", async () => {
+    const { repo, clock, base } = world();
+    const app = createMemoryStateStore(base);
+    await app.update(({ doc }) => dispatched(doc));
+    const holder = "actions:123";
+    // The second attempt's process has read the state before the first attempt claimed (GitHub's
+    // "re-run jobs" gives the run the same id, so the same holder).
+    const second = createMemoryStateStore(base);
+    await second.read();
+    clock.now = at(1_000).getTime();
+    const first = createMemoryStateStore(base);
+    expect((await claimTaskState(first, "fl-1", holder, at(1_000), TTL))?.task.lease?.holder).toBe(holder);
+    const head = repo.refs.get("fleet/state");
+    clock.now = at(2_000).getTime();
+    // Its claim by ref is refused (the ref is the first attempt's); read again, the lease is its own.
+    const claimed = await claimTaskState(second, "fl-1", holder, at(2_000), TTL);
+    expect(claimed?.task).toMatchObject({ state: "dispatched", runId: "123" });
+    expect(claimed?.task.lease).toMatchObject({ holder, heartbeatAt: at(2_000).toISOString() });
+    expect(repo.refs.get("fleet/state")).not.toBe(head);
+    expect(JSON.parse(repo.files("fleet/state")[STATE_PATH]!).tasks["fl-1"].lease.holder).toBe(holder);
+  });
+
   it("a dispatch with less than three quarters of its lease left is claimed by commit, not by ref", async () => {
     const repo = createMemoryRepo();
     let now = t0.getTime();
