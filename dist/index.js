@@ -56685,7 +56685,9 @@ var GitTransport = class {
     const head = await this.localRefs();
     this.localCopySeen = true;
     if (!this.claimRootMade && this.fetchedClaims.some((c3) => c3.claim))
-      await this.makeCommits(void 0, [], true);
+      await this.makeCommits(void 0, [], true).catch(() => {
+        this.claimRootMade = true;
+      });
     return head;
   }
   fetchRefs(shallow) {
@@ -56810,7 +56812,7 @@ ${commit}:${BEADS_PATH}
     try {
       pushed = await this.push(made, base.version, subject, extra);
     } finally {
-      if (pushed !== "ok") await this.git.run(["update-ref", "-d", COMMIT_REF, made]);
+      if (pushed !== "ok") await this.git.run(["update-ref", "-d", COMMIT_REF, made]).catch(() => void 0);
     }
     if (pushed === "conflict") return { kind: "conflict" };
     const now = this.now();

@@ -214,9 +214,12 @@ class GitTransport implements cas.CasTransport {
     const head = await this.localRefs();
     this.localCopySeen = true;
     // Fleet's claims are there: the next fetches name their root (fetchRefs), under which new ones come.
-    // Not before: a root the server lacks would keep it from "ready".
+    // Not before: a root the server lacks would keep it from "ready". Only a saving: a failure is no
+    // failed read, and is not tried again.
     if (!this.claimRootMade && this.fetchedClaims.some((c) => c.claim))
-      await this.makeCommits(undefined, [], true);
+      await this.makeCommits(undefined, [], true).catch(() => {
+        this.claimRootMade = true;
+      });
     return head;
   }
 
@@ -360,7 +363,7 @@ class GitTransport implements cas.CasTransport {
       pushed = await this.push(made!, base.version, subject, extra);
     } finally {
       // Not taken (or not known to be): the fetches that follow must not name it (see fetchRefs).
-      if (pushed !== "ok") await this.git.run(["update-ref", "-d", COMMIT_REF, made!]);
+      if (pushed !== "ok") await this.git.run(["update-ref", "-d", COMMIT_REF, made!]).catch(() => undefined);
     }
     if (pushed === "conflict") return { kind: "conflict" };
     const now = this.now();
