@@ -31230,6 +31230,7 @@ var require_cross_spawn = __commonJS({
 });
 
 // src/action/runner.ts
+var import_node_fs16 = require("node:fs");
 var import_node_os11 = require("node:os");
 var import_node_path31 = require("node:path");
 
@@ -32559,6 +32560,13 @@ function getIDToken(aud) {
   return __awaiter5(this, void 0, void 0, function* () {
     return yield OidcClient.getIDToken(aud);
   });
+}
+
+// src/core/task-workflow.ts
+function attemptOfDispatch(taskId, correlationId) {
+  if (typeof correlationId !== "string" || !correlationId.startsWith(`${taskId}.`)) return void 0;
+  const m = /^(\d+)\.[0-9a-f]+$/.exec(correlationId.slice(taskId.length + 1));
+  return m ? Number(m[1]) : void 0;
 }
 
 // node_modules/@probot/octokit-plugin-config/dist-src/version.js
@@ -74423,6 +74431,7 @@ async function runAction(inputs, deps) {
       modelBaseUrl: inputs.modelBaseUrl,
       agentEnv: inputs.agentEnv,
       holder,
+      ...inputs.attempt !== void 0 ? { mayClaim: (doc) => doc.tasks[inputs.taskId]?.attempts === inputs.attempt } : {},
       heartbeatMs: deps.heartbeatMs,
       secrets: inputs.secrets,
       ...inputs.egressHosts ? { egressHosts: inputs.egressHosts } : {},
@@ -74434,7 +74443,7 @@ async function runAction(inputs, deps) {
   return outcome ? actionResult(inputs, outcome) : notClaimed(inputs, holder);
 }
 function notClaimed(inputs, holder) {
-  const message = `Task ${inputs.taskId} was not claimed by ${holder}: it is no longer dispatched (cancelled, retried elsewhere, or taken by another run).`;
+  const message = `Task ${inputs.taskId} was not claimed by ${holder}: it is no longer dispatched (cancelled, retried elsewhere, dispatched again since this run was started, or taken by another run).`;
   return {
     conclusion: "not-claimed",
     failed: false,
@@ -74537,6 +74546,15 @@ function parseNameValueLines(input2, inputName) {
   });
   return values;
 }
+function dispatchedAttempt(env, taskId) {
+  if (!env.GITHUB_EVENT_PATH) return void 0;
+  try {
+    const event = JSON.parse((0, import_node_fs16.readFileSync)(env.GITHUB_EVENT_PATH, "utf8"));
+    return attemptOfDispatch(taskId, event.inputs?.correlation_id);
+  } catch {
+    return void 0;
+  }
+}
 function required2(env, name) {
   const value = env[name];
   if (!value) throw new ActionInputError(`${name} is not set: this action runs inside a GitHub Actions job.`);
@@ -74573,6 +74591,7 @@ async function runner(env = process.env) {
     const serverUrl = env.GITHUB_SERVER_URL || "https://github.com";
     const cloneUrl = getInput("clone-url") || `${serverUrl}/${fullName}.git`;
     const repo = parseRepoFullName(fullName);
+    const attempt = dispatchedAttempt(env, taskId);
     for (const name of Object.keys(env)) if (name.startsWith("INPUT_")) delete env[name];
     const github = await githubForToken({ token, baseUrl: apiUrl, userAgent: "fleet-action" });
     const result = await runAction(
@@ -74580,6 +74599,7 @@ async function runner(env = process.env) {
         taskId,
         repo,
         runId,
+        ...attempt !== void 0 ? { attempt } : {},
         cloneUrl,
         // Token auth only over http(s); it travels in git's environment, never in the URL.
         gitAuth: /^https?:/.test(cloneUrl) ? { username: "x-access-token", token } : void 0,

@@ -16,6 +16,11 @@ export interface ActionInputs {
   repo: RepoRef;
   /** The Actions run this job belongs to: the lease holder is `actions:<runId>`. */
   runId: string;
+  /**
+   * The task's attempt this run was dispatched for (its dispatch's correlation id): a task dispatched
+   * again since (a lease run out while the run waited for a runner) is another run's, not claimed here.
+   */
+  attempt?: number;
   cloneUrl: string;
   gitAuth?: GitAuth;
   workDir: string;
@@ -137,6 +142,9 @@ export async function runAction(inputs: ActionInputs, deps: ActionDeps): Promise
       modelBaseUrl: inputs.modelBaseUrl,
       agentEnv: inputs.agentEnv,
       holder,
+      ...(inputs.attempt !== undefined
+        ? { mayClaim: (doc) => doc.tasks[inputs.taskId]?.attempts === inputs.attempt }
+        : {}),
       heartbeatMs: deps.heartbeatMs,
       secrets: inputs.secrets,
       ...(inputs.egressHosts ? { egressHosts: inputs.egressHosts } : {}),
@@ -152,7 +160,7 @@ export async function runAction(inputs: ActionInputs, deps: ActionDeps): Promise
 }
 
 function notClaimed(inputs: ActionInputs, holder: string): ActionResult {
-  const message = `Task ${inputs.taskId} was not claimed by ${holder}: it is no longer dispatched (cancelled, retried elsewhere, or taken by another run).`;
+  const message = `Task ${inputs.taskId} was not claimed by ${holder}: it is no longer dispatched (cancelled, retried elsewhere, dispatched again since this run was started, or taken by another run).`;
   return {
     conclusion: "not-claimed",
     failed: false,

@@ -1,6 +1,8 @@
+import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import * as core from "@actions/core";
+import { attemptOfDispatch } from "../core/task-workflow.ts";
 import { githubForToken } from "../github/octokit-port.ts";
 import { parseRepoFullName } from "../github/port.ts";
 import { useCommandHelper } from "../process/command-runner.ts";
@@ -30,6 +32,24 @@ export function parseNameValueLines(input: string, inputName: string): Map<strin
     if (value !== "") values.set(name, value);
   });
   return values;
+}
+
+/**
+ * The attempt of the task this run was dispatched for: Fleet's dispatch names it in its `correlation_id`
+ * input, which the job's event payload holds (`inputs` of a workflow_dispatch event,
+ * https://docs.github.com/en/actions/writing-workflows/choosing-when-your-workflow-runs/events-that-trigger-workflows#workflow_dispatch).
+ * Undefined for a run started otherwise (by hand, an older workflow): its claim is not held to an attempt.
+ */
+export function dispatchedAttempt(env: NodeJS.ProcessEnv, taskId: string): number | undefined {
+  if (!env.GITHUB_EVENT_PATH) return undefined;
+  try {
+    const event = JSON.parse(readFileSync(env.GITHUB_EVENT_PATH, "utf8")) as {
+      inputs?: Record<string, unknown>;
+    };
+    return attemptOfDispatch(taskId, event.inputs?.correlation_id);
+  } catch {
+    return undefined;
+  }
 }
 
 function required(env: NodeJS.ProcessEnv, name: string): string {
@@ -74,6 +94,7 @@ export async function runner(env: NodeJS.ProcessEnv = process.env): Promise<void
     const serverUrl = env.GITHUB_SERVER_URL || "https://github.com";
     const cloneUrl = core.getInput("clone-url") || `${serverUrl}/${fullName}.git`;
     const repo = parseRepoFullName(fullName);
+    const attempt = dispatchedAttempt(env, taskId);
     // The inputs are read: no child process (git, the agent's sandbox) inherits them from here on.
     for (const name of Object.keys(env)) if (name.startsWith("INPUT_")) delete env[name];
     const github = await githubForToken({ token, baseUrl: apiUrl, userAgent: "fleet-action" });
@@ -83,6 +104,7 @@ export async function runner(env: NodeJS.ProcessEnv = process.env): Promise<void
         taskId,
         repo,
         runId,
+        ...(attempt !== undefined ? { attempt } : {}),
         cloneUrl,
         // Token auth only over http(s); it travels in git's environment, never in the URL.
         gitAuth: /^https?:/.test(cloneUrl) ? { username: "x-access-token", token } : undefined,

@@ -110,6 +110,16 @@ interface FleetRunFacts {
   display_title?: string | null;
 }
 
+/**
+ * The attempt of `taskId` a dispatch was for, read from its `correlation_id` input
+ * (`<task>.<attempt>.<hex>`, newCorrelationId); undefined when it is not that form for this task.
+ */
+export function attemptOfDispatch(taskId: string, correlationId: unknown): number | undefined {
+  if (typeof correlationId !== "string" || !correlationId.startsWith(`${taskId}.`)) return undefined;
+  const m = /^(\d+)\.[0-9a-f]+$/.exec(correlationId.slice(taskId.length + 1));
+  return m ? Number(m[1]) : undefined;
+}
+
 /** The task and attempt a run's name gives (`fleet <task> <task>.<attempt>.<hex>`, the template's run-name). */
 function dispatchNamedBy(title: string | null | undefined): { taskId: string; attempt: number } | undefined {
   const named = /^fleet (\S+) (\S+)\.(\d+)\.[0-9a-f]+$/.exec(title ?? "");

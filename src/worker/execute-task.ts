@@ -69,7 +69,10 @@ export interface ExecuteDeps {
   egressHosts?: Readonly<Record<string, string>>;
   /** Local mode (queue/local-github.ts): the plan and PR name `fleet approve` and `fleet merge`. */
   local?: boolean;
-  /** Inside the claim's compare-and-swap: whether this worker has room for the task (see hasRoomFor). */
+  /**
+   * Inside the claim's compare-and-swap: whether this claimer may take the task (a worker's room, see
+   * hasRoomFor; an Actions run's own attempt, see runAction).
+   */
   mayClaim?: (doc: FleetStateDoc) => boolean;
   /**
    * The run is over (its agent, if any, stopped), before its end is recorded: a worker whose end commit

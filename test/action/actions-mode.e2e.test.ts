@@ -210,4 +210,47 @@ describe("dispatch: actions — the app dispatches the workflow, the runner runs
     await h.settle();
     expect((await taskOf(issue))?.state).toBe("cancelled");
   }, 120_000);
+
+  // With a token of its own (`github-token`), no exchange stands between a run and the task: the run
+  // claims only the attempt it was dispatched for, read from its dispatch's correlation_id input.
+  it("a run started after its task was dispatched again does not claim the new attempt", async () => {
+    const dispatched: Dispatched[] = [];
+    onDispatch = (run) => {
+      dispatched.push(run);
+      void h.gh.setWorkflowRunStatus(h.full, run.id, "in_progress");
+    };
+    const issue = await h.newIssue("Late runner", "Its first run starts after the retry's dispatch.");
+    await h.label(issue, "fleet:claude");
+    const first = await waitFor("the first run to be recorded", async () => {
+      const t = await taskOf(issue);
+      return t?.runId ? t : undefined;
+    });
+    await h.gh.setWorkflowRunStatus(h.full, Number(first.runId), "completed", "cancelled");
+    await h.settle();
+    const second = await waitFor("the retry's run", async () => {
+      const t = await taskOf(issue);
+      return t?.attempts === 2 && t.runId && t.runId !== first.runId ? t : undefined;
+    });
+    expect(dispatched[0]?.inputs.correlation_id).toMatch(new RegExp(`^${second.id}\\.1\\.`));
+
+    const late = await runActionBundle({
+      h,
+      run: dispatched[0]!,
+      scratch,
+      inputs: { "github-token": h.gh.userToken("mona"), "model-base-url": model.url },
+    });
+    expect(late.outputs.conclusion).toBe("not-claimed");
+    expect(late.code).toBe(0);
+    const after = await taskOf(issue);
+    expect(after).toMatchObject({ state: "dispatched", attempts: 2, runId: second.runId });
+    expect(after?.lease?.holder).toBe(second.lease?.holder);
+
+    await h.mona.rest.issues.removeLabel({
+      owner: h.owner,
+      repo: h.name,
+      issue_number: issue,
+      name: "fleet:claude",
+    });
+    await h.settle();
+  }, 120_000);
 });

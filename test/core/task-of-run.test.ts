@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { isFleetDispatchOf, taskOfRun } from "../../src/core/task-workflow.ts";
+import { attemptOfDispatch, isFleetDispatchOf, taskOfRun } from "../../src/core/task-workflow.ts";
 import { newCorrelationId } from "../../src/queue/actions-dispatcher.ts";
 
 const task = (id: string, attempts: number, runId?: string) => ({
@@ -74,5 +74,20 @@ describe("whether a run is Fleet's dispatch of a task's attempt (its id not reco
     expect(isFleetDispatchOf(t, fleets(t, { display_title: "fleet-task" }), "fleet")).toBe(false);
     expect(isFleetDispatchOf(t, fleets(t), "other-app")).toBe(false);
     expect(isFleetDispatchOf(t, fleets(t), "")).toBe(false);
+  });
+});
+
+describe("the attempt a dispatch was for, from its correlation_id input", () => {
+  it("reads Fleet's own correlation ids, task ids with dots included", () => {
+    expect(attemptOfDispatch("fl-a1b2", newCorrelationId(task("fl-a1b2", 3) as never))).toBe(3);
+    expect(attemptOfDispatch("bd-a3f8.1", newCorrelationId(task("bd-a3f8.1", 12) as never))).toBe(12);
+  });
+  it("is undefined for another task's id, a malformed one, or none", () => {
+    expect(attemptOfDispatch("fl-a1", newCorrelationId(task("fl-a1b2", 3) as never))).toBeUndefined();
+    expect(attemptOfDispatch("fl-a1b2", "fl-a1b2.3")).toBeUndefined();
+    expect(attemptOfDispatch("fl-a1b2", "fl-a1b2.x.00ff")).toBeUndefined();
+    expect(attemptOfDispatch("fl-a1b2", "fl-a1b2.3.zz")).toBeUndefined();
+    expect(attemptOfDispatch("fl-a1b2", undefined)).toBeUndefined();
+    expect(attemptOfDispatch("fl-a1b2", 3)).toBeUndefined();
   });
 });

@@ -1,0 +1,40 @@
+// The attempt an Actions run was dispatched for, read from the job's event payload (GITHUB_EVENT_PATH):
+// a run started by hand or by an older workflow, or an unreadable payload, holds its claim to none.
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dispatchedAttempt } from "../../src/action/runner.ts";
+
+describe("dispatchedAttempt", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "fleet-event-"));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+  const event = async (name: string, text: string) => {
+    const path = join(dir, name);
+    await writeFile(path, text);
+    return { GITHUB_EVENT_PATH: path };
+  };
+
+  it("is the attempt in a workflow_dispatch's correlation_id input", async () => {
+    const env = await event("ok.json", JSON.stringify({ inputs: { correlation_id: "fl-a1.2.0a1b2c3d" } }));
+    expect(dispatchedAttempt(env, "fl-a1")).toBe(2);
+    expect(dispatchedAttempt(env, "fl-b2")).toBeUndefined();
+  });
+
+  it("is undefined without an event file, without the input, or when the file is not JSON", async () => {
+    expect(dispatchedAttempt({}, "fl-a1")).toBeUndefined();
+    expect(dispatchedAttempt({ GITHUB_EVENT_PATH: join(dir, "missing.json") }, "fl-a1")).toBeUndefined();
+    expect(
+      dispatchedAttempt(await event("none.json", JSON.stringify({ inputs: {} })), "fl-a1"),
+    ).toBeUndefined();
+    expect(
+      dispatchedAttempt(await event("push.json", JSON.stringify({ ref: "refs/heads/main" })), "fl-a1"),
+    ).toBeUndefined();
+    expect(dispatchedAttempt(await event("bad.json", "{not json"), "fl-a1")).toBeUndefined();
+  });
+});
