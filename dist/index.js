@@ -74592,6 +74592,10 @@ async function runner(env = process.env) {
     const cloneUrl = getInput("clone-url") || `${serverUrl}/${fullName}.git`;
     const repo = parseRepoFullName(fullName);
     const attempt = dispatchedAttempt(env, taskId);
+    if (attempt === void 0 && env.GITHUB_EVENT_PATH)
+      info(
+        `This run's dispatch names no attempt of ${taskId} (no correlation_id input of Fleet's form): its claim is not held to one.`
+      );
     for (const name of Object.keys(env)) if (name.startsWith("INPUT_")) delete env[name];
     const github = await githubForToken({ token, baseUrl: apiUrl, userAgent: "fleet-action" });
     const result = await runAction(

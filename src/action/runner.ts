@@ -95,6 +95,10 @@ export async function runner(env: NodeJS.ProcessEnv = process.env): Promise<void
     const cloneUrl = core.getInput("clone-url") || `${serverUrl}/${fullName}.git`;
     const repo = parseRepoFullName(fullName);
     const attempt = dispatchedAttempt(env, taskId);
+    if (attempt === undefined && env.GITHUB_EVENT_PATH)
+      core.info(
+        `This run's dispatch names no attempt of ${taskId} (no correlation_id input of Fleet's form): its claim is not held to one.`,
+      );
     // The inputs are read: no child process (git, the agent's sandbox) inherits them from here on.
     for (const name of Object.keys(env)) if (name.startsWith("INPUT_")) delete env[name];
     const github = await githubForToken({ token, baseUrl: apiUrl, userAgent: "fleet-action" });

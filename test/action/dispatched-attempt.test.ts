@@ -36,5 +36,12 @@ describe("dispatchedAttempt", () => {
       dispatchedAttempt(await event("push.json", JSON.stringify({ ref: "refs/heads/main" })), "fl-a1"),
     ).toBeUndefined();
     expect(dispatchedAttempt(await event("bad.json", "{not json"), "fl-a1")).toBeUndefined();
+    expect(dispatchedAttempt(await event("null.json", "null"), "fl-a1")).toBeUndefined();
+    expect(
+      dispatchedAttempt(await event("inputs.json", '{"inputs": "fl-a1.2.0a"}'), "fl-a1"),
+    ).toBeUndefined();
+    expect(
+      dispatchedAttempt(await event("number.json", '{"inputs": {"correlation_id": 2}}'), "fl-a1"),
+    ).toBeUndefined();
   });
 });
