@@ -3,6 +3,7 @@ import { parseDependencies } from "../core/dependencies.ts";
 import { filesNamedIn } from "../core/file-paths.ts";
 import { parseFleetLabel, taskRequestFromLabels } from "../core/labels.ts";
 import { isCancellable, isTerminal } from "../core/lifecycle.ts";
+import type { FleetStateDoc } from "../core/state-doc.ts";
 import type { Task } from "../core/task.ts";
 import { perUserQuota } from "../economy/budgets.ts";
 import { lastLabeler } from "../github/issue-events.ts";
@@ -32,6 +33,9 @@ export interface ReconcileReport {
  * unlabeling all update an issue, so an issue not in that list has nothing the last sweep did not see;
  * only the PRs it shows closed are read.
  */
+/** How old a state a sweep's scheduling pass may find nothing on without a second read. */
+const RECONCILE_TRUST_MS = 30_000;
+
 export async function reconcileRepo(
   queue: RepoQueue,
   github: GitHub,
@@ -79,14 +83,20 @@ export async function reconcileRepo(
   const closedPulls =
     listed && new Set(listed.filter((i) => i.pull_request && i.state === "closed").map((i) => i.number));
   const settled = await settleEndedPullRequests(queue, github, repo, Object.values(doc.tasks), closedPulls);
+  // Nothing written since the sweep's read: its labels are looked up in the state it read (a task to
+  // queue is checked again inside the queue's compare-and-swap).
+  const wrote = cancelled.length > 0 || settled.ended.length > 0;
   const recovered = await queueMissedLabels(
     queue,
     github,
     repo,
     knownCoders,
     updated && [...updated.values()].filter((i) => i.state === "open"),
+    wrote ? undefined : doc,
   );
-  const changed = await queue.schedule();
+  // A pass that finds nothing on the state the sweep read (or last wrote) is not read again to be sure:
+  // the next event or sweep passes again.
+  const changed = await queue.schedule({ trustCacheMs: RECONCILE_TRUST_MS });
   // A PR that could not be read fails the sweep only now: the rest of it is done, and the next sweep
   // starts from the same point (see RepoQueues.reconcileOne), so it reads that PR again.
   if (settled.failure !== undefined) throw settled.failure;
@@ -147,8 +157,10 @@ async function queueMissedLabels(
   knownCoders: readonly string[],
   /** The open issues to look at; by default every open issue is listed. */
   candidates?: Issue[],
+  /** The state as the sweep read it, when nothing was written since; else read now. */
+  known?: FleetStateDoc,
 ): Promise<number[]> {
-  const doc = await queue.snapshot();
+  const doc = known ?? (await queue.snapshot());
   const config = queue.config(doc);
   const tasks = Object.values(doc.tasks);
   const issues = candidates ?? (await github.issues.listForRepo(repo, { state: "open" }));
