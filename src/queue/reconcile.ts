@@ -20,6 +20,9 @@ export interface ReconcileReport {
   changed: number;
 }
 
+/** How old a state a sweep's scheduling pass may find nothing on without a second read. */
+const RECONCILE_TRUST_MS = 30_000;
+
 /**
  * The safety net behind event-driven scheduling, for a crash or a missed webhook: a live task whose
  * issue was closed or lost its coder label is cancelled, a task whose PR was merged or closed ends
@@ -33,9 +36,6 @@ export interface ReconcileReport {
  * unlabeling all update an issue, so an issue not in that list has nothing the last sweep did not see;
  * only the PRs it shows closed are read.
  */
-/** How old a state a sweep's scheduling pass may find nothing on without a second read. */
-const RECONCILE_TRUST_MS = 30_000;
-
 export async function reconcileRepo(
   queue: RepoQueue,
   github: GitHub,
@@ -45,6 +45,8 @@ export async function reconcileRepo(
 ): Promise<ReconcileReport> {
   const doc = await queue.snapshot();
   const cancelled: string[] = [];
+  /** Moves tried (a move that no longer applied read the state afresh too). */
+  let moves = 0;
   const listed =
     opts.since === undefined
       ? undefined
@@ -77,15 +79,16 @@ export async function reconcileRepo(
           ? `the fleet:${task.coder} label is gone (found by reconcile)`
           : undefined;
     if (!reason) continue;
+    moves++;
     const moved = await queue.move(task.issue, "cancelled", { taskId: task.id, reason });
     cancelled.push(...moved.map((t) => t.id));
   }
   const closedPulls =
     listed && new Set(listed.filter((i) => i.pull_request && i.state === "closed").map((i) => i.number));
   const settled = await settleEndedPullRequests(queue, github, repo, Object.values(doc.tasks), closedPulls);
-  // Nothing written since the sweep's read: its labels are looked up in the state it read (a task to
-  // queue is checked again inside the queue's compare-and-swap).
-  const wrote = cancelled.length > 0 || settled.ended.length > 0;
+  // Nothing written or read since the sweep's read: its labels are looked up in the state it read (a
+  // task to queue is checked again inside the queue's compare-and-swap).
+  const wrote = moves + settled.moves > 0;
   const recovered = await queueMissedLabels(
     queue,
     github,
@@ -115,8 +118,9 @@ async function settleEndedPullRequests(
   repo: RepoRef,
   tasks: Task[],
   closedSince?: Set<number>,
-): Promise<{ ended: string[]; failure?: unknown }> {
+): Promise<{ ended: string[]; moves: number; failure?: unknown }> {
   const ended: string[] = [];
+  let moves = 0;
   let failure: unknown;
   for (const task of tasks) {
     if (task.state !== "pr-open" || task.pr === undefined) continue;
@@ -133,6 +137,7 @@ async function settleEndedPullRequests(
     if (pr.state !== "closed") continue;
     // The task as the sweep read it may have moved on since (a retry opened another PR).
     const samePr = { taskId: task.id, from: ["pr-open" as const], when: (t: Task) => t.pr === task.pr };
+    moves++;
     const moved = pr.merged
       ? await queue.move(task.issue, "done", samePr)
       : await queue.move(task.issue, "failed", {
@@ -141,7 +146,7 @@ async function settleEndedPullRequests(
         });
     ended.push(...moved.map((t) => t.id));
   }
-  return { ended, failure };
+  return { ended, moves, failure };
 }
 
 /**
