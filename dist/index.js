@@ -56233,6 +56233,11 @@ var CasEngine = class {
   readCached(why = "read") {
     return this.refresh(why);
   }
+  /** The cached state if it was read at most `maxAgeMs` ago (see ReadOptions.maxAgeMs). */
+  recent(maxAgeMs) {
+    const age = this.now() - this.readAt;
+    return this.cache && age >= 0 && age <= maxAgeMs ? this.cache : void 0;
+  }
   /** Reads through the transport; the document is parsed again only when its text changed. */
   async refresh(cause, only) {
     const prev = this.cache;
@@ -56371,6 +56376,8 @@ function createCasStore(transport, opts = {}) {
   const around = (op, fn) => transport.around ? transport.around(op, fn) : fn();
   let queued;
   const read = async (opts2 = {}) => {
+    const recent = opts2.maxAgeMs === void 0 ? void 0 : engine.recent(opts2.maxAgeMs);
+    if (recent) return snapshotOf(recent);
     const why = opts2.why ?? "read";
     let mine2 = queued;
     if (!mine2 || mine2.started) {
@@ -60810,7 +60817,8 @@ function startHeartbeat(opts) {
       const now = clock();
       const due = renewalDue(lastRenewal, now, ttlMs, everyMs);
       if (!due) {
-        const seen = renewLease((await store.read()).doc, taskId, { holder, now, ttlMs });
+        const looked = await store.read({ maxAgeMs: everyMs / 2 });
+        const seen = renewLease(looked.doc, taskId, { holder, now, ttlMs });
         refused = seen.ok ? void 0 : seen.reason;
       }
       const beatDone = !due && !opts.alsoDoc ? void 0 : store.update(({ doc }) => {

@@ -154,8 +154,8 @@ export async function resolveTarget(
     // No state branch yet reads as an empty state; make sure that is not a wrong --repo.
     const store: StateStore = {
       ...inner,
-      read: async () => {
-        const s = await inner.read();
+      read: async (o) => {
+        const s = await inner.read(o);
         if (s.version === "" && !checked) {
           checked = true;
           await github.repos.get(repo);

@@ -356,6 +356,12 @@ class CasEngine<H extends Head> {
     return this.refresh(why);
   }
 
+  /** The cached state if it was read at most `maxAgeMs` ago (see ReadOptions.maxAgeMs). */
+  recent(maxAgeMs: number): Cached<H> | undefined {
+    const age = this.now() - this.readAt;
+    return this.cache && age >= 0 && age <= maxAgeMs ? this.cache : undefined;
+  }
+
   /** Reads through the transport; the document is parsed again only when its text changed. */
   private async refresh(cause: ReadCause | string, only?: keyof StateFiles): Promise<Cached<H>> {
     const prev = this.cache;
@@ -525,6 +531,8 @@ export function createCasStore<H extends Head>(transport: CasTransport<H>, opts:
   // gets its own copy.
   let queued: { started: boolean; why: string; state: Promise<Cached<Head>> } | undefined;
   const read = async (opts: ReadOptions = {}): Promise<StateSnapshot> => {
+    const recent = opts.maxAgeMs === undefined ? undefined : engine.recent(opts.maxAgeMs);
+    if (recent) return snapshotOf(recent);
     const why = opts.why ?? "read";
     let mine = queued;
     if (!mine || mine.started) {

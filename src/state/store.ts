@@ -34,6 +34,12 @@ export interface UpdateResult {
 
 export interface ReadOptions {
   why?: string;
+  /**
+   * A state this store read at most this long ago serves, without a request (default: always read): for
+   * a look that many make on one process's store (a running task's heartbeat, `fleet run`'s loop beside
+   * its worker's polls), not for a decision that must see the state now.
+   */
+  maxAgeMs?: number;
 }
 
 export interface UpdateOptions {

@@ -146,7 +146,9 @@ export function startHeartbeat(opts: {
       const due = renewalDue(lastRenewal, now, ttlMs, everyMs);
       // Not due: a fresh read shows a cancel or a lost lease; the commit below then carries only a change.
       if (!due) {
-        const seen = renewLease((await store.read()).doc, taskId, { holder, now, ttlMs });
+        // Any read of this process's store in the last half beat does (a worker's other runs beat too).
+        const looked = await store.read({ maxAgeMs: everyMs / 2 });
+        const seen = renewLease(looked.doc, taskId, { holder, now, ttlMs });
         refused = seen.ok ? undefined : seen.reason;
       }
       const beatDone =

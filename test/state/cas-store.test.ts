@@ -320,6 +320,25 @@ describe("CAS engine: what a transport's write may answer", () => {
     expect(runsOf(r.snapshot.doc)).toBe(3);
   });
 
+  it("a read with maxAgeMs is served by a state read at most that long ago, without a request", async () => {
+    const { reads, store, other, clock } = scripted();
+    await store.update(increment);
+    await store.read();
+    await other.update(increment);
+    reads.length = 0;
+    clock.now += 3_000;
+    expect(runsOf((await store.read({ maxAgeMs: 5_000 })).doc)).toBe(1);
+    expect(reads).toEqual([]);
+    clock.now += 3_000;
+    expect(runsOf((await store.read({ maxAgeMs: 5_000 })).doc)).toBe(2);
+    expect(reads).toEqual([undefined]);
+    // Without the option every read is one; a clock gone back serves nothing from the cache.
+    expect(runsOf((await store.read()).doc)).toBe(2);
+    clock.now -= 60_000;
+    await store.read({ maxAgeMs: 5_000 });
+    expect(reads).toEqual([undefined, undefined, undefined]);
+  });
+
   it("a write queue's batch that drops out whole trusts the cache only if every mutation in it does", async () => {
     const { reads, store, other } = scripted();
     await store.update(increment);

@@ -216,9 +216,9 @@ export async function runCommand(argv: string[]): Promise<number> {
       untilIdle: values["until-idle"] === true,
       signal,
       stopped: () => stopping,
-      // The loop has just read the state: a pass that finds nothing on it needs no second read (the
-      // next round passes again).
-      schedule: schedules ? () => queue.schedule({ trustCacheMs: pollMs }) : undefined,
+      // The loop has just looked at a state at most an interval old: a pass that finds nothing on it
+      // needs no second read (the next round passes again).
+      schedule: schedules ? () => queue.schedule({ trustCacheMs: 2 * pollMs }) : undefined,
     });
   } finally {
     out.status("");
@@ -333,7 +333,9 @@ async function watch(o: {
   let sawWork = false;
   await o.schedule?.();
   while (!o.stopped()) {
-    const { doc } = await target.store.read();
+    // The worker's polls read the state as often: a read of theirs within the interval does (on a
+    // terminal the line is redrawn four times a second, from the same state).
+    const { doc } = await target.store.read({ maxAgeMs: o.pollMs });
     await o.worker.refresh(doc);
     const tasks = Object.values(doc.tasks);
     for (const t of tasks) {
@@ -359,9 +361,18 @@ async function watch(o: {
         `${SPINNER[frame++ % SPINNER.length]} ${running.length} running, ${queued.length} queued${mine.length ? ` | ${mine.join(", ")}` : ""}`,
       );
     }
+    // Idle is said on a fresh read only: the loop's may be an interval old.
     if (o.untilIdle && running.length === 0 && queued.length === 0 && o.worker.running === 0) {
-      out.print(sawWork ? "idle: nothing queued or running" : "nothing to do: no task is queued or running");
-      return;
+      const fresh = (await target.store.read()).doc;
+      const busy = Object.values(fresh.tasks).some(
+        (t) => (isActive(t.state) || t.state === "queued") && o.worker.serves(t, fresh),
+      );
+      if (!busy && o.worker.running === 0) {
+        out.print(
+          sawWork ? "idle: nothing queued or running" : "nothing to do: no task is queued or running",
+        );
+        return;
+      }
     }
     await o.schedule?.();
     await Promise.race([sleep(out.tty ? Math.min(o.pollMs, 250) : o.pollMs), o.signal.promise]);
