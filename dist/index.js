@@ -56244,8 +56244,8 @@ var CasEngine = class {
     const startedAt = this.now();
     const head = await this.t.read(prev?.head, only, cause);
     const real = prev && prev.head.state === head.state ? prev.real : parseStateDoc(head.state, this.t.place.docPath, this.t.place.remedy);
+    if (only === void 0 && this.cache === prev) this.readAt = startedAt;
     this.cache = withClaimsApplied(head, real, prev);
-    this.readAt = startedAt;
     this.noteRefs(head.claims ?? []);
     return this.cache;
   }

@@ -372,8 +372,10 @@ class CasEngine<H extends Head> {
       prev && prev.head.state === head.state
         ? prev.real
         : parseStateDoc(head.state, this.t.place.docPath, this.t.place.remedy);
+    // Read "now" only for the whole state, and only when nothing replaced the cache meanwhile (a write
+    // of ours landing during the read: the state read may lack it), for what trusts a recent read.
+    if (only === undefined && this.cache === prev) this.readAt = startedAt;
     this.cache = withClaimsApplied(head, real, prev);
-    this.readAt = startedAt;
     this.noteRefs(head.claims ?? []);
     return this.cache;
   }

@@ -339,6 +339,21 @@ describe("CAS engine: what a transport's write may answer", () => {
     expect(reads).toEqual([undefined, undefined, undefined]);
   });
 
+  it("a re-read of one file does not make the whole cached state count as just read", async () => {
+    const { steps, reads, store, other, clock } = scripted();
+    await store.update(increment);
+    await store.read();
+    clock.now += 10_000;
+    await other.update(increment);
+    steps.push("lost-on-state-file");
+    reads.length = 0;
+    expect(await store.update(increment)).toMatchObject({ applied: true, retries: 1 });
+    expect(reads).toEqual(["state"]);
+    // The last whole read is 10 s old: a read that takes 5 s old reads.
+    await store.read({ maxAgeMs: 5_000 });
+    expect(reads).toEqual(["state", undefined]);
+  });
+
   it("a write queue's batch that drops out whole trusts the cache only if every mutation in it does", async () => {
     const { reads, store, other } = scripted();
     await store.update(increment);
