@@ -152,27 +152,37 @@ describe("dispatch: actions — the app dispatches the workflow, the runner runs
     expect((await taskOf(issue))?.state).toBe("done");
   }, 120_000);
 
-  it("notices a runner lost mid-run (the run ends without a report): retries, then fails with the reason", async () => {
+  /**
+   * A task whose first run, never taken by a runner, ends without a report (cancelled): the task is
+   * retried, back in the queue and dispatched again as a new run. Its runs and both task states.
+   */
+  const retriedOnce = async (title: string, body: string) => {
     const dispatched: Dispatched[] = [];
     onDispatch = (run) => {
       dispatched.push(run);
       void h.gh.setWorkflowRunStatus(h.full, run.id, "in_progress");
     };
-    const issue = await h.newIssue("Lost runner", "A runner that never reports.");
+    const issue = await h.newIssue(title, body);
     await h.label(issue, "fleet:claude");
     const first = await waitFor("the first run to be recorded", async () => {
       const t = await taskOf(issue);
       return t?.runId ? t : undefined;
     });
-    expect(first).toMatchObject({ state: "dispatched", attempts: 1, runId: String(dispatched[0]?.id) });
-
     await h.gh.setWorkflowRunStatus(h.full, Number(first.runId), "completed", "cancelled");
     await h.settle();
-    // Retried: back in the queue and dispatched again, as a new run.
     const second = await waitFor("the retry's run", async () => {
       const t = await taskOf(issue);
       return t?.attempts === 2 && t.runId && t.runId !== first.runId ? t : undefined;
     });
+    return { issue, dispatched, first, second };
+  };
+
+  it("notices a runner lost mid-run (the run ends without a report): retries, then fails with the reason", async () => {
+    const { issue, dispatched, first, second } = await retriedOnce(
+      "Lost runner",
+      "A runner that never reports.",
+    );
+    expect(first).toMatchObject({ state: "dispatched", attempts: 1, runId: String(dispatched[0]?.id) });
     expect(second.state).toBe("dispatched");
     expect(dispatched).toHaveLength(2);
 
@@ -198,13 +208,7 @@ describe("dispatch: actions — the app dispatches the workflow, the runner runs
     });
     expect(runOf(task.runId!)?.status).toBe("in_progress");
 
-    await h.mona.rest.issues.removeLabel({
-      owner: h.owner,
-      repo: h.name,
-      issue_number: issue,
-      name: "fleet:claude",
-    });
-    await h.settle();
+    await h.unlabel(issue, "fleet:claude");
     await waitFor("the run to be cancelled", async () => runOf(task.runId!)?.conclusion === "cancelled");
     expect(runOf(task.runId!)).toMatchObject({ status: "completed", conclusion: "cancelled" });
     await h.settle();
@@ -214,23 +218,10 @@ describe("dispatch: actions — the app dispatches the workflow, the runner runs
   // With a token of its own (`github-token`), no exchange stands between a run and the task: the run
   // claims only the attempt it was dispatched for, read from its dispatch's correlation_id input.
   it("a run started after its task was dispatched again does not claim the new attempt", async () => {
-    const dispatched: Dispatched[] = [];
-    onDispatch = (run) => {
-      dispatched.push(run);
-      void h.gh.setWorkflowRunStatus(h.full, run.id, "in_progress");
-    };
-    const issue = await h.newIssue("Late runner", "Its first run starts after the retry's dispatch.");
-    await h.label(issue, "fleet:claude");
-    const first = await waitFor("the first run to be recorded", async () => {
-      const t = await taskOf(issue);
-      return t?.runId ? t : undefined;
-    });
-    await h.gh.setWorkflowRunStatus(h.full, Number(first.runId), "completed", "cancelled");
-    await h.settle();
-    const second = await waitFor("the retry's run", async () => {
-      const t = await taskOf(issue);
-      return t?.attempts === 2 && t.runId && t.runId !== first.runId ? t : undefined;
-    });
+    const { issue, dispatched, second } = await retriedOnce(
+      "Late runner",
+      "Its first run starts after the retry's dispatch.",
+    );
     expect(dispatched[0]?.inputs.correlation_id).toMatch(new RegExp(`^${second.id}\\.1\\.`));
 
     const late = await runActionBundle({
@@ -245,12 +236,6 @@ describe("dispatch: actions — the app dispatches the workflow, the runner runs
     expect(after).toMatchObject({ state: "dispatched", attempts: 2, runId: second.runId });
     expect(after?.lease?.holder).toBe(second.lease?.holder);
 
-    await h.mona.rest.issues.removeLabel({
-      owner: h.owner,
-      repo: h.name,
-      issue_number: issue,
-      name: "fleet:claude",
-    });
-    await h.settle();
+    await h.unlabel(issue, "fleet:claude");
   }, 120_000);
 });

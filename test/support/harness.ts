@@ -17,6 +17,8 @@ export interface Harness {
   mona: Octokit;
   newIssue(title: string, body?: string): Promise<number>;
   label(issue: number, ...labels: string[]): Promise<void>;
+  /** Mona removes `label` from the issue (the app's answer settled). */
+  unlabel(issue: number, label: string): Promise<void>;
   comment(issue: number, body: string, as?: Octokit): Promise<void>;
   /** Fleet's tasks as the state branch holds them now. */
   tasks(): Promise<Task[]>;
@@ -113,6 +115,10 @@ export async function startHarness(
     },
     async label(issue, ...labels) {
       await mona.rest.issues.addLabels({ owner, repo: name, issue_number: issue, labels });
+      await settle();
+    },
+    async unlabel(issue, label) {
+      await mona.rest.issues.removeLabel({ owner, repo: name, issue_number: issue, name: label });
       await settle();
     },
     async comment(issue, body, as = mona) {
