@@ -54441,6 +54441,9 @@ function newTask(input2) {
   if (input2.review !== void 0) task.review = input2.review;
   return task;
 }
+function answersRequestAt(task, atMs) {
+  return Date.parse(task.createdAt) >= atMs || Date.parse(task.queuedAt) >= atMs;
+}
 
 // src/core/lifecycle.ts
 var RUN_EXITS = ["queued", "rate-limited", "cancelled", "failed", "done"];
@@ -59246,7 +59249,7 @@ var RepoQueue = class {
     const { doc } = await this.commit((d) => {
       created = false;
       const answered = tasksOf(d).some(
-        (t) => t.issue === input2.issue && t.coder === input2.coder && t.model === input2.model && Date.parse(t.createdAt) >= since
+        (t) => t.issue === input2.issue && t.coder === input2.coder && t.model === input2.model && answersRequestAt(t, since)
       );
       if (answered) return null;
       const r = enqueueTask(d, { ...request2, repo: this.deps.repo, now: this.iso() });

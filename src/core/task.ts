@@ -249,3 +249,11 @@ export function newTask(input: NewTaskInput): Task {
   if (input.review !== undefined) task.review = input.review;
   return task;
 }
+
+/**
+ * Whether `task` answers a label (or mention) given at `atMs`: it was made, or queued again (a relabel
+ * requeues the same task, keeping its `createdAt`; so do a retry and a review round), at or after it.
+ */
+export function answersRequestAt(task: Pick<Task, "createdAt" | "queuedAt">, atMs: number): boolean {
+  return Date.parse(task.createdAt) >= atMs || Date.parse(task.queuedAt) >= atMs;
+}

@@ -4,7 +4,7 @@ import { filesNamedIn } from "../core/file-paths.ts";
 import { parseFleetLabel, taskRequestFromLabels } from "../core/labels.ts";
 import { isCancellable, isTerminal } from "../core/lifecycle.ts";
 import type { FleetStateDoc } from "../core/state-doc.ts";
-import type { Task } from "../core/task.ts";
+import { answersRequestAt, type Task } from "../core/task.ts";
 import { perUserQuota } from "../economy/budgets.ts";
 import { lastLabeler } from "../github/issue-events.ts";
 import { getRepoRole } from "../github/permissions.ts";
@@ -180,8 +180,8 @@ async function queueMissedLabels(
       if (mine.some((t) => !isTerminal(t.state))) continue;
       const by = await lastLabeler(github, repo, issue.number, label);
       if (!by || by.type === "Bot") continue;
-      // The label came before the newest task: that task was its answer.
-      if (mine.some((t) => Date.parse(t.createdAt) >= Date.parse(by.at))) continue;
+      // The label came before the newest task, or before one was queued again: that was its answer.
+      if (mine.some((t) => answersRequestAt(t, Date.parse(by.at)))) continue;
       const role = await getRepoRole(github, repo, by.login);
       if (!(config.allowed_roles as readonly string[]).includes(role)) continue;
       const live: Task[] = Object.values((await queue.snapshot()).tasks);

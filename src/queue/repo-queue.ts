@@ -3,7 +3,7 @@ import { dispatchHolder } from "../core/leases.ts";
 import { canTransition } from "../core/lifecycle.ts";
 import { queuePosition } from "../core/scheduler.ts";
 import { emptyStateDoc, type FleetStateDoc } from "../core/state-doc.ts";
-import type { Task, TaskRequest, TaskState } from "../core/task.ts";
+import { answersRequestAt, type Task, type TaskRequest, type TaskState } from "../core/task.ts";
 import type { Mutation, StateSnapshot, StateStore } from "../state/store.ts";
 import { syncBeads } from "./beads-sync.ts";
 import type { Dispatcher } from "./dispatcher.ts";
@@ -86,8 +86,9 @@ export interface EnqueueRequest extends TaskRequest {
   body?: string | null;
   /**
    * When the label asking for the task was added: a task of the issue for the same coder and
-   * model created since then already answers it (a repeated or late delivery, a second replica),
-   * even if that task has ended meanwhile.
+   * model created or queued again since then already answers it (a repeated or late delivery, a
+   * second replica, a sweep finding a relabel whose requeued run has ended), even if that task has
+   * ended meanwhile (see answersRequestAt).
    */
   labeledAt?: string;
   /** The task is an agent review of this pull request. */
@@ -179,7 +180,7 @@ export class RepoQueue {
           t.issue === input.issue &&
           t.coder === input.coder &&
           t.model === input.model &&
-          Date.parse(t.createdAt) >= since,
+          answersRequestAt(t, since),
       );
       if (answered) return null;
       const r = enqueueTask(d, { ...request, repo: this.deps.repo, now: this.iso() });

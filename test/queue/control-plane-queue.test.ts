@@ -162,6 +162,40 @@ describe("the repository queue's control plane", () => {
     expect((await store.read()).doc.replies).toEqual({ "7:mallory": Math.floor(clock.getTime() / 1000) });
   });
 
+  // A relabel requeues the task it had (its createdAt stays); once that run has ended, the label's
+  // late answer (a sweep that found the label, a redelivery) must not queue it a third time.
+  it("a label answered by requeuing a task is not queued again once that run has ended", async () => {
+    const { queue } = queueWith();
+    const at = (minutes: number) => new Date(Date.parse(NOW) + minutes * 60_000);
+    const label = (minutes: number) =>
+      queue.enqueue({
+        issue: 7,
+        title: "Add a cache",
+        coder: "claude",
+        model: "sonnet",
+        priority: 2,
+        dependsOn: [],
+        requestedBy: "mona",
+        labeledAt: at(minutes).toISOString(),
+      });
+    clock = at(0);
+    const first = await label(0);
+    expect(first.applied).toBe(true);
+    clock = at(5);
+    await queue.move(7, "failed", { reason: "the run failed" });
+    // Labeled again at minute 10: the same task, queued again.
+    clock = at(10);
+    const again = await label(10);
+    expect(again).toMatchObject({ applied: true, task: { id: first.task?.id } });
+    clock = at(15);
+    await queue.move(7, "failed", { reason: "the run failed again" });
+    // The minute-10 label found late (a sweep, a redelivery): answered by that requeue.
+    clock = at(20);
+    expect((await label(10)).applied).toBe(false);
+    // A label given after it is a new request.
+    expect((await label(19)).applied).toBe(true);
+  });
+
   it("refuses a config set outside the file's rules and stores nothing", async () => {
     const { queue, store } = queueWith(fileConfig("budgets: { daily_usd: 10 }\n"));
     const refused = await queue.setConfig([{ key: "budgets.daily_usd", value: 20 }], "mona");
