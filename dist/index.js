@@ -56238,8 +56238,12 @@ var CasEngine = class {
   }
   /** The cached state if it was read at most `maxAgeMs` ago (see ReadOptions.maxAgeMs). */
   recent(maxAgeMs) {
+    return this.cache && this.readWithin(maxAgeMs) ? this.cache : void 0;
+  }
+  /** Whether the cached state was read at most `ms` ago (never on a clock gone back). */
+  readWithin(ms2) {
     const age = this.now() - this.readAt;
-    return this.cache && age >= 0 && age <= maxAgeMs ? this.cache : void 0;
+    return age >= 0 && age <= ms2;
   }
   /** Reads through the transport; the document is parsed again only when its text changed. */
   async refresh(cause, only) {
@@ -56319,8 +56323,7 @@ var CasEngine = class {
       const out = mutation({ doc: cloneStateDoc(c3.doc), beads: c3.head.beads });
       if (out === null) {
         const trust = options.trustCacheMs ?? 0;
-        const age = this.now() - this.readAt;
-        const trusted = !fresh && trust > 0 && retries === 0 && age >= 0 && age <= trust;
+        const trusted = !fresh && trust > 0 && retries === 0 && this.readWithin(trust);
         if (fresh || trusted) return { applied: false, snapshot: snapshotOf(c3), retries };
         c3 = await this.refresh("confirm");
         fresh = true;

@@ -122,9 +122,10 @@ export function attemptOfDispatch(taskId: string, correlationId: unknown): numbe
 
 /** The task and attempt a run's name gives (`fleet <task> <task>.<attempt>.<hex>`, the template's run-name). */
 function dispatchNamedBy(title: string | null | undefined): { taskId: string; attempt: number } | undefined {
-  const named = /^fleet (\S+) (\S+)\.(\d+)\.[0-9a-f]+$/.exec(title ?? "");
-  if (!named || named[1] !== named[2]) return undefined;
-  return { taskId: named[1]!, attempt: Number(named[3]) };
+  const named = /^fleet (\S+) (\S+)$/.exec(title ?? "");
+  if (!named) return undefined;
+  const attempt = attemptOfDispatch(named[1]!, named[2]);
+  return attempt === undefined ? undefined : { taskId: named[1]!, attempt };
 }
 
 /**

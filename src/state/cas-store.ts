@@ -358,8 +358,13 @@ class CasEngine<H extends Head> {
 
   /** The cached state if it was read at most `maxAgeMs` ago (see ReadOptions.maxAgeMs). */
   recent(maxAgeMs: number): Cached<H> | undefined {
+    return this.cache && this.readWithin(maxAgeMs) ? this.cache : undefined;
+  }
+
+  /** Whether the cached state was read at most `ms` ago (never on a clock gone back). */
+  private readWithin(ms: number): boolean {
     const age = this.now() - this.readAt;
-    return this.cache && age >= 0 && age <= maxAgeMs ? this.cache : undefined;
+    return age >= 0 && age <= ms;
   }
 
   /** Reads through the transport; the document is parsed again only when its text changed. */
@@ -460,8 +465,7 @@ class CasEngine<H extends Head> {
       if (out === null) {
         // Only as the update starts: a lost race's re-read may be of one file alone.
         const trust = options.trustCacheMs ?? 0;
-        const age = this.now() - this.readAt;
-        const trusted = !fresh && trust > 0 && retries === 0 && age >= 0 && age <= trust;
+        const trusted = !fresh && trust > 0 && retries === 0 && this.readWithin(trust);
         if (fresh || trusted) return { applied: false, snapshot: snapshotOf(c), retries };
         // Decided on cached state: make sure it still does not apply before dropping it.
         c = await this.refresh("confirm");

@@ -2,6 +2,7 @@ import { adapters, getAdapter } from "../../agents/index.ts";
 import type { FleetConfig } from "../../core/config.ts";
 import { checkCredentialName } from "../../core/credential-names.ts";
 import { isActive } from "../../core/lifecycle.ts";
+import type { FleetStateDoc } from "../../core/state-doc.ts";
 import type { Task } from "../../core/task.ts";
 import { totalTokens } from "../../core/usage.ts";
 import { useCommandHelper } from "../../process/command-runner.ts";
@@ -331,6 +332,14 @@ async function watch(o: {
   const seen = new Map<string, string>();
   let frame = 0;
   let sawWork = false;
+  // Tasks of repositories this run does not serve are someone else's: they do not keep it busy.
+  const work = (doc: FleetStateDoc) => {
+    const mine = Object.values(doc.tasks).filter((t) => o.worker.serves(t, doc));
+    return {
+      running: mine.filter((t) => isActive(t.state)),
+      queued: mine.filter((t) => t.state === "queued"),
+    };
+  };
   await o.schedule?.();
   while (!o.stopped()) {
     // The worker's polls read the state as often: a read of theirs within the interval does (on a
@@ -346,9 +355,7 @@ async function watch(o: {
         );
       seen.set(t.id, t.state);
     }
-    // Tasks of repositories this run does not serve are someone else's: they do not keep it busy.
-    const running = tasks.filter((t) => isActive(t.state) && o.worker.serves(t, doc));
-    const queued = tasks.filter((t) => t.state === "queued" && o.worker.serves(t, doc));
+    const { running, queued } = work(doc);
     if (running.length || queued.length) sawWork = true;
     if (out.tty) {
       const mine = await Promise.all(
@@ -363,11 +370,8 @@ async function watch(o: {
     }
     // Idle is said on a fresh read only: the loop's may be an interval old.
     if (o.untilIdle && running.length === 0 && queued.length === 0 && o.worker.running === 0) {
-      const fresh = (await target.store.read()).doc;
-      const busy = Object.values(fresh.tasks).some(
-        (t) => (isActive(t.state) || t.state === "queued") && o.worker.serves(t, fresh),
-      );
-      if (!busy && o.worker.running === 0) {
+      const left = work((await target.store.read()).doc);
+      if (left.running.length === 0 && left.queued.length === 0 && o.worker.running === 0) {
         out.print(
           sawWork ? "idle: nothing queued or running" : "nothing to do: no task is queued or running",
         );
