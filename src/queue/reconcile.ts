@@ -86,8 +86,9 @@ export async function reconcileRepo(
   const closedPulls =
     listed && new Set(listed.filter((i) => i.pull_request && i.state === "closed").map((i) => i.number));
   const settled = await settleEndedPullRequests(queue, github, repo, Object.values(doc.tasks), closedPulls);
-  // Nothing written or read since the sweep's read: its labels are looked up in the state it read (a
-  // task to queue is checked again inside the queue's compare-and-swap).
+  // Its labels are looked up in the state the sweep last had: as it read it, or as its moves left it (a
+  // task to queue is checked again inside the queue's compare-and-swap, so a state another writer has
+  // moved since costs at most a lookup of a label's events, not a second task).
   const wrote = moves + settled.moves > 0;
   const recovered = await queueMissedLabels(
     queue,
@@ -95,7 +96,7 @@ export async function reconcileRepo(
     repo,
     knownCoders,
     updated && [...updated.values()].filter((i) => i.state === "open"),
-    wrote ? undefined : doc,
+    wrote ? queue.lastState() : doc,
   );
   // A pass that finds nothing on the state the sweep read (or last wrote) is not read again to be sure:
   // the next event or sweep passes again.
@@ -162,7 +163,7 @@ async function queueMissedLabels(
   knownCoders: readonly string[],
   /** The open issues to look at; by default every open issue is listed. */
   candidates?: Issue[],
-  /** The state as the sweep read it, when nothing was written since; else read now. */
+  /** The state as the sweep read it or its moves left it; else read now. */
   known?: FleetStateDoc,
 ): Promise<number[]> {
   const doc = known ?? (await queue.snapshot());
