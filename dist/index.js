@@ -32563,10 +32563,16 @@ function getIDToken(aud) {
 }
 
 // src/core/task-workflow.ts
-function attemptOfDispatch(taskId, correlationId) {
+function dispatchOf(taskId, correlationId) {
   if (typeof correlationId !== "string" || !correlationId.startsWith(`${taskId}.`)) return void 0;
-  const m = /^(\d+)\.[0-9a-f]+$/.exec(correlationId.slice(taskId.length + 1));
-  return m ? Number(m[1]) : void 0;
+  const m = /^(\d{1,9})\.[0-9a-f]+(?:\.(\d{1,15}))?$/.exec(correlationId.slice(taskId.length + 1));
+  if (!m) return void 0;
+  return { attempt: Number(m[1]), ...m[2] !== void 0 ? { dispatchedAt: Number(m[2]) } : {} };
+}
+function isDispatchNamed(task, named) {
+  if (task.attempts !== named.attempt) return false;
+  if (named.dispatchedAt === void 0 || !task.lease) return true;
+  return Date.parse(task.lease.acquiredAt) === named.dispatchedAt;
 }
 
 // node_modules/@probot/octokit-plugin-config/dist-src/version.js
@@ -56349,7 +56355,8 @@ var CasEngine = class {
         if (landed)
           return { applied: true, snapshot: snapshotOf(landed), retries, commit: landed.head.version };
       } else this.conflicts++;
-      if (retries >= maxRetries) throw new StateConflictError(this.t.place.where, retries + 1);
+      const persist = options.retryUntilMs !== void 0 && this.now() < options.retryUntilMs;
+      if (retries >= maxRetries && !persist) throw new StateConflictError(this.t.place.where, retries + 1);
       await this.sleep(casBackoffDelay(retries, this.random, this.lastWrite.tookMs));
       retries++;
       const only = outcome.kind === "conflict" ? outcome.file : void 0;
@@ -57442,7 +57449,12 @@ ${messages.map((m) => `- ${m.split("\n")[0]}`).join("\n")}`;
     let result;
     try {
       const trustCacheMs = Math.min(...batch.map((p2) => p2.trustCacheMs));
-      result = await store.update(combined, { maxRetries: opts.maxRetries, trustCacheMs });
+      const until = batch.flatMap((p2) => p2.retryUntilMs === void 0 ? [] : [p2.retryUntilMs]);
+      result = await store.update(combined, {
+        maxRetries: opts.maxRetries,
+        trustCacheMs,
+        ...until.length ? { retryUntilMs: Math.max(...until) } : {}
+      });
     } catch (error64) {
       for (const p2 of batch) p2.reject(error64);
       return;
@@ -57475,7 +57487,13 @@ ${messages.map((m) => `- ${m.split("\n")[0]}`).join("\n")}`;
   return {
     enqueue(mutation, options = {}) {
       return new Promise((resolve5, reject) => {
-        waiting.push({ mutation, trustCacheMs: options.trustCacheMs ?? 0, resolve: resolve5, reject });
+        waiting.push({
+          mutation,
+          trustCacheMs: options.trustCacheMs ?? 0,
+          ...options.retryUntilMs !== void 0 ? { retryUntilMs: options.retryUntilMs } : {},
+          resolve: resolve5,
+          reject
+        });
         if (waiting.length >= maxBatch) void flush();
         else if (!busy && !timer) timer = setTimeout(() => void flush(), maxDelayMs);
       });
@@ -57499,7 +57517,11 @@ function coalescingStore(store, opts = {}) {
 // src/queue/actions-dispatcher.ts
 var import_node_crypto4 = require("node:crypto");
 var DEFAULT_DELAYS = [1e3, 2e3, 4e3, 8e3];
-var newCorrelationId = (task) => `${task.id}.${task.attempts}.${(0, import_node_crypto4.randomBytes)(4).toString("hex")}`;
+var newCorrelationId = (task) => {
+  const at = task.lease ? Date.parse(task.lease.acquiredAt) : Number.NaN;
+  const id = `${task.id}.${task.attempts}.${(0, import_node_crypto4.randomBytes)(4).toString("hex")}`;
+  return Number.isSafeInteger(at) && at >= 0 ? `${id}.${at}` : id;
+};
 function explainDispatchError(error64, workflow, ref) {
   const status = error64.status;
   const message = error64.message;
@@ -59285,11 +59307,14 @@ var RepoQueue = class {
    * A worker's run of `taskId` ended (see endRun), with `alsoDoc`'s changes in the same commit (the run's
    * last context, its credentials' windows). The task as the commit left it; undefined when it is gone.
    */
-  async endRun(taskId, end, alsoDoc) {
-    const { doc } = await this.commit((d) => {
-      const r = endRun(d, taskId, { ...end, now: this.iso() });
-      return r && alsoDoc ? { ...r, doc: alsoDoc(r.doc) } : r;
-    });
+  async endRun(taskId, end, alsoDoc, retryUntilMs) {
+    const { doc } = await this.commit(
+      (d) => {
+        const r = endRun(d, taskId, { ...end, now: this.iso() });
+        return r && alsoDoc ? { ...r, doc: alsoDoc(r.doc) } : r;
+      },
+      { schedule: true, ...retryUntilMs !== void 0 ? { retryUntilMs } : {} }
+    );
     return doc.tasks[taskId];
   }
   /**
@@ -59400,10 +59425,10 @@ var RepoQueue = class {
         message: last.messages.join("\n") || "update tasks"
       };
     };
-    const update = await deps.store.update(
-      mutation,
-      opts.trustCacheMs ? { trustCacheMs: opts.trustCacheMs } : void 0
-    );
+    const update = await deps.store.update(mutation, {
+      ...opts.trustCacheMs ? { trustCacheMs: opts.trustCacheMs } : {},
+      ...opts.retryUntilMs !== void 0 ? { retryUntilMs: opts.retryUntilMs } : {}
+    });
     this.lastDoc = update.snapshot.doc;
     const result = update.applied ? last : null;
     if (result && taken.length) deps.taker?.taken(taken, update.snapshot);
@@ -60811,7 +60836,7 @@ function renewalDue(lastBeatAt, now, ttlMs, everyMs) {
 function startHeartbeat(opts) {
   const { store, taskId, holder, ttlMs, clock } = opts;
   const everyMs = opts.everyMs ?? heartbeatIntervalMs(ttlMs);
-  let lastRenewal = clock().toISOString();
+  let lastRenewal = opts.renewedAt && Number.isFinite(Date.parse(opts.renewedAt)) ? opts.renewedAt : clock().toISOString();
   const abort = new AbortController();
   const onOuterAbort = () => abort.abort();
   opts.outer?.addEventListener("abort", onOuterAbort);
@@ -60864,6 +60889,7 @@ function startHeartbeat(opts) {
   return {
     signal: abort.signal,
     lost: () => lost,
+    heldUntil: () => Date.parse(lastRenewal) + ttlMs,
     confirm,
     stop: () => {
       clearInterval(timer);
@@ -73474,7 +73500,7 @@ async function postAbComparisonIfDue(deps, issue3) {
 }
 
 // src/worker/5-record.ts
-async function recordOutcome(task, outcome, deps, lost, alsoDoc) {
+async function recordOutcome(task, outcome, deps, lost, alsoDoc, heldUntilMs) {
   const clock = deps.clock ?? (() => /* @__PURE__ */ new Date());
   const totals2 = combineTotals(outcome.planTotals, outcome.totals);
   const patch = {};
@@ -73520,7 +73546,8 @@ async function recordOutcome(task, outcome, deps, lost, alsoDoc) {
       patch,
       ...totals2 ? { run: { kind, at: now, totals: totals2 } } : {}
     },
-    alsoDoc
+    alsoDoc,
+    deps.endWithinLease ? heldUntilMs : void 0
   );
 }
 function credentialPool(coder, deps, clock) {
@@ -74131,7 +74158,8 @@ async function executeTask(taskId, deps, claimedAlready) {
     clock,
     outer: deps.signal,
     log,
-    alsoDoc: runDoc
+    alsoDoc: runDoc,
+    ...claimed.task.lease ? { renewedAt: claimed.task.lease.heartbeatAt } : {}
   });
   let outcome;
   try {
@@ -74139,7 +74167,7 @@ async function executeTask(taskId, deps, claimedAlready) {
     if (first.kind === "all-cooling") {
       outcome = allCooling(task.coder, first.resetAt);
       await deps.runOver?.();
-      await recordOutcome(task, outcome, steps.record, heartbeat.lost());
+      await recordOutcome(task, outcome, steps.record, heartbeat.lost(), void 0, heartbeat.heldUntil());
       return outcome;
     }
     const onContext = (c3) => {
@@ -74167,7 +74195,7 @@ async function executeTask(taskId, deps, claimedAlready) {
   );
   const poolReset = outcome.outcome === "rate-limited" ? rotation.resetAt() : void 0;
   if (poolReset) outcome.rateLimit = { ...outcome.rateLimit, resetsAt: poolReset };
-  await recordOutcome(task, outcome, steps.record, heartbeat.lost(), runDoc);
+  await recordOutcome(task, outcome, steps.record, heartbeat.lost(), runDoc, heartbeat.heldUntil());
   await deps.tracker?.flush(task.id);
   await afterRecord(task, outcome, deps, steps.ab, log);
   return outcome;
@@ -74234,7 +74262,8 @@ function stepInputs(deps, log) {
       config: config3,
       holder: deps.holder,
       ...clock ? { clock } : {},
-      ...deps.local ? { local: true } : {}
+      ...deps.local ? { local: true } : {},
+      ...deps.endWithinLease ? { endWithinLease: true } : {}
     },
     split: { github, repo, config: config3, queue },
     discovered: {
@@ -74445,7 +74474,14 @@ async function runAction(inputs, deps) {
       modelBaseUrl: inputs.modelBaseUrl,
       agentEnv: inputs.agentEnv,
       holder,
-      ...inputs.attempt !== void 0 ? { mayClaim: (doc) => doc.tasks[inputs.taskId]?.attempts === inputs.attempt } : {},
+      ...inputs.dispatch !== void 0 ? {
+        mayClaim: (doc) => {
+          const t = doc.tasks[inputs.taskId];
+          return t !== void 0 && isDispatchNamed(t, inputs.dispatch);
+        }
+      } : {},
+      // The job runs this task alone: a busy state branch must not cost it its run's end.
+      endWithinLease: true,
       heartbeatMs: deps.heartbeatMs,
       secrets: inputs.secrets,
       ...inputs.egressHosts ? { egressHosts: inputs.egressHosts } : {},
@@ -74560,11 +74596,11 @@ function parseNameValueLines(input2, inputName) {
   });
   return values;
 }
-function dispatchedAttempt(env, taskId) {
+function dispatchedFor(env, taskId) {
   if (!env.GITHUB_EVENT_PATH) return void 0;
   try {
     const event = JSON.parse((0, import_node_fs16.readFileSync)(env.GITHUB_EVENT_PATH, "utf8"));
-    return attemptOfDispatch(taskId, event.inputs?.correlation_id);
+    return dispatchOf(taskId, event.inputs?.correlation_id);
   } catch {
     return void 0;
   }
@@ -74605,8 +74641,8 @@ async function runner(env = process.env) {
     const serverUrl = env.GITHUB_SERVER_URL || "https://github.com";
     const cloneUrl = getInput("clone-url") || `${serverUrl}/${fullName}.git`;
     const repo = parseRepoFullName(fullName);
-    const attempt = dispatchedAttempt(env, taskId);
-    if (attempt === void 0 && env.GITHUB_EVENT_PATH)
+    const dispatch = dispatchedFor(env, taskId);
+    if (dispatch === void 0 && env.GITHUB_EVENT_PATH)
       info(
         `This run's dispatch names no attempt of ${taskId} (no correlation_id input of Fleet's form): its claim is not held to one.`
       );
@@ -74617,7 +74653,7 @@ async function runner(env = process.env) {
         taskId,
         repo,
         runId,
-        ...attempt !== void 0 ? { attempt } : {},
+        ...dispatch !== void 0 ? { dispatch } : {},
         cloneUrl,
         // Token auth only over http(s); it travels in git's environment, never in the URL.
         gitAuth: /^https?:/.test(cloneUrl) ? { username: "x-access-token", token } : void 0,

@@ -2,6 +2,7 @@ import { getAdapter } from "../agents/index.ts";
 import type { FleetConfig } from "../core/config.ts";
 import { actionsRunHolder } from "../core/leases.ts";
 import { redactSecrets } from "../core/redact.ts";
+import { type DispatchNamed, isDispatchNamed } from "../core/task-workflow.ts";
 import { addUsage, emptyUsage, type RunTotals, type TokenUsage } from "../core/usage.ts";
 import type { GitHub, RepoRef } from "../github/port.ts";
 import { openRepository } from "../queue/open-repository.ts";
@@ -17,10 +18,11 @@ export interface ActionInputs {
   /** The Actions run this job belongs to: the lease holder is `actions:<runId>`. */
   runId: string;
   /**
-   * The task's attempt this run was dispatched for (its dispatch's correlation id): a task dispatched
-   * again since (a lease run out while the run waited for a runner) is another run's, not claimed here.
+   * The task's dispatch this run is for (its correlation id: attempt and time): a task dispatched again
+   * since (a lease run out while the run waited for a runner, an attempt given back and counted again)
+   * is another run's, not claimed here.
    */
-  attempt?: number;
+  dispatch?: DispatchNamed;
   cloneUrl: string;
   gitAuth?: GitAuth;
   workDir: string;
@@ -142,9 +144,16 @@ export async function runAction(inputs: ActionInputs, deps: ActionDeps): Promise
       modelBaseUrl: inputs.modelBaseUrl,
       agentEnv: inputs.agentEnv,
       holder,
-      ...(inputs.attempt !== undefined
-        ? { mayClaim: (doc) => doc.tasks[inputs.taskId]?.attempts === inputs.attempt }
+      ...(inputs.dispatch !== undefined
+        ? {
+            mayClaim: (doc) => {
+              const t = doc.tasks[inputs.taskId];
+              return t !== undefined && isDispatchNamed(t, inputs.dispatch!);
+            },
+          }
         : {}),
+      // The job runs this task alone: a busy state branch must not cost it its run's end.
+      endWithinLease: true,
       heartbeatMs: deps.heartbeatMs,
       secrets: inputs.secrets,
       ...(inputs.egressHosts ? { egressHosts: inputs.egressHosts } : {}),

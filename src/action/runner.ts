@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import * as core from "@actions/core";
-import { attemptOfDispatch } from "../core/task-workflow.ts";
+import { type DispatchNamed, dispatchOf } from "../core/task-workflow.ts";
 import { githubForToken } from "../github/octokit-port.ts";
 import { parseRepoFullName } from "../github/port.ts";
 import { useCommandHelper } from "../process/command-runner.ts";
@@ -35,18 +35,18 @@ export function parseNameValueLines(input: string, inputName: string): Map<strin
 }
 
 /**
- * The attempt of the task this run was dispatched for: Fleet's dispatch names it in its `correlation_id`
- * input, which the job's event payload holds (`inputs` of a workflow_dispatch event,
+ * The dispatch of the task this run is for (its attempt and time): Fleet's dispatch names it in its
+ * `correlation_id` input, which the job's event payload holds (`inputs` of a workflow_dispatch event,
  * https://docs.github.com/en/actions/writing-workflows/choosing-when-your-workflow-runs/events-that-trigger-workflows#workflow_dispatch).
  * Undefined for a run started otherwise (by hand, an older workflow): its claim is not held to an attempt.
  */
-export function dispatchedAttempt(env: NodeJS.ProcessEnv, taskId: string): number | undefined {
+export function dispatchedFor(env: NodeJS.ProcessEnv, taskId: string): DispatchNamed | undefined {
   if (!env.GITHUB_EVENT_PATH) return undefined;
   try {
     const event = JSON.parse(readFileSync(env.GITHUB_EVENT_PATH, "utf8")) as {
       inputs?: Record<string, unknown>;
     };
-    return attemptOfDispatch(taskId, event.inputs?.correlation_id);
+    return dispatchOf(taskId, event.inputs?.correlation_id);
   } catch {
     return undefined;
   }
@@ -94,8 +94,8 @@ export async function runner(env: NodeJS.ProcessEnv = process.env): Promise<void
     const serverUrl = env.GITHUB_SERVER_URL || "https://github.com";
     const cloneUrl = core.getInput("clone-url") || `${serverUrl}/${fullName}.git`;
     const repo = parseRepoFullName(fullName);
-    const attempt = dispatchedAttempt(env, taskId);
-    if (attempt === undefined && env.GITHUB_EVENT_PATH)
+    const dispatch = dispatchedFor(env, taskId);
+    if (dispatch === undefined && env.GITHUB_EVENT_PATH)
       core.info(
         `This run's dispatch names no attempt of ${taskId} (no correlation_id input of Fleet's form): its claim is not held to one.`,
       );
@@ -108,7 +108,7 @@ export async function runner(env: NodeJS.ProcessEnv = process.env): Promise<void
         taskId,
         repo,
         runId,
-        ...(attempt !== undefined ? { attempt } : {}),
+        ...(dispatch !== undefined ? { dispatch } : {}),
         cloneUrl,
         // Token auth only over http(s); it travels in git's environment, never in the URL.
         gitAuth: /^https?:/.test(cloneUrl) ? { username: "x-access-token", token } : undefined,

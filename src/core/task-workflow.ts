@@ -83,11 +83,13 @@ export function workflowCredentialNames(workflow: string): string[] {
  * The task a run of the task workflow was dispatched for: by the run id Fleet recorded, else by its
  * run-name (`run-name: fleet <task> <task>.<attempt>.<hex>` in the template), which a run carries from
  * its start. A run can end before Fleet records its id (its job failed at once, or the action's claim
- * landed first), and without this its task would wait for its lease to expire. Only a task whose
- * attempt is the run's and that has no other run recorded is matched, and only by a run Fleet itself
+ * landed first), and without this its task would wait for its lease to expire. Only a task in the
+ * run's dispatch (isDispatchNamed) and that has no other run recorded is matched, and only by a run Fleet itself
  * dispatched (isFleetDispatchOf: a writer's copy of the run-name, dispatched by hand, ends nothing).
  */
-export function taskOfRun<T extends { id: string; attempts: number; runId?: string }>(
+export function taskOfRun<
+  T extends { id: string; attempts: number; runId?: string; lease?: { acquiredAt: string } },
+>(
   tasks: Record<string, T>,
   run: FleetRunFacts & { id: number | string },
   /** The app's slug; without it a run is found by its recorded id only. */
@@ -110,39 +112,60 @@ interface FleetRunFacts {
   display_title?: string | null;
 }
 
-/**
- * The attempt of `taskId` a dispatch was for, read from its `correlation_id` input
- * (`<task>.<attempt>.<hex>`, newCorrelationId); undefined when it is not that form for this task.
- */
-export function attemptOfDispatch(taskId: string, correlationId: unknown): number | undefined {
-  if (typeof correlationId !== "string" || !correlationId.startsWith(`${taskId}.`)) return undefined;
-  const m = /^(\d+)\.[0-9a-f]+$/.exec(correlationId.slice(taskId.length + 1));
-  return m ? Number(m[1]) : undefined;
+/** Which dispatch of a task a run is for: its attempt, and (from Fleet versions that name it) the dispatch's time. */
+export interface DispatchNamed {
+  attempt: number;
+  /** The dispatch's lease's `acquiredAt` (epoch ms); absent in the older form. */
+  dispatchedAt?: number;
 }
 
-/** The task and attempt a run's name gives (`fleet <task> <task>.<attempt>.<hex>`, the template's run-name). */
-function dispatchNamedBy(title: string | null | undefined): { taskId: string; attempt: number } | undefined {
+/**
+ * The dispatch of `taskId` a run was for, read from its `correlation_id` input
+ * (`<task>.<attempt>.<hex>[.<dispatch ms>]`, newCorrelationId); undefined when it is not that form for this task.
+ */
+export function dispatchOf(taskId: string, correlationId: unknown): DispatchNamed | undefined {
+  if (typeof correlationId !== "string" || !correlationId.startsWith(`${taskId}.`)) return undefined;
+  const m = /^(\d{1,9})\.[0-9a-f]+(?:\.(\d{1,15}))?$/.exec(correlationId.slice(taskId.length + 1));
+  if (!m) return undefined;
+  return { attempt: Number(m[1]), ...(m[2] !== undefined ? { dispatchedAt: Number(m[2]) } : {}) };
+}
+
+/**
+ * Whether `task` is in the dispatch a run names: the same attempt, and the same dispatch where the run
+ * names its time and the task has a lease (a later dispatch of the same attempt number is another's).
+ */
+export function isDispatchNamed(
+  task: { attempts: number; lease?: { acquiredAt: string } },
+  named: DispatchNamed,
+): boolean {
+  if (task.attempts !== named.attempt) return false;
+  if (named.dispatchedAt === undefined || !task.lease) return true;
+  return Date.parse(task.lease.acquiredAt) === named.dispatchedAt;
+}
+
+/** The task and dispatch a run's name gives (`fleet <task> <correlation id>`, the template's run-name). */
+function dispatchNamedBy(title: string | null | undefined): (DispatchNamed & { taskId: string }) | undefined {
   const named = /^fleet (\S+) (\S+)$/.exec(title ?? "");
   if (!named) return undefined;
-  const attempt = attemptOfDispatch(named[1]!, named[2]);
-  return attempt === undefined ? undefined : { taskId: named[1]!, attempt };
+  const dispatch = dispatchOf(named[1]!, named[2]);
+  return dispatch === undefined ? undefined : { taskId: named[1]!, ...dispatch };
 }
 
 /**
  * Whether `run` is the one Fleet dispatched for the task's current attempt, told from the run itself
  * (https://docs.github.com/en/rest/actions/workflow-runs#get-a-workflow-run): a `workflow_dispatch`
- * whose run-name names the task and this attempt, started by the app's own bot (`<slug>[bot]`). Only
+ * whose run-name names the task and this dispatch of it, started by the app's own bot (`<slug>[bot]`). Only
  * Fleet (the app, or a run holding the app's token) dispatches as the bot: a writer's dispatch by hand,
  * even one copying the run-name, is the writer's, and so is a re-run of Fleet's run (`triggering_actor`
  * is who started the run's latest attempt).
  */
 export function isFleetDispatchOf(
-  task: { id: string; attempts: number },
+  task: { id: string; attempts: number; lease?: { acquiredAt: string } },
   run: FleetRunFacts,
   appSlug: string,
 ): boolean {
   if (run.event !== "workflow_dispatch" || !appSlug) return false;
   if (run.triggering_actor?.login.toLowerCase() !== `${appSlug}[bot]`.toLowerCase()) return false;
   const named = dispatchNamedBy(run.display_title);
-  return named?.taskId === task.id && named.attempt === task.attempts;
+  return named?.taskId === task.id && isDispatchNamed(task, named);
 }

@@ -21,9 +21,17 @@ export interface ActionsDispatcherOptions {
 
 const DEFAULT_DELAYS = [1_000, 2_000, 4_000, 8_000];
 
-/** A dispatch's id, unique per attempt; the workflow's `run-name` carries it so the run can be found. */
-export const newCorrelationId = (task: Task): string =>
-  `${task.id}.${task.attempts}.${randomBytes(4).toString("hex")}`;
+/**
+ * A dispatch's id (`<task>.<attempt>.<hex>.<dispatch ms>`, read by dispatchOf); the workflow's `run-name`
+ * carries it so the run can be found. The dispatch's time (its lease's `acquiredAt`) tells this dispatch
+ * from a later one of the same attempt number: an attempt given back (a run that failed before its agent,
+ * a hand-off) is counted again by the next dispatch.
+ */
+export const newCorrelationId = (task: Task): string => {
+  const at = task.lease ? Date.parse(task.lease.acquiredAt) : Number.NaN;
+  const id = `${task.id}.${task.attempts}.${randomBytes(4).toString("hex")}`;
+  return Number.isSafeInteger(at) && at >= 0 ? `${id}.${at}` : id;
+};
 
 /** What went wrong with a dispatch, in words a maintainer can act on. */
 function explainDispatchError(error: unknown, workflow: string, ref: string): Error {

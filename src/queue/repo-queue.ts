@@ -220,11 +220,16 @@ export class RepoQueue {
     taskId: string,
     end: Omit<RunEnd, "now">,
     alsoDoc?: (doc: FleetStateDoc) => FleetStateDoc,
+    /** Past the store's usual retries, keep trying until then (see UpdateOptions.retryUntilMs). */
+    retryUntilMs?: number,
   ): Promise<Task | undefined> {
-    const { doc } = await this.commit((d) => {
-      const r = endRun(d, taskId, { ...end, now: this.iso() });
-      return r && alsoDoc ? { ...r, doc: alsoDoc(r.doc) } : r;
-    });
+    const { doc } = await this.commit(
+      (d) => {
+        const r = endRun(d, taskId, { ...end, now: this.iso() });
+        return r && alsoDoc ? { ...r, doc: alsoDoc(r.doc) } : r;
+      },
+      { schedule: true, ...(retryUntilMs !== undefined ? { retryUntilMs } : {}) },
+    );
     return doc.tasks[taskId];
   }
 
@@ -325,6 +330,7 @@ export class RepoQueue {
       /** Tasks whose change this commit records but the caller shows (with more of it): not shown here. */
       shownByCaller?: ReadonlySet<string>;
       trustCacheMs?: number;
+      retryUntilMs?: number;
     } = { schedule: true },
   ): Promise<{ result: TransitionResult | null; doc: FleetStateDoc }> {
     const { deps } = this;
@@ -363,10 +369,10 @@ export class RepoQueue {
         message: last.messages.join("\n") || "update tasks",
       };
     };
-    const update = await deps.store.update(
-      mutation,
-      opts.trustCacheMs ? { trustCacheMs: opts.trustCacheMs } : undefined,
-    );
+    const update = await deps.store.update(mutation, {
+      ...(opts.trustCacheMs ? { trustCacheMs: opts.trustCacheMs } : {}),
+      ...(opts.retryUntilMs !== undefined ? { retryUntilMs: opts.retryUntilMs } : {}),
+    });
     this.lastDoc = update.snapshot.doc;
     const result = update.applied ? (last as TransitionResult | null) : null;
     if (result && taken.length) deps.taker?.taken(taken, update.snapshot);

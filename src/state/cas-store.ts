@@ -492,7 +492,8 @@ class CasEngine<H extends Head> {
         if (landed)
           return { applied: true, snapshot: snapshotOf(landed), retries, commit: landed.head.version };
       } else this.conflicts++;
-      if (retries >= maxRetries) throw new StateConflictError(this.t.place.where, retries + 1);
+      const persist = options.retryUntilMs !== undefined && this.now() < options.retryUntilMs;
+      if (retries >= maxRetries && !persist) throw new StateConflictError(this.t.place.where, retries + 1);
       await this.sleep(casBackoffDelay(retries, this.random, this.lastWrite.tookMs));
       retries++;
       const only = outcome.kind === "conflict" ? outcome.file : undefined;

@@ -50,6 +50,12 @@ export interface UpdateOptions {
    * (a scheduling pass that finds nothing to start), not for what a person asked.
    */
   trustCacheMs?: number;
+  /**
+   * Past `maxRetries`, a write that lost its race is tried again until this time (epoch ms, on the
+   * store's clock) instead of given up: for a write that must land while something still holds, such as
+   * a run's end within its lease, where giving up means the run is lost and its agent runs again.
+   */
+  retryUntilMs?: number;
 }
 
 /** One state commit (or local history line), newest first in a history. */

@@ -11,7 +11,10 @@ export interface WriteQueueOptions {
 
 export interface WriteQueue {
   /** Resolves once the batch holding this mutation is committed (or this mutation was dropped). */
-  enqueue(mutation: Mutation, options?: Pick<UpdateOptions, "trustCacheMs">): Promise<UpdateResult>;
+  enqueue(
+    mutation: Mutation,
+    options?: Pick<UpdateOptions, "trustCacheMs" | "retryUntilMs">,
+  ): Promise<UpdateResult>;
   /** Writes whatever is waiting now. */
   flush(): Promise<void>;
   /** Commits written by this queue. */
@@ -21,6 +24,7 @@ export interface WriteQueue {
 interface Pending {
   mutation: Mutation;
   trustCacheMs: number;
+  retryUntilMs?: number;
   resolve: (r: UpdateResult) => void;
   reject: (e: unknown) => void;
 }
@@ -84,7 +88,13 @@ export function createWriteQueue(store: StateStore, opts: WriteQueueOptions = {}
     try {
       // A batch that drops out whole is confirmed on fresh state unless every mutation in it trusts the cache.
       const trustCacheMs = Math.min(...batch.map((p) => p.trustCacheMs));
-      result = await store.update(combined, { maxRetries: opts.maxRetries, trustCacheMs });
+      // A batch holding a write that must land keeps trying as long as that write does.
+      const until = batch.flatMap((p) => (p.retryUntilMs === undefined ? [] : [p.retryUntilMs]));
+      result = await store.update(combined, {
+        maxRetries: opts.maxRetries,
+        trustCacheMs,
+        ...(until.length ? { retryUntilMs: Math.max(...until) } : {}),
+      });
     } catch (error) {
       for (const p of batch) p.reject(error);
       return;
@@ -120,7 +130,13 @@ export function createWriteQueue(store: StateStore, opts: WriteQueueOptions = {}
   return {
     enqueue(mutation, options = {}) {
       return new Promise<UpdateResult>((resolve, reject) => {
-        waiting.push({ mutation, trustCacheMs: options.trustCacheMs ?? 0, resolve, reject });
+        waiting.push({
+          mutation,
+          trustCacheMs: options.trustCacheMs ?? 0,
+          ...(options.retryUntilMs !== undefined ? { retryUntilMs: options.retryUntilMs } : {}),
+          resolve,
+          reject,
+        });
         if (waiting.length >= maxBatch) void flush();
         // While a batch is being written, what arrives waits for it and goes in the next (group commit):
         // under load batches grow by themselves, and an idle queue makes a lone transition wait only

@@ -120,9 +120,13 @@ export function startHeartbeat(opts: {
   /** What the run adds to each heartbeat's commit (its context, its credentials' windows). */
   alsoDoc?: (doc: FleetStateDoc) => FleetStateDoc;
   onBeat?: () => Promise<unknown>;
+  /** When the lease was last renewed before the heartbeat starts (the claim's; default: now). */
+  renewedAt?: string;
 }): {
   signal: AbortSignal;
   lost: () => string | undefined;
+  /** When the lease runs out as this run last renewed it (epoch ms). */
+  heldUntil: () => number;
   /**
    * Before the run publishes anything: a read of the state now. A task cancelled or taken over stops the
    * run (`signal`, `lost`); a state that cannot be read throws, so nothing is published unconfirmed.
@@ -132,7 +136,9 @@ export function startHeartbeat(opts: {
 } {
   const { store, taskId, holder, ttlMs, clock } = opts;
   const everyMs = opts.everyMs ?? heartbeatIntervalMs(ttlMs);
-  let lastRenewal = clock().toISOString();
+  // From the claim's renewal, not the heartbeat's start: a run's checkout and its issue's reading come between.
+  let lastRenewal =
+    opts.renewedAt && Number.isFinite(Date.parse(opts.renewedAt)) ? opts.renewedAt : clock().toISOString();
   const abort = new AbortController();
   const onOuterAbort = () => abort.abort();
   opts.outer?.addEventListener("abort", onOuterAbort);
@@ -194,6 +200,7 @@ export function startHeartbeat(opts: {
   return {
     signal: abort.signal,
     lost: () => lost,
+    heldUntil: () => Date.parse(lastRenewal) + ttlMs,
     confirm,
     stop: () => {
       clearInterval(timer);

@@ -74,6 +74,8 @@ export interface ExecuteDeps {
    * hasRoomFor; an Actions run's own attempt, see runAction).
    */
   mayClaim?: (doc: FleetStateDoc) => boolean;
+  /** This process runs this one task (an Actions job): its end keeps trying while its lease holds (RecordInput). */
+  endWithinLease?: boolean;
   /**
    * The run is over (its agent, if any, stopped), before its end is recorded: a worker whose end commit
    * claims the next task (DispatchedTaker) counts this run out and reads the repository's settings now.
@@ -163,6 +165,7 @@ export async function executeTask(
     outer: deps.signal,
     log,
     alsoDoc: runDoc,
+    ...(claimed.task.lease ? { renewedAt: claimed.task.lease.heartbeatAt } : {}),
   });
   let outcome: TaskOutcome;
   try {
@@ -170,7 +173,7 @@ export async function executeTask(
     if (first.kind === "all-cooling") {
       outcome = allCooling(task.coder, first.resetAt);
       await deps.runOver?.();
-      await recordOutcome(task, outcome, steps.record, heartbeat.lost());
+      await recordOutcome(task, outcome, steps.record, heartbeat.lost(), undefined, heartbeat.heldUntil());
       return outcome;
     }
     const onContext = (c: TaskContext) => {
@@ -203,7 +206,7 @@ export async function executeTask(
   // 5. Out of credentials: the task waits until the first one of the pool is free again.
   const poolReset = outcome.outcome === "rate-limited" ? rotation.resetAt() : undefined;
   if (poolReset) outcome.rateLimit = { ...outcome.rateLimit, resetsAt: poolReset };
-  await recordOutcome(task, outcome, steps.record, heartbeat.lost(), runDoc);
+  await recordOutcome(task, outcome, steps.record, heartbeat.lost(), runDoc, heartbeat.heldUntil());
   // The outcome's state edit carried the report; without one (the task had moved on), it goes out now.
   await deps.tracker?.flush(task.id);
   await afterRecord(task, outcome, deps, steps.ab, log);
@@ -305,6 +308,7 @@ function stepInputs(deps: ExecuteDeps, log: (message: string) => void) {
       holder: deps.holder,
       ...(clock ? { clock } : {}),
       ...(deps.local ? { local: true } : {}),
+      ...(deps.endWithinLease ? { endWithinLease: true } : {}),
     } satisfies RecordInput,
     split: { github, repo, config, queue },
     discovered: {

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { attemptOfDispatch, isFleetDispatchOf, taskOfRun } from "../../src/core/task-workflow.ts";
+import { dispatchOf, isDispatchNamed, isFleetDispatchOf, taskOfRun } from "../../src/core/task-workflow.ts";
 import { newCorrelationId } from "../../src/queue/actions-dispatcher.ts";
 
 const task = (id: string, attempts: number, runId?: string) => ({
@@ -77,17 +77,61 @@ describe("whether a run is Fleet's dispatch of a task's attempt (its id not reco
   });
 });
 
-describe("the attempt a dispatch was for, from its correlation_id input", () => {
-  it("reads Fleet's own correlation ids, task ids with dots included", () => {
-    expect(attemptOfDispatch("fl-a1b2", newCorrelationId(task("fl-a1b2", 3) as never))).toBe(3);
-    expect(attemptOfDispatch("bd-a3f8.1", newCorrelationId(task("bd-a3f8.1", 12) as never))).toBe(12);
+describe("the dispatch a run is for, from its correlation_id input", () => {
+  const AT = "2026-12-06T10:00:00.123Z";
+  const dispatched = (id: string, attempts: number, acquiredAt = AT) => ({
+    ...task(id, attempts),
+    lease: { holder: "fleet", slot: 1, acquiredAt, heartbeatAt: acquiredAt, expiresAt: acquiredAt },
   });
+
+  it("reads Fleet's own correlation ids (attempt and the dispatch's time), task ids with dots included", () => {
+    expect(dispatchOf("fl-a1b2", newCorrelationId(dispatched("fl-a1b2", 3) as never))).toEqual({
+      attempt: 3,
+      dispatchedAt: Date.parse(AT),
+    });
+    expect(dispatchOf("bd-a3f8.1", newCorrelationId(dispatched("bd-a3f8.1", 12) as never))).toEqual({
+      attempt: 12,
+      dispatchedAt: Date.parse(AT),
+    });
+    // The form before the dispatch's time was named (a run dispatched by an older Fleet): the attempt alone.
+    expect(dispatchOf("fl-a1b2", "fl-a1b2.3.0a1b2c3d")).toEqual({ attempt: 3 });
+    expect(dispatchOf("fl-a1b2", newCorrelationId(task("fl-a1b2", 3) as never))).toEqual({ attempt: 3 });
+  });
+
   it("is undefined for another task's id, a malformed one, or none", () => {
-    expect(attemptOfDispatch("fl-a1", newCorrelationId(task("fl-a1b2", 3) as never))).toBeUndefined();
-    expect(attemptOfDispatch("fl-a1b2", "fl-a1b2.3")).toBeUndefined();
-    expect(attemptOfDispatch("fl-a1b2", "fl-a1b2.x.00ff")).toBeUndefined();
-    expect(attemptOfDispatch("fl-a1b2", "fl-a1b2.3.zz")).toBeUndefined();
-    expect(attemptOfDispatch("fl-a1b2", undefined)).toBeUndefined();
-    expect(attemptOfDispatch("fl-a1b2", 3)).toBeUndefined();
+    expect(dispatchOf("fl-a1", newCorrelationId(dispatched("fl-a1b2", 3) as never))).toBeUndefined();
+    expect(dispatchOf("fl-a1b2", "fl-a1b2.3")).toBeUndefined();
+    expect(dispatchOf("fl-a1b2", "fl-a1b2.x.00ff")).toBeUndefined();
+    expect(dispatchOf("fl-a1b2", "fl-a1b2.3.zz")).toBeUndefined();
+    expect(dispatchOf("fl-a1b2", "fl-a1b2.3.00ff.")).toBeUndefined();
+    expect(dispatchOf("fl-a1b2", "fl-a1b2.3.00ff.12x")).toBeUndefined();
+    expect(dispatchOf("fl-a1b2", "fl-a1b2.3.00ff.1.2")).toBeUndefined();
+    expect(dispatchOf("fl-a1b2", undefined)).toBeUndefined();
+    expect(dispatchOf("fl-a1b2", 3)).toBeUndefined();
+  });
+
+  // An attempt given back (a run that failed before its agent, a hand-off) is counted again by the next
+  // dispatch: the number repeats, the dispatch's time does not. A run of the earlier dispatch (a re-run
+  // of it, a runner that picked it up late) must not take the later one.
+  it("tells a later dispatch of the same attempt number from the one a run was started for", () => {
+    const first = dispatched("fl-a", 2);
+    const named = dispatchOf("fl-a", newCorrelationId(first as never))!;
+    expect(isDispatchNamed(first, named)).toBe(true);
+    const again = dispatched("fl-a", 2, "2026-12-06T10:05:00.000Z");
+    expect(isDispatchNamed(again, named)).toBe(false);
+    expect(isDispatchNamed(dispatched("fl-a", 3), named)).toBe(false);
+    // A run of an older Fleet's dispatch names the attempt only; a task with no lease is judged by it too.
+    expect(isDispatchNamed(again, { attempt: 2 })).toBe(true);
+    expect(isDispatchNamed(task("fl-a", 2), named)).toBe(true);
+    // The app's match of a finished run (its id not recorded) holds to the dispatch as well.
+    const run = {
+      event: "workflow_dispatch",
+      triggering_actor: { login: "fleet[bot]" },
+      display_title: `fleet fl-a ${newCorrelationId(first as never)}`,
+    };
+    expect(isFleetDispatchOf(first, run, "fleet")).toBe(true);
+    expect(isFleetDispatchOf(again, run, "fleet")).toBe(false);
+    expect(taskOfRun({ "fl-a": again }, { ...run, id: 90 }, "fleet")).toBeUndefined();
+    expect(taskOfRun({ "fl-a": first }, { ...run, id: 90 }, "fleet")?.id).toBe("fl-a");
   });
 });

@@ -403,6 +403,95 @@ describe("CAS engine: what a transport's write may answer", () => {
     expect(runsOf(r.snapshot.doc)).toBe(2);
   });
 
+  // A run's end on a busy branch (an Actions job among twenty writers): giving up after the usual
+  // retries lost the run, and its agent ran again; within its lease it keeps trying.
+  it("a write that loses its race past maxRetries keeps trying until retryUntilMs, then gives up", async () => {
+    const repo = createMemoryRepo();
+    const inner = createMemoryTransport({ repo });
+    const rival = createMemoryStateStore({ repo, sleep: async () => {} });
+    let losses = 0;
+    const transport: CasTransport = {
+      place: inner.place,
+      read: (prev, only) => inner.read(prev, only),
+      async write(base, files, message) {
+        // Another writer lands first, `losses` times over.
+        if (losses > 0) {
+          losses--;
+          await rival.update(increment);
+        }
+        return inner.write(base, files, message);
+      },
+      history: (limit) => inner.history(limit),
+    };
+    const clock = { now: Date.parse("2026-01-01T00:00:00Z") };
+    const slept: number[] = [];
+    const store = createCasStore(transport, {
+      // Each backoff moves the store's clock by what it waited.
+      sleep: async (ms) => {
+        slept.push(ms);
+        clock.now += ms;
+      },
+      random: () => 0.5,
+      clock: () => new Date(clock.now),
+    });
+    await store.update(increment);
+    losses = 40;
+    const until = clock.now + 60 * 60_000;
+    const r = await store.update(increment, { maxRetries: 25, retryUntilMs: until });
+    expect(r).toMatchObject({ applied: true, retries: 40 });
+    expect(runsOf(r.snapshot.doc)).toBe(42);
+    expect(clock.now).toBeLessThan(until);
+    // Without it, the same race is given up after 26 writes; past the time, too.
+    losses = 40;
+    await expect(store.update(increment, { maxRetries: 25 })).rejects.toThrow(
+      /gave up after 26 conflicting writes/,
+    );
+    losses = 100;
+    const shortly = clock.now + 10_000;
+    await expect(store.update(increment, { maxRetries: 25, retryUntilMs: shortly })).rejects.toThrow(
+      /conflicting writes/,
+    );
+    expect(clock.now).toBeGreaterThanOrEqual(shortly);
+    expect(slept.length).toBeGreaterThan(0);
+  });
+
+  it("a write queue's batch keeps trying as long as the latest retryUntilMs of its writes", async () => {
+    const repo = createMemoryRepo();
+    const inner = createMemoryTransport({ repo });
+    const rival = createMemoryStateStore({ repo, sleep: async () => {} });
+    let losses = 0;
+    const transport: CasTransport = {
+      place: inner.place,
+      read: (prev, only) => inner.read(prev, only),
+      async write(base, files, message) {
+        if (losses > 0) {
+          losses--;
+          await rival.update(increment);
+        }
+        return inner.write(base, files, message);
+      },
+      history: (limit) => inner.history(limit),
+    };
+    const clock = { now: Date.parse("2026-01-01T00:00:00Z") };
+    const store = createCasStore(transport, {
+      sleep: async (ms) => {
+        clock.now += ms;
+      },
+      random: () => 0.5,
+      clock: () => new Date(clock.now),
+    });
+    const queue = createWriteQueue(store, { maxDelayMs: 5, maxRetries: 3 });
+    losses = 10;
+    const [a, b] = await Promise.all([
+      queue.enqueue(increment),
+      queue.enqueue(increment, { retryUntilMs: clock.now + 60 * 60_000 }),
+    ]);
+    expect(a).toMatchObject({ applied: true, retries: 10 });
+    expect(b.commit).toBe(a.commit);
+    losses = 10;
+    await expect(queue.enqueue(increment)).rejects.toThrow(/gave up after 4 conflicting writes/);
+  });
+
   it("after a per-file conflict re-reads that file alone, and confirms a drop with a full read", async () => {
     const { steps, reads, store, other } = scripted();
     await store.update(increment);

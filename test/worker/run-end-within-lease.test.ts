@@ -1,0 +1,173 @@
+// An Actions job runs one task; its run's end is one commit on a state branch that twenty runners and
+// the app write. Giving it up after the store's usual retries lost the run: the task stayed held until
+// its lease ran out, was dispatched again, and its agent ran again (seen in the 200-task Actions
+// benchmark). A job's end keeps trying while its lease holds. Real queue, claim, record step and CAS
+// engine, on an in-memory state branch whose writes another writer wins as often as the test says.
+import { describe, expect, it } from "vitest";
+import { parseFleetConfig } from "../../src/core/config.ts";
+import { recordLedger } from "../../src/core/state-doc.ts";
+import { localDispatcher } from "../../src/queue/dispatcher.ts";
+import { createRepoQueue } from "../../src/queue/repo-queue.ts";
+import { type CasTransport, createCasStore } from "../../src/state/cas-store.ts";
+import {
+  createMemoryRepo,
+  createMemoryStateStore,
+  createMemoryTransport,
+} from "../../src/state/memory-store.ts";
+import { coalescingStore } from "../../src/state/write-queue.ts";
+import { claimTaskState, startHeartbeat } from "../../src/worker/1-claim.ts";
+import type { TaskOutcome } from "../../src/worker/3-attempt.ts";
+import { recordOutcome } from "../../src/worker/5-record.ts";
+
+const TTL = 15 * 60_000;
+const HOLDER = "actions:4242";
+
+function busyBranch() {
+  const repo = createMemoryRepo();
+  const inner = createMemoryTransport({ repo });
+  const rival = createMemoryStateStore({ repo, sleep: async () => {} });
+  const busy = { losses: 0 };
+  const transport: CasTransport = {
+    place: inner.place,
+    read: (prev, only) => inner.read(prev, only),
+    async write(base, files, message) {
+      // Another writer's commit lands first, `losses` times over.
+      if (busy.losses > 0) {
+        busy.losses--;
+        await rival.update(({ doc }) => ({
+          doc: recordLedger(doc, { day: "2026-01-02", coder: "codex" }),
+          message: "another writer",
+        }));
+      }
+      return inner.write(base, files, message);
+    },
+    history: (limit) => inner.history(limit),
+  };
+  const clock = { now: Date.parse("2026-01-01T00:00:00Z") };
+  const store = coalescingStore(
+    createCasStore(transport, {
+      // A backoff moves the clock by what it waited.
+      sleep: async (ms) => {
+        clock.now += ms;
+      },
+      random: () => 0.5,
+      clock: () => new Date(clock.now),
+    }),
+    { maxDelayMs: 1 },
+  );
+  return { store, busy, clock, now: () => new Date(clock.now) };
+}
+
+describe("a run's end on a busy state branch", () => {
+  it("an Actions job's end keeps trying while its lease holds; elsewhere it is given up after the usual retries", async () => {
+    const { store, busy, clock, now } = busyBranch();
+    const parsed = parseFleetConfig("dispatch: local\nplan_phase: false\nretries: { max: 0 }\n");
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+    const config = parsed.config;
+    const queue = createRepoQueue({
+      repo: "octo/widgets",
+      store,
+      fileConfig: config,
+      dispatcher: localDispatcher,
+      clock: now,
+      leaseTtlMs: TTL,
+    });
+    const { task } = await queue.enqueue({
+      issue: 1,
+      title: "Fix it",
+      body: "Do it.",
+      coder: "claude",
+      model: "sonnet",
+      priority: 2,
+      requestedBy: "mona",
+      dependsOn: [],
+    });
+    expect(task?.state).toBe("dispatched");
+    const claimed = await claimTaskState(store, task!.id, HOLDER, now(), TTL, () => "running");
+    expect(claimed?.task.state).toBe("running");
+    // The run took ten minutes: its lease, renewed at the claim, has five left.
+    clock.now += 10 * 60_000;
+    const beat = startHeartbeat({
+      store,
+      taskId: task!.id,
+      holder: HOLDER,
+      ttlMs: TTL,
+      everyMs: 60 * 60_000,
+      clock: now,
+      log: () => {},
+      renewedAt: claimed!.task.lease!.heartbeatAt,
+    });
+    beat.stop();
+    expect(beat.heldUntil()).toBe(Date.parse(claimed!.task.lease!.heartbeatAt) + TTL);
+    const outcome: TaskOutcome = {
+      outcome: "pr-opened",
+      pr: { number: 7, url: "https://github.test/octo/widgets/pull/7", head: "fleet/gh-1" },
+      logPath: "",
+      artifacts: {},
+    };
+    const record = { queue, config, holder: HOLDER, clock: now };
+
+    // Without it (a worker's queue that other runs' heartbeats wait on): given up after 26 writes.
+    busy.losses = 40;
+    await expect(
+      recordOutcome(claimed!.task, outcome, record, undefined, undefined, beat.heldUntil()),
+    ).rejects.toThrow(/gave up after 26 conflicting writes/);
+    expect((await store.read()).doc.tasks[task!.id]?.state).toBe("running");
+
+    // A job's end: forty lost races later it lands, within the lease.
+    busy.losses = 40;
+    await recordOutcome(
+      claimed!.task,
+      outcome,
+      { ...record, endWithinLease: true },
+      undefined,
+      undefined,
+      beat.heldUntil(),
+    );
+    const ended = (await store.read()).doc.tasks[task!.id]!;
+    expect(ended).toMatchObject({ state: "pr-open", pr: 7 });
+    expect(ended.lease).toBeUndefined();
+    expect(clock.now).toBeLessThan(beat.heldUntil());
+  });
+
+  it("a job's end stops trying once its lease has run out (the task is another run's by then)", async () => {
+    const { store, busy, clock, now } = busyBranch();
+    const parsed = parseFleetConfig("dispatch: local\nplan_phase: false\nretries: { max: 0 }\n");
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+    const queue = createRepoQueue({
+      repo: "octo/widgets",
+      store,
+      fileConfig: parsed.config,
+      dispatcher: localDispatcher,
+      clock: now,
+      leaseTtlMs: TTL,
+    });
+    const { task } = await queue.enqueue({
+      issue: 2,
+      title: "Fix it",
+      body: "Do it.",
+      coder: "claude",
+      model: "sonnet",
+      priority: 2,
+      requestedBy: "mona",
+      dependsOn: [],
+    });
+    const claimed = await claimTaskState(store, task!.id, HOLDER, now(), TTL, () => "running");
+    const heldUntil = Date.parse(claimed!.task.lease!.heartbeatAt) + TTL;
+    clock.now = heldUntil - 30_000;
+    busy.losses = 10_000;
+    const outcome: TaskOutcome = { outcome: "failed", reason: "tests failed", logPath: "", artifacts: {} };
+    await expect(
+      recordOutcome(
+        claimed!.task,
+        outcome,
+        { queue, config: parsed.config, holder: HOLDER, clock: now, endWithinLease: true },
+        undefined,
+        undefined,
+        heldUntil,
+      ),
+    ).rejects.toThrow(/conflicting writes/);
+    expect(clock.now).toBeGreaterThanOrEqual(heldUntil);
+    expect(busy.losses).toBeGreaterThan(0);
+  });
+});
