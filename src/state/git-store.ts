@@ -16,6 +16,8 @@ export interface GitStateStoreOptions extends cas.BranchStoreOptions {
   repo: string;
   /** A local bare repository used only by this store (created on first use). */
   cacheDir: string;
+  /** Moves of the branch the cache's history may grow by before it is cut back to the head (default TRIM_EVERY). */
+  trimEvery?: number;
 }
 
 /** Git network operations this store ran; none of them is a REST request. */
@@ -76,6 +78,13 @@ const CLAIM_ROOT = { message: "Fleet claims", date: "4102444800 +0000" };
 const LOST_RACE =
   /stale info|fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|already exists|atomic push failed|atomic transaction failed/i;
 const GC_EVERY = 500;
+/**
+ * The cache keeps every state commit it fetched or made (only its first fetch is shallow), so a process
+ * that lives for weeks (`fleet serve`, `fleet run`) would keep the branch's whole history since its
+ * start, on disk, for each repository. After this many moves of the branch its next read fetches the
+ * head shallow again, which cuts the history back to it, and the commits before are pruned.
+ */
+const TRIM_EVERY = 1_000;
 // How git reports a fetch that asked for a commit no ref holds any more (upload-pack ends the answer).
 const VANISHED_REF = /not our ref|remote end hung up unexpectedly|unadvertised object/i;
 // A failed HTTP request (a 5xx, say) is no vanished ref: it is retried with backoff like any other.
@@ -105,6 +114,8 @@ class GitTransport implements cas.CasTransport {
   private fetchedClaims: cas.ClaimRef[] = [];
   private readonly git: GitRemote;
   private commitsSinceGc = 0;
+  /** Moves of the branch (fetched or pushed) since the cache's history was last cut back (see TRIM_EVERY). */
+  private movesSinceTrim = 0;
   private chain: Promise<unknown> = Promise.resolve();
   /**
    * The local copy of the branch was there at the last fetch, so the next asks only for what is new
@@ -176,7 +187,12 @@ class GitTransport implements cas.CasTransport {
     await this.git.init();
     // What this read fetches is in the cache repository as it is now.
     this.cacheRemade();
-    const head = await this.fetchHead(1, cause);
+    // Cut back in a read: no commit of this transport waits in the cache unpushed (operations on the
+    // cache run one at a time, see around), so nothing pruned is needed after.
+    const trim = this.movesSinceTrim >= (this.opts.trimEvery ?? TRIM_EVERY);
+    const head = await this.fetchHead(1, cause, trim);
+    if (trim) await this.dropHistory();
+    else if (prev && head !== prev.version) this.movesSinceTrim++;
     if (head === "") return { version: "", state: "", beads: "" };
     const claims = this.fetchedClaims;
     // Neither the head nor the claims moved: nothing to re-read.
@@ -186,16 +202,23 @@ class GitTransport implements cas.CasTransport {
   }
 
   /** The branch head, fetched with retries on transient failures. */
-  private fetchHead(depth: number, cause: string): Promise<string> {
-    return this.git.retrying(() => this.traced("fetch", cause, () => this.fetchHeadOnce(depth)));
+  private fetchHead(depth: number, cause: string, shallowAgain = false): Promise<string> {
+    return this.git.retrying(() =>
+      this.traced("fetch", cause, () => this.fetchHeadOnce(depth, shallowAgain)),
+    );
   }
 
-  /** Moves the local copy of the branch to what the server has; "" when the branch does not exist. */
-  private async fetchHeadOnce(depth: number): Promise<string> {
+  /**
+   * Moves the local copy of the branch to what the server has; "" when the branch does not exist.
+   * `shallowAgain`: fetched `depth` deep even with a copy here, which cuts the cache's history back to it.
+   */
+  private async fetchHeadOnce(depth: number, shallowAgain = false): Promise<string> {
     // With a copy of the branch here, only the commits since are asked for: a shallow fetch (`--depth`)
     // costs a second round of negotiation in the stateless protocol.
     const shallow =
-      depth > 1 || !(this.localCopySeen || (await this.hasLocalCopy())) ? [`--depth=${depth}`] : [];
+      depth > 1 || shallowAgain || !(this.localCopySeen || (await this.hasLocalCopy()))
+        ? [`--depth=${depth}`]
+        : [];
     let r = await this.fetchRefs(shallow);
     // Over HTTP the ref advertisement and the pack are two requests: a claim ref deleted in between (a
     // settled claim, see CLAIM_REF_GRACE_MS) leaves its commit in no ref, and the server refuses to send
@@ -427,9 +450,22 @@ class GitTransport implements cas.CasTransport {
     return this.fetchedClaims.find((c) => c.ref === ref)?.sha ?? "";
   }
 
+  /**
+   * After a shallow fetch of the head (see TRIM_EVERY): the commits before it go. The commit last pushed
+   * (COMMIT_REF) would keep them reachable; the next fetch negotiates from the head instead. Only a
+   * saving: a failure leaves the history for the next cut.
+   */
+  private async dropHistory(): Promise<void> {
+    this.movesSinceTrim = 0;
+    this.commitsSinceGc = 0;
+    await this.git.run(["update-ref", "-d", COMMIT_REF]);
+    await this.git.run(["-c", "gc.pruneExpire=now", "-c", "gc.autoDetach=false", "gc", "--quiet"]);
+  }
+
   async afterWrite(_head: cas.Head): Promise<void> {
     // The local copy of the branch (REMOTE_REF) is left behind: the next fetch moves it, and negotiates
     // from the commit just pushed (COMMIT_REF), so a write is no git process more.
+    this.movesSinceTrim++;
     this.commitsSinceGc++;
     if (this.commitsSinceGc < GC_EVERY) return;
     this.commitsSinceGc = 0;

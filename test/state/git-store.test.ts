@@ -112,6 +112,45 @@ describe("git state store (emulator over git smart HTTP)", () => {
     expect(reads[2]!.doc.tasks.x).toBeUndefined();
   });
 
+  // A cache lives as long as its process (`fleet serve`, `fleet run`: weeks): its history is cut back
+  // to the head now and then, not kept from the process's start.
+  it("keeps a bounded history in its cache: after trimEvery moves of the branch a read cuts it back to the head", async () => {
+    const cacheDir = join(dirs, "trimmed");
+    const reader = makeStore({ cacheDir, trimEvery: 5 });
+    const writer = makeStore();
+    const commitsInCache = async () =>
+      Number(
+        (
+          await execa("git", ["-C", cacheDir, "rev-list", "--count", "refs/fleet/remote-state"])
+        ).stdout.trim(),
+      );
+    const objectsInCache = async () => {
+      const { stdout } = await execa("git", ["-C", cacheDir, "count-objects", "-v"]);
+      const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, "m").exec(stdout)?.[1] ?? 0);
+      return field("count") + field("in-pack");
+    };
+    const seen: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      await writer.update(increment);
+      // Every other round the reader writes too: its own commits count as moves.
+      if (i % 2 === 0) await reader.update(increment);
+      await reader.read();
+      seen.push(await commitsInCache());
+    }
+    // 12 + 6 commits on the branch; the cache never held more than the moves since its last cut (plus one).
+    expect(await gh.commitCount(BRANCH)).toBe(18);
+    expect(Math.max(...seen)).toBeLessThanOrEqual(7);
+    expect(seen.some((n, i) => i > 0 && n < seen[i - 1]!)).toBe(true);
+    // Pruned, not only cut: the objects of the commits before the cut are gone.
+    expect(await objectsInCache()).toBeLessThan(40);
+    // And the cache still reads and writes: a race lost on it, too.
+    await writer.update(increment);
+    const r = await reader.update(increment);
+    expect(r).toMatchObject({ applied: true });
+    expect(runsOf(r.snapshot.doc)).toBe(20);
+    expect(runsOf((await makeStore().read()).doc)).toBe(20);
+  }, 120_000);
+
   it("publishes each fetch and push with its cause on the diagnostics channel", async () => {
     const events: StateGitEvent[] = [];
     const onEvent = (m: unknown) => events.push(m as StateGitEvent);
