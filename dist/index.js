@@ -32565,9 +32565,13 @@ function getIDToken(aud) {
 // src/core/task-workflow.ts
 function dispatchOf(taskId, correlationId) {
   if (typeof correlationId !== "string" || !correlationId.startsWith(`${taskId}.`)) return void 0;
-  const m = /^(\d{1,9})\.[0-9a-f]+(?:\.(\d{1,15}))?$/.exec(correlationId.slice(taskId.length + 1));
+  const m = /^(\d{1,9})\.([0-9a-f]+)$/.exec(correlationId.slice(taskId.length + 1));
   if (!m) return void 0;
-  return { attempt: Number(m[1]), ...m[2] !== void 0 ? { dispatchedAt: Number(m[2]) } : {} };
+  const hex3 = m[2];
+  return {
+    attempt: Number(m[1]),
+    ...hex3.length === 20 ? { dispatchedAt: Number.parseInt(hex3.slice(8), 16) } : {}
+  };
 }
 function isDispatchNamed(task, named) {
   if (task.attempts !== named.attempt) return false;
@@ -56355,9 +56359,12 @@ var CasEngine = class {
         if (landed)
           return { applied: true, snapshot: snapshotOf(landed), retries, commit: landed.head.version };
       } else this.conflicts++;
-      const persist = options.retryUntilMs !== void 0 && this.now() < options.retryUntilMs;
-      if (retries >= maxRetries && !persist) throw new StateConflictError(this.t.place.where, retries + 1);
-      await this.sleep(casBackoffDelay(retries, this.random, this.lastWrite.tookMs));
+      const until = options.retryUntilMs;
+      const persisting = retries >= maxRetries;
+      if (persisting && !(until !== void 0 && this.now() < until))
+        throw new StateConflictError(this.t.place.where, retries + 1);
+      const delay = persisting ? Math.min(casBackoffDelay(1, this.random, this.lastWrite.tookMs), until - this.now()) : casBackoffDelay(retries, this.random, this.lastWrite.tookMs);
+      await this.sleep(delay);
       retries++;
       const only = outcome.kind === "conflict" ? outcome.file : void 0;
       c3 = await this.refresh("lost race", only);
@@ -56610,6 +56617,7 @@ var CLAIM_ROOT_REF = "refs/fleet/claim-root";
 var CLAIM_ROOT = { message: "Fleet claims", date: "4102444800 +0000" };
 var LOST_RACE = /stale info|fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|already exists|atomic push failed|atomic transaction failed/i;
 var GC_EVERY = 500;
+var TRIM_EVERY = 1e3;
 var VANISHED_REF = /not our ref|remote end hung up unexpectedly|unadvertised object/i;
 var HTTP_FAILURE = /RPC failed|returned error: \d{3}/i;
 var LANDED_DEPTH = 64;
@@ -56624,6 +56632,8 @@ var GitTransport = class {
   fetchedClaims = [];
   git;
   commitsSinceGc = 0;
+  /** Moves of the branch (fetched or pushed) since the cache's history was last cut back (see TRIM_EVERY). */
+  movesSinceTrim = 0;
   chain = Promise.resolve();
   /**
    * The local copy of the branch was there at the last fetch, so the next asks only for what is new
@@ -56684,7 +56694,10 @@ var GitTransport = class {
   async read(prev, _only, cause = "read") {
     await this.git.init();
     this.cacheRemade();
-    const head = await this.fetchHead(1, cause);
+    const trim2 = this.movesSinceTrim >= (this.opts.trimEvery ?? TRIM_EVERY);
+    const head = await this.fetchHead(1, cause, trim2);
+    if (trim2) await this.dropHistory();
+    else if (prev && head !== prev.version) this.movesSinceTrim++;
     if (head === "") return { version: "", state: "", beads: "" };
     const claims = this.fetchedClaims;
     if (prev && prev.version === head && sameClaimRefs(prev.claims ?? [], claims)) return prev;
@@ -56692,12 +56705,17 @@ var GitTransport = class {
     return { version: head, ...await this.readFiles(head), claims };
   }
   /** The branch head, fetched with retries on transient failures. */
-  fetchHead(depth, cause) {
-    return this.git.retrying(() => this.traced("fetch", cause, () => this.fetchHeadOnce(depth)));
+  fetchHead(depth, cause, shallowAgain = false) {
+    return this.git.retrying(
+      () => this.traced("fetch", cause, () => this.fetchHeadOnce(depth, shallowAgain))
+    );
   }
-  /** Moves the local copy of the branch to what the server has; "" when the branch does not exist. */
-  async fetchHeadOnce(depth) {
-    const shallow = depth > 1 || !(this.localCopySeen || await this.hasLocalCopy()) ? [`--depth=${depth}`] : [];
+  /**
+   * Moves the local copy of the branch to what the server has; "" when the branch does not exist.
+   * `shallowAgain`: fetched `depth` deep even with a copy here, which cuts the cache's history back to it.
+   */
+  async fetchHeadOnce(depth, shallowAgain = false) {
+    const shallow = depth > 1 || shallowAgain || !(this.localCopySeen || await this.hasLocalCopy()) ? [`--depth=${depth}`] : [];
     let r = await this.fetchRefs(shallow);
     if (r.exitCode !== 0 && VANISHED_REF.test(r.stderr) && !HTTP_FAILURE.test(r.stderr))
       r = await this.fetchRefs(shallow);
@@ -56901,7 +56919,19 @@ ${commit}:${BEADS_PATH}
     await this.fetchHead(1, "claim answer lost");
     return this.fetchedClaims.find((c3) => c3.ref === ref)?.sha ?? "";
   }
+  /**
+   * After a shallow fetch of the head (see TRIM_EVERY): the commits before it go. The commit last pushed
+   * (COMMIT_REF) would keep them reachable; the next fetch negotiates from the head instead. Only a
+   * saving: a failure leaves the history for the next cut.
+   */
+  async dropHistory() {
+    this.movesSinceTrim = 0;
+    this.commitsSinceGc = 0;
+    await this.git.run(["update-ref", "-d", COMMIT_REF]);
+    await this.git.run(["-c", "gc.pruneExpire=now", "-c", "gc.autoDetach=false", "gc", "--quiet"]);
+  }
   async afterWrite(_head) {
+    this.movesSinceTrim++;
     this.commitsSinceGc++;
     if (this.commitsSinceGc < GC_EVERY) return;
     this.commitsSinceGc = 0;
@@ -57519,8 +57549,8 @@ var import_node_crypto4 = require("node:crypto");
 var DEFAULT_DELAYS = [1e3, 2e3, 4e3, 8e3];
 var newCorrelationId = (task) => {
   const at = task.lease ? Date.parse(task.lease.acquiredAt) : Number.NaN;
-  const id = `${task.id}.${task.attempts}.${(0, import_node_crypto4.randomBytes)(4).toString("hex")}`;
-  return Number.isSafeInteger(at) && at >= 0 ? `${id}.${at}` : id;
+  const time4 = Number.isSafeInteger(at) && at >= 0 && at < 16 ** 12 ? at.toString(16).padStart(12, "0") : "";
+  return `${task.id}.${task.attempts}.${(0, import_node_crypto4.randomBytes)(4).toString("hex")}${time4}`;
 };
 function explainDispatchError(error64, workflow, ref) {
   const status = error64.status;
@@ -59466,8 +59496,12 @@ var RepoQueue = class {
     const started = /* @__PURE__ */ new Map();
     let recorded = /* @__PURE__ */ new Map();
     let failed = /* @__PURE__ */ new Map();
-    const attemptOf = new Map(tasks.map((t) => [t.id, t.attempts]));
-    const sameDispatch = (t) => t?.state === "dispatched" && t.attempts === attemptOf.get(t.id);
+    const dispatchOf2 = new Map(tasks.map((t) => [t.id, { attempts: t.attempts, at: t.lease?.acquiredAt }]));
+    const isStartedDispatch = (t) => {
+      const d = dispatchOf2.get(t.id);
+      return d !== void 0 && t.attempts === d.attempts && t.lease?.acquiredAt === d.at;
+    };
+    const sameDispatch = (t) => t?.state === "dispatched" && isStartedDispatch(t);
     let since;
     const record3 = async () => {
       const [runs, failures] = [recorded, failed];
@@ -59480,7 +59514,7 @@ var RepoQueue = class {
             const current = out.doc.tasks[id];
             if (!current) continue;
             const task = withRun(current);
-            const claimedByIt = current.attempts === attemptOf.get(id) && (current.state === "planning" || current.state === "running") && current.runId === task.runId && current.runUrl === void 0 && task.runUrl !== void 0;
+            const claimedByIt = isStartedDispatch(current) && (current.state === "planning" || current.state === "running") && current.runId === task.runId && current.runUrl === void 0 && task.runUrl !== void 0;
             if (!sameDispatch(current) && !claimedByIt) continue;
             out = mergeResults(out, {
               doc: { ...out.doc, tasks: { ...out.doc.tasks, [id]: task } },
@@ -74122,18 +74156,15 @@ async function executeTask(taskId, deps, claimedAlready) {
   if (!claimed) return void 0;
   const { task } = claimed;
   const adapter = deps.adapterFor(task.coder);
-  const endEarly = async (reason) => {
-    await deps.runOver?.();
-    await deps.queue.endRun(taskId, { holder: deps.holder, to: "failed", reason, patch: {} });
-  };
+  const claimHeldUntil = deps.endWithinLease && task.lease ? Date.parse(task.lease.heartbeatAt) + ttl : void 0;
   if (!adapter) {
-    await endEarly(`no adapter for coder "${task.coder}" on this worker`);
+    await endBeforeAgent(task, `no adapter for coder "${task.coder}" on this worker`, deps, claimHeldUntil);
     return void 0;
   }
-  if (await endIfCoderNotReady(task, adapter, deps, log)) return void 0;
+  if (await endIfCoderNotReady(task, adapter, deps, log, claimHeldUntil)) return void 0;
   const gathered = await gatherIssue(task, claimed.beads, steps.gather);
   if ("missing" in gathered) {
-    await endEarly(gathered.missing);
+    await endBeforeAgent(task, gathered.missing, deps, claimHeldUntil);
     return void 0;
   }
   const rotation = credentialPool(
@@ -74200,6 +74231,15 @@ async function executeTask(taskId, deps, claimedAlready) {
   await afterRecord(task, outcome, deps, steps.ab, log);
   return outcome;
 }
+async function endBeforeAgent(task, reason, deps, retryUntilMs) {
+  await deps.runOver?.();
+  await deps.queue.endRun(
+    task.id,
+    { holder: deps.holder, to: "failed", reason, patch: {} },
+    void 0,
+    retryUntilMs
+  );
+}
 async function afterRecord(task, outcome, deps, ab, log) {
   if (outcome.outcome === "waiting" && outcome.question && !deps.local)
     await postQuestion(deps.github, task, outcome.question, deps.config.ask_human.expire_after_hours);
@@ -74217,7 +74257,7 @@ var allCooling = (coder, resetsAt) => ({
   artifacts: {}
 });
 var startIn = (config3) => (t) => config3.plan_phase && !t.approved && !t.rebase && !t.review ? "planning" : "running";
-async function endIfCoderNotReady(task, adapter, deps, log) {
+async function endIfCoderNotReady(task, adapter, deps, log, retryUntilMs) {
   const notReady = await coderNotReady({
     coder: task.coder,
     adapter,
@@ -74231,12 +74271,17 @@ async function endIfCoderNotReady(task, adapter, deps, log) {
   if (!notReady) return false;
   log(`${task.id}: ${notReady}`);
   await deps.runOver?.();
-  await deps.queue.endRun(task.id, {
-    holder: deps.holder,
-    to: "failed",
-    reason: notReady,
-    patch: { attempts: Math.max(0, task.attempts - 1) }
-  });
+  await deps.queue.endRun(
+    task.id,
+    {
+      holder: deps.holder,
+      to: "failed",
+      reason: notReady,
+      patch: { attempts: Math.max(0, task.attempts - 1) }
+    },
+    void 0,
+    retryUntilMs
+  );
   return true;
 }
 function stepInputs(deps, log) {

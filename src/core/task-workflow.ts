@@ -120,14 +120,20 @@ export interface DispatchNamed {
 }
 
 /**
- * The dispatch of `taskId` a run was for, read from its `correlation_id` input
- * (`<task>.<attempt>.<hex>[.<dispatch ms>]`, newCorrelationId); undefined when it is not that form for this task.
+ * The dispatch of `taskId` a run was for, read from its `correlation_id` input (newCorrelationId):
+ * `<task>.<attempt>.<hex>`, whose hex of 20 digits ends with the dispatch's time (12 digits of
+ * milliseconds); an id of an earlier version's 8 digits names the attempt alone. Undefined when it is
+ * not that form for this task.
  */
 export function dispatchOf(taskId: string, correlationId: unknown): DispatchNamed | undefined {
   if (typeof correlationId !== "string" || !correlationId.startsWith(`${taskId}.`)) return undefined;
-  const m = /^(\d{1,9})\.[0-9a-f]+(?:\.(\d{1,15}))?$/.exec(correlationId.slice(taskId.length + 1));
+  const m = /^(\d{1,9})\.([0-9a-f]+)$/.exec(correlationId.slice(taskId.length + 1));
   if (!m) return undefined;
-  return { attempt: Number(m[1]), ...(m[2] !== undefined ? { dispatchedAt: Number(m[2]) } : {}) };
+  const hex = m[2]!;
+  return {
+    attempt: Number(m[1]),
+    ...(hex.length === 20 ? { dispatchedAt: Number.parseInt(hex.slice(8), 16) } : {}),
+  };
 }
 
 /**

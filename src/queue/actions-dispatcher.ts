@@ -22,15 +22,17 @@ export interface ActionsDispatcherOptions {
 const DEFAULT_DELAYS = [1_000, 2_000, 4_000, 8_000];
 
 /**
- * A dispatch's id (`<task>.<attempt>.<hex>.<dispatch ms>`, read by dispatchOf); the workflow's `run-name`
- * carries it so the run can be found. The dispatch's time (its lease's `acquiredAt`) tells this dispatch
- * from a later one of the same attempt number: an attempt given back (a run that failed before its agent,
- * a hand-off) is counted again by the next dispatch.
+ * A dispatch's id, `<task>.<attempt>.<hex>` (read by dispatchOf); the workflow's `run-name` carries it so
+ * the run can be found. Its hex is 8 random digits and then the dispatch's time (its lease's
+ * `acquiredAt`, 12 digits of milliseconds), which tells this dispatch from a later one of the same attempt
+ * number: an attempt given back (a run that failed before its agent) is counted again by the next
+ * dispatch. In the hex, not a field of its own, so that an app or action of an earlier version (which
+ * reads `<attempt>.<hex>`) still reads the attempt.
  */
 export const newCorrelationId = (task: Task): string => {
   const at = task.lease ? Date.parse(task.lease.acquiredAt) : Number.NaN;
-  const id = `${task.id}.${task.attempts}.${randomBytes(4).toString("hex")}`;
-  return Number.isSafeInteger(at) && at >= 0 ? `${id}.${at}` : id;
+  const time = Number.isSafeInteger(at) && at >= 0 && at < 16 ** 12 ? at.toString(16).padStart(12, "0") : "";
+  return `${task.id}.${task.attempts}.${randomBytes(4).toString("hex")}${time}`;
 };
 
 /** What went wrong with a dispatch, in words a maintainer can act on. */

@@ -416,10 +416,16 @@ export class RepoQueue {
     let recorded = new Map<string, (t: Task) => Task>();
     let failed = new Map<string, string>();
     // The dispatch each start was for: a task dispatched again meanwhile (a cancel and a retry, a lost
-    // run requeued) is another attempt, which this start's run or failure must not be written onto.
-    const attemptOf = new Map(tasks.map((t) => [t.id, t.attempts]));
+    // run requeued) is another dispatch, which this start's run or failure must not be written onto. Its
+    // lease's acquiredAt tells it apart where the attempt number does not (an attempt given back is
+    // counted again by the next dispatch).
+    const dispatchOf = new Map(tasks.map((t) => [t.id, { attempts: t.attempts, at: t.lease?.acquiredAt }]));
+    const isStartedDispatch = (t: Task): boolean => {
+      const d = dispatchOf.get(t.id);
+      return d !== undefined && t.attempts === d.attempts && t.lease?.acquiredAt === d.at;
+    };
     const sameDispatch = (t: Task | undefined): t is Task =>
-      t?.state === "dispatched" && t.attempts === attemptOf.get(t.id);
+      t?.state === "dispatched" && isStartedDispatch(t);
     let since: number | undefined;
     const record = async () => {
       const [runs, failures] = [recorded, failed];
@@ -434,7 +440,7 @@ export class RepoQueue {
             const task = withRun(current);
             // A run that claimed its task before this record recorded its own id (claimLease): the record adds its link.
             const claimedByIt =
-              current.attempts === attemptOf.get(id) &&
+              isStartedDispatch(current) &&
               (current.state === "planning" || current.state === "running") &&
               current.runId === task.runId &&
               current.runUrl === undefined &&

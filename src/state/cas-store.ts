@@ -492,9 +492,16 @@ class CasEngine<H extends Head> {
         if (landed)
           return { applied: true, snapshot: snapshotOf(landed), retries, commit: landed.head.version };
       } else this.conflicts++;
-      const persist = options.retryUntilMs !== undefined && this.now() < options.retryUntilMs;
-      if (retries >= maxRetries && !persist) throw new StateConflictError(this.t.place.where, retries + 1);
-      await this.sleep(casBackoffDelay(retries, this.random, this.lastWrite.tookMs));
+      const until = options.retryUntilMs;
+      const persisting = retries >= maxRetries;
+      if (persisting && !(until !== undefined && this.now() < until))
+        throw new StateConflictError(this.t.place.where, retries + 1);
+      // Past the usual retries a write that must land backs off as a second try does (the growing
+      // backoff only made it the writer least likely to win), and never sleeps past its deadline.
+      const delay = persisting
+        ? Math.min(casBackoffDelay(1, this.random, this.lastWrite.tookMs), until! - this.now())
+        : casBackoffDelay(retries, this.random, this.lastWrite.tookMs);
+      await this.sleep(delay);
       retries++;
       const only = outcome.kind === "conflict" ? outcome.file : undefined;
       c = await this.refresh("lost race", only);

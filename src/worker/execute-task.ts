@@ -120,21 +120,19 @@ export async function executeTask(
   if (!claimed) return undefined;
   const { task } = claimed;
   const adapter = deps.adapterFor(task.coder);
-  // A run that ends before its agent starts: nothing to record but its end.
-  const endEarly = async (reason: string) => {
-    await deps.runOver?.();
-    await deps.queue.endRun(taskId, { holder: deps.holder, to: "failed", reason, patch: {} });
-  };
+  // Until then the lease is as the claim left it: an Actions job's early end keeps trying within it too.
+  const claimHeldUntil =
+    deps.endWithinLease && task.lease ? Date.parse(task.lease.heartbeatAt) + ttl : undefined;
   if (!adapter) {
-    await endEarly(`no adapter for coder "${task.coder}" on this worker`);
+    await endBeforeAgent(task, `no adapter for coder "${task.coder}" on this worker`, deps, claimHeldUntil);
     return undefined;
   }
-  if (await endIfCoderNotReady(task, adapter, deps, log)) return undefined;
+  if (await endIfCoderNotReady(task, adapter, deps, log, claimHeldUntil)) return undefined;
 
   // 2.
   const gathered = await gatherIssue(task, claimed.beads, steps.gather);
   if ("missing" in gathered) {
-    await endEarly(gathered.missing);
+    await endBeforeAgent(task, gathered.missing, deps, claimHeldUntil);
     return undefined;
   }
 
@@ -213,6 +211,22 @@ export async function executeTask(
   return outcome;
 }
 
+/** A run that ends before its agent starts: nothing to record but its end. */
+async function endBeforeAgent(
+  task: Task,
+  reason: string,
+  deps: ExecuteDeps,
+  retryUntilMs: number | undefined,
+): Promise<void> {
+  await deps.runOver?.();
+  await deps.queue.endRun(
+    task.id,
+    { holder: deps.holder, to: "failed", reason, patch: {} },
+    undefined,
+    retryUntilMs,
+  );
+}
+
 /** Once the run's end is recorded: the agent's question, the A/B comparison. */
 async function afterRecord(
   task: Task,
@@ -258,6 +272,7 @@ async function endIfCoderNotReady(
   adapter: AgentAdapter,
   deps: ExecuteDeps,
   log: (message: string) => void,
+  retryUntilMs?: number,
 ): Promise<boolean> {
   const notReady = await coderNotReady({
     coder: task.coder,
@@ -274,12 +289,17 @@ async function endIfCoderNotReady(
   if (!notReady) return false;
   log(`${task.id}: ${notReady}`);
   await deps.runOver?.();
-  await deps.queue.endRun(task.id, {
-    holder: deps.holder,
-    to: "failed",
-    reason: notReady,
-    patch: { attempts: Math.max(0, task.attempts - 1) },
-  });
+  await deps.queue.endRun(
+    task.id,
+    {
+      holder: deps.holder,
+      to: "failed",
+      reason: notReady,
+      patch: { attempts: Math.max(0, task.attempts - 1) },
+    },
+    undefined,
+    retryUntilMs,
+  );
   return true;
 }
 

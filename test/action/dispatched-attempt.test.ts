@@ -23,9 +23,9 @@ describe("dispatchedFor", () => {
   it("is the attempt and dispatch time in a workflow_dispatch's correlation_id input", async () => {
     const env = await event(
       "ok.json",
-      JSON.stringify({ inputs: { correlation_id: "fl-a1.2.0a1b2c3d.1796550000123" } }),
+      JSON.stringify({ inputs: { correlation_id: "fl-a1.2.0a1b2c3d01a2255f2e7b" } }),
     );
-    expect(dispatchedFor(env, "fl-a1")).toEqual({ attempt: 2, dispatchedAt: 1796550000123 });
+    expect(dispatchedFor(env, "fl-a1")).toEqual({ attempt: 2, dispatchedAt: 0x1a2255f2e7b });
     expect(dispatchedFor(env, "fl-b2")).toBeUndefined();
     const older = await event(
       "older.json",

@@ -95,6 +95,10 @@ describe("the dispatch a run is for, from its correlation_id input", () => {
     });
     // The form before the dispatch's time was named (a run dispatched by an older Fleet): the attempt alone.
     expect(dispatchOf("fl-a1b2", "fl-a1b2.3.0a1b2c3d")).toEqual({ attempt: 3 });
+    // The time rides in the hex, so an earlier version's reading (`<attempt>.<hex>`) still finds the attempt.
+    const id = newCorrelationId(dispatched("fl-a1b2", 3) as never);
+    expect(id).toMatch(/^fl-a1b2\.3\.[0-9a-f]{20}$/);
+    expect(/^(\d+)\.[0-9a-f]+$/.exec(id.slice("fl-a1b2.".length))?.[1]).toBe("3");
     expect(dispatchOf("fl-a1b2", newCorrelationId(task("fl-a1b2", 3) as never))).toEqual({ attempt: 3 });
   });
 
@@ -104,8 +108,9 @@ describe("the dispatch a run is for, from its correlation_id input", () => {
     expect(dispatchOf("fl-a1b2", "fl-a1b2.x.00ff")).toBeUndefined();
     expect(dispatchOf("fl-a1b2", "fl-a1b2.3.zz")).toBeUndefined();
     expect(dispatchOf("fl-a1b2", "fl-a1b2.3.00ff.")).toBeUndefined();
-    expect(dispatchOf("fl-a1b2", "fl-a1b2.3.00ff.12x")).toBeUndefined();
-    expect(dispatchOf("fl-a1b2", "fl-a1b2.3.00ff.1.2")).toBeUndefined();
+    expect(dispatchOf("fl-a1b2", "fl-a1b2.3.00ff.12")).toBeUndefined();
+    // Hex of another length than 8 or 20: the attempt, no time.
+    expect(dispatchOf("fl-a1b2", "fl-a1b2.3.0a1b2c3d00")).toEqual({ attempt: 3 });
     expect(dispatchOf("fl-a1b2", undefined)).toBeUndefined();
     expect(dispatchOf("fl-a1b2", 3)).toBeUndefined();
   });

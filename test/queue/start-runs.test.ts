@@ -132,4 +132,61 @@ describe("starting the runs of a burst of dispatches", () => {
       [3, "dispatched", 1, "run-3"],
     ]);
   });
+
+  // An attempt given back (a run that failed before its agent: the worker lacked the coder) is counted
+  // again by the task's next dispatch: the same attempt number, another dispatch (its lease's time).
+  it("writes no run of a start onto a later dispatch of the same attempt number", async () => {
+    const parsed = parseFleetConfig("max_concurrent: 10\n");
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+    const local = createLocalStateStore({ home, clock: () => new Date(NOW) });
+    let runs = 0;
+    let queue: ReturnType<typeof createRepoQueue>;
+    const dispatcher: Dispatcher = {
+      mode: "actions",
+      async start(task) {
+        const runId = `run-${++runs}`;
+        // While #3 starts, #2 (started, its run not recorded yet) is dispatched anew under the same
+        // attempt number: its lease is another dispatch's.
+        if (task.issue === 3)
+          await local.update(({ doc }) => {
+            const two = Object.values(doc.tasks).find((t) => t.issue === 2)!;
+            const at = "2026-03-01T10:05:00.000Z";
+            const lease = { ...two.lease!, acquiredAt: at, heartbeatAt: at };
+            return {
+              doc: { ...doc, tasks: { ...doc.tasks, [two.id]: { ...two, lease } } },
+              message: "again",
+            };
+          });
+        return { runId };
+      },
+      stop: async () => {},
+    };
+    queue = createRepoQueue({
+      repo: "octo/widgets",
+      store: local,
+      fileConfig: parsed.config,
+      dispatcher,
+      clock: () => new Date(NOW),
+    });
+    expect((await queue.setConfig([{ key: "max_concurrent", value: 1 }], "mona")).ok).toBe(true);
+    for (const issue of [1, 2, 3])
+      await queue.enqueue({
+        issue,
+        title: `Task ${issue}`,
+        body: "Do it.",
+        coder: "claude",
+        model: "sonnet",
+        priority: 2,
+        dependsOn: [],
+        requestedBy: "mona",
+      });
+    expect((await queue.setConfig([{ key: "max_concurrent", value: 4 }], "mona")).ok).toBe(true);
+    const tasks = Object.values((await local.read()).doc.tasks).sort((a, b) => a.issue - b.issue);
+    expect(tasks.map((t) => [t.issue, t.state, t.attempts, t.runId])).toEqual([
+      [1, "dispatched", 1, "run-1"],
+      // run-2 was started for #2's earlier dispatch: the later one of the same attempt is not its.
+      [2, "dispatched", 1, undefined],
+      [3, "dispatched", 1, "run-3"],
+    ]);
+  });
 });

@@ -446,13 +446,17 @@ describe("CAS engine: what a transport's write may answer", () => {
     await expect(store.update(increment, { maxRetries: 25 })).rejects.toThrow(
       /gave up after 26 conflicting writes/,
     );
-    losses = 100;
-    const shortly = clock.now + 10_000;
+    // Its 25 usual retries back off ~10 s here; past them it tries every few tens of ms until the deadline.
+    losses = 100_000;
+    slept.length = 0;
+    const shortly = clock.now + 20_000;
     await expect(store.update(increment, { maxRetries: 25, retryUntilMs: shortly })).rejects.toThrow(
       /conflicting writes/,
     );
-    expect(clock.now).toBeGreaterThanOrEqual(shortly);
-    expect(slept.length).toBeGreaterThan(0);
+    // Its last backoff ends at the deadline, not past it; none past the usual retries grew.
+    expect(clock.now).toBe(shortly);
+    expect(slept.length).toBeGreaterThan(100);
+    expect(Math.max(...slept.slice(25, -1))).toBeLessThanOrEqual(40);
   });
 
   it("a write queue's batch keeps trying as long as the latest retryUntilMs of its writes", async () => {
