@@ -238,4 +238,52 @@ describe("dispatch: actions — the app dispatches the workflow, the runner runs
 
     await h.unlabel(issue, "fleet:claude");
   }, 120_000);
+
+  // A run that ends before its agent (its runner lacks the coder's credential) gives its attempt back, so
+  // the task's next dispatch counts the same attempt number again. A later run of the first dispatch (a
+  // re-run of it, a runner that took it late) must not take the second: the dispatch's time tells them apart.
+  it("a run of a dispatch does not claim a later dispatch of the same attempt number", async () => {
+    const dispatched: Dispatched[] = [];
+    onDispatch = (run) => {
+      dispatched.push(run);
+      void h.gh.setWorkflowRunStatus(h.full, run.id, "in_progress");
+    };
+    const issue = await h.newIssue("Given back", "Its first runner has no credential.");
+    await h.label(issue, "fleet:claude");
+    await waitFor("the first dispatch", async () => dispatched[0]);
+    const inputs = { "github-token": h.gh.userToken("mona"), "model-base-url": model.url };
+    const bare = await runActionBundle({
+      h,
+      run: dispatched[0]!,
+      scratch,
+      inputs: { ...inputs, credentials: "" },
+    });
+    expect(bare.stdout).toContain('No credential for coder "claude"');
+    await h.settle();
+    expect(await taskOf(issue)).toMatchObject({ state: "failed", attempts: 0 });
+
+    await h.comment(issue, "/fleet retry");
+    const again = await waitFor("the retry's dispatch", async () => {
+      const t = await taskOf(issue);
+      return t?.state === "dispatched" && dispatched.length === 2 ? t : undefined;
+    });
+    expect(again.attempts).toBe(1);
+    expect(String(dispatched[1]!.inputs.correlation_id).split(".")[1]).toBe(
+      String(dispatched[0]!.inputs.correlation_id).split(".")[1],
+    );
+
+    const late = await runActionBundle({
+      h,
+      run: dispatched[0]!,
+      scratch,
+      inputs: { ...inputs, credentials: `ANTHROPIC_API_KEY=${CREDENTIAL}\n` },
+    });
+    expect(late.outputs.conclusion).toBe("not-claimed");
+    expect(late.code).toBe(0);
+    const after = await taskOf(issue);
+    expect(after).toMatchObject({ state: "dispatched", attempts: 1 });
+    expect(after?.lease?.holder).toBe(again.lease?.holder);
+
+    await h.unlabel(issue, "fleet:claude");
+  }, 120_000);
 });
