@@ -56227,6 +56227,9 @@ var CasEngine = class {
   clock;
   /** When the cached state was read, claims and all (a won write keeps the claims of its base's read). */
   readAt = Number.NEGATIVE_INFINITY;
+  /** Reads started so far, and the latest started of the whole reads that set the cache (see tryOnce). */
+  readsStarted = 0;
+  wholeReadSeq = 0;
   /** Reads so far, and the read each claim ref (at its sha) was first in: see claimChange. */
   reads = 0;
   firstRead = /* @__PURE__ */ new Map();
@@ -56259,9 +56262,13 @@ var CasEngine = class {
   async refresh(cause, only) {
     const prev = this.cache;
     const startedAt = this.now();
+    const seq = ++this.readsStarted;
     const head = await this.t.read(prev?.head, only, cause);
     const real = prev && prev.head.state === head.state ? prev.real : parseStateDoc(head.state, this.t.place.docPath, this.t.place.remedy);
-    if (only === void 0 && this.cache === prev) this.readAt = startedAt;
+    if (only === void 0 && this.cache === prev) {
+      this.readAt = startedAt;
+      this.wholeReadSeq = Math.max(this.wholeReadSeq, seq);
+    }
     this.cache = withClaimsApplied(head, real, prev);
     this.noteRefs(head.claims ?? []);
     return this.cache;
@@ -56324,23 +56331,54 @@ var CasEngine = class {
     const applied = task?.lease?.holder === claim2.holder && task.lease.acquiredAt === claim2.dispatchedAt;
     return { applied, snapshot: snapshotOf(c3), retries: 0, commit: outcome.ref.sha };
   }
-  async update(mutation, options = {}) {
+  /**
+   * A compare-and-swap: the mutation on the cached state, written; a lost race is tried again on fresh
+   * state after a backoff. `exclusive` runs each try (its reads and its write) alone on the transport;
+   * the backoff between tries is outside it, so this process's reads and claims go on meanwhile, and a
+   * whole read one of them made after the loss is the next try's fresh state (no read of its own).
+   */
+  async update(mutation, options = {}, exclusive2 = (fn) => fn()) {
     const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
-    let fresh = this.t.readsFirst === true || this.cache === void 0;
-    let c3 = fresh ? await this.refresh("no cache") : this.cache;
     let retries = 0;
+    let lost;
+    for (; ; ) {
+      const tried = await exclusive2(() => this.tryOnce(mutation, options, retries, lost));
+      if (tried.kind === "done") return tried.result;
+      const until = options.retryUntilMs;
+      const persisting = retries >= maxRetries;
+      if (persisting && !(until !== void 0 && this.now() < until))
+        throw new StateConflictError(this.t.place.where, retries + 1);
+      const delay = persisting ? Math.min(casBackoffDelay(1, this.random, this.lastWrite.tookMs), until - this.now()) : casBackoffDelay(retries, this.random, this.lastWrite.tookMs);
+      await this.sleep(delay);
+      retries++;
+      lost = { readsBefore: tried.readsBefore, ...tried.only ? { only: tried.only } : {} };
+    }
+  }
+  /** One try of `update`: done, or lost to another writer (when, and the file the transport says). */
+  async tryOnce(mutation, options, retries, lost) {
+    let c3;
+    let fresh;
+    if (lost) {
+      const since = this.cache !== void 0 && this.wholeReadSeq > lost.readsBefore;
+      c3 = since ? this.cache : await this.refresh("lost race", lost.only);
+      fresh = since || lost.only === void 0;
+    } else {
+      fresh = this.t.readsFirst === true || this.cache === void 0;
+      c3 = fresh ? await this.refresh("no cache") : this.cache;
+    }
+    const done = (result) => ({ kind: "done", result });
     for (; ; ) {
       const out = mutation({ doc: cloneStateDoc(c3.doc), beads: c3.head.beads });
       if (out === null) {
         const trust = options.trustCacheMs ?? 0;
         const trusted = !fresh && trust > 0 && retries === 0 && this.readWithin(trust);
-        if (fresh || trusted) return { applied: false, snapshot: snapshotOf(c3), retries };
+        if (fresh || trusted) return done({ applied: false, snapshot: snapshotOf(c3), retries });
         c3 = await this.refresh("confirm");
         fresh = true;
         continue;
       }
       const change = changeOf(c3, out);
-      if (!change) return { applied: true, snapshot: snapshotOf(c3), retries };
+      if (!change) return done({ applied: true, snapshot: snapshotOf(c3), retries });
       await this.pace(retries);
       const started = performance.now();
       const refs = this.claimRefChanges(c3, change);
@@ -56353,22 +56391,19 @@ var CasEngine = class {
       const ended = performance.now();
       this.lastWrite = { endedAt: ended, tookMs: ended - started };
       if (outcome.kind === "written")
-        return this.won(outcome.head, change.files.state === void 0 ? c3.real : change.doc, retries);
+        return done(
+          await this.won(outcome.head, change.files.state === void 0 ? c3.real : change.doc, retries)
+        );
       if (outcome.kind === "unknown") {
         const landed = await this.landed(change);
         if (landed)
-          return { applied: true, snapshot: snapshotOf(landed), retries, commit: landed.head.version };
+          return done({ applied: true, snapshot: snapshotOf(landed), retries, commit: landed.head.version });
       } else this.conflicts++;
-      const until = options.retryUntilMs;
-      const persisting = retries >= maxRetries;
-      if (persisting && !(until !== void 0 && this.now() < until))
-        throw new StateConflictError(this.t.place.where, retries + 1);
-      const delay = persisting ? Math.min(casBackoffDelay(1, this.random, this.lastWrite.tookMs), until - this.now()) : casBackoffDelay(retries, this.random, this.lastWrite.tookMs);
-      await this.sleep(delay);
-      retries++;
-      const only = outcome.kind === "conflict" ? outcome.file : void 0;
-      c3 = await this.refresh("lost race", only);
-      fresh = only === void 0;
+      return {
+        kind: "lost",
+        readsBefore: this.readsStarted,
+        ...outcome.kind === "conflict" && outcome.file ? { only: outcome.file } : {}
+      };
     }
   }
   /** A store writing in a loop on its cache waits a little, so stores that must re-read first get a turn. */
@@ -56417,7 +56452,7 @@ function createCasStore(transport, opts = {}) {
   };
   return {
     read,
-    update: (mutation, options) => around("update", () => engine.update(mutation, options)),
+    update: (mutation, options) => engine.update(mutation, options, (fn) => around("update", fn)),
     ...transport.claim ? { claim: (decide) => around("update", () => engine.claim(decide)) } : {},
     history: (limit) => around(
       "history",
@@ -56620,6 +56655,7 @@ var GC_EVERY = 500;
 var TRIM_EVERY = 1e3;
 var VANISHED_REF = /not our ref|remote end hung up unexpectedly|unadvertised object/i;
 var HTTP_FAILURE = /RPC failed|returned error: \d{3}/i;
+var MISSING_BASE = /not a valid commit/i;
 var LANDED_DEPTH = 64;
 var GitTransport = class {
   place;
@@ -56696,13 +56732,15 @@ var GitTransport = class {
     this.cacheRemade();
     const trim2 = this.movesSinceTrim >= (this.opts.trimEvery ?? TRIM_EVERY);
     const head = await this.fetchHead(1, cause, trim2);
-    if (trim2) await this.dropHistory();
-    else if (prev && head !== prev.version) this.movesSinceTrim++;
+    if (!trim2 && prev && head !== prev.version) this.movesSinceTrim++;
     if (head === "") return { version: "", state: "", beads: "" };
     const claims = this.fetchedClaims;
-    if (prev && prev.version === head && sameClaimRefs(prev.claims ?? [], claims)) return prev;
-    if (prev && prev.version === head) return { ...prev, claims };
-    return { version: head, ...await this.readFiles(head), claims };
+    let out;
+    if (prev && prev.version === head && sameClaimRefs(prev.claims ?? [], claims)) out = prev;
+    else if (prev && prev.version === head) out = { ...prev, claims };
+    else out = { version: head, ...await this.readFiles(head), claims };
+    if (trim2) await this.dropHistory();
+    return out;
   }
   /** The branch head, fetched with retries on transient failures. */
   fetchHead(depth, cause, shallowAgain = false) {
@@ -56843,10 +56881,17 @@ ${commit}:${BEADS_PATH}
     await this.git.init();
     if (this.cacheRemade() && base.version !== "" && await this.fetchHead(1, "write") !== base.version)
       return { kind: "conflict" };
-    const [made, ...claimCommits] = await this.makeCommits(
-      { parent: base.version, files, message: message.unique },
-      claimRefs?.create.map((c3) => c3.claim) ?? []
-    );
+    let commits;
+    try {
+      commits = await this.makeCommits(
+        { parent: base.version, files, message: message.unique },
+        claimRefs?.create.map((c3) => c3.claim) ?? []
+      );
+    } catch (error64) {
+      if (base.version !== "" && MISSING_BASE.test(error64.message)) return { kind: "stale" };
+      throw error64;
+    }
+    const [made, ...claimCommits] = commits;
     const subject = message.text.split("\n").map((l) => l.replace(/^- /, "").trim()).filter(Boolean).join("; ");
     const creates = claimRefs?.create ?? [];
     const removed = claimRefs?.remove ?? [];
@@ -56925,6 +56970,8 @@ ${commit}:${BEADS_PATH}
    * saving: a failure leaves the history for the next cut.
    */
   async dropHistory() {
+    const cut2 = await this.git.run(["rev-list", "--count", "--max-count=2", REMOTE_REF]);
+    if (String(cut2.stdout).trim() !== "1") return;
     this.movesSinceTrim = 0;
     this.commitsSinceGc = 0;
     await this.git.run(["update-ref", "-d", COMMIT_REF]);

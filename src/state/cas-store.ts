@@ -259,6 +259,12 @@ function changeOf(c: Cached<Head>, out: MutationResult): Change | undefined {
   return { doc, files, state, beads, stateChanged, beadsChanged };
 }
 
+/** A race a write lost: the reads started before it was seen lost, and the one file the transport says moved (else all). */
+interface LostRace {
+  readsBefore: number;
+  only?: keyof StateFiles;
+}
+
 /** The cache entry for `head`: its claims applied to `real` (reusing `prev`'s work when nothing changed). */
 function withClaimsApplied<H extends Head>(head: H, real: FleetStateDoc, prev?: Cached<H>): Cached<H> {
   const claims = head.claims ?? [];
@@ -332,6 +338,9 @@ class CasEngine<H extends Head> {
   private readonly clock: (() => Date) | undefined;
   /** When the cached state was read, claims and all (a won write keeps the claims of its base's read). */
   private readAt = Number.NEGATIVE_INFINITY;
+  /** Reads started so far, and the latest started of the whole reads that set the cache (see tryOnce). */
+  private readsStarted = 0;
+  private wholeReadSeq = 0;
   /** Reads so far, and the read each claim ref (at its sha) was first in: see claimChange. */
   private reads = 0;
   private readonly firstRead = new Map<string, number>();
@@ -371,6 +380,7 @@ class CasEngine<H extends Head> {
   private async refresh(cause: ReadCause | string, only?: keyof StateFiles): Promise<Cached<H>> {
     const prev = this.cache;
     const startedAt = this.now();
+    const seq = ++this.readsStarted;
     const head = await this.t.read(prev?.head, only, cause);
     // Parse before caching: a corrupt document must fail every read, not just the first.
     const real =
@@ -379,7 +389,10 @@ class CasEngine<H extends Head> {
         : parseStateDoc(head.state, this.t.place.docPath, this.t.place.remedy);
     // Read "now" only for the whole state, and only when nothing replaced the cache meanwhile (a write
     // of ours landing during the read: the state read may lack it), for what trusts a recent read.
-    if (only === undefined && this.cache === prev) this.readAt = startedAt;
+    if (only === undefined && this.cache === prev) {
+      this.readAt = startedAt;
+      this.wholeReadSeq = Math.max(this.wholeReadSeq, seq);
+    }
     this.cache = withClaimsApplied(head, real, prev);
     this.noteRefs(head.claims ?? []);
     return this.cache;
@@ -455,25 +468,72 @@ class CasEngine<H extends Head> {
     return { applied, snapshot: snapshotOf(c), retries: 0, commit: outcome.ref.sha };
   }
 
-  async update(mutation: Mutation, options: UpdateOptions = {}): Promise<UpdateResult> {
+  /**
+   * A compare-and-swap: the mutation on the cached state, written; a lost race is tried again on fresh
+   * state after a backoff. `exclusive` runs each try (its reads and its write) alone on the transport;
+   * the backoff between tries is outside it, so this process's reads and claims go on meanwhile, and a
+   * whole read one of them made after the loss is the next try's fresh state (no read of its own).
+   */
+  async update(
+    mutation: Mutation,
+    options: UpdateOptions = {},
+    exclusive: <T>(fn: () => Promise<T>) => Promise<T> = (fn) => fn(),
+  ): Promise<UpdateResult> {
     const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
-    let fresh = this.t.readsFirst === true || this.cache === undefined;
-    let c = fresh ? await this.refresh("no cache") : this.cache!;
     let retries = 0;
+    let lost: LostRace | undefined;
+    for (;;) {
+      const tried = await exclusive(() => this.tryOnce(mutation, options, retries, lost));
+      if (tried.kind === "done") return tried.result;
+      const until = options.retryUntilMs;
+      const persisting = retries >= maxRetries;
+      if (persisting && !(until !== undefined && this.now() < until))
+        throw new StateConflictError(this.t.place.where, retries + 1);
+      // Past the usual retries a write that must land backs off as a second try does (the growing
+      // backoff only made it the writer least likely to win), and never sleeps past its deadline.
+      const delay = persisting
+        ? Math.min(casBackoffDelay(1, this.random, this.lastWrite.tookMs), until! - this.now())
+        : casBackoffDelay(retries, this.random, this.lastWrite.tookMs);
+      await this.sleep(delay);
+      retries++;
+      lost = { readsBefore: tried.readsBefore, ...(tried.only ? { only: tried.only } : {}) };
+    }
+  }
+
+  /** One try of `update`: done, or lost to another writer (when, and the file the transport says). */
+  private async tryOnce(
+    mutation: Mutation,
+    options: UpdateOptions,
+    retries: number,
+    lost: LostRace | undefined,
+  ): Promise<{ kind: "done"; result: UpdateResult } | ({ kind: "lost" } & LostRace)> {
+    let c: Cached<H>;
+    let fresh: boolean;
+    if (lost) {
+      // A whole read started since the loss (a poll of this process during the backoff) shows the
+      // winner's write: no read of this try's own.
+      const since = this.cache !== undefined && this.wholeReadSeq > lost.readsBefore;
+      c = since ? this.cache! : await this.refresh("lost race", lost.only);
+      fresh = since || lost.only === undefined;
+    } else {
+      fresh = this.t.readsFirst === true || this.cache === undefined;
+      c = fresh ? await this.refresh("no cache") : this.cache!;
+    }
+    const done = (result: UpdateResult) => ({ kind: "done" as const, result });
     for (;;) {
       const out = mutation({ doc: cloneStateDoc(c.doc), beads: c.head.beads });
       if (out === null) {
         // Only as the update starts: a lost race's re-read may be of one file alone.
         const trust = options.trustCacheMs ?? 0;
         const trusted = !fresh && trust > 0 && retries === 0 && this.readWithin(trust);
-        if (fresh || trusted) return { applied: false, snapshot: snapshotOf(c), retries };
+        if (fresh || trusted) return done({ applied: false, snapshot: snapshotOf(c), retries });
         // Decided on cached state: make sure it still does not apply before dropping it.
         c = await this.refresh("confirm");
         fresh = true;
         continue;
       }
       const change = changeOf(c, out);
-      if (!change) return { applied: true, snapshot: snapshotOf(c), retries };
+      if (!change) return done({ applied: true, snapshot: snapshotOf(c), retries });
       await this.pace(retries);
       const started = performance.now();
       const refs = this.claimRefChanges(c, change);
@@ -486,26 +546,19 @@ class CasEngine<H extends Head> {
       const ended = performance.now();
       this.lastWrite = { endedAt: ended, tookMs: ended - started };
       if (outcome.kind === "written")
-        return this.won(outcome.head, change.files.state === undefined ? c.real : change.doc, retries);
+        return done(
+          await this.won(outcome.head, change.files.state === undefined ? c.real : change.doc, retries),
+        );
       if (outcome.kind === "unknown") {
         const landed = await this.landed(change);
         if (landed)
-          return { applied: true, snapshot: snapshotOf(landed), retries, commit: landed.head.version };
+          return done({ applied: true, snapshot: snapshotOf(landed), retries, commit: landed.head.version });
       } else this.conflicts++;
-      const until = options.retryUntilMs;
-      const persisting = retries >= maxRetries;
-      if (persisting && !(until !== undefined && this.now() < until))
-        throw new StateConflictError(this.t.place.where, retries + 1);
-      // Past the usual retries a write that must land backs off as a second try does (the growing
-      // backoff only made it the writer least likely to win), and never sleeps past its deadline.
-      const delay = persisting
-        ? Math.min(casBackoffDelay(1, this.random, this.lastWrite.tookMs), until! - this.now())
-        : casBackoffDelay(retries, this.random, this.lastWrite.tookMs);
-      await this.sleep(delay);
-      retries++;
-      const only = outcome.kind === "conflict" ? outcome.file : undefined;
-      c = await this.refresh("lost race", only);
-      fresh = only === undefined;
+      return {
+        kind: "lost",
+        readsBefore: this.readsStarted,
+        ...(outcome.kind === "conflict" && outcome.file ? { only: outcome.file } : {}),
+      };
     }
   }
 
@@ -566,7 +619,7 @@ export function createCasStore<H extends Head>(transport: CasTransport<H>, opts:
   };
   return {
     read,
-    update: (mutation, options) => around("update", () => engine.update(mutation, options)),
+    update: (mutation, options) => engine.update(mutation, options, (fn) => around("update", fn)),
     ...(transport.claim ? { claim: (decide) => around("update", () => engine.claim(decide)) } : {}),
     history: (limit) =>
       around("history", async () =>

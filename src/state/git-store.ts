@@ -81,7 +81,8 @@ const GC_EVERY = 500;
 /**
  * The cache keeps every state commit it fetched or made (only its first fetch is shallow), so a process
  * that lives for weeks (`fleet serve`, `fleet run`) would keep the branch's whole history since its
- * start, on disk, for each repository. After this many moves of the branch its next read fetches the
+ * start, on disk, for each repository. After this many moves of the branch (a read that found it moved
+ * counts one, however many commits it brought; a write of this process one) its next read fetches the
  * head shallow again, which cuts the history back to it, and the commits before are pruned.
  */
 const TRIM_EVERY = 1_000;
@@ -89,6 +90,8 @@ const TRIM_EVERY = 1_000;
 const VANISHED_REF = /not our ref|remote end hung up unexpectedly|unadvertised object/i;
 // A failed HTTP request (a 5xx, say) is no vanished ref: it is retried with backoff like any other.
 const HTTP_FAILURE = /RPC failed|returned error: \d{3}/i;
+// What fast-import says when a commit's parent is not in the repository.
+const MISSING_BASE = /not a valid commit/i;
 // How far back to look for our commit when a push's answer was lost and the branch moved on since.
 const LANDED_DEPTH = 64;
 
@@ -191,14 +194,17 @@ class GitTransport implements cas.CasTransport {
     // cache run one at a time, see around), so nothing pruned is needed after.
     const trim = this.movesSinceTrim >= (this.opts.trimEvery ?? TRIM_EVERY);
     const head = await this.fetchHead(1, cause, trim);
-    if (trim) await this.dropHistory();
-    else if (prev && head !== prev.version) this.movesSinceTrim++;
+    if (!trim && prev && head !== prev.version) this.movesSinceTrim++;
     if (head === "") return { version: "", state: "", beads: "" };
     const claims = this.fetchedClaims;
+    let out: cas.Head;
     // Neither the head nor the claims moved: nothing to re-read.
-    if (prev && prev.version === head && cas.sameClaimRefs(prev.claims ?? [], claims)) return prev;
-    if (prev && prev.version === head) return { ...prev, claims };
-    return { version: head, ...(await this.readFiles(head)), claims };
+    if (prev && prev.version === head && cas.sameClaimRefs(prev.claims ?? [], claims)) out = prev;
+    else if (prev && prev.version === head) out = { ...prev, claims };
+    else out = { version: head, ...(await this.readFiles(head)), claims };
+    // Last, once the head's files are read: what comes before it goes.
+    if (trim) await this.dropHistory();
+    return out;
   }
 
   /** The branch head, fetched with retries on transient failures. */
@@ -365,10 +371,19 @@ class GitTransport implements cas.CasTransport {
     // branch is fetched; moved on since the base, this is a lost race like any other.
     if (this.cacheRemade() && base.version !== "" && (await this.fetchHead(1, "write")) !== base.version)
       return { kind: "conflict" };
-    const [made, ...claimCommits] = await this.makeCommits(
-      { parent: base.version, files, message: message.unique },
-      claimRefs?.create.map((c) => c.claim) ?? [],
-    );
+    let commits: string[];
+    try {
+      commits = await this.makeCommits(
+        { parent: base.version, files, message: message.unique },
+        claimRefs?.create.map((c) => c.claim) ?? [],
+      );
+    } catch (error) {
+      // The base is gone from the cache (its history was cut back after the caller's state was read,
+      // and that read failed after): a fresh read first.
+      if (base.version !== "" && MISSING_BASE.test((error as Error).message)) return { kind: "stale" };
+      throw error;
+    }
+    const [made, ...claimCommits] = commits;
     // Every transition the commit holds (a batch or a folded transition has one per line).
     const subject = message.text
       .split("\n")
@@ -456,6 +471,10 @@ class GitTransport implements cas.CasTransport {
    * saving: a failure leaves the history for the next cut.
    */
   private async dropHistory(): Promise<void> {
+    // A fetch asks only for the refs that moved when some did: the branch unmoved beside a new claim
+    // ref is not fetched again, and nothing was cut. The next read tries again.
+    const cut = await this.git.run(["rev-list", "--count", "--max-count=2", REMOTE_REF]);
+    if (String(cut.stdout).trim() !== "1") return;
     this.movesSinceTrim = 0;
     this.commitsSinceGc = 0;
     await this.git.run(["update-ref", "-d", COMMIT_REF]);

@@ -151,6 +151,49 @@ describe("git state store (emulator over git smart HTTP)", () => {
     expect(runsOf((await makeStore().read()).doc)).toBe(20);
   }, 120_000);
 
+  it("cuts its history only once a read has fetched the head shallow: a read that brought only a new claim ref tries again", async () => {
+    const cacheDir = join(dirs, "trim-claim");
+    const reader = makeStore({ cacheDir, trimEvery: 3 });
+    const writer = makeStore();
+    const commitsInCache = async () =>
+      Number(
+        (
+          await execa("git", ["-C", cacheDir, "rev-list", "--count", "refs/fleet/remote-state"])
+        ).stdout.trim(),
+      );
+    for (let i = 0; i < 4; i++) {
+      await writer.update(increment);
+      await reader.read();
+    }
+    expect(await commitsInCache()).toBe(4);
+    // The branch stays where it is; a ref under the claims' prefix appears (a worker's claim, say).
+    const head = (await gh.head(BRANCH))!;
+    const other = await bareGit("commit-tree", `${head}^{tree}`, "-m", "not Fleet's claim");
+    await bareGit("update-ref", `refs/fleet/claims/${BRANCH}/fl-x/1`, other);
+    await reader.read();
+    // git asked only for the ref that moved: the head was not fetched shallow, nothing was cut yet.
+    expect(await commitsInCache()).toBe(4);
+    await reader.read();
+    expect(await commitsInCache()).toBe(1);
+    expect(runsOf((await reader.update(increment)).snapshot.doc)).toBe(5);
+  }, 60_000);
+
+  it("a write on a base no longer in the cache reads afresh and applies, instead of failing", async () => {
+    const cacheDir = join(dirs, "gone-base");
+    const store = makeStore({ cacheDir });
+    await store.update(increment);
+    await makeStore().update(increment);
+    await store.read();
+    // The cached head's commit goes from the cache (a cut of its history, its read failing after).
+    const git = (...args: string[]) => execa("git", ["-C", cacheDir, ...args]);
+    for (const ref of (await git("for-each-ref", "--format=%(refname)")).stdout.split("\n"))
+      if (ref) await git("update-ref", "-d", ref);
+    await git("-c", "gc.pruneExpire=now", "gc", "--quiet");
+    const r = await store.update(increment);
+    expect(r).toMatchObject({ applied: true, retries: 0 });
+    expect(runsOf(r.snapshot.doc)).toBe(3);
+  }, 60_000);
+
   it("publishes each fetch and push with its cause on the diagnostics channel", async () => {
     const events: StateGitEvent[] = [];
     const onEvent = (m: unknown) => events.push(m as StateGitEvent);
