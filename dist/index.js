@@ -57526,14 +57526,13 @@ ${messages.map((m) => `- ${m.split("\n")[0]}`).join("\n")}`;
     let result;
     try {
       const trustCacheMs = Math.min(...batch.map((p2) => p2.trustCacheMs));
-      const until = batch.flatMap((p2) => p2.retryUntilMs === void 0 ? [] : [p2.retryUntilMs]);
-      result = await store.update(combined, {
-        maxRetries: opts.maxRetries,
-        trustCacheMs,
-        ...until.length ? { retryUntilMs: Math.max(...until) } : {}
-      });
+      result = await store.update(combined, { maxRetries: opts.maxRetries, trustCacheMs });
     } catch (error64) {
-      for (const p2 of batch) p2.reject(error64);
+      for (const p2 of batch) {
+        if (error64 instanceof StateConflictError && p2.retryUntilMs !== void 0)
+          void store.update(p2.mutation, { maxRetries: 0, retryUntilMs: p2.retryUntilMs, trustCacheMs: p2.trustCacheMs }).then(p2.resolve, p2.reject);
+        else p2.reject(error64);
+      }
       return;
     }
     if (result.commit) commits++;
@@ -73628,7 +73627,7 @@ async function recordOutcome(task, outcome, deps, lost, alsoDoc, heldUntilMs) {
       ...totals2 ? { run: { kind, at: now, totals: totals2 } } : {}
     },
     alsoDoc,
-    deps.endWithinLease ? heldUntilMs : void 0
+    heldUntilMs
   );
 }
 function credentialPool(coder, deps, clock) {
@@ -74203,7 +74202,7 @@ async function executeTask(taskId, deps, claimedAlready) {
   if (!claimed) return void 0;
   const { task } = claimed;
   const adapter = deps.adapterFor(task.coder);
-  const claimHeldUntil = deps.endWithinLease && task.lease ? Date.parse(task.lease.heartbeatAt) + ttl : void 0;
+  const claimHeldUntil = task.lease ? Date.parse(task.lease.heartbeatAt) + ttl : void 0;
   if (!adapter) {
     await endBeforeAgent(task, `no adapter for coder "${task.coder}" on this worker`, deps, claimHeldUntil);
     return void 0;
@@ -74354,8 +74353,7 @@ function stepInputs(deps, log) {
       config: config3,
       holder: deps.holder,
       ...clock ? { clock } : {},
-      ...deps.local ? { local: true } : {},
-      ...deps.endWithinLease ? { endWithinLease: true } : {}
+      ...deps.local ? { local: true } : {}
     },
     split: { github, repo, config: config3, queue },
     discovered: {
@@ -74572,8 +74570,6 @@ async function runAction(inputs, deps) {
           return t !== void 0 && isDispatchNamed(t, inputs.dispatch);
         }
       } : {},
-      // The job runs this task alone: a busy state branch must not cost it its run's end.
-      endWithinLease: true,
       heartbeatMs: deps.heartbeatMs,
       secrets: inputs.secrets,
       ...inputs.egressHosts ? { egressHosts: inputs.egressHosts } : {},

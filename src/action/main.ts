@@ -152,8 +152,6 @@ export async function runAction(inputs: ActionInputs, deps: ActionDeps): Promise
             },
           }
         : {}),
-      // The job runs this task alone: a busy state branch must not cost it its run's end.
-      endWithinLease: true,
       heartbeatMs: deps.heartbeatMs,
       secrets: inputs.secrets,
       ...(inputs.egressHosts ? { egressHosts: inputs.egressHosts } : {}),

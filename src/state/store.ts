@@ -53,7 +53,8 @@ export interface UpdateOptions {
   /**
    * Past `maxRetries`, a write that lost its race is tried again until this time (epoch ms, on the
    * store's clock) instead of given up: for a write that must land while something still holds, such as
-   * a run's end within its lease, where giving up means the run is lost and its agent runs again.
+   * a run's end within its lease, where giving up means the run is lost and its agent runs again. In a
+   * write queue, such a write whose batch gave up goes on alone (see createWriteQueue).
    */
   retryUntilMs?: number;
 }

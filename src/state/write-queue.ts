@@ -1,4 +1,5 @@
 import type { FleetStateDoc } from "../core/state-doc.ts";
+import { StateConflictError } from "./errors.ts";
 import type { Mutation, StateStore, UpdateOptions, UpdateResult } from "./store.ts";
 
 export interface WriteQueueOptions {
@@ -88,15 +89,17 @@ export function createWriteQueue(store: StateStore, opts: WriteQueueOptions = {}
     try {
       // A batch that drops out whole is confirmed on fresh state unless every mutation in it trusts the cache.
       const trustCacheMs = Math.min(...batch.map((p) => p.trustCacheMs));
-      // A batch holding a write that must land keeps trying as long as that write does.
-      const until = batch.flatMap((p) => (p.retryUntilMs === undefined ? [] : [p.retryUntilMs]));
-      result = await store.update(combined, {
-        maxRetries: opts.maxRetries,
-        trustCacheMs,
-        ...(until.length ? { retryUntilMs: Math.max(...until) } : {}),
-      });
+      result = await store.update(combined, { maxRetries: opts.maxRetries, trustCacheMs });
     } catch (error) {
-      for (const p of batch) p.reject(error);
+      for (const p of batch) {
+        // Given up on the usual retries: a write that must land (a run's end within its lease) goes on
+        // alone, beside the queue, whose later batches (other runs' heartbeats and ends) do not wait for it.
+        if (error instanceof StateConflictError && p.retryUntilMs !== undefined)
+          void store
+            .update(p.mutation, { maxRetries: 0, retryUntilMs: p.retryUntilMs, trustCacheMs: p.trustCacheMs })
+            .then(p.resolve, p.reject);
+        else p.reject(error);
+      }
       return;
     }
     if (result.commit) commits++;

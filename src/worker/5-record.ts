@@ -20,12 +20,6 @@ export interface RecordInput {
   clock?: () => Date;
   /** Local mode: notes name `fleet` commands, not `/fleet` comments. */
   local?: boolean;
-  /**
-   * The run's end keeps trying past the store's usual retries while its lease holds: for a process that
-   * runs this one task (an Actions job), whose writes nothing else waits on. Given up, the run is lost:
-   * its task is dispatched again once the lease runs out, and its agent runs again.
-   */
-  endWithinLease?: boolean;
 }
 
 /** What the credential pool draws on: the configured names, their values on this worker, the state's windows. */
@@ -52,7 +46,11 @@ export async function recordOutcome(
   lost: string | undefined,
   /** What the run adds to the same commit (its last context, its credentials' windows). */
   alsoDoc?: (doc: FleetStateDoc) => FleetStateDoc,
-  /** When the run's lease runs out (epoch ms): with `endWithinLease`, how long its end keeps trying. */
+  /**
+   * When the run's lease runs out (epoch ms): its end keeps trying past the store's usual retries until
+   * then. Given up, the run would be lost: its task dispatched again once the lease ran out, its agent
+   * run again.
+   */
   heldUntilMs?: number,
 ) {
   const clock = deps.clock ?? (() => new Date());
@@ -113,7 +111,7 @@ export async function recordOutcome(
       ...(totals ? { run: { kind, at: now, totals } } : {}),
     },
     alsoDoc,
-    deps.endWithinLease ? heldUntilMs : undefined,
+    heldUntilMs,
   );
 }
 

@@ -74,8 +74,6 @@ export interface ExecuteDeps {
    * hasRoomFor; an Actions run's own attempt, see runAction).
    */
   mayClaim?: (doc: FleetStateDoc) => boolean;
-  /** This process runs this one task (an Actions job): its end keeps trying while its lease holds (RecordInput). */
-  endWithinLease?: boolean;
   /**
    * The run is over (its agent, if any, stopped), before its end is recorded: a worker whose end commit
    * claims the next task (DispatchedTaker) counts this run out and reads the repository's settings now.
@@ -120,9 +118,8 @@ export async function executeTask(
   if (!claimed) return undefined;
   const { task } = claimed;
   const adapter = deps.adapterFor(task.coder);
-  // Until then the lease is as the claim left it: an Actions job's early end keeps trying within it too.
-  const claimHeldUntil =
-    deps.endWithinLease && task.lease ? Date.parse(task.lease.heartbeatAt) + ttl : undefined;
+  // Until the heartbeat starts, the lease is as the claim left it: an early end keeps trying within it.
+  const claimHeldUntil = task.lease ? Date.parse(task.lease.heartbeatAt) + ttl : undefined;
   if (!adapter) {
     await endBeforeAgent(task, `no adapter for coder "${task.coder}" on this worker`, deps, claimHeldUntil);
     return undefined;
@@ -328,7 +325,6 @@ function stepInputs(deps: ExecuteDeps, log: (message: string) => void) {
       holder: deps.holder,
       ...(clock ? { clock } : {}),
       ...(deps.local ? { local: true } : {}),
-      ...(deps.endWithinLease ? { endWithinLease: true } : {}),
     } satisfies RecordInput,
     split: { github, repo, config, queue },
     discovered: {

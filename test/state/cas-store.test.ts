@@ -517,7 +517,9 @@ describe("CAS engine: what a transport's write may answer", () => {
     await polled;
   });
 
-  it("a write queue's batch keeps trying as long as the latest retryUntilMs of its writes", async () => {
+  // A worker's write queue holds its runs' heartbeats and ends: a run's end that must land goes on alone
+  // once its batch gave up, and the queue's later batches do not wait for it.
+  it("a write queue: a write with retryUntilMs goes on alone once its batch gave up; later batches do not wait", async () => {
     const repo = createMemoryRepo();
     const inner = createMemoryTransport({ repo });
     const rival = createMemoryStateStore({ repo, sleep: async () => {} });
@@ -535,23 +537,47 @@ describe("CAS engine: what a transport's write may answer", () => {
       history: (limit) => inner.history(limit),
     };
     const clock = { now: Date.parse("2026-01-01T00:00:00Z") };
+    // The persisting write's second backoff (the batch's three, then its own two) waits for the test to
+    // let it go: meanwhile the queue goes on.
+    let letGo!: () => void;
+    const held = new Promise<void>((r) => {
+      letGo = r;
+    });
+    let reachedHold!: () => void;
+    const atHold = new Promise<void>((r) => {
+      reachedHold = r;
+    });
+    let backoffs = 0;
     const store = createCasStore(transport, {
       sleep: async (ms) => {
         clock.now += ms;
+        if (++backoffs === 5) {
+          reachedHold();
+          await held;
+        }
       },
       random: () => 0.5,
       clock: () => new Date(clock.now),
+      pacing: 0,
     });
     const queue = createWriteQueue(store, { maxDelayMs: 5, maxRetries: 3 });
-    losses = 10;
-    const [a, b] = await Promise.all([
-      queue.enqueue(increment),
-      queue.enqueue(increment, { retryUntilMs: clock.now + 60 * 60_000 }),
-    ]);
-    expect(a).toMatchObject({ applied: true, retries: 10 });
-    expect(b.commit).toBe(a.commit);
-    losses = 10;
-    await expect(queue.enqueue(increment)).rejects.toThrow(/gave up after 4 conflicting writes/);
+    losses = 6;
+    const heartbeat = queue.enqueue(increment);
+    const end = queue.enqueue(increment, { retryUntilMs: clock.now + 60 * 60_000 });
+    // The batch of both gives up after 4 writes: the heartbeat with it; the end goes on alone.
+    await expect(heartbeat).rejects.toThrow(/gave up after 4 conflicting writes/);
+    // While the end waits in its backoff, a later batch of the queue lands.
+    await atHold;
+    const order: string[] = [];
+    void end.then(() => order.push("end"));
+    const later = await queue.enqueue(increment);
+    order.push("later");
+    expect(later).toMatchObject({ applied: true });
+    letGo();
+    const ended = await end;
+    expect(order).toEqual(["later", "end"]);
+    expect(ended).toMatchObject({ applied: true });
+    expect(runsOf(ended.snapshot.doc)).toBe(6 + 2);
   });
 
   it("after a per-file conflict re-reads that file alone, and confirms a drop with a full read", async () => {

@@ -1,7 +1,8 @@
-// An Actions job runs one task; its run's end is one commit on a state branch that twenty runners and
-// the app write. Giving it up after the store's usual retries lost the run: the task stayed held until
-// its lease ran out, was dispatched again, and its agent ran again (seen in the 200-task Actions
-// benchmark). A job's end keeps trying while its lease holds. Real queue, claim, record step and CAS
+// A run's end is one commit on a state branch that every worker, runner and the app write. Giving it up
+// after the store's usual retries lost the run: the task stayed held until its lease ran out, was
+// dispatched again, and its agent ran again (an Actions job in the 200-task benchmark). A run's end
+// keeps trying while its lease holds, alone beside its worker's write queue once its batch gave up, so
+// the worker's other runs' writes do not wait for it. Real queue, claim, record step, write queue and CAS
 // engine, on an in-memory state branch whose writes another writer wins as often as the test says.
 import { describe, expect, it } from "vitest";
 import { parseFleetConfig } from "../../src/core/config.ts";
@@ -59,7 +60,7 @@ function busyBranch() {
 }
 
 describe("a run's end on a busy state branch", () => {
-  it("an Actions job's end keeps trying while its lease holds; elsewhere it is given up after the usual retries", async () => {
+  it("a run's end keeps trying while its lease holds; without the lease's time it is given up after the usual retries", async () => {
     const { store, busy, clock, now } = busyBranch();
     const parsed = parseFleetConfig("dispatch: local\nplan_phase: false\nretries: { max: 0 }\n");
     if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
@@ -107,30 +108,23 @@ describe("a run's end on a busy state branch", () => {
     };
     const record = { queue, config, holder: HOLDER, clock: now };
 
-    // Without it (a worker's queue that other runs' heartbeats wait on): given up after 26 writes.
+    // Without the lease's time: given up after 26 writes.
     busy.losses = 40;
-    await expect(
-      recordOutcome(claimed!.task, outcome, record, undefined, undefined, beat.heldUntil()),
-    ).rejects.toThrow(/gave up after 26 conflicting writes/);
+    await expect(recordOutcome(claimed!.task, outcome, record, undefined, undefined)).rejects.toThrow(
+      /gave up after 26 conflicting writes/,
+    );
     expect((await store.read()).doc.tasks[task!.id]?.state).toBe("running");
 
-    // A job's end: forty lost races later it lands, within the lease.
+    // With it: forty lost races later it lands, within the lease.
     busy.losses = 40;
-    await recordOutcome(
-      claimed!.task,
-      outcome,
-      { ...record, endWithinLease: true },
-      undefined,
-      undefined,
-      beat.heldUntil(),
-    );
+    await recordOutcome(claimed!.task, outcome, record, undefined, undefined, beat.heldUntil());
     const ended = (await store.read()).doc.tasks[task!.id]!;
     expect(ended).toMatchObject({ state: "pr-open", pr: 7 });
     expect(ended.lease).toBeUndefined();
     expect(clock.now).toBeLessThan(beat.heldUntil());
   });
 
-  it("a job's end stops trying once its lease has run out (the task is another run's by then)", async () => {
+  it("a run's end stops trying once its lease has run out (the task is another run's by then)", async () => {
     const { store, busy, clock, now } = busyBranch();
     const parsed = parseFleetConfig("dispatch: local\nplan_phase: false\nretries: { max: 0 }\n");
     if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
@@ -161,7 +155,7 @@ describe("a run's end on a busy state branch", () => {
       recordOutcome(
         claimed!.task,
         outcome,
-        { queue, config: parsed.config, holder: HOLDER, clock: now, endWithinLease: true },
+        { queue, config: parsed.config, holder: HOLDER, clock: now },
         undefined,
         undefined,
         heldUntil,
