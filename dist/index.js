@@ -56227,9 +56227,17 @@ var CasEngine = class {
   clock;
   /** When the cached state was read, claims and all (a won write keeps the claims of its base's read). */
   readAt = Number.NEGATIVE_INFINITY;
-  /** Reads started so far, and the latest started of the whole reads that set the cache (see tryOnce). */
-  readsStarted = 0;
-  wholeReadSeq = 0;
+  /**
+   * Where the cached state came from: each read and each won write is numbered as it starts (reads) or
+   * lands (writes), and only a newer one replaces the cache, so a read that started before another read or
+   * before a write of ours landed never puts an older state back. `cacheWhole`: it came from a read of the
+   * whole state (not a write, not one file). `knownBehind`: a write on it lost its race since (the branch
+   * has moved on): nothing decides on it without reading first.
+   */
+  sourcesStarted = 0;
+  cacheSeq = 0;
+  cacheWhole = false;
+  knownBehind = false;
   /** Reads so far, and the read each claim ref (at its sha) was first in: see claimChange. */
   reads = 0;
   firstRead = /* @__PURE__ */ new Map();
@@ -56249,9 +56257,9 @@ var CasEngine = class {
   readCached(why = "read") {
     return this.refresh(why);
   }
-  /** The cached state if it was read at most `maxAgeMs` ago (see ReadOptions.maxAgeMs). */
+  /** The cached state if it was read at most `maxAgeMs` ago (see ReadOptions.maxAgeMs), and no write lost on it since. */
   recent(maxAgeMs) {
-    return this.cache && this.readWithin(maxAgeMs) ? this.cache : void 0;
+    return this.cache && !this.knownBehind && this.readWithin(maxAgeMs) ? this.cache : void 0;
   }
   /** Whether the cached state was read at most `ms` ago (never on a clock gone back). */
   readWithin(ms2) {
@@ -56262,13 +56270,16 @@ var CasEngine = class {
   async refresh(cause, only) {
     const prev = this.cache;
     const startedAt = this.now();
-    const seq = ++this.readsStarted;
+    const seq = ++this.sourcesStarted;
     const head = await this.t.read(prev?.head, only, cause);
     const real = prev && prev.head.state === head.state ? prev.real : parseStateDoc(head.state, this.t.place.docPath, this.t.place.remedy);
-    if (only === void 0 && this.cache === prev) {
+    if (this.cache && seq < this.cacheSeq) return this.cache;
+    if (only === void 0) {
       this.readAt = startedAt;
-      this.wholeReadSeq = Math.max(this.wholeReadSeq, seq);
+      this.knownBehind = false;
     }
+    this.cacheSeq = seq;
+    this.cacheWhole = only === void 0;
     this.cache = withClaimsApplied(head, real, prev);
     this.noteRefs(head.claims ?? []);
     return this.cache;
@@ -56308,7 +56319,7 @@ var CasEngine = class {
    * the ref is made, confirms the claim on a fresh read (see CLAIM_REF_GRACE_MS).
    */
   async claim(decide) {
-    const recent = this.cache && this.now() - this.readAt < CLAIM_DECIDE_MS;
+    const recent = this.cache && !this.knownBehind && this.now() - this.readAt < CLAIM_DECIDE_MS;
     let c3 = recent ? this.cache : await this.refresh("claim");
     const readAt = this.readAt;
     const claim2 = decide(cloneStateDoc(c3.doc));
@@ -56342,6 +56353,7 @@ var CasEngine = class {
     let retries = 0;
     let lost;
     for (; ; ) {
+      if (retries === 0) await this.pace();
       const tried = await exclusive2(() => this.tryOnce(mutation, options, retries, lost));
       if (tried.kind === "done") return tried.result;
       const until = options.retryUntilMs;
@@ -56359,14 +56371,15 @@ var CasEngine = class {
     let c3;
     let fresh;
     if (lost) {
-      const since = this.cache !== void 0 && this.wholeReadSeq > lost.readsBefore;
+      const since = this.cache !== void 0 && this.cacheWhole && this.cacheSeq > lost.readsBefore;
       c3 = since ? this.cache : await this.refresh("lost race", lost.only);
       fresh = since || lost.only === void 0;
     } else {
-      fresh = this.t.readsFirst === true || this.cache === void 0;
+      fresh = this.t.readsFirst === true || this.cache === void 0 || this.knownBehind;
       c3 = fresh ? await this.refresh("no cache") : this.cache;
     }
     const done = (result) => ({ kind: "done", result });
+    let stales = 0;
     for (; ; ) {
       const out = mutation({ doc: cloneStateDoc(c3.doc), beads: c3.head.beads });
       if (out === null) {
@@ -56379,11 +56392,10 @@ var CasEngine = class {
       }
       const change = changeOf(c3, out);
       if (!change) return done({ applied: true, snapshot: snapshotOf(c3), retries });
-      await this.pace(retries);
       const started = performance.now();
       const refs = this.claimRefChanges(c3, change);
       const outcome = await this.t.write(c3.head, change.files, commitMessage(out.message), refs);
-      if (outcome.kind === "stale") {
+      if (outcome.kind === "stale" && ++stales === 1) {
         c3 = await this.refresh("stale");
         fresh = true;
         continue;
@@ -56399,22 +56411,29 @@ var CasEngine = class {
         if (landed)
           return done({ applied: true, snapshot: snapshotOf(landed), retries, commit: landed.head.version });
       } else this.conflicts++;
+      if (this.cache === c3) this.knownBehind = true;
       return {
         kind: "lost",
-        readsBefore: this.readsStarted,
+        readsBefore: this.sourcesStarted,
         ...outcome.kind === "conflict" && outcome.file ? { only: outcome.file } : {}
       };
     }
   }
-  /** A store writing in a loop on its cache waits a little, so stores that must re-read first get a turn. */
-  async pace(retries) {
+  /**
+   * A store writing in a loop on its cache waits a little, so stores that must re-read first get a turn
+   * (before an update's first try, outside its turn on the transport).
+   */
+  async pace() {
     const { endedAt, tookMs } = this.lastWrite;
-    if (retries === 0 && this.pacing > 0 && performance.now() - endedAt < this.pacing * tookMs) {
+    if (this.pacing > 0 && performance.now() - endedAt < this.pacing * tookMs) {
       await this.sleep(Math.floor(this.random() * this.pacing * tookMs));
     }
   }
   async won(head, real, retries) {
     this.cache = withClaimsApplied(head, real);
+    this.cacheSeq = ++this.sourcesStarted;
+    this.cacheWhole = false;
+    this.knownBehind = false;
     await this.t.afterWrite?.(head);
     return { applied: true, snapshot: snapshotOf(this.cache), retries, commit: head.version };
   }
@@ -56971,7 +56990,10 @@ ${commit}:${BEADS_PATH}
    */
   async dropHistory() {
     const cut2 = await this.git.run(["rev-list", "--count", "--max-count=2", REMOTE_REF]);
-    if (String(cut2.stdout).trim() !== "1") return;
+    if (String(cut2.stdout).trim() !== "1") {
+      this.movesSinceTrim = (this.opts.trimEvery ?? TRIM_EVERY) - 1;
+      return;
+    }
     this.movesSinceTrim = 0;
     this.commitsSinceGc = 0;
     await this.git.run(["update-ref", "-d", COMMIT_REF]);

@@ -338,9 +338,17 @@ class CasEngine<H extends Head> {
   private readonly clock: (() => Date) | undefined;
   /** When the cached state was read, claims and all (a won write keeps the claims of its base's read). */
   private readAt = Number.NEGATIVE_INFINITY;
-  /** Reads started so far, and the latest started of the whole reads that set the cache (see tryOnce). */
-  private readsStarted = 0;
-  private wholeReadSeq = 0;
+  /**
+   * Where the cached state came from: each read and each won write is numbered as it starts (reads) or
+   * lands (writes), and only a newer one replaces the cache, so a read that started before another read or
+   * before a write of ours landed never puts an older state back. `cacheWhole`: it came from a read of the
+   * whole state (not a write, not one file). `knownBehind`: a write on it lost its race since (the branch
+   * has moved on): nothing decides on it without reading first.
+   */
+  private sourcesStarted = 0;
+  private cacheSeq = 0;
+  private cacheWhole = false;
+  private knownBehind = false;
   /** Reads so far, and the read each claim ref (at its sha) was first in: see claimChange. */
   private reads = 0;
   private readonly firstRead = new Map<string, number>();
@@ -365,9 +373,9 @@ class CasEngine<H extends Head> {
     return this.refresh(why);
   }
 
-  /** The cached state if it was read at most `maxAgeMs` ago (see ReadOptions.maxAgeMs). */
+  /** The cached state if it was read at most `maxAgeMs` ago (see ReadOptions.maxAgeMs), and no write lost on it since. */
   recent(maxAgeMs: number): Cached<H> | undefined {
-    return this.cache && this.readWithin(maxAgeMs) ? this.cache : undefined;
+    return this.cache && !this.knownBehind && this.readWithin(maxAgeMs) ? this.cache : undefined;
   }
 
   /** Whether the cached state was read at most `ms` ago (never on a clock gone back). */
@@ -380,19 +388,23 @@ class CasEngine<H extends Head> {
   private async refresh(cause: ReadCause | string, only?: keyof StateFiles): Promise<Cached<H>> {
     const prev = this.cache;
     const startedAt = this.now();
-    const seq = ++this.readsStarted;
+    const seq = ++this.sourcesStarted;
     const head = await this.t.read(prev?.head, only, cause);
     // Parse before caching: a corrupt document must fail every read, not just the first.
     const real =
       prev && prev.head.state === head.state
         ? prev.real
         : parseStateDoc(head.state, this.t.place.docPath, this.t.place.remedy);
-    // Read "now" only for the whole state, and only when nothing replaced the cache meanwhile (a write
-    // of ours landing during the read: the state read may lack it), for what trusts a recent read.
-    if (only === undefined && this.cache === prev) {
+    // A newer source replaced the cache while this read ran (a later read, a write of ours landing: the
+    // state this read got may lack it): the cache stays.
+    if (this.cache && seq < this.cacheSeq) return this.cache;
+    // Read "now" only for the whole state, for what trusts a recent read.
+    if (only === undefined) {
       this.readAt = startedAt;
-      this.wholeReadSeq = Math.max(this.wholeReadSeq, seq);
+      this.knownBehind = false;
     }
+    this.cacheSeq = seq;
+    this.cacheWhole = only === undefined;
     this.cache = withClaimsApplied(head, real, prev);
     this.noteRefs(head.claims ?? []);
     return this.cache;
@@ -440,7 +452,7 @@ class CasEngine<H extends Head> {
    * the ref is made, confirms the claim on a fresh read (see CLAIM_REF_GRACE_MS).
    */
   async claim(decide: (doc: FleetStateDoc) => ClaimRecord | null): Promise<UpdateResult> {
-    const recent = this.cache && this.now() - this.readAt < CLAIM_DECIDE_MS;
+    const recent = this.cache && !this.knownBehind && this.now() - this.readAt < CLAIM_DECIDE_MS;
     let c = recent ? this.cache! : await this.refresh("claim");
     const readAt = this.readAt;
     const claim = decide(cloneStateDoc(c.doc));
@@ -483,6 +495,7 @@ class CasEngine<H extends Head> {
     let retries = 0;
     let lost: LostRace | undefined;
     for (;;) {
+      if (retries === 0) await this.pace();
       const tried = await exclusive(() => this.tryOnce(mutation, options, retries, lost));
       if (tried.kind === "done") return tried.result;
       const until = options.retryUntilMs;
@@ -510,16 +523,17 @@ class CasEngine<H extends Head> {
     let c: Cached<H>;
     let fresh: boolean;
     if (lost) {
-      // A whole read started since the loss (a poll of this process during the backoff) shows the
-      // winner's write: no read of this try's own.
-      const since = this.cache !== undefined && this.wholeReadSeq > lost.readsBefore;
+      // The cache is a whole read started since the loss (a poll of this process during the backoff):
+      // it shows the winner's write, so this try reads nothing of its own.
+      const since = this.cache !== undefined && this.cacheWhole && this.cacheSeq > lost.readsBefore;
       c = since ? this.cache! : await this.refresh("lost race", lost.only);
       fresh = since || lost.only === undefined;
     } else {
-      fresh = this.t.readsFirst === true || this.cache === undefined;
+      fresh = this.t.readsFirst === true || this.cache === undefined || this.knownBehind;
       c = fresh ? await this.refresh("no cache") : this.cache!;
     }
     const done = (result: UpdateResult) => ({ kind: "done" as const, result });
+    let stales = 0;
     for (;;) {
       const out = mutation({ doc: cloneStateDoc(c.doc), beads: c.head.beads });
       if (out === null) {
@@ -534,11 +548,11 @@ class CasEngine<H extends Head> {
       }
       const change = changeOf(c, out);
       if (!change) return done({ applied: true, snapshot: snapshotOf(c), retries });
-      await this.pace(retries);
       const started = performance.now();
       const refs = this.claimRefChanges(c, change);
       const outcome = await this.t.write(c.head, change.files, commitMessage(out.message), refs);
-      if (outcome.kind === "stale") {
+      // Once per try: a write that needs a fresh read again right after one counts as a lost race.
+      if (outcome.kind === "stale" && ++stales === 1) {
         c = await this.refresh("stale");
         fresh = true;
         continue;
@@ -554,18 +568,23 @@ class CasEngine<H extends Head> {
         if (landed)
           return done({ applied: true, snapshot: snapshotOf(landed), retries, commit: landed.head.version });
       } else this.conflicts++;
+      // The branch moved on from this cache: whatever decides next reads first.
+      if (this.cache === c) this.knownBehind = true;
       return {
         kind: "lost",
-        readsBefore: this.readsStarted,
+        readsBefore: this.sourcesStarted,
         ...(outcome.kind === "conflict" && outcome.file ? { only: outcome.file } : {}),
       };
     }
   }
 
-  /** A store writing in a loop on its cache waits a little, so stores that must re-read first get a turn. */
-  private async pace(retries: number): Promise<void> {
+  /**
+   * A store writing in a loop on its cache waits a little, so stores that must re-read first get a turn
+   * (before an update's first try, outside its turn on the transport).
+   */
+  private async pace(): Promise<void> {
     const { endedAt, tookMs } = this.lastWrite;
-    if (retries === 0 && this.pacing > 0 && performance.now() - endedAt < this.pacing * tookMs) {
+    if (this.pacing > 0 && performance.now() - endedAt < this.pacing * tookMs) {
       await this.sleep(Math.floor(this.random() * this.pacing * tookMs));
     }
   }
@@ -574,6 +593,9 @@ class CasEngine<H extends Head> {
     // A written document holds every claim its base showed; a write of the beads alone left the
     // document, and its claims by ref, as they were (a transport's head lists the refs after the push).
     this.cache = withClaimsApplied(head, real);
+    this.cacheSeq = ++this.sourcesStarted;
+    this.cacheWhole = false;
+    this.knownBehind = false;
     await this.t.afterWrite?.(head);
     return { applied: true, snapshot: snapshotOf(this.cache), retries, commit: head.version };
   }

@@ -472,9 +472,13 @@ class GitTransport implements cas.CasTransport {
    */
   private async dropHistory(): Promise<void> {
     // A fetch asks only for the refs that moved when some did: the branch unmoved beside a new claim
-    // ref is not fetched again, and nothing was cut. The next read tries again.
+    // ref is not fetched again, and nothing was cut. The read after the branch's next move tries again
+    // (not every read: on a quiet branch each would be a shallow fetch for nothing).
     const cut = await this.git.run(["rev-list", "--count", "--max-count=2", REMOTE_REF]);
-    if (String(cut.stdout).trim() !== "1") return;
+    if (String(cut.stdout).trim() !== "1") {
+      this.movesSinceTrim = (this.opts.trimEvery ?? TRIM_EVERY) - 1;
+      return;
+    }
     this.movesSinceTrim = 0;
     this.commitsSinceGc = 0;
     await this.git.run(["update-ref", "-d", COMMIT_REF]);

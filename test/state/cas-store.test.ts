@@ -517,6 +517,141 @@ describe("CAS engine: what a transport's write may answer", () => {
     await polled;
   });
 
+  // Each try still runs alone: a read asked while a try writes starts only once the write is done.
+  it("a try runs alone on the transport: a read asked during its write waits for it", async () => {
+    const repo = createMemoryRepo();
+    const inner = createMemoryTransport({ repo });
+    const events: string[] = [];
+    let chain: Promise<unknown> = Promise.resolve();
+    let store!: ReturnType<typeof createCasStore>;
+    let asked: Promise<unknown> | undefined;
+    const transport: CasTransport = {
+      place: inner.place,
+      read: (prev, only, cause) => {
+        events.push(`read ${cause}`);
+        return inner.read(prev, only);
+      },
+      async write(base, files, message) {
+        if (!asked) asked = store.read({ why: "asked during the write" });
+        await new Promise((r) => setTimeout(r, 20));
+        events.push("write");
+        return inner.write(base, files, message);
+      },
+      history: (limit) => inner.history(limit),
+      around(_op, fn) {
+        const run = chain.then(fn, fn);
+        chain = run.catch(() => undefined);
+        return run;
+      },
+    };
+    store = createCasStore(transport, { sleep: async () => {}, random: () => 0.5, pacing: 0 });
+    await store.update(increment);
+    await asked;
+    expect(events).toEqual(["read no cache", "write", "read asked during the write"]);
+  });
+
+  // Without a one-at-a-time transport (the REST one), reads overlap: one asked before a write of ours
+  // landed, answered after, must not put its older state back, nor pass for the fresh state a try after a
+  // lost race may use (it would drop a mutation that applies only on our write).
+  it("a slow read answered after a newer read or a write of ours leaves the newer state in the cache", async () => {
+    const repo = createMemoryRepo();
+    const inner = createMemoryTransport({ repo });
+    const rival = createMemoryStateStore({ repo, sleep: async () => {} });
+    let holdNext = false;
+    let release!: () => void;
+    let loseNext = false;
+    const transport: CasTransport = {
+      place: inner.place,
+      async read(prev, only) {
+        const answer = await inner.read(prev, only);
+        if (holdNext) {
+          holdNext = false;
+          await new Promise<void>((r) => {
+            release = r;
+          });
+        }
+        return answer;
+      },
+      async write(base, files, message) {
+        if (loseNext) {
+          loseNext = false;
+          await rival.update(increment);
+        }
+        return inner.write(base, files, message);
+      },
+      history: (limit) => inner.history(limit),
+    };
+    let slowPoll: Promise<unknown> | undefined;
+    let store!: ReturnType<typeof createCasStore>;
+    store = createCasStore(transport, {
+      random: () => 0.5,
+      pacing: 0,
+      // During the backoff: a poll, then the slow one (asked before the loss) answers.
+      sleep: async () => {
+        await store.read({ why: "poll" });
+        release();
+        await slowPoll;
+      },
+    });
+    await store.update(increment);
+    holdNext = true;
+    slowPoll = store.read({ why: "slow poll" });
+    await new Promise((r) => setImmediate(r));
+    await store.update(increment);
+    loseNext = true;
+    const r = await store.update((st) => (runsOf(st.doc) >= 2 ? increment(st) : null));
+    // The branch: ours 2, the rival's 1: the mutation applies on it.
+    expect(r).toMatchObject({ applied: true });
+    expect(runsOf(r.snapshot.doc)).toBe(4);
+    expect(runsOf(((await slowPoll) as { doc: FleetStateDoc }).doc)).toBeGreaterThanOrEqual(2);
+  });
+
+  // After a write lost its race the cache is known to be behind: another update of the process during
+  // the backoff reads first instead of pushing on it (a sure loss).
+  it("after a lost race, another update during the backoff reads before it writes", async () => {
+    const repo = createMemoryRepo();
+    const inner = createMemoryTransport({ repo });
+    const rival = createMemoryStateStore({ repo, sleep: async () => {} });
+    let chain: Promise<unknown> = Promise.resolve();
+    let lose = 0;
+    const transport: CasTransport = {
+      place: inner.place,
+      read: (prev, only) => inner.read(prev, only),
+      async write(base, files, message) {
+        if (lose > 0) {
+          lose--;
+          await rival.update(increment);
+        }
+        return inner.write(base, files, message);
+      },
+      history: (limit) => inner.history(limit),
+      around(_op, fn) {
+        const run = chain.then(fn, fn);
+        chain = run.catch(() => undefined);
+        return run;
+      },
+    };
+    let second: Promise<unknown> | undefined;
+    let store!: ReturnType<typeof createCasStore>;
+    store = createCasStore(transport, {
+      random: () => 0.5,
+      pacing: 0,
+      sleep: async () => {
+        if (!second) {
+          second = store.update(increment);
+          await second;
+        }
+      },
+    });
+    await store.update(increment);
+    lose = 1;
+    const first = await store.update(increment);
+    expect(first).toMatchObject({ applied: true, retries: 1 });
+    // One race lost (the first update's), not two: the second read first; the first's retry used that read.
+    expect(store.conflicts()).toBe(1);
+    expect(runsOf(first.snapshot.doc)).toBe(4);
+  });
+
   // A worker's write queue holds its runs' heartbeats and ends: a run's end that must land goes on alone
   // once its batch gave up, and the queue's later batches do not wait for it.
   it("a write queue: a write with retryUntilMs goes on alone once its batch gave up; later batches do not wait", async () => {

@@ -136,7 +136,7 @@ describe("claims by ref: a claim that waited, a deleted branch", () => {
     const workerA = createMemoryStateStore(base);
     const workerB = createMemoryStateStore(base);
     // A's executeTask takes clock() at t0+10s; its claim then waits 150 s behind the worker's other git
-    // operations (heartbeats and transitions retrying with backoff share GitTransport.around).
+    // operations (they share GitTransport.around one at a time: a slow network, a long queue of them).
     const aNow = at(10_000);
     clock.now = at(159_000).getTime();
     await workerB.read({ why: "poll" });

@@ -151,7 +151,7 @@ describe("git state store (emulator over git smart HTTP)", () => {
     expect(runsOf((await makeStore().read()).doc)).toBe(20);
   }, 120_000);
 
-  it("cuts its history only once a read has fetched the head shallow: a read that brought only a new claim ref tries again", async () => {
+  it("cuts its history only once a read has fetched the head shallow: after a read that brought only a new claim ref, the read after the next move", async () => {
     const cacheDir = join(dirs, "trim-claim");
     const reader = makeStore({ cacheDir, trimEvery: 3 });
     const writer = makeStore();
@@ -173,9 +173,15 @@ describe("git state store (emulator over git smart HTTP)", () => {
     await reader.read();
     // git asked only for the ref that moved: the head was not fetched shallow, nothing was cut yet.
     expect(await commitsInCache()).toBe(4);
+    // Nor on a read that finds nothing moved; the read after the branch's next move cuts.
+    await reader.read();
+    expect(await commitsInCache()).toBe(4);
+    await writer.update(increment);
+    await reader.read();
+    expect(await commitsInCache()).toBe(5);
     await reader.read();
     expect(await commitsInCache()).toBe(1);
-    expect(runsOf((await reader.update(increment)).snapshot.doc)).toBe(5);
+    expect(runsOf((await reader.update(increment)).snapshot.doc)).toBe(6);
   }, 60_000);
 
   it("a write on a base no longer in the cache reads afresh and applies, instead of failing", async () => {
