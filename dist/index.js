@@ -56238,6 +56238,8 @@ var CasEngine = class {
   cacheSeq = 0;
   cacheWhole = false;
   knownBehind = false;
+  /** The sources started when `knownBehind` was set: only a whole read started after it clears it. */
+  behindSince = 0;
   /** Reads so far, and the read each claim ref (at its sha) was first in: see claimChange. */
   reads = 0;
   firstRead = /* @__PURE__ */ new Map();
@@ -56273,14 +56275,15 @@ var CasEngine = class {
     const seq = ++this.sourcesStarted;
     const head = await this.t.read(prev?.head, only, cause);
     const real = prev && prev.head.state === head.state ? prev.real : parseStateDoc(head.state, this.t.place.docPath, this.t.place.remedy);
-    if (this.cache && seq < this.cacheSeq) return this.cache;
+    const read = withClaimsApplied(head, real, prev);
+    if (this.cache && seq < this.cacheSeq) return this.cacheWhole && only === void 0 ? this.cache : read;
     if (only === void 0) {
       this.readAt = startedAt;
-      this.knownBehind = false;
+      if (seq > this.behindSince) this.knownBehind = false;
     }
     this.cacheSeq = seq;
     this.cacheWhole = only === void 0;
-    this.cache = withClaimsApplied(head, real, prev);
+    this.cache = read;
     this.noteRefs(head.claims ?? []);
     return this.cache;
   }
@@ -56371,7 +56374,7 @@ var CasEngine = class {
     let c3;
     let fresh;
     if (lost) {
-      const since = this.cache !== void 0 && this.cacheWhole && this.cacheSeq > lost.readsBefore;
+      const since = this.cache !== void 0 && !this.knownBehind && this.cacheWhole && this.cacheSeq > lost.readsBefore;
       c3 = since ? this.cache : await this.refresh("lost race", lost.only);
       fresh = since || lost.only === void 0;
     } else {
@@ -56411,7 +56414,10 @@ var CasEngine = class {
         if (landed)
           return done({ applied: true, snapshot: snapshotOf(landed), retries, commit: landed.head.version });
       } else this.conflicts++;
-      if (this.cache === c3) this.knownBehind = true;
+      if (this.cache === c3) {
+        this.knownBehind = true;
+        this.behindSince = this.sourcesStarted;
+      }
       return {
         kind: "lost",
         readsBefore: this.sourcesStarted,
@@ -74224,7 +74230,7 @@ async function executeTask(taskId, deps, claimedAlready) {
   if (!claimed) return void 0;
   const { task } = claimed;
   const adapter = deps.adapterFor(task.coder);
-  const claimHeldUntil = task.lease ? Date.parse(task.lease.heartbeatAt) + ttl : void 0;
+  const claimHeldUntil = endDeadline(deps, leaseOfClaim(task, ttl));
   if (!adapter) {
     await endBeforeAgent(task, `no adapter for coder "${task.coder}" on this worker`, deps, claimHeldUntil);
     return void 0;
@@ -74260,13 +74266,14 @@ async function executeTask(taskId, deps, claimedAlready) {
     alsoDoc: runDoc,
     ...claimed.task.lease ? { renewedAt: claimed.task.lease.heartbeatAt } : {}
   });
+  const record3 = (o2, alsoDoc) => recordOutcome(task, o2, steps.record, heartbeat.lost(), alsoDoc, endDeadline(deps, heartbeat));
   let outcome;
   try {
     const first = await rotation.first();
     if (first.kind === "all-cooling") {
       outcome = allCooling(task.coder, first.resetAt);
       await deps.runOver?.();
-      await recordOutcome(task, outcome, steps.record, heartbeat.lost(), void 0, heartbeat.heldUntil());
+      await record3(outcome);
       return outcome;
     }
     const onContext = (c3) => {
@@ -74294,10 +74301,17 @@ async function executeTask(taskId, deps, claimedAlready) {
   );
   const poolReset = outcome.outcome === "rate-limited" ? rotation.resetAt() : void 0;
   if (poolReset) outcome.rateLimit = { ...outcome.rateLimit, resetsAt: poolReset };
-  await recordOutcome(task, outcome, steps.record, heartbeat.lost(), runDoc, heartbeat.heldUntil());
+  await record3(outcome, runDoc);
   await deps.tracker?.flush(task.id);
   await afterRecord(task, outcome, deps, steps.ab, log);
   return outcome;
+}
+var leaseOfClaim = (task, ttl) => ({
+  heldUntil: () => task.lease ? Date.parse(task.lease.heartbeatAt) + ttl : Number.NaN
+});
+function endDeadline(deps, lease) {
+  const until = lease.heldUntil();
+  return deps.signal?.aborted || Number.isNaN(until) ? void 0 : until;
 }
 async function endBeforeAgent(task, reason, deps, retryUntilMs) {
   await deps.runOver?.();

@@ -349,6 +349,8 @@ class CasEngine<H extends Head> {
   private cacheSeq = 0;
   private cacheWhole = false;
   private knownBehind = false;
+  /** The sources started when `knownBehind` was set: only a whole read started after it clears it. */
+  private behindSince = 0;
   /** Reads so far, and the read each claim ref (at its sha) was first in: see claimChange. */
   private reads = 0;
   private readonly firstRead = new Map<string, number>();
@@ -395,17 +397,19 @@ class CasEngine<H extends Head> {
       prev && prev.head.state === head.state
         ? prev.real
         : parseStateDoc(head.state, this.t.place.docPath, this.t.place.remedy);
+    const read = withClaimsApplied(head, real, prev);
     // A newer source replaced the cache while this read ran (a later read, a write of ours landing: the
-    // state this read got may lack it): the cache stays.
-    if (this.cache && seq < this.cacheSeq) return this.cache;
+    // state this read got may lack it): the cache stays. The caller gets a whole read started after its
+    // own if there is one, else its own answer (a write's answer may lack a commit this read saw).
+    if (this.cache && seq < this.cacheSeq) return this.cacheWhole && only === undefined ? this.cache : read;
     // Read "now" only for the whole state, for what trusts a recent read.
     if (only === undefined) {
       this.readAt = startedAt;
-      this.knownBehind = false;
+      if (seq > this.behindSince) this.knownBehind = false;
     }
     this.cacheSeq = seq;
     this.cacheWhole = only === undefined;
-    this.cache = withClaimsApplied(head, real, prev);
+    this.cache = read;
     this.noteRefs(head.claims ?? []);
     return this.cache;
   }
@@ -525,7 +529,8 @@ class CasEngine<H extends Head> {
     if (lost) {
       // The cache is a whole read started since the loss (a poll of this process during the backoff):
       // it shows the winner's write, so this try reads nothing of its own.
-      const since = this.cache !== undefined && this.cacheWhole && this.cacheSeq > lost.readsBefore;
+      const since =
+        this.cache !== undefined && !this.knownBehind && this.cacheWhole && this.cacheSeq > lost.readsBefore;
       c = since ? this.cache! : await this.refresh("lost race", lost.only);
       fresh = since || lost.only === undefined;
     } else {
@@ -569,7 +574,10 @@ class CasEngine<H extends Head> {
           return done({ applied: true, snapshot: snapshotOf(landed), retries, commit: landed.head.version });
       } else this.conflicts++;
       // The branch moved on from this cache: whatever decides next reads first.
-      if (this.cache === c) this.knownBehind = true;
+      if (this.cache === c) {
+        this.knownBehind = true;
+        this.behindSince = this.sourcesStarted;
+      }
       return {
         kind: "lost",
         readsBefore: this.sourcesStarted,

@@ -119,7 +119,7 @@ export async function executeTask(
   const { task } = claimed;
   const adapter = deps.adapterFor(task.coder);
   // Until the heartbeat starts, the lease is as the claim left it: an early end keeps trying within it.
-  const claimHeldUntil = task.lease ? Date.parse(task.lease.heartbeatAt) + ttl : undefined;
+  const claimHeldUntil = endDeadline(deps, leaseOfClaim(task, ttl));
   if (!adapter) {
     await endBeforeAgent(task, `no adapter for coder "${task.coder}" on this worker`, deps, claimHeldUntil);
     return undefined;
@@ -162,13 +162,16 @@ export async function executeTask(
     alsoDoc: runDoc,
     ...(claimed.task.lease ? { renewedAt: claimed.task.lease.heartbeatAt } : {}),
   });
+  // The run's end, in one commit with `alsoDoc`'s changes, keeps trying while the lease holds.
+  const record = (o: TaskOutcome, alsoDoc?: (doc: FleetStateDoc) => FleetStateDoc) =>
+    recordOutcome(task, o, steps.record, heartbeat.lost(), alsoDoc, endDeadline(deps, heartbeat));
   let outcome: TaskOutcome;
   try {
     const first = await rotation.first();
     if (first.kind === "all-cooling") {
       outcome = allCooling(task.coder, first.resetAt);
       await deps.runOver?.();
-      await recordOutcome(task, outcome, steps.record, heartbeat.lost(), undefined, heartbeat.heldUntil());
+      await record(outcome);
       return outcome;
     }
     const onContext = (c: TaskContext) => {
@@ -201,11 +204,25 @@ export async function executeTask(
   // 5. Out of credentials: the task waits until the first one of the pool is free again.
   const poolReset = outcome.outcome === "rate-limited" ? rotation.resetAt() : undefined;
   if (poolReset) outcome.rateLimit = { ...outcome.rateLimit, resetsAt: poolReset };
-  await recordOutcome(task, outcome, steps.record, heartbeat.lost(), runDoc, heartbeat.heldUntil());
+  await record(outcome, runDoc);
   // The outcome's state edit carried the report; without one (the task had moved on), it goes out now.
   await deps.tracker?.flush(task.id);
   await afterRecord(task, outcome, deps, steps.ab, log);
   return outcome;
+}
+
+/**
+ * How long a run's end keeps trying past the usual retries: while its lease holds, unless the worker is
+ * stopping (its stop would wait for the end as long; the lease running out hands the task on anyway).
+ */
+/** The lease as a claim left it (its renewal and the lease's length). */
+const leaseOfClaim = (task: Task, ttl: number) => ({
+  heldUntil: () => (task.lease ? Date.parse(task.lease.heartbeatAt) + ttl : Number.NaN),
+});
+
+function endDeadline(deps: ExecuteDeps, lease: { heldUntil: () => number }): number | undefined {
+  const until = lease.heldUntil();
+  return deps.signal?.aborted || Number.isNaN(until) ? undefined : until;
 }
 
 /** A run that ends before its agent starts: nothing to record but its end. */

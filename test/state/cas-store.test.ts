@@ -17,7 +17,7 @@ import {
   createMemoryStateStore,
   createMemoryTransport,
 } from "../../src/state/memory-store.ts";
-import type { Mutation } from "../../src/state/store.ts";
+import type { Mutation, UpdateResult } from "../../src/state/store.ts";
 import { createWriteQueue } from "../../src/state/write-queue.ts";
 import { type Backend, type StoreTuning, startEmulatorBackend, startMemoryBackend } from "./backends.ts";
 
@@ -647,9 +647,126 @@ describe("CAS engine: what a transport's write may answer", () => {
     lose = 1;
     const first = await store.update(increment);
     expect(first).toMatchObject({ applied: true, retries: 1 });
-    // One race lost (the first update's), not two: the second read first; the first's retry used that read.
+    // One race lost (the first update's), not two: the second read first instead of pushing on the
+    // cache the first had just lost on.
     expect(store.conflicts()).toBe(1);
     expect(runsOf(first.snapshot.doc)).toBe(4);
+  });
+
+  // A try after a loss may use a read another operation made meanwhile, but not one a write has since
+  // lost on too: that read is known to be behind as well.
+  it("a retry does not use a read made during its backoff once another write lost on it", async () => {
+    const repo = createMemoryRepo();
+    const inner = createMemoryTransport({ repo });
+    const rival = createMemoryStateStore({ repo, sleep: async () => {} });
+    let chain: Promise<unknown> = Promise.resolve();
+    let lose = 0;
+    const transport: CasTransport = {
+      place: inner.place,
+      read: (prev, only) => inner.read(prev, only),
+      async write(base, files, message) {
+        if (lose > 0) {
+          lose--;
+          await rival.update(increment);
+        }
+        return inner.write(base, files, message);
+      },
+      history: (limit) => inner.history(limit),
+      around(_op, fn) {
+        const run = chain.then(fn, fn);
+        chain = run.catch(() => undefined);
+        return run;
+      },
+    };
+    let sleeps = 0;
+    let second: Promise<UpdateResult> | undefined;
+    let secondLost!: () => void;
+    const secondLostP = new Promise<void>((r) => {
+      secondLost = r;
+    });
+    let firstDone!: () => void;
+    const firstDoneP = new Promise<void>((r) => {
+      firstDone = r;
+    });
+    let store!: ReturnType<typeof createCasStore>;
+    store = createCasStore(transport, {
+      random: () => 0.5,
+      pacing: 0,
+      sleep: async () => {
+        sleeps++;
+        if (sleeps === 1) {
+          // The first update's backoff: a second update reads first (the cache is behind), and loses too.
+          lose = 1;
+          second = store.update(increment);
+          await secondLostP;
+        } else if (sleeps === 2) {
+          // The second's backoff: the first tries again now.
+          secondLost();
+          await firstDoneP;
+        }
+      },
+    });
+    await store.update(increment);
+    lose = 1;
+    const first = await store.update(increment);
+    firstDone();
+    const other = await second!;
+    expect(first).toMatchObject({ applied: true, retries: 1 });
+    expect(other).toMatchObject({ applied: true, retries: 1 });
+    // Two races lost, one each; the first's retry read before it wrote.
+    expect(store.conflicts()).toBe(2);
+    expect(runsOf((await rival.read()).doc)).toBe(5);
+  });
+
+  // Without a one-at-a-time transport: a read asked after another writer's commit landed, answered after
+  // our own write's answer, returns what it read, not our write's state without that commit.
+  it("a read answered after a write of ours returns its own answer when it is the newer", async () => {
+    const repo = createMemoryRepo();
+    const inner = createMemoryTransport({ repo });
+    const rival = createMemoryStateStore({ repo, sleep: async () => {} });
+    let holdWrite = false;
+    let lateRead: Promise<{ doc: FleetStateDoc }> | undefined;
+    let readHeld: (() => void) | undefined;
+    let releaseRead!: () => void;
+    const releaseReadP = new Promise<void>((r) => {
+      releaseRead = r;
+    });
+    let store!: ReturnType<typeof createCasStore>;
+    const transport: CasTransport = {
+      place: inner.place,
+      async read(prev, only) {
+        const answer = await inner.read(prev, only);
+        if (readHeld) {
+          readHeld();
+          readHeld = undefined;
+          await releaseReadP;
+        }
+        return answer;
+      },
+      async write(base, files, message) {
+        // Our write lands on the server; another writer commits after it; then this process reads,
+        // before our write's answer has come back.
+        const out = await inner.write(base, files, message);
+        if (holdWrite) {
+          holdWrite = false;
+          await rival.update(increment);
+          const held = new Promise<void>((r) => {
+            readHeld = r;
+          });
+          lateRead = store.read({ why: "confirm" });
+          await held;
+        }
+        return out;
+      },
+      history: (limit) => inner.history(limit),
+    };
+    store = createCasStore(transport, { random: () => 0.5, pacing: 0, sleep: async () => {} });
+    await store.update(increment);
+    holdWrite = true;
+    const ours = await store.update(increment);
+    expect(runsOf(ours.snapshot.doc)).toBe(2);
+    releaseRead();
+    expect(runsOf((await lateRead!).doc)).toBe(3);
   });
 
   // A worker's write queue holds its runs' heartbeats and ends: a run's end that must land goes on alone
@@ -702,7 +819,12 @@ describe("CAS engine: what a transport's write may answer", () => {
     // The batch of both gives up after 4 writes: the heartbeat with it; the end goes on alone.
     await expect(heartbeat).rejects.toThrow(/gave up after 4 conflicting writes/);
     // While the end waits in its backoff, a later batch of the queue lands.
-    await atHold;
+    await Promise.race([
+      atHold,
+      new Promise((_, reject) =>
+        setTimeout(() => reject(new Error("the end never reached its backoff")), 5_000),
+      ),
+    ]);
     const order: string[] = [];
     void end.then(() => order.push("end"));
     const later = await queue.enqueue(increment);
