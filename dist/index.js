@@ -56232,7 +56232,7 @@ var CasEngine = class {
    * lands (writes), and only a newer one replaces the cache, so a read that started before another read or
    * before a write of ours landed never puts an older state back. `cacheWhole`: it came from a read of the
    * whole state (not a write, not one file). `knownBehind`: a write on it lost its race since (the branch
-   * has moved on): nothing decides on it without reading first.
+   * has moved on): no update or claim decides on it without reading first.
    */
   sourcesStarted = 0;
   cacheSeq = 0;
@@ -56259,9 +56259,12 @@ var CasEngine = class {
   readCached(why = "read") {
     return this.refresh(why);
   }
-  /** The cached state if it was read at most `maxAgeMs` ago (see ReadOptions.maxAgeMs), and no write lost on it since. */
+  /**
+   * The cached state if it was read at most `maxAgeMs` ago (see ReadOptions.maxAgeMs), even when a write
+   * has lost on it since: a look, not a decision (updates and claims read first then).
+   */
   recent(maxAgeMs) {
-    return this.cache && !this.knownBehind && this.readWithin(maxAgeMs) ? this.cache : void 0;
+    return this.cache && this.readWithin(maxAgeMs) ? this.cache : void 0;
   }
   /** Whether the cached state was read at most `ms` ago (never on a clock gone back). */
   readWithin(ms2) {
