@@ -837,6 +837,16 @@ describe("CAS engine: what a transport's write may answer", () => {
     expect(runsOf(ended.snapshot.doc)).toBe(6 + 2);
   });
 
+  it("a write that asks for a fresh read twice in one try counts as a lost race, not an endless loop", async () => {
+    const { steps, store } = scripted();
+    await store.update(increment);
+    steps.push("stale", "stale");
+    const r = await store.update(increment);
+    expect(r).toMatchObject({ applied: true, retries: 1 });
+    expect(runsOf(r.snapshot.doc)).toBe(2);
+    expect(store.conflicts()).toBe(1);
+  });
+
   it("after a per-file conflict re-reads that file alone, and confirms a drop with a full read", async () => {
     const { steps, reads, store, other } = scripted();
     await store.update(increment);
