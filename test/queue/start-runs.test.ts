@@ -10,12 +10,64 @@ import type { StateStore } from "../../src/state/store.ts";
 
 const NOW = "2026-03-01T10:00:00.000Z";
 
+/** A task for each issue, queued one after another. */
+async function enqueueIssues(queue: ReturnType<typeof createRepoQueue>, issues: number[]) {
+  for (const issue of issues)
+    await queue.enqueue({
+      issue,
+      title: `Task ${issue}`,
+      body: "Do it.",
+      coder: "claude",
+      model: "sonnet",
+      priority: 2,
+      dependsOn: [],
+      requestedBy: "mona",
+    });
+}
+
 describe("starting the runs of a burst of dispatches", () => {
   let home: string;
   beforeEach(async () => {
     home = await mkdtemp(join(tmpdir(), "fleet-start-runs-"));
   });
   afterEach(async () => rm(home, { recursive: true, force: true }));
+
+  /**
+   * Three tasks under a cap of one (#1 takes the slot), then the cap raised: #2 and #3 start in one
+   * burst. `whileThirdStarts` runs as #3's run starts, before the burst's runs are recorded. The tasks after.
+   */
+  async function burstOfThree(
+    whileThirdStarts: (
+      queue: ReturnType<typeof createRepoQueue>,
+      local: ReturnType<typeof createLocalStateStore>,
+    ) => Promise<void>,
+  ) {
+    const parsed = parseFleetConfig("max_concurrent: 10\n");
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+    const local = createLocalStateStore({ home, clock: () => new Date(NOW) });
+    let runs = 0;
+    let queue: ReturnType<typeof createRepoQueue>;
+    const dispatcher: Dispatcher = {
+      mode: "actions",
+      async start(task) {
+        const runId = `run-${++runs}`;
+        if (task.issue === 3) await whileThirdStarts(queue, local);
+        return { runId };
+      },
+      stop: async () => {},
+    };
+    queue = createRepoQueue({
+      repo: "octo/widgets",
+      store: local,
+      fileConfig: parsed.config,
+      dispatcher,
+      clock: () => new Date(NOW),
+    });
+    expect((await queue.setConfig([{ key: "max_concurrent", value: 1 }], "mona")).ok).toBe(true);
+    await enqueueIssues(queue, [1, 2, 3]);
+    expect((await queue.setConfig([{ key: "max_concurrent", value: 4 }], "mona")).ok).toBe(true);
+    return Object.values((await local.read()).doc.tasks).sort((a, b) => a.issue - b.issue);
+  }
 
   it("records every run of the burst, and fails the start that failed, in one commit", async () => {
     const parsed = parseFleetConfig("max_concurrent: 10\n");
@@ -50,17 +102,7 @@ describe("starting the runs of a burst of dispatches", () => {
       clock: () => new Date(NOW),
     });
     expect((await queue.setConfig([{ key: "max_concurrent", value: 1 }], "mona")).ok).toBe(true);
-    for (const issue of [1, 2, 3, 4])
-      await queue.enqueue({
-        issue,
-        title: `Task ${issue}`,
-        body: "Do it.",
-        coder: "claude",
-        model: "sonnet",
-        priority: 2,
-        dependsOn: [],
-        requestedBy: "mona",
-      });
+    await enqueueIssues(queue, [1, 2, 3, 4]);
     const before = commits.length;
     // Raising the cap dispatches three queued tasks in one commit: their runs start one by one.
     expect((await queue.setConfig([{ key: "max_concurrent", value: 4 }], "mona")).ok).toBe(true);
@@ -83,47 +125,12 @@ describe("starting the runs of a burst of dispatches", () => {
   });
 
   it("writes no run of a start onto the task's next dispatch", async () => {
-    const parsed = parseFleetConfig("max_concurrent: 10\n");
-    if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
-    const local = createLocalStateStore({ home, clock: () => new Date(NOW) });
-    let runs = 0;
-    let queue: ReturnType<typeof createRepoQueue>;
-    const dispatcher: Dispatcher = {
-      mode: "actions",
-      async start(task) {
-        const runId = `run-${++runs}`;
-        // In the burst of #2 and #3: while #3 starts, #2 (started, its run not recorded yet) is
-        // cancelled and retried, so it is dispatched again, a new attempt with a run of its own.
-        if (task.issue === 3) {
-          await queue.move(2, "cancelled", { from: ["dispatched"] });
-          await queue.move(2, "queued", { from: ["cancelled"] });
-        }
-        return { runId };
-      },
-      stop: async () => {},
-    };
-    queue = createRepoQueue({
-      repo: "octo/widgets",
-      store: local,
-      fileConfig: parsed.config,
-      dispatcher,
-      clock: () => new Date(NOW),
+    // While #3 starts, #2 (started, its run not recorded yet) is cancelled and retried, so it is
+    // dispatched again, a new attempt with a run of its own.
+    const tasks = await burstOfThree(async (queue) => {
+      await queue.move(2, "cancelled", { from: ["dispatched"] });
+      await queue.move(2, "queued", { from: ["cancelled"] });
     });
-    expect((await queue.setConfig([{ key: "max_concurrent", value: 1 }], "mona")).ok).toBe(true);
-    for (const issue of [1, 2, 3])
-      await queue.enqueue({
-        issue,
-        title: `Task ${issue}`,
-        body: "Do it.",
-        coder: "claude",
-        model: "sonnet",
-        priority: 2,
-        dependsOn: [],
-        requestedBy: "mona",
-      });
-    // #1 took the one slot (run-1); raising the cap starts #2 (run-2) and #3 in one burst.
-    expect((await queue.setConfig([{ key: "max_concurrent", value: 4 }], "mona")).ok).toBe(true);
-    const tasks = Object.values((await local.read()).doc.tasks).sort((a, b) => a.issue - b.issue);
     expect(tasks.map((t) => [t.issue, t.state, t.attempts, t.runId])).toEqual([
       [1, "dispatched", 1, "run-1"],
       // #2's second dispatch keeps its own run (run-4: numbered as #3's start began), not run-2 of the
@@ -136,52 +143,16 @@ describe("starting the runs of a burst of dispatches", () => {
   // An attempt given back (a run that failed before its agent: the worker lacked the coder) is counted
   // again by the task's next dispatch: the same attempt number, another dispatch (its lease's time).
   it("writes no run of a start onto a later dispatch of the same attempt number", async () => {
-    const parsed = parseFleetConfig("max_concurrent: 10\n");
-    if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
-    const local = createLocalStateStore({ home, clock: () => new Date(NOW) });
-    let runs = 0;
-    let queue: ReturnType<typeof createRepoQueue>;
-    const dispatcher: Dispatcher = {
-      mode: "actions",
-      async start(task) {
-        const runId = `run-${++runs}`;
-        // While #3 starts, #2 (started, its run not recorded yet) is dispatched anew under the same
-        // attempt number: its lease is another dispatch's.
-        if (task.issue === 3)
-          await local.update(({ doc }) => {
-            const two = Object.values(doc.tasks).find((t) => t.issue === 2)!;
-            const at = "2026-03-01T10:05:00.000Z";
-            const lease = { ...two.lease!, acquiredAt: at, heartbeatAt: at };
-            return {
-              doc: { ...doc, tasks: { ...doc.tasks, [two.id]: { ...two, lease } } },
-              message: "again",
-            };
-          });
-        return { runId };
-      },
-      stop: async () => {},
-    };
-    queue = createRepoQueue({
-      repo: "octo/widgets",
-      store: local,
-      fileConfig: parsed.config,
-      dispatcher,
-      clock: () => new Date(NOW),
-    });
-    expect((await queue.setConfig([{ key: "max_concurrent", value: 1 }], "mona")).ok).toBe(true);
-    for (const issue of [1, 2, 3])
-      await queue.enqueue({
-        issue,
-        title: `Task ${issue}`,
-        body: "Do it.",
-        coder: "claude",
-        model: "sonnet",
-        priority: 2,
-        dependsOn: [],
-        requestedBy: "mona",
+    // While #3 starts, #2 (started, its run not recorded yet) is dispatched anew under the same attempt
+    // number: its lease is another dispatch's.
+    const tasks = await burstOfThree(async (_queue, local) => {
+      await local.update(({ doc }) => {
+        const two = Object.values(doc.tasks).find((t) => t.issue === 2)!;
+        const at = "2026-03-01T10:05:00.000Z";
+        const lease = { ...two.lease!, acquiredAt: at, heartbeatAt: at };
+        return { doc: { ...doc, tasks: { ...doc.tasks, [two.id]: { ...two, lease } } }, message: "again" };
       });
-    expect((await queue.setConfig([{ key: "max_concurrent", value: 4 }], "mona")).ok).toBe(true);
-    const tasks = Object.values((await local.read()).doc.tasks).sort((a, b) => a.issue - b.issue);
+    });
     expect(tasks.map((t) => [t.issue, t.state, t.attempts, t.runId])).toEqual([
       [1, "dispatched", 1, "run-1"],
       // run-2 was started for #2's earlier dispatch: the later one of the same attempt is not its.

@@ -371,6 +371,44 @@ describe("CAS engine: what a transport's write may answer", () => {
     expect(reads).toEqual([undefined]);
   });
 
+  /**
+   * An in-memory branch whose writes another writer wins first, `branch.losses` times over;
+   * `oneAtATime`: operations run one at a time, as the git transport runs them on its cache; `reads`
+   * collects each read's cause.
+   */
+  function losingBranch(opts: { oneAtATime?: boolean; reads?: string[] } = {}) {
+    const repo = createMemoryRepo();
+    const inner = createMemoryTransport({ repo });
+    const rival = createMemoryStateStore({ repo, sleep: async () => {} });
+    const branch = { losses: 0 };
+    let chain: Promise<unknown> = Promise.resolve();
+    const transport: CasTransport = {
+      place: inner.place,
+      read: (prev, only, cause) => {
+        opts.reads?.push(String(cause));
+        return inner.read(prev, only);
+      },
+      async write(base, files, message) {
+        if (branch.losses > 0) {
+          branch.losses--;
+          await rival.update(increment);
+        }
+        return inner.write(base, files, message);
+      },
+      history: (limit) => inner.history(limit),
+      ...(opts.oneAtATime
+        ? {
+            around<T>(_op: unknown, fn: () => Promise<T>): Promise<T> {
+              const run = chain.then(fn, fn);
+              chain = run.catch(() => undefined);
+              return run;
+            },
+          }
+        : {}),
+    };
+    return { transport, branch, rival };
+  }
+
   it("counts a write whose answer was lost as written when the state holds it, without writing again", async () => {
     const { repo, steps, store } = scripted();
     await store.update(increment);
@@ -406,23 +444,7 @@ describe("CAS engine: what a transport's write may answer", () => {
   // A run's end on a busy branch (an Actions job among twenty writers): giving up after the usual
   // retries lost the run, and its agent ran again; within its lease it keeps trying.
   it("a write that loses its race past maxRetries keeps trying until retryUntilMs, then gives up", async () => {
-    const repo = createMemoryRepo();
-    const inner = createMemoryTransport({ repo });
-    const rival = createMemoryStateStore({ repo, sleep: async () => {} });
-    let losses = 0;
-    const transport: CasTransport = {
-      place: inner.place,
-      read: (prev, only) => inner.read(prev, only),
-      async write(base, files, message) {
-        // Another writer lands first, `losses` times over.
-        if (losses > 0) {
-          losses--;
-          await rival.update(increment);
-        }
-        return inner.write(base, files, message);
-      },
-      history: (limit) => inner.history(limit),
-    };
+    const { transport, branch } = losingBranch();
     const clock = { now: Date.parse("2026-01-01T00:00:00Z") };
     const slept: number[] = [];
     const store = createCasStore(transport, {
@@ -435,19 +457,19 @@ describe("CAS engine: what a transport's write may answer", () => {
       clock: () => new Date(clock.now),
     });
     await store.update(increment);
-    losses = 40;
+    branch.losses = 40;
     const until = clock.now + 60 * 60_000;
     const r = await store.update(increment, { maxRetries: 25, retryUntilMs: until });
     expect(r).toMatchObject({ applied: true, retries: 40 });
     expect(runsOf(r.snapshot.doc)).toBe(42);
     expect(clock.now).toBeLessThan(until);
     // Without it, the same race is given up after 26 writes; past the time, too.
-    losses = 40;
+    branch.losses = 40;
     await expect(store.update(increment, { maxRetries: 25 })).rejects.toThrow(
       /gave up after 26 conflicting writes/,
     );
     // Its 25 usual retries back off ~10 s here; past them it tries every few tens of ms until the deadline.
-    losses = 100_000;
+    branch.losses = 100_000;
     slept.length = 0;
     const shortly = clock.now + 20_000;
     await expect(store.update(increment, { maxRetries: 25, retryUntilMs: shortly })).rejects.toThrow(
@@ -464,33 +486,8 @@ describe("CAS engine: what a transport's write may answer", () => {
   // heartbeat) go on meanwhile instead of waiting behind it, and the try after uses what such a read
   // brought: no read of its own.
   it("backs off outside its turn on the transport: a read meanwhile goes on and serves the next try", async () => {
-    const repo = createMemoryRepo();
-    const inner = createMemoryTransport({ repo });
-    const rival = createMemoryStateStore({ repo, sleep: async () => {} });
     const reads: string[] = [];
-    let chain: Promise<unknown> = Promise.resolve();
-    let lose = 0;
-    const transport: CasTransport = {
-      place: inner.place,
-      read: (prev, only, cause) => {
-        reads.push(String(cause));
-        return inner.read(prev, only);
-      },
-      async write(base, files, message) {
-        if (lose > 0) {
-          lose--;
-          await rival.update(increment);
-        }
-        return inner.write(base, files, message);
-      },
-      history: (limit) => inner.history(limit),
-      // One operation at a time, as the git transport runs them on its cache.
-      around(_op, fn) {
-        const run = chain.then(fn, fn);
-        chain = run.catch(() => undefined);
-        return run;
-      },
-    };
+    const { transport, branch } = losingBranch({ oneAtATime: true, reads });
     let store: ReturnType<typeof createCasStore>;
     let polled: Promise<unknown> | undefined;
     store = createCasStore(transport, {
@@ -508,7 +505,7 @@ describe("CAS engine: what a transport's write may answer", () => {
     });
     await store.update(increment);
     reads.length = 0;
-    lose = 1;
+    branch.losses = 1;
     const r = await store.update(increment);
     expect(r).toMatchObject({ applied: true, retries: 1 });
     expect(runsOf(r.snapshot.doc)).toBe(3);
@@ -609,28 +606,7 @@ describe("CAS engine: what a transport's write may answer", () => {
   // After a write lost its race the cache is known to be behind: another update of the process during
   // the backoff reads first instead of pushing on it (a sure loss).
   it("after a lost race, another update during the backoff reads before it writes", async () => {
-    const repo = createMemoryRepo();
-    const inner = createMemoryTransport({ repo });
-    const rival = createMemoryStateStore({ repo, sleep: async () => {} });
-    let chain: Promise<unknown> = Promise.resolve();
-    let lose = 0;
-    const transport: CasTransport = {
-      place: inner.place,
-      read: (prev, only) => inner.read(prev, only),
-      async write(base, files, message) {
-        if (lose > 0) {
-          lose--;
-          await rival.update(increment);
-        }
-        return inner.write(base, files, message);
-      },
-      history: (limit) => inner.history(limit),
-      around(_op, fn) {
-        const run = chain.then(fn, fn);
-        chain = run.catch(() => undefined);
-        return run;
-      },
-    };
+    const { transport, branch } = losingBranch({ oneAtATime: true });
     let second: Promise<unknown> | undefined;
     let store!: ReturnType<typeof createCasStore>;
     store = createCasStore(transport, {
@@ -644,7 +620,7 @@ describe("CAS engine: what a transport's write may answer", () => {
       },
     });
     await store.update(increment);
-    lose = 1;
+    branch.losses = 1;
     const first = await store.update(increment);
     expect(first).toMatchObject({ applied: true, retries: 1 });
     // One race lost (the first update's), not two: the second read first instead of pushing on the
@@ -656,28 +632,7 @@ describe("CAS engine: what a transport's write may answer", () => {
   // A try after a loss may use a read another operation made meanwhile, but not one a write has since
   // lost on too: that read is known to be behind as well.
   it("a retry does not use a read made during its backoff once another write lost on it", async () => {
-    const repo = createMemoryRepo();
-    const inner = createMemoryTransport({ repo });
-    const rival = createMemoryStateStore({ repo, sleep: async () => {} });
-    let chain: Promise<unknown> = Promise.resolve();
-    let lose = 0;
-    const transport: CasTransport = {
-      place: inner.place,
-      read: (prev, only) => inner.read(prev, only),
-      async write(base, files, message) {
-        if (lose > 0) {
-          lose--;
-          await rival.update(increment);
-        }
-        return inner.write(base, files, message);
-      },
-      history: (limit) => inner.history(limit),
-      around(_op, fn) {
-        const run = chain.then(fn, fn);
-        chain = run.catch(() => undefined);
-        return run;
-      },
-    };
+    const { transport, branch, rival } = losingBranch({ oneAtATime: true });
     let sleeps = 0;
     let second: Promise<UpdateResult> | undefined;
     let secondLost!: () => void;
@@ -696,7 +651,7 @@ describe("CAS engine: what a transport's write may answer", () => {
         sleeps++;
         if (sleeps === 1) {
           // The first update's backoff: a second update reads first (the cache is behind), and loses too.
-          lose = 1;
+          branch.losses = 1;
           second = store.update(increment);
           await secondLostP;
         } else if (sleeps === 2) {
@@ -707,7 +662,7 @@ describe("CAS engine: what a transport's write may answer", () => {
       },
     });
     await store.update(increment);
-    lose = 1;
+    branch.losses = 1;
     const first = await store.update(increment);
     firstDone();
     const other = await second!;
@@ -772,22 +727,7 @@ describe("CAS engine: what a transport's write may answer", () => {
   // A worker's write queue holds its runs' heartbeats and ends: a run's end that must land goes on alone
   // once its batch gave up, and the queue's later batches do not wait for it.
   it("a write queue: a write with retryUntilMs goes on alone once its batch gave up; later batches do not wait", async () => {
-    const repo = createMemoryRepo();
-    const inner = createMemoryTransport({ repo });
-    const rival = createMemoryStateStore({ repo, sleep: async () => {} });
-    let losses = 0;
-    const transport: CasTransport = {
-      place: inner.place,
-      read: (prev, only) => inner.read(prev, only),
-      async write(base, files, message) {
-        if (losses > 0) {
-          losses--;
-          await rival.update(increment);
-        }
-        return inner.write(base, files, message);
-      },
-      history: (limit) => inner.history(limit),
-    };
+    const { transport, branch } = losingBranch();
     const clock = { now: Date.parse("2026-01-01T00:00:00Z") };
     // The persisting write's second backoff (the batch's three, then its own two) waits for the test to
     // let it go: meanwhile the queue goes on.
@@ -813,7 +753,7 @@ describe("CAS engine: what a transport's write may answer", () => {
       pacing: 0,
     });
     const queue = createWriteQueue(store, { maxDelayMs: 5, maxRetries: 3 });
-    losses = 6;
+    branch.losses = 6;
     const heartbeat = queue.enqueue(increment);
     const end = queue.enqueue(increment, { retryUntilMs: clock.now + 60 * 60_000 });
     // The batch of both gives up after 4 writes: the heartbeat with it; the end goes on alone.

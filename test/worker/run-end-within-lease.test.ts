@@ -59,47 +59,54 @@ function busyBranch() {
   return { store, busy, clock, now: () => new Date(clock.now) };
 }
 
+/** A task queued and dispatched on the busy branch, then claimed by an Actions run's holder. */
+async function claimedTask(b: ReturnType<typeof busyBranch>, issue: number) {
+  const parsed = parseFleetConfig("dispatch: local\nplan_phase: false\nretries: { max: 0 }\n");
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+  const config = parsed.config;
+  const queue = createRepoQueue({
+    repo: "octo/widgets",
+    store: b.store,
+    fileConfig: config,
+    dispatcher: localDispatcher,
+    clock: b.now,
+    leaseTtlMs: TTL,
+  });
+  const { task } = await queue.enqueue({
+    issue,
+    title: "Fix it",
+    body: "Do it.",
+    coder: "claude",
+    model: "sonnet",
+    priority: 2,
+    requestedBy: "mona",
+    dependsOn: [],
+  });
+  expect(task?.state).toBe("dispatched");
+  const claimed = await claimTaskState(b.store, task!.id, HOLDER, b.now(), TTL, () => "running");
+  expect(claimed?.task.state).toBe("running");
+  return { config, queue, task: claimed!.task };
+}
+
 describe("a run's end on a busy state branch", () => {
   it("a run's end keeps trying while its lease holds; without the lease's time it is given up after the usual retries", async () => {
-    const { store, busy, clock, now } = busyBranch();
-    const parsed = parseFleetConfig("dispatch: local\nplan_phase: false\nretries: { max: 0 }\n");
-    if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
-    const config = parsed.config;
-    const queue = createRepoQueue({
-      repo: "octo/widgets",
-      store,
-      fileConfig: config,
-      dispatcher: localDispatcher,
-      clock: now,
-      leaseTtlMs: TTL,
-    });
-    const { task } = await queue.enqueue({
-      issue: 1,
-      title: "Fix it",
-      body: "Do it.",
-      coder: "claude",
-      model: "sonnet",
-      priority: 2,
-      requestedBy: "mona",
-      dependsOn: [],
-    });
-    expect(task?.state).toBe("dispatched");
-    const claimed = await claimTaskState(store, task!.id, HOLDER, now(), TTL, () => "running");
-    expect(claimed?.task.state).toBe("running");
+    const b = busyBranch();
+    const { store, busy, clock, now } = b;
+    const { config, queue, task } = await claimedTask(b, 1);
     // The run took ten minutes: its lease, renewed at the claim, has five left.
     clock.now += 10 * 60_000;
     const beat = startHeartbeat({
       store,
-      taskId: task!.id,
+      taskId: task.id,
       holder: HOLDER,
       ttlMs: TTL,
       everyMs: 60 * 60_000,
       clock: now,
       log: () => {},
-      renewedAt: claimed!.task.lease!.heartbeatAt,
+      renewedAt: task.lease!.heartbeatAt,
     });
     beat.stop();
-    expect(beat.heldUntil()).toBe(Date.parse(claimed!.task.lease!.heartbeatAt) + TTL);
+    expect(beat.heldUntil()).toBe(Date.parse(task.lease!.heartbeatAt) + TTL);
     const outcome: TaskOutcome = {
       outcome: "pr-opened",
       pr: { number: 7, url: "https://github.test/octo/widgets/pull/7", head: "fleet/gh-1" },
@@ -110,52 +117,33 @@ describe("a run's end on a busy state branch", () => {
 
     // Without the lease's time: given up after 26 writes.
     busy.losses = 40;
-    await expect(recordOutcome(claimed!.task, outcome, record, undefined, undefined)).rejects.toThrow(
+    await expect(recordOutcome(task, outcome, record, undefined, undefined)).rejects.toThrow(
       /gave up after 26 conflicting writes/,
     );
-    expect((await store.read()).doc.tasks[task!.id]?.state).toBe("running");
+    expect((await store.read()).doc.tasks[task.id]?.state).toBe("running");
 
     // With it: forty lost races later it lands, within the lease.
     busy.losses = 40;
-    await recordOutcome(claimed!.task, outcome, record, undefined, undefined, beat.heldUntil());
-    const ended = (await store.read()).doc.tasks[task!.id]!;
+    await recordOutcome(task, outcome, record, undefined, undefined, beat.heldUntil());
+    const ended = (await store.read()).doc.tasks[task.id]!;
     expect(ended).toMatchObject({ state: "pr-open", pr: 7 });
     expect(ended.lease).toBeUndefined();
     expect(clock.now).toBeLessThan(beat.heldUntil());
   });
 
   it("a run's end stops trying once its lease has run out (the task is another run's by then)", async () => {
-    const { store, busy, clock, now } = busyBranch();
-    const parsed = parseFleetConfig("dispatch: local\nplan_phase: false\nretries: { max: 0 }\n");
-    if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
-    const queue = createRepoQueue({
-      repo: "octo/widgets",
-      store,
-      fileConfig: parsed.config,
-      dispatcher: localDispatcher,
-      clock: now,
-      leaseTtlMs: TTL,
-    });
-    const { task } = await queue.enqueue({
-      issue: 2,
-      title: "Fix it",
-      body: "Do it.",
-      coder: "claude",
-      model: "sonnet",
-      priority: 2,
-      requestedBy: "mona",
-      dependsOn: [],
-    });
-    const claimed = await claimTaskState(store, task!.id, HOLDER, now(), TTL, () => "running");
-    const heldUntil = Date.parse(claimed!.task.lease!.heartbeatAt) + TTL;
+    const b = busyBranch();
+    const { busy, clock, now } = b;
+    const { config, queue, task } = await claimedTask(b, 2);
+    const heldUntil = Date.parse(task.lease!.heartbeatAt) + TTL;
     clock.now = heldUntil - 30_000;
     busy.losses = 10_000;
     const outcome: TaskOutcome = { outcome: "failed", reason: "tests failed", logPath: "", artifacts: {} };
     await expect(
       recordOutcome(
-        claimed!.task,
+        task,
         outcome,
-        { queue, config: parsed.config, holder: HOLDER, clock: now },
+        { queue, config, holder: HOLDER, clock: now },
         undefined,
         undefined,
         heldUntil,
