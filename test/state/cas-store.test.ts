@@ -514,6 +514,36 @@ describe("CAS engine: what a transport's write may answer", () => {
     await polled;
   });
 
+  // A store writing in a loop waits a little before its next write (pacing): outside its turn too.
+  it("paces a write in a loop outside its turn on the transport: a read meanwhile is answered", async () => {
+    const { transport: inner } = losingBranch({ oneAtATime: true });
+    const transport: CasTransport = {
+      ...inner,
+      // A write that takes a while: a write right after it is paced by a share of it (up to 3 times).
+      async write(base, files, message) {
+        await new Promise((r) => setTimeout(r, 100));
+        return inner.write(base, files, message);
+      },
+    };
+    let store!: ReturnType<typeof createCasStore>;
+    const answered: boolean[] = [];
+    store = createCasStore(transport, {
+      random: () => 0.5,
+      pacing: 3,
+      sleep: async () => {
+        answered.push(
+          await Promise.race([
+            store.read({ why: "poll" }).then(() => true),
+            new Promise<boolean>((r) => setTimeout(() => r(false), 2_000)),
+          ]),
+        );
+      },
+    });
+    await store.update(increment);
+    await store.update(increment);
+    expect(answered).toEqual([true]);
+  });
+
   // Each try still runs alone: a read asked while a try writes starts only once the write is done.
   it("a try runs alone on the transport: a read asked during its write waits for it", async () => {
     const repo = createMemoryRepo();
