@@ -240,4 +240,31 @@ describe("claims by ref: a claim that waited, a deleted branch", () => {
     const refs = [...repo.refs.keys()].filter((r) => r.startsWith(claimRefPrefix("fleet/state")));
     expect(refs.map((r) => JSON.parse(repo.commits.get(repo.refs.get(r)!)!.message).holder)).toEqual(["w1"]);
   });
+
+  // A write of the worker lost its race, so its cache is known to be behind: a claim it decides during that
+  // write's backoff reads first, however recent the cache's read (the write's backoff no longer holds the
+  // store's turn, so the claim does not wait for it).
+  it("a claim decided while its process's write backs off after a lost race reads the state first", async () => {
+    const { base, clock } = world();
+    const app = createMemoryStateStore(base);
+    await app.update(({ doc }) => dispatched(doc));
+    let claimed: Promise<{ holder?: string; reads: number }> | undefined;
+    let worker!: ReturnType<typeof createMemoryStateStore>;
+    worker = createMemoryStateStore({
+      ...base,
+      sleep: async () => {
+        if (claimed) return;
+        const before = worker.stats().reads;
+        claimed = claimTaskState(worker, "fl-1", "local:w2", new Date(clock.now), TTL).then((c) => ({
+          holder: c?.task.lease?.holder,
+          reads: worker.stats().reads - before,
+        }));
+        await claimed;
+      },
+    });
+    await worker.read();
+    await app.update(({ doc }) => ledger(doc));
+    expect(await worker.update(({ doc }) => ledger(doc))).toMatchObject({ applied: true, retries: 1 });
+    expect(await claimed).toEqual({ holder: "local:w2", reads: 1 });
+  });
 });
