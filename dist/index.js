@@ -33114,7 +33114,9 @@ function contentsOver(octokit) {
       return {
         blobSha: data.content?.sha ?? "",
         commitSha: data.commit.sha ?? "",
-        treeSha: data.commit.tree?.sha
+        treeSha: data.commit.tree?.sha,
+        // https://docs.github.com/en/rest/repos/contents#create-or-update-file-contents: the commit made, with its parents.
+        parentShas: (data.commit.parents ?? []).flatMap((p2) => p2.sha ? [p2.sha] : [])
       };
     }
   };
@@ -57319,7 +57321,8 @@ var RestTransport = class {
         })
       );
       const blobs = { ...base.blobs, [which2]: { sha: r.blobSha } };
-      const head = { ...base, version: r.commitSha, tree: r.treeSha, commitStale: false };
+      const onBase = r.parentShas?.length === 1 && r.parentShas[0] === base.version;
+      const head = { ...base, version: r.commitSha, tree: r.treeSha, commitStale: !onBase };
       return { kind: "written", head: { ...head, [which2]: text2, blobs } };
     } catch (error64) {
       return failedWrite(error64, { kind: "conflict", file: which2 });

@@ -308,6 +308,8 @@ function contentsOver(octokit: OctokitClient): GitHub["contents"] {
         blobSha: data.content?.sha ?? "",
         commitSha: data.commit.sha ?? "",
         treeSha: data.commit.tree?.sha,
+        // https://docs.github.com/en/rest/repos/contents#create-or-update-file-contents: the commit made, with its parents.
+        parentShas: (data.commit.parents ?? []).flatMap((p) => (p.sha ? [p.sha] : [])),
       };
     },
   };

@@ -271,7 +271,7 @@ export interface GitHub {
     put(
       repo: RepoRef,
       file: { path: string; message: string; content: string; branch: string; sha?: string },
-    ): Promise<{ blobSha: string; commitSha: string; treeSha?: string }>;
+    ): Promise<{ blobSha: string; commitSha: string; treeSha?: string; parentShas?: string[] }>;
   };
   /** The git data API (the state store's commits and fast-forward ref updates). */
   git: {

@@ -43,7 +43,10 @@ interface Blob {
 interface RestHead extends cas.Head {
   tree?: string;
   refEtag?: string;
-  /** The files were re-read after `version`: the head has moved past it (the contents are newer). */
+  /**
+   * `version` and the files are not one commit's: the files were re-read after it (they are newer), or a
+   * one-file write's commit may hold another writer's newer other file. Read again before a two-file write.
+   */
   commitStale?: boolean;
   blobs: Record<keyof cas.StateFiles, Blob>;
 }
@@ -225,7 +228,12 @@ class RestTransport implements cas.CasTransport<RestHead> {
         }),
       );
       const blobs = { ...base.blobs, [which]: { sha: r.blobSha } };
-      const head = { ...base, version: r.commitSha, tree: r.treeSha, commitStale: false };
+      // The file's own sha is the compare-and-swap: another writer's commit that changed only the other
+      // file may have come between the base and this one, and the new commit holds its version of that
+      // file, not the cache's. Unless the commit's parent is the base, the head is not one commit's
+      // files: a two-file write then reads first (else it would put the cache's older file back).
+      const onBase = r.parentShas?.length === 1 && r.parentShas[0] === base.version;
+      const head = { ...base, version: r.commitSha, tree: r.treeSha, commitStale: !onBase };
       return { kind: "written", head: { ...head, [which]: text, blobs } };
     } catch (error) {
       // 409: the blob sha is stale; 422: a sha was missing or wrong (the file appeared meanwhile).

@@ -68,4 +68,30 @@ describe("GitHub state store: REST requests (emulator)", () => {
     expect(runsOf((await store.read()).doc)).toBe(2);
     expect(store.stats()).toMatchObject({ requests: 3, notModified: 1 });
   });
+
+  // A one-file write's compare-and-swap is that file's sha: another writer's commit to the other file
+  // may come between, and the new commit holds that writer's version. A two-file write after it must
+  // read first, or it puts the cache's older file back over the other writer's change.
+  it("a two-file write after a one-file write that another writer's commit came before keeps that writer's change", async () => {
+    const a = makeStore();
+    await a.update(increment);
+    const line = (name: string) => `{"id":"${name}","title":"${name}","status":"open"}\n`;
+    // Another writer changes the beads file alone.
+    await makeStore().update(({ doc, beads }) => ({
+      doc,
+      beads: `${beads}${line("theirs")}`,
+      message: "beads",
+    }));
+    // A changes the state file alone (its sha unchanged: the write lands), then both files.
+    expect(await a.update(increment)).toMatchObject({ applied: true, retries: 0 });
+    const r = await a.update(({ doc, beads }) => ({
+      ...increment({ doc, beads })!,
+      beads: `${beads}${line("ours")}`,
+    }));
+    expect(r.applied).toBe(true);
+    const final = await makeStore().read();
+    expect(final.beads).toContain(line("theirs"));
+    expect(final.beads).toContain(line("ours"));
+    expect(runsOf(final.doc)).toBe(3);
+  });
 });
