@@ -56412,7 +56412,7 @@ var CasEngine = class {
       this.lastWrite = { endedAt: ended, tookMs: ended - started };
       if (outcome.kind === "written")
         return done(
-          await this.won(outcome.head, change.files.state === void 0 ? c3.real : change.doc, retries)
+          await this.won(outcome.head, change.files.state === void 0 ? c3.real : change.doc, retries, c3)
         );
       if (outcome.kind === "unknown") {
         const landed = await this.landed(change);
@@ -56440,7 +56440,8 @@ var CasEngine = class {
       await this.sleep(Math.floor(this.random() * this.pacing * tookMs));
     }
   }
-  async won(head, real, retries) {
+  async won(head, real, retries, base) {
+    if (this.cache !== base) this.readAt = Number.NEGATIVE_INFINITY;
     this.cache = withClaimsApplied(head, real);
     this.cacheSeq = ++this.sourcesStarted;
     this.cacheWhole = false;

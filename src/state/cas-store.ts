@@ -569,7 +569,7 @@ class CasEngine<H extends Head> {
       this.lastWrite = { endedAt: ended, tookMs: ended - started };
       if (outcome.kind === "written")
         return done(
-          await this.won(outcome.head, change.files.state === undefined ? c.real : change.doc, retries),
+          await this.won(outcome.head, change.files.state === undefined ? c.real : change.doc, retries, c),
         );
       if (outcome.kind === "unknown") {
         const landed = await this.landed(change);
@@ -600,7 +600,10 @@ class CasEngine<H extends Head> {
     }
   }
 
-  private async won(head: H, real: FleetStateDoc, retries: number): Promise<UpdateResult> {
+  private async won(head: H, real: FleetStateDoc, retries: number, base: Cached<H>): Promise<UpdateResult> {
+    // A read installed while the write was out (a transport without a one-at-a-time turn) may have seen
+    // commits the write's state lacks: its time no longer vouches for the cache, which is the write's now.
+    if (this.cache !== base) this.readAt = Number.NEGATIVE_INFINITY;
     // A written document holds every claim its base showed; a write of the beads alone left the
     // document, and its claims by ref, as they were (a transport's head lists the refs after the push).
     this.cache = withClaimsApplied(head, real);

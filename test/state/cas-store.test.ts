@@ -633,6 +633,32 @@ describe("CAS engine: what a transport's write may answer", () => {
     expect(runsOf(((await slowPoll) as { doc: FleetStateDoc }).doc)).toBeGreaterThanOrEqual(2);
   });
 
+  // Without a one-at-a-time transport: a read made while our write was out saw another writer's commit
+  // that came after ours; our write's answer then puts our state in the cache, and that read's time no
+  // longer vouches for it: a maxAgeMs read goes to the branch.
+  it("a won write that replaced a read made while it was out is not served as a recent read", async () => {
+    const { transport: inner, rival } = losingBranch();
+    let store!: ReturnType<typeof createCasStore>;
+    let readDuringWrite = false;
+    const transport: CasTransport = {
+      ...inner,
+      async write(base, files, message) {
+        const out = await inner.write(base, files, message);
+        if (readDuringWrite) {
+          readDuringWrite = false;
+          await rival.update(increment);
+          await store.read({ why: "poll" });
+        }
+        return out;
+      },
+    };
+    store = createCasStore(transport, { random: () => 0.5, pacing: 0, sleep: async () => {} });
+    await store.update(increment);
+    readDuringWrite = true;
+    expect(runsOf((await store.update(increment)).snapshot.doc)).toBe(2);
+    expect(runsOf((await store.read({ maxAgeMs: 60_000 })).doc)).toBe(3);
+  });
+
   // After a write lost its race the cache is known to be behind: another update of the process during
   // the backoff reads first instead of pushing on it (a sure loss).
   it("after a lost race, another update during the backoff reads before it writes", async () => {
