@@ -56371,10 +56371,10 @@ var CasEngine = class {
       const delay = persisting ? Math.min(casBackoffDelay(1, this.random, this.lastWrite.tookMs), until - this.now()) : casBackoffDelay(retries, this.random, this.lastWrite.tookMs);
       await this.sleep(delay);
       retries++;
-      lost = { readsBefore: tried.readsBefore, ...tried.only ? { only: tried.only } : {} };
+      lost = tried;
     }
   }
-  /** One try of `update`: done, or lost to another writer (when, and the file the transport says). */
+  /** One try of `update`: done, or lost to another writer (the reads started by then, the file the transport says). */
   async tryOnce(mutation, options, retries, lost) {
     let c3;
     let fresh;
@@ -56699,8 +56699,9 @@ var GitTransport = class {
   fetchedClaims = [];
   git;
   commitsSinceGc = 0;
-  /** Moves of the branch (fetched or pushed) since the cache's history was last cut back (see TRIM_EVERY). */
+  /** Moves of the branch (fetched or pushed) since the cache's history was last cut back, and how many it takes (see TRIM_EVERY). */
   movesSinceTrim = 0;
+  trimEvery;
   chain = Promise.resolve();
   /**
    * The local copy of the branch was there at the last fetch, so the next asks only for what is new
@@ -56715,6 +56716,7 @@ var GitTransport = class {
   opts;
   constructor(opts) {
     this.opts = opts;
+    this.trimEvery = opts.trimEvery ?? TRIM_EVERY;
     const place = branchPlace(`${opts.owner}/${opts.repo}`, opts.branch);
     this.place = place;
     this.branchRef = `refs/heads/${place.branch}`;
@@ -56761,7 +56763,7 @@ var GitTransport = class {
   async read(prev, _only, cause = "read") {
     await this.git.init();
     this.cacheRemade();
-    const trim2 = this.movesSinceTrim >= (this.opts.trimEvery ?? TRIM_EVERY);
+    const trim2 = this.movesSinceTrim >= this.trimEvery;
     const head = await this.fetchHead(1, cause, trim2);
     if (!trim2 && prev && head !== prev.version) this.movesSinceTrim++;
     if (head === "") return { version: "", state: "", beads: "" };
@@ -57003,7 +57005,7 @@ ${commit}:${BEADS_PATH}
   async dropHistory() {
     const cut2 = await this.git.run(["rev-list", "--count", "--max-count=2", REMOTE_REF]);
     if (String(cut2.stdout).trim() !== "1") {
-      this.movesSinceTrim = (this.opts.trimEvery ?? TRIM_EVERY) - 1;
+      this.movesSinceTrim = this.trimEvery - 1;
       return;
     }
     this.movesSinceTrim = 0;
@@ -74237,7 +74239,7 @@ async function executeTask(taskId, deps, claimedAlready) {
   if (!claimed) return void 0;
   const { task } = claimed;
   const adapter = deps.adapterFor(task.coder);
-  const claimHeldUntil = endDeadline(deps, leaseOfClaim(task, ttl));
+  const claimHeldUntil = endDeadline(deps, task.lease ? Date.parse(task.lease.expiresAt) : void 0);
   if (!adapter) {
     await endBeforeAgent(task, `no adapter for coder "${task.coder}" on this worker`, deps, claimHeldUntil);
     return void 0;
@@ -74273,7 +74275,7 @@ async function executeTask(taskId, deps, claimedAlready) {
     alsoDoc: runDoc,
     ...claimed.task.lease ? { renewedAt: claimed.task.lease.heartbeatAt } : {}
   });
-  const record3 = (o2, alsoDoc) => recordOutcome(task, o2, steps.record, heartbeat.lost(), alsoDoc, endDeadline(deps, heartbeat));
+  const record3 = (o2, alsoDoc) => recordOutcome(task, o2, steps.record, heartbeat.lost(), alsoDoc, endDeadline(deps, heartbeat.heldUntil()));
   let outcome;
   try {
     const first = await rotation.first();
@@ -74313,18 +74315,12 @@ async function executeTask(taskId, deps, claimedAlready) {
   await afterRecord(task, outcome, deps, steps.ab, log);
   return outcome;
 }
-var leaseOfClaim = (task, ttl) => ({
-  heldUntil: () => task.lease ? Date.parse(task.lease.heartbeatAt) + ttl : Number.NaN
-});
-function endDeadline(deps, lease) {
-  const until = lease.heldUntil();
-  return deps.signal?.aborted || Number.isNaN(until) ? void 0 : until;
-}
-async function endBeforeAgent(task, reason, deps, retryUntilMs) {
+var endDeadline = (deps, heldUntil) => deps.signal?.aborted || heldUntil === void 0 || Number.isNaN(heldUntil) ? void 0 : heldUntil;
+async function endBeforeAgent(task, reason, deps, retryUntilMs, patch = {}) {
   await deps.runOver?.();
   await deps.queue.endRun(
     task.id,
-    { holder: deps.holder, to: "failed", reason, patch: {} },
+    { holder: deps.holder, to: "failed", reason, patch },
     void 0,
     retryUntilMs
   );
@@ -74359,18 +74355,7 @@ async function endIfCoderNotReady(task, adapter, deps, log, retryUntilMs) {
   });
   if (!notReady) return false;
   log(`${task.id}: ${notReady}`);
-  await deps.runOver?.();
-  await deps.queue.endRun(
-    task.id,
-    {
-      holder: deps.holder,
-      to: "failed",
-      reason: notReady,
-      patch: { attempts: Math.max(0, task.attempts - 1) }
-    },
-    void 0,
-    retryUntilMs
-  );
+  await endBeforeAgent(task, notReady, deps, retryUntilMs, { attempts: Math.max(0, task.attempts - 1) });
   return true;
 }
 function stepInputs(deps, log) {

@@ -516,11 +516,11 @@ class CasEngine<H extends Head> {
         : casBackoffDelay(retries, this.random, this.lastWrite.tookMs);
       await this.sleep(delay);
       retries++;
-      lost = { readsBefore: tried.readsBefore, ...(tried.only ? { only: tried.only } : {}) };
+      lost = tried;
     }
   }
 
-  /** One try of `update`: done, or lost to another writer (when, and the file the transport says). */
+  /** One try of `update`: done, or lost to another writer (the reads started by then, the file the transport says). */
   private async tryOnce(
     mutation: Mutation,
     options: UpdateOptions,

@@ -117,8 +117,9 @@ class GitTransport implements cas.CasTransport {
   private fetchedClaims: cas.ClaimRef[] = [];
   private readonly git: GitRemote;
   private commitsSinceGc = 0;
-  /** Moves of the branch (fetched or pushed) since the cache's history was last cut back (see TRIM_EVERY). */
+  /** Moves of the branch (fetched or pushed) since the cache's history was last cut back, and how many it takes (see TRIM_EVERY). */
   private movesSinceTrim = 0;
+  private readonly trimEvery: number;
   private chain: Promise<unknown> = Promise.resolve();
   /**
    * The local copy of the branch was there at the last fetch, so the next asks only for what is new
@@ -134,6 +135,7 @@ class GitTransport implements cas.CasTransport {
 
   constructor(opts: GitStateStoreOptions) {
     this.opts = opts;
+    this.trimEvery = opts.trimEvery ?? TRIM_EVERY;
     const place = cas.branchPlace(`${opts.owner}/${opts.repo}`, opts.branch);
     this.place = place;
     this.branchRef = `refs/heads/${place.branch}`;
@@ -192,7 +194,7 @@ class GitTransport implements cas.CasTransport {
     this.cacheRemade();
     // Cut back in a read: no commit of this transport waits in the cache unpushed (operations on the
     // cache run one at a time, see around), so nothing pruned is needed after.
-    const trim = this.movesSinceTrim >= (this.opts.trimEvery ?? TRIM_EVERY);
+    const trim = this.movesSinceTrim >= this.trimEvery;
     const head = await this.fetchHead(1, cause, trim);
     if (!trim && prev && head !== prev.version) this.movesSinceTrim++;
     if (head === "") return { version: "", state: "", beads: "" };
@@ -476,7 +478,7 @@ class GitTransport implements cas.CasTransport {
     // (not every read: on a quiet branch each would be a shallow fetch for nothing).
     const cut = await this.git.run(["rev-list", "--count", "--max-count=2", REMOTE_REF]);
     if (String(cut.stdout).trim() !== "1") {
-      this.movesSinceTrim = (this.opts.trimEvery ?? TRIM_EVERY) - 1;
+      this.movesSinceTrim = this.trimEvery - 1;
       return;
     }
     this.movesSinceTrim = 0;

@@ -119,7 +119,7 @@ export async function executeTask(
   const { task } = claimed;
   const adapter = deps.adapterFor(task.coder);
   // Until the heartbeat starts, the lease is as the claim left it: an early end keeps trying within it.
-  const claimHeldUntil = endDeadline(deps, leaseOfClaim(task, ttl));
+  const claimHeldUntil = endDeadline(deps, task.lease ? Date.parse(task.lease.expiresAt) : undefined);
   if (!adapter) {
     await endBeforeAgent(task, `no adapter for coder "${task.coder}" on this worker`, deps, claimHeldUntil);
     return undefined;
@@ -164,7 +164,7 @@ export async function executeTask(
   });
   // The run's end, in one commit with `alsoDoc`'s changes, keeps trying while the lease holds.
   const record = (o: TaskOutcome, alsoDoc?: (doc: FleetStateDoc) => FleetStateDoc) =>
-    recordOutcome(task, o, steps.record, heartbeat.lost(), alsoDoc, endDeadline(deps, heartbeat));
+    recordOutcome(task, o, steps.record, heartbeat.lost(), alsoDoc, endDeadline(deps, heartbeat.heldUntil()));
   let outcome: TaskOutcome;
   try {
     const first = await rotation.first();
@@ -212,30 +212,24 @@ export async function executeTask(
 }
 
 /**
- * How long a run's end keeps trying past the usual retries: while its lease holds, unless the worker is
- * stopping (its stop would wait for the end as long; the lease running out hands the task on anyway).
+ * How long a run's end keeps trying past the usual retries: while its lease holds (`heldUntil`), unless
+ * the worker is stopping (its stop would wait for the end as long; the lease running out hands the task on).
  */
-/** The lease as a claim left it (its renewal and the lease's length). */
-const leaseOfClaim = (task: Task, ttl: number) => ({
-  heldUntil: () => (task.lease ? Date.parse(task.lease.heartbeatAt) + ttl : Number.NaN),
-});
+const endDeadline = (deps: ExecuteDeps, heldUntil: number | undefined): number | undefined =>
+  deps.signal?.aborted || heldUntil === undefined || Number.isNaN(heldUntil) ? undefined : heldUntil;
 
-function endDeadline(deps: ExecuteDeps, lease: { heldUntil: () => number }): number | undefined {
-  const until = lease.heldUntil();
-  return deps.signal?.aborted || Number.isNaN(until) ? undefined : until;
-}
-
-/** A run that ends before its agent starts: nothing to record but its end. */
+/** A run that ends before its agent starts: nothing to record but its end (and `patch`). */
 async function endBeforeAgent(
   task: Task,
   reason: string,
   deps: ExecuteDeps,
   retryUntilMs: number | undefined,
+  patch: Partial<Task> = {},
 ): Promise<void> {
   await deps.runOver?.();
   await deps.queue.endRun(
     task.id,
-    { holder: deps.holder, to: "failed", reason, patch: {} },
+    { holder: deps.holder, to: "failed", reason, patch },
     undefined,
     retryUntilMs,
   );
@@ -302,18 +296,7 @@ async function endIfCoderNotReady(
   });
   if (!notReady) return false;
   log(`${task.id}: ${notReady}`);
-  await deps.runOver?.();
-  await deps.queue.endRun(
-    task.id,
-    {
-      holder: deps.holder,
-      to: "failed",
-      reason: notReady,
-      patch: { attempts: Math.max(0, task.attempts - 1) },
-    },
-    undefined,
-    retryUntilMs,
-  );
+  await endBeforeAgent(task, notReady, deps, retryUntilMs, { attempts: Math.max(0, task.attempts - 1) });
   return true;
 }
 
