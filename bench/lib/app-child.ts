@@ -44,6 +44,20 @@ if (process.env.BENCH_HEAP_SNAPSHOT && process.env.BENCH_HEAP_SNAPSHOT_AFTER_MS)
     Number(process.env.BENCH_HEAP_SNAPSHOT_AFTER_MS),
   ).unref();
 }
+// BENCH_MEMORY_TRACE=ms: the memory and the deliveries in hand every ms on stderr, to see when the peak comes.
+if (process.env.BENCH_MEMORY_TRACE) {
+  const t0 = Date.now();
+  setInterval(() => {
+    const m = process.memoryUsage();
+    const mb = (n: number) => (n / 2 ** 20).toFixed(1);
+    const spaces = getHeapSpaceStatistics()
+      .map((h) => `${h.space_name.replace("_space", "")}=${mb(h.physical_space_size)}`)
+      .join(" ");
+    process.stderr.write(
+      `mem ${Date.now() - t0} rss=${mb(m.rss)} used=${mb(m.heapUsed)} total=${mb(m.heapTotal)} ext=${mb(m.external)} inFlight=${app.inFlight} ${spaces}\n`,
+    );
+  }, Number(process.env.BENCH_MEMORY_TRACE)).unref();
+}
 const say = (o: unknown) => process.stdout.write(`${JSON.stringify(o)}\n`);
 say({ ready: app.webhookUrl });
 for await (const line of createInterface({ input: process.stdin })) {

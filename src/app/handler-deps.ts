@@ -12,7 +12,7 @@ export interface AppDeps {
   appHandle?: () => Promise<string | undefined>;
 }
 
-/** What a webhook handler works with: the app's, and GitHub as the event's installation (made once per event). */
+/** What a webhook handler works with: the app's, and GitHub as the event's installation (its one client, eventGitHub). */
 export interface HandlerDeps extends AppDeps {
   github: GitHub;
 }

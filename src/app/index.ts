@@ -97,7 +97,7 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
     );
     const period = options.reconcileMs ?? 5 * 60_000;
     if (period > 0) deps.queues.reconcileEvery(period, deps.knownCoders, (m) => app.log.warn(m));
-    const { reportingCorruptState, human, steps } = eventSteps(deps, app.log);
+    const { reportingCorruptState, human, steps, eventGitHub } = eventSteps(deps, app.log);
     // Each event is registered once (test/app/one-context-per-delivery.test.ts).
     app.on("issues.labeled", steps(human(onIssueLabeled), human(onSplitLabel), human(onRebaseLabel)));
     app.on("pull_request.labeled", steps(human(onRebaseLabel)));
@@ -124,8 +124,7 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
       if (ref === `refs/heads/${repository.default_branch}`) deps.configs?.forget(repository.full_name);
       // Someone deleted the state branch (to start over) while runs may still be going.
       if (ref === `refs/heads/${DEFAULT_STATE_BRANCH}` && context.payload.deleted) {
-        const github = githubOverOctokit(context.octokit);
-        const loaded = await loadRepoConfig(github, context.repo(), deps.configs);
+        const loaded = await loadRepoConfig(await eventGitHub(context), context.repo(), deps.configs);
         if (loaded.ok) await deps.queues.stateBranchDeleted(context, loaded.config);
       }
     });
@@ -134,7 +133,7 @@ export function createFleetApp(options: FleetAppOptions = {}): ApplicationFuncti
         "repositories_added" in context.payload
           ? context.payload.repositories_added
           : (context.payload.repositories ?? []);
-      const github = githubOverOctokit(context.octokit);
+      const github = await eventGitHub(context);
       for (const r of repos) {
         const [owner, repo] = r.full_name.split("/") as [string, string];
         await ensureFleetLabels(github, { owner, repo }, fleetLabelDefinitions(deps.knownCoders));
@@ -175,8 +174,23 @@ export function eventSteps(deps: AppDeps, log: Pick<Console, "error">) {
       await handler(context, d);
     });
   /**
+   * GitHub as the event's installation: the installation's one client, which the Context is given too,
+   * so the Octokit Probot made for the delivery is not held while the event's steps wait (README, the
+   * app's RSS). Its requests lose the `x-github-delivery` header Probot's per-delivery client adds
+   * (undocumented, for GitHub Support: probot/lib/context.js). An event without an installation keeps
+   * its own client.
+   */
+  const eventGitHub = async (context: Context): Promise<HandlerDeps["github"]> => {
+    const installationId = (context.payload as { installation?: { id?: number } }).installation?.id;
+    if (installationId === undefined || deps.queues.installationClient === undefined)
+      return githubOverOctokit(context.octokit);
+    const client = await deps.queues.installationClient(installationId);
+    context.octokit = client.octokit as Context["octokit"];
+    return client.github;
+  };
+  /**
    * The one Probot handler of an event: its steps side by side, with GitHub as the event's
-   * installation made once for the delivery. Probot makes a Context (an authenticated Octokit and a
+   * installation (eventGitHub). Probot makes a Context (an authenticated Octokit and a
    * logger) for every handler registered on an event (@octokit/webhooks runs its transform per
    * handler), and a burst of labels holds them all while each waits for its state commit: ~48 KB per
    * delivery with three handlers on `issues.labeled`, ~22 KB with one (README, the app's RSS). Each
@@ -185,7 +199,7 @@ export function eventSteps(deps: AppDeps, log: Pick<Console, "error">) {
   const steps =
     <C extends Context>(...each: Array<Step<C>>) =>
     async (context: C) => {
-      const eventDeps: HandlerDeps = { ...deps, github: githubOverOctokit(context.octokit) };
+      const eventDeps: HandlerDeps = { ...deps, github: await eventGitHub(context) };
       const failures: unknown[] = [];
       await Promise.all(each.map((step) => step(context, eventDeps).catch((e) => void failures.push(e))));
       if (failures.length === 0) return;
@@ -195,7 +209,7 @@ export function eventSteps(deps: AppDeps, log: Pick<Console, "error">) {
       for (const e of failures.slice(1)) context.log.error(e as Error);
       throw failures[0];
     };
-  return { reportingCorruptState, human, steps };
+  return { reportingCorruptState, human, steps, eventGitHub };
 }
 
 /** The handle as given, else read once when first needed (a failed read is tried again at the next mention). */

@@ -41,6 +41,12 @@ export interface RepoQueueFactoryOptions {
  */
 const SWEEP_CONFIG_MAX_AGE_MS = 60 * 60_000;
 
+/** An installation's Octokit, and GitHub over it. */
+export interface InstallationClient {
+  octokit: Awaited<ReturnType<Probot["auth"]>>;
+  github: GitHub;
+}
+
 /** What the app keeps per repository between events. */
 interface RepoHandle {
   repository: Repository;
@@ -75,6 +81,8 @@ export class RepoQueues {
   private reconcileTimer: ReturnType<typeof setInterval> | undefined;
   /** The timer's sweep under way: the next tick skips while it runs, and stop waits for it. */
   private sweep: Promise<void> | undefined;
+  /** One client per installation, for its repositories' handles and its events (installationClient). */
+  private readonly clients = new Map<number, Promise<InstallationClient>>();
   private readonly clock: () => Date;
   private readonly app: Probot;
   private readonly options: RepoQueueFactoryOptions;
@@ -121,6 +129,28 @@ export class RepoQueues {
       known: known !== undefined,
       github: h.repository.github,
     };
+  }
+
+  /**
+   * The installation's client, made once for the process (`app.auth`, whose token renews itself): what
+   * the installation's events and its repositories' handles act through. Probot makes an Octokit for
+   * every delivery (~12 KB with its REST methods), which a burst of labels held by the thousand while
+   * their state commits waited (README, the app's RSS).
+   */
+  installationClient(installationId: number): Promise<InstallationClient> {
+    let client = this.clients.get(installationId);
+    if (!client) {
+      const made = this.app.auth(installationId).then((octokit) => ({
+        octokit,
+        github: githubOverOctokit(octokit),
+      }));
+      client = made;
+      this.clients.set(installationId, made);
+      made.catch(() => {
+        if (this.clients.get(installationId) === made) this.clients.delete(installationId);
+      });
+    }
+    return client;
   }
 
   /** The queue of the event's repository under `fileConfig`; notices of the event go to its issue. */
@@ -245,7 +275,7 @@ export class RepoQueues {
 
   private async openHandle(owner: string, repo: string, installationId: number): Promise<RepoHandle> {
     const { options } = this;
-    const github = githubOverOctokit(await this.app.auth(installationId));
+    const { github } = await this.installationClient(installationId);
     const ref = { owner, repo };
     const repository = openRepository({
       github,

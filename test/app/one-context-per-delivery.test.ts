@@ -62,7 +62,9 @@ describe("an event's steps", () => {
   function fakeContext(isBot = false) {
     const logged: unknown[] = [];
     const octokit = new Octokit({ baseUrl: "http://github.invalid" });
-    const context = { octokit, isBot, log: { error: (e: unknown) => logged.push(e) } } as unknown as Context;
+    const log = { error: (e: unknown) => logged.push(e) };
+    // No installation: the steps act through the delivery's own client (test/app/delivery-memory.test.ts).
+    const context = { octokit, isBot, payload: {}, log } as unknown as Context;
     return { context, logged };
   }
   const deps = { knownCoders: [], queues: {} } as unknown as AppDeps;
