@@ -56366,8 +56366,8 @@ var CasEngine = class {
       if (tried.kind === "done") return tried.result;
       const until = options.retryUntilMs;
       const persisting = retries >= maxRetries;
-      const persists = until !== void 0 && this.now() < until && !options.retryUntilAborted?.aborted;
-      if (persisting && !persists) throw new StateConflictError(this.t.place.where, retries + 1);
+      if (persisting && !(until !== void 0 && this.now() < until))
+        throw new StateConflictError(this.t.place.where, retries + 1);
       const delay = persisting ? Math.min(casBackoffDelay(1, this.random, this.lastWrite.tookMs), until - this.now()) : casBackoffDelay(retries, this.random, this.lastWrite.tookMs);
       await this.sleep(delay);
       retries++;
@@ -57567,12 +57567,7 @@ ${messages.map((m) => `- ${m.split("\n")[0]}`).join("\n")}`;
     } catch (error64) {
       for (const p2 of batch) {
         if (error64 instanceof StateConflictError && p2.retryUntilMs !== void 0)
-          void store.update(p2.mutation, {
-            maxRetries: 0,
-            retryUntilMs: p2.retryUntilMs,
-            trustCacheMs: p2.trustCacheMs,
-            ...p2.retryUntilAborted ? { retryUntilAborted: p2.retryUntilAborted } : {}
-          }).then(p2.resolve, p2.reject);
+          void store.update(p2.mutation, { maxRetries: 0, retryUntilMs: p2.retryUntilMs, trustCacheMs: p2.trustCacheMs }).then(p2.resolve, p2.reject);
         else p2.reject(error64);
       }
       return;
@@ -57609,7 +57604,6 @@ ${messages.map((m) => `- ${m.split("\n")[0]}`).join("\n")}`;
           mutation,
           trustCacheMs: options.trustCacheMs ?? 0,
           ...options.retryUntilMs !== void 0 ? { retryUntilMs: options.retryUntilMs } : {},
-          ...options.retryUntilAborted ? { retryUntilAborted: options.retryUntilAborted } : {},
           resolve: resolve5,
           reject
         });
@@ -59426,13 +59420,13 @@ var RepoQueue = class {
    * A worker's run of `taskId` ended (see endRun), with `alsoDoc`'s changes in the same commit (the run's
    * last context, its credentials' windows). The task as the commit left it; undefined when it is gone.
    */
-  async endRun(taskId, end, alsoDoc, persisting = {}) {
+  async endRun(taskId, end, alsoDoc, retryUntilMs) {
     const { doc } = await this.commit(
       (d) => {
         const r = endRun(d, taskId, { ...end, now: this.iso() });
         return r && alsoDoc ? { ...r, doc: alsoDoc(r.doc) } : r;
       },
-      { schedule: true, persisting }
+      { schedule: true, ...retryUntilMs !== void 0 ? { retryUntilMs } : {} }
     );
     return doc.tasks[taskId];
   }
@@ -59546,7 +59540,7 @@ var RepoQueue = class {
     };
     const update = await deps.store.update(mutation, {
       ...opts.trustCacheMs ? { trustCacheMs: opts.trustCacheMs } : {},
-      ...opts.persisting
+      ...opts.retryUntilMs !== void 0 ? { retryUntilMs: opts.retryUntilMs } : {}
     });
     this.lastDoc = update.snapshot.doc;
     const result = update.applied ? last : null;
@@ -73623,7 +73617,7 @@ async function postAbComparisonIfDue(deps, issue3) {
 }
 
 // src/worker/5-record.ts
-async function recordOutcome(task, outcome, deps, lost, alsoDoc, persisting) {
+async function recordOutcome(task, outcome, deps, lost, alsoDoc, heldUntilMs) {
   const clock = deps.clock ?? (() => /* @__PURE__ */ new Date());
   const totals2 = combineTotals(outcome.planTotals, outcome.totals);
   const patch = {};
@@ -73670,7 +73664,7 @@ async function recordOutcome(task, outcome, deps, lost, alsoDoc, persisting) {
       ...totals2 ? { run: { kind, at: now, totals: totals2 } } : {}
     },
     alsoDoc,
-    persisting
+    heldUntilMs
   );
 }
 function credentialPool(coder, deps, clock) {
@@ -74321,14 +74315,14 @@ async function executeTask(taskId, deps, claimedAlready) {
   await afterRecord(task, outcome, deps, steps.ab, log);
   return outcome;
 }
-var endDeadline = ({ signal }, heldUntil) => signal?.aborted || heldUntil === void 0 || Number.isNaN(heldUntil) ? void 0 : { retryUntilMs: heldUntil, ...signal ? { retryUntilAborted: signal } : {} };
-async function endBeforeAgent(task, reason, deps, persisting, patch = {}) {
+var endDeadline = (deps, heldUntil) => deps.signal?.aborted || heldUntil === void 0 || Number.isNaN(heldUntil) ? void 0 : heldUntil;
+async function endBeforeAgent(task, reason, deps, retryUntilMs, patch = {}) {
   await deps.runOver?.();
   await deps.queue.endRun(
     task.id,
     { holder: deps.holder, to: "failed", reason, patch },
     void 0,
-    persisting
+    retryUntilMs
   );
 }
 async function afterRecord(task, outcome, deps, ab, log) {
@@ -74348,7 +74342,7 @@ var allCooling = (coder, resetsAt) => ({
   artifacts: {}
 });
 var startIn = (config3) => (t) => config3.plan_phase && !t.approved && !t.rebase && !t.review ? "planning" : "running";
-async function endIfCoderNotReady(task, adapter, deps, log, persisting) {
+async function endIfCoderNotReady(task, adapter, deps, log, retryUntilMs) {
   const notReady = await coderNotReady({
     coder: task.coder,
     adapter,
@@ -74361,7 +74355,7 @@ async function endIfCoderNotReady(task, adapter, deps, log, persisting) {
   });
   if (!notReady) return false;
   log(`${task.id}: ${notReady}`);
-  await endBeforeAgent(task, notReady, deps, persisting, { attempts: Math.max(0, task.attempts - 1) });
+  await endBeforeAgent(task, notReady, deps, retryUntilMs, { attempts: Math.max(0, task.attempts - 1) });
   return true;
 }
 function stepInputs(deps, log) {

@@ -4,7 +4,7 @@ import { canTransition } from "../core/lifecycle.ts";
 import { queuePosition } from "../core/scheduler.ts";
 import { emptyStateDoc, type FleetStateDoc } from "../core/state-doc.ts";
 import { answersRequestAt, type Task, type TaskRequest, type TaskState } from "../core/task.ts";
-import type { Mutation, Persisting, StateSnapshot, StateStore } from "../state/store.ts";
+import type { Mutation, StateSnapshot, StateStore } from "../state/store.ts";
 import { syncBeads } from "./beads-sync.ts";
 import type { Dispatcher } from "./dispatcher.ts";
 import type { Tracker } from "./tracker.ts";
@@ -220,15 +220,15 @@ export class RepoQueue {
     taskId: string,
     end: Omit<RunEnd, "now">,
     alsoDoc?: (doc: FleetStateDoc) => FleetStateDoc,
-    /** Past the store's usual retries, keep trying (see UpdateOptions.retryUntilMs). */
-    persisting: Persisting = {},
+    /** Past the store's usual retries, keep trying until then (see UpdateOptions.retryUntilMs). */
+    retryUntilMs?: number,
   ): Promise<Task | undefined> {
     const { doc } = await this.commit(
       (d) => {
         const r = endRun(d, taskId, { ...end, now: this.iso() });
         return r && alsoDoc ? { ...r, doc: alsoDoc(r.doc) } : r;
       },
-      { schedule: true, persisting },
+      { schedule: true, ...(retryUntilMs !== undefined ? { retryUntilMs } : {}) },
     );
     return doc.tasks[taskId];
   }
@@ -330,7 +330,7 @@ export class RepoQueue {
       /** Tasks whose change this commit records but the caller shows (with more of it): not shown here. */
       shownByCaller?: ReadonlySet<string>;
       trustCacheMs?: number;
-      persisting?: Persisting;
+      retryUntilMs?: number;
     } = { schedule: true },
   ): Promise<{ result: TransitionResult | null; doc: FleetStateDoc }> {
     const { deps } = this;
@@ -371,7 +371,7 @@ export class RepoQueue {
     };
     const update = await deps.store.update(mutation, {
       ...(opts.trustCacheMs ? { trustCacheMs: opts.trustCacheMs } : {}),
-      ...opts.persisting,
+      ...(opts.retryUntilMs !== undefined ? { retryUntilMs: opts.retryUntilMs } : {}),
     });
     this.lastDoc = update.snapshot.doc;
     const result = update.applied ? (last as TransitionResult | null) : null;

@@ -507,8 +507,8 @@ class CasEngine<H extends Head> {
       if (tried.kind === "done") return tried.result;
       const until = options.retryUntilMs;
       const persisting = retries >= maxRetries;
-      const persists = until !== undefined && this.now() < until && !options.retryUntilAborted?.aborted;
-      if (persisting && !persists) throw new StateConflictError(this.t.place.where, retries + 1);
+      if (persisting && !(until !== undefined && this.now() < until))
+        throw new StateConflictError(this.t.place.where, retries + 1);
       // Past the usual retries a write that must land backs off as a second try does (the growing
       // backoff only made it the writer least likely to win), and never sleeps past its deadline.
       const delay = persisting

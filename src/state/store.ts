@@ -57,16 +57,7 @@ export interface UpdateOptions {
    * write queue, such a write whose batch gave up goes on alone (see createWriteQueue).
    */
   retryUntilMs?: number;
-  /**
-   * A persisting write (`retryUntilMs`) gives up at its next lost race once this is aborted, as past its
-   * deadline: a worker that is stopping does not wait for a run's end as long as the run's lease (the
-   * lease running out hands the task on).
-   */
-  retryUntilAborted?: AbortSignal;
 }
-
-/** How a write that must land keeps trying past the usual retries (UpdateOptions). */
-export type Persisting = Pick<UpdateOptions, "retryUntilMs" | "retryUntilAborted">;
 
 /** One state commit (or local history line), newest first in a history. */
 export interface HistoryEntry {

@@ -14,7 +14,7 @@ export interface WriteQueue {
   /** Resolves once the batch holding this mutation is committed (or this mutation was dropped). */
   enqueue(
     mutation: Mutation,
-    options?: Pick<UpdateOptions, "trustCacheMs" | "retryUntilMs" | "retryUntilAborted">,
+    options?: Pick<UpdateOptions, "trustCacheMs" | "retryUntilMs">,
   ): Promise<UpdateResult>;
   /** Writes whatever is waiting now. */
   flush(): Promise<void>;
@@ -26,7 +26,6 @@ interface Pending {
   mutation: Mutation;
   trustCacheMs: number;
   retryUntilMs?: number;
-  retryUntilAborted?: AbortSignal;
   resolve: (r: UpdateResult) => void;
   reject: (e: unknown) => void;
 }
@@ -97,12 +96,7 @@ export function createWriteQueue(store: StateStore, opts: WriteQueueOptions = {}
         // alone, beside the queue, whose later batches (other runs' heartbeats and ends) do not wait for it.
         if (error instanceof StateConflictError && p.retryUntilMs !== undefined)
           void store
-            .update(p.mutation, {
-              maxRetries: 0,
-              retryUntilMs: p.retryUntilMs,
-              trustCacheMs: p.trustCacheMs,
-              ...(p.retryUntilAborted ? { retryUntilAborted: p.retryUntilAborted } : {}),
-            })
+            .update(p.mutation, { maxRetries: 0, retryUntilMs: p.retryUntilMs, trustCacheMs: p.trustCacheMs })
             .then(p.resolve, p.reject);
         else p.reject(error);
       }
@@ -143,7 +137,6 @@ export function createWriteQueue(store: StateStore, opts: WriteQueueOptions = {}
           mutation,
           trustCacheMs: options.trustCacheMs ?? 0,
           ...(options.retryUntilMs !== undefined ? { retryUntilMs: options.retryUntilMs } : {}),
-          ...(options.retryUntilAborted ? { retryUntilAborted: options.retryUntilAborted } : {}),
           resolve,
           reject,
         });

@@ -8,7 +8,7 @@ import { combineTotals } from "../core/usage.ts";
 import type { WindowBook } from "../economy/credential-windows.ts";
 import { createCredentialRotation } from "../economy/rotation.ts";
 import type { RepoQueue } from "../queue/repo-queue.ts";
-import type { Persisting, StateStore } from "../state/store.ts";
+import type { StateStore } from "../state/store.ts";
 import type { TaskOutcome } from "./3-attempt.ts";
 import { resultSummaryOf } from "./runs/ab-comparison.ts";
 
@@ -47,11 +47,11 @@ export async function recordOutcome(
   /** What the run adds to the same commit (its last context, its credentials' windows). */
   alsoDoc?: (doc: FleetStateDoc) => FleetStateDoc,
   /**
-   * Until when the run's end keeps trying past the store's usual retries (its lease's end, unless the
-   * worker stops first). Given up, the run would be lost: its task dispatched again once the lease ran
-   * out, its agent run again.
+   * When the run's lease runs out (epoch ms): its end keeps trying past the store's usual retries until
+   * then. Given up, the run would be lost: its task dispatched again once the lease ran out, its agent
+   * run again.
    */
-  persisting?: Persisting,
+  heldUntilMs?: number,
 ) {
   const clock = deps.clock ?? (() => new Date());
   const totals = combineTotals(outcome.planTotals, outcome.totals);
@@ -111,7 +111,7 @@ export async function recordOutcome(
       ...(totals ? { run: { kind, at: now, totals } } : {}),
     },
     alsoDoc,
-    persisting,
+    heldUntilMs,
   );
 }
 

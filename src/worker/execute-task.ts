@@ -14,7 +14,7 @@ import type { RepoQueue } from "../queue/repo-queue.ts";
 import type { Tracker } from "../queue/tracker.ts";
 import { tasksOf } from "../queue/transitions.ts";
 import { abSides } from "../render/ab-comparison.ts";
-import type { Persisting, StateSnapshot, StateStore } from "../state/store.ts";
+import type { StateSnapshot, StateStore } from "../state/store.ts";
 import { type ClaimedTask, claimTaskState, startHeartbeat } from "./1-claim.ts";
 import { type Gathered, type GatherInput, gatherIssue } from "./2-gather.ts";
 import { runTask, type TaskOutcome, type TaskSpec, type WorkerDeps } from "./3-attempt.ts";
@@ -213,23 +213,17 @@ export async function executeTask(
 
 /**
  * How long a run's end keeps trying past the usual retries: while its lease holds (`heldUntil`), unless
- * the worker is stopping, before or while it tries (its stop would wait for the end as long; the lease
- * running out hands the task on).
+ * the worker is stopping (its stop would wait for the end as long; the lease running out hands the task on).
  */
-export const endDeadline = (
-  { signal }: { signal?: AbortSignal },
-  heldUntil: number | undefined,
-): Persisting | undefined =>
-  signal?.aborted || heldUntil === undefined || Number.isNaN(heldUntil)
-    ? undefined
-    : { retryUntilMs: heldUntil, ...(signal ? { retryUntilAborted: signal } : {}) };
+const endDeadline = (deps: ExecuteDeps, heldUntil: number | undefined): number | undefined =>
+  deps.signal?.aborted || heldUntil === undefined || Number.isNaN(heldUntil) ? undefined : heldUntil;
 
 /** A run that ends before its agent starts: nothing to record but its end (and `patch`). */
 async function endBeforeAgent(
   task: Task,
   reason: string,
   deps: ExecuteDeps,
-  persisting: Persisting | undefined,
+  retryUntilMs: number | undefined,
   patch: Partial<Task> = {},
 ): Promise<void> {
   await deps.runOver?.();
@@ -237,7 +231,7 @@ async function endBeforeAgent(
     task.id,
     { holder: deps.holder, to: "failed", reason, patch },
     undefined,
-    persisting,
+    retryUntilMs,
   );
 }
 
@@ -286,7 +280,7 @@ async function endIfCoderNotReady(
   adapter: AgentAdapter,
   deps: ExecuteDeps,
   log: (message: string) => void,
-  persisting?: Persisting,
+  retryUntilMs?: number,
 ): Promise<boolean> {
   const notReady = await coderNotReady({
     coder: task.coder,
@@ -302,7 +296,7 @@ async function endIfCoderNotReady(
   });
   if (!notReady) return false;
   log(`${task.id}: ${notReady}`);
-  await endBeforeAgent(task, notReady, deps, persisting, { attempts: Math.max(0, task.attempts - 1) });
+  await endBeforeAgent(task, notReady, deps, retryUntilMs, { attempts: Math.max(0, task.attempts - 1) });
   return true;
 }
 

@@ -19,7 +19,6 @@ import { coalescingStore } from "../../src/state/write-queue.ts";
 import { claimTaskState, startHeartbeat } from "../../src/worker/1-claim.ts";
 import type { TaskOutcome } from "../../src/worker/3-attempt.ts";
 import { recordOutcome } from "../../src/worker/5-record.ts";
-import { endDeadline } from "../../src/worker/execute-task.ts";
 
 const TTL = 15 * 60_000;
 const HOLDER = "actions:4242";
@@ -28,7 +27,7 @@ function busyBranch() {
   const repo = createMemoryRepo();
   const inner = createMemoryTransport({ repo });
   const rival = createMemoryStateStore({ repo, sleep: async () => {} });
-  const busy: { losses: number; onLoss?: () => void } = { losses: 0 };
+  const busy = { losses: 0 };
   const transport: CasTransport = {
     place: inner.place,
     read: (prev, only) => inner.read(prev, only),
@@ -36,7 +35,6 @@ function busyBranch() {
       // Another writer's commit lands first, `losses` times over.
       if (busy.losses > 0) {
         busy.losses--;
-        busy.onLoss?.();
         await rival.update(({ doc }) => ({
           doc: recordLedger(doc, { day: "2026-01-02", coder: "codex" }),
           message: "another writer",
@@ -126,7 +124,7 @@ describe("a run's end on a busy state branch", () => {
 
     // With it: forty lost races later it lands, within the lease.
     busy.losses = 40;
-    await recordOutcome(task, outcome, record, undefined, undefined, endDeadline({}, beat.heldUntil()));
+    await recordOutcome(task, outcome, record, undefined, undefined, beat.heldUntil());
     const ended = (await store.read()).doc.tasks[task.id]!;
     expect(ended).toMatchObject({ state: "pr-open", pr: 7 });
     expect(ended.lease).toBeUndefined();
@@ -148,44 +146,10 @@ describe("a run's end on a busy state branch", () => {
         { queue, config, holder: HOLDER, clock: now },
         undefined,
         undefined,
-        endDeadline({}, heldUntil),
+        heldUntil,
       ),
     ).rejects.toThrow(/conflicting writes/);
     expect(clock.now).toBe(heldUntil);
     expect(busy.losses).toBeGreaterThan(0);
-  });
-
-  it("a run's end stops trying at its next lost race once its worker stops; a stopping worker's end does not persist", async () => {
-    const b = busyBranch();
-    const { busy, clock, now } = b;
-    const { config, queue, task } = await claimedTask(b, 2);
-    const heldUntil = Date.parse(task.lease!.heartbeatAt) + TTL;
-    const outcome: TaskOutcome = { outcome: "failed", reason: "tests failed", logPath: "", artifacts: {} };
-    const record = { queue, config, holder: HOLDER, clock: now };
-    const stopping = new AbortController();
-    busy.losses = 10_000;
-    // The worker is asked to stop while its run's end persists: 40 lost races past the usual 26.
-    const stopAt = busy.losses - 26 - 40;
-    busy.onLoss = () => {
-      if (busy.losses === stopAt) stopping.abort();
-    };
-    await expect(
-      recordOutcome(
-        task,
-        outcome,
-        record,
-        undefined,
-        undefined,
-        endDeadline({ signal: stopping.signal }, heldUntil),
-      ),
-    ).rejects.toThrow(/conflicting writes/);
-    // It gave up at the lost race the stop came during, far from the lease's end: the stop did not wait for it.
-    expect(busy.losses).toBe(stopAt);
-    expect(clock.now).toBeLessThan(heldUntil - 10 * 60_000);
-    expect((await b.store.read()).doc.tasks[task.id]?.state).toBe("running");
-    // Already stopping when the run ends: the usual retries only.
-    expect(endDeadline({ signal: stopping.signal }, heldUntil)).toBeUndefined();
-    expect(endDeadline({ signal: new AbortController().signal }, Number.NaN)).toBeUndefined();
-    expect(endDeadline({}, heldUntil)).toEqual({ retryUntilMs: heldUntil });
   });
 });
