@@ -247,8 +247,13 @@ export class RepoQueues {
     if (h && this.handleInstallations.get(key) !== installationId) {
       // The app was installed on the repository again (uninstalled, then installed: a new installation
       // id). The handle's client acts for the installation that is gone, and GitHub refuses its tokens.
+      const gone = this.handleInstallations.get(key);
       void this.retire(h);
       h = undefined;
+      this.handleInstallations.delete(key);
+      // Its client goes too once no repository's handle uses it (the clients are one per installation seen).
+      if (gone !== undefined && ![...this.handleInstallations.values()].includes(gone))
+        this.clients.delete(gone);
     }
     if (!h) {
       const opened = this.openHandle(owner, repo, installationId);
@@ -366,7 +371,7 @@ export class RepoQueues {
   private async discoverInstalledRepos(): Promise<void> {
     const installations = await githubAppOverOctokit(await this.app.auth()).listInstallations();
     for (const installation of installations) {
-      const github = githubOverOctokit(await this.app.auth(installation.id));
+      const { github } = await this.installationClient(installation.id);
       const repos = await github.listInstallationRepositories();
       for (const r of repos)
         await this.handleFor(r.owner.login, r.name, installation.id).catch(() => undefined);

@@ -91,25 +91,30 @@ export const isApiLink = (key: string, value: unknown): boolean =>
   typeof value === "string" && (key === "url" || (key.endsWith("_url") && key !== "html_url"));
 
 /**
+ * Fields whose keys people choose (a repository's custom properties, a dispatch's inputs and client
+ * payload): a `*_url` there is data, kept as sent.
+ */
+const CHOSEN_KEYS = new Set(["custom_properties", "inputs", "client_payload"]);
+
+/** Deeper than any GitHub payload (about 10 levels): below it a value is kept as parsed, not walked. */
+const MAX_DEPTH = 64;
+
+/**
  * A parsed payload copied without its API links. A copy, not a `JSON.parse` reviver that drops them:
  * V8 keeps an object that lost properties in a slower, larger form (an emulator `issues.labeled`
  * payload held 2,000 times: 8.6 KB each as parsed, 9.0 KB with the reviver, 5.0 KB copied).
  */
-export function withoutApiLinks(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutApiLinks);
-  if (value === null || typeof value !== "object") return value;
+export function withoutApiLinks(value: unknown, depth = 0): unknown {
+  if (value === null || typeof value !== "object" || depth >= MAX_DEPTH) return value;
+  if (Array.isArray(value)) return value.map((v) => withoutApiLinks(v, depth + 1));
   const kept: Record<string, unknown> = {};
-  for (const [key, v] of Object.entries(value)) {
-    if (isApiLink(key, v)) continue;
+  for (const [key, parsed] of Object.entries(value)) {
+    if (isApiLink(key, parsed)) continue;
+    const v = CHOSEN_KEYS.has(key) ? parsed : withoutApiLinks(parsed, depth + 1);
     // Defined, not assigned: a `__proto__` key stays a field, as JSON.parse made it, not the copy's prototype.
     if (key === "__proto__")
-      Object.defineProperty(kept, key, {
-        value: withoutApiLinks(v),
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    else kept[key] = withoutApiLinks(v);
+      Object.defineProperty(kept, key, { value: v, enumerable: true, writable: true, configurable: true });
+    else kept[key] = v;
   }
   return kept;
 }

@@ -7,8 +7,9 @@ import { Probot } from "probot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AppDeps, HandlerDeps } from "../../src/app/handler-deps.ts";
 import { eventSteps } from "../../src/app/index.ts";
-import { createRepoQueues } from "../../src/app/repo-queues.ts";
+import { createRepoQueues, type RepoQueues } from "../../src/app/repo-queues.ts";
 import { isApiLink, withoutApiLinks } from "../../src/app/webhook-intake.ts";
+import { parseFleetConfig } from "../../src/core/config.ts";
 import { type Harness, startHarness } from "../support/harness.ts";
 
 /** Every path to a field in `value`, as `a.b.0.c`, with its value. */
@@ -20,8 +21,16 @@ const paths = (value: unknown) => leaves(value).map(([p]) => p);
 
 describe("a delivery's payload", () => {
   let h: Harness;
+  let queues: RepoQueues;
   beforeAll(async () => {
-    h = await startHarness({ files: { ".github/fleet.yml": "dispatch: local\n" } });
+    h = await startHarness({
+      files: { ".github/fleet.yml": "dispatch: local\n" },
+      app: {
+        onReady: (q) => {
+          queues = q;
+        },
+      },
+    });
   });
   afterAll(async () => h?.stop());
 
@@ -60,6 +69,33 @@ describe("a delivery's payload", () => {
     expect(JSON.stringify(got).length).toBeLessThan(JSON.stringify(sent).length / 2);
     // The task was queued from the slimmer payload as ever.
     expect((await h.tasks()).find((t) => t.issue === issue)?.state).toBe("dispatched");
+    // The repository's handle acts through the installation's one client too.
+    const installed = await queues.forInstalledRepo(h.owner, h.name);
+    expect(installed?.github).toBe((await queues.installationClient(installed!.installationId)).github);
+  });
+
+  it("keeps fields whose keys people choose as sent, and values deeper than any payload as parsed", () => {
+    const parsed = JSON.parse(
+      '{"repository":{"url":"u","custom_properties":{"docs_url":"d"}},"inputs":{"fleet_url":"f"},"client_payload":{"x":{"url":"c"}}}',
+    );
+    expect(JSON.stringify(withoutApiLinks(parsed))).toBe(
+      '{"repository":{"custom_properties":{"docs_url":"d"}},"inputs":{"fleet_url":"f"},"client_payload":{"x":{"url":"c"}}}',
+    );
+    // 10,000 levels (JSON.parse reads them): copied to 64, the rest as parsed, no stack overflow.
+    const deep = JSON.parse(`${'{"a":'.repeat(10_000)}{"url":"u"}${"}".repeat(10_000)}`);
+    const copied = withoutApiLinks({ url: "top", deep }) as { url?: string; deep: unknown };
+    expect(copied.url).toBeUndefined();
+    let levels = 0;
+    let at: unknown = copied.deep;
+    while (at !== null && typeof at === "object" && "a" in at && levels < 20_000) {
+      at = (at as { a: unknown }).a;
+      levels++;
+    }
+    expect(levels).toBe(10_000);
+    expect(at).toEqual({ url: "u" });
+    let list = withoutApiLinks(JSON.parse(`${"[".repeat(10_000)}1${"]".repeat(10_000)}`));
+    for (levels = 0; Array.isArray(list); levels++) list = list[0];
+    expect([levels, list]).toEqual([10_000, 1]);
   });
 
   it("copies a `__proto__` field as a field, and keeps arrays, nulls and links that are not strings", () => {
@@ -110,6 +146,29 @@ describe("an event's GitHub client", () => {
     expect(first.own).not.toBe(shared.octokit);
   });
 
+  it("is made once however many ask at once, and dropped when its repositories' installation is replaced", async () => {
+    const fresh = createRepoQueues(probot);
+    const [a, b] = await Promise.all([fresh.installationClient(21), fresh.installationClient(21)]);
+    expect(a).toBe(b);
+    const parsed = parseFleetConfig("dispatch: local\n");
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+    const { config } = parsed;
+    const event = (id: number) =>
+      ({
+        repo: () => ({ owner: "octo", repo: "widgets" }),
+        payload: { installation: { id }, issue: { number: 1 } },
+        log: { warn: () => {} },
+      }) as unknown as Context;
+    await fresh.forContext(event(21), config);
+    expect(await fresh.installationClient(21)).toBe(a);
+    // The app installed again on the repository: a new installation, a new client; the old one is dropped.
+    await fresh.forContext(event(22), config);
+    const again = await fresh.installationClient(21);
+    expect(again).not.toBe(a);
+    expect(again.octokit).not.toBe(a.octokit);
+    await fresh.stop();
+  });
+
   it("is the delivery's own for an event without an installation", async () => {
     const { steps } = eventSteps(deps, { error: () => {} });
     let port: HandlerDeps["github"] | undefined;
@@ -119,6 +178,7 @@ describe("an event's GitHub client", () => {
     })(none.context);
     expect(none.context.octokit).toBe(none.own);
     expect(port).toBeDefined();
-    expect(port).not.toBe((await queues.installationClient(7)).github);
+    // Its port is over the delivery's own client: the installation clients are not asked for one.
+    expect(await port!.token().catch((e: Error) => e.message)).toMatch(/no token|installation/i);
   });
 });
