@@ -223,7 +223,11 @@ export async function runCommand(argv: string[]): Promise<number> {
     });
   } finally {
     out.status("");
-    if (stopping) out.print(`${stopping}: stopping agents; their tasks go back to the queue`);
+    // A run that already ended waits for its end to be recorded (within its lease): a second signal skips that.
+    if (stopping)
+      out.print(
+        `${stopping}: stopping agents; their tasks go back to the queue (${stopping} again to quit now)`,
+      );
     // A second signal while stopping means "now".
     const force = () => process.exit(130);
     process.once("SIGINT", force);
