@@ -12,6 +12,7 @@ import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createInterface } from "node:readline";
 import { startGitHubEmulator } from "@fleet/github-emulator";
 import { Octokit } from "@octokit/rest";
@@ -82,6 +83,9 @@ interface Wait {
   emulatorCpuPct: number;
   /** The app's git pushes of the state branch in the wave (each label's commit): the emulator answers them. */
   statePushP50Ms: number;
+  /** How late the emulator's event loop ran in the wave (it answers the app's requests and forks a git backend per git request). */
+  emulatorLoopLagMs: { mean: number; p99: number; max: number };
+  emulatorRssMB: number;
 }
 
 const flag = (name: string, dflt: string) =>
@@ -254,6 +258,9 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
       const mark = gh.requests.mark();
       const sentAt = new Map<string, number>();
       const wave0 = Date.now();
+      // The emulator's event loop (this process): what its answers wait behind, spawns of its git backends included.
+      const lag = monitorEventLoopDelay({ resolution: 10 });
+      lag.enable();
       const cpu0 = { bench: process.cpuUsage(), app: cpuOf(child.pid!) };
       const sweeping = duringSweep ? ask("reconcile") : Promise.resolve();
       await Promise.all(
@@ -295,8 +302,10 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
           ...rest.map((e) => [e.at, `${e.actor} ${e.method} ${e.path} ${e.status}`] as const),
           ...gits.map((e) => [e.at, `git ${e.method} ${e.path} ${e.status}`] as const),
         ].sort((a, b) => a[0] - b[0]);
+        process.stderr.write(`wave0 ${wave0}\n`);
         for (const [at, what] of lines) process.stderr.write(`+${at - wave0} ${what}\n`);
       }
+      lag.disable();
       const spent = Date.now() - wave0;
       const pushes = pushesIn(wave0, Date.now());
       const bench = process.cpuUsage(cpu0.bench);
@@ -310,6 +319,12 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
         appCpuPct: round((100 * (cpuOf(child.pid!) - cpu0.app)) / spent, 0),
         emulatorCpuPct: round((100 * (bench.user + bench.system)) / 1000 / spent, 0),
         statePushP50Ms: round(percentile(pushes, 50), 0),
+        emulatorLoopLagMs: {
+          mean: round(lag.mean / 1e6, 0),
+          p99: round(lag.percentile(99) / 1e6, 0),
+          max: round(lag.max / 1e6, 0),
+        },
+        emulatorRssMB: round(process.memoryUsage().rss / 2 ** 20, 0),
       };
     };
     const labelWaitQuietMs = await labelWave("One more", false);
@@ -352,7 +367,7 @@ export async function runScaleApp(o: ScaleAppOptions): Promise<ScaleAppResult> {
     clearInterval(loadTimer);
     child.kill("SIGTERM");
     await gh.stop();
-    await rm(scratch, { recursive: true, force: true }).catch(() => {});
+    if (!process.env.BENCH_KEEP) await rm(scratch, { recursive: true, force: true }).catch(() => {});
   }
 }
 

@@ -249,7 +249,7 @@ function scaleTable(s: Record<string, Json>): string {
       ],
       [
         `app: a label in each of the ${p.repositories} repositories at once → its tracking comment`,
-        `p50 ${p.labelWaitQuietMs.p50} ms, p99 ${p.labelWaitQuietMs.p99} ms; during a sweep p50 ${p.labelWaitMs.p50} ms, p99 ${p.labelWaitMs.p99} ms (each label's state push, answered by the emulator: p50 ${p.labelWaitMs.statePushP50Ms} ms)`,
+        `p50 ${p.labelWaitQuietMs.p50} ms, p99 ${p.labelWaitQuietMs.p99} ms; during a sweep p50 ${p.labelWaitMs.p50} ms, p99 ${p.labelWaitMs.p99} ms (each label's state push, answered by the emulator: p50 ${p.labelWaitMs.statePushP50Ms} ms; the emulator's event loop late by ${p.labelWaitMs.emulatorLoopLagMs?.mean} ms on average, ${p.labelWaitMs.emulatorLoopLagMs?.max} ms at most, its process ${p.labelWaitMs.emulatorRssMB} MB)`,
         "p99 < 1 s",
         ok(p.labelWaitMs.p99 < 1000),
         load(p),
