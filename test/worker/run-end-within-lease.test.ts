@@ -19,6 +19,7 @@ import { coalescingStore } from "../../src/state/write-queue.ts";
 import { claimTaskState, startHeartbeat } from "../../src/worker/1-claim.ts";
 import type { TaskOutcome } from "../../src/worker/3-attempt.ts";
 import { recordOutcome } from "../../src/worker/5-record.ts";
+import { executeTask } from "../../src/worker/execute-task.ts";
 
 const TTL = 15 * 60_000;
 const HOLDER = "actions:4242";
@@ -27,7 +28,8 @@ function busyBranch() {
   const repo = createMemoryRepo();
   const inner = createMemoryTransport({ repo });
   const rival = createMemoryStateStore({ repo, sleep: async () => {} });
-  const busy = { losses: 0 };
+  /** `lossesAfterNextWrite`: once the next write lands, that many of the writes after it lose. */
+  const busy: { losses: number; lossesAfterNextWrite?: number } = { losses: 0 };
   const transport: CasTransport = {
     place: inner.place,
     read: (prev, only) => inner.read(prev, only),
@@ -40,7 +42,12 @@ function busyBranch() {
           message: "another writer",
         }));
       }
-      return inner.write(base, files, message);
+      const written = await inner.write(base, files, message);
+      if (written.kind === "written" && busy.lossesAfterNextWrite !== undefined) {
+        busy.losses = busy.lossesAfterNextWrite;
+        busy.lossesAfterNextWrite = undefined;
+      }
+      return written;
     },
     history: (limit) => inner.history(limit),
   };
@@ -151,5 +158,66 @@ describe("a run's end on a busy state branch", () => {
     ).rejects.toThrow(/conflicting writes/);
     expect(clock.now).toBe(heldUntil);
     expect(busy.losses).toBeGreaterThan(0);
+  });
+
+  it("a run that ends before its agent (no adapter here) keeps trying within the lease its claim took, through executeTask; a worker already stopping does not", async () => {
+    const b = busyBranch();
+    const parsed = parseFleetConfig("dispatch: local\nplan_phase: false\nretries: { max: 0 }\n");
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+    const config = parsed.config;
+    const queue = createRepoQueue({
+      repo: "octo/widgets",
+      store: b.store,
+      fileConfig: config,
+      dispatcher: localDispatcher,
+      clock: b.now,
+      leaseTtlMs: TTL,
+    });
+    const dispatched = async (issue: number) => {
+      const { task } = await queue.enqueue({
+        issue,
+        title: "Fix it",
+        body: "Do it.",
+        coder: "claude",
+        model: "sonnet",
+        priority: 2,
+        requestedBy: "mona",
+        dependsOn: [],
+      });
+      expect(task?.state).toBe("dispatched");
+      return task!.id;
+    };
+    const deps = (signal?: AbortSignal) => ({
+      repo: { owner: "octo", repo: "widgets" },
+      github: {} as never,
+      store: b.store,
+      queue,
+      config,
+      cloneUrl: "",
+      workDir: "",
+      adapterFor: () => undefined,
+      holder: HOLDER,
+      clock: b.now,
+      leaseTtlMs: TTL,
+      ...(signal ? { signal } : {}),
+    });
+
+    // The claim lands; the end then loses 40 races, past the store's 26 tries, and still lands.
+    const first = await dispatched(3);
+    b.busy.lossesAfterNextWrite = 40;
+    await executeTask(first, deps());
+    expect(b.busy.losses).toBe(0);
+    expect((await b.store.read()).doc.tasks[first]).toMatchObject({ state: "failed" });
+    expect((await b.store.read()).doc.tasks[first]?.lease).toBeUndefined();
+
+    // A worker stopping already: the usual tries only, then the lease running out hands the task on.
+    const second = await dispatched(4);
+    const stopped = new AbortController();
+    stopped.abort();
+    b.busy.lossesAfterNextWrite = 40;
+    await expect(executeTask(second, deps(stopped.signal))).rejects.toThrow(
+      /gave up after 26 conflicting writes/,
+    );
+    expect((await b.store.read()).doc.tasks[second]?.lease?.holder).toBe(HOLDER);
   });
 });
