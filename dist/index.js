@@ -59271,7 +59271,10 @@ function dispatchInPass(pass, task, slot) {
   const sibling = Object.values(pass.tasks).some(
     (t) => t.id !== task.id && t.issue === task.issue && !isTerminal(t.state) && (t.coder !== task.coder || t.model !== task.model)
   );
-  const branch = task.branch ?? (sibling ? variantBranchName(task.issue, task.title, task.coder, task.model) : taskBranchName(task.issue, task.title));
+  const shared = task.branch !== void 0 && Object.values(pass.tasks).some(
+    (t) => t.id !== task.id && t.issue === task.issue && !isTerminal(t.state) && t.branch === task.branch
+  );
+  const branch = (shared ? void 0 : task.branch) ?? (sibling ? variantBranchName(task.issue, task.title, task.coder, task.model) : taskBranchName(task.issue, task.title));
   note(pass, task, { ...moved, lease, branch });
   const busy = Object.values(pass.tasks).filter((t) => t.lease).length;
   pass.messages.push(

@@ -339,7 +339,8 @@ export function moveTask(
  * The tasks that worked on pull request `pr` (branch `head`), the live one first: those that recorded
  * it (several when a task was queued again on an issue whose earlier task ended with the PR open: the
  * branch and its PR are taken over); else, for a PR no task recorded (opened by hand on a task's
- * branch), the one task on that branch not done yet, the live one or the latest.
+ * branch, or by a run whose end has not landed yet), the one task that ran on that branch and is not
+ * done yet, the one at work on it, else the live one or the latest.
  */
 export function tasksOnPullRequest(doc: FleetStateDoc, pr: { number: number; head: string }): Task[] {
   const all = tasksOf(doc);
@@ -347,9 +348,13 @@ export function tasksOnPullRequest(doc: FleetStateDoc, pr: { number: number; hea
     Number(isTerminal(a.state)) - Number(isTerminal(b.state)) || b.updatedAt.localeCompare(a.updatedAt);
   const recorded = all.filter((t) => t.pr === pr.number).sort(liveFirst);
   if (recorded.length) return recorded;
+  // Only a task that ran (or runs) can have pushed the branch: not one that took it over and has not
+  // started yet. The one at work on it (holding a lease) before one that only kept it (queued again, ended).
+  const ran = (t: Task) => (t.runs?.length ?? 0) > 0 || t.state === "planning" || t.state === "running";
+  const atWork = (a: Task, b: Task) => Number(b.lease !== undefined) - Number(a.lease !== undefined);
   return all
-    .filter((t) => t.branch === pr.head && t.state !== "done")
-    .sort(liveFirst)
+    .filter((t) => t.branch === pr.head && t.state !== "done" && ran(t))
+    .sort((a, b) => atWork(a, b) || liveFirst(a, b))
     .slice(0, 1);
 }
 
@@ -641,8 +646,16 @@ function dispatchInPass(pass: Pass, task: Task, slot: number): void {
       !isTerminal(t.state) &&
       (t.coder !== task.coder || t.model !== task.model),
   );
+  // A task started again keeps its branch and PR, unless another live task of the issue works on that
+  // branch now (it took over the PR while this one had ended): two live tasks on one branch would push
+  // over each other's work.
+  const shared =
+    task.branch !== undefined &&
+    Object.values(pass.tasks).some(
+      (t) => t.id !== task.id && t.issue === task.issue && !isTerminal(t.state) && t.branch === task.branch,
+    );
   const branch =
-    task.branch ??
+    (shared ? undefined : task.branch) ??
     (sibling
       ? variantBranchName(task.issue, task.title, task.coder, task.model)
       : taskBranchName(task.issue, task.title));

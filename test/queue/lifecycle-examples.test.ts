@@ -10,8 +10,10 @@ import {
   Command,
   ConfigSet,
   Finish,
+  FinishLate,
   Label,
   LabelSplit,
+  Land,
   Merge,
   Partition,
   Poll,
@@ -358,5 +360,82 @@ describe("workers", () => {
       new Finish(0, "change"),
     ]);
     expect((await only(w, 1)).state).toBe("failed");
+  });
+});
+
+describe("a run's end on its way (a commit losing its races, landing within the lease)", () => {
+  it("a merge of a PR its run's end has not recorded yet is the running task's, not the one that only kept its branch", async () => {
+    // The split's task is dispatched on the issue's branch and its dispatch runs out (failed, no retries);
+    // opus's task is dispatched next and takes the branch over, and a person's relabel queues the split's
+    // task again, its branch kept. Opus's PR merged before opus's end recorded it was matched by the
+    // branch to the split's task, which had not run, and made it done (the model found it).
+    const w = await runSteps([
+      new LabelSplit(2),
+      new ConfigSet(0),
+      new ConfigSet(8),
+      new Label(2, 1, 0),
+      new Advance(1440),
+      new Poll(0),
+      new Label(2, 0, 0),
+      new FinishLate(0, "change"),
+      new Merge(0, false),
+    ]);
+    const byModel = async (model: string) => (await tasksOf(w, 2)).find((t) => t.model === model)!;
+    expect(await byModel("opus")).toMatchObject({ state: "done", pr: 501 });
+    expect((await byModel("sonnet")).state).not.toBe("done");
+    // The end lands on a task already done: the run is recorded, the state stays.
+    await new Land(0).run({}, w);
+    const landed = (await tasksOf(w, 2)).find((t) => t.model === "opus")!;
+    expect(landed.state).toBe("done");
+    expect(landed.runs).toHaveLength(1);
+  });
+
+  it("a task started again while another live task of the issue works on the branch it kept gets a branch of its own", async () => {
+    const w = await runSteps([
+      new LabelSplit(2),
+      new ConfigSet(0),
+      new ConfigSet(8),
+      new Label(2, 1, 0),
+      new Advance(1440),
+      new Poll(0),
+      new Finish(0, "change"),
+      // Opus's PR is open on the branch the split's task kept; a relabel starts the split's task again.
+      new Label(2, 0, 0),
+    ]);
+    const byModel = async (model: string) => (await tasksOf(w, 2)).find((t) => t.model === model)!;
+    const opus = await byModel("opus");
+    const split = await byModel("sonnet");
+    expect(opus.state).toBe("pr-open");
+    expect(split.state).toBe("dispatched");
+    expect(split.branch).not.toBe(opus.branch);
+    expect(split.branch).toMatch(/^fleet\/2-issue-2-/);
+  });
+
+  it("a merged PR no task recorded is not matched to a task that has not run on its branch", async () => {
+    // Opus's run opened its PR; a cancel came while its end was on its way, and a relabel queued claude's
+    // task, which took the ended task's branch over. The PR merged: claude's task, dispatched but not run,
+    // was made done (the model found it).
+    const w = await runSteps([
+      new Label(2, 1, 0),
+      new Poll(0),
+      new FinishLate(0, "change"),
+      new Command(2, "cancel"),
+      new Label(2, 0, 0),
+      new Merge(0, false),
+    ]);
+    const byModel = async (model: string) => (await tasksOf(w, 2)).find((t) => t.model === model)!;
+    expect((await byModel("sonnet")).state).not.toBe("done");
+    expect((await byModel("opus")).state).toBe("cancelled");
+    await new Land(0).run({}, w);
+    expect((await byModel("opus")).state).toBe("cancelled");
+  });
+
+  it("an end given up at its lease's end leaves the task to be dispatched again; it never lands after", async () => {
+    const w = await runSteps([new Label(1, 0, 0), new Poll(0), new FinishLate(0, "change"), new Advance(20)]);
+    const t = await only(w, 1);
+    expect(["queued", "dispatched"]).toContain(t.state);
+    expect(t.lease?.holder ?? "").not.toMatch(/^local:/);
+    expect(t.runs ?? []).toHaveLength(0);
+    expect(w.endingAt(0)).toBeUndefined();
   });
 });

@@ -1,6 +1,6 @@
 // Model-based test of the task lifecycle: random sequences of events from every entry point (labels,
 // closes, /fleet commands, reviews, merges, A/B runs, splits, workers that finish, crash, stop or lose
-// the state, time passing, config changes) against the real queue and state code, with the invariants
+// the state, runs whose end's commit is on its way while other events happen, time passing, config changes) against the real queue and state code, with the invariants
 // checked after every step (see lifecycle-world.ts). FLEET_MODEL_RUNS sets how many sequences (default
 // 100); `npm run test:model -- --runs 10000` runs a long one. A failing sequence is shrunk and printed;
 // keep it in lifecycle-examples.test.ts.

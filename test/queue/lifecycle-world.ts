@@ -138,6 +138,12 @@ interface SimRun {
   aheadWaiting: boolean;
   kind: RunKind;
   split: boolean;
+  /**
+   * The run is over and its end is on its way (a commit losing its races on a busy branch, recordOutcome
+   * trying again within the lease): its outcome is made (a PR opened), its heartbeat stopped, and it
+   * lands at a later step, or is given up once `heldUntilMs` passes (the lease as last renewed).
+   */
+  ending?: { outcome: TaskOutcome; lost: string | undefined; heldUntilMs: number };
 }
 
 interface SimWorker {
@@ -389,6 +395,7 @@ export class World {
       const step = Math.min(left, TTL_MS / 3);
       this.clockMs += step;
       left -= step;
+      this.giveUpLateEnds();
       for (const w of this.workers) if (w.alive && w.connected) await this.heartbeat(w);
     }
     await this.queue.schedule();
@@ -511,6 +518,8 @@ export class World {
   /** A heartbeat of each of the worker's runs (startHeartbeat's beat): renewed, or the run stops. */
   async heartbeat(w: SimWorker): Promise<void> {
     for (const [taskId, run] of [...w.runs]) {
+      // A run whose end is on its way has stopped its heartbeat.
+      if (run.ending) continue;
       let refused: "cancelled" | "gone" | undefined;
       await w.store.update(({ doc }) => {
         const renewed = renewLease(doc, taskId, { holder: w.name, now: this.clock(), ttlMs: TTL_MS });
@@ -529,7 +538,7 @@ export class World {
   /** The plan phase ended and no approval is asked: the work phase starts (committed with the next commit). */
   progress(w: SimWorker, taskId: string): void {
     const run = w.runs.get(taskId);
-    if (run?.phase !== "plan" || run.config.plan_approval) return;
+    if (run?.phase !== "plan" || run.config.plan_approval || run.ending) return;
     run.phase = "work";
     run.aheadWaiting = true;
   }
@@ -543,7 +552,10 @@ export class World {
   /** SIGTERM: the worker stops its agents; their tasks go back to the queue. */
   async shutdown(w: SimWorker): Promise<void> {
     w.stopping = true;
-    for (const taskId of [...w.runs.keys()]) await this.endRun(w, taskId, "aborted", undefined);
+    // A run whose end is on its way: the stop waits for it (within its lease); the others are stopped.
+    for (const [taskId, run] of [...w.runs])
+      if (run.ending) await this.land(w, taskId);
+      else await this.endRun(w, taskId, "aborted", undefined);
     w.alive = false;
   }
 
@@ -552,14 +564,58 @@ export class World {
    * pushes, the worker reads the state (confirmHeld): a run whose task was cancelled or taken over
    * stops instead of publishing, and one that cannot read the state publishes nothing and fails.
    */
-  async finish(w: SimWorker, taskId: string, result: RunResult): Promise<void> {
+  async finish(w: SimWorker, taskId: string, result: RunResult, late = false): Promise<void> {
+    if (w.runs.get(taskId)?.ending) return;
     if (result === "change" && !w.connected) return this.endRun(w, taskId, "unconfirmed", undefined);
     if (result === "change") {
       const seen = renewLease(await this.doc(), taskId, { holder: w.name, now: this.clock(), ttlMs: TTL_MS });
       if (!seen.ok)
         return this.endRun(w, taskId, "aborted", seen.reason === "cancelled" ? "cancelled" : "lease lost");
     }
-    await this.endRun(w, taskId, result, undefined);
+    const run = w.runs.get(taskId);
+    const lease = (await this.doc()).tasks[taskId]?.lease;
+    if (!late || !run || !w.connected || lease?.holder !== w.name)
+      return this.endRun(w, taskId, result, undefined);
+    // Its end is made (the PR opened) and on its way: it lands at a later step (land), or is given up.
+    run.ending = {
+      outcome: await this.outcomeFor(run, result),
+      lost: undefined,
+      heldUntilMs: Date.parse(lease.expiresAt),
+    };
+    count("a run's end on its way");
+  }
+
+  /**
+   * A run's end that was on its way lands (its commit won a race at last), unless its worker is cut off
+   * (it keeps trying) or died (it never lands); past its lease it was given up (giveUpLateEnds).
+   */
+  async land(w: SimWorker, taskId: string): Promise<void> {
+    const run = w.runs.get(taskId);
+    if (!run?.ending || !w.alive || !w.connected) return;
+    const now = (await this.doc()).tasks[taskId];
+    const pr = run.ending.outcome.pr ? this.prs.get(run.ending.outcome.pr.number) : undefined;
+    count(
+      `a run's end landed late on a ${now?.state ?? "gone"} task${pr && pr.state !== "open" ? ` (its PR ${pr.state} meanwhile)` : ""}`,
+    );
+    await this.recordEnd(w, taskId, run, run.ending.outcome, run.ending.lost);
+  }
+
+  /** Ends on their way whose lease ran out are given up (recordOutcome's deadline): the run is lost, its task held until the lease is seen expired. */
+  private giveUpLateEnds(): void {
+    for (const w of this.workers)
+      for (const [taskId, run] of [...w.runs])
+        if (run.ending && this.clockMs >= run.ending.heldUntilMs) {
+          w.runs.delete(taskId);
+          count("a run's end given up at its lease's end");
+        }
+  }
+
+  /** The run at `pick` among every live worker's runs whose end is on its way, if any. */
+  endingAt(pick: number): { worker: SimWorker; taskId: string } | undefined {
+    const all = this.workers
+      .filter((w) => w.alive)
+      .flatMap((w) => [...w.runs].filter(([, r]) => r.ending).map(([taskId]) => ({ worker: w, taskId })));
+    return all.length ? all[pick % all.length] : undefined;
   }
 
   private totals(seq: number, model: string): RunTotals {
@@ -695,7 +751,18 @@ export class World {
     const run = w.runs.get(taskId);
     if (!run) return;
     w.runs.delete(taskId);
-    const outcome = await this.outcomeFor(run, result);
+    await this.recordEnd(w, taskId, run, await this.outcomeFor(run, result), lost);
+  }
+
+  /** The run's end recorded (recordOutcome), and what it must have done to the task. */
+  private async recordEnd(
+    w: SimWorker,
+    taskId: string,
+    run: SimRun,
+    outcome: TaskOutcome,
+    lost: string | undefined,
+  ): Promise<void> {
+    w.runs.delete(taskId);
     const recorded = outcome.totals ?? outcome.planTotals;
     const before = (await this.doc()).tasks[taskId];
     const owned = before?.lease?.holder === w.name;
@@ -1293,6 +1360,35 @@ export class Finish extends Step {
   toString = () => `run ${this.pick} ends: ${this.result}`;
 }
 
+/** A run ends, and its end's commit is on its way (it loses its races for a while): it lands at a Land step. */
+export class FinishLate extends Step {
+  readonly pick: number;
+  readonly result: RunResult;
+  constructor(pick: number, result: RunResult) {
+    super();
+    this.pick = pick;
+    this.result = result;
+  }
+  apply = async (w: World) => {
+    const run = w.runAt(this.pick);
+    if (run) await w.finish(run.worker, run.taskId, this.result, true);
+  };
+  toString = () => `run ${this.pick} ends: ${this.result}, its end's commit on its way`;
+}
+
+export class Land extends Step {
+  readonly pick: number;
+  constructor(pick: number) {
+    super();
+    this.pick = pick;
+  }
+  apply = async (w: World) => {
+    const run = w.endingAt(this.pick);
+    if (run) await w.land(run.worker, run.taskId);
+  };
+  toString = () => `the end on its way ${this.pick} lands`;
+}
+
 export class Crash extends Step {
   readonly worker: number;
   constructor(worker: number) {
@@ -1430,6 +1526,16 @@ export const commandArbitrary: fc.Arbitrary<Cmd> = fc.oneof(
     fc
       .tuple(pick, fc.constantFrom<RunResult>("change", "change", "no-change"))
       .map(([p, r]) => new Finish(p, r)),
+  ),
+  w(
+    3,
+    fc
+      .tuple(pick, fc.constantFrom<RunResult>("change", "change", ...RESULTS))
+      .map(([p, r]) => new FinishLate(p, r)),
+  ),
+  w(
+    4,
+    pick.map((p) => new Land(p)),
   ),
   w(
     1,
