@@ -16,7 +16,7 @@ export async function afterFleetPrMerged(
   merged: MergedFleetPr,
 ): Promise<void> {
   const { queue, pr, doc } = merged;
-  const onPr = tasksOnPullRequest(doc, { number: pr.number, head: pr.head.ref });
+  const onPr = tasksOnPullRequest(doc, { number: pr.number, head: pr.head.ref, createdAt: pr.created_at });
   const results = await Promise.allSettled([
     ...onPr.map((t) => queue.move(t.issue, "done", { taskId: t.id, patch: { pr: pr.number } })),
     closeEpicWhenDone(github, repo, merged),

@@ -342,15 +342,25 @@ export function moveTask(
  * branch, or by a run whose end has not landed yet), the one task that ran on that branch and is not
  * done yet, the one at work on it, else the live one or the latest.
  */
-export function tasksOnPullRequest(doc: FleetStateDoc, pr: { number: number; head: string }): Task[] {
+export function tasksOnPullRequest(
+  doc: FleetStateDoc,
+  /** `createdAt`: when the PR was opened (the webhook's `pull_request.created_at`), when known. */
+  pr: { number: number; head: string; createdAt?: string },
+): Task[] {
   const all = tasksOf(doc);
   const liveFirst = (a: Task, b: Task) =>
     Number(isTerminal(a.state)) - Number(isTerminal(b.state)) || b.updatedAt.localeCompare(a.updatedAt);
   const recorded = all.filter((t) => t.pr === pr.number).sort(liveFirst);
   if (recorded.length) return recorded;
-  // Only a task that ran (or runs) can have pushed the branch: not one that took it over and has not
-  // started yet. The one at work on it (holding a lease) before one that only kept it (queued again, ended).
-  const ran = (t: Task) => (t.runs?.length ?? 0) > 0 || t.state === "planning" || t.state === "running";
+  // Only a task that ran on the branch can have opened the PR: one with a run recorded, or one at work now
+  // whose run was dispatched before the PR was opened (a run's end not landed yet), not one that took
+  // the branch over later or has not started. GitHub's times are whole seconds.
+  const opened = pr.createdAt === undefined ? Number.NaN : Date.parse(pr.createdAt);
+  const dispatchedBefore = (t: Task) =>
+    Number.isNaN(opened) ||
+    (t.lease !== undefined && Math.floor(Date.parse(t.lease.acquiredAt) / 1000) * 1000 <= opened);
+  const ran = (t: Task) =>
+    (t.runs?.length ?? 0) > 0 || ((t.state === "planning" || t.state === "running") && dispatchedBefore(t));
   const atWork = (a: Task, b: Task) => Number(b.lease !== undefined) - Number(a.lease !== undefined);
   return all
     .filter((t) => t.branch === pr.head && t.state !== "done" && ran(t))

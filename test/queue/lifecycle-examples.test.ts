@@ -22,6 +22,7 @@ import {
   runSteps,
   Shutdown,
   TTL_MS,
+  Unlabel,
   type World,
 } from "./lifecycle-world.ts";
 
@@ -428,6 +429,27 @@ describe("a run's end on its way (a commit losing its races, landing within the 
     expect((await byModel("opus")).state).toBe("cancelled");
     await new Land(0).run({}, w);
     expect((await byModel("opus")).state).toBe("cancelled");
+  });
+
+  it("a merged PR no task recorded is not matched to a task that took its branch over after the PR was opened", async () => {
+    // Codex's run on #2 opened its PR; the codex label came off while its end was on its way, and claude's
+    // task, dispatched after that, took the branch over and is running. The PR merged: claude's running
+    // task was made done, its agent still at work (the model found it).
+    const w = await runSteps([
+      new Label(2, 2, 0),
+      new ConfigSet(0),
+      new Poll(0),
+      new FinishLate(0, "change"),
+      new Advance(1),
+      new Label(2, 0, 0),
+      new Unlabel(2, 2),
+      new Poll(0),
+    ]);
+    const byCoder = async (coder: string) => (await tasksOf(w, 2)).find((t) => t.coder === coder)!;
+    expect((await byCoder("claude")).state).toBe("running");
+    expect((await byCoder("claude")).branch).toBe((await byCoder("codex")).branch);
+    await new Merge(0, false).run({}, w);
+    expect((await byCoder("claude")).state).toBe("running");
   });
 
   it("an end given up at its lease's end leaves the task to be dispatched again; it never lands after", async () => {

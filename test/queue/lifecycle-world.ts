@@ -110,6 +110,8 @@ interface ModelPr {
   taskId: string;
   branch: string;
   state: "open" | "merged" | "closed";
+  /** When the run opened it (the webhook's `pull_request.created_at`, whole seconds as GitHub's). */
+  createdAt: string;
 }
 
 /** What the model knows of a task beyond the state document: its runs, its PR, what people did. */
@@ -331,7 +333,11 @@ export class World {
 
   /** `/fleet <instructions>` in a review of an open PR (requestReviewRun). */
   async review(pr: ModelPr): Promise<Task[]> {
-    const task = taskForPullRequest(await this.queue.snapshot(), { number: pr.number, head: pr.branch });
+    const task = taskForPullRequest(await this.queue.snapshot(), {
+      number: pr.number,
+      head: pr.branch,
+      createdAt: pr.createdAt,
+    });
     if (task?.state !== "pr-open") return [];
     return this.queue.move(task.issue, "queued", {
       taskId: task.id,
@@ -342,7 +348,11 @@ export class World {
 
   /** `fleet:rebase` on a Fleet PR (onRebaseLabel). */
   async rebaseLabel(pr: ModelPr): Promise<void> {
-    const task = taskForPullRequest(await this.queue.snapshot(), { number: pr.number, head: pr.branch });
+    const task = taskForPullRequest(await this.queue.snapshot(), {
+      number: pr.number,
+      head: pr.branch,
+      createdAt: pr.createdAt,
+    });
     if (task?.state !== "pr-open") return;
     await this.queue.move(task.issue, "queued", {
       taskId: task.id,
@@ -357,9 +367,9 @@ export class World {
    */
   async merge(pr: ModelPr, conflicting: (pr: number) => boolean): Promise<void> {
     const doc = await this.queue.snapshot();
-    const task = taskForPullRequest(doc, { number: pr.number, head: pr.branch });
+    const task = taskForPullRequest(doc, { number: pr.number, head: pr.branch, createdAt: pr.createdAt });
     pr.state = "merged";
-    for (const t of tasksOnPullRequest(doc, { number: pr.number, head: pr.branch }))
+    for (const t of tasksOnPullRequest(doc, { number: pr.number, head: pr.branch, createdAt: pr.createdAt }))
       await this.queue.move(t.issue, "done", { taskId: t.id, patch: { pr: pr.number } });
     for (const other of tasksToRebaseAfterMerge(doc, { pr: pr.number, task })) {
       const open = this.prs.get(other.pr!)?.state === "open";
@@ -374,7 +384,11 @@ export class World {
 
   /** A Fleet PR closed without merging (onPullRequest). */
   async closePr(pr: ModelPr): Promise<void> {
-    const task = taskForPullRequest(await this.queue.snapshot(), { number: pr.number, head: pr.branch });
+    const task = taskForPullRequest(await this.queue.snapshot(), {
+      number: pr.number,
+      head: pr.branch,
+      createdAt: pr.createdAt,
+    });
     pr.state = "closed";
     if (!task) return;
     await this.queue.move(task.issue, "failed", {
@@ -681,7 +695,8 @@ export class World {
       const branch = run.task.branch ?? `fleet/${run.task.issue}`;
       const open = [...this.prs.values()].find((p) => p.branch === branch && p.state === "open");
       const number = open?.number ?? ++this.prSeq;
-      if (!open) this.prs.set(number, { number, taskId: run.task.id, branch, state: "open" });
+      const createdAt = `${this.now().slice(0, 19)}Z`;
+      if (!open) this.prs.set(number, { number, taskId: run.task.id, branch, state: "open", createdAt });
       this.tasks.get(run.task.id)!.pr = number;
       return {
         ...both,
