@@ -58917,6 +58917,544 @@ function budgetReadiness(budgets, ledger, now) {
   };
 }
 
+// src/core/published-text.ts
+var JOINER = "‍";
+var GITHUB_TITLE_MAX = 256;
+var AT = "(?:@|&commat;|&#0*64;|&#x0*40;)";
+var LOGIN = "[A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\\/[A-Za-z0-9][\\w.-]*)?";
+var REPO = "[A-Za-z0-9][A-Za-z0-9-]{0,38}\\/[A-Za-z0-9._-]{1,100}";
+var ISSUE_URL = `https?:\\/\\/[A-Za-z0-9.-]+(?::\\d+)?\\/${REPO}\\/(?:issues|pull|pulls|discussions)\\/\\d+(?:#[\\w-]+)?`;
+var TOKEN = new RegExp(
+  [
+    `\\[([^\\]\\n]*)\\]\\((${ISSUE_URL})\\)`,
+    // 1, 2: a markdown link to an issue
+    `(${ISSUE_URL})`,
+    // 3: a bare link to an issue
+    `(?<![\\w/.@-])(${REPO}#\\d+)(?!\\w)`,
+    // 4: owner/repo#12
+    `\\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(:?[ \\t]+)(#\\d+|GH-\\d+)(?!\\w)`,
+    // 5, 6, 7
+    `(?<!\\w)${AT}(${LOGIN})`
+    // 8: a mention
+  ].join("|"),
+  "gi"
+);
+var TAIL = new RegExp(`(?:${AT}[\\w.-]*)*`, "iy");
+function inert(token, joiner) {
+  return token.replace(new RegExp(`^${AT}`, "i"), `@${joiner}`).replace(/^(https?:\/\/)/i, `$1${joiner}`).replace(/(#|GH-)(\d+)$/i, `$1${joiner}$2`);
+}
+function codeSpans(text2) {
+  const runs = [];
+  for (const m of text2.matchAll(/`+/g)) runs.push({ at: m.index, len: m[0].length });
+  const byLen = /* @__PURE__ */ new Map();
+  runs.forEach((r, i3) => {
+    const list = byLen.get(r.len);
+    if (list) list.push(i3);
+    else byLen.set(r.len, [i3]);
+  });
+  const next = /* @__PURE__ */ new Map();
+  const spans = [];
+  const unpaired = /* @__PURE__ */ new Set();
+  let i2 = 0;
+  while (i2 < runs.length) {
+    const run = runs[i2];
+    let slashes = 0;
+    while (run.at - slashes - 1 >= 0 && text2[run.at - slashes - 1] === "\\") slashes++;
+    const open8 = slashes % 2 === 1 ? { at: run.at + 1, len: run.len - 1 } : run;
+    const list = byLen.get(open8.len) ?? [];
+    let p2 = next.get(open8.len) ?? 0;
+    while (p2 < list.length && list[p2] <= i2) p2++;
+    next.set(open8.len, p2);
+    if (open8.len === 0 || p2 >= list.length) {
+      if (open8.len > 0) unpaired.add(open8.len);
+      i2++;
+      continue;
+    }
+    const close = runs[list[p2]];
+    spans.push([open8.at, close.at + close.len]);
+    i2 = list[p2] + 1;
+  }
+  return { spans, unpaired };
+}
+function neutraliseMentions(text2, opts = {}) {
+  const joiner = opts.untrusted ? JOINER : "";
+  const { spans, unpaired } = codeSpans(text2);
+  let ticks = 1;
+  while (unpaired.has(ticks)) ticks++;
+  const fence2 = "`".repeat(ticks);
+  const quote = (token, before, after, tail = "") => {
+    const pad = (c3, also) => c3 === "`" || c3 === also ? " " : "";
+    const inner = ticks > 1 ? ` ${inert(token, joiner)}${tail} ` : `${inert(token, joiner)}${tail}`;
+    return `${pad(before, "\\")}${fence2}${inner}${fence2}${pad(after, "`")}`;
+  };
+  const plain2 = (from, to) => {
+    let out2 = "";
+    let last = from;
+    const token = new RegExp(TOKEN.source, TOKEN.flags);
+    const segment = text2.slice(0, to);
+    token.lastIndex = from;
+    for (let m = token.exec(segment); m; m = token.exec(segment)) {
+      const [match, linkText, linkUrl, url2, ref, keyword, gap, closing, login] = m;
+      const at = m.index;
+      TAIL.lastIndex = at + match.length;
+      const tail = TAIL.exec(segment)?.[0] ?? "";
+      const end = at + match.length + tail.length;
+      token.lastIndex = end;
+      out2 += text2.slice(last, at);
+      last = end;
+      if (linkUrl !== void 0) out2 += `${linkText} (${quote(linkUrl, "(", ")")})`;
+      else if (keyword !== void 0 && gap !== void 0 && closing !== void 0)
+        out2 += `${keyword}${gap}${quote(closing, gap.at(-1), text2[end], tail)}`;
+      else
+        out2 += quote(
+          login !== void 0 ? `@${login}` : url2 ?? ref ?? match,
+          text2[at - 1],
+          text2[end],
+          tail
+        );
+    }
+    return out2 + text2.slice(last, to);
+  };
+  const code2 = (from, to) => joiner ? text2.slice(from, to).replace(TOKEN, (match, ...g) => {
+    const [linkText, linkUrl, , , , , , login] = g;
+    if (linkUrl !== void 0) return `[${linkText}](${inert(linkUrl, joiner)})`;
+    return login !== void 0 ? `@${joiner}${login}` : inert(match, joiner);
+  }) : text2.slice(from, to);
+  let out = "";
+  let i2 = 0;
+  for (const [start, end] of spans) {
+    out += plain2(i2, start) + code2(start, end);
+    i2 = end;
+  }
+  return out + plain2(i2, text2.length);
+}
+function boundTitle(text2, max = GITHUB_TITLE_MAX) {
+  const line = text2.replace(/\s+/g, " ").trim();
+  const chars = [...line];
+  return chars.length <= max ? line : `${chars.slice(0, max - 1).join("").trimEnd()}…`;
+}
+function boundText(text2, max, where) {
+  if (text2.length <= max) return text2;
+  const note2 = (n5) => `
+
+… ${n5.toLocaleString("en-US")} characters left out.${where ? ` ${where}` : ""}`;
+  let keep = Math.max(0, max - note2(text2.length).length);
+  if (keep > 0 && /[\ud800-\udbff]/.test(text2[keep - 1])) keep--;
+  return `${text2.slice(0, keep)}${note2(text2.length - keep)}`;
+}
+var blockQuote = (text2) => `> ${text2.replace(/\n/g, "\n> ")}`;
+function plainAgentText(text2) {
+  return text2.replace(/\r\n?/g, "\n").replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, "").replace(/<!--/g, `<!${JOINER}--`);
+}
+
+// src/core/discovered.ts
+var TITLE_MAX = 80;
+var TEXT_MAX = 1e4;
+var discoveredMarker = (taskId, key2) => `<!-- fleet:discovered-from ${taskId} ${key2} -->`;
+var carriesDiscoveredMarker = (text2) => typeof text2 === "string" && /<!-- fleet:discovered-from \S+ [0-9a-f]{16} -->/.test(text2);
+function followUpKey(text2) {
+  const norm = text2.trim().replace(/\s+/g, " ").toLowerCase();
+  const fnv = (seed) => {
+    let h2 = seed >>> 0;
+    for (let i2 = 0; i2 < norm.length; i2++) {
+      h2 ^= norm.charCodeAt(i2);
+      h2 = Math.imul(h2, 16777619) >>> 0;
+    }
+    return h2.toString(16).padStart(8, "0");
+  };
+  return `${fnv(2166136261)}${fnv(16777619)}`;
+}
+function followUpTitle(text2) {
+  const first = (text2.trim().split("\n")[0] ?? "").replace(/^([-*+]|\d+[.)])\s+/, "").trim();
+  const title = first.length > TITLE_MAX ? `${first.slice(0, TITLE_MAX - 1).trimEnd()}…` : first;
+  return title.replace(/[.:;,]$/, "");
+}
+function discoveredBody(text2, v) {
+  const where = v.pr !== void 0 ? `#${v.issue} (pull request #${v.pr})` : `#${v.issue}`;
+  const stopped = v.chainStopped ? `Fleet did not queue this one: #${v.issue} is itself work an agent wrote (a follow-up or a split Fleet filed), and an agent's follow-ups are queued by themselves one generation deep only. ` : "";
+  return [
+    `Discovered while working on ${where}.`,
+    "",
+    boundText(text2.trim(), TEXT_MAX, `The whole follow-up: \`fleet task ${v.taskId} result\`.`),
+    "",
+    `<sub>Filed by Fleet from the follow-ups of task \`${v.taskId}\`. ${stopped}Add the \`${v.coderLabel}\` label to have an agent work on it.</sub>`,
+    "",
+    discoveredMarker(v.taskId, v.key)
+  ].join("\n");
+}
+function mayQueueDiscovered(v) {
+  return v.autoLabel && !v.taskIsAgentWork;
+}
+function followUpsToFile(followUps, max) {
+  const seen = /* @__PURE__ */ new Set();
+  const distinct = [];
+  for (const text2 of followUps) {
+    if (!text2.trim() || !followUpTitle(text2)) continue;
+    const key2 = followUpKey(text2);
+    if (seen.has(key2)) continue;
+    seen.add(key2);
+    distinct.push(text2);
+  }
+  const keep = Math.max(0, max);
+  return { file: distinct.slice(0, keep), leftOut: Math.max(0, distinct.length - keep) };
+}
+function followUpCapNote(cap, max) {
+  if (cap.leftOut === 0) return void 0;
+  const were = `${cap.leftOut} ${cap.leftOut === 1 ? "was" : "were"} left out`;
+  if (max <= 0) return `Fleet files no follow-ups as issues (\`max_follow_ups\` is 0): ${were}.`;
+  return max === 1 ? `Fleet files at most 1 follow-up of a run as an issue (\`max_follow_ups\`): ${were}.` : `Fleet files at most ${max} follow-ups of a run as issues (\`max_follow_ups\`): ${were}.`;
+}
+function planDiscoveredIssues(input2) {
+  const out = [];
+  const queue = mayQueueDiscovered(input2);
+  for (const text2 of followUpsToFile(input2.followUps, input2.maxFollowUps).file) {
+    const key2 = followUpKey(text2);
+    const marker = discoveredMarker(input2.taskId, key2);
+    if (input2.existingBodies.some((b) => b.includes(marker))) continue;
+    out.push({
+      key: key2,
+      title: followUpTitle(text2),
+      body: discoveredBody(text2, { ...input2, key: key2, chainStopped: input2.autoLabel && !queue }),
+      labels: queue ? [input2.coderLabel] : []
+    });
+  }
+  return out;
+}
+function filedDiscoveries(taskId, issues) {
+  const found = /* @__PURE__ */ new Map();
+  const re = new RegExp(
+    `<!-- fleet:discovered-from ${taskId.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} ([0-9a-f]{16}) -->`
+  );
+  for (const i2 of issues) {
+    const m = re.exec(i2.body ?? "");
+    if (m) found.set(m[1], i2.number);
+  }
+  return found;
+}
+
+// src/core/outcomes.ts
+var AS_REPORTED = { retriesLeft: false, cancelledByUser: true };
+function stateAfterOutcome(outcome, context = AS_REPORTED) {
+  const ended = context.onOpenPr ? "pr-open" : "failed";
+  switch (outcome) {
+    case "pr-opened":
+      return "pr-open";
+    case "split":
+      return "done";
+    case "no-changes":
+      return context.prReview ? "done" : ended;
+    case "over-budget":
+      return ended;
+    case "awaiting-approval":
+      return "awaiting-approval";
+    case "waiting":
+      return "waiting";
+    case "rate-limited":
+      return "rate-limited";
+    case "cancelled":
+      return context.cancelledByUser ? "cancelled" : "queued";
+    case "failed":
+    case "timeout":
+    case "stall":
+      return context.retriesLeft && !context.noRetry ? "queued" : ended;
+  }
+}
+var retryHint = (taskId, local) => local ? `run \`fleet retry ${taskId}\`` : "comment `/fleet retry`";
+function outcomeNote(outcome, to, reason, retry = retryHint("", false)) {
+  const why = reason?.trim() ? ` ${reason.trim()}${/[.!?]$/.test(reason.trim()) ? "" : "."}` : "";
+  if (outcome === "no-changes" && to === "done") return reason;
+  if (outcome === "no-changes" && to !== "pr-open")
+    return `No changes, so no pull request.${why} ${retry[0].toUpperCase()}${retry.slice(1)} to run it again.`;
+  if (to === "pr-open" && outcome === "no-changes")
+    return `The round ended without changes; the pull request is as it was.${why}`;
+  if (to === "pr-open" && outcome !== "pr-opened")
+    return `The round ended (${outcome}); the pull request is as it was.${why}`;
+  return reason;
+}
+var isRetry = (outcome, state) => state === "queued" && outcome !== "cancelled";
+var hasRetriesLeft = (attempts, retriesMax) => attempts <= retriesMax;
+
+// src/render/run-report.ts
+var GITHUB_COMMENT_LIMIT = 65536;
+var runReportMarker = (taskId) => `<!-- fleet:run-report ${taskId} -->`;
+function fence(text2, lang = "") {
+  const longest = Math.max(0, ...[...text2.matchAll(/`+/g)].map((m) => m[0].length));
+  const ticks = "`".repeat(Math.max(3, longest + 1));
+  return `${ticks}${lang}
+${text2}
+${ticks}`;
+}
+function truncateMiddle(text2, max) {
+  if (text2.length <= max) return text2;
+  const note2 = `
+
+… ${text2.length - max} characters left out …
+
+`;
+  const half = Math.max(0, Math.floor((max - note2.length) / 2));
+  return text2.slice(0, half) + note2 + text2.slice(text2.length - half);
+}
+function logTail(log, max) {
+  const lines = log.replace(/\n$/, "").split("\n");
+  const kept = [];
+  let size = 0;
+  for (let i2 = lines.length - 1; i2 >= 0; i2--) {
+    let line = lines[i2];
+    if (size + line.length + 1 > max) {
+      if (kept.length === 0) {
+        line = `…${line.slice(line.length - (max - 2))}`;
+        kept.unshift(line);
+      }
+      break;
+    }
+    kept.unshift(line);
+    size += line.length + 1;
+  }
+  return { text: kept.join("\n"), omittedLines: lines.length - kept.length, totalLines: lines.length };
+}
+var HEADLINE = {
+  "pr-opened": "✅ opened a pull request",
+  "no-changes": "ℹ️ finished without changes, so no pull request was opened",
+  split: "🪓 planned the split: the plan's sub-issues are queued",
+  "awaiting-approval": "✋ is waiting for approval of its plan",
+  waiting: "❓ asked a question and waits for a person's answer",
+  failed: "❌ failed",
+  timeout: "⏱️ ran out of time and was stopped",
+  stall: "💤 stalled (no output for too long) and was stopped",
+  cancelled: "🚫 was cancelled",
+  "rate-limited": "🧊 hit the model provider's rate limit"
+};
+var NEXT_STEP = {
+  "no-changes": (retry) => `If a change was expected, add detail to the issue (what to change, where) and ${retry}.`,
+  failed: (retry) => `Check the log below, fix the cause (issue text, configuration or credential) and ${retry}.`,
+  timeout: (retry) => `Split the issue into smaller tasks or raise \`timeouts.run\` in \`.github/fleet.yml\`, then ${retry}.`,
+  stall: (retry) => `The agent produced no output for too long: ${retry} to start it again; raise \`timeouts.stall\` if it needs to think longer.`,
+  "rate-limited": () => "Fleet queues the task again once the limit resets."
+};
+var MAX_REFUSED_ROWS = 20;
+function containmentLines(v) {
+  const lines = [];
+  const refused = v.network?.refused ?? [];
+  if (refused.length) {
+    const total = refused.reduce((n5, r) => n5 + r.count, 0);
+    lines.push(
+      `**Network:** Fleet's egress proxy refused ${total.toLocaleString("en-US")} connection${total === 1 ? "" : "s"}. To allow a host, add it to \`network.allow\` in .github/fleet.yml.`,
+      "",
+      "| host | port | times | why |",
+      "|---|---:|---:|---|",
+      ...refused.slice(0, MAX_REFUSED_ROWS).map(
+        (r) => `| \`${r.host.replace(/`/g, "")}\` | ${r.port} | ${r.count.toLocaleString("en-US")} | ${r.why} |`
+      )
+    );
+    if (refused.length > MAX_REFUSED_ROWS)
+      lines.push("", `… and ${refused.length - MAX_REFUSED_ROWS} more hosts.`);
+    lines.push("");
+  }
+  if (v.network?.mode === "host")
+    lines.push(
+      "**Network: host** — the agent reached whatever this worker reaches (`network: host` in .github/fleet.yml).",
+      ""
+    );
+  if (v.limitsNotEnforced) lines.push(`**Limits:** ${v.limitsNotEnforced}.`, "");
+  return lines;
+}
+function renderRunReport(v) {
+  const round = v.onPullRequest && v.outcome === "no-changes";
+  const reviewed = v.prReview && v.outcome === "no-changes";
+  const headline = reviewed ? "🔎 posted its review of the pull request" : round ? "ℹ️ finished the round without changes; the pull request is as it was" : HEADLINE[v.outcome];
+  const head = [runReportMarker(v.taskId), `### Fleet task \`${v.taskId}\` ${headline}`, ""];
+  if (v.pr) head.push(`Pull request: #${v.pr.number} (${v.pr.url})`, "");
+  if (v.reason) head.push(blockQuote(neutraliseMentions(v.reason)), "");
+  if (v.outcome === "rate-limited" && v.resetsAt) head.push(`The limit resets at ${v.resetsAt}.`, "");
+  if (v.summary) head.push("**Agent's summary:**", "", v.summary.trim(), "");
+  if (v.resultProblem) head.push(`⚠️ ${v.resultProblem}`, "");
+  const capNote = v.followUps && followUpCapNote(followUpsToFile(v.followUps.listed, v.followUps.max), v.followUps.max);
+  if (capNote) head.push(`ℹ️ ${capNote} They are kept with the run: \`fleet task ${v.taskId} result\`.`, "");
+  const next = reviewed ? void 0 : round && !v.local ? "If a change was expected, comment `/fleet <instructions>` on the pull request again, saying what to change and where." : v.outcome === "waiting" ? v.local ? `Answer it with \`fleet answer ${v.taskId} "<answer>"\`: the task is queued again and the agent goes on with the answer.` : "Someone with write access answers by replying on this issue (or `/fleet answer <answer>`): the task is queued again and the agent goes on with the answer." : NEXT_STEP[v.outcome]?.(retryHint(v.taskId, v.local));
+  if (next) head.push(next, "");
+  head.push(...containmentLines(v));
+  let body = head.join("\n");
+  const limit = v.limit ?? GITHUB_COMMENT_LIMIT;
+  if (v.log !== void 0 && v.log.length > 0) {
+    const wrapper = 400;
+    const room = limit - body.length - wrapper;
+    if (room > 1e3) {
+      const tail = logTail(v.log, room);
+      const note2 = tail.omittedLines > 0 ? `Showing the last ${tail.totalLines - tail.omittedLines} of ${tail.totalLines} lines (GitHub comments hold at most ${GITHUB_COMMENT_LIMIT.toLocaleString("en-US")} characters). The full log: \`fleet task ${v.taskId} log\`.` : `The full log: \`fleet task ${v.taskId} log\`.`;
+      body += [
+        "<details>",
+        "<summary>Agent log</summary>",
+        "",
+        note2,
+        "",
+        fence(tail.text),
+        "",
+        "</details>"
+      ].join("\n");
+    }
+  }
+  return body.length > limit ? truncateMiddle(body, limit) : body;
+}
+
+// src/render/token-report.ts
+var tokenReportMarker = (taskId) => `<!-- fleet:token-report ${taskId} -->`;
+var n = (v) => v.toLocaleString("en-US");
+var usd2 = (v) => v == null ? "not reported" : `$${v.toFixed(4)}`;
+function formatDuration(ms2) {
+  const s = Math.round(ms2 / 1e3);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${s % 60}s`;
+  return `${Math.floor(m / 60)}h ${m % 60}m`;
+}
+function renderTokenTable(work, plan) {
+  const phases = [];
+  if (plan) phases.push(["Plan", plan]);
+  if (work) phases.push(["Work", work]);
+  if (phases.length === 0) return "_No token figures: the agent reported none._";
+  const header2 = ["", ...phases.map(([name]) => name)];
+  if (phases.length > 1) header2.push("Total");
+  const sum = (f) => phases.reduce((acc, [, t]) => acc + f(t), 0);
+  const costs = phases.map(([, t]) => t.costUsd);
+  const totalCost = costs.every((c3) => c3 == null) ? null : costs.reduce((a2, c3) => a2 + (c3 ?? 0), 0);
+  const row = (label, cell2, total) => {
+    const cells = [label, ...phases.map(([, t]) => cell2(t))];
+    if (phases.length > 1) cells.push(total ?? "");
+    return `| ${cells.join(" | ")} |`;
+  };
+  const numRow = (label, f) => row(label, (t) => n(f(t)), n(sum(f)));
+  return [
+    `| ${header2.join(" | ")} |`,
+    `|${header2.map((_, i2) => i2 === 0 ? "---" : "---:").join("|")}|`,
+    numRow("Input tokens", (t) => t.usage.input),
+    numRow("Output tokens", (t) => t.usage.output),
+    numRow("Cache read", (t) => t.usage.cacheRead),
+    numRow("Cache write", (t) => t.usage.cacheWrite),
+    row("Cost", (t) => usd2(t.costUsd), usd2(totalCost)),
+    numRow("Turns", (t) => t.turns),
+    row("Duration", (t) => formatDuration(t.durationMs), formatDuration(sum((t) => t.durationMs))),
+    row("Model", (t) => `\`${t.model}\``),
+    row("Credential", (t) => t.credential ? `\`${t.credential}\`` : "—")
+  ].join("\n");
+}
+function renderTokenReport(v) {
+  const out = [
+    tokenReportMarker(v.taskId),
+    `### 🧮 Fleet token report for task \`${v.taskId}\``,
+    "",
+    `Outcome: ${v.outcome}`,
+    "",
+    renderTokenTable(v.totals, v.planTotals)
+  ];
+  const current = combineTotals(v.planTotals, v.totals);
+  if (v.earlierRuns?.length && current) {
+    const runs = [...v.earlierRuns, { kind: v.runKind ?? "work", at: "", totals: current }];
+    out.push("", "#### Every run of this task", "", renderRunsTable(runs));
+  }
+  const wire = v.agentTotals !== void 0;
+  if (wire && current) out.push("", agentComparison(current, v.agentTotals));
+  out.push(
+    "",
+    wire ? "<sub>Figures are what Fleet's model gateway read from the provider's responses. Edited in place by Fleet on a rerun.</sub>" : "<sub>Figures are the agent's own final totals. Edited in place by Fleet on a rerun.</sub>"
+  );
+  return out.join("\n");
+}
+var FIELDS = [
+  ["input", "input"],
+  ["output", "output"],
+  ["cacheRead", "cache read"],
+  ["cacheWrite", "cache write"]
+];
+function agentComparison(wire, agent) {
+  const differ = FIELDS.filter(([k]) => wire.usage[k] !== agent.usage[k]);
+  if (differ.length === 0)
+    return "The agent's own report agrees with the gateway's figures (input, output, cache read, cache write).";
+  const cells = differ.map(([k, label]) => `${label} ${n(agent.usage[k])} (gateway: ${n(wire.usage[k])})`);
+  return `⚠️ **The agent's own report disagrees with the gateway's figures:** ${cells.join(", ")}. The gateway's figures are the ones counted.`;
+}
+function renderRunsTable(runs) {
+  const cells = (t) => [
+    n(t.usage.input),
+    n(t.usage.output),
+    n(t.usage.cacheRead),
+    n(t.usage.cacheWrite),
+    usd2(t.costUsd),
+    n(t.turns),
+    formatDuration(t.durationMs)
+  ];
+  const total = sumRuns(runs);
+  const lines = [
+    "| Run | Input tokens | Output tokens | Cache read | Cache write | Cost | Turns | Duration |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ...runs.map(
+      (r, i2) => `| ${i2 + 1}. ${r.kind}${i2 === runs.length - 1 ? " (this run)" : ""} | ${cells(r.totals).join(" | ")} |`
+    )
+  ];
+  if (total)
+    lines.push(
+      `| **Total (${runs.length} runs)** | ${cells(total).map((c3) => `**${c3}**`).join(" | ")} |`
+    );
+  return lines.join("\n");
+}
+
+// src/render/pr-body.ts
+var prMarker = (taskId) => `<!-- fleet:pr ${taskId} -->`;
+var WORKFLOW_PATCH_MAX = 2e4;
+var SUMMARY_MAX = 2e4;
+var LIST_ITEMS = { testsRun: 50, followUps: 30 };
+var ITEM_MAX = { testsRun: 300, followUps: 500 };
+function agentList(items, what, taskId) {
+  const shown2 = items.slice(0, LIST_ITEMS[what]).map((item) => `- ${boundTitle(item, ITEM_MAX[what])}`);
+  const more = items.length - shown2.length;
+  return more > 0 ? [...shown2, `- … and ${more} more (\`fleet task ${taskId} result\`).`] : shown2;
+}
+function heldBackSection(h2) {
+  return [
+    "## Workflow changes not pushed",
+    "",
+    `The agent also changed ${h2.paths.map((p2) => `\`${boundTitle(p2, 200)}\``).join(", ")}. Fleet pushes no change to \`.github/workflows/\` (workflows run with the repository's secrets, and Fleet's app has no \`workflows\` permission), so they are not in this pull request. To apply them, review the diff below, save it as \`workflows.patch\` and run \`git apply workflows.patch\` on this branch.`,
+    "",
+    "<details>",
+    "<summary>The workflow diff</summary>",
+    "",
+    fence(boundText(h2.patch, WORKFLOW_PATCH_MAX, "The diff is cut here."), "diff"),
+    "",
+    "</details>"
+  ];
+}
+function renderDraftStartBody(v) {
+  return [
+    prMarker(v.taskId),
+    `Closes #${v.issue}`,
+    "",
+    `🚧 Fleet's agent (\`${v.coder}\`, \`${v.model}\`) is working on #${v.issue}. This draft holds no change yet; it gets the change and is marked ready for review when the run succeeds. The tracking comment on the issue shows the progress.`
+  ].join("\n");
+}
+function renderPrBody(v) {
+  const lines = [prMarker(v.taskId), `Closes #${v.issue}`, "", "## Summary", ""];
+  const summary2 = v.summary?.trim();
+  lines.push(
+    summary2 ? boundText(summary2, SUMMARY_MAX, `The whole summary: \`fleet task ${v.taskId} result\`.`) : "_The agent left no summary._"
+  );
+  if (v.resultProblem) lines.push("", `> ⚠️ ${v.resultProblem}`);
+  lines.push("", "## Tests run", "");
+  if (v.testsRun?.length) lines.push(...agentList(v.testsRun, "testsRun", v.taskId));
+  else lines.push("_The agent reported no tests._");
+  if (v.followUps?.length) {
+    lines.push("", "## Follow-ups", "", ...agentList(v.followUps, "followUps", v.taskId));
+    const note2 = v.maxFollowUps === void 0 ? void 0 : followUpCapNote(followUpsToFile(v.followUps, v.maxFollowUps), v.maxFollowUps);
+    if (note2) lines.push("", note2);
+  }
+  if (v.heldBack) lines.push("", ...heldBackSection(v.heldBack));
+  lines.push("", "## Tokens", "", renderTokenTable(v.totals, v.planTotals));
+  const merging = v.local ? `Review it, then \`fleet merge ${v.taskId}\` merges it.` : "Review it like any other pull request; Fleet never merges.";
+  lines.push(
+    "",
+    `<sub>Opened by Fleet for task \`${v.taskId}\` with \`${v.coder}\` (\`${v.model}\`). ${merging}</sub>`
+  );
+  return truncateMiddle(lines.join("\n"), GITHUB_COMMENT_LIMIT);
+}
+
 // src/queue/transitions.ts
 var withTasks = (doc, tasks) => {
   if (tasks.length === 0) return doc;
@@ -59271,10 +59809,7 @@ function dispatchInPass(pass, task, slot) {
   const sibling = Object.values(pass.tasks).some(
     (t) => t.id !== task.id && t.issue === task.issue && !isTerminal(t.state) && (t.coder !== task.coder || t.model !== task.model)
   );
-  const shared = task.branch !== void 0 && Object.values(pass.tasks).some(
-    (t) => t.id !== task.id && t.issue === task.issue && !isTerminal(t.state) && t.branch === task.branch
-  );
-  const branch = (shared ? void 0 : task.branch) ?? (sibling ? variantBranchName(task.issue, task.title, task.coder, task.model) : taskBranchName(task.issue, task.title));
+  const branch = task.branch ?? (sibling ? variantBranchName(task.issue, task.title, task.coder, task.model) : taskBranchName(task.issue, task.title));
   note(pass, task, { ...moved, lease, branch });
   const busy = Object.values(pass.tasks).filter((t) => t.lease).length;
   pass.messages.push(
@@ -59743,385 +60278,6 @@ function mergeResults(a2, b) {
 var trackingMarker = (taskKey) => `<!-- fleet:tracking ${taskKey} -->`;
 var hasMarker = (body, marker) => typeof body === "string" && body.trimStart().startsWith(marker);
 
-// src/core/published-text.ts
-var JOINER = "‍";
-var GITHUB_TITLE_MAX = 256;
-var AT = "(?:@|&commat;|&#0*64;|&#x0*40;)";
-var LOGIN = "[A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\\/[A-Za-z0-9][\\w.-]*)?";
-var REPO = "[A-Za-z0-9][A-Za-z0-9-]{0,38}\\/[A-Za-z0-9._-]{1,100}";
-var ISSUE_URL = `https?:\\/\\/[A-Za-z0-9.-]+(?::\\d+)?\\/${REPO}\\/(?:issues|pull|pulls|discussions)\\/\\d+(?:#[\\w-]+)?`;
-var TOKEN = new RegExp(
-  [
-    `\\[([^\\]\\n]*)\\]\\((${ISSUE_URL})\\)`,
-    // 1, 2: a markdown link to an issue
-    `(${ISSUE_URL})`,
-    // 3: a bare link to an issue
-    `(?<![\\w/.@-])(${REPO}#\\d+)(?!\\w)`,
-    // 4: owner/repo#12
-    `\\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(:?[ \\t]+)(#\\d+|GH-\\d+)(?!\\w)`,
-    // 5, 6, 7
-    `(?<!\\w)${AT}(${LOGIN})`
-    // 8: a mention
-  ].join("|"),
-  "gi"
-);
-var TAIL = new RegExp(`(?:${AT}[\\w.-]*)*`, "iy");
-function inert(token, joiner) {
-  return token.replace(new RegExp(`^${AT}`, "i"), `@${joiner}`).replace(/^(https?:\/\/)/i, `$1${joiner}`).replace(/(#|GH-)(\d+)$/i, `$1${joiner}$2`);
-}
-function codeSpans(text2) {
-  const runs = [];
-  for (const m of text2.matchAll(/`+/g)) runs.push({ at: m.index, len: m[0].length });
-  const byLen = /* @__PURE__ */ new Map();
-  runs.forEach((r, i3) => {
-    const list = byLen.get(r.len);
-    if (list) list.push(i3);
-    else byLen.set(r.len, [i3]);
-  });
-  const next = /* @__PURE__ */ new Map();
-  const spans = [];
-  const unpaired = /* @__PURE__ */ new Set();
-  let i2 = 0;
-  while (i2 < runs.length) {
-    const run = runs[i2];
-    let slashes = 0;
-    while (run.at - slashes - 1 >= 0 && text2[run.at - slashes - 1] === "\\") slashes++;
-    const open8 = slashes % 2 === 1 ? { at: run.at + 1, len: run.len - 1 } : run;
-    const list = byLen.get(open8.len) ?? [];
-    let p2 = next.get(open8.len) ?? 0;
-    while (p2 < list.length && list[p2] <= i2) p2++;
-    next.set(open8.len, p2);
-    if (open8.len === 0 || p2 >= list.length) {
-      if (open8.len > 0) unpaired.add(open8.len);
-      i2++;
-      continue;
-    }
-    const close = runs[list[p2]];
-    spans.push([open8.at, close.at + close.len]);
-    i2 = list[p2] + 1;
-  }
-  return { spans, unpaired };
-}
-function neutraliseMentions(text2, opts = {}) {
-  const joiner = opts.untrusted ? JOINER : "";
-  const { spans, unpaired } = codeSpans(text2);
-  let ticks = 1;
-  while (unpaired.has(ticks)) ticks++;
-  const fence2 = "`".repeat(ticks);
-  const quote = (token, before, after, tail = "") => {
-    const pad = (c3, also) => c3 === "`" || c3 === also ? " " : "";
-    const inner = ticks > 1 ? ` ${inert(token, joiner)}${tail} ` : `${inert(token, joiner)}${tail}`;
-    return `${pad(before, "\\")}${fence2}${inner}${fence2}${pad(after, "`")}`;
-  };
-  const plain2 = (from, to) => {
-    let out2 = "";
-    let last = from;
-    const token = new RegExp(TOKEN.source, TOKEN.flags);
-    const segment = text2.slice(0, to);
-    token.lastIndex = from;
-    for (let m = token.exec(segment); m; m = token.exec(segment)) {
-      const [match, linkText, linkUrl, url2, ref, keyword, gap, closing, login] = m;
-      const at = m.index;
-      TAIL.lastIndex = at + match.length;
-      const tail = TAIL.exec(segment)?.[0] ?? "";
-      const end = at + match.length + tail.length;
-      token.lastIndex = end;
-      out2 += text2.slice(last, at);
-      last = end;
-      if (linkUrl !== void 0) out2 += `${linkText} (${quote(linkUrl, "(", ")")})`;
-      else if (keyword !== void 0 && gap !== void 0 && closing !== void 0)
-        out2 += `${keyword}${gap}${quote(closing, gap.at(-1), text2[end], tail)}`;
-      else
-        out2 += quote(
-          login !== void 0 ? `@${login}` : url2 ?? ref ?? match,
-          text2[at - 1],
-          text2[end],
-          tail
-        );
-    }
-    return out2 + text2.slice(last, to);
-  };
-  const code2 = (from, to) => joiner ? text2.slice(from, to).replace(TOKEN, (match, ...g) => {
-    const [linkText, linkUrl, , , , , , login] = g;
-    if (linkUrl !== void 0) return `[${linkText}](${inert(linkUrl, joiner)})`;
-    return login !== void 0 ? `@${joiner}${login}` : inert(match, joiner);
-  }) : text2.slice(from, to);
-  let out = "";
-  let i2 = 0;
-  for (const [start, end] of spans) {
-    out += plain2(i2, start) + code2(start, end);
-    i2 = end;
-  }
-  return out + plain2(i2, text2.length);
-}
-function boundTitle(text2, max = GITHUB_TITLE_MAX) {
-  const line = text2.replace(/\s+/g, " ").trim();
-  const chars = [...line];
-  return chars.length <= max ? line : `${chars.slice(0, max - 1).join("").trimEnd()}…`;
-}
-function boundText(text2, max, where) {
-  if (text2.length <= max) return text2;
-  const note2 = (n5) => `
-
-… ${n5.toLocaleString("en-US")} characters left out.${where ? ` ${where}` : ""}`;
-  let keep = Math.max(0, max - note2(text2.length).length);
-  if (keep > 0 && /[\ud800-\udbff]/.test(text2[keep - 1])) keep--;
-  return `${text2.slice(0, keep)}${note2(text2.length - keep)}`;
-}
-var blockQuote = (text2) => `> ${text2.replace(/\n/g, "\n> ")}`;
-function plainAgentText(text2) {
-  return text2.replace(/\r\n?/g, "\n").replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, "").replace(/<!--/g, `<!${JOINER}--`);
-}
-
-// src/core/discovered.ts
-var TITLE_MAX = 80;
-var TEXT_MAX = 1e4;
-var discoveredMarker = (taskId, key2) => `<!-- fleet:discovered-from ${taskId} ${key2} -->`;
-var carriesDiscoveredMarker = (text2) => typeof text2 === "string" && /<!-- fleet:discovered-from \S+ [0-9a-f]{16} -->/.test(text2);
-function followUpKey(text2) {
-  const norm = text2.trim().replace(/\s+/g, " ").toLowerCase();
-  const fnv = (seed) => {
-    let h2 = seed >>> 0;
-    for (let i2 = 0; i2 < norm.length; i2++) {
-      h2 ^= norm.charCodeAt(i2);
-      h2 = Math.imul(h2, 16777619) >>> 0;
-    }
-    return h2.toString(16).padStart(8, "0");
-  };
-  return `${fnv(2166136261)}${fnv(16777619)}`;
-}
-function followUpTitle(text2) {
-  const first = (text2.trim().split("\n")[0] ?? "").replace(/^([-*+]|\d+[.)])\s+/, "").trim();
-  const title = first.length > TITLE_MAX ? `${first.slice(0, TITLE_MAX - 1).trimEnd()}…` : first;
-  return title.replace(/[.:;,]$/, "");
-}
-function discoveredBody(text2, v) {
-  const where = v.pr !== void 0 ? `#${v.issue} (pull request #${v.pr})` : `#${v.issue}`;
-  const stopped = v.chainStopped ? `Fleet did not queue this one: #${v.issue} is itself work an agent wrote (a follow-up or a split Fleet filed), and an agent's follow-ups are queued by themselves one generation deep only. ` : "";
-  return [
-    `Discovered while working on ${where}.`,
-    "",
-    boundText(text2.trim(), TEXT_MAX, `The whole follow-up: \`fleet task ${v.taskId} result\`.`),
-    "",
-    `<sub>Filed by Fleet from the follow-ups of task \`${v.taskId}\`. ${stopped}Add the \`${v.coderLabel}\` label to have an agent work on it.</sub>`,
-    "",
-    discoveredMarker(v.taskId, v.key)
-  ].join("\n");
-}
-function mayQueueDiscovered(v) {
-  return v.autoLabel && !v.taskIsAgentWork;
-}
-function followUpsToFile(followUps, max) {
-  const seen = /* @__PURE__ */ new Set();
-  const distinct = [];
-  for (const text2 of followUps) {
-    if (!text2.trim() || !followUpTitle(text2)) continue;
-    const key2 = followUpKey(text2);
-    if (seen.has(key2)) continue;
-    seen.add(key2);
-    distinct.push(text2);
-  }
-  const keep = Math.max(0, max);
-  return { file: distinct.slice(0, keep), leftOut: Math.max(0, distinct.length - keep) };
-}
-function followUpCapNote(cap, max) {
-  if (cap.leftOut === 0) return void 0;
-  const were = `${cap.leftOut} ${cap.leftOut === 1 ? "was" : "were"} left out`;
-  if (max <= 0) return `Fleet files no follow-ups as issues (\`max_follow_ups\` is 0): ${were}.`;
-  return max === 1 ? `Fleet files at most 1 follow-up of a run as an issue (\`max_follow_ups\`): ${were}.` : `Fleet files at most ${max} follow-ups of a run as issues (\`max_follow_ups\`): ${were}.`;
-}
-function planDiscoveredIssues(input2) {
-  const out = [];
-  const queue = mayQueueDiscovered(input2);
-  for (const text2 of followUpsToFile(input2.followUps, input2.maxFollowUps).file) {
-    const key2 = followUpKey(text2);
-    const marker = discoveredMarker(input2.taskId, key2);
-    if (input2.existingBodies.some((b) => b.includes(marker))) continue;
-    out.push({
-      key: key2,
-      title: followUpTitle(text2),
-      body: discoveredBody(text2, { ...input2, key: key2, chainStopped: input2.autoLabel && !queue }),
-      labels: queue ? [input2.coderLabel] : []
-    });
-  }
-  return out;
-}
-function filedDiscoveries(taskId, issues) {
-  const found = /* @__PURE__ */ new Map();
-  const re = new RegExp(
-    `<!-- fleet:discovered-from ${taskId.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} ([0-9a-f]{16}) -->`
-  );
-  for (const i2 of issues) {
-    const m = re.exec(i2.body ?? "");
-    if (m) found.set(m[1], i2.number);
-  }
-  return found;
-}
-
-// src/core/outcomes.ts
-var AS_REPORTED = { retriesLeft: false, cancelledByUser: true };
-function stateAfterOutcome(outcome, context = AS_REPORTED) {
-  const ended = context.onOpenPr ? "pr-open" : "failed";
-  switch (outcome) {
-    case "pr-opened":
-      return "pr-open";
-    case "split":
-      return "done";
-    case "no-changes":
-      return context.prReview ? "done" : ended;
-    case "over-budget":
-      return ended;
-    case "awaiting-approval":
-      return "awaiting-approval";
-    case "waiting":
-      return "waiting";
-    case "rate-limited":
-      return "rate-limited";
-    case "cancelled":
-      return context.cancelledByUser ? "cancelled" : "queued";
-    case "failed":
-    case "timeout":
-    case "stall":
-      return context.retriesLeft && !context.noRetry ? "queued" : ended;
-  }
-}
-var retryHint = (taskId, local) => local ? `run \`fleet retry ${taskId}\`` : "comment `/fleet retry`";
-function outcomeNote(outcome, to, reason, retry = retryHint("", false)) {
-  const why = reason?.trim() ? ` ${reason.trim()}${/[.!?]$/.test(reason.trim()) ? "" : "."}` : "";
-  if (outcome === "no-changes" && to === "done") return reason;
-  if (outcome === "no-changes" && to !== "pr-open")
-    return `No changes, so no pull request.${why} ${retry[0].toUpperCase()}${retry.slice(1)} to run it again.`;
-  if (to === "pr-open" && outcome === "no-changes")
-    return `The round ended without changes; the pull request is as it was.${why}`;
-  if (to === "pr-open" && outcome !== "pr-opened")
-    return `The round ended (${outcome}); the pull request is as it was.${why}`;
-  return reason;
-}
-var isRetry = (outcome, state) => state === "queued" && outcome !== "cancelled";
-var hasRetriesLeft = (attempts, retriesMax) => attempts <= retriesMax;
-
-// src/render/run-report.ts
-var GITHUB_COMMENT_LIMIT = 65536;
-var runReportMarker = (taskId) => `<!-- fleet:run-report ${taskId} -->`;
-function fence(text2, lang = "") {
-  const longest = Math.max(0, ...[...text2.matchAll(/`+/g)].map((m) => m[0].length));
-  const ticks = "`".repeat(Math.max(3, longest + 1));
-  return `${ticks}${lang}
-${text2}
-${ticks}`;
-}
-function truncateMiddle(text2, max) {
-  if (text2.length <= max) return text2;
-  const note2 = `
-
-… ${text2.length - max} characters left out …
-
-`;
-  const half = Math.max(0, Math.floor((max - note2.length) / 2));
-  return text2.slice(0, half) + note2 + text2.slice(text2.length - half);
-}
-function logTail(log, max) {
-  const lines = log.replace(/\n$/, "").split("\n");
-  const kept = [];
-  let size = 0;
-  for (let i2 = lines.length - 1; i2 >= 0; i2--) {
-    let line = lines[i2];
-    if (size + line.length + 1 > max) {
-      if (kept.length === 0) {
-        line = `…${line.slice(line.length - (max - 2))}`;
-        kept.unshift(line);
-      }
-      break;
-    }
-    kept.unshift(line);
-    size += line.length + 1;
-  }
-  return { text: kept.join("\n"), omittedLines: lines.length - kept.length, totalLines: lines.length };
-}
-var HEADLINE = {
-  "pr-opened": "✅ opened a pull request",
-  "no-changes": "ℹ️ finished without changes, so no pull request was opened",
-  split: "🪓 planned the split: the plan's sub-issues are queued",
-  "awaiting-approval": "✋ is waiting for approval of its plan",
-  waiting: "❓ asked a question and waits for a person's answer",
-  failed: "❌ failed",
-  timeout: "⏱️ ran out of time and was stopped",
-  stall: "💤 stalled (no output for too long) and was stopped",
-  cancelled: "🚫 was cancelled",
-  "rate-limited": "🧊 hit the model provider's rate limit"
-};
-var NEXT_STEP = {
-  "no-changes": (retry) => `If a change was expected, add detail to the issue (what to change, where) and ${retry}.`,
-  failed: (retry) => `Check the log below, fix the cause (issue text, configuration or credential) and ${retry}.`,
-  timeout: (retry) => `Split the issue into smaller tasks or raise \`timeouts.run\` in \`.github/fleet.yml\`, then ${retry}.`,
-  stall: (retry) => `The agent produced no output for too long: ${retry} to start it again; raise \`timeouts.stall\` if it needs to think longer.`,
-  "rate-limited": () => "Fleet queues the task again once the limit resets."
-};
-var MAX_REFUSED_ROWS = 20;
-function containmentLines(v) {
-  const lines = [];
-  const refused = v.network?.refused ?? [];
-  if (refused.length) {
-    const total = refused.reduce((n5, r) => n5 + r.count, 0);
-    lines.push(
-      `**Network:** Fleet's egress proxy refused ${total.toLocaleString("en-US")} connection${total === 1 ? "" : "s"}. To allow a host, add it to \`network.allow\` in .github/fleet.yml.`,
-      "",
-      "| host | port | times | why |",
-      "|---|---:|---:|---|",
-      ...refused.slice(0, MAX_REFUSED_ROWS).map(
-        (r) => `| \`${r.host.replace(/`/g, "")}\` | ${r.port} | ${r.count.toLocaleString("en-US")} | ${r.why} |`
-      )
-    );
-    if (refused.length > MAX_REFUSED_ROWS)
-      lines.push("", `… and ${refused.length - MAX_REFUSED_ROWS} more hosts.`);
-    lines.push("");
-  }
-  if (v.network?.mode === "host")
-    lines.push(
-      "**Network: host** — the agent reached whatever this worker reaches (`network: host` in .github/fleet.yml).",
-      ""
-    );
-  if (v.limitsNotEnforced) lines.push(`**Limits:** ${v.limitsNotEnforced}.`, "");
-  return lines;
-}
-function renderRunReport(v) {
-  const round = v.onPullRequest && v.outcome === "no-changes";
-  const reviewed = v.prReview && v.outcome === "no-changes";
-  const headline = reviewed ? "🔎 posted its review of the pull request" : round ? "ℹ️ finished the round without changes; the pull request is as it was" : HEADLINE[v.outcome];
-  const head = [runReportMarker(v.taskId), `### Fleet task \`${v.taskId}\` ${headline}`, ""];
-  if (v.pr) head.push(`Pull request: #${v.pr.number} (${v.pr.url})`, "");
-  if (v.reason) head.push(blockQuote(neutraliseMentions(v.reason)), "");
-  if (v.outcome === "rate-limited" && v.resetsAt) head.push(`The limit resets at ${v.resetsAt}.`, "");
-  if (v.summary) head.push("**Agent's summary:**", "", v.summary.trim(), "");
-  if (v.resultProblem) head.push(`⚠️ ${v.resultProblem}`, "");
-  const capNote = v.followUps && followUpCapNote(followUpsToFile(v.followUps.listed, v.followUps.max), v.followUps.max);
-  if (capNote) head.push(`ℹ️ ${capNote} They are kept with the run: \`fleet task ${v.taskId} result\`.`, "");
-  const next = reviewed ? void 0 : round && !v.local ? "If a change was expected, comment `/fleet <instructions>` on the pull request again, saying what to change and where." : v.outcome === "waiting" ? v.local ? `Answer it with \`fleet answer ${v.taskId} "<answer>"\`: the task is queued again and the agent goes on with the answer.` : "Someone with write access answers by replying on this issue (or `/fleet answer <answer>`): the task is queued again and the agent goes on with the answer." : NEXT_STEP[v.outcome]?.(retryHint(v.taskId, v.local));
-  if (next) head.push(next, "");
-  head.push(...containmentLines(v));
-  let body = head.join("\n");
-  const limit = v.limit ?? GITHUB_COMMENT_LIMIT;
-  if (v.log !== void 0 && v.log.length > 0) {
-    const wrapper = 400;
-    const room = limit - body.length - wrapper;
-    if (room > 1e3) {
-      const tail = logTail(v.log, room);
-      const note2 = tail.omittedLines > 0 ? `Showing the last ${tail.totalLines - tail.omittedLines} of ${tail.totalLines} lines (GitHub comments hold at most ${GITHUB_COMMENT_LIMIT.toLocaleString("en-US")} characters). The full log: \`fleet task ${v.taskId} log\`.` : `The full log: \`fleet task ${v.taskId} log\`.`;
-      body += [
-        "<details>",
-        "<summary>Agent log</summary>",
-        "",
-        note2,
-        "",
-        fence(tail.text),
-        "",
-        "</details>"
-      ].join("\n");
-    }
-  }
-  return body.length > limit ? truncateMiddle(body, limit) : body;
-}
-
 // src/render/tracking-comment.ts
 var STATE_ICON = {
   queued: "⏳",
@@ -60403,107 +60559,6 @@ function openRepository(opts) {
       ...extra.taker ? { taker: extra.taker } : {}
     })
   };
-}
-
-// src/render/token-report.ts
-var tokenReportMarker = (taskId) => `<!-- fleet:token-report ${taskId} -->`;
-var n = (v) => v.toLocaleString("en-US");
-var usd2 = (v) => v == null ? "not reported" : `$${v.toFixed(4)}`;
-function formatDuration(ms2) {
-  const s = Math.round(ms2 / 1e3);
-  if (s < 60) return `${s}s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m}m ${s % 60}s`;
-  return `${Math.floor(m / 60)}h ${m % 60}m`;
-}
-function renderTokenTable(work, plan) {
-  const phases = [];
-  if (plan) phases.push(["Plan", plan]);
-  if (work) phases.push(["Work", work]);
-  if (phases.length === 0) return "_No token figures: the agent reported none._";
-  const header2 = ["", ...phases.map(([name]) => name)];
-  if (phases.length > 1) header2.push("Total");
-  const sum = (f) => phases.reduce((acc, [, t]) => acc + f(t), 0);
-  const costs = phases.map(([, t]) => t.costUsd);
-  const totalCost = costs.every((c3) => c3 == null) ? null : costs.reduce((a2, c3) => a2 + (c3 ?? 0), 0);
-  const row = (label, cell2, total) => {
-    const cells = [label, ...phases.map(([, t]) => cell2(t))];
-    if (phases.length > 1) cells.push(total ?? "");
-    return `| ${cells.join(" | ")} |`;
-  };
-  const numRow = (label, f) => row(label, (t) => n(f(t)), n(sum(f)));
-  return [
-    `| ${header2.join(" | ")} |`,
-    `|${header2.map((_, i2) => i2 === 0 ? "---" : "---:").join("|")}|`,
-    numRow("Input tokens", (t) => t.usage.input),
-    numRow("Output tokens", (t) => t.usage.output),
-    numRow("Cache read", (t) => t.usage.cacheRead),
-    numRow("Cache write", (t) => t.usage.cacheWrite),
-    row("Cost", (t) => usd2(t.costUsd), usd2(totalCost)),
-    numRow("Turns", (t) => t.turns),
-    row("Duration", (t) => formatDuration(t.durationMs), formatDuration(sum((t) => t.durationMs))),
-    row("Model", (t) => `\`${t.model}\``),
-    row("Credential", (t) => t.credential ? `\`${t.credential}\`` : "—")
-  ].join("\n");
-}
-function renderTokenReport(v) {
-  const out = [
-    tokenReportMarker(v.taskId),
-    `### 🧮 Fleet token report for task \`${v.taskId}\``,
-    "",
-    `Outcome: ${v.outcome}`,
-    "",
-    renderTokenTable(v.totals, v.planTotals)
-  ];
-  const current = combineTotals(v.planTotals, v.totals);
-  if (v.earlierRuns?.length && current) {
-    const runs = [...v.earlierRuns, { kind: v.runKind ?? "work", at: "", totals: current }];
-    out.push("", "#### Every run of this task", "", renderRunsTable(runs));
-  }
-  const wire = v.agentTotals !== void 0;
-  if (wire && current) out.push("", agentComparison(current, v.agentTotals));
-  out.push(
-    "",
-    wire ? "<sub>Figures are what Fleet's model gateway read from the provider's responses. Edited in place by Fleet on a rerun.</sub>" : "<sub>Figures are the agent's own final totals. Edited in place by Fleet on a rerun.</sub>"
-  );
-  return out.join("\n");
-}
-var FIELDS = [
-  ["input", "input"],
-  ["output", "output"],
-  ["cacheRead", "cache read"],
-  ["cacheWrite", "cache write"]
-];
-function agentComparison(wire, agent) {
-  const differ = FIELDS.filter(([k]) => wire.usage[k] !== agent.usage[k]);
-  if (differ.length === 0)
-    return "The agent's own report agrees with the gateway's figures (input, output, cache read, cache write).";
-  const cells = differ.map(([k, label]) => `${label} ${n(agent.usage[k])} (gateway: ${n(wire.usage[k])})`);
-  return `⚠️ **The agent's own report disagrees with the gateway's figures:** ${cells.join(", ")}. The gateway's figures are the ones counted.`;
-}
-function renderRunsTable(runs) {
-  const cells = (t) => [
-    n(t.usage.input),
-    n(t.usage.output),
-    n(t.usage.cacheRead),
-    n(t.usage.cacheWrite),
-    usd2(t.costUsd),
-    n(t.turns),
-    formatDuration(t.durationMs)
-  ];
-  const total = sumRuns(runs);
-  const lines = [
-    "| Run | Input tokens | Output tokens | Cache read | Cache write | Cost | Turns | Duration |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ...runs.map(
-      (r, i2) => `| ${i2 + 1}. ${r.kind}${i2 === runs.length - 1 ? " (this run)" : ""} | ${cells(r.totals).join(" | ")} |`
-    )
-  ];
-  if (total)
-    lines.push(
-      `| **Total (${runs.length} runs)** | ${cells(total).map((c3) => `**${c3}**`).join(" | ")} |`
-    );
-  return lines.join("\n");
 }
 
 // src/render/action-summary.ts
@@ -61041,7 +61096,7 @@ function pinnedTextOf(beadsText, taskId) {
 var REVIEW_FILE = "REVIEW.json";
 var MAX_INLINE_COMMENTS = 30;
 var COMMENT_MAX = 4e3;
-var SUMMARY_MAX = 2e4;
+var SUMMARY_MAX2 = 2e4;
 var DIFF_MAX = 6e4;
 function commentableLines(files) {
   const out = /* @__PURE__ */ new Map();
@@ -61112,7 +61167,7 @@ function buildReview(review, files, header2) {
       elsewhere.push(`- ${where}: ${published(c3.body, COMMENT_MAX).replace(/\n+/g, " ")}`);
     }
   }
-  const parts = [header2, "", published(review.summary, SUMMARY_MAX) || "(The agent wrote no summary.)"];
+  const parts = [header2, "", published(review.summary, SUMMARY_MAX2) || "(The agent wrote no summary.)"];
   if (elsewhere.length > 0) {
     parts.push("", "Findings on lines the diff does not show:", "", ...elsewhere);
   }
@@ -61666,64 +61721,6 @@ async function gatherIssue(task, beads, deps) {
 // src/worker/3-attempt.ts
 var import_promises35 = require("node:fs/promises");
 var import_node_path29 = require("node:path");
-
-// src/render/pr-body.ts
-var prMarker = (taskId) => `<!-- fleet:pr ${taskId} -->`;
-var WORKFLOW_PATCH_MAX = 2e4;
-var SUMMARY_MAX2 = 2e4;
-var LIST_ITEMS = { testsRun: 50, followUps: 30 };
-var ITEM_MAX = { testsRun: 300, followUps: 500 };
-function agentList(items, what, taskId) {
-  const shown2 = items.slice(0, LIST_ITEMS[what]).map((item) => `- ${boundTitle(item, ITEM_MAX[what])}`);
-  const more = items.length - shown2.length;
-  return more > 0 ? [...shown2, `- … and ${more} more (\`fleet task ${taskId} result\`).`] : shown2;
-}
-function heldBackSection(h2) {
-  return [
-    "## Workflow changes not pushed",
-    "",
-    `The agent also changed ${h2.paths.map((p2) => `\`${boundTitle(p2, 200)}\``).join(", ")}. Fleet pushes no change to \`.github/workflows/\` (workflows run with the repository's secrets, and Fleet's app has no \`workflows\` permission), so they are not in this pull request. To apply them, review the diff below, save it as \`workflows.patch\` and run \`git apply workflows.patch\` on this branch.`,
-    "",
-    "<details>",
-    "<summary>The workflow diff</summary>",
-    "",
-    fence(boundText(h2.patch, WORKFLOW_PATCH_MAX, "The diff is cut here."), "diff"),
-    "",
-    "</details>"
-  ];
-}
-function renderDraftStartBody(v) {
-  return [
-    prMarker(v.taskId),
-    `Closes #${v.issue}`,
-    "",
-    `🚧 Fleet's agent (\`${v.coder}\`, \`${v.model}\`) is working on #${v.issue}. This draft holds no change yet; it gets the change and is marked ready for review when the run succeeds. The tracking comment on the issue shows the progress.`
-  ].join("\n");
-}
-function renderPrBody(v) {
-  const lines = [prMarker(v.taskId), `Closes #${v.issue}`, "", "## Summary", ""];
-  const summary2 = v.summary?.trim();
-  lines.push(
-    summary2 ? boundText(summary2, SUMMARY_MAX2, `The whole summary: \`fleet task ${v.taskId} result\`.`) : "_The agent left no summary._"
-  );
-  if (v.resultProblem) lines.push("", `> ⚠️ ${v.resultProblem}`);
-  lines.push("", "## Tests run", "");
-  if (v.testsRun?.length) lines.push(...agentList(v.testsRun, "testsRun", v.taskId));
-  else lines.push("_The agent reported no tests._");
-  if (v.followUps?.length) {
-    lines.push("", "## Follow-ups", "", ...agentList(v.followUps, "followUps", v.taskId));
-    const note2 = v.maxFollowUps === void 0 ? void 0 : followUpCapNote(followUpsToFile(v.followUps, v.maxFollowUps), v.maxFollowUps);
-    if (note2) lines.push("", note2);
-  }
-  if (v.heldBack) lines.push("", ...heldBackSection(v.heldBack));
-  lines.push("", "## Tokens", "", renderTokenTable(v.totals, v.planTotals));
-  const merging = v.local ? `Review it, then \`fleet merge ${v.taskId}\` merges it.` : "Review it like any other pull request; Fleet never merges.";
-  lines.push(
-    "",
-    `<sub>Opened by Fleet for task \`${v.taskId}\` with \`${v.coder}\` (\`${v.model}\`). ${merging}</sub>`
-  );
-  return truncateMiddle(lines.join("\n"), GITHUB_COMMENT_LIMIT);
-}
 
 // src/worker/3-phase.ts
 var import_promises17 = require("node:fs/promises");

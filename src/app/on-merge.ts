@@ -16,7 +16,12 @@ export async function afterFleetPrMerged(
   merged: MergedFleetPr,
 ): Promise<void> {
   const { queue, pr, doc } = merged;
-  const onPr = tasksOnPullRequest(doc, { number: pr.number, head: pr.head.ref, createdAt: pr.created_at });
+  const onPr = tasksOnPullRequest(doc, {
+    number: pr.number,
+    head: pr.head.ref,
+    createdAt: pr.created_at,
+    body: pr.body,
+  });
   const results = await Promise.allSettled([
     ...onPr.map((t) => queue.move(t.issue, "done", { taskId: t.id, patch: { pr: pr.number } })),
     closeEpicWhenDone(github, repo, merged),

@@ -34,7 +34,12 @@ export async function onPullRequest(
   if (!loaded.ok) return;
   const queue = await deps.queues.forContext(context, loaded.config);
   const doc = await queue.snapshot();
-  const task = taskForPullRequest(doc, { number: pr.number, head: pr.head.ref, createdAt: pr.created_at });
+  const task = taskForPullRequest(doc, {
+    number: pr.number,
+    head: pr.head.ref,
+    createdAt: pr.created_at,
+    body: pr.body,
+  });
   if (context.payload.action === "closed" && pr.merged) {
     const closed = context as Context<"pull_request.closed">;
     return afterFleetPrMerged(deps.github, repo, {

@@ -95,7 +95,12 @@ export async function onRebaseLabel(
   if ("pull_request" in context.payload) {
     const pr = context.payload.pull_request;
     task = pr.head.ref.startsWith("fleet/")
-      ? taskForPullRequest(doc, { number: pr.number, head: pr.head.ref, createdAt: pr.created_at })
+      ? taskForPullRequest(doc, {
+          number: pr.number,
+          head: pr.head.ref,
+          createdAt: pr.created_at,
+          body: pr.body,
+        })
       : undefined;
   } else {
     const tasks = Object.values(doc.tasks).filter((t) => t.issue === number && t.pr !== undefined);

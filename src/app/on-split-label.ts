@@ -41,7 +41,12 @@ export async function closeEpicWhenDone(
   repo: RepoRef,
   { pr, doc }: MergedFleetPr,
 ): Promise<void> {
-  const task = taskForPullRequest(doc, { number: pr.number, head: pr.head.ref, createdAt: pr.created_at });
+  const task = taskForPullRequest(doc, {
+    number: pr.number,
+    head: pr.head.ref,
+    createdAt: pr.created_at,
+    body: pr.body,
+  });
   if (!task) return;
   // Recorded when Fleet queued the sub-issue: no issue read for every other merged task.
   const epic = task.epic;

@@ -16,7 +16,7 @@ export interface MergedFleetPr {
 /** The task whose branch or PR this is: the live one, when an ended task worked on it too (see tasksOnPullRequest). */
 export function taskForPullRequest(
   doc: FleetStateDoc,
-  pr: { number: number; head: string; createdAt?: string },
+  pr: { number: number; head: string; createdAt?: string; body?: string | null },
 ): Task | undefined {
   return tasksOnPullRequest(doc, pr)[0];
 }

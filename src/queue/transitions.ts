@@ -20,6 +20,7 @@ import { type Readiness, retryNotBefore, retryReason, scheduleNext } from "../co
 import { type FleetStateDoc, recordLedger } from "../core/state-doc.ts";
 import { newTask, type Task, type TaskRequest, type TaskState } from "../core/task.ts";
 import { budgetReadiness } from "../economy/budgets.ts";
+import { taskIdOfPrBody } from "../render/pr-body.ts";
 import type { PinnedText } from "./beads-sync.ts";
 
 // Pure transitions over the state document: each returns the new document and what changed, so the
@@ -339,31 +340,38 @@ export function moveTask(
  * The tasks that worked on pull request `pr` (branch `head`), the live one first: those that recorded
  * it (several when a task was queued again on an issue whose earlier task ended with the PR open: the
  * branch and its PR are taken over); else, for a PR no task recorded (opened by hand on a task's
- * branch, or by a run whose end has not landed yet), the one task that ran on that branch and is not
- * done yet, the one at work on it, else the live one or the latest.
+ * branch, or by a run whose end has not landed yet), the task its body names (Fleet's marker), else the
+ * one task on that branch not done yet that existed when the PR was opened: the one at work on it, else
+ * the live one or the latest.
  */
 export function tasksOnPullRequest(
   doc: FleetStateDoc,
-  /** `createdAt`: when the PR was opened (the webhook's `pull_request.created_at`), when known. */
-  pr: { number: number; head: string; createdAt?: string },
+  /**
+   * `createdAt`, `body`: when the PR was opened and its text (the webhook's `pull_request.created_at`
+   * and `body`), when known.
+   */
+  pr: { number: number; head: string; createdAt?: string; body?: string | null },
 ): Task[] {
   const all = tasksOf(doc);
   const liveFirst = (a: Task, b: Task) =>
     Number(isTerminal(a.state)) - Number(isTerminal(b.state)) || b.updatedAt.localeCompare(a.updatedAt);
   const recorded = all.filter((t) => t.pr === pr.number).sort(liveFirst);
   if (recorded.length) return recorded;
-  // Only a task that ran on the branch can have opened the PR: one with a run recorded, or one at work now
-  // whose run was dispatched before the PR was opened (a run's end not landed yet), not one that took
-  // the branch over later or has not started. GitHub's times are whole seconds.
+  // Opened by a run whose end has not landed yet (or never did: its worker died): the body names its task.
+  const named = taskIdOfPrBody(pr.body);
+  const opener = named === undefined ? undefined : all.find((t) => t.id === named && t.branch === pr.head);
+  if (opener) return opener.state === "done" ? [] : [opener];
+  // A task made after the PR was opened did not open it (it took the branch over later: an issue's next
+  // task), whatever it does now; GitHub's times are whole seconds. Of the others, the one at work (holding
+  // a lease, or cancelled with its run still stopping: the run's end, with the PR, may not have landed
+  // yet) before one that only kept the branch.
   const opened = pr.createdAt === undefined ? Number.NaN : Date.parse(pr.createdAt);
-  const dispatchedBefore = (t: Task) =>
-    Number.isNaN(opened) ||
-    (t.lease !== undefined && Math.floor(Date.parse(t.lease.acquiredAt) / 1000) * 1000 <= opened);
-  const ran = (t: Task) =>
-    (t.runs?.length ?? 0) > 0 || ((t.state === "planning" || t.state === "running") && dispatchedBefore(t));
-  const atWork = (a: Task, b: Task) => Number(b.lease !== undefined) - Number(a.lease !== undefined);
+  const before = (t: Task) =>
+    Number.isNaN(opened) || Math.floor(Date.parse(t.createdAt) / 1000) * 1000 <= opened;
+  const working = (t: Task) => t.lease !== undefined || t.stopping !== undefined;
+  const atWork = (a: Task, b: Task) => Number(working(b)) - Number(working(a));
   return all
-    .filter((t) => t.branch === pr.head && t.state !== "done" && ran(t))
+    .filter((t) => t.branch === pr.head && t.state !== "done" && before(t))
     .sort((a, b) => atWork(a, b) || liveFirst(a, b))
     .slice(0, 1);
 }
@@ -656,16 +664,8 @@ function dispatchInPass(pass: Pass, task: Task, slot: number): void {
       !isTerminal(t.state) &&
       (t.coder !== task.coder || t.model !== task.model),
   );
-  // A task started again keeps its branch and PR, unless another live task of the issue works on that
-  // branch now (it took over the PR while this one had ended): two live tasks on one branch would push
-  // over each other's work.
-  const shared =
-    task.branch !== undefined &&
-    Object.values(pass.tasks).some(
-      (t) => t.id !== task.id && t.issue === task.issue && !isTerminal(t.state) && t.branch === task.branch,
-    );
   const branch =
-    (shared ? undefined : task.branch) ??
+    task.branch ??
     (sibling
       ? variantBranchName(task.issue, task.title, task.coder, task.model)
       : taskBranchName(task.issue, task.title));

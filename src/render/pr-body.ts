@@ -6,6 +6,14 @@ import { renderTokenTable } from "./token-report.ts";
 
 export const prMarker = (taskId: string): string => `<!-- fleet:pr ${taskId} -->`;
 
+/**
+ * The task a pull request's body names in its first line (prMarker), as Fleet opened it; a marker
+ * further down is text Fleet published, not its own.
+ */
+export function taskIdOfPrBody(body: string | null | undefined): string | undefined {
+  return /^<!-- fleet:pr (\S+) -->/.exec((body ?? "").trimStart())?.[1];
+}
+
 export interface PrBodyView {
   taskId: string;
   issue: number;

@@ -9,6 +9,7 @@ import {
   ClosePr,
   Command,
   ConfigSet,
+  Crash,
   Finish,
   FinishLate,
   Label,
@@ -391,28 +392,7 @@ describe("a run's end on its way (a commit losing its races, landing within the 
     expect(landed.runs).toHaveLength(1);
   });
 
-  it("a task started again while another live task of the issue works on the branch it kept gets a branch of its own", async () => {
-    const w = await runSteps([
-      new LabelSplit(2),
-      new ConfigSet(0),
-      new ConfigSet(8),
-      new Label(2, 1, 0),
-      new Advance(1440),
-      new Poll(0),
-      new Finish(0, "change"),
-      // Opus's PR is open on the branch the split's task kept; a relabel starts the split's task again.
-      new Label(2, 0, 0),
-    ]);
-    const byModel = async (model: string) => (await tasksOf(w, 2)).find((t) => t.model === model)!;
-    const opus = await byModel("opus");
-    const split = await byModel("sonnet");
-    expect(opus.state).toBe("pr-open");
-    expect(split.state).toBe("dispatched");
-    expect(split.branch).not.toBe(opus.branch);
-    expect(split.branch).toMatch(/^fleet\/2-issue-2-/);
-  });
-
-  it("a merged PR no task recorded is not matched to a task that has not run on its branch", async () => {
+  it("a merged PR no task recorded is its opener's, cancelled meanwhile, not the task made after it that took its branch over", async () => {
     // Opus's run opened its PR; a cancel came while its end was on its way, and a relabel queued claude's
     // task, which took the ended task's branch over. The PR merged: claude's task, dispatched but not run,
     // was made done (the model found it).
@@ -426,12 +406,12 @@ describe("a run's end on its way (a commit losing its races, landing within the 
     ]);
     const byModel = async (model: string) => (await tasksOf(w, 2)).find((t) => t.model === model)!;
     expect((await byModel("sonnet")).state).not.toBe("done");
-    expect((await byModel("opus")).state).toBe("cancelled");
+    expect(await byModel("opus")).toMatchObject({ state: "done", pr: 501 });
     await new Land(0).run({}, w);
-    expect((await byModel("opus")).state).toBe("cancelled");
+    expect((await byModel("opus")).state).toBe("done");
   });
 
-  it("a merged PR no task recorded is not matched to a task that took its branch over after the PR was opened", async () => {
+  it("a merged PR no task recorded is not matched to a task made after it that took its branch over and runs", async () => {
     // Codex's run on #2 opened its PR; the codex label came off while its end was on its way, and claude's
     // task, dispatched after that, took the branch over and is running. The PR merged: claude's running
     // task was made done, its agent still at work (the model found it).
@@ -450,6 +430,16 @@ describe("a run's end on its way (a commit losing its races, landing within the 
     expect((await byCoder("claude")).branch).toBe((await byCoder("codex")).branch);
     await new Merge(0, false).run({}, w);
     expect((await byCoder("claude")).state).toBe("running");
+    expect((await byCoder("codex")).state).toBe("done");
+  });
+
+  it("a PR whose run's end never landed (the worker killed, or the end given up at its lease's end): its merge makes the task done", async () => {
+    for (const after of [new Crash(0), new Advance(20)]) {
+      const w = await runSteps([new Label(1, 0, 0), new Poll(0), new FinishLate(0, "change"), after]);
+      expect((await only(w, 1)).pr).toBeUndefined();
+      await new Merge(0, false).run({}, w);
+      expect(await only(w, 1)).toMatchObject({ state: "done", pr: 501 });
+    }
   });
 
   it("an end given up at its lease's end leaves the task to be dispatched again; it never lands after", async () => {

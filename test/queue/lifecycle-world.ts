@@ -25,6 +25,7 @@ import { budgetHoldEndsAt, budgetReadiness } from "../../src/economy/budgets.ts"
 import { localDispatcher } from "../../src/queue/dispatcher.ts";
 import { createRepoQueue, type RepoQueue } from "../../src/queue/repo-queue.ts";
 import { tasksOnPullRequest, tasksToRebaseAfterMerge } from "../../src/queue/transitions.ts";
+import { prMarker } from "../../src/render/pr-body.ts";
 import { describeState, renderTrackingComment } from "../../src/render/tracking-comment.ts";
 import {
   createMemoryRepo,
@@ -112,6 +113,8 @@ interface ModelPr {
   state: "open" | "merged" | "closed";
   /** When the run opened it (the webhook's `pull_request.created_at`, whole seconds as GitHub's). */
   createdAt: string;
+  /** Its body as the run wrote it: Fleet's marker naming the task first. */
+  body: string;
 }
 
 /** What the model knows of a task beyond the state document: its runs, its PR, what people did. */
@@ -337,6 +340,7 @@ export class World {
       number: pr.number,
       head: pr.branch,
       createdAt: pr.createdAt,
+      body: pr.body,
     });
     if (task?.state !== "pr-open") return [];
     return this.queue.move(task.issue, "queued", {
@@ -352,6 +356,7 @@ export class World {
       number: pr.number,
       head: pr.branch,
       createdAt: pr.createdAt,
+      body: pr.body,
     });
     if (task?.state !== "pr-open") return;
     await this.queue.move(task.issue, "queued", {
@@ -367,9 +372,19 @@ export class World {
    */
   async merge(pr: ModelPr, conflicting: (pr: number) => boolean): Promise<void> {
     const doc = await this.queue.snapshot();
-    const task = taskForPullRequest(doc, { number: pr.number, head: pr.branch, createdAt: pr.createdAt });
+    const task = taskForPullRequest(doc, {
+      number: pr.number,
+      head: pr.branch,
+      createdAt: pr.createdAt,
+      body: pr.body,
+    });
     pr.state = "merged";
-    for (const t of tasksOnPullRequest(doc, { number: pr.number, head: pr.branch, createdAt: pr.createdAt }))
+    for (const t of tasksOnPullRequest(doc, {
+      number: pr.number,
+      head: pr.branch,
+      createdAt: pr.createdAt,
+      body: pr.body,
+    }))
       await this.queue.move(t.issue, "done", { taskId: t.id, patch: { pr: pr.number } });
     for (const other of tasksToRebaseAfterMerge(doc, { pr: pr.number, task })) {
       const open = this.prs.get(other.pr!)?.state === "open";
@@ -388,6 +403,7 @@ export class World {
       number: pr.number,
       head: pr.branch,
       createdAt: pr.createdAt,
+      body: pr.body,
     });
     pr.state = "closed";
     if (!task) return;
@@ -696,7 +712,9 @@ export class World {
       const open = [...this.prs.values()].find((p) => p.branch === branch && p.state === "open");
       const number = open?.number ?? ++this.prSeq;
       const createdAt = `${this.now().slice(0, 19)}Z`;
-      if (!open) this.prs.set(number, { number, taskId: run.task.id, branch, state: "open", createdAt });
+      const body = `${prMarker(run.task.id)}\nCloses #${run.task.issue}`;
+      if (!open)
+        this.prs.set(number, { number, taskId: run.task.id, branch, state: "open", createdAt, body });
       this.tasks.get(run.task.id)!.pr = number;
       return {
         ...both,
@@ -1266,6 +1284,10 @@ export class Merge extends Step {
     await w.merge(pr, () => this.conflicts);
     const after = await w.doc();
     count(`merge of a ${merged?.state ?? "taskless"} task's PR`);
+    // The task whose run opened the PR is done once it merged, recorded on it or not (its end on its way).
+    const opener = after.tasks[pr.taskId];
+    if (opener && opener.state !== "done")
+      fail(`the merge of #${pr.number} left ${opener.id}, whose run opened it, ${opener.state}`);
     if (
       merged &&
       Object.values(before.tasks).some(
