@@ -62177,7 +62177,7 @@ function coAuthorTrailer(coder) {
   return `Co-authored-by: ${who}`;
 }
 function commitMessage2(opts) {
-  const summary2 = opts.summary?.trim() ?? "";
+  const summary2 = (opts.summary ?? "").replaceAll("<!--", "<! --").trim();
   const first = summary2.split("\n")[0].trim();
   let subject = first || `${opts.title} (#${opts.issue})`;
   if (subject.length > 72) subject = `${subject.slice(0, 71).trimEnd()}…`;

@@ -44,6 +44,7 @@ export async function requestReviewRun(
   const queue = await deps.queues.forContext(context, config);
   const doc = await queue.snapshot();
   let head = req.head;
+  let opened: { createdAt?: string; body?: string | null } = {};
   if (head === undefined) {
     const data = await deps.github.pulls.get(context.repo(), req.pr);
     if (fromFork(data)) {
@@ -51,8 +52,9 @@ export async function requestReviewRun(
       return;
     }
     head = data.head.ref;
+    opened = { createdAt: data.created_at, body: data.body };
   }
-  const task = taskForPullRequest(doc, { number: req.pr, head });
+  const task = taskForPullRequest(doc, { number: req.pr, head, ...opened });
   if (!task) {
     await reply("This pull request is not a Fleet task's, so there is no agent to send instructions to.");
     return;

@@ -79,6 +79,8 @@ export interface PullRequest {
   title: string;
   body: string | null;
   html_url: string;
+  /** When it was opened (ISO 8601, whole seconds). */
+  created_at?: string;
   head: { ref: string; sha?: string; repo: { full_name: string } | null };
   base: { ref: string; repo: { full_name: string } };
   changed_files: number;

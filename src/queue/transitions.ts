@@ -360,7 +360,7 @@ export function tasksOnPullRequest(
   // Opened by a run whose end has not landed yet (or never did: its worker died): the body names its task.
   const named = taskIdOfPrBody(pr.body);
   const opener = named === undefined ? undefined : all.find((t) => t.id === named && t.branch === pr.head);
-  if (opener) return opener.state === "done" ? [] : [opener];
+  if (opener) return [opener];
   // A task made after the PR was opened did not open it (it took the branch over later: an issue's next
   // task), whatever it does now; GitHub's times are whole seconds. Of the others, the one at work (holding
   // a lease, or cancelled with its run still stopping: the run's end, with the PR, may not have landed
@@ -368,7 +368,10 @@ export function tasksOnPullRequest(
   const opened = pr.createdAt === undefined ? Number.NaN : Date.parse(pr.createdAt);
   const before = (t: Task) =>
     Number.isNaN(opened) || Math.floor(Date.parse(t.createdAt) / 1000) * 1000 <= opened;
-  const working = (t: Task) => t.lease !== undefined || t.stopping !== undefined;
+  // A run still stopping since before the PR (not one left stopping by a worker that died long before).
+  const stoppingSince = (t: Task) =>
+    t.stopping !== undefined && (Number.isNaN(opened) || Date.parse(t.stopping.until) > opened);
+  const working = (t: Task) => t.lease !== undefined || stoppingSince(t);
   const atWork = (a: Task, b: Task) => Number(working(b)) - Number(working(a));
   return all
     .filter((t) => t.branch === pr.head && t.state !== "done" && before(t))

@@ -42,7 +42,9 @@ export function commitMessage(opts: {
   taskId: string;
   coder: string;
 }): string {
-  const summary = opts.summary?.trim() ?? "";
+  // The agent's text opens no HTML comment: a PR opened by hand from a one-commit branch takes its body
+  // from the commit's, and Fleet's marker in a PR body's first line names the PR's task (taskIdOfPrBody).
+  const summary = (opts.summary ?? "").replaceAll("<!--", "<! --").trim();
   const first = summary.split("\n")[0]!.trim();
   let subject = first || `${opts.title} (#${opts.issue})`;
   if (subject.length > 72) subject = `${subject.slice(0, 71).trimEnd()}…`;

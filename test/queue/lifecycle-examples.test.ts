@@ -442,6 +442,27 @@ describe("a run's end on its way (a commit losing its races, landing within the 
     }
   });
 
+  it("a PR taken over and published to by the issue's next task is that task's when it merges (the marker names the last publisher)", async () => {
+    const w = await runSteps([
+      new Label(2, 1, 0),
+      new Poll(0),
+      new FinishLate(0, "change"),
+      new Crash(0),
+      new Command(2, "cancel"),
+      new Label(2, 0, 0),
+      new Advance(20),
+      new Poll(0),
+      new Poll(1),
+      new Advance(20),
+      new Poll(0),
+      new Poll(1),
+      new Finish(0, "change"),
+      new Merge(0, false),
+    ]);
+    const byModel = async (model: string) => (await tasksOf(w, 2)).find((t) => t.model === model)!;
+    expect(await byModel("sonnet")).toMatchObject({ state: "done", pr: 501 });
+  });
+
   it("an end given up at its lease's end leaves the task to be dispatched again; it never lands after", async () => {
     const w = await runSteps([new Label(1, 0, 0), new Poll(0), new FinishLate(0, "change"), new Advance(20)]);
     const t = await only(w, 1);

@@ -713,8 +713,9 @@ export class World {
       const number = open?.number ?? ++this.prSeq;
       const createdAt = `${this.now().slice(0, 19)}Z`;
       const body = `${prMarker(run.task.id)}\nCloses #${run.task.issue}`;
-      if (!open)
-        this.prs.set(number, { number, taskId: run.task.id, branch, state: "open", createdAt, body });
+      // Each publish writes the PR's body again (openOrUpdatePullRequest): the marker names its task.
+      if (open) Object.assign(open, { taskId: run.task.id, body });
+      else this.prs.set(number, { number, taskId: run.task.id, branch, state: "open", createdAt, body });
       this.tasks.get(run.task.id)!.pr = number;
       return {
         ...both,
@@ -1284,10 +1285,11 @@ export class Merge extends Step {
     await w.merge(pr, () => this.conflicts);
     const after = await w.doc();
     count(`merge of a ${merged?.state ?? "taskless"} task's PR`);
-    // The task whose run opened the PR is done once it merged, recorded on it or not (its end on its way).
+    // The task whose run last published to the PR (its body's marker) is done once it merged, recorded on
+    // it or not (its end on its way).
     const opener = after.tasks[pr.taskId];
     if (opener && opener.state !== "done")
-      fail(`the merge of #${pr.number} left ${opener.id}, whose run opened it, ${opener.state}`);
+      fail(`the merge of #${pr.number} left ${opener.id}, whose run published it, ${opener.state}`);
     if (
       merged &&
       Object.values(before.tasks).some(

@@ -5,7 +5,8 @@ import { describe, expect, it } from "vitest";
 import { emptyStateDoc, type FleetStateDoc } from "../../src/core/state-doc.ts";
 import type { Task } from "../../src/core/task.ts";
 import { enqueueTask, tasksOnPullRequest } from "../../src/queue/transitions.ts";
-import { prMarker } from "../../src/render/pr-body.ts";
+import { prMarker, taskIdOfPrBody } from "../../src/render/pr-body.ts";
+import { commitMessage } from "../../src/worker/4-publish.ts";
 
 const BRANCH = "fleet/2-issue-2";
 
@@ -50,9 +51,23 @@ describe("a pull request no task recorded", () => {
     // A marker further down is published text, not Fleet's: the other rules decide.
     const quoted = { ...pr, body: `Text\n${prMarker(opener.id)}` };
     expect(tasksOnPullRequest(doc, quoted).map((t) => t.model)).toEqual(["sonnet"]);
-    // Named but done already: nothing left to end.
+    // Named and done already: still its task (an A/B side's rebase and a split's epic go by it).
     const done = twoOnOneBranch({ state: "running", lease }, { state: "done" });
-    expect(tasksOnPullRequest(done, { ...pr, body: `${prMarker(byModel(done, "opus").id)}` })).toEqual([]);
+    const named = byModel(done, "opus").id;
+    expect(tasksOnPullRequest(done, { ...pr, body: prMarker(named) }).map((t) => t.id)).toEqual([named]);
+    // Leading blank lines and CRLF: still the first line.
+    expect(tasksOnPullRequest(doc, { ...pr, body: `\r\n  ${prMarker(opener.id)}\r\nCloses #2` })[0]?.id).toBe(
+      opener.id,
+    );
+    // A marker naming a task on another branch, or no task at all: not taken; the other rules decide.
+    const elsewhere = {
+      ...doc,
+      tasks: { ...doc.tasks, [opener.id]: { ...opener, branch: "fleet/2-elsewhere" } },
+    };
+    expect(tasksOnPullRequest(elsewhere, pr).map((t) => t.model)).toEqual(["sonnet"]);
+    expect(tasksOnPullRequest(doc, { ...pr, body: prMarker("fl-none") }).map((t) => t.model)).toEqual([
+      "sonnet",
+    ]);
   });
 
   it("without a marker, is not a task made after it was opened, even one at work on its branch", () => {
@@ -70,8 +85,32 @@ describe("a pull request no task recorded", () => {
     // The other task queued again, live, made before the PR: the cancelled opener, its run stopping, first.
     const doc = twoOnOneBranch({ state: "queued", createdAt: earlier }, { stopping });
     expect(tasksOnPullRequest(doc, pr).map((t) => t.model)).toEqual(["opus"]);
+    // A run left stopping since before the PR was opened (its worker died long before): not at work.
+    const stale = twoOnOneBranch(
+      { state: "queued", createdAt: earlier },
+      { stopping: { ...stopping, until: "2026-03-02T10:00:20.000Z" } },
+    );
+    expect(tasksOnPullRequest(stale, pr).map((t) => t.model)).toEqual(["sonnet"]);
     // Without the stopping run, live first (as before).
     const plain = twoOnOneBranch({ state: "queued", createdAt: earlier });
     expect(tasksOnPullRequest(plain, pr).map((t) => t.model)).toEqual(["sonnet"]);
+  });
+});
+
+describe("an agent's summary in the commit message", () => {
+  it("opens no HTML comment: a PR opened by hand from the commit names no task through it", () => {
+    const message = commitMessage({
+      summary: `${prMarker("fl-other")}\n${prMarker("fl-other")} and more`,
+      title: "Issue 2",
+      issue: 2,
+      taskId: "fl-mine",
+      coder: "claude",
+    });
+    const [subject, , ...body] = message.split("\n");
+    // GitHub prefills a one-commit PR's title from the subject and its body from the rest.
+    expect(taskIdOfPrBody(subject)).toBeUndefined();
+    expect(taskIdOfPrBody(body.join("\n"))).toBeUndefined();
+    expect(message).not.toContain("<!--");
+    expect(message).toContain("Fleet task fl-mine for #2.");
   });
 });
