@@ -1386,33 +1386,27 @@ export class Progress extends Step {
 export class Finish extends Step {
   readonly pick: number;
   readonly result: RunResult;
-  constructor(pick: number, result: RunResult) {
+  /** Its end's commit on its way (it loses its races for a while): it lands at a Land step. */
+  readonly late: boolean;
+  constructor(pick: number, result: RunResult, late = false) {
     super();
     this.pick = pick;
     this.result = result;
+    this.late = late;
   }
   apply = async (w: World) => {
     // A worker cut off from the state finishes its run too, and reports late.
     const run = w.runAt(this.pick);
-    if (run) await w.finish(run.worker, run.taskId, this.result);
+    if (run) await w.finish(run.worker, run.taskId, this.result, this.late);
   };
-  toString = () => `run ${this.pick} ends: ${this.result}`;
+  toString = () => `run ${this.pick} ends: ${this.result}${this.late ? ", its end's commit on its way" : ""}`;
 }
 
-/** A run ends, and its end's commit is on its way (it loses its races for a while): it lands at a Land step. */
-export class FinishLate extends Step {
-  readonly pick: number;
-  readonly result: RunResult;
+/** A run ends, and its end's commit is on its way: it lands at a Land step, or is given up. */
+export class FinishLate extends Finish {
   constructor(pick: number, result: RunResult) {
-    super();
-    this.pick = pick;
-    this.result = result;
+    super(pick, result, true);
   }
-  apply = async (w: World) => {
-    const run = w.runAt(this.pick);
-    if (run) await w.finish(run.worker, run.taskId, this.result, true);
-  };
-  toString = () => `run ${this.pick} ends: ${this.result}, its end's commit on its way`;
 }
 
 export class Land extends Step {

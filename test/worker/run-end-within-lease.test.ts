@@ -66,8 +66,8 @@ function busyBranch() {
   return { store, busy, clock, now: () => new Date(clock.now) };
 }
 
-/** A task queued and dispatched on the busy branch, then claimed by an Actions run's holder. */
-async function claimedTask(b: ReturnType<typeof busyBranch>, issue: number) {
+/** The repository's queue on the busy branch, and a task of `issue` queued and dispatched on it. */
+function queueOn(b: ReturnType<typeof busyBranch>) {
   const parsed = parseFleetConfig("dispatch: local\nplan_phase: false\nretries: { max: 0 }\n");
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
   const config = parsed.config;
@@ -79,18 +79,28 @@ async function claimedTask(b: ReturnType<typeof busyBranch>, issue: number) {
     clock: b.now,
     leaseTtlMs: TTL,
   });
-  const { task } = await queue.enqueue({
-    issue,
-    title: "Fix it",
-    body: "Do it.",
-    coder: "claude",
-    model: "sonnet",
-    priority: 2,
-    requestedBy: "mona",
-    dependsOn: [],
-  });
-  expect(task?.state).toBe("dispatched");
-  const claimed = await claimTaskState(b.store, task!.id, HOLDER, b.now(), TTL, () => "running");
+  const dispatched = async (issue: number) => {
+    const { task } = await queue.enqueue({
+      issue,
+      title: "Fix it",
+      body: "Do it.",
+      coder: "claude",
+      model: "sonnet",
+      priority: 2,
+      requestedBy: "mona",
+      dependsOn: [],
+    });
+    expect(task?.state).toBe("dispatched");
+    return task!;
+  };
+  return { config, queue, dispatched };
+}
+
+/** A task queued and dispatched on the busy branch, then claimed by an Actions run's holder. */
+async function claimedTask(b: ReturnType<typeof busyBranch>, issue: number) {
+  const { config, queue, dispatched } = queueOn(b);
+  const task = await dispatched(issue);
+  const claimed = await claimTaskState(b.store, task.id, HOLDER, b.now(), TTL, () => "running");
   expect(claimed?.task.state).toBe("running");
   return { config, queue, task: claimed!.task };
 }
@@ -162,31 +172,7 @@ describe("a run's end on a busy state branch", () => {
 
   it("a run that ends before its agent (no adapter here) keeps trying within the lease its claim took, through executeTask; a worker already stopping does not", async () => {
     const b = busyBranch();
-    const parsed = parseFleetConfig("dispatch: local\nplan_phase: false\nretries: { max: 0 }\n");
-    if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
-    const config = parsed.config;
-    const queue = createRepoQueue({
-      repo: "octo/widgets",
-      store: b.store,
-      fileConfig: config,
-      dispatcher: localDispatcher,
-      clock: b.now,
-      leaseTtlMs: TTL,
-    });
-    const dispatched = async (issue: number) => {
-      const { task } = await queue.enqueue({
-        issue,
-        title: "Fix it",
-        body: "Do it.",
-        coder: "claude",
-        model: "sonnet",
-        priority: 2,
-        requestedBy: "mona",
-        dependsOn: [],
-      });
-      expect(task?.state).toBe("dispatched");
-      return task!.id;
-    };
+    const { config, queue, dispatched } = queueOn(b);
     const deps = (signal?: AbortSignal) => ({
       repo: { owner: "octo", repo: "widgets" },
       github: {} as never,
@@ -203,7 +189,7 @@ describe("a run's end on a busy state branch", () => {
     });
 
     // The claim lands; the end then loses 40 races, past the store's 26 tries, and still lands.
-    const first = await dispatched(3);
+    const first = (await dispatched(3)).id;
     b.busy.lossesAfterNextWrite = 40;
     await executeTask(first, deps());
     expect(b.busy.losses).toBe(0);
@@ -211,7 +197,7 @@ describe("a run's end on a busy state branch", () => {
     expect((await b.store.read()).doc.tasks[first]?.lease).toBeUndefined();
 
     // A worker stopping already: the usual tries only, then the lease running out hands the task on.
-    const second = await dispatched(4);
+    const second = (await dispatched(4)).id;
     const stopped = new AbortController();
     stopped.abort();
     b.busy.lossesAfterNextWrite = 40;
