@@ -3,18 +3,7 @@ import { isLeaseLive, isUnclaimed } from "../core/leases.ts";
 import type { HandlerDeps } from "./handler-deps.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import { afterFleetPrMerged } from "./on-merge.ts";
-import { taskForPullRequest } from "./pull-request-tasks.ts";
-
-/**
- * A pull request whose head lives in another repository (a fork): its branch may carry a task's
- * name, but it is not Fleet's branch, so it never moves a task or starts a run.
- */
-export function fromFork(pr: {
-  head: { repo?: { full_name: string } | null };
-  base: { repo: { full_name: string } };
-}): boolean {
-  return pr.head.repo?.full_name?.toLowerCase() !== pr.base.repo.full_name.toLowerCase();
-}
+import { fromFork, taskForPullRequest } from "./pull-request-tasks.ts";
 
 /**
  * `pull_request.opened|closed` on a `fleet/*` branch: opened -> pr-open; merged -> done (dependents

@@ -4,8 +4,7 @@ import { renderCommandReply } from "../render/command-replies.ts";
 import { allowedOrExplain } from "./guard.ts";
 import type { HandlerDeps } from "./handler-deps.ts";
 import { loadRepoConfig } from "./load-config.ts";
-import { fromFork } from "./on-pull-request.ts";
-import { taskForPullRequest } from "./pull-request-tasks.ts";
+import { fromFork, taskForPullRequest } from "./pull-request-tasks.ts";
 
 type ReviewContext = Context<"pull_request_review.submitted">;
 type CommentContext = Context<"issue_comment.created">;

@@ -13,6 +13,17 @@ export interface MergedFleetPr {
   task?: Task;
 }
 
+/**
+ * A pull request whose head lives in another repository (a fork): its branch may carry a task's
+ * name, but it is not Fleet's branch, so it never moves a task or starts a run.
+ */
+export function fromFork(pr: {
+  head: { repo?: { full_name: string } | null };
+  base: { repo: { full_name: string } };
+}): boolean {
+  return pr.head.repo?.full_name?.toLowerCase() !== pr.base.repo.full_name.toLowerCase();
+}
+
 /** The task whose branch or PR this is: the live one, when an ended task worked on it too (see tasksOnPullRequest). */
 export function taskForPullRequest(
   doc: FleetStateDoc,

@@ -214,5 +214,13 @@ describe("pull requests from forks", () => {
     // A maintainer's `/fleet ...` review on the fork's PR queues no run of the task.
     await deliver("pull_request_review", fork(review, dispatched.branch!, forkNumber));
     expect(await taskOf(issue)).toEqual(open);
+    // Nor does a maintainer's `fleet:rebase` label on it (the own branch's PR would get one).
+    await deliver("pull_request", {
+      ...fork(opened, dispatched.branch!, forkNumber),
+      action: "labeled",
+      label: { id: 1, name: "fleet:rebase", color: "ededed", default: false },
+      sender: review.sender,
+    });
+    expect(await taskOf(issue)).toEqual(open);
   });
 });
