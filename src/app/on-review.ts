@@ -64,6 +64,14 @@ export async function requestReviewRun(
     );
     return;
   }
+  // An older pull request on the task's branch (closed, another opened since): the round would move the
+  // task onto it, and find it gone.
+  if (task.pr !== undefined && task.pr !== req.pr) {
+    await reply(
+      `This is not task \`${task.id}\`'s current pull request (#${task.pr}); send its instructions there.`,
+    );
+    return;
+  }
   const moved = await queue.move(task.issue, "queued", {
     taskId: task.id,
     from: ["pr-open"],

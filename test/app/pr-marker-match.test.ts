@@ -64,3 +64,57 @@ describe("a merged pull request no task recorded", () => {
     expect((await stateOf(other.id)).state).not.toBe("done");
   }, 60_000);
 });
+
+describe("/fleet instructions on an older pull request of a task's branch", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ files: { ".github/fleet.yml": "dispatch: local\nmax_concurrent: 5\n" } });
+  });
+  afterAll(async () => h?.stop());
+
+  it("are refused: the task stays on its current pull request", async () => {
+    const ref = { owner: h.owner, repo: h.name };
+    const issue = await h.newIssue("Two PRs");
+    const branch = `fleet/${issue}-two-prs`;
+    const main = await h.mona.rest.git.getRef({ ...ref, ref: "heads/main" });
+    const tree = await h.mona.rest.git.createTree({
+      ...ref,
+      base_tree: main.data.object.sha,
+      tree: [{ path: "two.txt", mode: "100644", type: "blob", content: "two\n" }],
+    });
+    const commit = await h.mona.rest.git.createCommit({
+      ...ref,
+      message: "Two",
+      tree: tree.data.sha,
+      parents: [main.data.object.sha],
+    });
+    await h.mona.rest.git.createRef({ ...ref, ref: `refs/heads/${branch}`, sha: commit.data.sha });
+    // An older PR on the branch, closed before the task was queued.
+    const old = (await h.mona.rest.pulls.create({ ...ref, title: "Old", head: branch, base: "main" })).data
+      .number;
+    await h.mona.rest.pulls.update({ ...ref, pull_number: old, state: "closed" });
+    await h.settle();
+    await h.label(issue, "fleet:claude");
+    const task = (await h.tasks()).find((t) => t.issue === issue)!;
+    expect(task.branch).toBe(branch);
+    const current = (await h.mona.rest.pulls.create({ ...ref, title: "Current", head: branch, base: "main" }))
+      .data.number;
+    const store = createGitHubStateStore({ github: githubOverOctokit(h.mona), ...ref });
+    await store.update(({ doc }) => {
+      if (!doc.tasks[task.id]) return null;
+      const { lease: _lease, ...rest } = doc.tasks[task.id]!;
+      const t: Task = { ...rest, state: "pr-open", pr: current };
+      return { doc: { ...doc, tasks: { ...doc.tasks, [t.id]: t } }, message: "pr-open" };
+    });
+    await h.settle();
+    await h.mona.rest.pulls.createReview({
+      ...ref,
+      pull_number: old,
+      event: "COMMENT",
+      body: "/fleet add tests",
+    });
+    await h.settle();
+    expect((await h.tasks()).find((t) => t.id === task.id)).toMatchObject({ state: "pr-open", pr: current });
+    expect(h.botComments(old).some((c) => c.body.includes(`current pull request (#${current})`))).toBe(true);
+  }, 60_000);
+});
