@@ -63589,6 +63589,7 @@ var LineSplitter = class {
   }
 };
 var LIMIT_POLL_MS = 500;
+var EXIT_GRACE_MS = 1e4;
 function superviseProcess(o2) {
   let child;
   try {
@@ -63617,7 +63618,8 @@ function superviseProcess(o2) {
     let stallTimer = setTimeout(() => stop("stall"), o2.stallMs);
     const activity = () => {
       clearTimeout(stallTimer);
-      if (!stopReason) stallTimer = setTimeout(() => stop("stall"), o2.stallMs);
+      if (stopReason) return;
+      stallTimer = o2.reported?.() ? setTimeout(() => stop("reported"), o2.exitGraceMs ?? EXIT_GRACE_MS) : setTimeout(() => stop("stall"), o2.stallMs);
     };
     const wallTimer = setTimeout(() => stop("timeout"), o2.timeoutMs);
     const limitTimer = o2.overLimit ? setInterval(() => {
@@ -63630,12 +63632,12 @@ function superviseProcess(o2) {
     if (o2.signal?.aborted) onAbort();
     else o2.signal?.addEventListener("abort", onAbort, { once: true });
     child.stdout?.on("data", (d) => {
-      activity();
       stdout.push(d);
+      activity();
     });
     child.stderr?.on("data", (d) => {
-      activity();
       stderr.push(d);
+      activity();
     });
     if (o2.stdin !== "ignore" && child.stdin) {
       child.stdin.on("error", () => {
@@ -63762,7 +63764,9 @@ async function runAgent(adapter, inv, opts) {
     onSpawn: (pid) => {
       result.pid = pid;
     },
-    ...opts.cgroup ? { overLimit: async () => await opts.cgroup.hit() !== void 0 } : {}
+    ...opts.cgroup ? { overLimit: async () => await opts.cgroup.hit() !== void 0 } : {},
+    reported: output2.reported,
+    ...opts.exitGraceMs !== void 0 ? { exitGraceMs: opts.exitGraceMs } : {}
   });
   if (ended.reason === "spawn-error") return finish3("spawn-error", ended.spawnError);
   result.exitCode = ended.code;
@@ -63772,6 +63776,7 @@ async function runAgent(adapter, inv, opts) {
     result.limitHit = hit;
     return finish3("limit");
   }
+  if (ended.reason === "reported") return finish3(output2.exitReason(0));
   return finish3(ended.reason !== "exited" ? ended.reason : output2.exitReason(ended.code));
 }
 async function writeHomeFiles(home, files, sandbox) {
@@ -63865,6 +63870,8 @@ function readAgentOutput(adapter, opts, log) {
       }
       for (const e of events) handleEvent(e);
     },
+    /** Whether the agent reported its end (its final result event). */
+    reported: () => finalResult !== void 0,
     /** How a run that exited by itself ended: its exit code and its final event say. */
     exitReason(code2) {
       if (code2 === 0 && finalResult?.ok !== false) return "completed";

@@ -144,6 +144,27 @@ describe("runAgent with a scripted process", () => {
     expect(logged.length).toBe(7); // six lines and the final newline
   });
 
+  it("an agent that reported its end and does not exit is stopped after the exit grace: its run is what it reported", async () => {
+    const cwd = dir();
+    const result = (ok: boolean) =>
+      `process.stdout.write(JSON.stringify({ type: "result", ok: ${ok}, totals: { usage: { input: 5, output: 1, cacheRead: 0, cacheWrite: 0, reasoning: 0 }, costUsd: null, turns: 1, durationMs: 0, model: "" } }) + "\\n"); setInterval(() => {}, 1000);`;
+    const opts = { timeoutMs: 30_000, stallMs: 20_000, exitGraceMs: 300, killGraceMs: 500 };
+    const started = Date.now();
+    const done = await runAgent(scriptAdapter(result(true)), inv(cwd), opts);
+    // Well before the stall timeout: the grace after the result, then SIGTERM.
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(done.reason).toBe("completed");
+    expect(done.totals?.usage.input).toBe(5);
+    const failed = await runAgent(scriptAdapter(result(false)), inv(cwd), opts);
+    expect(failed.reason).toBe("failed");
+    // Quiet before any result: a stall, as ever.
+    const quiet = await runAgent(scriptAdapter("setInterval(() => {}, 1000)"), inv(cwd), {
+      ...opts,
+      stallMs: 300,
+    });
+    expect(quiet.reason).toBe("stall");
+  });
+
   it("a non-zero exit is failed; a rate limit before it makes it rate-limited", async () => {
     const cwd = dir();
     const failed = await runAgent(scriptAdapter("process.exit(3)"), inv(cwd), {

@@ -88,9 +88,18 @@ export class LineSplitter {
 /** How often a run's cgroup is read for a limit reached (a fork bomb is stopped within this). */
 const LIMIT_POLL_MS = 500;
 
-/** How the agent's process ended: by itself (`exited`), stopped by Fleet (why), or never started. */
+/**
+ * How long an agent that reported its end (its final result event) has to exit before it is stopped:
+ * agent CLIs have been seen to hang after their answer in headless mode, and its run is what it reported.
+ */
+export const EXIT_GRACE_MS = 10_000;
+
+/**
+ * How the agent's process ended: by itself (`exited`), stopped by Fleet (why; `reported`: it did not
+ * exit within EXIT_GRACE_MS of reporting its end), or never started.
+ */
 export interface ProcessEnd {
-  reason: RunAgentReason | "exited";
+  reason: RunAgentReason | "exited" | "reported";
   code: number | null;
   signal: NodeJS.Signals | null;
   spawnError?: string;
@@ -116,6 +125,9 @@ export function superviseProcess(o: {
   onSpawn: (pid: number | undefined) => void;
   /** Polled while the process runs: true stops it with reason "limit" (a resource limit reached). */
   overLimit?: () => Promise<boolean>;
+  /** Whether the agent has reported its end (read after each output): from then it has exitGraceMs to exit. */
+  reported?: () => boolean;
+  exitGraceMs?: number;
 }): Promise<ProcessEnd> {
   let child: ChildProcess;
   try {
@@ -130,21 +142,26 @@ export function superviseProcess(o: {
   }
   o.onSpawn(child.pid);
   return new Promise<ProcessEnd>((resolve) => {
-    let stopReason: RunAgentReason | undefined;
+    let stopReason: ProcessEnd["reason"] | undefined;
     let spawnError: string | undefined;
     let killTimer: NodeJS.Timeout | undefined;
     const stdout = new LineSplitter((l) => o.onLine(l, "stdout"));
     const stderr = new LineSplitter((l) => o.onLine(l, "stderr"));
-    const stop = (reason: RunAgentReason) => {
+    const stop = (reason: ProcessEnd["reason"]) => {
       if (stopReason) return;
       stopReason = reason;
       signalGroup(child, "SIGTERM");
       killTimer = setTimeout(() => signalGroup(child, "SIGKILL"), o.killGraceMs ?? 3000);
     };
     let stallTimer = setTimeout(() => stop("stall"), o.stallMs);
+    // After each output (its lines handed on first): quiet for stallMs is a stall, unless the agent has
+    // reported its end, when it has the exit grace.
     const activity = () => {
       clearTimeout(stallTimer);
-      if (!stopReason) stallTimer = setTimeout(() => stop("stall"), o.stallMs);
+      if (stopReason) return;
+      stallTimer = o.reported?.()
+        ? setTimeout(() => stop("reported"), o.exitGraceMs ?? EXIT_GRACE_MS)
+        : setTimeout(() => stop("stall"), o.stallMs);
     };
     const wallTimer = setTimeout(() => stop("timeout"), o.timeoutMs);
     const limitTimer = o.overLimit
@@ -159,12 +176,12 @@ export function superviseProcess(o: {
     if (o.signal?.aborted) onAbort();
     else o.signal?.addEventListener("abort", onAbort, { once: true });
     child.stdout?.on("data", (d: Buffer) => {
-      activity();
       stdout.push(d);
+      activity();
     });
     child.stderr?.on("data", (d: Buffer) => {
-      activity();
       stderr.push(d);
+      activity();
     });
     if (o.stdin !== "ignore" && child.stdin) {
       child.stdin.on("error", () => {}); // the agent may exit before reading all of it

@@ -18,6 +18,8 @@ export interface RunAgentOptions {
   timeoutMs: number;
   /** Kill the agent when it writes nothing (stdout or stderr) for this long. */
   stallMs: number;
+  /** How long it has to exit once it reported its end (default EXIT_GRACE_MS). */
+  exitGraceMs?: number;
   signal?: AbortSignal;
   onEvent?: (e: AgentEvent) => void;
   onLine?: (line: string, stream: "stdout" | "stderr") => void;
@@ -154,6 +156,8 @@ export async function runAgent(
       result.pid = pid;
     },
     ...(opts.cgroup ? { overLimit: async () => (await opts.cgroup!.hit()) !== undefined } : {}),
+    reported: output.reported,
+    ...(opts.exitGraceMs !== undefined ? { exitGraceMs: opts.exitGraceMs } : {}),
   });
   if (ended.reason === "spawn-error") return finish("spawn-error", ended.spawnError);
   result.exitCode = ended.code;
@@ -164,6 +168,8 @@ export async function runAgent(
     result.limitHit = hit;
     return finish("limit");
   }
+  // Stopped for not exiting after it reported its end: the run is what it reported, as if it had exited.
+  if (ended.reason === "reported") return finish(output.exitReason(0));
   return finish(ended.reason !== "exited" ? ended.reason : output.exitReason(ended.code));
 }
 
@@ -290,6 +296,8 @@ function readAgentOutput(
       }
       for (const e of events) handleEvent(e);
     },
+    /** Whether the agent reported its end (its final result event). */
+    reported: () => finalResult !== undefined,
     /** How a run that exited by itself ended: its exit code and its final event say. */
     exitReason(code: number | null): RunAgentReason {
       if (code === 0 && finalResult?.ok !== false) return "completed";

@@ -185,7 +185,12 @@ const exists = (p: string) =>
 function stepFailure(
   i: number,
   command: string,
-  end: { reason: RunAgentReason | "exited"; code: number | null; hit?: "memory" | "pids"; detail?: string },
+  end: {
+    reason: RunAgentReason | "exited" | "reported";
+    code: number | null;
+    hit?: "memory" | "pids";
+    detail?: string;
+  },
   run: SetupRun,
 ): string {
   const step = `Setup step ${i + 1} (\`${run.redact(command).slice(0, 200)}\`)`;
