@@ -12,6 +12,7 @@ const ALL_TESTS = ["test/**/*.test.ts", "packages/*/test/**/*.test.ts"];
  */
 export const ISOLATED_TEST_FILES = [
   "packages/github-emulator/test/oidc.test.ts",
+  "test/app/delivery-octokit-gc.test.ts",
   "test/app/serve-transport.test.ts",
   "test/process/command-runner.test.ts",
   "test/reliability/octokit-log.test.ts",

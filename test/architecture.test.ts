@@ -269,9 +269,9 @@ describe("the layout", () => {
   it("a test file that changes what its process shares runs in a worker of its own (vitest.config.ts)", () => {
     const root = join(SRC, "..");
     // Module mocks and spies, stubbed globals or environment, fake timers, the working folder, an
-    // environment variable set or deleted.
+    // environment variable set or deleted, V8's flags.
     const leaves =
-      /\bvi\.(mock|doMock|stubGlobal|stubEnv|useFakeTimers|spyOn)\b|process\.chdir|process\.env(\.[A-Za-z_]+|\[[^\]]+\])\s*=[^=]|delete\s+process\.env/;
+      /\bvi\.(mock|doMock|stubGlobal|stubEnv|useFakeTimers|spyOn)\b|process\.chdir|process\.env(\.[A-Za-z_]+|\[[^\]]+\])\s*=[^=]|delete\s+process\.env|setFlagsFromString\(/;
     const testFiles = [
       ...tsFiles(join(root, "test")),
       ...readdirSync(join(root, "packages")).flatMap((p) => tsFiles(join(root, "packages", p, "test"))),

@@ -2,8 +2,6 @@
 // RSS): its payload without the REST API's hypermedia links, and the installation's one client instead
 // of the Octokit Probot made for it.
 import { generateKeyPairSync } from "node:crypto";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import type { Context } from "probot";
 import { Probot } from "probot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -146,47 +144,6 @@ describe("an event's GitHub client", () => {
     expect(first.context.octokit).toBe(shared.octokit);
     expect(second.context.octokit).toBe(shared.octokit);
     expect(first.own).not.toBe(shared.octokit);
-  });
-
-  it("lets the Octokit Probot made for a delivery be collected while the delivery's steps wait", async () => {
-    // A real Probot delivery: Probot's transform makes the Context and its Octokit, our steps replace it.
-    setFlagsFromString("--expose-gc");
-    const gc = runInNewContext("gc") as () => void;
-    const app = new Probot({ appId: 1, privateKey, secret: "s", logLevel: "fatal" });
-    const { steps } = eventSteps({ knownCoders: [], queues: createRepoQueues(app) } as unknown as AppDeps, {
-      error: () => {},
-    });
-    let release!: () => void;
-    const waiting = new Promise<void>((r) => {
-      release = r;
-    });
-    let reached!: () => void;
-    const inStep = new Promise<void>((r) => {
-      reached = r;
-    });
-    let own: WeakRef<object> | undefined;
-    const handler = steps(async () => {
-      reached();
-      await waiting; // as a label waits for its state commit
-    });
-    app.on("issues.labeled", (context) => {
-      own = new WeakRef(context.octokit);
-      return handler(context);
-    });
-    const delivered = app.receive({
-      id: "d1",
-      name: "issues",
-      payload: { action: "labeled", installation: { id: 31 }, sender: { type: "User", login: "mona" } },
-    } as never);
-    await inStep;
-    // Not deref'd meanwhile: a WeakRef's target is kept for the rest of the job that deref'd it.
-    for (let i = 0; i < 3; i++) {
-      gc();
-      await new Promise((r) => setImmediate(r));
-    }
-    expect(own?.deref()).toBeUndefined();
-    release();
-    await delivered;
   });
 
   it("is made once however many ask at once, and dropped when its repositories' installation is replaced", async () => {
