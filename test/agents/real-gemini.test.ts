@@ -104,10 +104,18 @@ describe("real gemini CLI against the scripted Gemini API server", () => {
       { text: "second", usage: { input_tokens: 7, output_tokens: 2 } },
     ]);
     const a = await runAgent(geminiAdapter, inv, opts);
-    const b = await runAgent(geminiAdapter, { ...inv, prompt: "two", resumeSessionId: a.sessionId }, opts);
+    // A resumed gemini CLI now and then prints nothing for 25-35 s as it starts (seen in about 1 resume
+    // in 15 here, more on a loaded machine; not the server, which had no request from it; the cause is
+    // not found: the closing note's What is left): the resumed run gets the time, and is still checked.
+    const slowStart = { ...opts, stallMs: 90_000, timeoutMs: 120_000 };
+    const b = await runAgent(
+      geminiAdapter,
+      { ...inv, prompt: "two", resumeSessionId: a.sessionId },
+      slowStart,
+    );
     expect(b.reason, b.error).toBe("completed");
     expect(b.sessionId).toBe(a.sessionId);
     expect(JSON.stringify(server?.requests.at(-1)?.body)).toContain("first");
     expect(b.totals?.usage).toMatchObject({ input: 7, output: 2 });
-  });
+  }, 180_000);
 });
