@@ -102,6 +102,7 @@ describe("pull requests from forks", () => {
     pull_request: {
       number: number;
       merged: boolean;
+      created_at: string;
       head: {
         ref: string;
         label: string;
@@ -206,6 +207,9 @@ describe("pull requests from forks", () => {
     // The same delivery from the repository's own branch does move it: the path above is live.
     const own = structuredClone(opened);
     own.pull_request.head.ref = dispatched.branch!;
+    // Opened now, on the task's branch (the payload's PR was made before the task: a PR made before a
+    // task is not matched to it by its branch, see tasksOnPullRequest).
+    own.pull_request.created_at = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
     await deliver("pull_request", own);
     const open = await taskOf(issue);
     expect(open.state).toBe("pr-open");
