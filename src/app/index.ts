@@ -182,8 +182,7 @@ export function eventSteps(deps: AppDeps, log: Pick<Console, "error">) {
    */
   const eventGitHub = async (context: Context): Promise<HandlerDeps["github"]> => {
     const installationId = (context.payload as { installation?: { id?: number } }).installation?.id;
-    if (installationId === undefined || deps.queues.installationClient === undefined)
-      return githubOverOctokit(context.octokit);
+    if (installationId === undefined) return githubOverOctokit(context.octokit);
     const client = await deps.queues.installationClient(installationId);
     context.octokit = client.octokit as Context["octokit"];
     return client.github;

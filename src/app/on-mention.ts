@@ -11,7 +11,7 @@ import { configOrExplain, mayDriveFleet } from "./guard.ts";
 import type { HandlerDeps } from "./handler-deps.ts";
 import { quotaOrExplain } from "./on-issue-labeled.ts";
 import { requestReviewRun } from "./on-review.ts";
-import { fromFork, taskForPullRequest } from "./pull-request-tasks.ts";
+import { fromFork, prToMatch, taskForPullRequest } from "./pull-request-tasks.ts";
 
 type CommentContext = Context<"issue_comment.created">;
 
@@ -46,11 +46,8 @@ export async function onMention(context: CommentContext, deps: HandlerDeps): Pro
   if (!onPullRequest && waitingTasksOf(await queue.snapshot(), issue.number).length > 0) return;
   if (onPullRequest) {
     const pr = await deps.github.pulls.get(context.repo(), issue.number);
-    const opened = { createdAt: pr.created_at, body: pr.body };
     // A fork's branch may carry a task's name: it is not that task's PR (see fromFork).
-    const task = fromFork(pr)
-      ? undefined
-      : taskForPullRequest(await queue.snapshot(), { number: pr.number, head: pr.head.ref, ...opened });
+    const task = fromFork(pr) ? undefined : taskForPullRequest(await queue.snapshot(), prToMatch(pr));
     if (task) {
       await requestReviewRun(context, deps, config, {
         pr: pr.number,

@@ -2,7 +2,7 @@ import type { GitHub, RepoRef } from "../github/port.ts";
 import { tasksOnPullRequest } from "../queue/transitions.ts";
 import { rebaseOthersAfterMerge } from "./on-rebase.ts";
 import { closeEpicWhenDone } from "./on-split-label.ts";
-import type { MergedFleetPr } from "./pull-request-tasks.ts";
+import { type MergedFleetPr, prToMatch } from "./pull-request-tasks.ts";
 
 /**
  * A merged `fleet/*` pull request (see onPullRequest, which reads the state once for all of it): every
@@ -16,12 +16,7 @@ export async function afterFleetPrMerged(
   merged: MergedFleetPr,
 ): Promise<void> {
   const { queue, pr, doc } = merged;
-  const onPr = tasksOnPullRequest(doc, {
-    number: pr.number,
-    head: pr.head.ref,
-    createdAt: pr.created_at,
-    body: pr.body,
-  });
+  const onPr = tasksOnPullRequest(doc, prToMatch(pr));
   const results = await Promise.allSettled([
     ...onPr.map((t) => queue.move(t.issue, "done", { taskId: t.id, patch: { pr: pr.number } })),
     closeEpicWhenDone(github, repo, merged),

@@ -3,7 +3,7 @@ import { isLeaseLive, isUnclaimed } from "../core/leases.ts";
 import type { HandlerDeps } from "./handler-deps.ts";
 import { loadRepoConfig } from "./load-config.ts";
 import { afterFleetPrMerged } from "./on-merge.ts";
-import { fromFork, taskForPullRequest } from "./pull-request-tasks.ts";
+import { fromFork, prToMatch, taskForPullRequest } from "./pull-request-tasks.ts";
 
 /**
  * `pull_request.opened|closed` on a `fleet/*` branch: opened -> pr-open; merged -> done (dependents
@@ -23,12 +23,7 @@ export async function onPullRequest(
   if (!loaded.ok) return;
   const queue = await deps.queues.forContext(context, loaded.config);
   const doc = await queue.snapshot();
-  const task = taskForPullRequest(doc, {
-    number: pr.number,
-    head: pr.head.ref,
-    createdAt: pr.created_at,
-    body: pr.body,
-  });
+  const task = taskForPullRequest(doc, prToMatch(pr));
   if (context.payload.action === "closed" && pr.merged) {
     const closed = context as Context<"pull_request.closed">;
     return afterFleetPrMerged(deps.github, repo, {

@@ -6,7 +6,7 @@ import { tasksToRebaseAfterMerge } from "../queue/transitions.ts";
 import { allowedOrExplain } from "./guard.ts";
 import type { HandlerDeps } from "./handler-deps.ts";
 import { loadRepoConfig } from "./load-config.ts";
-import { fromFork, type MergedFleetPr, taskForPullRequest } from "./pull-request-tasks.ts";
+import { fromFork, type MergedFleetPr, prToMatch, taskForPullRequest } from "./pull-request-tasks.ts";
 
 type IssueContext = Context<"issues" | "issue_comment">;
 type Queue = Awaited<ReturnType<HandlerDeps["queues"]["forContext"]>>;
@@ -96,14 +96,7 @@ export async function onRebaseLabel(
     const pr = context.payload.pull_request;
     // A fork's branch may carry a task's name: it is not that task's PR (see fromFork).
     task =
-      pr.head.ref.startsWith("fleet/") && !fromFork(pr)
-        ? taskForPullRequest(doc, {
-            number: pr.number,
-            head: pr.head.ref,
-            createdAt: pr.created_at,
-            body: pr.body,
-          })
-        : undefined;
+      pr.head.ref.startsWith("fleet/") && !fromFork(pr) ? taskForPullRequest(doc, prToMatch(pr)) : undefined;
   } else {
     const tasks = Object.values(doc.tasks).filter((t) => t.issue === number && t.pr !== undefined);
     task =

@@ -4,7 +4,7 @@ import { parseFleetLabel, taskRequestFromLabels } from "../core/labels.ts";
 import type { GitHub, RepoRef } from "../github/port.ts";
 import { admitLabeler } from "./guard.ts";
 import type { HandlerDeps } from "./handler-deps.ts";
-import { type MergedFleetPr, taskForPullRequest } from "./pull-request-tasks.ts";
+import { type MergedFleetPr, prToMatch, taskForPullRequest } from "./pull-request-tasks.ts";
 
 /**
  * `issues.labeled` with `fleet:split[:<coder>]`: the issue becomes a split task, a read-only run
@@ -41,12 +41,7 @@ export async function closeEpicWhenDone(
   repo: RepoRef,
   { pr, doc }: MergedFleetPr,
 ): Promise<void> {
-  const task = taskForPullRequest(doc, {
-    number: pr.number,
-    head: pr.head.ref,
-    createdAt: pr.created_at,
-    body: pr.body,
-  });
+  const task = taskForPullRequest(doc, prToMatch(pr));
   if (!task) return;
   // Recorded when Fleet queued the sub-issue: no issue read for every other merged task.
   const epic = task.epic;

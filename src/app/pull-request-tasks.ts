@@ -24,6 +24,14 @@ export function fromFork(pr: {
   return pr.head.repo?.full_name?.toLowerCase() !== pr.base.repo.full_name.toLowerCase();
 }
 
+/** What the matching reads of a pull request as GitHub sends it (see tasksOnPullRequest). */
+export const prToMatch = (pr: {
+  number: number;
+  head: { ref: string };
+  created_at?: string;
+  body?: string | null;
+}) => ({ number: pr.number, head: pr.head.ref, createdAt: pr.created_at, body: pr.body });
+
 /** The task whose branch or PR this is: the live one, when an ended task worked on it too (see tasksOnPullRequest). */
 export function taskForPullRequest(
   doc: FleetStateDoc,
